@@ -1,0 +1,19 @@
+/*  =========================================================================
+    actd - the public C interface of libactd.
+    ========================================================================= */
+
+#ifndef ACT_H_INCLUDED
+#define ACT_H_INCLUDED
+
+#define ACT_VERSION_MAJOR 0
+#define ACT_VERSION_MINOR 1
+#define ACT_VERSION_PATCH 0
+
+#include "act_err.h"
+#include "act_json.h"
+#include "act_ref.h"
+#include "act_method.h"
+#include "act_ctx.h"
+#include "act_call.h"
+
+#endif

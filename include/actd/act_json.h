@@ -1,0 +1,54 @@
+/*  =========================================================================
+    act_json - JSON in and out of frames, with the limits a network-facing
+    broker needs, and the timestamps the broker stamps on messages.
+    ========================================================================= */
+
+#ifndef ACT_JSON_H_INCLUDED
+#define ACT_JSON_H_INCLUDED
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include "act_err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+//  Deepest nesting of arrays and objects accepted in any JSON frame. Deeper
+//  documents are refused with bad_json: they are never useful to an agent
+//  and every recursive walk in the broker stays well inside its stack.
+#define ACT_MAX_JSON_DEPTH  64
+
+//  Parse exactly one JSON text of size bytes (any value, not only objects).
+//  Refuses invalid UTF-8, a \u0000 in strings, duplicate object keys,
+//  integers outside 64 bits and nesting deeper than ACT_MAX_JSON_DEPTH.
+//  Returns a new reference, or NULL with err set to bad_json and a message
+//  that names the line, column and byte position.
+json_t *act_json_parse (const char *data, size_t size, act_err_t *err);
+
+//  Serialize value compactly (any JSON value). Returns a new string the
+//  caller frees, or NULL when value is NULL.
+char *act_json_dump (const json_t *value);
+
+//  Depth of value: 0 for a scalar, 1 for an empty or flat container, ...
+//  Stops counting at limit + 1, so a hostile document costs O(limit) stack.
+int act_json_depth (const json_t *value, int limit);
+
+//  True when the size bytes at data are well-formed UTF-8 (no overlong
+//  forms, no surrogates, nothing above U+10FFFF). If not, *offset (when
+//  not NULL) is set to the first bad byte.
+bool act_utf8_valid (const char *data, size_t size, size_t *offset);
+
+//  Write the current UTC time as RFC 3339 with milliseconds, such as
+//  "2026-11-22T08:00:00.123Z", into buffer (at least 25 bytes).
+void act_date_now (char *buffer);
+
+//  Milliseconds on a monotonic clock, for timers and durations.
+long long act_clock_ms (void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

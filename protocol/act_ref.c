@@ -1,0 +1,408 @@
+/*  =========================================================================
+    act_ref - references and expressions (SEMANTICS.md sections 2 and 5).
+
+    The grammar is small enough for a hand-written scanner. It never looks
+    behind and never allocates before a piece is known to be good, so a bad
+    string costs one pass and leaves nothing behind.
+    ========================================================================= */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <jansson.h>
+#include "actd/act_ref.h"
+#include "actd/act_json.h"
+
+//  The scanner's state: the text and where it stands in it
+typedef struct {
+    const char *text;           //  Expression being parsed
+    size_t size;                //  Its length in bytes
+    size_t pos;                 //  Current byte offset
+    bool output;                //  Parsing an output path
+} s_scan_t;
+
+static bool
+s_at_dagger (s_scan_t *scan)
+{
+    return scan->size - scan->pos >= ACT_DAGGER_LEN
+        && memcmp (scan->text + scan->pos, ACT_DAGGER, ACT_DAGGER_LEN) == 0;
+}
+
+static bool
+s_is_space (char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static void
+s_skip_space (s_scan_t *scan)
+{
+    while (scan->pos < scan->size && s_is_space (scan->text [scan->pos]))
+        scan->pos++;
+}
+
+//  True when the byte at pos may be part of an unquoted key
+static bool
+s_is_key_byte (s_scan_t *scan)
+{
+    unsigned char c = (unsigned char) scan->text [scan->pos];
+    if (c < 0x20 || c == 0x7F || s_is_space ((char) c))
+        return false;
+    if (strchr (".[]\"|&<>*", c))
+        return false;
+    return !s_at_dagger (scan);
+}
+
+//  Length of the operator at pos (||, &&, and in output paths <|> and *>),
+//  0 when there is none; *is_or tells which one.
+static size_t
+s_operator (s_scan_t *scan, bool *is_or)
+{
+    const char *here = scan->text + scan->pos;
+    size_t left = scan->size - scan->pos;
+    if (left >= 2 && memcmp (here, "||", 2) == 0) {
+        *is_or = true;
+        return 2;
+    }
+    if (left >= 2 && memcmp (here, "&&", 2) == 0) {
+        *is_or = false;
+        return 2;
+    }
+    if (scan->output && left >= 3 && memcmp (here, "<|>", 3) == 0) {
+        *is_or = true;
+        return 3;
+    }
+    if (scan->output && left >= 2 && memcmp (here, "*>", 2) == 0) {
+        *is_or = false;
+        return 2;
+    }
+    return 0;
+}
+
+static int
+s_fail (s_scan_t *scan, act_err_t *err, const char *what)
+{
+    if (scan->pos < scan->size)
+        return act_err_set (err, ACT_E_BAD_REFERENCE,
+                            "%s at byte %zu of '%.80s'", what, scan->pos, scan->text);
+    return act_err_set (err, ACT_E_BAD_REFERENCE,
+                        "%s at byte %zu (end) of '%.80s'", what, scan->pos, scan->text);
+}
+
+static void
+s_ref_free (act_ref_t *ref)
+{
+    for (size_t i = 0; i < ref->nsegs; i++)
+        free (ref->segs [i].key);
+    free (ref->segs);
+    free (ref->kind);
+    free (ref->text);
+    memset (ref, 0, sizeof *ref);
+}
+
+//  Classify a run of digits: an index when it has no leading zero (or is
+//  "0"), else a key such as "007".
+static void
+s_set_numeric (act_seg_t *seg)
+{
+    seg->type = ACT_SEG_INDEX;
+    seg->index = 0;
+    for (const char *d = seg->key; *d; d++) {
+        if (seg->index > (SIZE_MAX - 9) / 10) {
+            seg->index = SIZE_MAX;  //  Too large for any array: a key only
+            return;
+        }
+        seg->index = seg->index * 10 + (size_t) (*d - '0');
+    }
+}
+
+static bool
+s_all_digits (const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s [i] < '0' || s [i] > '9')
+            return false;
+    return n > 0;
+}
+
+//  Parse one segment after '.' or '['; appends it to ref. Returns 0 or -1.
+static int
+s_parse_segment (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
+{
+    if (ref->nsegs == ACT_MAX_SEGMENTS)
+        return s_fail (scan, err, "too many path segments");
+    act_seg_t seg = { ACT_SEG_KEY, NULL, 0 };
+    char opener = scan->text [scan->pos++];
+
+    if (opener == '.') {
+        size_t start = scan->pos;
+        while (scan->pos < scan->size && s_is_key_byte (scan))
+            scan->pos++;
+        size_t length = scan->pos - start;
+        if (length == 0)
+            return s_fail (scan, err, "empty path segment");
+        const char *run = scan->text + start;
+        if (!act_utf8_valid (run, length, NULL)) {
+            scan->pos = start;
+            return s_fail (scan, err, "invalid UTF-8 in key");
+        }
+        seg.key = strndup (run, length);
+        if (length == 1 && run [0] == '-') {
+            if (!scan->output) {
+                scan->pos = start;
+                free (seg.key);
+                return s_fail (scan, err,
+                    "'-' (the append position) is only allowed in output paths");
+            }
+            seg.type = ACT_SEG_APPEND;
+        }
+        else
+        if (s_all_digits (run, length) && (length == 1 || run [0] != '0'))
+            s_set_numeric (&seg);
+    }
+    else
+    if (scan->pos < scan->size && scan->text [scan->pos] == '"') {
+        //  A JSON string: find its closing quote, then let jansson decode it
+        size_t start = scan->pos++;
+        while (scan->pos < scan->size && scan->text [scan->pos] != '"') {
+            if (scan->text [scan->pos] == '\\')
+                scan->pos++;
+            scan->pos++;
+        }
+        if (scan->pos >= scan->size)
+            return s_fail (scan, err, "unterminated quoted key");
+        scan->pos++;
+        json_t *string = json_loadb (scan->text + start, scan->pos - start,
+                                     JSON_DECODE_ANY, NULL);
+        if (!json_is_string (string)) {
+            json_decref (string);
+            scan->pos = start;
+            return s_fail (scan, err, "bad quoted key");
+        }
+        if (json_string_length (string) == 0
+        ||  strlen (json_string_value (string)) != json_string_length (string)) {
+            json_decref (string);
+            scan->pos = start;
+            return s_fail (scan, err, "empty or NUL-carrying quoted key");
+        }
+        seg.key = strdup (json_string_value (string));
+        json_decref (string);
+        if (scan->pos >= scan->size || scan->text [scan->pos] != ']') {
+            free (seg.key);
+            return s_fail (scan, err, "expected ']'");
+        }
+        scan->pos++;
+    }
+    else {
+        size_t start = scan->pos;
+        while (scan->pos < scan->size
+           &&  scan->text [scan->pos] >= '0' && scan->text [scan->pos] <= '9')
+            scan->pos++;
+        size_t length = scan->pos - start;
+        if (length == 0) {
+            return s_fail (scan, err, "expected an index or a quoted key after '['");
+        }
+        if (length > 1 && scan->text [start] == '0') {
+            scan->pos = start;
+            return s_fail (scan, err, "index with a leading zero");
+        }
+        if (scan->pos >= scan->size || scan->text [scan->pos] != ']')
+            return s_fail (scan, err, "expected ']'");
+        seg.key = strndup (scan->text + start, length);
+        s_set_numeric (&seg);
+        scan->pos++;
+    }
+    act_seg_t *segs = realloc (ref->segs, (ref->nsegs + 1) * sizeof *segs);
+    if (!segs) {
+        free (seg.key);
+        return act_err_set (err, ACT_E_INTERNAL, "out of memory");
+    }
+    ref->segs = segs;
+    ref->segs [ref->nsegs++] = seg;
+    return 0;
+}
+
+//  Parse one reference at pos (which must be a dagger) into ref.
+static int
+s_parse_ref (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
+{
+    memset (ref, 0, sizeof *ref);
+    if (!s_at_dagger (scan))
+        return s_fail (scan, err, "expected a reference (a dagger)");
+    ref->offset = scan->pos;
+    scan->pos += ACT_DAGGER_LEN;
+
+    size_t start = scan->pos;
+    if (scan->pos < scan->size) {
+        char c = scan->text [scan->pos];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_') {
+            scan->pos++;
+            while (scan->pos < scan->size) {
+                c = scan->text [scan->pos];
+                if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+                ||  (c >= '0' && c <= '9') || c == '_' || c == '-')
+                    scan->pos++;
+                else
+                    break;
+            }
+        }
+    }
+    if (scan->pos == start)
+        return s_fail (scan, err, "expected a kind ([A-Za-z_][A-Za-z0-9_-]*)");
+    ref->kind = strndup (scan->text + start, scan->pos - start);
+
+    while (scan->pos < scan->size) {
+        char c = scan->text [scan->pos];
+        if (c == '.' || c == '[') {
+            if (s_parse_segment (scan, ref, err)) {
+                s_ref_free (ref);
+                return -1;
+            }
+        }
+        else
+            break;
+    }
+    //  A reference ends at white space, an operator or the end
+    bool is_or;
+    if (scan->pos < scan->size
+    &&  !s_is_space (scan->text [scan->pos]) && !s_operator (scan, &is_or)) {
+        s_ref_free (ref);
+        return s_fail (scan, err, "unexpected character in reference");
+    }
+    ref->text = strndup (scan->text + ref->offset, scan->pos - ref->offset);
+    return 0;
+}
+
+void
+act_expr_destroy (act_expr_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_expr_t *self = *self_p;
+        for (size_t a = 0; a < self->nalts; a++) {
+            for (size_t r = 0; r < self->alts [a].nrefs; r++)
+                s_ref_free (&self->alts [a].refs [r]);
+            free (self->alts [a].refs);
+        }
+        free (self->alts);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+act_expr_t *
+act_expr_parse (const char *text, bool output, act_err_t *err)
+{
+    s_scan_t scan = { text, text ? strlen (text) : 0, 0, output };
+    if (!text || scan.size == 0) {
+        act_err_set (err, ACT_E_BAD_REFERENCE, "empty expression at byte 0");
+        return NULL;
+    }
+    act_expr_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->output = output;
+    size_t operands = 0;
+    bool new_alternative = true;
+    while (true) {
+        if (new_alternative) {
+            act_alt_t *alts = realloc (self->alts, (self->nalts + 1) * sizeof *alts);
+            if (!alts)
+                goto failed;
+            self->alts = alts;
+            memset (&self->alts [self->nalts++], 0, sizeof (act_alt_t));
+        }
+        act_alt_t *alt = &self->alts [self->nalts - 1];
+        if (++operands > ACT_MAX_OPERANDS) {
+            s_fail (&scan, err, "too many references in one expression");
+            goto failed;
+        }
+        act_ref_t *refs = realloc (alt->refs, (alt->nrefs + 1) * sizeof *refs);
+        if (!refs)
+            goto failed;
+        alt->refs = refs;
+        if (s_parse_ref (&scan, &alt->refs [alt->nrefs], err))
+            goto failed;
+        alt->nrefs++;
+
+        //  White space is allowed around operators, nowhere else
+        size_t before_space = scan.pos;
+        s_skip_space (&scan);
+        bool is_or;
+        size_t length = s_operator (&scan, &is_or);
+        if (length == 0) {
+            if (scan.pos < scan.size) {
+                s_fail (&scan, err, "expected an operator (|| or &&)");
+                goto failed;
+            }
+            if (before_space != scan.pos) {
+                scan.pos = before_space;
+                s_fail (&scan, err, "trailing white space");
+                goto failed;
+            }
+            break;
+        }
+        scan.pos += length;
+        s_skip_space (&scan);
+        new_alternative = is_or;
+    }
+    return self;
+
+failed:
+    if (err && !err->code)
+        act_err_set (err, ACT_E_INTERNAL, "out of memory");
+    act_expr_destroy (&self);
+    return NULL;
+}
+
+bool
+act_ref_is_reference (const char *string)
+{
+    return string
+        && strncmp (string, ACT_DAGGER, ACT_DAGGER_LEN) == 0
+        && strncmp (string + ACT_DAGGER_LEN, ACT_DAGGER, ACT_DAGGER_LEN) != 0;
+}
+
+bool
+act_ref_is_escaped (const char *string)
+{
+    return string
+        && strncmp (string, ACT_DAGGER ACT_DAGGER, 2 * ACT_DAGGER_LEN) == 0;
+}
+
+bool
+act_ref_overlaps (const act_ref_t *a, const act_ref_t *b)
+{
+    if (strcmp (a->kind, b->kind) != 0)
+        return false;
+    size_t common = a->nsegs < b->nsegs? a->nsegs: b->nsegs;
+    for (size_t i = 0; i < common; i++) {
+        if (a->segs [i].type == ACT_SEG_APPEND || b->segs [i].type == ACT_SEG_APPEND)
+            continue;
+        if (strcmp (a->segs [i].key, b->segs [i].key) != 0)
+            return false;
+    }
+    return true;
+}
+
+char *
+act_path_code (const act_seg_t *segs, size_t nsegs)
+{
+    //  Each key as <length>:<bytes>; "-" alone for the append position
+    size_t size = 1;
+    for (size_t i = 0; i < nsegs; i++)
+        size += strlen (segs [i].key) + 24;
+    char *code = malloc (size);
+    if (!code)
+        return NULL;
+    size_t used = 0;
+    code [0] = 0;
+    for (size_t i = 0; i < nsegs; i++) {
+        if (segs [i].type == ACT_SEG_APPEND)
+            used += (size_t) snprintf (code + used, size - used, "-");
+        else
+            used += (size_t) snprintf (code + used, size - used, "%zu:%s",
+                                       strlen (segs [i].key), segs [i].key);
+    }
+    return code;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+#  Install the Debian packages actd needs, if any is missing. Idempotent:
+#  apt runs only when something is missing, and then updates its lists once.
+#
+#  scripts/deps.sh [build|test|bench]...   (default: build)
+set -euo pipefail
+
+build=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libjansson-dev
+       libsqlite3-dev libcmocka-dev libsystemd-dev sqlite3)
+#  Tests: Python workers and tests use Debian's python3 with python3-zmq
+#  (not whatever python3 is first on PATH); fuzzers need clang and libFuzzer;
+#  valgrind for the leak run; Node for the Node package.
+test=(python3 python3-zmq valgrind clang libclang-rt-14-dev libfuzzer-14-dev
+      systemd libpq-dev postgresql)
+bench=(gearman-job-server gearman-tools libgearman-dev)
+
+wanted=()
+for group in "${@:-build}"; do
+    case "$group" in
+        build) wanted+=("${build[@]}") ;;
+        test)  wanted+=("${build[@]}" "${test[@]}") ;;
+        bench) wanted+=("${build[@]}" "${bench[@]}") ;;
+        *) echo "deps.sh: unknown group '$group' (build, test, bench)" >&2; exit 2 ;;
+    esac
+done
+missing=()
+for package in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+        || missing+=("$package")
+done
+#  Node.js: the machine image may bring its own; else take Debian's
+if [[ " ${*:-build} " == *" test "* ]] && ! command -v node >/dev/null; then
+    missing+=(nodejs npm)
+fi
+if ((${#missing[@]})); then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    echo "deps.sh: installing ${missing[*]}"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
