@@ -940,6 +940,20 @@ act_ctx_get (act_ctx_t *self, const act_ref_t *ref, const char *instance)
     return s_read (kind, ident, ref->segs, ref->nsegs);
 }
 
+bool
+act_ctx_has (act_ctx_t *self, const act_ref_t *ref, const char *instance)
+{
+    s_kind_t *kind = (s_kind_t *) zhashx_lookup (self->kinds, ref->kind);
+    if (!kind)
+        return false;
+    s_ident_t *ident = instance? s_ident (self, kind, instance, false): NULL;
+    if (!ident)
+        return act_path_get (kind->doc, ref->segs, ref->nsegs) != NULL;
+    json_t *value = s_read (kind, ident, ref->segs, ref->nsegs);
+    json_decref (value);
+    return value != NULL;
+}
+
 json_t *
 act_ctx_resolve (act_ctx_t *self, const act_expr_t *expr, const char *instance)
 {

@@ -285,6 +285,7 @@ act_expr_destroy (act_expr_t **self_p)
             free (self->alts [a].refs);
         }
         free (self->alts);
+        free (self->text);
         free (self);
         *self_p = NULL;
     }
@@ -302,6 +303,7 @@ act_expr_parse (const char *text, bool output, act_err_t *err)
     if (!self)
         return NULL;
     self->output = output;
+    self->text = strdup (text);
     size_t operands = 0;
     bool new_alternative = true;
     while (true) {

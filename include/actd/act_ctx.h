@@ -93,6 +93,10 @@ int act_ctx_replay (act_ctx_t *self, const json_t *message, act_err_t *err);
 //  new reference the caller owns, or NULL when the value is absent.
 json_t *act_ctx_get (act_ctx_t *self, const act_ref_t *ref, const char *instance);
 
+//  True when the reference has a value in scope instance (cheaper than
+//  act_ctx_get in the global scope: nothing is copied).
+bool act_ctx_has (act_ctx_t *self, const act_ref_t *ref, const char *instance);
+
 //  The value of a parameter expression: the first alternative whose
 //  operands are all present gives its last operand's value. Returns a new
 //  reference, or NULL when absent.

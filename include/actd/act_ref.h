@@ -58,6 +58,7 @@ typedef struct {
     act_alt_t *alts;            //  The || alternatives, in order
     size_t nalts;               //  At least 1
     bool output;                //  Parsed as an output path
+    char *text;                 //  The whole expression as given
 } act_expr_t;
 
 //  Parse text as a parameter expression (output false) or as an output

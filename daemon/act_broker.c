@@ -1,0 +1,2698 @@
+/*  =========================================================================
+    act_broker - the actd broker.
+
+    One thread, one loop. A pass of the loop reads what the sockets have
+    (fairly, a bounded number from each), hands each message to its
+    handler, runs due timers, commits everything the pass decided in one
+    store transaction, and only then sends the replies and tasks the pass
+    produced. So no reply ever promises more than the store holds, and one
+    fsync serves the whole pass.
+
+    Reading guide: types; the outbox; timers; contexts; the producer index
+    (dependencies between calls); activities and workers; a call's life
+    (new, evaluate, queue, dispatch, result, failure, finish); the client
+    commands; the worker protocol (ACT/1 and Majordomo); recovery; the
+    loop.
+    ========================================================================= */
+
+#include <syslog.h>
+#include "act_broker.h"
+#include "act_notify.h"
+#include "actd/act_store.h"
+
+volatile sig_atomic_t act_broker_stop_requested = 0;
+volatile sig_atomic_t act_broker_reload_requested = 0;
+
+#define S_CLIENT_HEADER     "ACTC01"
+#define S_WORKER_HEADER     "ACTW01"
+#define S_MDPW01            "MDPW01"
+#define S_MDPW02            "MDPW02"
+#define S_MAX_REQUEST_ID    255
+#define S_READ_BATCH        512     //  Messages read per socket per pass
+#define S_HISTORY_LIMIT     1000
+
+typedef struct _s_call_t s_call_t;
+typedef struct _s_worker_t s_worker_t;
+typedef struct _s_context_t s_context_t;
+typedef struct _s_activity_t s_activity_t;
+typedef struct _s_pnode_t s_pnode_t;
+
+typedef enum { S_WAITING, S_QUEUED, S_RUNNING, S_ENDED } s_state_t;
+static const char *s_state_names [] = { "waiting", "queued", "running", "ended" };
+
+typedef enum { S_ACTW, S_MDP1, S_MDP2 } s_protocol_t;
+
+//  One output reference of a live call, registered in the producer index
+typedef struct {
+    s_call_t *call;             //  The call that may write there
+    s_pnode_t *node;            //  Node it is registered at
+    void *handle;               //  Its handle in node->targets
+} s_target_t;
+
+//  A node of a context's producer index: one path of one kind
+struct _s_pnode_t {
+    s_pnode_t *parent;          //  NULL for a kind's root
+    char *key;                  //  Key in the parent (NULL: root or "-")
+    zhashx_t *children;         //  Segment text -> s_pnode_t, NULL if none
+    s_pnode_t *append;          //  The "-" child, NULL if none
+    zlistx_t *targets;          //  s_target_t * registered at this path
+    size_t count;               //  Targets at this node and below
+};
+
+//  A later call waiting for a producer, in one evaluation round
+typedef struct {
+    uint64_t number;            //  The waiting call
+    uint32_t round;             //  Its round when it started waiting
+} s_waiter_t;
+
+//  Where a DONE goes
+typedef struct {
+    zframe_t *client;           //  Routing id of the client socket
+    zframe_t *request;          //  Request id to echo
+} s_recipient_t;
+
+struct _s_call_t {
+    uint64_t number;            //  Call id as a number; also its order
+    char id [24];               //  Call id as text
+    s_context_t *context;       //  Context it belongs to
+    act_call_t *call;           //  The parsed call, holding its JSON
+    s_activity_t *activity;     //  Activity (its _tool)
+    s_state_t state;            //  Where it is in its life
+    bool backoff;               //  Queued, but waiting its retry delay
+    long long attempts;         //  Dispatches to a worker so far
+    act_retry_t retry;          //  Retry policy, every field set
+    long long timeout_ms;       //  Start-to-close limit of one attempt
+    s_worker_t *worker;         //  Worker running the current attempt
+    char task [48];             //  Current task id: "<call>.<attempt>"
+    void *queue_handle;         //  Handle in activity->queue when queued
+    uint32_t timer;             //  Generation: timers of older ones are void
+    uint32_t round;             //  Evaluation round (dependencies)
+    size_t waiting_on;          //  Producers not ended in this round
+    json_t *unmet;              //  Expressions it waits for (STATUS)
+    zlistx_t *waiters;          //  s_waiter_t * of calls waiting for it
+    s_target_t *targets;        //  Its registrations as a producer
+    size_t ntargets;            //  Number of targets
+    zlistx_t *recipients;       //  s_recipient_t * that get its DONE
+    json_t *progress;           //  Latest PROGRESS details, or NULL
+    uint64_t stamp;             //  Marks it found in one producer lookup
+};
+
+struct _s_context_t {
+    char *id;                   //  Context id
+    act_ctx_t *ctx;             //  Messages' index (always loaded here)
+    bool stored;                //  The store knows the context
+    zhashx_t *producers;        //  Kind -> s_pnode_t: live output targets
+    size_t live;                //  Calls of this context not ended
+    long long used;             //  Last use, for eviction
+};
+
+struct _s_activity_t {
+    char *name;                 //  Activity (tool) name
+    zlistx_t *queue;            //  s_call_t ready for a worker, FIFO
+    zlistx_t *workers;          //  s_worker_t serving it
+    size_t backlog;             //  Calls waiting or queued, for max_queue
+    size_t running;             //  Calls running
+    uint64_t done;              //  Calls ended since start
+    const act_activity_settings_t *settings;  //  Its limits
+};
+
+struct _s_worker_t {
+    char *key;                  //  Routing id in hex (key in workers)
+    zframe_t *identity;         //  Routing id
+    s_protocol_t protocol;      //  ACT/1 or Majordomo 0.1 / 0.2
+    char *name;                 //  Name it gave, or its routing id
+    char *lang;                 //  Language it gave, or ""
+    size_t capacity;            //  Tasks it may hold at once
+    zhashx_t *tasks;            //  Task ids it holds (answered or not)
+    zlistx_t *activities;       //  s_activity_t it serves
+    size_t cursor;              //  Round robin over its activities
+    long long heard;            //  Last message from it
+    long long sent;             //  Last message to it
+    long long used;             //  Last dispatch to it
+};
+
+//  A timer: a deadline, a schedule timeout or a retry delay of one call
+typedef enum { T_DEADLINE, T_SCHEDULE, T_RETRY } s_timer_type_t;
+typedef struct {
+    long long at;               //  When it fires (monotonic ms)
+    uint64_t number;            //  Call it belongs to
+    uint32_t generation;        //  Void unless equal to the call's timer
+    s_timer_type_t type;        //  What it means
+} s_timer_t;
+
+//  A message waiting for the end of the pass
+typedef struct {
+    zmsg_t *msg;                //  The message, routing id first
+    bool to_worker;             //  Which socket
+    bool durable;               //  A reply that promises stored state
+} s_out_t;
+
+struct _act_broker_t {
+    act_settings_t *settings;   //  What it runs with (not owned)
+    act_store_t *store;         //  Durable state
+    zsock_t *clients;           //  ROUTER for clients, NULL in-process
+    zsock_t *workers_socket;    //  ROUTER for workers, NULL in-process
+    zhashx_t *contexts;         //  Context id -> s_context_t (loaded)
+    zhashx_t *calls;            //  Call id -> s_call_t, calls not ended
+    zhashx_t *keys;             //  context "\x1f" _id -> s_call_t
+    zhashx_t *activities;       //  Name -> s_activity_t
+    zhashx_t *workers;          //  Routing id hex -> s_worker_t
+    s_timer_t *timers;          //  Min-heap by at
+    size_t ntimers;             //  Timers in the heap
+    size_t timers_size;         //  Slots allocated
+    zlistx_t *outbox;           //  s_out_t, sent after the commit
+    uint64_t *todo;             //  Calls to evaluate again (numbers)
+    size_t ntodo;               //  Entries in todo
+    size_t todo_size;           //  Slots allocated
+    uint64_t last_call;         //  Highest call number given out
+    uint64_t stamp;             //  Current producer lookup
+    long long started;          //  Start time (monotonic ms)
+    long long heartbeat_at;     //  Next heartbeat round
+    long long evict_at;         //  Next eviction round
+    size_t waiting;             //  Live calls waiting
+    size_t queued;              //  Live calls queued
+    size_t running;             //  Live calls running
+    bool stopping;              //  Shutting down: no new calls, no dispatch
+    long long stop_deadline;    //  End of the shutdown grace period
+    uint64_t commits;           //  Commits done
+    uint64_t committed;         //  Writes committed, for batch sizes
+};
+
+static void s_call_finish (act_broker_t *self, s_call_t *call, const char *status,
+                           json_t *error, const json_t *result, long long branch);
+static void s_dispatch_activity (act_broker_t *self, s_activity_t *activity);
+static void s_dispatch_worker (act_broker_t *self, s_worker_t *worker);
+static void s_worker_dead (act_broker_t *self, s_worker_t *worker, const char *why);
+
+
+//  --------------------------------------------------------------------------
+//  Small helpers
+
+static bool
+s_frame_is (zframe_t *frame, const char *text)
+{
+    return frame && zframe_size (frame) == strlen (text)
+        && memcmp (zframe_data (frame), text, zframe_size (frame)) == 0;
+}
+
+//  The frame as a C string (the caller frees); NULL when it holds a NUL
+static char *
+s_frame_string (zframe_t *frame)
+{
+    if (!frame || memchr (zframe_data (frame), 0, zframe_size (frame)))
+        return NULL;
+    return strndup ((const char *) zframe_data (frame), zframe_size (frame));
+}
+
+static json_t *
+s_error_json (const char *code, const char *message)
+{
+    return json_pack ("{ssss}", "code", code, "message", message);
+}
+
+//  Look a live call up by number
+static s_call_t *
+s_call_lookup (act_broker_t *self, uint64_t number)
+{
+    char id [24];
+    snprintf (id, sizeof id, "%" PRIu64, number);
+    return (s_call_t *) zhashx_lookup (self->calls, id);
+}
+
+//  Parse a decimal call id; 0 when it is not one
+static uint64_t
+s_parse_number (const char *text)
+{
+    if (!text || !*text || strlen (text) > 19 || (text [0] == '0'))
+        return 0;
+    for (const char *c = text; *c; c++)
+        if (*c < '0' || *c > '9')
+            return 0;
+    return strtoull (text, NULL, 10);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The outbox: everything a pass sends leaves after its commit
+
+static void
+s_post (act_broker_t *self, zmsg_t *msg, bool to_worker, bool durable)
+{
+    s_out_t *out = malloc (sizeof *out);
+    *out = (s_out_t) { msg, to_worker, durable };
+    zlistx_add_end (self->outbox, out);
+}
+
+static void
+s_out_destroy (void **item)
+{
+    s_out_t *out = (s_out_t *) *item;
+    zmsg_destroy (&out->msg);
+    free (out);
+    *item = NULL;
+}
+
+//  A reply to a client: [client][ACTC01][verb][request]
+static zmsg_t *
+s_reply_new (zframe_t *client, zframe_t *request, const char *verb)
+{
+    zmsg_t *msg = zmsg_new ();
+    zmsg_append (msg, &(zframe_t *) { zframe_dup (client) });
+    zmsg_addstr (msg, S_CLIENT_HEADER);
+    zmsg_addstr (msg, verb);
+    zmsg_append (msg, &(zframe_t *) { zframe_dup (request) });
+    return msg;
+}
+
+static void
+s_reply_json (act_broker_t *self, zframe_t *client, zframe_t *request,
+              const char *verb, const json_t *body, bool durable)
+{
+    zmsg_t *msg = s_reply_new (client, request, verb);
+    char *text = act_json_dump (body);
+    zmsg_addstr (msg, text);
+    free (text);
+    s_post (self, msg, false, durable);
+}
+
+static void
+s_reply_error (act_broker_t *self, zframe_t *client, zframe_t *request,
+               const char *command, act_err_t *err)
+{
+    act_log (LOG_INFO, "client request %s refused: %s: %s", command, err->code, err->message);
+    zmsg_t *msg = s_reply_new (client, request, "ERROR");
+    zmsg_addstr (msg, err->code);
+    zmsg_addstr (msg, err->message);
+    s_post (self, msg, false, false);
+}
+
+//  A message to a worker in its own protocol
+static void
+s_send_worker (act_broker_t *self, s_worker_t *worker, const char *command,
+               zmsg_t *args)
+{
+    zmsg_t *msg = zmsg_new ();
+    zmsg_append (msg, &(zframe_t *) { zframe_dup (worker->identity) });
+    if (worker->protocol == S_ACTW) {
+        zmsg_addstr (msg, S_WORKER_HEADER);
+        zmsg_addstr (msg, command);
+    }
+    else {
+        //  Majordomo: commands are one byte; 0.1 puts an empty frame first
+        byte code = 0;
+        bool v1 = worker->protocol == S_MDP1;
+        if (streq (command, "TASK"))
+            code = 0x02;
+        else
+        if (streq (command, "HEARTBEAT"))
+            code = v1? 0x04: 0x05;
+        else
+        if (streq (command, "DISCONNECT"))
+            code = v1? 0x05: 0x06;
+        else {
+            zmsg_destroy (&msg);    //  Majordomo has no CANCEL
+            zmsg_destroy (&args);
+            return;
+        }
+        if (v1)
+            zmsg_addmem (msg, "", 0);
+        zmsg_addstr (msg, v1? S_MDPW01: S_MDPW02);
+        zmsg_addmem (msg, &code, 1);
+    }
+    while (args && zmsg_size (args)) {
+        zframe_t *frame = zmsg_pop (args);
+        zmsg_append (msg, &frame);
+    }
+    zmsg_destroy (&args);
+    worker->sent = act_clock_ms ();
+    s_post (self, msg, true, false);
+}
+
+static void
+s_disconnect_peer (act_broker_t *self, zframe_t *identity, s_protocol_t protocol,
+                   const char *reason)
+{
+    s_worker_t stranger = { .identity = identity, .protocol = protocol };
+    zmsg_t *args = zmsg_new ();
+    if (protocol == S_ACTW)
+        zmsg_addstr (args, reason);
+    s_send_worker (self, &stranger, "DISCONNECT", args);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Timers: a binary heap; a call's older timers are voided by its counter
+
+static void
+s_timer_set (act_broker_t *self, s_call_t *call, s_timer_type_t type, long long at)
+{
+    if (self->ntimers == self->timers_size) {
+        self->timers_size = self->timers_size? self->timers_size * 2: 256;
+        self->timers = realloc (self->timers, self->timers_size * sizeof (s_timer_t));
+    }
+    size_t index = self->ntimers++;
+    s_timer_t timer = { at, call->number, ++call->timer, type };
+    while (index > 0 && self->timers [(index - 1) / 2].at > at) {
+        self->timers [index] = self->timers [(index - 1) / 2];
+        index = (index - 1) / 2;
+    }
+    self->timers [index] = timer;
+}
+
+static s_timer_t
+s_timer_pop (act_broker_t *self)
+{
+    s_timer_t top = self->timers [0];
+    s_timer_t last = self->timers [--self->ntimers];
+    size_t index = 0;
+    while (true) {
+        size_t child = index * 2 + 1;
+        if (child >= self->ntimers)
+            break;
+        if (child + 1 < self->ntimers && self->timers [child + 1].at < self->timers [child].at)
+            child++;
+        if (self->timers [child].at >= last.at)
+            break;
+        self->timers [index] = self->timers [child];
+        index = child;
+    }
+    if (self->ntimers)
+        self->timers [index] = last;
+    return top;
+}
+
+
+//  --------------------------------------------------------------------------
+//  Contexts: loaded on first use from the store, evicted when idle
+
+static int
+s_replay (const json_t *message, void *arg)
+{
+    act_err_t err = { 0 };
+    if (act_ctx_replay ((act_ctx_t *) arg, message, &err))
+        act_log (LOG_ERR, "context %s: stored message skipped: %s",
+                 act_ctx_id ((act_ctx_t *) arg), err.message);
+    return 0;
+}
+
+static void
+s_pnode_destroy (s_pnode_t **self_p)
+{
+    s_pnode_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->children) {
+        for (s_pnode_t *child = zhashx_first (self->children); child;
+             child = zhashx_next (self->children))
+            s_pnode_destroy (&child);
+        zhashx_destroy (&self->children);
+    }
+    s_pnode_destroy (&self->append);
+    zlistx_destroy (&self->targets);
+    free (self->key);
+    free (self);
+    *self_p = NULL;
+}
+
+static void
+s_context_destroy (void **item)
+{
+    s_context_t *context = (s_context_t *) *item;
+    if (!context)
+        return;
+    for (s_pnode_t *root = zhashx_first (context->producers); root;
+         root = zhashx_next (context->producers))
+        s_pnode_destroy (&root);
+    zhashx_destroy (&context->producers);
+    act_ctx_destroy (&context->ctx);
+    free (context->id);
+    free (context);
+    *item = NULL;
+}
+
+//  The context named id: loaded (from the store if it is there), or, with
+//  create, a new one the store will learn of when something is accepted.
+//  NULL when it does not exist and create is not set.
+static s_context_t *
+s_context (act_broker_t *self, const char *id, bool create)
+{
+    s_context_t *context = (s_context_t *) zhashx_lookup (self->contexts, id);
+    if (!context) {
+        bool stored = act_store_has_context (self->store, id);
+        if (!stored && !create)
+            return NULL;
+        context = calloc (1, sizeof *context);
+        context->id = strdup (id);
+        context->ctx = act_ctx_new (id);
+        context->stored = stored;
+        context->producers = zhashx_new ();
+        if (stored)
+            act_store_messages (self->store, id, s_replay, context->ctx);
+        zhashx_insert (self->contexts, id, context);
+    }
+    context->used = act_clock_ms ();
+    return context;
+}
+
+//  Forget a context made for a request that was refused
+static void
+s_context_release (act_broker_t *self, s_context_t *context)
+{
+    if (context && !context->stored && context->live == 0)
+        zhashx_delete (self->contexts, context->id);
+}
+
+//  Make sure the store knows the context (on the first accepted write)
+static void
+s_context_store (act_broker_t *self, s_context_t *context)
+{
+    if (!context->stored) {
+        act_store_put_context (self->store, context->id);
+        context->stored = true;
+    }
+}
+
+//  Contexts with no live call leave memory when idle or when too many are
+//  loaded; they come back from the store on their next use
+static void
+s_contexts_evict (act_broker_t *self, long long now)
+{
+    size_t loaded = zhashx_size (self->contexts);
+    zlistx_t *idle = zlistx_new ();
+    for (s_context_t *context = zhashx_first (self->contexts); context;
+         context = zhashx_next (self->contexts))
+        if (context->live == 0 && context->stored
+        &&  (now - context->used > self->settings->context_idle_ms
+        ||   loaded > (size_t) self->settings->max_contexts))
+            zlistx_add_end (idle, context->id);
+    for (char *id = zlistx_first (idle); id; id = zlistx_next (idle))
+        zhashx_delete (self->contexts, id);
+    if (zlistx_size (idle))
+        act_log (LOG_DEBUG, "%zu idle contexts left memory", zlistx_size (idle));
+    zlistx_destroy (&idle);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The producer index. Each live call with an output path registers every
+//  target of every alternative. A reference that is absent is waited for
+//  only if an earlier live call has a target on the same kind whose path
+//  equals it, is an ancestor of it or a descendant of it, and that target
+//  is global or in the reader's instance (SEMANTICS.md section 7).
+
+static s_pnode_t *
+s_pnode_child (s_pnode_t *node, const act_seg_t *seg, bool create)
+{
+    if (seg->type == ACT_SEG_APPEND) {
+        if (!node->append && create) {
+            node->append = calloc (1, sizeof (s_pnode_t));
+            node->append->parent = node;
+        }
+        return node->append;
+    }
+    s_pnode_t *child = node->children? zhashx_lookup (node->children, seg->key): NULL;
+    if (!child && create) {
+        if (!node->children)
+            node->children = zhashx_new ();
+        child = calloc (1, sizeof (s_pnode_t));
+        child->parent = node;
+        child->key = strdup (seg->key);
+        zhashx_insert (node->children, seg->key, child);
+    }
+    return child;
+}
+
+static void
+s_producer_register (s_context_t *context, s_call_t *call)
+{
+    act_expr_t *output = call->call->output;
+    if (!output)
+        return;
+    size_t total = 0;
+    for (size_t a = 0; a < output->nalts; a++)
+        total += output->alts [a].nrefs;
+    call->targets = calloc (total, sizeof (s_target_t));
+    for (size_t a = 0; a < output->nalts; a++)
+        for (size_t r = 0; r < output->alts [a].nrefs; r++) {
+            act_ref_t *ref = &output->alts [a].refs [r];
+            s_pnode_t *node = zhashx_lookup (context->producers, ref->kind);
+            if (!node) {
+                node = calloc (1, sizeof (s_pnode_t));
+                zhashx_insert (context->producers, ref->kind, node);
+            }
+            node->count++;
+            for (size_t s = 0; s < ref->nsegs; s++) {
+                node = s_pnode_child (node, &ref->segs [s], true);
+                node->count++;
+            }
+            if (!node->targets)
+                node->targets = zlistx_new ();
+            s_target_t *target = &call->targets [call->ntargets++];
+            target->call = call;
+            target->node = node;
+            target->handle = zlistx_add_end (node->targets, target);
+        }
+}
+
+static void
+s_producer_unregister (s_context_t *context, s_call_t *call)
+{
+    for (size_t i = 0; i < call->ntargets; i++) {
+        s_pnode_t *node = call->targets [i].node;
+        zlistx_delete (node->targets, call->targets [i].handle);
+        //  Walk up, dropping nodes nothing is registered under any more
+        while (node) {
+            s_pnode_t *parent = node->parent;
+            if (--node->count == 0 && parent) {
+                if (node == parent->append)
+                    parent->append = NULL;
+                else
+                    zhashx_delete (parent->children, node->key);
+                s_pnode_destroy (&node);
+            }
+            else
+            if (node->count == 0 && !parent) {
+                //  A kind's root: keep it; it is small and reused
+            }
+            node = parent;
+        }
+    }
+    free (call->targets);
+    call->targets = NULL;
+    call->ntargets = 0;
+}
+
+//  Add to found the calls registered at node that can feed reader (once
+//  each per lookup stamp). Returns how many can, found before or not.
+static size_t
+s_producers_at (act_broker_t *self, s_pnode_t *node, s_call_t *reader, zlistx_t *found)
+{
+    size_t matched = 0;
+    for (s_target_t *target = node->targets? zlistx_first (node->targets): NULL; target;
+         target = zlistx_next (node->targets)) {
+        s_call_t *producer = target->call;
+        const char *instance = producer->call->instance;
+        if (producer->number >= reader->number)
+            continue;           //  Only earlier calls produce for a call
+        if (instance && !(reader->call->instance && streq (instance, reader->call->instance)))
+            continue;           //  Instance targets feed only their instance
+        matched++;
+        if (producer->stamp != self->stamp) {
+            producer->stamp = self->stamp;
+            zlistx_add_end (found, producer);
+        }
+    }
+    return matched;
+}
+
+static size_t
+s_producers_below (act_broker_t *self, s_pnode_t *node, s_call_t *reader, zlistx_t *found)
+{
+    size_t added = 0;
+    if (node->children)
+        for (s_pnode_t *child = zhashx_first (node->children); child;
+             child = zhashx_next (node->children)) {
+            added += s_producers_at (self, child, reader, found)
+                   + s_producers_below (self, child, reader, found);
+        }
+    if (node->append)
+        added += s_producers_at (self, node->append, reader, found)
+               + s_producers_below (self, node->append, reader, found);
+    return added;
+}
+
+//  Find the calls that could still write ref for reader; "-" targets match
+//  any segment
+static size_t
+s_producers_walk (act_broker_t *self, s_pnode_t *node, const act_ref_t *ref,
+                  size_t depth, s_call_t *reader, zlistx_t *found)
+{
+    size_t added = s_producers_at (self, node, reader, found);
+    if (depth == ref->nsegs)
+        return added + s_producers_below (self, node, reader, found);
+    s_pnode_t *child = s_pnode_child (node, &ref->segs [depth], false);
+    if (child)
+        added += s_producers_walk (self, child, ref, depth + 1, reader, found);
+    if (node->append)
+        added += s_producers_walk (self, node->append, ref, depth + 1, reader, found);
+    return added;
+}
+
+
+//  --------------------------------------------------------------------------
+//  Activities and workers
+
+static void
+s_activity_destroy (void **item)
+{
+    s_activity_t *activity = (s_activity_t *) *item;
+    zlistx_destroy (&activity->queue);
+    zlistx_destroy (&activity->workers);
+    free (activity->name);
+    free (activity);
+    *item = NULL;
+}
+
+static s_activity_t *
+s_activity (act_broker_t *self, const char *name)
+{
+    s_activity_t *activity = (s_activity_t *) zhashx_lookup (self->activities, name);
+    if (!activity) {
+        activity = calloc (1, sizeof *activity);
+        activity->name = strdup (name);
+        activity->queue = zlistx_new ();
+        activity->workers = zlistx_new ();
+        activity->settings = act_settings_activity (self->settings, name);
+        zhashx_insert (self->activities, name, activity);
+    }
+    return activity;
+}
+
+static void
+s_worker_destroy (void **item)
+{
+    s_worker_t *worker = (s_worker_t *) *item;
+    zframe_destroy (&worker->identity);
+    zhashx_destroy (&worker->tasks);
+    zlistx_destroy (&worker->activities);
+    free (worker->key);
+    free (worker->name);
+    free (worker->lang);
+    free (worker);
+    *item = NULL;
+}
+
+static bool
+s_worker_free (s_worker_t *worker)
+{
+    return zhashx_size (worker->tasks) < worker->capacity;
+}
+
+//  The worker to give the activity's next call: free capacity, least
+//  loaded for its capacity, then least recently used. NULL when none.
+static s_worker_t *
+s_worker_pick (s_activity_t *activity)
+{
+    s_worker_t *best = NULL;
+    for (s_worker_t *worker = zlistx_first (activity->workers); worker;
+         worker = zlistx_next (activity->workers)) {
+        if (!s_worker_free (worker))
+            continue;
+        if (!best) {
+            best = worker;
+            continue;
+        }
+        size_t load = zhashx_size (worker->tasks) * best->capacity;
+        size_t best_load = zhashx_size (best->tasks) * worker->capacity;
+        if (load < best_load || (load == best_load && worker->used < best->used))
+            best = worker;
+    }
+    return best;
+}
+
+
+//  --------------------------------------------------------------------------
+//  A call's life: its record in the store
+
+static json_t *
+s_record (s_call_t *call, const char *state, const json_t *outcome)
+{
+    json_t *record = json_pack ("{sIsssssI}",
+        "call_id", (json_int_t) call->number,
+        "context", call->context->id,
+        "state", state,
+        "attempts", (json_int_t) call->attempts);
+    if (outcome)
+        json_object_set (record, "outcome", (json_t *) outcome);
+    if (call->progress)
+        json_object_set (record, "progress", call->progress);
+    return record;
+}
+
+//  Store the call's current state (in the pass's batch)
+static void
+s_call_save (act_broker_t *self, s_call_t *call)
+{
+    json_t *record = s_record (call, s_state_names [call->state], NULL);
+    act_store_update_call (self->store, record);
+    json_decref (record);
+}
+
+static void
+s_recipient_destroy (void **item)
+{
+    s_recipient_t *recipient = (s_recipient_t *) *item;
+    zframe_destroy (&recipient->client);
+    zframe_destroy (&recipient->request);
+    free (recipient);
+    *item = NULL;
+}
+
+static void
+s_recipient_add (s_call_t *call, zframe_t *client, zframe_t *request)
+{
+    if (!client)
+        return;
+    for (s_recipient_t *known = zlistx_first (call->recipients); known;
+         known = zlistx_next (call->recipients))
+        if (zframe_eq (known->client, client) && zframe_eq (known->request, request))
+            return;             //  One DONE per request
+    s_recipient_t *recipient = malloc (sizeof *recipient);
+    recipient->client = zframe_dup (client);
+    recipient->request = zframe_dup (request);
+    zlistx_add_end (call->recipients, recipient);
+}
+
+static void
+s_call_destroy (s_call_t **call_p)
+{
+    s_call_t *call = *call_p;
+    if (!call)
+        return;
+    act_call_destroy (&call->call);
+    json_decref (call->unmet);
+    json_decref (call->progress);
+    zlistx_destroy (&call->waiters);
+    zlistx_destroy (&call->recipients);
+    free (call->targets);
+    free (call);
+    *call_p = NULL;
+}
+
+static void
+s_call_destructor (void **item)
+{
+    s_call_destroy ((s_call_t **) item);
+}
+
+//  A call for context from its JSON, not yet numbered or accepted. NULL
+//  with err set when it is not a valid call.
+static s_call_t *
+s_call_new (act_broker_t *self, s_context_t *context, json_t *json, act_err_t *err)
+{
+    act_call_t *parsed = act_call_parse (json, err);
+    if (!parsed)
+        return NULL;
+    s_call_t *call = calloc (1, sizeof *call);
+    call->call = parsed;
+    call->context = context;
+    call->activity = s_activity (self, parsed->tool);
+    const act_activity_settings_t *defaults = call->activity->settings;
+    call->retry = defaults->retry;
+    if (parsed->retry.max_attempts > 0)
+        call->retry.max_attempts = parsed->retry.max_attempts;
+    if (parsed->retry.initial_ms >= 0)
+        call->retry.initial_ms = parsed->retry.initial_ms;
+    if (parsed->retry.backoff >= 1.0)
+        call->retry.backoff = parsed->retry.backoff;
+    if (parsed->retry.max_ms >= 0)
+        call->retry.max_ms = parsed->retry.max_ms;
+    call->timeout_ms = parsed->timeout_ms > 0? parsed->timeout_ms: defaults->timeout_ms;
+    call->waiters = zlistx_new ();
+    zlistx_set_destructor (call->waiters, (zlistx_destructor_fn *) zstr_free);
+    call->recipients = zlistx_new ();
+    zlistx_set_destructor (call->recipients, s_recipient_destroy);
+    return call;
+}
+
+
+//  --------------------------------------------------------------------------
+//  A call's life: dependencies. Evaluate each reference expression in the
+//  parameters: present, pending (an earlier live call could write it), or
+//  impossible. Fallbacks (||) wait while an earlier alternative is
+//  pending; a gate (&&) needs every operand.
+
+typedef enum { E_READY, E_WAIT, E_UNRESOLVED } s_eval_t;
+typedef enum { X_PRESENT, X_PENDING, X_IMPOSSIBLE } s_presence_t;
+
+static s_presence_t
+s_expression (act_broker_t *self, s_call_t *call, act_expr_t *expr, zlistx_t *found)
+{
+    act_ctx_t *ctx = call->context->ctx;
+    for (size_t a = 0; a < expr->nalts; a++) {
+        s_presence_t presence = X_PRESENT;
+        zlistx_t *producers = zlistx_new ();
+        self->stamp++;
+        for (size_t r = 0; r < expr->alts [a].nrefs && presence != X_IMPOSSIBLE; r++) {
+            act_ref_t *ref = &expr->alts [a].refs [r];
+            if (act_ctx_has (ctx, ref, call->call->instance))
+                continue;
+            s_pnode_t *root = zhashx_lookup (call->context->producers, ref->kind);
+            if (root && s_producers_walk (self, root, ref, 0, call, producers))
+                presence = X_PENDING;
+            else
+                presence = X_IMPOSSIBLE;
+        }
+        if (presence == X_PENDING)
+            for (s_call_t *p = zlistx_first (producers); p; p = zlistx_next (producers))
+                zlistx_add_end (found, p);
+        zlistx_destroy (&producers);
+        if (presence != X_IMPOSSIBLE)
+            return presence;
+    }
+    return X_IMPOSSIBLE;
+}
+
+static s_eval_t
+s_evaluate (act_broker_t *self, s_call_t *call, act_err_t *err)
+{
+    call->round++;
+    json_decref (call->unmet);
+    call->unmet = NULL;
+    zlistx_t *found = zlistx_new ();
+    json_t *unmet = json_array ();
+    s_eval_t result = E_READY;
+    for (size_t i = 0; i < call->call->nrefs; i++) {
+        act_expr_t *expr = call->call->refs [i];
+        s_presence_t presence = s_expression (self, call, expr, found);
+        if (presence == X_IMPOSSIBLE) {
+            act_err_set (err, ACT_E_UNRESOLVED_REFERENCE,
+                         "'%.200s' is absent and no pending call of context %s can write it",
+                         expr->text, call->context->id);
+            result = E_UNRESOLVED;
+            break;
+        }
+        if (presence == X_PENDING)
+            json_array_append_new (unmet, json_string (expr->text));
+    }
+    if (result == E_READY && zlistx_size (found)) {
+        //  Wait for each producer once, however many references it feeds
+        uint64_t stamp = ++self->stamp;
+        call->waiting_on = 0;
+        for (s_call_t *producer = zlistx_first (found); producer;
+             producer = zlistx_next (found)) {
+            if (producer->stamp == stamp)
+                continue;
+            producer->stamp = stamp;
+            char *waiter = malloc (sizeof (s_waiter_t));
+            *(s_waiter_t *) waiter = (s_waiter_t) { call->number, call->round };
+            zlistx_add_end (producer->waiters, waiter);
+            call->waiting_on++;
+        }
+        call->unmet = unmet;
+        unmet = NULL;
+        result = E_WAIT;
+    }
+    json_decref (unmet);
+    zlistx_destroy (&found);
+    return result;
+}
+
+//  Calls whose producers all ended are evaluated again at the end of the
+//  handler that ended them: a worklist, not recursion, so a chain of
+//  10 000 skipped calls costs no stack
+static void
+s_todo_add (act_broker_t *self, uint64_t number)
+{
+    if (self->ntodo == self->todo_size) {
+        self->todo_size = self->todo_size? self->todo_size * 2: 64;
+        self->todo = realloc (self->todo, self->todo_size * sizeof (uint64_t));
+    }
+    self->todo [self->ntodo++] = number;
+}
+
+
+//  --------------------------------------------------------------------------
+//  A call's life: states
+
+//  Leave the current state: undo what it counted and held
+static void
+s_call_leave (act_broker_t *self, s_call_t *call)
+{
+    call->timer++;                  //  Its pending timer, if any, is void
+    switch (call->state) {
+        case S_WAITING:
+            self->waiting--;
+            call->activity->backlog--;
+            break;
+        case S_QUEUED:
+            self->queued--;
+            call->activity->backlog--;
+            if (call->queue_handle) {
+                zlistx_delete (call->activity->queue, call->queue_handle);
+                call->queue_handle = NULL;
+            }
+            call->backoff = false;
+            break;
+        case S_RUNNING:
+            self->running--;
+            call->activity->running--;
+            call->worker = NULL;
+            break;
+        case S_ENDED:
+            break;
+    }
+}
+
+//  Queue the call for a worker (at the front for a retry), then dispatch
+static void
+s_call_queue (act_broker_t *self, s_call_t *call, bool front)
+{
+    s_call_leave (self, call);
+    call->state = S_QUEUED;
+    self->queued++;
+    call->activity->backlog++;
+    call->queue_handle = front? zlistx_add_start (call->activity->queue, call)
+                              : zlistx_add_end (call->activity->queue, call);
+    s_timer_set (self, call, T_SCHEDULE,
+                 act_clock_ms () + call->activity->settings->schedule_timeout_ms);
+    s_dispatch_activity (self, call->activity);
+}
+
+//  Queue the call after its retry delay
+static void
+s_call_backoff (act_broker_t *self, s_call_t *call, long long delay)
+{
+    s_call_leave (self, call);
+    call->state = S_QUEUED;
+    call->backoff = true;
+    self->queued++;
+    call->activity->backlog++;
+    s_timer_set (self, call, T_RETRY, act_clock_ms () + delay);
+}
+
+//  Send the call's next attempt to worker
+static void
+s_call_dispatch (act_broker_t *self, s_call_t *call, s_worker_t *worker)
+{
+    act_err_t err = { 0 };
+    json_t *params = act_call_params (call->call, call->context->ctx, &err);
+    if (!params) {
+        //  A value present when the call became ready was erased since:
+        //  wait again if a pending call can write it, else skip
+        s_call_leave (self, call);
+        call->state = S_WAITING;
+        self->waiting++;
+        call->activity->backlog++;
+        s_eval_t eval = s_evaluate (self, call, &err);
+        if (eval == E_WAIT)
+            return;
+        if (eval == E_READY)
+            act_err_set (&err, ACT_E_UNRESOLVED_REFERENCE, "%s", "a reference became absent");
+        s_call_finish (self, call, "skipped", s_error_json (err.code, err.message), NULL, 0);
+        return;
+    }
+    s_call_leave (self, call);
+    call->state = S_RUNNING;
+    call->attempts++;
+    call->worker = worker;
+    self->running++;
+    call->activity->running++;
+    snprintf (call->task, sizeof call->task, "%s.%lld", call->id, call->attempts);
+    zhashx_insert (worker->tasks, call->task, (void *) call->task);
+    worker->used = act_clock_ms ();
+    act_expr_t *output = call->call->output;
+    json_t *meta = json_pack ("{sssssIsIsIsb}",
+        "context", call->context->id,
+        "call_id", call->id,
+        "attempt", (json_int_t) call->attempts,
+        "deadline_ms", (json_int_t) call->timeout_ms,
+        "branches", (json_int_t) (output? output->nalts: 0),
+        "discard", output == NULL);
+    if (call->call->instance)
+        json_object_set_new (meta, "instance", json_string (call->call->instance));
+    zmsg_t *args = zmsg_new ();
+    char *params_text = act_json_dump (params);
+    if (worker->protocol == S_ACTW) {
+        char *meta_text = act_json_dump (meta);
+        zmsg_addstr (args, call->task);
+        zmsg_addstr (args, call->activity->name);
+        zmsg_addstr (args, params_text);
+        zmsg_addstr (args, meta_text);
+        free (meta_text);
+    }
+    else {
+        //  Majordomo REQUEST: [client address][empty][body]; the task id is
+        //  the client address, which the worker echoes in its reply
+        zmsg_addstr (args, call->task);
+        zmsg_addmem (args, "", 0);
+        zmsg_addstr (args, params_text);
+    }
+    free (params_text);
+    json_decref (params);
+    json_decref (meta);
+    s_send_worker (self, worker, "TASK", args);
+    s_timer_set (self, call, T_DEADLINE, act_clock_ms () + call->timeout_ms);
+    s_call_save (self, call);
+    act_log (LOG_DEBUG, "call %s (%s) attempt %lld sent to worker %s",
+             call->id, call->activity->name, call->attempts, worker->name);
+}
+
+static void
+s_dispatch_activity (act_broker_t *self, s_activity_t *activity)
+{
+    while (!self->stopping && zlistx_size (activity->queue)) {
+        s_worker_t *worker = s_worker_pick (activity);
+        if (!worker)
+            break;
+        s_call_dispatch (self, (s_call_t *) zlistx_first (activity->queue), worker);
+    }
+}
+
+//  A worker has room: serve its activities in turn, one call at a time,
+//  so a flooded activity cannot starve the others
+static void
+s_dispatch_worker (act_broker_t *self, s_worker_t *worker)
+{
+    size_t count = zlistx_size (worker->activities);
+    bool progress = true;
+    while (progress && !self->stopping && s_worker_free (worker)) {
+        progress = false;
+        for (size_t k = 0; k < count && !progress; k++) {
+            size_t index = (worker->cursor + k) % count;
+            s_activity_t *activity = zlistx_first (worker->activities);
+            for (size_t i = 0; i < index; i++)
+                activity = zlistx_next (worker->activities);
+            if (!zlistx_size (activity->queue))
+                continue;
+            s_worker_t *chosen = s_worker_pick (activity);
+            if (!chosen)
+                continue;
+            s_call_dispatch (self, (s_call_t *) zlistx_first (activity->queue), chosen);
+            worker->cursor = index + 1;
+            progress = true;
+        }
+    }
+}
+
+//  One attempt failed: retry when the policy allows, else end the call
+static void
+s_call_attempt_failed (act_broker_t *self, s_call_t *call, json_t *error,
+                       bool retryable, bool delay)
+{
+    const char *code = json_string_value (json_object_get (error, "code"));
+    if (retryable && call->attempts < call->retry.max_attempts && !self->stopping) {
+        long long wait = 0;
+        if (delay) {
+            double factor = call->retry.initial_ms;
+            for (long long i = 1; i < call->attempts && factor < call->retry.max_ms; i++)
+                factor *= call->retry.backoff;
+            wait = factor < call->retry.max_ms? (long long) factor: call->retry.max_ms;
+        }
+        act_log (LOG_INFO, "call %s (%s) attempt %lld failed (%s: %s); retry in %lld ms",
+                 call->id, call->activity->name, call->attempts, code,
+                 json_string_value (json_object_get (error, "message")), wait);
+        json_decref (error);
+        if (wait > 0)
+            s_call_backoff (self, call, wait);
+        else
+            s_call_queue (self, call, true);
+        s_call_save (self, call);
+        return;
+    }
+    if (retryable && call->attempts >= call->retry.max_attempts)
+        act_log (LOG_WARNING, "call %s (%s) failed after %lld attempts: %s: %s",
+                 call->id, call->activity->name, call->attempts, code,
+                 json_string_value (json_object_get (error, "message")));
+    bool timed_out = code && (streq (code, ACT_E_TIMEOUT) || streq (code, ACT_E_NO_WORKER));
+    s_call_finish (self, call, timed_out? "timeout": "error", error, NULL, 0);
+}
+
+//  Write the call's outcome into its context, as SEMANTICS.md section 7
+//  says: the chosen alternative on success; on failure the error object on
+//  the last alternative when there are two or more, else (or when that
+//  write is refused) an error message. Fills outcome's branch, written and
+//  seqs; may turn an ok into an error (type_mismatch, bad_path).
+static void
+s_call_write (act_broker_t *self, s_call_t *call, const char **status,
+              json_t **error, const json_t *result, long long branch, json_t *outcome)
+{
+    act_expr_t *output = call->call->output;
+    act_ctx_t *ctx = call->context->ctx;
+    json_t *messages = NULL;
+    act_err_t err = { 0 };
+    if (streq (*status, "ok")) {
+        if (branch < 0 || (size_t) branch >= output->nalts) {
+            char message [128];
+            snprintf (message, sizeof message,
+                      "the worker chose branch %lld; the output path has %zu",
+                      branch, output->nalts);
+            *error = s_error_json (ACT_E_ACTIVITY_FAILED, message);
+            *status = "error";
+        }
+        else {
+            messages = act_ctx_output (ctx, &output->alts [branch], result,
+                                       call->call->method, call->call->instance,
+                                       call->call->json, call->id, &err);
+            if (!messages) {
+                *error = s_error_json (err.code, err.message);
+                *status = "error";
+            }
+        }
+    }
+    if (!streq (*status, "ok") && output->nalts >= 2) {
+        branch = (long long) output->nalts - 1;
+        json_t *value = json_pack ("{sO}", "error", *error);
+        messages = act_ctx_output (ctx, &output->alts [branch], value,
+                                   call->call->method, call->call->instance,
+                                   call->call->json, call->id, &err);
+        json_decref (value);
+    }
+    json_t *written = json_array ();
+    json_t *seqs = json_array ();
+    if (messages) {
+        json_object_set_new (outcome, "branch", json_integer (branch));
+        for (size_t i = 0; i < output->alts [branch].nrefs; i++)
+            json_array_append_new (written, json_string (output->alts [branch].refs [i].text));
+    }
+    else {
+        messages = json_array ();
+        json_array_append_new (messages, act_ctx_error (ctx, *error, call->call->json, call->id));
+    }
+    size_t index;
+    json_t *message;
+    json_array_foreach (messages, index, message) {
+        json_int_t seq = json_integer_value (json_object_get (message, "_seq"));
+        act_store_put_message (self->store, call->context->id, (uint64_t) seq, message);
+        json_array_append_new (seqs, json_integer (seq));
+    }
+    json_decref (messages);
+    json_object_set_new (outcome, "written", written);
+    json_object_set_new (outcome, "seqs", seqs);
+}
+
+//  End the call with status: write its output, store the outcome, send
+//  DONE, and wake the calls that waited for it. Takes ownership of error.
+static void
+s_call_finish (act_broker_t *self, s_call_t *call, const char *status,
+               json_t *error, const json_t *result, long long branch)
+{
+    s_call_leave (self, call);
+    call->state = S_ENDED;
+    json_t *outcome = json_pack ("{ss}", "call_id", call->id);
+    bool has_output = call->call->output != NULL;
+    if (has_output && !streq (status, "cancelled"))
+        s_call_write (self, call, &status, &error, result, branch, outcome);
+    else
+    if (has_output) {
+        json_object_set_new (outcome, "written", json_array ());
+        json_object_set_new (outcome, "seqs", json_array ());
+    }
+    json_object_set_new (outcome, "status", json_string (status));
+    if (streq (status, "ok") && has_output)
+        json_object_set (outcome, "result", (json_t *) result);
+    if (error)
+        json_object_set (outcome, "error", error);
+    json_object_set_new (outcome, "attempts", json_integer (call->attempts));
+
+    json_t *record = s_record (call, status, outcome);
+    act_store_update_call (self->store, record);
+    json_decref (record);
+    if (has_output)
+        for (s_recipient_t *to = zlistx_first (call->recipients); to;
+             to = zlistx_next (call->recipients)) {
+            zmsg_t *msg = s_reply_new (to->client, to->request, "DONE");
+            zmsg_addstr (msg, call->id);
+            char *text = act_json_dump (outcome);
+            zmsg_addstr (msg, text);
+            free (text);
+            s_post (self, msg, false, true);
+        }
+    if (!streq (status, "ok"))
+        act_log (LOG_INFO, "call %s (%s) ended %s: %s", call->id, call->activity->name,
+                 status, json_string_value (json_object_get (error, "message")));
+    json_decref (outcome);
+    json_decref (error);
+
+    //  Wake the calls that waited for this one in their current round
+    for (s_waiter_t *waiter = zlistx_first (call->waiters); waiter;
+         waiter = zlistx_next (call->waiters)) {
+        s_call_t *other = s_call_lookup (self, waiter->number);
+        if (other && other->state == S_WAITING && other->round == waiter->round
+        &&  --other->waiting_on == 0)
+            s_todo_add (self, other->number);
+    }
+    s_producer_unregister (call->context, call);
+    if (call->call->id) {
+        char *key = zsys_sprintf ("%s\x1f%s", call->context->id, call->call->id);
+        zhashx_delete (self->keys, key);
+        zstr_free (&key);
+    }
+    call->context->live--;
+    call->context->used = act_clock_ms ();
+    call->activity->done++;
+    zhashx_delete (self->calls, call->id);  //  Destroys the call
+}
+
+//  Evaluate again the calls whose producers have all ended
+static void
+s_todo_run (act_broker_t *self)
+{
+    //  First in, first out: calls that become ready together are queued
+    //  in the order they were accepted; entries added meanwhile run too
+    for (size_t next = 0; next < self->ntodo; next++) {
+        s_call_t *call = s_call_lookup (self, self->todo [next]);
+        if (!call || call->state != S_WAITING || call->waiting_on)
+            continue;
+        act_err_t err = { 0 };
+        s_eval_t eval = s_evaluate (self, call, &err);
+        if (eval == E_READY) {
+            s_call_queue (self, call, false);
+            if (call->state == S_QUEUED)
+                s_call_save (self, call);
+        }
+        else
+        if (eval == E_UNRESOLVED)
+            s_call_finish (self, call, "skipped",
+                           s_error_json (err.code, err.message), NULL, 0);
+    }
+    self->ntodo = 0;
+}
+
+//  Cancel a live call (CANCEL): a running task gets CANCEL at its worker,
+//  whose slot stays taken until it answers
+static void
+s_call_cancel (act_broker_t *self, s_call_t *call)
+{
+    if (call->state == S_RUNNING) {
+        zmsg_t *args = zmsg_new ();
+        zmsg_addstr (args, call->task);
+        s_send_worker (self, call->worker, "CANCEL", args);
+    }
+    s_call_finish (self, call, "cancelled",
+                   s_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, 0);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Accepting calls (CALL and PLAN)
+
+//  The call already accepted in context under client key key: a live one,
+//  or the record of one that ended (*record set). NULL when none.
+static s_call_t *
+s_call_by_key (act_broker_t *self, const char *context, const char *key, json_t **record)
+{
+    *record = NULL;
+    char *full = zsys_sprintf ("%s\x1f%s", context, key);
+    s_call_t *call = (s_call_t *) zhashx_lookup (self->keys, full);
+    zstr_free (&full);
+    if (!call) {
+        uint64_t number = act_store_idem (self->store, context, key);
+        if (number)
+            *record = act_store_call (self->store, number);
+    }
+    return call;
+}
+
+//  Make an accepted call live: store it, index it, and start it
+static void
+s_call_accept (act_broker_t *self, s_call_t *call, s_eval_t eval,
+               zframe_t *client, zframe_t *request)
+{
+    s_context_store (self, call->context);
+    zhashx_insert (self->calls, call->id, call);
+    call->context->live++;
+    if (call->call->id) {
+        char *key = zsys_sprintf ("%s\x1f%s", call->context->id, call->call->id);
+        zhashx_insert (self->keys, key, call);
+        zstr_free (&key);
+    }
+    if (call->call->output)
+        s_recipient_add (call, client, request);
+    json_t *record = s_record (call, eval == E_WAIT? "waiting": "queued", NULL);
+    json_object_set (record, "call", call->call->json);
+    if (call->call->id)
+        json_object_set_new (record, "id", json_string (call->call->id));
+    if (client) {
+        char *hex = zframe_strhex (client);
+        json_object_set_new (record, "client", json_string (hex));
+        free (hex);
+        hex = zframe_strhex (request);
+        json_object_set_new (record, "request", json_string (hex));
+        free (hex);
+    }
+    act_store_put_call (self->store, record);
+    json_decref (record);
+    //  Counted as waiting (its backlog was counted when prepared) until it
+    //  leaves that state
+    call->state = S_WAITING;
+    self->waiting++;
+    if (eval == E_READY)
+        s_call_queue (self, call, false);
+}
+
+//  Send the outcome of a call that had already ended (an _id repeated)
+static void
+s_done_from_record (act_broker_t *self, json_t *record, zframe_t *client,
+                    zframe_t *request)
+{
+    json_t *call = json_object_get (record, "call");
+    if (!json_object_get (call, "_outputPath"))
+        return;
+    zmsg_t *msg = s_reply_new (client, request, "DONE");
+    json_t *outcome = json_object_get (record, "outcome");
+    zmsg_addstr (msg, json_string_value (json_object_get (outcome, "call_id")));
+    char *text = act_json_dump (outcome);
+    zmsg_addstr (msg, text);
+    free (text);
+    s_post (self, msg, false, true);
+}
+
+//  Prepare the calls of a CALL (one) or PLAN (several) for context, all or
+//  none: validated, numbered, evaluated against the context and earlier
+//  calls, counted in their activity's backlog. Returns 0 and fills, per
+//  entry: calls [i] (a new call, or NULL when the entry repeats an _id),
+//  ids [i], and records [i] (null for a new call, the id of a live call,
+//  or the record of an ended one). Or returns -1 with err naming the entry,
+//  keeping nothing. Numbers of refused calls are not reused: a wait they
+//  registered on a live call must never match a later call.
+static int
+s_calls_prepare (act_broker_t *self, s_context_t *context, json_t *entries,
+                 s_call_t **calls, s_eval_t *evals, json_t *ids, json_t *records,
+                 bool plan, act_err_t *err)
+{
+    size_t count = json_array_size (entries);
+    size_t index;
+    json_t *entry;
+    json_array_foreach (entries, index, entry) {
+        calls [index] = s_call_new (self, context, entry, err);
+        if (!calls [index])
+            goto refused;
+        s_call_t *call = calls [index];
+        if (call->call->id) {
+            json_t *record;
+            s_call_t *earlier = s_call_by_key (self, context->id, call->call->id, &record);
+            for (size_t i = 0; !earlier && !record && i < index; i++)
+                if (calls [i] && calls [i]->call->id && streq (calls [i]->call->id, call->call->id))
+                    earlier = calls [i];        //  Repeated within this plan
+            if (earlier) {
+                json_array_append_new (ids, json_string (earlier->id));
+                json_array_append_new (records, json_string (earlier->id));
+                s_call_destroy (&calls [index]);
+                continue;
+            }
+            if (record) {
+                char id [24];
+                snprintf (id, sizeof id, "%" JSON_INTEGER_FORMAT,
+                          json_integer_value (json_object_get (record, "call_id")));
+                json_array_append_new (ids, json_string (id));
+                json_array_append_new (records, record);
+                s_call_destroy (&calls [index]);
+                continue;
+            }
+        }
+        s_activity_t *activity = call->activity;
+        if (activity->backlog >= (size_t) activity->settings->max_queue) {
+            act_err_set (err, ACT_E_BUSY, "activity %s has %zu calls waiting (max_queue %lld)",
+                         activity->name, activity->backlog, activity->settings->max_queue);
+            s_call_destroy (&calls [index]);
+            goto refused;
+        }
+        call->number = ++self->last_call;
+        snprintf (call->id, sizeof call->id, "%" PRIu64, call->number);
+        evals [index] = s_evaluate (self, call, err);
+        if (evals [index] == E_UNRESOLVED) {
+            s_call_destroy (&calls [index]);
+            goto refused;
+        }
+        activity->backlog++;
+        s_producer_register (context, call);
+        json_array_append_new (ids, json_string (call->id));
+        json_array_append_new (records, json_null ());
+    }
+    return 0;
+
+refused:
+    if (plan && count > 1) {
+        char *message = strdup (err->message);
+        act_err_set (err, err->code, "call %zu: %s", index, message);
+        free (message);
+    }
+    for (size_t i = 0; i < index; i++)
+        if (calls [i]) {
+            calls [i]->activity->backlog--;
+            s_producer_unregister (context, calls [i]);
+            s_call_destroy (&calls [i]);
+        }
+    return -1;
+}
+
+//  CALL and PLAN: entries is the array of calls
+static void
+s_submit (act_broker_t *self, zframe_t *client, zframe_t *request,
+          const char *command, const char *context_id, json_t *entries, bool plan)
+{
+    act_err_t err = { 0 };
+    if (self->stopping) {
+        act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
+        s_reply_error (self, client, request, command, &err);
+        return;
+    }
+    s_context_t *context = s_context (self, context_id, true);
+    size_t count = json_array_size (entries);
+    s_call_t **calls = calloc (count, sizeof (s_call_t *));
+    s_eval_t *evals = calloc (count, sizeof (s_eval_t));
+    json_t *ids = json_array ();
+    json_t *records = json_array ();
+    if (s_calls_prepare (self, context, entries, calls, evals, ids, records, plan, &err)) {
+        s_reply_error (self, client, request, command, &err);
+        s_context_release (self, context);
+    }
+    else {
+        for (size_t i = 0; i < count; i++)
+            if (calls [i])
+                s_call_accept (self, calls [i], evals [i], client, request);
+        if (plan)
+            s_reply_json (self, client, request, "ACCEPTED", ids, true);
+        else {
+            zmsg_t *msg = s_reply_new (client, request, "ACCEPTED");
+            zmsg_addstr (msg, json_string_value (json_array_get (ids, 0)));
+            s_post (self, msg, false, true);
+        }
+        //  Repeated _id: DONE now if it ended, else when it ends
+        size_t index;
+        json_t *record;
+        json_array_foreach (records, index, record) {
+            if (json_is_object (record))
+                s_done_from_record (self, record, client, request);
+            else
+            if (json_is_string (record)) {
+                s_call_t *earlier = (s_call_t *) zhashx_lookup (self->calls,
+                                                                json_string_value (record));
+                if (earlier && earlier->call->output)
+                    s_recipient_add (earlier, client, request);
+            }
+        }
+    }
+    json_decref (ids);
+    json_decref (records);
+    free (calls);
+    free (evals);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Client commands
+
+//  Parse a JSON frame; NULL with err (too_large checked before)
+static json_t *
+s_frame_json (zframe_t *frame, act_err_t *err)
+{
+    return act_json_parse ((const char *) zframe_data (frame), zframe_size (frame), err);
+}
+
+static char *
+s_context_id (zframe_t *frame, act_err_t *err)
+{
+    char *id = s_frame_string (frame);
+    if (!id || !act_ctx_id_valid (id)) {
+        free (id);
+        act_err_set (err, ACT_E_BAD_CONTEXT,
+                     "a context id is 1 to %d bytes of [A-Za-z0-9._:@/-]",
+                     ACT_MAX_CONTEXT_ID);
+        return NULL;
+    }
+    return id;
+}
+
+//  An optional instance frame: 1 to 128 bytes of UTF-8 without NUL
+static int
+s_instance_arg (zframe_t *frame, char **instance, act_err_t *err)
+{
+    *instance = NULL;
+    if (!frame)
+        return 0;
+    *instance = s_frame_string (frame);
+    if (!*instance || !**instance || strlen (*instance) > ACT_MAX_INSTANCE
+    ||  !act_utf8_valid (*instance, strlen (*instance), NULL)) {
+        zstr_free (instance);
+        return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                            "an instance is 1 to %d bytes of UTF-8", ACT_MAX_INSTANCE);
+    }
+    return 0;
+}
+
+//  A decimal argument no larger than limit
+static int
+s_decimal_arg (zframe_t *frame, const char *name, uint64_t limit, uint64_t *value,
+               act_err_t *err)
+{
+    char *text = s_frame_string (frame);
+    bool good = text && *text && strlen (text) <= 19;
+    for (const char *c = text; good && *c; c++)
+        good = *c >= '0' && *c <= '9';
+    if (good) {
+        *value = strtoull (text, NULL, 10);
+        good = *value <= limit;
+    }
+    free (text);
+    if (!good)
+        return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                            "%s must be a decimal number up to %" PRIu64, name, limit);
+    return 0;
+}
+
+static void
+s_cmd_append (act_broker_t *self, zframe_t *client, zframe_t *request,
+              const char *context_id, zframe_t *body)
+{
+    act_err_t err = { 0 };
+    if (self->stopping) {
+        act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
+        s_reply_error (self, client, request, "APPEND", &err);
+        return;
+    }
+    json_t *message = s_frame_json (body, &err);
+    if (!message) {
+        s_reply_error (self, client, request, "APPEND", &err);
+        return;
+    }
+    s_context_t *context = s_context (self, context_id, true);
+    json_t *stored = act_ctx_append (context->ctx, message, &err);
+    json_decref (message);
+    if (!stored) {
+        s_reply_error (self, client, request, "APPEND", &err);
+        s_context_release (self, context);
+        return;
+    }
+    s_context_store (self, context);
+    json_int_t seq = json_integer_value (json_object_get (stored, "_seq"));
+    act_store_put_message (self->store, context_id, (uint64_t) seq, stored);
+    json_decref (stored);
+    json_t *reply = json_pack ("{sI}", "seq", seq);
+    s_reply_json (self, client, request, "OK", reply, true);
+    json_decref (reply);
+}
+
+static void
+s_cmd_resolve (act_broker_t *self, zframe_t *client, zframe_t *request,
+               const char *context_id, zframe_t *expression, zframe_t *instance_frame)
+{
+    act_err_t err = { 0 };
+    char *instance = NULL;
+    char *text = s_frame_string (expression);
+    act_expr_t *expr = NULL;
+    if (!text || !act_utf8_valid (text, strlen (text), NULL) || !act_ref_is_reference (text))
+        act_err_set (&err, ACT_E_BAD_REFERENCE,
+                     "RESOLVE takes a reference expression (starting with a dagger), at byte 0");
+    else
+        expr = act_expr_parse (text, false, &err);
+    if (expr && s_instance_arg (instance_frame, &instance, &err) == 0) {
+        s_context_t *context = s_context (self, context_id, false);
+        json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
+        if (value) {
+            s_reply_json (self, client, request, "VALUE", value, false);
+            json_decref (value);
+        }
+        else
+        if (!context)
+            act_err_set (&err, ACT_E_NOT_FOUND, "no context %s", context_id);
+        else
+            act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
+    }
+    if (err.code)
+        s_reply_error (self, client, request, "RESOLVE", &err);
+    act_expr_destroy (&expr);
+    free (instance);
+    free (text);
+}
+
+static void
+s_cmd_view (act_broker_t *self, zframe_t *client, zframe_t *request,
+            const char *context_id, zframe_t *format)
+{
+    act_err_t err = { 0 };
+    bool text = format && s_frame_is (format, "text");
+    if (format && !text && !s_frame_is (format, "json"))
+        act_err_set (&err, ACT_E_BAD_ARGUMENT, "VIEW format is json or text");
+    else {
+        s_context_t *context = s_context (self, context_id, false);
+        if (!context)
+            act_err_set (&err, ACT_E_NOT_FOUND, "no context %s", context_id);
+        else
+        if (text) {
+            char *rendering = act_ctx_view_text (context->ctx);
+            zmsg_t *msg = s_reply_new (client, request, "VALUE");
+            zmsg_addstr (msg, rendering);
+            free (rendering);
+            s_post (self, msg, false, false);
+        }
+        else {
+            json_t *view = act_ctx_view (context->ctx);
+            s_reply_json (self, client, request, "VALUE", view, false);
+            json_decref (view);
+        }
+    }
+    if (err.code)
+        s_reply_error (self, client, request, "VIEW", &err);
+}
+
+static void
+s_cmd_history (act_broker_t *self, zframe_t *client, zframe_t *request,
+               const char *context_id, zframe_t *from_frame, zframe_t *limit_frame)
+{
+    act_err_t err = { 0 };
+    uint64_t from, limit;
+    if (s_decimal_arg (from_frame, "from-seq", UINT64_MAX / 2, &from, &err) == 0
+    &&  s_decimal_arg (limit_frame, "limit", S_HISTORY_LIMIT, &limit, &err) == 0) {
+        json_t *page = NULL;
+        if (!zhashx_lookup (self->contexts, context_id)
+        &&  !act_store_has_context (self->store, context_id))
+            act_err_set (&err, ACT_E_NOT_FOUND, "no context %s", context_id);
+        else
+        if (!(page = act_store_history (self->store, context_id, from, limit)))
+            act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
+        if (page) {
+            s_reply_json (self, client, request, "VALUE", page, false);
+            json_decref (page);
+        }
+    }
+    if (err.code)
+        s_reply_error (self, client, request, "HISTORY", &err);
+}
+
+//  STATUS of a live call
+static json_t *
+s_status_live (s_call_t *call)
+{
+    json_t *status = json_pack ("{sssssssI}", "call_id", call->id,
+        "context", call->context->id, "state", s_state_names [call->state],
+        "attempts", (json_int_t) call->attempts);
+    if (call->progress)
+        json_object_set (status, "progress", call->progress);
+    if (call->state == S_WAITING && call->unmet)
+        json_object_set (status, "waiting_on", call->unmet);
+    return status;
+}
+
+static void
+s_cmd_status (act_broker_t *self, zframe_t *client, zframe_t *request,
+              zframe_t *id_frame, bool cancel)
+{
+    act_err_t err = { 0 };
+    char *id = s_frame_string (id_frame);
+    uint64_t number = s_parse_number (id);
+    s_call_t *call = number? s_call_lookup (self, number): NULL;
+    json_t *record = (number && !call)? act_store_call (self->store, number): NULL;
+    if (!call && !record)
+        act_err_set (&err, ACT_E_NOT_FOUND, "no call %.64s", id? id: "(binary)");
+    else
+    if (cancel) {
+        if (call)
+            s_call_cancel (self, call);
+        zmsg_t *msg = s_reply_new (client, request, "OK");
+        s_post (self, msg, false, call != NULL);
+    }
+    else
+    if (call) {
+        json_t *status = s_status_live (call);
+        s_reply_json (self, client, request, "VALUE", status, false);
+        json_decref (status);
+    }
+    else {
+        const char *state = json_string_value (json_object_get (record, "state"));
+        json_t *status = json_pack ("{sssOsssO}", "call_id", id,
+            "context", json_object_get (record, "context"),
+            "state", state, "attempts", json_object_get (record, "attempts"));
+        if (json_object_get (record, "outcome"))
+            json_object_set (status, "outcome", json_object_get (record, "outcome"));
+        if (json_object_get (record, "progress"))
+            json_object_set (status, "progress", json_object_get (record, "progress"));
+        s_reply_json (self, client, request, "VALUE", status, false);
+        json_decref (status);
+    }
+    if (err.code)
+        s_reply_error (self, client, request, cancel? "CANCEL": "STATUS", &err);
+    json_decref (record);
+    free (id);
+}
+
+static json_t *
+s_stats (act_broker_t *self)
+{
+    json_t *stats = act_store_counts (self->store);
+    json_object_set_new (stats, "uptime_ms", json_integer (act_clock_ms () - self->started));
+    json_t *calls = json_object_get (stats, "calls");
+    json_object_set_new (calls, "running", json_integer ((json_int_t) self->running));
+    json_object_set_new (calls, "queued", json_integer ((json_int_t) self->queued));
+    json_object_set_new (calls, "waiting", json_integer ((json_int_t) self->waiting));
+    json_t *activities = json_object ();
+    for (s_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities))
+        json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsI}",
+            "workers", (json_int_t) zlistx_size (activity->workers),
+            "queued", (json_int_t) (activity->backlog),
+            "running", (json_int_t) activity->running,
+            "done", (json_int_t) activity->done));
+    json_object_set_new (stats, "activities", activities);
+    json_t *workers = json_array ();
+    for (s_worker_t *worker = zhashx_first (self->workers); worker;
+         worker = zhashx_next (self->workers)) {
+        json_t *names = json_array ();
+        for (s_activity_t *activity = zlistx_first (worker->activities); activity;
+             activity = zlistx_next (worker->activities))
+            json_array_append_new (names, json_string (activity->name));
+        json_array_append_new (workers, json_pack ("{sssosIsIss}",
+            "name", worker->name, "activities", names,
+            "capacity", (json_int_t) worker->capacity,
+            "running", (json_int_t) zhashx_size (worker->tasks),
+            "lang", worker->lang));
+    }
+    json_object_set_new (stats, "workers", workers);
+    return stats;
+}
+
+//  Commands: name, and how many argument frames they take
+static const struct {
+    const char *name;           //  Command
+    size_t least;               //  Fewest argument frames
+    size_t most;                //  Most argument frames
+} s_commands [] = {
+    { "CALL", 2, 2 }, { "PLAN", 2, 2 }, { "APPEND", 2, 2 }, { "RESOLVE", 2, 3 },
+    { "VIEW", 1, 2 }, { "HISTORY", 3, 3 }, { "STATUS", 1, 1 }, { "CANCEL", 1, 1 },
+    { "STATS", 0, 0 }, { "PING", 0, 0 }
+};
+
+void
+act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    *msg_p = NULL;
+    zframe_t *client = zmsg_pop (msg);
+    if (!client || zmsg_size (msg) < 3 || !s_frame_is (zmsg_first (msg), S_CLIENT_HEADER)) {
+        act_log (LOG_INFO, "client message without a request id or ACTC01 header dropped");
+        zframe_destroy (&client);
+        zmsg_destroy (&msg);
+        return;
+    }
+    zframe_t *header = zmsg_pop (msg);
+    zframe_t *command = zmsg_pop (msg);
+    zframe_t *request = zmsg_pop (msg);
+    size_t nargs = zmsg_size (msg);
+    zframe_t *args [3] = { NULL, NULL, NULL };
+    for (size_t i = 0; i < nargs && i < 3; i++)
+        args [i] = i? zmsg_next (msg): zmsg_first (msg);
+    act_err_t err = { 0 };
+    char name [16] = "?";
+    size_t which = sizeof s_commands / sizeof s_commands [0];
+    for (size_t i = 0; i < sizeof s_commands / sizeof s_commands [0]; i++)
+        if (s_frame_is (command, s_commands [i].name)) {
+            which = i;
+            snprintf (name, sizeof name, "%s", s_commands [i].name);
+        }
+    if (zframe_size (request) == 0 || zframe_size (request) > S_MAX_REQUEST_ID)
+        act_err_set (&err, ACT_E_BAD_FRAME, "a request id is 1 to %d bytes", S_MAX_REQUEST_ID);
+    else
+    if (which == sizeof s_commands / sizeof s_commands [0])
+        act_err_set (&err, ACT_E_UNKNOWN_COMMAND, "unknown command");
+    else
+    if (nargs < s_commands [which].least || nargs > s_commands [which].most)
+        act_err_set (&err, ACT_E_BAD_FRAME, "%s takes %zu to %zu argument frames, not %zu",
+                     name, s_commands [which].least, s_commands [which].most, nargs);
+    for (zframe_t *frame = zmsg_first (msg); frame && !err.code; frame = zmsg_next (msg))
+        if (zframe_size (frame) > (size_t) self->settings->max_message_bytes)
+            act_err_set (&err, ACT_E_TOO_LARGE, "a frame of %zu bytes is over max_message_bytes (%lld)",
+                         zframe_size (frame), self->settings->max_message_bytes);
+    char *context_id = NULL;
+    bool takes_context = !err.code && which < 6;
+    if (takes_context)
+        context_id = s_context_id (args [0], &err);
+    if (err.code)
+        s_reply_error (self, client, request, name, &err);
+    else
+    if (streq (name, "CALL") || streq (name, "PLAN")) {
+        json_t *body = s_frame_json (args [1], &err);
+        bool plan = streq (name, "PLAN");
+        if (body && plan && (!json_is_array (body) || json_array_size (body) == 0))
+            act_err_set (&err, ACT_E_BAD_CALL, "a plan is a non-empty JSON array of calls");
+        if (err.code)
+            s_reply_error (self, client, request, name, &err);
+        else {
+            json_t *entries = plan? json_incref (body): json_pack ("[O]", body);
+            s_submit (self, client, request, name, context_id, entries, plan);
+            json_decref (entries);
+        }
+        json_decref (body);
+    }
+    else
+    if (streq (name, "APPEND"))
+        s_cmd_append (self, client, request, context_id, args [1]);
+    else
+    if (streq (name, "RESOLVE"))
+        s_cmd_resolve (self, client, request, context_id, args [1], args [2]);
+    else
+    if (streq (name, "VIEW"))
+        s_cmd_view (self, client, request, context_id, args [1]);
+    else
+    if (streq (name, "HISTORY"))
+        s_cmd_history (self, client, request, context_id, args [1], args [2]);
+    else
+    if (streq (name, "STATUS") || streq (name, "CANCEL"))
+        s_cmd_status (self, client, request, args [0], streq (name, "CANCEL"));
+    else
+    if (streq (name, "STATS")) {
+        json_t *stats = s_stats (self);
+        s_reply_json (self, client, request, "VALUE", stats, false);
+        json_decref (stats);
+    }
+    else
+        s_post (self, s_reply_new (client, request, "PONG"), false, false);
+    s_todo_run (self);
+    free (context_id);
+    zframe_destroy (&client);
+    zframe_destroy (&header);
+    zframe_destroy (&command);
+    zframe_destroy (&request);
+    zmsg_destroy (&msg);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Workers
+
+//  The live call of task task held by worker, when the task is still the
+//  call's current attempt; NULL when it timed out, was cancelled or was
+//  dispatched again
+static s_call_t *
+s_task_call (act_broker_t *self, s_worker_t *worker, const char *task)
+{
+    char number [24] = "";
+    const char *dot = strchr (task, '.');
+    if (!dot || (size_t) (dot - task) >= sizeof number)
+        return NULL;
+    memcpy (number, task, (size_t) (dot - task));
+    number [dot - task] = 0;
+    s_call_t *call = (s_call_t *) zhashx_lookup (self->calls, number);
+    if (call && call->state == S_RUNNING && call->worker == worker && streq (call->task, task))
+        return call;
+    return NULL;
+}
+
+//  The worker is gone (silent, disconnected, or misbehaving): its tasks go
+//  back to the front of their queues as new attempts, or end worker_lost
+static void
+s_worker_dead (act_broker_t *self, s_worker_t *worker, const char *why)
+{
+    act_log (LOG_NOTICE, "worker %s lost (%s): %zu tasks held", worker->name, why,
+             zhashx_size (worker->tasks));
+    zlistx_t *tasks = zhashx_keys (worker->tasks);
+    for (char *task = zlistx_first (tasks); task; task = zlistx_next (tasks)) {
+        s_call_t *call = s_task_call (self, worker, task);
+        if (call) {
+            char message [160];
+            snprintf (message, sizeof message, "worker %s was lost (%s) during attempt %lld",
+                      worker->name, why, call->attempts);
+            s_call_attempt_failed (self, call, s_error_json (ACT_E_WORKER_LOST, message),
+                                   true, false);
+        }
+    }
+    zlistx_destroy (&tasks);
+    for (s_activity_t *activity = zlistx_first (worker->activities); activity;
+         activity = zlistx_next (worker->activities)) {
+        void *handle = zlistx_find (activity->workers, worker);
+        if (handle)
+            zlistx_delete (activity->workers, handle);
+    }
+    zlistx_t *served = zlistx_dup (worker->activities);
+    zhashx_delete (self->workers, worker->key);
+    //  Others may take what it held
+    for (s_activity_t *activity = zlistx_first (served); activity;
+         activity = zlistx_next (served))
+        s_dispatch_activity (self, activity);
+    zlistx_destroy (&served);
+    s_todo_run (self);
+}
+
+//  Register a worker; activities and capacity come from READY
+static s_worker_t *
+s_worker_new (act_broker_t *self, zframe_t *identity, const char *key,
+              s_protocol_t protocol, json_t *names, size_t capacity,
+              const char *name, const char *lang)
+{
+    s_worker_t *worker = calloc (1, sizeof *worker);
+    worker->key = strdup (key);
+    worker->identity = zframe_dup (identity);
+    worker->protocol = protocol;
+    worker->name = strdup (name? name: key);
+    worker->lang = strdup (lang? lang: "");
+    worker->capacity = capacity;
+    worker->tasks = zhashx_new ();
+    worker->activities = zlistx_new ();
+    worker->heard = worker->sent = act_clock_ms ();
+    size_t index;
+    json_t *activity_name;
+    json_array_foreach (names, index, activity_name) {
+        s_activity_t *activity = s_activity (self, json_string_value (activity_name));
+        if (!zlistx_find (worker->activities, activity)) {
+            zlistx_add_end (worker->activities, activity);
+            zlistx_add_end (activity->workers, worker);
+        }
+    }
+    zhashx_insert (self->workers, key, worker);
+    char *list = act_json_dump (names);
+    act_log (LOG_INFO, "worker %s joined (%s%s%s): activities %s, capacity %zu",
+             worker->name, protocol == S_ACTW? "ACT/1": protocol == S_MDP1? "MDP/0.1": "MDP/0.2",
+             *worker->lang? ", ": "", worker->lang, list, capacity);
+    free (list);
+    s_dispatch_worker (self, worker);
+    return worker;
+}
+
+//  READY's body: {"activities": [...], "capacity"?, "name"?, "lang"?}
+static int
+s_ready_body (json_t *body, json_t **names, size_t *capacity, const char **name,
+              const char **lang, act_err_t *err)
+{
+    *names = json_object_get (body, "activities");
+    if (!json_is_object (body) || !json_is_array (*names) || json_array_size (*names) == 0)
+        return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                            "READY needs {\"activities\": [names], \"capacity\": N}");
+    size_t index;
+    json_t *item;
+    json_array_foreach (*names, index, item)
+        if (!json_is_string (item) || json_string_length (item) == 0
+        ||  json_string_length (item) > ACT_MAX_TOOL)
+            return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                                "activity names are strings of 1 to %d bytes", ACT_MAX_TOOL);
+    json_t *value = json_object_get (body, "capacity");
+    *capacity = 1;
+    if (value) {
+        if (!json_is_integer (value) || json_integer_value (value) < 1
+        ||  json_integer_value (value) > 100000)
+            return act_err_set (err, ACT_E_BAD_ARGUMENT, "capacity is an integer from 1 to 100000");
+        *capacity = (size_t) json_integer_value (value);
+    }
+    value = json_object_get (body, "name");
+    *name = json_string_value (value);
+    if (value && (!*name || strlen (*name) > 256))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "name is a string of up to 256 bytes");
+    value = json_object_get (body, "lang");
+    *lang = json_string_value (value);
+    if (value && (!*lang || strlen (*lang) > 64))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "lang is a string of up to 64 bytes");
+    return 0;
+}
+
+//  A RESULT (or Majordomo reply) for task from worker
+static void
+s_worker_result (act_broker_t *self, s_worker_t *worker, const char *task,
+                 zframe_t *body, zframe_t *branch_frame)
+{
+    s_call_t *call = s_task_call (self, worker, task);
+    zhashx_delete (worker->tasks, task);    //  Its slot is free again
+    if (!call)
+        act_log (LOG_DEBUG, "late or repeated result for task %s from %s dropped",
+                 task, worker->name);
+    else {
+        act_err_t err = { 0 };
+        json_t *result = NULL;
+        long long branch = 0;
+        if (zframe_size (body) > (size_t) self->settings->max_message_bytes)
+            act_err_set (&err, ACT_E_TOO_LARGE, "the result is over max_message_bytes");
+        else
+            result = s_frame_json (body, &err);
+        if (result && branch_frame) {
+            uint64_t value;
+            if (s_decimal_arg (branch_frame, "branch", 1000000, &value, &err) == 0)
+                branch = (long long) value;
+            else {
+                json_decref (result);
+                result = NULL;
+            }
+        }
+        if (result) {
+            if (call->call->output)
+                s_call_finish (self, call, "ok", NULL, result, branch);
+            else
+                s_call_finish (self, call, "ok", NULL, NULL, 0);
+            json_decref (result);
+        }
+        else {
+            char message [320];
+            snprintf (message, sizeof message, "worker %s sent a bad result: %s",
+                      worker->name, err.message);
+            s_call_attempt_failed (self, call, s_error_json (ACT_E_ACTIVITY_FAILED, message),
+                                   false, false);
+        }
+    }
+    s_dispatch_worker (self, worker);
+}
+
+//  A FAIL for task from worker
+static void
+s_worker_fail (act_broker_t *self, s_worker_t *worker, const char *task, zframe_t *body)
+{
+    s_call_t *call = s_task_call (self, worker, task);
+    zhashx_delete (worker->tasks, task);
+    if (!call)
+        act_log (LOG_DEBUG, "late or repeated failure for task %s from %s dropped",
+                 task, worker->name);
+    else {
+        act_err_t err = { 0 };
+        json_t *body_json = zframe_size (body) <= (size_t) self->settings->max_message_bytes
+                          ? s_frame_json (body, &err): NULL;
+        const char *code = json_string_value (json_object_get (body_json, "code"));
+        const char *message = json_string_value (json_object_get (body_json, "message"));
+        json_t *retryable = json_object_get (body_json, "retryable");
+        json_t *error = s_error_json (code && *code? code: ACT_E_ACTIVITY_FAILED,
+                                      message? message: "the activity failed");
+        //  Extra fields of the worker's error object are kept
+        const char *key;
+        json_t *value;
+        json_object_foreach (body_json, key, value)
+            if (!streq (key, "code") && !streq (key, "message") && !streq (key, "retryable"))
+                json_object_set (error, key, value);
+        s_call_attempt_failed (self, call, error, !json_is_false (retryable), true);
+        json_decref (body_json);
+    }
+    s_dispatch_worker (self, worker);
+}
+
+static void
+s_worker_progress (act_broker_t *self, s_worker_t *worker, const char *task, zframe_t *body)
+{
+    s_call_t *call = s_task_call (self, worker, task);
+    act_err_t err = { 0 };
+    json_t *details = call && zframe_size (body) <= (size_t) self->settings->max_message_bytes
+                    ? s_frame_json (body, &err): NULL;
+    if (details) {
+        json_decref (call->progress);
+        call->progress = details;
+        s_call_save (self, call);
+    }
+}
+
+//  The ACT/1 worker sub-protocol. frames: [command][args...]
+static void
+s_worker_actw (act_broker_t *self, s_worker_t *worker, zframe_t *identity,
+               const char *key, zmsg_t *msg)
+{
+    zframe_t *command = zmsg_pop (msg);
+    size_t nargs = zmsg_size (msg);
+    zframe_t *first = zmsg_first (msg);
+    zframe_t *second = zmsg_next (msg);
+    zframe_t *third = zmsg_next (msg);
+    char *task = NULL;
+    const char *problem = NULL;
+    if (s_frame_is (command, "READY")) {
+        act_err_t err = { 0 };
+        json_t *body = nargs == 1? s_frame_json (first, &err): NULL;
+        json_t *names = NULL;
+        size_t capacity = 1;
+        const char *name = NULL, *lang = NULL;
+        if (worker)
+            problem = "READY from a worker already registered";
+        else
+        if (!body)
+            problem = nargs == 1? err.message: "READY takes one frame";
+        else
+        if (s_ready_body (body, &names, &capacity, &name, &lang, &err))
+            problem = err.message;
+        else
+            s_worker_new (self, identity, key, S_ACTW, names, capacity, name, lang);
+        if (problem) {
+            act_log (LOG_WARNING, "worker %s refused: %s", key, problem);
+            if (worker)
+                s_worker_dead (self, worker, problem);
+            s_disconnect_peer (self, identity, S_ACTW, problem);
+        }
+        json_decref (body);
+        zframe_destroy (&command);
+        return;
+    }
+    if (!worker)
+        problem = "not registered: send READY first";
+    else
+    if (s_frame_is (command, "HEARTBEAT"))
+        ;                       //  Being heard is all it does
+    else
+    if (s_frame_is (command, "DISCONNECT")) {
+        s_worker_dead (self, worker, "it disconnected");
+        worker = NULL;
+    }
+    else
+    if (s_frame_is (command, "RESULT") || s_frame_is (command, "FAIL")
+    ||  s_frame_is (command, "PROGRESS")) {
+        bool result = s_frame_is (command, "RESULT");
+        if (nargs < 2 || nargs > (result? 3u: 2u))
+            problem = "wrong number of frames";
+        else
+        if (!(task = s_frame_string (first)) || !zhashx_lookup (worker->tasks, task))
+            problem = "a task it does not hold";
+        else
+        if (result)
+            s_worker_result (self, worker, task, second, third);
+        else
+        if (s_frame_is (command, "FAIL"))
+            s_worker_fail (self, worker, task, second);
+        else
+            s_worker_progress (self, worker, task, second);
+    }
+    else
+        problem = "unknown command";
+    if (problem) {
+        act_log (LOG_WARNING, "worker %s: %s; disconnecting it", worker? worker->name: key,
+                 problem);
+        if (worker)
+            s_worker_dead (self, worker, problem);
+        s_disconnect_peer (self, identity, S_ACTW, problem);
+    }
+    free (task);
+    zframe_destroy (&command);
+}
+
+//  Majordomo workers (7/MDP and 18/MDP): frames after the header:
+//  [command byte][args...]
+static void
+s_worker_mdp (act_broker_t *self, s_worker_t *worker, zframe_t *identity,
+              const char *key, s_protocol_t protocol, zmsg_t *msg)
+{
+    zframe_t *command = zmsg_pop (msg);
+    byte code = command && zframe_size (command) == 1? zframe_data (command) [0]: 0;
+    bool v1 = protocol == S_MDP1;
+    const char *problem = NULL;
+    if (code == 0x01) {
+        char *service = s_frame_string (zmsg_first (msg));
+        if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL)
+            problem = worker? "READY from a worker already registered": "bad service name";
+        else {
+            json_t *names = json_pack ("[s]", service);
+            s_worker_new (self, identity, key, protocol, names, 1, NULL,
+                          v1? "mdp/0.1": "mdp/0.2");
+            json_decref (names);
+        }
+        free (service);
+    }
+    else
+    if (!worker)
+        problem = "not registered: send READY first";
+    else
+    if (code == (v1? 0x04: 0x05))
+        ;                       //  HEARTBEAT
+    else
+    if (code == (v1? 0x05: 0x06)) {
+        s_worker_dead (self, worker, "it disconnected");
+        worker = NULL;
+    }
+    else
+    if (code == 0x03 || (!v1 && code == 0x04)) {
+        //  REPLY (0.1), PARTIAL or FINAL (0.2): [address][empty][body...]
+        char *task = s_frame_string (zmsg_first (msg));
+        zframe_t *empty = zmsg_next (msg);
+        zframe_t *body = zmsg_next (msg);
+        if (!task || !empty || zframe_size (empty) || !body)
+            problem = "malformed reply";
+        else
+        if (!zhashx_lookup (worker->tasks, task))
+            problem = "a reply for a task it does not hold";
+        else
+        if (!v1 && code == 0x03)
+            s_worker_progress (self, worker, task, body);
+        else
+            s_worker_result (self, worker, task, body, NULL);
+        free (task);
+    }
+    else
+        problem = "unknown command";
+    if (problem) {
+        act_log (LOG_WARNING, "worker %s: %s; disconnecting it", worker? worker->name: key,
+                 problem);
+        if (worker)
+            s_worker_dead (self, worker, problem);
+        s_disconnect_peer (self, identity, protocol, problem);
+    }
+    zframe_destroy (&command);
+}
+
+void
+act_broker_worker_message (act_broker_t *self, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    *msg_p = NULL;
+    zframe_t *identity = zmsg_pop (msg);
+    if (!identity) {
+        zmsg_destroy (&msg);
+        return;
+    }
+    char *key = zframe_strhex (identity);
+    s_worker_t *worker = (s_worker_t *) zhashx_lookup (self->workers, key);
+    if (worker)
+        worker->heard = act_clock_ms ();
+    zframe_t *first = zmsg_first (msg);
+    zframe_t *second = zmsg_next (msg);
+    if (s_frame_is (first, S_WORKER_HEADER) && second) {
+        zframe_t *header = zmsg_pop (msg);
+        zframe_destroy (&header);
+        s_worker_actw (self, worker, identity, key, msg);
+    }
+    else
+    if (s_frame_is (first, S_MDPW02) && second) {
+        zframe_t *header = zmsg_pop (msg);
+        zframe_destroy (&header);
+        s_worker_mdp (self, worker, identity, key, S_MDP2, msg);
+    }
+    else
+    if (first && zframe_size (first) == 0 && s_frame_is (second, S_MDPW01)) {
+        zframe_t *empty = zmsg_pop (msg);
+        zframe_t *header = zmsg_pop (msg);
+        zframe_destroy (&empty);
+        zframe_destroy (&header);
+        s_worker_mdp (self, worker, identity, key, S_MDP1, msg);
+    }
+    else
+        act_log (LOG_INFO, "message without a worker protocol header from %s dropped", key);
+    s_todo_run (self);
+    free (key);
+    zframe_destroy (&identity);
+    zmsg_destroy (&msg);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Timers and heartbeats
+
+static void
+s_timers_run (act_broker_t *self, long long now)
+{
+    while (self->ntimers && self->timers [0].at <= now) {
+        s_timer_t timer = s_timer_pop (self);
+        s_call_t *call = s_call_lookup (self, timer.number);
+        if (!call || call->timer != timer.generation)
+            continue;           //  Void: the call moved on
+        if (timer.type == T_DEADLINE && call->state == S_RUNNING) {
+            zmsg_t *args = zmsg_new ();
+            zmsg_addstr (args, call->task);
+            s_send_worker (self, call->worker, "CANCEL", args);
+            char message [128];
+            snprintf (message, sizeof message, "attempt %lld ran over its timeout of %lld ms",
+                      call->attempts, call->timeout_ms);
+            s_call_attempt_failed (self, call, s_error_json (ACT_E_TIMEOUT, message), true, true);
+        }
+        else
+        if (timer.type == T_SCHEDULE && call->state == S_QUEUED && !call->backoff) {
+            char message [128];
+            snprintf (message, sizeof message, "no worker took it within %lld ms",
+                      call->activity->settings->schedule_timeout_ms);
+            s_call_finish (self, call, "timeout", s_error_json (ACT_E_NO_WORKER, message),
+                           NULL, 0);
+        }
+        else
+        if (timer.type == T_RETRY && call->state == S_QUEUED && call->backoff) {
+            s_call_queue (self, call, true);
+            s_call_save (self, call);
+        }
+        s_todo_run (self);
+    }
+}
+
+static void
+s_heartbeat (act_broker_t *self, long long now)
+{
+    long long interval = self->settings->heartbeat_ms;
+    zlistx_t *dead = zlistx_new ();
+    for (s_worker_t *worker = zhashx_first (self->workers); worker;
+         worker = zhashx_next (self->workers)) {
+        if (now - worker->heard > interval * self->settings->liveness)
+            zlistx_add_end (dead, worker);
+        else
+        if (now - worker->sent >= interval)
+            s_send_worker (self, worker, "HEARTBEAT", NULL);
+    }
+    for (s_worker_t *worker = zlistx_first (dead); worker; worker = zlistx_next (dead)) {
+        zframe_t *identity = zframe_dup (worker->identity);
+        s_protocol_t protocol = worker->protocol;
+        s_worker_dead (self, worker, "silent for too long");
+        //  If it is still there, it must start again
+        s_disconnect_peer (self, identity, protocol, "silent for too long");
+        zframe_destroy (&identity);
+    }
+    zlistx_destroy (&dead);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Recovery: the calls that had not ended run again
+
+static int
+s_recover_one (const json_t *record, void *arg)
+{
+    act_broker_t *self = (act_broker_t *) arg;
+    const char *context_id = json_string_value (json_object_get (record, "context"));
+    s_context_t *context = context_id? s_context (self, context_id, false): NULL;
+    act_err_t err = { 0 };
+    s_call_t *call = context? s_call_new (self, context, json_object_get (record, "call"), &err)
+                            : NULL;
+    uint64_t number = (uint64_t) json_integer_value (json_object_get (record, "call_id"));
+    if (!call) {
+        act_log (LOG_ERR, "stored call %" PRIu64 " cannot be recovered: %s", number,
+                 context? err.message: "its context is missing");
+        return 0;
+    }
+    call->number = number;
+    snprintf (call->id, sizeof call->id, "%" PRIu64, number);
+    call->attempts = json_integer_value (json_object_get (record, "attempts"));
+    json_t *progress = json_object_get (record, "progress");
+    call->progress = progress? json_incref (progress): NULL;
+    const char *client = json_string_value (json_object_get (record, "client"));
+    const char *request = json_string_value (json_object_get (record, "request"));
+    if (client && request && call->call->output) {
+        zframe_t *client_frame = zframe_new (NULL, strlen (client) / 2);
+        zframe_t *request_frame = zframe_new (NULL, strlen (request) / 2);
+        for (size_t i = 0; i < zframe_size (client_frame); i++)
+            sscanf (client + 2 * i, "%2hhx", zframe_data (client_frame) + i);
+        for (size_t i = 0; i < zframe_size (request_frame); i++)
+            sscanf (request + 2 * i, "%2hhx", zframe_data (request_frame) + i);
+        s_recipient_add (call, client_frame, request_frame);
+        zframe_destroy (&client_frame);
+        zframe_destroy (&request_frame);
+    }
+    zhashx_insert (self->calls, call->id, call);
+    context->live++;
+    if (call->call->id) {
+        char *key = zsys_sprintf ("%s\x1f%s", context->id, call->call->id);
+        zhashx_insert (self->keys, key, call);
+        zstr_free (&key);
+    }
+    s_producer_register (context, call);
+    call->state = S_WAITING;
+    self->waiting++;
+    call->activity->backlog++;
+    s_todo_add (self, number);
+    return 0;
+}
+
+//  Load every call that had not ended; evaluate them oldest first once all
+//  are back, since an older one may produce for a newer one
+static void
+s_recover (act_broker_t *self)
+{
+    self->last_call = act_store_last_call (self->store);
+    act_store_pending (self->store, s_recover_one, self);
+    size_t count = self->ntodo;
+    s_todo_run (self);
+    if (count)
+        act_log (LOG_NOTICE, "recovered %zu calls that had not ended", count);
+}
+
+//  Drop all state and take it again from the store: after a failed
+//  commit, memory may hold what the store does not
+static void
+s_reset (act_broker_t *self)
+{
+    for (s_worker_t *worker = zhashx_first (self->workers); worker;
+         worker = zhashx_next (self->workers))
+        s_disconnect_peer (self, worker->identity, worker->protocol, "broker restarting its state");
+    zhashx_purge (self->workers);
+    zhashx_purge (self->calls);
+    zhashx_purge (self->keys);
+    zhashx_purge (self->contexts);
+    zhashx_purge (self->activities);
+    self->ntimers = self->ntodo = 0;
+    self->waiting = self->queued = self->running = 0;
+    s_recover (self);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Commit, then send
+
+//  Called once per pass. Everything decided in the pass (accepted calls,
+//  appended messages, finished calls) goes to disk in one transaction
+//  before any reply leaves: replies never promise more than the store
+//  holds, and one fsync serves the whole batch.
+static void
+s_commit (act_broker_t *self)
+{
+    size_t writes = act_store_batch (self->store);
+    act_err_t err = { 0 };
+    if (writes && act_store_commit (self->store, &err)) {
+        act_log (LOG_ERR, "store commit failed (%s): %zu writes lost; refusing what "
+                 "they acknowledged and reloading state from the store", err.message, writes);
+        //  Nothing durable may be promised: durable replies become errors
+        //  (DONE is dropped: the call runs again), and tasks are not sent
+        zlistx_t *kept = zlistx_new ();
+        zlistx_set_destructor (kept, s_out_destroy);
+        for (s_out_t *out = zlistx_first (self->outbox); out; out = zlistx_next (self->outbox)) {
+            if (out->to_worker)
+                continue;
+            if (!out->durable) {
+                s_out_t *same = malloc (sizeof *same);
+                *same = (s_out_t) { out->msg, false, false };
+                out->msg = NULL;
+                zlistx_add_end (kept, same);
+                continue;
+            }
+            zframe_t *client = zmsg_first (out->msg);
+            zmsg_next (out->msg);
+            zframe_t *verb = zmsg_next (out->msg);
+            zframe_t *request = zmsg_next (out->msg);
+            if (s_frame_is (verb, "DONE"))
+                continue;
+            zmsg_t *msg = s_reply_new (client, request, "ERROR");
+            zmsg_addstr (msg, ACT_E_INTERNAL);
+            zmsg_addstr (msg, "the store could not commit; nothing was kept");
+            s_out_t *error = malloc (sizeof *error);
+            *error = (s_out_t) { msg, false, false };
+            zlistx_add_end (kept, error);
+        }
+        zlistx_purge (self->outbox);
+        s_reset (self);
+        //  The reset's own messages (DISCONNECT) go too
+        for (s_out_t *out = zlistx_first (kept); out; out = zlistx_next (kept)) {
+            s_post (self, out->msg, out->to_worker, false);
+            out->msg = NULL;
+        }
+        zlistx_destroy (&kept);
+        return;
+    }
+    if (writes) {
+        self->commits++;
+        self->committed += writes;
+    }
+}
+
+static size_t
+s_flush (act_broker_t *self)
+{
+    size_t sent = 0;
+    s_out_t *out;
+    while ((out = zlistx_first (self->outbox))) {
+        zsock_t *socket = out->to_worker? self->workers_socket: self->clients;
+        if (socket) {
+            if (zmsg_send (&out->msg, socket) == 0)
+                sent++;
+            else
+                act_log (LOG_DEBUG, "a message to a %s was not sent: %s",
+                         out->to_worker? "worker": "client", zmq_strerror (zmq_errno ()));
+        }
+        zlistx_delete (self->outbox, zlistx_cursor (self->outbox));
+    }
+    return sent;
+}
+
+size_t
+act_broker_pass (act_broker_t *self)
+{
+    long long now = act_clock_ms ();
+    s_timers_run (self, now);
+    if (now >= self->heartbeat_at) {
+        s_heartbeat (self, now);
+        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
+    }
+    if (now >= self->evict_at) {
+        s_contexts_evict (self, now);
+        self->evict_at = now + 1000;
+    }
+    s_commit (self);
+    return s_flush (self);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The broker
+
+static zsock_t *
+s_bind (const char *endpoint, act_settings_t *settings, act_err_t *err)
+{
+    zsock_t *socket = zsock_new (ZMQ_ROUTER);
+    if (!socket) {
+        act_err_set (err, ACT_E_INTERNAL, "cannot create a socket");
+        return NULL;
+    }
+    zsock_set_router_mandatory (socket, 1);
+    zsock_set_sndhwm (socket, 100000);
+    zsock_set_rcvhwm (socket, 100000);
+    zsock_set_sndtimeo (socket, 0);
+    zsock_set_linger (socket, 1000);
+    //  Past max_message_bytes a frame is answered too_large; far past it
+    //  the peer is cut off before the broker holds the whole thing
+    long long hard = settings->max_message_bytes * 4 + 65536;
+    zsock_set_maxmsgsize (socket, hard > INT_MAX? INT_MAX: (int) hard);
+    if (zsock_bind (socket, "%s", endpoint) < 0) {
+        act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint,
+                     zmq_strerror (zmq_errno ()));
+        zsock_destroy (&socket);
+    }
+    return socket;
+}
+
+act_broker_t *
+act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
+{
+    act_broker_t *self = calloc (1, sizeof *self);
+    self->settings = settings;
+    self->started = act_clock_ms ();
+    self->store = act_store_open (settings->store, settings->sync, err);
+    if (!self->store) {
+        free (self);
+        return NULL;
+    }
+    self->contexts = zhashx_new ();
+    zhashx_set_destructor (self->contexts, s_context_destroy);
+    self->calls = zhashx_new ();
+    zhashx_set_destructor (self->calls, s_call_destructor);
+    self->keys = zhashx_new ();
+    self->activities = zhashx_new ();
+    zhashx_set_destructor (self->activities, s_activity_destroy);
+    self->workers = zhashx_new ();
+    zhashx_set_destructor (self->workers, s_worker_destroy);
+    self->outbox = zlistx_new ();
+    zlistx_set_destructor (self->outbox, s_out_destroy);
+    if (bind) {
+        self->clients = s_bind (settings->client_endpoint, settings, err);
+        self->workers_socket = self->clients? s_bind (settings->worker_endpoint, settings, err)
+                                            : NULL;
+        if (!self->workers_socket) {
+            act_broker_destroy (&self);
+            return NULL;
+        }
+    }
+    s_recover (self);
+    s_commit (self);
+    s_flush (self);
+    return self;
+}
+
+void
+act_broker_destroy (act_broker_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_broker_t *self = *self_p;
+        zsock_destroy (&self->clients);
+        zsock_destroy (&self->workers_socket);
+        zhashx_destroy (&self->keys);
+        zhashx_destroy (&self->calls);
+        zhashx_destroy (&self->workers);
+        zhashx_destroy (&self->contexts);
+        zhashx_destroy (&self->activities);
+        zlistx_destroy (&self->outbox);
+        act_store_destroy (&self->store);
+        free (self->timers);
+        free (self->todo);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+//  Start a shutdown: no new calls, no new dispatch; running tasks get the
+//  grace period; what has not ended is recovered at the next start
+static void
+s_begin_stop (act_broker_t *self)
+{
+    self->stopping = true;
+    self->stop_deadline = act_clock_ms () + self->settings->shutdown_grace_ms;
+    act_log (LOG_NOTICE, "stopping: %zu tasks running, waiting up to %lld ms",
+             self->running, self->settings->shutdown_grace_ms);
+    act_notify_stopping ("stopping: letting running tasks finish");
+}
+
+static char *
+s_summary (void *self)
+{
+    return act_broker_summary ((act_broker_t *) self);
+}
+
+int
+act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t *settings)
+{
+    zmq_pollitem_t items [] = {
+        { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->workers_socket), 0, ZMQ_POLLIN, 0 }
+    };
+    act_log (LOG_NOTICE, "actd %s ready: clients %s, workers %s, store %s (%s)",
+             ACTD_VERSION, self->settings->client_endpoint, self->settings->worker_endpoint,
+             self->settings->store, act_store_backend (self->store));
+    while (true) {
+        if (act_broker_stop_requested && !self->stopping)
+            s_begin_stop (self);
+        if (act_broker_reload_requested && reload)
+            reload (self, settings);
+        act_notify_tick (s_summary, self);
+        if (self->stopping
+        &&  (self->running == 0 || act_clock_ms () >= self->stop_deadline))
+            break;
+        long long now = act_clock_ms ();
+        long long wait = self->heartbeat_at - now;
+        if (self->ntimers && self->timers [0].at - now < wait)
+            wait = self->timers [0].at - now;
+        if (wait > 250)
+            wait = 250;
+        if (wait < 0)
+            wait = 0;
+        if (zmq_poll (items, 2, wait) < 0 && zmq_errno () != EINTR)
+            break;
+        //  Read fairly: up to a batch from each socket, alternating
+        for (int round = 0; round < S_READ_BATCH; round++) {
+            bool any = false;
+            zmsg_t *msg = zmsg_recv_nowait (self->workers_socket);
+            if (msg) {
+                act_broker_worker_message (self, &msg);
+                any = true;
+            }
+            msg = zmsg_recv_nowait (self->clients);
+            if (msg) {
+                act_broker_client_message (self, &msg);
+                any = true;
+            }
+            if (!any)
+                break;
+        }
+        act_broker_pass (self);
+    }
+    act_broker_pass (self);
+    act_log (LOG_NOTICE, "stopped: %zu calls left to recover at the next start "
+             "(%zu running, %zu queued, %zu waiting)",
+             zhashx_size (self->calls), self->running, self->queued, self->waiting);
+    return 0;
+}
+
+void
+act_broker_reload (act_broker_t *self, act_settings_t *fresh)
+{
+    if (fresh->log_level != self->settings->log_level) {
+        act_log (LOG_NOTICE, "reload: log level %d -> %d", self->settings->log_level,
+                 fresh->log_level);
+        self->settings->log_level = fresh->log_level;
+        act_log_threshold = fresh->log_level;
+    }
+    //  Per-activity settings: swap the tables, then point activities at
+    //  their new entries
+    bool changed = memcmp (&fresh->defaults, &self->settings->defaults,
+                           sizeof fresh->defaults) != 0
+                || zhashx_size (fresh->activities) != zhashx_size (self->settings->activities);
+    for (act_activity_settings_t *own = zhashx_first (fresh->activities); own && !changed;
+         own = zhashx_next (fresh->activities)) {
+        act_activity_settings_t *old = zhashx_lookup (self->settings->activities,
+                                                      zhashx_cursor (fresh->activities));
+        changed = !old || memcmp (old, own, sizeof *own) != 0;
+    }
+    if (changed) {
+        self->settings->defaults = fresh->defaults;
+        zhashx_t *swap = self->settings->activities;
+        self->settings->activities = fresh->activities;
+        fresh->activities = swap;
+        for (s_activity_t *activity = zhashx_first (self->activities); activity;
+             activity = zhashx_next (self->activities))
+            activity->settings = act_settings_activity (self->settings, activity->name);
+        act_log (LOG_NOTICE, "reload: activity settings changed (%zu activities configured)",
+                 zhashx_size (self->settings->activities));
+    }
+}
+
+char *
+act_broker_summary (act_broker_t *self)
+{
+    return zsys_sprintf ("%zu workers, %zu running, %zu queued, %zu waiting, %zu contexts loaded",
+                         zhashx_size (self->workers), self->running, self->queued,
+                         self->waiting, zhashx_size (self->contexts));
+}

@@ -1,0 +1,47 @@
+/*  =========================================================================
+    act_notify - sd_notify for actd.
+    ========================================================================= */
+
+#include <czmq.h>
+#include "act_notify.h"
+#include "actd/act_json.h"
+
+#ifdef ACTD_SYSTEMD
+#include <systemd/sd-daemon.h>
+#else
+//  Built without libsystemd: nothing to tell
+static int sd_notifyf (int unset, const char *format, ...) { return 0; }
+static int sd_watchdog_enabled (int unset, uint64_t *usec) { return 0; }
+#endif
+
+static long long s_watchdog_at;         //  Next WATCHDOG=1 due
+static long long s_status_at;           //  Next STATUS= due
+
+void
+act_notify_ready (const char *status)
+{
+    sd_notifyf (0, "READY=1\nSTATUS=%s\nMAINPID=%d", status, (int) getpid ());
+}
+
+void
+act_notify_tick (char *(*summary) (void *), void *arg)
+{
+    long long now = act_clock_ms ();
+    uint64_t usec = 0;
+    if (now >= s_watchdog_at && sd_watchdog_enabled (0, &usec) > 0) {
+        sd_notifyf (0, "WATCHDOG=1");
+        s_watchdog_at = now + (long long) (usec / 2000);
+    }
+    if (now >= s_status_at && getenv ("NOTIFY_SOCKET")) {
+        char *status = summary (arg);
+        sd_notifyf (0, "STATUS=%s", status);
+        free (status);
+        s_status_at = now + 1000;
+    }
+}
+
+void
+act_notify_stopping (const char *status)
+{
+    sd_notifyf (0, "STOPPING=1\nSTATUS=%s", status);
+}

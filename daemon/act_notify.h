@@ -1,0 +1,22 @@
+/*  =========================================================================
+    act_notify - tell systemd how actd is doing (sd_notify): READY=1 once
+    the sockets are bound and the store is open, STATUS= lines, WATCHDOG=1
+    pings while the loop turns, STOPPING=1. Does nothing when actd does not
+    run under systemd (no NOTIFY_SOCKET).
+    ========================================================================= */
+
+#ifndef ACT_NOTIFY_H_INCLUDED
+#define ACT_NOTIFY_H_INCLUDED
+
+//  READY=1 with a status line
+void act_notify_ready (const char *status);
+
+//  Called at every pass of the loop: pings the watchdog at half its
+//  interval and refreshes STATUS= about once a second. summary is called
+//  only when a STATUS= line is due; it returns a string to free.
+void act_notify_tick (char *(*summary) (void *), void *arg);
+
+//  STOPPING=1 with a status line
+void act_notify_stopping (const char *status);
+
+#endif

@@ -1,0 +1,412 @@
+/*  =========================================================================
+    act_settings - defaults, the config file, and the log filter.
+
+    The config file is in CZMQ's ZPL format (zconfig). zconfig keeps no line
+    numbers, and an operator fixing a file wants one, so the file is first
+    read line by line to check its shape and to learn the line of every
+    setting; then zconfig reads it, and each value is checked with the line
+    it came from.
+    ========================================================================= */
+
+#include <syslog.h>
+#include "act_settings.h"
+
+int act_log_threshold = LOG_INFO;
+bool act_log_stderr = false;
+
+void
+s_act_log_emit (int level, const char *format, ...)
+{
+    va_list args;
+    va_start (args, format);
+    char *text = zsys_vprintf (format, args);
+    va_end (args);
+    if (!text)
+        return;
+    if (act_log_stderr) {
+        static const char letters [] = "EEEEWNID";
+        char date [32];
+        act_date_now (date);
+        fprintf (stderr, "%c: actd %s %s\n", letters [level & 7], date, text);
+        fflush (stderr);
+    }
+    if (level <= LOG_ERR)
+        zsys_error ("%s", text);
+    else
+    if (level == LOG_WARNING)
+        zsys_warning ("%s", text);
+    else
+    if (level <= LOG_INFO)
+        zsys_info ("%s", text);
+    else
+        zsys_debug ("%s", text);
+    zstr_free (&text);
+}
+
+int
+act_log_level_parse (const char *name)
+{
+    static const char *names [] = { "error", "warning", "notice", "info", "debug" };
+    static const int levels [] = { LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG };
+    for (int i = 0; name && i < 5; i++)
+        if (streq (name, names [i]))
+            return levels [i];
+    return -1;
+}
+
+static void
+s_activity_destroy (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+act_settings_t *
+act_settings_new (void)
+{
+    act_settings_t *self = calloc (1, sizeof *self);
+    self->client_endpoint = strdup ("tcp://127.0.0.1:5555");
+    self->worker_endpoint = strdup ("tcp://127.0.0.1:5556");
+    self->store = strdup ("actd.db");
+    self->sync = ACT_SYNC_FULL;
+    self->heartbeat_ms = 1000;
+    self->liveness = 3;
+    self->max_message_bytes = 1048576;
+    self->shutdown_grace_ms = 10000;
+    self->context_idle_ms = 60000;
+    self->max_contexts = 10000;
+    self->log_level = LOG_INFO;
+    self->log_syslog = true;
+    self->defaults = (act_activity_settings_t) {
+        300000, { 3, 1000, 2.0, 60000 }, 100000, 60000
+    };
+    self->activities = zhashx_new ();
+    zhashx_set_destructor (self->activities, s_activity_destroy);
+    return self;
+}
+
+void
+act_settings_destroy (act_settings_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_settings_t *self = *self_p;
+        free (self->client_endpoint);
+        free (self->worker_endpoint);
+        free (self->store);
+        free (self->server_key);
+        free (self->client_keys);
+        free (self->worker_keys);
+        free (self->config_file);
+        zhashx_destroy (&self->activities);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+const act_activity_settings_t *
+act_settings_activity (act_settings_t *self, const char *name)
+{
+    act_activity_settings_t *own = zhashx_lookup (self->activities, name);
+    return own? own: &self->defaults;
+}
+
+
+//  --------------------------------------------------------------------------
+//  The file's shape, line by line
+
+//  Read path and record, for every setting, "a/b/c" -> line number in
+//  lines. Returns 0, or -1 with message naming the bad line.
+static int
+s_index_lines (const char *path, zhashx_t *lines, char *message, size_t size)
+{
+    FILE *file = fopen (path, "r");
+    if (!file) {
+        snprintf (message, size, "cannot read %s: %s", path, strerror (errno));
+        return -1;
+    }
+    char *stack [16] = { NULL };
+    char buffer [1024];
+    int number = 0, rc = 0;
+    while (fgets (buffer, sizeof buffer, file)) {
+        number++;
+        size_t length = strlen (buffer);
+        while (length && (buffer [length - 1] == '\n' || buffer [length - 1] == '\r'))
+            buffer [--length] = 0;
+        size_t indent = 0;
+        while (buffer [indent] == ' ')
+            indent++;
+        if (buffer [indent] == 0 || buffer [indent] == '#')
+            continue;               //  Blank or comment
+        if (buffer [indent] == '\t' || indent % 4) {
+            snprintf (message, size, "%s line %d: indent with multiples of 4 spaces",
+                      path, number);
+            rc = -1;
+            break;
+        }
+        size_t depth = indent / 4;
+        if (depth >= 16 || (depth > 0 && !stack [depth - 1])) {
+            snprintf (message, size, "%s line %d: indented deeper than its section",
+                      path, number);
+            rc = -1;
+            break;
+        }
+        const char *name = buffer + indent;
+        size_t span = strcspn (name, " =#");
+        for (size_t i = 0; i < span; i++)
+            if (!isalnum ((unsigned char) name [i]) && !strchr ("_-.$/", name [i])) {
+                snprintf (message, size, "%s line %d: '%.*s' is not a setting name",
+                          path, number, (int) span, name);
+                rc = -1;
+                break;
+            }
+        if (rc)
+            break;
+        for (size_t d = depth; d < 16; d++)
+            zstr_free (&stack [d]);
+        stack [depth] = strndup (name, span);
+        char *full = strdup (stack [0]);
+        for (size_t d = 1; d <= depth; d++) {
+            char *longer = zsys_sprintf ("%s/%s", full, stack [d]);
+            free (full);
+            full = longer;
+        }
+        zhashx_update (lines, full, (void *) (intptr_t) number);
+        free (full);
+    }
+    for (size_t d = 0; d < 16; d++)
+        zstr_free (&stack [d]);
+    fclose (file);
+    return rc;
+}
+
+
+//  --------------------------------------------------------------------------
+//  Values
+
+typedef struct {
+    zhashx_t *lines;            //  Setting path -> line number
+    const char *file;           //  File name, for messages
+    char *message;              //  Where the first error goes
+    size_t size;                //  Its size
+    int rc;                     //  -1 once an error was found
+} s_reader_t;
+
+static void
+s_error (s_reader_t *reader, const char *path, const char *problem)
+{
+    if (reader->rc == 0)
+        snprintf (reader->message, reader->size, "%s line %d: %s: %s", reader->file,
+                  (int) (intptr_t) zhashx_lookup (reader->lines, path), path, problem);
+    reader->rc = -1;
+}
+
+static void
+s_integer (s_reader_t *reader, zconfig_t *item, const char *path, long long least,
+           long long *target)
+{
+    const char *text = zconfig_value (item);
+    char *end;
+    errno = 0;
+    long long value = text? strtoll (text, &end, 10): 0;
+    if (!text || !*text || *end || errno || value < least) {
+        char problem [96];
+        snprintf (problem, sizeof problem, "'%s' is not an integer of at least %lld",
+                  text? text: "", least);
+        s_error (reader, path, problem);
+    }
+    else
+        *target = value;
+}
+
+static void
+s_boolean (s_reader_t *reader, zconfig_t *item, const char *path, bool *target)
+{
+    const char *text = zconfig_value (item);
+    if (text && (streq (text, "1") || streq (text, "true") || streq (text, "yes")))
+        *target = true;
+    else
+    if (text && (streq (text, "0") || streq (text, "false") || streq (text, "no")))
+        *target = false;
+    else
+        s_error (reader, path, "must be 1 or 0");
+}
+
+static void
+s_string (s_reader_t *reader, zconfig_t *item, const char *path, char **target)
+{
+    const char *text = zconfig_value (item);
+    if (!text || !*text)
+        s_error (reader, path, "must not be empty");
+    else {
+        free (*target);
+        *target = strdup (text);
+    }
+}
+
+//  Read the settings of a "defaults" or "activities/NAME" section
+static void
+s_activity (s_reader_t *reader, zconfig_t *section, const char *prefix,
+            act_activity_settings_t *target)
+{
+    for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
+        const char *name = zconfig_name (item);
+        char *path = zsys_sprintf ("%s/%s", prefix, name);
+        if (streq (name, "timeout_ms"))
+            s_integer (reader, item, path, 1, &target->timeout_ms);
+        else
+        if (streq (name, "max_queue"))
+            s_integer (reader, item, path, 1, &target->max_queue);
+        else
+        if (streq (name, "schedule_timeout_ms"))
+            s_integer (reader, item, path, 1, &target->schedule_timeout_ms);
+        else
+        if (streq (name, "retry")) {
+            for (zconfig_t *field = zconfig_child (item); field; field = zconfig_next (field)) {
+                const char *key = zconfig_name (field);
+                char *inner = zsys_sprintf ("%s/%s", path, key);
+                if (streq (key, "max_attempts"))
+                    s_integer (reader, field, inner, 1, &target->retry.max_attempts);
+                else
+                if (streq (key, "initial_ms"))
+                    s_integer (reader, field, inner, 0, &target->retry.initial_ms);
+                else
+                if (streq (key, "max_ms"))
+                    s_integer (reader, field, inner, 0, &target->retry.max_ms);
+                else
+                if (streq (key, "backoff")) {
+                    const char *text = zconfig_value (field);
+                    char *end;
+                    double value = text? strtod (text, &end): 0;
+                    if (!text || !*text || *end || value < 1.0)
+                        s_error (reader, inner, "must be a number of at least 1");
+                    else
+                        target->retry.backoff = value;
+                }
+                else
+                    s_error (reader, inner, "unknown setting");
+                zstr_free (&inner);
+            }
+        }
+        else
+            s_error (reader, path, "unknown setting");
+        zstr_free (&path);
+    }
+}
+
+int
+act_settings_load (act_settings_t *self, const char *path, char *message, size_t size)
+{
+    s_reader_t reader = { zhashx_new (), path, message, size, 0 };
+    if (s_index_lines (path, reader.lines, message, size)) {
+        zhashx_destroy (&reader.lines);
+        return -1;
+    }
+    zconfig_t *root = zconfig_load (path);
+    if (!root) {
+        snprintf (message, size, "%s: not a valid ZPL file", path);
+        zhashx_destroy (&reader.lines);
+        return -1;
+    }
+    //  Defaults first, whatever their place in the file: activities start
+    //  from them
+    zconfig_t *defaults = zconfig_locate (root, "defaults");
+    if (defaults)
+        s_activity (&reader, defaults, "defaults", &self->defaults);
+    for (zconfig_t *section = zconfig_child (root); section;
+         section = zconfig_next (section)) {
+        const char *name = zconfig_name (section);
+        if (streq (name, "defaults"))
+            continue;
+        if (streq (name, "activities")) {
+            for (zconfig_t *activity = zconfig_child (section); activity;
+                 activity = zconfig_next (activity)) {
+                act_activity_settings_t *own = malloc (sizeof *own);
+                *own = self->defaults;
+                char *prefix = zsys_sprintf ("activities/%s", zconfig_name (activity));
+                s_activity (&reader, activity, prefix, own);
+                zstr_free (&prefix);
+                zhashx_update (self->activities, zconfig_name (activity), own);
+            }
+            continue;
+        }
+        for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
+            const char *key = zconfig_name (item);
+            char *full = zsys_sprintf ("%s/%s", name, key);
+            if (streq (full, "server/client_endpoint"))
+                s_string (&reader, item, full, &self->client_endpoint);
+            else
+            if (streq (full, "server/worker_endpoint"))
+                s_string (&reader, item, full, &self->worker_endpoint);
+            else
+            if (streq (full, "server/heartbeat_ms"))
+                s_integer (&reader, item, full, 10, &self->heartbeat_ms);
+            else
+            if (streq (full, "server/liveness"))
+                s_integer (&reader, item, full, 1, &self->liveness);
+            else
+            if (streq (full, "server/max_message_bytes"))
+                s_integer (&reader, item, full, 1024, &self->max_message_bytes);
+            else
+            if (streq (full, "server/shutdown_grace_ms"))
+                s_integer (&reader, item, full, 0, &self->shutdown_grace_ms);
+            else
+            if (streq (full, "server/context_idle_ms"))
+                s_integer (&reader, item, full, 0, &self->context_idle_ms);
+            else
+            if (streq (full, "server/max_contexts"))
+                s_integer (&reader, item, full, 1, &self->max_contexts);
+            else
+            if (streq (full, "store/path"))
+                s_string (&reader, item, full, &self->store);
+            else
+            if (streq (full, "store/sync")) {
+                const char *text = zconfig_value (item);
+                if (text && streq (text, "full"))
+                    self->sync = ACT_SYNC_FULL;
+                else
+                if (text && streq (text, "normal"))
+                    self->sync = ACT_SYNC_NORMAL;
+                else
+                    s_error (&reader, full, "must be full or normal");
+            }
+            else
+            if (streq (full, "log/level")) {
+                int level = act_log_level_parse (zconfig_value (item));
+                if (level < 0)
+                    s_error (&reader, full, "must be error, warning, notice, info or debug");
+                else
+                    self->log_level = level;
+            }
+            else
+            if (streq (full, "log/syslog"))
+                s_boolean (&reader, item, full, &self->log_syslog);
+            else
+            if (streq (full, "log/stderr"))
+                s_boolean (&reader, item, full, &self->log_stderr);
+            else
+            if (streq (full, "security/server_key"))
+                s_string (&reader, item, full, &self->server_key);
+            else
+            if (streq (full, "security/client_keys"))
+                s_string (&reader, item, full, &self->client_keys);
+            else
+            if (streq (full, "security/worker_keys"))
+                s_string (&reader, item, full, &self->worker_keys);
+            else
+            if (streq (full, "security/allow_plain_tcp"))
+                s_boolean (&reader, item, full, &self->allow_plain_tcp);
+            else
+                s_error (&reader, zconfig_child (item)? name: full, "unknown setting");
+            zstr_free (&full);
+        }
+        if (!zconfig_child (section) && !streq (name, "activities"))
+            s_error (&reader, name, "unknown or empty section");
+    }
+    zconfig_destroy (&root);
+    zhashx_destroy (&reader.lines);
+    if (reader.rc == 0) {
+        free (self->config_file);
+        self->config_file = strdup (path);
+    }
+    return reader.rc;
+}

@@ -1,0 +1,73 @@
+/*  =========================================================================
+    act_settings - what an actd runs with: the defaults of PROTOCOL.md
+    section 5, then the config file, then the command line.
+    ========================================================================= */
+
+#ifndef ACT_SETTINGS_H_INCLUDED
+#define ACT_SETTINGS_H_INCLUDED
+
+#include <czmq.h>
+#include "actd/act.h"
+#include "actd/act_store.h"
+
+//  Settings that may differ per activity
+typedef struct {
+    long long timeout_ms;       //  Default _timeout of one attempt
+    act_retry_t retry;          //  Default _retry, every field set
+    long long max_queue;        //  Calls waiting or queued before "busy"
+    long long schedule_timeout_ms;  //  Longest wait in the queue for a worker
+} act_activity_settings_t;
+
+typedef struct {
+    char *client_endpoint;      //  ROUTER for clients
+    char *worker_endpoint;      //  ROUTER for workers
+    char *store;                //  ":memory:" or a SQLite file path
+    act_sync_t sync;            //  synchronous=FULL or NORMAL
+    long long heartbeat_ms;     //  Heartbeat interval, both ways
+    long long liveness;         //  Intervals of silence before a worker is dead
+    long long max_message_bytes;//  Largest frame accepted (too_large above)
+    long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
+    long long context_idle_ms;  //  Idle contexts leave memory after this
+    long long max_contexts;     //  Loaded contexts kept in memory, at most
+    int log_level;              //  LOG_ERR .. LOG_DEBUG (syslog levels)
+    bool log_stderr;            //  Also log to stderr (-v)
+    bool log_syslog;            //  Log to syslog (facility daemon, ident actd)
+    act_activity_settings_t defaults;   //  For activities not listed
+    zhashx_t *activities;       //  Activity name -> act_activity_settings_t
+    //  Security (CURVE)
+    char *server_key;           //  Server certificate file (secret), or NULL
+    char *client_keys;          //  Directory of allowed client public keys
+    char *worker_keys;          //  Directory of allowed worker public keys
+    bool allow_plain_tcp;       //  Plain TCP on non-loopback addresses allowed
+    char *config_file;          //  File the settings came from, or NULL
+} act_settings_t;
+
+//  Settings with every default of PROTOCOL.md section 5.
+act_settings_t *act_settings_new (void);
+
+//  Destroy settings and null the pointer; safe on NULL.
+void act_settings_destroy (act_settings_t **self_p);
+
+//  Read a zconfig file over the current settings. Returns 0, or -1 with
+//  message (size bytes) saying what is wrong and on which line.
+int act_settings_load (act_settings_t *self, const char *path, char *message, size_t size);
+
+//  The settings for activity name (its own, or the defaults).
+const act_activity_settings_t *act_settings_activity (act_settings_t *self, const char *name);
+
+//  Parse a log level name (error, warning, notice, info, debug); -1 if unknown.
+int act_log_level_parse (const char *name);
+
+//  The level below which act_log drops messages (set from settings).
+extern int act_log_threshold;
+
+//  Copy every message to stderr besides syslog. (CZMQ 4.2 sends its log
+//  either to syslog or to a stream, never both, so -v prints here.)
+extern bool act_log_stderr;
+
+//  Log at a syslog level through zsys, when the level is enabled.
+#define act_log(level, ...) \
+    do { if ((level) <= act_log_threshold) s_act_log_emit ((level), __VA_ARGS__); } while (0)
+void s_act_log_emit (int level, const char *format, ...) __attribute__ ((format (printf, 2, 3)));
+
+#endif

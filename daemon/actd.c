@@ -1,0 +1,207 @@
+/*  =========================================================================
+    actd - the broker daemon. Runs in the foreground (the systemd way);
+    SIGTERM or SIGINT stops it cleanly, SIGHUP reloads its config file.
+    ========================================================================= */
+
+#include <getopt.h>
+#include <syslog.h>
+#include "act_broker.h"
+#include "act_notify.h"
+
+static void
+s_usage (FILE *stream)
+{
+    fprintf (stream,
+        "usage: actd [options]\n"
+        "  --config FILE           read settings from FILE (ZPL, see actd.cfg)\n"
+        "  --client-endpoint EP    clients' ROUTER endpoint (tcp://127.0.0.1:5555)\n"
+        "  --worker-endpoint EP    workers' ROUTER endpoint (tcp://127.0.0.1:5556)\n"
+        "  --db PATH               store: SQLite file (actd.db) or :memory:\n"
+        "  --sync full|normal      SQLite synchronous mode (full)\n"
+        "  --heartbeat-ms N        heartbeat interval (1000)\n"
+        "  --liveness N            silent intervals before a worker is dead (3)\n"
+        "  --log-level LEVEL       error, warning, notice, info (default), debug\n"
+        "  -v, --verbose           also log to stderr\n"
+        "  --help                  this help\n"
+        "  --version               print the version\n"
+        "Flags override the config file. Logs go to syslog (facility daemon).\n");
+}
+
+static void
+s_signal (int signal)
+{
+    if (signal == SIGHUP)
+        act_broker_reload_requested = 1;
+    else
+        act_broker_stop_requested = 1;
+}
+
+static long long
+s_number (const char *text, const char *flag, long long least)
+{
+    char *end;
+    long long value = strtoll (text, &end, 10);
+    if (!*text || *end || value < least) {
+        fprintf (stderr, "actd: %s needs an integer of at least %lld\n", flag, least);
+        exit (2);
+    }
+    return value;
+}
+
+//  The loop's hook: reload the config file when SIGHUP came
+static void
+s_reload (act_broker_t *broker, act_settings_t *settings)
+{
+    act_broker_reload_requested = 0;
+    if (!settings->config_file) {
+        act_log (LOG_NOTICE, "SIGHUP: no config file to reload");
+        return;
+    }
+    act_settings_t *fresh = act_settings_new ();
+    char message [512];
+    if (act_settings_load (fresh, settings->config_file, message, sizeof message))
+        act_log (LOG_ERR, "SIGHUP: config not reloaded: %s", message);
+    else
+        act_broker_reload (broker, fresh);
+    act_settings_destroy (&fresh);
+}
+
+static void
+s_configure_logging (act_settings_t *settings)
+{
+    act_log_threshold = settings->log_level;
+    zsys_set_logident ("actd");
+    if (settings->log_syslog) {
+        zsys_set_logstream (NULL);
+        zsys_set_logsystem (true);
+        //  zsys opens syslog with facility user; a daemon logs as daemon
+        openlog ("actd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+        act_log_stderr = settings->log_stderr;
+    }
+    else
+        zsys_set_logstream (settings->log_stderr? stderr: stdout);
+}
+
+int
+main (int argc, char *argv [])
+{
+    //  actd handles its own signals (stop, reload), not CZMQ
+    zsys_handler_set (NULL);
+    signal (SIGPIPE, SIG_IGN);
+
+    enum { OPT_CONFIG = 256, OPT_CLIENT, OPT_WORKER, OPT_DB, OPT_SYNC, OPT_HEARTBEAT, OPT_LIVENESS,
+           OPT_LEVEL, OPT_HELP, OPT_VERSION };
+    static struct option options [] = {
+        { "config", required_argument, 0, OPT_CONFIG },
+        { "client-endpoint", required_argument, 0, OPT_CLIENT },
+        { "worker-endpoint", required_argument, 0, OPT_WORKER },
+        { "db", required_argument, 0, OPT_DB },
+        { "sync", required_argument, 0, OPT_SYNC },
+        { "heartbeat-ms", required_argument, 0, OPT_HEARTBEAT },
+        { "liveness", required_argument, 0, OPT_LIVENESS },
+        { "log-level", required_argument, 0, OPT_LEVEL },
+        { "verbose", no_argument, 0, 'v' },
+        { "help", no_argument, 0, OPT_HELP },
+        { "version", no_argument, 0, OPT_VERSION },
+        { 0, 0, 0, 0 }
+    };
+    //  First the config file, then every other flag over it
+    const char *config = NULL;
+    int option;
+    while ((option = getopt_long (argc, argv, "v", options, NULL)) != -1) {
+        if (option == OPT_CONFIG)
+            config = optarg;
+        else
+        if (option == OPT_HELP) {
+            s_usage (stdout);
+            return 0;
+        }
+        else
+        if (option == OPT_VERSION) {
+            printf ("actd %s\n", ACTD_VERSION);
+            return 0;
+        }
+        else
+        if (option == '?') {
+            s_usage (stderr);
+            return 2;
+        }
+    }
+    act_settings_t *settings = act_settings_new ();
+    char message [512];
+    if (config && act_settings_load (settings, config, message, sizeof message)) {
+        fprintf (stderr, "actd: %s\n", message);
+        act_settings_destroy (&settings);
+        return 2;
+    }
+    optind = 1;
+    while ((option = getopt_long (argc, argv, "v", options, NULL)) != -1) {
+        switch (option) {
+            case OPT_CLIENT:
+                free (settings->client_endpoint);
+                settings->client_endpoint = strdup (optarg);
+                break;
+            case OPT_WORKER:
+                free (settings->worker_endpoint);
+                settings->worker_endpoint = strdup (optarg);
+                break;
+            case OPT_DB:
+                free (settings->store);
+                settings->store = strdup (optarg);
+                break;
+            case OPT_SYNC:
+                if (streq (optarg, "full") || streq (optarg, "normal"))
+                    settings->sync = streq (optarg, "full")? ACT_SYNC_FULL: ACT_SYNC_NORMAL;
+                else {
+                    fprintf (stderr, "actd: --sync is full or normal\n");
+                    return 2;
+                }
+                break;
+            case OPT_HEARTBEAT:
+                settings->heartbeat_ms = s_number (optarg, "--heartbeat-ms", 10);
+                break;
+            case OPT_LIVENESS:
+                settings->liveness = s_number (optarg, "--liveness", 1);
+                break;
+            case OPT_LEVEL:
+                settings->log_level = act_log_level_parse (optarg);
+                if (settings->log_level < 0) {
+                    fprintf (stderr, "actd: --log-level is error, warning, notice, info or debug\n");
+                    return 2;
+                }
+                break;
+            case 'v':
+                settings->log_stderr = true;
+                break;
+        }
+    }
+    if (optind < argc) {
+        fprintf (stderr, "actd: unexpected argument '%s'\n", argv [optind]);
+        return 2;
+    }
+    s_configure_logging (settings);
+
+    struct sigaction action = { 0 };
+    action.sa_handler = s_signal;
+    sigemptyset (&action.sa_mask);
+    sigaction (SIGTERM, &action, NULL);
+    sigaction (SIGINT, &action, NULL);
+    sigaction (SIGHUP, &action, NULL);
+
+    act_err_t err = { 0 };
+    act_broker_t *broker = act_broker_new (settings, true, &err);
+    if (!broker) {
+        act_log (LOG_ERR, "cannot start: %s", err.message);
+        if (!settings->log_stderr)
+            fprintf (stderr, "actd: cannot start: %s\n", err.message);
+        act_settings_destroy (&settings);
+        return 1;
+    }
+    char *summary = act_broker_summary (broker);
+    act_notify_ready (summary);
+    free (summary);
+    int rc = act_broker_run (broker, s_reload, settings);
+    act_broker_destroy (&broker);
+    act_settings_destroy (&settings);
+    return rc;
+}

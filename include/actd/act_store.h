@@ -1,0 +1,111 @@
+/*  =========================================================================
+    act_store - where contexts and calls live: the broker's durable memory.
+
+    Writes are buffered in a batch and made durable together by
+    act_store_commit (group commit): the broker commits once per pass of
+    its event loop and acknowledges nothing before that commit returns.
+    Reads see the current batch's writes too.
+
+    Backends: a SQLite file in WAL mode (the default), and ":memory:" (all
+    in this process, gone on exit: for tests and benchmarks).
+
+    A call record is a JSON object:
+        {"call_id": N, "context": "...", "state": "queued", "attempts": N,
+         "call": {...}, "id"?: "client key", "outcome"?: {...},
+         "progress"?: any, "client"?: "hex", "request"?: "hex"}
+    where client and request are the submitter's routing id and request id
+    (hex), so that a DONE can still reach a client after a restart.
+    ========================================================================= */
+
+#ifndef ACT_STORE_H_INCLUDED
+#define ACT_STORE_H_INCLUDED
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "act_err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct _act_store_t act_store_t;
+
+typedef enum {
+    ACT_SYNC_FULL,              //  fsync at every commit: survives power loss
+    ACT_SYNC_NORMAL             //  fsync at checkpoints: survives a crash of
+                                //  actd, may lose the last commits on power loss
+} act_sync_t;
+
+//  Called for each item a read walks; return non-zero to stop the walk
+typedef int (act_store_each_fn) (const json_t *item, void *arg);
+
+//  Open the store at location (":memory:" or a SQLite file path, created
+//  if missing). Returns NULL with err set (internal) saying why, such as
+//  a file that is not a database, or one another actd has open.
+act_store_t *act_store_open (const char *location, act_sync_t sync, act_err_t *err);
+
+//  Close the store (what is not committed is lost) and null the pointer.
+void act_store_destroy (act_store_t **self_p);
+
+//  "sqlite" or "memory".
+const char *act_store_backend (act_store_t *self);
+
+//  Record that a context exists (idempotent).
+int act_store_put_context (act_store_t *self, const char *context);
+
+//  Add a message (it carries its _seq) to a context.
+int act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
+                           const json_t *message);
+
+//  Add a call record (see above).
+int act_store_put_call (act_store_t *self, const json_t *record);
+
+//  Replace the state, attempts, outcome and progress of a stored call.
+int act_store_update_call (act_store_t *self, const json_t *record);
+
+//  Make the batch durable in one transaction. Returns 0, or -1 with err
+//  set, and then none of the batch was kept.
+int act_store_commit (act_store_t *self, act_err_t *err);
+
+//  Number of writes in the current batch.
+size_t act_store_batch (act_store_t *self);
+
+//  True when the context exists.
+bool act_store_has_context (act_store_t *self, const char *context);
+
+//  Walk every message of a context in _seq order. Returns 0, or -1 on a
+//  read error.
+int act_store_messages (act_store_t *self, const char *context,
+                        act_store_each_fn *fn, void *arg);
+
+//  Up to limit messages of a context with _seq >= from, oldest first, as a
+//  new JSON array.
+json_t *act_store_history (act_store_t *self, const char *context,
+                           uint64_t from, size_t limit);
+
+//  The record of call call_id, or NULL.
+json_t *act_store_call (act_store_t *self, uint64_t call_id);
+
+//  The call id holding client key key in context, or 0.
+uint64_t act_store_idem (act_store_t *self, const char *context, const char *key);
+
+//  Walk the records of calls that have not ended, oldest first.
+int act_store_pending (act_store_t *self, act_store_each_fn *fn, void *arg);
+
+//  The highest call id ever stored (0 for an empty store).
+uint64_t act_store_last_call (act_store_t *self);
+
+//  Totals, as a new object: {"contexts", "messages", "calls": {"accepted",
+//  "ok", "error", "timeout", "skipped", "cancelled"}}. O(1): kept as
+//  counters updated in each commit, not counted from the tables.
+json_t *act_store_counts (act_store_t *self);
+
+//  True when state is an outcome (the call has ended).
+bool act_state_ended (const char *state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,424 @@
+/*  =========================================================================
+    act_store - the store: batches and counters over a backend, and the
+    ":memory:" backend.
+    ========================================================================= */
+
+#include <czmq.h>
+#include "actd/act_store.h"
+#include "act_store_int.h"
+
+const char *act_store_counter_names [S_COUNTERS] = {
+    "contexts", "messages", "accepted", "ok", "error", "timeout", "skipped", "cancelled"
+};
+
+struct _act_store_t {
+    const act_store_backend_t *backend;     //  What stores it
+    void *impl;                             //  The backend's state
+    int64_t counts [S_COUNTERS];            //  Committed totals
+    int64_t deltas [S_COUNTERS];            //  Changes in the current batch
+    size_t batch;                           //  Writes in the current batch
+};
+
+static const char *s_outcomes [] = { "ok", "error", "timeout", "skipped", "cancelled" };
+
+bool
+act_state_ended (const char *state)
+{
+    for (size_t i = 0; state && i < 5; i++)
+        if (streq (state, s_outcomes [i]))
+            return true;
+    return false;
+}
+
+
+//  --------------------------------------------------------------------------
+//  The memory backend: the same contract, nothing on disk
+
+typedef struct {
+    json_t **items;             //  Messages by _seq - 1
+    size_t size;                //  Number of messages
+    size_t capacity;            //  Slots allocated
+} s_messages_t;
+
+typedef struct {
+    zhashx_t *contexts;         //  Context id -> s_messages_t
+    zhashx_t *calls;            //  Call id (decimal) -> record
+    zhashx_t *keys;             //  context + "\x1f" + _id -> call id (decimal)
+    uint64_t last_call;         //  Highest call id stored
+    int64_t counts [S_COUNTERS];//  Committed totals
+} s_memory_t;
+
+static void
+s_messages_destroy (void **item)
+{
+    s_messages_t *list = (s_messages_t *) *item;
+    for (size_t i = 0; i < list->size; i++)
+        json_decref (list->items [i]);
+    free (list->items);
+    free (list);
+    *item = NULL;
+}
+
+static void
+s_json_destroy (void **item)
+{
+    json_decref ((json_t *) *item);
+    *item = NULL;
+}
+
+static void
+s_memory_destroy (void *impl)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    zhashx_destroy (&self->contexts);
+    zhashx_destroy (&self->calls);
+    zhashx_destroy (&self->keys);
+    free (self);
+}
+
+static int
+s_memory_put_context (void *impl, const char *context)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    if (zhashx_lookup (self->contexts, context))
+        return 0;
+    zhashx_insert (self->contexts, context, calloc (1, sizeof (s_messages_t)));
+    return 1;
+}
+
+static int
+s_memory_put_message (void *impl, const char *context, uint64_t seq,
+                      const json_t *message)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    s_memory_put_context (impl, context);
+    s_messages_t *list = (s_messages_t *) zhashx_lookup (self->contexts, context);
+    if (seq != list->size + 1)
+        return -1;              //  _seq must grow by one
+    if (list->size == list->capacity) {
+        list->capacity = list->capacity? list->capacity * 2: 16;
+        list->items = realloc (list->items, list->capacity * sizeof (json_t *));
+    }
+    list->items [list->size++] = json_incref ((json_t *) message);
+    return 0;
+}
+
+static int
+s_memory_put_call (void *impl, const json_t *record)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    uint64_t id = (uint64_t) json_integer_value (json_object_get (record, "call_id"));
+    char key [24];
+    snprintf (key, sizeof key, "%" PRIu64, id);
+    zhashx_update (self->calls, key, json_deep_copy (record));
+    const char *client_key = json_string_value (json_object_get (record, "id"));
+    if (client_key) {
+        char *full = zsys_sprintf ("%s\x1f%s",
+            json_string_value (json_object_get (record, "context")), client_key);
+        zhashx_update (self->keys, full, strdup (key));
+        zstr_free (&full);
+    }
+    if (id > self->last_call)
+        self->last_call = id;
+    return 0;
+}
+
+static int
+s_memory_update_call (void *impl, const json_t *record)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    char key [24];
+    snprintf (key, sizeof key, "%" JSON_INTEGER_FORMAT,
+              json_integer_value (json_object_get (record, "call_id")));
+    json_t *stored = (json_t *) zhashx_lookup (self->calls, key);
+    if (!stored)
+        return -1;
+    const char *fields [] = { "state", "attempts", "outcome", "progress" };
+    for (size_t i = 0; i < 4; i++) {
+        json_t *value = json_object_get (record, fields [i]);
+        if (value)
+            json_object_set_new (stored, fields [i], json_deep_copy (value));
+        else
+            json_object_del (stored, fields [i]);
+    }
+    return 0;
+}
+
+static int
+s_memory_commit (void *impl, const int64_t *deltas, act_err_t *err)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    for (int i = 0; i < S_COUNTERS; i++)
+        self->counts [i] += deltas [i];
+    return 0;
+}
+
+static bool
+s_memory_has_context (void *impl, const char *context)
+{
+    return zhashx_lookup (((s_memory_t *) impl)->contexts, context) != NULL;
+}
+
+static int
+s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
+{
+    s_messages_t *list = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
+    for (size_t i = 0; list && i < list->size; i++)
+        if (fn (list->items [i], arg))
+            break;
+    return 0;
+}
+
+static json_t *
+s_memory_history (void *impl, const char *context, uint64_t from, size_t limit)
+{
+    s_messages_t *list = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
+    json_t *page = json_array ();
+    for (size_t i = from? from - 1: 0; list && i < list->size && limit; i++, limit--)
+        json_array_append (page, list->items [i]);
+    return page;
+}
+
+static json_t *
+s_memory_call (void *impl, uint64_t call_id)
+{
+    char key [24];
+    snprintf (key, sizeof key, "%" PRIu64, call_id);
+    json_t *record = zhashx_lookup (((s_memory_t *) impl)->calls, key);
+    return record? json_deep_copy (record): NULL;
+}
+
+static uint64_t
+s_memory_idem (void *impl, const char *context, const char *key)
+{
+    char *full = zsys_sprintf ("%s\x1f%s", context, key);
+    const char *id = zhashx_lookup (((s_memory_t *) impl)->keys, full);
+    zstr_free (&full);
+    return id? strtoull (id, NULL, 10): 0;
+}
+
+static int
+s_compare_ids (const void *a, const void *b)
+{
+    json_int_t left = json_integer_value (json_object_get (*(json_t * const *) a, "call_id"));
+    json_int_t right = json_integer_value (json_object_get (*(json_t * const *) b, "call_id"));
+    return left < right? -1: left > right;
+}
+
+static int
+s_memory_pending (void *impl, act_store_each_fn *fn, void *arg)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    size_t size = 0;
+    json_t **list = malloc ((zhashx_size (self->calls) + 1) * sizeof (json_t *));
+    for (json_t *record = zhashx_first (self->calls); record;
+         record = zhashx_next (self->calls))
+        if (!act_state_ended (json_string_value (json_object_get (record, "state"))))
+            list [size++] = record;
+    qsort (list, size, sizeof (json_t *), s_compare_ids);
+    for (size_t i = 0; i < size; i++)
+        if (fn (list [i], arg))
+            break;
+    free (list);
+    return 0;
+}
+
+static uint64_t
+s_memory_last_call (void *impl)
+{
+    return ((s_memory_t *) impl)->last_call;
+}
+
+static int
+s_memory_counters (void *impl, int64_t *counts)
+{
+    memcpy (counts, ((s_memory_t *) impl)->counts, sizeof (int64_t) * S_COUNTERS);
+    return 0;
+}
+
+static const act_store_backend_t s_memory = {
+    "memory", s_memory_destroy, s_memory_put_context, s_memory_put_message,
+    s_memory_put_call, s_memory_update_call, s_memory_commit, s_memory_has_context,
+    s_memory_messages, s_memory_history, s_memory_call, s_memory_idem,
+    s_memory_pending, s_memory_last_call, s_memory_counters
+};
+
+static void *
+s_memory_open (void)
+{
+    s_memory_t *self = calloc (1, sizeof *self);
+    self->contexts = zhashx_new ();
+    zhashx_set_destructor (self->contexts, s_messages_destroy);
+    self->calls = zhashx_new ();
+    zhashx_set_destructor (self->calls, s_json_destroy);
+    self->keys = zhashx_new ();
+    zhashx_set_destructor (self->keys, (zhashx_destructor_fn *) zstr_free);
+    return self;
+}
+
+
+//  --------------------------------------------------------------------------
+//  The store
+
+act_store_t *
+act_store_open (const char *location, act_sync_t sync, act_err_t *err)
+{
+    act_store_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    if (location && streq (location, ":memory:")) {
+        self->backend = &s_memory;
+        self->impl = s_memory_open ();
+    }
+    else {
+        self->backend = &act_store_sqlite;
+        self->impl = act_store_sqlite_open (location, sync, err);
+    }
+    if (!self->impl || self->backend->counters (self->impl, self->counts)) {
+        if (self->impl)
+            self->backend->destroy (self->impl);
+        if (err && !err->code)
+            act_err_set (err, ACT_E_INTERNAL, "cannot open store '%s'", location);
+        free (self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+act_store_destroy (act_store_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_store_t *self = *self_p;
+        self->backend->destroy (self->impl);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+const char *
+act_store_backend (act_store_t *self)
+{
+    return self->backend->name;
+}
+
+int
+act_store_put_context (act_store_t *self, const char *context)
+{
+    int rc = self->backend->put_context (self->impl, context);
+    if (rc < 0)
+        return -1;
+    self->deltas [S_CONTEXTS] += rc;
+    self->batch += rc;
+    return 0;
+}
+
+int
+act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
+                       const json_t *message)
+{
+    if (self->backend->put_message (self->impl, context, seq, message))
+        return -1;
+    self->deltas [S_MESSAGES]++;
+    self->batch++;
+    return 0;
+}
+
+int
+act_store_put_call (act_store_t *self, const json_t *record)
+{
+    if (self->backend->put_call (self->impl, record))
+        return -1;
+    self->deltas [S_ACCEPTED]++;
+    self->batch++;
+    return 0;
+}
+
+int
+act_store_update_call (act_store_t *self, const json_t *record)
+{
+    if (self->backend->update_call (self->impl, record))
+        return -1;
+    const char *state = json_string_value (json_object_get (record, "state"));
+    for (int i = 0; i < 5; i++)
+        if (state && streq (state, s_outcomes [i]))
+            self->deltas [S_OK + i]++;
+    self->batch++;
+    return 0;
+}
+
+int
+act_store_commit (act_store_t *self, act_err_t *err)
+{
+    if (self->batch == 0)
+        return 0;
+    int rc = self->backend->commit (self->impl, self->deltas, err);
+    if (rc == 0)
+        for (int i = 0; i < S_COUNTERS; i++)
+            self->counts [i] += self->deltas [i];
+    memset (self->deltas, 0, sizeof self->deltas);
+    self->batch = 0;
+    return rc;
+}
+
+size_t
+act_store_batch (act_store_t *self)
+{
+    return self->batch;
+}
+
+bool
+act_store_has_context (act_store_t *self, const char *context)
+{
+    return self->backend->has_context (self->impl, context);
+}
+
+int
+act_store_messages (act_store_t *self, const char *context, act_store_each_fn *fn,
+                    void *arg)
+{
+    return self->backend->messages (self->impl, context, fn, arg);
+}
+
+json_t *
+act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit)
+{
+    return self->backend->history (self->impl, context, from, limit);
+}
+
+json_t *
+act_store_call (act_store_t *self, uint64_t call_id)
+{
+    return self->backend->call (self->impl, call_id);
+}
+
+uint64_t
+act_store_idem (act_store_t *self, const char *context, const char *key)
+{
+    return self->backend->idem (self->impl, context, key);
+}
+
+int
+act_store_pending (act_store_t *self, act_store_each_fn *fn, void *arg)
+{
+    return self->backend->pending (self->impl, fn, arg);
+}
+
+uint64_t
+act_store_last_call (act_store_t *self)
+{
+    return self->backend->last_call (self->impl);
+}
+
+json_t *
+act_store_counts (act_store_t *self)
+{
+    int64_t total [S_COUNTERS];
+    for (int i = 0; i < S_COUNTERS; i++)
+        total [i] = self->counts [i] + self->deltas [i];
+    json_t *calls = json_object ();
+    for (int i = S_ACCEPTED; i < S_COUNTERS; i++)
+        json_object_set_new (calls, act_store_counter_names [i], json_integer (total [i]));
+    return json_pack ("{sIsIso}", "contexts", (json_int_t) total [S_CONTEXTS],
+                      "messages", (json_int_t) total [S_MESSAGES], "calls", calls);
+}

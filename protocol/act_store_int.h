@@ -1,0 +1,43 @@
+/*  =========================================================================
+    act_store_int - what a store backend provides (private to libactd).
+    ========================================================================= */
+
+#ifndef ACT_STORE_INT_H_INCLUDED
+#define ACT_STORE_INT_H_INCLUDED
+
+#include "actd/act_store.h"
+
+//  The totals a store keeps, in this order
+enum {
+    S_CONTEXTS, S_MESSAGES, S_ACCEPTED, S_OK, S_ERROR, S_TIMEOUT, S_SKIPPED,
+    S_CANCELLED, S_COUNTERS
+};
+extern const char *act_store_counter_names [S_COUNTERS];
+
+typedef struct {
+    const char *name;
+    void (*destroy) (void *impl);
+    //  Writes; put_context returns 1 when the context is new, 0 if known
+    int (*put_context) (void *impl, const char *context);
+    int (*put_message) (void *impl, const char *context, uint64_t seq,
+                        const json_t *message);
+    int (*put_call) (void *impl, const json_t *record);
+    int (*update_call) (void *impl, const json_t *record);
+    //  Commit the batch with the counters' changes; on failure roll back
+    int (*commit) (void *impl, const int64_t *deltas, act_err_t *err);
+    //  Reads
+    bool (*has_context) (void *impl, const char *context);
+    int (*messages) (void *impl, const char *context, act_store_each_fn *fn, void *arg);
+    json_t *(*history) (void *impl, const char *context, uint64_t from, size_t limit);
+    json_t *(*call) (void *impl, uint64_t call_id);
+    uint64_t (*idem) (void *impl, const char *context, const char *key);
+    int (*pending) (void *impl, act_store_each_fn *fn, void *arg);
+    uint64_t (*last_call) (void *impl);
+    int (*counters) (void *impl, int64_t *counts);
+} act_store_backend_t;
+
+//  Open the SQLite backend; NULL with err set on failure
+void *act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err);
+extern const act_store_backend_t act_store_sqlite;
+
+#endif

@@ -1,0 +1,472 @@
+/*  =========================================================================
+    act_store_sqlite - the store in a SQLite file, in WAL mode.
+
+    One transaction per batch: the first write of a batch opens it and
+    act_store_commit closes it, so one fsync (synchronous=FULL) serves
+    every message and call the broker decided in one pass of its loop.
+
+    The file is locked (flock) while a store has it open: two brokers on
+    one file would hand out the same _seq twice.
+
+    Schema versions live in PRAGMA user_version; s_migrations [v] takes a
+    store from version v to v + 1.
+    ========================================================================= */
+
+#include <czmq.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include "act_store_int.h"
+#include "actd/act_json.h"
+
+static const char *s_migrations [] = {
+    //  0 -> 1: the first schema
+    "CREATE TABLE contexts (id TEXT PRIMARY KEY, created TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE messages (context TEXT NOT NULL, seq INTEGER NOT NULL,"
+    "  body TEXT NOT NULL, PRIMARY KEY (context, seq)) WITHOUT ROWID;"
+    "CREATE TABLE calls (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
+    "  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, call TEXT NOT NULL,"
+    "  idem TEXT, outcome TEXT, progress TEXT, client TEXT, request TEXT,"
+    "  ended INTEGER NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX calls_by_key ON calls (context, idem) WHERE idem IS NOT NULL;"
+    "CREATE INDEX calls_pending ON calls (id) WHERE ended = 0;"
+    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO counters VALUES ('contexts', 0), ('messages', 0), ('accepted', 0),"
+    "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);"
+};
+#define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
+
+//  Prepared statements, by what they do
+enum {
+    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_PUT_MESSAGE, Q_PUT_CALL, Q_UPDATE_CALL,
+    Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
+    Q_COUNTERS, Q_COUNT
+};
+
+#define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
+
+static const char *s_queries [Q_COUNT] = {
+    "INSERT OR IGNORE INTO contexts (id, created) VALUES (?, ?)",
+    "SELECT 1 FROM contexts WHERE id = ?",
+    "INSERT INTO messages (context, seq, body) VALUES (?, ?, ?)",
+    "INSERT INTO calls (" S_CALL_COLUMNS ", ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "UPDATE calls SET state = ?, attempts = ?, outcome = ?, progress = ?, ended = ? WHERE id = ?",
+    "UPDATE counters SET value = value + ? WHERE name = ?",
+    "SELECT body FROM messages WHERE context = ? ORDER BY seq",
+    "SELECT body FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
+    "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = ?",
+    "SELECT id FROM calls WHERE context = ? AND idem = ?",
+    "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 ORDER BY id",
+    "SELECT MAX(id) FROM calls",
+    "SELECT name, value FROM counters"
+};
+
+typedef struct {
+    sqlite3 *db;                    //  The connection
+    sqlite3_stmt *queries [Q_COUNT];//  Prepared statements
+    int lock;                       //  File descriptor holding the flock
+    bool open_batch;                //  A transaction is open
+    char *path;                     //  The file, for messages
+} s_sqlite_t;
+
+static void
+s_destroy (void *impl)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    for (int i = 0; i < Q_COUNT; i++)
+        sqlite3_finalize (self->queries [i]);
+    if (self->open_batch)
+        sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close (self->db);
+    //  Closed after SQLite: closing any descriptor of the file would drop
+    //  the POSIX locks SQLite holds on it
+    if (self->lock >= 0)
+        close (self->lock);
+    free (self->path);
+    free (self);
+}
+
+static int
+s_fail (s_sqlite_t *self, act_err_t *err, const char *what)
+{
+    zsys_error ("store %s: %s: %s", self->path, what, sqlite3_errmsg (self->db));
+    return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->path, what,
+                        sqlite3_errmsg (self->db));
+}
+
+//  Open the batch's transaction if it is not open yet
+static int
+s_batch (s_sqlite_t *self)
+{
+    if (!self->open_batch) {
+        if (sqlite3_exec (self->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+            return s_fail (self, NULL, "cannot begin a transaction");
+        self->open_batch = true;
+    }
+    return 0;
+}
+
+//  Run a statement that returns no rows; resets it
+static int
+s_run (s_sqlite_t *self, sqlite3_stmt *query, const char *what)
+{
+    int rc = sqlite3_step (query);
+    sqlite3_reset (query);
+    sqlite3_clear_bindings (query);
+    if (rc != SQLITE_DONE)
+        return s_fail (self, NULL, what);
+    return 0;
+}
+
+static void
+s_bind_json (sqlite3_stmt *query, int column, const json_t *value)
+{
+    if (value) {
+        char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
+        sqlite3_bind_text (query, column, text, -1, free);
+    }
+    else
+        sqlite3_bind_null (query, column);
+}
+
+static void
+s_bind_string (sqlite3_stmt *query, int column, const json_t *value)
+{
+    if (json_is_string (value))
+        sqlite3_bind_text (query, column, json_string_value (value), -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null (query, column);
+}
+
+static int
+s_put_context (void *impl, const char *context)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_batch (self))
+        return -1;
+    char date [32];
+    act_date_now (date);
+    sqlite3_stmt *query = self->queries [Q_PUT_CONTEXT];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    sqlite3_bind_text (query, 2, date, -1, SQLITE_STATIC);
+    if (s_run (self, query, "cannot store a context"))
+        return -1;
+    return sqlite3_changes (self->db);
+}
+
+static bool
+s_has_context (void *impl, const char *context)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_HAS_CONTEXT];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    bool found = sqlite3_step (query) == SQLITE_ROW;
+    sqlite3_reset (query);
+    return found;
+}
+
+static int
+s_put_message (void *impl, const char *context, uint64_t seq, const json_t *message)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_batch (self))
+        return -1;
+    sqlite3_stmt *query = self->queries [Q_PUT_MESSAGE];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (query, 2, (sqlite3_int64) seq);
+    s_bind_json (query, 3, message);
+    return s_run (self, query, "cannot store a message");
+}
+
+static int
+s_put_call (void *impl, const json_t *record)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_batch (self))
+        return -1;
+    sqlite3_stmt *query = self->queries [Q_PUT_CALL];
+    const char *state = json_string_value (json_object_get (record, "state"));
+    sqlite3_bind_int64 (query, 1, json_integer_value (json_object_get (record, "call_id")));
+    s_bind_string (query, 2, json_object_get (record, "context"));
+    sqlite3_bind_text (query, 3, state, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (query, 4, json_integer_value (json_object_get (record, "attempts")));
+    s_bind_json (query, 5, json_object_get (record, "call"));
+    s_bind_string (query, 6, json_object_get (record, "id"));
+    s_bind_json (query, 7, json_object_get (record, "outcome"));
+    s_bind_json (query, 8, json_object_get (record, "progress"));
+    s_bind_string (query, 9, json_object_get (record, "client"));
+    s_bind_string (query, 10, json_object_get (record, "request"));
+    sqlite3_bind_int (query, 11, act_state_ended (state));
+    return s_run (self, query, "cannot store a call");
+}
+
+static int
+s_update_call (void *impl, const json_t *record)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_batch (self))
+        return -1;
+    sqlite3_stmt *query = self->queries [Q_UPDATE_CALL];
+    const char *state = json_string_value (json_object_get (record, "state"));
+    sqlite3_bind_text (query, 1, state, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (query, 2, json_integer_value (json_object_get (record, "attempts")));
+    s_bind_json (query, 3, json_object_get (record, "outcome"));
+    s_bind_json (query, 4, json_object_get (record, "progress"));
+    sqlite3_bind_int (query, 5, act_state_ended (state));
+    sqlite3_bind_int64 (query, 6, json_integer_value (json_object_get (record, "call_id")));
+    return s_run (self, query, "cannot update a call");
+}
+
+static int
+s_commit (void *impl, const int64_t *deltas, act_err_t *err)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (!self->open_batch)
+        return 0;
+    int rc = 0;
+    for (int i = 0; i < S_COUNTERS && rc == 0; i++)
+        if (deltas [i]) {
+            sqlite3_stmt *query = self->queries [Q_COUNTER];
+            sqlite3_bind_int64 (query, 1, deltas [i]);
+            sqlite3_bind_text (query, 2, act_store_counter_names [i], -1, SQLITE_STATIC);
+            rc = s_run (self, query, "cannot update counters");
+        }
+    if (rc == 0 && sqlite3_exec (self->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = s_fail (self, err, "commit failed");
+    if (rc) {
+        if (err && !err->code)
+            s_fail (self, err, "commit failed");
+        sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    self->open_batch = false;
+    return rc;
+}
+
+//  Parse a stored JSON column; NULL when empty or unreadable
+static json_t *
+s_column_json (sqlite3_stmt *query, int column)
+{
+    const char *text = (const char *) sqlite3_column_text (query, column);
+    return text? json_loads (text, JSON_DECODE_ANY, NULL): NULL;
+}
+
+static int
+s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_MESSAGES];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        json_t *message = s_column_json (query, 0);
+        int stop = message? fn (message, arg): 0;
+        json_decref (message);
+        if (stop)
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        s_fail (self, NULL, "cannot read messages");
+    sqlite3_reset (query);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: -1;
+}
+
+static json_t *
+s_history (void *impl, const char *context, uint64_t from, size_t limit)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_HISTORY];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (query, 2, (sqlite3_int64) from);
+    sqlite3_bind_int64 (query, 3, (sqlite3_int64) limit);
+    json_t *page = json_array ();
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        json_t *message = s_column_json (query, 0);
+        if (message)
+            json_array_append_new (page, message);
+    }
+    if (rc != SQLITE_DONE) {
+        s_fail (self, NULL, "cannot read history");
+        json_decref (page);
+        page = NULL;
+    }
+    sqlite3_reset (query);
+    return page;
+}
+
+//  The call record in the current row (columns S_CALL_COLUMNS)
+static json_t *
+s_call_record (sqlite3_stmt *query)
+{
+    json_t *record = json_object ();
+    json_object_set_new (record, "call_id", json_integer (sqlite3_column_int64 (query, 0)));
+    const char *names [] = { NULL, "context", "state", NULL, "call", "id", "outcome",
+                             "progress", "client", "request" };
+    for (int column = 1; column < 10; column++) {
+        if (column == 3) {
+            json_object_set_new (record, "attempts",
+                                 json_integer (sqlite3_column_int64 (query, 3)));
+            continue;
+        }
+        const char *text = (const char *) sqlite3_column_text (query, column);
+        if (!text)
+            continue;
+        bool is_json = column == 4 || column == 6 || column == 7;
+        json_object_set_new (record, names [column], is_json
+            ? json_loads (text, JSON_DECODE_ANY, NULL): json_string (text));
+    }
+    return record;
+}
+
+static json_t *
+s_call (void *impl, uint64_t call_id)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_CALL];
+    sqlite3_bind_int64 (query, 1, (sqlite3_int64) call_id);
+    json_t *record = sqlite3_step (query) == SQLITE_ROW? s_call_record (query): NULL;
+    sqlite3_reset (query);
+    return record;
+}
+
+static uint64_t
+s_idem (void *impl, const char *context, const char *key)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_IDEM];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
+    uint64_t id = sqlite3_step (query) == SQLITE_ROW
+                ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    sqlite3_reset (query);
+    return id;
+}
+
+static int
+s_pending (void *impl, act_store_each_fn *fn, void *arg)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_PENDING];
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        json_t *record = s_call_record (query);
+        int stop = fn (record, arg);
+        json_decref (record);
+        if (stop)
+            break;
+    }
+    sqlite3_reset (query);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read calls");
+}
+
+static uint64_t
+s_last_call (void *impl)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_LAST_CALL];
+    uint64_t id = sqlite3_step (query) == SQLITE_ROW
+                ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    sqlite3_reset (query);
+    return id;
+}
+
+static int
+s_counters (void *impl, int64_t *counts)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_COUNTERS];
+    memset (counts, 0, sizeof (int64_t) * S_COUNTERS);
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW)
+        for (int i = 0; i < S_COUNTERS; i++)
+            if (streq ((const char *) sqlite3_column_text (query, 0),
+                       act_store_counter_names [i]))
+                counts [i] = sqlite3_column_int64 (query, 1);
+    sqlite3_reset (query);
+    return rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read counters");
+}
+
+const act_store_backend_t act_store_sqlite = {
+    "sqlite", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
+    s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
+    s_last_call, s_counters
+};
+
+//  Bring the schema to S_VERSION, one migration per transaction
+static int
+s_migrate (s_sqlite_t *self, act_err_t *err)
+{
+    sqlite3_stmt *query;
+    int version = -1;
+    if (sqlite3_prepare_v2 (self->db, "PRAGMA user_version", -1, &query, NULL) == SQLITE_OK
+    &&  sqlite3_step (query) == SQLITE_ROW)
+        version = sqlite3_column_int (query, 0);
+    sqlite3_finalize (query);
+    if (version < 0)
+        return s_fail (self, err, "cannot read the schema version");
+    if (version > S_VERSION)
+        return act_err_set (err, ACT_E_INTERNAL,
+                            "store %s has schema version %d; this actd knows up to %d",
+                            self->path, version, S_VERSION);
+    for (; version < S_VERSION; version++) {
+        char *sql = zsys_sprintf ("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;",
+                                  s_migrations [version], version + 1);
+        int rc = sqlite3_exec (self->db, sql, NULL, NULL, NULL);
+        zstr_free (&sql);
+        if (rc != SQLITE_OK) {
+            s_fail (self, err, "cannot migrate the schema");
+            sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+        zsys_info ("store %s: schema migrated to version %d", self->path, version + 1);
+    }
+    return 0;
+}
+
+void *
+act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
+{
+    s_sqlite_t *self = calloc (1, sizeof *self);
+    self->path = strdup (path? path: "actd.db");
+    self->lock = open (self->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (self->lock < 0) {
+        act_err_set (err, ACT_E_INTERNAL, "cannot open store %s: %s",
+                     self->path, strerror (errno));
+        goto failed;
+    }
+    if (flock (self->lock, LOCK_EX | LOCK_NB)) {
+        act_err_set (err, ACT_E_INTERNAL,
+                     "store %s is in use by another process (it holds the lock)",
+                     self->path);
+        goto failed;
+    }
+    if (sqlite3_open_v2 (self->path, &self->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                         NULL) != SQLITE_OK) {
+        s_fail (self, err, "cannot open");
+        goto failed;
+    }
+    sqlite3_extended_result_codes (self->db, 1);
+    //  journal_mode is the first read of the file: a file that is not a
+    //  database fails here, before anything is written to it
+    char *sql = zsys_sprintf ("PRAGMA journal_mode = WAL; PRAGMA synchronous = %s;",
+                              sync == ACT_SYNC_FULL? "FULL": "NORMAL");
+    int rc = sqlite3_exec (self->db, sql, NULL, NULL, NULL);
+    zstr_free (&sql);
+    if (rc != SQLITE_OK) {
+        s_fail (self, err, "not a usable database");
+        goto failed;
+    }
+    if (s_migrate (self, err))
+        goto failed;
+    for (int i = 0; i < Q_COUNT; i++)
+        if (sqlite3_prepare_v3 (self->db, s_queries [i], -1, SQLITE_PREPARE_PERSISTENT,
+                                &self->queries [i], NULL) != SQLITE_OK) {
+            s_fail (self, err, "cannot prepare statements");
+            goto failed;
+        }
+    return self;
+
+failed:
+    s_destroy (self);
+    return NULL;
+}
