@@ -571,6 +571,10 @@ s_check (act_ctx_t *self, s_kind_t *kind, const char *instance,
     s_ident_t *ident = instance? s_ident (self, kind, instance, false): NULL;
     if (!ident)
         return act_path_write (&kind->doc, segs, nsegs, method, value, true, err);
+    //  The value's own rules come first, as in the global scope: a refused
+    //  write gets the same code in every scope
+    if (act_method_check_value (method, value, err))
+        return -1;
     json_t *base;
     size_t depth;
     if (!s_instance_base (kind, ident, segs, nsegs, &base, &depth))

@@ -12,7 +12,7 @@ act_json_depth (const json_t *value, int limit)
 {
     if (!json_is_object (value) && !json_is_array (value))
         return 0;
-    if (limit < 0)
+    if (limit <= 0)
         return 1;               //  Deep enough: the caller refuses it
     int deepest = 0;
     if (json_is_object (value)) {

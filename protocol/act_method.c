@@ -73,9 +73,8 @@ act_path_get (json_t *doc, const act_seg_t *segs, size_t nsegs)
     return current;
 }
 
-//  The method's rules on the written value alone
-static int
-s_check_value (act_method_t method, const json_t *value, act_err_t *err)
+int
+act_method_check_value (act_method_t method, const json_t *value, act_err_t *err)
 {
     if (method == ACT_ASSIGN && !json_is_object (value))
         return act_err_set (err, ACT_E_TYPE_MISMATCH, "assign needs an object value");
@@ -220,7 +219,7 @@ act_path_write (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
                 act_method_t method, const json_t *value, bool dry_run,
                 act_err_t *err)
 {
-    if (s_check_value (method, value, err))
+    if (act_method_check_value (method, value, err))
         return -1;
     s_slot_t slot = { SLOT_ROOT, NULL, NULL, 0 };
     json_t *current = *doc_p;

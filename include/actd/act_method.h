@@ -35,6 +35,11 @@ int act_method_parse (const char *name, act_method_t *method);
 //  The method's name, such as "merge".
 const char *act_method_name (act_method_t method);
 
+//  Check the method's rules on the written value alone (assign needs an
+//  object, concat an array or a string). Returns 0, or -1 with err set to
+//  type_mismatch.
+int act_method_check_value (act_method_t method, const json_t *value, act_err_t *err);
+
 //  RFC 7396: apply patch to target and return the result. Takes ownership
 //  of target (which may be NULL and is changed in place when it is an
 //  object); never keeps a reference to patch.

@@ -1,0 +1,369 @@
+"""Integration test harness: a real actd on free ports with a temporary
+store, and raw ACT/1 clients and workers written from PROTOCOL.md (they do
+not use the project's client libraries, so they check the wire protocol
+itself).
+
+Run with Debian's /usr/bin/python3 (python3-zmq). The actd binary comes
+from $ACTD_BIN (set by ctest), else build-asan/bin/actd, else build/bin/actd.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import zmq
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DAGGER = "\u2020"
+
+
+def find_binary(name):
+    """Path of a built program: $ACTD_BIN's folder first, then the build trees."""
+    here = os.environ.get("ACTD_BIN")
+    candidates = []
+    if here:
+        candidates.append(os.path.join(os.path.dirname(here), name))
+    candidates += [os.path.join(ROOT, "build-asan", "bin", name),
+                   os.path.join(ROOT, "build", "bin", name)]
+    for path in candidates:
+        if os.path.exists(path):
+            return path
+    raise RuntimeError("cannot find %s; build the project first" % name)
+
+
+def free_port():
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Actd:
+    """One actd process. Use as a context manager, or call start()/stop().
+
+    The store survives restarts of the same Actd (kill() then start())."""
+
+    def __init__(self, store=None, args=(), heartbeat_ms=200, liveness=3, env=None):
+        self.dir = tempfile.mkdtemp(prefix="actd-test-")
+        self.store = store or os.path.join(self.dir, "actd.db")
+        self.client_port = free_port()
+        self.worker_port = free_port()
+        self.client_endpoint = "tcp://127.0.0.1:%d" % self.client_port
+        self.worker_endpoint = "tcp://127.0.0.1:%d" % self.worker_port
+        self.args = list(args)
+        self.heartbeat_ms = heartbeat_ms
+        self.liveness = liveness
+        self.env = env
+        self.process = None
+        self.log_path = os.path.join(self.dir, "actd.log")
+        self.starts = 0
+
+    def start(self, wait=True):
+        """Start actd (again) and wait until it answers PING."""
+        self.starts += 1
+        log = open(self.log_path, "a")
+        log.write("---- start %d ----\n" % self.starts)
+        log.flush()
+        command = [find_binary("actd"), "--db", self.store,
+                   "--client-endpoint", self.client_endpoint,
+                   "--worker-endpoint", self.worker_endpoint,
+                   "--heartbeat-ms", str(self.heartbeat_ms),
+                   "--liveness", str(self.liveness),
+                   "--log-level", "debug", "-v"] + self.args
+        environment = dict(os.environ)
+        environment.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        if self.env:
+            environment.update(self.env)
+        self.process = subprocess.Popen(command, stdout=log, stderr=log, env=environment)
+        log.close()
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=20.0):
+        client = Client(self.client_endpoint)
+        try:
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError("actd exited with %s:\n%s" % (self.process.returncode, self.log()))
+                try:
+                    if client.request("PING", timeout=0.5)[0] == "PONG":
+                        return
+                except TimeoutError:
+                    pass
+            raise RuntimeError("actd did not answer PING:\n" + self.log())
+        finally:
+            client.close()
+
+    def stop(self, timeout=30.0):
+        """SIGTERM; returns the exit code (0 expected: a clean stop, and no
+        leak under AddressSanitizer)."""
+        if not self.process or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise RuntimeError("actd did not stop on SIGTERM:\n" + self.log())
+
+    def kill(self):
+        """SIGKILL: a crash."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def log(self):
+        with open(self.log_path, errors="replace") as handle:
+            return handle.read()
+
+    def client(self, **kwargs):
+        return Client(self.client_endpoint, **kwargs)
+
+    def cleanup(self):
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        code = self.stop()
+        if exc[0] is None and code != 0:
+            raise AssertionError("actd exited %s on SIGTERM:\n%s" % (code, self.log()))
+        self.cleanup()
+
+
+class Client:
+    """A raw ACT/1 client on a DEALER socket. request() sends one request and
+    returns the reply frames after the request id, decoded: e.g.
+    ["ACCEPTED", "12"] or ["ERROR", "bad_json", "..."]. Replies to other
+    requests that arrive meanwhile (DONE, pipelined replies) are kept and
+    can be collected with wait()."""
+
+    _counter = 0
+
+    def __init__(self, endpoint, identity=None):
+        self.context = zmq.Context.instance()
+        self.socket = self.context.socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if identity:
+            self.socket.setsockopt(zmq.ROUTING_ID, identity)
+        self.socket.connect(endpoint)
+        self.pending = []          # (request_id, frames) received, not yet taken
+
+    def close(self):
+        self.socket.close(0)
+
+    def next_id(self):
+        Client._counter += 1
+        return "r%d" % Client._counter
+
+    def send(self, command, *args, request_id=None):
+        """Send without waiting; returns the request id."""
+        request_id = request_id or self.next_id()
+        frames = [b"ACTC01", command.encode(), request_id.encode()]
+        for arg in args:
+            if isinstance(arg, (dict, list)):
+                arg = json.dumps(arg)
+            frames.append(arg if isinstance(arg, bytes) else str(arg).encode())
+        self.socket.send_multipart(frames)
+        return request_id
+
+    def send_raw(self, frames):
+        self.socket.send_multipart([f if isinstance(f, bytes) else f.encode() for f in frames])
+
+    def _receive(self, timeout):
+        if not self.socket.poll(int(timeout * 1000)):
+            raise TimeoutError("no reply within %.1f s" % timeout)
+        frames = self.socket.recv_multipart()
+        assert frames[0] == b"ACTC01", frames
+        return frames[2].decode(), [frames[1].decode()] + [f.decode() for f in frames[3:]]
+
+    def wait(self, request_id, verb=None, timeout=10.0):
+        """The next reply to request_id (with that verb, if given)."""
+        deadline = time.time() + timeout
+        while True:
+            for index, (rid, frames) in enumerate(self.pending):
+                if rid == request_id and (verb is None or frames[0] == verb):
+                    del self.pending[index]
+                    return frames
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError("no %s reply to %s" % (verb or "", request_id))
+            self.pending.append(self._receive(left))
+
+    def request(self, command, *args, timeout=10.0):
+        return self.wait(self.send(command, *args), timeout=timeout)
+
+    def call(self, context, call, wait_done=True, timeout=20.0):
+        """CALL; returns (call_id, outcome or None)."""
+        rid = self.send("CALL", context, call)
+        reply = self.wait(rid, timeout=timeout)
+        if reply[0] != "ACCEPTED":
+            raise CallRefused(reply)
+        outcome = None
+        if wait_done and "_outputPath" in call:
+            done = self.wait(rid, "DONE", timeout=timeout)
+            assert done[1] == reply[1], (done, reply)
+            outcome = json.loads(done[2])
+        return reply[1], outcome
+
+    def value(self, *args, **kwargs):
+        """A VALUE reply's JSON (ERROR raises CallRefused)."""
+        reply = self.request(*args, **kwargs)
+        if reply[0] != "VALUE":
+            raise CallRefused(reply)
+        return json.loads(reply[1])
+
+    def resolve(self, context, expression, instance=None):
+        args = [context, expression] + ([instance] if instance else [])
+        reply = self.request("RESOLVE", *args)
+        if reply[0] == "ERROR" and reply[1] == "not_found":
+            return Absent
+        if reply[0] != "VALUE":
+            raise CallRefused(reply)
+        return json.loads(reply[1])
+
+    def status(self, call_id):
+        return self.value("STATUS", call_id)
+
+    def wait_status(self, call_id, states, timeout=20.0):
+        """Poll STATUS until state is one of states; returns the status."""
+        deadline = time.time() + timeout
+        while True:
+            status = self.status(call_id)
+            if status["state"] in states:
+                return status
+            if time.time() > deadline:
+                raise TimeoutError("call %s still %s" % (call_id, status))
+            time.sleep(0.02)
+
+
+class _Absent:
+    def __repr__(self):
+        return "Absent"
+
+
+Absent = _Absent()
+
+
+class CallRefused(Exception):
+    """An ERROR (or unexpected) reply: args[0] is the reply frames."""
+
+    @property
+    def code(self):
+        return self.args[0][1] if self.args[0][0] == "ERROR" else None
+
+
+class Worker(threading.Thread):
+    """A raw ACT/1 worker in a thread. handler(activity, params, meta) returns
+    a result value, or a tuple ("branch", N, value), or raises Fail. Set
+    heartbeat=False to stop heartbeating (the socket stays open)."""
+
+    def __init__(self, endpoint, activities, handler, capacity=1, name=None,
+                 heartbeat_ms=200, delay=0.0):
+        super().__init__(daemon=True)
+        self.endpoint = endpoint
+        self.activities = list(activities)
+        self.handler = handler
+        self.capacity = capacity
+        self.name = name or "worker-%d" % id(self)
+        self.heartbeat_ms = heartbeat_ms
+        self.heartbeat = True
+        self.delay = delay
+        self.stopping = False
+        self.tasks = []            # (task_id, activity, params, meta) seen
+        self.cancels = []          # task ids the broker cancelled
+        self.disconnects = 0
+        self.ready = threading.Event()
+
+    def run(self):
+        context = zmq.Context.instance()
+        socket = context.socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.connect(self.endpoint)
+        self._ready(socket)
+        last = time.time()
+        while not self.stopping:
+            if socket.poll(50):
+                frames = socket.recv_multipart()
+                command = frames[1]
+                if command == b"TASK":
+                    task, activity = frames[2].decode(), frames[3].decode()
+                    params, meta = json.loads(frames[4]), json.loads(frames[5])
+                    self.tasks.append((task, activity, params, meta))
+                    if self.delay:
+                        time.sleep(self.delay)
+                    self._answer(socket, task, activity, params, meta)
+                elif command == b"CANCEL":
+                    self.cancels.append(frames[2].decode())
+                elif command == b"DISCONNECT":
+                    self.disconnects += 1
+                    socket.close(0)
+                    socket = context.socket(zmq.DEALER)
+                    socket.setsockopt(zmq.LINGER, 0)
+                    socket.connect(self.endpoint)
+                    self._ready(socket)
+            if self.heartbeat and time.time() - last > self.heartbeat_ms / 1000.0:
+                socket.send_multipart([b"ACTW01", b"HEARTBEAT"])
+                last = time.time()
+        socket.send_multipart([b"ACTW01", b"DISCONNECT"])
+        socket.close(0)
+
+    def _ready(self, socket):
+        socket.send_multipart([b"ACTW01", b"READY", json.dumps(
+            {"activities": self.activities, "capacity": self.capacity,
+             "name": self.name, "lang": "python-test"}).encode()])
+        self.ready.set()
+
+    def _answer(self, socket, task, activity, params, meta):
+        try:
+            result = self.handler(activity, params, meta)
+        except Fail as failure:
+            socket.send_multipart([b"ACTW01", b"FAIL", task.encode(),
+                                   json.dumps(failure.body).encode()])
+            return
+        if result is NoAnswer:
+            return
+        frames = [b"ACTW01", b"RESULT", task.encode()]
+        if isinstance(result, tuple) and result and result[0] == "branch":
+            frames += [json.dumps(result[2]).encode(), str(result[1]).encode()]
+        else:
+            frames.append(json.dumps(result).encode())
+        socket.send_multipart(frames)
+
+    def stop(self):
+        self.stopping = True
+        self.join(5)
+
+
+class Fail(Exception):
+    """Raise in a Worker handler to answer FAIL with this error object."""
+
+    def __init__(self, message, code=None, retryable=True, **extra):
+        super().__init__(message)
+        self.body = dict(extra, message=message)
+        if code:
+            self.body["code"] = code
+        self.body["retryable"] = retryable
+
+
+NoAnswer = object()   # return from a handler to send nothing (a hung task)
+
+
+def seed_call(tool, output=None, **params):
+    """A call dict: seed_call("t", "†state.x", a=1)."""
+    call = {"_tool": tool}
+    if output:
+        call["_outputPath"] = output
+    call.update(params)
+    return call

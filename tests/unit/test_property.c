@@ -1,0 +1,988 @@
+/*  =========================================================================
+    test_property - random sequences of writes against a naive model.
+
+    SEMANTICS.md section 4 defines a context's value as a fold: from
+    absent, apply every global write of the kind in _seq order, then every
+    write of the instance, skipping writes that no longer apply. The model
+    below is that sentence written out plainly: it keeps the accepted
+    writes and folds them from scratch, with its own path walk and its own
+    merge patch (nothing from libactd), and says which writes apply. The
+    library, which keeps an index instead of folding, must accept and
+    refuse the same writes with the same codes, and read back the same
+    value at every path touched so far, in every scope.
+
+    A failing sequence is shrunk (ops removed while it still fails) and
+    printed with its seed; the run goes on and fails at the end. To replay
+    one sequence: ACTD_PROPERTY_SEED=<seed> ACTD_PROPERTY_SEQUENCES=1.
+    ========================================================================= */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include "actd/act.h"
+
+#define S_SEED          0x5EEDAC7DULL   //  Default base seed
+#define S_SEQUENCES     1500            //  Default number of sequences (the
+                                        //  run stays under 20 s with ASan)
+#define S_MAX_WRITES    40              //  Writes per sequence: 1 to this
+#define S_MAX_DEPTH     4               //  Segments in a written path
+#define S_MAX_READ      12              //  Segments in a path read back
+#define S_MAX_TOUCHED   512             //  Distinct read paths per sequence
+#define S_REPORTED      10              //  Failing sequences shown, shrunk
+
+#define S_KINDS         2
+#define S_SCOPES        3               //  Global, then two instances
+static const char *s_kinds [S_KINDS] = { "data", "state" };
+static const char *s_instances [S_SCOPES] = { NULL, "i1", "i2" };
+static const char *s_keys [] = { "a", "b", "c" };
+
+//  --------------------------------------------------------------------------
+//  Random numbers: splitmix64, so a seed gives the same run everywhere
+
+static uint64_t
+s_next (uint64_t *rng)
+{
+    uint64_t z = (*rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static int
+s_below (uint64_t *rng, int bound)
+{
+    return (int) (s_next (rng) % (uint64_t) bound);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The model's own paths: a key ("a", "b", "c"), an index, or "-"
+
+typedef enum { M_KEY, M_INDEX, M_APPEND } m_seg_type_t;
+
+typedef struct {
+    m_seg_type_t type;
+    char text [24];             //  The key, the index in decimal, or "-"
+    size_t index;               //  M_INDEX
+} m_seg_t;
+
+typedef struct {
+    int kind;
+    size_t depth;
+    m_seg_t segs [S_MAX_READ];
+} m_path_t;
+
+static m_seg_t
+s_seg_key (const char *key)
+{
+    m_seg_t seg = { M_KEY, "", 0 };
+    snprintf (seg.text, sizeof seg.text, "%s", key);
+    return seg;
+}
+
+static m_seg_t
+s_seg_index (size_t index)
+{
+    m_seg_t seg = { M_INDEX, "", index };
+    snprintf (seg.text, sizeof seg.text, "%zu", index);
+    return seg;
+}
+
+static m_seg_t
+s_seg_append (void)
+{
+    m_seg_t seg = { M_APPEND, "-", 0 };
+    return seg;
+}
+
+//  The reference text of a path, "†state.a[2].-"; dotted tells whether
+//  indices are written .2 (true) or [2]
+static void
+s_path_text (const m_path_t *path, bool dotted, char *buffer, size_t size)
+{
+    int used = snprintf (buffer, size, ACT_DAGGER "%s", s_kinds [path->kind]);
+    for (size_t i = 0; i < path->depth && used < (int) size; i++) {
+        const m_seg_t *seg = &path->segs [i];
+        if (seg->type == M_INDEX && !dotted)
+            used += snprintf (buffer + used, size - used, "[%s]", seg->text);
+        else
+            used += snprintf (buffer + used, size - used, ".%s", seg->text);
+    }
+}
+
+static bool
+s_path_equal (const m_path_t *left, const m_path_t *right)
+{
+    if (left->kind != right->kind || left->depth != right->depth)
+        return false;
+    for (size_t i = 0; i < left->depth; i++)
+        if (left->segs [i].type != right->segs [i].type
+        ||  strcmp (left->segs [i].text, right->segs [i].text) != 0)
+            return false;
+    return true;
+}
+
+
+//  --------------------------------------------------------------------------
+//  The model's semantics, written plainly. Every function builds new
+//  values and never changes its inputs; NULL is absent.
+//
+//  Where the project's decisions leave a choice open, the model takes the
+//  one act_path_write documents:
+//  - a write whose value breaks its method's rule (assign of a non-object,
+//    concat of neither array nor string) is type_mismatch whatever its
+//    path, even one that would be bad_path;
+//  - "-" on an object is bad_path (it is not a key), in writes and erases;
+//  - erase whose last segment lands on an array is bad_path, even at
+//    index = length or "-" (an array element is never erased).
+
+static const char *
+s_key_of (const m_seg_t *seg)
+{
+    return seg->text;           //  A key, or an index as its decimal text
+}
+
+//  Reading: an index indexes an array (absent out of range) and is a key
+//  on an object; a key on an array is absent; anything on a scalar or null
+//  is absent
+static const json_t *
+s_model_read (const json_t *doc, const m_seg_t *segs, size_t depth)
+{
+    const json_t *current = doc;
+    for (size_t i = 0; i < depth && current; i++) {
+        if (json_is_array (current))
+            current = segs [i].type == M_INDEX
+                    ? json_array_get (current, segs [i].index): NULL;
+        else
+        if (json_is_object (current))
+            current = json_object_get (current, s_key_of (&segs [i]));
+        else
+            current = NULL;
+    }
+    return current;
+}
+
+//  RFC 7396
+static json_t *
+s_model_merge (const json_t *target, const json_t *patch)
+{
+    if (!json_is_object (patch))
+        return json_deep_copy (patch);
+    json_t *result = json_is_object (target)? json_deep_copy (target): json_object ();
+    const char *key;
+    json_t *member;
+    json_object_foreach ((json_t *) patch, key, member) {
+        if (json_is_null (member))
+            json_object_del (result, key);
+        else
+            json_object_set_new (result, key,
+                s_model_merge (json_object_get (result, key), member));
+    }
+    return result;
+}
+
+//  The method's rules on V alone (checked before the path is walked)
+static const char *
+s_model_check_value (act_method_t method, const json_t *value)
+{
+    if (method == ACT_ASSIGN && !json_is_object (value))
+        return ACT_E_TYPE_MISMATCH;
+    if (method == ACT_CONCAT && !json_is_array (value) && !json_is_string (value))
+        return ACT_E_TYPE_MISMATCH;
+    return NULL;
+}
+
+//  T combined with V by method, or NULL with *code set
+static json_t *
+s_model_combine (const json_t *target, const json_t *value, act_method_t method,
+                 const char **code)
+{
+    bool empty = !target || json_is_null (target);
+    switch (method) {
+        case ACT_SET:
+            return json_deep_copy (value);
+        case ACT_MERGE:
+            return s_model_merge (target, value);
+        case ACT_ASSIGN: {
+            if (target && !json_is_object (target)) {
+                *code = ACT_E_TYPE_MISMATCH;
+                return NULL;
+            }
+            json_t *result = target? json_deep_copy (target): json_object ();
+            const char *key;
+            json_t *member;
+            json_object_foreach ((json_t *) value, key, member)
+                json_object_set_new (result, key, json_deep_copy (member));
+            return result;
+        }
+        case ACT_PUSH: {
+            if (!empty && !json_is_array (target)) {
+                *code = ACT_E_TYPE_MISMATCH;
+                return NULL;
+            }
+            json_t *result = empty? json_array (): json_deep_copy (target);
+            json_array_append_new (result, json_deep_copy (value));
+            return result;
+        }
+        case ACT_CONCAT: {
+            if (empty)
+                return json_deep_copy (value);
+            if (json_typeof (target) != json_typeof (value)) {
+                *code = ACT_E_TYPE_MISMATCH;
+                return NULL;
+            }
+            if (json_is_array (target)) {
+                json_t *result = json_deep_copy (target);
+                size_t index;
+                json_t *member;
+                json_array_foreach ((json_t *) value, index, member)
+                    json_array_append_new (result, json_deep_copy (member));
+                return result;
+            }
+            size_t left = json_string_length (target);
+            size_t right = json_string_length (value);
+            char *joined = malloc (left + right + 1);
+            assert_non_null (joined);
+            memcpy (joined, json_string_value (target), left);
+            memcpy (joined + left, json_string_value (value), right);
+            json_t *result = json_stringn (joined, left + right);
+            free (joined);
+            return result;
+        }
+        default:
+            *code = ACT_E_INTERNAL;
+            return NULL;
+    }
+}
+
+//  T with V written at the path (set, merge, assign, push, concat), as a
+//  new value, or NULL with *code set
+static json_t *
+s_model_write_at (const json_t *target, const m_seg_t *segs, size_t depth,
+                  act_method_t method, const json_t *value, const char **code)
+{
+    if (depth == 0)
+        return s_model_combine (target, value, method, code);
+    const m_seg_t *seg = &segs [0];
+    if (json_is_array (target)) {
+        //  An index < length descends, index = length or "-" appends, a
+        //  larger index or a key is bad_path
+        size_t length = json_array_size (target);
+        if (seg->type == M_KEY) {
+            *code = ACT_E_BAD_PATH;
+            return NULL;
+        }
+        size_t at = seg->type == M_APPEND? length: seg->index;
+        if (at > length) {
+            *code = ACT_E_BAD_PATH;
+            return NULL;
+        }
+        json_t *child = s_model_write_at (at < length? json_array_get (target, at): NULL,
+                                          segs + 1, depth - 1, method, value, code);
+        if (!child)
+            return NULL;
+        json_t *result = json_deep_copy (target);
+        if (at < length)
+            json_array_set_new (result, at, child);
+        else
+            json_array_append_new (result, child);
+        return result;
+    }
+    //  "-" needs an array
+    if (seg->type == M_APPEND) {
+        *code = ACT_E_BAD_PATH;
+        return NULL;
+    }
+    if (json_is_object (target)) {
+        json_t *child = s_model_write_at (json_object_get (target, s_key_of (seg)),
+                                          segs + 1, depth - 1, method, value, code);
+        if (!child)
+            return NULL;
+        json_t *result = json_deep_copy (target);
+        json_object_set_new (result, s_key_of (seg), child);
+        return result;
+    }
+    //  Absent, null or a scalar: replaced by a new object
+    json_t *child = s_model_write_at (NULL, segs + 1, depth - 1, method, value, code);
+    if (!child)
+        return NULL;
+    json_t *result = json_object ();
+    json_object_set_new (result, s_key_of (seg), child);
+    return result;
+}
+
+//  Erase never creates anything. Returns NULL (accepted) with *result the
+//  new document, or a code.
+static const char *
+s_model_erase (const json_t *doc, const m_seg_t *segs, size_t depth, json_t **result)
+{
+    if (depth == 0) {
+        *result = NULL;         //  The whole kind becomes absent
+        return NULL;
+    }
+    //  Walk first, to see whether there is anything to remove
+    const json_t *current = doc;
+    bool found = false;
+    for (size_t i = 0; i < depth; i++) {
+        const m_seg_t *seg = &segs [i];
+        bool last = i == depth - 1;
+        if (json_is_array (current)) {
+            size_t length = json_array_size (current);
+            if (seg->type == M_KEY)
+                return ACT_E_BAD_PATH;
+            size_t at = seg->type == M_APPEND? length: seg->index;
+            if (at > length)
+                return ACT_E_BAD_PATH;
+            if (last)
+                return ACT_E_BAD_PATH;  //  Would renumber the siblings
+            if (at == length)
+                break;                  //  Nothing there: no change
+            current = json_array_get (current, at);
+        }
+        else
+        if (json_is_object (current)) {
+            if (seg->type == M_APPEND)
+                return ACT_E_BAD_PATH;
+            const json_t *child = json_object_get (current, s_key_of (seg));
+            if (!child)
+                break;                  //  Missing member: no change
+            if (last)
+                found = true;
+            current = child;
+        }
+        else
+            break;                      //  Absent, null or scalar: no change
+    }
+    *result = doc? json_deep_copy (doc): NULL;
+    if (found) {
+        json_t *parent = *result;
+        for (size_t i = 0; i + 1 < depth; i++)
+            parent = json_is_array (parent)
+                   ? json_array_get (parent, segs [i].index)
+                   : json_object_get (parent, s_key_of (&segs [i]));
+        json_object_del (parent, s_key_of (&segs [depth - 1]));
+    }
+    return NULL;
+}
+
+//  Apply a write to doc. Returns NULL (accepted) with *result the new
+//  document, or the code of the refusal (and *result untouched).
+static const char *
+s_model_apply (const json_t *doc, const m_seg_t *segs, size_t depth,
+               act_method_t method, const json_t *value, json_t **result)
+{
+    if (method == ACT_ERASE)
+        return s_model_erase (doc, segs, depth, result);
+    const char *code = s_model_check_value (method, value);
+    if (code)
+        return code;
+    json_t *written = s_model_write_at (doc, segs, depth, method, value, &code);
+    if (!written)
+        return code;
+    *result = written;
+    return NULL;
+}
+
+
+//  --------------------------------------------------------------------------
+//  One operation of a sequence, and the model's list of accepted writes
+
+typedef struct {
+    bool append;                //  act_ctx_append (root) or act_ctx_output
+    int kind;
+    int scope;                  //  0: global, else s_instances [scope]
+    m_path_t path;              //  path.kind == kind
+    act_method_t method;
+    bool explicit_method;       //  Appends: _outputMethod given
+    bool explicit_kind;         //  Appends: kind given
+    bool dotted;                //  Indices written .2 rather than [2]
+    json_t *value;              //  Owned
+} s_op_t;
+
+typedef struct {
+    const s_op_t **writes;      //  Accepted ops, in _seq order
+    size_t nwrites;
+    json_t *folds [S_KINDS][S_SCOPES];  //  Cache of s_model_fold
+} s_model_t;
+
+//  The fold of SEMANTICS 4, from scratch: absent, then every global write
+//  of kind in order, then every write of the instance, each skipped when
+//  it does not apply
+static json_t *
+s_model_fold (const s_model_t *self, int kind, int scope)
+{
+    json_t *doc = NULL;
+    for (int pass = 0; pass < (scope? 2: 1); pass++) {
+        int wanted = pass == 0? 0: scope;
+        for (size_t i = 0; i < self->nwrites; i++) {
+            const s_op_t *op = self->writes [i];
+            if (op->kind != kind || op->scope != wanted)
+                continue;
+            json_t *next = NULL;
+            if (s_model_apply (doc, op->path.segs, op->path.depth, op->method,
+                               op->value, &next) == NULL) {
+                json_decref (doc);
+                doc = next;
+            }
+        }
+    }
+    return doc;
+}
+
+//  Recompute the cached folds a new write of (kind, scope) changes
+static void
+s_model_refold (s_model_t *self, int kind, int scope)
+{
+    for (int other = 0; other < S_SCOPES; other++)
+        if (scope == 0 || other == scope) {
+            json_decref (self->folds [kind][other]);
+            self->folds [kind][other] = s_model_fold (self, kind, other);
+        }
+}
+
+
+//  --------------------------------------------------------------------------
+//  Generating sequences
+
+static json_t *
+s_random_value (uint64_t *rng, int budget)
+{
+    int choice = s_below (rng, budget > 0? 10: 5);
+    switch (choice) {
+        case 0: return json_null ();
+        case 1: return json_boolean (s_below (rng, 2));
+        case 2: return json_integer (s_below (rng, 10));
+        case 3: {
+            static const char *strings [] = { "x", "yz", "" };
+            return json_string (strings [s_below (rng, 3)]);
+        }
+        case 4: return json_integer (s_below (rng, 3));
+        case 5:
+        case 6: {
+            json_t *array = json_array ();
+            int size = s_below (rng, 3);
+            for (int i = 0; i < size; i++)
+                json_array_append_new (array, s_random_value (rng, budget - 1));
+            return array;
+        }
+        default: {
+            json_t *object = json_object ();
+            int size = s_below (rng, 4);
+            for (int i = 0; i < size; i++)
+                json_object_set_new (object, s_keys [s_below (rng, 3)],
+                                     s_random_value (rng, budget - 1));
+            return object;
+        }
+    }
+}
+
+static void
+s_random_op (uint64_t *rng, s_op_t *op)
+{
+    memset (op, 0, sizeof *op);
+    op->kind = s_below (rng, S_KINDS);
+    op->scope = s_below (rng, 5) < 3? 0: 1 + s_below (rng, 2);
+    op->append = s_below (rng, 4) == 0;
+    op->method = (act_method_t) s_below (rng, 6);
+    op->path.kind = op->kind;
+    op->dotted = s_below (rng, 2);
+    if (op->append) {
+        op->path.depth = 0;
+        op->explicit_method = op->method != ACT_MERGE || s_below (rng, 2);
+        op->explicit_kind = op->kind != 0 || s_below (rng, 2);
+    }
+    else {
+        static const size_t depths [] = { 0, 1, 1, 1, 2, 2, 2, 3, 3, 4 };
+        op->path.depth = depths [s_below (rng, 10)];
+        for (size_t i = 0; i < op->path.depth; i++) {
+            int choice = s_below (rng, 20);
+            op->path.segs [i] = choice < 9? s_seg_key (s_keys [choice % 3])
+                              : choice < 17? s_seg_index ((size_t) (choice - 9) % 4)
+                              : s_seg_append ();
+        }
+    }
+    //  Most assign and concat values are of the type the method needs, so
+    //  that their writes are more often refused for the target's type
+    //  than for their own
+    op->value = NULL;
+    if (op->method == ACT_ASSIGN && s_below (rng, 4) > 0)
+        while (!json_is_object (op->value)) {
+            json_decref (op->value);
+            op->value = s_random_value (rng, 2);
+        }
+    else
+    if (op->method == ACT_CONCAT && s_below (rng, 4) > 0)
+        op->value = s_below (rng, 2)
+                  ? json_string (s_below (rng, 2)? "x": "yz")
+                  : json_pack ("[i, s]", s_below (rng, 10), "x");
+    else
+        op->value = s_random_value (rng, 2);
+}
+
+static void
+s_op_describe (const s_op_t *op, char *buffer, size_t size)
+{
+    char *value = json_dumps (op->value, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (op->append) {
+        json_t *message = json_pack ("{s:s}", "type", "data");
+        if (op->explicit_kind)
+            json_object_set_new (message, "kind", json_string (s_kinds [op->kind]));
+        if (op->scope)
+            json_object_set_new (message, "_instance",
+                                 json_string (s_instances [op->scope]));
+        json_object_set (message, "data", op->value);
+        if (op->explicit_method)
+            json_object_set_new (message, "_outputMethod",
+                                 json_string (act_method_name (op->method)));
+        char *text = json_dumps (message, JSON_COMPACT);
+        snprintf (buffer, size, "act_ctx_append %s", text);
+        free (text);
+        json_decref (message);
+    }
+    else {
+        char path [256];
+        s_path_text (&op->path, op->dotted, path, sizeof path);
+        snprintf (buffer, size, "act_ctx_output \"%s\" %s %s%s%s", path,
+                  act_method_name (op->method), value,
+                  op->scope? " instance ": "", op->scope? s_instances [op->scope]: "");
+    }
+    free (value);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Running a sequence against the library
+
+//  What a run found first, for the report
+typedef struct {
+    size_t step;                //  Index of the op after which it failed
+    char detail [1024];
+} s_failure_t;
+
+static bool
+s_failed (s_failure_t *failure, size_t step, const char *format, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+static bool
+s_failed (s_failure_t *failure, size_t step, const char *format, ...)
+{
+    failure->step = step;
+    va_list args;
+    va_start (args, format);
+    vsnprintf (failure->detail, sizeof failure->detail, format, args);
+    va_end (args);
+    return false;
+}
+
+//  The library's value at a read path (key and index segments only)
+static json_t *
+s_library_get (act_ctx_t *ctx, const m_path_t *path, const char *instance)
+{
+    act_seg_t segs [S_MAX_READ];
+    for (size_t i = 0; i < path->depth; i++) {
+        segs [i].type = path->segs [i].type == M_INDEX? ACT_SEG_INDEX: ACT_SEG_KEY;
+        segs [i].key = (char *) path->segs [i].text;
+        segs [i].index = path->segs [i].index;
+    }
+    //  The reference as act_expr_parse would give it, but for its text
+    //  (which only error messages use): reads are the hot loop here
+    act_ref_t ref;
+    ref.kind = (char *) s_kinds [path->kind];
+    ref.segs = segs;
+    ref.nsegs = path->depth;
+    ref.text = (char *) "(read by the property test)";
+    ref.offset = 0;
+    return act_ctx_get (ctx, &ref, instance);
+}
+
+//  The read paths to check: every path touched so far and its prefixes
+typedef struct {
+    m_path_t paths [S_MAX_TOUCHED];
+    size_t count;
+} s_touched_t;
+
+static void
+s_touch (s_touched_t *self, const m_path_t *path)
+{
+    for (size_t i = 0; i < self->count; i++)
+        if (s_path_equal (&self->paths [i], path))
+            return;
+    assert_true (self->count < S_MAX_TOUCHED);
+    self->paths [self->count++] = *path;
+}
+
+//  Touch a written path's prefixes, up to its first "-" (whose position
+//  is not a read path: the nodes of the model's documents cover it)
+static void
+s_touch_written (s_touched_t *self, const m_path_t *path)
+{
+    m_path_t prefix = *path;
+    for (size_t depth = 0; depth <= path->depth; depth++) {
+        if (depth > 0 && path->segs [depth - 1].type == M_APPEND)
+            break;
+        prefix.depth = depth;
+        s_touch (self, &prefix);
+    }
+}
+
+//  Compare the library with the model at one path in one scope
+static bool
+s_check_path (act_ctx_t *ctx, s_model_t *model, const m_path_t *path, int scope,
+              size_t step, s_failure_t *failure)
+{
+    const json_t *want = s_model_read (model->folds [path->kind][scope],
+                                       path->segs, path->depth);
+    json_t *got = s_library_get (ctx, path, s_instances [scope]);
+    bool same = (!want && !got) || (want && got && json_equal ((json_t *) want, got));
+    if (!same) {
+        char text [512];
+        s_path_text (path, false, text, sizeof text);
+        char *want_text = want? json_dumps (want, JSON_ENCODE_ANY | JSON_COMPACT): NULL;
+        char *got_text = got? json_dumps (got, JSON_ENCODE_ANY | JSON_COMPACT): NULL;
+        char *doc_text = model->folds [path->kind][scope]
+            ? json_dumps (model->folds [path->kind][scope], JSON_ENCODE_ANY | JSON_COMPACT)
+            : NULL;
+        s_failed (failure, step, "act_ctx_get %s in %s%s: got %s, model %s "
+                  "(model document of the scope: %s)", text,
+                  scope? "instance ": "the global scope", scope? s_instances [scope]: "",
+                  got_text? got_text: "absent", want_text? want_text: "absent",
+                  doc_text? doc_text: "absent");
+        free (want_text);
+        free (got_text);
+        free (doc_text);
+    }
+    json_decref (got);
+    return same;
+}
+
+//  Compare every node of a model document (so that appended elements are
+//  read too)
+static bool
+s_check_nodes (act_ctx_t *ctx, s_model_t *model, const json_t *node, m_path_t *path,
+               int scope, size_t step, s_failure_t *failure)
+{
+    if (!s_check_path (ctx, model, path, scope, step, failure))
+        return false;
+    if (path->depth == S_MAX_READ)
+        return true;
+    if (json_is_array (node)) {
+        size_t index;
+        json_t *member;
+        json_array_foreach ((json_t *) node, index, member) {
+            path->segs [path->depth++] = s_seg_index (index);
+            bool ok = s_check_nodes (ctx, model, member, path, scope, step, failure);
+            path->depth--;
+            if (!ok)
+                return false;
+        }
+    }
+    else
+    if (json_is_object (node)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach ((json_t *) node, key, member) {
+            //  Keys are "a".."c", or indices written on objects
+            char *end;
+            unsigned long number = strtoul (key, &end, 10);
+            path->segs [path->depth++] = *key >= '0' && *key <= '9' && *end == 0
+                                       ? s_seg_index (number): s_seg_key (key);
+            bool ok = s_check_nodes (ctx, model, member, path, scope, step, failure);
+            path->depth--;
+            if (!ok)
+                return false;
+        }
+    }
+    return true;
+}
+
+//  Apply one op to the library and to the model; false (with failure set)
+//  when they disagree
+static bool
+s_run_op (act_ctx_t *ctx, s_model_t *model, const s_op_t *op, size_t step,
+          s_failure_t *failure)
+{
+    //  The model decides against the current fold of the op's scope
+    json_t *next = NULL;
+    const char *want = s_model_apply (model->folds [op->kind][op->scope],
+                                      op->path.segs, op->path.depth,
+                                      op->method, op->value, &next);
+    json_decref (next);
+
+    uint64_t seq = act_ctx_next_seq (ctx);
+    act_err_t err = { NULL, "" };
+    json_t *stored = NULL;
+    const char *instance = s_instances [op->scope];
+    if (op->append) {
+        json_t *message = json_pack ("{s:s, s:O}", "type", "data", "data", op->value);
+        if (op->explicit_kind)
+            json_object_set_new (message, "kind", json_string (s_kinds [op->kind]));
+        if (op->explicit_method)
+            json_object_set_new (message, "_outputMethod",
+                                 json_string (act_method_name (op->method)));
+        if (instance)
+            json_object_set_new (message, "_instance", json_string (instance));
+        stored = act_ctx_append (ctx, message, &err);
+        json_decref (message);
+    }
+    else {
+        char text [256];
+        s_path_text (&op->path, op->dotted, text, sizeof text);
+        act_expr_t *expr = act_expr_parse (text, true, &err);
+        if (!expr)
+            return s_failed (failure, step, "output path \"%s\" refused: %s: %s",
+                             text, err.code? err.code: "(no code)", err.message);
+        json_t *call = json_pack ("{s:s, s:s, s:s}", "_tool", "property",
+                                  "_outputPath", text,
+                                  "_outputMethod", act_method_name (op->method));
+        if (instance)
+            json_object_set_new (call, "_instance", json_string (instance));
+        stored = act_ctx_output (ctx, &expr->alts [0], op->value, op->method,
+                                 instance, call, "call-1", &err);
+        json_decref (call);
+        act_expr_destroy (&expr);
+        if (stored && json_array_size (stored) != 1) {
+            json_decref (stored);
+            return s_failed (failure, step, "output returned %zu messages, not 1",
+                             json_array_size (stored));
+        }
+    }
+    bool accepted = stored != NULL;
+    json_decref (stored);
+
+    if (!want && !accepted)
+        return s_failed (failure, step, "library refused (%s: %s), model accepted",
+                         err.code? err.code: "(no code)", err.message);
+    if (want && accepted)
+        return s_failed (failure, step, "library accepted, model refused with %s", want);
+    if (want && (!err.code || strcmp (err.code, want) != 0))
+        return s_failed (failure, step, "library refused with %s (%s), model with %s",
+                         err.code? err.code: "(no code)", err.message, want);
+    if (act_ctx_next_seq (ctx) != seq + (accepted? 1: 0))
+        return s_failed (failure, step, "next_seq went from %llu to %llu",
+                         (unsigned long long) seq,
+                         (unsigned long long) act_ctx_next_seq (ctx));
+    if (accepted) {
+        model->writes [model->nwrites++] = op;
+        s_model_refold (model, op->kind, op->scope);
+    }
+    return true;
+}
+
+//  Run a sequence of ops on a fresh context, checking after every op.
+//  Returns true when the library and the model agree throughout.
+static bool
+s_run_sequence (const s_op_t *ops, size_t nops, s_failure_t *failure)
+{
+    act_ctx_t *ctx = act_ctx_new ("property");
+    assert_non_null (ctx);
+    s_model_t model;
+    memset (&model, 0, sizeof model);
+    model.writes = calloc (nops + 1, sizeof *model.writes);
+    assert_non_null (model.writes);
+    //  One table for every run: it is large, and runs do not nest
+    static s_touched_t s_table;
+    s_touched_t *touched = &s_table;
+    touched->count = 0;
+    for (int kind = 0; kind < S_KINDS; kind++) {
+        m_path_t root = { kind, 0, { { M_KEY, "", 0 } } };
+        s_touch (touched, &root);
+    }
+
+    bool ok = true;
+    for (size_t step = 0; step < nops && ok; step++) {
+        const s_op_t *op = &ops [step];
+        s_touch_written (touched, &op->path);
+        ok = s_run_op (ctx, &model, op, step, failure);
+        //  Every touched path, in every scope
+        for (size_t i = 0; i < touched->count && ok; i++)
+            for (int scope = 0; scope < S_SCOPES && ok; scope++)
+                ok = s_check_path (ctx, &model, &touched->paths [i], scope,
+                                   step, failure);
+        //  Every node of the model's documents of the kind written
+        for (int scope = 0; scope < S_SCOPES && ok; scope++) {
+            m_path_t root = { op->kind, 0, { { M_KEY, "", 0 } } };
+            ok = s_check_nodes (ctx, &model, model.folds [op->kind][scope],
+                                &root, scope, step, failure);
+        }
+    }
+    for (int kind = 0; kind < S_KINDS; kind++)
+        for (int scope = 0; scope < S_SCOPES; scope++)
+            json_decref (model.folds [kind][scope]);
+    free (model.writes);
+    act_ctx_destroy (&ctx);
+    return ok;
+}
+
+//  Remove ops from a failing sequence while it still fails, so that the
+//  report shows a small reproduction. Returns the new count.
+static size_t
+s_shrink (s_op_t *ops, size_t nops, s_failure_t *failure)
+{
+    //  Ops after the failing one are not needed
+    for (size_t i = failure->step + 1; i < nops; i++)
+        json_decref (ops [i].value);
+    nops = failure->step + 1;
+    bool shrunk = true;
+    while (shrunk) {
+        shrunk = false;
+        for (size_t drop = 0; drop < nops && nops > 1; drop++) {
+            s_op_t dropped = ops [drop];
+            memmove (ops + drop, ops + drop + 1, (nops - drop - 1) * sizeof *ops);
+            s_failure_t trial;
+            if (!s_run_sequence (ops, nops - 1, &trial)) {
+                json_decref (dropped.value);
+                for (size_t i = trial.step + 1; i < nops - 1; i++)
+                    json_decref (ops [i].value);
+                nops = trial.step + 1;
+                *failure = trial;
+                shrunk = true;
+                break;
+            }
+            memmove (ops + drop + 1, ops + drop, (nops - drop - 1) * sizeof *ops);
+            ops [drop] = dropped;
+        }
+    }
+    return nops;
+}
+
+static uint64_t
+s_env (const char *name, uint64_t fallback)
+{
+    const char *text = getenv (name);
+    return text && *text? strtoull (text, NULL, 0): fallback;
+}
+
+//  SEMANTICS 3 and 4, and the project's decisions where the spec is
+//  silent: random writes through act_ctx_output and act_ctx_append, in
+//  the global scope and two instances of two kinds, are accepted or
+//  refused as the naive fold says, and read back as the fold says at
+//  every touched path and every node, in every scope, after every write.
+static void
+test_writes_match_naive_fold (void **state)
+{
+    uint64_t seed = s_env ("ACTD_PROPERTY_SEED", S_SEED);
+    uint64_t sequences = s_env ("ACTD_PROPERTY_SEQUENCES", S_SEQUENCES);
+    size_t total_ops = 0;
+    uint64_t run = 0, failed = 0;
+    for (run = 0; run < sequences; run++) {
+        uint64_t rng = seed + run;
+        size_t nops = 1 + (size_t) s_below (&rng, S_MAX_WRITES);
+        s_op_t *ops = calloc (nops, sizeof *ops);
+        assert_non_null (ops);
+        for (size_t i = 0; i < nops; i++)
+            s_random_op (&rng, &ops [i]);
+        total_ops += nops;
+        s_failure_t failure;
+        if (!s_run_sequence (ops, nops, &failure)) {
+            //  Report the first failing sequences, shrunk, and go on so
+            //  that one run shows every kind of failure
+            if (failed++ < S_REPORTED) {
+                size_t original = nops;
+                nops = s_shrink (ops, nops, &failure);
+                print_error ("sequence %llu (ACTD_PROPERTY_SEED=%llu "
+                             "ACTD_PROPERTY_SEQUENCES=1, %zu ops, shrunk to %zu) fails:\n",
+                             (unsigned long long) run,
+                             (unsigned long long) (seed + run), original, nops);
+                for (size_t i = 0; i < nops; i++) {
+                    char line [1024];
+                    s_op_describe (&ops [i], line, sizeof line);
+                    print_error ("  %zu. %s\n", i + 1, line);
+                }
+                print_error ("  after op %zu: %s\n", failure.step + 1, failure.detail);
+            }
+        }
+        for (size_t i = 0; i < nops; i++)
+            json_decref (ops [i].value);
+        free (ops);
+    }
+    print_message ("%llu sequences, %zu writes, %llu disagree with the model "
+                   "(base seed %llu)\n", (unsigned long long) run, total_ops,
+                   (unsigned long long) failed, (unsigned long long) seed);
+    assert_int_equal (run, sequences);
+    if (failed)
+        fail_msg ("%llu of %llu sequences disagree with the model",
+                  (unsigned long long) failed, (unsigned long long) sequences);
+}
+
+//  The model itself, on the decisions it encodes: a few fixed cases, so
+//  that a wrong model cannot agree with a wrong library unnoticed.
+static void
+test_model_decisions (void **state)
+{
+    json_error_t error;
+    json_t *doc = json_loads ("{\"l\":[1,{\"x\":1}],\"o\":{\"k\":1},\"s\":\"str\"}",
+                              0, &error);
+    assert_non_null (doc);
+    json_t *one = json_integer (1);
+    json_t *object = json_pack ("{s:n, s:i}", "k", "n", 2);
+    json_t *result = NULL;
+    m_seg_t l_len [] = { s_seg_key ("l"), s_seg_index (2) };
+    m_seg_t l_past [] = { s_seg_key ("l"), s_seg_index (3) };
+    m_seg_t l_key [] = { s_seg_key ("l"), s_seg_key ("a") };
+    m_seg_t o_dash [] = { s_seg_key ("o"), s_seg_append () };
+    m_seg_t new_dash [] = { s_seg_key ("n"), s_seg_append () };
+    m_seg_t l_elem [] = { s_seg_key ("l"), s_seg_index (0) };
+    m_seg_t l_dash_x [] = { s_seg_key ("l"), s_seg_append (), s_seg_key ("x") };
+    m_seg_t o_k [] = { s_seg_key ("o"), s_seg_key ("k") };
+    m_seg_t s_a [] = { s_seg_key ("s"), s_seg_index (0) };
+
+    //  index = length appends; index > length, a key or "-" elsewhere is bad_path
+    assert_null (s_model_apply (doc, l_len, 2, ACT_SET, one, &result));
+    assert_int_equal (json_array_size (json_object_get (result, "l")), 3);
+    json_decref (result);
+    assert_string_equal (s_model_apply (doc, l_past, 2, ACT_SET, one, &result), ACT_E_BAD_PATH);
+    assert_string_equal (s_model_apply (doc, l_key, 2, ACT_SET, one, &result), ACT_E_BAD_PATH);
+    assert_string_equal (s_model_apply (doc, o_dash, 2, ACT_SET, one, &result), ACT_E_BAD_PATH);
+    assert_string_equal (s_model_apply (doc, new_dash, 2, ACT_PUSH, one, &result), ACT_E_BAD_PATH);
+    //  erase: an array element is bad_path, an absent path is a no-op
+    assert_string_equal (s_model_apply (doc, l_elem, 2, ACT_ERASE, one, &result), ACT_E_BAD_PATH);
+    assert_null (s_model_apply (doc, l_dash_x, 3, ACT_ERASE, one, &result));
+    assert_true (json_equal (doc, result));
+    json_decref (result);
+    assert_null (s_model_apply (doc, o_k, 2, ACT_ERASE, one, &result));
+    assert_int_equal (json_object_size (json_object_get (result, "o")), 0);
+    json_decref (result);
+    //  a scalar parent becomes an object; index 0 on it is the key "0"
+    assert_null (s_model_apply (doc, s_a, 2, ACT_SET, one, &result));
+    assert_true (json_equal (json_object_get (json_object_get (result, "s"), "0"), one));
+    json_decref (result);
+    //  merge deletes with null; assign stores null
+    assert_null (s_model_apply (doc, o_k, 1, ACT_MERGE, object, &result));
+    {
+        json_t *want = json_pack ("{s:i}", "n", 2);
+        assert_true (json_equal (json_object_get (result, "o"), want));
+        json_decref (want);
+    }
+    json_decref (result);
+    assert_null (s_model_apply (doc, o_k, 1, ACT_ASSIGN, object, &result));
+    {
+        json_t *want = json_pack ("{s:n, s:i}", "k", "n", 2);
+        assert_true (json_equal (json_object_get (result, "o"), want));
+        json_decref (want);
+    }
+    json_decref (result);
+    //  V-side mismatch first, then T-side
+    assert_string_equal (s_model_apply (doc, o_k, 1, ACT_ASSIGN, one, &result),
+                         ACT_E_TYPE_MISMATCH);
+    assert_string_equal (s_model_apply (doc, o_k, 1, ACT_PUSH, one, &result),
+                         ACT_E_TYPE_MISMATCH);
+    json_decref (one);
+    json_decref (object);
+    json_decref (doc);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test (test_model_decisions),
+        cmocka_unit_test (test_writes_match_naive_fold),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
