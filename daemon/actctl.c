@@ -1,0 +1,469 @@
+/*  =========================================================================
+    actctl - the actd command line, on the C client library.
+
+    Human-readable output by default, --json for scripts. A broker ERROR
+    prints its code and message and exits 1; no reply in time exits 3;
+    a bad command line exits 2.
+    ========================================================================= */
+
+#include <getopt.h>
+#include "actd/act_client.h"
+#include "actd/act_json.h"
+
+//  The command line
+typedef struct {
+    const char *endpoint;       //  Broker's client endpoint
+    bool json;                  //  Print raw JSON
+    bool wait;                  //  call/plan: wait for the outcome
+    bool text;                  //  view: the text rendering
+    bool all;                   //  history: every page
+    const char *instance;       //  resolve: the instance
+    const char *dir;            //  keygen: where to write
+    const char *curve_server;   //  The broker's public key (CURVE)
+    const char *curve_cert;     //  This client's certificate file (CURVE)
+    uint64_t from;              //  history: first _seq
+    uint64_t limit;             //  history: page size
+    int timeout;                //  Milliseconds to wait for a reply
+} s_options_t;
+
+static void
+s_usage (FILE *stream)
+{
+    fprintf (stream,
+        "usage: actctl [options] COMMAND [ARGS]\n"
+        "commands:\n"
+        "  call CONTEXT JSON [--wait]      submit a call; --wait: until it ends\n"
+        "  plan CONTEXT JSON-ARRAY [--wait]\n"
+        "  append CONTEXT JSON             append a message\n"
+        "  resolve CONTEXT EXPR [--instance NAME]\n"
+        "  view CONTEXT [--text]           the merged view\n"
+        "  history CONTEXT [--from N] [--limit N] [--all]\n"
+        "  status CALL_ID\n"
+        "  cancel CALL_ID\n"
+        "  stats\n"
+        "  ping\n"
+        "  keygen NAME [--dir DIR]         write a CURVE keypair NAME.key, NAME.key_secret\n"
+        "options:\n"
+        "  --endpoint EP     broker's client endpoint ($ACTD_ENDPOINT, else %s)\n"
+        "  --json            print JSON, for scripts\n"
+        "  --timeout MS      how long to wait for a reply (30000)\n"
+        "  --curve-server KEY --curve-cert FILE   connect with CURVE\n"
+        "exit: 0 ok, 1 the broker refused or the call failed, 2 usage, 3 no reply\n",
+        ACT_CLIENT_ENDPOINT);
+}
+
+static void
+s_print_json (const json_t *value)
+{
+    char *text = json_dumps (value, JSON_INDENT (2) | JSON_ENCODE_ANY);
+    printf ("%s\n", text);
+    free (text);
+}
+
+static int
+s_fail (act_err_t *err)
+{
+    fprintf (stderr, "actctl: %s: %s\n", err->code, err->message);
+    return streq (err->code, "timeout")? 3: 1;
+}
+
+//  Print a call's outcome; returns the exit code (0 when it ended ok)
+static int
+s_outcome (s_options_t *options, const json_t *outcome)
+{
+    const char *status = json_string_value (json_object_get (outcome, "status"));
+    if (options->json)
+        s_print_json (outcome);
+    else {
+        printf ("call %s: %s", json_string_value (json_object_get (outcome, "call_id")), status);
+        json_t *written = json_object_get (outcome, "written");
+        if (json_object_get (outcome, "branch"))
+            printf (", branch %" JSON_INTEGER_FORMAT,
+                    json_integer_value (json_object_get (outcome, "branch")));
+        if (json_array_size (written)) {
+            char *refs = act_json_dump (written);
+            char *seqs = act_json_dump (json_object_get (outcome, "seqs"));
+            printf (", wrote %s at seqs %s", refs, seqs);
+            free (refs);
+            free (seqs);
+        }
+        json_int_t attempts = json_integer_value (json_object_get (outcome, "attempts"));
+        printf (" (%" JSON_INTEGER_FORMAT " attempt%s)\n", attempts, attempts == 1? "": "s");
+        json_t *error = json_object_get (outcome, "error");
+        if (error)
+            printf ("error %s: %s\n", json_string_value (json_object_get (error, "code")),
+                    json_string_value (json_object_get (error, "message")));
+        if (json_object_get (outcome, "result"))
+            s_print_json (json_object_get (outcome, "result"));
+    }
+    return status && streq (status, "ok")? 0: 1;
+}
+
+//  Wait for a fire-and-forget call to end by asking STATUS
+static int
+s_wait_status (act_client_t *client, s_options_t *options, const char *call_id)
+{
+    act_err_t err = { 0 };
+    int64_t deadline = zclock_mono () + options->timeout;
+    while (true) {
+        json_t *status = act_client_status (client, call_id, &err);
+        if (!status)
+            return s_fail (&err);
+        const char *state = json_string_value (json_object_get (status, "state"));
+        bool ended = state && !streq (state, "waiting") && !streq (state, "queued")
+                  && !streq (state, "running");
+        if (ended || zclock_mono () > deadline) {
+            if (options->json)
+                s_print_json (status);
+            else
+                printf ("call %s: %s\n", call_id, state);
+            json_decref (status);
+            if (!ended) {
+                fprintf (stderr, "actctl: timeout: call %s has not ended\n", call_id);
+                return 3;
+            }
+            return streq (state, "ok")? 0: 1;
+        }
+        json_decref (status);
+        zclock_sleep (50);
+    }
+}
+
+static int
+s_call (act_client_t *client, s_options_t *options, char **args, int nargs)
+{
+    if (nargs != 2)
+        return -1;
+    act_err_t err = { 0 };
+    char *call_id = NULL;
+    json_t *outcome = NULL;
+    if (act_client_call (client, args [0], args [1], options->wait, &call_id, &outcome, &err)) {
+        free (call_id);
+        return s_fail (&err);
+    }
+    int rc = 0;
+    if (outcome)
+        rc = s_outcome (options, outcome);
+    else
+    if (options->wait)
+        rc = s_wait_status (client, options, call_id);
+    else
+    if (options->json)
+        printf ("{\"call_id\":\"%s\"}\n", call_id);
+    else
+        printf ("accepted: call %s\n", call_id);
+    json_decref (outcome);
+    free (call_id);
+    return rc;
+}
+
+static int
+s_plan (act_client_t *client, s_options_t *options, char **args, int nargs)
+{
+    if (nargs != 2)
+        return -1;
+    act_err_t err = { 0 };
+    json_t *ids = NULL, *outcomes = NULL;
+    if (act_client_plan (client, args [0], args [1], options->wait, &ids,
+                         options->wait? &outcomes: NULL, &err)) {
+        json_decref (ids);
+        json_decref (outcomes);
+        return s_fail (&err);
+    }
+    int rc = 0;
+    if (options->json)
+        s_print_json (outcomes? outcomes: ids);
+    else {
+        char *list = act_json_dump (ids);
+        printf ("accepted: calls %s\n", list);
+        free (list);
+        const char *id;
+        json_t *outcome;
+        json_object_foreach (outcomes, id, outcome)
+            rc |= s_outcome (options, outcome);
+    }
+    json_decref (ids);
+    json_decref (outcomes);
+    return rc;
+}
+
+static int
+s_history (act_client_t *client, s_options_t *options, const char *context)
+{
+    act_err_t err = { 0 };
+    uint64_t from = options->from;
+    json_t *all = json_array ();
+    while (true) {
+        json_t *page = act_client_history (client, context, from, options->limit, &err);
+        if (!page) {
+            json_decref (all);
+            return s_fail (&err);
+        }
+        size_t size = json_array_size (page);
+        json_array_extend (all, page);
+        if (size)
+            from = (uint64_t) json_integer_value (json_object_get (
+                       json_array_get (page, size - 1), "_seq")) + 1;
+        json_decref (page);
+        if (!options->all || size < options->limit)
+            break;
+    }
+    if (options->json)
+        s_print_json (all);
+    else {
+        size_t index;
+        json_t *message;
+        json_array_foreach (all, index, message) {
+            const char *kind = json_string_value (json_object_get (message, "kind"));
+            const char *instance = json_string_value (json_object_get (message, "_instance"));
+            const char *path = json_string_value (json_object_get (message, "_outputPath"));
+            const char *call = json_string_value (json_object_get (message, "_callId"));
+            json_t *body = json_object_get (message, "data");
+            if (!body)
+                body = json_object_get (message, "error");
+            char *text = body? act_json_dump (body): strdup ("");
+            char *from_call = call? zsys_sprintf (" (call %s)", call): strdup ("");
+            printf ("#%" JSON_INTEGER_FORMAT " %s %s%s%s%s%s%s%s%s %s\n",
+                    json_integer_value (json_object_get (message, "_seq")),
+                    json_string_value (json_object_get (message, "_date")),
+                    json_string_value (json_object_get (message, "type")),
+                    kind? " ": "", kind? kind: "",
+                    instance? " @": "", instance? instance: "",
+                    path? " ": "", path? path: "",
+                    from_call, text);
+            free (from_call);
+            free (text);
+        }
+    }
+    json_decref (all);
+    return 0;
+}
+
+static int
+s_status (act_client_t *client, s_options_t *options, const char *call_id)
+{
+    act_err_t err = { 0 };
+    json_t *status = act_client_status (client, call_id, &err);
+    if (!status)
+        return s_fail (&err);
+    if (options->json)
+        s_print_json (status);
+    else {
+        printf ("call %s in context %s: %s, %" JSON_INTEGER_FORMAT " attempts\n", call_id,
+                json_string_value (json_object_get (status, "context")),
+                json_string_value (json_object_get (status, "state")),
+                json_integer_value (json_object_get (status, "attempts")));
+        const char *keys [] = { "waiting_on", "progress", "outcome" };
+        for (size_t i = 0; i < 3; i++)
+            if (json_object_get (status, keys [i])) {
+                char *text = act_json_dump (json_object_get (status, keys [i]));
+                printf ("%s: %s\n", keys [i], text);
+                free (text);
+            }
+    }
+    json_decref (status);
+    return 0;
+}
+
+static int
+s_stats (act_client_t *client, s_options_t *options)
+{
+    act_err_t err = { 0 };
+    json_t *stats = act_client_stats (client, &err);
+    if (!stats)
+        return s_fail (&err);
+    if (options->json)
+        s_print_json (stats);
+    else {
+        json_t *calls = json_object_get (stats, "calls");
+        printf ("up %.1f s; %" JSON_INTEGER_FORMAT " contexts, %" JSON_INTEGER_FORMAT " messages\n",
+                json_integer_value (json_object_get (stats, "uptime_ms")) / 1000.0,
+                json_integer_value (json_object_get (stats, "contexts")),
+                json_integer_value (json_object_get (stats, "messages")));
+        printf ("calls:");
+        const char *key;
+        json_t *value;
+        json_object_foreach (calls, key, value)
+            printf (" %s %" JSON_INTEGER_FORMAT, key, json_integer_value (value));
+        printf ("\n");
+        json_object_foreach (json_object_get (stats, "activities"), key, value)
+            printf ("activity %s: %" JSON_INTEGER_FORMAT " workers, %" JSON_INTEGER_FORMAT
+                    " queued, %" JSON_INTEGER_FORMAT " running, %" JSON_INTEGER_FORMAT " done\n",
+                    key, json_integer_value (json_object_get (value, "workers")),
+                    json_integer_value (json_object_get (value, "queued")),
+                    json_integer_value (json_object_get (value, "running")),
+                    json_integer_value (json_object_get (value, "done")));
+        size_t index;
+        json_array_foreach (json_object_get (stats, "workers"), index, value) {
+            char *names = act_json_dump (json_object_get (value, "activities"));
+            printf ("worker %s (%s): %s, %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT " busy\n",
+                    json_string_value (json_object_get (value, "name")),
+                    json_string_value (json_object_get (value, "lang")), names,
+                    json_integer_value (json_object_get (value, "running")),
+                    json_integer_value (json_object_get (value, "capacity")));
+            free (names);
+        }
+    }
+    json_decref (stats);
+    return 0;
+}
+
+static int
+s_keygen (s_options_t *options, const char *name)
+{
+    zcert_t *cert = zcert_new ();
+    zcert_set_meta (cert, "name", "%s", name);
+    char *path = zsys_sprintf ("%s/%s.key", options->dir, name);
+    int rc = zcert_save (cert, path);
+    if (rc == 0 && options->json)
+        printf ("{\"public\":\"%s\",\"file\":\"%s\",\"secret_file\":\"%s_secret\"}\n",
+                zcert_public_txt (cert), path, path);
+    else
+    if (rc == 0)
+        printf ("public key %s\nwrote %s (public) and %s_secret (keep it private)\n",
+                zcert_public_txt (cert), path, path);
+    else
+        fprintf (stderr, "actctl: cannot write %s: %s\n", path, strerror (errno));
+    zstr_free (&path);
+    zcert_destroy (&cert);
+    return rc? 1: 0;
+}
+
+int
+main (int argc, char *argv [])
+{
+    s_options_t options = { 0 };
+    options.endpoint = getenv ("ACTD_ENDPOINT")? getenv ("ACTD_ENDPOINT"): ACT_CLIENT_ENDPOINT;
+    options.from = 1;
+    options.limit = 1000;
+    options.timeout = 30000;
+    options.dir = ".";
+    static struct option long_options [] = {
+        { "endpoint", required_argument, 0, 'e' }, { "json", no_argument, 0, 'j' },
+        { "timeout", required_argument, 0, 't' }, { "wait", no_argument, 0, 'w' },
+        { "text", no_argument, 0, 'x' }, { "instance", required_argument, 0, 'i' },
+        { "from", required_argument, 0, 'f' }, { "limit", required_argument, 0, 'l' },
+        { "all", no_argument, 0, 'a' }, { "dir", required_argument, 0, 'd' },
+        { "curve-server", required_argument, 0, 's' },
+        { "curve-cert", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 }
+    };
+    int option;
+    while ((option = getopt_long (argc, argv, "", long_options, NULL)) != -1) {
+        switch (option) {
+            case 'e': options.endpoint = optarg; break;
+            case 'j': options.json = true; break;
+            case 't': options.timeout = atoi (optarg); break;
+            case 'w': options.wait = true; break;
+            case 'x': options.text = true; break;
+            case 'i': options.instance = optarg; break;
+            case 'f': options.from = strtoull (optarg, NULL, 10); break;
+            case 'l': options.limit = strtoull (optarg, NULL, 10); break;
+            case 'a': options.all = true; break;
+            case 'd': options.dir = optarg; break;
+            case 's': options.curve_server = optarg; break;
+            case 'c': options.curve_cert = optarg; break;
+            case 'h': s_usage (stdout); return 0;
+            default: s_usage (stderr); return 2;
+        }
+    }
+    if (optind >= argc || options.timeout <= 0 || options.limit == 0 || options.limit > 1000) {
+        s_usage (stderr);
+        return 2;
+    }
+    const char *command = argv [optind];
+    char **args = argv + optind + 1;
+    int nargs = argc - optind - 1;
+    if (streq (command, "keygen")) {
+        if (nargs != 1) {
+            s_usage (stderr);
+            return 2;
+        }
+        return s_keygen (&options, args [0]);
+    }
+    zsys_handler_set (NULL);
+    act_client_t *client = act_client_new (options.endpoint);
+    if (!client) {
+        fprintf (stderr, "actctl: bad endpoint %s\n", options.endpoint);
+        return 2;
+    }
+    act_client_set_timeout (client, options.timeout);
+    if (options.curve_server && options.curve_cert
+    &&  act_client_set_curve (client, options.curve_server, options.curve_cert)) {
+        fprintf (stderr, "actctl: cannot read certificate %s\n", options.curve_cert);
+        act_client_destroy (&client);
+        return 2;
+    }
+    act_err_t err = { 0 };
+    int rc = -1;
+    if (streq (command, "call"))
+        rc = s_call (client, &options, args, nargs);
+    else
+    if (streq (command, "plan"))
+        rc = s_plan (client, &options, args, nargs);
+    else
+    if (streq (command, "append") && nargs == 2) {
+        uint64_t seq;
+        if (act_client_append (client, args [0], args [1], &seq, &err))
+            rc = s_fail (&err);
+        else {
+            printf (options.json? "{\"seq\":%" PRIu64 "}\n": "appended: seq %" PRIu64 "\n", seq);
+            rc = 0;
+        }
+    }
+    else
+    if (streq (command, "resolve") && nargs == 2) {
+        json_t *value = act_client_resolve (client, args [0], args [1], options.instance, &err);
+        rc = value? 0: s_fail (&err);
+        if (value)
+            s_print_json (value);
+        json_decref (value);
+    }
+    else
+    if (streq (command, "view") && nargs == 1) {
+        if (options.text) {
+            char *text = act_client_view_text (client, args [0], &err);
+            rc = text? 0: s_fail (&err);
+            if (text)
+                printf ("%s", text);
+            free (text);
+        }
+        else {
+            json_t *view = act_client_view (client, args [0], &err);
+            rc = view? 0: s_fail (&err);
+            if (view)
+                s_print_json (view);
+            json_decref (view);
+        }
+    }
+    else
+    if (streq (command, "history") && nargs == 1)
+        rc = s_history (client, &options, args [0]);
+    else
+    if (streq (command, "status") && nargs == 1)
+        rc = s_status (client, &options, args [0]);
+    else
+    if (streq (command, "cancel") && nargs == 1) {
+        rc = act_client_cancel (client, args [0], &err)? s_fail (&err): 0;
+        if (rc == 0)
+            printf (options.json? "{\"cancelled\":\"%s\"}\n"
+                                : "call %s cancelled (or it had already ended)\n", args [0]);
+    }
+    else
+    if (streq (command, "stats") && nargs == 0)
+        rc = s_stats (client, &options);
+    else
+    if (streq (command, "ping") && nargs == 0) {
+        int64_t start = zclock_usecs ();
+        rc = act_client_ping (client, &err)? s_fail (&err): 0;
+        if (rc == 0)
+            printf (options.json? "{\"pong\":true,\"ms\":%.3f}\n": "pong from broker in %.3f ms\n",
+                    (zclock_usecs () - start) / 1000.0);
+    }
+    act_client_destroy (&client);
+    if (rc < 0) {
+        s_usage (stderr);
+        return 2;
+    }
+    return rc;
+}

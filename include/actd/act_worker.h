@@ -1,0 +1,111 @@
+/*  =========================================================================
+    act_worker - a C worker for actd (PROTOCOL.md section 2).
+
+    The worker serves activities with handlers. Its loop (CZMQ zloop) owns
+    the socket: it heartbeats whatever the handlers do, and connects anew
+    (with a new socket, then READY) when the broker says DISCONNECT or goes
+    silent. A handler runs in the loop's thread and answers its task either
+    before it returns or later, from the same thread: from a file
+    descriptor watched with act_worker_watch (a child's pipe, say) or a
+    timer. Work that blocks must not run in a handler: the loop would stop
+    heartbeating and the broker would declare the worker lost.
+    ========================================================================= */
+
+#ifndef ACT_WORKER_H_INCLUDED
+#define ACT_WORKER_H_INCLUDED
+
+#include <czmq.h>
+#include <jansson.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct _act_worker_t act_worker_t;
+typedef struct _act_task_t act_task_t;
+
+//  Default worker endpoint (PROTOCOL.md section 5)
+#define ACT_WORKER_ENDPOINT "tcp://127.0.0.1:5556"
+
+//  Serves one task; answers it now or later (see above)
+typedef void (act_worker_fn) (act_task_t *task, void *arg);
+//  A watched descriptor is readable; return -1 to stop watching it
+typedef int (act_worker_fd_fn) (act_worker_t *worker, int fd, void *arg);
+//  A timer fired (once)
+typedef void (act_worker_timer_fn) (act_worker_t *worker, void *arg);
+//  The broker cancelled the task (it is still to be answered, to free its slot)
+typedef void (act_task_cancel_fn) (act_task_t *task, void *arg);
+
+//  A worker connecting to endpoint, called name in the broker's STATS.
+act_worker_t *act_worker_new (const char *endpoint, const char *name);
+
+//  Destroy the worker and null the pointer; safe on NULL.
+void act_worker_destroy (act_worker_t **self_p);
+
+//  Serve activity with handler. Call before act_worker_run. Returns 0 or -1.
+int act_worker_serve (act_worker_t *self, const char *activity,
+                      act_worker_fn *handler, void *arg);
+
+//  Tasks the broker may give at once (default 1).
+void act_worker_set_capacity (act_worker_t *self, size_t capacity);
+
+//  Heartbeat interval and liveness (defaults 1000 ms and 3), as the broker's.
+void act_worker_set_heartbeat (act_worker_t *self, int heartbeat_ms, int liveness);
+
+//  The language shown in STATS (default "c").
+void act_worker_set_lang (act_worker_t *self, const char *lang);
+
+//  Use CURVE: the broker's public key and this worker's certificate file.
+int act_worker_set_curve (act_worker_t *self, const char *server_public,
+                          const char *certificate_file);
+
+//  Watch fd in the worker's loop. Returns 0 or -1.
+int act_worker_watch (act_worker_t *self, int fd, act_worker_fd_fn *fn, void *arg);
+
+//  Stop watching fd.
+void act_worker_unwatch (act_worker_t *self, int fd);
+
+//  Call fn once after delay_ms. Returns a timer id for act_worker_cancel_timer.
+int act_worker_timer (act_worker_t *self, int delay_ms, act_worker_timer_fn *fn, void *arg);
+void act_worker_cancel_timer (act_worker_t *self, int timer_id);
+
+//  Serve until act_worker_stop, SIGINT or SIGTERM. Returns 0.
+int act_worker_run (act_worker_t *self);
+
+//  Ask act_worker_run to return (from a handler or a watch).
+void act_worker_stop (act_worker_t *self);
+
+//  The task's fields (borrowed; valid until the task is answered)
+const char *act_task_id (act_task_t *self);
+const char *act_task_activity (act_task_t *self);
+json_t *act_task_params (act_task_t *self);
+json_t *act_task_meta (act_task_t *self);
+const char *act_task_context (act_task_t *self);
+const char *act_task_call_id (act_task_t *self);
+const char *act_task_instance (act_task_t *self);    //  NULL when global
+long long act_task_deadline_ms (act_task_t *self);
+long long act_task_attempt (act_task_t *self);
+long long act_task_branches (act_task_t *self);
+bool act_task_discard (act_task_t *self);
+bool act_task_cancelled (act_task_t *self);
+act_worker_t *act_task_worker (act_task_t *self);
+
+//  Call fn when the broker cancels the task.
+void act_task_on_cancel (act_task_t *self, act_task_cancel_fn *fn, void *arg);
+
+//  Answer with result on branch (0 when the output path has one
+//  alternative). Frees the task. Returns 0, or -1 if it could not be sent.
+int act_task_result (act_task_t *self, const json_t *result, int branch);
+
+//  Answer with a failure (code may be NULL). Frees the task.
+int act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable);
+
+//  Report progress (kept with the call; shown by STATUS).
+int act_task_progress (act_task_t *self, const json_t *details);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,468 @@
+/*  =========================================================================
+    act_worker - a C worker for actd.
+
+    A zloop turns: the socket's messages, a heartbeat timer, the caller's
+    watched descriptors and timers. Each connection to the broker has a
+    number; a task remembers the connection it came on, and an answer to a
+    task from an older connection is not sent (the broker has given that
+    task to someone else as a new attempt).
+    ========================================================================= */
+
+#include "actd/act_worker.h"
+#include "actd/act_json.h"
+
+//  A handler for one activity
+typedef struct {
+    act_worker_fn *fn;          //  The handler
+    void *arg;                  //  Its argument
+} s_handler_t;
+
+//  A caller's timer or watch, kept until it ends
+typedef struct {
+    act_worker_t *worker;       //  Owner
+    act_worker_timer_fn *timer; //  For timers
+    act_worker_fd_fn *watch;    //  For watches
+    void *arg;                  //  The caller's argument
+    int id;                     //  zloop timer id
+    zmq_pollitem_t item;        //  For watches: the descriptor
+} s_hook_t;
+
+struct _act_worker_t {
+    char *endpoint;             //  Broker's worker endpoint
+    char *name;                 //  Name in READY
+    char *lang;                 //  Language in READY
+    zsock_t *socket;            //  DEALER, replaced at each reconnect
+    zloop_t *loop;              //  The event loop
+    zhashx_t *handlers;         //  Activity -> s_handler_t
+    zhashx_t *tasks;            //  Task id -> act_task_t, not answered
+    zlistx_t *hooks;            //  s_hook_t of timers and watches
+    size_t capacity;            //  Tasks at once, announced in READY
+    int heartbeat_ms;           //  Heartbeat interval
+    int liveness;               //  Silent intervals before reconnecting
+    int64_t heard;              //  Last message from the broker
+    int64_t sent;               //  Last message to the broker
+    uint64_t connection;        //  Number of the current connection
+    bool stopped;               //  act_worker_stop was called
+    char *server_key;           //  CURVE: the broker's public key
+    zcert_t *cert;              //  CURVE: this worker's certificate
+};
+
+struct _act_task_t {
+    act_worker_t *worker;       //  Owner
+    uint64_t connection;        //  Connection it came on
+    char *id;                   //  Task id
+    char *activity;             //  Activity
+    json_t *params;             //  Parameters
+    json_t *meta;               //  Meta (context, call_id, deadline_ms, ...)
+    bool cancelled;             //  The broker sent CANCEL
+    act_task_cancel_fn *on_cancel;  //  Called on CANCEL
+    void *cancel_arg;           //  Its argument
+};
+
+static void
+s_task_destroy (act_task_t **self_p)
+{
+    act_task_t *self = *self_p;
+    if (self) {
+        free (self->id);
+        free (self->activity);
+        json_decref (self->params);
+        json_decref (self->meta);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+static void
+s_free_item (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+act_worker_t *
+act_worker_new (const char *endpoint, const char *name)
+{
+    act_worker_t *self = calloc (1, sizeof *self);
+    self->endpoint = strdup (endpoint? endpoint: ACT_WORKER_ENDPOINT);
+    self->name = strdup (name? name: "c-worker");
+    self->lang = strdup ("c");
+    self->loop = zloop_new ();
+    self->handlers = zhashx_new ();
+    zhashx_set_destructor (self->handlers, s_free_item);
+    self->tasks = zhashx_new ();
+    self->hooks = zlistx_new ();
+    zlistx_set_destructor (self->hooks, s_free_item);
+    self->capacity = 1;
+    self->heartbeat_ms = 1000;
+    self->liveness = 3;
+    return self;
+}
+
+void
+act_worker_destroy (act_worker_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_worker_t *self = *self_p;
+        for (act_task_t *task = zhashx_first (self->tasks); task;
+             task = zhashx_next (self->tasks))
+            s_task_destroy (&task);
+        zhashx_destroy (&self->tasks);
+        zhashx_destroy (&self->handlers);
+        zloop_destroy (&self->loop);
+        zlistx_destroy (&self->hooks);
+        zsock_destroy (&self->socket);
+        zcert_destroy (&self->cert);
+        free (self->server_key);
+        free (self->endpoint);
+        free (self->name);
+        free (self->lang);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+int
+act_worker_serve (act_worker_t *self, const char *activity, act_worker_fn *handler,
+                  void *arg)
+{
+    if (!activity || !*activity || !handler)
+        return -1;
+    s_handler_t *entry = malloc (sizeof *entry);
+    *entry = (s_handler_t) { handler, arg };
+    zhashx_update (self->handlers, activity, entry);
+    return 0;
+}
+
+void
+act_worker_set_capacity (act_worker_t *self, size_t capacity)
+{
+    self->capacity = capacity? capacity: 1;
+}
+
+void
+act_worker_set_heartbeat (act_worker_t *self, int heartbeat_ms, int liveness)
+{
+    self->heartbeat_ms = heartbeat_ms > 0? heartbeat_ms: 1000;
+    self->liveness = liveness > 0? liveness: 3;
+}
+
+void
+act_worker_set_lang (act_worker_t *self, const char *lang)
+{
+    free (self->lang);
+    self->lang = strdup (lang);
+}
+
+int
+act_worker_set_curve (act_worker_t *self, const char *server_public,
+                      const char *certificate_file)
+{
+    zcert_t *cert = zcert_load (certificate_file);
+    if (!cert)
+        return -1;
+    zcert_destroy (&self->cert);
+    self->cert = cert;
+    free (self->server_key);
+    self->server_key = strdup (server_public);
+    return 0;
+}
+
+//  Send command and args (a message to consume, may be NULL)
+static int
+s_send (act_worker_t *self, const char *command, zmsg_t *args)
+{
+    zmsg_t *msg = args? args: zmsg_new ();
+    zmsg_pushstr (msg, command);
+    zmsg_pushstr (msg, "ACTW01");
+    self->sent = zclock_mono ();
+    int rc = zmsg_send (&msg, self->socket);
+    zmsg_destroy (&msg);
+    return rc;
+}
+
+static int s_on_message (zloop_t *loop, zsock_t *reader, void *arg);
+
+//  Connect with a new socket (so a new identity) and say READY
+static void
+s_connect (act_worker_t *self)
+{
+    if (self->socket) {
+        zloop_reader_end (self->loop, self->socket);
+        zsock_destroy (&self->socket);
+    }
+    self->connection++;
+    self->socket = zsock_new (ZMQ_DEALER);
+    zsock_set_linger (self->socket, 0);
+    if (self->cert) {
+        zcert_apply (self->cert, self->socket);
+        zsock_set_curve_serverkey (self->socket, self->server_key);
+    }
+    zsock_connect (self->socket, "%s", self->endpoint);
+    zloop_reader (self->loop, self->socket, s_on_message, self);
+    json_t *activities = json_array ();
+    for (void *entry = zhashx_first (self->handlers); entry; entry = zhashx_next (self->handlers))
+        json_array_append_new (activities, json_string ((const char *) zhashx_cursor (self->handlers)));
+    json_t *ready = json_pack ("{sosIssss}", "activities", activities,
+                               "capacity", (json_int_t) self->capacity,
+                               "name", self->name, "lang", self->lang);
+    char *text = act_json_dump (ready);
+    zmsg_t *args = zmsg_new ();
+    zmsg_addstr (args, text);
+    s_send (self, "READY", args);
+    free (text);
+    json_decref (ready);
+    self->heard = zclock_mono ();
+}
+
+static int
+s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
+{
+    act_worker_t *self = (act_worker_t *) arg;
+    zmsg_t *msg = zmsg_recv (reader);
+    if (!msg)
+        return self->stopped? -1: 0;
+    self->heard = zclock_mono ();
+    char *header = zmsg_popstr (msg);
+    char *command = zmsg_popstr (msg);
+    if (header && command && streq (header, "ACTW01")) {
+        if (streq (command, "TASK") && zmsg_size (msg) == 4) {
+            act_task_t *task = calloc (1, sizeof *task);
+            task->worker = self;
+            task->connection = self->connection;
+            task->id = zmsg_popstr (msg);
+            task->activity = zmsg_popstr (msg);
+            char *params = zmsg_popstr (msg);
+            char *meta = zmsg_popstr (msg);
+            task->params = json_loads (params, JSON_DECODE_ANY, NULL);
+            task->meta = json_loads (meta, 0, NULL);
+            free (params);
+            free (meta);
+            s_handler_t *handler = zhashx_lookup (self->handlers, task->activity);
+            zhashx_update (self->tasks, task->id, task);
+            if (!handler || !task->params || !task->meta)
+                act_task_fail (task, NULL, handler? "the task's JSON does not parse"
+                                                  : "this worker has no such activity", false);
+            else
+                handler->fn (task, handler->arg);
+        }
+        else
+        if (streq (command, "CANCEL") && zmsg_size (msg) == 1) {
+            char *id = zmsg_popstr (msg);
+            act_task_t *task = zhashx_lookup (self->tasks, id);
+            if (task && !task->cancelled) {
+                task->cancelled = true;
+                if (task->on_cancel)
+                    task->on_cancel (task, task->cancel_arg);
+            }
+            free (id);
+        }
+        else
+        if (streq (command, "DISCONNECT"))
+            s_connect (self);
+    }
+    free (header);
+    free (command);
+    zmsg_destroy (&msg);
+    return self->stopped? -1: 0;
+}
+
+//  Heartbeat when nothing else was sent; reconnect when the broker is silent
+static int
+s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
+{
+    act_worker_t *self = (act_worker_t *) arg;
+    int64_t now = zclock_mono ();
+    if (now - self->heard > (int64_t) self->heartbeat_ms * self->liveness)
+        s_connect (self);
+    else
+    if (now - self->sent >= self->heartbeat_ms)
+        s_send (self, "HEARTBEAT", NULL);
+    return self->stopped? -1: 0;
+}
+
+int
+act_worker_run (act_worker_t *self)
+{
+    if (zhashx_size (self->handlers) == 0)
+        return -1;
+    s_connect (self);
+    //  Checked twice an interval: a heartbeat is never much late
+    zloop_timer (self->loop, (size_t) (self->heartbeat_ms / 2 > 0? self->heartbeat_ms / 2: 1),
+                 0, s_on_heartbeat, self);
+    zloop_start (self->loop);
+    if (self->socket)
+        s_send (self, "DISCONNECT", NULL);
+    return 0;
+}
+
+void
+act_worker_stop (act_worker_t *self)
+{
+    self->stopped = true;
+}
+
+static int
+s_on_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    s_hook_t *hook = (s_hook_t *) arg;
+    act_worker_t *self = hook->worker;
+    if (hook->watch (self, item->fd, hook->arg) < 0)
+        act_worker_unwatch (self, item->fd);
+    return self->stopped? -1: 0;
+}
+
+int
+act_worker_watch (act_worker_t *self, int fd, act_worker_fd_fn *fn, void *arg)
+{
+    s_hook_t *hook = calloc (1, sizeof *hook);
+    *hook = (s_hook_t) { self, NULL, fn, arg, 0, { NULL, fd, ZMQ_POLLIN, 0 } };
+    zlistx_add_end (self->hooks, hook);
+    return zloop_poller (self->loop, &hook->item, s_on_watch, hook);
+}
+
+void
+act_worker_unwatch (act_worker_t *self, int fd)
+{
+    for (s_hook_t *hook = zlistx_first (self->hooks); hook; hook = zlistx_next (self->hooks))
+        if (hook->watch && hook->item.fd == fd) {
+            zloop_poller_end (self->loop, &hook->item);
+            zlistx_delete (self->hooks, zlistx_cursor (self->hooks));
+            return;
+        }
+}
+
+static int
+s_on_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    s_hook_t *hook = (s_hook_t *) arg;
+    act_worker_t *self = hook->worker;
+    hook->timer (self, hook->arg);
+    void *handle = zlistx_find (self->hooks, hook);
+    if (handle)
+        zlistx_delete (self->hooks, handle);
+    return self->stopped? -1: 0;
+}
+
+int
+act_worker_timer (act_worker_t *self, int delay_ms, act_worker_timer_fn *fn, void *arg)
+{
+    s_hook_t *hook = calloc (1, sizeof *hook);
+    hook->worker = self;
+    hook->timer = fn;
+    hook->arg = arg;
+    zlistx_add_end (self->hooks, hook);
+    hook->id = zloop_timer (self->loop, (size_t) (delay_ms > 0? delay_ms: 1), 1, s_on_timer, hook);
+    return hook->id;
+}
+
+void
+act_worker_cancel_timer (act_worker_t *self, int timer_id)
+{
+    for (s_hook_t *hook = zlistx_first (self->hooks); hook; hook = zlistx_next (self->hooks))
+        if (hook->timer && hook->id == timer_id) {
+            zloop_timer_end (self->loop, timer_id);
+            zlistx_delete (self->hooks, zlistx_cursor (self->hooks));
+            return;
+        }
+}
+
+
+//  --------------------------------------------------------------------------
+//  Tasks
+
+const char *act_task_id (act_task_t *self) { return self->id; }
+const char *act_task_activity (act_task_t *self) { return self->activity; }
+json_t *act_task_params (act_task_t *self) { return self->params; }
+json_t *act_task_meta (act_task_t *self) { return self->meta; }
+act_worker_t *act_task_worker (act_task_t *self) { return self->worker; }
+bool act_task_cancelled (act_task_t *self) { return self->cancelled; }
+
+static const char *
+s_meta_string (act_task_t *self, const char *name)
+{
+    return json_string_value (json_object_get (self->meta, name));
+}
+
+static long long
+s_meta_integer (act_task_t *self, const char *name)
+{
+    return (long long) json_integer_value (json_object_get (self->meta, name));
+}
+
+const char *act_task_context (act_task_t *self) { return s_meta_string (self, "context"); }
+const char *act_task_call_id (act_task_t *self) { return s_meta_string (self, "call_id"); }
+const char *act_task_instance (act_task_t *self) { return s_meta_string (self, "instance"); }
+long long act_task_deadline_ms (act_task_t *self) { return s_meta_integer (self, "deadline_ms"); }
+long long act_task_attempt (act_task_t *self) { return s_meta_integer (self, "attempt"); }
+long long act_task_branches (act_task_t *self) { return s_meta_integer (self, "branches"); }
+
+bool
+act_task_discard (act_task_t *self)
+{
+    return json_is_true (json_object_get (self->meta, "discard"));
+}
+
+void
+act_task_on_cancel (act_task_t *self, act_task_cancel_fn *fn, void *arg)
+{
+    self->on_cancel = fn;
+    self->cancel_arg = arg;
+}
+
+//  Send an answer for the task on its connection, then forget the task
+static int
+s_answer (act_task_t *self, const char *command, zmsg_t *args)
+{
+    act_worker_t *worker = self->worker;
+    int rc = 0;
+    if (self->connection == worker->connection) {
+        zmsg_pushstr (args, self->id);
+        rc = s_send (worker, command, args);
+    }
+    else
+        zmsg_destroy (&args);   //  The broker gave this task to someone else
+    zhashx_delete (worker->tasks, self->id);
+    s_task_destroy (&self);
+    return rc;
+}
+
+int
+act_task_result (act_task_t *self, const json_t *result, int branch)
+{
+    zmsg_t *args = zmsg_new ();
+    char *text = act_json_dump (result? result: json_null ());
+    zmsg_addstr (args, text);
+    free (text);
+    if (branch)
+        zmsg_addstrf (args, "%d", branch);
+    return s_answer (self, "RESULT", args);
+}
+
+int
+act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable)
+{
+    json_t *error = json_pack ("{sssb}", "message", message? message: "failed",
+                               "retryable", retryable);
+    if (code)
+        json_object_set_new (error, "code", json_string (code));
+    zmsg_t *args = zmsg_new ();
+    char *text = act_json_dump (error);
+    zmsg_addstr (args, text);
+    free (text);
+    json_decref (error);
+    return s_answer (self, "FAIL", args);
+}
+
+int
+act_task_progress (act_task_t *self, const json_t *details)
+{
+    if (self->connection != self->worker->connection)
+        return 0;
+    zmsg_t *args = zmsg_new ();
+    zmsg_addstr (args, self->id);
+    char *text = act_json_dump (details);
+    zmsg_addstr (args, text);
+    free (text);
+    return s_send (self->worker, "PROGRESS", args);
+}
