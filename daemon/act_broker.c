@@ -88,7 +88,6 @@ struct _s_call_t {
     uint32_t timer;             //  Generation: timers of older ones are void
     uint32_t round;             //  Evaluation round (dependencies)
     size_t waiting_on;          //  Producers not ended in this round
-    json_t *unmet;              //  Expressions it waits for (STATUS)
     zlistx_t *waiters;          //  s_waiter_t * of calls waiting for it
     s_target_t *targets;        //  Its registrations as a producer
     size_t ntargets;            //  Number of targets
@@ -111,6 +110,7 @@ struct _s_activity_t {
     zlistx_t *queue;            //  s_call_t ready for a worker, FIFO
     zlistx_t *workers;          //  s_worker_t serving it
     size_t backlog;             //  Calls waiting or queued, for max_queue
+    size_t queued;              //  Calls queued (STATS)
     size_t running;             //  Calls running
     uint64_t done;              //  Calls ended since start
     const act_activity_settings_t *settings;  //  Its limits
@@ -770,7 +770,6 @@ s_call_destroy (s_call_t **call_p)
     if (!call)
         return;
     act_call_destroy (&call->call);
-    json_decref (call->unmet);
     json_decref (call->progress);
     zlistx_destroy (&call->waiters);
     zlistx_destroy (&call->recipients);
@@ -857,10 +856,7 @@ static s_eval_t
 s_evaluate (act_broker_t *self, s_call_t *call, act_err_t *err)
 {
     call->round++;
-    json_decref (call->unmet);
-    call->unmet = NULL;
     zlistx_t *found = zlistx_new ();
-    json_t *unmet = json_array ();
     s_eval_t result = E_READY;
     for (size_t i = 0; i < call->call->nrefs; i++) {
         act_expr_t *expr = call->call->refs [i];
@@ -872,8 +868,6 @@ s_evaluate (act_broker_t *self, s_call_t *call, act_err_t *err)
             result = E_UNRESOLVED;
             break;
         }
-        if (presence == X_PENDING)
-            json_array_append_new (unmet, json_string (expr->text));
     }
     if (result == E_READY && zlistx_size (found)) {
         //  Wait for each producer once, however many references it feeds
@@ -889,11 +883,8 @@ s_evaluate (act_broker_t *self, s_call_t *call, act_err_t *err)
             zlistx_add_end (producer->waiters, waiter);
             call->waiting_on++;
         }
-        call->unmet = unmet;
-        unmet = NULL;
         result = E_WAIT;
     }
-    json_decref (unmet);
     zlistx_destroy (&found);
     return result;
 }
@@ -927,6 +918,7 @@ s_call_leave (act_broker_t *self, s_call_t *call)
             break;
         case S_QUEUED:
             self->queued--;
+            call->activity->queued--;
             call->activity->backlog--;
             if (call->queue_handle) {
                 zlistx_delete (call->activity->queue, call->queue_handle);
@@ -951,6 +943,7 @@ s_call_queue (act_broker_t *self, s_call_t *call, bool front)
     s_call_leave (self, call);
     call->state = S_QUEUED;
     self->queued++;
+    call->activity->queued++;
     call->activity->backlog++;
     call->queue_handle = front? zlistx_add_start (call->activity->queue, call)
                               : zlistx_add_end (call->activity->queue, call);
@@ -967,6 +960,7 @@ s_call_backoff (act_broker_t *self, s_call_t *call, long long delay)
     call->state = S_QUEUED;
     call->backoff = true;
     self->queued++;
+    call->activity->queued++;
     call->activity->backlog++;
     s_timer_set (self, call, T_RETRY, act_clock_ms () + delay);
 }
@@ -1081,7 +1075,9 @@ s_call_attempt_failed (act_broker_t *self, s_call_t *call, json_t *error,
                        bool retryable, bool delay)
 {
     const char *code = json_string_value (json_object_get (error, "code"));
-    if (retryable && call->attempts < call->retry.max_attempts && !self->stopping) {
+    //  While stopping, a retry is queued like any other but not dispatched:
+    //  the call is recovered and runs at the next start
+    if (retryable && call->attempts < call->retry.max_attempts) {
         long long wait = 0;
         if (delay) {
             double factor = call->retry.initial_ms;
@@ -1427,6 +1423,22 @@ refused:
     return -1;
 }
 
+//  Forget activities nothing refers to: a refused call may have named one
+//  that had never been seen, and a refused request changes nothing
+static void
+s_activities_prune (act_broker_t *self)
+{
+    zlistx_t *unused = zlistx_new ();
+    for (s_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities))
+        if (zlistx_size (activity->workers) == 0 && activity->backlog == 0
+        &&  activity->running == 0 && activity->done == 0)
+            zlistx_add_end (unused, activity->name);
+    for (char *name = zlistx_first (unused); name; name = zlistx_next (unused))
+        zhashx_delete (self->activities, name);
+    zlistx_destroy (&unused);
+}
+
 //  CALL and PLAN: entries is the array of calls
 static void
 s_submit (act_broker_t *self, zframe_t *client, zframe_t *request,
@@ -1447,6 +1459,7 @@ s_submit (act_broker_t *self, zframe_t *client, zframe_t *request,
     if (s_calls_prepare (self, context, entries, calls, evals, ids, records, plan, &err)) {
         s_reply_error (self, client, request, command, &err);
         s_context_release (self, context);
+        s_activities_prune (self);
     }
     else {
         for (size_t i = 0; i < count; i++)
@@ -1661,17 +1674,26 @@ s_cmd_history (act_broker_t *self, zframe_t *client, zframe_t *request,
         s_reply_error (self, client, request, "HISTORY", &err);
 }
 
-//  STATUS of a live call
+//  STATUS of a live call. waiting_on is worked out now: the expressions
+//  that still wait for a producer (one met since the call started waiting
+//  is not listed any more)
 static json_t *
-s_status_live (s_call_t *call)
+s_status_live (act_broker_t *self, s_call_t *call)
 {
     json_t *status = json_pack ("{sssssssI}", "call_id", call->id,
         "context", call->context->id, "state", s_state_names [call->state],
         "attempts", (json_int_t) call->attempts);
     if (call->progress)
         json_object_set (status, "progress", call->progress);
-    if (call->state == S_WAITING && call->unmet)
-        json_object_set (status, "waiting_on", call->unmet);
+    if (call->state == S_WAITING) {
+        json_t *unmet = json_array ();
+        zlistx_t *found = zlistx_new ();
+        for (size_t i = 0; i < call->call->nrefs; i++)
+            if (s_expression (self, call, call->call->refs [i], found) == X_PENDING)
+                json_array_append_new (unmet, json_string (call->call->refs [i]->text));
+        zlistx_destroy (&found);
+        json_object_set_new (status, "waiting_on", unmet);
+    }
     return status;
 }
 
@@ -1695,7 +1717,7 @@ s_cmd_status (act_broker_t *self, zframe_t *client, zframe_t *request,
     }
     else
     if (call) {
-        json_t *status = s_status_live (call);
+        json_t *status = s_status_live (self, call);
         s_reply_json (self, client, request, "VALUE", status, false);
         json_decref (status);
     }
@@ -1731,7 +1753,7 @@ s_stats (act_broker_t *self)
          activity = zhashx_next (self->activities))
         json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsI}",
             "workers", (json_int_t) zlistx_size (activity->workers),
-            "queued", (json_int_t) (activity->backlog),
+            "queued", (json_int_t) activity->queued,
             "running", (json_int_t) activity->running,
             "done", (json_int_t) activity->done));
     json_object_set_new (stats, "activities", activities);

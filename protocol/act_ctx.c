@@ -38,6 +38,7 @@ struct _s_node_t {
     s_write_t **writes;         //  Writes whose path ends here, oldest first
     size_t nwrites;             //  Number of writes
     size_t capacity;            //  Slots allocated in writes
+    uint64_t last;              //  Newest _seq written here or below
 };
 
 typedef struct _s_kind_t s_kind_t;
@@ -49,11 +50,26 @@ typedef struct {
     json_t *description;        //  Latest description, or NULL
     json_t *schema;             //  Latest schema, or NULL
     s_node_t *root;             //  Instance writes by path; NULL if global
+    zhashx_t *cache;            //  Path code of P' -> s_cache_t, or NULL
 } s_ident_t;
+
+//  A tracked fold of one instance path, kept to be continued: while the
+//  kind's global document does not change, the next read of the path only
+//  applies the instance writes newer than the last one it saw
+typedef struct {
+    uint64_t version;           //  Kind's global version it was folded on
+    uint64_t after;             //  Newest instance _seq it has seen
+    bool arrays [ACT_MAX_SEGMENTS];  //  The levels above P'
+    json_t *value;              //  Value at P', owned; NULL: absent
+} s_cache_t;
+
+//  Most paths cached per instance; past it the cache starts again
+#define S_CACHE_MAX 64
 
 struct _s_kind_t {
     char *name;                 //  The kind, such as "state"
     json_t *doc;                //  Fold of its global writes; NULL: absent
+    uint64_t version;           //  Changes whenever doc changes
     s_ident_t *global;          //  Global identity, once it has a message
     zhashx_t *instances;        //  Instance -> s_ident_t, NULL if none
 };
@@ -151,8 +167,11 @@ s_node_add (s_node_t *root, uint64_t seq, const act_seg_t *segs, size_t nsegs,
             act_method_t method, const json_t *value)
 {
     s_node_t *node = root;
-    for (size_t i = 0; i < nsegs; i++)
+    root->last = seq;
+    for (size_t i = 0; i < nsegs; i++) {
         node = s_node_child (node, &segs [i], true);
+        node->last = seq;
+    }
     if (node->nwrites == node->capacity) {
         node->capacity = node->capacity? node->capacity * 2: 2;
         node->writes = realloc (node->writes, node->capacity * sizeof (s_write_t *));
@@ -199,30 +218,38 @@ typedef struct {
     size_t capacity;            //  Slots allocated
 } s_items_t;
 
+//  Gather the writes at node whose _seq is in (after, before), newest
+//  first from the end of its list: older writes are never visited
 static void
-s_items_add_node (s_items_t *list, s_node_t *node, size_t depth)
+s_items_add_node (s_items_t *list, s_node_t *node, size_t depth,
+                  uint64_t after, uint64_t before)
 {
-    if (list->size + node->nwrites > list->capacity) {
-        list->capacity = (list->size + node->nwrites) * 2 + 8;
-        list->items = realloc (list->items, list->capacity * sizeof (s_item_t));
+    for (size_t i = node->nwrites; i > 0 && node->writes [i - 1]->seq > after; i--) {
+        if (node->writes [i - 1]->seq >= before)
+            continue;
+        if (list->size == list->capacity) {
+            list->capacity = list->capacity * 2 + 16;
+            list->items = realloc (list->items, list->capacity * sizeof (s_item_t));
+        }
+        list->items [list->size++] = (s_item_t) { node->writes [i - 1], depth };
     }
-    for (size_t i = 0; i < node->nwrites; i++)
-        list->items [list->size++] = (s_item_t) { node->writes [i], depth };
 }
 
-//  Gather every write strictly below node
+//  Gather the writes strictly below node newer than after, skipping the
+//  branches where nothing is newer
 static void
-s_items_add_subtree (s_items_t *list, s_node_t *node, size_t depth)
+s_items_add_subtree (s_items_t *list, s_node_t *node, size_t depth, uint64_t after)
 {
     if (node->children)
         for (s_node_t *child = zhashx_first (node->children); child;
-             child = zhashx_next (node->children)) {
-            s_items_add_node (list, child, depth + 1);
-            s_items_add_subtree (list, child, depth + 1);
-        }
-    if (node->append) {
-        s_items_add_node (list, node->append, depth + 1);
-        s_items_add_subtree (list, node->append, depth + 1);
+             child = zhashx_next (node->children))
+            if (child->last > after) {
+                s_items_add_node (list, child, depth + 1, after, UINT64_MAX);
+                s_items_add_subtree (list, child, depth + 1, after);
+            }
+    if (node->append && node->append->last > after) {
+        s_items_add_node (list, node->append, depth + 1, after, UINT64_MAX);
+        s_items_add_subtree (list, node->append, depth + 1, after);
     }
 }
 
@@ -249,6 +276,7 @@ typedef struct {
     size_t length;              //  Number of key segments in P'
     bool *arrays;               //  arrays [i] for i < length
     json_t *value;              //  Value at P', owned; NULL: absent
+    bool keep_value;            //  False: follow only the levels above P'
 } s_track_t;
 
 //  Level depth now holds value (borrowed): derive the levels below it
@@ -262,7 +290,7 @@ s_track_set (s_track_t *track, size_t depth, const json_t *value)
                 ? json_object_get (current, track->segs [i].key): NULL;
     }
     json_decref (track->value);
-    track->value = current? json_deep_copy (current): NULL;
+    track->value = current && track->keep_value? json_deep_copy (current): NULL;
 }
 
 //  Level depth is now absent, and everything below it
@@ -297,7 +325,8 @@ s_track_merge (s_track_t *track, size_t depth, const json_t *patch)
             return;
         }
         if (i + 1 == track->length) {
-            track->value = act_merge_patch (track->value, member);
+            if (track->keep_value)
+                track->value = act_merge_patch (track->value, member);
             return;
         }
         patch = member;
@@ -330,10 +359,37 @@ s_track_apply (s_track_t *track, s_item_t *item)
             s_track_set (track, item->depth, write->value);
     }
     else
-    if (!s_track_blocked (track, track->length))
+    if (track->keep_value && !s_track_blocked (track, track->length))
         act_path_write (&track->value, write->segs + track->length,
                         write->nsegs - track->length, write->method,
                         write->value, false, NULL);
+}
+
+//  Start from the global document: the levels of P' and its value there
+static void
+s_track_reset (s_track_t *track, const json_t *doc)
+{
+    const json_t *current = doc;
+    for (size_t i = 0; i < track->length; i++) {
+        track->arrays [i] = json_is_array (current);
+        current = json_is_object (current)
+                ? json_object_get (current, track->segs [i].key): NULL;
+    }
+    json_decref (track->value);
+    track->value = current && track->keep_value? json_deep_copy (current): NULL;
+}
+
+static int s_items_compare (const void *a, const void *b);
+
+//  Apply the gathered writes in _seq order, then empty the list
+static void
+s_items_apply (s_track_t *track, s_items_t *list)
+{
+    if (list->size)
+        qsort (list->items, list->size, sizeof (s_item_t), s_items_compare);
+    for (size_t i = 0; i < list->size; i++)
+        s_track_apply (track, &list->items [i]);
+    list->size = 0;
 }
 
 //  True when the write, at a level above P', replaces everything below its
@@ -345,6 +401,101 @@ s_replaces (s_item_t *item, size_t length)
     return item->depth <= length
         && (method == ACT_SET || method == ACT_ERASE
         ||  (method == ACT_MERGE && !json_is_object (item->write->value)));
+}
+
+static void
+s_cache_destroy (void **item)
+{
+    s_cache_t *cache = (s_cache_t *) *item;
+    json_decref (cache->value);
+    free (cache);
+    *item = NULL;
+}
+
+//  The tracked fold of P' (track->segs, track->length) through the writes
+//  on the chain (chain [0 .. reached]) and below it, from the global
+//  document, starting at the newest write that replaced P' when the
+//  levels above that write let it apply
+static void
+s_track_fold (s_track_t *track, s_kind_t *kind, s_node_t **chain, size_t reached,
+              s_items_t *list)
+{
+    s_track_reset (track, kind->doc);
+
+    //  The newest write on P' or above it that replaces P': scan each node
+    //  of the chain from its newest write back to its newest replacing one
+    s_item_t newest = { NULL, 0 };
+    for (size_t i = 0; i <= reached; i++)
+        for (size_t w = chain [i]->nwrites; w > 0; w--) {
+            s_item_t item = { chain [i]->writes [w - 1], i };
+            if (newest.write && item.write->seq < newest.write->seq)
+                break;
+            if (s_replaces (&item, track->length)) {
+                newest = item;
+                break;
+            }
+        }
+    bool replayed = false;
+    if (newest.write) {
+        //  The levels above it at its time come from the writes above it
+        for (size_t i = 0; i < newest.depth; i++)
+            s_items_add_node (list, chain [i], i, 0, newest.write->seq);
+        s_items_apply (track, list);
+        if (!s_track_blocked (track, newest.depth)) {
+            s_track_apply (track, &newest);
+            uint64_t after = newest.write->seq;
+            for (size_t i = 0; i <= reached; i++)
+                s_items_add_node (list, chain [i], i, after, UINT64_MAX);
+            if (reached == track->length)
+                s_items_add_subtree (list, chain [track->length], track->length, after);
+            s_items_apply (track, list);
+            replayed = true;
+        }
+        else
+            s_track_reset (track, kind->doc);
+    }
+    if (!replayed) {
+        //  Everything on the path, from the global document
+        for (size_t i = 0; i <= reached; i++)
+            s_items_add_node (list, chain [i], i, 0, UINT64_MAX);
+        if (reached == track->length)
+            s_items_add_subtree (list, chain [track->length], track->length, 0);
+        s_items_apply (track, list);
+    }
+}
+
+//  For a set, merge or erase at a path of keys in instance ident: 1 when a
+//  level above the path is an array (the write fails), 0 when none is, -1
+//  when this cannot tell (another method or path, or a push, concat or
+//  assign above the path: use s_instance_base)
+static int
+s_instance_blocked (s_kind_t *kind, s_ident_t *ident, const act_seg_t *segs,
+                    size_t nsegs, act_method_t method)
+{
+    if (method != ACT_SET && method != ACT_MERGE && method != ACT_ERASE)
+        return -1;
+    for (size_t i = 0; i < nsegs; i++)
+        if (segs [i].type != ACT_SEG_KEY)
+            return -1;
+    s_node_t *node = ident->root;
+    s_items_t list = { NULL, 0, 0 };
+    for (size_t i = 0; i < nsegs && node; i++) {
+        for (size_t w = 0; w < node->nwrites; w++) {
+            act_method_t above = node->writes [w]->method;
+            if (above == ACT_PUSH || above == ACT_CONCAT || above == ACT_ASSIGN) {
+                free (list.items);
+                return -1;
+            }
+        }
+        s_items_add_node (&list, node, i, 0, UINT64_MAX);
+        node = s_node_child (node, &segs [i], false);
+    }
+    bool arrays [ACT_MAX_SEGMENTS];
+    s_track_t track = { segs, nsegs, arrays, NULL, false };
+    s_track_reset (&track, kind->doc);
+    s_items_apply (&track, &list);
+    free (list.items);
+    return s_track_blocked (&track, nsegs)? 1: 0;
 }
 
 //  Find the value, in instance ident of kind, at a prefix of path segs
@@ -400,8 +551,8 @@ s_instance_base (s_kind_t *kind, s_ident_t *ident, const act_seg_t *segs,
                     ? json_object_get (current, segs [i].key): NULL;
         }
         json_t *value = current? json_deep_copy (current): NULL;
-        s_items_add_node (&list, chain [shallowest], shallowest);
-        s_items_add_subtree (&list, chain [shallowest], shallowest);
+        s_items_add_node (&list, chain [shallowest], shallowest, 0, UINT64_MAX);
+        s_items_add_subtree (&list, chain [shallowest], shallowest, 0);
         if (list.size)
             qsort (list.items, list.size, sizeof (s_item_t), s_items_compare);
         for (size_t i = 0; i < list.size; i++) {
@@ -415,56 +566,42 @@ s_instance_base (s_kind_t *kind, s_ident_t *ident, const act_seg_t *segs,
         *depth = shallowest;
         return true;
     }
-    bool arrays [ACT_MAX_SEGMENTS];
-    s_track_t track = { segs, length, arrays, NULL };
-    for (size_t i = 0; i <= reached; i++)
-        s_items_add_node (&list, chain [i], i);
-    if (reached == length)
-        s_items_add_subtree (&list, chain [length], length);
-    if (list.size)
-        qsort (list.items, list.size, sizeof (s_item_t), s_items_compare);
-
-    //  Start from the global document
-    const json_t *current = kind->doc;
-    for (size_t i = 0; i < length; i++) {
-        arrays [i] = json_is_array (current);
-        current = json_is_object (current)
-                ? json_object_get (current, segs [i].key): NULL;
+    char *code = act_path_code (segs, length);
+    s_cache_t *cache = ident->cache? zhashx_lookup (ident->cache, code): NULL;
+    if (cache && cache->version == kind->version) {
+        //  Continue the fold with the instance writes it has not seen
+        s_track_t track = { segs, length, cache->arrays, cache->value, true };
+        for (size_t i = 0; i <= reached; i++)
+            s_items_add_node (&list, chain [i], i, cache->after, UINT64_MAX);
+        if (reached == length)
+            s_items_add_subtree (&list, chain [length], length, cache->after);
+        s_items_apply (&track, &list);
+        cache->value = track.value;
     }
-    track.value = current? json_deep_copy (current): NULL;
-
-    //  Skip to the newest replacing write when the levels above it, which
-    //  only writes above it change, let it apply
-    size_t start = 0;
-    for (size_t i = list.size; i > 0; i--)
-        if (s_replaces (&list.items [i - 1], length)) {
-            size_t level = list.items [i - 1].depth;
-            for (size_t j = 0; j < i - 1; j++)
-                if (list.items [j].depth < level)
-                    s_track_apply (&track, &list.items [j]);
-            if (!s_track_blocked (&track, level))
-                start = i - 1;
-            else {
-                //  It did not apply: replay everything from the start
-                const json_t *again = kind->doc;
-                for (size_t k = 0; k < length; k++) {
-                    arrays [k] = json_is_array (again);
-                    again = json_is_object (again)
-                          ? json_object_get (again, segs [k].key): NULL;
-                }
-                json_decref (track.value);
-                track.value = again? json_deep_copy (again): NULL;
+    else {
+        if (!cache) {
+            if (!ident->cache) {
+                ident->cache = zhashx_new ();
+                zhashx_set_destructor (ident->cache, s_cache_destroy);
             }
-            break;
+            if (zhashx_size (ident->cache) >= S_CACHE_MAX)
+                zhashx_purge (ident->cache);
+            cache = calloc (1, sizeof *cache);
+            zhashx_insert (ident->cache, code, cache);
         }
-    for (size_t i = start; i < list.size; i++)
-        s_track_apply (&track, &list.items [i]);
-    free (list.items);
-    if (s_track_blocked (&track, length)) {
-        json_decref (track.value);
-        return false;
+        s_track_t track = { segs, length, cache->arrays, NULL, true };
+        s_track_fold (&track, kind, chain, reached, &list);
+        json_decref (cache->value);
+        cache->value = track.value;
+        cache->version = kind->version;
     }
-    *base = track.value;
+    cache->after = ident->root->last;
+    free (code);
+    free (list.items);
+    s_track_t done = { segs, length, cache->arrays, cache->value, true };
+    if (s_track_blocked (&done, length))
+        return false;
+    *base = cache->value? json_deep_copy (cache->value): NULL;
     *depth = length;
     return true;
 }
@@ -493,6 +630,7 @@ s_ident_destroy (void **item)
     if (!ident)
         return;
     s_node_destroy (&ident->root);
+    zhashx_destroy (&ident->cache);
     json_decref (ident->description);
     json_decref (ident->schema);
     free (ident->instance);
@@ -575,6 +713,14 @@ s_check (act_ctx_t *self, s_kind_t *kind, const char *instance,
     //  write gets the same code in every scope
     if (act_method_check_value (method, value, err))
         return -1;
+    //  set, merge and erase on a path of keys apply to whatever is there:
+    //  only an array on a level above can refuse them, and those levels
+    //  follow from the writes above the path, not from the path's own
+    int blocked = s_instance_blocked (kind, ident, segs, nsegs, method);
+    if (blocked == 0)
+        return 0;
+    if (blocked == 1)
+        return act_err_set (err, ACT_E_BAD_PATH, "the path runs through an array by a key");
     json_t *base;
     size_t depth;
     if (!s_instance_base (kind, ident, segs, nsegs, &base, &depth))
@@ -595,8 +741,10 @@ s_apply (act_ctx_t *self, s_kind_t *kind, const char *instance, uint64_t seq,
     s_ident_t *ident = s_ident (self, kind, instance, true);
     if (instance)
         s_node_add (ident->root, seq, segs, nsegs, method, value);
-    else
+    else {
         act_path_write (&kind->doc, segs, nsegs, method, value, false, NULL);
+        kind->version++;
+    }
 }
 
 
@@ -791,6 +939,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         else {
             saved [applied] = json_deep_copy (kind->doc);
             act_path_write (&kind->doc, ref->segs, ref->nsegs, method, value, false, NULL);
+            kind->version++;
         }
     }
     //  Undo in reverse order: an identity made for the try is the newest
@@ -800,6 +949,8 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         if (instance) {
             s_ident_t *ident = s_ident (self, kind, instance, false);
             s_node_pop (ident->root, ref->segs, ref->nsegs);
+            if (ident->cache)
+                zhashx_purge (ident->cache);    //  It may have seen the write
             if (created [applied]) {
                 zhashx_delete (kind->instances, instance);
                 assert (zlistx_last (self->identities) == ident);
@@ -809,6 +960,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         else {
             json_decref (kind->doc);
             kind->doc = saved [applied];
+            kind->version++;
         }
     }
     return rc;

@@ -1,0 +1,664 @@
+"""Reliability of actd: lost workers, timeouts and retries, cancellation,
+back-pressure (max_queue), floods, shutdown with tasks in flight, schedule
+timeouts, PROGRESS, and late or repeated answers.
+
+PROTOCOL.md section 2 (worker sub-protocol, heartbeats) and SEMANTICS.md
+section 7 (call states, attempts, error codes). Every test asserts exact
+outcomes; nothing is timed: tests wait for states, never for durations.
+"""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import zmq
+
+from harness import Absent, Actd, Fail, NoAnswer, Worker, seed_call
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER_PROCESS = os.path.join(HERE, "worker_process.py")
+ENDED = ("ok", "error", "timeout", "skipped", "cancelled")
+
+
+class RawWorker:
+    """A raw ACT/1 worker driven step by step by the test (one socket, one
+    identity): it answers only when told to. While it waits for a message it
+    sends HEARTBEAT every 100 ms, unless heartbeat=False (a silent worker).
+    Every message received is kept in self.received, decoded, without the
+    ACTW01 header: [command, args...]."""
+
+    def __init__(self, endpoint, activities, capacity=1, name="raw"):
+        self.socket = zmq.Context.instance().socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.connect(endpoint)
+        self.received = []
+        self.last_sent = time.time()
+        self.send("READY", {"activities": list(activities), "capacity": capacity,
+                            "name": name, "lang": "python-test"})
+
+    def send(self, command, *args):
+        frames = [b"ACTW01", command.encode()]
+        for arg in args:
+            if not isinstance(arg, str):
+                arg = json.dumps(arg)
+            frames.append(arg.encode())
+        self.socket.send_multipart(frames)
+        self.last_sent = time.time()
+
+    def answer(self, task, value):
+        """RESULT for task with value (branch 0)."""
+        self.send("RESULT", task, json.dumps(value))
+
+    def pump(self, heartbeat=True, wait=0.05):
+        """Receive what has arrived (up to wait seconds), heartbeating."""
+        if heartbeat and time.time() - self.last_sent >= 0.1:
+            self.send("HEARTBEAT")
+        if self.socket.poll(int(wait * 1000)):
+            frames = self.socket.recv_multipart()
+            assert frames[0] == b"ACTW01", frames
+            self.received.append([f.decode() for f in frames[1:]])
+            return self.received[-1]
+        return None
+
+    def next(self, command, heartbeat=True, timeout=20.0):
+        """The next message with this command (others are kept in received)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            message = self.pump(heartbeat)
+            if message and message[0] == command:
+                return message
+        raise TimeoutError("no %s within %.0f s; received %s" % (command, timeout, self.received))
+
+    def commands(self):
+        """Commands received, heartbeats left out."""
+        return [m[0] for m in self.received if m[0] != "HEARTBEAT"]
+
+    def close(self):
+        self.socket.close(0)
+
+
+def echo(activity, params, meta):
+    return {"params": params, "attempt": meta["attempt"]}
+
+
+def actd_with_config(text, **kwargs):
+    """An Actd (not started) reading a config file with text."""
+    actd = Actd(**kwargs)
+    path = os.path.join(actd.dir, "actd.cfg")
+    with open(path, "w") as handle:
+        handle.write(text)
+    actd.args += ["--config", path]
+    return actd
+
+
+def outputs_of(client, context, call_id):
+    """The messages of context appended for call_id (outputs and errors)."""
+    history = client.value("HISTORY", context, "0", "1000")
+    return [m for m in history if m.get("_callId") == call_id]
+
+
+def wait_until(predicate, what, timeout=30.0):
+    deadline = time.time() + timeout
+    while not predicate():
+        if time.time() > deadline:
+            raise TimeoutError("still not: " + what)
+        time.sleep(0.02)
+
+
+class ReliabilityTest(unittest.TestCase):
+
+    def setUp(self):
+        self.workers = []
+        self.raw = []
+
+    def tearDown(self):
+        for worker in self.workers:
+            worker.stop()
+        for raw in self.raw:
+            raw.close()
+
+    def client(self, actd):
+        client = actd.client()
+        self.addCleanup(client.close)
+        return client
+
+    def worker(self, actd, activities, handler, **kwargs):
+        worker = Worker(actd.worker_endpoint, activities, handler, **kwargs)
+        worker.start()
+        worker.ready.wait(5)
+        self.workers.append(worker)
+        return worker
+
+    def raw_worker(self, actd, activities, **kwargs):
+        raw = RawWorker(actd.worker_endpoint, activities, **kwargs)
+        self.raw.append(raw)
+        return raw
+
+    def submit(self, client, context, call):
+        """CALL; returns (call_id, request_id) once ACCEPTED."""
+        rid = client.send("CALL", context, call)
+        reply = client.wait(rid, "ACCEPTED", timeout=30)
+        return reply[1], rid
+
+    def done(self, client, rid, call_id, timeout=30.0):
+        reply = client.wait(rid, "DONE", timeout=timeout)
+        self.assertEqual(reply[1], call_id)
+        return json.loads(reply[2])
+
+    # ------------------------------------------------------------------
+    # Lost workers
+
+    def test_killed_worker_task_completes_on_another_worker_once(self):
+        """PROTOCOL 2: tasks held by a dead worker are dispatched again (a
+        new attempt); the output is written exactly once."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            process = subprocess.Popen(
+                [sys.executable, WORKER_PROCESS, actd.worker_endpoint, "work", "hold"],
+                stdout=subprocess.PIPE, text=True)
+            try:
+                call = seed_call("work", "†state.out", n=1)
+                call["_retry"] = {"max_attempts": 3, "initial_ms": 50}
+                call_id, rid = self.submit(client, "kill", call)
+                lines = []
+                while "TASK %s.1" % call_id not in lines:
+                    ready, _, _ = select.select([process.stdout], [], [], 30)
+                    self.assertTrue(ready, "the worker process got no task: %s" % lines)
+                    lines.append(process.stdout.readline().strip())
+                self.assertEqual(client.status(call_id)["state"], "running")
+                other = self.worker(actd, ["work"], echo)
+                process.kill()           # SIGKILL: no DISCONNECT, the socket just dies
+                process.wait()
+                outcome = self.done(client, rid, call_id)
+            finally:
+                process.kill()
+                process.wait()
+                process.stdout.close()
+            self.assertEqual(outcome, {
+                "call_id": call_id, "status": "ok", "branch": 0,
+                "written": ["†state.out"], "seqs": [1],
+                "result": {"params": {"n": 1}, "attempt": 2}, "attempts": 2})
+            self.assertEqual([t[0] for t in other.tasks], ["%s.2" % call_id])
+            written = outputs_of(client, "kill", call_id)
+            self.assertEqual(len(written), 1)
+            self.assertEqual(written[0]["data"],
+                             {"out": {"params": {"n": 1}, "attempt": 2}})
+            self.assertEqual(client.status(call_id)["attempts"], 2)
+            client.close()
+
+    def test_silent_worker_is_lost_and_its_late_result_is_not_written(self):
+        """PROTOCOL 2: a peer silent for liveness intervals is dead (even with
+        its socket open); its task becomes a new attempt elsewhere; a later
+        RESULT from it is about a task it does not hold: DISCONNECT."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            silent = self.raw_worker(actd, ["work"], name="silent")
+            call_id, rid = self.submit(client, "silent", seed_call("work", "†state.out", n=2))
+            task = silent.next("TASK", heartbeat=False)
+            self.assertEqual(task[1], "%s.1" % call_id)
+            other = self.worker(actd, ["work"], echo)
+            # No HEARTBEAT from it: the broker declares it lost
+            silent.next("DISCONNECT", heartbeat=False)
+            outcome = self.done(client, rid, call_id)
+            self.assertEqual(outcome["status"], "ok")
+            self.assertEqual(outcome["attempts"], 2)
+            self.assertEqual(outcome["result"], {"params": {"n": 2}, "attempt": 2})
+            self.assertEqual([t[0] for t in other.tasks], ["%s.2" % call_id])
+            # The late RESULT, on the same socket (the identity actd dropped)
+            silent.answer(task[1], {"late": True})
+            silent.next("DISCONNECT", heartbeat=False)
+            self.assertEqual(silent.commands(), ["TASK", "DISCONNECT", "DISCONNECT"])
+            written = outputs_of(client, "silent", call_id)
+            self.assertEqual(len(written), 1)
+            self.assertEqual(client.resolve("silent", "†state.out"),
+                             {"params": {"n": 2}, "attempt": 2})
+            status = client.status(call_id)
+            self.assertEqual(status["state"], "ok")
+            self.assertEqual(status["outcome"], outcome)
+            client.close()
+
+    # ------------------------------------------------------------------
+    # Timeouts and retries
+
+    def test_attempt_over_timeout_is_cancelled_and_retried(self):
+        """SEMANTICS 7: when an attempt's _timeout passes the broker sends
+        CANCEL for that task; the retry succeeds; a late RESULT of the first
+        attempt is dropped quietly and frees the worker's slot."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"], capacity=1)
+            call = seed_call("work", "†state.out")
+            call["_timeout"] = 300
+            call["_retry"] = {"max_attempts": 3, "initial_ms": 50}
+            call_id, rid = self.submit(client, "timeout", call)
+            first = raw.next("TASK")
+            self.assertEqual(first[1], "%s.1" % call_id)
+            self.assertEqual(json.loads(first[4])["attempt"], 1)
+            self.assertEqual(json.loads(first[4])["deadline_ms"], 300)
+            self.assertEqual(raw.next("CANCEL"), ["CANCEL", "%s.1" % call_id])
+            # Its slot stays taken until it answers: the late answer frees it
+            raw.answer(first[1], "first")
+            second = raw.next("TASK")
+            self.assertEqual(second[1], "%s.2" % call_id)
+            self.assertEqual(json.loads(second[4])["attempt"], 2)
+            raw.answer(second[1], "second")
+            outcome = self.done(client, rid, call_id)
+            self.assertEqual(outcome, {
+                "call_id": call_id, "status": "ok", "branch": 0,
+                "written": ["†state.out"], "seqs": [1], "result": "second",
+                "attempts": 2})
+            self.assertEqual(raw.commands(), ["TASK", "CANCEL", "TASK"])
+            written = outputs_of(client, "timeout", call_id)
+            self.assertEqual([m["data"] for m in written], [{"out": "second"}])
+            self.assertEqual(client.resolve("timeout", "†state.out"), "second")
+            client.close()
+
+    def test_retries_exhausted_write_the_error_to_the_last_alternative(self):
+        """SEMANTICS 5 and 7: a call that fails after max_attempts writes
+        {"error": ...} to the last alternative of its output path."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+
+            def boom(activity, params, meta):
+                raise Fail("it broke", code="boom")
+
+            worker = self.worker(actd, ["work"], boom)
+            call = seed_call("work", "†state.ok || †state.failed")
+            call["_retry"] = {"max_attempts": 3, "initial_ms": 20, "backoff": 2}
+            call_id, rid = self.submit(client, "retry", call)
+            outcome = self.done(client, rid, call_id)
+            error = {"code": "boom", "message": "it broke"}
+            self.assertEqual(outcome, {
+                "call_id": call_id, "status": "error", "branch": 1,
+                "written": ["†state.failed"], "seqs": [1], "error": error,
+                "attempts": 3})
+            self.assertEqual([(t[0], t[3]["attempt"]) for t in worker.tasks],
+                             [("%s.%d" % (call_id, n), n) for n in (1, 2, 3)])
+            self.assertEqual(client.resolve("retry", "†state.failed"), {"error": error})
+            self.assertIs(client.resolve("retry", "†state.ok"), Absent)
+            self.assertEqual(client.status(call_id)["state"], "error")
+            client.close()
+
+    def test_non_retryable_failure_is_tried_once(self):
+        """PROTOCOL 2: FAIL with "retryable": false ends the call at once."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+
+            def refuse(activity, params, meta):
+                raise Fail("bad input", code="bad_input", retryable=False)
+
+            worker = self.worker(actd, ["work"], refuse)
+            call = seed_call("work", "†state.out")
+            call["_retry"] = {"max_attempts": 3, "initial_ms": 20}
+            call_id, rid = self.submit(client, "once", call)
+            outcome = self.done(client, rid, call_id)
+            error = {"code": "bad_input", "message": "bad input"}
+            # One alternative: the error is appended as an error message
+            written = outputs_of(client, "once", call_id)
+            self.assertEqual(len(written), 1)
+            self.assertEqual(written[0]["type"], "error")
+            self.assertEqual(written[0]["error"], error)
+            self.assertEqual(outcome, {
+                "call_id": call_id, "status": "error", "written": [],
+                "seqs": [written[0]["_seq"]], "error": error, "attempts": 1})
+            self.assertEqual([t[0] for t in worker.tasks], ["%s.1" % call_id])
+            status = client.status(call_id)
+            self.assertEqual((status["state"], status["attempts"]), ("error", 1))
+            client.close()
+
+    # ------------------------------------------------------------------
+    # Cancellation
+
+    def assert_cancelled(self, client, rid, call_id, attempts):
+        self.assertEqual(client.request("CANCEL", call_id), ["OK"])
+        outcome = self.done(client, rid, call_id)
+        self.assertEqual(outcome["error"]["code"], "cancelled")
+        del outcome["error"]
+        self.assertEqual(outcome, {"call_id": call_id, "status": "cancelled",
+                                   "written": [], "seqs": [], "attempts": attempts})
+        status = client.status(call_id)
+        self.assertEqual((status["state"], status["attempts"]), ("cancelled", attempts))
+
+    def test_cancel_queued_call(self):
+        """PROTOCOL 1: CANCEL of a call queued for a worker: OK, DONE
+        cancelled, nothing written."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            call_id, rid = self.submit(client, "cq", seed_call("nobody", "†state.q"))
+            self.assertEqual(client.status(call_id)["state"], "queued")
+            self.assert_cancelled(client, rid, call_id, attempts=0)
+            self.assertEqual(client.value("HISTORY", "cq", "0", "1000"), [])
+            # Cancelling an ended call: OK, nothing changes
+            self.assertEqual(client.request("CANCEL", call_id), ["OK"])
+            self.assertEqual(client.status(call_id)["state"], "cancelled")
+            client.close()
+
+    def test_cancel_waiting_call(self):
+        """SEMANTICS 7: a call waiting for a producer can be cancelled."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            producer, producer_rid = self.submit(client, "cw", seed_call("nobody", "†state.a"))
+            waiter, rid = self.submit(client, "cw", seed_call("other", "†state.b", x="†state.a"))
+            status = client.status(waiter)
+            self.assertEqual((status["state"], status["waiting_on"]), ("waiting", ["†state.a"]))
+            self.assert_cancelled(client, rid, waiter, attempts=0)
+            self.assertEqual(client.status(producer)["state"], "queued")
+            self.assert_cancelled(client, producer_rid, producer, attempts=0)
+            self.assertEqual(client.value("HISTORY", "cw", "0", "1000"), [])
+            client.close()
+
+    def test_cancel_running_call(self):
+        """PROTOCOL 2: CANCEL of a running call sends CANCEL to its worker;
+        the worker's late RESULT is dropped quietly and frees its slot."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"], capacity=1)
+            call_id, rid = self.submit(client, "cr", seed_call("work", "†state.first"))
+            task = raw.next("TASK")
+            self.assertEqual(task[1], "%s.1" % call_id)
+            self.assertEqual(client.status(call_id)["state"], "running")
+            self.assert_cancelled(client, rid, call_id, attempts=1)
+            self.assertEqual(raw.next("CANCEL"), ["CANCEL", task[1]])
+            # The slot stays taken until the worker answers
+            next_id, next_rid = self.submit(client, "cr", seed_call("work", "†state.second"))
+            self.assertEqual(client.status(next_id)["state"], "queued")
+            raw.answer(task[1], "late")
+            second = raw.next("TASK")
+            self.assertEqual(second[1], "%s.1" % next_id)
+            raw.answer(second[1], "served")
+            outcome = self.done(client, next_rid, next_id)
+            self.assertEqual((outcome["status"], outcome["result"]), ("ok", "served"))
+            self.assertEqual(raw.commands(), ["TASK", "CANCEL", "TASK"])
+            self.assertEqual(outputs_of(client, "cr", call_id), [])
+            self.assertIs(client.resolve("cr", "†state.first"), Absent)
+            self.assertEqual(client.status(call_id)["state"], "cancelled")
+            client.close()
+
+    # ------------------------------------------------------------------
+    # Back-pressure and floods
+
+    def test_busy_at_max_queue(self):
+        """PROTOCOL 3: busy when the activity's queue is at max_queue."""
+        config = "activities\n    limited\n        max_queue = 3\n"
+        with actd_with_config(config, heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            accepted = [self.submit(client, "busy", seed_call("limited", "†state.r%d" % n, n=n))
+                        for n in range(3)]
+            refused = client.request("CALL", "busy", seed_call("limited", "†state.r3", n=3))
+            self.assertEqual(refused[:2], ["ERROR", "busy"])
+            self.assertIs(client.resolve("busy", "†state.r3"), Absent)
+            self.worker(actd, ["limited"], echo)
+            for n, (call_id, rid) in enumerate(accepted):
+                outcome = self.done(client, rid, call_id)
+                self.assertEqual((outcome["status"], outcome["result"]["params"]),
+                                 ("ok", {"n": n}))
+            call_id, outcome = client.call("busy", seed_call("limited", "†state.r4", n=4))
+            self.assertEqual((outcome["status"], outcome["result"]["params"]), ("ok", {"n": 4}))
+            client.close()
+
+    def test_flooded_activity_does_not_hold_up_another(self):
+        """A flood of calls to one activity does not delay the calls of
+        another: every "quick" call ends while "flood" calls are still
+        queued."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            count = 3000
+            rids = [client.send("CALL", "flood", {"_tool": "flood", "i": i})
+                    for i in range(count)]
+            ids = [client.wait(rid, "ACCEPTED", timeout=120)[1] for rid in rids]
+            self.assertEqual(len(set(ids)), count)
+
+            def slow(activity, params, meta):
+                return None
+
+            self.worker(actd, ["flood"], slow, delay=0.1)
+            quick = self.worker(actd, ["quick"], echo)
+            wait_until(lambda: client.status(ids[0])["state"] in ENDED,
+                       "the first flood call ended")
+            for n in range(20):
+                call_id, outcome = client.call("quickctx", seed_call("quick", "†state.q", n=n))
+                self.assertEqual((outcome["status"], outcome["result"]["params"]),
+                                 ("ok", {"n": n}))
+            self.assertEqual(len(quick.tasks), 20)
+            # Meanwhile most of the flood still waits for its slow worker
+            self.assertEqual(client.status(ids[-1])["state"], "queued")
+            stats = client.value("STATS")
+            self.assertGreater(stats["activities"]["flood"]["queued"], count // 2)
+            client.close()
+
+    def test_heartbeat_flood_does_not_block_results(self):
+        """A worker flooding the worker socket with HEARTBEATs does not stop
+        another worker's results from being processed."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            flooder = zmq.Context.instance().socket(zmq.DEALER)
+            flooder.setsockopt(zmq.LINGER, 0)
+            flooder.setsockopt(zmq.SNDTIMEO, 100)
+            flooder.connect(actd.worker_endpoint)
+            flooder.send_multipart([b"ACTW01", b"READY",
+                                    b'{"activities": ["idle"], "capacity": 1}'])
+            sent = [0]
+            stop = threading.Event()
+
+            def flood():
+                while not stop.is_set():
+                    try:
+                        flooder.send_multipart([b"ACTW01", b"HEARTBEAT"])
+                        sent[0] += 1
+                    except zmq.Again:
+                        pass
+
+            thread = threading.Thread(target=flood, daemon=True)
+            thread.start()
+            try:
+                wait_until(lambda: sent[0] >= 10000, "10000 heartbeats sent")
+                self.worker(actd, ["quick"], echo)
+                for n in range(20):
+                    call_id, outcome = client.call("hb", seed_call("quick", "†state.q", n=n))
+                    self.assertEqual((outcome["status"], outcome["result"]["params"]),
+                                     ("ok", {"n": n}))
+                before = sent[0]
+                wait_until(lambda: sent[0] > before, "the flood goes on")
+                self.assertTrue(thread.is_alive())
+            finally:
+                stop.set()
+                thread.join(5)
+                flooder.close(0)
+            client.close()
+
+    # ------------------------------------------------------------------
+    # Shutdown
+
+    def wait_stopping(self, actd, raw):
+        """Heartbeat raw until actd logs that it is stopping."""
+        deadline = time.time() + 30
+        while "stopping:" not in actd.log():
+            self.assertLess(time.time(), deadline, "actd did not start stopping")
+            raw.pump()
+
+    def test_sigterm_lets_running_task_finish_within_grace(self):
+        """On SIGTERM actd refuses new calls (busy), lets a running task
+        finish within shutdown_grace_ms, writes its output, exits 0."""
+        config = "server\n    shutdown_grace_ms = 3000\n"
+        with actd_with_config(config, heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            call_id, rid = self.submit(client, "term", seed_call("work", "†state.out"))
+            task = raw.next("TASK")
+            actd.process.send_signal(signal.SIGTERM)
+            self.wait_stopping(actd, raw)
+            refused = client.request("CALL", "term", seed_call("work", "†state.more"))
+            self.assertEqual(refused[:2], ["ERROR", "busy"])
+            raw.answer(task[1], "finished")
+            self.assertEqual(actd.process.wait(30), 0)
+            raw.close()
+            self.raw.remove(raw)
+            client.close()
+            actd.start()
+            client = self.client(actd)
+            status = client.status(call_id)
+            self.assertEqual((status["state"], status["attempts"]), ("ok", 1))
+            self.assertEqual(status["outcome"]["result"], "finished")
+            self.assertEqual(client.resolve("term", "†state.out"), "finished")
+            self.assertEqual([m["data"] for m in outputs_of(client, "term", call_id)],
+                             [{"out": "finished"}])
+            self.assertIs(client.resolve("term", "†state.more"), Absent)
+            client.close()
+
+    def test_sigterm_grace_ends_and_call_runs_again_after_restart(self):
+        """A task still running when the grace ends: actd exits 0; the call
+        has not ended, so the next start runs it again (attempt 2)."""
+        config = "server\n    shutdown_grace_ms = 3000\n"
+        with actd_with_config(config, heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            holder = Worker(actd.worker_endpoint, ["work"], lambda *a: NoAnswer)
+            holder.start()
+            call_id, rid = self.submit(client, "grace", seed_call("work", "†state.out", n=7))
+            client.wait_status(call_id, ["running"])
+            actd.process.send_signal(signal.SIGTERM)
+            self.assertEqual(actd.process.wait(60), 0)
+            holder.stop()
+            self.assertEqual([t[0] for t in holder.tasks], ["%s.1" % call_id])
+            client.close()
+            actd.start()
+            client = self.client(actd)
+            worker = self.worker(actd, ["work"], echo)
+            status = client.wait_status(call_id, ENDED, timeout=30)
+            self.assertEqual((status["state"], status["attempts"]), ("ok", 2))
+            self.assertEqual(status["outcome"]["result"], {"params": {"n": 7}, "attempt": 2})
+            self.assertEqual([t[0] for t in worker.tasks], ["%s.2" % call_id])
+            self.assertEqual(len(outputs_of(client, "grace", call_id)), 1)
+            client.close()
+
+    def test_worker_lost_during_grace_call_runs_again_after_restart(self):
+        """PROTOCOL 2: tasks held by a dead worker are dispatched again (a new
+        attempt) or failed with worker_lost only when attempts are used up.
+        A worker lost while actd is stopping, with attempts left, leaves its
+        call to be run again at the next start."""
+        config = "server\n    shutdown_grace_ms = 3000\n"
+        with actd_with_config(config, heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            call = seed_call("work", "†state.out", n=8)
+            call["_retry"] = {"max_attempts": 3, "initial_ms": 20}
+            call_id, rid = self.submit(client, "lostterm", call)
+            task = raw.next("TASK")
+            self.assertEqual(task[1], "%s.1" % call_id)
+            actd.process.send_signal(signal.SIGTERM)
+            self.wait_stopping(actd, raw)
+            raw.send("DISCONNECT")
+            self.assertEqual(actd.process.wait(60), 0)
+            raw.close()
+            self.raw.remove(raw)
+            client.close()
+            actd.start()
+            client = self.client(actd)
+            worker = self.worker(actd, ["work"], echo)
+            status = client.wait_status(call_id, ENDED, timeout=30)
+            self.assertEqual((status["state"], status["attempts"]), ("ok", 2))
+            self.assertEqual(status["outcome"]["result"], {"params": {"n": 8}, "attempt": 2})
+            self.assertEqual([t[0] for t in worker.tasks], ["%s.2" % call_id])
+            self.assertEqual([m["data"] for m in outputs_of(client, "lostterm", call_id)],
+                             [{"out": {"params": {"n": 8}, "attempt": 2}}])
+            client.close()
+
+    # ------------------------------------------------------------------
+    # Schedule timeout, PROGRESS, repeated answers
+
+    def test_schedule_timeout_ends_call_with_no_worker(self):
+        """PROTOCOL 5: no worker for the activity: the call waits up to
+        schedule_timeout_ms, then ends timeout (no_worker)."""
+        config = "activities\n    lonely\n        schedule_timeout_ms = 300\n"
+        with actd_with_config(config, heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            call_id, rid = self.submit(client, "lonely", seed_call("lonely", "†state.x"))
+            outcome = self.done(client, rid, call_id)
+            written = outputs_of(client, "lonely", call_id)
+            self.assertEqual(len(written), 1)
+            self.assertEqual(written[0]["type"], "error")
+            self.assertEqual(written[0]["error"]["code"], "no_worker")
+            self.assertEqual(outcome["error"]["code"], "no_worker")
+            del outcome["error"]
+            self.assertEqual(outcome, {"call_id": call_id, "status": "timeout", "written": [],
+                                       "seqs": [written[0]["_seq"]], "attempts": 0})
+            status = client.status(call_id)
+            self.assertEqual((status["state"], status["attempts"]), ("timeout", 0))
+            client.close()
+
+    def test_progress_is_shown_and_keeps_task_alive(self):
+        """PROTOCOL 2: PROGRESS is shown by STATUS as progress and counts as
+        a heartbeat."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            call_id, rid = self.submit(client, "progress", seed_call("work", "†state.out"))
+            task = raw.next("TASK")
+            raw.send("PROGRESS", task[1], {"pct": 50})
+            wait_until(lambda: "progress" in client.status(call_id), "progress shown")
+            status = client.status(call_id)
+            self.assertEqual((status["state"], status["progress"]), ("running", {"pct": 50}))
+            # Only PROGRESS, no HEARTBEAT, across several liveness periods
+            # (counted in the broker's own heartbeats to us)
+            beats = 0
+            while beats < 3 * 3:
+                if time.time() - raw.last_sent >= 0.1:
+                    raw.send("PROGRESS", task[1], {"pct": 50})
+                message = raw.pump(heartbeat=False)
+                if message and message[0] == "HEARTBEAT":
+                    beats += 1
+            raw.answer(task[1], "done")
+            outcome = self.done(client, rid, call_id)
+            self.assertEqual((outcome["status"], outcome["attempts"], outcome["result"]),
+                             ("ok", 1, "done"))
+            self.assertEqual(raw.commands(), ["TASK"])
+            client.close()
+
+    def test_repeated_result_first_wins_second_gets_disconnect(self):
+        """PROTOCOL 2: the broker keeps the first RESULT of a task; a second
+        one is about a task the worker no longer holds: DISCONNECT."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            call_id, rid = self.submit(client, "twice", seed_call("work", "†state.out"))
+            task = raw.next("TASK")
+            raw.answer(task[1], "first")
+            raw.answer(task[1], "second")
+            raw.next("DISCONNECT")
+            outcome = self.done(client, rid, call_id)
+            self.assertEqual((outcome["status"], outcome["result"], outcome["attempts"]),
+                             ("ok", "first", 1))
+            self.assertEqual(raw.commands(), ["TASK", "DISCONNECT"])
+            self.assertEqual([m["data"] for m in outputs_of(client, "twice", call_id)],
+                             [{"out": "first"}])
+            client.close()
+
+    def test_fail_after_result_is_dropped_and_gets_disconnect(self):
+        """PROTOCOL 2: a FAIL after the task's RESULT does not change the
+        outcome; it is about a task the worker no longer holds: DISCONNECT."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            call_id, rid = self.submit(client, "resfail", seed_call("work", "†state.out"))
+            task = raw.next("TASK")
+            raw.answer(task[1], "kept")
+            raw.send("FAIL", task[1], {"message": "too late", "code": "late"})
+            raw.next("DISCONNECT")
+            outcome = self.done(client, rid, call_id)
+            self.assertEqual((outcome["status"], outcome["result"], outcome["attempts"]),
+                             ("ok", "kept", 1))
+            self.assertNotIn("error", outcome)
+            self.assertEqual(raw.commands(), ["TASK", "DISCONNECT"])
+            self.assertEqual(client.status(call_id)["state"], "ok")
+            self.assertEqual([m["data"] for m in outputs_of(client, "resfail", call_id)],
+                             [{"out": "kept"}])
+            client.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
