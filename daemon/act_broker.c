@@ -1771,6 +1771,12 @@ s_stats (act_broker_t *self)
             "lang", worker->lang));
     }
     json_object_set_new (stats, "workers", workers);
+    //  Beyond PROTOCOL.md section 4: how the group commit batches writes
+    json_object_set_new (stats, "store", json_pack ("{sssssIsI}",
+        "backend", act_store_backend (self->store),
+        "sync", self->settings->sync == ACT_SYNC_FULL? "full": "normal",
+        "commits", (json_int_t) self->commits,
+        "writes", (json_int_t) self->committed));
     return stats;
 }
 
