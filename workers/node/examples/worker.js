@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+//  An actd worker serving three activities:
+//    upper:   {text} -> the text in upper case
+//    echo:    the params, unchanged
+//    weather: {city} -> branch 0 {city, sky: "sunny"} when the name has an
+//             even length, else branch 1 {city, sky: "rainy"}
+//
+//  node examples/worker.js [--endpoint tcp://127.0.0.1:5556] [--capacity N]
+//                          [--heartbeat-ms N] [--liveness N] [--name NAME]
+'use strict';
+const { parseArgs } = require ('node:util');
+const { Worker, branch, ActivityError } = require ('actd');
+
+const { values: options } = parseArgs ({ options: {
+    endpoint: { type: 'string', default: 'tcp://127.0.0.1:5556' },
+    capacity: { type: 'string', default: '4' },
+    'heartbeat-ms': { type: 'string', default: '1000' },
+    liveness: { type: 'string', default: '3' },
+    name: { type: 'string', default: 'example-node-worker' }
+} });
+
+const worker = new Worker ({
+    endpoint: options.endpoint,
+    capacity: Number (options.capacity),
+    heartbeatMs: Number (options ['heartbeat-ms']),
+    liveness: Number (options.liveness),
+    name: options.name
+});
+
+worker.activity ('upper', async ({ text }) => {
+    if (typeof text !== 'string')
+        throw new ActivityError ('upper needs a string "text"',
+                                 { code: 'bad_params', retryable: false });
+    return text.toUpperCase ();
+});
+
+worker.activity ('echo', async (params) => params);
+
+worker.activity ('weather', async ({ city }) => {
+    if (typeof city !== 'string')
+        throw new ActivityError ('weather needs a string "city"',
+                                 { code: 'bad_params', retryable: false });
+    return city.length % 2 === 0
+         ? branch (0, { city, sky: 'sunny' })
+         : branch (1, { city, sky: 'rainy' });
+});
+
+worker.on ('ready', ({ connections }) =>
+    console.error (`worker ${worker.name}: READY sent to ${worker.endpoint} (#${connections})`));
+worker.on ('disconnect', (reason) => console.error (`worker ${worker.name}: ${reason}`));
+
+process.on ('SIGINT', () => worker.stop ());
+process.on ('SIGTERM', () => worker.stop ());
+
+worker.run ().then (() => console.error (`worker ${worker.name}: stopped`));

@@ -1,0 +1,330 @@
+//  Type declarations of the actd package (hand-written; the package itself
+//  is plain CommonJS JavaScript).
+
+import { EventEmitter } from 'events';
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Transport defaults of PROTOCOL.md section 5. */
+export declare const DEFAULTS: {
+    readonly clientEndpoint: string;
+    readonly workerEndpoint: string;
+    readonly heartbeatMs: number;
+    readonly liveness: number;
+};
+
+//  ----------------------------------------------------------------------
+//  Errors
+
+/** The broker answered ERROR (PROTOCOL.md section 3), or the client gave up
+ *  on a request: code "request_timeout" (no first reply within timeoutMs),
+ *  "closed" (the client was closed), "bad_reply" (a reply did not parse). */
+export declare class ActdError extends Error {
+    constructor(code: string, message: string);
+    readonly code: string;
+}
+
+/** ERROR not_found: an absent value, an unknown call or context. */
+export declare class NotFoundError extends ActdError {
+    constructor(message: string);
+    readonly code: 'not_found';
+}
+
+export interface ActivityErrorOptions {
+    /** The call's error code (default "activity_failed"). */
+    code?: string;
+    /** Whether the broker may run the call again (default true). */
+    retryable?: boolean;
+    /** Anything else is sent with the FAIL and kept in the error object. */
+    [detail: string]: unknown;
+}
+
+/** Throw from a handler to answer FAIL with a code and details. Any other
+ *  thrown value answers FAIL with code "activity_failed". */
+export declare class ActivityError extends Error {
+    constructor(message: string, options?: ActivityErrorOptions);
+    readonly code: string;
+    readonly retryable: boolean;
+    readonly details: { [detail: string]: unknown };
+    /** The FAIL body: {message, code, retryable, ...details}. */
+    toJSON(): { message: string; code: string; retryable: boolean; [detail: string]: unknown };
+}
+
+//  ----------------------------------------------------------------------
+//  Worker
+
+/** A result that names the alternative of the output path it took. */
+export declare class Branch<T = unknown> {
+    constructor(index: number, value: T);
+    readonly index: number;
+    readonly value: T;
+}
+
+/** Return branch(n, value) from a handler to take alternative n. */
+export declare function branch<T>(index: number, value: T): Branch<T>;
+
+/** The meta of a TASK (PROTOCOL.md section 2). */
+export interface TaskMeta {
+    context: string;
+    call_id: string;
+    attempt: number;
+    deadline_ms: number;
+    instance?: string;
+    branches: number;
+    discard: boolean;
+    [key: string]: unknown;
+}
+
+/** One TASK, as its handler sees it. */
+export declare class Task {
+    private constructor();
+    /** Task id, "<call_id>.<attempt>". */
+    readonly id: string;
+    readonly activity: string;
+    readonly meta: TaskMeta;
+    readonly context: string;
+    readonly callId: string;
+    readonly attempt: number;
+    /** Milliseconds this attempt may run, counted from when it arrived. */
+    readonly deadlineMs: number;
+    /** Date.now() value when the attempt's time is up. */
+    readonly deadline: number | undefined;
+    readonly instance: string | undefined;
+    /** Alternatives in the call's output path (0: none). */
+    readonly branches: number;
+    /** A fire-and-forget call: the result is thrown away. */
+    readonly discard: boolean;
+    /** Aborted when the broker sends CANCEL (the call was cancelled or its
+     *  _timeout passed), or the worker lost the task (reconnect, stop). */
+    readonly signal: AbortSignal;
+    /** signal.aborted */
+    readonly cancelled: boolean;
+    /** Send PROGRESS (STATUS shows it); a no-op once cancelled or answered. */
+    progress(details: unknown): Promise<void>;
+}
+
+/** A handler: resolve with the result (branch 0), with branch(n, value),
+ *  or throw (ActivityError for a code of your own). */
+export type Handler<P = any, R = unknown> =
+    (params: P, task: Task) => R | Branch<R> | Promise<R | Branch<R>>;
+
+export interface WorkerOptions {
+    /** Broker's worker endpoint (default tcp://127.0.0.1:5556). */
+    endpoint?: string;
+    /** Tasks the worker may hold at once (default 1). */
+    capacity?: number;
+    /** Name shown in STATS (default node-HOST-PID). */
+    name?: string;
+    /** The broker's heartbeat_ms (default 1000). */
+    heartbeatMs?: number;
+    /** The broker's liveness (default 3). */
+    liveness?: number;
+}
+
+export interface WorkerEvents {
+    /** READY was sent (connections counts them: 1, then 1 more per reconnect). */
+    ready: [info: { connections: number }];
+    /** The worker dropped its connection and is reconnecting. */
+    disconnect: [reason: string];
+    task: [task: Task];
+    cancel: [task: Task];
+    /** The handler settled (whether or not its answer could be sent). */
+    done: [task: Task];
+    stop: [];
+    /** Something was dropped (a malformed message). Never fatal. */
+    warning: [error: Error];
+}
+
+export declare class Worker extends EventEmitter {
+    constructor(options?: WorkerOptions | string);
+    readonly endpoint: string;
+    readonly capacity: number;
+    readonly name: string;
+    readonly heartbeatMs: number;
+    readonly liveness: number;
+    /** READY messages sent so far. */
+    readonly connections: number;
+    /** Registered activity names. */
+    readonly activities: string[];
+    /** Tasks running now on the current connection. */
+    readonly running: number;
+    /** Register a handler; before run(). */
+    activity<P = any, R = unknown>(name: string, handler: Handler<P, R>): this;
+    /** Connect, send READY and serve until stop(). */
+    run(): Promise<void>;
+    /** Abort running tasks, send DISCONNECT, close the socket. */
+    stop(): Promise<void>;
+
+    on<E extends keyof WorkerEvents>(event: E, listener: (...args: WorkerEvents[E]) => void): this;
+    once<E extends keyof WorkerEvents>(event: E, listener: (...args: WorkerEvents[E]) => void): this;
+    off<E extends keyof WorkerEvents>(event: E, listener: (...args: WorkerEvents[E]) => void): this;
+    emit<E extends keyof WorkerEvents>(event: E, ...args: WorkerEvents[E]): boolean;
+}
+
+//  ----------------------------------------------------------------------
+//  Client
+
+/** A call (SEMANTICS.md section 7): _tool and parameters. */
+export interface Call {
+    _tool: string;
+    _outputPath?: string;
+    _outputMethod?: 'set' | 'merge' | 'assign' | 'push' | 'concat' | 'erase';
+    _instance?: string;
+    _id?: string;
+    _timeout?: number;
+    _retry?: { max_attempts?: number; initial_ms?: number; backoff?: number; max_ms?: number };
+    [param: string]: unknown;
+}
+
+export type CallStatus = 'ok' | 'error' | 'timeout' | 'skipped' | 'cancelled';
+export type CallState = 'waiting' | 'queued' | 'running' | CallStatus;
+
+export interface CallError {
+    code: string;
+    message: string;
+    [detail: string]: unknown;
+}
+
+/** DONE's outcome (PROTOCOL.md section 1). */
+export interface Outcome {
+    call_id: string;
+    status: CallStatus;
+    branch?: number;
+    written: string[];
+    seqs: number[];
+    result?: Json;
+    error?: CallError;
+    attempts: number;
+}
+
+/** STATUS's value. */
+export interface Status {
+    call_id: string;
+    context: string;
+    state: CallState;
+    attempts: number;
+    progress?: Json;
+    waiting_on?: string[];
+    outcome?: Outcome;
+}
+
+/** A message to APPEND (SEMANTICS.md section 1). */
+export interface Message {
+    type: string;
+    kind?: string;
+    _instance?: string;
+    data?: Json;
+    schema?: Json;
+    description?: string;
+    _outputMethod?: 'set' | 'merge' | 'assign' | 'push' | 'concat' | 'erase';
+    [field: string]: unknown;
+}
+
+/** A message as stored, with _seq and _date. */
+export interface StoredMessage extends Message {
+    _seq: number;
+    _date: string;
+}
+
+/** One entry of the merged view (SEMANTICS.md section 6). */
+export interface ViewEntry {
+    type: 'data';
+    kind: string;
+    _instance?: string;
+    data: Json;
+    description?: string;
+    schema?: Json;
+}
+
+export interface Stats {
+    uptime_ms: number;
+    contexts: number;
+    messages: number;
+    calls: {
+        accepted: number; ok: number; error: number; timeout: number; skipped: number;
+        cancelled: number; running: number; queued: number; waiting: number;
+    };
+    activities: { [name: string]: { workers: number; queued: number; running: number; done: number } };
+    workers: { name: string; activities: string[]; capacity: number; running: number; lang: string }[];
+}
+
+export interface ClientOptions {
+    /** Broker's client endpoint (default tcp://127.0.0.1:5555). */
+    endpoint?: string;
+    /** How long a request waits for its first reply, in ms (default 30000;
+     *  0: no limit). DONE has no limit. */
+    timeoutMs?: number;
+    /** How often calls whose DONE was lost with the connection are
+     *  followed with STATUS, in ms (default 1000). */
+    statusPollMs?: number;
+}
+
+export interface RequestOptions {
+    /** This request's first-reply limit, instead of the client's. */
+    timeoutMs?: number;
+}
+
+export interface CallOptions extends RequestOptions {
+    /** Wait for DONE (default true; only calls with _outputPath have one). */
+    wait?: boolean;
+}
+
+export interface Submitted {
+    callId: string;
+    /** DONE's outcome; null for a call without _outputPath. */
+    done: Promise<Outcome> | null;
+}
+
+export interface SubmittedPlan {
+    callIds: string[];
+    done: (Promise<Outcome> | null)[];
+}
+
+export interface Reply {
+    verb: string;
+    args: Buffer[];
+}
+
+export declare class Client {
+    constructor(options?: ClientOptions | string);
+    readonly endpoint: string;
+    readonly endpoints: string[];
+    readonly timeoutMs: number;
+    readonly statusPollMs: number;
+    readonly closed: boolean;
+
+    /** CALL: the outcome when waiting and the call has _outputPath, else the call id. */
+    call(context: string, call: Call & { _outputPath: string }, options?: CallOptions & { wait?: true }): Promise<Outcome>;
+    call(context: string, call: Call, options: CallOptions & { wait: false }): Promise<string>;
+    call(context: string, call: Call, options?: CallOptions): Promise<Outcome | string>;
+    /** CALL, resolving at ACCEPTED. */
+    submit(context: string, call: Call, options?: RequestOptions): Promise<Submitted>;
+    /** PLAN: per call, its outcome when waiting and it has _outputPath, else its id. */
+    plan(context: string, calls: Call[], options: CallOptions & { wait: false }): Promise<string[]>;
+    plan(context: string, calls: Call[], options?: CallOptions): Promise<(Outcome | string)[]>;
+    /** PLAN, resolving at ACCEPTED. */
+    submitPlan(context: string, calls: Call[], options?: RequestOptions): Promise<SubmittedPlan>;
+
+    /** APPEND: resolves with the message's _seq. */
+    append(context: string, message: Message): Promise<number>;
+    /** RESOLVE: rejects with NotFoundError when the value is absent. */
+    resolve<T = Json>(context: string, expression: string, instance?: string): Promise<T>;
+    view(context: string, format?: 'json'): Promise<ViewEntry[]>;
+    view(context: string, format: 'text'): Promise<string>;
+    /** HISTORY: up to limit (at most 1000) messages from _seq fromSeq (default 1). */
+    history(context: string, fromSeq?: number, limit?: number): Promise<StoredMessage[]>;
+    /** Every message of the context from fromSeq on, read pageSize (default 1000) at a time. */
+    iterateHistory(context: string, options?: { fromSeq?: number; pageSize?: number }): AsyncGenerator<StoredMessage, void, undefined>;
+
+    status(callId: string | number): Promise<Status>;
+    /** CANCEL: resolves also for a call that has already ended. */
+    cancel(callId: string | number): Promise<void>;
+    stats(): Promise<Stats>;
+    /** PING: the round trip in milliseconds. */
+    ping(options?: RequestOptions): Promise<number>;
+    /** Any command; ERROR rejects. A CALL or PLAN sent this way gets no DONE. */
+    request(command: string, args?: (string | Buffer)[], options?: RequestOptions): Promise<Reply>;
+    /** Close the socket; waiting requests reject with code "closed". */
+    close(): void;
+}

@@ -1,0 +1,92 @@
+'use strict';
+//  Link: one DEALER socket connected to one broker endpoint, with a send
+//  queue and a receive loop.
+//
+//  zeromq.js allows one pending send per socket at a time; many callers
+//  (pipelined requests, concurrent task results) send at once, so sends go
+//  through a FIFO queue that one pump drains in order. Received messages are
+//  handed to onMessage synchronously, so a slow handler never stalls the
+//  socket.
+
+const zmq = require ('zeromq');
+const { ActdError } = require ('./errors');
+
+class Link {
+    //  options: { onMessage (frames), onDisconnect (), onConnect (),
+    //  onError (error), linger }
+    constructor (endpoint, options = {}) {
+        this.endpoint = endpoint;
+        this.closed = false;
+        this.lastSent = 0;              //  Date.now () of the last send
+        this._queue = [];               //  { frames, resolve, reject }
+        this._pumping = false;
+        this._onMessage = options.onMessage || (() => {});
+        this.socket = new zmq.Dealer ({ linger: options.linger ?? 500 });
+        if (options.onDisconnect || options.onConnect) {
+            //  Socket events tell a client its broker went away (so DONE
+            //  replies may never come) and came back
+            const events = this.socket.events;
+            if (options.onDisconnect)
+                events.on ('disconnect', () => { if (!this.closed) options.onDisconnect (); });
+            if (options.onConnect)
+                events.on ('connect', () => { if (!this.closed) options.onConnect (); });
+        }
+        this.socket.connect (endpoint);
+        this._receive ().catch (options.onError || ((error) => { throw error; }));
+    }
+
+    //  Queue a multipart message; resolves once zeromq has taken it
+    send (frames) {
+        if (this.closed)
+            return Promise.reject (new ActdError ('closed', 'the connection is closed'));
+        return new Promise ((resolve, reject) => {
+            this._queue.push ({ frames, resolve, reject });
+            this._pump ();
+        });
+    }
+
+    async _pump () {
+        if (this._pumping)
+            return;
+        this._pumping = true;
+        while (this._queue.length && !this.closed) {
+            const item = this._queue [0];
+            try {
+                this.lastSent = Date.now ();
+                await this.socket.send (item.frames);
+                item.resolve ();
+            }
+            catch (error) {
+                item.reject (this.closed
+                    ? new ActdError ('closed', 'the connection is closed')
+                    : error);
+            }
+            this._queue.shift ();
+        }
+        this._pumping = false;
+    }
+
+    async _receive () {
+        try {
+            for await (const frames of this.socket)
+                this._onMessage (frames);
+        }
+        catch (error) {
+            //  Closing the socket ends the loop; anything else is a bug we
+            //  cannot recover from on this socket
+            if (!this.closed)
+                throw error;
+        }
+    }
+
+    close () {
+        if (this.closed)
+            return;
+        this.closed = true;
+        for (const item of this._queue.splice (this._pumping? 1: 0))
+            item.reject (new ActdError ('closed', 'the connection is closed'));
+        this.socket.close ();
+    }
+}
+
+module.exports = { Link };

@@ -1,0 +1,367 @@
+'use strict';
+//  Worker: serves activities to an actd broker (PROTOCOL.md section 2).
+//
+//  A Worker holds one DEALER socket at a time. It sends READY with its
+//  activities, capacity, name and lang "node", runs each TASK's handler
+//  concurrently (the broker never sends more than capacity at once), and
+//  answers RESULT or FAIL when the handler settles. Heartbeats run on a
+//  timer of the event loop, so they keep going while handlers await long
+//  work (a handler that blocks the event loop with CPU work stops them:
+//  move such work to a worker thread).
+//
+//  When the broker sends DISCONNECT, or is silent for liveness heartbeat
+//  intervals, the worker drops the socket, aborts the tasks it held (the
+//  broker has given them to someone else by then) and connects anew with a
+//  new socket, so a new identity, and sends READY again.
+
+const os = require ('os');
+const { EventEmitter } = require ('events');
+const { Link } = require ('./link');
+const { ActivityError } = require ('./errors');
+
+const HEADER = 'ACTW01';
+const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5556';
+
+//  What a handler returns to name the alternative of the output path it
+//  took: return branch (1, value)
+class Branch {
+    constructor (index, value) {
+        if (!Number.isInteger (index) || index < 0)
+            throw new TypeError ('a branch is an integer >= 0, not ' + String (index));
+        this.index = index;
+        this.value = value;
+    }
+}
+
+function branch (index, value) {
+    return new Branch (index, value);
+}
+
+//  One TASK as a handler sees it
+class Task {
+    constructor (worker, generation, id, activity, meta) {
+        this._worker = worker;
+        this._generation = generation;
+        this._controller = new AbortController ();
+        this._answered = false;
+        this._cancelledByBroker = false;
+        this.id = id;                           //  Task id, "<call_id>.<attempt>"
+        this.activity = activity;               //  Activity name
+        this.meta = meta;                       //  TASK meta as sent
+        this.context = meta.context;            //  Context id of the call
+        this.callId = meta.call_id;             //  Call id (decimal string)
+        this.attempt = meta.attempt;            //  1 for the first dispatch
+        this.deadlineMs = meta.deadline_ms;     //  ms this attempt may run
+        this.deadline = typeof meta.deadline_ms === 'number'
+                      ? Date.now () + meta.deadline_ms: undefined;
+        this.instance = meta.instance;          //  Instance scope, or undefined
+        this.branches = meta.branches ?? 0;     //  Alternatives in the output path
+        this.discard = Boolean (meta.discard);  //  Fire-and-forget: result dropped
+        this.signal = this._controller.signal;  //  Aborted on CANCEL or lost link
+    }
+
+    //  True once the broker cancelled the task (CANCEL: the call was
+    //  cancelled or its _timeout passed), or the worker lost the task
+    //  (reconnect, stop). The handler should give up soon: its answer is
+    //  dropped by the broker, but it frees the worker's slot.
+    get cancelled () {
+        return this.signal.aborted;
+    }
+
+    //  Send PROGRESS with details (any JSON value); STATUS shows the latest
+    //  as "progress". Does nothing once the task is cancelled or answered.
+    progress (details) {
+        if (this._answered || this.signal.aborted || !this._worker._holds (this))
+            return Promise.resolve ();
+        return this._worker._send (['PROGRESS', this.id, s_json (details)]).catch (() => {});
+    }
+
+    _abort (reason) {
+        if (!this.signal.aborted)
+            this._controller.abort (reason);
+    }
+}
+
+//  JSON text of a value; undefined (a handler that returns nothing) is null
+function s_json (value) {
+    const text = JSON.stringify (value === undefined? null: value);
+    return text === undefined? 'null': text;
+}
+
+class Worker extends EventEmitter {
+    //  options: endpoint (default tcp://127.0.0.1:5556), capacity (1), name,
+    //  heartbeatMs (1000) and liveness (3): set these as the broker's
+    //  heartbeat_ms and liveness.
+    constructor (options = {}) {
+        super ();
+        if (typeof options === 'string')
+            options = { endpoint: options };
+        this.endpoint = options.endpoint ?? DEFAULT_ENDPOINT;
+        this.capacity = options.capacity ?? 1;
+        this.name = options.name ?? `node-${os.hostname ()}-${process.pid}`;
+        this.heartbeatMs = options.heartbeatMs ?? 1000;
+        this.liveness = options.liveness ?? 3;
+        if (!Number.isInteger (this.capacity) || this.capacity < 1)
+            throw new TypeError ('capacity is an integer >= 1');
+        if (!(this.heartbeatMs > 0) || !Number.isInteger (this.liveness) || this.liveness < 1)
+            throw new TypeError ('heartbeatMs is > 0 and liveness an integer >= 1');
+        this._handlers = new Map ();    //  activity name -> handler
+        this._tasks = new Map ();       //  task id -> Task, of the current link
+        this._link = null;              //  Current Link, null when stopped
+        this._generation = 0;           //  Counts links; a Task knows its own
+        this._lastHeard = 0;            //  Date.now () of the last message in
+        this._timer = null;
+        this._pause = 0;                //  ms before connecting again (0: at once)
+        this._pauseTimer = null;
+        this._connectedAt = 0;          //  Date.now () of the last READY
+        this._running = false;
+        this._done = null;              //  Resolves run ()
+        this.connections = 0;           //  READY messages sent so far
+    }
+
+    //  Register handler (params, task) => result for activity name. Return
+    //  a value (RESULT, branch 0), branch (n, value), or throw (FAIL).
+    activity (name, handler) {
+        if (typeof name !== 'string' || !name.length)
+            throw new TypeError ('an activity name is a non-empty string');
+        if (typeof handler !== 'function')
+            throw new TypeError ('a handler is a function (params, task)');
+        if (this._running)
+            throw new Error ('register activities before run ()');
+        this._handlers.set (name, handler);
+        return this;
+    }
+
+    get activities () {
+        return [...this._handlers.keys ()];
+    }
+
+    //  Tasks running now, on the current connection
+    get running () {
+        return this._tasks.size;
+    }
+
+    //  Connect and serve until stop (); resolves then
+    run () {
+        if (this._running)
+            return Promise.reject (new Error ('the worker is already running'));
+        if (!this._handlers.size)
+            return Promise.reject (new Error ('register at least one activity before run ()'));
+        this._running = true;
+        const done = new Promise ((resolve) => { this._done = resolve; });
+        this._connect ();
+        const tick = Math.max (1, Math.floor (this.heartbeatMs / 2));
+        this._timer = setInterval (() => this._tick (), tick);
+        return done;
+    }
+
+    //  Stop serving: abort running tasks (the broker gives them to another
+    //  worker as new attempts), send DISCONNECT and close the socket
+    async stop () {
+        if (!this._running)
+            return;
+        this._running = false;
+        clearInterval (this._timer);
+        clearTimeout (this._pauseTimer);
+        this._timer = this._pauseTimer = null;
+        this._drop (new ActivityError ('the worker is stopping', { code: 'worker_stopped' }));
+        const link = this._link;
+        this._link = null;
+        this._generation++;
+        if (link) {
+            link.send ([HEADER, 'DISCONNECT', 'worker stopping']).catch (() => {});
+            link.close ();
+        }
+        this.emit ('stop');
+        this._done ();
+    }
+
+    //  New socket, READY
+    _connect () {
+        const generation = ++this._generation;
+        this._link = new Link (this.endpoint, {
+            onMessage: (frames) => this._message (generation, frames),
+            onError: (error) => this.emit ('warning', error)
+        });
+        this._lastHeard = this._connectedAt = Date.now ();
+        this.connections++;
+        const ready = { activities: this.activities, capacity: this.capacity,
+                        name: this.name, lang: 'node' };
+        this._send (['READY', JSON.stringify (ready)]).catch (() => {});
+        this.emit ('ready', { connections: this.connections });
+    }
+
+    //  Lost the broker: abort the tasks, new socket, READY again. A broker
+    //  that drops us again and again soon after READY (it refuses our READY)
+    //  is retried after a growing pause, up to 5 s, not in a tight loop.
+    _reconnect (reason) {
+        this.emit ('disconnect', reason);
+        this._drop (new ActivityError ('lost the broker: ' + reason, { code: 'worker_lost' }));
+        this._link.close ();
+        this._link = null;
+        this._generation++;
+        const lived = Date.now () - this._connectedAt;
+        this._pause = lived >= this.heartbeatMs * this.liveness
+                    ? 0: Math.min (Math.max (this._pause * 2, 100), 5000);
+        if (this._pause)
+            this._pauseTimer = setTimeout (() => {
+                this._pauseTimer = null;
+                if (this._running)
+                    this._connect ();
+            }, this._pause);
+        else
+            this._connect ();
+    }
+
+    //  Abort every task of the current link; their answers will be dropped
+    _drop (reason) {
+        for (const task of this._tasks.values ())
+            task._abort (reason);
+        this._tasks.clear ();
+    }
+
+    _holds (task) {
+        return this._running && task._generation === this._generation
+            && this._tasks.get (task.id) === task;
+    }
+
+    _send (frames) {
+        if (!this._link)
+            return Promise.reject (new Error ('the worker is not running'));
+        return this._link.send ([HEADER, ...frames]);
+    }
+
+    //  Heartbeat timer: send HEARTBEAT when nothing else went out for about
+    //  one interval; reconnect when the broker has been silent for liveness
+    //  intervals
+    _tick () {
+        if (!this._running || !this._link)
+            return;                     //  Stopped, or pausing before a reconnect
+        const now = Date.now ();
+        if (now - this._lastHeard > this.heartbeatMs * this.liveness) {
+            //  Tell a broker that is merely slow to let our tasks go
+            this._link.send ([HEADER, 'DISCONNECT', 'broker silent']).catch (() => {});
+            this._reconnect ('the broker was silent for ' + (now - this._lastHeard) + ' ms');
+            return;
+        }
+        if (now - this._link.lastSent >= this.heartbeatMs * 0.75)
+            this._send (['HEARTBEAT']).catch (() => {});
+    }
+
+    _message (generation, frames) {
+        if (generation !== this._generation || !this._running)
+            return;                     //  From a link we dropped
+        this._lastHeard = Date.now ();
+        if (frames.length < 2 || frames [0].toString () !== HEADER) {
+            this.emit ('warning', new Error ('dropped a message without the ACTW01 header'));
+            return;
+        }
+        const command = frames [1].toString ();
+        if (command === 'TASK')
+            this._task (frames.slice (2));
+        else
+        if (command === 'CANCEL') {
+            const task = frames.length > 2 && this._tasks.get (frames [2].toString ());
+            if (task) {
+                task._cancelledByBroker = true;
+                task._abort (new ActivityError ('the broker cancelled the task',
+                                                { code: 'cancelled', retryable: false }));
+                this.emit ('cancel', task);
+            }
+        }
+        else
+        if (command === 'DISCONNECT')
+            this._reconnect ('the broker sent DISCONNECT'
+                + (frames.length > 2? ': ' + frames [2].toString (): ''));
+        else
+        if (command !== 'HEARTBEAT')
+            this.emit ('warning', new Error ('dropped an unknown command ' + command));
+    }
+
+    //  TASK task-id, activity, params, meta: run the handler
+    _task (args) {
+        if (args.length < 4) {
+            this.emit ('warning', new Error ('dropped a TASK with ' + args.length + ' frames'));
+            return;
+        }
+        const id = args [0].toString ();
+        const activity = args [1].toString ();
+        let params, meta;
+        try {
+            params = JSON.parse (args [2].toString ());
+            meta = JSON.parse (args [3].toString ());
+        }
+        catch (error) {
+            this._send (['FAIL', id, JSON.stringify ({ message: 'TASK json does not parse: '
+                + error.message, code: 'bad_json', retryable: false })]).catch (() => {});
+            return;
+        }
+        const task = new Task (this, this._generation, id, activity,
+                               meta && typeof meta === 'object'? meta: {});
+        this._tasks.set (id, task);
+        this.emit ('task', task);
+        const handler = this._handlers.get (activity);
+        Promise.resolve ()
+            .then (() => {
+                if (!handler)
+                    throw new ActivityError ('this worker has no handler for ' + activity,
+                                             { code: 'unknown_activity', retryable: true });
+                return handler (params, task);
+            })
+            .then ((value) => this._answer (task, value),
+                   (error) => this._fail (task, error));
+    }
+
+    _answer (task, value) {
+        if (!this._finish (task))
+            return;
+        let frames;
+        try {
+            frames = value instanceof Branch
+                   ? ['RESULT', task.id, s_json (value.value), String (value.index)]
+                   : ['RESULT', task.id, s_json (value)];
+        }
+        catch (error) {
+            //  A result JSON cannot carry (a BigInt, a cycle)
+            frames = ['FAIL', task.id, JSON.stringify ({ code: 'activity_failed',
+                      message: 'the result is not JSON: ' + error.message })];
+        }
+        this._send (frames).catch (() => {});
+    }
+
+    _fail (task, error) {
+        if (!this._finish (task))
+            return;
+        let body;
+        if (error instanceof ActivityError) {
+            try {
+                body = JSON.stringify (error);
+            }
+            catch (problem) {
+                body = JSON.stringify ({ message: error.message, code: error.code,
+                                         retryable: error.retryable });
+            }
+        }
+        else {
+            const message = error instanceof Error? error.message: String (error);
+            body = JSON.stringify ({ message: message || 'the activity failed',
+                                     code: 'activity_failed' });
+        }
+        this._send (['FAIL', task.id, body]).catch (() => {});
+    }
+
+    //  Mark task answered; false when its answer must not be sent (the link
+    //  it came on is gone: the broker no longer knows the task)
+    _finish (task) {
+        if (task._answered)
+            return false;
+        task._answered = true;
+        const held = this._holds (task);
+        if (held)
+            this._tasks.delete (task.id);
+        this.emit ('done', task);
+        return held;
+    }
+}
+
+module.exports = { Worker, Task, Branch, branch, DEFAULT_ENDPOINT };

@@ -1,0 +1,185 @@
+'use strict';
+//  Test harness: a real actd on free ports with a temporary SQLite store,
+//  and small helpers to wait for states without fixed sleeps.
+//
+//  The binary comes from $ACTD_BIN (set by ctest), else build-asan/bin/actd,
+//  else build/bin/actd of the project.
+
+const assert = require ('node:assert/strict');
+const { spawn } = require ('node:child_process');
+const fs = require ('node:fs');
+const net = require ('node:net');
+const os = require ('node:os');
+const path = require ('node:path');
+const { Client } = require ('..');
+
+const ROOT = path.resolve (__dirname, '..', '..', '..');
+
+function actdBinary () {
+    const candidates = [process.env.ACTD_BIN,
+                        path.join (ROOT, 'build-asan', 'bin', 'actd'),
+                        path.join (ROOT, 'build', 'bin', 'actd')];
+    for (const candidate of candidates)
+        if (candidate && fs.existsSync (candidate))
+            return candidate;
+    throw new Error ('cannot find actd: set ACTD_BIN or build the project');
+}
+
+//  A TCP port nothing listens on right now
+function freePort () {
+    return new Promise ((resolve, reject) => {
+        const server = net.createServer ();
+        server.once ('error', reject);
+        server.listen (0, '127.0.0.1', () => {
+            const { port } = server.address ();
+            server.close (() => resolve (port));
+        });
+    });
+}
+
+const sleep = (ms) => new Promise ((resolve) => setTimeout (resolve, ms));
+
+//  Poll probe () until it returns a truthy value; returns that value
+async function until (probe, what, timeoutMs = 30000) {
+    const deadline = Date.now () + timeoutMs;
+    for (;;) {
+        const value = await probe ();
+        if (value)
+            return value;
+        if (Date.now () > deadline)
+            throw new Error ('timed out waiting for ' + what);
+        await sleep (20);
+    }
+}
+
+//  A promise with its resolve outside
+function gate () {
+    let open;
+    const promise = new Promise ((resolve) => { open = resolve; });
+    promise.open = open;
+    return promise;
+}
+
+class Actd {
+    constructor (options = {}) {
+        this.dir = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-node-test-'));
+        this.store = path.join (this.dir, 'actd.db');
+        this.logPath = path.join (this.dir, 'actd.log');
+        this.heartbeatMs = options.heartbeatMs ?? 200;
+        this.liveness = options.liveness ?? 3;
+        this.args = options.args ?? [];
+        this.process = null;
+        this.exit = null;
+        this.starts = 0;
+    }
+
+    async start () {
+        if (!this.clientEndpoint) {
+            this.clientEndpoint = 'tcp://127.0.0.1:' + await freePort ();
+            this.workerEndpoint = 'tcp://127.0.0.1:' + await freePort ();
+        }
+        this.starts++;
+        fs.appendFileSync (this.logPath, `---- start ${this.starts} ----\n`);
+        const log = fs.openSync (this.logPath, 'a');
+        const env = { ...process.env };
+        env.ASAN_OPTIONS = env.ASAN_OPTIONS || 'detect_leaks=1';
+        this.process = spawn (actdBinary (), [
+            '--db', this.store,
+            '--client-endpoint', this.clientEndpoint,
+            '--worker-endpoint', this.workerEndpoint,
+            '--heartbeat-ms', String (this.heartbeatMs),
+            '--liveness', String (this.liveness),
+            '-v', ...this.args], { stdio: ['ignore', log, log], env });
+        fs.closeSync (log);
+        this.exit = new Promise ((resolve) =>
+            this.process.once ('exit', (code, signal) => resolve ({ code, signal })));
+        await this._waitReady ();
+        return this;
+    }
+
+    async _waitReady () {
+        const client = new Client ({ endpoint: this.clientEndpoint });
+        let exited = null;
+        this.exit.then ((status) => { exited = status; });
+        try {
+            const deadline = Date.now () + 30000;
+            while (Date.now () < deadline) {
+                if (exited)
+                    throw new Error (`actd exited ${JSON.stringify (exited)}:\n${this.log ()}`);
+                try {
+                    await client.ping ({ timeoutMs: 500 });
+                    return;
+                }
+                catch (error) {
+                    if (error.code !== 'request_timeout')
+                        throw error;
+                }
+            }
+            throw new Error ('actd did not answer PING:\n' + this.log ());
+        }
+        finally {
+            client.close ();
+        }
+    }
+
+    //  SIGTERM; resolves with the exit code (0: a clean stop, no leak)
+    async stop () {
+        if (!this.process)
+            return null;
+        const child = this.process;
+        this.process = null;
+        if (child.exitCode === null && child.signalCode === null)
+            child.kill ('SIGTERM');
+        const timer = setTimeout (() => child.kill ('SIGKILL'), 60000);
+        const { code, signal } = await this.exit;
+        clearTimeout (timer);
+        return signal? signal: code;
+    }
+
+    //  SIGTERM and assert exit code 0
+    async stopClean () {
+        const code = await this.stop ();
+        assert.equal (code, 0, 'actd exited ' + code + ' on SIGTERM:\n' + this.log ());
+    }
+
+    //  stopClean (), and remove the store and log whatever happened
+    async finish () {
+        try {
+            await this.stopClean ();
+        }
+        finally {
+            this.cleanup ();
+        }
+    }
+
+    //  SIGKILL: a crash
+    async kill () {
+        if (!this.process)
+            return;
+        const child = this.process;
+        this.process = null;
+        child.kill ('SIGKILL');
+        await this.exit;
+    }
+
+    log () {
+        try {
+            return fs.readFileSync (this.logPath, 'utf8');
+        }
+        catch (error) {
+            return '(no log)';
+        }
+    }
+
+    client (options = {}) {
+        return new Client ({ endpoint: this.clientEndpoint, ...options });
+    }
+
+    cleanup () {
+        if (this.process)
+            this.process.kill ('SIGKILL');
+        fs.rmSync (this.dir, { recursive: true, force: true });
+    }
+}
+
+module.exports = { Actd, until, sleep, gate, freePort, ROOT };

@@ -1,0 +1,109 @@
+//  Typed use of the whole public API: `tsc --noEmit -p test/types` must
+//  accept it (the @ts-expect-error lines must be errors, so the types are
+//  not any).
+
+import {
+    Worker, Client, branch, Branch, ActivityError, ActdError, NotFoundError, DEFAULTS,
+    Task, Outcome, Status, Stats, StoredMessage, ViewEntry, Submitted, SubmittedPlan, Json,
+    Call, Reply
+} from 'actd';
+
+interface WeatherParams { city: string }
+interface Forecast { city: string; sky: 'sunny' | 'rainy' }
+
+async function worker (): Promise<void> {
+    const worker = new Worker ({ endpoint: DEFAULTS.workerEndpoint, capacity: 4, name: 'typed',
+                                 heartbeatMs: DEFAULTS.heartbeatMs, liveness: DEFAULTS.liveness });
+    worker
+        .activity ('upper', async ({ text }: { text: string }) => text.toUpperCase ())
+        .activity<WeatherParams, Forecast> ('weather', async ({ city }, task: Task) => {
+            const meta: { context: string; callId: string; attempt: number; deadlineMs: number;
+                          instance: string | undefined; branches: number; discard: boolean } = task;
+            void meta;
+            const signal: AbortSignal = task.signal;
+            if (signal.aborted || task.cancelled)
+                throw new ActivityError ('cancelled', { code: 'cancelled', retryable: false });
+            await task.progress ({ looking: city });
+            const picked: Branch<Forecast> = city.length % 2 === 0
+                ? branch (0, { city, sky: 'sunny' }) : branch (1, { city, sky: 'rainy' });
+            return picked;
+        })
+        .activity ('echo', (params: Json) => params);
+    worker.on ('ready', ({ connections }) => { const n: number = connections; void n; });
+    worker.on ('disconnect', (reason) => { const s: string = reason; void s; });
+    worker.on ('task', (task) => { const id: string = task.id; void id; });
+    const names: string[] = worker.activities;
+    const running: number = worker.running;
+    void names; void running;
+    // @ts-expect-error a handler takes (params, task)
+    worker.activity ('bad', 42);
+    // @ts-expect-error the retryable option is a boolean
+    new ActivityError ('x', { retryable: 'yes' });
+    // @ts-expect-error no such event
+    worker.on ('nonsense', () => {});
+    const run: Promise<void> = worker.run ();
+    await worker.stop ();
+    await run;
+}
+
+async function client (): Promise<void> {
+    const client = new Client ({ endpoint: DEFAULTS.clientEndpoint, timeoutMs: 10000,
+                                 statusPollMs: 500 });
+    const alsoClient = new Client ('tcp://127.0.0.1:5555');
+    alsoClient.close ();
+    const call: Call = { _tool: 'upper', _outputPath: '†state.x', text: 'hi' };
+    const outcome: Outcome = await client.call ('ctx', { _tool: 'upper', _outputPath: '†s.x' });
+    const status: string = outcome.status;
+    const code: string | undefined = outcome.error?.code;
+    const id: string = await client.call ('ctx', call, { wait: false });
+    const either: Outcome | string = await client.call ('ctx', call, { wait: true, timeoutMs: 5 });
+    const submitted: Submitted = await client.submit ('ctx', call);
+    const done: Outcome | undefined = submitted.done ? await submitted.done : undefined;
+    const planned: (Outcome | string)[] = await client.plan ('ctx', [call, { _tool: 'echo' }]);
+    const ids: string[] = await client.plan ('ctx', [call], { wait: false });
+    const plan: SubmittedPlan = await client.submitPlan ('ctx', [call]);
+    const seq: number = await client.append ('ctx', { type: 'data', kind: 'user', data: { a: 1 } });
+    const value = await client.resolve<{ a: number }> ('ctx', '†user', 'instance');
+    const a: number = value.a;
+    const view: ViewEntry[] = await client.view ('ctx');
+    const text: string = await client.view ('ctx', 'text');
+    const page: StoredMessage[] = await client.history ('ctx', 1, 100);
+    for await (const message of client.iterateHistory ('ctx', { fromSeq: 1, pageSize: 10 })) {
+        const s: number = message._seq;
+        void s;
+    }
+    const st: Status = await client.status (id);
+    const progress: Json | undefined = st.progress;
+    const nothing: void = await client.cancel (1);
+    const stats: Stats = await client.stats ();
+    const workers: number = stats.activities.upper.workers;
+    const ms: number = await client.ping ({ timeoutMs: 100 });
+    const reply: Reply = await client.request ('PING', []);
+    const verb: string = reply.verb;
+    const endpoints: string[] = client.endpoints;
+    try {
+        await client.resolve ('ctx', '†absent');
+    }
+    catch (error) {
+        if (error instanceof NotFoundError) {
+            const nf: 'not_found' = error.code;
+            void nf;
+        }
+        else if (error instanceof ActdError) {
+            const c: string = error.code;
+            void c;
+        }
+    }
+    // @ts-expect-error a call needs _tool
+    await client.call ('ctx', { text: 'no tool' });
+    // @ts-expect-error wait is a boolean
+    await client.call ('ctx', call, { wait: 'yes' });
+    // @ts-expect-error the text view is a string, not entries
+    const wrong: ViewEntry[] = await client.view ('ctx', 'text');
+    client.close ();
+    void [status, code, either, done, planned, ids, plan, seq, a, view, text, page, progress,
+          nothing, workers, ms, verb, endpoints, wrong];
+}
+
+void worker;
+void client;

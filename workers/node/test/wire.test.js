@@ -1,0 +1,221 @@
+'use strict';
+//  The worker's side of PROTOCOL.md section 2 frame by frame, against a
+//  scripted broker (a ROUTER socket in the test): READY, RESULT with a
+//  branch, FAIL, PROGRESS, heartbeats during long work, a silent broker and
+//  DISCONNECT (both: a new socket and READY again).
+
+const { describe, it, afterEach } = require ('node:test');
+const assert = require ('node:assert/strict');
+const zmq = require ('zeromq');
+const { Worker, branch, ActivityError } = require ('..');
+const { until, gate, freePort } = require ('./actd');
+
+class ScriptedBroker {
+    //  heartbeat: send HEARTBEAT every 100 ms to every peer that sent READY
+    async start (heartbeat = true) {
+        this.endpoint = 'tcp://127.0.0.1:' + await freePort ();
+        this.router = new zmq.Router ({ linger: 0 });
+        await this.router.bind (this.endpoint);
+        this.messages = [];             //  { peer, identity, frames, taken }
+        this._sending = Promise.resolve ();
+        (async () => {
+            for await (const [identity, ...frames] of this.router)
+                this.messages.push ({ peer: identity.toString ('hex'), identity,
+                                      frames: frames.map (String), taken: false,
+                                      at: Date.now () });
+        }) ().catch (() => {});
+        if (heartbeat)
+            this._beat = setInterval (() => {
+                for (const message of this.messages)
+                    if (message.frames [1] === 'READY')
+                        this.send (message.identity, ['ACTW01', 'HEARTBEAT']).catch (() => {});
+            }, 100);
+        return this;
+    }
+
+    //  The first message not taken yet that matches; waits for it
+    async take (match, what) {
+        return until (() => {
+            const found = this.messages.find ((message) => !message.taken && match (message));
+            if (found)
+                found.taken = true;
+            return found;
+        }, what, 20000);
+    }
+
+    command (name, peer) {
+        return (message) => message.frames [1] === name && (!peer || message.peer === peer);
+    }
+
+    send (identity, frames) {
+        this._sending = this._sending.then (() => this.router.send ([identity, ...frames]));
+        return this._sending;
+    }
+
+    close () {
+        clearInterval (this._beat);
+        this.router.close ();
+    }
+}
+
+describe ('Worker on the wire', () => {
+    let broker, worker;
+
+    afterEach (async () => {
+        if (worker)
+            await worker.stop ();
+        worker = null;
+        broker.close ();
+    });
+
+    async function setup (handlers, options = {}, heartbeat = true) {
+        broker = await new ScriptedBroker ().start (heartbeat);
+        worker = new Worker ({ endpoint: broker.endpoint, name: 'wire', heartbeatMs: 100,
+                               liveness: 3, ...options });
+        for (const [name, handler] of Object.entries (handlers))
+            worker.activity (name, handler);
+        worker.run ();
+        return broker.take (broker.command ('READY'), 'READY');
+    }
+
+    function task (ready, id, activity, params, meta = {}) {
+        return broker.send (ready.identity, ['ACTW01', 'TASK', id, activity, JSON.stringify (params),
+            JSON.stringify ({ context: 'c', call_id: id.split ('.') [0], attempt: 1,
+                              deadline_ms: 60000, branches: 2, discard: false, ...meta })]);
+    }
+
+    it ('sends READY first, with activities, capacity, name and lang', async () => {
+        const ready = await setup ({ a: () => 1, b: () => 2 }, { capacity: 5 });
+        assert.equal (ready.frames.length, 3);
+        assert.equal (ready.frames [0], 'ACTW01');
+        assert.deepEqual (JSON.parse (ready.frames [2]),
+                          { activities: ['a', 'b'], capacity: 5, name: 'wire', lang: 'node' });
+        assert.equal (broker.messages.indexOf (ready), 0);
+    });
+
+    it ('answers RESULT task-id, result json, branch', async () => {
+        const ready = await setup ({ pick: async ({ n }) => n === 0? { n }: branch (n, { n }) });
+        await task (ready, '1.1', 'pick', { n: 0 });
+        await task (ready, '2.1', 'pick', { n: 1 });
+        const first = await broker.take (broker.command ('RESULT'), 'RESULT 1.1');
+        const second = await broker.take (broker.command ('RESULT'), 'RESULT 2.1');
+        assert.deepEqual (first.frames, ['ACTW01', 'RESULT', '1.1', '{"n":0}']);
+        assert.deepEqual (second.frames, ['ACTW01', 'RESULT', '2.1', '{"n":1}', '1']);
+    });
+
+    it ('answers FAIL task-id, error json', async () => {
+        const ready = await setup ({ fail: async ({ how }) => {
+            if (how === 'mine')
+                throw new ActivityError ('bad input', { code: 'bad_input', retryable: false, field: 'x' });
+            throw new Error ('oops');
+        } });
+        await task (ready, '3.1', 'fail', { how: 'mine' });
+        const mine = await broker.take (broker.command ('FAIL'), 'FAIL 3.1');
+        assert.deepEqual (mine.frames.slice (0, 3), ['ACTW01', 'FAIL', '3.1']);
+        assert.deepEqual (JSON.parse (mine.frames [3]),
+                          { message: 'bad input', code: 'bad_input', retryable: false, field: 'x' });
+        await task (ready, '4.1', 'fail', { how: 'other' });
+        const other = await broker.take (broker.command ('FAIL'), 'FAIL 4.1');
+        assert.equal (other.frames [2], '4.1');
+        assert.deepEqual (JSON.parse (other.frames [3]), { message: 'oops', code: 'activity_failed' });
+    });
+
+    it ('sends PROGRESS task-id, details json', async () => {
+        const ready = await setup ({ steps: async (params, task) => {
+            await task.progress ({ step: 1 });
+            await task.progress ('almost');
+            return 'done';
+        } });
+        await task (ready, '5.1', 'steps', {});
+        const progress = [await broker.take (broker.command ('PROGRESS'), 'PROGRESS 1'),
+                          await broker.take (broker.command ('PROGRESS'), 'PROGRESS 2')];
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT');
+        assert.deepEqual (progress.map ((m) => m.frames),
+                          [['ACTW01', 'PROGRESS', '5.1', '{"step":1}'],
+                           ['ACTW01', 'PROGRESS', '5.1', '"almost"']]);
+        assert.deepEqual (result.frames, ['ACTW01', 'RESULT', '5.1', '"done"']);
+        assert.ok (broker.messages.indexOf (progress [1]) < broker.messages.indexOf (result));
+    });
+
+    it ('keeps sending HEARTBEAT while a handler awaits long work', async () => {
+        const release = gate ();
+        const ready = await setup ({ long: async () => { await release; return 1; } });
+        await task (ready, '6.1', 'long', {});
+        await until (() => worker.running === 1, 'the task to run');
+        const seen = broker.messages.length;
+        for (let n = 0; n < 5; n++)
+            await broker.take ((m) => broker.messages.indexOf (m) >= seen
+                                   && broker.command ('HEARTBEAT', ready.peer) (m),
+                               'HEARTBEAT ' + n + ' during the task');
+        release.open ();
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT');
+        assert.equal (result.peer, ready.peer);
+        assert.equal (worker.connections, 1);
+    });
+
+    it ('reconnects with a new socket and READY again when the broker is silent', async () => {
+        const started = gate ();
+        let reason = null;
+        const ready = await setup ({ hang: async (params, task) => {
+            started.open ();
+            await new Promise ((resolve) => task.signal.addEventListener ('abort', resolve));
+            reason = task.signal.reason;
+            return 'late';
+        } }, {}, false);
+        await task (ready, '7.1', 'hang', {});
+        await started;
+        //  The scripted broker never sends anything: after liveness intervals
+        //  the worker gives up on this socket
+        const again = await broker.take (broker.command ('READY'), 'a second READY');
+        assert.notEqual (again.peer, ready.peer);
+        assert.deepEqual (JSON.parse (again.frames [2]), JSON.parse (ready.frames [2]));
+        await until (() => reason, 'the task to be aborted');
+        assert.equal (reason.code, 'worker_lost');
+        assert.ok (worker.connections >= 2);
+    });
+
+    it ('reconnects on DISCONNECT and never answers the old socket\'s tasks on the new one', async () => {
+        const hold = gate ();
+        let started = 0;
+        const ready = await setup ({ hold: async ({ n }) => {
+            started++;
+            if (n === 1)
+                await hold;
+            return n;
+        } });
+        await task (ready, '8.1', 'hold', { n: 1 });
+        await until (() => started === 1, 'the task to start');
+        const finished = new Promise ((resolve) => worker.on ('done', resolve));
+        await broker.send (ready.identity, ['ACTW01', 'DISCONNECT', 'go away']);
+        const again = await broker.take (broker.command ('READY'), 'READY after DISCONNECT');
+        assert.notEqual (again.peer, ready.peer);
+        //  The old task's handler finishes now; its RESULT must not be sent
+        hold.open ();
+        assert.equal ((await finished).id, '8.1');
+        await task (again, '9.1', 'hold', { n: 2 });
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT 9.1');
+        assert.deepEqual (result.frames, ['ACTW01', 'RESULT', '9.1', '2']);
+        const answers = broker.messages.filter ((m) => ['RESULT', 'FAIL', 'PROGRESS'].includes (m.frames [1]));
+        assert.deepEqual (answers, [result]);
+    });
+
+    it ('pauses longer and longer before READY again when the broker keeps refusing it', async () => {
+        const readies = [await setup ({ a: () => 1 })];
+        for (let n = 1; n <= 3; n++) {
+            await broker.send (readies [n - 1].identity, ['ACTW01', 'DISCONNECT', 'refused']);
+            readies.push (await broker.take (broker.command ('READY'), 'READY ' + n));
+        }
+        //  Pauses of 100, 200 and 400 ms (a timer never fires early)
+        const gaps = readies.slice (1).map ((ready, n) => ready.at - readies [n].at);
+        assert.ok (gaps [0] >= 95 && gaps [1] >= 195 && gaps [2] >= 395, 'gaps ' + gaps);
+        assert.equal (new Set (readies.map ((ready) => ready.peer)).size, 4);
+    });
+
+    it ('sends DISCONNECT when it stops', async () => {
+        const ready = await setup ({ a: () => 1 });
+        await worker.stop ();
+        worker = null;
+        const bye = await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
+        assert.equal (bye.peer, ready.peer);
+    });
+});
