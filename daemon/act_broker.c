@@ -176,6 +176,10 @@ struct _act_broker_t {
     long long stop_deadline;    //  End of the shutdown grace period
     uint64_t commits;           //  Commits done
     uint64_t committed;         //  Writes committed, for batch sizes
+    zcert_t *server_cert;       //  CURVE: the broker's keypair, or NULL
+    zsock_t *zap;               //  CURVE: the ZAP handler (REP)
+    zcertstore_t *client_keys;  //  CURVE: public keys allowed as clients
+    zcertstore_t *worker_keys;  //  CURVE: public keys allowed as workers
 };
 
 static void s_call_finish (act_broker_t *self, s_call_t *call, const char *status,
@@ -183,6 +187,7 @@ static void s_call_finish (act_broker_t *self, s_call_t *call, const char *statu
 static void s_dispatch_activity (act_broker_t *self, s_activity_t *activity);
 static void s_dispatch_worker (act_broker_t *self, s_worker_t *worker);
 static void s_worker_dead (act_broker_t *self, s_worker_t *worker, const char *why);
+static bool s_client_allowed (act_broker_t *self, zframe_t *frame);
 
 
 //  --------------------------------------------------------------------------
@@ -1806,6 +1811,21 @@ act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
     zframe_t *header = zmsg_pop (msg);
     zframe_t *command = zmsg_pop (msg);
     zframe_t *request = zmsg_pop (msg);
+    //  Metadata rides on the frames the peer sent, not on the routing id
+    if (!s_client_allowed (self, header)) {
+        const char *user = zframe_meta (header, "User-Id");
+        act_log (LOG_WARNING, "CURVE: client refused: key %s is not in %s",
+                 user? user: "(none)", self->settings->client_keys);
+        act_err_t err = { 0 };
+        act_err_set (&err, ACT_E_UNAUTHORIZED, "this client's CURVE key is not allowed");
+        s_reply_error (self, client, request, "(any)", &err);
+        zframe_destroy (&client);
+        zframe_destroy (&header);
+        zframe_destroy (&command);
+        zframe_destroy (&request);
+        zmsg_destroy (&msg);
+        return;
+    }
     size_t nargs = zmsg_size (msg);
     zframe_t *args [3] = { NULL, NULL, NULL };
     for (size_t i = 0; i < nargs && i < 3; i++)
@@ -2527,11 +2547,172 @@ act_broker_pass (act_broker_t *self)
 
 
 //  --------------------------------------------------------------------------
+//  Security: CURVE with separate allowed keys for clients and workers.
+//  CZMQ's zauth checks every socket against one key directory, and a
+//  client key must not open the worker socket, so actd answers ZAP itself
+//  (RFC 27), with one zcertstore per socket.
+
+#define S_ZAP_CLIENTS "actd-clients"
+#define S_ZAP_WORKERS "actd-workers"
+
+//  Count the certificates (*.key) in a directory
+static size_t
+s_key_count (const char *directory)
+{
+    size_t count = 0;
+    zdir_t *dir = zdir_new (directory, NULL);
+    zlist_t *files = dir? zdir_list (dir): NULL;
+    for (zfile_t *file = files? zlist_first (files): NULL; file; file = zlist_next (files)) {
+        const char *name = zfile_filename (file, NULL);
+        size_t length = strlen (name);
+        if (length > 4 && streq (name + length - 4, ".key"))
+            count++;
+    }
+    zlist_destroy (&files);
+    zdir_destroy (&dir);
+    return count;
+}
+
+//  (Re)load the allowed keys from their directories
+static int
+s_keys_load (act_broker_t *self, act_err_t *err)
+{
+    const char *dirs [] = { self->settings->client_keys, self->settings->worker_keys };
+    for (int i = 0; i < 2; i++)
+        if (!dirs [i] || !zsys_file_exists (dirs [i]))
+            return act_err_set (err, ACT_E_INTERNAL,
+                                "security/%s_keys must name a directory of public keys (%s)",
+                                i? "worker": "client", dirs [i]? dirs [i]: "not set");
+    zcertstore_destroy (&self->client_keys);
+    zcertstore_destroy (&self->worker_keys);
+    self->client_keys = zcertstore_new (dirs [0]);
+    self->worker_keys = zcertstore_new (dirs [1]);
+    act_log (LOG_NOTICE, "CURVE: %zu client keys from %s, %zu worker keys from %s",
+             s_key_count (dirs [0]), dirs [0], s_key_count (dirs [1]), dirs [1]);
+    return 0;
+}
+
+//  True for endpoints only this machine can reach
+static bool
+s_endpoint_local (const char *endpoint)
+{
+    const char *local [] = { "ipc://", "inproc://", "tcp://127.", "tcp://localhost:",
+                             "tcp://[::1]:" };
+    for (size_t i = 0; i < sizeof local / sizeof local [0]; i++)
+        if (strncmp (endpoint, local [i], strlen (local [i])) == 0)
+            return true;
+    return false;
+}
+
+//  Before binding: load the keys and start the ZAP handler, or (without
+//  keys) make sure nothing but this machine can reach plain sockets
+static int
+s_security_setup (act_broker_t *self, act_err_t *err)
+{
+    act_settings_t *settings = self->settings;
+    if (!settings->server_key) {
+        const char *endpoints [] = { settings->client_endpoint, settings->worker_endpoint };
+        for (int i = 0; i < 2; i++)
+            if (!s_endpoint_local (endpoints [i])) {
+                if (!settings->allow_plain_tcp)
+                    return act_err_set (err, ACT_E_INTERNAL,
+                        "refusing plain TCP on %s without CURVE keys: anyone who reaches it "
+                        "could submit calls (set security/server_key, or security/"
+                        "allow_plain_tcp = 1 to accept the risk)", endpoints [i]);
+                act_log (LOG_WARNING, "plain TCP without CURVE on %s, as the config allows: "
+                         "anyone who reaches it can submit calls", endpoints [i]);
+            }
+        act_log (LOG_NOTICE, "no CURVE keys: clients and workers are not authenticated");
+        return 0;
+    }
+    self->server_cert = zcert_load (settings->server_key);
+    if (!self->server_cert)
+        return act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s "
+                            "(make one with: actctl keygen server)", settings->server_key);
+    if (s_keys_load (self, err))
+        return -1;
+    self->zap = zsock_new_rep ("inproc://zeromq.zap.01");
+    if (!self->zap)
+        return act_err_set (err, ACT_E_INTERNAL, "cannot start the ZAP handler");
+    act_log (LOG_NOTICE, "CURVE on: server public key %s", zcert_public_txt (self->server_cert));
+    return 0;
+}
+
+//  Answer one ZAP request. The worker socket admits only keys in
+//  worker_keys. The client socket admits any CURVE peer and names it by
+//  its key (User-Id), so that a client with an unknown key gets a clear
+//  ERROR unauthorized for each request rather than a silent failed
+//  handshake.
+static void
+s_zap (act_broker_t *self)
+{
+    zmsg_t *request = zmsg_recv (self->zap);
+    if (!request)
+        return;
+    char *version = zmsg_popstr (request);
+    zframe_t *sequence = zmsg_pop (request);
+    char *domain = zmsg_popstr (request);
+    char *address = zmsg_popstr (request);
+    char *identity = zmsg_popstr (request);
+    char *mechanism = zmsg_popstr (request);
+    zframe_t *key = zmsg_pop (request);
+    const char *status = "400", *text = "CURVE required";
+    char user [41] = "";
+    if (mechanism && streq (mechanism, "CURVE") && key && zframe_size (key) == 32) {
+        zmq_z85_encode (user, zframe_data (key), 32);
+        if (domain && streq (domain, S_ZAP_WORKERS)) {
+            if (zcertstore_lookup (self->worker_keys, user)) {
+                status = "200";
+                text = "OK";
+            }
+            else {
+                text = "key not allowed on the worker socket";
+                act_log (LOG_WARNING, "CURVE: worker refused from %s: key %s is not in %s",
+                         address? address: "?", user, self->settings->worker_keys);
+            }
+        }
+        else {
+            status = "200";
+            text = "OK";
+        }
+    }
+    zmsg_t *reply = zmsg_new ();
+    zmsg_addstr (reply, "1.0");
+    zmsg_append (reply, &sequence);
+    zmsg_addstr (reply, status);
+    zmsg_addstr (reply, text);
+    zmsg_addstr (reply, streq (status, "200")? user: "");
+    zmsg_addmem (reply, "", 0);
+    zmsg_send (&reply, self->zap);
+    zframe_destroy (&key);
+    zframe_destroy (&sequence);
+    free (version);
+    free (domain);
+    free (address);
+    free (identity);
+    free (mechanism);
+    zmsg_destroy (&request);
+}
+
+//  With CURVE, a client's key (the User-Id of a frame it sent) must be an
+//  allowed client key
+static bool
+s_client_allowed (act_broker_t *self, zframe_t *frame)
+{
+    if (!self->client_keys)
+        return true;
+    const char *user = zframe_meta (frame, "User-Id");
+    return user && zcertstore_lookup (self->client_keys, user) != NULL;
+}
+
+
+//  --------------------------------------------------------------------------
 //  The broker
 
 static zsock_t *
-s_bind (const char *endpoint, act_settings_t *settings, act_err_t *err)
+s_bind (act_broker_t *self, const char *endpoint, const char *domain, act_err_t *err)
 {
+    act_settings_t *settings = self->settings;
     zsock_t *socket = zsock_new (ZMQ_ROUTER);
     if (!socket) {
         act_err_set (err, ACT_E_INTERNAL, "cannot create a socket");
@@ -2546,6 +2727,11 @@ s_bind (const char *endpoint, act_settings_t *settings, act_err_t *err)
     //  the peer is cut off before the broker holds the whole thing
     long long hard = settings->max_message_bytes * 4 + 65536;
     zsock_set_maxmsgsize (socket, hard > INT_MAX? INT_MAX: (int) hard);
+    if (self->server_cert) {
+        zsock_set_zap_domain (socket, domain);
+        zsock_set_curve_server (socket, 1);
+        zcert_apply (self->server_cert, socket);
+    }
     if (zsock_bind (socket, "%s", endpoint) < 0) {
         act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint,
                      zmq_strerror (zmq_errno ()));
@@ -2577,9 +2763,13 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     self->outbox = zlistx_new ();
     zlistx_set_destructor (self->outbox, s_out_destroy);
     if (bind) {
-        self->clients = s_bind (settings->client_endpoint, settings, err);
-        self->workers_socket = self->clients? s_bind (settings->worker_endpoint, settings, err)
-                                            : NULL;
+        if (s_security_setup (self, err)) {
+            act_broker_destroy (&self);
+            return NULL;
+        }
+        self->clients = s_bind (self, settings->client_endpoint, S_ZAP_CLIENTS, err);
+        self->workers_socket = self->clients
+                             ? s_bind (self, settings->worker_endpoint, S_ZAP_WORKERS, err): NULL;
         if (!self->workers_socket) {
             act_broker_destroy (&self);
             return NULL;
@@ -2598,6 +2788,10 @@ act_broker_destroy (act_broker_t **self_p)
         act_broker_t *self = *self_p;
         zsock_destroy (&self->clients);
         zsock_destroy (&self->workers_socket);
+        zsock_destroy (&self->zap);
+        zcertstore_destroy (&self->client_keys);
+        zcertstore_destroy (&self->worker_keys);
+        zcert_destroy (&self->server_cert);
         zhashx_destroy (&self->keys);
         zhashx_destroy (&self->calls);
         zhashx_destroy (&self->workers);
@@ -2635,7 +2829,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
 {
     zmq_pollitem_t items [] = {
         { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
-        { zsock_resolve (self->workers_socket), 0, ZMQ_POLLIN, 0 }
+        { zsock_resolve (self->workers_socket), 0, ZMQ_POLLIN, 0 },
+        { self->zap? zsock_resolve (self->zap): NULL, 0, ZMQ_POLLIN, 0 }
     };
     act_log (LOG_NOTICE, "actd %s ready: clients %s, workers %s, store %s (%s)",
              ACTD_VERSION, self->settings->client_endpoint, self->settings->worker_endpoint,
@@ -2657,8 +2852,10 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
             wait = 250;
         if (wait < 0)
             wait = 0;
-        if (zmq_poll (items, 2, wait) < 0 && zmq_errno () != EINTR)
+        if (zmq_poll (items, self->zap? 3: 2, wait) < 0 && zmq_errno () != EINTR)
             break;
+        if (self->zap && (items [2].revents & ZMQ_POLLIN))
+            s_zap (self);
         //  Read fairly: up to a batch from each socket, alternating
         for (int round = 0; round < S_READ_BATCH; round++) {
             bool any = false;
@@ -2714,6 +2911,18 @@ act_broker_reload (act_broker_t *self, act_settings_t *fresh)
             activity->settings = act_settings_activity (self->settings, activity->name);
         act_log (LOG_NOTICE, "reload: activity settings changed (%zu activities configured)",
                  zhashx_size (self->settings->activities));
+    }
+    //  Allowed keys: the directories named now, read again
+    if (self->server_cert && fresh->client_keys && fresh->worker_keys) {
+        free (self->settings->client_keys);
+        free (self->settings->worker_keys);
+        self->settings->client_keys = strdup (fresh->client_keys);
+        self->settings->worker_keys = strdup (fresh->worker_keys);
+        act_err_t err = { 0 };
+        if (s_keys_load (self, &err))
+            act_log (LOG_ERR, "reload: allowed keys not reloaded: %s", err.message);
+        else
+            act_log (LOG_NOTICE, "reload: allowed keys reloaded");
     }
 }
 

@@ -10,7 +10,7 @@ build=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libjansson-dev
 #  Tests: Python workers and tests use Debian's python3 with python3-zmq
 #  (not whatever python3 is first on PATH); fuzzers need clang and libFuzzer;
 #  valgrind for the leak run; Node for the Node package.
-test=(python3 python3-zmq valgrind clang libclang-rt-14-dev libfuzzer-14-dev
+test=(python3 python3-zmq python3-venv python3-pip python3-setuptools valgrind clang libclang-rt-14-dev libfuzzer-14-dev
       systemd libpq-dev postgresql)
 bench=(gearman-job-server gearman-tools libgearman-dev)
 

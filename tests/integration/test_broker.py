@@ -153,9 +153,15 @@ class BrokerCase(unittest.TestCase):
         return worker
 
     def stats(self):
-        """STATS without uptime_ms (which changes by itself)."""
+        """STATS without uptime_ms (which changes by itself) and without
+        actd's extra "store" object (commit figures, beyond PROTOCOL.md
+        section 4), whose shape is checked here."""
         stats = self.client.value("STATS")
         self.assertIsInstance(stats.pop("uptime_ms"), int)
+        store = stats.pop("store")
+        self.assertEqual(sorted(store), ["backend", "commits", "sync", "writes"])
+        self.assertEqual((store["backend"], store["sync"]), ("sqlite", "full"))
+        self.assertGreaterEqual(store["writes"], store["commits"])
         return stats
 
     def history(self, context):

@@ -25,6 +25,7 @@ typedef struct {
     void *arg;                  //  The caller's argument
     int id;                     //  zloop timer id
     zmq_pollitem_t item;        //  For watches: the descriptor
+    bool dead;                  //  Cancelled; freed once its pass is over
 } s_hook_t;
 
 struct _act_worker_t {
@@ -183,6 +184,22 @@ s_send (act_worker_t *self, const char *command, zmsg_t *args)
 
 static int s_on_message (zloop_t *loop, zsock_t *reader, void *arg);
 
+//  Free the hooks of cancelled timers. zloop removes a cancelled timer only
+//  at the end of its pass and may still call it in that pass, so a hook
+//  is never freed when it is cancelled, only later, from a reader (readers
+//  run after the timers of a pass)
+static void
+s_hooks_purge (act_worker_t *self)
+{
+    zlistx_t *dead = zlistx_new ();
+    for (s_hook_t *hook = zlistx_first (self->hooks); hook; hook = zlistx_next (self->hooks))
+        if (hook->dead)
+            zlistx_add_end (dead, hook);
+    for (s_hook_t *hook = zlistx_first (dead); hook; hook = zlistx_next (dead))
+        zlistx_delete (self->hooks, zlistx_find (self->hooks, hook));
+    zlistx_destroy (&dead);
+}
+
 //  Connect with a new socket (so a new identity) and say READY
 static void
 s_connect (act_worker_t *self)
@@ -192,6 +209,19 @@ s_connect (act_worker_t *self)
         zsock_destroy (&self->socket);
     }
     self->connection++;
+    //  Tasks of the old connection belong to the broker's past: it gives
+    //  them to someone else as new attempts. Tell their handlers (an
+    //  answer to them is not sent)
+    zlistx_t *ids = zhashx_keys (self->tasks);
+    for (char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
+        act_task_t *task = zhashx_lookup (self->tasks, id);
+        if (task && !task->cancelled) {
+            task->cancelled = true;
+            if (task->on_cancel)
+                task->on_cancel (task, task->cancel_arg);
+        }
+    }
+    zlistx_destroy (&ids);
     self->socket = zsock_new (ZMQ_DEALER);
     zsock_set_linger (self->socket, 0);
     if (self->cert) {
@@ -219,6 +249,7 @@ static int
 s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
 {
     act_worker_t *self = (act_worker_t *) arg;
+    s_hooks_purge (self);
     zmsg_t *msg = zmsg_recv (reader);
     if (!msg)
         return self->stopped? -1: 0;
@@ -272,6 +303,8 @@ static int
 s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
 {
     act_worker_t *self = (act_worker_t *) arg;
+    if (zsys_interrupted)
+        return -1;              //  SIGINT or SIGTERM (CZMQ's handler)
     int64_t now = zclock_mono ();
     if (now - self->heard > (int64_t) self->heartbeat_ms * self->liveness)
         s_connect (self);
@@ -287,10 +320,18 @@ act_worker_run (act_worker_t *self)
     if (zhashx_size (self->handlers) == 0)
         return -1;
     s_connect (self);
+    //  Other signals (a SIGCHLD the caller handles) interrupt the poll:
+    //  the loop goes on (see below), and the heartbeat timer ends it on
+    //  SIGINT/SIGTERM
+    zloop_set_nonstop (self->loop, true);
     //  Checked twice an interval: a heartbeat is never much late
     zloop_timer (self->loop, (size_t) (self->heartbeat_ms / 2 > 0? self->heartbeat_ms / 2: 1),
                  0, s_on_heartbeat, self);
-    zloop_start (self->loop);
+    //  zloop_start returns 0 when a signal interrupted its poll (CZMQ 4.2
+    //  does so even in nonstop mode), -1 when a handler ended it: start it
+    //  again unless the worker was asked to stop
+    while (zloop_start (self->loop) == 0 && !self->stopped && !zsys_interrupted)
+        ;
     if (self->socket)
         s_send (self, "DISCONNECT", NULL);
     return 0;
@@ -316,9 +357,14 @@ int
 act_worker_watch (act_worker_t *self, int fd, act_worker_fd_fn *fn, void *arg)
 {
     s_hook_t *hook = calloc (1, sizeof *hook);
-    *hook = (s_hook_t) { self, NULL, fn, arg, 0, { NULL, fd, ZMQ_POLLIN, 0 } };
+    *hook = (s_hook_t) { self, NULL, fn, arg, 0, { NULL, fd, ZMQ_POLLIN, 0 }, false };
     zlistx_add_end (self->hooks, hook);
-    return zloop_poller (self->loop, &hook->item, s_on_watch, hook);
+    int rc = zloop_poller (self->loop, &hook->item, s_on_watch, hook);
+    //  A pipe's hang-up shows as a poll error: keep watching, the callback
+    //  reads the end of file
+    if (rc == 0)
+        zloop_poller_set_tolerant (self->loop, &hook->item);
+    return rc;
 }
 
 void
@@ -337,10 +383,10 @@ s_on_timer (zloop_t *loop, int timer_id, void *arg)
 {
     s_hook_t *hook = (s_hook_t *) arg;
     act_worker_t *self = hook->worker;
-    hook->timer (self, hook->arg);
-    void *handle = zlistx_find (self->hooks, hook);
-    if (handle)
-        zlistx_delete (self->hooks, handle);
+    if (!hook->dead) {
+        hook->dead = true;      //  A one-shot timer: done after this call
+        hook->timer (self, hook->arg);
+    }
     return self->stopped? -1: 0;
 }
 
@@ -360,9 +406,9 @@ void
 act_worker_cancel_timer (act_worker_t *self, int timer_id)
 {
     for (s_hook_t *hook = zlistx_first (self->hooks); hook; hook = zlistx_next (self->hooks))
-        if (hook->timer && hook->id == timer_id) {
+        if (hook->timer && hook->id == timer_id && !hook->dead) {
             zloop_timer_end (self->loop, timer_id);
-            zlistx_delete (self->hooks, zlistx_cursor (self->hooks));
+            hook->dead = true;
             return;
         }
 }

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Writes to stdout without end.
+exec yes "endless output"

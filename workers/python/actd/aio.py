@@ -1,0 +1,361 @@
+"""The asyncio actd client: the API of :class:`actd.Client` as coroutines.
+
+::
+
+    import asyncio, actd.aio
+
+    async def main():
+        async with actd.aio.AsyncClient("tcp://127.0.0.1:5555") as client:
+            outcomes = await asyncio.gather(*(
+                client.call("ctx", {"_tool": "upper", "text": str(n),
+                                    "_outputPath": "†out.n%d" % n})
+                for n in range(100)))
+
+    asyncio.run(main())
+
+All requests are pipelined on one DEALER socket (``zmq.asyncio``); a
+reader task routes each reply to its request. Use one client from one
+event loop (it is not thread-safe; it is safe for any number of tasks).
+"""
+
+import asyncio
+import json
+import time
+from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Union
+
+import zmq
+import zmq.asyncio
+
+from . import _wire
+from .client import _endpoint
+from .errors import Closed, Timeout
+from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
+
+__all__ = ["AsyncClient", "AsyncCallHandle", "AsyncPlanHandle"]
+
+_DEFAULT: Any = object()
+
+
+async def _wait(future: "asyncio.Future[Any]", timeout: Optional[float], what: str) -> Any:
+    try:
+        # shield: a timeout must not cancel the future (it can be awaited again)
+        return await asyncio.wait_for(asyncio.shield(future), timeout)
+    except asyncio.TimeoutError:
+        raise Timeout("no %s within %s s" % (what, timeout)) from None
+
+
+class AsyncCallHandle:
+    """A submitted call (from :meth:`AsyncClient.submit`)."""
+
+    def __init__(self, client: "AsyncClient", request_id: bytes, reply: "asyncio.Future[Any]",
+                 done: "Optional[asyncio.Future[Any]]") -> None:
+        """Created by :meth:`AsyncClient.submit`."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._done = done
+
+    @property
+    def has_output(self) -> bool:
+        """True when the call has an ``_outputPath`` (a ``DONE`` will come)."""
+        return self._done is not None
+
+    async def accepted(self, timeout: Optional[float] = None) -> str:
+        """The call id once actd accepted the call; raises the
+        :class:`actd.ActdError` of an ``ERROR`` reply, or :class:`actd.Timeout`."""
+        return str(await _wait(self._reply, timeout, "ACCEPTED"))
+
+    async def outcome(self, timeout: Optional[float] = None) -> Outcome:
+        """The call's :class:`actd.Outcome`; ``ValueError`` for a call
+        without output path."""
+        if self._done is None:
+            raise ValueError("a call without _outputPath gets no DONE")
+        outcome: Outcome = await _wait(self._done, timeout, "DONE")
+        return outcome
+
+    async def result(self, timeout: Optional[float] = None) -> Union[Outcome, str]:
+        """The outcome for a call with an output path, else the call id."""
+        if self._done is None:
+            return await self.accepted(timeout)
+        return await self.outcome(timeout)
+
+    def __await__(self) -> Any:
+        """``await handle`` is ``await handle.result()``."""
+        return self.result().__await__()
+
+    def done(self) -> bool:
+        """True when nothing more will arrive for this call."""
+        if self._reply.done() and self._reply.exception() is not None:
+            return True
+        return (self._done or self._reply).done()
+
+    def forget(self) -> None:
+        """Stop waiting: a ``DONE`` arriving later is dropped."""
+        self._client._tracker.drop(self._request_id)
+
+
+class AsyncPlanHandle:
+    """A submitted plan (from :meth:`AsyncClient.submit_plan`)."""
+
+    def __init__(self, client: "AsyncClient", request_id: bytes, reply: "asyncio.Future[Any]",
+                 outcomes: "List[Optional[asyncio.Future[Any]]]") -> None:
+        """Created by :meth:`AsyncClient.submit_plan`."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._outcomes = outcomes
+
+    async def accepted(self, timeout: Optional[float] = None) -> List[str]:
+        """The call ids, in the plan's order."""
+        ids: List[str] = await _wait(self._reply, timeout, "ACCEPTED")
+        return list(ids)
+
+    async def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
+        """For each call: its outcome (calls with an output path) or its id."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ids = await self.accepted(timeout)
+        results: List[Union[Outcome, str]] = []
+        for call_id, future in zip(ids, self._outcomes):
+            if future is None:
+                results.append(call_id)
+            else:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                results.append(await _wait(future, left, "DONE for call %s" % call_id))
+        return results
+
+    def forget(self) -> None:
+        """Stop waiting: ``DONE`` replies arriving later are dropped."""
+        self._client._tracker.drop(self._request_id)
+
+
+class AsyncClient:
+    """A client of actd's client endpoint for asyncio: the methods of
+    :class:`actd.Client`, as coroutines. Create it anywhere; its socket
+    and reader task start with the first request, in the running loop.
+    ``timeout`` is the default wait for replies that come at once."""
+
+    def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_CLIENT_ENDPOINT, *,
+                 timeout: Optional[float] = 30.0,
+                 context: Optional[zmq.asyncio.Context] = None) -> None:
+        """Remember the endpoint (a list of one is accepted)."""
+        self.endpoint: str = _endpoint(endpoint)
+        self.timeout: Optional[float] = timeout
+        self._context = context or zmq.asyncio.Context.instance()
+        self._socket: Optional[zmq.asyncio.Socket] = None
+        self._reader: "Optional[asyncio.Task[None]]" = None
+        self._tracker = _wire.Tracker()
+        self._closed = False
+
+    async def __aenter__(self) -> "AsyncClient":
+        """Use as ``async with``: closes on exit."""
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        """Close the client."""
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop the reader and close the socket; pending requests raise
+        :class:`actd.Closed`."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except asyncio.CancelledError:
+                pass
+            self._reader = None
+        if self._socket is not None:
+            self._socket.close(0)
+            self._socket = None
+        for action in self._tracker.fail_all(Closed("the client was closed")):
+            action()
+
+    @property
+    def pending(self) -> int:
+        """Requests still waiting for a reply or a ``DONE``."""
+        return len(self._tracker)
+
+    def _ensure_socket(self) -> zmq.asyncio.Socket:
+        if self._closed:
+            raise Closed("the client is closed")
+        if self._socket is None:
+            sock = self._context.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(self.endpoint)
+            self._socket = sock
+            self._reader = asyncio.ensure_future(self._read(sock))
+        return self._socket
+
+    async def _read(self, sock: zmq.asyncio.Socket) -> None:
+        try:
+            while True:
+                frames = await sock.recv_multipart()
+                for action in self._tracker.dispatch(frames):
+                    action()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the socket failed: nobody will be answered
+            for action in self._tracker.fail_all(Closed("the client's socket failed: %s" % error)):
+                action()
+
+    async def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
+        sock = self._ensure_socket()
+        request_id = self._tracker.new_id()
+        self._tracker.add(request_id, pending)
+        try:
+            await sock.send_multipart(_wire.request_frames(command, request_id, args))
+        except BaseException:
+            self._tracker.drop(request_id)
+            raise
+        return request_id
+
+    async def _request(self, command: str, args: Sequence[bytes], parse: Any,
+                       timeout: Optional[float]) -> Any:
+        if timeout is _DEFAULT:
+            timeout = self.timeout
+        future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
+        request_id = await self._send(command, args, _wire.Pending("simple", future, parse))
+        try:
+            return await _wait(future, timeout, "reply to %s" % command)
+        except Timeout:
+            self._tracker.drop(request_id)
+            raise
+
+    # -- calls ----------------------------------------------------------
+
+    async def submit(self, context: str, call: _wire.JsonArg) -> AsyncCallHandle:
+        """Send ``CALL`` without waiting for its replies; returns a handle."""
+        loop = asyncio.get_running_loop()
+        reply: "asyncio.Future[Any]" = loop.create_future()
+        done: "Optional[asyncio.Future[Any]]" = (
+            loop.create_future() if _wire.has_output(call) else None)
+        request_id = await self._send("CALL", [_wire.text_arg(context), _wire.json_arg(call)],
+                                      _wire.Pending("call", reply, outcomes=[done]))
+        return AsyncCallHandle(self, request_id, reply, done)
+
+    async def call(self, context: str, call: _wire.JsonArg, wait: bool = True,
+                   timeout: Optional[float] = None) -> Union[Outcome, str]:
+        """As :meth:`actd.Client.call`: the outcome (``wait`` and an output
+        path) or the call id."""
+        handle = await self.submit(context, call)
+        try:
+            accept_timeout = self.timeout if timeout is None else timeout
+            if wait and handle.has_output:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                await handle.accepted(accept_timeout)
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                return await handle.outcome(left)
+            return await handle.accepted(accept_timeout)
+        finally:
+            handle.forget()
+
+    async def submit_plan(self, context: str,
+                          calls: Union[Sequence[Dict[str, Any]], str, bytes]) -> AsyncPlanHandle:
+        """Send ``PLAN`` without waiting; returns a handle."""
+        parsed: Any = calls
+        if isinstance(calls, (str, bytes)):
+            try:
+                parsed = json.loads(calls)
+            except ValueError:
+                parsed = []
+        items = list(parsed) if isinstance(parsed, list) else []
+        loop = asyncio.get_running_loop()
+        reply: "asyncio.Future[Any]" = loop.create_future()
+        outcomes: "List[Optional[asyncio.Future[Any]]]" = [
+            loop.create_future() if _wire.has_output(item) else None for item in items]
+        body = calls if isinstance(calls, (str, bytes)) else list(calls)
+        request_id = await self._send("PLAN", [_wire.text_arg(context), _wire.json_arg(body)],
+                                      _wire.Pending("plan", reply, outcomes=outcomes))
+        return AsyncPlanHandle(self, request_id, reply, outcomes)
+
+    async def plan(self, context: str, calls: Sequence[Dict[str, Any]], wait: bool = True,
+                   timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
+        """As :meth:`actd.Client.plan`."""
+        handle = await self.submit_plan(context, calls)
+        try:
+            accept_timeout = self.timeout if timeout is None else timeout
+            if wait:
+                await handle.accepted(accept_timeout)
+                return await handle.results(timeout)
+            return list(await handle.accepted(accept_timeout))
+        finally:
+            handle.forget()
+
+    async def wait(self, call_id: str, timeout: Optional[float] = None,
+                   interval: float = 0.05) -> Outcome:
+        """Poll ``STATUS`` until the call has ended; returns its outcome."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = await self.status(call_id)
+            if status.ended and status.outcome is not None:
+                return status.outcome
+            if deadline is not None and time.monotonic() >= deadline:
+                raise Timeout("call %s is still %s" % (call_id, status.state))
+            await asyncio.sleep(interval)
+
+    # -- contexts -------------------------------------------------------
+
+    async def append(self, context: str, message: _wire.JsonArg,
+                     timeout: Optional[float] = _DEFAULT) -> int:
+        """Append a message; returns its ``_seq``."""
+        seq: int = await self._request(
+            "APPEND", [_wire.text_arg(context), _wire.json_arg(message)], _wire.parse_seq, timeout)
+        return seq
+
+    async def resolve(self, context: str, expression: str, instance: Optional[str] = None,
+                      timeout: Optional[float] = _DEFAULT) -> Any:
+        """The value of an expression; :class:`actd.NotFound` when absent."""
+        return await self._request("RESOLVE", _wire.resolve_args(context, expression, instance),
+                                   _wire.parse_value, timeout)
+
+    async def view(self, context: str, format: str = "json",
+                   timeout: Optional[float] = _DEFAULT) -> Any:
+        """The merged view: a list (``"json"``) or a string (``"text"``)."""
+        args, parse = _wire.view_args(context, format)
+        return await self._request("VIEW", args, parse, timeout)
+
+    async def history(self, context: str, from_seq: int = 1, limit: int = 1000,
+                      timeout: Optional[float] = _DEFAULT) -> List[Dict[str, Any]]:
+        """Stored messages from ``from_seq`` on, at most ``limit``."""
+        page: List[Dict[str, Any]] = await self._request(
+            "HISTORY", [_wire.text_arg(context), _wire.text_arg(from_seq), _wire.text_arg(limit)],
+            _wire.parse_value, timeout)
+        return page
+
+    async def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
+                           ) -> AsyncIterator[Dict[str, Any]]:
+        """Every stored message from ``from_seq`` on (``async for``)."""
+        seq = from_seq
+        while True:
+            page = await self.history(context, seq, page_size)
+            for message in page:
+                yield message
+            if len(page) < page_size:
+                return
+            seq = int(page[-1]["_seq"]) + 1
+
+    # -- calls by id, and the broker ------------------------------------
+
+    async def status(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> Status:
+        """A call's :class:`actd.Status`."""
+        status: Status = await self._request("STATUS", [_wire.text_arg(call_id)],
+                                             _wire.parse_status, timeout)
+        return status
+
+    async def cancel(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> None:
+        """Cancel a call."""
+        await self._request("CANCEL", [_wire.text_arg(call_id)], _wire.parse_ok, timeout)
+
+    async def stats(self, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
+        """The broker's counters."""
+        stats: Dict[str, Any] = await self._request("STATS", [], _wire.parse_value, timeout)
+        return stats
+
+    async def ping(self, timeout: Optional[float] = _DEFAULT) -> float:
+        """``PING``; returns the round trip in seconds."""
+        started = time.monotonic()
+        await self._request("PING", [], _wire.parse_pong, timeout)
+        return time.monotonic() - started

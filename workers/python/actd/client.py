@@ -1,0 +1,444 @@
+"""The threaded actd client (PROTOCOL.md section 1).
+
+A :class:`Client` owns one DEALER socket, driven by a background I/O
+thread; requests from any number of threads are pipelined on it and each
+reply is routed to its request by request id. The client is thread-safe.
+"""
+
+import collections
+import concurrent.futures
+import json
+import socket
+import threading
+import time
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Union
+
+import zmq
+
+from . import _wire
+from .errors import Closed, Timeout
+from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
+
+__all__ = ["Client", "CallHandle", "PlanHandle"]
+
+#: A timeout argument left out: the client's default applies.
+_DEFAULT: Any = object()
+
+
+def _endpoint(endpoints: Union[str, Sequence[str]]) -> str:
+    """The one endpoint this version connects to (a list is accepted so the
+    signature stays when several brokers are supported)."""
+    if isinstance(endpoints, str):
+        return endpoints
+    listed = list(endpoints)
+    if len(listed) != 1:
+        raise ValueError("this version of actd.Client takes exactly one endpoint")
+    return listed[0]
+
+
+def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str) -> Any:
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        raise Timeout("no %s within %s s" % (what, timeout)) from None
+
+
+class CallHandle:
+    """A submitted call (from :meth:`Client.submit`): wait for its
+    ``ACCEPTED`` with :meth:`accepted` and its ``DONE`` with
+    :meth:`outcome`. Waiting again after a :class:`actd.Timeout` is fine."""
+
+    def __init__(self, client: "Client", request_id: bytes,
+                 reply: "concurrent.futures.Future[Any]",
+                 done: "Optional[concurrent.futures.Future[Any]]") -> None:
+        """Created by :meth:`Client.submit`."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._done = done
+
+    @property
+    def has_output(self) -> bool:
+        """True when the call has an ``_outputPath`` (a ``DONE`` will come)."""
+        return self._done is not None
+
+    def accepted(self, timeout: Optional[float] = None) -> str:
+        """The call id once actd accepted (durably stored) the call; raises
+        the :class:`actd.ActdError` of an ``ERROR`` reply, or
+        :class:`actd.Timeout`."""
+        return str(_wait(self._reply, timeout, "ACCEPTED"))
+
+    @property
+    def call_id(self) -> str:
+        """The call id (waits for ``ACCEPTED`` as long as needed)."""
+        return self.accepted()
+
+    def outcome(self, timeout: Optional[float] = None) -> Outcome:
+        """The call's :class:`actd.Outcome` (its ``DONE``); raises
+        ``ValueError`` for a call without output path (fire-and-forget: use
+        :meth:`Client.wait` with the call id)."""
+        if self._done is None:
+            raise ValueError("a call without _outputPath gets no DONE")
+        outcome: Outcome = _wait(self._done, timeout, "DONE")
+        return outcome
+
+    def result(self, timeout: Optional[float] = None) -> Union[Outcome, str]:
+        """What :meth:`Client.call` returns: the outcome for a call with an
+        output path, else the call id."""
+        if self._done is None:
+            return self.accepted(timeout)
+        return self.outcome(timeout)
+
+    def done(self) -> bool:
+        """True when nothing more will arrive for this call (its outcome, or
+        its refusal; for a fire-and-forget call, its ``ACCEPTED``)."""
+        if self._reply.done() and self._reply.exception() is not None:
+            return True
+        return (self._done or self._reply).done()
+
+    def forget(self) -> None:
+        """Stop waiting: a ``DONE`` arriving later is dropped."""
+        self._client._forget(self._request_id)
+
+
+class PlanHandle:
+    """A submitted plan (from :meth:`Client.submit_plan`)."""
+
+    def __init__(self, client: "Client", request_id: bytes,
+                 reply: "concurrent.futures.Future[Any]",
+                 outcomes: "List[Optional[concurrent.futures.Future[Any]]]") -> None:
+        """Created by :meth:`Client.submit_plan`."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._outcomes = outcomes
+
+    def accepted(self, timeout: Optional[float] = None) -> List[str]:
+        """The call ids, in the plan's order, once actd accepted the plan."""
+        ids: List[str] = _wait(self._reply, timeout, "ACCEPTED")
+        return list(ids)
+
+    def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
+        """For each call in order: its :class:`actd.Outcome` when it has an
+        output path, else its call id. ``timeout`` bounds the whole wait."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ids = self.accepted(timeout)
+        results: List[Union[Outcome, str]] = []
+        for call_id, future in zip(ids, self._outcomes):
+            if future is None:
+                results.append(call_id)
+            else:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                results.append(_wait(future, left, "DONE for call %s" % call_id))
+        return results
+
+    def forget(self) -> None:
+        """Stop waiting: ``DONE`` replies arriving later are dropped."""
+        self._client._forget(self._request_id)
+
+
+class Client:
+    """A client of actd's client endpoint.
+
+    ::
+
+        with actd.Client("tcp://127.0.0.1:5555") as client:
+            outcome = client.call("chat-1", {"_tool": "upper", "text": "hi",
+                                             "_outputPath": "†state.upper"})
+            print(outcome.status, outcome.result)
+
+    ``endpoint`` is one endpoint string (a list of one is accepted; later
+    versions will route among several brokers). ``timeout`` (seconds, None
+    for no limit) is the default wait for replies that come at once
+    (``VALUE``, ``OK``, ``ACCEPTED``, ``PONG``); a call's ``DONE`` is
+    waited for as the method's ``timeout`` says.
+
+    The client is thread-safe: any thread may call any method, and requests
+    of all threads are pipelined on one socket. ``ERROR`` replies raise the
+    :class:`actd.ActdError` subclass of their code.
+    """
+
+    def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_CLIENT_ENDPOINT, *,
+                 timeout: Optional[float] = 30.0,
+                 context: Optional[zmq.Context] = None) -> None:
+        """Connect to ``endpoint`` and start the I/O thread."""
+        self.endpoint: str = _endpoint(endpoint)
+        self.timeout: Optional[float] = timeout
+        self._context = context or zmq.Context.instance()
+        self._socket = self._context.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        try:
+            self._socket.connect(self.endpoint)
+        except zmq.ZMQError:
+            self._socket.close(0)
+            raise
+        self._lock = threading.Lock()
+        self._tracker = _wire.Tracker()
+        self._outbox: Deque[List[bytes]] = collections.deque()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._closing = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._io, name="actd-client-io", daemon=True)
+        self._thread.start()
+
+    # -- life cycle -----------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the I/O thread and close the socket; pending requests raise
+        :class:`actd.Closed`. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._closing = True
+        self._wake()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        with self._lock:
+            actions = self._tracker.fail_all(Closed("the client was closed"))
+        for action in actions:
+            action()
+        self._wake_reader.close()
+        self._wake_writer.close()
+
+    def __enter__(self) -> "Client":
+        """Use as a context manager: closes on exit."""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        """Close the client."""
+        self.close()
+
+    @property
+    def pending(self) -> int:
+        """Requests still waiting for a reply or a ``DONE``."""
+        with self._lock:
+            return len(self._tracker)
+
+    # -- the I/O thread -------------------------------------------------
+
+    def _wake(self) -> None:
+        try:
+            self._wake_writer.send(b"x")
+        except (BlockingIOError, OSError):
+            pass
+
+    def _io(self) -> None:
+        sock = self._socket
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(self._wake_reader, zmq.POLLIN)
+        backlog: Deque[List[bytes]] = collections.deque()
+        try:
+            while not self._closing:
+                poller.modify(sock, zmq.POLLIN | (zmq.POLLOUT if backlog else 0))
+                events = dict(poller.poll())
+                if self._wake_reader in events or self._wake_reader.fileno() in events:
+                    try:
+                        while self._wake_reader.recv(4096):
+                            pass
+                    except (BlockingIOError, OSError):
+                        pass
+                while self._outbox:
+                    backlog.append(self._outbox.popleft())
+                while backlog:
+                    try:
+                        sock.send_multipart(backlog[0], zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    backlog.popleft()
+                while True:
+                    try:
+                        frames = sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    with self._lock:
+                        actions = self._tracker.dispatch(frames)
+                    for action in actions:
+                        action()
+        finally:
+            sock.close(0)
+
+    def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
+        with self._lock:
+            if self._closed:
+                raise Closed("the client is closed")
+            request_id = self._tracker.new_id()
+            self._tracker.add(request_id, pending)
+        self._outbox.append(_wire.request_frames(command, request_id, args))
+        self._wake()
+        return request_id
+
+    def _forget(self, request_id: bytes) -> None:
+        with self._lock:
+            self._tracker.drop(request_id)
+
+    def _request(self, command: str, args: Sequence[bytes], parse: Any,
+                 timeout: Optional[float]) -> Any:
+        """Send one request and wait for its single reply."""
+        if timeout is _DEFAULT:
+            timeout = self.timeout
+        future: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        request_id = self._send(command, args, _wire.Pending("simple", future, parse))
+        try:
+            return _wait(future, timeout, "reply to %s" % command)
+        except Timeout:
+            self._forget(request_id)
+            raise
+
+    # -- calls ----------------------------------------------------------
+
+    def submit(self, context: str, call: _wire.JsonArg) -> CallHandle:
+        """Send ``CALL`` without waiting; returns a :class:`CallHandle`.
+        Submit many calls, then wait for them: they are pipelined.
+        ``call`` is a dict (or JSON text)."""
+        reply: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        done: "Optional[concurrent.futures.Future[Any]]" = (
+            concurrent.futures.Future() if _wire.has_output(call) else None)
+        request_id = self._send("CALL", [_wire.text_arg(context), _wire.json_arg(call)],
+                                _wire.Pending("call", reply, outcomes=[done]))
+        return CallHandle(self, request_id, reply, done)
+
+    def call(self, context: str, call: _wire.JsonArg, wait: bool = True,
+             timeout: Optional[float] = None) -> Union[Outcome, str]:
+        """Submit a call (``CALL``) in ``context``.
+
+        With ``wait`` and an ``_outputPath``, returns the call's
+        :class:`actd.Outcome` once it has ended (``timeout`` seconds at
+        most, None for no limit; a failed call is an outcome too, see
+        :meth:`actd.Outcome.raise_for_error`). Otherwise returns the call id
+        as soon as actd accepted it (waiting at most ``timeout``, or the
+        client's timeout when None). Raises :class:`actd.ActdError` when
+        actd refuses the call, :class:`actd.Timeout` on timeout."""
+        handle = self.submit(context, call)
+        try:
+            if wait and handle.has_output:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                handle.accepted(self.timeout if timeout is None else timeout)
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                return handle.outcome(left)
+            call_id = handle.accepted(self.timeout if timeout is None else timeout)
+            return call_id
+        finally:
+            handle.forget()
+
+    def submit_plan(self, context: str, calls: Union[Sequence[Dict[str, Any]], str, bytes]
+                    ) -> PlanHandle:
+        """Send ``PLAN`` (many calls accepted together, in order) without
+        waiting; returns a :class:`PlanHandle`."""
+        parsed: Any = calls
+        if isinstance(calls, (str, bytes)):
+            try:
+                parsed = json.loads(calls)
+            except ValueError:
+                parsed = []
+        items = list(parsed) if isinstance(parsed, list) else []
+        reply: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        outcomes: "List[Optional[concurrent.futures.Future[Any]]]" = [
+            concurrent.futures.Future() if _wire.has_output(item) else None for item in items]
+        body = calls if isinstance(calls, (str, bytes)) else list(calls)
+        request_id = self._send("PLAN", [_wire.text_arg(context), _wire.json_arg(body)],
+                                _wire.Pending("plan", reply, outcomes=outcomes))
+        return PlanHandle(self, request_id, reply, outcomes)
+
+    def plan(self, context: str, calls: Sequence[Dict[str, Any]], wait: bool = True,
+             timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
+        """Submit calls together (``PLAN``). With ``wait``, returns for each
+        call in order its :class:`actd.Outcome` (calls with an output path)
+        or its call id (fire-and-forget calls); without, the call ids.
+        ``timeout`` as for :meth:`call`."""
+        handle = self.submit_plan(context, calls)
+        try:
+            if wait:
+                handle.accepted(self.timeout if timeout is None else timeout)
+                return handle.results(timeout)
+            return list(handle.accepted(self.timeout if timeout is None else timeout))
+        finally:
+            handle.forget()
+
+    def wait(self, call_id: str, timeout: Optional[float] = None,
+             interval: float = 0.05) -> Outcome:
+        """Poll ``STATUS`` until call ``call_id`` has ended; returns its
+        outcome. Works for every call (fire-and-forget included, or a call
+        submitted by another client)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status(call_id)
+            if status.ended and status.outcome is not None:
+                return status.outcome
+            if deadline is not None and time.monotonic() >= deadline:
+                raise Timeout("call %s is still %s" % (call_id, status.state))
+            time.sleep(interval)
+
+    # -- contexts -------------------------------------------------------
+
+    def append(self, context: str, message: _wire.JsonArg, timeout: Optional[float] = _DEFAULT
+               ) -> int:
+        """Append a message to ``context`` (``APPEND``); returns its ``_seq``."""
+        seq: int = self._request("APPEND", [_wire.text_arg(context), _wire.json_arg(message)],
+                                 _wire.parse_seq, timeout)
+        return seq
+
+    def resolve(self, context: str, expression: str, instance: Optional[str] = None,
+                timeout: Optional[float] = _DEFAULT) -> Any:
+        """The value of a reference or expression (``RESOLVE``), in
+        ``instance``'s scope when given. Raises :class:`actd.NotFound` when
+        the value is absent."""
+        return self._request("RESOLVE", _wire.resolve_args(context, expression, instance),
+                             _wire.parse_value, timeout)
+
+    def view(self, context: str, format: str = "json", timeout: Optional[float] = _DEFAULT
+             ) -> Any:
+        """The merged view (``VIEW``): a list of entries for ``"json"``, a
+        string for ``"text"``."""
+        args, parse = _wire.view_args(context, format)
+        return self._request("VIEW", args, parse, timeout)
+
+    def history(self, context: str, from_seq: int = 1, limit: int = 1000,
+                timeout: Optional[float] = _DEFAULT) -> List[Dict[str, Any]]:
+        """Stored messages from ``from_seq`` on, oldest first, at most
+        ``limit`` (actd allows up to 1000) (``HISTORY``)."""
+        page: List[Dict[str, Any]] = self._request(
+            "HISTORY", [_wire.text_arg(context), _wire.text_arg(from_seq), _wire.text_arg(limit)],
+            _wire.parse_value, timeout)
+        return page
+
+    def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
+                     ) -> Iterator[Dict[str, Any]]:
+        """Every stored message from ``from_seq`` on, oldest first, fetched
+        ``page_size`` at a time."""
+        seq = from_seq
+        while True:
+            page = self.history(context, seq, page_size)
+            for message in page:
+                yield message
+            if len(page) < page_size:
+                return
+            seq = int(page[-1]["_seq"]) + 1
+
+    # -- calls by id, and the broker ------------------------------------
+
+    def status(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> Status:
+        """A call's :class:`actd.Status` (``STATUS``); :class:`actd.NotFound`
+        for an unknown call."""
+        status: Status = self._request("STATUS", [_wire.text_arg(call_id)],
+                                       _wire.parse_status, timeout)
+        return status
+
+    def cancel(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> None:
+        """Cancel a call (``CANCEL``); nothing changes for a call that has
+        ended. :class:`actd.NotFound` for an unknown call."""
+        self._request("CANCEL", [_wire.text_arg(call_id)], _wire.parse_ok, timeout)
+
+    def stats(self, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
+        """The broker's counters (``STATS``, PROTOCOL.md section 4)."""
+        stats: Dict[str, Any] = self._request("STATS", [], _wire.parse_value, timeout)
+        return stats
+
+    def ping(self, timeout: Optional[float] = _DEFAULT) -> float:
+        """``PING``; returns the round trip in seconds."""
+        started = time.monotonic()
+        self._request("PING", [], _wire.parse_pong, timeout)
+        return time.monotonic() - started

@@ -1,0 +1,546 @@
+"""The actd worker: serves activities to a broker (PROTOCOL.md section 2).
+
+One thread owns the ZeroMQ socket and never blocks: it receives tasks,
+sends heartbeats and forwards what handlers produce. Handlers run in a pool
+of ``capacity`` threads, so a handler that runs for minutes does not stop
+the heartbeats, and the broker keeps counting the worker alive.
+"""
+
+import collections
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+import zmq
+
+from .errors import ActivityError
+from .types import DEFAULT_WORKER_ENDPOINT, Branch
+
+__all__ = ["Worker", "Task", "Handler"]
+
+log = logging.getLogger("actd.worker")
+
+_HEADER = b"ACTW01"
+
+#: An activity handler: ``handler(params, task) -> result``. Return a
+#: JSON-serialisable value (branch 0), or :class:`actd.Branch` to name the
+#: alternative; raise :class:`actd.ActivityError` (or any exception) to fail.
+Handler = Callable[[Dict[str, Any], "Task"], Any]
+
+
+def _json(value: Any) -> bytes:
+    """Strict JSON (no NaN or Infinity, which the broker would refuse)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":")).encode("utf-8")
+
+
+class Task:
+    """One task the broker gave this worker: an attempt of one call.
+
+    ``params`` are the call's parameters with every reference resolved.
+    The other attributes come from the ``TASK`` meta: ``context``,
+    ``call_id``, ``attempt``, ``deadline_ms`` (how long this attempt may
+    run, counted from ``received``), ``instance`` (None in the global
+    scope), ``branches`` (alternatives in the output path; 0 when there is
+    none) and ``discard`` (True for a fire-and-forget call, whose result
+    actd throws away). ``meta`` is the whole meta object.
+
+    Handlers run in pool threads and may call :meth:`progress` and read
+    :attr:`cancelled` at any time.
+    """
+
+    def __init__(self, worker: "Worker", generation: int, task_id: str, activity: str,
+                 params: Any, meta: Dict[str, Any]) -> None:
+        """Create a task as received (the worker does this, not handlers)."""
+        self._worker = worker
+        self._generation = generation
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._finished = False
+        self._abandoned = False
+        self.id: str = task_id
+        self.activity: str = activity
+        self.params: Any = params
+        self.meta: Dict[str, Any] = meta
+        self.context: str = str(meta.get("context", ""))
+        self.call_id: str = str(meta.get("call_id", ""))
+        self.attempt: int = int(meta.get("attempt", 1))
+        deadline = meta.get("deadline_ms")
+        self.deadline_ms: Optional[int] = int(deadline) if deadline is not None else None
+        self.instance: Optional[str] = meta.get("instance")
+        self.branches: int = int(meta.get("branches", 0))
+        self.discard: bool = bool(meta.get("discard", False))
+        self.received: float = time.monotonic()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the broker sent ``CANCEL`` for this task (a client
+        cancelled the call, or its ``_timeout`` passed), or the worker lost
+        its broker connection (the broker then runs the call again). The
+        handler should stop soon; whatever it returns is still sent, to free
+        the worker's slot, and the broker drops it."""
+        return self._cancel.is_set()
+
+    def wait_cancelled(self, timeout: Optional[float] = None) -> bool:
+        """Block up to ``timeout`` seconds (None: no limit) until the task
+        is cancelled; returns :attr:`cancelled`. Handy as an interruptible
+        sleep: ``if task.wait_cancelled(5): return``."""
+        return self._cancel.wait(timeout)
+
+    def remaining(self) -> Optional[float]:
+        """Seconds left before the attempt's deadline (negative once past),
+        or None when the meta has no deadline."""
+        if self.deadline_ms is None:
+            return None
+        return self.received + self.deadline_ms / 1000.0 - time.monotonic()
+
+    def progress(self, details: Any) -> bool:
+        """Report progress: sends ``PROGRESS`` with ``details`` (any JSON
+        value), which ``STATUS`` shows as the call's ``progress``. Callable
+        from the handler's thread. Returns False (and sends nothing) once the
+        task has been answered or its connection was lost."""
+        body = _json(details)
+        with self._lock:
+            if self._finished or self._abandoned:
+                return False
+            self._worker._post(self._generation, self.id,
+                               [_HEADER, b"PROGRESS", self.id.encode(), body], False)
+        return True
+
+    def _finish(self, frames: List[bytes]) -> None:
+        """Send the task's answer (RESULT or FAIL) once; later calls do nothing."""
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            if not self._abandoned:
+                self._worker._post(self._generation, self.id, frames, True)
+
+    def _abandon(self) -> None:
+        """The connection that brought the task is gone: nothing more is sent."""
+        with self._lock:
+            self._abandoned = True
+        self._cancel.set()
+
+    def __repr__(self) -> str:
+        """``Task(id, activity)``."""
+        return "Task(%r, %r)" % (self.id, self.activity)
+
+
+class _Pool:
+    """``size`` daemon threads running tasks from a queue (daemon threads, so
+    a handler stuck forever does not keep the process alive at exit)."""
+
+    def __init__(self, size: int, run: Callable[[Task], None]) -> None:
+        self._queue: "collections.deque[Optional[Task]]" = collections.deque()
+        self._ready = threading.Condition()
+        self._run = run
+        self._threads = [threading.Thread(target=self._loop, name="actd-handler-%d" % (index + 1),
+                                          daemon=True) for index in range(size)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, task: Task) -> None:
+        with self._ready:
+            self._queue.append(task)
+            self._ready.notify()
+
+    def shutdown(self) -> None:
+        """Threads stop after their current task; queued tasks are dropped."""
+        with self._ready:
+            self._queue.clear()
+            self._queue.extend([None] * len(self._threads))
+            self._ready.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue:
+                    self._ready.wait()
+                task = self._queue.popleft()
+            if task is None:
+                return
+            self._run(task)
+
+
+class Worker:
+    """A worker that serves activities to actd.
+
+    ::
+
+        worker = actd.Worker("tcp://127.0.0.1:5556", capacity=4)
+
+        @worker.activity("upper")
+        def upper(params, task):
+            return params["text"].upper()
+
+        worker.run()        # until SIGINT/SIGTERM or worker.stop()
+
+    ``capacity`` is the number of tasks run at once (each in its own pool
+    thread; the broker never sends more). ``heartbeat_ms`` and ``liveness``
+    should match the broker's settings (PROTOCOL.md section 2): the worker
+    sends ``HEARTBEAT`` when it has sent nothing else for ``heartbeat_ms``,
+    and a broker silent for ``liveness`` intervals is taken as gone: the
+    worker then connects with a new socket and sends ``READY`` again (as it
+    does when the broker sends ``DISCONNECT``). Tasks of a lost connection
+    are marked cancelled and their results dropped; the broker runs them
+    again. On stop, running handlers get up to ``grace`` seconds to finish
+    and answer, then the worker sends ``DISCONNECT`` and returns.
+
+    ``name`` (default ``python-<host>-<pid>``) and ``lang`` ``"python"``
+    are sent in ``READY`` and shown by ``STATS``.
+    """
+
+    def __init__(self, endpoint: str = DEFAULT_WORKER_ENDPOINT, *, capacity: int = 1,
+                 name: Optional[str] = None, heartbeat_ms: int = 1000, liveness: int = 3,
+                 grace: float = 5.0, context: Optional[zmq.Context] = None) -> None:
+        """Create a worker for the broker's worker endpoint (nothing is
+        connected until :meth:`run`)."""
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        if heartbeat_ms < 1 or liveness < 1:
+            raise ValueError("heartbeat_ms and liveness must be positive")
+        self.endpoint: str = endpoint
+        self.capacity: int = capacity
+        self.name: str = name or "python-%s-%d" % (socket.gethostname(), os.getpid())
+        self.heartbeat_ms: int = heartbeat_ms
+        self.liveness: int = liveness
+        self.grace: float = grace
+        self._context = context or zmq.Context.instance()
+        self._handlers: Dict[str, Handler] = {}
+        self._lock = threading.Lock()
+        self._outbox: Deque[Tuple[int, str, List[bytes], bool]] = collections.deque()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._stop_requested = False
+        self._running = False
+        self._generation = 0
+        self._connections = 0
+        self._tasks: Dict[str, Task] = {}
+        self._socket: Optional[zmq.Socket] = None
+        self._poller: Optional[zmq.Poller] = None
+        self._heard = 0.0
+        self._sent = 0.0
+        self._thread: Optional[threading.Thread] = None
+
+    # -- registration ---------------------------------------------------
+
+    def activity(self, name: str) -> Callable[[Handler], Handler]:
+        """Decorator registering ``handler(params, task)`` for activity
+        ``name``; returns the function unchanged."""
+        def register(handler: Handler) -> Handler:
+            self.add_activity(name, handler)
+            return handler
+        return register
+
+    def add_activity(self, name: str, handler: Handler) -> None:
+        """Register ``handler(params, task)`` for activity ``name`` (before
+        :meth:`run`: ``READY`` lists the activities)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("an activity name is a non-empty string")
+        if self._running:
+            raise RuntimeError("register activities before run()")
+        self._handlers[name] = handler
+
+    @property
+    def activities(self) -> List[str]:
+        """The registered activity names, in registration order."""
+        return list(self._handlers)
+
+    @property
+    def connections(self) -> int:
+        """How many times the worker has sent ``READY`` (1 + reconnections)."""
+        return self._connections
+
+    @property
+    def running(self) -> bool:
+        """True while :meth:`run` is serving."""
+        return self._running
+
+    # -- life cycle -----------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`, SIGINT or SIGTERM (signal handlers are
+        installed only when called from the main thread, and restored on
+        return). Blocks the calling thread."""
+        if not self._handlers:
+            raise RuntimeError("no activity registered")
+        with self._lock:
+            if self._running:
+                raise RuntimeError("the worker is already running")
+            self._running = True
+        previous = self._install_signals()
+        pool = _Pool(self.capacity, self._execute)
+        try:
+            self._serve(pool)
+        finally:
+            pool.shutdown()
+            self._restore_signals(previous)
+            with self._lock:
+                self._running = False
+                self._stop_requested = False
+
+    def start(self) -> threading.Thread:
+        """Run the worker in a background (daemon) thread; returns it. Stop
+        with :meth:`stop`."""
+        if not self._handlers:
+            raise RuntimeError("no activity registered")
+        thread = threading.Thread(target=self.run, name="actd-worker", daemon=True)
+        self._thread = thread
+        thread.start()
+        return thread
+
+    def stop(self, wait: bool = False, timeout: Optional[float] = None) -> None:
+        """Ask the worker to stop (from any thread or a signal handler):
+        running handlers get ``grace`` seconds, then ``DISCONNECT`` is sent.
+        With ``wait``, also join the thread started by :meth:`start`."""
+        self._stop_requested = True
+        self._wake()
+        if wait and self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def close(self) -> None:
+        """Release the worker's wake-up channel (after :meth:`run` has returned)."""
+        self._wake_reader.close()
+        self._wake_writer.close()
+
+    # -- signals ----------------------------------------------------------
+
+    def _install_signals(self) -> Dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous: Dict[int, Any] = {}
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous[number] = signal.signal(number, self._on_signal)
+        return previous
+
+    def _restore_signals(self, previous: Dict[int, Any]) -> None:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+    def _on_signal(self, number: int, frame: Any) -> None:
+        log.info("worker %s: signal %d, stopping", self.name, number)
+        self.stop()
+
+    # -- the socket thread ------------------------------------------------
+
+    def _wake(self) -> None:
+        try:
+            self._wake_writer.send(b"x")
+        except (BlockingIOError, OSError):
+            pass                # Already awake (buffer full), or closed
+
+    def _post(self, generation: int, task_id: str, frames: List[bytes], final: bool) -> None:
+        """Queue a message for the socket thread (called from handler threads)."""
+        self._outbox.append((generation, task_id, frames, final))
+        self._wake()
+
+    def _serve(self, pool: _Pool) -> None:
+        interval = self.heartbeat_ms / 1000.0
+        self._connect()
+        draining_until: Optional[float] = None
+        try:
+            while True:
+                now = time.monotonic()
+                if self._stop_requested and draining_until is None:
+                    draining_until = now + self.grace
+                    log.info("worker %s stopping: %d task(s) running", self.name,
+                             len(self._tasks))
+                if draining_until is not None and (not self._started_tasks()
+                                                   or now >= draining_until):
+                    break
+                wake_at = min(self._sent + interval, self._heard + interval * self.liveness)
+                if draining_until is not None:
+                    wake_at = min(wake_at, draining_until)
+                assert self._poller is not None
+                events = dict(self._poller.poll(max(0.0, wake_at - now) * 1000.0))
+                if self._wake_reader in events or self._wake_reader.fileno() in events:
+                    self._drain_wake()
+                if self._socket in events:
+                    self._receive(pool, draining_until is not None)
+                self._flush()
+                now = time.monotonic()
+                if now - self._heard > interval * self.liveness:
+                    self._reconnect("the broker has been silent for %d heartbeats"
+                                    % self.liveness)
+                elif now - self._sent >= interval:
+                    self._send([_HEADER, b"HEARTBEAT"])
+        finally:
+            self._shutdown()
+
+    def _started_tasks(self) -> int:
+        return sum(1 for task in self._tasks.values() if not task._finished)
+
+    def _connect(self) -> None:
+        sock = self._context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.endpoint)
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(self._wake_reader, zmq.POLLIN)
+        self._socket = sock
+        self._poller = poller
+        self._connections += 1
+        self._heard = time.monotonic()
+        ready = {"activities": self.activities, "capacity": self.capacity,
+                 "name": self.name, "lang": "python"}
+        self._send([_HEADER, b"READY", _json(ready)])
+        log.info("worker %s: READY to %s for %s (capacity %d)", self.name, self.endpoint,
+                 ", ".join(self.activities), self.capacity)
+
+    def _reconnect(self, reason: str) -> None:
+        log.warning("worker %s: %s; connecting again", self.name, reason)
+        self._close_socket()
+        self._generation += 1
+        tasks, self._tasks = self._tasks, {}
+        for task in tasks.values():
+            task._abandon()
+        # What handlers queued for the old connection is dropped by _flush
+        self._connect()
+
+    def _close_socket(self) -> None:
+        if self._socket is not None:
+            self._socket.close(0)
+            self._socket = None
+            self._poller = None
+
+    def _shutdown(self) -> None:
+        if self._socket is not None:
+            self._flush()       # Answers posted since the last pass
+            self._send([_HEADER, b"DISCONNECT"])
+            # Give DISCONNECT a moment to leave; tasks not answered go back
+            # to the broker's queue.
+            self._socket.close(500)
+            self._socket = None
+            self._poller = None
+        for task in self._tasks.values():
+            task._abandon()
+        self._tasks = {}
+        self._outbox.clear()
+        log.info("worker %s stopped", self.name)
+
+    def _send(self, frames: List[bytes]) -> None:
+        assert self._socket is not None
+        try:
+            self._socket.send_multipart(frames, zmq.NOBLOCK)
+            self._sent = time.monotonic()
+        except zmq.Again:
+            # The broker is unreachable and the queue is full: the message
+            # is dropped; the liveness check will reconnect.
+            log.warning("worker %s: %s dropped (the broker is not reachable)",
+                        self.name, frames[1].decode())
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_reader.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _flush(self) -> None:
+        while self._outbox:
+            generation, task_id, frames, final = self._outbox.popleft()
+            if generation != self._generation:
+                continue        # For a connection that is gone
+            if final:
+                self._tasks.pop(task_id, None)
+            self._send(frames)
+
+    def _receive(self, pool: _Pool, draining: bool) -> None:
+        assert self._socket is not None
+        while self._socket is not None:
+            try:
+                frames = self._socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._heard = time.monotonic()
+            if len(frames) < 2 or frames[0] != _HEADER:
+                log.warning("worker %s: a message that is not ACT/1 dropped", self.name)
+                continue
+            command = frames[1]
+            if command == b"TASK":
+                self._on_task(frames[2:], pool, draining)
+            elif command == b"CANCEL" and len(frames) >= 3:
+                task = self._tasks.get(frames[2].decode("utf-8", "replace"))
+                if task is not None:
+                    log.info("worker %s: task %s cancelled", self.name, task.id)
+                    task._cancel.set()
+            elif command == b"HEARTBEAT":
+                pass
+            elif command == b"DISCONNECT":
+                reason = frames[2].decode("utf-8", "replace") if len(frames) > 2 else ""
+                self._reconnect("the broker sent DISCONNECT (%s)" % (reason or "no reason"))
+                return          # The old socket is closed
+            else:
+                log.warning("worker %s: unknown command %r dropped", self.name, command)
+
+    def _on_task(self, args: List[bytes], pool: _Pool, draining: bool) -> None:
+        if len(args) != 4:
+            log.warning("worker %s: a TASK with %d frames dropped", self.name, len(args))
+            return
+        task_id = args[0].decode("utf-8", "replace")
+        activity = args[1].decode("utf-8", "replace")
+        if draining:
+            # Not started: the broker gives it to another worker after our
+            # DISCONNECT.
+            log.info("worker %s: task %s not started (stopping)", self.name, task_id)
+            return
+        try:
+            params = json.loads(args[2])
+            meta = json.loads(args[3])
+            if not isinstance(meta, dict):
+                raise ValueError("the meta is not an object")
+        except ValueError as error:
+            self._send([_HEADER, b"FAIL", task_id.encode(), _json(
+                {"message": "the task does not parse: %s" % error, "code": "bad_task",
+                 "retryable": False})])
+            return
+        task = Task(self, self._generation, task_id, activity, params, meta)
+        if activity not in self._handlers:
+            self._send([_HEADER, b"FAIL", task_id.encode(), _json(
+                {"message": "this worker has no activity %s" % activity,
+                 "code": "unknown_activity", "retryable": True})])
+            return
+        self._tasks[task_id] = task
+        pool.submit(task)
+
+    # -- handler threads --------------------------------------------------
+
+    def _execute(self, task: Task) -> None:
+        """Run one task's handler in a pool thread and post its answer."""
+        if task._abandoned:
+            return
+        frames: Optional[List[bytes]] = None
+        try:
+            value = self._handlers[task.activity](task.params, task)
+            if isinstance(value, Branch):
+                frames = [_HEADER, b"RESULT", task.id.encode(), _json(value.value),
+                          str(value.index).encode()]
+            else:
+                frames = [_HEADER, b"RESULT", task.id.encode(), _json(value)]
+        except ActivityError as error:
+            try:
+                body = _json(error.body())
+            except (TypeError, ValueError):
+                body = _json({"message": error.message, "code": error.code or "activity_failed",
+                              "retryable": error.retryable})
+            frames = [_HEADER, b"FAIL", task.id.encode(), body]
+        except Exception as error:  # noqa: BLE001 - any failure of a handler is a FAIL
+            log.warning("worker %s: task %s (%s) failed", self.name, task.id, task.activity,
+                        exc_info=True)
+            frames = [_HEADER, b"FAIL", task.id.encode(), _json(
+                {"message": str(error) or type(error).__name__, "code": "activity_failed",
+                 "retryable": True})]
+        finally:
+            if frames is None:
+                # A BaseException (SystemExit, ...): still free the slot
+                frames = [_HEADER, b"FAIL", task.id.encode(), _json(
+                    {"message": "the handler was interrupted", "code": "activity_failed",
+                     "retryable": True})]
+            task._finish(frames)

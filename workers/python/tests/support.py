@@ -1,0 +1,95 @@
+"""Shared test support: the package from this source tree, the project's
+integration harness (its Actd class starts a real actd on free ports with a
+temporary store), and a Python Worker running in a thread.
+
+Run the suite with Debian's /usr/bin/python3 (python3-zmq):
+
+    ACTD_BIN=build/bin/actd /usr/bin/python3 -m unittest discover -s workers/python/tests -v
+"""
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_ROOT = os.path.dirname(HERE)                    # workers/python
+PROJECT_ROOT = os.path.dirname(os.path.dirname(PACKAGE_ROOT))
+HARNESS_DIR = os.path.join(PROJECT_ROOT, "tests", "integration")
+
+for folder in (PACKAGE_ROOT, HARNESS_DIR):
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+import actd  # noqa: E402
+from harness import Actd  # noqa: E402,F401
+
+#: Generous: the machine is shared, and actd may run under AddressSanitizer.
+TIMEOUT = 30.0
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = TIMEOUT,
+               what: str = "condition") -> Any:
+    """Poll predicate until it returns something true; returns that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(0.02)
+
+
+def listed_worker(client: actd.Client, name: str) -> Optional[Dict[str, Any]]:
+    """The STATS entry of the worker named name, if the broker lists it."""
+    for worker in client.stats()["workers"]:
+        if worker.get("name") == name:
+            return worker
+    return None
+
+
+def make_worker(broker: Actd, activities: Dict[str, Callable[..., Any]], name: str,
+                capacity: int = 1) -> actd.Worker:
+    """A Worker for broker, with the broker's heartbeat settings."""
+    worker = actd.Worker(broker.worker_endpoint, capacity=capacity, name=name,
+                         heartbeat_ms=broker.heartbeat_ms, liveness=broker.liveness)
+    for activity, handler in activities.items():
+        worker.add_activity(activity, handler)
+    return worker
+
+
+@contextlib.contextmanager
+def serving(broker: Actd, client: actd.Client, activities: Dict[str, Callable[..., Any]],
+            name: str, capacity: int = 1) -> Iterator[actd.Worker]:
+    """Run a Worker in a thread until the block ends; yields once the broker
+    lists it (so calls made in the block find it)."""
+    worker = make_worker(broker, activities, name, capacity)
+    thread = worker.start()
+    try:
+        wait_until(lambda: listed_worker(client, name), what="worker %s registered" % name)
+        yield worker
+    finally:
+        worker.stop(wait=True, timeout=TIMEOUT)
+        worker.close()
+        if thread.is_alive():
+            raise AssertionError("worker %s did not stop" % name)
+
+
+class Gate:
+    """A handler's rendezvous with the test: the handler calls enter() and
+    blocks until the test calls release()."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def enter(self) -> None:
+        self.entered.set()
+        if not self.released.wait(TIMEOUT):
+            raise RuntimeError("the test never released the gate")
+
+    def release(self) -> None:
+        self.released.set()

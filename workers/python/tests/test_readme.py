@@ -1,0 +1,73 @@
+"""The README's worker, client and asyncio examples run as written (only
+the endpoints are replaced by the test broker's)."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+from typing import List
+
+from support import PACKAGE_ROOT, TIMEOUT, Actd, wait_until
+
+import actd
+
+
+def python_blocks() -> List[str]:
+    with open(os.path.join(PACKAGE_ROOT, "README.md"), encoding="utf-8") as handle:
+        return re.findall(r"```python\n(.*?)```", handle.read(), re.S)
+
+
+class ReadmeTest(unittest.TestCase):
+
+    def test_readme_examples_run(self) -> None:
+        worker_code, client_code, async_code = python_blocks()
+        # The README's worker uses the default heartbeat (1000 ms, liveness 3)
+        with Actd(heartbeat_ms=1000) as broker, \
+                actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client, \
+                tempfile.TemporaryDirectory(prefix="actd-readme-") as scratch:
+            def write(name: str, code: str) -> str:
+                code = code.replace("tcp://127.0.0.1:5556", broker.worker_endpoint)
+                code = code.replace("tcp://127.0.0.1:5555", broker.client_endpoint)
+                path = os.path.join(scratch, name)
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(code)
+                return path
+
+            environment = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+            worker = subprocess.Popen([sys.executable, write("worker.py", worker_code)],
+                                      env=environment, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            try:
+                wait_until(lambda: [w for w in client.stats()["workers"]
+                                    if w["activities"] == ["upper", "echo", "weather"]],
+                           what="the README worker registered")
+                run = subprocess.run([sys.executable, write("client.py", client_code)],
+                                     env=environment, capture_output=True, text=True,
+                                     timeout=TIMEOUT * 2)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                lines = run.stdout.splitlines()
+                self.assertEqual(lines[:6], [
+                    "ok ADA",
+                    "1 ['\u2020rainy.Paris']",
+                    "ok",
+                    "{'name': 'ada', 'shout': 'ADA'}",
+                    "not_found '\u2020user.age' is absent",
+                    "## Data: \u00b6user"])
+                concurrent = subprocess.run([sys.executable, write("aio.py", async_code)],
+                                            env=environment, capture_output=True, text=True,
+                                            timeout=TIMEOUT * 2)
+                self.assertEqual(concurrent.returncode, 0, concurrent.stderr)
+                self.assertEqual(concurrent.stdout, "200\n")
+            finally:
+                worker.send_signal(signal.SIGTERM)
+                code = worker.wait(TIMEOUT)
+            self.assertEqual(code, 0)
+            # It stopped with DISCONNECT: the broker lists no worker
+            wait_until(lambda: client.stats()["workers"] == [], what="the worker gone")
+
+
+if __name__ == "__main__":
+    unittest.main()
