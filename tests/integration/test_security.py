@@ -1,0 +1,228 @@
+"""CURVE security (issue "Operations"): separate allowed keys for clients
+and workers, refused peers logged, and plain TCP kept to this machine when
+no keys are configured."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import zmq
+
+from harness import Actd, Client, find_binary, free_port
+
+
+def keygen(name, directory):
+    """A keypair written by actctl keygen: (public, secret) in Z85."""
+    subprocess.run([find_binary("actctl"), "keygen", name, "--dir", directory],
+                   check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(directory, name + ".key_secret")) as handle:
+        text = handle.read()
+    public = re.search(r'public-key = "(.*)"', text).group(1)
+    secret = re.search(r'secret-key = "(.*)"', text).group(1)
+    return public, secret
+
+
+class CurveClient(Client):
+    """harness.Client on a CURVE socket."""
+
+    def __init__(self, endpoint, server_public, keys):
+        self.context = zmq.Context.instance()
+        self.socket = self.context.socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if keys:
+            self.socket.curve_publickey = keys[0].encode()
+            self.socket.curve_secretkey = keys[1].encode()
+            self.socket.curve_serverkey = server_public.encode()
+        self.socket.connect(endpoint)
+        self.pending = []
+
+
+class SecurityTest(unittest.TestCase):
+    """One actd with CURVE on: a server key, client keys (alice) and worker
+    keys (w1) in separate directories; mallory's key is in neither."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="actd-curve-")
+        self.clients_dir = os.path.join(self.dir, "clients")
+        self.workers_dir = os.path.join(self.dir, "workers")
+        os.mkdir(self.clients_dir)
+        os.mkdir(self.workers_dir)
+        self.server = keygen("server", self.dir)
+        self.alice = keygen("alice", self.clients_dir)
+        self.w1 = keygen("w1", self.workers_dir)
+        self.mallory = keygen("mallory", self.dir)
+        self.config = os.path.join(self.dir, "actd.cfg")
+        with open(self.config, "w") as handle:
+            handle.write("security\n"
+                         "    server_key = %s\n"
+                         "    client_keys = %s\n"
+                         "    worker_keys = %s\n"
+                         % (os.path.join(self.dir, "server.key_secret"),
+                            self.clients_dir, self.workers_dir))
+        self.actd = Actd(args=["--config", self.config])
+        self.actd.start(wait=False)
+        self.sockets = []
+        self.wait_up()
+
+    def tearDown(self):
+        for socket in self.sockets:
+            socket.close(0)
+        code = self.actd.stop()
+        log = self.actd.log()
+        self.actd.cleanup()
+        self.assertEqual(code, 0, log)
+
+    def client(self, keys):
+        client = CurveClient(self.actd.client_endpoint, self.server[0], keys)
+        self.sockets.append(client.socket)
+        return client
+
+    def wait_up(self):
+        client = self.client(self.alice)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if client.request("PING", timeout=0.5)[0] == "PONG":
+                    return
+            except TimeoutError:
+                pass
+        self.fail("actd with CURVE did not answer an allowed client:\n" + self.actd.log())
+
+    def worker_socket(self, keys):
+        """A raw worker on the worker socket with keys; sends READY for echo."""
+        socket = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.curve_publickey = keys[0].encode()
+        socket.curve_secretkey = keys[1].encode()
+        socket.curve_serverkey = self.server[0].encode()
+        socket.connect(self.actd.worker_endpoint)
+        socket.send_multipart([b"ACTW01", b"READY",
+                               json.dumps({"activities": ["echo"], "name": "curve-w"}).encode()])
+        self.sockets.append(socket)
+        return socket
+
+    def wait_log(self, pattern, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if re.search(pattern, self.actd.log()):
+                return
+            time.sleep(0.05)
+        self.fail("no log line matching %r:\n%s" % (pattern, self.actd.log()))
+
+    def test_allowed_client_and_worker_work_end_to_end(self):
+        worker = self.worker_socket(self.w1)
+        client = self.client(self.alice)
+        rid = client.send("CALL", "sec", {"_tool": "echo", "x": 1, "_outputPath": "\u2020state.x"})
+        self.assertTrue(worker.poll(10000), "the allowed worker got no task")
+        task = worker.recv_multipart()
+        self.assertEqual(task[1], b"TASK")
+        self.assertEqual(json.loads(task[4]), {"x": 1})
+        worker.send_multipart([b"ACTW01", b"RESULT", task[2], b'{"y": 2}'])
+        self.assertEqual(client.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        done = json.loads(client.wait(rid, "DONE")[2])
+        self.assertEqual(done["status"], "ok")
+        self.assertEqual(client.resolve("sec", "\u2020state.x"), {"y": 2})
+
+    def test_unknown_client_key_is_refused_unauthorized_and_logged(self):
+        client = self.client(self.mallory)
+        self.assertEqual(client.request("PING"),
+                         ["ERROR", "unauthorized", "this client's CURVE key is not allowed"])
+        reply = client.request("CALL", "sec", {"_tool": "echo", "_outputPath": "\u2020s.x"})
+        self.assertEqual(reply[:2], ["ERROR", "unauthorized"])
+        self.wait_log(r"CURVE: client refused: key %s" % re.escape(self.mallory[0]))
+        # Nothing was stored for it
+        stats = self.client(self.alice).value("STATS")
+        self.assertEqual(stats["calls"]["accepted"], 0)
+        self.assertEqual(stats["contexts"], 0)
+
+    def test_client_without_curve_cannot_talk_to_the_broker(self):
+        client = self.client(None)
+        with self.assertRaises(TimeoutError):
+            client.request("PING", timeout=1.5)
+
+    def test_client_key_on_the_worker_socket_is_refused(self):
+        impostor = self.worker_socket(self.alice)
+        client = self.client(self.alice)
+        rid = client.send("CALL", "sec", {"_tool": "echo", "_outputPath": "\u2020s.x"})
+        self.assertEqual(client.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        self.wait_log(r"CURVE: worker refused from .*: key %s is not in" % re.escape(self.alice[0]))
+        self.assertFalse(impostor.poll(1500), "a client key registered as a worker")
+        stats = client.value("STATS")
+        self.assertEqual(stats["workers"], [])
+        self.assertEqual(stats["calls"]["queued"], 1)
+
+    def test_sighup_reloads_the_allowed_keys(self):
+        newcomer = keygen("bob", self.dir)
+        bob = self.client(newcomer)
+        self.assertEqual(bob.request("PING")[:2], ["ERROR", "unauthorized"])
+        os.rename(os.path.join(self.dir, "bob.key"), os.path.join(self.clients_dir, "bob.key"))
+        self.actd.process.send_signal(signal.SIGHUP)
+        self.wait_log(r"reload: allowed keys reloaded")
+        self.assertEqual(bob.request("PING"), ["PONG"])
+
+
+class PlainTcpTest(unittest.TestCase):
+    """Without keys, actd binds only to this machine unless allowed."""
+
+    def run_actd(self, endpoint, extra_config=""):
+        directory = tempfile.mkdtemp(prefix="actd-plain-")
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write("log\n    syslog = 0\n" + extra_config)
+        worker_endpoint = "tcp://127.0.0.1:%d" % free_port()
+        return subprocess.Popen([find_binary("actd"), "--config", config,
+                                 "--db", os.path.join(directory, "actd.db"),
+                                 "--client-endpoint", endpoint,
+                                 "--worker-endpoint", worker_endpoint, "-v"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def test_plain_tcp_on_all_interfaces_is_refused_without_the_setting(self):
+        process = self.run_actd("tcp://0.0.0.0:%d" % free_port())
+        output, _ = process.communicate(timeout=20)
+        self.assertEqual(process.returncode, 1, output)
+        self.assertIn("refusing plain TCP on tcp://0.0.0.0:", output)
+        self.assertIn("allow_plain_tcp", output)
+
+    def test_plain_tcp_elsewhere_is_allowed_with_the_setting_and_logged(self):
+        port = free_port()
+        process = self.run_actd("tcp://0.0.0.0:%d" % port,
+                                "security\n    allow_plain_tcp = 1\n")
+        try:
+            client = Client("tcp://127.0.0.1:%d" % port)
+            deadline = time.time() + 20
+            pong = None
+            while time.time() < deadline and pong is None:
+                try:
+                    pong = client.request("PING", timeout=0.5)
+                except TimeoutError:
+                    pass
+            client.close()
+            self.assertEqual(pong, ["PONG"])
+        finally:
+            process.send_signal(signal.SIGTERM)
+            output, _ = process.communicate(timeout=20)
+        self.assertEqual(process.returncode, 0, output)
+        self.assertIn("plain TCP without CURVE on tcp://0.0.0.0:%d" % port, output)
+
+    def test_loopback_without_keys_starts_and_says_so(self):
+        with Actd() as actd:
+            self.assertIn("no CURVE keys", actd.log())
+
+    def test_missing_server_key_refuses_to_start(self):
+        directory = tempfile.mkdtemp(prefix="actd-nokey-")
+        process = self.run_actd("tcp://127.0.0.1:%d" % free_port(),
+                                "security\n    server_key = %s/none.key_secret\n"
+                                "    client_keys = %s\n    worker_keys = %s\n"
+                                % (directory, directory, directory))
+        output, _ = process.communicate(timeout=20)
+        self.assertEqual(process.returncode, 1, output)
+        self.assertIn("cannot read the server key", output)
+
+
+if __name__ == "__main__":
+    unittest.main()
