@@ -164,11 +164,14 @@ struct _act_broker_t {
     uint64_t *todo;             //  Calls to evaluate again (numbers)
     size_t ntodo;               //  Entries in todo
     size_t todo_size;           //  Slots allocated
-    uint64_t last_call;         //  Highest call number given out
     uint64_t stamp;             //  Current producer lookup
     long long started;          //  Start time (monotonic ms)
     long long heartbeat_at;     //  Next heartbeat round
     long long evict_at;         //  Next eviction round
+    long long renew_at;         //  Shared store: next lease renewal
+    long long renewed;          //  Shared store: last successful renewal
+    long long orphans_at;       //  Shared store: next look for orphans
+    zlistx_t *adopt;            //  Contexts with calls to recover, not loaded yet
     size_t waiting;             //  Live calls waiting
     size_t queued;              //  Live calls queued
     size_t running;             //  Live calls running
@@ -435,27 +438,54 @@ s_context_destroy (void **item)
     *item = NULL;
 }
 
-//  The context named id: loaded (from the store if it is there), or, with
-//  create, a new one the store will learn of when something is accepted.
-//  NULL when it does not exist and create is not set.
+static int s_recover_one (const json_t *record, void *arg);
+
+//  The context named id, loaded, when this broker may serve it: from the
+//  store if it is there; else, with create, a new one the store learns of
+//  when something is accepted. On a shared store the broker first claims
+//  the context (taking it over when its owner is dead) and then recovers
+//  the calls of it that had not ended. Returns NULL with err set: not_found
+//  (no such context and create off), moved (another live broker owns it;
+//  the message is that broker's client endpoint), internal (store error).
 static s_context_t *
-s_context (act_broker_t *self, const char *id, bool create)
+s_context (act_broker_t *self, const char *id, bool create, act_err_t *err)
 {
     s_context_t *context = (s_context_t *) zhashx_lookup (self->contexts, id);
-    if (!context) {
-        bool stored = act_store_has_context (self->store, id);
-        if (!stored && !create)
-            return NULL;
-        context = calloc (1, sizeof *context);
-        context->id = strdup (id);
-        context->ctx = act_ctx_new (id);
-        context->stored = stored;
-        context->producers = zhashx_new ();
-        if (stored)
-            act_store_messages (self->store, id, s_replay, context->ctx);
-        zhashx_insert (self->contexts, id, context);
+    if (context) {
+        context->used = act_clock_ms ();
+        return context;
     }
+    bool stored = act_store_has_context (self->store, id);
+    if (!stored && !create) {
+        act_err_set (err, ACT_E_NOT_FOUND, "no context %s", id);
+        return NULL;
+    }
+    bool shared = act_store_shared (self->store);
+    if (shared) {
+        char *owner = NULL;
+        int rc = act_store_claim (self->store, id, &owner);
+        if (rc == 0)
+            act_err_set (err, ACT_E_MOVED, "%s", owner? owner: "");
+        else
+        if (rc < 0)
+            act_err_set (err, ACT_E_INTERNAL, "the store could not tell who owns context %s", id);
+        free (owner);
+        if (rc <= 0)
+            return NULL;
+    }
+    context = calloc (1, sizeof *context);
+    context->id = strdup (id);
+    context->ctx = act_ctx_new (id);
+    context->stored = stored;
+    context->producers = zhashx_new ();
     context->used = act_clock_ms ();
+    if (stored)
+        act_store_messages (self->store, id, s_replay, context->ctx);
+    zhashx_insert (self->contexts, id, context);
+    //  Its calls that had not ended come back with it (after a restart, or
+    //  a takeover from a dead broker)
+    if (stored)
+        act_store_pending_in (self->store, id, s_recover_one, self);
     return context;
 }
 
@@ -477,24 +507,40 @@ s_context_store (act_broker_t *self, s_context_t *context)
     }
 }
 
-//  Contexts with no live call leave memory when idle or when too many are
+//  Contexts with no live call leave memory when idle for context_idle_ms,
+//  and the least recently used leave when more than max_contexts are
 //  loaded; they come back from the store on their next use
+static int
+s_compare_used (const void *a, const void *b)
+{
+    long long left = (*(s_context_t * const *) a)->used;
+    long long right = (*(s_context_t * const *) b)->used;
+    return left < right? -1: left > right;
+}
+
 static void
 s_contexts_evict (act_broker_t *self, long long now)
 {
     size_t loaded = zhashx_size (self->contexts);
-    zlistx_t *idle = zlistx_new ();
+    s_context_t **idle = malloc ((loaded + 1) * sizeof (s_context_t *));
+    size_t count = 0;
     for (s_context_t *context = zhashx_first (self->contexts); context;
          context = zhashx_next (self->contexts))
-        if (context->live == 0 && context->stored
-        &&  (now - context->used > self->settings->context_idle_ms
-        ||   loaded > (size_t) self->settings->max_contexts))
-            zlistx_add_end (idle, context->id);
-    for (char *id = zlistx_first (idle); id; id = zlistx_next (idle))
-        zhashx_delete (self->contexts, id);
-    if (zlistx_size (idle))
-        act_log (LOG_DEBUG, "%zu idle contexts left memory", zlistx_size (idle));
-    zlistx_destroy (&idle);
+        if (context->live == 0 && context->stored)
+            idle [count++] = context;
+    qsort (idle, count, sizeof (s_context_t *), s_compare_used);
+    size_t excess = loaded > (size_t) self->settings->max_contexts
+                  ? loaded - (size_t) self->settings->max_contexts: 0;
+    size_t evicted = 0;
+    for (size_t i = 0; i < count; i++)
+        if (i < excess || now - idle [i]->used > self->settings->context_idle_ms) {
+            zhashx_delete (self->contexts, idle [i]->id);
+            evicted++;
+        }
+    if (evicted)
+        act_log (LOG_DEBUG, "%zu contexts left memory (%zu loaded)", evicted,
+                 zhashx_size (self->contexts));
+    free (idle);
 }
 
 
@@ -1399,7 +1445,12 @@ s_calls_prepare (act_broker_t *self, s_context_t *context, json_t *entries,
             s_call_destroy (&calls [index]);
             goto refused;
         }
-        call->number = ++self->last_call;
+        call->number = act_store_next_call (self->store);
+        if (call->number == 0) {
+            act_err_set (err, ACT_E_INTERNAL, "the store could not give out a call id");
+            s_call_destroy (&calls [index]);
+            goto refused;
+        }
         snprintf (call->id, sizeof call->id, "%" PRIu64, call->number);
         evals [index] = s_evaluate (self, call, err);
         if (evals [index] == E_UNRESOLVED) {
@@ -1455,7 +1506,11 @@ s_submit (act_broker_t *self, zframe_t *client, zframe_t *request,
         s_reply_error (self, client, request, command, &err);
         return;
     }
-    s_context_t *context = s_context (self, context_id, true);
+    s_context_t *context = s_context (self, context_id, true, &err);
+    if (!context) {
+        s_reply_error (self, client, request, command, &err);
+        return;
+    }
     size_t count = json_array_size (entries);
     s_call_t **calls = calloc (count, sizeof (s_call_t *));
     s_eval_t *evals = calloc (count, sizeof (s_eval_t));
@@ -1575,8 +1630,8 @@ s_cmd_append (act_broker_t *self, zframe_t *client, zframe_t *request,
         s_reply_error (self, client, request, "APPEND", &err);
         return;
     }
-    s_context_t *context = s_context (self, context_id, true);
-    json_t *stored = act_ctx_append (context->ctx, message, &err);
+    s_context_t *context = s_context (self, context_id, true, &err);
+    json_t *stored = context? act_ctx_append (context->ctx, message, &err): NULL;
     json_decref (message);
     if (!stored) {
         s_reply_error (self, client, request, "APPEND", &err);
@@ -1606,16 +1661,14 @@ s_cmd_resolve (act_broker_t *self, zframe_t *client, zframe_t *request,
     else
         expr = act_expr_parse (text, false, &err);
     if (expr && s_instance_arg (instance_frame, &instance, &err) == 0) {
-        s_context_t *context = s_context (self, context_id, false);
+        s_context_t *context = s_context (self, context_id, false, &err);
         json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
         if (value) {
             s_reply_json (self, client, request, "VALUE", value, false);
             json_decref (value);
         }
         else
-        if (!context)
-            act_err_set (&err, ACT_E_NOT_FOUND, "no context %s", context_id);
-        else
+        if (context)
             act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
     }
     if (err.code)
@@ -1634,9 +1687,9 @@ s_cmd_view (act_broker_t *self, zframe_t *client, zframe_t *request,
     if (format && !text && !s_frame_is (format, "json"))
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "VIEW format is json or text");
     else {
-        s_context_t *context = s_context (self, context_id, false);
+        s_context_t *context = s_context (self, context_id, false, &err);
         if (!context)
-            act_err_set (&err, ACT_E_NOT_FOUND, "no context %s", context_id);
+            ;
         else
         if (text) {
             char *rendering = act_ctx_view_text (context->ctx);
@@ -1664,9 +1717,8 @@ s_cmd_history (act_broker_t *self, zframe_t *client, zframe_t *request,
     if (s_decimal_arg (from_frame, "from-seq", UINT64_MAX / 2, &from, &err) == 0
     &&  s_decimal_arg (limit_frame, "limit", S_HISTORY_LIMIT, &limit, &err) == 0) {
         json_t *page = NULL;
-        if (!zhashx_lookup (self->contexts, context_id)
-        &&  !act_store_has_context (self->store, context_id))
-            act_err_set (&err, ACT_E_NOT_FOUND, "no context %s", context_id);
+        if (!s_context (self, context_id, false, &err))
+            ;
         else
         if (!(page = act_store_history (self->store, context_id, from, limit)))
             act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
@@ -1711,6 +1763,24 @@ s_cmd_status (act_broker_t *self, zframe_t *client, zframe_t *request,
     uint64_t number = s_parse_number (id);
     s_call_t *call = number? s_call_lookup (self, number): NULL;
     json_t *record = (number && !call)? act_store_call (self->store, number): NULL;
+    if (record && (act_store_shared (self->store)
+               ||  !act_state_ended (json_string_value (json_object_get (record, "state"))))) {
+        //  Its context's owner answers for it (shared store); loading the
+        //  context recovers the call if it had not ended
+        const char *context = json_string_value (json_object_get (record, "context"));
+        if (!s_context (self, context, false, &err)) {
+            json_decref (record);
+            record = NULL;
+        }
+        else
+        if ((call = s_call_lookup (self, number))) {
+            json_decref (record);
+            record = NULL;
+        }
+    }
+    if (err.code)
+        ;
+    else
     if (!call && !record)
         act_err_set (&err, ACT_E_NOT_FOUND, "no call %.64s", id? id: "(binary)");
     else
@@ -1933,6 +2003,14 @@ s_worker_dead (act_broker_t *self, s_worker_t *worker, const char *why)
 {
     act_log (LOG_NOTICE, "worker %s lost (%s): %zu tasks held", worker->name, why,
              zhashx_size (worker->tasks));
+    //  Out of its activities first: the tasks it held go back to their
+    //  queues and must never be dispatched to it again
+    for (s_activity_t *activity = zlistx_first (worker->activities); activity;
+         activity = zlistx_next (worker->activities)) {
+        void *handle = zlistx_find (activity->workers, worker);
+        if (handle)
+            zlistx_delete (activity->workers, handle);
+    }
     zlistx_t *tasks = zhashx_keys (worker->tasks);
     for (char *task = zlistx_first (tasks); task; task = zlistx_next (tasks)) {
         s_call_t *call = s_task_call (self, worker, task);
@@ -1945,19 +2023,7 @@ s_worker_dead (act_broker_t *self, s_worker_t *worker, const char *why)
         }
     }
     zlistx_destroy (&tasks);
-    for (s_activity_t *activity = zlistx_first (worker->activities); activity;
-         activity = zlistx_next (worker->activities)) {
-        void *handle = zlistx_find (activity->workers, worker);
-        if (handle)
-            zlistx_delete (activity->workers, handle);
-    }
-    zlistx_t *served = zlistx_dup (worker->activities);
     zhashx_delete (self->workers, worker->key);
-    //  Others may take what it held
-    for (s_activity_t *activity = zlistx_first (served); activity;
-         activity = zlistx_next (served))
-        s_dispatch_activity (self, activity);
-    zlistx_destroy (&served);
     s_todo_run (self);
 }
 
@@ -2375,15 +2441,17 @@ static int
 s_recover_one (const json_t *record, void *arg)
 {
     act_broker_t *self = (act_broker_t *) arg;
+    uint64_t number = (uint64_t) json_integer_value (json_object_get (record, "call_id"));
+    if (s_call_lookup (self, number))
+        return 0;               //  Live already
     const char *context_id = json_string_value (json_object_get (record, "context"));
-    s_context_t *context = context_id? s_context (self, context_id, false): NULL;
     act_err_t err = { 0 };
+    s_context_t *context = context_id? s_context (self, context_id, false, &err): NULL;
     s_call_t *call = context? s_call_new (self, context, json_object_get (record, "call"), &err)
                             : NULL;
-    uint64_t number = (uint64_t) json_integer_value (json_object_get (record, "call_id"));
     if (!call) {
         act_log (LOG_ERR, "stored call %" PRIu64 " cannot be recovered: %s", number,
-                 context? err.message: "its context is missing");
+                 err.code? err.message: "its context is missing");
         return 0;
     }
     call->number = number;
@@ -2419,17 +2487,45 @@ s_recover_one (const json_t *record, void *arg)
     return 0;
 }
 
-//  Load every call that had not ended; evaluate them oldest first once all
-//  are back, since an older one may produce for a newer one
+static int
+s_adopt_later (const json_t *context, void *arg)
+{
+    zlistx_add_end (((act_broker_t *) arg)->adopt, strdup (json_string_value (context)));
+    return 0;
+}
+
+//  Recovery of the calls that had not ended goes context by context: a
+//  context comes back with its calls when it is loaded (an older call may
+//  produce for a newer one, and both are in the same context). At the
+//  start, list the contexts with such calls; the loop loads a batch of
+//  them per pass (s_adopt_some), so the broker answers from the first
+//  pass however much there is to recover, and a request for a context
+//  not recovered yet simply loads it first.
 static void
 s_recover (act_broker_t *self)
 {
-    self->last_call = act_store_last_call (self->store);
-    act_store_pending (self->store, s_recover_one, self);
-    size_t count = self->ntodo;
+    zlistx_purge (self->adopt);
+    act_store_contexts_pending (self->store, true, s_adopt_later, self);
+    if (zlistx_size (self->adopt))
+        act_log (LOG_NOTICE, "recovering the calls that had not ended in %zu contexts",
+                 zlistx_size (self->adopt));
+}
+
+//  Load some contexts that have calls to recover
+static void
+s_adopt_some (act_broker_t *self)
+{
+    for (int count = 0; count < 64 && zlistx_size (self->adopt); count++) {
+        char *id = zlistx_detach (self->adopt, NULL);
+        act_err_t err = { 0 };
+        if (!zhashx_lookup (self->contexts, id) && !s_context (self, id, false, &err))
+            act_log (LOG_WARNING, "context %s not recovered: %s", id, err.message);
+        free (id);
+    }
     s_todo_run (self);
-    if (count)
-        act_log (LOG_NOTICE, "recovered %zu calls that had not ended", count);
+    if (zlistx_size (self->adopt) == 0)
+        act_log (LOG_NOTICE, "recovery done: %zu calls running, %zu queued, %zu waiting",
+                 self->running, self->queued, self->waiting);
 }
 
 //  Drop all state and take it again from the store: after a failed
@@ -2528,10 +2624,69 @@ s_flush (act_broker_t *self)
     return sent;
 }
 
+//  A context another broker left behind (its lease ran out) with calls not
+//  ended: take it over, which recovers them
+static int
+s_adopt (const json_t *context, void *arg)
+{
+    act_broker_t *self = (act_broker_t *) arg;
+    act_err_t err = { 0 };
+    const char *id = json_string_value (context);
+    if (!zhashx_lookup (self->contexts, id) && s_context (self, id, false, &err))
+        act_log (LOG_NOTICE, "took over context %s from a broker whose lease ran out", id);
+    return 0;
+}
+
+//  Forget every context and call, without recovering them: this broker can
+//  no longer prove it owns them (it lost the store longer than its lease
+//  allows), and others may have taken them over. Contexts come back, claimed
+//  again, with the next requests.
+static void
+s_forget_all (act_broker_t *self)
+{
+    act_log (LOG_ERR, "lost the store for too long: its leases may have run out; "
+             "dropping %zu contexts and %zu calls from memory",
+             zhashx_size (self->contexts), zhashx_size (self->calls));
+    zhashx_purge (self->calls);
+    zhashx_purge (self->keys);
+    zhashx_purge (self->contexts);
+    for (s_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities)) {
+        zlistx_purge (activity->queue);
+        activity->backlog = activity->queued = activity->running = 0;
+    }
+    self->ntimers = self->ntodo = 0;
+    self->waiting = self->queued = self->running = 0;
+}
+
+//  Shared store: renew the lease, and adopt what dead brokers left
+static void
+s_leases (act_broker_t *self, long long now)
+{
+    long long lease = self->settings->lease_ms;
+    if (now >= self->renew_at) {
+        if (act_store_renew (self->store) == 0)
+            self->renewed = now;
+        else
+        if (now - self->renewed > lease * 2 / 3 && zhashx_size (self->contexts))
+            s_forget_all (self);
+        self->renew_at = now + lease / 3;
+    }
+    if (now >= self->orphans_at && now - self->renewed < lease / 2) {
+        act_store_contexts_pending (self->store, false, s_adopt, self);
+        s_todo_run (self);
+        self->orphans_at = now + lease / 2;
+    }
+}
+
 size_t
 act_broker_pass (act_broker_t *self)
 {
     long long now = act_clock_ms ();
+    if (act_store_shared (self->store))
+        s_leases (self, now);
+    if (zlistx_size (self->adopt))
+        s_adopt_some (self);
     s_timers_run (self, now);
     if (now >= self->heartbeat_at) {
         s_heartbeat (self, now);
@@ -2762,6 +2917,8 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     zhashx_set_destructor (self->workers, s_worker_destroy);
     self->outbox = zlistx_new ();
     zlistx_set_destructor (self->outbox, s_out_destroy);
+    self->adopt = zlistx_new ();
+    zlistx_set_destructor (self->adopt, (zlistx_destructor_fn *) zstr_free);
     if (bind) {
         if (s_security_setup (self, err)) {
             act_broker_destroy (&self);
@@ -2774,6 +2931,23 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
             act_broker_destroy (&self);
             return NULL;
         }
+    }
+    if (act_store_shared (self->store)) {
+        char *host = zsys_hostname ();
+        if (!settings->advertise)
+            settings->advertise = strdup (settings->client_endpoint);
+        if (!settings->broker_id)
+            settings->broker_id = zsys_sprintf ("%s/%s", host, settings->advertise);
+        free (host);
+        if (act_store_join (self->store, settings->broker_id, settings->advertise,
+                            settings->lease_ms, err)) {
+            act_broker_destroy (&self);
+            return NULL;
+        }
+        self->renewed = act_clock_ms ();
+        act_log (LOG_NOTICE, "joined the shared store as broker %s (clients are sent to %s; "
+                 "leases last %lld ms)", settings->broker_id, settings->advertise,
+                 settings->lease_ms);
     }
     s_recover (self);
     s_commit (self);
@@ -2798,6 +2972,7 @@ act_broker_destroy (act_broker_t **self_p)
         zhashx_destroy (&self->contexts);
         zhashx_destroy (&self->activities);
         zlistx_destroy (&self->outbox);
+        zlistx_destroy (&self->adopt);
         act_store_destroy (&self->store);
         free (self->timers);
         free (self->todo);
@@ -2875,6 +3050,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         act_broker_pass (self);
     }
     act_broker_pass (self);
+    if (act_store_shared (self->store))
+        act_store_leave (self->store);
     act_log (LOG_NOTICE, "stopped: %zu calls left to recover at the next start "
              "(%zu running, %zu queued, %zu waiting)",
              zhashx_size (self->calls), self->running, self->queued, self->waiting);

@@ -75,6 +75,7 @@ act_settings_new (void)
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
     self->max_contexts = 10000;
+    self->lease_ms = 10000;
     self->log_level = LOG_INFO;
     self->log_syslog = true;
     self->defaults = (act_activity_settings_t) {
@@ -97,6 +98,8 @@ act_settings_destroy (act_settings_t **self_p)
         free (self->client_keys);
         free (self->worker_keys);
         free (self->config_file);
+        free (self->broker_id);
+        free (self->advertise);
         zhashx_destroy (&self->activities);
         free (self);
         *self_p = NULL;
@@ -349,6 +352,15 @@ act_settings_load (act_settings_t *self, const char *path, char *message, size_t
             else
             if (streq (full, "server/shutdown_grace_ms"))
                 s_integer (&reader, item, full, 0, &self->shutdown_grace_ms);
+            else
+            if (streq (full, "server/broker_id"))
+                s_string (&reader, item, full, &self->broker_id);
+            else
+            if (streq (full, "server/advertise"))
+                s_string (&reader, item, full, &self->advertise);
+            else
+            if (streq (full, "server/lease_ms"))
+                s_integer (&reader, item, full, 100, &self->lease_ms);
             else
             if (streq (full, "server/context_idle_ms"))
                 s_integer (&reader, item, full, 0, &self->context_idle_ms);

@@ -40,6 +40,12 @@ typedef struct {
     char *worker_keys;          //  Directory of allowed worker public keys
     bool allow_plain_tcp;       //  Plain TCP on non-loopback addresses allowed
     char *config_file;          //  File the settings came from, or NULL
+    //  Several brokers on one PostgreSQL store
+    char *broker_id;            //  This broker's id (default host/endpoint)
+    char *advertise;            //  Client endpoint other brokers send clients
+                                //  to (default: client_endpoint)
+    long long lease_ms;         //  A dead broker's contexts are taken over
+                                //  this long after its last heartbeat
 } act_settings_t;
 
 //  Settings with every default of PROTOCOL.md section 5.

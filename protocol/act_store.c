@@ -17,6 +17,7 @@ struct _act_store_t {
     int64_t counts [S_COUNTERS];            //  Committed totals
     int64_t deltas [S_COUNTERS];            //  Changes in the current batch
     size_t batch;                           //  Writes in the current batch
+    uint64_t last_call;                     //  Call ids given out (one broker)
 };
 
 static const char *s_outcomes [] = { "ok", "error", "timeout", "skipped", "cancelled" };
@@ -223,6 +224,27 @@ s_memory_pending (void *impl, act_store_each_fn *fn, void *arg)
     return 0;
 }
 
+static int
+s_memory_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
+{
+    s_memory_t *self = (s_memory_t *) impl;
+    if (!mine)
+        return 0;
+    zhashx_t *seen = zhashx_new ();
+    for (json_t *record = zhashx_first (self->calls); record;
+         record = zhashx_next (self->calls)) {
+        const char *context = json_string_value (json_object_get (record, "context"));
+        if (!act_state_ended (json_string_value (json_object_get (record, "state")))
+        &&  context && zhashx_insert (seen, context, (void *) 1) == 0) {
+            json_t *name = json_string (context);
+            fn (name, arg);
+            json_decref (name);
+        }
+    }
+    zhashx_destroy (&seen);
+    return 0;
+}
+
 static uint64_t
 s_memory_last_call (void *impl)
 {
@@ -240,7 +262,8 @@ static const act_store_backend_t s_memory = {
     "memory", s_memory_destroy, s_memory_put_context, s_memory_put_message,
     s_memory_put_call, s_memory_update_call, s_memory_commit, s_memory_has_context,
     s_memory_messages, s_memory_history, s_memory_call, s_memory_idem,
-    s_memory_pending, s_memory_last_call, s_memory_counters
+    s_memory_pending, s_memory_last_call, s_memory_counters, NULL, NULL, NULL, NULL, NULL,
+    s_memory_contexts_pending, NULL
 };
 
 static void *
@@ -270,6 +293,12 @@ act_store_open (const char *location, act_sync_t sync, act_err_t *err)
         self->backend = &s_memory;
         self->impl = s_memory_open ();
     }
+    else
+    if (location && (strncmp (location, "postgres://", 11) == 0
+                 ||  strncmp (location, "postgresql://", 13) == 0)) {
+        self->backend = &act_store_pg;
+        self->impl = act_store_pg_open (location, sync, err);
+    }
     else {
         self->backend = &act_store_sqlite;
         self->impl = act_store_sqlite_open (location, sync, err);
@@ -282,6 +311,7 @@ act_store_open (const char *location, act_sync_t sync, act_err_t *err)
         free (self);
         return NULL;
     }
+    self->last_call = self->backend->last_call (self->impl);
     return self;
 }
 
@@ -421,4 +451,74 @@ act_store_counts (act_store_t *self)
         json_object_set_new (calls, act_store_counter_names [i], json_integer (total [i]));
     return json_pack ("{sIsIso}", "contexts", (json_int_t) total [S_CONTEXTS],
                       "messages", (json_int_t) total [S_MESSAGES], "calls", calls);
+}
+
+uint64_t
+act_store_next_call (act_store_t *self)
+{
+    if (self->backend->next_call)
+        return self->backend->next_call (self->impl);
+    return ++self->last_call;
+}
+
+bool
+act_store_shared (act_store_t *self)
+{
+    return self->backend->join != NULL;
+}
+
+int
+act_store_join (act_store_t *self, const char *id, const char *endpoint,
+                long long lease_ms, act_err_t *err)
+{
+    return self->backend->join? self->backend->join (self->impl, id, endpoint, lease_ms, err): 0;
+}
+
+int
+act_store_claim (act_store_t *self, const char *context, char **owner)
+{
+    return self->backend->claim? self->backend->claim (self->impl, context, owner): 1;
+}
+
+int
+act_store_renew (act_store_t *self)
+{
+    return self->backend->renew? self->backend->renew (self->impl): 0;
+}
+
+int
+act_store_leave (act_store_t *self)
+{
+    return self->backend->leave? self->backend->leave (self->impl): 0;
+}
+
+int
+act_store_contexts_pending (act_store_t *self, bool mine, act_store_each_fn *fn, void *arg)
+{
+    return self->backend->contexts_pending (self->impl, mine, fn, arg);
+}
+
+//  Filter a walk of pending calls down to one context
+typedef struct {
+    const char *context;        //  The context wanted
+    act_store_each_fn *fn;      //  The caller's function
+    void *arg;                  //  Its argument
+} s_filter_t;
+
+static int
+s_filter (const json_t *record, void *arg)
+{
+    s_filter_t *filter = (s_filter_t *) arg;
+    const char *context = json_string_value (json_object_get (record, "context"));
+    return context && streq (context, filter->context)? filter->fn (record, filter->arg): 0;
+}
+
+int
+act_store_pending_in (act_store_t *self, const char *context, act_store_each_fn *fn,
+                      void *arg)
+{
+    if (self->backend->pending_in)
+        return self->backend->pending_in (self->impl, context, fn, arg);
+    s_filter_t filter = { context, fn, arg };
+    return self->backend->pending (self->impl, s_filter, &filter);
 }

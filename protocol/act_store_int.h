@@ -34,10 +34,23 @@ typedef struct {
     int (*pending) (void *impl, act_store_each_fn *fn, void *arg);
     uint64_t (*last_call) (void *impl);
     int (*counters) (void *impl, int64_t *counts);
+    //  Shared stores only (NULL otherwise)
+    uint64_t (*next_call) (void *impl);
+    int (*join) (void *impl, const char *id, const char *endpoint, long long lease_ms,
+                 act_err_t *err);
+    int (*claim) (void *impl, const char *context, char **owner);
+    int (*renew) (void *impl);
+    int (*leave) (void *impl);
+    int (*contexts_pending) (void *impl, bool mine, act_store_each_fn *fn, void *arg);
+    int (*pending_in) (void *impl, const char *context, act_store_each_fn *fn, void *arg);
 } act_store_backend_t;
 
 //  Open the SQLite backend; NULL with err set on failure
 void *act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err);
 extern const act_store_backend_t act_store_sqlite;
+
+//  Open the PostgreSQL backend (when built with libpq); NULL with err set
+void *act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err);
+extern const act_store_backend_t act_store_pg;
 
 #endif

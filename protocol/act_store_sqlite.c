@@ -31,7 +31,9 @@ static const char *s_migrations [] = {
     "CREATE INDEX calls_pending ON calls (id) WHERE ended = 0;"
     "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO counters VALUES ('contexts', 0), ('messages', 0), ('accepted', 0),"
-    "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);"
+    "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);",
+    //  1 -> 2: recovery goes context by context
+    "CREATE INDEX calls_pending_by_context ON calls (context, id) WHERE ended = 0;"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
@@ -39,7 +41,7 @@ static const char *s_migrations [] = {
 enum {
     Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_PUT_MESSAGE, Q_PUT_CALL, Q_UPDATE_CALL,
     Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
-    Q_COUNTERS, Q_COUNT
+    Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_COUNT
 };
 
 #define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
@@ -57,7 +59,9 @@ static const char *s_queries [Q_COUNT] = {
     "SELECT id FROM calls WHERE context = ? AND idem = ?",
     "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 ORDER BY id",
     "SELECT MAX(id) FROM calls",
-    "SELECT name, value FROM counters"
+    "SELECT name, value FROM counters",
+    "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 AND context = ? ORDER BY id",
+    "SELECT DISTINCT context FROM calls WHERE ended = 0"
 };
 
 typedef struct {
@@ -342,6 +346,45 @@ s_idem (void *impl, const char *context, const char *key)
 }
 
 static int
+s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_PENDING_IN];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_TRANSIENT);
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        json_t *record = s_call_record (query);
+        int stop = fn (record, arg);
+        json_decref (record);
+        if (stop)
+            break;
+    }
+    sqlite3_reset (query);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read calls");
+}
+
+//  One broker owns every context: "mine" is every context with calls not
+//  ended, and there are no orphans
+static int
+s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (!mine)
+        return 0;
+    sqlite3_stmt *query = self->queries [Q_CONTEXTS_PENDING];
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        json_t *context = json_string ((const char *) sqlite3_column_text (query, 0));
+        int stop = fn (context, arg);
+        json_decref (context);
+        if (stop)
+            break;
+    }
+    sqlite3_reset (query);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read calls");
+}
+
+static int
 s_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
@@ -388,7 +431,7 @@ s_counters (void *impl, int64_t *counts)
 const act_store_backend_t act_store_sqlite = {
     "sqlite", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
-    s_last_call, s_counters
+    s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in
 };
 
 //  Bring the schema to S_VERSION, one migration per transaction

@@ -6,8 +6,10 @@
     its event loop and acknowledges nothing before that commit returns.
     Reads see the current batch's writes too.
 
-    Backends: a SQLite file in WAL mode (the default), and ":memory:" (all
-    in this process, gone on exit: for tests and benchmarks).
+    Backends: a SQLite file in WAL mode (the default); "postgres://..." or
+    "postgresql://..." (a PostgreSQL database several brokers can share);
+    and ":memory:" (all in this process, gone on exit: for tests and
+    benchmarks).
 
     A call record is a JSON object:
         {"call_id": N, "context": "...", "state": "queued", "attempts": N,
@@ -103,6 +105,49 @@ json_t *act_store_counts (act_store_t *self);
 
 //  True when state is an outcome (the call has ended).
 bool act_state_ended (const char *state);
+
+//  The next call id to give out: unique in the store, across restarts and,
+//  for a shared store, across brokers (PostgreSQL hands them out in
+//  blocks). Returns 0 on a store error.
+uint64_t act_store_next_call (act_store_t *self);
+
+//  --------------------------------------------------------------------------
+//  Several brokers on one store (PostgreSQL). Each context is owned by one
+//  broker at a time through a lease; a broker's leases last while it
+//  renews its heartbeat. With SQLite or memory there is one broker, which
+//  owns everything: these calls succeed and do nothing.
+
+//  True when several brokers may share this store.
+bool act_store_shared (act_store_t *self);
+
+//  Join the store as broker id, reachable by clients at endpoint; leases
+//  expire lease_ms after the last renewal. Returns 0 or -1 with err set.
+int act_store_join (act_store_t *self, const char *id, const char *endpoint,
+                    long long lease_ms, act_err_t *err);
+
+//  Own context: 1 when this broker owns it now (it was free, ours, or its
+//  owner's lease ran out: then it is taken over); 0 when another live
+//  broker owns it (*owner set to that broker's client endpoint, to free);
+//  -1 on a store error.
+int act_store_claim (act_store_t *self, const char *context, char **owner);
+
+//  Renew this broker's heartbeat. Returns 0, or -1 when the store could
+//  not be reached.
+int act_store_renew (act_store_t *self);
+
+//  Leave: this broker's leases run out now, so that live brokers take its
+//  contexts over at once (a clean shutdown).
+int act_store_leave (act_store_t *self);
+
+//  Walk the contexts with calls that have not ended whose owner is dead
+//  (orphans, mine false) or is this broker (mine true). fn gets a JSON
+//  string, the context id.
+int act_store_contexts_pending (act_store_t *self, bool mine, act_store_each_fn *fn,
+                                void *arg);
+
+//  Walk the records of calls not ended in one context, oldest first.
+int act_store_pending_in (act_store_t *self, const char *context,
+                          act_store_each_fn *fn, void *arg);
 
 #ifdef __cplusplus
 }

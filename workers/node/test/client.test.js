@@ -226,8 +226,11 @@ describe ('Client', () => {
 
     it ('stats () reports counts, activities and workers', async () => {
         const stats = await client.stats ();
+        //  PROTOCOL.md section 4, plus actd's own "store" object (commit figures)
         assert.deepEqual (Object.keys (stats).sort (),
-                          ['activities', 'calls', 'contexts', 'messages', 'uptime_ms', 'workers']);
+                          ['activities', 'calls', 'contexts', 'messages', 'store', 'uptime_ms',
+                           'workers']);
+        assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'commits', 'sync', 'writes']);
         assert.deepEqual (Object.keys (stats.calls).sort (), ['accepted', 'cancelled', 'error',
             'ok', 'queued', 'running', 'skipped', 'timeout', 'waiting']);
         assert.ok (stats.calls.ok > 0);

@@ -1,0 +1,745 @@
+/*  =========================================================================
+    act_store_pg - the store in PostgreSQL, shared by several brokers.
+
+    Group commit. The writes of a batch are buffered here and sent at the
+    commit as one statement per table, each carrying its rows as one JSON
+    array parameter (unnested server side), inside one transaction: a
+    commit costs a handful of round trips however large the batch. A read
+    in the middle of a batch first sends what is buffered (in the open
+    transaction), so reads still see the batch.
+
+    Several brokers. A broker joins with an id and its client endpoint and
+    renews a heartbeat (the database's clock, so the brokers' clocks do
+    not matter). A context belongs to the broker holding its lease; a
+    lease whose broker's heartbeat is older than lease_ms can be taken
+    over. Every commit first checks, holding the lease rows (FOR SHARE),
+    that this broker still owns each context it wrote: a broker that lost
+    a context while it was stalled can never commit into it again, and a
+    takeover waits for a commit in flight to end.
+
+    Call ids come from a sequence in blocks of 1000 per broker.
+    ========================================================================= */
+
+#include <czmq.h>
+#include "act_store_int.h"
+#include "actd/act_json.h"
+
+#ifdef ACTD_POSTGRES
+
+#include <libpq-fe.h>
+
+//  Schema migrations: s_migrations [v] takes the schema from v to v + 1
+static const char *s_migrations [] = {
+    "CREATE TABLE contexts (id TEXT PRIMARY KEY, created TIMESTAMPTZ NOT NULL DEFAULT now());"
+    "CREATE TABLE messages (context TEXT NOT NULL, seq BIGINT NOT NULL, body TEXT NOT NULL,"
+    "  PRIMARY KEY (context, seq));"
+    "CREATE SEQUENCE call_ids INCREMENT BY 1000 START WITH 1;"
+    "CREATE TABLE calls (id BIGINT PRIMARY KEY, context TEXT NOT NULL, state TEXT NOT NULL,"
+    "  attempts INTEGER NOT NULL DEFAULT 0, call TEXT NOT NULL, idem TEXT, outcome TEXT,"
+    "  progress TEXT, client TEXT, request TEXT, ended BOOLEAN NOT NULL DEFAULT false);"
+    "CREATE UNIQUE INDEX calls_by_key ON calls (context, idem) WHERE idem IS NOT NULL;"
+    "CREATE INDEX calls_pending ON calls (context, id) WHERE NOT ended;"
+    "CREATE TABLE counters (broker TEXT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL,"
+    "  PRIMARY KEY (broker, name));"
+    "CREATE TABLE brokers (id TEXT PRIMARY KEY, endpoint TEXT NOT NULL,"
+    "  heartbeat TIMESTAMPTZ NOT NULL);"
+    "CREATE TABLE leases (context TEXT PRIMARY KEY, broker TEXT NOT NULL);"
+};
+#define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
+
+#define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
+#define S_BLOCK 1000            //  Call ids reserved at a time
+
+typedef struct {
+    PGconn *conn;               //  The connection
+    char *where;                //  Host and database, for messages
+    act_sync_t sync;            //  FULL: synchronous_commit on; NORMAL: off
+    bool open_batch;            //  BEGIN was sent for the current batch
+    json_t *contexts;           //  Buffered: context ids to insert
+    json_t *messages;           //  Buffered: [context, seq, body text]
+    json_t *inserts;            //  Buffered: call records to insert
+    zhashx_t *updates;          //  Buffered: call id -> latest record update
+    zhashx_t *touched;          //  Contexts written in this batch
+    zhashx_t *known;            //  Contexts known to exist
+    char *broker;               //  This broker's id ("" before join)
+    char *endpoint;             //  Its client endpoint
+    long long lease_ms;         //  Lease length
+    uint64_t next_id;           //  Next call id of the current block
+    uint64_t block_end;         //  Last call id of the current block
+} s_pg_t;
+
+static void
+s_json_free (void **item)
+{
+    json_decref ((json_t *) *item);
+    *item = NULL;
+}
+
+static void
+s_destroy (void *impl)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (self->conn) {
+        if (self->open_batch)
+            PQclear (PQexec (self->conn, "ROLLBACK"));
+        PQfinish (self->conn);
+    }
+    json_decref (self->contexts);
+    json_decref (self->messages);
+    json_decref (self->inserts);
+    zhashx_destroy (&self->updates);
+    zhashx_destroy (&self->touched);
+    zhashx_destroy (&self->known);
+    free (self->where);
+    free (self->broker);
+    free (self->endpoint);
+    free (self);
+}
+
+static int
+s_fail (s_pg_t *self, act_err_t *err, const char *what, PGresult *result)
+{
+    const char *why = result? PQresultErrorMessage (result): PQerrorMessage (self->conn);
+    char *message = strdup (why && *why? why: "no message");
+    size_t length = strlen (message);
+    while (length && (message [length - 1] == '\n' || message [length - 1] == ' '))
+        message [--length] = 0;
+    zsys_error ("store %s: %s: %s", self->where, what, message);
+    act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->where, what, message);
+    free (message);
+    return -1;
+}
+
+//  Run a statement; returns its result (the caller clears it), or NULL
+//  with the failure logged
+static PGresult *
+s_exec (s_pg_t *self, const char *what, const char *sql, int nparams,
+        const char *const *params, act_err_t *err)
+{
+    PGresult *result = PQexecParams (self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    ExecStatusType status = PQresultStatus (result);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+        s_fail (self, err, what, result);
+        PQclear (result);
+        return NULL;
+    }
+    return result;
+}
+
+static int
+s_run (s_pg_t *self, const char *what, const char *sql, int nparams,
+       const char *const *params, act_err_t *err)
+{
+    PGresult *result = s_exec (self, what, sql, nparams, params, err);
+    PQclear (result);
+    return result? 0: -1;
+}
+
+static size_t
+s_buffered (s_pg_t *self)
+{
+    return json_array_size (self->contexts) + json_array_size (self->messages)
+         + json_array_size (self->inserts) + zhashx_size (self->updates);
+}
+
+//  Send the buffered writes into the batch's transaction (opened here)
+static int
+s_flush (s_pg_t *self, act_err_t *err)
+{
+    if (s_buffered (self) == 0)
+        return 0;
+    if (!self->open_batch) {
+        if (s_run (self, "cannot begin a transaction",
+                   self->sync == ACT_SYNC_FULL? "BEGIN"
+                   : "BEGIN; SET LOCAL synchronous_commit = off", 0, NULL, err))
+            return -1;
+        self->open_batch = true;
+    }
+    int rc = 0;
+    char *text;
+    if (json_array_size (self->contexts)) {
+        text = act_json_dump (self->contexts);
+        const char *params [] = { text };
+        rc = s_run (self, "cannot store contexts",
+            "INSERT INTO contexts (id) SELECT jsonb_array_elements_text ($1::jsonb) "
+            "ON CONFLICT DO NOTHING", 1, params, err);
+        free (text);
+        json_array_clear (self->contexts);
+    }
+    if (rc == 0 && json_array_size (self->messages)) {
+        text = act_json_dump (self->messages);
+        const char *params [] = { text };
+        rc = s_run (self, "cannot store messages",
+            "INSERT INTO messages (context, seq, body) SELECT r->>0, (r->>1)::bigint, r->>2 "
+            "FROM jsonb_array_elements ($1::jsonb) AS r", 1, params, err);
+        free (text);
+        json_array_clear (self->messages);
+    }
+    if (rc == 0 && json_array_size (self->inserts)) {
+        text = act_json_dump (self->inserts);
+        const char *params [] = { text };
+        rc = s_run (self, "cannot store calls",
+            "INSERT INTO calls (" S_CALL_COLUMNS ", ended) SELECT (r->>'call_id')::bigint, "
+            "r->>'context', r->>'state', (r->>'attempts')::int, r->>'call', r->>'id', "
+            "r->>'outcome', r->>'progress', r->>'client', r->>'request', (r->>'ended')::boolean "
+            "FROM jsonb_array_elements ($1::jsonb) AS r", 1, params, err);
+        free (text);
+        json_array_clear (self->inserts);
+    }
+    if (rc == 0 && zhashx_size (self->updates)) {
+        json_t *rows = json_array ();
+        for (json_t *row = zhashx_first (self->updates); row; row = zhashx_next (self->updates))
+            json_array_append (rows, row);
+        text = act_json_dump (rows);
+        json_decref (rows);
+        const char *params [] = { text };
+        rc = s_run (self, "cannot update calls",
+            "UPDATE calls SET state = u.state, attempts = u.attempts, outcome = u.outcome, "
+            "progress = u.progress, ended = u.ended FROM (SELECT (r->>'call_id')::bigint AS id, "
+            "r->>'state' AS state, (r->>'attempts')::int AS attempts, r->>'outcome' AS outcome, "
+            "r->>'progress' AS progress, (r->>'ended')::boolean AS ended "
+            "FROM jsonb_array_elements ($1::jsonb) AS r) AS u WHERE calls.id = u.id",
+            1, params, err);
+        free (text);
+        zhashx_purge (self->updates);
+    }
+    return rc;
+}
+
+//  A call record as the buffered row: JSON columns as their text
+static json_t *
+s_row (const json_t *record)
+{
+    json_t *row = json_object ();
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) record, key, value) {
+        if (streq (key, "call") || streq (key, "outcome") || streq (key, "progress")) {
+            char *text = act_json_dump (value);
+            json_object_set_new (row, key, json_string (text));
+            free (text);
+        }
+        else
+            json_object_set (row, key, value);
+    }
+    const char *state = json_string_value (json_object_get (record, "state"));
+    json_object_set_new (row, "ended", json_boolean (act_state_ended (state)));
+    return row;
+}
+
+static int
+s_put_context (void *impl, const char *context)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    //  Only the context's owner creates it: a context it has not seen is new
+    if (zhashx_lookup (self->known, context))
+        return 0;
+    zhashx_insert (self->known, context, (void *) 1);
+    json_array_append_new (self->contexts, json_string (context));
+    zhashx_update (self->touched, context, (void *) 1);
+    return 1;
+}
+
+static int
+s_put_message (void *impl, const char *context, uint64_t seq, const json_t *message)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    char *body = act_json_dump (message);
+    json_array_append_new (self->messages,
+                           json_pack ("[sIs]", context, (json_int_t) seq, body));
+    free (body);
+    zhashx_update (self->touched, context, (void *) 1);
+    return 0;
+}
+
+static int
+s_put_call (void *impl, const json_t *record)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    json_array_append_new (self->inserts, s_row (record));
+    const char *context = json_string_value (json_object_get (record, "context"));
+    if (context)
+        zhashx_update (self->touched, context, (void *) 1);
+    return 0;
+}
+
+static int
+s_update_call (void *impl, const json_t *record)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    //  An insert still buffered takes the update; else the last update of
+    //  a call in the batch is the one sent
+    json_int_t id = json_integer_value (json_object_get (record, "call_id"));
+    size_t index;
+    json_t *row;
+    json_array_foreach (self->inserts, index, row)
+        if (json_integer_value (json_object_get (row, "call_id")) == id) {
+            json_t *fresh = s_row (record);
+            json_object_update (row, fresh);
+            json_decref (fresh);
+            return 0;
+        }
+    char key [24];
+    snprintf (key, sizeof key, "%" JSON_INTEGER_FORMAT, id);
+    zhashx_update (self->updates, key, s_row (record));
+    const char *context = json_string_value (json_object_get (record, "context"));
+    if (context)
+        zhashx_update (self->touched, context, (void *) 1);
+    return 0;
+}
+
+//  The contexts written in this batch, as a JSON array text
+static char *
+s_touched (s_pg_t *self)
+{
+    json_t *ids = json_array ();
+    zlistx_t *keys = zhashx_keys (self->touched);
+    for (char *key = zlistx_first (keys); key; key = zlistx_next (keys))
+        json_array_append_new (ids, json_string (key));
+    zlistx_destroy (&keys);
+    char *text = act_json_dump (ids);
+    json_decref (ids);
+    return text;
+}
+
+static int
+s_commit (void *impl, const int64_t *deltas, act_err_t *err)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    int rc = s_flush (self, err);
+    if (rc == 0 && !self->open_batch)
+        return 0;               //  Nothing was written
+    //  Fencing: the batch may only touch contexts this broker still owns
+    if (rc == 0 && zhashx_size (self->touched)) {
+        char *touched = s_touched (self);
+        const char *params [] = { self->broker, touched };
+        PGresult *result = s_exec (self, "cannot check leases",
+            "SELECT context FROM leases WHERE broker = $1 AND context IN "
+            "(SELECT jsonb_array_elements_text ($2::jsonb)) FOR SHARE", 2, params, err);
+        if (!result)
+            rc = -1;
+        else
+        if ((size_t) PQntuples (result) != zhashx_size (self->touched)) {
+            zsys_error ("store %s: this broker lost the lease of a context it wrote; "
+                        "the batch is rolled back", self->where);
+            rc = act_err_set (err, ACT_E_INTERNAL,
+                              "this broker no longer owns a context it wrote");
+        }
+        PQclear (result);
+        free (touched);
+    }
+    for (int i = 0; i < S_COUNTERS && rc == 0; i++)
+        if (deltas [i]) {
+            char value [24];
+            snprintf (value, sizeof value, "%" PRId64, deltas [i]);
+            const char *params [] = { self->broker, act_store_counter_names [i], value };
+            rc = s_run (self, "cannot update counters",
+                "INSERT INTO counters (broker, name, value) VALUES ($1, $2, $3::bigint) "
+                "ON CONFLICT (broker, name) DO UPDATE SET value = counters.value + EXCLUDED.value",
+                3, params, err);
+        }
+    if (rc == 0)
+        rc = s_run (self, "commit failed", "COMMIT", 0, NULL, err);
+    if (rc) {
+        PQclear (PQexec (self->conn, "ROLLBACK"));
+        //  Contexts created in the batch are not known to exist any more
+        zhashx_purge (self->known);
+    }
+    self->open_batch = false;
+    zhashx_purge (self->touched);
+    json_array_clear (self->contexts);
+    json_array_clear (self->messages);
+    json_array_clear (self->inserts);
+    zhashx_purge (self->updates);
+    return rc;
+}
+
+static bool
+s_has_context (void *impl, const char *context)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (zhashx_lookup (self->known, context))
+        return true;
+    if (s_flush (self, NULL))
+        return false;
+    const char *params [] = { context };
+    PGresult *result = s_exec (self, "cannot read contexts",
+                               "SELECT 1 FROM contexts WHERE id = $1", 1, params, NULL);
+    bool found = result && PQntuples (result) > 0;
+    PQclear (result);
+    if (found)
+        zhashx_insert (self->known, context, (void *) 1);
+    return found;
+}
+
+static int
+s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (s_flush (self, NULL))
+        return -1;
+    const char *params [] = { context };
+    PGresult *result = s_exec (self, "cannot read messages",
+        "SELECT body FROM messages WHERE context = $1 ORDER BY seq", 1, params, NULL);
+    if (!result)
+        return -1;
+    for (int row = 0; row < PQntuples (result); row++) {
+        json_t *message = json_loads (PQgetvalue (result, row, 0), 0, NULL);
+        int stop = message? fn (message, arg): 0;
+        json_decref (message);
+        if (stop)
+            break;
+    }
+    PQclear (result);
+    return 0;
+}
+
+static json_t *
+s_history (void *impl, const char *context, uint64_t from, size_t limit)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (s_flush (self, NULL))
+        return NULL;
+    char from_text [24], limit_text [24];
+    snprintf (from_text, sizeof from_text, "%" PRIu64, from);
+    snprintf (limit_text, sizeof limit_text, "%zu", limit);
+    const char *params [] = { context, from_text, limit_text };
+    PGresult *result = s_exec (self, "cannot read history",
+        "SELECT body FROM messages WHERE context = $1 AND seq >= $2::bigint "
+        "ORDER BY seq LIMIT $3::bigint", 3, params, NULL);
+    if (!result)
+        return NULL;
+    json_t *page = json_array ();
+    for (int row = 0; row < PQntuples (result); row++) {
+        json_t *message = json_loads (PQgetvalue (result, row, 0), 0, NULL);
+        if (message)
+            json_array_append_new (page, message);
+    }
+    PQclear (result);
+    return page;
+}
+
+//  The call record in row (columns S_CALL_COLUMNS)
+static json_t *
+s_call_record (PGresult *result, int row)
+{
+    json_t *record = json_object ();
+    json_object_set_new (record, "call_id",
+                         json_integer (strtoll (PQgetvalue (result, row, 0), NULL, 10)));
+    json_object_set_new (record, "attempts",
+                         json_integer (strtoll (PQgetvalue (result, row, 3), NULL, 10)));
+    const char *names [] = { NULL, "context", "state", NULL, "call", "id", "outcome",
+                             "progress", "client", "request" };
+    for (int column = 1; column < 10; column++) {
+        if (column == 3 || PQgetisnull (result, row, column))
+            continue;
+        const char *text = PQgetvalue (result, row, column);
+        bool is_json = column == 4 || column == 6 || column == 7;
+        json_object_set_new (record, names [column], is_json
+            ? json_loads (text, JSON_DECODE_ANY, NULL): json_string (text));
+    }
+    return record;
+}
+
+static json_t *
+s_call (void *impl, uint64_t call_id)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (s_flush (self, NULL))
+        return NULL;
+    char id [24];
+    snprintf (id, sizeof id, "%" PRIu64, call_id);
+    const char *params [] = { id };
+    PGresult *result = s_exec (self, "cannot read a call",
+        "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = $1::bigint", 1, params, NULL);
+    json_t *record = result && PQntuples (result)? s_call_record (result, 0): NULL;
+    PQclear (result);
+    return record;
+}
+
+static uint64_t
+s_idem (void *impl, const char *context, const char *key)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (s_flush (self, NULL))
+        return 0;
+    const char *params [] = { context, key };
+    PGresult *result = s_exec (self, "cannot read calls",
+        "SELECT id FROM calls WHERE context = $1 AND idem = $2", 2, params, NULL);
+    uint64_t id = result && PQntuples (result)
+                ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
+    PQclear (result);
+    return id;
+}
+
+//  Walk call records a query returns
+static int
+s_walk_calls (s_pg_t *self, const char *sql, int nparams, const char *const *params,
+              act_store_each_fn *fn, void *arg)
+{
+    if (s_flush (self, NULL))
+        return -1;
+    PGresult *result = s_exec (self, "cannot read calls", sql, nparams, params, NULL);
+    if (!result)
+        return -1;
+    for (int row = 0; row < PQntuples (result); row++) {
+        json_t *record = s_call_record (result, row);
+        int stop = fn (record, arg);
+        json_decref (record);
+        if (stop)
+            break;
+    }
+    PQclear (result);
+    return 0;
+}
+
+static int
+s_pending (void *impl, act_store_each_fn *fn, void *arg)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    //  Shared: only this broker's calls (contexts it holds the lease of)
+    const char *params [] = { self->broker };
+    return s_walk_calls (self,
+        "SELECT " S_CALL_COLUMNS " FROM calls WHERE NOT ended AND context IN "
+        "(SELECT context FROM leases WHERE broker = $1) ORDER BY id", 1, params, fn, arg);
+}
+
+static int
+s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
+{
+    const char *params [] = { context };
+    return s_walk_calls ((s_pg_t *) impl,
+        "SELECT " S_CALL_COLUMNS " FROM calls WHERE NOT ended AND context = $1 ORDER BY id",
+        1, params, fn, arg);
+}
+
+static uint64_t
+s_last_call (void *impl)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    PGresult *result = s_exec (self, "cannot read calls",
+                               "SELECT COALESCE (MAX (id), 0) FROM calls", 0, NULL, NULL);
+    uint64_t id = result? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
+    PQclear (result);
+    return id;
+}
+
+static uint64_t
+s_next_call (void *impl)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (self->next_id == 0 || self->next_id > self->block_end) {
+        PGresult *result = s_exec (self, "cannot reserve call ids",
+                                   "SELECT nextval ('call_ids')", 0, NULL, NULL);
+        if (!result)
+            return 0;
+        self->next_id = strtoull (PQgetvalue (result, 0, 0), NULL, 10);
+        self->block_end = self->next_id + S_BLOCK - 1;
+        PQclear (result);
+    }
+    return self->next_id++;
+}
+
+static int
+s_counters (void *impl, int64_t *counts)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    memset (counts, 0, sizeof (int64_t) * S_COUNTERS);
+    PGresult *result = s_exec (self, "cannot read counters",
+        "SELECT name, SUM (value) FROM counters GROUP BY name", 0, NULL, NULL);
+    if (!result)
+        return -1;
+    for (int row = 0; row < PQntuples (result); row++)
+        for (int i = 0; i < S_COUNTERS; i++)
+            if (streq (PQgetvalue (result, row, 0), act_store_counter_names [i]))
+                counts [i] = strtoll (PQgetvalue (result, row, 1), NULL, 10);
+    PQclear (result);
+    return 0;
+}
+
+static int
+s_join (void *impl, const char *id, const char *endpoint, long long lease_ms, act_err_t *err)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    free (self->broker);
+    free (self->endpoint);
+    self->broker = strdup (id);
+    self->endpoint = strdup (endpoint);
+    self->lease_ms = lease_ms;
+    const char *params [] = { id, endpoint };
+    return s_run (self, "cannot join",
+        "INSERT INTO brokers (id, endpoint, heartbeat) VALUES ($1, $2, now()) "
+        "ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, heartbeat = now()",
+        2, params, err);
+}
+
+static int
+s_renew (void *impl)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    const char *params [] = { self->broker };
+    return s_run (self, "cannot renew the lease",
+                  "UPDATE brokers SET heartbeat = now () WHERE id = $1", 1, params, NULL);
+}
+
+static int
+s_leave (void *impl)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    const char *params [] = { self->broker };
+    return s_run (self, "cannot leave",
+                  "UPDATE brokers SET heartbeat = '-infinity' WHERE id = $1", 1, params, NULL);
+}
+
+static int
+s_claim (void *impl, const char *context, char **owner)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (owner)
+        *owner = NULL;
+    if (s_flush (self, NULL))
+        return -1;
+    char lease [32];
+    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
+    const char *params [] = { context, self->broker, lease };
+    //  Take the lease when it is free, ours, or its broker's heartbeat is
+    //  older than the lease; else name the live owner
+    PGresult *result = s_exec (self, "cannot claim a context",
+        "WITH claimed AS (INSERT INTO leases (context, broker) VALUES ($1, $2) "
+        "  ON CONFLICT (context) DO UPDATE SET broker = EXCLUDED.broker "
+        "  WHERE leases.broker = EXCLUDED.broker OR NOT EXISTS (SELECT 1 FROM brokers b "
+        "    WHERE b.id = leases.broker AND b.heartbeat > now () - $3::bigint * interval '1 ms') "
+        "  RETURNING broker) "
+        "SELECT (SELECT broker FROM claimed), (SELECT b.endpoint FROM leases l "
+        "  JOIN brokers b ON b.id = l.broker WHERE l.context = $1)", 3, params, NULL);
+    if (!result)
+        return -1;
+    int rc = PQgetisnull (result, 0, 0)? 0: 1;
+    if (rc == 0 && owner && !PQgetisnull (result, 0, 1))
+        *owner = strdup (PQgetvalue (result, 0, 1));
+    PQclear (result);
+    return rc;
+}
+
+static int
+s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
+{
+    s_pg_t *self = (s_pg_t *) impl;
+    if (s_flush (self, NULL))
+        return -1;
+    char lease [32];
+    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
+    const char *params [] = { self->broker, lease };
+    PGresult *result = mine
+        ? s_exec (self, "cannot read leases",
+            "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
+            "WHERE NOT c.ended AND l.broker = $1", 1, params, NULL)
+        : s_exec (self, "cannot read leases",
+            "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
+            "LEFT JOIN brokers b ON b.id = l.broker WHERE NOT c.ended AND l.broker <> $1 "
+            "AND (b.id IS NULL OR b.heartbeat <= now () - $2::bigint * interval '1 ms')",
+            2, params, NULL);
+    if (!result)
+        return -1;
+    for (int row = 0; row < PQntuples (result); row++) {
+        json_t *context = json_string (PQgetvalue (result, row, 0));
+        int stop = fn (context, arg);
+        json_decref (context);
+        if (stop)
+            break;
+    }
+    PQclear (result);
+    return 0;
+}
+
+const act_store_backend_t act_store_pg = {
+    "postgres", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
+    s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
+    s_last_call, s_counters, s_next_call, s_join, s_claim, s_renew, s_leave,
+    s_contexts_pending, s_pending_in
+};
+
+//  Bring the schema to S_VERSION, each step in a transaction, under an
+//  advisory lock so that brokers starting together migrate once
+static int
+s_migrate (s_pg_t *self, act_err_t *err)
+{
+    if (s_run (self, "cannot lock the schema", "SELECT pg_advisory_lock (2020)", 0, NULL, err)
+    ||  s_run (self, "cannot create actd_meta",
+               "CREATE TABLE IF NOT EXISTS actd_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+               0, NULL, err))
+        return -1;
+    PGresult *result = s_exec (self, "cannot read the schema version",
+        "SELECT value FROM actd_meta WHERE key = 'schema_version'", 0, NULL, err);
+    int version = result && PQntuples (result)? atoi (PQgetvalue (result, 0, 0)): 0;
+    PQclear (result);
+    int rc = result? 0: -1;
+    if (rc == 0 && version > S_VERSION)
+        rc = act_err_set (err, ACT_E_INTERNAL,
+                          "store %s has schema version %d; this actd knows up to %d",
+                          self->where, version, S_VERSION);
+    for (; rc == 0 && version < S_VERSION; version++) {
+        char *sql = zsys_sprintf ("BEGIN; %s INSERT INTO actd_meta VALUES ('schema_version', '%d') "
+                                  "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value; COMMIT;",
+                                  s_migrations [version], version + 1);
+        PGresult *step = PQexec (self->conn, sql);
+        zstr_free (&sql);
+        if (PQresultStatus (step) != PGRES_COMMAND_OK) {
+            rc = s_fail (self, err, "cannot migrate the schema", step);
+            PQclear (PQexec (self->conn, "ROLLBACK"));
+        }
+        else
+            zsys_info ("store %s: schema migrated to version %d", self->where, version + 1);
+        PQclear (step);
+    }
+    PQclear (PQexec (self->conn, "SELECT pg_advisory_unlock (2020)"));
+    return rc;
+}
+
+void *
+act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
+{
+    s_pg_t *self = calloc (1, sizeof *self);
+    self->sync = sync;
+    self->contexts = json_array ();
+    self->messages = json_array ();
+    self->inserts = json_array ();
+    self->updates = zhashx_new ();
+    zhashx_set_destructor (self->updates, s_json_free);
+    self->touched = zhashx_new ();
+    self->known = zhashx_new ();
+    self->broker = strdup ("");
+    self->endpoint = strdup ("");
+    self->lease_ms = 10000;
+    self->conn = PQconnectdb (url);
+    if (PQstatus (self->conn) != CONNECTION_OK) {
+        self->where = strdup ("(postgres)");
+        act_err_set (err, ACT_E_INTERNAL, "cannot connect to PostgreSQL: %s",
+                     PQerrorMessage (self->conn));
+        s_destroy (self);
+        return NULL;
+    }
+    self->where = zsys_sprintf ("postgres %s/%s", PQhost (self->conn), PQdb (self->conn));
+    //  Quiet: NOTICEs (CREATE TABLE IF NOT EXISTS) are not errors
+    PQclear (PQexec (self->conn, "SET client_min_messages = warning"));
+    if (s_migrate (self, err)) {
+        s_destroy (self);
+        return NULL;
+    }
+    return self;
+}
+
+#else
+
+//  Built without libpq
+void *
+act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
+{
+    act_err_set (err, ACT_E_INTERNAL,
+                 "this actd was built without PostgreSQL (install libpq-dev and rebuild)");
+    return NULL;
+}
+
+const act_store_backend_t act_store_pg = { .name = "postgres" };
+
+#endif
