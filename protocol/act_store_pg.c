@@ -149,9 +149,12 @@ s_flush (s_pg_t *self, act_err_t *err)
     if (s_buffered (self) == 0)
         return 0;
     if (!self->open_batch) {
-        if (s_run (self, "cannot begin a transaction",
-                   self->sync == ACT_SYNC_FULL? "BEGIN"
-                   : "BEGIN; SET LOCAL synchronous_commit = off", 0, NULL, err))
+        //  NORMAL: the commit returns before the WAL is flushed (a crash of
+        //  the database server may lose the last commits, never corrupt)
+        if (s_run (self, "cannot begin a transaction", "BEGIN", 0, NULL, err)
+        ||  (self->sync == ACT_SYNC_NORMAL
+        &&   s_run (self, "cannot set synchronous_commit",
+                    "SET LOCAL synchronous_commit = off", 0, NULL, err)))
             return -1;
         self->open_batch = true;
     }

@@ -22,6 +22,11 @@ import zmq
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DAGGER = "\u2020"
 
+#  The store the tests run actd on: "sqlite" (a file per actd), or with
+#  ACTD_TEST_STORE=postgres a fresh database per actd on a private
+#  PostgreSQL server (tests/integration/pg.py)
+STORE = os.environ.get("ACTD_TEST_STORE", "sqlite")
+
 
 def find_binary(name):
     """Path of a built program: $ACTD_BIN's folder first, then the build trees."""
@@ -51,6 +56,9 @@ class Actd:
 
     def __init__(self, store=None, args=(), heartbeat_ms=200, liveness=3, env=None):
         self.dir = tempfile.mkdtemp(prefix="actd-test-")
+        if store is None and STORE == "postgres":
+            import pg
+            store = pg.database()
         self.store = store or os.path.join(self.dir, "actd.db")
         self.client_port = free_port()
         self.worker_port = free_port()

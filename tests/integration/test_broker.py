@@ -19,6 +19,8 @@ import subprocess
 import time
 import unittest
 
+import harness
+
 import zmq
 
 from harness import Absent, Actd, Fail, NoAnswer, Worker, find_binary
@@ -160,7 +162,7 @@ class BrokerCase(unittest.TestCase):
         self.assertIsInstance(stats.pop("uptime_ms"), int)
         store = stats.pop("store")
         self.assertEqual(sorted(store), ["backend", "commits", "sync", "writes"])
-        self.assertEqual((store["backend"], store["sync"]), ("sqlite", "full"))
+        self.assertEqual((store["backend"], store["sync"]), (harness.STORE, "full"))
         self.assertGreaterEqual(store["writes"], store["commits"])
         return stats
 

@@ -5,12 +5,42 @@
 #include "actd/act_client.h"
 #include "actd/act_json.h"
 
+//  Several brokers sharing a store (PROTOCOL.md, "moved"): requests about a
+//  context go first to the broker rendezvous hashing names, then to the
+//  owner a "moved" reply names; a broker that does not answer is skipped
+//  for a while and the request goes to the next one.
+#define S_MAX_HOPS      5       //  moved replies followed for one request
+#define S_DEAD_MS       10000   //  A silent broker is skipped this long
+
+//  One broker: a DEALER connected to it
+typedef struct {
+    char *endpoint;             //  Its client endpoint
+    zsock_t *socket;            //  DEALER to it
+    int64_t dead_until;         //  Skipped until then (it did not answer)
+} s_link_t;
+
+//  A request sent and not answered yet, to send again when moved
+typedef struct {
+    char *request;              //  Request id
+    char *command;              //  Command
+    zmsg_t *args;               //  Its argument frames (a copy)
+    char *context;              //  Context it is about, or NULL
+    s_link_t *link;             //  Broker it was sent to
+    int hops;                   //  moved replies followed so far
+    int64_t sent;               //  When it was (last) sent
+} s_pending_t;
+
 struct _act_client_t {
-    zsock_t *socket;            //  DEALER to the broker
+    zlistx_t *links;            //  s_link_t, the endpoints given, then learned
+    zpoller_t *poller;          //  Polls every link's socket
+    zhashx_t *owners;           //  Context -> s_link_t learned from moved
+    zhashx_t *accepted;         //  Call id -> s_link_t that accepted it
+    zhashx_t *pending;          //  Request id -> s_pending_t
     zlistx_t *kept;             //  act_reply_t received but not yet taken
     int timeout;                //  Milliseconds a synchronous request waits
     uint64_t sequence;          //  Makes request ids
-    char *endpoint;             //  Where it connects
+    char *server_key;           //  CURVE: the broker's public key
+    zcert_t *cert;              //  CURVE: this client's certificate
 };
 
 static void
@@ -19,24 +49,78 @@ s_reply_free (void **item)
     act_reply_destroy ((act_reply_t **) item);
 }
 
+static void
+s_link_destroy (void **item)
+{
+    s_link_t *link = (s_link_t *) *item;
+    zsock_destroy (&link->socket);
+    free (link->endpoint);
+    free (link);
+    *item = NULL;
+}
+
+static void
+s_pending_destroy (void **item)
+{
+    s_pending_t *pending = (s_pending_t *) *item;
+    free (pending->request);
+    free (pending->command);
+    zmsg_destroy (&pending->args);
+    free (pending->context);
+    free (pending);
+    *item = NULL;
+}
+
+//  Connect a link to endpoint (with CURVE when set); NULL if it is not valid
+static s_link_t *
+s_link_add (act_client_t *self, const char *endpoint)
+{
+    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+        if (streq (link->endpoint, endpoint))
+            return link;
+    s_link_t *link = calloc (1, sizeof *link);
+    link->endpoint = strdup (endpoint);
+    link->socket = zsock_new (ZMQ_DEALER);
+    zsock_set_linger (link->socket, 0);
+    if (self->cert) {
+        zcert_apply (self->cert, link->socket);
+        zsock_set_curve_serverkey (link->socket, self->server_key);
+    }
+    if (zsock_connect (link->socket, "%s", endpoint)) {
+        void *item = link;
+        s_link_destroy (&item);
+        return NULL;
+    }
+    zlistx_add_end (self->links, link);
+    zpoller_add (self->poller, link->socket);
+    return link;
+}
+
 act_client_t *
 act_client_new (const char *endpoint)
 {
     act_client_t *self = calloc (1, sizeof *self);
-    self->socket = zsock_new (ZMQ_DEALER);
-    if (!self->socket) {
-        free (self);
-        return NULL;
-    }
-    zsock_set_linger (self->socket, 0);
-    self->endpoint = strdup (endpoint? endpoint: ACT_CLIENT_ENDPOINT);
-    if (zsock_connect (self->socket, "%s", self->endpoint)) {
-        act_client_destroy (&self);
-        return NULL;
-    }
+    self->links = zlistx_new ();
+    zlistx_set_destructor (self->links, s_link_destroy);
+    self->poller = zpoller_new (NULL);
+    self->owners = zhashx_new ();
+    self->accepted = zhashx_new ();
+    self->pending = zhashx_new ();
+    zhashx_set_destructor (self->pending, s_pending_destroy);
     self->kept = zlistx_new ();
     zlistx_set_destructor (self->kept, s_reply_free);
     self->timeout = 30000;
+    //  A list of brokers: "tcp://a:5555,tcp://b:5555"
+    char *list = strdup (endpoint? endpoint: ACT_CLIENT_ENDPOINT);
+    for (char *item = strtok (list, ", "); item; item = strtok (NULL, ", "))
+        if (!s_link_add (self, item)) {
+            free (list);
+            act_client_destroy (&self);
+            return NULL;
+        }
+    free (list);
+    if (zlistx_size (self->links) == 0)
+        act_client_destroy (&self);
     return self;
 }
 
@@ -45,9 +129,14 @@ act_client_destroy (act_client_t **self_p)
 {
     if (self_p && *self_p) {
         act_client_t *self = *self_p;
-        zsock_destroy (&self->socket);
+        zpoller_destroy (&self->poller);
+        zhashx_destroy (&self->pending);
+        zhashx_destroy (&self->owners);
+        zhashx_destroy (&self->accepted);
+        zlistx_destroy (&self->links);
         zlistx_destroy (&self->kept);
-        free (self->endpoint);
+        zcert_destroy (&self->cert);
+        free (self->server_key);
         free (self);
         *self_p = NULL;
     }
@@ -66,12 +155,27 @@ act_client_set_curve (act_client_t *self, const char *server_public,
     zcert_t *cert = zcert_load (certificate_file);
     if (!cert)
         return -1;
-    //  The socket connected already; CURVE must be set before connecting
-    zsock_disconnect (self->socket, "%s", self->endpoint);
-    zcert_apply (cert, self->socket);
-    zsock_set_curve_serverkey (self->socket, server_public);
-    zcert_destroy (&cert);
-    return zsock_connect (self->socket, "%s", self->endpoint);
+    zcert_destroy (&self->cert);
+    self->cert = cert;
+    free (self->server_key);
+    self->server_key = strdup (server_public);
+    //  The sockets connected already; CURVE must be set before connecting:
+    //  connect them again
+    zlistx_t *endpoints = zlistx_new ();
+    zlistx_set_destructor (endpoints, (zlistx_destructor_fn *) zstr_free);
+    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+        zlistx_add_end (endpoints, strdup (link->endpoint));
+    zpoller_destroy (&self->poller);
+    self->poller = zpoller_new (NULL);
+    zhashx_purge (self->owners);
+    zhashx_purge (self->accepted);
+    zlistx_purge (self->links);
+    int rc = 0;
+    for (char *endpoint = zlistx_first (endpoints); endpoint; endpoint = zlistx_next (endpoints))
+        if (!s_link_add (self, endpoint))
+            rc = -1;
+    zlistx_destroy (&endpoints);
+    return rc;
 }
 
 void
@@ -96,48 +200,184 @@ act_reply_arg (act_reply_t *self, size_t index)
     return frame? zframe_strdup (frame): NULL;
 }
 
-int
-act_client_send (act_client_t *self, char *request, const char *command, ...)
+//  The rendezvous score of a broker for a key, which every actd client
+//  library computes the same way: FNV-1a (64 bits) of endpoint "\n" key,
+//  then MurmurHash3's 64-bit finalizer. (FNV-1a alone mixes its last bytes
+//  into the high bits too little: the endpoint would decide every key.)
+static uint64_t
+s_score (const char *endpoint, const char *key)
 {
-    snprintf (request, 24, "c%" PRIu64, ++self->sequence);
-    zmsg_t *msg = zmsg_new ();
-    zmsg_addstr (msg, "ACTC01");
-    zmsg_addstr (msg, command);
-    zmsg_addstr (msg, request);
-    va_list args;
-    va_start (args, command);
-    for (const char *arg = va_arg (args, const char *); arg; arg = va_arg (args, const char *))
-        zmsg_addstr (msg, arg);
-    va_end (args);
-    int rc = zmsg_send (&msg, self->socket);
+    uint64_t hash = 14695981039346656037ULL;
+    for (const char *c = endpoint; *c; c++)
+        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
+    hash = (hash ^ (unsigned char) '\n') * 1099511628211ULL;
+    for (const char *c = key; *c; c++)
+        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
+    hash ^= hash >> 33;
+    hash *= 0xff51afd7ed558ccdULL;
+    hash ^= hash >> 33;
+    hash *= 0xc4ceb9fe1a85ec53ULL;
+    hash ^= hash >> 33;
+    return hash;
+}
+
+//  The broker for a request about key (a context, or NULL): the owner
+//  learned from moved, else the live link with the highest score (ties: the
+//  smaller endpoint), skipping avoid
+static s_link_t *
+s_route (act_client_t *self, const char *key, s_link_t *avoid)
+{
+    if (key) {
+        s_link_t *owner = zhashx_lookup (self->owners, key);
+        if (owner && owner != avoid && owner->dead_until <= zclock_mono ())
+            return owner;
+    }
+    s_link_t *best = NULL;
+    uint64_t best_score = 0;
+    int64_t now = zclock_mono ();
+    for (int pass = 0; pass < 2 && !best; pass++)
+        for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
+            //  First pass: live links only; second: any but avoid
+            if (link == avoid || (pass == 0 && link->dead_until > now))
+                continue;
+            uint64_t score = key? s_score (link->endpoint, key): 0;
+            if (!best || score > best_score
+            ||  (score == best_score && strcmp (link->endpoint, best->endpoint) < 0)) {
+                best = link;
+                best_score = score;
+            }
+        }
+    return best? best: zlistx_first (self->links);
+}
+
+//  Send pending to its link: [ACTC01][command][request][args...]
+static int
+s_transmit (s_pending_t *pending)
+{
+    zmsg_t *msg = zmsg_dup (pending->args);
+    zmsg_pushstr (msg, pending->request);
+    zmsg_pushstr (msg, pending->command);
+    zmsg_pushstr (msg, "ACTC01");
+    pending->sent = zclock_mono ();
+    int rc = zmsg_send (&msg, pending->link->socket);
     zmsg_destroy (&msg);
     return rc;
 }
 
-//  Read one reply from the socket, waiting up to timeout_ms
+int
+act_client_send (act_client_t *self, char *request, const char *command, ...)
+{
+    snprintf (request, 24, "c%" PRIu64, ++self->sequence);
+    s_pending_t *pending = calloc (1, sizeof *pending);
+    pending->request = strdup (request);
+    pending->command = strdup (command);
+    pending->args = zmsg_new ();
+    va_list args;
+    va_start (args, command);
+    for (const char *arg = va_arg (args, const char *); arg; arg = va_arg (args, const char *))
+        zmsg_addstr (pending->args, arg);
+    va_end (args);
+    //  Which broker: by context, by the broker that accepted the call, or any
+    const char *first = zmsg_size (pending->args)? zframe_strdup (zmsg_first (pending->args)): NULL;
+    bool by_context = streq (command, "CALL") || streq (command, "PLAN")
+                   || streq (command, "APPEND") || streq (command, "RESOLVE")
+                   || streq (command, "VIEW") || streq (command, "HISTORY");
+    if (by_context && first)
+        pending->context = strdup (first);
+    s_link_t *accepted = (first && !by_context)? zhashx_lookup (self->accepted, first): NULL;
+    pending->link = accepted? accepted: s_route (self, pending->context, NULL);
+    free ((char *) first);
+    zhashx_update (self->pending, request, pending);
+    return s_transmit (pending);
+}
+
+//  A reply as the caller sees it, or NULL when it was handled here (a
+//  moved reply followed by sending the request again)
+static act_reply_t *
+s_reply_handle (act_client_t *self, s_link_t *link, zmsg_t *msg)
+{
+    zframe_t *header = zmsg_pop (msg);
+    zframe_t *verb = zmsg_pop (msg);
+    zframe_t *request = zmsg_pop (msg);
+    act_reply_t *reply = NULL;
+    if (header && verb && request && zframe_streq (header, "ACTC01")) {
+        reply = calloc (1, sizeof *reply);
+        reply->verb = zframe_strdup (verb);
+        reply->request = zframe_strdup (request);
+        reply->args = msg;
+        msg = NULL;
+    }
+    zframe_destroy (&header);
+    zframe_destroy (&verb);
+    zframe_destroy (&request);
+    zmsg_destroy (&msg);
+    if (!reply)
+        return NULL;
+    s_pending_t *pending = zhashx_lookup (self->pending, reply->request);
+    char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
+    if (pending && code && streq (code, "moved") && pending->hops < S_MAX_HOPS) {
+        //  Another broker owns the context: send the request there
+        char *owner = act_reply_arg (reply, 1);
+        s_link_t *target = owner && *owner? s_link_add (self, owner): NULL;
+        if (target) {
+            if (pending->context)
+                zhashx_update (self->owners, pending->context, target);
+            pending->link = target;
+            pending->hops++;
+            s_transmit (pending);
+            act_reply_destroy (&reply);
+        }
+        free (owner);
+    }
+    else
+    if (pending) {
+        if (streq (reply->verb, "ACCEPTED")) {
+            //  STATUS and CANCEL of these calls start at this broker
+            char *ids = act_reply_arg (reply, 0);
+            json_t *list = ids && ids [0] == '['? json_loads (ids, 0, NULL): NULL;
+            if (list) {
+                size_t index;
+                json_t *id;
+                json_array_foreach (list, index, id)
+                    zhashx_update (self->accepted, json_string_value (id), link);
+            }
+            else
+            if (ids)
+                zhashx_update (self->accepted, ids, link);
+            json_decref (list);
+            free (ids);
+            if (pending->context)
+                zhashx_update (self->owners, pending->context, link);
+        }
+        if (!streq (reply->verb, "ERROR") || !code || !streq (code, "moved"))
+            zhashx_delete (self->pending, reply->request);
+    }
+    free (code);
+    return reply;
+}
+
+//  Read one reply from any broker, waiting up to timeout_ms
 static act_reply_t *
 s_read (act_client_t *self, int timeout_ms)
 {
-    zsock_set_rcvtimeo (self->socket, timeout_ms);
+    int64_t deadline = zclock_mono () + (timeout_ms < 0? INT32_MAX: timeout_ms);
     while (true) {
-        zmsg_t *msg = zmsg_recv (self->socket);
-        if (!msg)
+        int64_t left = deadline - zclock_mono ();
+        if (left < 0)
+            left = 0;
+        zsock_t *socket = zpoller_wait (self->poller, (int) left);
+        if (!socket)
             return NULL;
-        zframe_t *header = zmsg_pop (msg);
-        zframe_t *verb = zmsg_pop (msg);
-        zframe_t *request = zmsg_pop (msg);
-        act_reply_t *reply = NULL;
-        if (header && verb && request && zframe_streq (header, "ACTC01")) {
-            reply = calloc (1, sizeof *reply);
-            reply->verb = zframe_strdup (verb);
-            reply->request = zframe_strdup (request);
-            reply->args = msg;
-            msg = NULL;
+        s_link_t *link = zlistx_first (self->links);
+        while (link && link->socket != socket)
+            link = zlistx_next (self->links);
+        zmsg_t *msg = zmsg_recv (socket);
+        if (!msg || !link) {
+            zmsg_destroy (&msg);
+            continue;
         }
-        zframe_destroy (&header);
-        zframe_destroy (&verb);
-        zframe_destroy (&request);
-        zmsg_destroy (&msg);
+        link->dead_until = 0;   //  It answers
+        act_reply_t *reply = s_reply_handle (self, link, msg);
         if (reply)
             return reply;
     }
@@ -164,11 +404,29 @@ act_client_wait (act_client_t *self, const char *request, const char *verb)
             return reply;
         }
     int64_t deadline = zclock_mono () + self->timeout;
+    //  With several brokers, one that says nothing for a part of the time
+    //  allowed is skipped and the request goes to the next
+    int64_t patience = zlistx_size (self->links) > 1? self->timeout / 3: self->timeout;
     while (true) {
-        int64_t left = deadline - zclock_mono ();
-        act_reply_t *reply = left > 0? s_read (self, (int) left): NULL;
-        if (!reply)
+        int64_t now = zclock_mono ();
+        if (now >= deadline)
             return NULL;
+        s_pending_t *pending = zhashx_lookup (self->pending, request);
+        if (pending && now - pending->sent >= patience && pending->hops < S_MAX_HOPS) {
+            pending->link->dead_until = now + S_DEAD_MS;
+            s_link_t *next = s_route (self, pending->context, pending->link);
+            if (next != pending->link) {
+                pending->link = next;
+                pending->hops++;
+                s_transmit (pending);
+            }
+        }
+        int64_t wait = deadline - now;
+        if (pending && pending->sent + patience - now < wait)
+            wait = pending->sent + patience - now;
+        act_reply_t *reply = s_read (self, (int) (wait > 0? wait: 0));
+        if (!reply)
+            continue;
         if (streq (reply->request, request) && (!verb || streq (reply->verb, verb)))
             return reply;
         zlistx_add_end (self->kept, reply);
@@ -241,43 +499,101 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
     return value;
 }
 
-//  Wait for the DONE of request; a new outcome, or NULL with err set
+//  The outcome of call_id if STATUS says it ended (a new reference), or NULL
 static json_t *
-s_done (act_client_t *self, const char *request, act_err_t *err)
+s_ended (act_client_t *self, const char *call_id)
 {
-    act_reply_t *reply = act_client_wait (self, request, "DONE");
-    json_t *outcome = NULL;
-    if (s_check (reply, "DONE", err) == 0) {
-        char *text = act_reply_arg (reply, 1);
-        outcome = text? act_json_parse (text, strlen (text), err): NULL;
-        free (text);
-    }
-    act_reply_destroy (&reply);
+    json_t *status = act_client_status (self, call_id, NULL);
+    const char *state = json_string_value (json_object_get (status, "state"));
+    json_t *outcome = json_object_get (status, "outcome");
+    outcome = state && outcome && !streq (state, "waiting") && !streq (state, "queued")
+           && !streq (state, "running")? json_incref (outcome): NULL;
+    json_decref (status);
     return outcome;
+}
+
+//  Wait for the outcomes of the calls in ids (call ids) submitted by
+//  request: from their DONE replies, or, when none comes for a second,
+//  from STATUS (a DONE cannot reach this socket when another broker took
+//  the context over, or after the broker restarted). Fills outcomes (call
+//  id -> outcome); returns 0, or -1 with err set to timeout.
+static int
+s_outcomes (act_client_t *self, const char *request, json_t *ids, json_t *outcomes,
+            act_err_t *err)
+{
+    int64_t deadline = zclock_mono () + self->timeout;
+    int timeout = self->timeout;
+    while (json_object_size (outcomes) < json_array_size (ids)) {
+        int64_t left = deadline - zclock_mono ();
+        if (left <= 0) {
+            self->timeout = timeout;
+            return act_err_set (err, "timeout", "no outcome from the broker in time");
+        }
+        self->timeout = left < 1000? (int) left: 1000;
+        act_reply_t *reply = act_client_wait (self, request, "DONE");
+        self->timeout = timeout;
+        if (reply) {
+            char *id = act_reply_arg (reply, 0);
+            char *text = act_reply_arg (reply, 1);
+            json_t *outcome = text? act_json_parse (text, strlen (text), err): NULL;
+            if (id && outcome && !json_object_get (outcomes, id))
+                json_object_set (outcomes, id, outcome);
+            json_decref (outcome);
+            free (id);
+            free (text);
+            act_reply_destroy (&reply);
+            continue;
+        }
+        size_t index;
+        json_t *id;
+        json_array_foreach (ids, index, id)
+            if (!json_object_get (outcomes, json_string_value (id))) {
+                json_t *outcome = s_ended (self, json_string_value (id));
+                if (outcome)
+                    json_object_set_new (outcomes, json_string_value (id), outcome);
+            }
+    }
+    return 0;
 }
 
 int
 act_client_call (act_client_t *self, const char *context, const char *call,
                  bool wait, char **call_id, json_t **outcome, act_err_t *err)
 {
-    char request [24];
     if (outcome)
         *outcome = NULL;
-    if (act_client_send (self, request, "CALL", context, call, NULL))
+    json_t *parsed = json_loads (call, 0, NULL);
+    bool has_output = json_object_get (parsed, "_outputPath") != NULL;
+    char *text = NULL;
+    if (json_is_object (parsed) && zlistx_size (self->links) > 1
+    &&  !json_object_get (parsed, "_id")) {
+        //  Several brokers: a call sent again to another broker (the first
+        //  did not answer) must not run twice; _id makes it the same call
+        zuuid_t *uuid = zuuid_new ();
+        json_object_set_new (parsed, "_id", json_string (zuuid_str_canonical (uuid)));
+        zuuid_destroy (&uuid);
+        text = act_json_dump (parsed);
+    }
+    json_decref (parsed);
+    char request [24];
+    int rc = act_client_send (self, request, "CALL", context, text? text: call, NULL);
+    free (text);
+    if (rc)
         return act_err_set (err, "internal", "cannot send to the broker");
     act_reply_t *reply = act_client_wait (self, request, NULL);
-    int rc = s_check (reply, "ACCEPTED", err);
+    rc = s_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
     if (rc)
         return -1;
-    json_t *parsed = json_loads (call, 0, NULL);
-    bool has_output = json_object_get (parsed, "_outputPath") != NULL;
-    json_decref (parsed);
     if (wait && has_output && outcome) {
-        *outcome = s_done (self, request, err);
-        if (!*outcome)
-            rc = -1;
+        json_t *ids = json_pack ("[s]", id);
+        json_t *outcomes = json_object ();
+        rc = s_outcomes (self, request, ids, outcomes, err);
+        if (rc == 0)
+            *outcome = json_incref (json_object_get (outcomes, id));
+        json_decref (ids);
+        json_decref (outcomes);
     }
     if (call_id)
         *call_id = id;
@@ -308,20 +624,15 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
         return rc;
     //  One DONE per call with an output path
     json_t *entries = json_loads (calls, 0, NULL);
-    *outcomes = json_object ();
+    json_t *waited = json_array ();
     size_t index;
     json_t *entry;
-    json_array_foreach (entries, index, entry) {
-        if (!json_object_get (entry, "_outputPath"))
-            continue;
-        json_t *outcome = s_done (self, request, err);
-        if (!outcome) {
-            rc = -1;
-            break;
-        }
-        json_object_set_new (*outcomes, json_string_value (json_object_get (outcome, "call_id")),
-                             outcome);
-    }
+    json_array_foreach (entries, index, entry)
+        if (json_object_get (entry, "_outputPath") && json_array_get (*ids, index))
+            json_array_append (waited, json_array_get (*ids, index));
+    *outcomes = json_object ();
+    rc = s_outcomes (self, request, waited, *outcomes, err);
+    json_decref (waited);
     json_decref (entries);
     return rc;
 }

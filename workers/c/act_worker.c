@@ -1,11 +1,14 @@
 /*  =========================================================================
     act_worker - a C worker for actd.
 
-    A zloop turns: the socket's messages, a heartbeat timer, the caller's
-    watched descriptors and timers. Each connection to the broker has a
-    number; a task remembers the connection it came on, and an answer to a
-    task from an older connection is not sent (the broker has given that
-    task to someone else as a new attempt).
+    A zloop turns: the sockets' messages, a heartbeat timer, the caller's
+    watched descriptors and timers. The worker connects to every broker in
+    its endpoint list (several brokers sharing one store), each a link with
+    its own socket, READY, heartbeats and reconnections; each broker sees
+    the declared capacity. Each connection of a link has a number; a task
+    remembers its link and connection, and an answer to a task from an
+    older connection is not sent (the broker has given that task to someone
+    else as a new attempt).
     ========================================================================= */
 
 #include "actd/act_worker.h"
@@ -28,11 +31,20 @@ typedef struct {
     bool dead;                  //  Cancelled; freed once its pass is over
 } s_hook_t;
 
+//  The worker's connection to one broker
+typedef struct {
+    act_worker_t *worker;       //  Owner
+    char *endpoint;             //  The broker's worker endpoint
+    zsock_t *socket;            //  DEALER, replaced at each reconnect
+    uint64_t connection;        //  Number of the current connection
+    int64_t heard;              //  Last message from the broker
+    int64_t sent;               //  Last message to the broker
+} s_link_t;
+
 struct _act_worker_t {
-    char *endpoint;             //  Broker's worker endpoint
+    zlistx_t *links;            //  s_link_t, one per broker
     char *name;                 //  Name in READY
     char *lang;                 //  Language in READY
-    zsock_t *socket;            //  DEALER, replaced at each reconnect
     zloop_t *loop;              //  The event loop
     zhashx_t *handlers;         //  Activity -> s_handler_t
     zhashx_t *tasks;            //  Task id -> act_task_t, not answered
@@ -40,9 +52,6 @@ struct _act_worker_t {
     size_t capacity;            //  Tasks at once, announced in READY
     int heartbeat_ms;           //  Heartbeat interval
     int liveness;               //  Silent intervals before reconnecting
-    int64_t heard;              //  Last message from the broker
-    int64_t sent;               //  Last message to the broker
-    uint64_t connection;        //  Number of the current connection
     bool stopped;               //  act_worker_stop was called
     char *server_key;           //  CURVE: the broker's public key
     zcert_t *cert;              //  CURVE: this worker's certificate
@@ -50,7 +59,8 @@ struct _act_worker_t {
 
 struct _act_task_t {
     act_worker_t *worker;       //  Owner
-    uint64_t connection;        //  Connection it came on
+    s_link_t *link;             //  Broker it came from
+    uint64_t connection;        //  Connection of that link it came on
     char *id;                   //  Task id
     char *activity;             //  Activity
     json_t *params;             //  Parameters
@@ -81,11 +91,31 @@ s_free_item (void **item)
     *item = NULL;
 }
 
+static void
+s_link_destroy (void **item)
+{
+    s_link_t *link = (s_link_t *) *item;
+    zsock_destroy (&link->socket);
+    free (link->endpoint);
+    free (link);
+    *item = NULL;
+}
+
 act_worker_t *
 act_worker_new (const char *endpoint, const char *name)
 {
     act_worker_t *self = calloc (1, sizeof *self);
-    self->endpoint = strdup (endpoint? endpoint: ACT_WORKER_ENDPOINT);
+    self->links = zlistx_new ();
+    zlistx_set_destructor (self->links, s_link_destroy);
+    //  A list of brokers: "tcp://a:5556,tcp://b:5556"
+    char *list = strdup (endpoint? endpoint: ACT_WORKER_ENDPOINT);
+    for (char *item = strtok (list, ", "); item; item = strtok (NULL, ", ")) {
+        s_link_t *link = calloc (1, sizeof *link);
+        link->worker = self;
+        link->endpoint = strdup (item);
+        zlistx_add_end (self->links, link);
+    }
+    free (list);
     self->name = strdup (name? name: "c-worker");
     self->lang = strdup ("c");
     self->loop = zloop_new ();
@@ -112,10 +142,9 @@ act_worker_destroy (act_worker_t **self_p)
         zhashx_destroy (&self->handlers);
         zloop_destroy (&self->loop);
         zlistx_destroy (&self->hooks);
-        zsock_destroy (&self->socket);
+        zlistx_destroy (&self->links);
         zcert_destroy (&self->cert);
         free (self->server_key);
-        free (self->endpoint);
         free (self->name);
         free (self->lang);
         free (self);
@@ -169,15 +198,15 @@ act_worker_set_curve (act_worker_t *self, const char *server_public,
     return 0;
 }
 
-//  Send command and args (a message to consume, may be NULL)
+//  Send command and args (a message to consume, may be NULL) to a broker
 static int
-s_send (act_worker_t *self, const char *command, zmsg_t *args)
+s_send (s_link_t *link, const char *command, zmsg_t *args)
 {
     zmsg_t *msg = args? args: zmsg_new ();
     zmsg_pushstr (msg, command);
     zmsg_pushstr (msg, "ACTW01");
-    self->sent = zclock_mono ();
-    int rc = zmsg_send (&msg, self->socket);
+    link->sent = zclock_mono ();
+    int rc = zmsg_send (&msg, link->socket);
     zmsg_destroy (&msg);
     return rc;
 }
@@ -200,36 +229,37 @@ s_hooks_purge (act_worker_t *self)
     zlistx_destroy (&dead);
 }
 
-//  Connect with a new socket (so a new identity) and say READY
+//  Connect to a broker with a new socket (so a new identity), say READY
 static void
-s_connect (act_worker_t *self)
+s_connect (s_link_t *link)
 {
-    if (self->socket) {
-        zloop_reader_end (self->loop, self->socket);
-        zsock_destroy (&self->socket);
+    act_worker_t *self = link->worker;
+    if (link->socket) {
+        zloop_reader_end (self->loop, link->socket);
+        zsock_destroy (&link->socket);
     }
-    self->connection++;
+    link->connection++;
     //  Tasks of the old connection belong to the broker's past: it gives
     //  them to someone else as new attempts. Tell their handlers (an
     //  answer to them is not sent)
     zlistx_t *ids = zhashx_keys (self->tasks);
     for (char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
         act_task_t *task = zhashx_lookup (self->tasks, id);
-        if (task && !task->cancelled) {
+        if (task && task->link == link && !task->cancelled) {
             task->cancelled = true;
             if (task->on_cancel)
                 task->on_cancel (task, task->cancel_arg);
         }
     }
     zlistx_destroy (&ids);
-    self->socket = zsock_new (ZMQ_DEALER);
-    zsock_set_linger (self->socket, 0);
+    link->socket = zsock_new (ZMQ_DEALER);
+    zsock_set_linger (link->socket, 0);
     if (self->cert) {
-        zcert_apply (self->cert, self->socket);
-        zsock_set_curve_serverkey (self->socket, self->server_key);
+        zcert_apply (self->cert, link->socket);
+        zsock_set_curve_serverkey (link->socket, self->server_key);
     }
-    zsock_connect (self->socket, "%s", self->endpoint);
-    zloop_reader (self->loop, self->socket, s_on_message, self);
+    zsock_connect (link->socket, "%s", link->endpoint);
+    zloop_reader (self->loop, link->socket, s_on_message, link);
     json_t *activities = json_array ();
     for (void *entry = zhashx_first (self->handlers); entry; entry = zhashx_next (self->handlers))
         json_array_append_new (activities, json_string ((const char *) zhashx_cursor (self->handlers)));
@@ -239,28 +269,30 @@ s_connect (act_worker_t *self)
     char *text = act_json_dump (ready);
     zmsg_t *args = zmsg_new ();
     zmsg_addstr (args, text);
-    s_send (self, "READY", args);
+    s_send (link, "READY", args);
     free (text);
     json_decref (ready);
-    self->heard = zclock_mono ();
+    link->heard = zclock_mono ();
 }
 
 static int
 s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
 {
-    act_worker_t *self = (act_worker_t *) arg;
+    s_link_t *link = (s_link_t *) arg;
+    act_worker_t *self = link->worker;
     s_hooks_purge (self);
     zmsg_t *msg = zmsg_recv (reader);
     if (!msg)
         return self->stopped? -1: 0;
-    self->heard = zclock_mono ();
+    link->heard = zclock_mono ();
     char *header = zmsg_popstr (msg);
     char *command = zmsg_popstr (msg);
     if (header && command && streq (header, "ACTW01")) {
         if (streq (command, "TASK") && zmsg_size (msg) == 4) {
             act_task_t *task = calloc (1, sizeof *task);
             task->worker = self;
-            task->connection = self->connection;
+            task->link = link;
+            task->connection = link->connection;
             task->id = zmsg_popstr (msg);
             task->activity = zmsg_popstr (msg);
             char *params = zmsg_popstr (msg);
@@ -290,7 +322,7 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
         }
         else
         if (streq (command, "DISCONNECT"))
-            s_connect (self);
+            s_connect (link);
     }
     free (header);
     free (command);
@@ -306,20 +338,23 @@ s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
     if (zsys_interrupted)
         return -1;              //  SIGINT or SIGTERM (CZMQ's handler)
     int64_t now = zclock_mono ();
-    if (now - self->heard > (int64_t) self->heartbeat_ms * self->liveness)
-        s_connect (self);
-    else
-    if (now - self->sent >= self->heartbeat_ms)
-        s_send (self, "HEARTBEAT", NULL);
+    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
+        if (now - link->heard > (int64_t) self->heartbeat_ms * self->liveness)
+            s_connect (link);
+        else
+        if (now - link->sent >= self->heartbeat_ms)
+            s_send (link, "HEARTBEAT", NULL);
+    }
     return self->stopped? -1: 0;
 }
 
 int
 act_worker_run (act_worker_t *self)
 {
-    if (zhashx_size (self->handlers) == 0)
+    if (zhashx_size (self->handlers) == 0 || zlistx_size (self->links) == 0)
         return -1;
-    s_connect (self);
+    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+        s_connect (link);
     //  Other signals (a SIGCHLD the caller handles) interrupt the poll:
     //  the loop goes on (see below), and the heartbeat timer ends it on
     //  SIGINT/SIGTERM
@@ -332,8 +367,9 @@ act_worker_run (act_worker_t *self)
     //  again unless the worker was asked to stop
     while (zloop_start (self->loop) == 0 && !self->stopped && !zsys_interrupted)
         ;
-    if (self->socket)
-        s_send (self, "DISCONNECT", NULL);
+    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+        if (link->socket)
+            s_send (link, "DISCONNECT", NULL);
     return 0;
 }
 
@@ -462,9 +498,9 @@ s_answer (act_task_t *self, const char *command, zmsg_t *args)
 {
     act_worker_t *worker = self->worker;
     int rc = 0;
-    if (self->connection == worker->connection) {
+    if (self->connection == self->link->connection) {
         zmsg_pushstr (args, self->id);
-        rc = s_send (worker, command, args);
+        rc = s_send (self->link, command, args);
     }
     else
         zmsg_destroy (&args);   //  The broker gave this task to someone else
@@ -503,12 +539,12 @@ act_task_fail (act_task_t *self, const char *code, const char *message, bool ret
 int
 act_task_progress (act_task_t *self, const json_t *details)
 {
-    if (self->connection != self->worker->connection)
+    if (self->connection != self->link->connection)
         return 0;
     zmsg_t *args = zmsg_new ();
     zmsg_addstr (args, self->id);
     char *text = act_json_dump (details);
     zmsg_addstr (args, text);
     free (text);
-    return s_send (self->worker, "PROGRESS", args);
+    return s_send (self->link, "PROGRESS", args);
 }

@@ -1,0 +1,91 @@
+"""A private PostgreSQL server for tests: Debian's postgresql binaries, a
+temporary data directory, a free port, trust authentication on loopback.
+Started once per test process (on first use), stopped when it exits.
+
+PostgreSQL refuses to run as root: when the tests run as root, the server
+runs as the "postgres" system user (from Debian's postgresql package).
+"""
+
+import atexit
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+
+_server = None
+
+
+def _bin(name):
+    paths = sorted(glob.glob("/usr/lib/postgresql/*/bin/" + name))
+    if not paths:
+        raise RuntimeError("PostgreSQL's %s is not installed (Debian package postgresql; "
+                           "scripts/deps.sh test installs it)" % name)
+    return paths[-1]
+
+
+class Server:
+    """One PostgreSQL server; database() makes a fresh database and returns
+    its URL."""
+
+    def __init__(self):
+        from harness import free_port
+        self.dir = tempfile.mkdtemp(prefix="actd-pg-")
+        self.data = os.path.join(self.dir, "data")
+        self.port = free_port()
+        self.user = None
+        if os.geteuid() == 0:
+            self.user = "postgres"
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.dir, entry.pw_uid, entry.pw_gid)
+        self._run([_bin("initdb"), "-D", self.data, "-U", "postgres", "-A", "trust",
+                   "-E", "UTF8", "--no-sync"])
+        options = "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off " \
+                  "-c max_connections=200 -c shared_buffers=64MB" % (self.port, self.dir)
+        self._run([_bin("pg_ctl"), "-D", self.data, "-o", options, "-w", "-t", "60",
+                   "-l", os.path.join(self.dir, "server.log"), "start"])
+        atexit.register(self.stop)
+
+    def _run(self, command):
+        if self.user:
+            command = ["runuser", "-u", self.user, "--"] + command
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        if result.returncode != 0:
+            raise RuntimeError("%s failed:\n%s" % (" ".join(command), result.stdout))
+        return result.stdout
+
+    def url(self, database="postgres"):
+        return "postgresql://postgres@127.0.0.1:%d/%s" % (self.port, database)
+
+    def database(self):
+        """A new, empty database; returns its URL."""
+        name = "actd_" + uuid.uuid4().hex[:12]
+        self._run([_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port),
+                   "-U", "postgres", name])
+        return self.url(name)
+
+    def stop(self):
+        if self.data and os.path.exists(self.data):
+            try:
+                self._run([_bin("pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop"])
+            except RuntimeError:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.data = None
+
+
+def server():
+    """The test process's PostgreSQL server, started on first use."""
+    global _server
+    if _server is None:
+        _server = Server()
+    return _server
+
+
+def database():
+    """A fresh database on the test process's server: its URL."""
+    return server().database()

@@ -1,0 +1,187 @@
+"""Several brokers on one PostgreSQL store (issue "Beyond one machine"):
+each context owned by one broker at a time, "moved" to its owner, clients
+following it, and a dead broker's contexts taken over with their calls."""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+import unittest
+
+import pg
+from harness import Actd, Client, find_binary
+
+LEASE_MS = 1000
+
+
+class Brokers:
+    """count actd brokers sharing one fresh PostgreSQL database, and an
+    example C worker connected to all of them."""
+
+    def __init__(self, count):
+        self.url = pg.database()
+        self.dir = tempfile.mkdtemp(prefix="actd-multi-")
+        self.config = os.path.join(self.dir, "actd.cfg")
+        with open(self.config, "w") as handle:
+            handle.write("server\n    lease_ms = %d\n" % LEASE_MS)
+        self.brokers = [Actd(store=self.url, args=["--config", self.config]).start()
+                        for _ in range(count)]
+        self.worker = None
+
+    def client_endpoints(self, brokers=None):
+        return [broker.client_endpoint for broker in (brokers or self.brokers)]
+
+    def start_worker(self, brokers=None):
+        """actd-example-worker (upper, echo, weather, sleep) on every broker."""
+        endpoints = ",".join(broker.worker_endpoint for broker in (brokers or self.brokers))
+        self.worker = subprocess.Popen([find_binary("actd-example-worker"), "--endpoint",
+                                        endpoints, "--heartbeat-ms", "200"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop_worker(self):
+        if self.worker:
+            self.worker.terminate()
+            self.worker.wait(10)
+            self.worker = None
+
+    def close(self):
+        self.stop_worker()
+        codes = []
+        for broker in self.brokers:
+            codes.append(broker.stop())
+            broker.cleanup()
+        return codes
+
+
+def actctl(endpoints, *args):
+    """actctl --json against a list of brokers: (exit code, stdout, stderr)."""
+    result = subprocess.run([find_binary("actctl"), "--endpoint", ",".join(endpoints),
+                             "--json", "--timeout", "20000"] + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            timeout=60)
+    return result.returncode, result.stdout, result.stderr
+
+
+def owner(brokers, context):
+    """The endpoint of the broker that answers about context without moved;
+    also checks that every other broker answers moved naming that one."""
+    answers = {}
+    for broker in brokers:
+        client = Client(broker.client_endpoint)
+        try:
+            answers[broker.client_endpoint] = client.request("RESOLVE", context, "\u2020state")
+        finally:
+            client.close()
+    owners = [endpoint for endpoint, reply in answers.items()
+              if not (reply[0] == "ERROR" and reply[1] == "moved")]
+    assert len(owners) == 1, answers
+    for endpoint, reply in answers.items():
+        if endpoint != owners[0]:
+            assert reply == ["ERROR", "moved", owners[0]], (endpoint, reply)
+    return owners[0]
+
+
+def history(endpoints, context):
+    code, output, error = actctl(endpoints, "history", context, "--all")
+    assert code == 0, error
+    return json.loads(output)
+
+
+class MultiBrokerTest(unittest.TestCase):
+
+    def tearDown(self):
+        killed = [broker.process.returncode == -9 for broker in self.group.brokers]
+        codes = self.group.close()
+        self.assertEqual([code for code, dead in zip(codes, killed) if not dead],
+                         [0] * killed.count(False))
+
+    def spread(self, count, contexts):
+        """Calls on many contexts through actctl, which follows moved."""
+        self.group = Brokers(count)
+        self.group.start_worker()
+        endpoints = self.group.client_endpoints()
+        for context in contexts:
+            code, output, error = actctl(endpoints, "call", context, json.dumps(
+                {"_tool": "upper", "text": context, "_outputPath": "\u2020state.name"}), "--wait")
+            self.assertEqual(code, 0, error)
+            self.assertEqual(json.loads(output)["result"], context.upper())
+        owners = {context: owner(self.group.brokers, context) for context in contexts}
+        return owners
+
+    def test_two_brokers_share_the_contexts_and_send_clients_to_the_owner(self):
+        contexts = ["two-%d" % i for i in range(24)]
+        owners = self.spread(2, contexts)
+        self.assertEqual(set(owners.values()), set(self.group.client_endpoints()),
+                         "every broker owns some of 24 contexts")
+        for context in contexts:
+            code, output, _ = actctl(self.group.client_endpoints(), "resolve", context,
+                                     "\u2020state.name")
+            self.assertEqual((code, json.loads(output)), (0, context.upper()))
+
+    def test_three_brokers_and_a_client_knowing_only_one(self):
+        contexts = ["three-%d" % i for i in range(30)]
+        owners = self.spread(3, contexts)
+        self.assertEqual(len(set(owners.values())), 3)
+        # A client given one broker follows moved to the others
+        first = self.group.brokers[0].client_endpoint
+        for context in contexts:
+            code, output, error = actctl([first], "call", context, json.dumps(
+                {"_tool": "echo", "n": 1, "_outputPath": "\u2020state.echo"}), "--wait")
+            self.assertEqual(code, 0, error)
+            self.assertEqual(owner(self.group.brokers, context), owners[context])
+
+    def test_a_killed_broker_s_contexts_are_taken_over_and_its_calls_complete(self):
+        self.group = Brokers(2)
+        endpoints = self.group.client_endpoints()
+        contexts = ["kill-%d" % i for i in range(12)]
+        # Calls that wait for a worker: accepted, queued at their owner
+        accepted = {}
+        for context in contexts:
+            code, output, error = actctl(endpoints, "append", context, json.dumps(
+                {"type": "data", "kind": "state", "data": {"start": context}}))
+            self.assertEqual(code, 0, error)
+            code, output, error = actctl(endpoints, "call", context, json.dumps(
+                {"_tool": "upper", "text": "\u2020state.start", "_outputPath": "\u2020state.done",
+                 "_id": "once-" + context}))
+            self.assertEqual(code, 0, error)
+            accepted[context] = json.loads(output)["call_id"]
+        owners = {context: owner(self.group.brokers, context) for context in contexts}
+        victim, survivor = self.group.brokers
+        doomed = [context for context in contexts if owners[context] == victim.client_endpoint]
+        self.assertTrue(doomed, "the killed broker owned some contexts")
+        victim.kill()
+        # A worker on the survivor: after the lease, the survivor adopts the
+        # dead broker's contexts and runs their calls
+        self.group.start_worker([survivor])
+        deadline = time.time() + 60
+        for context in contexts:
+            while True:
+                code, output, error = actctl([survivor.client_endpoint], "status",
+                                             accepted[context])
+                if code == 0 and json.loads(output)["state"] == "ok":
+                    break
+                self.assertLess(time.time(), deadline, "call %s of %s: %s %s" % (
+                    accepted[context], context, output, error))
+                time.sleep(0.2)
+        for context in contexts:
+            self.assertEqual(owner([survivor], context), survivor.client_endpoint)
+            messages = history([survivor.client_endpoint], context)
+            self.assertEqual([message["_seq"] for message in messages],
+                             list(range(1, len(messages) + 1)), context)
+            outputs = [message for message in messages
+                       if message.get("_callId") == accepted[context]]
+            self.assertEqual(len(outputs), 1, messages)
+            self.assertEqual(outputs[0]["data"], {"done": context.upper()})
+        # The same _id again: the same call, not run twice
+        for context in doomed:
+            code, output, error = actctl([survivor.client_endpoint], "call", context, json.dumps(
+                {"_tool": "upper", "text": "\u2020state.start", "_outputPath": "\u2020state.done",
+                 "_id": "once-" + context}), "--wait")
+            self.assertEqual(code, 0, error)
+            self.assertEqual(json.loads(output)["call_id"], accepted[context])
+        self.assertIn("took over context", survivor.log())
+
+
+if __name__ == "__main__":
+    unittest.main()

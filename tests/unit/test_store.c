@@ -1,0 +1,308 @@
+/*  =========================================================================
+    test_store - the store contract (include/actd/act_store.h), the same
+    assertions on every backend: ":memory:", a SQLite file, and PostgreSQL
+    when ACTD_TEST_PG_URL names an empty database (ctest runs this test a
+    second time through tests/unit/with_postgres.py).
+    ========================================================================= */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <czmq.h>
+#include "actd/act.h"
+#include "actd/act_store.h"
+
+//  Where the backend under test lives: set by main
+static const char *s_location;
+
+static act_store_t *
+s_open (void)
+{
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (s_location, ACT_SYNC_NORMAL, &err);
+    if (!store)
+        fail_msg ("cannot open %s: %s", s_location, err.message);
+    return store;
+}
+
+//  A store open as the one broker writing context (on a shared store a
+//  broker joins and claims a context before it writes into it, as actd
+//  does)
+static act_store_t *
+s_open_owning (const char *context)
+{
+    act_store_t *store = s_open ();
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_join (store, "test-broker", "tcp://test:1", 60000, &err), 0);
+    assert_int_equal (act_store_claim (store, context, NULL), 1);
+    return store;
+}
+
+static json_t *
+s_record (uint64_t id, const char *context, const char *state, const char *key)
+{
+    json_t *record = json_pack ("{sIsssssIs{ss}}", "call_id", (json_int_t) id,
+                                "context", context, "state", state, "attempts", (json_int_t) 0,
+                                "call", "_tool", "t");
+    if (key)
+        json_object_set_new (record, "id", json_string (key));
+    return record;
+}
+
+static int
+s_count (const json_t *item, void *arg)
+{
+    json_array_append ((json_t *) arg, (json_t *) item);
+    return 0;
+}
+
+//  A unique context name per test, so one database serves every test
+static char *
+s_context (const char *name)
+{
+    return zsys_sprintf ("%s-%08x", name, (unsigned) randof (0x7fffffff));
+}
+
+//  Writes are seen by reads before the commit, and kept after it
+static void
+test_reads_see_the_batch_and_commit_keeps_it (void **state)
+{
+    char *context = s_context ("batch");
+    act_store_t *store = s_open_owning (context);
+    assert_false (act_store_has_context (store, context));
+    assert_int_equal (act_store_put_context (store, context), 0);
+    for (int seq = 1; seq <= 3; seq++) {
+        json_t *message = json_pack ("{sssisi}", "type", "data", "_seq", seq, "n", seq);
+        assert_int_equal (act_store_put_message (store, context, (uint64_t) seq, message), 0);
+        json_decref (message);
+    }
+    assert_true (act_store_has_context (store, context));
+    json_t *page = act_store_history (store, context, 2, 10);
+    assert_int_equal (json_array_size (page), 2);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 0), "_seq")), 2);
+    json_decref (page);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_int_equal (act_store_batch (store), 0);
+    page = act_store_history (store, context, 1, 2);
+    assert_int_equal (json_array_size (page), 2);
+    json_decref (page);
+    json_t *all = json_array ();
+    assert_int_equal (act_store_messages (store, context, s_count, all), 0);
+    assert_int_equal (json_array_size (all), 3);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (all, 2), "n")), 3);
+    json_decref (all);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
+//  Calls: records, updates, the _id key, pending walks, outcomes counted
+static void
+test_calls_are_recorded_updated_and_counted (void **state)
+{
+    char *context = s_context ("calls");
+    act_store_t *store = s_open_owning (context);
+    json_t *before = act_store_counts (store);
+    act_store_put_context (store, context);
+    uint64_t first = act_store_next_call (store);
+    uint64_t second = act_store_next_call (store);
+    assert_true (first > 0 && second > first);
+    json_t *record = s_record (first, context, "queued", "key-1");
+    assert_int_equal (act_store_put_call (store, record), 0);
+    json_decref (record);
+    record = s_record (second, context, "waiting", NULL);
+    assert_int_equal (act_store_put_call (store, record), 0);
+    json_decref (record);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_int_equal (act_store_idem (store, context, "key-1"), first);
+    assert_int_equal (act_store_idem (store, context, "key-2"), 0);
+
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
+    assert_int_equal (json_array_size (pending), 2);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (pending, 0),
+                                                           "call_id")), first);
+    json_decref (pending);
+    json_t *contexts = json_array ();
+    assert_int_equal (act_store_contexts_pending (store, true, s_count, contexts), 0);
+    bool listed = false;
+    size_t index;
+    json_t *name;
+    json_array_foreach (contexts, index, name)
+        listed |= streq (json_string_value (name), context);
+    assert_true (listed);
+    json_decref (contexts);
+
+    //  The first ends ok with an outcome; updated twice in one batch
+    record = s_record (first, context, "running", NULL);
+    json_object_set_new (record, "attempts", json_integer (1));
+    act_store_update_call (store, record);
+    json_decref (record);
+    record = s_record (first, context, "ok", NULL);
+    json_object_set_new (record, "attempts", json_integer (1));
+    json_object_set_new (record, "outcome", json_pack ("{ss}", "status", "ok"));
+    act_store_update_call (store, record);
+    json_decref (record);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_t *stored = act_store_call (store, first);
+    assert_non_null (stored);
+    assert_string_equal (json_string_value (json_object_get (stored, "state")), "ok");
+    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
+    assert_string_equal (json_string_value (json_object_get (json_object_get (stored, "outcome"),
+                                                             "status")), "ok");
+    assert_string_equal (json_string_value (json_object_get (json_object_get (stored, "call"),
+                                                             "_tool")), "t");
+    json_decref (stored);
+    pending = json_array ();
+    act_store_pending_in (store, context, s_count, pending);
+    assert_int_equal (json_array_size (pending), 1);
+    json_decref (pending);
+    assert_null (act_store_call (store, second + 1000000));
+
+    json_t *after = act_store_counts (store);
+    json_t *calls_before = json_object_get (before, "calls");
+    json_t *calls_after = json_object_get (after, "calls");
+    assert_int_equal (json_integer_value (json_object_get (calls_after, "accepted"))
+                    - json_integer_value (json_object_get (calls_before, "accepted")), 2);
+    assert_int_equal (json_integer_value (json_object_get (calls_after, "ok"))
+                    - json_integer_value (json_object_get (calls_before, "ok")), 1);
+    assert_int_equal (json_integer_value (json_object_get (after, "contexts"))
+                    - json_integer_value (json_object_get (before, "contexts")), 1);
+    json_decref (before);
+    json_decref (after);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
+//  What one store holds, the next one opened on the same place reads
+static void
+test_a_reopened_store_has_what_was_committed (void **state)
+{
+    if (streq (s_location, ":memory:"))
+        skip ();                //  Nothing outlives a memory store, by design
+    char *context = s_context ("reopen");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    json_t *message = json_pack ("{sssi}", "type", "text", "_seq", 1);
+    act_store_put_message (store, context, 1, message);
+    json_decref (message);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    //  Written after the commit and never committed: gone
+    message = json_pack ("{sssi}", "type", "text", "_seq", 2);
+    act_store_put_message (store, context, 2, message);
+    json_decref (message);
+    act_store_destroy (&store);
+
+    store = s_open_owning (context);
+    json_t *page = act_store_history (store, context, 1, 10);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
+//  Several brokers on one store: one owner per context, takeover after
+//  the owner's lease, and a broker that lost a context cannot commit into
+//  it (PostgreSQL only; one broker owns everything elsewhere)
+static void
+test_leases_take_over_and_fence (void **state)
+{
+    act_store_t *first = s_open ();
+    if (!act_store_shared (first)) {
+        char *owner = NULL;
+        assert_int_equal (act_store_claim (first, "anything", &owner), 1);
+        assert_null (owner);
+        act_store_destroy (&first);
+        return;
+    }
+    act_store_t *second = s_open ();
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_join (first, "broker-a", "tcp://a:1", 300, &err), 0);
+    assert_int_equal (act_store_join (second, "broker-b", "tcp://b:1", 300, &err), 0);
+    char *context = s_context ("lease");
+    char *owner = NULL;
+    assert_int_equal (act_store_claim (first, context, &owner), 1);
+    assert_int_equal (act_store_claim (second, context, &owner), 0);
+    assert_string_equal (owner, "tcp://a:1");
+    zstr_free (&owner);
+
+    //  a writes into it while it owns it
+    act_store_put_context (first, context);
+    json_t *message = json_pack ("{sssi}", "type", "text", "_seq", 1);
+    act_store_put_message (first, context, 1, message);
+    assert_int_equal (act_store_commit (first, &err), 0);
+
+    //  a stops renewing: after its lease b takes the context over
+    zclock_sleep (500);
+    assert_int_equal (act_store_renew (second), 0);
+    assert_int_equal (act_store_claim (second, context, &owner), 1);
+    assert_null (owner);
+
+    //  a, back, cannot commit into the context it lost
+    json_t *late = json_pack ("{sssi}", "type", "text", "_seq", 2);
+    act_store_put_message (first, context, 2, late);
+    json_decref (late);
+    act_err_t lost = { 0 };
+    assert_int_equal (act_store_commit (first, &lost), -1);
+    assert_non_null (lost.code);
+    json_t *page = act_store_history (second, context, 1, 10);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+
+    //  b writes the next message; a's claim now names b
+    act_store_put_message (second, context, 2, message);
+    assert_int_equal (act_store_commit (second, &err), 0);
+    assert_int_equal (act_store_renew (first), 0);
+    assert_int_equal (act_store_claim (first, context, &owner), 0);
+    assert_string_equal (owner, "tcp://b:1");
+    zstr_free (&owner);
+    //  Call ids stay unique across brokers
+    uint64_t a = act_store_next_call (first), b = act_store_next_call (second);
+    assert_true (a != b);
+    //  b leaves: a may take the context at once
+    assert_int_equal (act_store_leave (second), 0);
+    assert_int_equal (act_store_claim (first, context, &owner), 1);
+    json_decref (message);
+    act_store_destroy (&first);
+    act_store_destroy (&second);
+    zstr_free (&context);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test (test_reads_see_the_batch_and_commit_keeps_it),
+        cmocka_unit_test (test_calls_are_recorded_updated_and_counted),
+        cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
+        cmocka_unit_test (test_leases_take_over_and_fence),
+    };
+    zsys_init ();
+    int failed = 0;
+    const char *pg = getenv ("ACTD_TEST_PG_URL");
+    if (pg) {
+        s_location = pg;
+        printf ("store: %s\n", pg);
+        return cmocka_run_group_tests_name ("store (postgres)", tests, NULL, NULL);
+    }
+    char directory [] = "/tmp/actd-store-XXXXXX";
+    if (!mkdtemp (directory))
+        return 1;
+    char *file = zsys_sprintf ("%s/store.db", directory);
+    s_location = ":memory:";
+    failed += cmocka_run_group_tests_name ("store (memory)", tests, NULL, NULL);
+    s_location = file;
+    failed += cmocka_run_group_tests_name ("store (sqlite)", tests, NULL, NULL);
+    const char *endings [] = { "", "-wal", "-shm" };
+    for (int i = 0; i < 3; i++) {
+        char *path = zsys_sprintf ("%s%s", file, endings [i]);
+        zsys_file_delete (path);
+        zstr_free (&path);
+    }
+    rmdir (directory);
+    zstr_free (&file);
+    return failed;
+}
