@@ -76,6 +76,7 @@ struct _s_call_t {
     char id [24];               //  Call id as text
     s_context_t *context;       //  Context it belongs to
     act_call_t *call;           //  The parsed call, holding its JSON
+    char *text;                 //  The call as submitted (JSON text)
     s_activity_t *activity;     //  Activity (its _tool)
     s_state_t state;            //  Where it is in its life
     bool backoff;               //  Queued, but waiting its retry delay
@@ -765,28 +766,47 @@ s_worker_pick (s_activity_t *activity)
 //  --------------------------------------------------------------------------
 //  A call's life: its record in the store
 
-static json_t *
-s_record (s_call_t *call, const char *state, const json_t *outcome)
+//  The call's record in the store, state given (texts borrowed)
+static act_call_record_t
+s_record (s_call_t *call, const char *state, const char *outcome, char **progress)
 {
-    json_t *record = json_pack ("{sIsssssI}",
-        "call_id", (json_int_t) call->number,
-        "context", call->context->id,
-        "state", state,
-        "attempts", (json_int_t) call->attempts);
-    if (outcome)
-        json_object_set (record, "outcome", (json_t *) outcome);
-    if (call->progress)
-        json_object_set (record, "progress", call->progress);
-    return record;
+    *progress = call->progress? act_json_dump (call->progress): NULL;
+    return (act_call_record_t) {
+        call->number, call->context->id, state, call->attempts, call->text,
+        call->call->id, outcome, *progress, NULL, NULL
+    };
 }
 
 //  Store the call's current state (in the pass's batch)
 static void
 s_call_save (act_broker_t *self, s_call_t *call)
 {
-    json_t *record = s_record (call, s_state_names [call->state], NULL);
-    act_store_update_call (self->store, record);
-    json_decref (record);
+    char *progress;
+    act_call_record_t record = s_record (call, s_state_names [call->state], NULL, &progress);
+    act_store_update_call (self->store, &record);
+    free (progress);
+}
+
+//  The stored text of a message of call: the message, then "_call" with
+//  the call's own text (as submitted, and not serialized once more)
+static char *
+s_message_text (const json_t *message, const char *call_text, size_t *size)
+{
+    char *text = act_json_dump (message);
+    size_t length = strlen (text);
+    size_t call_length = strlen (call_text);
+    char *joined = malloc (length + call_length + 16);
+    memcpy (joined, text, length - 1);          //  Without the closing brace
+    size_t used = length - 1;
+    memcpy (joined + used, ",\"_call\":", 9);
+    used += 9;
+    memcpy (joined + used, call_text, call_length);
+    used += call_length;
+    joined [used++] = '}';
+    joined [used] = 0;
+    free (text);
+    *size = used;
+    return joined;
 }
 
 static void
@@ -821,6 +841,7 @@ s_call_destroy (s_call_t **call_p)
     if (!call)
         return;
     act_call_destroy (&call->call);
+    free (call->text);
     json_decref (call->progress);
     zlistx_destroy (&call->waiters);
     zlistx_destroy (&call->recipients);
@@ -835,16 +856,19 @@ s_call_destructor (void **item)
     s_call_destroy ((s_call_t **) item);
 }
 
-//  A call for context from its JSON, not yet numbered or accepted. NULL
-//  with err set when it is not a valid call.
+//  A call for context from its JSON, and its text as submitted (NULL: made
+//  from the JSON), not yet numbered or accepted. NULL with err set when it
+//  is not a valid call.
 static s_call_t *
-s_call_new (act_broker_t *self, s_context_t *context, json_t *json, act_err_t *err)
+s_call_new (act_broker_t *self, s_context_t *context, json_t *json, const char *text,
+            act_err_t *err)
 {
     act_call_t *parsed = act_call_parse (json, err);
     if (!parsed)
         return NULL;
     s_call_t *call = calloc (1, sizeof *call);
     call->call = parsed;
+    call->text = text? strdup (text): act_json_dump (json);
     call->context = context;
     call->activity = s_activity (self, parsed->tool);
     const act_activity_settings_t *defaults = call->activity->settings;
@@ -1047,24 +1071,24 @@ s_call_dispatch (act_broker_t *self, s_call_t *call, s_worker_t *worker)
     zhashx_insert (worker->tasks, call->task, (void *) call->task);
     worker->used = act_clock_ms ();
     act_expr_t *output = call->call->output;
-    json_t *meta = json_pack ("{sssssIsIsIsb}",
-        "context", call->context->id,
-        "call_id", call->id,
-        "attempt", (json_int_t) call->attempts,
-        "deadline_ms", (json_int_t) call->timeout_ms,
-        "branches", (json_int_t) (output? output->nalts: 0),
-        "discard", output == NULL);
-    if (call->call->instance)
-        json_object_set_new (meta, "instance", json_string (call->call->instance));
     zmsg_t *args = zmsg_new ();
     char *params_text = act_json_dump (params);
     if (worker->protocol == S_ACTW) {
-        char *meta_text = act_json_dump (meta);
+        //  The meta's fields need no escaping (a context id's bytes, digits)
+        //  but the instance, which jansson writes
+        char *instance = call->call->instance
+                       ? act_json_dump (json_object_get (call->call->json, "_instance")): NULL;
+        char meta [512];
+        snprintf (meta, sizeof meta, "{\"context\":\"%s\",\"call_id\":\"%s\",\"attempt\":%lld,"
+                  "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s}",
+                  call->context->id, call->id, call->attempts, call->timeout_ms,
+                  output? output->nalts: 0, output? "false": "true",
+                  instance? ",\"instance\":": "", instance? instance: "");
+        free (instance);
         zmsg_addstr (args, call->task);
         zmsg_addstr (args, call->activity->name);
         zmsg_addstr (args, params_text);
-        zmsg_addstr (args, meta_text);
-        free (meta_text);
+        zmsg_addstr (args, meta);
     }
     else {
         //  Majordomo REQUEST: [client address][empty][body]; the task id is
@@ -1075,7 +1099,6 @@ s_call_dispatch (act_broker_t *self, s_call_t *call, s_worker_t *worker)
     }
     free (params_text);
     json_decref (params);
-    json_decref (meta);
     s_send_worker (self, worker, "TASK", args);
     s_timer_set (self, call, T_DEADLINE, act_clock_ms () + call->timeout_ms);
     s_call_save (self, call);
@@ -1180,7 +1203,7 @@ s_call_write (act_broker_t *self, s_call_t *call, const char **status,
         else {
             messages = act_ctx_output (ctx, &output->alts [branch], result,
                                        call->call->method, call->call->instance,
-                                       call->call->json, call->id, &err);
+                                       NULL, call->id, &err);
             if (!messages) {
                 *error = s_error_json (err.code, err.message);
                 *status = "error";
@@ -1192,7 +1215,7 @@ s_call_write (act_broker_t *self, s_call_t *call, const char **status,
         json_t *value = json_pack ("{sO}", "error", *error);
         messages = act_ctx_output (ctx, &output->alts [branch], value,
                                    call->call->method, call->call->instance,
-                                   call->call->json, call->id, &err);
+                                   NULL, call->id, &err);
         json_decref (value);
     }
     json_t *written = json_array ();
@@ -1204,13 +1227,16 @@ s_call_write (act_broker_t *self, s_call_t *call, const char **status,
     }
     else {
         messages = json_array ();
-        json_array_append_new (messages, act_ctx_error (ctx, *error, call->call->json, call->id));
+        json_array_append_new (messages, act_ctx_error (ctx, *error, NULL, call->id));
     }
     size_t index;
     json_t *message;
     json_array_foreach (messages, index, message) {
         json_int_t seq = json_integer_value (json_object_get (message, "_seq"));
-        act_store_put_message (self->store, call->context->id, (uint64_t) seq, message);
+        size_t size;
+        char *text = s_message_text (message, call->text, &size);
+        act_store_put_message (self->store, call->context->id, (uint64_t) seq, text, size);
+        free (text);
         json_array_append_new (seqs, json_integer (seq));
     }
     json_decref (messages);
@@ -1242,19 +1268,21 @@ s_call_finish (act_broker_t *self, s_call_t *call, const char *status,
         json_object_set (outcome, "error", error);
     json_object_set_new (outcome, "attempts", json_integer (call->attempts));
 
-    json_t *record = s_record (call, status, outcome);
-    act_store_update_call (self->store, record);
-    json_decref (record);
+    //  Serialized once, for the store and for every DONE
+    char *outcome_text = act_json_dump (outcome);
+    char *progress;
+    act_call_record_t record = s_record (call, status, outcome_text, &progress);
+    act_store_update_call (self->store, &record);
+    free (progress);
     if (has_output)
         for (s_recipient_t *to = zlistx_first (call->recipients); to;
              to = zlistx_next (call->recipients)) {
             zmsg_t *msg = s_reply_new (to->client, to->request, "DONE");
             zmsg_addstr (msg, call->id);
-            char *text = act_json_dump (outcome);
-            zmsg_addstr (msg, text);
-            free (text);
+            zmsg_addstr (msg, outcome_text);
             s_post (self, msg, false, true);
         }
+    free (outcome_text);
     if (!streq (status, "ok"))
         act_log (LOG_INFO, "call %s (%s) ended %s: %s", call->id, call->activity->name,
                  status, json_string_value (json_object_get (error, "message")));
@@ -1356,20 +1384,17 @@ s_call_accept (act_broker_t *self, s_call_t *call, s_eval_t eval,
     }
     if (call->call->output)
         s_recipient_add (call, client, request);
-    json_t *record = s_record (call, eval == E_WAIT? "waiting": "queued", NULL);
-    json_object_set (record, "call", call->call->json);
-    if (call->call->id)
-        json_object_set_new (record, "id", json_string (call->call->id));
-    if (client) {
-        char *hex = zframe_strhex (client);
-        json_object_set_new (record, "client", json_string (hex));
-        free (hex);
-        hex = zframe_strhex (request);
-        json_object_set_new (record, "request", json_string (hex));
-        free (hex);
-    }
-    act_store_put_call (self->store, record);
-    json_decref (record);
+    char *progress;
+    act_call_record_t record = s_record (call, eval == E_WAIT? "waiting": "queued", NULL,
+                                         &progress);
+    char *client_hex = client? zframe_strhex (client): NULL;
+    char *request_hex = client? zframe_strhex (request): NULL;
+    record.client = client_hex;
+    record.request = request_hex;
+    act_store_put_call (self->store, &record);
+    free (client_hex);
+    free (request_hex);
+    free (progress);
     //  Counted as waiting (its backlog was counted when prepared) until it
     //  leaves that state
     call->state = S_WAITING;
@@ -1405,14 +1430,14 @@ s_done_from_record (act_broker_t *self, json_t *record, zframe_t *client,
 //  registered on a live call must never match a later call.
 static int
 s_calls_prepare (act_broker_t *self, s_context_t *context, json_t *entries,
-                 s_call_t **calls, s_eval_t *evals, json_t *ids, json_t *records,
-                 bool plan, act_err_t *err)
+                 const char *call_text, s_call_t **calls, s_eval_t *evals, json_t *ids,
+                 json_t *records, bool plan, act_err_t *err)
 {
     size_t count = json_array_size (entries);
     size_t index;
     json_t *entry;
     json_array_foreach (entries, index, entry) {
-        calls [index] = s_call_new (self, context, entry, err);
+        calls [index] = s_call_new (self, context, entry, plan? NULL: call_text, err);
         if (!calls [index])
             goto refused;
         s_call_t *call = calls [index];
@@ -1498,7 +1523,8 @@ s_activities_prune (act_broker_t *self)
 //  CALL and PLAN: entries is the array of calls
 static void
 s_submit (act_broker_t *self, zframe_t *client, zframe_t *request,
-          const char *command, const char *context_id, json_t *entries, bool plan)
+          const char *command, const char *context_id, json_t *entries,
+          const char *call_text, bool plan)
 {
     act_err_t err = { 0 };
     if (self->stopping) {
@@ -1516,7 +1542,8 @@ s_submit (act_broker_t *self, zframe_t *client, zframe_t *request,
     s_eval_t *evals = calloc (count, sizeof (s_eval_t));
     json_t *ids = json_array ();
     json_t *records = json_array ();
-    if (s_calls_prepare (self, context, entries, calls, evals, ids, records, plan, &err)) {
+    if (s_calls_prepare (self, context, entries, call_text, calls, evals, ids, records,
+                         plan, &err)) {
         s_reply_error (self, client, request, command, &err);
         s_context_release (self, context);
         s_activities_prune (self);
@@ -1640,7 +1667,9 @@ s_cmd_append (act_broker_t *self, zframe_t *client, zframe_t *request,
     }
     s_context_store (self, context);
     json_int_t seq = json_integer_value (json_object_get (stored, "_seq"));
-    act_store_put_message (self->store, context_id, (uint64_t) seq, stored);
+    char *text = act_json_dump (stored);
+    act_store_put_message (self->store, context_id, (uint64_t) seq, text, strlen (text));
+    free (text);
     json_decref (stored);
     json_t *reply = json_pack ("{sI}", "seq", seq);
     s_reply_json (self, client, request, "OK", reply, true);
@@ -1937,7 +1966,12 @@ act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
             s_reply_error (self, client, request, name, &err);
         else {
             json_t *entries = plan? json_incref (body): json_pack ("[O]", body);
-            s_submit (self, client, request, name, context_id, entries, plan);
+            //  A CALL's own bytes are the call's text (a JSON frame is not
+            //  NUL-terminated: copy it)
+            char *call_text = plan? NULL: strndup ((const char *) zframe_data (args [1]),
+                                                   zframe_size (args [1]));
+            s_submit (self, client, request, name, context_id, entries, call_text, plan);
+            free (call_text);
             json_decref (entries);
         }
         json_decref (body);
@@ -2107,6 +2141,12 @@ s_worker_result (act_broker_t *self, s_worker_t *worker, const char *task,
     if (!call)
         act_log (LOG_DEBUG, "late or repeated result for task %s from %s dropped",
                  task, worker->name);
+    else
+    if (!call->call->output) {
+        //  Fire-and-forget: the result is thrown away, so any body will do
+        //  (PROTOCOL.md section 2) and it is not even parsed
+        s_call_finish (self, call, "ok", NULL, NULL, 0);
+    }
     else {
         act_err_t err = { 0 };
         json_t *result = NULL;
@@ -2125,10 +2165,7 @@ s_worker_result (act_broker_t *self, s_worker_t *worker, const char *task,
             }
         }
         if (result) {
-            if (call->call->output)
-                s_call_finish (self, call, "ok", NULL, result, branch);
-            else
-                s_call_finish (self, call, "ok", NULL, NULL, 0);
+            s_call_finish (self, call, "ok", NULL, result, branch);
             json_decref (result);
         }
         else {
@@ -2447,8 +2484,8 @@ s_recover_one (const json_t *record, void *arg)
     const char *context_id = json_string_value (json_object_get (record, "context"));
     act_err_t err = { 0 };
     s_context_t *context = context_id? s_context (self, context_id, false, &err): NULL;
-    s_call_t *call = context? s_call_new (self, context, json_object_get (record, "call"), &err)
-                            : NULL;
+    s_call_t *call = context? s_call_new (self, context, json_object_get (record, "call"),
+                                          NULL, &err): NULL;
     if (!call) {
         act_log (LOG_ERR, "stored call %" PRIu64 " cannot be recovered: %s", number,
                  err.code? err.message: "its context is missing");

@@ -33,17 +33,30 @@ act_state_ended (const char *state)
 
 
 //  --------------------------------------------------------------------------
-//  The memory backend: the same contract, nothing on disk
+//  The memory backend: the same contract, nothing on disk. It keeps texts,
+//  as a database would, and builds JSON when read.
 
 typedef struct {
-    json_t **items;             //  Messages by _seq - 1
+    char **items;               //  Message texts by _seq - 1
     size_t size;                //  Number of messages
     size_t capacity;            //  Slots allocated
 } s_messages_t;
 
+//  A call as kept here: owned copies of a record's fields
+typedef struct {
+    uint64_t call_id;           //  Call id
+    long long attempts;         //  Dispatches so far
+    char *fields [8];           //  context, state, call, id, outcome,
+                                //  progress, client, request (or NULL)
+} s_mcall_t;
+
+static const char *s_field_names [8] = {
+    "context", "state", "call", "id", "outcome", "progress", "client", "request"
+};
+
 typedef struct {
     zhashx_t *contexts;         //  Context id -> s_messages_t
-    zhashx_t *calls;            //  Call id (decimal) -> record
+    zhashx_t *calls;            //  Call id (decimal) -> s_mcall_t
     zhashx_t *keys;             //  context + "\x1f" + _id -> call id (decimal)
     uint64_t last_call;         //  Highest call id stored
     int64_t counts [S_COUNTERS];//  Committed totals
@@ -54,16 +67,19 @@ s_messages_destroy (void **item)
 {
     s_messages_t *list = (s_messages_t *) *item;
     for (size_t i = 0; i < list->size; i++)
-        json_decref (list->items [i]);
+        free (list->items [i]);
     free (list->items);
     free (list);
     *item = NULL;
 }
 
 static void
-s_json_destroy (void **item)
+s_mcall_destroy (void **item)
 {
-    json_decref ((json_t *) *item);
+    s_mcall_t *call = (s_mcall_t *) *item;
+    for (int i = 0; i < 8; i++)
+        free (call->fields [i]);
+    free (call);
     *item = NULL;
 }
 
@@ -89,7 +105,7 @@ s_memory_put_context (void *impl, const char *context)
 
 static int
 s_memory_put_message (void *impl, const char *context, uint64_t seq,
-                      const json_t *message)
+                      const char *text, size_t size)
 {
     s_memory_t *self = (s_memory_t *) impl;
     s_memory_put_context (impl, context);
@@ -98,51 +114,76 @@ s_memory_put_message (void *impl, const char *context, uint64_t seq,
         return -1;              //  _seq must grow by one
     if (list->size == list->capacity) {
         list->capacity = list->capacity? list->capacity * 2: 16;
-        list->items = realloc (list->items, list->capacity * sizeof (json_t *));
+        list->items = realloc (list->items, list->capacity * sizeof (char *));
     }
-    list->items [list->size++] = json_incref ((json_t *) message);
+    list->items [list->size++] = strndup (text, size);
     return 0;
 }
 
+static char *
+s_copy (const char *text)
+{
+    return text? strdup (text): NULL;
+}
+
 static int
-s_memory_put_call (void *impl, const json_t *record)
+s_memory_put_call (void *impl, const act_call_record_t *record)
 {
     s_memory_t *self = (s_memory_t *) impl;
-    uint64_t id = (uint64_t) json_integer_value (json_object_get (record, "call_id"));
+    s_mcall_t *call = calloc (1, sizeof *call);
+    call->call_id = record->call_id;
+    call->attempts = record->attempts;
+    const char *fields [8] = { record->context, record->state, record->call, record->id,
+                               record->outcome, record->progress, record->client,
+                               record->request };
+    for (int i = 0; i < 8; i++)
+        call->fields [i] = s_copy (fields [i]);
     char key [24];
-    snprintf (key, sizeof key, "%" PRIu64, id);
-    zhashx_update (self->calls, key, json_deep_copy (record));
-    const char *client_key = json_string_value (json_object_get (record, "id"));
-    if (client_key) {
-        char *full = zsys_sprintf ("%s\x1f%s",
-            json_string_value (json_object_get (record, "context")), client_key);
+    snprintf (key, sizeof key, "%" PRIu64, record->call_id);
+    zhashx_update (self->calls, key, call);
+    if (record->id) {
+        char *full = zsys_sprintf ("%s\x1f%s", record->context, record->id);
         zhashx_update (self->keys, full, strdup (key));
         zstr_free (&full);
     }
-    if (id > self->last_call)
-        self->last_call = id;
+    if (record->call_id > self->last_call)
+        self->last_call = record->call_id;
     return 0;
 }
 
 static int
-s_memory_update_call (void *impl, const json_t *record)
+s_memory_update_call (void *impl, const act_call_record_t *record)
 {
     s_memory_t *self = (s_memory_t *) impl;
     char key [24];
-    snprintf (key, sizeof key, "%" JSON_INTEGER_FORMAT,
-              json_integer_value (json_object_get (record, "call_id")));
-    json_t *stored = (json_t *) zhashx_lookup (self->calls, key);
-    if (!stored)
+    snprintf (key, sizeof key, "%" PRIu64, record->call_id);
+    s_mcall_t *call = (s_mcall_t *) zhashx_lookup (self->calls, key);
+    if (!call)
         return -1;
-    const char *fields [] = { "state", "attempts", "outcome", "progress" };
-    for (size_t i = 0; i < 4; i++) {
-        json_t *value = json_object_get (record, fields [i]);
-        if (value)
-            json_object_set_new (stored, fields [i], json_deep_copy (value));
-        else
-            json_object_del (stored, fields [i]);
-    }
+    call->attempts = record->attempts;
+    free (call->fields [1]);
+    call->fields [1] = s_copy (record->state);
+    free (call->fields [4]);
+    call->fields [4] = s_copy (record->outcome);
+    free (call->fields [5]);
+    call->fields [5] = s_copy (record->progress);
     return 0;
+}
+
+//  The record of a call, as JSON
+static json_t *
+s_mcall_json (s_mcall_t *call)
+{
+    json_t *record = json_pack ("{sIsI}", "call_id", (json_int_t) call->call_id,
+                                "attempts", (json_int_t) call->attempts);
+    for (int i = 0; i < 8; i++)
+        if (call->fields [i]) {
+            bool is_json = i == 2 || i == 4 || i == 5;
+            json_object_set_new (record, s_field_names [i], is_json
+                ? json_loads (call->fields [i], JSON_DECODE_ANY, NULL)
+                : json_string (call->fields [i]));
+        }
+    return record;
 }
 
 static int
@@ -164,9 +205,13 @@ static int
 s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     s_messages_t *list = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
-    for (size_t i = 0; list && i < list->size; i++)
-        if (fn (list->items [i], arg))
+    for (size_t i = 0; list && i < list->size; i++) {
+        json_t *message = json_loads (list->items [i], 0, NULL);
+        int stop = message? fn (message, arg): 0;
+        json_decref (message);
+        if (stop)
             break;
+    }
     return 0;
 }
 
@@ -176,7 +221,7 @@ s_memory_history (void *impl, const char *context, uint64_t from, size_t limit)
     s_messages_t *list = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
     json_t *page = json_array ();
     for (size_t i = from? from - 1: 0; list && i < list->size && limit; i++, limit--)
-        json_array_append (page, list->items [i]);
+        json_array_append_new (page, json_loads (list->items [i], 0, NULL));
     return page;
 }
 
@@ -185,8 +230,8 @@ s_memory_call (void *impl, uint64_t call_id)
 {
     char key [24];
     snprintf (key, sizeof key, "%" PRIu64, call_id);
-    json_t *record = zhashx_lookup (((s_memory_t *) impl)->calls, key);
-    return record? json_deep_copy (record): NULL;
+    s_mcall_t *call = zhashx_lookup (((s_memory_t *) impl)->calls, key);
+    return call? s_mcall_json (call): NULL;
 }
 
 static uint64_t
@@ -201,8 +246,8 @@ s_memory_idem (void *impl, const char *context, const char *key)
 static int
 s_compare_ids (const void *a, const void *b)
 {
-    json_int_t left = json_integer_value (json_object_get (*(json_t * const *) a, "call_id"));
-    json_int_t right = json_integer_value (json_object_get (*(json_t * const *) b, "call_id"));
+    uint64_t left = (*(s_mcall_t * const *) a)->call_id;
+    uint64_t right = (*(s_mcall_t * const *) b)->call_id;
     return left < right? -1: left > right;
 }
 
@@ -211,15 +256,18 @@ s_memory_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
     s_memory_t *self = (s_memory_t *) impl;
     size_t size = 0;
-    json_t **list = malloc ((zhashx_size (self->calls) + 1) * sizeof (json_t *));
-    for (json_t *record = zhashx_first (self->calls); record;
-         record = zhashx_next (self->calls))
-        if (!act_state_ended (json_string_value (json_object_get (record, "state"))))
-            list [size++] = record;
-    qsort (list, size, sizeof (json_t *), s_compare_ids);
-    for (size_t i = 0; i < size; i++)
-        if (fn (list [i], arg))
+    s_mcall_t **list = malloc ((zhashx_size (self->calls) + 1) * sizeof (s_mcall_t *));
+    for (s_mcall_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
+        if (!act_state_ended (call->fields [1]))
+            list [size++] = call;
+    qsort (list, size, sizeof (s_mcall_t *), s_compare_ids);
+    for (size_t i = 0; i < size; i++) {
+        json_t *record = s_mcall_json (list [i]);
+        int stop = fn (record, arg);
+        json_decref (record);
+        if (stop)
             break;
+    }
     free (list);
     return 0;
 }
@@ -231,16 +279,13 @@ s_memory_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *a
     if (!mine)
         return 0;
     zhashx_t *seen = zhashx_new ();
-    for (json_t *record = zhashx_first (self->calls); record;
-         record = zhashx_next (self->calls)) {
-        const char *context = json_string_value (json_object_get (record, "context"));
-        if (!act_state_ended (json_string_value (json_object_get (record, "state")))
-        &&  context && zhashx_insert (seen, context, (void *) 1) == 0) {
-            json_t *name = json_string (context);
+    for (s_mcall_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
+        if (!act_state_ended (call->fields [1])
+        &&  zhashx_insert (seen, call->fields [0], (void *) 1) == 0) {
+            json_t *name = json_string (call->fields [0]);
             fn (name, arg);
             json_decref (name);
         }
-    }
     zhashx_destroy (&seen);
     return 0;
 }
@@ -273,7 +318,7 @@ s_memory_open (void)
     self->contexts = zhashx_new ();
     zhashx_set_destructor (self->contexts, s_messages_destroy);
     self->calls = zhashx_new ();
-    zhashx_set_destructor (self->calls, s_json_destroy);
+    zhashx_set_destructor (self->calls, s_mcall_destroy);
     self->keys = zhashx_new ();
     zhashx_set_destructor (self->keys, (zhashx_destructor_fn *) zstr_free);
     return self;
@@ -345,9 +390,9 @@ act_store_put_context (act_store_t *self, const char *context)
 
 int
 act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
-                       const json_t *message)
+                       const char *text, size_t size)
 {
-    if (self->backend->put_message (self->impl, context, seq, message))
+    if (self->backend->put_message (self->impl, context, seq, text, size))
         return -1;
     self->deltas [S_MESSAGES]++;
     self->batch++;
@@ -355,7 +400,7 @@ act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
 }
 
 int
-act_store_put_call (act_store_t *self, const json_t *record)
+act_store_put_call (act_store_t *self, const act_call_record_t *record)
 {
     if (self->backend->put_call (self->impl, record))
         return -1;
@@ -365,11 +410,11 @@ act_store_put_call (act_store_t *self, const json_t *record)
 }
 
 int
-act_store_update_call (act_store_t *self, const json_t *record)
+act_store_update_call (act_store_t *self, const act_call_record_t *record)
 {
     if (self->backend->update_call (self->impl, record))
         return -1;
-    const char *state = json_string_value (json_object_get (record, "state"));
+    const char *state = record->state;
     for (int i = 0; i < 5; i++)
         if (state && streq (state, s_outcomes [i]))
             self->deltas [S_OK + i]++;

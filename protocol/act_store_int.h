@@ -20,9 +20,9 @@ typedef struct {
     //  Writes; put_context returns 1 when the context is new, 0 if known
     int (*put_context) (void *impl, const char *context);
     int (*put_message) (void *impl, const char *context, uint64_t seq,
-                        const json_t *message);
-    int (*put_call) (void *impl, const json_t *record);
-    int (*update_call) (void *impl, const json_t *record);
+                        const char *text, size_t size);
+    int (*put_call) (void *impl, const act_call_record_t *record);
+    int (*update_call) (void *impl, const act_call_record_t *record);
     //  Commit the batch with the counters' changes; on failure roll back
     int (*commit) (void *impl, const int64_t *deltas, act_err_t *err);
     //  Reads

@@ -209,24 +209,19 @@ s_flush (s_pg_t *self, act_err_t *err)
     return rc;
 }
 
-//  A call record as the buffered row: JSON columns as their text
+//  A call record as the buffered row (JSON columns as their text)
 static json_t *
-s_row (const json_t *record)
+s_row (const act_call_record_t *record)
 {
-    json_t *row = json_object ();
-    const char *key;
-    json_t *value;
-    json_object_foreach ((json_t *) record, key, value) {
-        if (streq (key, "call") || streq (key, "outcome") || streq (key, "progress")) {
-            char *text = act_json_dump (value);
-            json_object_set_new (row, key, json_string (text));
-            free (text);
-        }
-        else
-            json_object_set (row, key, value);
-    }
-    const char *state = json_string_value (json_object_get (record, "state"));
-    json_object_set_new (row, "ended", json_boolean (act_state_ended (state)));
+    json_t *row = json_pack ("{sIsssIsb}", "call_id", (json_int_t) record->call_id,
+                             "state", record->state, "attempts", (json_int_t) record->attempts,
+                             "ended", act_state_ended (record->state));
+    const char *names [] = { "context", "call", "id", "outcome", "progress", "client", "request" };
+    const char *values [] = { record->context, record->call, record->id, record->outcome,
+                              record->progress, record->client, record->request };
+    for (int i = 0; i < 7; i++)
+        if (values [i])
+            json_object_set_new (row, names [i], json_string (values [i]));
     return row;
 }
 
@@ -244,35 +239,32 @@ s_put_context (void *impl, const char *context)
 }
 
 static int
-s_put_message (void *impl, const char *context, uint64_t seq, const json_t *message)
+s_put_message (void *impl, const char *context, uint64_t seq, const char *text, size_t size)
 {
     s_pg_t *self = (s_pg_t *) impl;
-    char *body = act_json_dump (message);
     json_array_append_new (self->messages,
-                           json_pack ("[sIs]", context, (json_int_t) seq, body));
-    free (body);
+                           json_pack ("[sIs%]", context, (json_int_t) seq, text, size));
     zhashx_update (self->touched, context, (void *) 1);
     return 0;
 }
 
 static int
-s_put_call (void *impl, const json_t *record)
+s_put_call (void *impl, const act_call_record_t *record)
 {
     s_pg_t *self = (s_pg_t *) impl;
     json_array_append_new (self->inserts, s_row (record));
-    const char *context = json_string_value (json_object_get (record, "context"));
-    if (context)
-        zhashx_update (self->touched, context, (void *) 1);
+    if (record->context)
+        zhashx_update (self->touched, record->context, (void *) 1);
     return 0;
 }
 
 static int
-s_update_call (void *impl, const json_t *record)
+s_update_call (void *impl, const act_call_record_t *record)
 {
     s_pg_t *self = (s_pg_t *) impl;
     //  An insert still buffered takes the update; else the last update of
     //  a call in the batch is the one sent
-    json_int_t id = json_integer_value (json_object_get (record, "call_id"));
+    json_int_t id = (json_int_t) record->call_id;
     size_t index;
     json_t *row;
     json_array_foreach (self->inserts, index, row)
@@ -285,9 +277,8 @@ s_update_call (void *impl, const json_t *record)
     char key [24];
     snprintf (key, sizeof key, "%" JSON_INTEGER_FORMAT, id);
     zhashx_update (self->updates, key, s_row (record));
-    const char *context = json_string_value (json_object_get (record, "context"));
-    if (context)
-        zhashx_update (self->touched, context, (void *) 1);
+    if (record->context)
+        zhashx_update (self->touched, record->context, (void *) 1);
     return 0;
 }
 

@@ -121,22 +121,12 @@ s_run (s_sqlite_t *self, sqlite3_stmt *query, const char *what)
     return 0;
 }
 
+//  Bind a text, or NULL (the statement runs before the text is freed)
 static void
-s_bind_json (sqlite3_stmt *query, int column, const json_t *value)
+s_bind_text (sqlite3_stmt *query, int column, const char *text)
 {
-    if (value) {
-        char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
-        sqlite3_bind_text (query, column, text, -1, free);
-    }
-    else
-        sqlite3_bind_null (query, column);
-}
-
-static void
-s_bind_string (sqlite3_stmt *query, int column, const json_t *value)
-{
-    if (json_is_string (value))
-        sqlite3_bind_text (query, column, json_string_value (value), -1, SQLITE_TRANSIENT);
+    if (text)
+        sqlite3_bind_text (query, column, text, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null (query, column);
 }
@@ -169,7 +159,7 @@ s_has_context (void *impl, const char *context)
 }
 
 static int
-s_put_message (void *impl, const char *context, uint64_t seq, const json_t *message)
+s_put_message (void *impl, const char *context, uint64_t seq, const char *text, size_t size)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
@@ -177,46 +167,44 @@ s_put_message (void *impl, const char *context, uint64_t seq, const json_t *mess
     sqlite3_stmt *query = self->queries [Q_PUT_MESSAGE];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) seq);
-    s_bind_json (query, 3, message);
+    sqlite3_bind_text (query, 3, text, (int) size, SQLITE_STATIC);
     return s_run (self, query, "cannot store a message");
 }
 
 static int
-s_put_call (void *impl, const json_t *record)
+s_put_call (void *impl, const act_call_record_t *record)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
         return -1;
     sqlite3_stmt *query = self->queries [Q_PUT_CALL];
-    const char *state = json_string_value (json_object_get (record, "state"));
-    sqlite3_bind_int64 (query, 1, json_integer_value (json_object_get (record, "call_id")));
-    s_bind_string (query, 2, json_object_get (record, "context"));
-    sqlite3_bind_text (query, 3, state, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (query, 4, json_integer_value (json_object_get (record, "attempts")));
-    s_bind_json (query, 5, json_object_get (record, "call"));
-    s_bind_string (query, 6, json_object_get (record, "id"));
-    s_bind_json (query, 7, json_object_get (record, "outcome"));
-    s_bind_json (query, 8, json_object_get (record, "progress"));
-    s_bind_string (query, 9, json_object_get (record, "client"));
-    s_bind_string (query, 10, json_object_get (record, "request"));
-    sqlite3_bind_int (query, 11, act_state_ended (state));
+    sqlite3_bind_int64 (query, 1, (sqlite3_int64) record->call_id);
+    s_bind_text (query, 2, record->context);
+    s_bind_text (query, 3, record->state);
+    sqlite3_bind_int64 (query, 4, record->attempts);
+    s_bind_text (query, 5, record->call);
+    s_bind_text (query, 6, record->id);
+    s_bind_text (query, 7, record->outcome);
+    s_bind_text (query, 8, record->progress);
+    s_bind_text (query, 9, record->client);
+    s_bind_text (query, 10, record->request);
+    sqlite3_bind_int (query, 11, act_state_ended (record->state));
     return s_run (self, query, "cannot store a call");
 }
 
 static int
-s_update_call (void *impl, const json_t *record)
+s_update_call (void *impl, const act_call_record_t *record)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
         return -1;
     sqlite3_stmt *query = self->queries [Q_UPDATE_CALL];
-    const char *state = json_string_value (json_object_get (record, "state"));
-    sqlite3_bind_text (query, 1, state, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (query, 2, json_integer_value (json_object_get (record, "attempts")));
-    s_bind_json (query, 3, json_object_get (record, "outcome"));
-    s_bind_json (query, 4, json_object_get (record, "progress"));
-    sqlite3_bind_int (query, 5, act_state_ended (state));
-    sqlite3_bind_int64 (query, 6, json_integer_value (json_object_get (record, "call_id")));
+    s_bind_text (query, 1, record->state);
+    sqlite3_bind_int64 (query, 2, record->attempts);
+    s_bind_text (query, 3, record->outcome);
+    s_bind_text (query, 4, record->progress);
+    sqlite3_bind_int (query, 5, act_state_ended (record->state));
+    sqlite3_bind_int64 (query, 6, (sqlite3_int64) record->call_id);
     return s_run (self, query, "cannot update a call");
 }
 

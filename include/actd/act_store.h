@@ -11,7 +11,9 @@
     and ":memory:" (all in this process, gone on exit: for tests and
     benchmarks).
 
-    A call record is a JSON object:
+    Writes take text: the broker serializes each call, outcome and message
+    once (or keeps the bytes a client sent) and the store stores that
+    text. Reads give JSON. A call record read back is a JSON object:
         {"call_id": N, "context": "...", "state": "queued", "attempts": N,
          "call": {...}, "id"?: "client key", "outcome"?: {...},
          "progress"?: any, "client"?: "hex", "request"?: "hex"}
@@ -32,6 +34,20 @@ extern "C" {
 #endif
 
 typedef struct _act_store_t act_store_t;
+
+//  A call as the broker writes it (texts are JSON, borrowed)
+typedef struct {
+    uint64_t call_id;           //  Call id
+    const char *context;        //  Its context
+    const char *state;          //  waiting, queued, running, or an outcome
+    long long attempts;         //  Dispatches to a worker so far
+    const char *call;           //  The call as submitted (put only)
+    const char *id;             //  Its _id, or NULL (put only)
+    const char *outcome;        //  The outcome, or NULL
+    const char *progress;       //  Latest PROGRESS details, or NULL
+    const char *client;         //  Submitter's routing id in hex, or NULL (put only)
+    const char *request;        //  Submitter's request id in hex, or NULL (put only)
+} act_call_record_t;
 
 typedef enum {
     ACT_SYNC_FULL,              //  fsync at every commit: survives power loss
@@ -56,15 +72,15 @@ const char *act_store_backend (act_store_t *self);
 //  Record that a context exists (idempotent).
 int act_store_put_context (act_store_t *self, const char *context);
 
-//  Add a message (it carries its _seq) to a context.
+//  Add a message (JSON text of size bytes; it carries its _seq).
 int act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
-                           const json_t *message);
+                           const char *text, size_t size);
 
-//  Add a call record (see above).
-int act_store_put_call (act_store_t *self, const json_t *record);
+//  Add a call.
+int act_store_put_call (act_store_t *self, const act_call_record_t *record);
 
 //  Replace the state, attempts, outcome and progress of a stored call.
-int act_store_update_call (act_store_t *self, const json_t *record);
+int act_store_update_call (act_store_t *self, const act_call_record_t *record);
 
 //  Make the batch durable in one transaction. Returns 0, or -1 with err
 //  set, and then none of the batch was kept.
