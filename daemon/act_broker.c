@@ -3095,37 +3095,68 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
     return 0;
 }
 
+//  Log, at notice, each per-activity setting that differs
+static void
+s_reload_log_activity (const char *prefix, const act_activity_settings_t *old,
+                       const act_activity_settings_t *new)
+{
+    struct { const char *name; long long old, new; } fields [] = {
+        { "timeout_ms", old->timeout_ms, new->timeout_ms },
+        { "max_queue", old->max_queue, new->max_queue },
+        { "schedule_timeout_ms", old->schedule_timeout_ms, new->schedule_timeout_ms },
+        { "retry/max_attempts", old->retry.max_attempts, new->retry.max_attempts },
+        { "retry/initial_ms", old->retry.initial_ms, new->retry.initial_ms },
+        { "retry/max_ms", old->retry.max_ms, new->retry.max_ms }
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields [0]; i++)
+        if (fields [i].old != fields [i].new)
+            act_log (LOG_NOTICE, "reload: %s/%s %lld -> %lld", prefix, fields [i].name,
+                     fields [i].old, fields [i].new);
+    if (old->retry.backoff != new->retry.backoff)
+        act_log (LOG_NOTICE, "reload: %s/retry/backoff %g -> %g", prefix,
+                 old->retry.backoff, new->retry.backoff);
+}
+
 void
 act_broker_reload (act_broker_t *self, act_settings_t *fresh)
 {
-    if (fresh->log_level != self->settings->log_level) {
-        act_log (LOG_NOTICE, "reload: log level %d -> %d", self->settings->log_level,
-                 fresh->log_level);
-        self->settings->log_level = fresh->log_level;
-        act_log_threshold = fresh->log_level;
+    static const char *levels [] = {
+        "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"
+    };
+    act_settings_t *now = self->settings;
+    //  Log every change first, while the old log level holds, then apply
+    if (fresh->log_level != now->log_level)
+        act_log (LOG_NOTICE, "reload: log/level %s -> %s", levels [now->log_level & 7],
+                 levels [fresh->log_level & 7]);
+    s_reload_log_activity ("defaults", &now->defaults, &fresh->defaults);
+    for (act_activity_settings_t *own = zhashx_first (fresh->activities); own;
+         own = zhashx_next (fresh->activities)) {
+        const char *name = zhashx_cursor (fresh->activities);
+        char *prefix = zsys_sprintf ("activities/%s", name);
+        if (!zhashx_lookup (now->activities, name))
+            act_log (LOG_NOTICE, "reload: %s added", prefix);
+        s_reload_log_activity (prefix, act_settings_activity (now, name), own);
+        zstr_free (&prefix);
+    }
+    for (act_activity_settings_t *own = zhashx_first (now->activities); own;
+         own = zhashx_next (now->activities)) {
+        const char *name = zhashx_cursor (now->activities);
+        if (zhashx_lookup (fresh->activities, name))
+            continue;
+        char *prefix = zsys_sprintf ("activities/%s", name);
+        act_log (LOG_NOTICE, "reload: %s removed: it takes defaults", prefix);
+        s_reload_log_activity (prefix, own, &fresh->defaults);
+        zstr_free (&prefix);
     }
     //  Per-activity settings: swap the tables, then point activities at
     //  their new entries
-    bool changed = memcmp (&fresh->defaults, &self->settings->defaults,
-                           sizeof fresh->defaults) != 0
-                || zhashx_size (fresh->activities) != zhashx_size (self->settings->activities);
-    for (act_activity_settings_t *own = zhashx_first (fresh->activities); own && !changed;
-         own = zhashx_next (fresh->activities)) {
-        act_activity_settings_t *old = zhashx_lookup (self->settings->activities,
-                                                      zhashx_cursor (fresh->activities));
-        changed = !old || memcmp (old, own, sizeof *own) != 0;
-    }
-    if (changed) {
-        self->settings->defaults = fresh->defaults;
-        zhashx_t *swap = self->settings->activities;
-        self->settings->activities = fresh->activities;
-        fresh->activities = swap;
-        for (s_activity_t *activity = zhashx_first (self->activities); activity;
-             activity = zhashx_next (self->activities))
-            activity->settings = act_settings_activity (self->settings, activity->name);
-        act_log (LOG_NOTICE, "reload: activity settings changed (%zu activities configured)",
-                 zhashx_size (self->settings->activities));
-    }
+    now->defaults = fresh->defaults;
+    zhashx_t *swap = now->activities;
+    now->activities = fresh->activities;
+    fresh->activities = swap;
+    for (s_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities))
+        activity->settings = act_settings_activity (now, activity->name);
     //  Allowed keys: the directories named now, read again
     if (self->server_cert && fresh->client_keys && fresh->worker_keys) {
         free (self->settings->client_keys);
@@ -3138,6 +3169,9 @@ act_broker_reload (act_broker_t *self, act_settings_t *fresh)
         else
             act_log (LOG_NOTICE, "reload: allowed keys reloaded");
     }
+    //  The new log level last, so that the lines above are not lost
+    now->log_level = fresh->log_level;
+    act_log_threshold = fresh->log_level;
 }
 
 char *

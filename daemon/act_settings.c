@@ -36,7 +36,10 @@ s_act_log_emit (int level, const char *format, ...)
     if (level == LOG_WARNING)
         zsys_warning ("%s", text);
     else
-    if (level <= LOG_INFO)
+    if (level == LOG_NOTICE)
+        zsys_notice ("%s", text);
+    else
+    if (level == LOG_INFO)
         zsys_info ("%s", text);
     else
         zsys_debug ("%s", text);
@@ -117,35 +120,99 @@ act_settings_activity (act_settings_t *self, const char *name)
 //  --------------------------------------------------------------------------
 //  The file's shape, line by line
 
-//  Read path and record, for every setting, "a/b/c" -> line number in
-//  lines. Returns 0, or -1 with message naming the bad line.
-static int
-s_index_lines (const char *path, zhashx_t *lines, char *message, size_t size)
+//  The whole file, or NULL with message saying why it cannot be read
+static char *
+s_read_file (const char *path, char *message, size_t size)
 {
     FILE *file = fopen (path, "r");
     if (!file) {
         snprintf (message, size, "cannot read %s: %s", path, strerror (errno));
-        return -1;
+        return NULL;
     }
+    char *text = NULL;
+    size_t length = 0;
+    FILE *copy = open_memstream (&text, &length);
+    char buffer [4096];
+    size_t got;
+    while ((got = fread (buffer, 1, sizeof buffer, file)) > 0)
+        fwrite (buffer, 1, got, copy);
+    bool failed = ferror (file);
+    int error = errno;
+    fclose (file);
+    fclose (copy);
+    if (failed) {
+        snprintf (message, size, "cannot read %s: %s", path, strerror (error));
+        zstr_free (&text);
+    }
+    return text;
+}
+
+//  What zconfig accepts after a name: nothing, a comment, or "= value",
+//  a quoted value closed on its line and followed by a comment at most.
+//  Returns NULL, or what is wrong.
+static const char *
+s_rest_problem (const char *rest)
+{
+    while (isspace ((unsigned char) *rest))
+        rest++;
+    if (*rest == 0 || *rest == '#')
+        return NULL;
+    if (*rest != '=')
+        return "expected 'name = value' or a section name";
+    rest++;
+    while (isspace ((unsigned char) *rest))
+        rest++;
+    if (*rest == '"' || *rest == '\'') {
+        const char *end = strchr (rest + 1, *rest);
+        if (!end)
+            return "a quoted value needs its closing quote on the same line";
+        for (end++; isspace ((unsigned char) *end); end++)
+            ;
+        if (*end && *end != '#')
+            return "only a comment may follow a quoted value";
+    }
+    return NULL;
+}
+
+//  Check the shape of text (the file path) line by line, as zconfig will
+//  read it, and record for every setting "a/b/c" -> line number in lines.
+//  Returns 0, or -1 with message naming the bad line.
+static int
+s_index_lines (const char *path, const char *text, zhashx_t *lines, char *message,
+               size_t size)
+{
     char *stack [16] = { NULL };
-    char buffer [1024];
+    char buffer [1025];
     int number = 0, rc = 0;
-    while (fgets (buffer, sizeof buffer, file)) {
+    for (const char *line = text; *line && rc == 0; ) {
         number++;
-        size_t length = strlen (buffer);
-        while (length && (buffer [length - 1] == '\n' || buffer [length - 1] == '\r'))
+        size_t length = strcspn (line, "\n");
+        const char *next = line [length]? line + length + 1: line + length;
+        if (length >= sizeof buffer) {
+            snprintf (message, size, "%s line %d: longer than %zu characters",
+                      path, number, sizeof buffer - 1);
+            rc = -1;
+            break;
+        }
+        memcpy (buffer, line, length);
+        buffer [length] = 0;
+        line = next;
+        //  zconfig trims trailing white space, then counts leading spaces
+        while (length && isspace ((unsigned char) buffer [length - 1]))
             buffer [--length] = 0;
         size_t indent = 0;
         while (buffer [indent] == ' ')
             indent++;
-        if (buffer [indent] == 0 || buffer [indent] == '#')
-            continue;               //  Blank or comment
+        if (buffer [indent] == 0)
+            continue;               //  Blank
         if (buffer [indent] == '\t' || indent % 4) {
             snprintf (message, size, "%s line %d: indent with multiples of 4 spaces",
                       path, number);
             rc = -1;
             break;
         }
+        if (buffer [indent] == '#')
+            continue;               //  Comment
         size_t depth = indent / 4;
         if (depth >= 16 || (depth > 0 && !stack [depth - 1])) {
             snprintf (message, size, "%s line %d: indented deeper than its section",
@@ -154,14 +221,18 @@ s_index_lines (const char *path, zhashx_t *lines, char *message, size_t size)
             break;
         }
         const char *name = buffer + indent;
-        size_t span = strcspn (name, " =#");
-        for (size_t i = 0; i < span; i++)
+        size_t span = strcspn (name, " \t=#");
+        for (size_t i = 0; i < span && rc == 0; i++)
             if (!isalnum ((unsigned char) name [i]) && !strchr ("_-.$/", name [i])) {
                 snprintf (message, size, "%s line %d: '%.*s' is not a setting name",
                           path, number, (int) span, name);
                 rc = -1;
-                break;
             }
+        const char *problem = span? s_rest_problem (name + span): "a setting name is expected";
+        if (rc == 0 && problem) {
+            snprintf (message, size, "%s line %d: %s", path, number, problem);
+            rc = -1;
+        }
         if (rc)
             break;
         for (size_t d = depth; d < 16; d++)
@@ -178,7 +249,6 @@ s_index_lines (const char *path, zhashx_t *lines, char *message, size_t size)
     }
     for (size_t d = 0; d < 16; d++)
         zstr_free (&stack [d]);
-    fclose (file);
     return rc;
 }
 
@@ -203,10 +273,26 @@ s_error (s_reader_t *reader, const char *path, const char *problem)
     reader->rc = -1;
 }
 
+//  A setting has a value, not settings of its own: false (and an error
+//  naming the first one) if item has any
+static bool
+s_leaf (s_reader_t *reader, zconfig_t *item, const char *path)
+{
+    zconfig_t *child = zconfig_child (item);
+    if (!child)
+        return true;
+    char *inner = zsys_sprintf ("%s/%s", path, zconfig_name (child));
+    s_error (reader, inner, "unknown setting");
+    zstr_free (&inner);
+    return false;
+}
+
 static void
 s_integer (s_reader_t *reader, zconfig_t *item, const char *path, long long least,
            long long *target)
 {
+    if (!s_leaf (reader, item, path))
+        return;
     const char *text = zconfig_value (item);
     char *end;
     errno = 0;
@@ -224,6 +310,8 @@ s_integer (s_reader_t *reader, zconfig_t *item, const char *path, long long leas
 static void
 s_boolean (s_reader_t *reader, zconfig_t *item, const char *path, bool *target)
 {
+    if (!s_leaf (reader, item, path))
+        return;
     const char *text = zconfig_value (item);
     if (text && (streq (text, "1") || streq (text, "true") || streq (text, "yes")))
         *target = true;
@@ -237,6 +325,8 @@ s_boolean (s_reader_t *reader, zconfig_t *item, const char *path, bool *target)
 static void
 s_string (s_reader_t *reader, zconfig_t *item, const char *path, char **target)
 {
+    if (!s_leaf (reader, item, path))
+        return;
     const char *text = zconfig_value (item);
     if (!text || !*text)
         s_error (reader, path, "must not be empty");
@@ -276,7 +366,7 @@ s_activity (s_reader_t *reader, zconfig_t *section, const char *prefix,
                 if (streq (key, "max_ms"))
                     s_integer (reader, field, inner, 0, &target->retry.max_ms);
                 else
-                if (streq (key, "backoff")) {
+                if (streq (key, "backoff") && s_leaf (reader, field, inner)) {
                     const char *text = zconfig_value (field);
                     char *end;
                     double value = text? strtod (text, &end): 0;
@@ -286,6 +376,7 @@ s_activity (s_reader_t *reader, zconfig_t *section, const char *prefix,
                         target->retry.backoff = value;
                 }
                 else
+                if (!streq (key, "backoff"))
                     s_error (reader, inner, "unknown setting");
                 zstr_free (&inner);
             }
@@ -299,12 +390,18 @@ s_activity (s_reader_t *reader, zconfig_t *section, const char *prefix,
 int
 act_settings_load (act_settings_t *self, const char *path, char *message, size_t size)
 {
+    char *text = s_read_file (path, message, size);
+    if (!text)
+        return -1;
     s_reader_t reader = { zhashx_new (), path, message, size, 0 };
-    if (s_index_lines (path, reader.lines, message, size)) {
+    if (s_index_lines (path, text, reader.lines, message, size)) {
         zhashx_destroy (&reader.lines);
+        zstr_free (&text);
         return -1;
     }
-    zconfig_t *root = zconfig_load (path);
+    //  From the text: zconfig_load leaks its zfile when a file does not parse
+    zconfig_t *root = zconfig_str_load (text);
+    zstr_free (&text);
     if (!root) {
         snprintf (message, size, "%s: not a valid ZPL file", path);
         zhashx_destroy (&reader.lines);
@@ -371,7 +468,7 @@ act_settings_load (act_settings_t *self, const char *path, char *message, size_t
             if (streq (full, "store/path"))
                 s_string (&reader, item, full, &self->store);
             else
-            if (streq (full, "store/sync")) {
+            if (streq (full, "store/sync") && s_leaf (&reader, item, full)) {
                 const char *text = zconfig_value (item);
                 if (text && streq (text, "full"))
                     self->sync = ACT_SYNC_FULL;
@@ -382,7 +479,7 @@ act_settings_load (act_settings_t *self, const char *path, char *message, size_t
                     s_error (&reader, full, "must be full or normal");
             }
             else
-            if (streq (full, "log/level")) {
+            if (streq (full, "log/level") && s_leaf (&reader, item, full)) {
                 int level = act_log_level_parse (zconfig_value (item));
                 if (level < 0)
                     s_error (&reader, full, "must be error, warning, notice, info or debug");
@@ -408,6 +505,7 @@ act_settings_load (act_settings_t *self, const char *path, char *message, size_t
             if (streq (full, "security/allow_plain_tcp"))
                 s_boolean (&reader, item, full, &self->allow_plain_tcp);
             else
+            if (!streq (full, "store/sync") && !streq (full, "log/level"))
                 s_error (&reader, zconfig_child (item)? name: full, "unknown setting");
             zstr_free (&full);
         }

@@ -371,6 +371,11 @@ main (int argc, char *argv [])
         s_usage (stderr);
         return 2;
     }
+    if (!options.curve_server != !options.curve_cert) {
+        //  Half of CURVE would silently talk in plain text
+        fprintf (stderr, "actctl: --curve-server and --curve-cert go together\n");
+        return 2;
+    }
     const char *command = argv [optind];
     char **args = argv + optind + 1;
     int nargs = argc - optind - 1;

@@ -1,0 +1,774 @@
+"""Operations: the config file, SIGHUP reload, sd_notify, backups of the
+store, and what "cmake --install" puts where.
+
+What is checked is what docs/operations.md and actd(8) promise: a config
+file is used, a bad one stops actd with exit status 2 naming the file and
+the line, flags override the file, SIGHUP applies the log level and the
+per-activity settings and logs each change (a file that does not load
+changes nothing), actd tells systemd READY=1 only once its sockets are
+bound, then STATUS=, WATCHDOG=1 and STOPPING=1, a running store can be
+copied with sqlite3's .backup, and an installed tree holds the programs,
+libactd with a working pkg-config file, the unit, the config and the man
+pages. Nothing is timed: tests wait for states or messages, with generous
+deadlines.
+"""
+
+import errno
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import textwrap
+import time
+import unittest
+
+from harness import ROOT, Actd, Client, Fail, NoAnswer, Worker, find_binary, free_port
+
+EXAMPLE = os.path.join(ROOT, "etc", "actd.cfg")
+SETTINGS_SOURCE = os.path.join(ROOT, "daemon", "act_settings.c")
+DAGGER = "\u2020"
+
+
+def write(path, text):
+    with open(path, "w") as handle:
+        handle.write(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def wait_for(predicate, what, timeout=30.0):
+    """Poll predicate until it returns something true; returns it."""
+    deadline = time.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise TimeoutError("still waiting for " + what)
+        time.sleep(0.05)
+
+
+def sqlite_store(test):
+    """A path for a SQLite store in a directory removed after test: these
+    tests are about the SQLite file, whatever ACTD_TEST_STORE says."""
+    directory = tempfile.mkdtemp(prefix="actd-store-")
+    test.addCleanup(shutil.rmtree, directory, True)
+    return os.path.join(directory, "actd.db")
+
+
+def ping(actd):
+    """PING on a fresh client socket; returns the reply."""
+    client = actd.client()
+    try:
+        return client.request("PING")
+    finally:
+        client.close()
+
+
+def port_in_use(port):
+    """True when something listens on 127.0.0.1:port (our bind fails)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+def config_paths(text):
+    """The settings a ZPL text sets, as "section/name" paths with values."""
+    paths, stack = {}, []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 4
+        name, _, value = stripped.partition("=")
+        stack[depth:] = [name.strip()]
+        paths["/".join(stack)] = value.strip()
+    return paths
+
+
+def enable_commented_settings(text):
+    """The example with its commented-out settings turned on. A disabled
+    setting is its line with a # in front: after the #, a multiple of 4
+    spaces and a name (a comment has 2 or 3 spaces after its #)."""
+    return re.sub(r"(?m)^( *)#((?:    )*[a-z_])", r"\1\2", text)
+
+
+class RawActd:
+    """An actd started with exactly the arguments given (the harness always
+    adds its own endpoint, store and log flags), logging to a file."""
+
+    def __init__(self, args, env=None, prefix=(), binary=None):
+        self.dir = tempfile.mkdtemp(prefix="actd-ops-")
+        self.log_path = os.path.join(self.dir, "actd.log")
+        environment = dict(os.environ)
+        environment.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        environment.update(env or {})
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(list(prefix) + [binary or find_binary("actd")]
+                                            + list(args),
+                                            stdout=log, stderr=log, env=environment)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as handle:
+            return handle.read()
+
+    def wait_ping(self, endpoint):
+        client = Client(endpoint)
+        try:
+            def pong():
+                if self.process.poll() is not None:
+                    raise AssertionError("actd exited %s:\n%s" % (self.process.returncode, self.log()))
+                try:
+                    return client.request("PING", timeout=0.5) == ["PONG"]
+                except TimeoutError:
+                    return False
+            wait_for(pong, "PONG from " + endpoint)
+        finally:
+            client.close()
+
+    def stop(self):
+        """SIGTERM; returns the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError("actd did not stop on SIGTERM:\n" + self.log())
+
+    def cleanup(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class NotifySocket:
+    """A stand-in for systemd's notify socket: a Unix datagram socket whose
+    path goes in NOTIFY_SOCKET. Each datagram is one sd_notify message."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="actd-notify-")
+        self.path = os.path.join(self.dir, "notify")
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind(self.path)
+        self.messages = []
+
+    def next(self, prefix, timeout=30.0):
+        """The next message with a line starting with prefix, as a dict of
+        its lines (later messages are kept in self.messages too)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            self.socket.settimeout(max(0.01, deadline - time.time()))
+            try:
+                text = self.socket.recv(65536).decode()
+            except socket.timeout:
+                break
+            self.messages.append(text)
+            if any(line.startswith(prefix) for line in text.split("\n")):
+                return dict(line.split("=", 1) for line in text.split("\n") if "=" in line)
+        raise TimeoutError("no %s message; got %s" % (prefix, self.messages))
+
+    def close(self):
+        self.socket.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ConfigFileTest(unittest.TestCase):
+    """The config file (actd(8), CONFIGURATION FILE)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="actd-cfg-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def test_settings_from_the_file_take_effect(self):
+        """Endpoints, the store path, log settings, defaults and per-activity
+        settings come from the file when no flag overrides them; an activity
+        section starts from defaults even when defaults comes after it."""
+        client_port, worker_port = free_port(), free_port()
+        store = os.path.join(self.dir, "from-file.db")
+        config = write(os.path.join(self.dir, "actd.cfg"), """
+            server
+                client_endpoint = tcp://127.0.0.1:%d
+                worker_endpoint = tcp://127.0.0.1:%d
+            store
+                path = %s
+            log
+                level = debug
+                syslog = 0
+                stderr = 1
+            activities
+                slow
+                    max_queue = 2
+                    schedule_timeout_ms = 600000
+                flaky
+                    retry
+                        max_attempts = 2
+                hang
+                    timeout_ms = 200
+            defaults
+                schedule_timeout_ms = 300
+                retry
+                    max_attempts = 1
+                    initial_ms = 0
+            """ % (client_port, worker_port, store))
+        actd = RawActd(["--config", config])
+        self.addCleanup(actd.cleanup)
+        endpoint = "tcp://127.0.0.1:%d" % client_port
+        actd.wait_ping(endpoint)
+        self.assertTrue(os.path.exists(store), "store/path not used")
+        self.assertTrue(port_in_use(worker_port), "server/worker_endpoint not bound")
+        self.assertIn("ready: clients %s, workers tcp://127.0.0.1:%d, store %s (sqlite)"
+                      % (endpoint, worker_port, store), actd.log())
+        client = Client(endpoint)
+        self.addCleanup(client.close)
+        #  activities/slow/max_queue = 2: a third waiting call is refused
+        for _ in range(2):
+            self.assertEqual(client.request("CALL", "c", {"_tool": "slow"})[0], "ACCEPTED")
+        refused = client.request("CALL", "c", {"_tool": "slow"})
+        self.assertEqual(refused[:2], ["ERROR", "busy"])
+        self.assertIn("(max_queue 2)", refused[2])
+        #  defaults/schedule_timeout_ms = 300: no worker, the call ends timeout
+        _, outcome = client.call("c", {"_tool": "nobody", "_outputPath": DAGGER + "s.a"})
+        self.assertEqual((outcome["status"], outcome["error"]["code"], outcome["attempts"]),
+                         ("timeout", "no_worker", 0))
+
+        def failing(activity, params, meta):
+            raise Fail("always", code="nope")
+        worker = Worker("tcp://127.0.0.1:%d" % worker_port, ["flaky", "other"], failing)
+        hung = Worker("tcp://127.0.0.1:%d" % worker_port, ["hang"],
+                      lambda activity, params, meta: NoAnswer)
+        for each in (worker, hung):
+            each.start()
+            self.addCleanup(each.stop)
+        #  activities/flaky/retry/max_attempts = 2 overrides defaults' 1
+        _, outcome = client.call("c", {"_tool": "flaky", "_outputPath": DAGGER + "s.b"})
+        self.assertEqual((outcome["status"], outcome["error"]["code"], outcome["attempts"]),
+                         ("error", "nope", 2))
+        #  an activity with no section takes defaults/retry/max_attempts = 1
+        _, outcome = client.call("c", {"_tool": "other", "_outputPath": DAGGER + "s.c"})
+        self.assertEqual((outcome["status"], outcome["attempts"]), ("error", 1))
+        #  hang lists only timeout_ms; its max_attempts (1) comes from
+        #  defaults, written after it in the file (else it would be 3)
+        _, outcome = client.call("c", {"_tool": "hang", "_outputPath": DAGGER + "s.d"})
+        self.assertEqual((outcome["status"], outcome["error"]["code"], outcome["attempts"]),
+                         ("timeout", "timeout", 1))
+        #  log/level = debug, log/syslog = 0 and log/stderr = 1: debug
+        #  lines on stderr
+        self.assertRegex(actd.log(), r"(?m)^D: \(actd\) .* call \d+ \(flaky\) attempt 1 sent to worker")
+        self.assertEqual(actd.stop(), 0, actd.log())
+
+    def test_flags_override_the_file(self):
+        """Each flag wins over the same setting in the file."""
+        file_client, file_worker = free_port(), free_port()
+        file_store = os.path.join(self.dir, "file.db")
+        config = write(os.path.join(self.dir, "actd.cfg"), """
+            server
+                client_endpoint = tcp://127.0.0.1:%d
+                worker_endpoint = tcp://127.0.0.1:%d
+            store
+                path = %s
+            log
+                level = error
+            """ % (file_client, file_worker, file_store))
+        with Actd(store=sqlite_store(self), args=["--config", config]) as actd:
+            #  The harness's --client-endpoint, --worker-endpoint, --db and
+            #  --log-level debug are in force, not the file's
+            self.assertFalse(port_in_use(file_client))
+            self.assertFalse(port_in_use(file_worker))
+            self.assertTrue(port_in_use(actd.worker_port))
+            self.assertFalse(os.path.exists(file_store))
+            self.assertTrue(os.path.exists(actd.store))
+            self.assertIn("ready: clients %s" % actd.client_endpoint, actd.log())
+
+    def check_refused(self, text, *expected, name="bad.cfg"):
+        """actd with this config file exits 2 before binding anything, and
+        says each of expected on stderr."""
+        path = write(os.path.join(self.dir, name), text)
+        actd = Actd(args=["--config", path])
+        client = None
+        try:
+            actd.start(wait=False)
+            client = actd.client()
+
+            def ended():
+                if actd.process.poll() is not None:
+                    return True
+                try:
+                    started = client.request("PING", timeout=0.2) == ["PONG"]
+                except TimeoutError:
+                    return False
+                self.assertFalse(started, "actd started with a bad config:\n" + text)
+            wait_for(ended, "actd to exit", timeout=60)
+            self.assertEqual(actd.process.returncode, 2, actd.log())
+            for each in expected:
+                self.assertIn(each.replace("FILE", path), actd.log())
+        finally:
+            if client:
+                client.close()
+            actd.cleanup()
+
+    def test_a_bad_value_stops_actd_naming_file_and_line(self):
+        self.check_refused("""
+            server
+                liveness = 3
+                heartbeat_ms = fast
+            """, "actd: FILE line 3: server/heartbeat_ms: 'fast' is not an integer of at least 10")
+        self.check_refused("""
+            server
+                liveness = 0
+            """, "FILE line 2: server/liveness: '0' is not an integer of at least 1")
+        self.check_refused("""
+            store
+                sync = sometimes
+            """, "FILE line 2: store/sync: must be full or normal")
+        self.check_refused("""
+            log
+                syslog = maybe
+            """, "FILE line 2: log/syslog: must be 1 or 0")
+        self.check_refused("""
+            log
+                level = verbose
+            """, "FILE line 2: log/level: must be error, warning, notice, info or debug")
+        self.check_refused("""
+            activities
+                slow
+                    retry
+                        backoff = 0.5
+            """, "FILE line 4: activities/slow/retry/backoff: must be a number of at least 1")
+
+    def test_an_unknown_setting_stops_actd_naming_file_and_line(self):
+        self.check_refused("""
+            server
+                heartbeat = 100
+            """, "FILE line 2: server/heartbeat: unknown setting")
+        self.check_refused("""
+            # a comment
+
+            bogus
+                x = 1
+            """, "FILE line 4: bogus/x: unknown setting")
+        self.check_refused("""
+            defaults
+                timeout_ms = 1000
+            activities
+                slow
+                    max_queued = 3
+            """, "FILE line 5: activities/slow/max_queued: unknown setting")
+        #  A setting indented under another setting is not one actd knows
+        self.check_refused("""
+            log
+                level = debug
+                    extra = 1
+            """, "FILE line 3: log/level/extra: unknown setting")
+
+    def test_a_bad_indentation_stops_actd_naming_file_and_line(self):
+        self.check_refused("server\n   heartbeat_ms = 100\n",
+                           "FILE line 2: indent with multiples of 4 spaces")
+        self.check_refused("server\n\theartbeat_ms = 100\n",
+                           "FILE line 2: indent with multiples of 4 spaces")
+        self.check_refused("server\n        heartbeat_ms = 100\n",
+                           "FILE line 2: indented deeper than its section")
+        #  zconfig refuses a comment indented by 2 as well
+        self.check_refused("server\n  # two spaces\n    heartbeat_ms = 100\n",
+                           "FILE line 2: ")
+
+    def test_a_line_that_is_not_zpl_stops_actd_naming_file_and_line(self):
+        self.check_refused("server\n    heartbeat_ms 100\n", "FILE line 2: ")
+        self.check_refused("server\n    client_endpoint = \"tcp://127.0.0.1:1\n", "FILE line 2: ")
+
+    def test_a_missing_file_stops_actd(self):
+        path = os.path.join(self.dir, "missing.cfg")
+        actd = Actd(args=["--config", path])
+        try:
+            actd.start(wait=False)
+            self.assertEqual(actd.process.wait(60), 2)
+            self.assertIn("actd: cannot read %s: No such file or directory" % path, actd.log())
+        finally:
+            actd.cleanup()
+
+    def test_the_example_config_loads_and_changes_nothing(self):
+        """etc/actd.cfg as shipped starts actd (the harness's flags give it
+        its own ports and store)."""
+        with Actd(args=["--config", EXAMPLE]) as actd:
+            self.assertEqual(ping(actd), ["PONG"])
+        #  Every value it sets is a default: the same as no file at all
+        defaults = {
+            "server/client_endpoint": "tcp://127.0.0.1:5555",
+            "server/worker_endpoint": "tcp://127.0.0.1:5556",
+            "server/heartbeat_ms": "1000", "server/liveness": "3",
+            "server/max_message_bytes": "1048576", "server/shutdown_grace_ms": "10000",
+            "server/context_idle_ms": "60000", "server/max_contexts": "10000",
+            "server/lease_ms": "10000",
+            "store/path": "actd.db", "store/sync": "full",
+            "log/level": "info", "log/syslog": "1", "log/stderr": "0",
+            "defaults/timeout_ms": "300000", "defaults/max_queue": "100000",
+            "defaults/schedule_timeout_ms": "60000",
+            "defaults/retry/max_attempts": "3", "defaults/retry/initial_ms": "1000",
+            "defaults/retry/backoff": "2.0", "defaults/retry/max_ms": "60000",
+            "security/allow_plain_tcp": "0",
+        }
+        with open(EXAMPLE) as handle:
+            values = {path: value for path, value in config_paths(handle.read()).items() if value}
+        self.assertEqual(values, defaults)
+
+    def test_the_example_config_documents_every_setting(self):
+        """Every setting act_settings_load accepts is in etc/actd.cfg (some
+        commented out), and with them all turned on the file still loads."""
+        with open(SETTINGS_SOURCE) as handle:
+            source = handle.read()
+        accepted = set(re.findall(r'streq \(full, "([a-z_]+/[a-z_]+)"\)', source))
+        for name in re.findall(r'streq \(name, "([a-z_]+)"\)', source):
+            if name not in ("defaults", "activities", "retry"):
+                accepted.add("defaults/" + name)
+        for key in re.findall(r'streq \(key, "([a-z_]+)"\)', source):
+            accepted.add("defaults/retry/" + key)
+        self.assertGreaterEqual(len(accepted), 24, "the settings were not found in the source")
+        with open(EXAMPLE) as handle:
+            enabled = enable_commented_settings(handle.read())
+        documented = set(config_paths(enabled))
+        self.assertEqual(accepted - documented, set())
+        self.assertIn("activities/slow_tool/retry/max_ms", documented)
+        #  The file with everything on must load. It names CURVE key files
+        #  that are not here, so actd would not start; a bad flag that is
+        #  checked after the file has loaded stops it first, with its own
+        #  message: a file that did not load would have been named instead.
+        path = os.path.join(self.dir, "everything.cfg")
+        with open(path, "w") as handle:
+            handle.write(enabled)
+        actd = Actd(args=["--config", path, "--heartbeat-ms", "5"])
+        try:
+            actd.start(wait=False)
+            self.assertEqual(actd.process.wait(60), 2)
+            self.assertIn("actd: --heartbeat-ms needs an integer of at least 10", actd.log())
+            self.assertNotIn(path, actd.log())
+        finally:
+            actd.cleanup()
+
+
+class ReloadTest(unittest.TestCase):
+    """SIGHUP (actd(8), SIGNALS)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="actd-reload-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.config = os.path.join(self.dir, "actd.cfg")
+
+    def test_sighup_applies_log_level_and_activity_settings(self):
+        write(self.config, """
+            log
+                level = debug
+            activities
+                slow
+                    max_queue = 3
+            """)
+        with Actd(args=["--config", self.config]) as actd:
+            client = actd.client()
+            for _ in range(3):
+                self.assertEqual(client.request("CALL", "c", {"_tool": "slow"})[0], "ACCEPTED")
+            refused = client.request("CALL", "c", {"_tool": "slow"})
+            self.assertEqual(refused, ["ERROR", "busy", "activity slow has 3 calls waiting (max_queue 3)"])
+            #  At info, a refused request is logged
+            self.assertEqual(actd.log().count("client request CALL refused: busy"), 1)
+
+            write(self.config, """
+                log
+                    level = warning
+                activities
+                    slow
+                        max_queue = 5
+                """)
+            actd.process.send_signal(signal.SIGHUP)
+            #  Each change is logged, the log level's included, before the
+            #  new level hides notices
+            wait_for(lambda: "reload: activities/slow/max_queue 3 -> 5" in actd.log(),
+                     "the reload of max_queue logged:\n" + actd.log())
+            self.assertIn("reload: log/level debug -> warning", actd.log())
+            #  The new max_queue applies to new calls: two more are taken
+            for _ in range(2):
+                self.assertEqual(client.request("CALL", "c", {"_tool": "slow"})[0], "ACCEPTED")
+            refused = client.request("CALL", "c", {"_tool": "slow"})
+            self.assertEqual(refused, ["ERROR", "busy", "activity slow has 5 calls waiting (max_queue 5)"])
+            #  At warning, the refusal (info) is no longer logged
+            self.assertEqual(actd.log().count("client request CALL refused: busy"), 1)
+            client.close()
+
+    def test_a_broken_file_on_sighup_keeps_the_settings(self):
+        write(self.config, """
+            activities
+                slow
+                    max_queue = 2
+            """)
+        with Actd(args=["--config", self.config]) as actd:
+            client = actd.client()
+            write(self.config, """
+                activities
+                    slow
+                        max_queue = 9
+                    fast
+                        max_queue = lots
+                """)
+            actd.process.send_signal(signal.SIGHUP)
+            wait_for(lambda: "config not reloaded" in actd.log(), "the failed reload logged")
+            self.assertRegex(actd.log(), r"(?m)^E: actd .* SIGHUP: config not reloaded: %s line 5: "
+                             r"activities/fast/max_queue: 'lots' is not an integer of at least 1$"
+                             % re.escape(self.config))
+            #  Nothing of the broken file applies, not even its valid part
+            for _ in range(2):
+                self.assertEqual(client.request("CALL", "c", {"_tool": "slow"})[0], "ACCEPTED")
+            refused = client.request("CALL", "c", {"_tool": "slow"})
+            self.assertEqual(refused[:2], ["ERROR", "busy"])
+            self.assertIn("(max_queue 2)", refused[2])
+            #  actd runs on: the debug log level of the flag stays too
+            self.assertEqual(client.request("PING"), ["PONG"])
+            self.assertRegex(actd.log(), r"(?m)^I: actd .* client request CALL refused: busy")
+            client.close()
+
+    def test_sighup_without_a_config_file(self):
+        with Actd() as actd:
+            actd.process.send_signal(signal.SIGHUP)
+            wait_for(lambda: "SIGHUP: no config file to reload" in actd.log(), "the SIGHUP logged")
+            self.assertEqual(ping(actd), ["PONG"])
+
+
+class NotifyTest(unittest.TestCase):
+    """sd_notify (actd(8), SYSTEMD): what a Type=notify unit relies on."""
+
+    def setUp(self):
+        self.notify = NotifySocket()
+        self.addCleanup(self.notify.close)
+
+    def test_ready_status_and_stopping(self):
+        actd = Actd(store=sqlite_store(self), env={"NOTIFY_SOCKET": self.notify.path})
+        self.addCleanup(actd.cleanup)
+        actd.start(wait=False)
+        ready = self.notify.next("READY=1")
+        #  READY=1 comes once both sockets are bound and the store is open
+        self.assertTrue(port_in_use(actd.client_port))
+        self.assertTrue(port_in_use(actd.worker_port))
+        self.assertTrue(os.path.exists(actd.store))
+        self.assertEqual(ready["MAINPID"], str(actd.process.pid))
+        self.assertEqual(ready["STATUS"], "0 workers, 0 running, 0 queued, 0 waiting, 0 contexts loaded")
+        client = actd.client()
+        self.assertEqual(client.request("PING", timeout=10), ["PONG"])
+        #  STATUS= goes on, and follows what happens
+        worker = Worker(actd.worker_endpoint, ["echo"], lambda activity, params, meta: params)
+        worker.start()
+        deadline = time.time() + 30
+        while True:
+            status = self.notify.next("STATUS=")
+            if status["STATUS"].startswith("1 workers"):
+                break
+            self.assertLess(time.time(), deadline, self.notify.messages)
+        self.assertEqual(status["STATUS"], "1 workers, 0 running, 0 queued, 0 waiting, 0 contexts loaded")
+        worker.stop()
+        client.close()
+        #  SIGTERM: STOPPING=1, then a clean exit
+        self.assertEqual(actd.stop(), 0, actd.log())
+        stopping = self.notify.next("STOPPING=1", timeout=5)
+        self.assertEqual(stopping["STATUS"], "stopping: letting running tasks finish")
+        self.assertFalse(any("WATCHDOG=1" in m for m in self.notify.messages),
+                         "WATCHDOG=1 without WATCHDOG_USEC")
+
+    def test_watchdog_pings_when_watchdog_usec_is_set(self):
+        """WATCHDOG_USEC=200000 and WATCHDOG_PID = actd's pid (as systemd
+        sets them for WatchdogSec=0.2): WATCHDOG=1 keeps coming."""
+        port = free_port()
+        store = tempfile.mkdtemp(prefix="actd-wd-")
+        self.addCleanup(shutil.rmtree, store, True)
+        actd = RawActd(["--db", os.path.join(store, "actd.db"),
+                        "--client-endpoint", "tcp://127.0.0.1:%d" % port,
+                        "--worker-endpoint", "tcp://127.0.0.1:%d" % free_port(), "-v"],
+                       env={"NOTIFY_SOCKET": self.notify.path, "WATCHDOG_USEC": "200000"},
+                       prefix=["/bin/sh", "-c", 'WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$@"', "sh"])
+        self.addCleanup(actd.cleanup)
+        self.notify.next("READY=1")
+        for _ in range(3):
+            self.notify.next("WATCHDOG=1")
+        actd.wait_ping("tcp://127.0.0.1:%d" % port)
+        self.assertEqual(actd.stop(), 0, actd.log())
+
+    def test_no_watchdog_pings_for_another_pid(self):
+        """WATCHDOG_PID names another process: the watchdog is not actd's."""
+        actd = Actd(env={"NOTIFY_SOCKET": self.notify.path, "WATCHDOG_USEC": "200000",
+                         "WATCHDOG_PID": str(os.getpid())})
+        with actd:
+            #  READY=1's STATUS= and three more are over two seconds of the
+            #  loop: ten pings would have come had the watchdog been on
+            for _ in range(4):
+                self.notify.next("STATUS=")
+        self.assertFalse(any("WATCHDOG=1" in m for m in self.notify.messages), self.notify.messages)
+
+
+class StoreBackupTest(unittest.TestCase):
+    """docs/operations.md: back up a running store with sqlite3 .backup."""
+
+    def test_backup_of_a_running_store_restores(self):
+        backup_dir = tempfile.mkdtemp(prefix="actd-backup-")
+        self.addCleanup(shutil.rmtree, backup_dir, True)
+        backup = os.path.join(backup_dir, "copy.db")
+
+        def pragmas(path):
+            return subprocess.run(["sqlite3", path, "PRAGMA user_version; PRAGMA integrity_check;"],
+                                  capture_output=True, text=True, timeout=60).stdout.split()
+        with Actd(store=sqlite_store(self)) as actd:
+            client = actd.client()
+            self.assertEqual(client.request("APPEND", "c", {"type": "data", "kind": "user",
+                                                            "data": {"name": "Alex"}}),
+                             ["OK", '{"seq":1}'])
+            done = subprocess.run(["sqlite3", actd.store, ".backup '%s'" % backup],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual((done.returncode, done.stderr), (0, ""))
+            version = pragmas(actd.store)[0]
+            client.close()
+        #  The copy has the schema version of the original, and is sound
+        self.assertEqual(pragmas(backup), [version, "ok"])
+        with Actd(store=backup) as restored:
+            client = restored.client()
+            self.assertEqual(client.resolve("c", DAGGER + "user.name"), "Alex")
+            client.close()
+
+
+class InstallTest(unittest.TestCase):
+    """cmake --install of the build these tests run from (docs/operations.md)."""
+
+    PROGRAM = r"""
+        #include <stdio.h>
+        #include <actd/act.h>
+        #include <actd/act_store.h>
+        #include <actd/act_client.h>
+
+        int
+        main (int argc, char *argv [])
+        {
+            act_err_t err = { 0 };
+            act_ctx_t *ctx = act_ctx_new ("t");
+            json_t *message = json_loads (
+                "{\"type\":\"data\",\"kind\":\"user\",\"data\":{\"name\":\"Alex\"}}", 0, NULL);
+            json_t *stored = act_ctx_append (ctx, message, &err);
+            act_expr_t *expr = act_expr_parse ("\xe2\x80\xa0user.name", false, &err);
+            json_t *value = act_ctx_resolve (ctx, expr, NULL);
+            act_store_t *store = act_store_open (argv [1], ACT_SYNC_FULL, &err);
+            act_client_t *client = act_client_new ("tcp://127.0.0.1:9");
+            printf ("%s %s %s\n", json_string_value (value),
+                    store? act_store_backend (store): err.message, client? "client": "none");
+            act_client_destroy (&client);
+            act_store_destroy (&store);
+            json_decref (value);
+            act_expr_destroy (&expr);
+            json_decref (stored);
+            json_decref (message);
+            act_ctx_destroy (&ctx);
+            return 0;
+        }
+        """
+
+    def setUp(self):
+        self.build = os.path.dirname(os.path.dirname(os.environ.get("ACTD_BIN")
+                                                     or find_binary("actd")))
+        with open(os.path.join(self.build, "CMakeCache.txt")) as handle:
+            self.cache = dict(re.findall(r"(?m)^([A-Za-z_]+):[A-Z]+=(.*)$", handle.read()))
+        #  The config goes under the prefix unless the build was configured
+        #  for /usr, / or /opt (then it goes to /etc, which is not ours)
+        prefix = self.cache["CMAKE_INSTALL_PREFIX"]
+        self.assertFalse(prefix in ("/usr", "/") or prefix.startswith("/opt/")
+                         or self.cache["CMAKE_INSTALL_SYSCONFDIR"].startswith("/"),
+                         "this test installs with --prefix: configure %s with the default prefix"
+                         % self.build)
+        self.prefix = tempfile.mkdtemp(prefix="actd-install-")
+        self.addCleanup(shutil.rmtree, self.prefix, True)
+
+    def test_install_puts_everything_in_place(self):
+        P = self.prefix
+        done = subprocess.run(["cmake", "--install", self.build, "--prefix", P],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        programs = ["actd", "actctl", "actd-example-worker"]
+        if os.path.exists(os.path.join(self.build, "bin", "actd-exec")):
+            programs.append("actd-exec")
+        for program in programs:
+            self.assertTrue(os.access(os.path.join(P, "bin", program), os.X_OK), program)
+        headers = sorted(os.listdir(os.path.join(ROOT, "include", "actd")))
+        self.assertEqual(sorted(os.listdir(os.path.join(P, "include", "actd"))), headers)
+        libdir = self.cache.get("CMAKE_INSTALL_LIBDIR", "lib")
+        self.assertTrue(os.path.exists(os.path.join(P, libdir, "libactd.a")))
+        for path in ("lib/systemd/system/actd.service", "lib/sysusers.d/actd.conf",
+                     "lib/tmpfiles.d/actd.conf", "etc/actd/actd.cfg",
+                     "share/man/man8/actd.8", "share/man/man1/actctl.1"):
+            self.assertTrue(os.path.exists(os.path.join(P, path)), path)
+        with open(os.path.join(P, "etc", "actd", "actd.cfg")) as installed, open(EXAMPLE) as example:
+            self.assertEqual(installed.read(), example.read())
+
+        #  The unit runs the installed actd on the installed config
+        unit = os.path.join(P, "lib", "systemd", "system", "actd.service")
+        with open(unit) as handle:
+            text = handle.read()
+        self.assertIn("\nExecStart=%s/bin/actd --config %s/etc/actd/actd.cfg\n" % (P, P), text)
+        self.assertNotRegex(text, r"@[A-Z_]+@")
+        verify = subprocess.run(["systemd-analyze", "verify", "--man=no", unit],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual((verify.returncode, verify.stderr), (0, ""))
+
+        #  The installed actd runs on the installed config (its endpoints
+        #  and store moved here by flags)
+        port = free_port()
+        actd = RawActd(["--config", os.path.join(P, "etc", "actd", "actd.cfg"),
+                        "--db", os.path.join(P, "actd.db"),
+                        "--client-endpoint", "tcp://127.0.0.1:%d" % port,
+                        "--worker-endpoint", "tcp://127.0.0.1:%d" % free_port()],
+                       binary=os.path.join(P, "bin", "actd"))
+        self.addCleanup(actd.cleanup)
+        actd.wait_ping("tcp://127.0.0.1:%d" % port)
+        self.assertEqual(actd.stop(), 0, actd.log())
+        version = subprocess.run([os.path.join(P, "bin", "actd"), "--version"],
+                                 capture_output=True, text=True, timeout=60).stdout.split()
+
+        #  A second install keeps an edited config and puts the example beside it
+        with open(os.path.join(P, "etc", "actd", "actd.cfg"), "a") as handle:
+            handle.write("# edited\n")
+        done = subprocess.run(["cmake", "--install", self.build, "--prefix", P],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        with open(os.path.join(P, "etc", "actd", "actd.cfg")) as handle:
+            self.assertTrue(handle.read().endswith("# edited\n"))
+        self.assertTrue(os.path.exists(os.path.join(P, "etc", "actd", "actd.cfg.example")))
+
+        #  pkg-config, then a program built and linked against the install
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(P, libdir, "pkgconfig"))
+        modversion = subprocess.run(["pkg-config", "--modversion", "libactd"], env=env,
+                                    capture_output=True, text=True, timeout=60)
+        self.assertEqual(["actd", modversion.stdout.strip()], version)
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libactd"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(flags.returncode, 0, flags.stderr)
+        self.assertIn("-I%s/include" % P, flags.stdout.split())
+        self.assertIn("-lactd", flags.stdout.split())
+        source = os.path.join(P, "program.c")
+        with open(source, "w") as handle:
+            handle.write(textwrap.dedent(self.PROGRAM))
+        program = os.path.join(P, "program")
+        compiler = self.cache.get("CMAKE_C_COMPILER", "cc")
+        built = subprocess.run([compiler, "-o", program, source]
+                               + flags.stdout.split(), capture_output=True, text=True,
+                               timeout=300)
+        self.assertEqual(built.returncode, 0, built.stderr)
+        store = os.path.join(P, "program.db")
+        ran = subprocess.run([program, store], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
+        #  (CZMQ's log, where the store says it made its schema, goes to
+        #  stdout too)
+        self.assertEqual(ran.returncode, 0, ran.stdout + ran.stderr)
+        self.assertEqual(ran.stdout.splitlines()[-1], "Alex sqlite client")
+        self.assertTrue(os.path.exists(store))
+
+
+if __name__ == "__main__":
+    unittest.main()
