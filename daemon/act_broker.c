@@ -188,6 +188,9 @@ struct _act_broker_t {
 
 static void s_call_finish (act_broker_t *self, s_call_t *call, const char *status,
                            json_t *error, const json_t *result, long long branch);
+static void s_call_finish_text (act_broker_t *self, s_call_t *call, const char *status,
+                                json_t *error, const json_t *result,
+                                const char *result_text, long long branch);
 static void s_dispatch_activity (act_broker_t *self, s_activity_t *activity);
 static void s_dispatch_worker (act_broker_t *self, s_worker_t *worker);
 static void s_worker_dead (act_broker_t *self, s_worker_t *worker, const char *why);
@@ -787,26 +790,68 @@ s_call_save (act_broker_t *self, s_call_t *call)
     free (progress);
 }
 
-//  The stored text of a message of call: the message, then "_call" with
-//  the call's own text (as submitted, and not serialized once more)
-static char *
-s_message_text (const json_t *message, const char *call_text, size_t *size)
+//  Append to the JSON object text in object (its closing brace still
+//  there) the member "name": value, value being JSON text already; object
+//  must have room (the caller sizes it)
+static void
+s_splice (char *object, size_t *used, const char *name, const char *value)
 {
+    size_t at = *used - 1;                      //  Over the closing brace
+    at += (size_t) sprintf (object + at, "%s\"%s\":", at > 1? ",": "", name);
+    size_t length = strlen (value);
+    memcpy (object + at, value, length);
+    at += length;
+    object [at++] = '}';
+    object [at] = 0;
+    *used = at;
+}
+
+//  The stored text of a message of call: the message, then "data" (when
+//  data_text is given: the display form as text, made without serializing
+//  the value again), then "_call" with the call's own text (as submitted)
+static char *
+s_message_text (json_t *message, const char *data_text, const char *call_text,
+                size_t *size)
+{
+    if (data_text)
+        json_object_del (message, "data");
     char *text = act_json_dump (message);
-    size_t length = strlen (text);
-    size_t call_length = strlen (call_text);
-    char *joined = malloc (length + call_length + 16);
-    memcpy (joined, text, length - 1);          //  Without the closing brace
-    size_t used = length - 1;
-    memcpy (joined + used, ",\"_call\":", 9);
-    used += 9;
-    memcpy (joined + used, call_text, call_length);
-    used += call_length;
-    joined [used++] = '}';
-    joined [used] = 0;
+    *size = strlen (text);
+    char *joined = malloc (*size + (data_text? strlen (data_text): 0)
+                           + strlen (call_text) + 32);
+    memcpy (joined, text, *size + 1);
     free (text);
-    *size = used;
+    if (data_text)
+        s_splice (joined, size, "data", data_text);
+    s_splice (joined, size, "_call", call_text);
     return joined;
+}
+
+//  The display form of a value written at ref, from the value's JSON text:
+//  one object level per segment around it
+static char *
+s_nest_text (const act_ref_t *ref, const char *value_text)
+{
+    size_t size = strlen (value_text) + 1;
+    char **keys = calloc (ref->nsegs + 1, sizeof (char *));
+    for (size_t i = 0; i < ref->nsegs; i++) {
+        json_t *key = json_string (ref->segs [i].key);
+        keys [i] = act_json_dump (key);
+        json_decref (key);
+        size += strlen (keys [i]) + 3;
+    }
+    char *text = malloc (size);
+    size_t used = 0;
+    for (size_t i = 0; i < ref->nsegs; i++)
+        used += (size_t) sprintf (text + used, "{%s:", keys [i]);
+    used += (size_t) sprintf (text + used, "%s", value_text);
+    for (size_t i = 0; i < ref->nsegs; i++) {
+        text [used++] = '}';
+        free (keys [i]);
+    }
+    text [used] = 0;
+    free (keys);
+    return text;
 }
 
 static void
@@ -1185,7 +1230,8 @@ s_call_attempt_failed (act_broker_t *self, s_call_t *call, json_t *error,
 //  seqs; may turn an ok into an error (type_mismatch, bad_path).
 static void
 s_call_write (act_broker_t *self, s_call_t *call, const char **status,
-              json_t **error, const json_t *result, long long branch, json_t *outcome)
+              json_t **error, const json_t *result, const char *result_text,
+              long long branch, json_t *outcome)
 {
     act_expr_t *output = call->call->output;
     act_ctx_t *ctx = call->context->ctx;
@@ -1229,12 +1275,17 @@ s_call_write (act_broker_t *self, s_call_t *call, const char **status,
         messages = json_array ();
         json_array_append_new (messages, act_ctx_error (ctx, *error, NULL, call->id));
     }
+    //  The worker's result text is the written value: nest it as it is
+    bool spliced = result_text && streq (*status, "ok");
     size_t index;
     json_t *message;
     json_array_foreach (messages, index, message) {
         json_int_t seq = json_integer_value (json_object_get (message, "_seq"));
         size_t size;
-        char *text = s_message_text (message, call->text, &size);
+        char *data = spliced? s_nest_text (&output->alts [branch].refs [index], result_text)
+                            : NULL;
+        char *text = s_message_text (message, data, call->text, &size);
+        free (data);
         act_store_put_message (self->store, call->context->id, (uint64_t) seq, text, size);
         free (text);
         json_array_append_new (seqs, json_integer (seq));
@@ -1250,26 +1301,46 @@ static void
 s_call_finish (act_broker_t *self, s_call_t *call, const char *status,
                json_t *error, const json_t *result, long long branch)
 {
+    s_call_finish_text (self, call, status, error, result, NULL, branch);
+}
+
+//  The same, given also the result as the worker sent it (JSON text): it
+//  goes into the stored messages and the outcome as it is
+static void
+s_call_finish_text (act_broker_t *self, s_call_t *call, const char *status,
+                    json_t *error, const json_t *result, const char *result_text,
+                    long long branch)
+{
     s_call_leave (self, call);
     call->state = S_ENDED;
     json_t *outcome = json_pack ("{ss}", "call_id", call->id);
     bool has_output = call->call->output != NULL;
     if (has_output && !streq (status, "cancelled"))
-        s_call_write (self, call, &status, &error, result, branch, outcome);
+        s_call_write (self, call, &status, &error, result, result_text, branch, outcome);
     else
     if (has_output) {
         json_object_set_new (outcome, "written", json_array ());
         json_object_set_new (outcome, "seqs", json_array ());
     }
     json_object_set_new (outcome, "status", json_string (status));
-    if (streq (status, "ok") && has_output)
+    bool with_result = streq (status, "ok") && has_output;
+    if (with_result && !result_text)
         json_object_set (outcome, "result", (json_t *) result);
     if (error)
         json_object_set (outcome, "error", error);
     json_object_set_new (outcome, "attempts", json_integer (call->attempts));
 
-    //  Serialized once, for the store and for every DONE
+    //  Serialized once, for the store and for every DONE; the worker's
+    //  result text goes in as it is
     char *outcome_text = act_json_dump (outcome);
+    if (with_result && result_text) {
+        size_t used = strlen (outcome_text);
+        char *joined = malloc (used + strlen (result_text) + 16);
+        memcpy (joined, outcome_text, used + 1);
+        s_splice (joined, &used, "result", result_text);
+        free (outcome_text);
+        outcome_text = joined;
+    }
     char *progress;
     act_call_record_t record = s_record (call, status, outcome_text, &progress);
     act_store_update_call (self->store, &record);
@@ -2165,7 +2236,9 @@ s_worker_result (act_broker_t *self, s_worker_t *worker, const char *task,
             }
         }
         if (result) {
-            s_call_finish (self, call, "ok", NULL, result, branch);
+            char *text = strndup ((const char *) zframe_data (body), zframe_size (body));
+            s_call_finish_text (self, call, "ok", NULL, result, text, branch);
+            free (text);
             json_decref (result);
         }
         else {
