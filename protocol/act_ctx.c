@@ -694,7 +694,9 @@ s_read (s_kind_t *kind, s_ident_t *ident, const act_seg_t *segs, size_t nsegs)
     size_t depth;
     if (!s_instance_base (kind, ident, segs, nsegs, &base, &depth))
         return NULL;
-    json_t *value = act_path_get (base, segs + depth, nsegs - depth);
+    //  A whole-kind reference has no segments (segs may be NULL)
+    json_t *value = act_path_get (base, nsegs > depth? segs + depth: NULL,
+                                  nsegs - depth);
     value = value == base? json_incref (value): json_deep_copy (value);
     json_decref (base);
     return value;
@@ -726,8 +728,8 @@ s_check (act_ctx_t *self, s_kind_t *kind, const char *instance,
     if (!s_instance_base (kind, ident, segs, nsegs, &base, &depth))
         return act_err_set (err, ACT_E_BAD_PATH,
                             "the path runs through an array by a key");
-    int rc = act_path_write (&base, segs + depth, nsegs - depth, method, value,
-                             true, err);
+    int rc = act_path_write (&base, nsegs > depth? segs + depth: NULL,
+                             nsegs - depth, method, value, true, err);
     json_decref (base);
     return rc;
 }
@@ -911,6 +913,9 @@ static int
 s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
                 act_method_t method, const char *instance, act_err_t *err)
 {
+    //  The instance is stored as a JSON string, so it must be text
+    if (instance && !act_utf8_valid (instance, strlen (instance), NULL))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "the instance is not valid UTF-8");
     if (!s_alt_overlaps (alt)) {
         for (size_t i = 0; i < alt->nrefs; i++) {
             const act_ref_t *ref = &alt->refs [i];
@@ -953,7 +958,11 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
                 zhashx_purge (ident->cache);    //  It may have seen the write
             if (created [applied]) {
                 zhashx_delete (kind->instances, instance);
-                assert (zlistx_last (self->identities) == ident);
+                //  zlistx_last also moves the cursor, so it must run
+                //  outside assert (): NDEBUG builds would delete the head
+                s_ident_t *last = (s_ident_t *) zlistx_last (self->identities);
+                assert (last == ident);
+                (void) last;
                 zlistx_delete (self->identities, zlistx_cursor (self->identities));
             }
         }

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 //  Context ids: 1 to 128 bytes of [A-Za-z0-9._:@/-]; instances: 1 to 128
-//  bytes of anything but NUL.
+//  bytes of UTF-8 text without NUL (they come from JSON strings).
 #define ACT_MAX_CONTEXT_ID  128
 #define ACT_MAX_INSTANCE    128
 
@@ -67,7 +67,8 @@ json_t *act_ctx_append (act_ctx_t *self, const json_t *message, act_err_t *err);
 //  of alt (one message per target, in order), in scope instance (NULL:
 //  global). Every target is checked before any is appended. Returns a new
 //  JSON array of the stored messages, or NULL with err set (type_mismatch,
-//  bad_path) and nothing changed.
+//  bad_path, bad_argument for an instance that is not UTF-8) and nothing
+//  changed.
 json_t *act_ctx_output (act_ctx_t *self, const act_alt_t *alt,
                         const json_t *value, act_method_t method,
                         const char *instance, const json_t *call,

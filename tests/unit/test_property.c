@@ -977,12 +977,74 @@ test_model_decisions (void **state)
     json_decref (doc);
 }
 
+//  A fan-out whose targets overlap is tried on the context and undone
+//  before it is applied; the undo must remove exactly the instance it made
+//  for the try and leave every other identity alone (a regression: in an
+//  NDEBUG build it freed the context's first identity instead)
+static void
+test_overlapping_fanout_in_new_instance (void **state)
+{
+    (void) state;
+    act_ctx_t *ctx = act_ctx_new ("fanout");
+    assert_non_null (ctx);
+    act_err_t err = { NULL, "" };
+    json_t *message = json_pack ("{s:s, s:s, s:{s:s}}", "type", "data", "kind", "user",
+                                 "data", "name", "J");
+    json_t *stored = act_ctx_append (ctx, message, &err);
+    assert_non_null (stored);
+    json_decref (stored);
+    json_decref (message);
+
+    act_expr_t *expr = act_expr_parse ("\xe2\x80\xa0s.a && \xe2\x80\xa0s.a", true, &err);
+    assert_non_null (expr);
+    json_t *value = json_pack ("{s:i}", "v", 1);
+    stored = act_ctx_output (ctx, &expr->alts [0], value, ACT_SET, "i9", NULL, "call-1", &err);
+    assert_non_null (stored);
+    assert_int_equal (json_array_size (stored), 2);
+    json_decref (stored);
+    json_decref (value);
+    act_expr_destroy (&expr);
+
+    //  Describing a message walks every identity: none may be stale
+    message = json_pack ("{s:s, s:s, s:{s:i}, s:s}", "type", "data", "kind", "user",
+                         "data", "age", 3, "description", "d");
+    stored = act_ctx_append (ctx, message, &err);
+    assert_non_null (stored);
+    json_decref (stored);
+    json_decref (message);
+
+    const char *checks [][3] = {
+        //  reference, instance, expected JSON ("" = no value)
+        { "\xe2\x80\xa0s.a.v", "i9", "1" },
+        { "\xe2\x80\xa0s.a.v", NULL, "" },
+        { "\xe2\x80\xa0user.name", "i9", "\"J\"" },
+        { "\xe2\x80\xa0user.age", "i9", "3" },
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks [0]; i++) {
+        act_expr_t *read = act_expr_parse (checks [i][0], false, &err);
+        assert_non_null (read);
+        json_t *got = act_ctx_get (ctx, &read->alts [0].refs [0], checks [i][1]);
+        if (*checks [i][2]) {
+            assert_non_null (got);
+            char *text = json_dumps (got, JSON_ENCODE_ANY);
+            assert_string_equal (text, checks [i][2]);
+            free (text);
+        }
+        else
+            assert_null (got);
+        json_decref (got);
+        act_expr_destroy (&read);
+    }
+    act_ctx_destroy (&ctx);
+}
+
 int
 main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_model_decisions),
         cmocka_unit_test (test_writes_match_naive_fold),
+        cmocka_unit_test (test_overlapping_fanout_in_new_instance),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
