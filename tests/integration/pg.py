@@ -31,7 +31,9 @@ class Server:
     """One PostgreSQL server; database() makes a fresh database and returns
     its URL."""
 
-    def __init__(self):
+    def __init__(self, fsync=False):
+        """fsync=False (tests): commits do not reach the disk; benchmarks
+        pass fsync=True to measure what production would pay."""
         from harness import free_port
         self.dir = tempfile.mkdtemp(prefix="actd-pg-")
         self.data = os.path.join(self.dir, "data")
@@ -43,8 +45,9 @@ class Server:
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
         self._run([_bin("initdb"), "-D", self.data, "-U", "postgres", "-A", "trust",
                    "-E", "UTF8", "--no-sync"])
-        options = "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off " \
-                  "-c max_connections=200 -c shared_buffers=64MB" % (self.port, self.dir)
+        options = "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=%s " \
+                  "-c max_connections=200 -c shared_buffers=64MB" \
+                  % (self.port, self.dir, "on" if fsync else "off")
         self._run([_bin("pg_ctl"), "-D", self.data, "-o", options, "-w", "-t", "60",
                    "-l", os.path.join(self.dir, "server.log"), "start"])
         atexit.register(self.stop)

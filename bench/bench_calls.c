@@ -1,0 +1,605 @@
+/*  =========================================================================
+    bench_calls - pipelined durable calls per second against a real actd.
+
+    The program starts actd itself (the actd beside it in bin/, or
+    $ACTD_BIN) on free ports with its store in a temporary directory, and
+    an echo worker of capacity 64 in a thread. One client sends N calls of
+    about 200 bytes, each with an output path (a set at a distinct path
+    †state.r.k<i>, or with --write push a push onto †state.log), spread
+    over a few contexts, keeping up to W calls outstanding (sent, DONE not
+    yet received).
+
+    Store modes, each on its own actd: the in-memory store (the baseline),
+    SQLite with synchronous NORMAL, and SQLite with synchronous FULL. For
+    each it prints calls per second, the p50/p99 latency of a call from
+    ACCEPTED to DONE and from send to DONE, the average commit batch
+    (STATS "store": writes per commit over the run), actd's CPU time per
+    call and how busy the machine's CPUs were (all processes: actd, this
+    program's client and worker, a database server), then the ratios
+    NORMAL/memory and FULL/memory.
+
+    Fire-and-forget mode (no output path; the client gets ACCEPTED only):
+    completion is seen by polling STATS calls.ok on the same connection;
+    "outstanding" is sent and not yet counted ok.
+
+    With --postgres URL the setups are instead 1, 2, 3 (--brokers) brokers
+    sharing that PostgreSQL database: one client given every broker's
+    endpoint (each context goes to its owner), one worker connected to
+    every broker, CPU and commits summed over the brokers; the first count
+    is the baseline of the ratios. Durable calls only (fire-and-forget
+    completion is counted per broker). bench/brokers.py runs it on a
+    private PostgreSQL server.
+
+    Nothing is asserted: the figures are for reading.
+
+    bench_calls [--calls N] [--window W] [--capacity C] [--contexts K]
+                [--size BYTES] [--write set|push] [--modes memory,normal,full]
+                [--postgres URL [--brokers 1,2,3]]
+                [--no-fire] [--repeat R] [--help]
+    ========================================================================= */
+
+#include <getopt.h>
+#include <time.h>
+#include "bench_util.h"
+
+typedef struct {
+    size_t calls;               //  Calls per run
+    size_t window;              //  Most calls outstanding
+    size_t capacity;            //  The worker's capacity
+    size_t contexts;            //  Contexts the calls are spread over
+    size_t size;                //  Bytes per call, about
+    bool push;                  //  Push onto †state.log, not set at distinct paths
+} s_options_t;
+
+typedef struct {
+    double rate;                //  Calls per second
+    double acc_done [2];        //  p50, p99 ACCEPTED -> DONE (ms)
+    double send_done [2];       //  p50, p99 send -> DONE (ms)
+    double send_acc [2];        //  p50, p99 send -> ACCEPTED (ms)
+    double batch;               //  Writes per commit
+    long long commits;          //  Commits over the run
+    size_t errors;              //  ERROR replies
+    size_t failed;              //  DONE with a status other than ok
+    double seconds;             //  Wall time of the run
+    double cpu_us;              //  actd's CPU time per call (us)
+    double busy;                //  Of the machine's CPUs, the share in use (%)
+} s_result_t;
+
+#define S_MAX_BROKERS 8
+
+//  One store setup: its brokers, the worker and the client on them
+typedef struct {
+    char name [32];             //  "memory", "full", "pg-x2", ... (in context ids)
+    bench_actd_t *daemons [S_MAX_BROKERS];  //  Its brokers
+    size_t ndaemons;            //  How many
+    act_client_t *client;       //  The client, on every broker
+    act_client_t *stats [S_MAX_BROKERS];    //  One STATS client per broker
+    bench_worker_t *worker;     //  The echo worker, on every broker
+    s_result_t durable;         //  The best durable run
+    s_result_t forget;          //  The best fire-and-forget run
+} s_setup_t;
+
+//  actd's CPU time over the setup's brokers, in ms
+static double
+s_cpu_ms (s_setup_t *setup)
+{
+    double total = 0;
+    for (size_t i = 0; i < setup->ndaemons; i++)
+        total += bench_cpu_ms (setup->daemons [i]->pid);
+    return total;
+}
+
+//  Store writes and commits so far over the setup's brokers
+static void
+s_store_counts (s_setup_t *setup, long long *writes, long long *commits)
+{
+    *writes = *commits = 0;
+    for (size_t i = 0; i < setup->ndaemons; i++) {
+        json_t *stats = bench_stats (setup->stats [i]);
+        *writes += bench_json_int (json_object_get (stats, "store"), "writes", NULL);
+        *commits += bench_json_int (json_object_get (stats, "store"), "commits", NULL);
+        json_decref (stats);
+    }
+}
+
+static double
+s_now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+//  The JSON of call index (about size bytes)
+static char *
+s_call_json (const s_options_t *options, size_t index, bool output, const char *tag)
+{
+    char head [256];
+    if (!output)
+        snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"i\":%zu,\"run\":\"%s\",\"text\":\"",
+                  index, tag);
+    else
+    if (options->push)
+        snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"_outputPath\":\"" BENCH_DAGGER
+                  "state.log\",\"_outputMethod\":\"push\",\"i\":%zu,\"run\":\"%s\",\"text\":\"",
+                  index, tag);
+    else
+        snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"_outputPath\":\"" BENCH_DAGGER
+                  "state.%s.k%zu\",\"i\":%zu,\"text\":\"", tag, index, index);
+    size_t length = strlen (head);
+    size_t pad = options->size > length + 2? options->size - length - 2: 8;
+    char *json = malloc (length + pad + 3);
+    memcpy (json, head, length);
+    for (size_t i = 0; i < pad; i++)
+        json [length + i] = (char) ('a' + (index + i) % 26);
+    memcpy (json + length + pad, "\"}", 3);
+    return json;
+}
+
+//  Remember that request number is for call index (SIZE_MAX: not a call)
+static void
+s_slot (size_t **slots, size_t *nslots, uint64_t first, uint64_t number, size_t index)
+{
+    size_t at = (size_t) (number - first);
+    if (at >= *nslots) {
+        size_t size = *nslots? *nslots * 2: 4096;
+        while (size <= at)
+            size *= 2;
+        *slots = realloc (*slots, size * sizeof (size_t));
+        for (size_t i = *nslots; i < size; i++)
+            (*slots) [i] = SIZE_MAX;
+        *nslots = size;
+    }
+    (*slots) [at] = index;
+}
+
+//  One run of calls on client. output: durable calls (DONE awaited),
+//  else fire-and-forget (completion from STATS). tag names the run, so
+//  paths never collide between runs.
+static s_result_t
+s_run (s_setup_t *setup, const s_options_t *options, size_t calls, bool output,
+       const char *tag)
+{
+    act_client_t *client = setup->client;
+    s_result_t result = { 0 };
+    double *sent_at = calloc (calls, sizeof (double));
+    double *accepted_at = calloc (calls, sizeof (double));
+    double *done_at = calloc (calls, sizeof (double));
+    bool *finished = calloc (calls, sizeof (bool));
+    char **contexts = calloc (options->contexts, sizeof (char *));
+    for (size_t c = 0; c < options->contexts; c++)
+        //  Setups may share one database: their contexts are apart
+        contexts [c] = zsys_sprintf ("bench-%s-%zu", setup->name, c);
+
+    long long writes_before, commits_before;
+    s_store_counts (setup, &writes_before, &commits_before);
+    json_t *before = bench_stats (client);
+    long long ok_start = bench_json_int (before, "calls", "ok");
+    json_decref (before);
+    //  Request numbers from first on: the call index each is for
+    //  (SIZE_MAX: a STATS)
+    uint64_t first = 0;
+    size_t *slots = NULL, nslots = 0;
+    size_t sent = 0, done = 0, accepted = 0;
+    size_t marked = 0;                  //  Fire-and-forget calls seen ended
+    long long ok_seen = ok_start;
+    char stats_request [24] = "";       //  The STATS in flight, if any
+    double stats_sent = 0;
+    double cpu_start = s_cpu_ms (setup);
+    unsigned long long busy_start, total_start;
+    bench_machine_jiffies (&busy_start, &total_start);
+    double start = s_now ();
+    double last_reply = start;
+    while (done < calls) {
+        //  Fill the window
+        while (sent < calls && sent - done < options->window) {
+            char request [24];
+            char *json = s_call_json (options, sent, output, tag);
+            sent_at [sent] = s_now ();
+            if (act_client_send (client, request, "CALL", contexts [sent % options->contexts],
+                                 json, NULL)) {
+                fprintf (stderr, "bench_calls: cannot send a call\n");
+                exit (1);
+            }
+            free (json);
+            if (sent == 0)
+                first = bench_request_number (request);
+            s_slot (&slots, &nslots, first, bench_request_number (request), sent);
+            sent++;
+        }
+        //  Fire-and-forget: keep one STATS in flight to see completions
+        if (!output && !*stats_request && s_now () - stats_sent > 0.001) {
+            act_client_send (client, stats_request, "STATS", NULL);
+            s_slot (&slots, &nslots, first, bench_request_number (stats_request), SIZE_MAX);
+            stats_sent = s_now ();
+        }
+        //  (Fire-and-forget with no STATS in flight: wake soon to send one)
+        act_reply_t *reply = act_client_recv (client, !output && !*stats_request? 1: 1000);
+        double now = s_now ();
+        if (!reply) {
+            if (now - last_reply > 60 && (output || *stats_request)) {
+                fprintf (stderr, "bench_calls: no reply for 60 s (%zu sent, %zu accepted, "
+                         "%zu done)\n", sent, accepted, done);
+                exit (1);
+            }
+            continue;
+        }
+        last_reply = now;
+        if (*stats_request && streq (reply->request, stats_request)) {
+            char *text = act_reply_arg (reply, 0);
+            json_t *stats = text? json_loads (text, 0, NULL): NULL;
+            ok_seen = bench_json_int (stats, "calls", "ok");
+            json_decref (stats);
+            free (text);
+            *stats_request = 0;
+            //  Calls run in the order sent (one activity is first in,
+            //  first out): the first ok_seen - ok_start calls not refused
+            //  have ended by now
+            size_t ended = (size_t) (ok_seen - ok_start);
+            while (done < calls && marked < ended + result.errors) {
+                if (!finished [marked]) {
+                    finished [marked] = true;
+                    done_at [marked] = now;
+                }
+                marked++;
+                done = marked;
+            }
+            act_reply_destroy (&reply);
+            continue;
+        }
+        uint64_t number = bench_request_number (reply->request);
+        size_t index = number >= first && number - first < nslots? slots [number - first]
+                                                                  : SIZE_MAX;
+        if (index >= calls) {
+            act_reply_destroy (&reply);
+            continue;
+        }
+        if (streq (reply->verb, "ACCEPTED")) {
+            accepted_at [index] = now;
+            accepted++;
+        }
+        else
+        if (streq (reply->verb, "DONE") && !finished [index]) {
+            done_at [index] = now;
+            finished [index] = true;
+            done++;
+            char *text = act_reply_arg (reply, 1);
+            json_t *outcome = text? json_loads (text, 0, NULL): NULL;
+            const char *status = json_string_value (json_object_get (outcome, "status"));
+            if (!status || !streq (status, "ok")) {
+                if (result.failed++ == 0)
+                    fprintf (stderr, "bench_calls: call %zu ended: %s\n", index,
+                             text? text: "(no outcome)");
+            }
+            json_decref (outcome);
+            free (text);
+        }
+        else
+        if (streq (reply->verb, "ERROR")) {
+            char *code = act_reply_arg (reply, 0);
+            char *message = act_reply_arg (reply, 1);
+            if (result.errors++ == 0)
+                fprintf (stderr, "bench_calls: call %zu refused: ERROR %s %s\n", index,
+                         code? code: "", message? message: "");
+            free (code);
+            free (message);
+            if (!finished [index]) {
+                finished [index] = true;
+                done_at [index] = now;
+                accepted_at [index] = now;
+                accepted++;
+                if (output)
+                    done++;
+            }
+        }
+        act_reply_destroy (&reply);
+    }
+    double end = s_now ();
+    result.cpu_us = (s_cpu_ms (setup) - cpu_start) * 1000 / (double) calls;
+    unsigned long long busy_end, total_end;
+    bench_machine_jiffies (&busy_end, &total_end);
+    if (total_end > total_start)
+        result.busy = 100.0 * (double) (busy_end - busy_start)
+                    / (double) (total_end - total_start);
+    //  A STATS still in flight would be taken for a later run's reply:
+    //  wait for it
+    while (*stats_request) {
+        act_reply_t *reply = act_client_recv (client, 10000);
+        if (!reply)
+            break;
+        if (streq (reply->request, stats_request))
+            *stats_request = 0;
+        act_reply_destroy (&reply);
+    }
+    result.seconds = end - start;
+    result.rate = (double) calls / result.seconds;
+    long long writes, commits;
+    s_store_counts (setup, &writes, &commits);
+    result.commits = commits - commits_before;
+    writes -= writes_before;
+    result.batch = result.commits? (double) writes / (double) result.commits: 0;
+
+    double *values = calloc (calls, sizeof (double));
+    size_t n = 0;
+    for (size_t i = 0; i < calls; i++)
+        if (accepted_at [i] > 0 && done_at [i] > 0)
+            values [n++] = (done_at [i] - accepted_at [i]) * 1000;
+    result.acc_done [0] = bench_percentile (values, n, 50);
+    result.acc_done [1] = bench_percentile (values, n, 99);
+    n = 0;
+    for (size_t i = 0; i < calls; i++)
+        if (done_at [i] > 0)
+            values [n++] = (done_at [i] - sent_at [i]) * 1000;
+    result.send_done [0] = bench_percentile (values, n, 50);
+    result.send_done [1] = bench_percentile (values, n, 99);
+    n = 0;
+    for (size_t i = 0; i < calls; i++)
+        if (accepted_at [i] > 0)
+            values [n++] = (accepted_at [i] - sent_at [i]) * 1000;
+    result.send_acc [0] = bench_percentile (values, n, 50);
+    result.send_acc [1] = bench_percentile (values, n, 99);
+    free (values);
+    for (size_t c = 0; c < options->contexts; c++)
+        free (contexts [c]);
+    free (contexts);
+    free (sent_at);
+    free (accepted_at);
+    free (done_at);
+    free (finished);
+    free (slots);
+    return result;
+}
+
+static void
+s_print (const char *label, const s_result_t *r, bool output)
+{
+    char acc [2][16] = { "-", "-" };
+    if (output)
+        for (int i = 0; i < 2; i++)
+            snprintf (acc [i], sizeof acc [i], "%.2f", r->acc_done [i]);
+    printf ("%-16s %8.0f %8s %8s %9.2f %9.2f %8.2f %8.2f %8.1f %7lld %7.1f %5.0f%% %6zu\n",
+            label, r->rate, acc [0], acc [1], r->send_done [0], r->send_done [1],
+            r->send_acc [0], r->send_acc [1], r->batch, r->commits, r->cpu_us, r->busy,
+            r->errors + r->failed);
+    fflush (stdout);
+}
+
+static void
+s_usage (FILE *stream)
+{
+    fprintf (stream,
+        "usage: bench_calls [options]\n"
+        "  --calls N        calls per run (20000)\n"
+        "  --window W       most calls outstanding (1000)\n"
+        "  --capacity C     the echo worker's capacity (64)\n"
+        "  --contexts K     contexts the calls are spread over (8)\n"
+        "  --size BYTES     bytes per call, about (200)\n"
+        "  --write set|push set at distinct paths (default) or push onto " BENCH_DAGGER "state.log\n"
+        "  --modes LIST     stores to run, of memory,normal,full (all three)\n"
+        "  --postgres URL   instead: brokers sharing this PostgreSQL database\n"
+        "  --brokers LIST   with --postgres: broker counts to run (1,2,3)\n"
+        "  --no-fire        skip the fire-and-forget runs\n"
+        "  --repeat R       runs of each kind per setup, the best one summed up (3)\n"
+        "  --help           this help\n"
+        "Starts actd (beside this program, or $ACTD_BIN) per setup; the first setup\n"
+        "(memory, or the first broker count) is the baseline of the ratios. Prints\n"
+        "figures; asserts nothing.\n");
+}
+
+//  True when item is in the comma-separated list
+static bool
+s_listed (const char *list, const char *item)
+{
+    char *copy = strdup (list);
+    bool found = false;
+    for (char *name = strtok (copy, ","); name && !found; name = strtok (NULL, ","))
+        found = streq (name, item);
+    free (copy);
+    return found;
+}
+
+//  Start the setup's brokers on db, its worker and its clients; warm up.
+//  Exits with a message when a broker does not come up.
+static void
+s_setup_start (s_setup_t *setup, const char *actd, const char *dir, const char *db,
+               const char *sync, const s_options_t *options)
+{
+    char clients [S_MAX_BROKERS * 64] = "", workers [S_MAX_BROKERS * 64] = "";
+    for (size_t i = 0; i < setup->ndaemons; i++) {
+        bench_actd_t *daemon = bench_actd_start (actd, dir, db, sync, NULL);
+        setup->daemons [i] = daemon;
+        if (bench_actd_pong (daemon, 30000) < 0) {
+            fprintf (stderr, "bench_calls: actd did not answer PING in 30 s\n");
+            bench_actd_log_tail (daemon, 20);
+            exit (1);
+        }
+        snprintf (clients + strlen (clients), sizeof clients - strlen (clients), "%s%s",
+                  i? ",": "", daemon->client);
+        snprintf (workers + strlen (workers), sizeof workers - strlen (workers), "%s%s",
+                  i? ",": "", daemon->worker);
+        setup->stats [i] = act_client_new (daemon->client);
+        act_client_set_timeout (setup->stats [i], 60000);
+    }
+    setup->worker = bench_worker_start (workers, options->capacity);
+    setup->client = act_client_new (clients);
+    act_client_set_timeout (setup->client, 60000);
+    for (size_t i = 0; i < setup->ndaemons; i++)
+        bench_wait_worker (setup->stats [i], "echo", 30000);
+    //  Warm up: contexts created (and claimed), code and caches hot
+    s_run (setup, options, options->calls / 10 > 0? options->calls / 10: 1, true, "w");
+}
+
+static void
+s_setup_stop (s_setup_t *setup)
+{
+    act_client_destroy (&setup->client);
+    bench_worker_stop (&setup->worker);
+    for (size_t i = 0; i < setup->ndaemons; i++) {
+        act_client_destroy (&setup->stats [i]);
+        bench_actd_stop (&setup->daemons [i]);
+    }
+}
+
+int
+main (int argc, char *argv [])
+{
+    s_options_t options = { 20000, 1000, 64, 8, 200, false };
+    char *modes = strdup ("memory,normal,full");
+    char *brokers = strdup ("1,2,3");
+    char *postgres = NULL;
+    bool fire = true;
+    size_t repeats = 3;
+    static struct option long_options [] = {
+        { "calls", required_argument, 0, 'n' }, { "window", required_argument, 0, 'w' },
+        { "capacity", required_argument, 0, 'c' }, { "contexts", required_argument, 0, 'k' },
+        { "size", required_argument, 0, 's' }, { "write", required_argument, 0, 'W' },
+        { "modes", required_argument, 0, 'm' }, { "no-fire", no_argument, 0, 'F' },
+        { "repeat", required_argument, 0, 'r' }, { "postgres", required_argument, 0, 'P' },
+        { "brokers", required_argument, 0, 'B' },
+        { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+    };
+    int option;
+    while ((option = getopt_long (argc, argv, "", long_options, NULL)) != -1) {
+        switch (option) {
+            case 'n': options.calls = strtoull (optarg, NULL, 10); break;
+            case 'w': options.window = strtoull (optarg, NULL, 10); break;
+            case 'c': options.capacity = strtoull (optarg, NULL, 10); break;
+            case 'k': options.contexts = strtoull (optarg, NULL, 10); break;
+            case 's': options.size = strtoull (optarg, NULL, 10); break;
+            case 'W':
+                if (!streq (optarg, "set") && !streq (optarg, "push")) {
+                    s_usage (stderr);
+                    return 2;
+                }
+                options.push = streq (optarg, "push");
+                break;
+            case 'm': free (modes); modes = strdup (optarg); break;
+            case 'F': fire = false; break;
+            case 'r': repeats = strtoull (optarg, NULL, 10); break;
+            case 'P': free (postgres); postgres = strdup (optarg); break;
+            case 'B': free (brokers); brokers = strdup (optarg); break;
+            case 'h': s_usage (stdout); return 0;
+            default: s_usage (stderr); return 2;
+        }
+    }
+    if (repeats < 1 || options.calls < 1 || options.window < 1 || options.capacity < 1 || options.contexts < 1) {
+        s_usage (stderr);
+        return 2;
+    }
+    //  The setups, baseline first
+    s_setup_t setups [S_MAX_BROKERS] = { 0 };
+    size_t nsetups = 0;
+    if (postgres) {
+        fire = false;
+        char *copy = strdup (brokers);
+        for (char *item = strtok (copy, ","); item && nsetups < S_MAX_BROKERS;
+             item = strtok (NULL, ",")) {
+            long count = atol (item);
+            if (count < 1 || count > S_MAX_BROKERS) {
+                fprintf (stderr, "bench_calls: --brokers takes counts 1 to %d\n", S_MAX_BROKERS);
+                return 2;
+            }
+            snprintf (setups [nsetups].name, sizeof setups [nsetups].name, "pg-x%ld", count);
+            setups [nsetups++].ndaemons = (size_t) count;
+        }
+        free (copy);
+    }
+    else {
+        const char *names [] = { "memory", "normal", "full" };
+        for (int m = 0; m < 3; m++)
+            if (s_listed (modes, names [m])) {
+                snprintf (setups [nsetups].name, sizeof setups [nsetups].name, "%s", names [m]);
+                setups [nsetups++].ndaemons = 1;
+            }
+    }
+    if (nsetups == 0) {
+        s_usage (stderr);
+        return 2;
+    }
+    zsys_init ();
+    zsys_set_logstream (stderr);
+    char *actd = bench_actd_path ();
+    char *dir = bench_tmpdir ("bench_calls");
+    printf ("bench_calls: %zu calls of ~%zu bytes (%s), %zu outstanding at most, "
+            "%zu contexts, echo worker of capacity %zu\nactd: %s\n",
+            options.calls, options.size,
+            options.push? "push onto " BENCH_DAGGER "state.log": "set at distinct paths",
+            options.window, options.contexts, options.capacity, actd);
+    if (postgres)
+        printf ("store: PostgreSQL, synchronous FULL, brokers %s (one client and one "
+                "worker on all of them; CPU/call summed over the brokers)\n", brokers);
+    printf ("\n%-16s %8s %17s %19s %17s %8s %7s %7s %6s %6s\n", "", "", "ACCEPTED->DONE ms",
+            "send->DONE ms", "send->ACCEPTED ms", "writes/", "", "actd us", "all", "");
+    printf ("%-16s %8s %8s %8s %9s %9s %8s %8s %8s %7s %7s %6s %6s\n", "run", "calls/s", "p50",
+            "p99", "p50", "p99", "p50", "p99", "commit", "commits", "CPU/call", "CPUs", "errors");
+
+    //  Every setup runs from the start; the repeats go round the setups,
+    //  so a disturbance of the shared machine does not fall on one only
+    char *dbs [S_MAX_BROKERS] = { NULL };
+    for (size_t i = 0; i < nsetups; i++) {
+        s_setup_t *setup = &setups [i];
+        if (postgres)
+            dbs [i] = strdup (postgres);
+        else
+            dbs [i] = streq (setup->name, "memory")? strdup (":memory:")
+                    : zsys_sprintf ("%s/actd-%s.db", dir, setup->name);
+        s_setup_start (setup, actd, dir, dbs [i],
+                       postgres || streq (setup->name, "full")? "full": "normal", &options);
+    }
+    for (size_t rep = 1; rep <= repeats; rep++)
+        for (size_t i = 0; i < nsetups; i++) {
+            s_setup_t *setup = &setups [i];
+            char label [64], tag [16];
+            snprintf (tag, sizeof tag, "r%zu", rep);
+            s_result_t r = s_run (setup, &options, options.calls, true, tag);
+            snprintf (label, sizeof label, "%.31s durable #%zu", setup->name, rep);
+            s_print (label, &r, true);
+            if (r.rate > setup->durable.rate)
+                setup->durable = r;
+            if (fire) {
+                snprintf (tag, sizeof tag, "f%zu", rep);
+                r = s_run (setup, &options, options.calls, false, tag);
+                snprintf (label, sizeof label, "%.31s forget #%zu", setup->name, rep);
+                s_print (label, &r, false);
+                if (r.rate > setup->forget.rate)
+                    setup->forget = r;
+            }
+        }
+    for (size_t i = 0; i < nsetups; i++) {
+        s_setup_stop (&setups [i]);
+        free (dbs [i]);
+    }
+    printf ("\nbest of %zu (highest calls/s) per setup:\n", repeats);
+    for (size_t i = 0; i < nsetups; i++) {
+        char label [64];
+        snprintf (label, sizeof label, "%.31s durable", setups [i].name);
+        s_print (label, &setups [i].durable, true);
+        if (fire) {
+            snprintf (label, sizeof label, "%.31s forget", setups [i].name);
+            s_print (label, &setups [i].forget, false);
+        }
+    }
+    printf ("\n");
+    s_setup_t *base = &setups [0];
+    for (size_t i = 1; i < nsetups; i++) {
+        printf ("ratio %s/%s: durable calls/s %.2f, ACCEPTED->DONE p50 %.2f, CPU/call %.2f",
+                setups [i].name, base->name, setups [i].durable.rate / base->durable.rate,
+                setups [i].durable.acc_done [0] / base->durable.acc_done [0],
+                setups [i].durable.cpu_us / base->durable.cpu_us);
+        if (fire)
+            printf (", fire-and-forget calls/s %.2f", setups [i].forget.rate / base->forget.rate);
+        printf ("\n");
+    }
+    if (nsetups == 1)
+        printf ("(one setup: no ratios)\n");
+    if (fire)
+        printf ("(fire-and-forget: completion seen by polling STATS calls.ok; send->DONE is "
+                "send to the STATS that counted it)\n");
+    bench_rmdir (dir);
+    free (dir);
+    free (actd);
+    free (modes);
+    free (brokers);
+    free (postgres);
+    return 0;
+}

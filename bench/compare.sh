@@ -1,0 +1,505 @@
+#!/usr/bin/env bash
+#  actd against the physical limit and the peers, side by side on this
+#  machine, in one run: a null broker (bench/null_relay.c), actd (SQLite
+#  synchronous FULL and NORMAL) and Gearman (Debian's gearmand, in memory
+#  and with its SQLite queue), each with ~200-byte calls and one echo
+#  worker of capacity 64, then again with 4 workers. Prints a table of
+#  throughput and latency, each actd figure as a ratio of the null
+#  broker's and Gearman's from the same run, actd's peak RSS, and the RSS
+#  after 1 000 000 stored messages in 10 000 contexts.
+#
+#  bench/compare.sh [--quick] [--repeat R] [--workers LIST] [--no-gearman]
+#                   [--no-rss] [--profile DIR]
+#    --quick        small runs (a smoke run: counts divided by ten or so)
+#    --repeat R     run each measurement R times, keep the best (1)
+#    --workers LIST worker counts to run (1,4)
+#    --no-gearman   skip Gearman
+#    --no-rss       skip the memory figure (the slowest part)
+#    --profile DIR  then profile actd (perf record, needs linux-perf) during
+#                   durable and fire-and-forget runs: summaries printed,
+#                   data and reports in DIR
+#  Environment: CALLS (pipelined calls per run, 20000), LATENCY_CALLS
+#  (2000), SQLITE_CALLS (Gearman's SQLite queue, 1000), RSS_MESSAGES
+#  (1000000), RSS_CONTEXTS (10000), WINDOW (1000), SIZE (200); BUILD_DIR
+#  (the build tree, build/).
+#
+#  Installs gearman-job-server, gearman-tools and libgearman-dev when
+#  missing (scripts/deps.sh bench), builds build/ (RelWithDebInfo), runs
+#  everything on 127.0.0.1, and asserts nothing: figures are for reading.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="${BUILD_DIR:-$root/build}"
+quick=0 repeat=1 worker_counts="1,4" gearman=1 rss=1 profile=""
+while (($#)); do
+    case "$1" in
+        --quick) quick=1 ;;
+        --repeat) repeat="$2"; shift ;;
+        --workers) worker_counts="$2"; shift ;;
+        --no-gearman) gearman=0 ;;
+        --no-rss) rss=0 ;;
+        --profile) profile="$2"; shift ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
+        *) echo "compare.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+    shift
+done
+if [ "$quick" = 1 ]; then
+    : "${CALLS:=3000}" "${LATENCY_CALLS:=300}" "${SQLITE_CALLS:=100}"
+    : "${RSS_MESSAGES:=50000}" "${RSS_CONTEXTS:=1000}"
+fi
+calls=${CALLS:-20000}
+null_calls=$((calls * 10))      # the null relay is fast: longer runs for a stable figure
+latency_calls=${LATENCY_CALLS:-2000}
+sqlite_calls=${SQLITE_CALLS:-1000}
+rss_messages=${RSS_MESSAGES:-1000000}
+rss_contexts=${RSS_CONTEXTS:-10000}
+window=${WINDOW:-1000}
+size=${SIZE:-200}
+capacity=64
+
+#  Dependencies and build
+if [ "$gearman" = 1 ]; then
+    bash "$root/scripts/deps.sh" bench
+else
+    bash "$root/scripts/deps.sh" build
+fi
+targets=(actd-daemon null_relay cmp_worker cmp_client cmp_rss)
+[ "$gearman" = 1 ] && targets+=(cmp_gearman)
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
+bin="$build/bin"
+if [ "$gearman" = 1 ] && [ ! -x "$bin/cmp_gearman" ]; then
+    echo "compare.sh: cmp_gearman was not built (libgearman-dev missing?)" >&2
+    exit 1
+fi
+
+#  Every process started here, stopped at exit
+work=$(mktemp -d "${TMPDIR:-/tmp}/actd-compare-XXXXXX")
+pids=()
+cleanup () {
+    for pid in "${pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_bg () {           # start_bg LOG command...: starts, sets $started
+    "${@:2}" >"$1" 2>&1 &
+    started=$!
+    pids+=("$started")
+}
+stop_bg () {            # stop_bg PID...: SIGTERM, wait (SIGKILL after 15 s)
+    local pid i
+    for pid in "$@"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "$@"; do
+        for ((i = 0; i < 150; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "compare.sh: process $pid did not stop on SIGTERM in 15 s; killing it" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        wait "$pid" 2>/dev/null || true
+    done
+}
+port_free () { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port () {
+    local port
+    while true; do
+        port=$((20000 + RANDOM % 40000))
+        port_free "$port" && { echo "$port"; return; }
+    done
+}
+status_kb () {          # status_kb PID FIELD: VmRSS, VmHWM in kB
+    awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+}
+
+#  Results: R[key.field] from the RESULT lines
+declare -A R
+record () {             # record KEY LINE: keep the best of repeated runs
+    local key=$1 line=$2 field value better=0
+    local rate p50
+    rate=$(sed -n 's/.* rate=\([^ ]*\).*/\1/p' <<<"$line")
+    p50=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
+    if [ -z "${R[$key.rate]:-}" ]; then
+        better=1
+    elif [[ "$key" == *latency* || "$key" == *.do || "$key" == *.do1 ]]; then
+        awk -v a="$p50" -v b="${R[$key.p50_ms]}" 'BEGIN { exit !(a < b) }' && better=1
+    else
+        awk -v a="$rate" -v b="${R[$key.rate]}" 'BEGIN { exit !(a > b) }' && better=1
+    fi
+    [ "$better" = 1 ] || return 0
+    for field in rate p50_ms p99_ms errors cpu_us; do
+        value=$(sed -n "s/.* $field=\([^ ]*\).*/\1/p" <<<"$line")
+        R[$key.$field]=${value:-0}
+    done
+}
+measure () {            # measure KEY command...: run, record, show progress
+    local line out
+    out=$("${@:2}") || { echo "compare.sh: $1 failed: ${*:2}" >&2; exit 1; }
+    line=$(grep '^RESULT' <<<"$out" | tail -1)
+    echo "  $1: ${line#RESULT }" >&2
+    record "$1" "$line"
+}
+
+echo "compare.sh: $calls pipelined calls per run ($null_calls for the null relay), at most" \
+     "$window outstanding, ~$size-byte calls, echo workers of capacity $capacity;" \
+     "$latency_calls one-at-a-time calls; best of $repeat" >&2
+echo "work directory: $work (the SQLite files live here)" >&2
+
+#  The null broker
+run_null () {           # run_null K
+    local k=$1 fe be relay i workers=()
+    fe=$(free_port); be=$(free_port)
+    start_bg "$work/null_relay.log" "$bin/null_relay" --frontend "tcp://127.0.0.1:$fe" \
+        --backend "tcp://127.0.0.1:$be"
+    relay=$started
+    for ((i = 0; i < k; i++)); do
+        start_bg "$work/null_worker_$i.log" "$bin/cmp_worker" --proto null \
+            --endpoint "tcp://127.0.0.1:$be" --capacity "$capacity"
+        workers+=("$started")
+    done
+    for ((r = 0; r < repeat; r++)); do
+        measure "null.$k.durable" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
+            --mode durable --calls "$null_calls" --window "$window" --size "$size" \
+            --workers "$k" --pid "$relay" --tag "n$r"
+        measure "null.$k.latency" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
+            --mode latency --calls "$latency_calls" --size "$size" --workers "$k" \
+            --pid "$relay" --tag "nl$r"
+    done
+    stop_bg "${workers[@]}" "$relay"
+}
+
+#  actd with its store on disk (sync full or normal); profile: a perf
+#  output prefix (the durable and forget runs run under perf record)
+actd_config () {
+    cat >"$work/actd.cfg" <<EOF
+server
+    heartbeat_ms = 1000
+    liveness = 5
+log
+    level = notice
+    syslog = 0
+    stderr = 1
+EOF
+}
+run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
+    local k=$1 sync=$2 prefix=${3:-} ce we actd i workers=() counter db key
+    ce=$(free_port); we=$(free_port)
+    db="$work/actd-$sync-$k.db"
+    rm -f "$db" "$db-wal" "$db-shm"
+    counter="$work/counter-actd-$sync-$k"
+    rm -f "$counter"
+    actd_config
+    start_bg "$work/actd-$sync-$k.log" "$bin/actd" --config "$work/actd.cfg" \
+        --client-endpoint "tcp://127.0.0.1:$ce" --worker-endpoint "tcp://127.0.0.1:$we" \
+        --db "$db" --sync "$sync"
+    actd=$started
+    for ((i = 0; i < k; i++)); do
+        start_bg "$work/actd_worker_$i.log" "$bin/cmp_worker" --proto actd \
+            --endpoint "tcp://127.0.0.1:$we" --capacity "$capacity" --counter "$counter" --slot "$i"
+        workers+=("$started")
+    done
+    local client=("$bin/cmp_client" --proto actd --endpoint "tcp://127.0.0.1:$ce"
+                  --size "$size" --window "$window" --workers "$k" --pid "$actd"
+                  --counter "$counter")
+    key="actd-$sync.$k"
+    if [ -n "$prefix" ]; then
+        local mode perf
+        for mode in durable forget; do
+            #  Warm up first (the client's own warm-up would be profiled)
+            "${client[@]}" --mode "$mode" --calls "$((calls / 10))" --warmup 0 \
+                --tag "pw-$mode" >/dev/null
+            perf record -F 999 --call-graph dwarf,16384 -o "$prefix-$mode.data" -p "$actd" \
+                >"$prefix-$mode.record.log" 2>&1 &
+            perf=$!
+            pids+=("$perf")
+            sleep 1
+            "${client[@]}" --mode "$mode" --calls "$calls" --warmup 0 --tag "p-$mode" >&2
+            kill -INT "$perf"
+            wait "$perf" || true
+        done
+    else
+        for ((r = 0; r < repeat; r++)); do
+            measure "$key.durable" "${client[@]}" --mode durable --calls "$calls" --tag "d$r"
+            measure "$key.forget" "${client[@]}" --mode forget --calls "$calls" --tag "f$r"
+            measure "$key.latency" "${client[@]}" --mode latency --calls "$latency_calls" \
+                --tag "l$r"
+        done
+        R[$key.hwm_kb]=$(status_kb "$actd" VmHWM)
+    fi
+    stop_bg "${workers[@]}" "$actd"
+}
+
+#  Gearman: gearmand on 127.0.0.1, in memory or with its SQLite queue
+run_gearman () {        # run_gearman K QUEUE (builtin or sqlite)
+    local k=$1 queue=$2 port gearmand i workers=() counter key available
+    port=$(free_port)
+    counter="$work/counter-gearman-$queue-$k"
+    rm -f "$counter" "$work/gearman.db"
+    local args=(-L 127.0.0.1 -p "$port" -l "$work/gearmand-$queue-$k.log"
+                -P "$work/gearmand.pid")
+    [ "$queue" = sqlite ] && args+=(-q libsqlite3 --libsqlite3-db="$work/gearman.db")
+    start_bg "$work/gearmand-$queue-$k.out" gearmand "${args[@]}"
+    gearmand=$started
+    for ((i = 0; i < 100; i++)); do
+        port_free "$port" || break
+        sleep 0.1
+    done
+    for ((i = 0; i < k; i++)); do
+        start_bg "$work/gearman_worker_$i.log" "$bin/cmp_gearman" worker --port "$port" \
+            --threads "$capacity" --counter "$counter" --slot "$i"
+        workers+=("$started")
+    done
+    for ((i = 0; i < 300; i++)); do
+        available=$(gearadmin -h 127.0.0.1 -p "$port" --status 2>/dev/null \
+                    | awk '$1 == "echo" { print $4 }')
+        [ "${available:-0}" -ge $((k * capacity)) ] && break
+        sleep 0.1
+    done
+    local client=("$bin/cmp_gearman" --port "$port" --size "$size" --window "$window"
+                  --pid "$gearmand" --counter "$counter")
+    key="gearman-$queue.$k"
+    for ((r = 0; r < repeat; r++)); do
+        if [ "$queue" = builtin ]; then
+            measure "$key.do" "${client[0]}" do "${client[@]:1}" --calls "$latency_calls"
+            measure "$key.fg" "${client[0]}" fg "${client[@]:1}" --calls "$calls"
+            measure "$key.dobg" "${client[0]}" dobg "${client[@]:1}" --calls "$latency_calls"
+            measure "$key.bg" "${client[0]}" bg "${client[@]:1}" --calls "$calls"
+        else
+            measure "$key.dobg" "${client[0]}" dobg "${client[@]:1}" --calls "$sqlite_calls" \
+                --warmup $((sqlite_calls / 20 + 1))
+            measure "$key.bg" "${client[0]}" bg "${client[@]:1}" --calls "$sqlite_calls" \
+                --warmup $((sqlite_calls / 20 + 1))
+        fi
+    done
+    stop_bg "${workers[@]}"
+    if [ "$queue" = builtin ]; then
+        #  One at a time is Gearman's best with workers of one connection
+        #  each (no wake-up of 64 idle connections per job): K such workers
+        workers=()
+        for ((i = 0; i < k; i++)); do
+            start_bg "$work/gearman_worker1_$i.log" "$bin/cmp_gearman" worker --port "$port" \
+                --threads 1 --counter "$counter" --slot "$i"
+            workers+=("$started")
+        done
+        for ((i = 0; i < 300; i++)); do
+            available=$(gearadmin -h 127.0.0.1 -p "$port" --status 2>/dev/null \
+                        | awk '$1 == "echo" { print $4 }')
+            [ "${available:-0}" -eq "$k" ] && break
+            sleep 0.1
+        done
+        for ((r = 0; r < repeat; r++)); do
+            measure "$key.do1" "${client[0]}" do "${client[@]:1}" --calls "$latency_calls"
+        done
+        stop_bg "${workers[@]}"
+    fi
+    stop_bg "$gearmand"
+}
+
+#  RSS after RSS_MESSAGES stored messages in RSS_CONTEXTS contexts: appended
+#  through actd (all contexts written to at once), then every context read;
+#  then actd restarted on that store and every context read again
+run_rss () {
+    local ce we actd db line
+    ce=$(free_port); we=$(free_port)
+    db="$work/rss.db"
+    actd_config
+    for phase in fill restart; do
+        start_bg "$work/actd-rss-$phase.log" "$bin/actd" --config "$work/actd.cfg" \
+            --client-endpoint "tcp://127.0.0.1:$ce" --worker-endpoint "tcp://127.0.0.1:$we" \
+            --db "$db" --sync normal
+        actd=$started
+        if [ "$phase" = fill ]; then
+            line=$("$bin/cmp_rss" append --endpoint "tcp://127.0.0.1:$ce" \
+                   --messages "$rss_messages" --contexts "$rss_contexts" | grep '^RESULT')
+            echo "  rss.append: ${line#RESULT }" >&2
+            R[rss.append_rate]=$(sed -n 's/.* rate=\([^ ]*\).*/\1/p' <<<"$line")
+            R[rss.append_errors]=$(sed -n 's/.* errors=\([^ ]*\).*/\1/p' <<<"$line")
+            R[rss.fill_rss]=$(status_kb "$actd" VmRSS)
+        fi
+        line=$("$bin/cmp_rss" touch --endpoint "tcp://127.0.0.1:$ce" --contexts "$rss_contexts" \
+               | grep '^RESULT')
+        echo "  rss.touch ($phase): ${line#RESULT }" >&2
+        R[rss.$phase.touch_errors]=$(sed -n 's/.* errors=\([^ ]*\).*/\1/p' <<<"$line")
+        R[rss.$phase.touch_rate]=$(sed -n 's/.* rate=\([^ ]*\).*/\1/p' <<<"$line")
+        R[rss.$phase.rss]=$(status_kb "$actd" VmRSS)
+        R[rss.$phase.hwm]=$(status_kb "$actd" VmHWM)
+        stop_bg "$actd"
+    done
+    R[rss.db_mb]=$(du -sm "$work"/rss.db* | awk '{ s += $1 } END { print s }')
+}
+
+IFS=, read -r -a counts <<<"$worker_counts"
+for k in "${counts[@]}"; do
+    echo "--- $k worker(s) of capacity $capacity ---" >&2
+    run_null "$k"
+    run_actd "$k" full
+    run_actd "$k" normal
+    if [ "$gearman" = 1 ]; then
+        run_gearman "$k" builtin
+        run_gearman "$k" sqlite
+    fi
+done
+if [ "$rss" = 1 ]; then
+    echo "--- memory: $rss_messages messages in $rss_contexts contexts ---" >&2
+    run_rss
+fi
+
+#  The table
+get () { echo "${R[$1]:-}"; }
+ratio () {              # ratio A B: A / B, or - when either is missing
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-";
+                                     else printf "%.2f", a / b }'
+}
+verdict () {            # verdict VALUE OP TARGET: meets / SHORT
+    awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
+        if (v == "-" || v == "") { print "(not run)"; exit }
+        ok = op == ">=" ? v + 0 >= t + 0 : v + 0 <= t + 0
+        print ok ? "meets" : "SHORT" }'
+}
+echo
+echo "=== actd against the null broker and Gearman ($(date -u +%Y-%m-%dT%H:%MZ)," \
+     "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)) ==="
+echo "calls of ~$size bytes; pipelined: at most $window outstanding; echo workers of capacity $capacity"
+echo "(Gearman: a worker of capacity $capacity is $capacity connections of one process)"
+printf "\n%-46s" "run"
+for k in "${counts[@]}"; do
+    printf " | %-36s" "$k worker(s)"
+done
+printf "\n%-46s" ""
+for k in "${counts[@]}"; do
+    printf " | %9s %8s %8s %8s" "calls/s" "p50 ms" "p99 ms" "CPU us"
+done
+echo
+row () {                # row LABEL KEY
+    printf "%-46s" "$1"
+    for k in "${counts[@]}"; do
+        local key="${2/@/$k}"
+        if [ -z "$(get "$key.rate")" ]; then
+            printf " | %9s %8s %8s %8s" "-" "-" "-" "-"
+        else
+            printf " | %9.0f %8.3f %8.3f %8.1f" "$(get "$key.rate")" "$(get "$key.p50_ms")" \
+                "$(get "$key.p99_ms")" "$(get "$key.cpu_us")"
+            [ "$(get "$key.errors")" != 0 ] && printf " (%s errors)" "$(get "$key.errors")"
+        fi
+    done
+    echo
+}
+row "null relay: pipelined round trips" "null.@.durable"
+row "null relay: one at a time" "null.@.latency"
+for sync in full normal; do
+    S=${sync^^}
+    row "actd $S: pipelined, output path (durable)" "actd-$sync.@.durable"
+    row "actd $S: pipelined fire-and-forget" "actd-$sync.@.forget"
+    row "actd $S: one at a time, output path" "actd-$sync.@.latency"
+done
+if [ "$gearman" = 1 ]; then
+    row "gearman: foreground, gearman_client_do" "gearman-builtin.@.do"
+    row "gearman: client_do, workers of 1 connection" "gearman-builtin.@.do1"
+    row "gearman: foreground pipelined (add_task)" "gearman-builtin.@.fg"
+    row "gearman: background, do_background" "gearman-builtin.@.dobg"
+    row "gearman: background pipelined" "gearman-builtin.@.bg"
+    row "gearman sqlite queue: do_background" "gearman-sqlite.@.dobg"
+    row "gearman sqlite queue: background pipelined" "gearman-sqlite.@.bg"
+fi
+echo "(p50/p99: send to reply; actd fire-and-forget: send to ACCEPTED; gearman do_background:"
+echo " the submission; background pipelined: none. CPU us: the broker's CPU time per call."
+echo " Background runs end when the workers have done every job.)"
+printf "\n%-46s" "actd peak RSS (VmHWM) after its runs"
+for k in "${counts[@]}"; do
+    printf " | FULL %6s kB, NORMAL %6s kB   " "$(get "actd-full.$k.hwm_kb")" \
+        "$(get "actd-normal.$k.hwm_kb")"
+done
+echo
+
+echo
+echo "ratios (same run) and the issue's targets:"
+printf "%-58s %-6s" "" ""
+for k in "${counts[@]}"; do printf " %12s" "$k worker(s)"; done
+echo
+target_row () {         # target_row LABEL OP TARGET EXPR-A-KEY EXPR-B-KEY
+    local label=$1 op=$2 target=$3 a=$4 b=$5
+    printf "%-58s %-6s" "$label" "$op$target"
+    for k in "${counts[@]}"; do
+        local value
+        value=$(ratio "$(get "${a/@/$k}")" "$(get "${b/@/$k}")")
+        printf " %5s %-6s" "$value" "$( [ -n "$target" ] && verdict "$value" "$op" "$target")"
+    done
+    echo
+}
+for sync in full normal; do
+    S=${sync^^}
+    target_row "actd $S durable calls/s / null round trips/s" ">=" 0.40 \
+        "actd-$sync.@.durable.rate" "null.@.durable.rate"
+    target_row "actd $S fire-and-forget calls/s / null round trips/s" ">=" 0.60 \
+        "actd-$sync.@.forget.rate" "null.@.durable.rate"
+    target_row "actd $S one-at-a-time p50 / null p50" "<=" 2 \
+        "actd-$sync.@.latency.p50_ms" "null.@.latency.p50_ms"
+done
+if [ "$gearman" = 1 ]; then
+    target_row "actd FULL durable / gearman foreground (client_do)" ">=" 10 \
+        "actd-full.@.durable.rate" "gearman-builtin.@.do.rate"
+    target_row "actd FULL durable / gearman client_do (1-conn workers)" ">=" 10 \
+        "actd-full.@.durable.rate" "gearman-builtin.@.do1.rate"
+    target_row "actd FULL durable / gearman foreground pipelined" ">=" 10 \
+        "actd-full.@.durable.rate" "gearman-builtin.@.fg.rate"
+    target_row "actd FULL fire-and-forget / gearman background pipelined" "" "" \
+        "actd-full.@.forget.rate" "gearman-builtin.@.bg.rate"
+    target_row "actd FULL one-at-a-time p50 / gearman client_do p50" "" "" \
+        "actd-full.@.latency.p50_ms" "gearman-builtin.@.do.p50_ms"
+    target_row "actd FULL one-at-a-time p50 / client_do p50 (1-conn)" "" "" \
+        "actd-full.@.latency.p50_ms" "gearman-builtin.@.do1.p50_ms"
+    target_row "actd FULL durable / gearman sqlite background pipelined" ">=" 5 \
+        "actd-full.@.durable.rate" "gearman-sqlite.@.bg.rate"
+    target_row "actd FULL fire-and-forget / gearman sqlite bg pipelined" ">=" 5 \
+        "actd-full.@.forget.rate" "gearman-sqlite.@.bg.rate"
+    target_row "actd FULL durable / gearman sqlite do_background" ">=" 5 \
+        "actd-full.@.durable.rate" "gearman-sqlite.@.dobg.rate"
+fi
+if [ "$rss" = 1 ]; then
+    echo
+    mib () { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+    echo "memory: $rss_messages messages appended through actd to $rss_contexts contexts" \
+         "(${R[rss.append_rate]} APPENDs/s, ${R[rss.append_errors]} errors; store" \
+         "${R[rss.db_mb]} MB on disk)"
+    echo "  actd VmRSS after the appends: $(mib "${R[rss.fill_rss]}") MiB; after one RESOLVE in" \
+         "every context: $(mib "${R[rss.fill.rss]}") MiB (VmHWM $(mib "${R[rss.fill.hwm]}") MiB)"
+    echo "  restarted on that store, after one RESOLVE in every context" \
+         "(${R[rss.restart.touch_rate]} contexts/s, ${R[rss.restart.touch_errors]} errors):" \
+         "VmRSS $(mib "${R[rss.restart.rss]}") MiB, VmHWM $(mib "${R[rss.restart.hwm]}") MiB"
+    peak=$(awk -v a="${R[rss.fill.hwm]}" -v b="${R[rss.restart.hwm]}" \
+           'BEGIN { print (a > b ? a : b) / 1024 }')
+    printf "  target: under 300 MiB: peak %.1f MiB: %s\n" "$peak" "$(verdict "$peak" "<=" 300)"
+fi
+
+if [ -n "$profile" ]; then
+    mkdir -p "$profile"
+    echo >&2
+    echo "--- profile: actd FULL, 1 worker, perf record during durable and fire-and-forget ---" >&2
+    if ! command -v perf >/dev/null; then
+        echo "compare.sh: no perf (apt-get install linux-perf)" >&2
+        exit 1
+    fi
+    run_actd 1 full "$profile/actd-full"
+    for mode in durable forget; do
+        perf script -i "$profile/actd-full-$mode.data" -F comm,tid,ip,sym,dso 2>/dev/null \
+            | /usr/bin/python3 "$root/bench/profile_summary.py" 25 \
+            >"$profile/actd-full-$mode.summary.txt" || true
+        perf report -i "$profile/actd-full-$mode.data" --no-children --sort dso,symbol \
+            -g none --stdio 2>/dev/null >"$profile/actd-full-$mode.report.txt" || true
+        echo
+        echo "=== profile of actd (SQLite FULL, 1 worker), pipelined $mode calls ==="
+        echo "(perf record -F 999 --call-graph dwarf; $profile/actd-full-$mode.data;"
+        echo " flat report: $profile/actd-full-$mode.report.txt)"
+        cat "$profile/actd-full-$mode.summary.txt"
+    done
+fi
