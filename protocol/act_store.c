@@ -488,6 +488,13 @@ act_store_last_call (act_store_t *self)
 json_t *
 act_store_counts (act_store_t *self)
 {
+    //  A shared store: other brokers commit too, so the committed totals
+    //  are read again (one small query); if that fails, the last ones read
+    if (act_store_shared (self)) {
+        int64_t fresh [S_COUNTERS];
+        if (self->backend->counters (self->impl, fresh) == 0)
+            memcpy (self->counts, fresh, sizeof fresh);
+    }
     int64_t total [S_COUNTERS];
     for (int i = 0; i < S_COUNTERS; i++)
         total [i] = self->counts [i] + self->deltas [i];

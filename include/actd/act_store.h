@@ -115,8 +115,10 @@ int act_store_pending (act_store_t *self, act_store_each_fn *fn, void *arg);
 uint64_t act_store_last_call (act_store_t *self);
 
 //  Totals, as a new object: {"contexts", "messages", "calls": {"accepted",
-//  "ok", "error", "timeout", "skipped", "cancelled"}}. O(1): kept as
-//  counters updated in each commit, not counted from the tables.
+//  "ok", "error", "timeout", "skipped", "cancelled"}}, of the whole store
+//  (with this store's uncommitted batch). O(1): kept as counters updated in
+//  each commit, not counted from the tables; on a shared store (several
+//  brokers) they are read from the database each time.
 json_t *act_store_counts (act_store_t *self);
 
 //  True when state is an outcome (the call has ended).
