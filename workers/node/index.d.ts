@@ -19,7 +19,9 @@ export declare const DEFAULTS: {
 
 /** The broker answered ERROR (PROTOCOL.md section 3), or the client gave up
  *  on a request: code "request_timeout" (no first reply within timeoutMs),
- *  "closed" (the client was closed), "bad_reply" (a reply did not parse). */
+ *  "closed" (the client was closed), "bad_reply" (a reply did not parse).
+ *  Code "moved" (the message is the owner's client endpoint) reaches the
+ *  caller only after the client has followed 5 moved replies. */
 export declare class ActdError extends Error {
     constructor(code: string, message: string);
     readonly code: string;
@@ -81,6 +83,9 @@ export declare class Task {
     private constructor();
     /** Task id, "<call_id>.<attempt>". */
     readonly id: string;
+    /** The worker endpoint of the broker that sent the task (it is
+     *  answered there). */
+    readonly endpoint: string;
     readonly activity: string;
     readonly meta: TaskMeta;
     readonly context: string;
@@ -112,7 +117,11 @@ export type Handler<P = any, R = unknown> =
 export interface WorkerOptions {
     /** Broker's worker endpoint (default tcp://127.0.0.1:5556). */
     endpoint?: string;
-    /** Tasks the worker may hold at once (default 1). */
+    /** The worker endpoints of several brokers sharing a store (instead of
+     *  endpoint): one socket, READY, heartbeats and reconnections each. */
+    endpoints?: string[];
+    /** Tasks the worker may hold at once, per broker: each broker is told
+     *  this capacity in READY (default 1). */
     capacity?: number;
     /** Name shown in STATS (default node-HOST-PID). */
     name?: string;
@@ -123,10 +132,12 @@ export interface WorkerOptions {
 }
 
 export interface WorkerEvents {
-    /** READY was sent (connections counts them: 1, then 1 more per reconnect). */
-    ready: [info: { connections: number }];
-    /** The worker dropped its connection and is reconnecting. */
-    disconnect: [reason: string];
+    /** READY was sent to the broker at endpoint (connections counts them, for
+     *  all brokers: 1 per broker, then 1 more per reconnect). */
+    ready: [info: { connections: number; endpoint: string }];
+    /** The worker dropped its connection to the broker at endpoint and is
+     *  reconnecting. */
+    disconnect: [reason: string, endpoint: string];
     task: [task: Task];
     cancel: [task: Task];
     /** The handler settled (whether or not its answer could be sent). */
@@ -138,7 +149,10 @@ export interface WorkerEvents {
 
 export declare class Worker extends EventEmitter {
     constructor(options?: WorkerOptions | string);
+    /** The first broker's endpoint. */
     readonly endpoint: string;
+    /** Every broker's endpoint, in the order given. */
+    readonly endpoints: string[];
     readonly capacity: number;
     readonly name: string;
     readonly heartbeatMs: number;
@@ -147,7 +161,7 @@ export declare class Worker extends EventEmitter {
     readonly connections: number;
     /** Registered activity names. */
     readonly activities: string[];
-    /** Tasks running now on the current connection. */
+    /** Tasks running now on the current connections. */
     readonly running: number;
     /** Register a handler; before run(). */
     activity<P = any, R = unknown>(name: string, handler: Handler<P, R>): this;
@@ -252,11 +266,19 @@ export interface Stats {
 export interface ClientOptions {
     /** Broker's client endpoint (default tcp://127.0.0.1:5555). */
     endpoint?: string;
+    /** The client endpoints of several brokers sharing a store (instead of
+     *  endpoint): each context's requests go to the broker that owns it. */
+    endpoints?: string[];
     /** How long a request waits for its first reply, in ms (default 30000;
      *  0: no limit). DONE has no limit. */
     timeoutMs?: number;
-    /** How often calls whose DONE was lost with the connection are
-     *  followed with STATUS, in ms (default 1000). */
+    /** A broker that gives no reply within this many ms is skipped for a
+     *  while and the request is sent to the next broker (default 5000 with
+     *  several endpoints, 0: never, with one). */
+    requestTimeoutMs?: number;
+    /** How often calls whose DONE is late (none for this long, or their
+     *  broker's connection dropped) are followed with STATUS, in ms
+     *  (default 1000; 0: never). */
     statusPollMs?: number;
 }
 
@@ -288,9 +310,12 @@ export interface Reply {
 
 export declare class Client {
     constructor(options?: ClientOptions | string);
+    /** The first endpoint given. */
     readonly endpoint: string;
+    /** The brokers' endpoints: those given, then those moved replies named. */
     readonly endpoints: string[];
     readonly timeoutMs: number;
+    readonly requestTimeoutMs: number;
     readonly statusPollMs: number;
     readonly closed: boolean;
 

@@ -2,21 +2,43 @@
 //  Client: the Promise API of the client sub-protocol (PROTOCOL.md section 1).
 //
 //  Every request gets a fresh request id, so any number of requests can be
-//  in flight on the one DEALER socket; replies are matched by request id.
+//  in flight on the DEALER sockets; replies are matched by request id.
 //  A CALL or PLAN is answered ACCEPTED, then one DONE per call that has an
 //  _outputPath (matched by request id and call id).
 //
-//  DONE goes only to the socket that submitted the call while it stays
-//  connected. When the connection drops (the broker stopped or crashed),
-//  the calls whose DONE is still awaited are followed with STATUS every
-//  statusPollMs until they end, so a waiting call() still resolves.
+//  Several brokers sharing one store (one Link, so one DEALER, per broker):
+//  a request about context C goes to the broker C was last seen at, else to
+//  the first broker of C's rendezvous order (./route.js); an ERROR moved
+//  names the owner, and the request is sent there again, with the same
+//  request id (at most MAX_HOPS times). STATUS and CANCEL go first to the
+//  broker that accepted the call, STATS and PING to the first broker in the
+//  list. A broker that gives no reply within requestTimeoutMs is skipped
+//  for DEAD_MS and the request goes to the next broker in the order.
+//
+//  DONE goes only to the socket that submitted the call, from the broker
+//  that owns the context when the call ends. When the connection drops (the
+//  broker stopped or crashed), or a call's DONE has not come for
+//  statusPollMs (a broker that took the context over cannot send it to
+//  us), the call is followed with STATUS every statusPollMs until it ends,
+//  so a waiting call() still resolves.
 
 const { Link } = require ('./link');
 const { ActdError, errorFromReply } = require ('./errors');
+const { rendezvous, endpointList, withIds } = require ('./route');
 
 const HEADER = 'ACTC01';
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5555';
 const HISTORY_LIMIT = 1000;             //  Most messages one HISTORY returns
+const MAX_HOPS = 5;                     //  moved replies followed per request
+const DEAD_MS = 10000;                  //  A broker that did not answer is skipped this long
+const MULTI_REQUEST_TIMEOUT_MS = 5000;  //  Default requestTimeoutMs with several brokers
+const POLL_BATCH = 100;                 //  Most STATUS polls started per statusPollMs
+const POLL_EXPIRES_MS = 10000;          //  A STATUS poll not answered is given up
+const ROUTES_KEPT = 10000;              //  Contexts and call ids whose broker is kept
+
+//  Commands about a context (their first argument), and about a call
+const CONTEXT_COMMANDS = new Set (['CALL', 'PLAN', 'APPEND', 'RESOLVE', 'VIEW', 'HISTORY']);
+const CALL_COMMANDS = new Set (['STATUS', 'CANCEL']);
 
 function s_has_output (call) {
     return call !== null && typeof call === 'object' && !Array.isArray (call)
@@ -34,28 +56,50 @@ function s_parse (frame) {
     return JSON.parse (frame.toString ());
 }
 
+//  map.set (key, value) as the newest entry, keeping at most ROUTES_KEPT
+function s_remember (map, key, value) {
+    map.delete (key);
+    map.set (key, value);
+    if (map.size > ROUTES_KEPT)
+        map.delete (map.keys ().next ().value);
+}
+
 class Client {
-    //  options: endpoint (default tcp://127.0.0.1:5555), or the endpoint
-    //  string itself; timeoutMs (30000): how long a request waits for its
-    //  first reply (0: forever; DONE has no limit); statusPollMs (1000).
+    //  options: endpoints (an array of brokers sharing a store), or
+    //  endpoint (default tcp://127.0.0.1:5555), or the endpoint string
+    //  itself; timeoutMs (30000): how long a request waits for its first
+    //  reply (0: forever; DONE has no limit); requestTimeoutMs (5000 with
+    //  several endpoints, 0 with one): a broker silent that long is skipped
+    //  and the request sent to the next; statusPollMs (1000, 0: never):
+    //  how often calls whose DONE is late are followed with STATUS.
     constructor (options = {}) {
         if (typeof options === 'string')
             options = { endpoint: options };
-        this.endpoint = options.endpoint ?? DEFAULT_ENDPOINT;
+        const endpoints = endpointList (options, DEFAULT_ENDPOINT);
+        this.endpoint = endpoints [0];
+        this.endpoints = endpoints;     //  Grows with endpoints moved names
         this.timeoutMs = options.timeoutMs ?? 30000;
+        this.requestTimeoutMs = options.requestTimeoutMs
+                             ?? (endpoints.length > 1? MULTI_REQUEST_TIMEOUT_MS: 0);
         this.statusPollMs = options.statusPollMs ?? 1000;
-        //  One link per broker; requests are routed by _linkFor, which has
-        //  only one broker to choose from for now
-        this.endpoints = [this.endpoint];
-        this._links = this.endpoints.map ((endpoint) => new Link (endpoint, {
-            onMessage: (frames) => this._message (frames),
-            onDisconnect: () => this._orphan ()
-        }));
+        if (!(this.requestTimeoutMs >= 0) || !(this.statusPollMs >= 0))
+            throw new TypeError ('requestTimeoutMs and statusPollMs are numbers >= 0');
+        this._autoId = endpoints.length > 1;
+        this._links = new Map ();       //  endpoint -> Link
+        this._dead = new Map ();        //  endpoint -> skipped until (Date.now ())
+        this._owners = new Map ();      //  context -> endpoint
+        this._accepted = new Map ();    //  call id -> endpoint
         this._pending = new Map ();     //  request id -> request
+        this._waits = new Map ();       //  request id + "\n" + call id -> wait
         this._counter = 0;
-        this._pollTimer = null;
-        this._polling = false;
+        this._scanTimer = null;
+        this._scanMs = Math.max (10, Math.min (250,
+            ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
+                                                       .map ((ms) => ms / 4)));
+        this._nextPoll = 0;
         this.closed = false;
+        for (const endpoint of endpoints)
+            this._link (endpoint);
     }
 
     //  ------------------------------------------------------------------
@@ -91,6 +135,10 @@ class Client {
 
     _submit (command, context, body, track, options) {
         const plan = command === 'PLAN';
+        //  With several brokers a request may be sent twice (a retry after
+        //  a timeout): an _id makes actd run each call once
+        if (this._autoId)
+            body = withIds (body, plan);
         const text = s_json (body, plan? 'the plan': 'the call');
         const outputs = plan? (Array.isArray (body)? body.map (s_has_output): [])
                             : [s_has_output (body)];
@@ -110,6 +158,8 @@ class Client {
         if (!request.dones.has (id))
             request.dones.set (id, []);
         request.dones.get (id).push (deferred);
+        this._waits.set (request.id + '\n' + id, { request, callId: id, endpoint: request.endpoint,
+                                                   heard: Date.now (), polling: false });
         return promise;
     }
 
@@ -160,7 +210,8 @@ class Client {
     //  Calls by id, and the broker
 
     async status (callId) {
-        return this._request ('STATUS', [String (callId)], {}, (request, args) => s_parse (args [0]));
+        return this._request ('STATUS', [String (callId)], {},
+                              (request, args) => s_parse (args [0]));
     }
 
     //  CANCEL; resolves also for a call that has already ended
@@ -168,11 +219,13 @@ class Client {
         return this._request ('CANCEL', [String (callId)], {}, () => undefined);
     }
 
+    //  STATS of the first broker that answers
     async stats () {
         return this._request ('STATS', [], {}, (request, args) => s_parse (args [0]));
     }
 
-    //  PING; resolves with the round trip in milliseconds
+    //  PING (the first broker that answers); resolves with the round trip
+    //  in milliseconds
     async ping (options = {}) {
         const start = process.hrtime.bigint ();
         return this._request ('PING', [], options, () =>
@@ -187,26 +240,114 @@ class Client {
             ({ verb, args: reply }));
     }
 
-    //  Close the socket; requests still waiting reject with code "closed"
+    //  Close the sockets; requests still waiting reject with code "closed"
     close () {
         if (this.closed)
             return;
         this.closed = true;
-        clearTimeout (this._pollTimer);
+        clearTimeout (this._scanTimer);
+        this._scanTimer = null;
         const error = new ActdError ('closed', 'the client was closed');
         for (const request of this._pending.values ())
-            this._settle (request, error);
+            if (!request.poll)
+                this._settle (request, error);
         this._pending.clear ();
-        for (const link of this._links)
+        this._waits.clear ();
+        for (const link of this._links.values ())
             link.close ();
     }
 
     //  ------------------------------------------------------------------
-    //  Requests and replies
+    //  Where requests go
 
-    _linkFor () {
-        return this._links [0];
+    //  The Link to endpoint, connected on first use
+    _link (endpoint) {
+        let link = this._links.get (endpoint);
+        if (!link) {
+            link = new Link (endpoint, {
+                onMessage: (frames) => this._message (endpoint, frames),
+                onDisconnect: () => this._lost (endpoint)
+            });
+            this._links.set (endpoint, link);
+        }
+        return link;
     }
+
+    _live (endpoint, now) {
+        return (this._dead.get (endpoint) ?? 0) <= now;
+    }
+
+    //  The broker request goes to next: its context's (or call's) known
+    //  broker if live, else the first live broker of the context's
+    //  rendezvous order (the list's order for the others) not tried yet;
+    //  never avoid when there is another
+    _route (request, avoid) {
+        const now = Date.now ();
+        let known, order;
+        if (request.context !== undefined) {
+            known = this._owners.get (request.context);
+            order = rendezvous (this.endpoints, request.context);
+        }
+        else {
+            if (request.callId !== undefined)
+                known = this._accepted.get (request.callId);
+            order = this.endpoints;
+        }
+        if (known !== undefined && known !== avoid && this._live (known, now))
+            return known;
+        const fits = [
+            (endpoint) => endpoint !== avoid && this._live (endpoint, now)
+                       && !request.tried.has (endpoint),
+            (endpoint) => endpoint !== avoid && this._live (endpoint, now),
+            (endpoint) => endpoint !== avoid];
+        for (const fit of fits) {
+            const found = order.find (fit);
+            if (found !== undefined)
+                return found;
+        }
+        return order [0];
+    }
+
+    _transmit (request) {
+        request.sentAt = Date.now ();
+        request.tried.add (request.endpoint);
+        const endpoint = request.endpoint;
+        this._link (endpoint).send ([HEADER, request.command, request.id, ...request.args])
+            .catch ((error) => {
+                if (this.closed || this._pending.get (request.id) !== request
+                ||  request.replied || request.endpoint !== endpoint)
+                    return;
+                this._pending.delete (request.id);
+                if (request.poll)
+                    request.wait.polling = false;
+                else {
+                    clearTimeout (request.timer);
+                    request.reject (error);
+                }
+            });
+        this._arm ();
+    }
+
+    //  ERROR moved: send request again to the owner it names; false when
+    //  it cannot (no owner named, or too many hops)
+    _follow (request, args) {
+        const owner = args [1]? args [1].toString (): '';
+        if (!owner || request.hops >= MAX_HOPS)
+            return false;
+        if (!this.endpoints.includes (owner))
+            this.endpoints.push (owner);
+        if (request.context !== undefined)
+            s_remember (this._owners, request.context, owner);
+        if (request.callId !== undefined)
+            s_remember (this._accepted, request.callId, owner);
+        request.hops++;
+        request.endpoint = owner;
+        this._transmit (request);
+        return true;
+    }
+
+    //  ------------------------------------------------------------------
+    //  Requests and replies
 
     //  Send command; onReply (request, args, verb) turns the first reply
     //  (not ERROR) into the result. A request that expects DONE replies
@@ -214,27 +355,36 @@ class Client {
     _request (command, args, options, onReply) {
         if (this.closed)
             return Promise.reject (new ActdError ('closed', 'the client was closed'));
-        const id = (++this._counter).toString (36);
         return new Promise ((resolve, reject) => {
-            const request = { id, command, resolve, reject, onReply, replied: false,
-                              dones: new Map (), orphan: false, timer: null };
+            const request = this._track (command, args, { resolve, reject, onReply });
             const timeout = options.timeoutMs ?? this.timeoutMs;
             if (timeout > 0)
                 request.timer = setTimeout (() => {
-                    this._pending.delete (id);
+                    this._pending.delete (request.id);
                     reject (new ActdError ('request_timeout',
                         `no reply to ${command} within ${timeout} ms`));
                 }, timeout);
-            this._pending.set (id, request);
-            this._linkFor ().send ([HEADER, command, id, ...args]).catch ((error) => {
-                clearTimeout (request.timer);
-                this._pending.delete (id);
-                reject (error);
-            });
+            this._transmit (request);
         });
     }
 
-    _message (frames) {
+    //  A new request, pending, routed (not sent yet)
+    _track (command, args, fields) {
+        const id = (++this._counter).toString (36);
+        const request = { id, command, args, replied: false, dones: new Map (), timer: null,
+                          hops: 0, tried: new Set (), sentAt: 0, poll: false, ...fields };
+        if (CONTEXT_COMMANDS.has (command) && args.length)
+            request.context = String (args [0]);
+        else
+        if (CALL_COMMANDS.has (command) && args.length)
+            request.callId = String (args [0]);
+        request.endpoint = this._route (request, null);
+        this._pending.set (id, request);
+        return request;
+    }
+
+    _message (endpoint, frames) {
+        this._dead.delete (endpoint);   //  It answers
         if (frames.length < 3 || frames [0].toString () !== HEADER)
             return;
         const verb = frames [1].toString ();
@@ -249,7 +399,22 @@ class Client {
         }
         if (request.replied)
             return;
+        if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
+        &&  this._follow (request, args))
+            return;
+        if (verb !== 'ERROR') {
+            if (request.context !== undefined)
+                s_remember (this._owners, request.context, endpoint);
+            if (request.callId !== undefined)
+                s_remember (this._accepted, request.callId, endpoint);
+        }
+        if (request.poll) {
+            this._pending.delete (request.id);
+            this._polled (request, verb, args);
+            return;
+        }
         request.replied = true;
+        request.endpoint = endpoint;
         clearTimeout (request.timer);
         if (verb === 'ERROR') {
             this._pending.delete (request.id);
@@ -259,6 +424,8 @@ class Client {
         }
         try {
             request.resolve (request.onReply (request, args, verb));
+            if (verb === 'ACCEPTED' && args [0])
+                this._acceptedBy (endpoint, args [0].toString ());
         }
         catch (error) {
             request.reject (new ActdError ('bad_reply', `${verb} reply to ${request.command}: `
@@ -268,12 +435,28 @@ class Client {
             this._pending.delete (request.id);
     }
 
+    //  STATUS and CANCEL of these calls start at the broker that accepted them
+    _acceptedBy (endpoint, body) {
+        let ids = [body];
+        if (body.startsWith ('[')) {
+            try {
+                ids = JSON.parse (body).map (String);
+            }
+            catch (error) {
+                return;
+            }
+        }
+        for (const id of ids)
+            s_remember (this._accepted, id, endpoint);
+    }
+
     //  The DONE of call id for request
     _done (request, id, outcome) {
         const waiting = request.dones.get (id);
         if (!waiting)
             return;
         request.dones.delete (id);
+        this._waits.delete (request.id + '\n' + id);
         for (const deferred of waiting)
             deferred.resolve (outcome);
         if (!request.dones.size)
@@ -289,51 +472,95 @@ class Client {
                 deferred.reject (error);
     }
 
-    //  The connection dropped: DONE replies awaited now may never come
-    _orphan () {
+    //  ------------------------------------------------------------------
+    //  Timers: brokers that do not answer, and DONE that does not come
+
+    //  Scan every _scanMs while requests are pending
+    _arm () {
+        if (!this._scanTimer && !this.closed && this._pending.size
+        &&  (this.requestTimeoutMs > 0 || this.statusPollMs > 0))
+            this._scanTimer = setTimeout (() => {
+                this._scanTimer = null;
+                this._scan ();
+                this._arm ();
+            }, this._scanMs);
+    }
+
+    _scan () {
+        const now = Date.now ();
+        for (const request of [...this._pending.values ()]) {
+            if (request.replied)
+                continue;
+            if (request.poll && now - request.sentAt >= POLL_EXPIRES_MS) {
+                this._pending.delete (request.id);
+                request.wait.polling = false;
+                continue;
+            }
+            if (this.requestTimeoutMs > 0 && now - request.sentAt >= this.requestTimeoutMs) {
+                this._silent (request.endpoint, now);
+                const next = this._route (request, request.endpoint);
+                if (next !== request.endpoint) {
+                    request.endpoint = next;
+                    this._transmit (request);
+                }
+                else
+                    request.sentAt = now;
+            }
+        }
+        if (this.statusPollMs > 0 && this._waits.size && now >= this._nextPoll) {
+            this._nextPoll = now + this.statusPollMs;
+            const due = [...this._waits.values ()]
+                .filter ((wait) => !wait.polling && now - wait.heard >= this.statusPollMs)
+                .sort ((a, b) => a.heard - b.heard)
+                .slice (0, POLL_BATCH);
+            for (const wait of due)
+                this._poll (wait);
+        }
+    }
+
+    //  The broker at endpoint did not answer in time: skip it for a while,
+    //  and poll the calls it accepted at once
+    _silent (endpoint, now) {
+        this._dead.set (endpoint, now + DEAD_MS);
+        this._lost (endpoint);
+    }
+
+    //  The connection to endpoint dropped (or it does not answer): DONE
+    //  replies awaited from it may never come
+    _lost (endpoint) {
         let any = false;
-        for (const request of this._pending.values ())
-            if (request.dones.size) {
-                request.orphan = true;
+        for (const wait of this._waits.values ())
+            if (wait.endpoint === endpoint) {
+                wait.heard = -Infinity;
                 any = true;
             }
         if (any)
-            this._schedulePoll ();
+            this._nextPoll = 0;
+        this._arm ();
     }
 
-    _schedulePoll () {
-        if (!this._pollTimer && !this.closed)
-            this._pollTimer = setTimeout (() => {
-                this._pollTimer = null;
-                this._poll ().catch (() => {});
-            }, this.statusPollMs);
+    _poll (wait) {
+        wait.polling = true;
+        this._transmit (this._track ('STATUS', [wait.callId], { poll: true, wait }));
     }
 
-    //  STATUS each orphaned call; an ended one resolves with its outcome
-    async _poll () {
-        if (this._polling)
+    //  A poll's answer: an ended call's outcome settles its DONE
+    _polled (poll, verb, args) {
+        const wait = poll.wait;
+        wait.polling = false;
+        wait.heard = Date.now ();
+        if (verb !== 'VALUE' || !args [0])
             return;
-        this._polling = true;
+        let status;
         try {
-            const asks = [];
-            for (const request of this._pending.values ())
-                if (request.orphan)
-                    for (const id of request.dones.keys ())
-                        asks.push (this.status (id).then ((status) => {
-                            if (status.outcome)
-                                this._done (request, id, status.outcome);
-                        }, () => {}));
-            await Promise.all (asks);
+            status = s_parse (args [0]);
         }
-        finally {
-            this._polling = false;
+        catch (error) {
+            return;
         }
-        for (const request of this._pending.values ())
-            if (request.orphan) {
-                this._schedulePoll ();
-                break;
-            }
+        if (status && status.outcome && this._pending.get (wait.request.id) === wait.request)
+            this._done (wait.request, wait.callId, status.outcome);
     }
 }
 
-module.exports = { Client, DEFAULT_ENDPOINT };
+module.exports = { Client, DEFAULT_ENDPOINT, MAX_HOPS };

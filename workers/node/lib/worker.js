@@ -1,23 +1,27 @@
 'use strict';
-//  Worker: serves activities to an actd broker (PROTOCOL.md section 2).
+//  Worker: serves activities to an actd broker, or to several brokers
+//  sharing a store (PROTOCOL.md section 2).
 //
-//  A Worker holds one DEALER socket at a time. It sends READY with its
-//  activities, capacity, name and lang "node", runs each TASK's handler
-//  concurrently (the broker never sends more than capacity at once), and
-//  answers RESULT or FAIL when the handler settles. Heartbeats run on a
-//  timer of the event loop, so they keep going while handlers await long
-//  work (a handler that blocks the event loop with CPU work stops them:
-//  move such work to a worker thread).
+//  A Worker holds one DEALER socket at a time per broker. To each it sends
+//  READY with its activities, capacity, name and lang "node", runs each
+//  TASK's handler concurrently (a broker never sends more than capacity at
+//  once, so with several brokers up to capacity tasks per broker run at
+//  once), and answers RESULT or FAIL on the socket the task came from when
+//  the handler settles. Heartbeats run on a timer of the event loop, so
+//  they keep going while handlers await long work (a handler that blocks
+//  the event loop with CPU work stops them: move such work to a worker
+//  thread).
 //
-//  When the broker sends DISCONNECT, or is silent for liveness heartbeat
-//  intervals, the worker drops the socket, aborts the tasks it held (the
-//  broker has given them to someone else by then) and connects anew with a
-//  new socket, so a new identity, and sends READY again.
+//  When a broker sends DISCONNECT, or is silent for liveness heartbeat
+//  intervals, the worker drops that socket, aborts the tasks it brought
+//  (the broker has given them to someone else by then) and connects anew
+//  with a new socket, so a new identity, and sends READY again.
 
 const os = require ('os');
 const { EventEmitter } = require ('events');
 const { Link } = require ('./link');
 const { ActivityError } = require ('./errors');
+const { endpointList } = require ('./route');
 
 const HEADER = 'ACTW01';
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5556';
@@ -37,15 +41,32 @@ function branch (index, value) {
     return new Branch (index, value);
 }
 
+//  The connection to one broker: its Link (a new one, with a new generation
+//  number, at each reconnection) and the tasks it brought
+class Connection {
+    constructor (endpoint) {
+        this.endpoint = endpoint;
+        this.link = null;               //  Current Link, null when stopped
+        this.generation = 0;            //  Of the current Link
+        this.tasks = new Map ();        //  task id -> Task, of the current link
+        this.lastHeard = 0;             //  Date.now () of the last message in
+        this.connectedAt = 0;           //  Date.now () of the last READY
+        this.pause = 0;                 //  ms before connecting again (0: at once)
+        this.pauseTimer = null;
+    }
+}
+
 //  One TASK as a handler sees it
 class Task {
-    constructor (worker, generation, id, activity, meta) {
+    constructor (worker, connection, generation, id, activity, meta) {
         this._worker = worker;
+        this._connection = connection;
         this._generation = generation;
         this._controller = new AbortController ();
         this._answered = false;
         this._cancelledByBroker = false;
         this.id = id;                           //  Task id, "<call_id>.<attempt>"
+        this.endpoint = connection.endpoint;    //  The broker it came from
         this.activity = activity;               //  Activity name
         this.meta = meta;                       //  TASK meta as sent
         this.context = meta.context;            //  Context id of the call
@@ -73,7 +94,8 @@ class Task {
     progress (details) {
         if (this._answered || this.signal.aborted || !this._worker._holds (this))
             return Promise.resolve ();
-        return this._worker._send (['PROGRESS', this.id, s_json (details)]).catch (() => {});
+        return this._worker._send (this._connection, ['PROGRESS', this.id, s_json (details)])
+            .catch (() => {});
     }
 
     _abort (reason) {
@@ -89,14 +111,16 @@ function s_json (value) {
 }
 
 class Worker extends EventEmitter {
-    //  options: endpoint (default tcp://127.0.0.1:5556), capacity (1), name,
-    //  heartbeatMs (1000) and liveness (3): set these as the broker's
-    //  heartbeat_ms and liveness.
+    //  options: endpoints (an array of brokers sharing a store), or
+    //  endpoint (default tcp://127.0.0.1:5556); capacity (1, per broker),
+    //  name, heartbeatMs (1000) and liveness (3): set these as the
+    //  brokers' heartbeat_ms and liveness.
     constructor (options = {}) {
         super ();
         if (typeof options === 'string')
             options = { endpoint: options };
-        this.endpoint = options.endpoint ?? DEFAULT_ENDPOINT;
+        this.endpoints = endpointList (options, DEFAULT_ENDPOINT);
+        this.endpoint = this.endpoints [0];
         this.capacity = options.capacity ?? 1;
         this.name = options.name ?? `node-${os.hostname ()}-${process.pid}`;
         this.heartbeatMs = options.heartbeatMs ?? 1000;
@@ -106,14 +130,9 @@ class Worker extends EventEmitter {
         if (!(this.heartbeatMs > 0) || !Number.isInteger (this.liveness) || this.liveness < 1)
             throw new TypeError ('heartbeatMs is > 0 and liveness an integer >= 1');
         this._handlers = new Map ();    //  activity name -> handler
-        this._tasks = new Map ();       //  task id -> Task, of the current link
-        this._link = null;              //  Current Link, null when stopped
+        this._connections = this.endpoints.map ((endpoint) => new Connection (endpoint));
         this._generation = 0;           //  Counts links; a Task knows its own
-        this._lastHeard = 0;            //  Date.now () of the last message in
         this._timer = null;
-        this._pause = 0;                //  ms before connecting again (0: at once)
-        this._pauseTimer = null;
-        this._connectedAt = 0;          //  Date.now () of the last READY
         this._running = false;
         this._done = null;              //  Resolves run ()
         this.connections = 0;           //  READY messages sent so far
@@ -136,9 +155,12 @@ class Worker extends EventEmitter {
         return [...this._handlers.keys ()];
     }
 
-    //  Tasks running now, on the current connection
+    //  Tasks running now, on the current connections
     get running () {
-        return this._tasks.size;
+        let count = 0;
+        for (const connection of this._connections)
+            count += connection.tasks.size;
+        return count;
     }
 
     //  Connect and serve until stop (); resolves then
@@ -149,119 +171,132 @@ class Worker extends EventEmitter {
             return Promise.reject (new Error ('register at least one activity before run ()'));
         this._running = true;
         const done = new Promise ((resolve) => { this._done = resolve; });
-        this._connect ();
+        for (const connection of this._connections)
+            this._connect (connection);
         const tick = Math.max (1, Math.floor (this.heartbeatMs / 2));
         this._timer = setInterval (() => this._tick (), tick);
         return done;
     }
 
-    //  Stop serving: abort running tasks (the broker gives them to another
-    //  worker as new attempts), send DISCONNECT and close the socket
+    //  Stop serving: abort running tasks (the brokers give them to other
+    //  workers as new attempts), send DISCONNECT and close the sockets
     async stop () {
         if (!this._running)
             return;
         this._running = false;
         clearInterval (this._timer);
-        clearTimeout (this._pauseTimer);
-        this._timer = this._pauseTimer = null;
-        this._drop (new ActivityError ('the worker is stopping', { code: 'worker_stopped' }));
-        const link = this._link;
-        this._link = null;
-        this._generation++;
-        if (link) {
-            link.send ([HEADER, 'DISCONNECT', 'worker stopping']).catch (() => {});
-            link.close ();
+        this._timer = null;
+        for (const connection of this._connections) {
+            clearTimeout (connection.pauseTimer);
+            connection.pauseTimer = null;
+            this._drop (connection, new ActivityError ('the worker is stopping',
+                                                       { code: 'worker_stopped' }));
+            const link = connection.link;
+            connection.link = null;
+            connection.generation = ++this._generation;
+            if (link) {
+                link.send ([HEADER, 'DISCONNECT', 'worker stopping']).catch (() => {});
+                link.close ();
+            }
         }
         this.emit ('stop');
         this._done ();
     }
 
-    //  New socket, READY
-    _connect () {
-        const generation = ++this._generation;
-        this._link = new Link (this.endpoint, {
-            onMessage: (frames) => this._message (generation, frames),
+    //  New socket to the connection's broker, READY
+    _connect (connection) {
+        const generation = connection.generation = ++this._generation;
+        connection.link = new Link (connection.endpoint, {
+            onMessage: (frames) => this._message (connection, generation, frames),
             onError: (error) => this.emit ('warning', error)
         });
-        this._lastHeard = this._connectedAt = Date.now ();
+        connection.lastHeard = connection.connectedAt = Date.now ();
         this.connections++;
         const ready = { activities: this.activities, capacity: this.capacity,
                         name: this.name, lang: 'node' };
-        this._send (['READY', JSON.stringify (ready)]).catch (() => {});
-        this.emit ('ready', { connections: this.connections });
+        this._send (connection, ['READY', JSON.stringify (ready)]).catch (() => {});
+        this.emit ('ready', { connections: this.connections, endpoint: connection.endpoint });
     }
 
-    //  Lost the broker: abort the tasks, new socket, READY again. A broker
+    //  Lost a broker: abort its tasks, new socket, READY again. A broker
     //  that drops us again and again soon after READY (it refuses our READY)
     //  is retried after a growing pause, up to 5 s, not in a tight loop.
-    _reconnect (reason) {
-        this.emit ('disconnect', reason);
-        this._drop (new ActivityError ('lost the broker: ' + reason, { code: 'worker_lost' }));
-        this._link.close ();
-        this._link = null;
-        this._generation++;
-        const lived = Date.now () - this._connectedAt;
-        this._pause = lived >= this.heartbeatMs * this.liveness
-                    ? 0: Math.min (Math.max (this._pause * 2, 100), 5000);
-        if (this._pause)
-            this._pauseTimer = setTimeout (() => {
-                this._pauseTimer = null;
+    _reconnect (connection, reason) {
+        this.emit ('disconnect', reason, connection.endpoint);
+        this._drop (connection, new ActivityError ('lost the broker: ' + reason,
+                                                   { code: 'worker_lost' }));
+        connection.link.close ();
+        connection.link = null;
+        connection.generation = ++this._generation;
+        const lived = Date.now () - connection.connectedAt;
+        connection.pause = lived >= this.heartbeatMs * this.liveness
+                         ? 0: Math.min (Math.max (connection.pause * 2, 100), 5000);
+        if (connection.pause)
+            connection.pauseTimer = setTimeout (() => {
+                connection.pauseTimer = null;
                 if (this._running)
-                    this._connect ();
-            }, this._pause);
+                    this._connect (connection);
+            }, connection.pause);
         else
-            this._connect ();
+            this._connect (connection);
     }
 
-    //  Abort every task of the current link; their answers will be dropped
-    _drop (reason) {
-        for (const task of this._tasks.values ())
+    //  Abort every task of the connection's link; their answers will be dropped
+    _drop (connection, reason) {
+        for (const task of connection.tasks.values ())
             task._abort (reason);
-        this._tasks.clear ();
+        connection.tasks.clear ();
     }
 
     _holds (task) {
-        return this._running && task._generation === this._generation
-            && this._tasks.get (task.id) === task;
+        const connection = task._connection;
+        return this._running && task._generation === connection.generation
+            && connection.tasks.get (task.id) === task;
     }
 
-    _send (frames) {
-        if (!this._link)
+    _send (connection, frames) {
+        if (!connection.link)
             return Promise.reject (new Error ('the worker is not running'));
-        return this._link.send ([HEADER, ...frames]);
+        return connection.link.send ([HEADER, ...frames]);
     }
 
-    //  Heartbeat timer: send HEARTBEAT when nothing else went out for about
-    //  one interval; reconnect when the broker has been silent for liveness
-    //  intervals
+    //  Heartbeat timer: to each broker, send HEARTBEAT when nothing else
+    //  went out for about one interval; reconnect to a broker silent for
+    //  liveness intervals
     _tick () {
-        if (!this._running || !this._link)
-            return;                     //  Stopped, or pausing before a reconnect
-        const now = Date.now ();
-        if (now - this._lastHeard > this.heartbeatMs * this.liveness) {
-            //  Tell a broker that is merely slow to let our tasks go
-            this._link.send ([HEADER, 'DISCONNECT', 'broker silent']).catch (() => {});
-            this._reconnect ('the broker was silent for ' + (now - this._lastHeard) + ' ms');
+        if (!this._running)
             return;
+        const now = Date.now ();
+        for (const connection of this._connections) {
+            const link = connection.link;
+            if (!link)
+                continue;               //  Pausing before a reconnect
+            if (now - connection.lastHeard > this.heartbeatMs * this.liveness) {
+                //  Tell a broker that is merely slow to let our tasks go
+                link.send ([HEADER, 'DISCONNECT', 'broker silent']).catch (() => {});
+                this._reconnect (connection, 'the broker was silent for '
+                                 + (now - connection.lastHeard) + ' ms');
+            }
+            else
+            if (now - link.lastSent >= this.heartbeatMs * 0.75)
+                this._send (connection, ['HEARTBEAT']).catch (() => {});
         }
-        if (now - this._link.lastSent >= this.heartbeatMs * 0.75)
-            this._send (['HEARTBEAT']).catch (() => {});
     }
 
-    _message (generation, frames) {
-        if (generation !== this._generation || !this._running)
+    _message (connection, generation, frames) {
+        if (generation !== connection.generation || !this._running)
             return;                     //  From a link we dropped
-        this._lastHeard = Date.now ();
+        connection.lastHeard = Date.now ();
         if (frames.length < 2 || frames [0].toString () !== HEADER) {
             this.emit ('warning', new Error ('dropped a message without the ACTW01 header'));
             return;
         }
         const command = frames [1].toString ();
         if (command === 'TASK')
-            this._task (frames.slice (2));
+            this._task (connection, frames.slice (2));
         else
         if (command === 'CANCEL') {
-            const task = frames.length > 2 && this._tasks.get (frames [2].toString ());
+            const task = frames.length > 2 && connection.tasks.get (frames [2].toString ());
             if (task) {
                 task._cancelledByBroker = true;
                 task._abort (new ActivityError ('the broker cancelled the task',
@@ -271,7 +306,7 @@ class Worker extends EventEmitter {
         }
         else
         if (command === 'DISCONNECT')
-            this._reconnect ('the broker sent DISCONNECT'
+            this._reconnect (connection, 'the broker sent DISCONNECT'
                 + (frames.length > 2? ': ' + frames [2].toString (): ''));
         else
         if (command !== 'HEARTBEAT')
@@ -279,7 +314,7 @@ class Worker extends EventEmitter {
     }
 
     //  TASK task-id, activity, params, meta: run the handler
-    _task (args) {
+    _task (connection, args) {
         if (args.length < 4) {
             this.emit ('warning', new Error ('dropped a TASK with ' + args.length + ' frames'));
             return;
@@ -292,13 +327,14 @@ class Worker extends EventEmitter {
             meta = JSON.parse (args [3].toString ());
         }
         catch (error) {
-            this._send (['FAIL', id, JSON.stringify ({ message: 'TASK json does not parse: '
-                + error.message, code: 'bad_json', retryable: false })]).catch (() => {});
+            this._send (connection, ['FAIL', id, JSON.stringify ({
+                message: 'TASK json does not parse: ' + error.message, code: 'bad_json',
+                retryable: false })]).catch (() => {});
             return;
         }
-        const task = new Task (this, this._generation, id, activity,
+        const task = new Task (this, connection, connection.generation, id, activity,
                                meta && typeof meta === 'object'? meta: {});
-        this._tasks.set (id, task);
+        connection.tasks.set (id, task);
         this.emit ('task', task);
         const handler = this._handlers.get (activity);
         Promise.resolve ()
@@ -326,7 +362,7 @@ class Worker extends EventEmitter {
             frames = ['FAIL', task.id, JSON.stringify ({ code: 'activity_failed',
                       message: 'the result is not JSON: ' + error.message })];
         }
-        this._send (frames).catch (() => {});
+        this._send (task._connection, frames).catch (() => {});
     }
 
     _fail (task, error) {
@@ -347,7 +383,7 @@ class Worker extends EventEmitter {
             body = JSON.stringify ({ message: message || 'the activity failed',
                                      code: 'activity_failed' });
         }
-        this._send (['FAIL', task.id, body]).catch (() => {});
+        this._send (task._connection, ['FAIL', task.id, body]).catch (() => {});
     }
 
     //  Mark task answered; false when its answer must not be sent (the link
@@ -358,7 +394,7 @@ class Worker extends EventEmitter {
         task._answered = true;
         const held = this._holds (task);
         if (held)
-            this._tasks.delete (task.id);
+            task._connection.tasks.delete (task.id);
         this.emit ('done', task);
         return held;
     }

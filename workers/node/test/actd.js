@@ -1,6 +1,7 @@
 'use strict';
-//  Test harness: a real actd on free ports with a temporary SQLite store,
-//  and small helpers to wait for states without fixed sleeps.
+//  Test harness: a real actd on free ports with a temporary SQLite store
+//  (or the store option: a PostgreSQL URL from ./pg.js), and small helpers
+//  to wait for states without fixed sleeps.
 //
 //  The binary comes from $ACTD_BIN (set by ctest), else build-asan/bin/actd,
 //  else build/bin/actd of the project.
@@ -63,7 +64,7 @@ function gate () {
 class Actd {
     constructor (options = {}) {
         this.dir = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-node-test-'));
-        this.store = path.join (this.dir, 'actd.db');
+        this.store = options.store ?? path.join (this.dir, 'actd.db');
         this.logPath = path.join (this.dir, 'actd.log');
         this.heartbeatMs = options.heartbeatMs ?? 200;
         this.liveness = options.liveness ?? 3;

@@ -14,7 +14,7 @@ import logging
 from .client import CallHandle, Client, PlanHandle
 from .errors import (ActdError, ActivityError, BadArgument, BadCall, BadContext, BadFrame,
                      BadJson, BadMethod, BadReference, Busy, CallFailed, Closed, Internal,
-                     NotFound, ProtocolError, Timeout, TooLarge, TypeMismatch, Unauthorized,
+                     Moved, NotFound, ProtocolError, Timeout, TooLarge, TypeMismatch, Unauthorized,
                      UnknownCommand, UnresolvedReference, error_for)
 from .types import (DEFAULT_CLIENT_ENDPOINT, DEFAULT_WORKER_ENDPOINT, ENDED_STATES, Branch,
                     Outcome, Status)
@@ -26,7 +26,7 @@ __all__ = [
     "Worker", "Task", "Handler", "Branch", "Client", "CallHandle", "PlanHandle",
     "Outcome", "Status", "ENDED_STATES", "DEFAULT_CLIENT_ENDPOINT", "DEFAULT_WORKER_ENDPOINT",
     "ActdError", "ActivityError", "BadArgument", "BadCall", "BadContext", "BadFrame", "BadJson",
-    "BadMethod", "BadReference", "Busy", "CallFailed", "Closed", "Internal", "NotFound",
+    "BadMethod", "BadReference", "Busy", "CallFailed", "Closed", "Internal", "Moved", "NotFound",
     "ProtocolError", "Timeout", "TooLarge", "TypeMismatch", "Unauthorized", "UnknownCommand",
     "UnresolvedReference", "error_for", "__version__",
 ]

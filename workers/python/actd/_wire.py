@@ -1,13 +1,30 @@
-"""ACT/1 client framing and reply routing, shared by the threaded and the
-asyncio clients. Futures are whatever the client passes in (a
+"""ACT/1 client framing, and the routing of requests and replies among one
+or several brokers, shared by the threaded and the asyncio clients (it does
+no I/O: the client sends what it queues in ``outbox`` and hands it what the
+sockets receive). Futures are whatever the client passes in (a
 ``concurrent.futures.Future`` or an ``asyncio.Future``): both have
 ``set_result``, ``set_exception``, ``done`` and ``exception``.
+
+Several brokers sharing one store each own some contexts. A request about
+context C goes first to the broker C was last seen at, else to the broker
+rendezvous hashing ranks first for C (:func:`rendezvous` and :func:`score`:
+the same rule in every actd client library); an ``ERROR moved`` reply names the owner, and
+the request is sent there again (at most :data:`MAX_HOPS` times). A broker
+that does not answer within ``request_timeout`` is skipped for
+:data:`DEAD_FOR` seconds and the request goes to the next broker in C's
+order. Calls whose ``DONE`` is awaited are asked about with ``STATUS``
+every ``status_poll`` seconds once that long has passed without their
+``DONE`` (a new owner of the context cannot send ``DONE`` to the socket of
+the broker that accepted the call).
 """
 
+import collections
 import itertools
 import json
 import logging
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+import time
+import uuid
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import ActdError, ProtocolError, error_for
 from .types import Outcome, Status
@@ -106,6 +123,108 @@ def parse_pong(verb: str, args: List[bytes]) -> None:
         raise ProtocolError("expected PONG, got %s" % verb)
 
 
+#: ``moved`` replies followed for one request; one more fails it with
+#: :class:`actd.Moved`.
+MAX_HOPS = 5
+
+#: Seconds a broker that did not answer in time is skipped (it is taken back
+#: as soon as anything arrives from it).
+DEAD_FOR = 10.0
+
+#: Most ``STATUS`` polls started per ``status_poll`` interval.
+POLL_BATCH = 100
+
+#: Seconds a ``STATUS`` poll may go unanswered before it is given up (the
+#: next interval sends a new one).
+POLL_EXPIRES = 10.0
+
+#: Most contexts and call ids whose broker is remembered.
+ROUTES_KEPT = 10000
+
+#: Commands about one context (their first argument): routed by context.
+CONTEXT_COMMANDS = frozenset({"CALL", "PLAN", "APPEND", "RESOLVE", "VIEW", "HISTORY"})
+
+#: Commands about one call (their first argument): routed to the broker
+#: that accepted it when known.
+CALL_COMMANDS = frozenset({"STATUS", "CANCEL"})
+
+_FNV_OFFSET = 14695981039346656037
+_FNV_PRIME = 1099511628211
+_MASK = (1 << 64) - 1
+
+
+def score(endpoint: str, context: str) -> int:
+    """The rendezvous score of ``endpoint`` for ``context``: FNV-1a, 64
+    bits, of the UTF-8 bytes of ``endpoint + "\\n" + context``, then
+    MurmurHash3's 64-bit finalizer (``fmix64``), as the C library computes
+    it. The finalizer matters: FNV-1a alone barely mixes the last bytes into
+    the high bits, so contexts named alike (``run-1``, ``run-2``, ...) would
+    mostly rank the brokers the same way."""
+    value = _FNV_OFFSET
+    for byte in (endpoint + "\n" + context).encode("utf-8"):
+        value = ((value ^ byte) * _FNV_PRIME) & _MASK
+    value ^= value >> 33
+    value = (value * 0xff51afd7ed558ccd) & _MASK
+    value ^= value >> 33
+    value = (value * 0xc4ceb9fe1a85ec53) & _MASK
+    value ^= value >> 33
+    return value
+
+
+def rendezvous(endpoints: Sequence[str], context: str) -> List[str]:
+    """``endpoints`` in the order requests about ``context`` try them: the
+    highest :func:`score` first, ties broken by the smaller endpoint."""
+    return sorted(endpoints, key=lambda endpoint: (-score(endpoint, context), endpoint))
+
+
+def endpoint_list(endpoints: Union[str, Sequence[str]]) -> List[str]:
+    """A client's or a worker's endpoints: one string, or a non-empty
+    sequence of distinct strings."""
+    if isinstance(endpoints, str):
+        listed = [endpoints]
+    else:
+        listed = list(endpoints)
+    if not listed:
+        raise ValueError("at least one endpoint is needed")
+    for endpoint in listed:
+        if not isinstance(endpoint, str) or not endpoint:
+            raise ValueError("an endpoint is a non-empty string, not %r" % (endpoint,))
+    if len(set(listed)) != len(listed):
+        raise ValueError("an endpoint is listed twice: %r" % (listed,))
+    return listed
+
+
+def _with_id(call: Any) -> Any:
+    """A call object with an ``_id`` (a random UUID) when it has none."""
+    if isinstance(call, dict) and "_id" not in call:
+        call = dict(call)
+        call["_id"] = str(uuid.uuid4())
+    return call
+
+
+def with_ids(body: Any, plan: bool) -> Any:
+    """A CALL's call, or a PLAN's calls, each given an ``_id`` (a random
+    UUID) when it lacks one, so that sending it again to another broker
+    after a timeout does not run it twice. JSON text is parsed and encoded
+    again; text that does not parse is left as it is (actd refuses it)."""
+    text = isinstance(body, (str, bytes))
+    value = body
+    if text:
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return body
+    if plan:
+        if not isinstance(value, list):
+            return body
+        value = [_with_id(item) for item in value]
+    else:
+        if not isinstance(value, dict) or "_id" in value:
+            return body
+        value = _with_id(value)
+    return encode_json(value) if text else value
+
+
 class Pending:
     """One request waiting for replies.
 
@@ -113,17 +232,40 @@ class Pending:
     id, for PLAN the list of call ids). For CALL and PLAN, ``outcomes``
     holds one future per submitted call that has an output path (None for
     the others, and for all when ``DONE`` is not wanted); each gets that
-    call's :class:`Outcome`.
+    call's :class:`Outcome`. The other attributes are the tracker's: what
+    to send again, and where.
     """
 
     def __init__(self, kind: str, reply: Any, parse: Optional[Callable[[str, List[bytes]], Any]] = None,
                  outcomes: Sequence[Optional[Any]] = ()) -> None:
-        self.kind = kind                    # "simple", "call" or "plan"
+        self.kind = kind                    # "simple", "call", "plan" or "poll"
         self.reply = reply
         self.parse = parse
         self.outcomes: List[Optional[Any]] = list(outcomes)
         self.accepted = False
         self.by_call_id: Dict[str, List[Any]] = {}
+        self.command = ""
+        self.args: List[bytes] = []
+        self.context: Optional[str] = None  # Routed by context
+        self.call_id: Optional[str] = None  # Routed by call id
+        self.endpoint = ""                  # Where it was sent last
+        self.hops = 0                       # moved replies followed
+        self.sent_at = 0.0
+        self.tried: Set[str] = set()
+        self.wait: Optional["_Wait"] = None  # A poll: the wait it is for
+
+
+class _Wait:
+    """A call whose ``DONE`` is awaited by request ``request_id``."""
+
+    __slots__ = ("request_id", "call_id", "endpoint", "heard", "polling")
+
+    def __init__(self, request_id: bytes, call_id: str, endpoint: str, heard: float) -> None:
+        self.request_id = request_id
+        self.call_id = call_id
+        self.endpoint = endpoint            # The broker that accepted it
+        self.heard = heard                  # Last news of it (ACCEPTED, a poll's answer)
+        self.polling = False
 
 
 def _set_result(future: Any, value: Any) -> Action:
@@ -143,46 +285,155 @@ def _set_exception(future: Any, error: BaseException) -> Action:
     return action
 
 
+def _remember(table: "collections.OrderedDict[str, str]", key: str, endpoint: str) -> None:
+    table[key] = endpoint
+    table.move_to_end(key)
+    if len(table) > ROUTES_KEPT:
+        table.popitem(last=False)
+
+
 class Tracker:
-    """Pending requests by request id, and the routing of replies to them.
+    """Pending requests by request id, where each goes, and the routing of
+    replies to them.
+
+    ``endpoints`` are the brokers' client endpoints (endpoints named by
+    ``moved`` replies are added). ``request_timeout`` (seconds, None for
+    none): a request not answered in that time is sent to the next broker.
+    ``status_poll`` (seconds, None for none): how often calls whose
+    ``DONE`` is awaited are followed with ``STATUS``.
 
     Not thread-safe: the threaded client calls it under a lock and runs the
-    returned actions after releasing it.
+    returned actions after releasing it. What to send is queued in
+    ``outbox`` as ``(endpoint, frames)``; the client calls :meth:`tick` at
+    :meth:`next_tick` at the latest.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, endpoints: Sequence[str], request_timeout: Optional[float] = None,
+                 status_poll: Optional[float] = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.endpoints: List[str] = list(endpoints)
+        self.request_timeout = request_timeout
+        self.status_poll = status_poll
+        self.outbox: Deque[Tuple[str, List[bytes]]] = collections.deque()
+        self._clock = clock
         self._counter = itertools.count(1)
         self._pending: Dict[bytes, Pending] = {}
+        self._dead: Dict[str, float] = {}       # endpoint -> skipped until
+        self._owners: "collections.OrderedDict[str, str]" = collections.OrderedDict()
+        self._accepted: "collections.OrderedDict[str, str]" = collections.OrderedDict()
+        self._waits: Dict[Tuple[bytes, str], _Wait] = {}
+        periods = [period for period in (request_timeout, status_poll) if period]
+        self._scan_every = min([0.25] + [period / 4.0 for period in periods])
+        self._next_scan = 0.0
+        self._next_poll = 0.0
 
     def new_id(self) -> bytes:
         """A request id unique for this client."""
         return b"%x" % next(self._counter)
 
-    def add(self, request_id: bytes, pending: Pending) -> None:
-        """Track a request before it is sent."""
+    def send(self, command: str, args: Sequence[bytes], pending: Pending) -> bytes:
+        """Track a request and queue it for the broker it goes to first;
+        returns its request id."""
+        request_id = self.new_id()
+        pending.command = command
+        pending.args = list(args)
+        if command in CONTEXT_COMMANDS and args:
+            pending.context = _decode(args[0])
+        elif command in CALL_COMMANDS and args:
+            pending.call_id = _decode(args[0])
+        pending.endpoint = self._route(pending, None)
         self._pending[request_id] = pending
+        self._transmit(request_id, pending)
+        return request_id
 
     def drop(self, request_id: bytes) -> None:
         """Forget a request (its late replies are ignored)."""
-        self._pending.pop(request_id, None)
+        pending = self._pending.pop(request_id, None)
+        if pending is not None:
+            for call_id in pending.by_call_id:
+                self._waits.pop((request_id, call_id), None)
 
     def __len__(self) -> int:
-        """Number of requests still waiting for a reply or a DONE."""
-        return len(self._pending)
+        """Number of requests still waiting for a reply or a DONE (not
+        counting the tracker's own STATUS polls)."""
+        return sum(1 for pending in self._pending.values() if pending.kind != "poll")
 
     def fail_all(self, error: BaseException) -> List[Action]:
         """Fail every pending request (the client is closing)."""
         actions: List[Action] = []
         for pending in self._pending.values():
+            if pending.kind == "poll":
+                continue
             actions.append(_set_exception(pending.reply, error))
             for future in pending.outcomes:
                 if future is not None:
                     actions.append(_set_exception(future, error))
         self._pending.clear()
+        self._waits.clear()
         return actions
 
-    def dispatch(self, frames: List[bytes]) -> List[Action]:
-        """Route one message from the broker; returns the actions to run."""
+    # -- where requests go ------------------------------------------------
+
+    def _live(self, endpoint: str, now: float) -> bool:
+        return self._dead.get(endpoint, 0.0) <= now
+
+    def _route(self, pending: Pending, avoid: Optional[str]) -> str:
+        """The broker pending goes to next: its context's (or call's) known
+        broker if it is live, else the first live broker in the context's
+        rendezvous order (in the list's order for the others) that this
+        request has not tried yet; never ``avoid`` when there is another."""
+        now = self._clock()
+        known = None
+        if pending.context is not None:
+            known = self._owners.get(pending.context)
+            order = rendezvous(self.endpoints, pending.context)
+        else:
+            if pending.call_id is not None:
+                known = self._accepted.get(pending.call_id)
+            order = list(self.endpoints)
+        if known is not None and known != avoid and self._live(known, now):
+            return known
+        for endpoint in order:
+            if endpoint != avoid and self._live(endpoint, now) and endpoint not in pending.tried:
+                return endpoint
+        for endpoint in order:
+            if endpoint != avoid and self._live(endpoint, now):
+                return endpoint
+        for endpoint in order:
+            if endpoint != avoid:
+                return endpoint
+        return order[0]
+
+    def _transmit(self, request_id: bytes, pending: Pending) -> None:
+        pending.sent_at = self._clock()
+        pending.tried.add(pending.endpoint)
+        self.outbox.append((pending.endpoint, request_frames(pending.command, request_id,
+                                                             pending.args)))
+
+    def _follow(self, request_id: bytes, pending: Pending, args: List[bytes]) -> bool:
+        """An ``ERROR moved``: send the request again to the owner it names;
+        False when it cannot (no owner named, or too many hops)."""
+        owner = _decode(args[1]) if len(args) > 1 else ""
+        if not owner or pending.hops >= MAX_HOPS:
+            return False
+        if owner not in self.endpoints:
+            self.endpoints.append(owner)
+        if pending.context is not None:
+            _remember(self._owners, pending.context, owner)
+        if pending.call_id is not None:
+            _remember(self._accepted, pending.call_id, owner)
+        log.debug("%s moved to %s", pending.command, owner)
+        pending.hops += 1
+        pending.endpoint = owner
+        self._transmit(request_id, pending)
+        return True
+
+    # -- replies ----------------------------------------------------------
+
+    def dispatch(self, endpoint: str, frames: List[bytes]) -> List[Action]:
+        """Route one message from the broker at ``endpoint``; returns the
+        actions to run."""
+        self._dead.pop(endpoint, None)      # It answers
         if len(frames) < 3 or frames[0] != HEADER:
             log.warning("a reply that is not ACT/1 dropped")
             return []
@@ -198,6 +449,17 @@ class Tracker:
         if pending.accepted:
             log.warning("%s after ACCEPTED dropped", verb)
             return []
+        if verb == "ERROR" and args and args[0] == b"moved" \
+                and self._follow(request_id, pending, args):
+            return []
+        if verb != "ERROR":
+            if pending.context is not None:
+                _remember(self._owners, pending.context, endpoint)
+            if pending.call_id is not None:
+                _remember(self._accepted, pending.call_id, endpoint)
+        if pending.kind == "poll":
+            self._pending.pop(request_id, None)
+            return self._polled(pending, verb, args)
         if verb == "ERROR":
             self._pending.pop(request_id, None)
             error = error_for(_decode(args[0]) if args else "internal",
@@ -219,9 +481,10 @@ class Tracker:
             error = ProtocolError("expected ACCEPTED, got %s" % verb)
             return [_set_exception(future, error)
                     for future in [pending.reply] + pending.outcomes if future is not None]
-        return self._accepted(request_id, pending, args[0])
+        return self._accepted_reply(request_id, pending, endpoint, args[0])
 
-    def _accepted(self, request_id: bytes, pending: Pending, body: bytes) -> List[Action]:
+    def _accepted_reply(self, request_id: bytes, pending: Pending, endpoint: str,
+                        body: bytes) -> List[Action]:
         if pending.kind == "call":
             ids: List[str] = [_decode(body)]
             value: Any = ids[0]
@@ -238,9 +501,12 @@ class Tracker:
                         for future in [pending.reply] + pending.outcomes if future is not None]
             value = ids
         pending.accepted = True
+        now = self._clock()
         for call_id, future in zip(ids, pending.outcomes):
+            _remember(self._accepted, call_id, endpoint)
             if future is not None:
                 pending.by_call_id.setdefault(call_id, []).append(future)
+                self._waits[(request_id, call_id)] = _Wait(request_id, call_id, endpoint, now)
         if not pending.by_call_id:
             self._pending.pop(request_id, None)
         return [_set_result(pending.reply, value)]
@@ -249,19 +515,110 @@ class Tracker:
         if len(args) != 2:
             log.warning("a DONE with %d frames dropped", len(args))
             return []
-        call_id = _decode(args[0])
-        futures = pending.by_call_id.pop(call_id, [])
-        if not pending.by_call_id and pending.accepted:
-            self._pending.pop(request_id, None)
         try:
             raw = json.loads(args[1])
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
         except ValueError as error:
+            futures = self._ended(request_id, pending, _decode(args[0]))
             problem = ProtocolError("DONE outcome does not parse: %s" % error)
             return [_set_exception(future, problem) for future in futures]
+        return self._outcome(request_id, pending, _decode(args[0]), raw)
+
+    def _ended(self, request_id: bytes, pending: Pending, call_id: str) -> List[Any]:
+        """The futures waiting for call_id's outcome, no longer pending."""
+        futures = pending.by_call_id.pop(call_id, [])
+        self._waits.pop((request_id, call_id), None)
+        if not pending.by_call_id and pending.accepted:
+            self._pending.pop(request_id, None)
+        return futures
+
+    def _outcome(self, request_id: bytes, pending: Pending, call_id: str,
+                 raw: Dict[str, Any]) -> List[Action]:
         outcome = Outcome(raw)
-        return [_set_result(future, outcome) for future in futures]
+        return [_set_result(future, outcome)
+                for future in self._ended(request_id, pending, call_id)]
+
+    # -- timers -----------------------------------------------------------
+
+    def next_tick(self) -> Optional[float]:
+        """When :meth:`tick` has something to check (a ``clock()`` time), or
+        None while nothing is pending."""
+        if not self._pending or (self.request_timeout is None and self.status_poll is None):
+            return None
+        return self._next_scan
+
+    def tick(self) -> List[Action]:
+        """Send again the requests a broker did not answer in time, give up
+        STATUS polls that got no answer, and poll the calls whose DONE has
+        not come for ``status_poll``."""
+        now = self._clock()
+        if now < self._next_scan:
+            return []
+        self._next_scan = now + self._scan_every
+        actions: List[Action] = []
+        for request_id, pending in list(self._pending.items()):
+            if pending.accepted:
+                continue
+            if pending.kind == "poll" and now - pending.sent_at >= POLL_EXPIRES:
+                self._pending.pop(request_id, None)
+                if pending.wait is not None:
+                    pending.wait.polling = False
+                continue
+            if self.request_timeout is not None and now - pending.sent_at >= self.request_timeout:
+                self._silent(pending.endpoint, now)
+                target = self._route(pending, pending.endpoint)
+                if target != pending.endpoint:
+                    log.info("no reply to %s from %s in %.1f s: sent to %s", pending.command,
+                             pending.endpoint, self.request_timeout, target)
+                    pending.endpoint = target
+                    self._transmit(request_id, pending)
+                else:
+                    pending.sent_at = now
+        if self.status_poll is not None and self._waits and now >= self._next_poll:
+            self._next_poll = now + self.status_poll
+            due = sorted((wait for wait in self._waits.values()
+                          if not wait.polling and now - wait.heard >= self.status_poll),
+                         key=lambda wait: wait.heard)
+            for wait in due[:POLL_BATCH]:
+                self._poll(wait)
+        return actions
+
+    def _silent(self, endpoint: str, now: float) -> None:
+        """The broker at endpoint did not answer in time: skip it for a
+        while, and poll at once the calls it accepted."""
+        if self._live(endpoint, now):
+            log.warning("the broker at %s does not answer: skipped for %.0f s", endpoint,
+                        DEAD_FOR)
+        self._dead[endpoint] = now + DEAD_FOR
+        for wait in self._waits.values():
+            if wait.endpoint == endpoint:
+                wait.heard = float("-inf")
+        self._next_poll = now
+
+    def _poll(self, wait: _Wait) -> None:
+        wait.polling = True
+        poll = Pending("poll", None, parse_status)
+        poll.wait = wait
+        self.send("STATUS", [text_arg(wait.call_id)], poll)
+
+    def _polled(self, poll: Pending, verb: str, args: List[bytes]) -> List[Action]:
+        """A poll's answer: an ended call's outcome settles its DONE."""
+        wait = poll.wait
+        assert wait is not None
+        wait.polling = False
+        wait.heard = self._clock()
+        if verb != "VALUE":
+            return []
+        try:
+            status = parse_status(verb, args)
+        except ActdError:
+            return []
+        pending = self._pending.get(wait.request_id)
+        if not status.ended or status.outcome is None or pending is None:
+            return []
+        log.debug("call %s ended (STATUS)", wait.call_id)
+        return self._outcome(wait.request_id, pending, wait.call_id, status.outcome.raw)
 
 
 def request_frames(command: str, request_id: bytes, args: Sequence[bytes]) -> List[bytes]:

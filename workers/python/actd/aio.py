@@ -13,9 +13,11 @@
 
     asyncio.run(main())
 
-All requests are pipelined on one DEALER socket (``zmq.asyncio``); a
-reader task routes each reply to its request. Use one client from one
-event loop (it is not thread-safe; it is safe for any number of tasks).
+All requests are pipelined on one DEALER socket per broker
+(``zmq.asyncio``); a reader task per socket routes each reply to its
+request. Several brokers sharing a store are handled as by
+:class:`actd.Client`. Use one client from one event loop (it is not
+thread-safe; it is safe for any number of tasks).
 """
 
 import asyncio
@@ -27,13 +29,17 @@ import zmq
 import zmq.asyncio
 
 from . import _wire
-from .client import _endpoint
+from .client import _DEFAULT, _options
 from .errors import Closed, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
 
 __all__ = ["AsyncClient", "AsyncCallHandle", "AsyncPlanHandle"]
 
-_DEFAULT: Any = object()
+
+def _sent(future: "asyncio.Future[Any]") -> None:
+    """A send's future is done: its error (the socket closed) is not news."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _wait(future: "asyncio.Future[Any]", timeout: Optional[float], what: str) -> Any:
@@ -129,21 +135,32 @@ class AsyncPlanHandle:
 
 
 class AsyncClient:
-    """A client of actd's client endpoint for asyncio: the methods of
-    :class:`actd.Client`, as coroutines. Create it anywhere; its socket
-    and reader task start with the first request, in the running loop.
-    ``timeout`` is the default wait for replies that come at once."""
+    """A client of actd's client endpoint (or of several brokers sharing a
+    store) for asyncio: the methods and options of :class:`actd.Client`,
+    as coroutines. Create it anywhere; its sockets and tasks start with the
+    first request, in the running loop. ``timeout`` is the default wait for
+    replies that come at once."""
 
     def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_CLIENT_ENDPOINT, *,
                  timeout: Optional[float] = 30.0,
+                 request_timeout: Optional[float] = _DEFAULT,
+                 status_poll: Optional[float] = 1.0,
                  context: Optional[zmq.asyncio.Context] = None) -> None:
-        """Remember the endpoint (a list of one is accepted)."""
-        self.endpoint: str = _endpoint(endpoint)
+        """Remember the endpoints (one string, or a list)."""
+        endpoints, request_timeout = _options(endpoint, request_timeout, status_poll)
+        #: The first endpoint given.
+        self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
+        self.request_timeout: Optional[float] = request_timeout
+        self.status_poll: Optional[float] = status_poll
+        self._auto_id = len(endpoints) > 1
         self._context = context or zmq.asyncio.Context.instance()
-        self._socket: Optional[zmq.asyncio.Socket] = None
-        self._reader: "Optional[asyncio.Task[None]]" = None
-        self._tracker = _wire.Tracker()
+        self._sockets: Dict[str, zmq.asyncio.Socket] = {}
+        self._tasks: "List[asyncio.Task[None]]" = []
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._timer: Optional[asyncio.TimerHandle] = None
+        self._timer_at = 0.0
+        self._tracker = _wire.Tracker(endpoints, request_timeout, status_poll)
         self._closed = False
 
     async def __aenter__(self) -> "AsyncClient":
@@ -160,16 +177,20 @@ class AsyncClient:
         if self._closed:
             return
         self._closed = True
-        if self._reader is not None:
-            self._reader.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             try:
-                await self._reader
+                await task
             except asyncio.CancelledError:
                 pass
-            self._reader = None
-        if self._socket is not None:
-            self._socket.close(0)
-            self._socket = None
+        for sock in self._sockets.values():
+            sock.close(0)
+        self._sockets = {}
         for action in self._tracker.fail_all(Closed("the client was closed")):
             action()
 
@@ -178,23 +199,73 @@ class AsyncClient:
         """Requests still waiting for a reply or a ``DONE``."""
         return len(self._tracker)
 
-    def _ensure_socket(self) -> zmq.asyncio.Socket:
-        if self._closed:
-            raise Closed("the client is closed")
-        if self._socket is None:
+    @property
+    def endpoints(self) -> List[str]:
+        """The brokers' endpoints: those given, then those ``moved``
+        replies named."""
+        return list(self._tracker.endpoints)
+
+    def _socket(self, endpoint: str) -> zmq.asyncio.Socket:
+        """The socket to endpoint (connected, with its reader task, on first use)."""
+        sock = self._sockets.get(endpoint)
+        if sock is None:
             sock = self._context.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(self.endpoint)
-            self._socket = sock
-            self._reader = asyncio.ensure_future(self._read(sock))
-        return self._socket
+            try:
+                sock.connect(endpoint)
+            except zmq.ZMQError:
+                sock.close(0)
+                raise
+            self._sockets[endpoint] = sock
+            self._tasks.append(asyncio.ensure_future(self._read(endpoint, sock)))
+        return sock
 
-    async def _read(self, sock: zmq.asyncio.Socket) -> None:
+    def _start(self) -> None:
+        if self._closed:
+            raise Closed("the client is closed")
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            for endpoint in self._tracker.endpoints:
+                self._socket(endpoint)
+
+    def _flush(self) -> None:
+        """Send what the tracker queued, and set the timer for its next tick."""
+        outbox = self._tracker.outbox
+        while outbox:
+            endpoint, frames = outbox.popleft()
+            try:
+                sent = self._socket(endpoint).send_multipart(frames)
+            except zmq.ZMQError as error:
+                _wire.log.warning("cannot send to %s: %s", endpoint, error)
+                continue
+            sent.add_done_callback(_sent)
+        wake_at = self._tracker.next_tick()
+        if self._closed or self._loop is None or wake_at is None:
+            return
+        if self._timer is not None:
+            if self._timer_at <= wake_at:
+                return
+            self._timer.cancel()
+        self._timer_at = wake_at
+        delay = max(0.0, wake_at - time.monotonic())
+        self._timer = self._loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        """The tracker's timers (retries, STATUS polls)."""
+        self._timer = None
+        if self._closed:
+            return
+        for action in self._tracker.tick():
+            action()
+        self._flush()
+
+    async def _read(self, endpoint: str, sock: zmq.asyncio.Socket) -> None:
         try:
             while True:
                 frames = await sock.recv_multipart()
-                for action in self._tracker.dispatch(frames):
+                for action in self._tracker.dispatch(endpoint, frames):
                     action()
+                self._flush()
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - the socket failed: nobody will be answered
@@ -202,14 +273,9 @@ class AsyncClient:
                 action()
 
     async def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
-        sock = self._ensure_socket()
-        request_id = self._tracker.new_id()
-        self._tracker.add(request_id, pending)
-        try:
-            await sock.send_multipart(_wire.request_frames(command, request_id, args))
-        except BaseException:
-            self._tracker.drop(request_id)
-            raise
+        self._start()
+        request_id = self._tracker.send(command, args, pending)
+        self._flush()
         return request_id
 
     async def _request(self, command: str, args: Sequence[bytes], parse: Any,
@@ -232,6 +298,8 @@ class AsyncClient:
         reply: "asyncio.Future[Any]" = loop.create_future()
         done: "Optional[asyncio.Future[Any]]" = (
             loop.create_future() if _wire.has_output(call) else None)
+        if self._auto_id:
+            call = _wire.with_ids(call, plan=False)
         request_id = await self._send("CALL", [_wire.text_arg(context), _wire.json_arg(call)],
                                       _wire.Pending("call", reply, outcomes=[done]))
         return AsyncCallHandle(self, request_id, reply, done)
@@ -267,6 +335,8 @@ class AsyncClient:
         outcomes: "List[Optional[asyncio.Future[Any]]]" = [
             loop.create_future() if _wire.has_output(item) else None for item in items]
         body = calls if isinstance(calls, (str, bytes)) else list(calls)
+        if self._auto_id:
+            body = _wire.with_ids(body, plan=True)
         request_id = await self._send("PLAN", [_wire.text_arg(context), _wire.json_arg(body)],
                                       _wire.Pending("plan", reply, outcomes=outcomes))
         return AsyncPlanHandle(self, request_id, reply, outcomes)

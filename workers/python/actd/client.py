@@ -1,17 +1,20 @@
 """The threaded actd client (PROTOCOL.md section 1).
 
-A :class:`Client` owns one DEALER socket, driven by a background I/O
-thread; requests from any number of threads are pipelined on it and each
-reply is routed to its request by request id. The client is thread-safe.
+A :class:`Client` owns one DEALER socket per broker, driven by a background
+I/O thread; requests from any number of threads are pipelined on them and
+each reply is routed to its request by request id. The client is
+thread-safe. With several brokers sharing a store, each request goes to the
+broker that owns its context (``actd._wire`` has the rules).
 """
 
 import collections
 import concurrent.futures
 import json
+import logging
 import socket
 import threading
 import time
-from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import zmq
 
@@ -21,19 +24,27 @@ from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
 
 __all__ = ["Client", "CallHandle", "PlanHandle"]
 
+log = logging.getLogger("actd.client")
+
 #: A timeout argument left out: the client's default applies.
 _DEFAULT: Any = object()
 
+#: The default ``request_timeout`` of a client given several endpoints.
+MULTI_REQUEST_TIMEOUT = 5.0
 
-def _endpoint(endpoints: Union[str, Sequence[str]]) -> str:
-    """The one endpoint this version connects to (a list is accepted so the
-    signature stays when several brokers are supported)."""
-    if isinstance(endpoints, str):
-        return endpoints
-    listed = list(endpoints)
-    if len(listed) != 1:
-        raise ValueError("this version of actd.Client takes exactly one endpoint")
-    return listed[0]
+
+def _options(endpoints: Union[str, Sequence[str]], request_timeout: Any,
+             status_poll: Optional[float]) -> Tuple[List[str], Optional[float]]:
+    """The endpoint list, and the request timeout (the default: 5 s with
+    several endpoints, none with one)."""
+    listed = _wire.endpoint_list(endpoints)
+    if request_timeout is _DEFAULT:
+        request_timeout = MULTI_REQUEST_TIMEOUT if len(listed) > 1 else None
+    if request_timeout is not None and request_timeout <= 0:
+        raise ValueError("request_timeout is a number of seconds > 0, or None")
+    if status_poll is not None and status_poll <= 0:
+        raise ValueError("status_poll is a number of seconds > 0, or None")
+    return listed, request_timeout
 
 
 def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str) -> Any:
@@ -138,7 +149,8 @@ class PlanHandle:
 
 
 class Client:
-    """A client of actd's client endpoint.
+    """A client of actd's client endpoint, or of several brokers sharing
+    one store.
 
     ::
 
@@ -147,34 +159,58 @@ class Client:
                                              "_outputPath": "†state.upper"})
             print(outcome.status, outcome.result)
 
-    ``endpoint`` is one endpoint string (a list of one is accepted; later
-    versions will route among several brokers). ``timeout`` (seconds, None
-    for no limit) is the default wait for replies that come at once
-    (``VALUE``, ``OK``, ``ACCEPTED``, ``PONG``); a call's ``DONE`` is
-    waited for as the method's ``timeout`` says.
+    ``endpoint`` is one endpoint string, or a list of the client endpoints
+    of brokers sharing one store (``["tcp://a:5555", "tcp://b:5555"]``).
+    ``timeout`` (seconds, None for no limit) is the default wait for
+    replies that come at once (``VALUE``, ``OK``, ``ACCEPTED``, ``PONG``);
+    a call's ``DONE`` is waited for as the method's ``timeout`` says.
+
+    Several brokers: a request about a context goes to the broker that owns
+    it (first guess: rendezvous hashing of the context over the endpoints;
+    then the broker an ``ERROR moved`` reply names, which the client
+    remembers, and connects to when it is not in the list). ``STATUS`` and
+    ``CANCEL`` go first to the broker that accepted the call, ``STATS`` and
+    ``PING`` to the first broker that answers. A broker that gives no reply
+    within ``request_timeout`` seconds (default 5 with several endpoints,
+    None with one) is skipped for a while and the request goes to the next
+    broker. Such a retry may deliver a request twice: each ``CALL`` and
+    each call of a ``PLAN`` without an ``_id`` is given one (a random UUID)
+    when several endpoints are given, so that actd runs it once (an
+    ``APPEND`` sent twice is appended twice). Calls whose ``DONE`` is
+    awaited are followed with ``STATUS`` every ``status_poll`` seconds once
+    that long has passed without it (a broker that took the context over
+    from a dead one cannot send ``DONE`` to this client); None turns this
+    off.
 
     The client is thread-safe: any thread may call any method, and requests
-    of all threads are pipelined on one socket. ``ERROR`` replies raise the
+    of all threads are pipelined. ``ERROR`` replies raise the
     :class:`actd.ActdError` subclass of their code.
     """
 
     def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_CLIENT_ENDPOINT, *,
                  timeout: Optional[float] = 30.0,
+                 request_timeout: Optional[float] = _DEFAULT,
+                 status_poll: Optional[float] = 1.0,
                  context: Optional[zmq.Context] = None) -> None:
-        """Connect to ``endpoint`` and start the I/O thread."""
-        self.endpoint: str = _endpoint(endpoint)
+        """Connect to the endpoints and start the I/O thread."""
+        endpoints, request_timeout = _options(endpoint, request_timeout, status_poll)
+        #: The first endpoint given.
+        self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
+        self.request_timeout: Optional[float] = request_timeout
+        self.status_poll: Optional[float] = status_poll
+        self._auto_id = len(endpoints) > 1
         self._context = context or zmq.Context.instance()
-        self._socket = self._context.socket(zmq.DEALER)
-        self._socket.setsockopt(zmq.LINGER, 0)
+        self._sockets: Dict[str, zmq.Socket] = {}
         try:
-            self._socket.connect(self.endpoint)
+            for listed in endpoints:
+                self._connect(listed)
         except zmq.ZMQError:
-            self._socket.close(0)
+            for sock in self._sockets.values():
+                sock.close(0)
             raise
         self._lock = threading.Lock()
-        self._tracker = _wire.Tracker()
-        self._outbox: Deque[List[bytes]] = collections.deque()
+        self._tracker = _wire.Tracker(endpoints, request_timeout, status_poll)
         self._wake_reader, self._wake_writer = socket.socketpair()
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
@@ -217,6 +253,13 @@ class Client:
         with self._lock:
             return len(self._tracker)
 
+    @property
+    def endpoints(self) -> List[str]:
+        """The brokers' endpoints: those given, then those ``moved``
+        replies named."""
+        with self._lock:
+            return list(self._tracker.endpoints)
+
     # -- the I/O thread -------------------------------------------------
 
     def _wake(self) -> None:
@@ -225,49 +268,84 @@ class Client:
         except (BlockingIOError, OSError):
             pass
 
+    def _connect(self, endpoint: str) -> zmq.Socket:
+        sock = self._context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            sock.connect(endpoint)
+        except zmq.ZMQError:
+            sock.close(0)
+            raise
+        self._sockets[endpoint] = sock
+        return sock
+
     def _io(self) -> None:
-        sock = self._socket
         poller = zmq.Poller()
-        poller.register(sock, zmq.POLLIN)
         poller.register(self._wake_reader, zmq.POLLIN)
-        backlog: Deque[List[bytes]] = collections.deque()
+        for sock in self._sockets.values():
+            poller.register(sock, zmq.POLLIN)
+        backlogs: Dict[str, Deque[List[bytes]]] = {}
         try:
             while not self._closing:
-                poller.modify(sock, zmq.POLLIN | (zmq.POLLOUT if backlog else 0))
-                events = dict(poller.poll())
+                for endpoint, sock in self._sockets.items():
+                    poller.modify(sock, zmq.POLLIN | (zmq.POLLOUT if backlogs.get(endpoint)
+                                                      else 0))
+                with self._lock:
+                    wake_at = self._tracker.next_tick()
+                    queued = bool(self._tracker.outbox)
+                wait = None
+                if queued:
+                    wait = 0.0
+                elif wake_at is not None:
+                    wait = max(0.0, wake_at - time.monotonic()) * 1000.0
+                events = dict(poller.poll(wait))
                 if self._wake_reader in events or self._wake_reader.fileno() in events:
                     try:
                         while self._wake_reader.recv(4096):
                             pass
                     except (BlockingIOError, OSError):
                         pass
-                while self._outbox:
-                    backlog.append(self._outbox.popleft())
-                while backlog:
-                    try:
-                        sock.send_multipart(backlog[0], zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    backlog.popleft()
-                while True:
-                    try:
-                        frames = sock.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    with self._lock:
-                        actions = self._tracker.dispatch(frames)
-                    for action in actions:
-                        action()
+                with self._lock:
+                    actions = self._tracker.tick()
+                    outgoing = list(self._tracker.outbox)
+                    self._tracker.outbox.clear()
+                for action in actions:
+                    action()
+                for endpoint, frames in outgoing:
+                    if endpoint not in self._sockets:
+                        try:
+                            poller.register(self._connect(endpoint), zmq.POLLIN)
+                        except zmq.ZMQError as error:
+                            log.warning("cannot connect to %s: %s", endpoint, error)
+                            continue
+                    backlogs.setdefault(endpoint, collections.deque()).append(frames)
+                for endpoint, backlog in backlogs.items():
+                    sock = self._sockets.get(endpoint)
+                    while backlog and sock is not None:
+                        try:
+                            sock.send_multipart(backlog[0], zmq.NOBLOCK)
+                        except zmq.Again:
+                            break
+                        backlog.popleft()
+                for endpoint, sock in list(self._sockets.items()):
+                    while True:
+                        try:
+                            frames = sock.recv_multipart(zmq.NOBLOCK)
+                        except zmq.Again:
+                            break
+                        with self._lock:
+                            actions = self._tracker.dispatch(endpoint, frames)
+                        for action in actions:
+                            action()
         finally:
-            sock.close(0)
+            for sock in self._sockets.values():
+                sock.close(0)
 
     def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
         with self._lock:
             if self._closed:
                 raise Closed("the client is closed")
-            request_id = self._tracker.new_id()
-            self._tracker.add(request_id, pending)
-        self._outbox.append(_wire.request_frames(command, request_id, args))
+            request_id = self._tracker.send(command, args, pending)
         self._wake()
         return request_id
 
@@ -297,6 +375,8 @@ class Client:
         reply: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
         done: "Optional[concurrent.futures.Future[Any]]" = (
             concurrent.futures.Future() if _wire.has_output(call) else None)
+        if self._auto_id:
+            call = _wire.with_ids(call, plan=False)
         request_id = self._send("CALL", [_wire.text_arg(context), _wire.json_arg(call)],
                                 _wire.Pending("call", reply, outcomes=[done]))
         return CallHandle(self, request_id, reply, done)
@@ -339,6 +419,8 @@ class Client:
         outcomes: "List[Optional[concurrent.futures.Future[Any]]]" = [
             concurrent.futures.Future() if _wire.has_output(item) else None for item in items]
         body = calls if isinstance(calls, (str, bytes)) else list(calls)
+        if self._auto_id:
+            body = _wire.with_ids(body, plan=True)
         request_id = self._send("PLAN", [_wire.text_arg(context), _wire.json_arg(body)],
                                 _wire.Pending("plan", reply, outcomes=outcomes))
         return PlanHandle(self, request_id, reply, outcomes)
@@ -433,12 +515,14 @@ class Client:
         self._request("CANCEL", [_wire.text_arg(call_id)], _wire.parse_ok, timeout)
 
     def stats(self, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
-        """The broker's counters (``STATS``, PROTOCOL.md section 4)."""
+        """The broker's counters (``STATS``, PROTOCOL.md section 4); with
+        several brokers, those of the first one that answers."""
         stats: Dict[str, Any] = self._request("STATS", [], _wire.parse_value, timeout)
         return stats
 
     def ping(self, timeout: Optional[float] = _DEFAULT) -> float:
-        """``PING``; returns the round trip in seconds."""
+        """``PING`` (the first broker that answers); returns the round trip
+        in seconds."""
         started = time.monotonic()
         self._request("PING", [], _wire.parse_pong, timeout)
         return time.monotonic() - started

@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Type
 __all__ = [
     "ActdError", "BadFrame", "UnknownCommand", "BadJson", "BadContext", "BadCall",
     "BadReference", "BadMethod", "BadArgument", "TypeMismatch", "UnresolvedReference",
-    "NotFound", "TooLarge", "Busy", "Unauthorized", "Internal",
+    "NotFound", "TooLarge", "Busy", "Unauthorized", "Internal", "Moved",
     "Timeout", "Closed", "ProtocolError", "CallFailed", "ActivityError", "error_for",
 ]
 
@@ -113,6 +113,19 @@ class Internal(ActdError):
     default_code = "internal"
 
 
+class Moved(ActdError):
+    """``moved``: another broker sharing the store owns the context; the
+    message is that broker's client endpoint (also in :attr:`endpoint`).
+    The client follows ``moved`` replies by itself and raises this only
+    when it has followed too many (:data:`actd._wire.MAX_HOPS`)."""
+    default_code = "moved"
+
+    @property
+    def endpoint(self) -> str:
+        """The client endpoint of the broker that owns the context."""
+        return self.message
+
+
 class Timeout(ActdError, TimeoutError):
     """No reply (or no ``DONE``) arrived within the time the caller allowed.
 
@@ -151,7 +164,7 @@ _BY_CODE: Dict[str, Type[ActdError]] = {
     cls.default_code: cls
     for cls in (BadFrame, UnknownCommand, BadJson, BadContext, BadCall, BadReference,
                 BadMethod, BadArgument, TypeMismatch, UnresolvedReference, NotFound,
-                TooLarge, Busy, Unauthorized, Internal)
+                TooLarge, Busy, Unauthorized, Internal, Moved)
 }
 
 

@@ -1,9 +1,11 @@
-"""The actd worker: serves activities to a broker (PROTOCOL.md section 2).
+"""The actd worker: serves activities to one broker, or to several brokers
+sharing a store (PROTOCOL.md section 2).
 
-One thread owns the ZeroMQ socket and never blocks: it receives tasks,
-sends heartbeats and forwards what handlers produce. Handlers run in a pool
-of ``capacity`` threads, so a handler that runs for minutes does not stop
-the heartbeats, and the broker keeps counting the worker alive.
+One thread owns the ZeroMQ sockets (one per broker) and never blocks: it
+receives tasks, sends heartbeats and forwards what handlers produce.
+Handlers run in a pool of ``capacity`` threads per broker, so a handler
+that runs for minutes does not stop the heartbeats, and the brokers keep
+counting the worker alive.
 """
 
 import collections
@@ -14,10 +16,11 @@ import signal
 import socket
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
 
 import zmq
 
+from ._wire import endpoint_list
 from .errors import ActivityError
 from .types import DEFAULT_WORKER_ENDPOINT, Branch
 
@@ -168,6 +171,20 @@ class _Pool:
             self._run(task)
 
 
+class _Link:
+    """The connection to one broker: its socket (a new one, with a new
+    generation number, at each reconnection), the tasks it brought, and when
+    something last came and went."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.socket: Optional[zmq.Socket] = None
+        self.generation = 0
+        self.tasks: Dict[str, Task] = {}
+        self.heard = 0.0
+        self.sent = 0.0
+
+
 class Worker:
     """A worker that serves activities to actd.
 
@@ -181,8 +198,16 @@ class Worker:
 
         worker.run()        # until SIGINT/SIGTERM or worker.stop()
 
-    ``capacity`` is the number of tasks run at once (each in its own pool
-    thread; the broker never sends more). ``heartbeat_ms`` and ``liveness``
+    ``endpoint`` is the broker's worker endpoint, or a list of the worker
+    endpoints of brokers sharing one store: the worker then connects to
+    each (one socket, ``READY``, heartbeats and reconnections per broker)
+    and answers each task on the connection it came from.
+
+    ``capacity`` is the number of tasks run at once per broker connection
+    (each in its own pool thread; a broker never sends more): each broker
+    is told this capacity in ``READY``, so with several brokers the worker
+    may run up to ``capacity`` tasks for each of them at the same time.
+    ``heartbeat_ms`` and ``liveness``
     should match the broker's settings (PROTOCOL.md section 2): the worker
     sends ``HEARTBEAT`` when it has sent nothing else for ``heartbeat_ms``,
     and a broker silent for ``liveness`` intervals is taken as gone: the
@@ -196,16 +221,20 @@ class Worker:
     are sent in ``READY`` and shown by ``STATS``.
     """
 
-    def __init__(self, endpoint: str = DEFAULT_WORKER_ENDPOINT, *, capacity: int = 1,
-                 name: Optional[str] = None, heartbeat_ms: int = 1000, liveness: int = 3,
-                 grace: float = 5.0, context: Optional[zmq.Context] = None) -> None:
-        """Create a worker for the broker's worker endpoint (nothing is
+    def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_WORKER_ENDPOINT, *,
+                 capacity: int = 1, name: Optional[str] = None, heartbeat_ms: int = 1000,
+                 liveness: int = 3, grace: float = 5.0,
+                 context: Optional[zmq.Context] = None) -> None:
+        """Create a worker for the brokers' worker endpoints (nothing is
         connected until :meth:`run`)."""
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         if heartbeat_ms < 1 or liveness < 1:
             raise ValueError("heartbeat_ms and liveness must be positive")
-        self.endpoint: str = endpoint
+        #: The worker endpoints of the brokers, in the order given.
+        self.endpoints: List[str] = endpoint_list(endpoint)
+        #: The first of them.
+        self.endpoint: str = self.endpoints[0]
         self.capacity: int = capacity
         self.name: str = name or "python-%s-%d" % (socket.gethostname(), os.getpid())
         self.heartbeat_ms: int = heartbeat_ms
@@ -222,11 +251,8 @@ class Worker:
         self._running = False
         self._generation = 0
         self._connections = 0
-        self._tasks: Dict[str, Task] = {}
-        self._socket: Optional[zmq.Socket] = None
+        self._links: List[_Link] = []
         self._poller: Optional[zmq.Poller] = None
-        self._heard = 0.0
-        self._sent = 0.0
         self._thread: Optional[threading.Thread] = None
 
     # -- registration ---------------------------------------------------
@@ -255,7 +281,8 @@ class Worker:
 
     @property
     def connections(self) -> int:
-        """How many times the worker has sent ``READY`` (1 + reconnections)."""
+        """How many times the worker has sent ``READY``, to all its brokers
+        (one per broker, plus one per reconnection)."""
         return self._connections
 
     @property
@@ -276,7 +303,8 @@ class Worker:
                 raise RuntimeError("the worker is already running")
             self._running = True
         previous = self._install_signals()
-        pool = _Pool(self.capacity, self._execute)
+        # Each broker may send capacity tasks
+        pool = _Pool(self.capacity * len(self.endpoints), self._execute)
         try:
             self._serve(pool)
         finally:
@@ -343,7 +371,12 @@ class Worker:
 
     def _serve(self, pool: _Pool) -> None:
         interval = self.heartbeat_ms / 1000.0
-        self._connect()
+        poller = zmq.Poller()
+        poller.register(self._wake_reader, zmq.POLLIN)
+        self._poller = poller
+        self._links = [_Link(endpoint) for endpoint in self.endpoints]
+        for link in self._links:
+            self._connect(link)
         draining_until: Optional[float] = None
         try:
             while True:
@@ -351,90 +384,94 @@ class Worker:
                 if self._stop_requested and draining_until is None:
                     draining_until = now + self.grace
                     log.info("worker %s stopping: %d task(s) running", self.name,
-                             len(self._tasks))
+                             sum(len(link.tasks) for link in self._links))
                 if draining_until is not None and (not self._started_tasks()
                                                    or now >= draining_until):
                     break
-                wake_at = min(self._sent + interval, self._heard + interval * self.liveness)
+                wake_at = min(min(link.sent + interval, link.heard + interval * self.liveness)
+                              for link in self._links)
                 if draining_until is not None:
                     wake_at = min(wake_at, draining_until)
-                assert self._poller is not None
-                events = dict(self._poller.poll(max(0.0, wake_at - now) * 1000.0))
+                events = dict(poller.poll(max(0.0, wake_at - now) * 1000.0))
                 if self._wake_reader in events or self._wake_reader.fileno() in events:
                     self._drain_wake()
-                if self._socket in events:
-                    self._receive(pool, draining_until is not None)
+                for link in self._links:
+                    if link.socket is not None and link.socket in events:
+                        self._receive(link, pool, draining_until is not None)
                 self._flush()
                 now = time.monotonic()
-                if now - self._heard > interval * self.liveness:
-                    self._reconnect("the broker has been silent for %d heartbeats"
-                                    % self.liveness)
-                elif now - self._sent >= interval:
-                    self._send([_HEADER, b"HEARTBEAT"])
+                for link in self._links:
+                    if now - link.heard > interval * self.liveness:
+                        self._reconnect(link, "the broker has been silent for %d heartbeats"
+                                        % self.liveness)
+                    elif now - link.sent >= interval:
+                        self._send(link, [_HEADER, b"HEARTBEAT"])
         finally:
             self._shutdown()
 
     def _started_tasks(self) -> int:
-        return sum(1 for task in self._tasks.values() if not task._finished)
+        return sum(1 for link in self._links for task in link.tasks.values()
+                   if not task._finished)
 
-    def _connect(self) -> None:
+    def _connect(self, link: _Link) -> None:
         sock = self._context.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(self.endpoint)
-        poller = zmq.Poller()
-        poller.register(sock, zmq.POLLIN)
-        poller.register(self._wake_reader, zmq.POLLIN)
-        self._socket = sock
-        self._poller = poller
+        sock.connect(link.endpoint)
+        assert self._poller is not None
+        self._poller.register(sock, zmq.POLLIN)
+        self._generation += 1
+        link.generation = self._generation
+        link.socket = sock
         self._connections += 1
-        self._heard = time.monotonic()
+        link.heard = time.monotonic()
         ready = {"activities": self.activities, "capacity": self.capacity,
                  "name": self.name, "lang": "python"}
-        self._send([_HEADER, b"READY", _json(ready)])
-        log.info("worker %s: READY to %s for %s (capacity %d)", self.name, self.endpoint,
+        self._send(link, [_HEADER, b"READY", _json(ready)])
+        log.info("worker %s: READY to %s for %s (capacity %d)", self.name, link.endpoint,
                  ", ".join(self.activities), self.capacity)
 
-    def _reconnect(self, reason: str) -> None:
-        log.warning("worker %s: %s; connecting again", self.name, reason)
-        self._close_socket()
-        self._generation += 1
-        tasks, self._tasks = self._tasks, {}
+    def _reconnect(self, link: _Link, reason: str) -> None:
+        log.warning("worker %s: %s: %s; connecting again", self.name, link.endpoint, reason)
+        self._close_socket(link)
+        tasks, link.tasks = link.tasks, {}
         for task in tasks.values():
             task._abandon()
         # What handlers queued for the old connection is dropped by _flush
-        self._connect()
+        # (a new connection has a new generation)
+        self._connect(link)
 
-    def _close_socket(self) -> None:
-        if self._socket is not None:
-            self._socket.close(0)
-            self._socket = None
-            self._poller = None
+    def _close_socket(self, link: _Link, linger: int = 0) -> None:
+        if link.socket is not None:
+            if self._poller is not None:
+                self._poller.unregister(link.socket)
+            link.socket.close(linger)
+            link.socket = None
 
     def _shutdown(self) -> None:
-        if self._socket is not None:
-            self._flush()       # Answers posted since the last pass
-            self._send([_HEADER, b"DISCONNECT"])
-            # Give DISCONNECT a moment to leave; tasks not answered go back
-            # to the broker's queue.
-            self._socket.close(500)
-            self._socket = None
-            self._poller = None
-        for task in self._tasks.values():
-            task._abandon()
-        self._tasks = {}
+        self._flush()           # Answers posted since the last pass
+        for link in self._links:
+            if link.socket is not None:
+                self._send(link, [_HEADER, b"DISCONNECT"])
+                # Give DISCONNECT a moment to leave; tasks not answered go
+                # back to the broker's queue.
+                self._close_socket(link, 500)
+            for task in link.tasks.values():
+                task._abandon()
+            link.tasks = {}
+        self._poller = None
         self._outbox.clear()
         log.info("worker %s stopped", self.name)
 
-    def _send(self, frames: List[bytes]) -> None:
-        assert self._socket is not None
+    def _send(self, link: _Link, frames: List[bytes]) -> None:
+        assert link.socket is not None
         try:
-            self._socket.send_multipart(frames, zmq.NOBLOCK)
-            self._sent = time.monotonic()
+            link.socket.send_multipart(frames, zmq.NOBLOCK)
+            link.sent = time.monotonic()
         except zmq.Again:
             # The broker is unreachable and the queue is full: the message
             # is dropped; the liveness check will reconnect.
-            log.warning("worker %s: %s dropped (the broker is not reachable)",
-                        self.name, frames[1].decode())
+            log.warning("worker %s: %s to %s dropped (the broker is not reachable)",
+                        self.name, frames[1].decode(), link.endpoint)
 
     def _drain_wake(self) -> None:
         try:
@@ -446,28 +483,29 @@ class Worker:
     def _flush(self) -> None:
         while self._outbox:
             generation, task_id, frames, final = self._outbox.popleft()
-            if generation != self._generation:
-                continue        # For a connection that is gone
-            if final:
-                self._tasks.pop(task_id, None)
-            self._send(frames)
+            for link in self._links:
+                if link.generation == generation and link.socket is not None:
+                    if final:
+                        link.tasks.pop(task_id, None)
+                    self._send(link, frames)
+                    break
+            # Else for a connection that is gone: dropped
 
-    def _receive(self, pool: _Pool, draining: bool) -> None:
-        assert self._socket is not None
-        while self._socket is not None:
+    def _receive(self, link: _Link, pool: _Pool, draining: bool) -> None:
+        while link.socket is not None:
             try:
-                frames = self._socket.recv_multipart(zmq.NOBLOCK)
+                frames = link.socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            self._heard = time.monotonic()
+            link.heard = time.monotonic()
             if len(frames) < 2 or frames[0] != _HEADER:
                 log.warning("worker %s: a message that is not ACT/1 dropped", self.name)
                 continue
             command = frames[1]
             if command == b"TASK":
-                self._on_task(frames[2:], pool, draining)
+                self._on_task(link, frames[2:], pool, draining)
             elif command == b"CANCEL" and len(frames) >= 3:
-                task = self._tasks.get(frames[2].decode("utf-8", "replace"))
+                task = link.tasks.get(frames[2].decode("utf-8", "replace"))
                 if task is not None:
                     log.info("worker %s: task %s cancelled", self.name, task.id)
                     task._cancel.set()
@@ -475,12 +513,13 @@ class Worker:
                 pass
             elif command == b"DISCONNECT":
                 reason = frames[2].decode("utf-8", "replace") if len(frames) > 2 else ""
-                self._reconnect("the broker sent DISCONNECT (%s)" % (reason or "no reason"))
+                self._reconnect(link, "the broker sent DISCONNECT (%s)"
+                                % (reason or "no reason"))
                 return          # The old socket is closed
             else:
                 log.warning("worker %s: unknown command %r dropped", self.name, command)
 
-    def _on_task(self, args: List[bytes], pool: _Pool, draining: bool) -> None:
+    def _on_task(self, link: _Link, args: List[bytes], pool: _Pool, draining: bool) -> None:
         if len(args) != 4:
             log.warning("worker %s: a TASK with %d frames dropped", self.name, len(args))
             return
@@ -497,17 +536,17 @@ class Worker:
             if not isinstance(meta, dict):
                 raise ValueError("the meta is not an object")
         except ValueError as error:
-            self._send([_HEADER, b"FAIL", task_id.encode(), _json(
+            self._send(link, [_HEADER, b"FAIL", task_id.encode(), _json(
                 {"message": "the task does not parse: %s" % error, "code": "bad_task",
                  "retryable": False})])
             return
-        task = Task(self, self._generation, task_id, activity, params, meta)
+        task = Task(self, link.generation, task_id, activity, params, meta)
         if activity not in self._handlers:
-            self._send([_HEADER, b"FAIL", task_id.encode(), _json(
+            self._send(link, [_HEADER, b"FAIL", task_id.encode(), _json(
                 {"message": "this worker has no activity %s" % activity,
                  "code": "unknown_activity", "retryable": True})])
             return
-        self._tasks[task_id] = task
+        link.tasks[task_id] = task
         pool.submit(task)
 
     # -- handler threads --------------------------------------------------

@@ -29,9 +29,22 @@ async function worker (): Promise<void> {
             return picked;
         })
         .activity ('echo', (params: Json) => params);
-    worker.on ('ready', ({ connections }) => { const n: number = connections; void n; });
-    worker.on ('disconnect', (reason) => { const s: string = reason; void s; });
-    worker.on ('task', (task) => { const id: string = task.id; void id; });
+    worker.on ('ready', ({ connections, endpoint }) => {
+        const n: number = connections;
+        const e: string = endpoint;
+        void n; void e;
+    });
+    worker.on ('disconnect', (reason, endpoint) => {
+        const s: string = reason + endpoint;
+        void s;
+    });
+    worker.on ('task', (task) => { const id: string = task.id + task.endpoint; void id; });
+    const several = new Worker ({ endpoints: ['tcp://a:5556', 'tcp://b:5556'], capacity: 2 });
+    const brokers: string[] = several.endpoints;
+    const first: string = several.endpoint;
+    void brokers; void first;
+    // @ts-expect-error endpoints is an array
+    new Worker ({ endpoints: 'tcp://a:5556' });
     const names: string[] = worker.activities;
     const running: number = worker.running;
     void names; void running;
@@ -51,6 +64,13 @@ async function client (): Promise<void> {
                                  statusPollMs: 500 });
     const alsoClient = new Client ('tcp://127.0.0.1:5555');
     alsoClient.close ();
+    const multi = new Client ({ endpoints: ['tcp://a:5555', 'tcp://b:5555'],
+                                requestTimeoutMs: 2000, statusPollMs: 1000 });
+    const retry: number = multi.requestTimeoutMs;
+    void retry;
+    multi.close ();
+    // @ts-expect-error requestTimeoutMs is a number
+    new Client ({ endpoints: ['tcp://a:5555'], requestTimeoutMs: '5s' });
     const call: Call = { _tool: 'upper', _outputPath: '†state.x', text: 'hi' };
     const outcome: Outcome = await client.call ('ctx', { _tool: 'upper', _outputPath: '†s.x' });
     const status: string = outcome.status;
