@@ -102,14 +102,6 @@ s_store_counts (s_setup_t *setup, long long *writes, long long *commits)
     }
 }
 
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 //  The JSON of call index (about size bytes)
 static char *
 s_call_json (const s_options_t *options, size_t index, bool output, const char *tag)
@@ -188,14 +180,14 @@ s_run (s_setup_t *setup, const s_options_t *options, size_t calls, bool output,
     double cpu_start = s_cpu_ms (setup);
     unsigned long long busy_start, total_start;
     bench_machine_jiffies (&busy_start, &total_start);
-    double start = s_now ();
+    double start = bench_now ();
     double last_reply = start;
     while (done < calls) {
         //  Fill the window
         while (sent < calls && sent - done < options->window) {
             char request [24];
             char *json = s_call_json (options, sent, output, tag);
-            sent_at [sent] = s_now ();
+            sent_at [sent] = bench_now ();
             if (act_client_send (client, request, "CALL", contexts [sent % options->contexts],
                                  json, NULL)) {
                 fprintf (stderr, "bench_calls: cannot send a call\n");
@@ -208,14 +200,14 @@ s_run (s_setup_t *setup, const s_options_t *options, size_t calls, bool output,
             sent++;
         }
         //  Fire-and-forget: keep one STATS in flight to see completions
-        if (!output && !*stats_request && s_now () - stats_sent > 0.001) {
+        if (!output && !*stats_request && bench_now () - stats_sent > 0.001) {
             act_client_send (client, stats_request, "STATS", NULL);
             s_slot (&slots, &nslots, first, bench_request_number (stats_request), SIZE_MAX);
-            stats_sent = s_now ();
+            stats_sent = bench_now ();
         }
         //  (Fire-and-forget with no STATS in flight: wake soon to send one)
         act_reply_t *reply = act_client_recv (client, !output && !*stats_request? 1: 1000);
-        double now = s_now ();
+        double now = bench_now ();
         if (!reply) {
             if (now - last_reply > 60 && (output || *stats_request)) {
                 fprintf (stderr, "bench_calls: no reply for 60 s (%zu sent, %zu accepted, "
@@ -294,7 +286,7 @@ s_run (s_setup_t *setup, const s_options_t *options, size_t calls, bool output,
         }
         act_reply_destroy (&reply);
     }
-    double end = s_now ();
+    double end = bench_now ();
     result.cpu_us = (s_cpu_ms (setup) - cpu_start) * 1000 / (double) calls;
     unsigned long long busy_end, total_end;
     bench_machine_jiffies (&busy_end, &total_end);

@@ -28,14 +28,6 @@
 #include <time.h>
 #include "bench_util.h"
 
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 //  The PLAN's JSON array for shape with size calls
 static char *
 s_plan (const char *shape, size_t size)
@@ -91,14 +83,14 @@ s_run (act_client_t *client, const char *context, const char *shape, size_t size
     s_result_t result = { 0 };
     char *json = s_plan (shape, size);
     char request [24];
-    double start = s_now ();
+    double start = bench_now ();
     if (act_client_send (client, request, "PLAN", context, json, NULL)) {
         fprintf (stderr, "bench_plan: cannot send PLAN\n");
         exit (1);
     }
     free (json);
     act_reply_t *reply = act_client_wait (client, request, NULL);
-    result.accept = s_now () - start;
+    result.accept = bench_now () - start;
     if (!reply || !streq (reply->verb, "ACCEPTED")) {
         char *code = reply? act_reply_arg (reply, 0): NULL;
         char *message = reply? act_reply_arg (reply, 1): NULL;
@@ -130,7 +122,7 @@ s_run (act_client_t *client, const char *context, const char *shape, size_t size
         free (text);
         act_reply_destroy (&reply);
     }
-    result.done = s_now () - start;
+    result.done = bench_now () - start;
     return result;
 }
 

@@ -30,14 +30,6 @@
 #include "bench_util.h"
 #include "actd/act_store.h"
 
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 static void
 s_check (int rc, const char *what, act_err_t *err)
 {
@@ -66,7 +58,7 @@ s_has_pending (size_t c, size_t every)
 static double
 s_build (const char *path, size_t messages, size_t contexts, size_t pending)
 {
-    double start = s_now ();
+    double start = bench_now ();
     act_err_t err = { 0 };
     act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
     if (!store) {
@@ -137,7 +129,7 @@ s_build (const char *path, size_t messages, size_t contexts, size_t pending)
     act_store_destroy (&store);
     if (written != messages)
         fprintf (stderr, "bench_restart: wrote %zu messages, not %zu\n", written, messages);
-    return s_now () - start;
+    return bench_now () - start;
 }
 
 static long long
@@ -207,9 +199,9 @@ s_start (const char *actd, const char *dir, const char *db, size_t *probes, size
         char *id = s_context_name (probes [i]);
         for (int round = 0; round < 2; round++) {
             act_err_t err = { 0 };
-            double start = s_now ();
+            double start = bench_now ();
             json_t *value = act_client_resolve (client, id, BENCH_DAGGER "state.k3", NULL, &err);
-            double took = (s_now () - start) * 1000;
+            double took = (bench_now () - start) * 1000;
             if (!value) {
                 if (run.absent++ == 0)
                     fprintf (stderr, "bench_restart: RESOLVE %s " BENCH_DAGGER "state.k3: "

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include "bench_util.h"
+#include "cmp_common.h"
 
 char *
 bench_actd_path (void)
@@ -192,6 +193,12 @@ bench_actd_stop (bench_actd_t **self_p)
     return result;
 }
 
+double
+bench_now (void)
+{
+    return cmp_now ();
+}
+
 long
 bench_rss_kb (pid_t pid)
 {
@@ -210,24 +217,8 @@ bench_rss_kb (pid_t pid)
 double
 bench_cpu_ms (pid_t pid)
 {
-    char path [64], line [4096];
-    snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-    FILE *file = fopen (path, "r");
-    if (!file)
-        return -1;
-    size_t size = fread (line, 1, sizeof line - 1, file);
-    fclose (file);
-    line [size] = 0;
-    //  Fields after the command (which may hold spaces) in parentheses:
-    //  state is field 3, utime 14, stime 15
-    char *at = strrchr (line, ')');
-    if (!at)
-        return -1;
-    unsigned long long utime = 0, stime = 0;
-    if (sscanf (at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                &utime, &stime) != 2)
-        return -1;
-    return (double) (utime + stime) * 1000.0 / (double) sysconf (_SC_CLK_TCK);
+    double ms = cmp_cpu_ms ((int) pid);
+    return ms > 0 || kill (pid, 0) == 0? ms: -1;
 }
 
 void
@@ -362,21 +353,10 @@ bench_wait_worker (act_client_t *client, const char *activity, int timeout_ms)
     exit (1);
 }
 
-static int
-s_compare (const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return x < y? -1: x > y? 1: 0;
-}
-
 double
 bench_percentile (double *values, size_t n, double p)
 {
-    if (n == 0)
-        return 0;
-    qsort (values, n, sizeof *values, s_compare);
-    size_t index = (size_t) (p / 100.0 * (double) (n - 1) + 0.5);
-    return values [index < n? index: n - 1];
+    return cmp_percentile (values, n, p);
 }
 
 uint64_t

@@ -57,6 +57,9 @@ int bench_actd_stop (bench_actd_t **self_p);
 //  Print the last lines of the actd's log to stderr.
 void bench_actd_log_tail (bench_actd_t *self, int lines);
 
+//  Seconds on the monotonic clock.
+double bench_now (void);
+
 //  VmRSS of process pid in kB, or -1.
 long bench_rss_kb (pid_t pid);
 

@@ -198,27 +198,6 @@ s_wait_ready (const s_options_t *options)
     exit (1);
 }
 
-static double
-s_cpu_ms (int pid)
-{
-    if (pid <= 0)
-        return 0;
-    char path [64], line [4096];
-    snprintf (path, sizeof path, "/proc/%d/stat", pid);
-    FILE *file = fopen (path, "r");
-    if (!file)
-        return 0;
-    size_t size = fread (line, 1, sizeof line - 1, file);
-    fclose (file);
-    line [size] = 0;
-    char *at = strrchr (line, ')');
-    unsigned long long utime = 0, stime = 0;
-    if (!at || sscanf (at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                       &utime, &stime) != 2)
-        return 0;
-    return (double) (utime + stime) * 1000.0 / (double) sysconf (_SC_CLK_TCK);
-}
-
 //  STATS calls.ok (or -1 when STATS was not answered)
 static long long
 s_calls_ok (void)
@@ -251,7 +230,7 @@ s_run (const s_options_t *options, size_t calls, const char *tag)
     uint64_t counter_start = forget? cmp_counter_sum (s_counter): 0;
     uint64_t first = s_request + 1;
     size_t sent = 0, done = 0, replied = 0, measured = 0;
-    double cpu_start = s_cpu_ms (options->pid);
+    double cpu_start = cmp_cpu_ms (options->pid);
     double start = cmp_now (), last_progress = start;
     while (done < calls) {
         if (forget) {
@@ -382,7 +361,7 @@ s_run (const s_options_t *options, size_t calls, const char *tag)
             fprintf (stderr, "cmp_client: STATS counts %lld calls ok of %zu\n",
                      ok - ok_start, calls - result.errors);
     }
-    result.cpu_us = options->pid? (s_cpu_ms (options->pid) - cpu_start) * 1000 / calls: 0;
+    result.cpu_us = options->pid? (cmp_cpu_ms (options->pid) - cpu_start) * 1000 / calls: 0;
     result.seconds = end - start;
     result.rate = calls / result.seconds;
     result.p50 = cmp_percentile (took, measured, 50);

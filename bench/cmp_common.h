@@ -39,6 +39,30 @@ cmp_compare (const void *a, const void *b)
     return x < y? -1: x > y? 1: 0;
 }
 
+//  CPU time (user + system) process pid has used, in ms; 0 when unknown
+static inline double
+cmp_cpu_ms (int pid)
+{
+    if (pid <= 0)
+        return 0;
+    char path [64], line [4096];
+    snprintf (path, sizeof path, "/proc/%d/stat", pid);
+    FILE *file = fopen (path, "r");
+    if (!file)
+        return 0;
+    size_t size = fread (line, 1, sizeof line - 1, file);
+    fclose (file);
+    line [size] = 0;
+    //  Fields after the command (which may hold spaces) in parentheses:
+    //  utime is field 14, stime 15
+    char *at = strrchr (line, ')');
+    unsigned long long utime = 0, stime = 0;
+    if (!at || sscanf (at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                       &utime, &stime) != 2)
+        return 0;
+    return (double) (utime + stime) * 1000.0 / (double) sysconf (_SC_CLK_TCK);
+}
+
 //  The p-th percentile (0..100) of n values (sorts them in place)
 static inline double
 cmp_percentile (double *values, size_t n, double p)

@@ -114,27 +114,6 @@ s_client (void)
     return client;
 }
 
-static double
-s_cpu_ms (int pid)
-{
-    if (pid <= 0)
-        return 0;
-    char path [64], line [4096];
-    snprintf (path, sizeof path, "/proc/%d/stat", pid);
-    FILE *file = fopen (path, "r");
-    if (!file)
-        return 0;
-    size_t size = fread (line, 1, sizeof line - 1, file);
-    fclose (file);
-    line [size] = 0;
-    char *at = strrchr (line, ')');
-    unsigned long long utime = 0, stime = 0;
-    if (!at || sscanf (at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                       &utime, &stime) != 2)
-        return 0;
-    return (double) (utime + stime) * 1000.0 / (double) sysconf (_SC_CLK_TCK);
-}
-
 //  State of a pipelined foreground run (the complete callback adds the next)
 static struct {
     gearman_client_st *client;
@@ -359,9 +338,9 @@ main (int argc, char *argv [])
         s_options.warmup = s_options.calls / 10 > 0? s_options.calls / 10: 1;
     if (s_options.warmup)
         s_run (s_options.warmup);
-    double cpu_start = s_cpu_ms (s_options.pid);
+    double cpu_start = cmp_cpu_ms (s_options.pid);
     s_result_t r = s_run (s_options.calls);
-    double cpu_us = s_options.pid? (s_cpu_ms (s_options.pid) - cpu_start) * 1000
+    double cpu_us = s_options.pid? (cmp_cpu_ms (s_options.pid) - cpu_start) * 1000
                                    / s_options.calls: 0;
     printf ("RESULT mode=%s calls=%zu seconds=%.3f rate=%.1f p50_ms=%.3f p99_ms=%.3f "
             "errors=%zu cpu_us=%.1f\n", mode, s_options.calls, r.seconds, r.rate, r.p50,

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "actd/act.h"
+#include "fuzz_ctx.h"
 
 static act_ctx_t *s_ctx;
 
@@ -48,17 +49,7 @@ s_context (void)
         "{\"type\": \"data\", \"kind\": \"user\", \"_instance\": \"i1\", \"data\": {\"name\": \"Ines\"}}",
         "{\"type\": \"data\", \"kind\": \"state\", \"_instance\": \"i1\", \"data\": {\"user\": null}}",
     };
-    for (size_t i = 0; i < sizeof messages / sizeof messages [0]; i++) {
-        act_err_t err = { 0 };
-        json_t *message = json_loads (messages [i], 0, NULL);
-        json_t *stored = act_ctx_append (s_ctx, message, &err);
-        if (!stored) {
-            fprintf (stderr, "fuzz_call: seed message %zu refused: %s\n", i, err.message);
-            abort ();
-        }
-        json_decref (stored);
-        json_decref (message);
-    }
+    fuzz_ctx_seed (s_ctx, "fuzz_call", messages, sizeof messages / sizeof messages [0]);
     atexit (s_exit);
 }
 

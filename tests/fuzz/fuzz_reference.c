@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "actd/act.h"
+#include "fuzz_ctx.h"
 
 static act_ctx_t *s_ctx;
 
@@ -52,17 +53,7 @@ s_context (void)
             " \"data\": \"replaced\"}",
         "{\"type\": \"text\", \"text\": \"hello\"}",
     };
-    for (size_t i = 0; i < sizeof messages / sizeof messages [0]; i++) {
-        act_err_t err = { 0 };
-        json_t *message = json_loads (messages [i], 0, NULL);
-        json_t *stored = act_ctx_append (s_ctx, message, &err);
-        if (!stored) {
-            fprintf (stderr, "fuzz_reference: seed message %zu refused: %s\n", i, err.message);
-            abort ();
-        }
-        json_decref (stored);
-        json_decref (message);
-    }
+    fuzz_ctx_seed (s_ctx, "fuzz_reference", messages, sizeof messages / sizeof messages [0]);
     static const struct { const char *path; const char *value; const char *instance; } outputs [] = {
         { ACT_DAGGER "state.items.-", "{\"title\": \"three\"}", NULL },
         { ACT_DAGGER "state.user.tags", "[\"x\"]", NULL },
