@@ -51,6 +51,16 @@ class Server:
         self._run([_bin("pg_ctl"), "-D", self.data, "-o", options, "-w", "-t", "60",
                    "-l", os.path.join(self.dir, "server.log"), "start"])
         atexit.register(self.stop)
+        # atexit does not run when this process is killed (a ctest timeout):
+        # a detached shell waits for it to be gone, then stops the server
+        stop = [_bin("pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop"]
+        if self.user:
+            stop = ["runuser", "-u", self.user, "--"] + stop
+        subprocess.Popen(["sh", "-c", 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; shift; '
+                          '"$@" >/dev/null 2>&1; rm -rf "$0"',
+                          self.dir, str(os.getpid())] + stop,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
 
     def _run(self, command):
         if self.user:
