@@ -16,23 +16,31 @@ static int sd_watchdog_enabled (int unset, uint64_t *usec) { return 0; }
 
 static long long s_watchdog_at;         //  Next WATCHDOG=1 due
 static long long s_status_at;           //  Next STATUS= due
+static uint64_t s_watchdog_usec;        //  WatchdogSec= in us, 0: no watchdog
+static bool s_notify;                   //  Started with a NOTIFY_SOCKET
 
 void
 act_notify_ready (const char *status)
 {
+    //  The environment is read once: the loop ticks at every pass, and
+    //  sd_watchdog_enabled costs a getenv and a getpid each time
+    s_notify = getenv ("NOTIFY_SOCKET") != NULL;
+    if (sd_watchdog_enabled (0, &s_watchdog_usec) <= 0)
+        s_watchdog_usec = 0;
     sd_notifyf (0, "READY=1\nSTATUS=%s\nMAINPID=%d", status, (int) getpid ());
 }
 
 void
 act_notify_tick (char *(*summary) (void *), void *arg)
 {
+    if (!s_notify)
+        return;
     long long now = act_clock_ms ();
-    uint64_t usec = 0;
-    if (now >= s_watchdog_at && sd_watchdog_enabled (0, &usec) > 0) {
+    if (s_watchdog_usec && now >= s_watchdog_at) {
         sd_notifyf (0, "WATCHDOG=1");
-        s_watchdog_at = now + (long long) (usec / 2000);
+        s_watchdog_at = now + (long long) (s_watchdog_usec / 2000);
     }
-    if (now >= s_status_at && getenv ("NOTIFY_SOCKET")) {
+    if (now >= s_status_at) {
         char *status = summary (arg);
         sd_notifyf (0, "STATUS=%s", status);
         free (status);

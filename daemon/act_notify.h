@@ -8,7 +8,8 @@
 #ifndef ACT_NOTIFY_H_INCLUDED
 #define ACT_NOTIFY_H_INCLUDED
 
-//  READY=1 with a status line
+//  READY=1 with a status line; reads the environment (NOTIFY_SOCKET,
+//  WATCHDOG_USEC) once, for act_notify_tick
 void act_notify_ready (const char *status);
 
 //  Called at every pass of the loop: pings the watchdog at half its
