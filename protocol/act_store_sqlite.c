@@ -241,24 +241,47 @@ s_column_json (sqlite3_stmt *query, int column)
     return text? json_loads (text, JSON_DECODE_ANY, NULL): NULL;
 }
 
+//  Turns the current row of a query into JSON (NULL: skip the row)
+typedef json_t *(s_row_fn) (sqlite3_stmt *query);
+
+static json_t *
+s_row_message (sqlite3_stmt *query)
+{
+    return s_column_json (query, 0);
+}
+
+static json_t *
+s_row_text (sqlite3_stmt *query)
+{
+    return json_string ((const char *) sqlite3_column_text (query, 0));
+}
+
+//  Call fn with each row of the (bound) query until it returns non-zero;
+//  0, or -1 (logged as what) when the query failed
+static int
+s_each (s_sqlite_t *self, sqlite3_stmt *query, s_row_fn *row, act_store_each_fn *fn,
+        void *arg, const char *what)
+{
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        json_t *value = row (query);
+        int stop = value? fn (value, arg): 0;
+        json_decref (value);
+        if (stop)
+            break;
+    }
+    int failed = rc != SQLITE_ROW && rc != SQLITE_DONE? s_fail (self, NULL, what): 0;
+    sqlite3_reset (query);
+    return failed;
+}
+
 static int
 s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_MESSAGES];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
-        json_t *message = s_column_json (query, 0);
-        int stop = message? fn (message, arg): 0;
-        json_decref (message);
-        if (stop)
-            break;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        s_fail (self, NULL, "cannot read messages");
-    sqlite3_reset (query);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: -1;
+    return s_each (self, query, s_row_message, fn, arg, "cannot read messages");
 }
 
 static json_t *
@@ -339,16 +362,7 @@ s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_PENDING_IN];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_TRANSIENT);
-    int rc;
-    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
-        json_t *record = s_call_record (query);
-        int stop = fn (record, arg);
-        json_decref (record);
-        if (stop)
-            break;
-    }
-    sqlite3_reset (query);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read calls");
+    return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
 
 //  One broker owns every context: "mine" is every context with calls not
@@ -360,16 +374,7 @@ s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
     if (!mine)
         return 0;
     sqlite3_stmt *query = self->queries [Q_CONTEXTS_PENDING];
-    int rc;
-    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
-        json_t *context = json_string ((const char *) sqlite3_column_text (query, 0));
-        int stop = fn (context, arg);
-        json_decref (context);
-        if (stop)
-            break;
-    }
-    sqlite3_reset (query);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read calls");
+    return s_each (self, query, s_row_text, fn, arg, "cannot read calls");
 }
 
 static int
@@ -377,16 +382,7 @@ s_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_PENDING];
-    int rc;
-    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
-        json_t *record = s_call_record (query);
-        int stop = fn (record, arg);
-        json_decref (record);
-        if (stop)
-            break;
-    }
-    sqlite3_reset (query);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read calls");
+    return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
 
 static uint64_t
