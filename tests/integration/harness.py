@@ -374,6 +374,19 @@ class Fail(Exception):
 NoAnswer = object()   # return from a handler to send nothing (a hung task)
 
 
+def wait_for(predicate, what, timeout=30.0):
+    """Poll predicate every 20 ms until it returns something true; returns
+    that. AssertionError after timeout seconds."""
+    deadline = time.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.02)
+
+
 def seed_call(tool, output=None, **params):
     """A call dict: seed_call("t", "†state.x", a=1)."""
     call = {"_tool": tool}

@@ -23,7 +23,7 @@ import harness
 
 import zmq
 
-from harness import Absent, Actd, Fail, NoAnswer, Worker, find_binary
+from harness import Absent, Actd, Fail, NoAnswer, Worker, find_binary, wait_for
 
 RFC3339_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 COMMANDS = ["CALL", "PLAN", "APPEND", "RESOLVE", "VIEW", "HISTORY",
@@ -132,16 +132,6 @@ class BrokerCase(unittest.TestCase):
 
     # -- helpers -------------------------------------------------------------
 
-    def wait_for(self, predicate, what, timeout=20.0):
-        deadline = time.time() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.time() > deadline:
-                self.fail("timed out waiting for %s" % what)
-            time.sleep(0.02)
-
     def start_worker(self, activities, handler, name, capacity=1):
         return self.run_worker(Worker(self.actd.worker_endpoint, activities, handler,
                                       capacity=capacity, name=name))
@@ -150,8 +140,8 @@ class BrokerCase(unittest.TestCase):
         """Start a worker thread and wait until actd lists it in STATS."""
         worker.start()
         self.addCleanup(worker.stop)
-        self.wait_for(lambda: any(w["name"] == worker.name for w in self.stats()["workers"]),
-                      "worker %s to register" % worker.name)
+        wait_for(lambda: any(w["name"] == worker.name for w in self.stats()["workers"]),
+                 "worker %s to register" % worker.name, 20.0)
         return worker
 
     def stats(self):
@@ -804,7 +794,7 @@ class StatusTest(BrokerCase):
                                                  "state": "waiting", "attempts": 0,
                                                  "waiting_on": ["†w.x"]})
         later = self.run_worker(DeferredWorker(self.actd.worker_endpoint, ["later"], "later"))
-        self.wait_for(lambda: later.tasks, "the task of call %s" % a)
+        wait_for(lambda: later.tasks, "the task of call %s" % a, 20.0)
         self.assertEqual(self.client.status(a), {"call_id": a, "context": context,
                                                  "state": "running", "attempts": 1})
         self.assertEqual(self.client.status(b)["state"], "waiting")
@@ -1333,9 +1323,9 @@ class ExampleWorkerTest(BrokerCase):
                     process.kill()
                     process.wait()
         self.addCleanup(stop)
-        self.wait_for(lambda: any("upper" in worker["activities"]
-                                  for worker in self.stats()["workers"]),
-                      "the example worker to register")
+        wait_for(lambda: any("upper" in worker["activities"]
+                             for worker in self.stats()["workers"]),
+                 "the example worker to register", 20.0)
 
         call_id, outcome = self.call("example", {"_tool": "upper", "_outputPath": "†state.shout",
                                                  "text": "hello"})

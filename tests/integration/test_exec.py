@@ -24,7 +24,7 @@ import unittest
 
 import zmq
 
-from harness import DAGGER, Absent, Actd, find_binary, free_port
+from harness import DAGGER, Absent, Actd, find_binary, free_port, wait_for
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exec_scripts")
 ONE_ATTEMPT = {"max_attempts": 1}
@@ -150,14 +150,6 @@ def alive(pid):
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state != "Z"
-
-
-def wait_for(predicate, what, timeout=60.0):
-    deadline = time.time() + timeout
-    while not predicate():
-        if time.time() > deadline:
-            raise AssertionError("timed out waiting for " + what)
-        time.sleep(0.02)
 
 
 def read_pids(path, timeout=60.0):

@@ -33,7 +33,7 @@ import unittest
 
 import zmq
 
-from harness import DAGGER, ROOT, Actd, find_binary
+from harness import DAGGER, ROOT, Actd, find_binary, wait_for
 
 sys.path.insert(0, os.path.join(ROOT, "workers", "python"))
 import actd  # noqa: E402  (the package under test, from the source tree)
@@ -51,18 +51,6 @@ LONG = 60.0                 # seconds: generous waits on a loaded machine
 def ref(text):
     """A reference: ref("state.x") is "†state.x"."""
     return DAGGER + text
-
-
-def wait_for(predicate, what, timeout=LONG):
-    """Poll predicate until it returns something true; returns that."""
-    deadline = time.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError("timed out waiting for " + what)
-        time.sleep(0.02)
 
 
 _contexts = iter(range(1, 1000000))
@@ -137,7 +125,7 @@ class TestPythonAndNodeWorkers(unittest.TestCase):
                                      % (cls.node.returncode, cls.read_node_log()))
             names = {worker["name"] for worker in cls.client.stats()["workers"]}
             return expected <= names
-        wait_for(registered, "the Python and Node workers to send READY")
+        wait_for(registered, "the Python and Node workers to send READY", LONG)
 
     @classmethod
     def read_node_log(cls):
@@ -312,7 +300,7 @@ class TestExecWorker(unittest.TestCase):
                 raise AssertionError("actd-exec exited with %s:\n%s"
                                      % (cls.exec.returncode, cls.read_exec_log()))
             return any(worker["name"] == "lang-exec" for worker in cls.client.stats()["workers"])
-        wait_for(registered, "actd-exec to send READY")
+        wait_for(registered, "actd-exec to send READY", LONG)
 
     @classmethod
     def read_exec_log(cls):
@@ -385,7 +373,7 @@ class TestExecWorker(unittest.TestCase):
         # The command was stopped: the worker's slot comes back (running 0)
         wait_for(lambda: [worker for worker in self.client.stats()["workers"]
                           if worker["name"] == "lang-exec" and worker["running"] == 0],
-                 "actd-exec to answer the cancelled task")
+                 "actd-exec to answer the cancelled task", LONG)
 
 
 # ---------------------------------------------------------------------------
@@ -527,7 +515,7 @@ class TestMajordomoWorkers(unittest.TestCase):
 
     def wait_registered(self, service, count=1):
         wait_for(lambda: len(self.stats_workers(service)) == count,
-                 "%d worker(s) of %s in STATS" % (count, service))
+                 "%d worker(s) of %s in STATS" % (count, service), LONG)
 
     def test_mdp_workers_serve_an_activity_params_in_result_out(self):
         for version in (2, 1):
@@ -567,7 +555,7 @@ class TestMajordomoWorkers(unittest.TestCase):
         # worker's own protocol
         for version, worker in workers.items():
             wait_for(lambda: worker.heartbeats >= 6,
-                     "6 HEARTBEATs from actd to the MDP/0.%d worker" % version)
+                     "6 HEARTBEATs from actd to the MDP/0.%d worker" % version, LONG)
         for version, worker in workers.items():
             with self.subTest(mdp="0.%d" % version):
                 service = "mdp%d_beat" % version
@@ -597,7 +585,7 @@ class TestMajordomoWorkers(unittest.TestCase):
         self.assertEqual(reply[0], "ACCEPTED")
         call_id = reply[1]
         status = wait_for(lambda: (lambda status: status if "progress" in status else None)(
-            self.client.status(call_id)), "PARTIAL to show as progress")
+            self.client.status(call_id)), "PARTIAL to show as progress", LONG)
         self.assertEqual(status, {"call_id": call_id, "context": "mdp-partial",
                                   "state": "running", "attempts": 1,
                                   "progress": {"step": 1, "of": 2, "city": "Oslo"}})
@@ -624,7 +612,7 @@ class TestMajordomoWorkers(unittest.TestCase):
                     _retry={"max_attempts": 2, "initial_ms": 50}))
                 reply = self.client.wait(request, timeout=LONG)
                 self.assertEqual(reply[0], "ACCEPTED")
-                wait_for(lambda: first.requests, "the first worker to get the request")
+                wait_for(lambda: first.requests, "the first worker to get the request", LONG)
                 second = self.start(other, service, echo_upper("MDP/0.%d" % other))
                 done = self.client.wait(request, "DONE", timeout=LONG)
                 self.assertEqual(json.loads(done[2]), {

@@ -25,7 +25,7 @@ import textwrap
 import time
 import unittest
 
-from harness import ROOT, Actd, Client, Fail, NoAnswer, Worker, find_binary, free_port
+from harness import ROOT, Actd, Client, Fail, NoAnswer, Worker, find_binary, free_port, wait_for
 
 EXAMPLE = os.path.join(ROOT, "etc", "actd.cfg")
 SETTINGS_SOURCE = os.path.join(ROOT, "daemon", "act_settings.c")
@@ -36,18 +36,6 @@ def write(path, text):
     with open(path, "w") as handle:
         handle.write(textwrap.dedent(text).lstrip("\n"))
     return path
-
-
-def wait_for(predicate, what, timeout=30.0):
-    """Poll predicate until it returns something true; returns it."""
-    deadline = time.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise TimeoutError("still waiting for " + what)
-        time.sleep(0.05)
 
 
 def sqlite_store(test):

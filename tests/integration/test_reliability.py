@@ -19,7 +19,7 @@ import unittest
 
 import zmq
 
-from harness import Absent, Actd, Fail, NoAnswer, Worker, seed_call
+from harness import Absent, Actd, Fail, NoAnswer, Worker, seed_call, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_PROCESS = os.path.join(HERE, "worker_process.py")
@@ -101,14 +101,6 @@ def outputs_of(client, context, call_id):
     """The messages of context appended for call_id (outputs and errors)."""
     history = client.value("HISTORY", context, "0", "1000")
     return [m for m in history if m.get("_callId") == call_id]
-
-
-def wait_until(predicate, what, timeout=30.0):
-    deadline = time.time() + timeout
-    while not predicate():
-        if time.time() > deadline:
-            raise TimeoutError("still not: " + what)
-        time.sleep(0.02)
 
 
 class ReliabilityTest(unittest.TestCase):
@@ -419,8 +411,8 @@ class ReliabilityTest(unittest.TestCase):
 
             self.worker(actd, ["flood"], slow, delay=0.1)
             quick = self.worker(actd, ["quick"], echo)
-            wait_until(lambda: client.status(ids[0])["state"] in ENDED,
-                       "the first flood call ended")
+            wait_for(lambda: client.status(ids[0])["state"] in ENDED,
+                     "the first flood call ended")
             for n in range(20):
                 call_id, outcome = client.call("quickctx", seed_call("quick", "†state.q", n=n))
                 self.assertEqual((outcome["status"], outcome["result"]["params"]),
@@ -457,14 +449,14 @@ class ReliabilityTest(unittest.TestCase):
             thread = threading.Thread(target=flood, daemon=True)
             thread.start()
             try:
-                wait_until(lambda: sent[0] >= 10000, "10000 heartbeats sent")
+                wait_for(lambda: sent[0] >= 10000, "10000 heartbeats sent")
                 self.worker(actd, ["quick"], echo)
                 for n in range(20):
                     call_id, outcome = client.call("hb", seed_call("quick", "†state.q", n=n))
                     self.assertEqual((outcome["status"], outcome["result"]["params"]),
                                      ("ok", {"n": n}))
                 before = sent[0]
-                wait_until(lambda: sent[0] > before, "the flood goes on")
+                wait_for(lambda: sent[0] > before, "the flood goes on")
                 self.assertTrue(thread.is_alive())
             finally:
                 stop.set()
@@ -600,7 +592,7 @@ class ReliabilityTest(unittest.TestCase):
             call_id, rid = self.submit(client, "progress", seed_call("work", "†state.out"))
             task = raw.next("TASK")
             raw.send("PROGRESS", task[1], {"pct": 50})
-            wait_until(lambda: "progress" in client.status(call_id), "progress shown")
+            wait_for(lambda: "progress" in client.status(call_id), "progress shown")
             status = client.status(call_id)
             self.assertEqual((status["state"], status["progress"]), ("running", {"pct": 50}))
             # Only PROGRESS, no HEARTBEAT, across several liveness periods
