@@ -33,13 +33,16 @@ static const char *s_migrations [] = {
     "INSERT INTO counters VALUES ('contexts', 0), ('messages', 0), ('accepted', 0),"
     "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);",
     //  1 -> 2: recovery goes context by context
-    "CREATE INDEX calls_pending_by_context ON calls (context, id) WHERE ended = 0;"
+    "CREATE INDEX calls_pending_by_context ON calls (context, id) WHERE ended = 0;",
+    //  2 -> 3: recovery no longer reads every pending call in id order, and
+    //  each index costs every call an insert and a delete
+    "DROP INDEX calls_pending;"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
 //  Prepared statements, by what they do
 enum {
-    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_PUT_MESSAGE, Q_PUT_CALL, Q_UPDATE_CALL,
+    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_PUT_MESSAGE, Q_PUT_CALL, Q_UPDATE_CALL, Q_UPDATE_LIVE,
     Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
     Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_COUNT
 };
@@ -52,6 +55,7 @@ static const char *s_queries [Q_COUNT] = {
     "INSERT INTO messages (context, seq, body) VALUES (?, ?, ?)",
     "INSERT INTO calls (" S_CALL_COLUMNS ", ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     "UPDATE calls SET state = ?, attempts = ?, outcome = ?, progress = ?, ended = ? WHERE id = ?",
+    "UPDATE calls SET state = ?, attempts = ?, progress = ? WHERE id = ?",
     "UPDATE counters SET value = value + ? WHERE name = ?",
     "SELECT body FROM messages WHERE context = ? ORDER BY seq",
     "SELECT body FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
@@ -198,13 +202,20 @@ s_update_call (void *impl, const act_call_record_t *record)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
         return -1;
-    sqlite3_stmt *query = self->queries [Q_UPDATE_CALL];
-    s_bind_text (query, 1, record->state);
-    sqlite3_bind_int64 (query, 2, record->attempts);
-    s_bind_text (query, 3, record->outcome);
-    s_bind_text (query, 4, record->progress);
-    sqlite3_bind_int (query, 5, act_state_ended (record->state));
-    sqlite3_bind_int64 (query, 6, (sqlite3_int64) record->call_id);
+    //  A call still running leaves ended (and its outcome) alone, so SQLite
+    //  need not touch the partial index of pending calls, whose condition
+    //  reads ended
+    bool ended = act_state_ended (record->state);
+    sqlite3_stmt *query = self->queries [ended? Q_UPDATE_CALL: Q_UPDATE_LIVE];
+    int column = 1;
+    s_bind_text (query, column++, record->state);
+    sqlite3_bind_int64 (query, column++, record->attempts);
+    if (ended)
+        s_bind_text (query, column++, record->outcome);
+    s_bind_text (query, column++, record->progress);
+    if (ended)
+        sqlite3_bind_int (query, column++, 1);
+    sqlite3_bind_int64 (query, column, (sqlite3_int64) record->call_id);
     return s_run (self, query, "cannot update a call");
 }
 

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <czmq.h>
+#include <sqlite3.h>
 #include "actd/act.h"
 #include "actd/act_store.h"
 
@@ -206,6 +207,93 @@ test_a_reopened_store_has_what_was_committed (void **state)
     zstr_free (&context);
 }
 
+//  The first schema (version 1) as actd 0.1 wrote it: a fixture for the
+//  upgrade test, not to be changed with the migrations
+static const char *s_schema_v1 =
+    "CREATE TABLE contexts (id TEXT PRIMARY KEY, created TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE messages (context TEXT NOT NULL, seq INTEGER NOT NULL,"
+    "  body TEXT NOT NULL, PRIMARY KEY (context, seq)) WITHOUT ROWID;"
+    "CREATE TABLE calls (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
+    "  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, call TEXT NOT NULL,"
+    "  idem TEXT, outcome TEXT, progress TEXT, client TEXT, request TEXT,"
+    "  ended INTEGER NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX calls_by_key ON calls (context, idem) WHERE idem IS NOT NULL;"
+    "CREATE INDEX calls_pending ON calls (id) WHERE ended = 0;"
+    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO counters VALUES ('contexts', 0), ('messages', 0), ('accepted', 0),"
+    "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);"
+    "INSERT INTO contexts VALUES ('old', '2026-01-01T00:00:00.000Z');"
+    "INSERT INTO messages VALUES ('old', 1, '{\"type\":\"text\",\"_seq\":1}');"
+    "INSERT INTO calls (id, context, state, attempts, call) VALUES"
+    "  (7, 'old', 'running', 1, '{\"_tool\":\"t\"}');"
+    "INSERT INTO calls (id, context, state, attempts, call, outcome, ended) VALUES"
+    "  (8, 'old', 'ok', 1, '{\"_tool\":\"t\"}', '{}', 1);"
+    "PRAGMA user_version = 1;";
+
+//  A scalar read with the sqlite3 library, outside the store
+static long long
+s_sql_number (const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *query;
+    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
+    assert_int_equal (sqlite3_prepare_v2 (db, sql, -1, &query, NULL), SQLITE_OK);
+    assert_int_equal (sqlite3_step (query), SQLITE_ROW);
+    long long value = sqlite3_column_int64 (query, 0);
+    sqlite3_finalize (query);
+    sqlite3_close (db);
+    return value;
+}
+
+//  A store written by an older actd is brought to the current schema when
+//  opened, with its messages and its pending calls intact
+static void
+test_an_old_sqlite_schema_is_migrated (void **state)
+{
+    if (streq (s_location, ":memory:") || strstr (s_location, "://"))
+        skip ();                //  SQLite files only
+    char *path = zsys_sprintf ("%s-v1", s_location);
+    sqlite3 *db;
+    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
+    assert_int_equal (sqlite3_exec (db, s_schema_v1, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close (db);
+
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    if (!store)
+        fail_msg ("cannot open %s: %s", path, err.message);
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, "old", s_count, pending), 0);
+    assert_int_equal (json_array_size (pending), 1);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (pending, 0), "call_id")), 7);
+    json_decref (pending);
+    json_t *page = act_store_history (store, "old", 1, 10);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    //  A call that goes on running and then ends leaves the pending set
+    act_call_record_t record = s_record (7, "old", "running", NULL);
+    record.attempts = 2;
+    assert_int_equal (act_store_update_call (store, &record), 0);
+    record.state = "ok";
+    record.outcome = "{}";
+    assert_int_equal (act_store_update_call (store, &record), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    act_store_destroy (&store);
+
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 3);
+    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
+                                          " WHERE name = 'calls_pending'"), 0);
+    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM calls WHERE ended = 0"), 0);
+    assert_int_equal (s_sql_number (path, "SELECT attempts FROM calls WHERE id = 7"), 2);
+    const char *endings [] = { "", "-wal", "-shm" };
+    for (int i = 0; i < 3; i++) {
+        char *file = zsys_sprintf ("%s%s", path, endings [i]);
+        zsys_file_delete (file);
+        zstr_free (&file);
+    }
+    zstr_free (&path);
+}
+
 //  Several brokers on one store: one owner per context, takeover after
 //  the owner's lease, and a broker that lost a context cannot commit into
 //  it (PostgreSQL only; one broker owns everything elsewhere)
@@ -281,6 +369,7 @@ main (void)
         cmocka_unit_test (test_calls_are_recorded_updated_and_counted),
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
         cmocka_unit_test (test_leases_take_over_and_fence),
+        cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
     };
     zsys_init ();
     int failed = 0;
