@@ -1,9 +1,10 @@
 """ACT/1 client framing, and the routing of requests and replies among one
-or several brokers, shared by the threaded and the asyncio clients (it does
-no I/O: the client sends what it queues in ``outbox`` and hands it what the
-sockets receive). Futures are whatever the client passes in (a
-``concurrent.futures.Future`` or an ``asyncio.Future``): both have
-``set_result``, ``set_exception``, ``done`` and ``exception``.
+or several brokers, shared by the threaded and the asyncio clients with
+what their handles have in common (it does no I/O: the client sends what
+it queues in ``outbox`` and hands it what the sockets receive). Futures
+are whatever the client passes in (a ``concurrent.futures.Future`` or an
+``asyncio.Future``): both have ``set_result``, ``set_exception``,
+``done`` and ``exception``.
 
 Several brokers sharing one store each own some contexts. A request about
 context C goes first to the broker C was last seen at, else to the broker
@@ -626,6 +627,31 @@ def request_frames(command: str, request_id: bytes, args: Sequence[bytes]) -> Li
     return [HEADER, command.encode("ascii"), request_id] + list(args)
 
 
+def call_args(context: str, call: JsonArg, auto_id: bool) -> List[bytes]:
+    """CALL's arguments (the call given an ``_id`` when ``auto_id``)."""
+    if auto_id:
+        call = with_ids(call, plan=False)
+    return [text_arg(context), json_arg(call)]
+
+
+def plan_args(context: str, calls: Union[Sequence[Dict[str, Any]], str, bytes],
+              auto_id: bool) -> Tuple[List[bytes], List[Any]]:
+    """PLAN's arguments (each call given an ``_id`` when ``auto_id``), and
+    the plan's calls as a list (empty when JSON text is not a list): a
+    ``DONE`` is awaited for each of them that has an output path."""
+    parsed: Any = calls
+    if isinstance(calls, (str, bytes)):
+        try:
+            parsed = json.loads(calls)
+        except ValueError:
+            parsed = []
+    items = list(parsed) if isinstance(parsed, list) else []
+    body = calls if isinstance(calls, (str, bytes)) else list(calls)
+    if auto_id:
+        body = with_ids(body, plan=True)
+    return [text_arg(context), json_arg(body)], items
+
+
 def resolve_args(context: str, expression: str, instance: Optional[str]) -> List[bytes]:
     """RESOLVE's arguments."""
     args = [text_arg(context), text_arg(expression)]
@@ -638,3 +664,60 @@ def view_args(context: str, format: str) -> Tuple[List[bytes], Callable[[str, Li
     """VIEW's arguments and the parser of its reply."""
     parse = parse_text if format == "text" else parse_value
     return [text_arg(context), text_arg(format)], parse
+
+
+def deadline_after(timeout: Optional[float]) -> Optional[float]:
+    """The ``time.monotonic()`` ``timeout`` seconds from now (None: no limit)."""
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def time_left(deadline: Optional[float]) -> Optional[float]:
+    """Seconds left until ``deadline``, 0 once past (None: no limit)."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+class CallHandleBase:
+    """What a call's handle holds, for both clients (their handles differ
+    in how they wait): the futures of the call's reply and of its ``DONE``
+    (None without ``_outputPath``)."""
+
+    def __init__(self, client: Any, request_id: bytes, reply: Any, done: Any) -> None:
+        """Created by the client's ``submit``."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._done = done
+
+    @property
+    def has_output(self) -> bool:
+        """True when the call has an ``_outputPath`` (a ``DONE`` will come)."""
+        return self._done is not None
+
+    def done(self) -> bool:
+        """True when nothing more will arrive for this call (its outcome, or
+        its refusal; for a fire-and-forget call, its ``ACCEPTED``)."""
+        if self._reply.done() and self._reply.exception() is not None:
+            return True
+        return (self._done or self._reply).done()
+
+    def forget(self) -> None:
+        """Stop waiting: a ``DONE`` arriving later is dropped."""
+        self._client._forget(self._request_id)
+
+
+class PlanHandleBase:
+    """What a plan's handle holds, for both clients: the futures of the
+    plan's reply and of each call's ``DONE`` (None for a call without
+    ``_outputPath``)."""
+
+    def __init__(self, client: Any, request_id: bytes, reply: Any,
+                 outcomes: List[Any]) -> None:
+        """Created by the client's ``submit_plan``."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._outcomes = outcomes
+
+    def forget(self) -> None:
+        """Stop waiting: ``DONE`` replies arriving later are dropped."""
+        self._client._forget(self._request_id)

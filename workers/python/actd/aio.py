@@ -21,7 +21,6 @@ thread-safe; it is safe for any number of tasks).
 """
 
 import asyncio
-import json
 import time
 from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Union
 
@@ -50,21 +49,8 @@ async def _wait(future: "asyncio.Future[Any]", timeout: Optional[float], what: s
         raise Timeout("no %s within %s s" % (what, timeout)) from None
 
 
-class AsyncCallHandle:
+class AsyncCallHandle(_wire.CallHandleBase):
     """A submitted call (from :meth:`AsyncClient.submit`)."""
-
-    def __init__(self, client: "AsyncClient", request_id: bytes, reply: "asyncio.Future[Any]",
-                 done: "Optional[asyncio.Future[Any]]") -> None:
-        """Created by :meth:`AsyncClient.submit`."""
-        self._client = client
-        self._request_id = request_id
-        self._reply = reply
-        self._done = done
-
-    @property
-    def has_output(self) -> bool:
-        """True when the call has an ``_outputPath`` (a ``DONE`` will come)."""
-        return self._done is not None
 
     async def accepted(self, timeout: Optional[float] = None) -> str:
         """The call id once actd accepted the call; raises the
@@ -89,27 +75,9 @@ class AsyncCallHandle:
         """``await handle`` is ``await handle.result()``."""
         return self.result().__await__()
 
-    def done(self) -> bool:
-        """True when nothing more will arrive for this call."""
-        if self._reply.done() and self._reply.exception() is not None:
-            return True
-        return (self._done or self._reply).done()
 
-    def forget(self) -> None:
-        """Stop waiting: a ``DONE`` arriving later is dropped."""
-        self._client._tracker.drop(self._request_id)
-
-
-class AsyncPlanHandle:
+class AsyncPlanHandle(_wire.PlanHandleBase):
     """A submitted plan (from :meth:`AsyncClient.submit_plan`)."""
-
-    def __init__(self, client: "AsyncClient", request_id: bytes, reply: "asyncio.Future[Any]",
-                 outcomes: "List[Optional[asyncio.Future[Any]]]") -> None:
-        """Created by :meth:`AsyncClient.submit_plan`."""
-        self._client = client
-        self._request_id = request_id
-        self._reply = reply
-        self._outcomes = outcomes
 
     async def accepted(self, timeout: Optional[float] = None) -> List[str]:
         """The call ids, in the plan's order."""
@@ -118,20 +86,16 @@ class AsyncPlanHandle:
 
     async def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
         """For each call: its outcome (calls with an output path) or its id."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = _wire.deadline_after(timeout)
         ids = await self.accepted(timeout)
         results: List[Union[Outcome, str]] = []
         for call_id, future in zip(ids, self._outcomes):
             if future is None:
                 results.append(call_id)
             else:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                results.append(await _wait(future, left, "DONE for call %s" % call_id))
+                results.append(await _wait(future, _wire.time_left(deadline),
+                                           "DONE for call %s" % call_id))
         return results
-
-    def forget(self) -> None:
-        """Stop waiting: ``DONE`` replies arriving later are dropped."""
-        self._client._tracker.drop(self._request_id)
 
 
 class AsyncClient:
@@ -204,6 +168,9 @@ class AsyncClient:
         """The brokers' endpoints: those given, then those ``moved``
         replies named."""
         return list(self._tracker.endpoints)
+
+    def _forget(self, request_id: bytes) -> None:
+        self._tracker.drop(request_id)
 
     def _socket(self, endpoint: str) -> zmq.asyncio.Socket:
         """The socket to endpoint (connected, with its reader task, on first use)."""
@@ -298,9 +265,7 @@ class AsyncClient:
         reply: "asyncio.Future[Any]" = loop.create_future()
         done: "Optional[asyncio.Future[Any]]" = (
             loop.create_future() if _wire.has_output(call) else None)
-        if self._auto_id:
-            call = _wire.with_ids(call, plan=False)
-        request_id = await self._send("CALL", [_wire.text_arg(context), _wire.json_arg(call)],
+        request_id = await self._send("CALL", _wire.call_args(context, call, self._auto_id),
                                       _wire.Pending("call", reply, outcomes=[done]))
         return AsyncCallHandle(self, request_id, reply, done)
 
@@ -312,10 +277,9 @@ class AsyncClient:
         try:
             accept_timeout = self.timeout if timeout is None else timeout
             if wait and handle.has_output:
-                deadline = None if timeout is None else time.monotonic() + timeout
+                deadline = _wire.deadline_after(timeout)
                 await handle.accepted(accept_timeout)
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                return await handle.outcome(left)
+                return await handle.outcome(_wire.time_left(deadline))
             return await handle.accepted(accept_timeout)
         finally:
             handle.forget()
@@ -323,21 +287,12 @@ class AsyncClient:
     async def submit_plan(self, context: str,
                           calls: Union[Sequence[Dict[str, Any]], str, bytes]) -> AsyncPlanHandle:
         """Send ``PLAN`` without waiting; returns a handle."""
-        parsed: Any = calls
-        if isinstance(calls, (str, bytes)):
-            try:
-                parsed = json.loads(calls)
-            except ValueError:
-                parsed = []
-        items = list(parsed) if isinstance(parsed, list) else []
+        args, items = _wire.plan_args(context, calls, self._auto_id)
         loop = asyncio.get_running_loop()
         reply: "asyncio.Future[Any]" = loop.create_future()
         outcomes: "List[Optional[asyncio.Future[Any]]]" = [
             loop.create_future() if _wire.has_output(item) else None for item in items]
-        body = calls if isinstance(calls, (str, bytes)) else list(calls)
-        if self._auto_id:
-            body = _wire.with_ids(body, plan=True)
-        request_id = await self._send("PLAN", [_wire.text_arg(context), _wire.json_arg(body)],
+        request_id = await self._send("PLAN", args,
                                       _wire.Pending("plan", reply, outcomes=outcomes))
         return AsyncPlanHandle(self, request_id, reply, outcomes)
 
@@ -357,7 +312,7 @@ class AsyncClient:
     async def wait(self, call_id: str, timeout: Optional[float] = None,
                    interval: float = 0.05) -> Outcome:
         """Poll ``STATUS`` until the call has ended; returns its outcome."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = _wire.deadline_after(timeout)
         while True:
             status = await self.status(call_id)
             if status.ended and status.outcome is not None:

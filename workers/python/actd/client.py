@@ -9,7 +9,6 @@ broker that owns its context (``actd._wire`` has the rules).
 
 import collections
 import concurrent.futures
-import json
 import logging
 import socket
 import threading
@@ -54,24 +53,10 @@ def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], wh
         raise Timeout("no %s within %s s" % (what, timeout)) from None
 
 
-class CallHandle:
+class CallHandle(_wire.CallHandleBase):
     """A submitted call (from :meth:`Client.submit`): wait for its
     ``ACCEPTED`` with :meth:`accepted` and its ``DONE`` with
     :meth:`outcome`. Waiting again after a :class:`actd.Timeout` is fine."""
-
-    def __init__(self, client: "Client", request_id: bytes,
-                 reply: "concurrent.futures.Future[Any]",
-                 done: "Optional[concurrent.futures.Future[Any]]") -> None:
-        """Created by :meth:`Client.submit`."""
-        self._client = client
-        self._request_id = request_id
-        self._reply = reply
-        self._done = done
-
-    @property
-    def has_output(self) -> bool:
-        """True when the call has an ``_outputPath`` (a ``DONE`` will come)."""
-        return self._done is not None
 
     def accepted(self, timeout: Optional[float] = None) -> str:
         """The call id once actd accepted (durably stored) the call; raises
@@ -100,29 +85,9 @@ class CallHandle:
             return self.accepted(timeout)
         return self.outcome(timeout)
 
-    def done(self) -> bool:
-        """True when nothing more will arrive for this call (its outcome, or
-        its refusal; for a fire-and-forget call, its ``ACCEPTED``)."""
-        if self._reply.done() and self._reply.exception() is not None:
-            return True
-        return (self._done or self._reply).done()
 
-    def forget(self) -> None:
-        """Stop waiting: a ``DONE`` arriving later is dropped."""
-        self._client._forget(self._request_id)
-
-
-class PlanHandle:
+class PlanHandle(_wire.PlanHandleBase):
     """A submitted plan (from :meth:`Client.submit_plan`)."""
-
-    def __init__(self, client: "Client", request_id: bytes,
-                 reply: "concurrent.futures.Future[Any]",
-                 outcomes: "List[Optional[concurrent.futures.Future[Any]]]") -> None:
-        """Created by :meth:`Client.submit_plan`."""
-        self._client = client
-        self._request_id = request_id
-        self._reply = reply
-        self._outcomes = outcomes
 
     def accepted(self, timeout: Optional[float] = None) -> List[str]:
         """The call ids, in the plan's order, once actd accepted the plan."""
@@ -132,20 +97,16 @@ class PlanHandle:
     def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
         """For each call in order: its :class:`actd.Outcome` when it has an
         output path, else its call id. ``timeout`` bounds the whole wait."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = _wire.deadline_after(timeout)
         ids = self.accepted(timeout)
         results: List[Union[Outcome, str]] = []
         for call_id, future in zip(ids, self._outcomes):
             if future is None:
                 results.append(call_id)
             else:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                results.append(_wait(future, left, "DONE for call %s" % call_id))
+                results.append(_wait(future, _wire.time_left(deadline),
+                                     "DONE for call %s" % call_id))
         return results
-
-    def forget(self) -> None:
-        """Stop waiting: ``DONE`` replies arriving later are dropped."""
-        self._client._forget(self._request_id)
 
 
 class Client:
@@ -375,9 +336,7 @@ class Client:
         reply: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
         done: "Optional[concurrent.futures.Future[Any]]" = (
             concurrent.futures.Future() if _wire.has_output(call) else None)
-        if self._auto_id:
-            call = _wire.with_ids(call, plan=False)
-        request_id = self._send("CALL", [_wire.text_arg(context), _wire.json_arg(call)],
+        request_id = self._send("CALL", _wire.call_args(context, call, self._auto_id),
                                 _wire.Pending("call", reply, outcomes=[done]))
         return CallHandle(self, request_id, reply, done)
 
@@ -395,10 +354,9 @@ class Client:
         handle = self.submit(context, call)
         try:
             if wait and handle.has_output:
-                deadline = None if timeout is None else time.monotonic() + timeout
+                deadline = _wire.deadline_after(timeout)
                 handle.accepted(self.timeout if timeout is None else timeout)
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                return handle.outcome(left)
+                return handle.outcome(_wire.time_left(deadline))
             call_id = handle.accepted(self.timeout if timeout is None else timeout)
             return call_id
         finally:
@@ -408,21 +366,11 @@ class Client:
                     ) -> PlanHandle:
         """Send ``PLAN`` (many calls accepted together, in order) without
         waiting; returns a :class:`PlanHandle`."""
-        parsed: Any = calls
-        if isinstance(calls, (str, bytes)):
-            try:
-                parsed = json.loads(calls)
-            except ValueError:
-                parsed = []
-        items = list(parsed) if isinstance(parsed, list) else []
+        args, items = _wire.plan_args(context, calls, self._auto_id)
         reply: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
         outcomes: "List[Optional[concurrent.futures.Future[Any]]]" = [
             concurrent.futures.Future() if _wire.has_output(item) else None for item in items]
-        body = calls if isinstance(calls, (str, bytes)) else list(calls)
-        if self._auto_id:
-            body = _wire.with_ids(body, plan=True)
-        request_id = self._send("PLAN", [_wire.text_arg(context), _wire.json_arg(body)],
-                                _wire.Pending("plan", reply, outcomes=outcomes))
+        request_id = self._send("PLAN", args, _wire.Pending("plan", reply, outcomes=outcomes))
         return PlanHandle(self, request_id, reply, outcomes)
 
     def plan(self, context: str, calls: Sequence[Dict[str, Any]], wait: bool = True,
@@ -445,7 +393,7 @@ class Client:
         """Poll ``STATUS`` until call ``call_id`` has ended; returns its
         outcome. Works for every call (fire-and-forget included, or a call
         submitted by another client)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = _wire.deadline_after(timeout)
         while True:
             status = self.status(call_id)
             if status.ended and status.outcome is not None:
