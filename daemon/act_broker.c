@@ -797,8 +797,15 @@ static void
 s_splice (char *object, size_t *used, const char *name, const char *value)
 {
     size_t at = *used - 1;                      //  Over the closing brace
-    at += (size_t) sprintf (object + at, "%s\"%s\":", at > 1? ",": "", name);
-    size_t length = strlen (value);
+    if (at > 1)
+        object [at++] = ',';
+    object [at++] = '"';
+    size_t length = strlen (name);
+    memcpy (object + at, name, length);
+    at += length;
+    object [at++] = '"';
+    object [at++] = ':';
+    length = strlen (value);
     memcpy (object + at, value, length);
     at += length;
     object [at++] = '}';
@@ -842,9 +849,16 @@ s_nest_text (const act_ref_t *ref, const char *value_text)
     }
     char *text = malloc (size);
     size_t used = 0;
-    for (size_t i = 0; i < ref->nsegs; i++)
-        used += (size_t) sprintf (text + used, "{%s:", keys [i]);
-    used += (size_t) sprintf (text + used, "%s", value_text);
+    for (size_t i = 0; i < ref->nsegs; i++) {
+        size_t length = strlen (keys [i]);
+        text [used++] = '{';
+        memcpy (text + used, keys [i], length);
+        used += length;
+        text [used++] = ':';
+    }
+    size_t length = strlen (value_text);
+    memcpy (text + used, value_text, length);
+    used += length;
     for (size_t i = 0; i < ref->nsegs; i++) {
         text [used++] = '}';
         free (keys [i]);

@@ -152,10 +152,20 @@ s_text_value (s_text_t *self, const json_t *value, int depth)
         case JSON_STRING:
             s_text_string (self, json_string_value (value), json_string_length (value));
             return true;
-        case JSON_INTEGER:
-            s_text_add (self, number, (size_t) snprintf (number, sizeof number,
-                        "%" JSON_INTEGER_FORMAT, json_integer_value (value)));
+        case JSON_INTEGER: {
+            //  By hand: snprintf cost more than the rest of a small object
+            json_int_t integer = json_integer_value (value);
+            unsigned long long left = integer < 0? 0ULL - (unsigned long long) integer
+                                                 : (unsigned long long) integer;
+            char *digit = number + sizeof number;
+            do
+                *--digit = (char) ('0' + left % 10);
+            while (left /= 10);
+            if (integer < 0)
+                *--digit = '-';
+            s_text_add (self, digit, (size_t) (number + sizeof number - digit));
             return true;
+        }
         case JSON_REAL: {
             //  jansson's own format (17 digits, always a '.' or an 'e')
             size_t length = json_dumpb (value, number, sizeof number, JSON_ENCODE_ANY);
