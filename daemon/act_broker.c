@@ -141,9 +141,15 @@ typedef struct {
     s_timer_type_t type;        //  What it means
 } s_timer_t;
 
-//  A message waiting for the end of the pass
+//  The most frames a message of the broker has (a Majordomo 0.1 TASK: 7)
+#define S_OUT_PARTS 8
+
+//  A message waiting for the end of the pass. Its frames are libzmq
+//  messages built in place: a CZMQ message costs a frame and a list node
+//  per frame, which were a tenth of the broker's instructions per call.
 typedef struct {
-    zmsg_t *msg;                //  The message, routing id first
+    zmq_msg_t parts [S_OUT_PARTS];  //  The frames, routing id first
+    size_t nparts;              //  Frames built
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
 } s_out_t;
@@ -161,7 +167,9 @@ struct _act_broker_t {
     s_timer_t *timers;          //  Min-heap by at
     size_t ntimers;             //  Timers in the heap
     size_t timers_size;         //  Slots allocated
-    zlistx_t *outbox;           //  s_out_t, sent after the commit
+    s_out_t *outbox;            //  Messages sent after the commit, in order
+    size_t noutbox;             //  Messages in outbox
+    size_t outbox_size;         //  Room in outbox
     uint64_t *todo;             //  Calls to evaluate again (numbers)
     size_t ntodo;               //  Entries in todo
     size_t todo_size;           //  Slots allocated
@@ -207,6 +215,14 @@ s_frame_is (zframe_t *frame, const char *text)
         && memcmp (zframe_data (frame), text, zframe_size (frame)) == 0;
 }
 
+//  The same for a libzmq message
+static bool
+s_msg_is (zmq_msg_t *msg, const char *text)
+{
+    return zmq_msg_size (msg) == strlen (text)
+        && memcmp (zmq_msg_data (msg), text, zmq_msg_size (msg)) == 0;
+}
+
 //  The frame as a C string (the caller frees); NULL when it holds a NUL
 static char *
 s_frame_string (zframe_t *frame)
@@ -247,44 +263,83 @@ s_parse_number (const char *text)
 //  --------------------------------------------------------------------------
 //  The outbox: everything a pass sends leaves after its commit
 
-static void
-s_post (act_broker_t *self, zmsg_t *msg, bool to_worker, bool durable)
+//  A new message at the end of the outbox. The caller adds its frames at
+//  once: the next s_out_new may move it (libzmq messages may be moved as
+//  plain memory, which is what zmq_msg_move does)
+static s_out_t *
+s_out_new (act_broker_t *self, bool to_worker, bool durable)
 {
-    s_out_t *out = malloc (sizeof *out);
-    *out = (s_out_t) { msg, to_worker, durable };
-    zlistx_add_end (self->outbox, out);
+    if (self->noutbox == self->outbox_size) {
+        self->outbox_size = self->outbox_size? self->outbox_size * 2: 256;
+        self->outbox = realloc (self->outbox, self->outbox_size * sizeof (s_out_t));
+        assert (self->outbox);
+    }
+    s_out_t *out = &self->outbox [self->noutbox++];
+    out->nparts = 0;
+    out->to_worker = to_worker;
+    out->durable = durable;
+    return out;
+}
+
+//  Add a frame of size bytes to out; nothing when out is NULL
+static void
+s_out_add (s_out_t *out, const void *data, size_t size)
+{
+    if (!out)
+        return;
+    assert (out->nparts < S_OUT_PARTS);         //  The broker's own messages
+    zmq_msg_t *part = &out->parts [out->nparts++];
+    if (zmq_msg_init_size (part, size)) {
+        zsys_error ("out of memory for a frame of %zu bytes", size);
+        abort ();                               //  As CZMQ's zframe_new would
+    }
+    if (size)
+        memcpy (zmq_msg_data (part), data, size);
 }
 
 static void
-s_out_destroy (void **item)
+s_out_addstr (s_out_t *out, const char *string)
 {
-    s_out_t *out = (s_out_t *) *item;
-    zmsg_destroy (&out->msg);
-    free (out);
-    *item = NULL;
+    s_out_add (out, string, strlen (string));
 }
 
-//  A reply to a client: [client][ACTC01][verb][request]
-static zmsg_t *
-s_reply_new (zframe_t *client, zframe_t *request, const char *verb)
+static void
+s_out_frame (s_out_t *out, zframe_t *frame)
 {
-    zmsg_t *msg = zmsg_new ();
-    zmsg_append (msg, &(zframe_t *) { zframe_dup (client) });
-    zmsg_addstr (msg, S_CLIENT_HEADER);
-    zmsg_addstr (msg, verb);
-    zmsg_append (msg, &(zframe_t *) { zframe_dup (request) });
-    return msg;
+    s_out_add (out, zframe_data (frame), zframe_size (frame));
+}
+
+//  Free out's frames (sent ones are empty already)
+static void
+s_out_close (s_out_t *out)
+{
+    for (size_t i = 0; i < out->nparts; i++)
+        zmq_msg_close (&out->parts [i]);
+    out->nparts = 0;
+}
+
+//  A reply to a client, [client][ACTC01][verb][request], in the outbox:
+//  the caller adds its body frames
+static s_out_t *
+s_reply_new (act_broker_t *self, zframe_t *client, zframe_t *request, const char *verb,
+             bool durable)
+{
+    s_out_t *out = s_out_new (self, false, durable);
+    s_out_frame (out, client);
+    s_out_addstr (out, S_CLIENT_HEADER);
+    s_out_addstr (out, verb);
+    s_out_frame (out, request);
+    return out;
 }
 
 static void
 s_reply_json (act_broker_t *self, zframe_t *client, zframe_t *request,
               const char *verb, const json_t *body, bool durable)
 {
-    zmsg_t *msg = s_reply_new (client, request, verb);
+    s_out_t *out = s_reply_new (self, client, request, verb, durable);
     char *text = act_json_dump (body);
-    zmsg_addstr (msg, text);
+    s_out_addstr (out, text);
     free (text);
-    s_post (self, msg, false, durable);
 }
 
 static void
@@ -292,22 +347,23 @@ s_reply_error (act_broker_t *self, zframe_t *client, zframe_t *request,
                const char *command, act_err_t *err)
 {
     act_log (LOG_INFO, "client request %s refused: %s: %s", command, err->code, err->message);
-    zmsg_t *msg = s_reply_new (client, request, "ERROR");
-    zmsg_addstr (msg, err->code);
-    zmsg_addstr (msg, err->message);
-    s_post (self, msg, false, false);
+    s_out_t *out = s_reply_new (self, client, request, "ERROR", false);
+    s_out_addstr (out, err->code);
+    s_out_addstr (out, err->message);
 }
 
-//  A message to a worker in its own protocol
-static void
-s_send_worker (act_broker_t *self, s_worker_t *worker, const char *command,
-               zmsg_t *args)
+//  A message to a worker in its own protocol, in the outbox: the caller
+//  adds its argument frames. NULL (adding to it does nothing) for a
+//  command the worker's protocol does not have.
+static s_out_t *
+s_send_worker (act_broker_t *self, s_worker_t *worker, const char *command)
 {
-    zmsg_t *msg = zmsg_new ();
-    zmsg_append (msg, &(zframe_t *) { zframe_dup (worker->identity) });
+    s_out_t *out = NULL;
     if (worker->protocol == S_ACTW) {
-        zmsg_addstr (msg, S_WORKER_HEADER);
-        zmsg_addstr (msg, command);
+        out = s_out_new (self, true, false);
+        s_out_frame (out, worker->identity);
+        s_out_addstr (out, S_WORKER_HEADER);
+        s_out_addstr (out, command);
     }
     else {
         //  Majordomo: commands are one byte; 0.1 puts an empty frame first
@@ -321,23 +377,17 @@ s_send_worker (act_broker_t *self, s_worker_t *worker, const char *command,
         else
         if (streq (command, "DISCONNECT"))
             code = v1? 0x05: 0x06;
-        else {
-            zmsg_destroy (&msg);    //  Majordomo has no CANCEL
-            zmsg_destroy (&args);
-            return;
-        }
+        else
+            return NULL;            //  Majordomo has no CANCEL
+        out = s_out_new (self, true, false);
+        s_out_frame (out, worker->identity);
         if (v1)
-            zmsg_addmem (msg, "", 0);
-        zmsg_addstr (msg, v1? S_MDPW01: S_MDPW02);
-        zmsg_addmem (msg, &code, 1);
+            s_out_add (out, "", 0);
+        s_out_addstr (out, v1? S_MDPW01: S_MDPW02);
+        s_out_add (out, &code, 1);
     }
-    while (args && zmsg_size (args)) {
-        zframe_t *frame = zmsg_pop (args);
-        zmsg_append (msg, &frame);
-    }
-    zmsg_destroy (&args);
     worker->sent = act_clock_ms ();
-    s_post (self, msg, true, false);
+    return out;
 }
 
 static void
@@ -345,10 +395,9 @@ s_disconnect_peer (act_broker_t *self, zframe_t *identity, s_protocol_t protocol
                    const char *reason)
 {
     s_worker_t stranger = { .identity = identity, .protocol = protocol };
-    zmsg_t *args = zmsg_new ();
+    s_out_t *out = s_send_worker (self, &stranger, "DISCONNECT");
     if (protocol == S_ACTW)
-        zmsg_addstr (args, reason);
-    s_send_worker (self, &stranger, "DISCONNECT", args);
+        s_out_addstr (out, reason);
 }
 
 
@@ -1130,7 +1179,7 @@ s_call_dispatch (act_broker_t *self, s_call_t *call, s_worker_t *worker)
     zhashx_insert (worker->tasks, call->task, (void *) call->task);
     worker->used = act_clock_ms ();
     act_expr_t *output = call->call->output;
-    zmsg_t *args = zmsg_new ();
+    s_out_t *out = s_send_worker (self, worker, "TASK");
     char *params_text = act_json_dump (params);
     if (worker->protocol == S_ACTW) {
         //  The meta's fields need no escaping (a context id's bytes, digits)
@@ -1144,21 +1193,20 @@ s_call_dispatch (act_broker_t *self, s_call_t *call, s_worker_t *worker)
                   output? output->nalts: 0, output? "false": "true",
                   instance? ",\"instance\":": "", instance? instance: "");
         free (instance);
-        zmsg_addstr (args, call->task);
-        zmsg_addstr (args, call->activity->name);
-        zmsg_addstr (args, params_text);
-        zmsg_addstr (args, meta);
+        s_out_addstr (out, call->task);
+        s_out_addstr (out, call->activity->name);
+        s_out_addstr (out, params_text);
+        s_out_addstr (out, meta);
     }
     else {
         //  Majordomo REQUEST: [client address][empty][body]; the task id is
         //  the client address, which the worker echoes in its reply
-        zmsg_addstr (args, call->task);
-        zmsg_addmem (args, "", 0);
-        zmsg_addstr (args, params_text);
+        s_out_addstr (out, call->task);
+        s_out_add (out, "", 0);
+        s_out_addstr (out, params_text);
     }
     free (params_text);
     json_decref (params);
-    s_send_worker (self, worker, "TASK", args);
     s_timer_set (self, call, T_DEADLINE, act_clock_ms () + call->timeout_ms);
     s_call_save (self, call);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld sent to worker %s",
@@ -1362,10 +1410,9 @@ s_call_finish_text (act_broker_t *self, s_call_t *call, const char *status,
     if (has_output)
         for (s_recipient_t *to = zlistx_first (call->recipients); to;
              to = zlistx_next (call->recipients)) {
-            zmsg_t *msg = s_reply_new (to->client, to->request, "DONE");
-            zmsg_addstr (msg, call->id);
-            zmsg_addstr (msg, outcome_text);
-            s_post (self, msg, false, true);
+            s_out_t *out = s_reply_new (self, to->client, to->request, "DONE", true);
+            s_out_addstr (out, call->id);
+            s_out_addstr (out, outcome_text);
         }
     free (outcome_text);
     if (!streq (status, "ok"))
@@ -1424,11 +1471,8 @@ s_todo_run (act_broker_t *self)
 static void
 s_call_cancel (act_broker_t *self, s_call_t *call)
 {
-    if (call->state == S_RUNNING) {
-        zmsg_t *args = zmsg_new ();
-        zmsg_addstr (args, call->task);
-        s_send_worker (self, call->worker, "CANCEL", args);
-    }
+    if (call->state == S_RUNNING)
+        s_out_addstr (s_send_worker (self, call->worker, "CANCEL"), call->task);
     s_call_finish (self, call, "cancelled",
                    s_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, 0);
 }
@@ -1496,13 +1540,12 @@ s_done_from_record (act_broker_t *self, json_t *record, zframe_t *client,
     json_t *call = json_object_get (record, "call");
     if (!json_object_get (call, "_outputPath"))
         return;
-    zmsg_t *msg = s_reply_new (client, request, "DONE");
+    s_out_t *out = s_reply_new (self, client, request, "DONE", true);
     json_t *outcome = json_object_get (record, "outcome");
-    zmsg_addstr (msg, json_string_value (json_object_get (outcome, "call_id")));
+    s_out_addstr (out, json_string_value (json_object_get (outcome, "call_id")));
     char *text = act_json_dump (outcome);
-    zmsg_addstr (msg, text);
+    s_out_addstr (out, text);
     free (text);
-    s_post (self, msg, false, true);
 }
 
 //  Prepare the calls of a CALL (one) or PLAN (several) for context, all or
@@ -1640,9 +1683,8 @@ s_submit (act_broker_t *self, zframe_t *client, zframe_t *request,
         if (plan)
             s_reply_json (self, client, request, "ACCEPTED", ids, true);
         else {
-            zmsg_t *msg = s_reply_new (client, request, "ACCEPTED");
-            zmsg_addstr (msg, json_string_value (json_array_get (ids, 0)));
-            s_post (self, msg, false, true);
+            s_out_t *out = s_reply_new (self, client, request, "ACCEPTED", true);
+            s_out_addstr (out, json_string_value (json_array_get (ids, 0)));
         }
         //  Repeated _id: DONE now if it ended, else when it ends
         size_t index;
@@ -1807,10 +1849,8 @@ s_cmd_view (act_broker_t *self, zframe_t *client, zframe_t *request,
         else
         if (text) {
             char *rendering = act_ctx_view_text (context->ctx);
-            zmsg_t *msg = s_reply_new (client, request, "VALUE");
-            zmsg_addstr (msg, rendering);
+            s_out_addstr (s_reply_new (self, client, request, "VALUE", false), rendering);
             free (rendering);
-            s_post (self, msg, false, false);
         }
         else {
             json_t *view = act_ctx_view (context->ctx);
@@ -1901,8 +1941,7 @@ s_cmd_status (act_broker_t *self, zframe_t *client, zframe_t *request,
     if (cancel) {
         if (call)
             s_call_cancel (self, call);
-        zmsg_t *msg = s_reply_new (client, request, "OK");
-        s_post (self, msg, false, call != NULL);
+        s_reply_new (self, client, request, "OK", call != NULL);
     }
     else
     if (call) {
@@ -2083,7 +2122,7 @@ act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
         json_decref (stats);
     }
     else
-        s_post (self, s_reply_new (client, request, "PONG"), false, false);
+        s_reply_new (self, client, request, "PONG", false);
     s_todo_run (self);
     free (context_id);
     zframe_destroy (&client);
@@ -2508,9 +2547,7 @@ s_timers_run (act_broker_t *self, long long now)
         if (!call || call->timer != timer.generation)
             continue;           //  Void: the call moved on
         if (timer.type == T_DEADLINE && call->state == S_RUNNING) {
-            zmsg_t *args = zmsg_new ();
-            zmsg_addstr (args, call->task);
-            s_send_worker (self, call->worker, "CANCEL", args);
+            s_out_addstr (s_send_worker (self, call->worker, "CANCEL"), call->task);
             char message [128];
             snprintf (message, sizeof message, "attempt %lld ran over its timeout of %lld ms",
                       call->attempts, call->timeout_ms);
@@ -2544,7 +2581,7 @@ s_heartbeat (act_broker_t *self, long long now)
             zlistx_add_end (dead, worker);
         else
         if (now - worker->sent >= interval)
-            s_send_worker (self, worker, "HEARTBEAT", NULL);
+            s_send_worker (self, worker, "HEARTBEAT");
     }
     for (s_worker_t *worker = zlistx_first (dead); worker; worker = zlistx_next (dead)) {
         zframe_t *identity = zframe_dup (worker->identity);
@@ -2688,39 +2725,33 @@ s_commit (act_broker_t *self)
                  "they acknowledged and reloading state from the store", err.message, writes);
         //  Nothing durable may be promised: durable replies become errors
         //  (DONE is dropped: the call runs again), and tasks are not sent
-        zlistx_t *kept = zlistx_new ();
-        zlistx_set_destructor (kept, s_out_destroy);
-        for (s_out_t *out = zlistx_first (self->outbox); out; out = zlistx_next (self->outbox)) {
-            if (out->to_worker)
-                continue;
-            if (!out->durable) {
-                s_out_t *same = malloc (sizeof *same);
-                *same = (s_out_t) { out->msg, false, false };
-                out->msg = NULL;
-                zlistx_add_end (kept, same);
-                continue;
-            }
-            zframe_t *client = zmsg_first (out->msg);
-            zmsg_next (out->msg);
-            zframe_t *verb = zmsg_next (out->msg);
-            zframe_t *request = zmsg_next (out->msg);
-            if (s_frame_is (verb, "DONE"))
-                continue;
-            zmsg_t *msg = s_reply_new (client, request, "ERROR");
-            zmsg_addstr (msg, ACT_E_INTERNAL);
-            zmsg_addstr (msg, "the store could not commit; nothing was kept");
-            s_out_t *error = malloc (sizeof *error);
-            *error = (s_out_t) { msg, false, false };
-            zlistx_add_end (kept, error);
-        }
-        zlistx_purge (self->outbox);
+        s_out_t *old = self->outbox;
+        size_t nold = self->noutbox;
+        self->outbox = NULL;
+        self->noutbox = self->outbox_size = 0;
+        //  The reset's own messages (DISCONNECT) go first
         s_reset (self);
-        //  The reset's own messages (DISCONNECT) go too
-        for (s_out_t *out = zlistx_first (kept); out; out = zlistx_next (kept)) {
-            s_post (self, out->msg, out->to_worker, false);
-            out->msg = NULL;
+        for (size_t i = 0; i < nold; i++) {
+            s_out_t *out = &old [i];
+            if (!out->to_worker && !out->durable) {
+                s_out_t *same = s_out_new (self, false, false);
+                *same = *out;           //  Moves the frames
+                out->nparts = 0;
+            }
+            else
+            if (!out->to_worker && !s_msg_is (&out->parts [2], "DONE")) {
+                //  [client][ACTC01][verb][request]: ERROR to the same
+                s_out_t *error = s_out_new (self, false, false);
+                s_out_add (error, zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
+                s_out_addstr (error, S_CLIENT_HEADER);
+                s_out_addstr (error, "ERROR");
+                s_out_add (error, zmq_msg_data (&out->parts [3]), zmq_msg_size (&out->parts [3]));
+                s_out_addstr (error, ACT_E_INTERNAL);
+                s_out_addstr (error, "the store could not commit; nothing was kept");
+            }
+            s_out_close (out);
         }
-        zlistx_destroy (&kept);
+        free (old);
         return;
     }
     if (writes) {
@@ -2733,18 +2764,30 @@ static size_t
 s_flush (act_broker_t *self)
 {
     size_t sent = 0;
-    s_out_t *out;
-    while ((out = zlistx_first (self->outbox))) {
-        zsock_t *socket = out->to_worker? self->workers_socket: self->clients;
-        if (socket) {
-            if (zmsg_send (&out->msg, socket) == 0)
-                sent++;
-            else
-                act_log (LOG_DEBUG, "a message to a %s was not sent: %s",
-                         out->to_worker? "worker": "client", zmq_strerror (zmq_errno ()));
+    void *clients = self->clients? zsock_resolve (self->clients): NULL;
+    void *workers = self->workers_socket? zsock_resolve (self->workers_socket): NULL;
+    for (size_t i = 0; i < self->noutbox; i++) {
+        s_out_t *out = &self->outbox [i];
+        void *socket = out->to_worker? workers: clients;
+        size_t part = 0;
+        while (socket && part < out->nparts) {
+            int flags = part + 1 < out->nparts? ZMQ_SNDMORE: 0;
+            int rc = zmq_msg_send (&out->parts [part], socket, flags);
+            while (rc < 0 && zmq_errno () == EINTR)
+                rc = zmq_msg_send (&out->parts [part], socket, flags);
+            if (rc < 0)
+                break;
+            part++;
         }
-        zlistx_delete (self->outbox, zlistx_cursor (self->outbox));
+        if (socket && part == out->nparts)
+            sent++;
+        else
+        if (socket)
+            act_log (LOG_DEBUG, "a message to a %s was not sent: %s",
+                     out->to_worker? "worker": "client", zmq_strerror (zmq_errno ()));
+        s_out_close (out);
     }
+    self->noutbox = 0;
     return sent;
 }
 
@@ -3039,8 +3082,6 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     zhashx_set_destructor (self->activities, s_activity_destroy);
     self->workers = zhashx_new ();
     zhashx_set_destructor (self->workers, s_worker_destroy);
-    self->outbox = zlistx_new ();
-    zlistx_set_destructor (self->outbox, s_out_destroy);
     self->adopt = zlistx_new ();
     zlistx_set_destructor (self->adopt, (zlistx_destructor_fn *) zstr_free);
     if (bind) {
@@ -3095,7 +3136,9 @@ act_broker_destroy (act_broker_t **self_p)
         zhashx_destroy (&self->workers);
         zhashx_destroy (&self->contexts);
         zhashx_destroy (&self->activities);
-        zlistx_destroy (&self->outbox);
+        for (size_t i = 0; i < self->noutbox; i++)
+            s_out_close (&self->outbox [i]);
+        free (self->outbox);
         zlistx_destroy (&self->adopt);
         act_store_destroy (&self->store);
         free (self->timers);

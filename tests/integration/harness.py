@@ -60,7 +60,8 @@ class Actd:
 
     The store survives restarts of the same Actd (kill() then start())."""
 
-    def __init__(self, store=None, args=(), heartbeat_ms=200, liveness=3, env=None):
+    def __init__(self, store=None, args=(), heartbeat_ms=200, liveness=3, env=None,
+                 preexec=None):
         self.dir = tempfile.mkdtemp(prefix="actd-test-")
         if store is None and STORE == "postgres":
             import pg
@@ -74,6 +75,7 @@ class Actd:
         self.heartbeat_ms = heartbeat_ms
         self.liveness = liveness
         self.env = env
+        self.preexec = preexec  # run in the child before actd (limits, signals)
         self.process = None
         self.log_path = os.path.join(self.dir, "actd.log")
         self.starts = 0
@@ -94,7 +96,8 @@ class Actd:
         environment.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         if self.env:
             environment.update(self.env)
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, env=environment)
+        self.process = subprocess.Popen(command, stdout=log, stderr=log, env=environment,
+                                        preexec_fn=self.preexec)
         log.close()
         if wait:
             self.wait_ready()

@@ -14,6 +14,8 @@ Set ACTD_CRASH_SEED to replay a run's random choices (the seed is printed).
 import json
 import os
 import random
+import resource
+import signal
 import sys
 import threading
 import time
@@ -21,7 +23,7 @@ import unittest
 
 import zmq
 
-from harness import DAGGER, Actd, Client, NoAnswer, Worker
+from harness import DAGGER, STORE, Actd, Client, NoAnswer, Worker
 
 CONTEXTS = ["crash-%02d" % i for i in range(20)]
 CLIENTS = 4                 # client sockets, each with a fixed routing id
@@ -591,3 +593,51 @@ class CrashTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StoreFullTest(unittest.TestCase):
+    """A store that cannot commit (here a full disk: actd may not write
+    files larger than 2 MiB): what the batch acknowledged is refused with
+    ERROR internal, nothing of it is kept, and actd goes on serving."""
+
+    LIMIT = 2 << 20
+
+    @staticmethod
+    def limit():
+        #  Without SIGXFSZ ignored the kernel would kill actd at the limit
+        #  instead of failing the write; the ignored signal survives exec
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (StoreFullTest.LIMIT, StoreFullTest.LIMIT))
+
+    @unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
+    def test_a_commit_that_fails_refuses_what_it_would_have_acknowledged(self):
+        with Actd(preexec=self.limit) as actd:
+            client = actd.client()
+            big = "x" * 300000
+            replies = []
+            for i in range(12):     # 3.6 MB: more than the file may hold
+                replies.append(client.request("APPEND", "full", {
+                    "type": "data", "kind": "state", "data": {"k%d" % i: big}}))
+            kept = [r for r in replies if r[0] == "OK"]
+            refused = [r for r in replies if r[0] == "ERROR"]
+            self.assertEqual(len(kept) + len(refused), 12, replies)
+            self.assertTrue(kept and refused, [r[:2] for r in replies])
+            self.assertEqual([json.loads(r[1])["seq"] for r in kept],
+                             list(range(1, len(kept) + 1)))
+            for reply in refused:
+                self.assertEqual(reply, ["ERROR", "internal",
+                                         "the store could not commit; nothing was kept"])
+            self.assertEqual(replies[:len(kept)], kept)     # kept ones came first
+            #  A reply that promises nothing is still sent, and a small write
+            #  that fits takes the next _seq: nothing refused was kept
+            self.assertEqual(client.request("PING"), ["PONG"])
+            self.assertEqual(client.request("APPEND", "full", {
+                "type": "data", "kind": "state", "data": {"small": 1}}),
+                ["OK", json.dumps({"seq": len(kept) + 1}, separators=(",", ":"))])
+            view = json.loads(client.request("VIEW", "full")[1])
+            keys = set()
+            for message in view:
+                keys.update(message.get("data", {}))
+            self.assertEqual(keys, {"k%d" % i for i in range(len(kept))} | {"small"})
+            self.assertIn("store commit failed", actd.log())
+            client.close()
