@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libjansson-dev libpq-dev
-       libsqlite3-dev libcmocka-dev libsystemd-dev sqlite3)
+       libsqlite3-dev libcmocka-dev libsystemd-dev libjemalloc-dev sqlite3)
 #  Tests: Python workers and tests use Debian's python3 with python3-zmq
 #  (not whatever python3 is first on PATH); fuzzers need clang and libFuzzer;
 #  valgrind for the leak run; Node for the Node package.

@@ -38,7 +38,7 @@ command -v valgrind >/dev/null || { echo "run.sh: valgrind is missing (apt-get i
 
 mkdir -p "$BUILD"
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DACTD_SANITIZE=OFF \
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DACTD_SANITIZE=OFF -DACTD_JEMALLOC=OFF \
         >"$BUILD/cmake.log" 2>&1 || { cat "$BUILD/cmake.log" >&2; exit 2; }
 fi
 cmake --build "$BUILD" -j"${ACTD_VALGRIND_JOBS:-$(nproc)}" >"$BUILD/build.log" 2>&1 \
