@@ -37,10 +37,10 @@ FILES=("$@")
 command -v valgrind >/dev/null || { echo "run.sh: valgrind is missing (apt-get install valgrind)" >&2; exit 2; }
 
 mkdir -p "$BUILD"
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DACTD_SANITIZE=OFF -DACTD_JEMALLOC=OFF \
-        >"$BUILD/cmake.log" 2>&1 || { cat "$BUILD/cmake.log" >&2; exit 2; }
-fi
+#  Configured every time: an older tree may predate an option (jemalloc
+#  would hide every allocation from memcheck)
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DACTD_SANITIZE=OFF -DACTD_JEMALLOC=OFF \
+    >"$BUILD/cmake.log" 2>&1 || { cat "$BUILD/cmake.log" >&2; exit 2; }
 cmake --build "$BUILD" -j"${ACTD_VALGRIND_JOBS:-$(nproc)}" >"$BUILD/build.log" 2>&1 \
     || { tail -40 "$BUILD/build.log" >&2; echo "run.sh: build failed" >&2; exit 2; }
 
