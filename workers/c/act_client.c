@@ -4,6 +4,7 @@
 
 #include "actd/act_client.h"
 #include "actd/act_json.h"
+#include "act_curve_int.h"
 
 //  Several brokers sharing a store (PROTOCOL.md, "moved"): requests about a
 //  context go first to the broker rendezvous hashing names, then to the
@@ -39,8 +40,7 @@ struct _act_client_t {
     zlistx_t *kept;             //  act_reply_t received but not yet taken
     int timeout;                //  Milliseconds a synchronous request waits
     uint64_t sequence;          //  Makes request ids
-    char *server_key;           //  CURVE: the broker's public key
-    zcert_t *cert;              //  CURVE: this client's certificate
+    act_curve_t curve;          //  CURVE: the broker's key, this client's certificate
 };
 
 static void
@@ -80,12 +80,7 @@ s_link_add (act_client_t *self, const char *endpoint)
             return link;
     s_link_t *link = calloc (1, sizeof *link);
     link->endpoint = strdup (endpoint);
-    link->socket = zsock_new (ZMQ_DEALER);
-    zsock_set_linger (link->socket, 0);
-    if (self->cert) {
-        zcert_apply (self->cert, link->socket);
-        zsock_set_curve_serverkey (link->socket, self->server_key);
-    }
+    link->socket = act_curve_dealer (&self->curve);
     if (zsock_connect (link->socket, "%s", endpoint)) {
         void *item = link;
         s_link_destroy (&item);
@@ -135,8 +130,7 @@ act_client_destroy (act_client_t **self_p)
         zhashx_destroy (&self->accepted);
         zlistx_destroy (&self->links);
         zlistx_destroy (&self->kept);
-        zcert_destroy (&self->cert);
-        free (self->server_key);
+        act_curve_reset (&self->curve);
         free (self);
         *self_p = NULL;
     }
@@ -152,13 +146,8 @@ int
 act_client_set_curve (act_client_t *self, const char *server_public,
                       const char *certificate_file)
 {
-    zcert_t *cert = zcert_load (certificate_file);
-    if (!cert)
+    if (act_curve_set (&self->curve, server_public, certificate_file))
         return -1;
-    zcert_destroy (&self->cert);
-    self->cert = cert;
-    free (self->server_key);
-    self->server_key = strdup (server_public);
     //  The sockets connected already; CURVE must be set before connecting:
     //  connect them again
     zlistx_t *endpoints = zlistx_new ();

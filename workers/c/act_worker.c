@@ -13,6 +13,7 @@
 
 #include "actd/act_worker.h"
 #include "actd/act_json.h"
+#include "act_curve_int.h"
 
 //  A handler for one activity
 typedef struct {
@@ -53,8 +54,7 @@ struct _act_worker_t {
     int heartbeat_ms;           //  Heartbeat interval
     int liveness;               //  Silent intervals before reconnecting
     bool stopped;               //  act_worker_stop was called
-    char *server_key;           //  CURVE: the broker's public key
-    zcert_t *cert;              //  CURVE: this worker's certificate
+    act_curve_t curve;          //  CURVE: the broker's key, this worker's certificate
 };
 
 struct _act_task_t {
@@ -143,8 +143,7 @@ act_worker_destroy (act_worker_t **self_p)
         zloop_destroy (&self->loop);
         zlistx_destroy (&self->hooks);
         zlistx_destroy (&self->links);
-        zcert_destroy (&self->cert);
-        free (self->server_key);
+        act_curve_reset (&self->curve);
         free (self->name);
         free (self->lang);
         free (self);
@@ -188,14 +187,7 @@ int
 act_worker_set_curve (act_worker_t *self, const char *server_public,
                       const char *certificate_file)
 {
-    zcert_t *cert = zcert_load (certificate_file);
-    if (!cert)
-        return -1;
-    zcert_destroy (&self->cert);
-    self->cert = cert;
-    free (self->server_key);
-    self->server_key = strdup (server_public);
-    return 0;
+    return act_curve_set (&self->curve, server_public, certificate_file);
 }
 
 //  Send command and args (a message to consume, may be NULL) to a broker
@@ -252,12 +244,7 @@ s_connect (s_link_t *link)
         }
     }
     zlistx_destroy (&ids);
-    link->socket = zsock_new (ZMQ_DEALER);
-    zsock_set_linger (link->socket, 0);
-    if (self->cert) {
-        zcert_apply (self->cert, link->socket);
-        zsock_set_curve_serverkey (link->socket, self->server_key);
-    }
+    link->socket = act_curve_dealer (&self->curve);
     zsock_connect (link->socket, "%s", link->endpoint);
     zloop_reader (self->loop, link->socket, s_on_message, link);
     json_t *activities = json_array ();

@@ -1,0 +1,30 @@
+/*  =========================================================================
+    act_curve_int - the CURVE keys of a C client or worker, and the DEALER
+    sockets opened with them (private to libactd: act_client and
+    act_worker share it).
+    ========================================================================= */
+
+#ifndef ACT_CURVE_INT_H_INCLUDED
+#define ACT_CURVE_INT_H_INCLUDED
+
+#include <czmq.h>
+
+typedef struct {
+    char *server_key;           //  The broker's public key, or NULL
+    zcert_t *cert;              //  This side's certificate, or NULL
+} act_curve_t;
+
+//  Load certificate_file and keep it with server_public, in place of the
+//  keys held before. Returns 0, or -1 (keys unchanged) if the file does
+//  not load.
+int act_curve_set (act_curve_t *self, const char *server_public,
+                   const char *certificate_file);
+
+//  Free the keys (the struct itself belongs to the caller).
+void act_curve_reset (act_curve_t *self);
+
+//  A new DEALER socket, linger 0, with the keys applied when there are
+//  any; not connected yet (CURVE must be set before connecting).
+zsock_t *act_curve_dealer (act_curve_t *self);
+
+#endif
