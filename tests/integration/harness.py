@@ -9,6 +9,7 @@ from $ACTD_BIN (set by ctest), else build-asan/bin/actd, else build/bin/actd.
 
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -283,11 +284,13 @@ class CallRefused(Exception):
 
 class Worker(threading.Thread):
     """A raw ACT/1 worker in a thread. handler(activity, params, meta) returns
-    a result value, or a tuple ("branch", N, value), or raises Fail. Set
-    heartbeat=False to stop heartbeating (the socket stays open)."""
+    a result value, or a tuple ("branch", N, value), or raises Fail, or
+    returns NoAnswer to hold the task: the test answers it later with
+    send_result(). Set heartbeat=False to stop heartbeating (the socket
+    stays open)."""
 
     def __init__(self, endpoint, activities, handler, capacity=1, name=None,
-                 heartbeat_ms=200, delay=0.0):
+                 heartbeat_ms=200, delay=0.0, poll_ms=50):
         super().__init__(daemon=True)
         self.endpoint = endpoint
         self.activities = list(activities)
@@ -297,6 +300,8 @@ class Worker(threading.Thread):
         self.heartbeat_ms = heartbeat_ms
         self.heartbeat = True
         self.delay = delay
+        self.poll_ms = poll_ms       # longest wait between two looks at outbox
+        self.outbox = queue.Queue()  # frames send_result() queued, not sent yet
         self.stopping = False
         self.tasks = []            # (task_id, activity, params, meta) seen
         self.cancels = []          # task ids the broker cancelled
@@ -311,7 +316,12 @@ class Worker(threading.Thread):
         self._ready(socket)
         last = time.time()
         while not self.stopping:
-            if socket.poll(50):
+            while True:
+                try:
+                    socket.send_multipart(self.outbox.get_nowait())
+                except queue.Empty:
+                    break
+            if socket.poll(self.poll_ms):
                 frames = socket.recv_multipart()
                 command = frames[1]
                 if command == b"TASK":
@@ -357,6 +367,14 @@ class Worker(threading.Thread):
         else:
             frames.append(json.dumps(result).encode())
         socket.send_multipart(frames)
+
+    def send_result(self, task, value, branch=None):
+        """RESULT for task, from any thread: queued, and sent by the worker's
+        own thread (a ZeroMQ socket belongs to one thread)."""
+        frames = [b"ACTW01", b"RESULT", task.encode(), json.dumps(value).encode()]
+        if branch is not None:
+            frames.append(str(branch).encode())
+        self.outbox.put(frames)
 
     def stop(self):
         self.stopping = True

@@ -12,7 +12,6 @@ Run: ACTD_BIN=build-x/bin/actd /usr/bin/python3 -m unittest -v test_broker
 import datetime
 import json
 import os
-import queue
 import random
 import re
 import subprocess
@@ -61,43 +60,12 @@ STANDARD_ACTIVITIES = ["x", "echo", "value", "fail", "fire"]
 
 class DeferredWorker(Worker):
     """A worker that holds its tasks until the test answers them with
-    answer(); the answer is sent from the worker's own thread (a ZeroMQ
-    socket belongs to one thread). It heartbeats meanwhile."""
+    send_result() (harness.Worker sends it from its own thread). It
+    heartbeats meanwhile."""
 
     def __init__(self, endpoint, activities, name):
         super().__init__(endpoint, activities, lambda activity, params, meta: NoAnswer,
-                         name=name)
-        self.outbox = queue.Queue()
-
-    def answer(self, task, result, branch=None):
-        frames = [b"ACTW01", b"RESULT", task.encode(), enc(result)]
-        if branch is not None:
-            frames.append(str(branch).encode())
-        self.outbox.put(frames)
-
-    def run(self):
-        context = zmq.Context.instance()
-        socket = context.socket(zmq.DEALER)
-        socket.setsockopt(zmq.LINGER, 0)
-        socket.connect(self.endpoint)
-        self._ready(socket)
-        last = time.time()
-        while not self.stopping:
-            while not self.outbox.empty():
-                socket.send_multipart(self.outbox.get())
-                last = time.time()
-            if socket.poll(20):
-                frames = socket.recv_multipart()
-                if frames[1] == b"TASK":
-                    self.tasks.append((frames[2].decode(), frames[3].decode(),
-                                       json.loads(frames[4]), json.loads(frames[5])))
-                elif frames[1] == b"CANCEL":
-                    self.cancels.append(frames[2].decode())
-            if time.time() - last > self.heartbeat_ms / 1000.0:
-                socket.send_multipart([b"ACTW01", b"HEARTBEAT"])
-                last = time.time()
-        socket.send_multipart([b"ACTW01", b"DISCONNECT"])
-        socket.close(0)
+                         name=name, poll_ms=20)
 
 
 class BrokerCase(unittest.TestCase):
@@ -798,7 +766,7 @@ class StatusTest(BrokerCase):
         self.assertEqual(self.client.status(a), {"call_id": a, "context": context,
                                                  "state": "running", "attempts": 1})
         self.assertEqual(self.client.status(b)["state"], "waiting")
-        later.answer(later.tasks[0][0], 7)
+        later.send_result(later.tasks[0][0], 7)
         outcome_a = self.done(rid_a, a)
         outcome_b = self.done(rid_b, b)
         self.assertEqual(outcome_b["result"], 7)

@@ -7,12 +7,9 @@ producers are still running, and every step is observed in a known state.
 """
 
 import json
-import queue
 import re
 import time
 import unittest
-
-import zmq
 
 from harness import Actd, Absent, NoAnswer, Worker
 
@@ -27,9 +24,9 @@ class HeldWorker(Worker):
     in auto are answered at once with auto[activity](params, meta)."""
 
     def __init__(self, actd, activities, capacity=8, auto=None):
-        super().__init__(actd.worker_endpoint, activities, self._handle, capacity=capacity)
+        super().__init__(actd.worker_endpoint, activities, self._handle, capacity=capacity,
+                         poll_ms=10)
         self.auto = auto or {}
-        self.outbox = queue.Queue()
 
     def _handle(self, activity, params, meta):
         if activity in self.auto:
@@ -50,50 +47,10 @@ class HeldWorker(Worker):
 
     def answer(self, call_id, value, branch=None):
         """RESULT for call_id's task (which must have arrived)."""
-        frames = [b"ACTW01", b"RESULT", self.task(call_id)[0].encode(),
-                  json.dumps(value).encode()]
-        if branch is not None:
-            frames.append(str(branch).encode())
-        self.outbox.put(frames)
+        self.send_result(self.task(call_id)[0], value, branch)
 
     def call_ids(self):
         return [task[3]["call_id"] for task in list(self.tasks)]
-
-    def run(self):
-        context = zmq.Context.instance()
-        socket = context.socket(zmq.DEALER)
-        socket.setsockopt(zmq.LINGER, 0)
-        socket.connect(self.endpoint)
-        self._ready(socket)
-        last = time.time()
-        while not self.stopping:
-            while True:
-                try:
-                    socket.send_multipart(self.outbox.get_nowait())
-                except queue.Empty:
-                    break
-            if socket.poll(10):
-                frames = socket.recv_multipart()
-                command = frames[1]
-                if command == b"TASK":
-                    task, activity = frames[2].decode(), frames[3].decode()
-                    params, meta = json.loads(frames[4]), json.loads(frames[5])
-                    self.tasks.append((task, activity, params, meta))
-                    self._answer(socket, task, activity, params, meta)
-                elif command == b"CANCEL":
-                    self.cancels.append(frames[2].decode())
-                elif command == b"DISCONNECT":
-                    self.disconnects += 1
-                    socket.close(0)
-                    socket = context.socket(zmq.DEALER)
-                    socket.setsockopt(zmq.LINGER, 0)
-                    socket.connect(self.endpoint)
-                    self._ready(socket)
-            if time.time() - last > self.heartbeat_ms / 1000.0:
-                socket.send_multipart([b"ACTW01", b"HEARTBEAT"])
-                last = time.time()
-        socket.send_multipart([b"ACTW01", b"DISCONNECT"])
-        socket.close(0)
 
 
 def ok(call_id, written, seqs, result, branch=0, attempts=1):
