@@ -150,6 +150,15 @@ class Actd:
         self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def finish(self):
+        """stop() then cleanup(); AssertionError unless actd exited 0 (a
+        clean stop, and no leak under AddressSanitizer)."""
+        code = self.stop()
+        log = self.log()
+        self.cleanup()
+        if code != 0:
+            raise AssertionError("actd exited %s on SIGTERM:\n%s" % (code, log))
+
     def __enter__(self):
         return self.start()
 

@@ -174,11 +174,7 @@ class ExecTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.actd.stop()
-        log = cls.actd.log()
-        cls.actd.cleanup()
-        if code != 0:
-            raise AssertionError("actd exited %s on SIGTERM:\n%s" % (code, log))
+        cls.actd.finish()
 
     def setUp(self):
         self.client = self.actd.client()
