@@ -28,7 +28,7 @@ import zmq
 import zmq.asyncio
 
 from . import _wire
-from .client import _DEFAULT, _options
+from .client import _DEFAULT, _dealer, _options
 from .errors import Closed, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
 
@@ -176,13 +176,7 @@ class AsyncClient:
         """The socket to endpoint (connected, with its reader task, on first use)."""
         sock = self._sockets.get(endpoint)
         if sock is None:
-            sock = self._context.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            try:
-                sock.connect(endpoint)
-            except zmq.ZMQError:
-                sock.close(0)
-                raise
+            sock = _dealer(self._context, endpoint)
             self._sockets[endpoint] = sock
             self._tasks.append(asyncio.ensure_future(self._read(endpoint, sock)))
         return sock

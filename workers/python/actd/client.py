@@ -46,6 +46,19 @@ def _options(endpoints: Union[str, Sequence[str]], request_timeout: Any,
     return listed, request_timeout
 
 
+def _dealer(context: Any, endpoint: str) -> Any:
+    """A DEALER socket of ``context`` (``zmq`` or ``zmq.asyncio``), linger 0,
+    connected to ``endpoint``; closed again if the connect fails."""
+    sock = context.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        sock.connect(endpoint)
+    except zmq.ZMQError:
+        sock.close(0)
+        raise
+    return sock
+
+
 def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str) -> Any:
     try:
         return future.result(timeout)
@@ -230,13 +243,7 @@ class Client:
             pass
 
     def _connect(self, endpoint: str) -> zmq.Socket:
-        sock = self._context.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        try:
-            sock.connect(endpoint)
-        except zmq.ZMQError:
-            sock.close(0)
-            raise
+        sock = _dealer(self._context, endpoint)
         self._sockets[endpoint] = sock
         return sock
 
