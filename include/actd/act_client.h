@@ -49,7 +49,9 @@ int act_client_set_curve (act_client_t *self, const char *server_public,
 
 //  Send a request without waiting: command, then args (strings, ended by
 //  NULL). Writes the request id into request (at least 24 bytes). Returns
-//  0, or -1 if the message could not be queued.
+//  0. A request that cannot be queued (a broker that refused this client's
+//  CURVE key) is treated as one the broker did not answer: waiting for it
+//  times out, or it goes to another broker.
 int act_client_send (act_client_t *self, char *request, const char *command, ...);
 
 //  The next reply not yet taken, waiting up to timeout_ms (-1: forever).

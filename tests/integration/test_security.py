@@ -156,6 +156,54 @@ class SecurityTest(unittest.TestCase):
         self.assertEqual(stats["workers"], [])
         self.assertEqual(stats["calls"]["queued"], 1)
 
+    def c_worker(self, cert_file, name):
+        """actd-example-worker (the C library) with CURVE, cert_file its keys."""
+        process = subprocess.Popen(
+            [find_binary("actd-example-worker"), "--endpoint", self.actd.worker_endpoint,
+             "--name", name, "--heartbeat-ms", "200",
+             "--curve-server", self.server[0], "--curve-cert", cert_file],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
+        return process
+
+    def test_c_library_worker_and_client_with_allowed_keys(self):
+        worker = self.c_worker(os.path.join(self.workers_dir, "w1.key_secret"), "c-w1")
+        client = self.client(self.alice)
+        rid = client.send("CALL", "sec-c", {"_tool": "upper", "text": "curve",
+                                           "_outputPath": "\u2020state.up"})
+        self.assertEqual(client.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        done = json.loads(client.wait(rid, "DONE", timeout=20)[2])
+        self.assertEqual((done["status"], done["result"]), ("ok", "CURVE"))
+        #  actctl, the C client library, with alice's key
+        ping = subprocess.run([find_binary("actctl"), "--endpoint", self.actd.client_endpoint,
+                               "--curve-server", self.server[0], "--curve-cert",
+                               os.path.join(self.clients_dir, "alice.key_secret"), "ping"],
+                              capture_output=True, text=True, timeout=30)
+        self.assertEqual(ping.returncode, 0, ping.stderr)
+        worker.send_signal(signal.SIGTERM)
+        self.assertEqual(worker.wait(10), 0)
+
+    def test_c_library_with_a_refused_key_gives_up_and_stops(self):
+        #  A refused DEALER has no pipe: a send that waited would block for
+        #  ever, and the worker would not stop on SIGTERM
+        worker = self.c_worker(os.path.join(self.dir, "mallory.key_secret"), "c-mallory")
+        self.wait_log(r"CURVE: worker refused from .*: key %s is not in" % re.escape(self.mallory[0]))
+        time.sleep(0.5)         # heartbeats go on meanwhile
+        worker.send_signal(signal.SIGTERM)
+        try:
+            self.assertEqual(worker.wait(10), 0)
+        except subprocess.TimeoutExpired:
+            self.fail("a C worker with a refused key did not stop on SIGTERM")
+        #  actctl with mallory's key: a client is refused by the broker's
+        #  answer, not at the handshake
+        ping = subprocess.run([find_binary("actctl"), "--endpoint", self.actd.client_endpoint,
+                               "--curve-server", self.server[0], "--curve-cert",
+                               os.path.join(self.dir, "mallory.key_secret"),
+                               "--timeout", "5000", "ping"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual((ping.returncode, ping.stderr),
+                         (1, "actctl: unauthorized: this client's CURVE key is not allowed\n"))
+
     def test_sighup_reloads_the_allowed_keys(self):
         newcomer = keygen("bob", self.dir)
         bob = self.client(newcomer)

@@ -240,7 +240,7 @@ s_route (act_client_t *self, const char *key, s_link_t *avoid)
 }
 
 //  Send pending to its link: [ACTC01][command][request][args...]
-static int
+static void
 s_transmit (s_pending_t *pending)
 {
     zmsg_t *msg = zmsg_dup (pending->args);
@@ -248,9 +248,10 @@ s_transmit (s_pending_t *pending)
     zmsg_pushstr (msg, pending->command);
     zmsg_pushstr (msg, "ACTC01");
     pending->sent = zclock_mono ();
-    int rc = zmsg_send (&msg, pending->link->socket);
-    zmsg_destroy (&msg);
-    return rc;
+    //  Not sent (no pipe to a broker that refused this client's key): the
+    //  request stays pending and times out, or goes to another broker, as
+    //  when a broker says nothing
+    act_curve_send (pending->link->socket, &msg);
 }
 
 int
@@ -277,7 +278,8 @@ act_client_send (act_client_t *self, char *request, const char *command, ...)
     pending->link = accepted? accepted: s_route (self, pending->context, NULL);
     free ((char *) first);
     zhashx_update (self->pending, request, pending);
-    return s_transmit (pending);
+    s_transmit (pending);
+    return 0;
 }
 
 //  A reply as the caller sees it, or NULL when it was handled here (a

@@ -37,3 +37,18 @@ act_curve_dealer (act_curve_t *self)
     }
     return dealer;
 }
+
+int
+act_curve_send (zsock_t *dealer, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    int rc = 0;
+    size_t count = zmsg_size (msg);
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        zframe_t *frame = zmsg_pop (msg);
+        rc = zframe_send (&frame, dealer, ZFRAME_DONTWAIT | (i + 1 < count? ZFRAME_MORE: 0));
+        zframe_destroy (&frame);
+    }
+    zmsg_destroy (msg_p);
+    return rc;
+}

@@ -198,9 +198,7 @@ s_send (s_link_t *link, const char *command, zmsg_t *args)
     zmsg_pushstr (msg, command);
     zmsg_pushstr (msg, "ACTW01");
     link->sent = zclock_mono ();
-    int rc = zmsg_send (&msg, link->socket);
-    zmsg_destroy (&msg);
-    return rc;
+    return act_curve_send (link->socket, &msg);
 }
 
 static int s_on_message (zloop_t *loop, zsock_t *reader, void *arg);

@@ -9,7 +9,7 @@
                                timer: the loop keeps heartbeating meanwhile
 
     actd-example-worker [--endpoint EP] [--name NAME] [--capacity N]
-                        [--heartbeat-ms N]
+                        [--heartbeat-ms N] [--curve-server KEY --curve-cert FILE]
     ========================================================================= */
 
 #include <ctype.h>
@@ -78,12 +78,15 @@ main (int argc, char *argv [])
 {
     const char *endpoint = ACT_WORKER_ENDPOINT;
     const char *name = "example-c";
+    const char *curve_server = NULL, *curve_cert = NULL;
     long capacity = 8, heartbeat = 1000;
     static struct option options [] = {
         { "endpoint", required_argument, 0, 'e' },
         { "name", required_argument, 0, 'n' },
         { "capacity", required_argument, 0, 'c' },
         { "heartbeat-ms", required_argument, 0, 'b' },
+        { "curve-server", required_argument, 0, 's' },
+        { "curve-cert", required_argument, 0, 'k' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 }
     };
@@ -100,10 +103,17 @@ main (int argc, char *argv [])
         else
         if (option == 'b')
             heartbeat = atol (optarg);
+        else
+        if (option == 's')
+            curve_server = optarg;
+        else
+        if (option == 'k')
+            curve_cert = optarg;
         else {
             fprintf (option == 'h'? stdout: stderr,
                      "usage: actd-example-worker [--endpoint EP] [--name NAME] "
-                     "[--capacity N] [--heartbeat-ms N]\n");
+                     "[--capacity N] [--heartbeat-ms N] "
+                     "[--curve-server KEY --curve-cert FILE]\n");
             return option == 'h'? 0: 2;
         }
     }
@@ -111,7 +121,16 @@ main (int argc, char *argv [])
         fprintf (stderr, "actd-example-worker: capacity >= 1, heartbeat-ms >= 10\n");
         return 2;
     }
+    if (!curve_server != !curve_cert) {
+        fprintf (stderr, "actd-example-worker: --curve-server and --curve-cert go together\n");
+        return 2;
+    }
     act_worker_t *worker = act_worker_new (endpoint, name);
+    if (curve_server && act_worker_set_curve (worker, curve_server, curve_cert)) {
+        fprintf (stderr, "actd-example-worker: cannot load the certificate %s\n", curve_cert);
+        act_worker_destroy (&worker);
+        return 2;
+    }
     act_worker_set_capacity (worker, (size_t) capacity);
     act_worker_set_heartbeat (worker, (int) heartbeat, 3);
     act_worker_serve (worker, "upper", s_upper, NULL);
