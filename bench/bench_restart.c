@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "bench_util.h"
-#include "actd/act_store.h"
+#include "act_store.h"
 
 static void
 s_check (int rc, const char *what, act_err_t *err)

@@ -18,7 +18,7 @@
 #include <syslog.h>
 #include "act_broker.h"
 #include "act_notify.h"
-#include "actd/act_store.h"
+#include "act_store.h"
 
 volatile sig_atomic_t act_broker_stop_requested = 0;
 volatile sig_atomic_t act_broker_reload_requested = 0;

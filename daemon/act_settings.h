@@ -8,7 +8,7 @@
 
 #include <czmq.h>
 #include "actd/act.h"
-#include "actd/act_store.h"
+#include "act_store.h"
 
 //  Settings that may differ per activity
 typedef struct {

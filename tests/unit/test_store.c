@@ -12,7 +12,7 @@
 #include <czmq.h>
 #include <sqlite3.h>
 #include "actd/act.h"
-#include "actd/act_store.h"
+#include "act_store.h"
 
 //  Where the backend under test lives: set by main
 static const char *s_location;

@@ -27,7 +27,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "act_err.h"
+#include "actd/act_err.h"
 
 #ifdef __cplusplus
 extern "C" {

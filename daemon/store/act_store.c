@@ -4,7 +4,7 @@
     ========================================================================= */
 
 #include <czmq.h>
-#include "actd/act_store.h"
+#include "act_store.h"
 #include "act_store_int.h"
 
 const char *act_store_counter_names [S_COUNTERS] = {

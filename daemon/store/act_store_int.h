@@ -5,7 +5,7 @@
 #ifndef ACT_STORE_INT_H_INCLUDED
 #define ACT_STORE_INT_H_INCLUDED
 
-#include "actd/act_store.h"
+#include "act_store.h"
 
 //  The totals a store keeps, in this order
 enum {
