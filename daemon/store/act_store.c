@@ -17,6 +17,8 @@ struct _act_store_t {
     int64_t counts [S_COUNTERS];            //  Committed totals
     int64_t deltas [S_COUNTERS];            //  Changes in the current batch
     size_t batch;                           //  Writes in the current batch
+    char *failed;                           //  First failed write of the
+                                            //  batch (what), or NULL
     uint64_t last_call;                     //  Call ids given out (one broker)
 };
 
@@ -187,9 +189,13 @@ s_mcall_json (s_mcall_t *call)
 }
 
 static int
-s_memory_commit (void *impl, const int64_t *deltas, act_err_t *err)
+s_memory_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
+    //  Its writes cannot fail (they are in memory at once), so a batch is
+    //  never doomed here; the counters follow the facade's verdict
     s_memory_t *self = (s_memory_t *) impl;
+    if (rollback)
+        return -1;
     for (int i = 0; i < S_COUNTERS; i++)
         self->counts [i] += deltas [i];
     return 0;
@@ -366,6 +372,7 @@ act_store_destroy (act_store_t **self_p)
     if (self_p && *self_p) {
         act_store_t *self = *self_p;
         self->backend->destroy (self->impl);
+        free (self->failed);
         free (self);
         *self_p = NULL;
     }
@@ -377,12 +384,25 @@ act_store_backend (act_store_t *self)
     return self->backend->name;
 }
 
+//  Count a write in the batch. A failed one dooms the batch: in SQLite a
+//  failed statement rolls back only itself, so a COMMIT after it would
+//  keep the rest, and a DONE could go out without the message it reports.
+//  The first failure is remembered and the commit refuses the whole batch.
+static int
+s_counted (act_store_t *self, int rc, const char *what)
+{
+    self->batch++;
+    if (rc < 0 && !self->failed)
+        self->failed = strdup (what);
+    return rc < 0? -1: 0;
+}
+
 int
 act_store_put_context (act_store_t *self, const char *context)
 {
     int rc = self->backend->put_context (self->impl, context);
     if (rc < 0)
-        return -1;
+        return s_counted (self, rc, "a new context");
     self->deltas [S_CONTEXTS] += rc;
     self->batch += rc;
     return 0;
@@ -392,34 +412,30 @@ int
 act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
                        const char *text, size_t size)
 {
-    if (self->backend->put_message (self->impl, context, seq, text, size))
-        return -1;
-    self->deltas [S_MESSAGES]++;
-    self->batch++;
-    return 0;
+    int rc = self->backend->put_message (self->impl, context, seq, text, size);
+    if (rc == 0)
+        self->deltas [S_MESSAGES]++;
+    return s_counted (self, rc, "a message");
 }
 
 int
 act_store_put_call (act_store_t *self, const act_call_record_t *record)
 {
-    if (self->backend->put_call (self->impl, record))
-        return -1;
-    self->deltas [S_ACCEPTED]++;
-    self->batch++;
-    return 0;
+    int rc = self->backend->put_call (self->impl, record);
+    if (rc == 0)
+        self->deltas [S_ACCEPTED]++;
+    return s_counted (self, rc, "a new call");
 }
 
 int
 act_store_update_call (act_store_t *self, const act_call_record_t *record)
 {
-    if (self->backend->update_call (self->impl, record))
-        return -1;
+    int rc = self->backend->update_call (self->impl, record);
     const char *state = record->state;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; rc == 0 && i < 5; i++)
         if (state && streq (state, s_outcomes [i]))
             self->deltas [S_OK + i]++;
-    self->batch++;
-    return 0;
+    return s_counted (self, rc, "a call's state");
 }
 
 int
@@ -427,12 +443,19 @@ act_store_commit (act_store_t *self, act_err_t *err)
 {
     if (self->batch == 0)
         return 0;
-    int rc = self->backend->commit (self->impl, self->deltas, err);
+    bool doomed = self->failed != NULL;
+    int rc = self->backend->commit (self->impl, self->deltas, doomed, err);
+    if (doomed) {
+        act_err_set (err, ACT_E_INTERNAL, "the store could not write %s; "
+                     "the batch was rolled back", self->failed);
+        rc = -1;
+    }
     if (rc == 0)
         for (int i = 0; i < S_COUNTERS; i++)
             self->counts [i] += self->deltas [i];
     memset (self->deltas, 0, sizeof self->deltas);
     self->batch = 0;
+    zstr_free (&self->failed);
     return rc;
 }
 

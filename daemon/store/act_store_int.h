@@ -23,8 +23,9 @@ typedef struct {
                         const char *text, size_t size);
     int (*put_call) (void *impl, const act_call_record_t *record);
     int (*update_call) (void *impl, const act_call_record_t *record);
-    //  Commit the batch with the counters' changes; on failure roll back
-    int (*commit) (void *impl, const int64_t *deltas, act_err_t *err);
+    //  Commit the batch with the counters' changes; on failure, or when
+    //  rollback is set (a write of the batch failed), roll it back whole
+    int (*commit) (void *impl, const int64_t *deltas, bool rollback, act_err_t *err);
     //  Reads
     bool (*has_context) (void *impl, const char *context);
     int (*messages) (void *impl, const char *context, act_store_each_fn *fn, void *arg);

@@ -297,10 +297,10 @@ s_touched (s_pg_t *self)
 }
 
 static int
-s_commit (void *impl, const int64_t *deltas, act_err_t *err)
+s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
     s_pg_t *self = (s_pg_t *) impl;
-    int rc = s_flush (self, err);
+    int rc = rollback? -1: s_flush (self, err);
     if (rc == 0 && !self->open_batch)
         return 0;               //  Nothing was written
     //  Fencing: the batch may only touch contexts this broker still owns

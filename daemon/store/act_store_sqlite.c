@@ -220,12 +220,12 @@ s_update_call (void *impl, const act_call_record_t *record)
 }
 
 static int
-s_commit (void *impl, const int64_t *deltas, act_err_t *err)
+s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (!self->open_batch)
-        return 0;
-    int rc = 0;
+        return rollback? -1: 0;
+    int rc = rollback? -1: 0;
     for (int i = 0; i < S_COUNTERS && rc == 0; i++)
         if (deltas [i]) {
             sqlite3_stmt *query = self->queries [Q_COUNTER];

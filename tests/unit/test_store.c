@@ -361,6 +361,53 @@ test_leases_take_over_and_fence (void **state)
     zstr_free (&context);
 }
 
+//  A write that fails dooms its batch: the commit fails and keeps none of
+//  it (in SQLite a failed statement rolls back only itself, so a COMMIT
+//  after it kept the rest; a DONE could then report a message that was
+//  never stored). The failure here is real: a second message with the
+//  same _seq, which every backend refuses. The memory backend applies
+//  writes at once and cannot take them back; the commit still fails there,
+//  and the broker then reloads its state.
+static void
+test_a_failed_write_fails_the_commit (void **state)
+{
+    char *context = s_context ("doomed");
+    act_store_t *store = s_open_owning (context);
+    bool transactional = !streq (act_store_backend (store), "memory");
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_put_context (store, context), 0);
+    json_t *message = json_pack ("{sssi}", "type", "data", "_seq", 1);
+    assert_int_equal (s_put (store, context, 1, message), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_t *before = act_store_counts (store);
+
+    act_call_record_t record = s_record (act_store_next_call (store), context, "queued", NULL);
+    assert_int_equal (act_store_put_call (store, &record), 0);
+    json_object_set_new (message, "_seq", json_integer (2));
+    assert_int_equal (s_put (store, context, 2, message), 0);
+    s_put (store, context, 2, message);        //  Refused now or at commit
+    assert_int_equal (act_store_commit (store, &err), -1);
+    assert_string_equal (err.code, ACT_E_INTERNAL);
+    assert_int_equal (act_store_batch (store), 0);
+    json_t *after = act_store_counts (store);
+    assert_true (json_equal (before, after));   //  Counted: none of it
+    if (transactional) {
+        json_t *page = act_store_history (store, context, 1, 10);
+        assert_int_equal (json_array_size (page), 1);
+        json_decref (page);
+        json_t *call = act_store_call (store, record.call_id);
+        assert_null (call);
+    }
+    //  The next batch commits as usual
+    assert_int_equal (s_put (store, context, transactional? 2: 3, message), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_decref (before);
+    json_decref (after);
+    json_decref (message);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
 int
 main (void)
 {
@@ -370,6 +417,7 @@ main (void)
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
         cmocka_unit_test (test_leases_take_over_and_fence),
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
+        cmocka_unit_test (test_a_failed_write_fails_the_commit),
     };
     zsys_init ();
     int failed = 0;
