@@ -1,11 +1,13 @@
 /*  =========================================================================
-    act_broker - the actd broker: ACT/1 on two ROUTER sockets (PROTOCOL.md),
-    calls through their life (SEMANTICS.md section 7), and the store.
+    act_broker - the actd broker: ACT/1 on two ROUTER sockets (PROTOCOL.md)
+    and the event loop that drives everything else.
 
-    The path of a call, in the order of the code: receive, validate, store,
-    wait for dependencies, dispatch, receive the result, append, commit,
-    reply. The event loop only hands socket events and timers to those
-    steps, and commits once per pass before anything leaves (group commit).
+    The loop reads each socket's messages into its protocol (act_commands
+    for clients, act_wproto for workers), runs due timers, commits once
+    per pass and only then sends what the pass produced (group commit).
+    The path of a call (receive, validate, store, wait for dependencies,
+    dispatch, receive the result, append, finish) reads top to bottom in
+    act_flow.c: start there.
     ========================================================================= */
 
 #ifndef ACT_BROKER_H_INCLUDED
@@ -14,6 +16,7 @@
 #include <signal.h>
 #include <czmq.h>
 #include "act_settings.h"
+#include "act_outbox.h"
 
 typedef struct _act_broker_t act_broker_t;
 
@@ -44,8 +47,13 @@ int act_broker_run (act_broker_t *self, act_broker_reload_fn *reload,
 void act_broker_client_message (act_broker_t *self, zmsg_t **msg_p);
 void act_broker_worker_message (act_broker_t *self, zmsg_t **msg_p);
 
-//  End a pass: run due timers, commit, and send (or, without sockets,
-//  discard) what the pass produced. Returns the number of messages sent.
+//  Send what passes produce through send instead of the sockets (a test
+//  or a fuzzer observing the broker; without sockets and without a
+//  sender, messages are discarded).
+void act_broker_set_sender (act_broker_t *self, act_outbox_send_fn *send, void *arg);
+
+//  End a pass: run due timers, commit, and send what the pass produced.
+//  Returns the number of messages sent.
 size_t act_broker_pass (act_broker_t *self);
 
 //  Apply settings that may change while running (log level, per-activity

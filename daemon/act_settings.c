@@ -1,5 +1,5 @@
 /*  =========================================================================
-    act_settings - defaults, the config file, and the log filter.
+    act_settings - defaults and the config file.
 
     The config file is in CZMQ's ZPL format (zconfig). zconfig keeps no line
     numbers, and an operator fixing a file wants one, so the file is first
@@ -10,52 +10,6 @@
 
 #include <syslog.h>
 #include "act_settings.h"
-
-int act_log_threshold = LOG_INFO;
-bool act_log_stderr = false;
-
-void
-s_act_log_emit (int level, const char *format, ...)
-{
-    va_list args;
-    va_start (args, format);
-    char *text = zsys_vprintf (format, args);
-    va_end (args);
-    if (!text)
-        return;
-    if (act_log_stderr) {
-        static const char letters [] = "EEEEWNID";
-        char date [32];
-        act_date_now (date);
-        fprintf (stderr, "%c: actd %s %s\n", letters [level & 7], date, text);
-        fflush (stderr);
-    }
-    if (level <= LOG_ERR)
-        zsys_error ("%s", text);
-    else
-    if (level == LOG_WARNING)
-        zsys_warning ("%s", text);
-    else
-    if (level == LOG_NOTICE)
-        zsys_notice ("%s", text);
-    else
-    if (level == LOG_INFO)
-        zsys_info ("%s", text);
-    else
-        zsys_debug ("%s", text);
-    zstr_free (&text);
-}
-
-int
-act_log_level_parse (const char *name)
-{
-    static const char *names [] = { "error", "warning", "notice", "info", "debug" };
-    static const int levels [] = { LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG };
-    for (int i = 0; name && i < 5; i++)
-        if (streq (name, names [i]))
-            return levels [i];
-    return -1;
-}
 
 static void
 s_activity_destroy (void **item)

@@ -9,6 +9,7 @@
 #include <czmq.h>
 #include "actd/act.h"
 #include "act_store.h"
+#include "act_log.h"
 
 //  Settings that may differ per activity
 typedef struct {
@@ -60,20 +61,5 @@ int act_settings_load (act_settings_t *self, const char *path, char *message, si
 
 //  The settings for activity name (its own, or the defaults).
 const act_activity_settings_t *act_settings_activity (act_settings_t *self, const char *name);
-
-//  Parse a log level name (error, warning, notice, info, debug); -1 if unknown.
-int act_log_level_parse (const char *name);
-
-//  The level below which act_log drops messages (set from settings).
-extern int act_log_threshold;
-
-//  Copy every message to stderr besides syslog. (CZMQ 4.2 sends its log
-//  either to syslog or to a stream, never both, so -v prints here.)
-extern bool act_log_stderr;
-
-//  Log at a syslog level through zsys, when the level is enabled.
-#define act_log(level, ...) \
-    do { if ((level) <= act_log_threshold) s_act_log_emit ((level), __VA_ARGS__); } while (0)
-void s_act_log_emit (int level, const char *format, ...) __attribute__ ((format (printf, 2, 3)));
 
 #endif

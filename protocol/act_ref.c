@@ -387,6 +387,17 @@ act_ref_overlaps (const act_ref_t *a, const act_ref_t *b)
     return true;
 }
 
+bool
+act_ref_may_write (const act_ref_t *target, const char *target_instance,
+                   const act_ref_t *read, const char *read_instance)
+{
+    //  Instance writes are folded only into reads of their own instance
+    //  (SEMANTICS.md section 4), so they cannot feed a global read
+    if (target_instance && !(read_instance && strcmp (target_instance, read_instance) == 0))
+        return false;
+    return act_ref_overlaps (target, read);
+}
+
 char *
 act_path_code (const act_seg_t *segs, size_t nsegs)
 {

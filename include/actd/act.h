@@ -15,5 +15,7 @@
 #include "act_method.h"
 #include "act_ctx.h"
 #include "act_call.h"
+#include "act_wire.h"
+#include "act_text.h"
 
 #endif

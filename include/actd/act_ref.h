@@ -82,6 +82,14 @@ bool act_ref_is_escaped (const char *string);
 //  kind, and one path is a prefix of the other ("-" matches any segment).
 bool act_ref_overlaps (const act_ref_t *a, const act_ref_t *b);
 
+//  True when an output target (written in target_instance, NULL: global)
+//  could write where a call reads read (in read_instance, NULL: global):
+//  the dependency relation of SEMANTICS.md section 7. The paths overlap
+//  (one is a prefix of the other, "-" matching any segment), and the
+//  target is global or in the reader's instance.
+bool act_ref_may_write (const act_ref_t *target, const char *target_instance,
+                        const act_ref_t *read, const char *read_instance);
+
 //  Encode a path as a string that is equal for equal paths and never
 //  equal for different ones (index and key with the same text are one
 //  path; "-" is not a key). Returns a new string the caller frees.

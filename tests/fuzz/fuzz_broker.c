@@ -1,11 +1,13 @@
 /*  =========================================================================
     fuzz_broker - the harness of the broker targets (see fuzz_broker.h).
 
-    What the broker sends is read on its way out: the targets are linked
-    with -Wl,--wrap=zmsg_destroy, and while act_broker_pass runs (which,
-    without sockets, destroys the outbox it committed), each destroyed
-    message is looked at: ACCEPTED gives call ids, TASK gives task ids,
-    DISCONNECT to the harness's own worker makes it send READY again.
+    What the broker sends is read on its way out: the harness is the
+    broker's sender (act_broker_set_sender), so each message a pass
+    sends comes here: ACCEPTED gives call ids, TASK gives task ids,
+    DISCONNECT to the harness's own worker makes it send READY again, and
+    DONE counts a completed call. With FUZZ_EXPECT_DONE set, a run that
+    saw no DONE at all exits non-zero: run.sh replays the seed corpus so,
+    and a harness that stops seeing the broker's output fails at once.
 
     The client target has a worker of its own, "auto", that serves the
     common activities and answers every task after each pass: mostly
@@ -50,7 +52,8 @@ static struct {
     act_broker_t *broker;
     size_t inputs;                  //  Inputs since the broker started
     size_t total;                   //  Inputs in all
-    bool observing;                 //  Inside act_broker_pass
+    uint64_t done;                  //  DONE replies seen (calls completed)
+    uint64_t seen;                  //  Messages the broker sent
     bool verbose;                   //  FUZZ_VERBOSE: log, and each message fed
     char calls [S_CALLS][24];       //  Ring of accepted call ids
     size_t ncalls;
@@ -119,6 +122,10 @@ s_observe (zmsg_t *msg)
     zframe_t *f2 = zmsg_next (msg);
     zframe_t *f3 = zmsg_next (msg);
     zframe_t *f4 = zmsg_next (msg);
+    s.seen++;
+    if (s_is (f1, "ACTC01") && s_is (f2, "DONE"))
+        s.done++;
+    else
     if (s_is (f1, "ACTC01") && s_is (f2, "ACCEPTED") && f4) {
         //  [peer][ACTC01][ACCEPTED][request][id or JSON array of ids]
         const char *body = (const char *) zframe_data (f4);
@@ -151,14 +158,16 @@ s_observe (zmsg_t *msg)
         s_remember_task (peer, f4);
 }
 
-void __real_zmsg_destroy (zmsg_t **self_p);
-
-void
-__wrap_zmsg_destroy (zmsg_t **self_p)
+//  The broker's sender: every message a pass sends is looked at here
+static bool
+s_sent (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
 {
-    if (s.observing && self_p && *self_p)
-        s_observe (*self_p);
-    __real_zmsg_destroy (self_p);
+    zmsg_t *msg = zmsg_new ();
+    for (size_t i = 0; i < nparts; i++)
+        zmsg_addmem (msg, zmq_msg_data (&parts [i]), zmq_msg_size (&parts [i]));
+    s_observe (msg);
+    zmsg_destroy (&msg);
+    return true;
 }
 
 
@@ -236,6 +245,7 @@ s_broker_start (void)
         fprintf (stderr, "fuzz_broker: cannot make a broker: %s\n", err.message);
         abort ();
     }
+    act_broker_set_sender (s.broker, s_sent, NULL);
 }
 
 static void
@@ -247,6 +257,13 @@ s_exit (void)
     fuzz_buf_free (&s.history);
     fuzz_buf_free (&s.field);
     free (s.history_path);
+    fprintf (stderr, "fuzz_broker: %zu inputs, %" PRIu64 " messages sent by the broker, "
+             "%" PRIu64 " calls completed (DONE)\n", s.total, s.seen, s.done);
+    if (getenv ("FUZZ_EXPECT_DONE") && s.done == 0) {
+        fprintf (stderr, "fuzz_broker: broken: the run completed no call; the harness "
+                 "does not see what the broker sends\n");
+        _exit (1);
+    }
 }
 
 static void
@@ -380,9 +397,7 @@ static void
 s_pass (void)
 {
     for (int round = 0; round < 8; round++) {
-        s.observing = true;
         act_broker_pass (s.broker);
-        s.observing = false;
         if (s.replay || s.to_worker || s.nauto == 0)
             break;
         char tasks [S_AUTO_MAX][48];

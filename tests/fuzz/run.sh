@@ -104,6 +104,9 @@ run_one () {
     local result="ok"
     if [ "$code" -ne 0 ]; then
         result="CRASHED (exit $code)"
+    elif ! replay_completes "$target"; then
+        result="BLIND (its seed corpus completes no call: see $logs/$target-replay.log)"
+        code=1
     fi
     printf '%-20s %5ss  cov: %-6s execs: %-10s exec/s: %-7s %s\n' "$target" "$((end - start))" \
         "${cov:-?}" "${execs:-?}" "${speed:-?}" "$result"
@@ -115,6 +118,17 @@ run_one () {
         return 1
     fi
     return 0
+}
+
+#  replay_completes TARGET: the broker targets' seed corpus, replayed once,
+#  must complete calls (DONE seen). A harness that no longer sees what the
+#  broker sends still runs green while it explores nothing: this fails it.
+replay_completes () {
+    local target="$1"
+    case "$target" in fuzz_client_frames|fuzz_worker_frames) ;; *) return 0 ;; esac
+    FUZZ_EXPECT_DONE=1 "$BUILD/bin/$target" -runs=0 -detect_leaks=0 -max_len="$(max_len "$target")" \
+        "$HERE/corpus/$target" >"$BUILD/fuzz-logs/$target-replay.log" 2>&1 || return 1
+    grep -h 'calls completed' "$BUILD/fuzz-logs/$target-replay.log" | sed 's/^/    replay: /'
 }
 
 minimize () {

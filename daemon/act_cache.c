@@ -1,0 +1,242 @@
+/*  =========================================================================
+    act_cache - the contexts held in memory (see act_cache.h).
+    ========================================================================= */
+
+#include "act_cache.h"
+
+struct _act_cache_t {
+    act_settings_t *settings;   //  Limits (borrowed)
+    act_store_t *store;         //  Where contexts live (borrowed)
+    zhashx_t *contexts;         //  Context id -> act_context_t
+    zlistx_t *adopt;            //  Ids with calls to recover, not loaded yet
+    act_cache_loaded_fn *loaded;    //  Recovers a loaded context's calls
+    void *loaded_arg;           //  Its argument
+};
+
+static void
+s_context_destroy (void **item)
+{
+    act_context_t *context = (act_context_t *) *item;
+    if (!context)
+        return;
+    act_deps_destroy (&context->deps);
+    act_ctx_destroy (&context->ctx);
+    free (context->id);
+    free (context);
+    *item = NULL;
+}
+
+act_cache_t *
+act_cache_new (act_settings_t *settings, act_store_t *store)
+{
+    act_cache_t *self = (act_cache_t *) calloc (1, sizeof (act_cache_t));
+    if (!self)
+        return NULL;
+    self->settings = settings;
+    self->store = store;
+    self->contexts = zhashx_new ();
+    zhashx_set_destructor (self->contexts, s_context_destroy);
+    self->adopt = zlistx_new ();
+    zlistx_set_destructor (self->adopt, (zlistx_destructor_fn *) zstr_free);
+    return self;
+}
+
+void
+act_cache_destroy (act_cache_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_cache_t *self = *self_p;
+        zhashx_destroy (&self->contexts);
+        zlistx_destroy (&self->adopt);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+void
+act_cache_set_loaded (act_cache_t *self, act_cache_loaded_fn *loaded, void *arg)
+{
+    self->loaded = loaded;
+    self->loaded_arg = arg;
+}
+
+//  Replay one stored message into the context's index
+static int
+s_replay (const json_t *message, void *arg)
+{
+    act_err_t err = { 0 };
+    if (act_ctx_replay ((act_ctx_t *) arg, message, &err))
+        act_log (LOG_ERR, "context %s: stored message skipped: %s",
+                 act_ctx_id ((act_ctx_t *) arg), err.message);
+    return 0;
+}
+
+//  On a shared store, own the context before using it. Returns true when
+//  this broker owns it; else err says who does (moved) or that the store
+//  could not tell (internal).
+static bool
+s_claim (act_cache_t *self, const char *id, act_err_t *err)
+{
+    if (!act_store_shared (self->store))
+        return true;
+    char *owner = NULL;
+    int rc = act_store_claim (self->store, id, &owner);
+    if (rc == 0)
+        act_err_set (err, ACT_E_MOVED, "%s", owner? owner: "");
+    else
+    if (rc < 0)
+        act_err_set (err, ACT_E_INTERNAL, "the store could not tell who owns context %s", id);
+    free (owner);
+    return rc > 0;
+}
+
+act_context_t *
+act_cache_get (act_cache_t *self, const char *id, bool create, act_err_t *err)
+{
+    act_context_t *context = (act_context_t *) zhashx_lookup (self->contexts, id);
+    if (context) {
+        context->used = act_clock_ms ();
+        return context;
+    }
+    bool stored = act_store_has_context (self->store, id);
+    if (!stored && !create) {
+        act_err_set (err, ACT_E_NOT_FOUND, "no context %s", id);
+        return NULL;
+    }
+    if (!s_claim (self, id, err))
+        return NULL;
+    context = calloc (1, sizeof *context);
+    context->id = strdup (id);
+    context->ctx = act_ctx_new (id);
+    context->stored = stored;
+    context->deps = act_deps_new ();
+    context->used = act_clock_ms ();
+    if (stored)
+        act_store_messages (self->store, id, s_replay, context->ctx);
+    zhashx_insert (self->contexts, id, context);
+    //  Its calls that had not ended come back with it (after a restart, or
+    //  a takeover from a dead broker)
+    if (stored && self->loaded)
+        self->loaded (self->loaded_arg, context);
+    return context;
+}
+
+act_context_t *
+act_cache_lookup (act_cache_t *self, const char *id)
+{
+    return (act_context_t *) zhashx_lookup (self->contexts, id);
+}
+
+void
+act_cache_release (act_cache_t *self, act_context_t *context)
+{
+    if (context && !context->stored && context->live == 0)
+        zhashx_delete (self->contexts, context->id);
+}
+
+void
+act_cache_store (act_cache_t *self, act_context_t *context)
+{
+    if (!context->stored) {
+        act_store_put_context (self->store, context->id);
+        context->stored = true;
+    }
+}
+
+static int
+s_compare_used (const void *a, const void *b)
+{
+    long long left = (*(act_context_t * const *) a)->used;
+    long long right = (*(act_context_t * const *) b)->used;
+    return left < right? -1: left > right;
+}
+
+void
+act_cache_evict (act_cache_t *self, long long now)
+{
+    size_t loaded = zhashx_size (self->contexts);
+    act_context_t **idle = malloc ((loaded + 1) * sizeof (act_context_t *));
+    size_t count = 0;
+    for (act_context_t *context = zhashx_first (self->contexts); context;
+         context = zhashx_next (self->contexts))
+        if (context->live == 0 && context->stored)
+            idle [count++] = context;
+    qsort (idle, count, sizeof (act_context_t *), s_compare_used);
+    size_t most = (size_t) self->settings->max_contexts;
+    size_t excess = loaded > most? loaded - most: 0;
+    size_t evicted = 0;
+    for (size_t i = 0; i < count; i++)
+        if (i < excess || now - idle [i]->used > self->settings->context_idle_ms) {
+            zhashx_delete (self->contexts, idle [i]->id);
+            evicted++;
+        }
+    if (evicted)
+        act_log (LOG_DEBUG, "%zu contexts left memory (%zu loaded)", evicted,
+                 zhashx_size (self->contexts));
+    free (idle);
+}
+
+static int
+s_adopt_later (const json_t *context, void *arg)
+{
+    zlistx_add_end ((zlistx_t *) arg, strdup (json_string_value (context)));
+    return 0;
+}
+
+size_t
+act_cache_recover (act_cache_t *self)
+{
+    zlistx_purge (self->adopt);
+    act_store_contexts_pending (self->store, true, s_adopt_later, self->adopt);
+    if (zlistx_size (self->adopt))
+        act_log (LOG_NOTICE, "recovering the calls that had not ended in %zu contexts",
+                 zlistx_size (self->adopt));
+    return zlistx_size (self->adopt);
+}
+
+size_t
+act_cache_adopt (act_cache_t *self, size_t count)
+{
+    for (size_t i = 0; i < count && zlistx_size (self->adopt); i++) {
+        char *id = zlistx_detach (self->adopt, NULL);
+        act_err_t err = { 0 };
+        if (!zhashx_lookup (self->contexts, id) && !act_cache_get (self, id, false, &err))
+            act_log (LOG_WARNING, "context %s not recovered: %s", id, err.message);
+        free (id);
+    }
+    return zlistx_size (self->adopt);
+}
+
+//  A context another broker left behind (its lease ran out) with calls
+//  not ended: taking it over recovers them
+static int
+s_adopt_orphan (const json_t *context, void *arg)
+{
+    act_cache_t *self = (act_cache_t *) arg;
+    act_err_t err = { 0 };
+    const char *id = json_string_value (context);
+    if (!zhashx_lookup (self->contexts, id) && act_cache_get (self, id, false, &err))
+        act_log (LOG_NOTICE, "took over context %s from a broker whose lease ran out", id);
+    return 0;
+}
+
+size_t
+act_cache_adopt_orphans (act_cache_t *self)
+{
+    size_t before = zhashx_size (self->contexts);
+    act_store_contexts_pending (self->store, false, s_adopt_orphan, self);
+    return zhashx_size (self->contexts) - before;
+}
+
+void
+act_cache_clear (act_cache_t *self)
+{
+    zhashx_purge (self->contexts);
+    zlistx_purge (self->adopt);
+}
+
+size_t
+act_cache_size (act_cache_t *self)
+{
+    return zhashx_size (self->contexts);
+}

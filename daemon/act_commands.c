@@ -1,0 +1,429 @@
+/*  =========================================================================
+    act_commands - the client command table (see act_commands.h).
+    ========================================================================= */
+
+#include "act_commands.h"
+
+struct _act_commands_t {
+    act_settings_t *settings;   //  max_message_bytes (borrowed)
+    act_store_t *store;         //  HISTORY reads it (borrowed)
+    act_cache_t *cache;         //  Contexts (borrowed)
+    act_flow_t *flow;           //  Calls (borrowed)
+    act_outbox_t *outbox;       //  Replies (borrowed)
+    act_security_t *security;   //  Allowed client keys (borrowed)
+    act_commands_stats_fn *stats;   //  Builds STATS
+    void *stats_arg;            //  Its argument
+};
+
+//  One request, as the dispatcher checked it
+typedef struct {
+    const char *name;           //  Command, as in the table
+    zframe_t *client;           //  Routing id of the client socket
+    zframe_t *request;          //  Request id to echo
+    const char *context;        //  First argument as a context id, or NULL
+    zframe_t *args [3];         //  Argument frames (NULL past nargs)
+    size_t nargs;               //  Number of argument frames
+} s_request_t;
+
+typedef void (s_handler_fn) (act_commands_t *self, s_request_t *req);
+
+typedef struct {
+    const char *name;           //  As on the wire
+    size_t least, most;         //  Argument frames after the request id
+    bool context;               //  The first argument is a context id
+    s_handler_fn *handler;      //  Serves it; replies through the outbox
+} s_command_t;
+
+static s_handler_fn s_call, s_plan, s_append, s_resolve, s_view, s_history,
+                    s_status, s_cancel, s_stats, s_ping;
+
+static const s_command_t s_commands [] = {
+    { "CALL",    2, 2, true,  s_call },
+    { "PLAN",    2, 2, true,  s_plan },
+    { "APPEND",  2, 2, true,  s_append },
+    { "RESOLVE", 2, 3, true,  s_resolve },
+    { "VIEW",    1, 2, true,  s_view },
+    { "HISTORY", 3, 3, true,  s_history },
+    { "STATUS",  1, 1, false, s_status },
+    { "CANCEL",  1, 1, false, s_cancel },
+    { "STATS",   0, 0, false, s_stats },
+    { "PING",    0, 0, false, s_ping },
+};
+#define S_NCOMMANDS (sizeof s_commands / sizeof s_commands [0])
+
+act_commands_t *
+act_commands_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
+                  act_flow_t *flow, act_outbox_t *outbox, act_security_t *security,
+                  act_commands_stats_fn *stats, void *stats_arg)
+{
+    act_commands_t *self = (act_commands_t *) calloc (1, sizeof (act_commands_t));
+    if (self)
+        *self = (act_commands_t) { settings, store, cache, flow, outbox, security,
+                                   stats, stats_arg };
+    return self;
+}
+
+void
+act_commands_destroy (act_commands_t **self_p)
+{
+    if (self_p && *self_p) {
+        free (*self_p);
+        *self_p = NULL;
+    }
+}
+
+size_t
+act_commands_count (void)
+{
+    return S_NCOMMANDS;
+}
+
+const char *
+act_commands_name (size_t index, size_t *least, size_t *most)
+{
+    if (index >= S_NCOMMANDS)
+        return NULL;
+    *least = s_commands [index].least;
+    *most = s_commands [index].most;
+    return s_commands [index].name;
+}
+
+
+//  --------------------------------------------------------------------------
+//  Arguments
+
+static bool
+s_frame_is (zframe_t *frame, const char *text)
+{
+    return frame && zframe_size (frame) == strlen (text)
+        && memcmp (zframe_data (frame), text, zframe_size (frame)) == 0;
+}
+
+//  The frame as a C string (the caller frees); NULL when it holds a NUL
+static char *
+s_frame_string (zframe_t *frame)
+{
+    if (!frame || memchr (zframe_data (frame), 0, zframe_size (frame)))
+        return NULL;
+    return strndup ((const char *) zframe_data (frame), zframe_size (frame));
+}
+
+static json_t *
+s_frame_json (zframe_t *frame, act_err_t *err)
+{
+    return act_json_parse ((const char *) zframe_data (frame), zframe_size (frame), err);
+}
+
+//  A decimal argument no larger than limit; -1 with err when it is not one
+static int
+s_decimal_arg (zframe_t *frame, const char *name, uint64_t limit, uint64_t *value,
+               act_err_t *err)
+{
+    if (!act_decimal_parse ((const char *) zframe_data (frame), zframe_size (frame), limit,
+                            value))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                            "%s must be a decimal number up to %" PRIu64, name, limit);
+    return 0;
+}
+
+//  An optional instance frame: 1 to 128 bytes of UTF-8 without NUL
+static int
+s_instance_arg (zframe_t *frame, char **instance, act_err_t *err)
+{
+    *instance = NULL;
+    if (!frame)
+        return 0;
+    *instance = s_frame_string (frame);
+    if (!*instance || !**instance || strlen (*instance) > ACT_MAX_INSTANCE
+    ||  !act_utf8_valid (*instance, strlen (*instance), NULL)) {
+        zstr_free (instance);
+        return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                            "an instance is 1 to %d bytes of UTF-8", ACT_MAX_INSTANCE);
+    }
+    return 0;
+}
+
+static void
+s_reply_json (act_commands_t *self, s_request_t *req, const char *verb, const json_t *body,
+              bool durable)
+{
+    act_out_t *out = act_outbox_reply (self->outbox, req->client, req->request, verb, durable);
+    char *text = act_json_dump (body);
+    act_out_addstr (out, text);
+    free (text);
+}
+
+static void
+s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
+{
+    act_outbox_error (self->outbox, req->client, req->request, req->name, err);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The handlers, in the table's order
+
+//  CALL and PLAN: the calls go to the flow, all or none
+static void
+s_submit (act_commands_t *self, s_request_t *req, bool plan)
+{
+    act_err_t err = { 0 };
+    json_t *body = s_frame_json (req->args [1], &err);
+    if (body && plan && (!json_is_array (body) || json_array_size (body) == 0))
+        act_err_set (&err, ACT_E_BAD_CALL, "a plan is a non-empty JSON array of calls");
+    if (err.code) {
+        s_reply_error (self, req, &err);
+        json_decref (body);
+        return;
+    }
+    json_t *entries = plan? json_incref (body): json_pack ("[O]", body);
+    //  A CALL's own bytes are the call's text (a frame is not NUL-terminated)
+    char *call_text = plan? NULL: strndup ((const char *) zframe_data (req->args [1]),
+                                           zframe_size (req->args [1]));
+    act_flow_submit (self->flow, req->client, req->request, req->name, req->context,
+                     entries, call_text, plan);
+    free (call_text);
+    json_decref (entries);
+    json_decref (body);
+}
+
+static void
+s_call (act_commands_t *self, s_request_t *req)
+{
+    s_submit (self, req, false);
+}
+
+static void
+s_plan (act_commands_t *self, s_request_t *req)
+{
+    s_submit (self, req, true);
+}
+
+static void
+s_append (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    json_t *message = NULL, *stored = NULL;
+    act_context_t *context = NULL;
+    if (act_flow_stopping (self->flow))
+        act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
+    else
+    if ((message = s_frame_json (req->args [1], &err))
+    &&  (context = act_cache_get (self->cache, req->context, true, &err)))
+        stored = act_ctx_append (context->ctx, message, &err);
+    json_decref (message);
+    if (!stored) {
+        s_reply_error (self, req, &err);
+        act_cache_release (self->cache, context);
+        return;
+    }
+    act_cache_store (self->cache, context);
+    json_int_t seq = json_integer_value (json_object_get (stored, "_seq"));
+    char *text = act_json_dump (stored);
+    act_store_put_message (self->store, req->context, (uint64_t) seq, text, strlen (text));
+    free (text);
+    json_decref (stored);
+    json_t *reply = json_pack ("{sI}", "seq", seq);
+    s_reply_json (self, req, "OK", reply, true);
+    json_decref (reply);
+}
+
+static void
+s_resolve (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    char *instance = NULL;
+    char *text = s_frame_string (req->args [1]);
+    act_expr_t *expr = NULL;
+    if (!text || !act_utf8_valid (text, strlen (text), NULL) || !act_ref_is_reference (text))
+        act_err_set (&err, ACT_E_BAD_REFERENCE,
+                     "RESOLVE takes a reference expression (starting with a dagger), at byte 0");
+    else
+        expr = act_expr_parse (text, false, &err);
+    if (expr && s_instance_arg (req->args [2], &instance, &err) == 0) {
+        act_context_t *context = act_cache_get (self->cache, req->context, false, &err);
+        json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
+        if (value)
+            s_reply_json (self, req, "VALUE", value, false);
+        else
+        if (context)
+            act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
+        json_decref (value);
+    }
+    if (err.code)
+        s_reply_error (self, req, &err);
+    act_expr_destroy (&expr);
+    free (instance);
+    free (text);
+}
+
+static void
+s_view (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    zframe_t *format = req->args [1];
+    bool text = format && s_frame_is (format, "text");
+    act_context_t *context = NULL;
+    if (format && !text && !s_frame_is (format, "json"))
+        act_err_set (&err, ACT_E_BAD_ARGUMENT, "VIEW format is json or text");
+    else
+        context = act_cache_get (self->cache, req->context, false, &err);
+    if (!context)
+        s_reply_error (self, req, &err);
+    else
+    if (text) {
+        char *rendering = act_ctx_view_text (context->ctx);
+        act_out_addstr (act_outbox_reply (self->outbox, req->client, req->request, "VALUE",
+                                          false), rendering);
+        free (rendering);
+    }
+    else {
+        json_t *view = act_ctx_view (context->ctx);
+        s_reply_json (self, req, "VALUE", view, false);
+        json_decref (view);
+    }
+}
+
+static void
+s_history (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    uint64_t from, limit;
+    json_t *page = NULL;
+    if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err) == 0
+    &&  s_decimal_arg (req->args [2], "limit", ACT_HISTORY_LIMIT, &limit, &err) == 0
+    &&  act_cache_get (self->cache, req->context, false, &err)
+    &&  !(page = act_store_history (self->store, req->context, from, limit)))
+        act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
+    if (page)
+        s_reply_json (self, req, "VALUE", page, false);
+    else
+        s_reply_error (self, req, &err);
+    json_decref (page);
+}
+
+static void
+s_status (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    char *id = s_frame_string (req->args [0]);
+    json_t *status = act_flow_status (self->flow, id, &err);
+    if (status)
+        s_reply_json (self, req, "VALUE", status, false);
+    else
+        s_reply_error (self, req, &err);
+    json_decref (status);
+    free (id);
+}
+
+static void
+s_cancel (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    char *id = s_frame_string (req->args [0]);
+    int rc = act_flow_cancel (self->flow, id, &err);
+    if (rc < 0)
+        s_reply_error (self, req, &err);
+    else        //  Durable when it cancelled: the outcome is stored first
+        act_outbox_reply (self->outbox, req->client, req->request, "OK", rc == 1);
+    free (id);
+}
+
+static void
+s_stats (act_commands_t *self, s_request_t *req)
+{
+    json_t *stats = self->stats (self->stats_arg);
+    s_reply_json (self, req, "VALUE", stats, false);
+    json_decref (stats);
+}
+
+static void
+s_ping (act_commands_t *self, s_request_t *req)
+{
+    act_outbox_reply (self->outbox, req->client, req->request, "PONG", false);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The dispatcher
+
+//  Check the request against its row: request id, arity, frame sizes and
+//  the context id. Returns the row, or NULL with err set.
+static const s_command_t *
+s_check (act_commands_t *self, zframe_t *command, s_request_t *req, zmsg_t *msg,
+         char **context, act_err_t *err)
+{
+    const s_command_t *row = NULL;
+    for (size_t i = 0; i < S_NCOMMANDS && !row; i++)
+        if (s_frame_is (command, s_commands [i].name))
+            row = &s_commands [i];
+    req->name = row? row->name: "?";
+    if (zframe_size (req->request) == 0 || zframe_size (req->request) > ACT_MAX_REQUEST_ID)
+        act_err_set (err, ACT_E_BAD_FRAME, "a request id is 1 to %d bytes", ACT_MAX_REQUEST_ID);
+    else
+    if (!row)
+        act_err_set (err, ACT_E_UNKNOWN_COMMAND, "unknown command");
+    else
+    if (req->nargs < row->least || req->nargs > row->most)
+        act_err_set (err, ACT_E_BAD_FRAME, "%s takes %zu to %zu argument frames, not %zu",
+                     row->name, row->least, row->most, req->nargs);
+    for (zframe_t *frame = zmsg_first (msg); frame && !err->code; frame = zmsg_next (msg))
+        if (zframe_size (frame) > (size_t) self->settings->max_message_bytes)
+            act_err_set (err, ACT_E_TOO_LARGE,
+                         "a frame of %zu bytes is over max_message_bytes (%lld)",
+                         zframe_size (frame), self->settings->max_message_bytes);
+    if (!err->code && row->context) {
+        *context = s_frame_string (req->args [0]);
+        if (!*context || !act_ctx_id_valid (*context)) {
+            zstr_free (context);
+            act_err_set (err, ACT_E_BAD_CONTEXT,
+                         "a context id is 1 to %d bytes of [A-Za-z0-9._:@/-]",
+                         ACT_MAX_CONTEXT_ID);
+        }
+    }
+    return err->code? NULL: row;
+}
+
+void
+act_commands_message (act_commands_t *self, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    *msg_p = NULL;
+    zframe_t *client = zmsg_pop (msg);
+    if (!client || zmsg_size (msg) < 3 || !s_frame_is (zmsg_first (msg), ACT_CLIENT_HEADER)) {
+        act_log (LOG_INFO, "client message without a request id or ACTC01 header dropped");
+        zframe_destroy (&client);
+        zmsg_destroy (&msg);
+        return;
+    }
+    zframe_t *header = zmsg_pop (msg);
+    zframe_t *command = zmsg_pop (msg);
+    s_request_t req = { .client = client, .request = zmsg_pop (msg), .name = "(any)" };
+    req.nargs = zmsg_size (msg);
+    for (size_t i = 0; i < req.nargs && i < 3; i++)
+        req.args [i] = i? zmsg_next (msg): zmsg_first (msg);
+    act_err_t err = { 0 };
+    char *context = NULL;
+    //  Metadata rides on the frames the peer sent, not on the routing id
+    if (!act_security_client_allowed (self->security, header)) {
+        const char *user = zframe_meta (header, "User-Id");
+        act_log (LOG_WARNING, "CURVE: client refused: key %s is not in %s",
+                 user? user: "(none)", self->settings->client_keys);
+        act_err_set (&err, ACT_E_UNAUTHORIZED, "this client's CURVE key is not allowed");
+        s_reply_error (self, &req, &err);
+    }
+    else {
+        const s_command_t *row = s_check (self, command, &req, msg, &context, &err);
+        req.context = context;
+        if (row)
+            row->handler (self, &req);
+        else
+            s_reply_error (self, &req, &err);
+    }
+    free (context);
+    zframe_destroy (&client);
+    zframe_destroy (&header);
+    zframe_destroy (&command);
+    zframe_destroy (&req.request);
+    zmsg_destroy (&msg);
+}

@@ -1,0 +1,92 @@
+/*  =========================================================================
+    act_flow - a call's path through the broker, top to bottom: submit,
+    validate, store, wait for dependencies, queue, dispatch, result / fail
+    / timeout / worker lost, write the output, finish (DONE, wake the calls
+    that waited), and the recovery of a loaded context's calls.
+
+    Every change of a call's state goes through one function, which keeps
+    the counters (per activity and in all) and voids the call's timers.
+    Replies and tasks go to the outbox; the broker sends them after the
+    pass's commit. Calls whose producers ended are evaluated again by
+    act_flow_settle, which the broker runs after each message and timer.
+    ========================================================================= */
+
+#ifndef ACT_FLOW_H_INCLUDED
+#define ACT_FLOW_H_INCLUDED
+
+#include "act_settings.h"
+#include "act_cache.h"
+#include "act_pool.h"
+#include "act_outbox.h"
+
+typedef struct _act_flow_t act_flow_t;
+
+//  A flow over the broker's parts (all borrowed). It registers itself as
+//  the cache's loaded hook, to recover the calls of each loaded context.
+act_flow_t *act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
+                          act_pool_t *pool, act_outbox_t *outbox);
+
+//  Destroy the flow and its live calls; null the pointer; safe on NULL.
+void act_flow_destroy (act_flow_t **self_p);
+
+//  CALL (plan false: entries holds one call, call_text its bytes as sent)
+//  and PLAN (entries, all or none): validate, store, start; ACCEPTED or
+//  ERROR to the client.
+void act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request,
+                      const char *command, const char *context_id, json_t *entries,
+                      const char *call_text, bool plan);
+
+//  STATUS of the call whose id is id: a new object (PROTOCOL.md section
+//  1), or NULL with err (not_found, moved, internal).
+json_t *act_flow_status (act_flow_t *self, const char *id, act_err_t *err);
+
+//  CANCEL the call whose id is id (a call already ended: nothing changes).
+//  Returns 1 when a live call was cancelled, 0 when it had ended, or -1
+//  with err (not_found, moved, internal).
+int act_flow_cancel (act_flow_t *self, const char *id, act_err_t *err);
+
+//  A worker joined or has room: give it calls, its activities in turn.
+void act_flow_worker_ready (act_flow_t *self, act_worker_t *worker);
+
+//  A worker's RESULT for task (body: the result; branch: its frame or
+//  NULL), FAIL (body: the error object) or PROGRESS (body: details). The
+//  task is one the worker holds; its slot is freed by RESULT and FAIL.
+void act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task,
+                      zframe_t *body, zframe_t *branch);
+void act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task,
+                    zframe_t *body);
+void act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task,
+                        zframe_t *body);
+
+//  The worker is gone (silent, disconnected, misbehaving): its tasks go
+//  back to the front of their queues as new attempts, or end
+//  worker_lost; the worker is forgotten.
+void act_flow_worker_lost (act_flow_t *self, act_worker_t *worker, const char *why);
+
+//  Run the timers due at now (deadlines, schedule timeouts, retries).
+void act_flow_timers (act_flow_t *self, long long now);
+
+//  When the next timer fires, or -1 when none is set.
+long long act_flow_next_timer (act_flow_t *self);
+
+//  Evaluate again the calls whose producers have all ended.
+void act_flow_settle (act_flow_t *self);
+
+//  Stop taking calls and dispatching (a shutdown). Queued calls stay
+//  stored and run at the next start.
+void act_flow_stop (act_flow_t *self);
+
+//  True once act_flow_stop was called.
+bool act_flow_stopping (act_flow_t *self);
+
+//  Forget every live call without ending it (the store still has them):
+//  after the store was lost, or before reloading state.
+void act_flow_forget (act_flow_t *self);
+
+//  Live calls in each state, and in all.
+size_t act_flow_waiting (act_flow_t *self);
+size_t act_flow_queued (act_flow_t *self);
+size_t act_flow_running (act_flow_t *self);
+size_t act_flow_live (act_flow_t *self);
+
+#endif

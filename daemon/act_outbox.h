@@ -1,0 +1,73 @@
+/*  =========================================================================
+    act_outbox - what one pass of the broker sends, held until its commit.
+
+    Replies and tasks are built here as libzmq messages during a pass and
+    leave only after the store has committed what they report (group
+    commit): no reply ever promises more than the store holds. If the
+    commit fails, act_outbox_refuse turns every promise into a refusal
+    before anything leaves.
+
+    The outbox does not own sockets: act_outbox_flush hands each message
+    to a send function, which is the broker's sockets in actd and an
+    observer in the fuzzers and tests.
+    ========================================================================= */
+
+#ifndef ACT_OUTBOX_H_INCLUDED
+#define ACT_OUTBOX_H_INCLUDED
+
+#include <czmq.h>
+#include "actd/act_err.h"
+
+typedef struct _act_outbox_t act_outbox_t;
+typedef struct _act_out_t act_out_t;
+
+//  Sends one message whose frames are parts [0..nparts) (routing id
+//  first) to the client socket or the worker socket. Returns true when it
+//  went. It may move the parts' content (zmq_msg_send does); the outbox
+//  closes them after.
+typedef bool (act_outbox_send_fn) (void *arg, bool to_worker, zmq_msg_t *parts,
+                                   size_t nparts);
+
+//  An empty outbox; NULL when out of memory.
+act_outbox_t *act_outbox_new (void);
+
+//  Destroy the outbox and what it holds, and null the pointer; safe on NULL.
+void act_outbox_destroy (act_outbox_t **self_p);
+
+//  A new message at the end of the outbox, to a worker or a client;
+//  durable when it promises stored state (ACCEPTED, OK of APPEND, DONE).
+//  The caller adds its frames at once: the next act_outbox_add may move
+//  it. NULL-safe adders below make "no such message" cheap to express.
+act_out_t *act_outbox_add (act_outbox_t *self, bool to_worker, bool durable);
+
+//  A reply to a client, [client][ACTC01][verb][request], at the end of
+//  the outbox; the caller adds its body frames.
+act_out_t *act_outbox_reply (act_outbox_t *self, zframe_t *client, zframe_t *request,
+                             const char *verb, bool durable);
+
+//  ERROR with err's code and message to a client's request (command
+//  names the request in the log line: a refusal is logged at info).
+void act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
+                       const char *command, const act_err_t *err);
+
+//  Add a frame of size bytes (a string, a CZMQ frame) to out; nothing
+//  when out is NULL.
+void act_out_add (act_out_t *out, const void *data, size_t size);
+void act_out_addstr (act_out_t *out, const char *string);
+void act_out_frame (act_out_t *out, zframe_t *frame);
+
+//  Messages waiting.
+size_t act_outbox_size (act_outbox_t *self);
+
+//  The commit of the pass failed: nothing durable may be promised. Replies
+//  that promised stored state become ERROR internal to the same request,
+//  DONE is dropped (the call runs again after recovery), and messages to
+//  workers are dropped (their tasks were never stored as running).
+//  Returns how many messages were refused or dropped.
+size_t act_outbox_refuse (act_outbox_t *self);
+
+//  Send every message in order through send and empty the outbox.
+//  Returns how many went.
+size_t act_outbox_flush (act_outbox_t *self, act_outbox_send_fn *send, void *arg);
+
+#endif

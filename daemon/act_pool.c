@@ -1,0 +1,300 @@
+/*  =========================================================================
+    act_pool - activities and workers (see act_pool.h).
+    ========================================================================= */
+
+#include "act_pool.h"
+
+struct _act_pool_t {
+    act_settings_t *settings;   //  Per-activity limits (borrowed)
+    zhashx_t *activities;       //  Name -> act_activity_t
+    zhashx_t *workers;          //  Routing id hex -> act_worker_t
+};
+
+static void
+s_activity_destroy (void **item)
+{
+    act_activity_t *activity = (act_activity_t *) *item;
+    zlistx_destroy (&activity->queue);
+    zlistx_destroy (&activity->workers);
+    free (activity->name);
+    free (activity);
+    *item = NULL;
+}
+
+static void
+s_worker_destroy (void **item)
+{
+    act_worker_t *worker = (act_worker_t *) *item;
+    zframe_destroy (&worker->identity);
+    zhashx_destroy (&worker->tasks);
+    zlistx_destroy (&worker->activities);
+    free (worker->key);
+    free (worker->name);
+    free (worker->lang);
+    free (worker);
+    *item = NULL;
+}
+
+act_pool_t *
+act_pool_new (act_settings_t *settings)
+{
+    act_pool_t *self = (act_pool_t *) calloc (1, sizeof (act_pool_t));
+    if (!self)
+        return NULL;
+    self->settings = settings;
+    self->activities = zhashx_new ();
+    zhashx_set_destructor (self->activities, s_activity_destroy);
+    self->workers = zhashx_new ();
+    zhashx_set_destructor (self->workers, s_worker_destroy);
+    return self;
+}
+
+void
+act_pool_destroy (act_pool_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_pool_t *self = *self_p;
+        zhashx_destroy (&self->workers);
+        zhashx_destroy (&self->activities);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+act_activity_t *
+act_pool_activity (act_pool_t *self, const char *name)
+{
+    act_activity_t *activity = (act_activity_t *) zhashx_lookup (self->activities, name);
+    if (!activity) {
+        activity = calloc (1, sizeof *activity);
+        activity->name = strdup (name);
+        activity->queue = zlistx_new ();
+        activity->workers = zlistx_new ();
+        activity->settings = act_settings_activity (self->settings, name);
+        zhashx_insert (self->activities, name, activity);
+    }
+    return activity;
+}
+
+void
+act_pool_prune (act_pool_t *self)
+{
+    zlistx_t *unused = zlistx_new ();
+    for (act_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities))
+        if (zlistx_size (activity->workers) == 0 && activity->backlog == 0
+        &&  activity->running == 0 && activity->done == 0)
+            zlistx_add_end (unused, activity->name);
+    for (char *name = zlistx_first (unused); name; name = zlistx_next (unused))
+        zhashx_delete (self->activities, name);
+    zlistx_destroy (&unused);
+}
+
+void
+act_pool_resettle (act_pool_t *self)
+{
+    for (act_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities))
+        activity->settings = act_settings_activity (self->settings, activity->name);
+}
+
+act_worker_t *
+act_pool_worker (act_pool_t *self, const char *key)
+{
+    return (act_worker_t *) zhashx_lookup (self->workers, key);
+}
+
+act_worker_t *
+act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_t protocol,
+               const json_t *names, size_t capacity, const char *name, const char *lang)
+{
+    act_worker_t *worker = calloc (1, sizeof *worker);
+    worker->key = strdup (key);
+    worker->identity = zframe_dup (identity);
+    worker->protocol = protocol;
+    worker->name = strdup (name? name: key);
+    worker->lang = strdup (lang? lang: "");
+    worker->capacity = capacity;
+    worker->tasks = zhashx_new ();
+    worker->activities = zlistx_new ();
+    worker->heard = worker->sent = act_clock_ms ();
+    size_t index;
+    json_t *activity_name;
+    json_array_foreach (names, index, activity_name) {
+        act_activity_t *activity = act_pool_activity (self, json_string_value (activity_name));
+        if (!zlistx_find (worker->activities, activity)) {
+            zlistx_add_end (worker->activities, activity);
+            zlistx_add_end (activity->workers, worker);
+        }
+    }
+    zhashx_insert (self->workers, key, worker);
+    char *list = act_json_dump (names);
+    act_log (LOG_INFO, "worker %s joined (%s%s%s): activities %s, capacity %zu", worker->name,
+             protocol == ACT_PROTO_ACTW? "ACT/1": protocol == ACT_PROTO_MDP1? "MDP/0.1": "MDP/0.2",
+             *worker->lang? ", ": "", worker->lang, list, capacity);
+    free (list);
+    return worker;
+}
+
+void
+act_pool_detach (act_pool_t *self, act_worker_t *worker)
+{
+    for (act_activity_t *activity = zlistx_first (worker->activities); activity;
+         activity = zlistx_next (worker->activities)) {
+        void *handle = zlistx_find (activity->workers, worker);
+        if (handle)
+            zlistx_delete (activity->workers, handle);
+    }
+}
+
+void
+act_pool_remove (act_pool_t *self, act_worker_t *worker)
+{
+    act_pool_detach (self, worker);
+    zhashx_delete (self->workers, worker->key);
+}
+
+act_worker_t *
+act_pool_first (act_pool_t *self)
+{
+    return (act_worker_t *) zhashx_first (self->workers);
+}
+
+act_worker_t *
+act_pool_next (act_pool_t *self)
+{
+    return (act_worker_t *) zhashx_next (self->workers);
+}
+
+size_t
+act_pool_size (act_pool_t *self)
+{
+    return zhashx_size (self->workers);
+}
+
+void
+act_pool_clear (act_pool_t *self, act_outbox_t *outbox)
+{
+    for (act_worker_t *worker = zhashx_first (self->workers); worker;
+         worker = zhashx_next (self->workers))
+        if (outbox)
+            act_pool_disconnect (outbox, worker->identity, worker->protocol,
+                                 "broker restarting its state");
+    zhashx_purge (self->workers);
+    zhashx_purge (self->activities);
+}
+
+void
+act_pool_forget_calls (act_pool_t *self)
+{
+    for (act_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities)) {
+        zlistx_purge (activity->queue);
+        activity->backlog = activity->queued = activity->running = 0;
+    }
+}
+
+bool
+act_worker_free (act_worker_t *worker)
+{
+    return zhashx_size (worker->tasks) < worker->capacity;
+}
+
+act_worker_t *
+act_worker_pick (act_activity_t *activity)
+{
+    act_worker_t *best = NULL;
+    for (act_worker_t *worker = zlistx_first (activity->workers); worker;
+         worker = zlistx_next (activity->workers)) {
+        if (!act_worker_free (worker))
+            continue;
+        if (!best) {
+            best = worker;
+            continue;
+        }
+        //  Load relative to capacity, compared without division
+        size_t load = zhashx_size (worker->tasks) * best->capacity;
+        size_t best_load = zhashx_size (best->tasks) * worker->capacity;
+        if (load < best_load || (load == best_load && worker->used < best->used))
+            best = worker;
+    }
+    return best;
+}
+
+act_out_t *
+act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command)
+{
+    act_out_t *out = NULL;
+    if (worker->protocol == ACT_PROTO_ACTW) {
+        out = act_outbox_add (outbox, true, false);
+        act_out_frame (out, worker->identity);
+        act_out_addstr (out, ACT_WORKER_HEADER);
+        act_out_addstr (out, command);
+    }
+    else {
+        //  Majordomo: commands are one byte; 0.1 puts an empty frame first
+        bool v1 = worker->protocol == ACT_PROTO_MDP1;
+        byte code = 0;
+        if (streq (command, "TASK"))
+            code = ACT_MDP_REQUEST;
+        else
+        if (streq (command, "HEARTBEAT"))
+            code = v1? ACT_MDP1_HEARTBEAT: ACT_MDP2_HEARTBEAT;
+        else
+        if (streq (command, "DISCONNECT"))
+            code = v1? ACT_MDP1_DISCONNECT: ACT_MDP2_DISCONNECT;
+        else
+            return NULL;            //  Majordomo has no CANCEL
+        out = act_outbox_add (outbox, true, false);
+        act_out_frame (out, worker->identity);
+        if (v1)
+            act_out_add (out, "", 0);
+        act_out_addstr (out, v1? ACT_MDPW01: ACT_MDPW02);
+        act_out_add (out, &code, 1);
+    }
+    worker->sent = act_clock_ms ();
+    return out;
+}
+
+void
+act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t protocol,
+                     const char *reason)
+{
+    act_worker_t stranger = { .identity = identity, .protocol = protocol };
+    act_out_t *out = act_worker_send (outbox, &stranger, "DISCONNECT");
+    if (protocol == ACT_PROTO_ACTW)
+        act_out_addstr (out, reason);
+}
+
+json_t *
+act_pool_activities_json (act_pool_t *self)
+{
+    json_t *activities = json_object ();
+    for (act_activity_t *activity = zhashx_first (self->activities); activity;
+         activity = zhashx_next (self->activities))
+        json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsI}",
+            "workers", (json_int_t) zlistx_size (activity->workers),
+            "queued", (json_int_t) activity->queued,
+            "running", (json_int_t) activity->running,
+            "done", (json_int_t) activity->done));
+    return activities;
+}
+
+json_t *
+act_pool_workers_json (act_pool_t *self)
+{
+    json_t *workers = json_array ();
+    for (act_worker_t *worker = zhashx_first (self->workers); worker;
+         worker = zhashx_next (self->workers)) {
+        json_t *names = json_array ();
+        for (act_activity_t *activity = zlistx_first (worker->activities); activity;
+             activity = zlistx_next (worker->activities))
+            json_array_append_new (names, json_string (activity->name));
+        json_array_append_new (workers, json_pack ("{sssosIsIss}",
+            "name", worker->name, "activities", names,
+            "capacity", (json_int_t) worker->capacity,
+            "running", (json_int_t) zhashx_size (worker->tasks),
+            "lang", worker->lang));
+    }
+    return workers;
+}

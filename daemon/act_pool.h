@@ -1,0 +1,123 @@
+/*  =========================================================================
+    act_pool - activities and the workers that serve them.
+
+    An activity is a tool name with its queue of calls ready for a worker
+    (first in, first out; retries at the front) and the workers serving
+    it. A worker is a peer on the worker socket that sent READY: its
+    protocol (ACT/1 or Majordomo), capacity and the tasks it holds. The
+    pool picks the worker for an activity's next call and speaks each
+    worker's protocol when the broker sends it something.
+    ========================================================================= */
+
+#ifndef ACT_POOL_H_INCLUDED
+#define ACT_POOL_H_INCLUDED
+
+#include "act_settings.h"
+#include "act_outbox.h"
+
+typedef struct _act_pool_t act_pool_t;
+
+//  The protocol a worker speaks
+typedef enum {
+    ACT_PROTO_ACTW,             //  ACT/1 (PROTOCOL.md section 2)
+    ACT_PROTO_MDP1,             //  Majordomo 7/MDP (MDPW01)
+    ACT_PROTO_MDP2              //  Majordomo 18/MDP (MDPW02)
+} act_proto_t;
+
+typedef struct {
+    char *name;                 //  Activity (tool) name
+    zlistx_t *queue;            //  Calls ready for a worker, FIFO (owner's)
+    zlistx_t *workers;          //  act_worker_t serving it
+    size_t backlog;             //  Calls waiting or queued, for max_queue
+    size_t queued;              //  Calls queued (STATS)
+    size_t running;             //  Calls running
+    uint64_t done;              //  Calls ended since start
+    const act_activity_settings_t *settings;    //  Its limits
+} act_activity_t;
+
+typedef struct {
+    char *key;                  //  Routing id in hex (key in the pool)
+    zframe_t *identity;         //  Routing id
+    act_proto_t protocol;       //  What it speaks
+    char *name;                 //  Name it gave, or its routing id
+    char *lang;                 //  Language it gave, or ""
+    size_t capacity;            //  Tasks it may hold at once
+    zhashx_t *tasks;            //  Task ids it holds (answered or not)
+    zlistx_t *activities;       //  act_activity_t it serves
+    size_t cursor;              //  Round robin over its activities
+    long long heard;            //  Last message from it
+    long long sent;             //  Last message to it
+    long long used;             //  Last dispatch to it
+} act_worker_t;
+
+//  An empty pool taking per-activity limits from settings (borrowed).
+act_pool_t *act_pool_new (act_settings_t *settings);
+
+//  Destroy the pool, its activities and workers; null the pointer.
+void act_pool_destroy (act_pool_t **self_p);
+
+//  The activity named name, made if it is new.
+act_activity_t *act_pool_activity (act_pool_t *self, const char *name);
+
+//  Forget activities nothing refers to (no worker, call or history): a
+//  refused call may have named one never seen, and a refused request
+//  changes nothing.
+void act_pool_prune (act_pool_t *self);
+
+//  Point every activity at its settings again (after a reload).
+void act_pool_resettle (act_pool_t *self);
+
+//  The worker with routing id key (hex), or NULL.
+act_worker_t *act_pool_worker (act_pool_t *self, const char *key);
+
+//  Register a worker: it serves names (a JSON array of strings) with
+//  capacity. Returns the worker.
+act_worker_t *act_pool_join (act_pool_t *self, zframe_t *identity, const char *key,
+                             act_proto_t protocol, const json_t *names, size_t capacity,
+                             const char *name, const char *lang);
+
+//  Take a worker out of its activities: nothing is dispatched to it any
+//  more. Its tasks are still listed, for the caller to deal with.
+void act_pool_detach (act_pool_t *self, act_worker_t *worker);
+
+//  Forget a worker (detached or not) and free it.
+void act_pool_remove (act_pool_t *self, act_worker_t *worker);
+
+//  Iterate over the workers (not safe against removal while iterating).
+act_worker_t *act_pool_first (act_pool_t *self);
+act_worker_t *act_pool_next (act_pool_t *self);
+
+//  Workers registered.
+size_t act_pool_size (act_pool_t *self);
+
+//  Forget every worker and activity (reload of state); with send, each
+//  worker is first told to DISCONNECT through outbox.
+void act_pool_clear (act_pool_t *self, act_outbox_t *outbox);
+
+//  Empty every queue and zero the activities' counts of live calls
+//  (their calls were forgotten).
+void act_pool_forget_calls (act_pool_t *self);
+
+//  True when the worker may take one more task.
+bool act_worker_free (act_worker_t *worker);
+
+//  The worker to give the activity's next call: free capacity, least
+//  loaded for its capacity, then least recently used. NULL when none.
+act_worker_t *act_worker_pick (act_activity_t *activity);
+
+//  A message to worker in its own protocol in outbox: ACT/1 commands
+//  TASK, CANCEL, HEARTBEAT, DISCONNECT; the caller adds the argument
+//  frames. NULL (adding to it does nothing) for a command the worker's
+//  protocol does not have (Majordomo has no CANCEL).
+act_out_t *act_worker_send (act_outbox_t *outbox, act_worker_t *worker,
+                            const char *command);
+
+//  DISCONNECT with reason to any peer (registered or not) of protocol.
+void act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t protocol,
+                          const char *reason);
+
+//  STATS' "activities" object and "workers" array (PROTOCOL.md section 4).
+json_t *act_pool_activities_json (act_pool_t *self);
+json_t *act_pool_workers_json (act_pool_t *self);
+
+#endif

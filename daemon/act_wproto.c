@@ -1,0 +1,300 @@
+/*  =========================================================================
+    act_wproto - the worker socket's protocols (see act_wproto.h).
+    ========================================================================= */
+
+#include "act_wproto.h"
+
+struct _act_wproto_t {
+    act_settings_t *settings;   //  Heartbeat and liveness (borrowed)
+    act_pool_t *pool;           //  Workers by routing id (borrowed)
+    act_flow_t *flow;           //  Where answers go (borrowed)
+    act_outbox_t *outbox;       //  DISCONNECT and HEARTBEAT (borrowed)
+};
+
+act_wproto_t *
+act_wproto_new (act_settings_t *settings, act_pool_t *pool, act_flow_t *flow,
+                act_outbox_t *outbox)
+{
+    act_wproto_t *self = (act_wproto_t *) calloc (1, sizeof (act_wproto_t));
+    if (self)
+        *self = (act_wproto_t) { settings, pool, flow, outbox };
+    return self;
+}
+
+void
+act_wproto_destroy (act_wproto_t **self_p)
+{
+    if (self_p && *self_p) {
+        free (*self_p);
+        *self_p = NULL;
+    }
+}
+
+static bool
+s_frame_is (zframe_t *frame, const char *text)
+{
+    return frame && zframe_size (frame) == strlen (text)
+        && memcmp (zframe_data (frame), text, zframe_size (frame)) == 0;
+}
+
+//  The frame as a C string (the caller frees); NULL when it holds a NUL
+static char *
+s_frame_string (zframe_t *frame)
+{
+    if (!frame || memchr (zframe_data (frame), 0, zframe_size (frame)))
+        return NULL;
+    return strndup ((const char *) zframe_data (frame), zframe_size (frame));
+}
+
+//  Refuse a peer: log, forget it if it was registered (its tasks go
+//  back), and tell it to DISCONNECT in its own protocol
+static void
+s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
+          act_proto_t protocol, const char *problem)
+{
+    act_log (LOG_WARNING, "worker %s: %s; disconnecting it", worker? worker->name: key,
+             problem);
+    if (worker)
+        act_flow_worker_lost (self->flow, worker, problem);
+    act_pool_disconnect (self->outbox, identity, protocol, problem);
+}
+
+//  READY's body: {"activities": [...], "capacity"?, "name"?, "lang"?}
+static int
+s_ready_body (json_t *body, json_t **names, size_t *capacity, const char **name,
+              const char **lang, act_err_t *err)
+{
+    *names = json_object_get (body, "activities");
+    if (!json_is_object (body) || !json_is_array (*names) || json_array_size (*names) == 0)
+        return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                            "READY needs {\"activities\": [names], \"capacity\": N}");
+    size_t index;
+    json_t *item;
+    json_array_foreach (*names, index, item)
+        if (!json_is_string (item) || json_string_length (item) == 0
+        ||  json_string_length (item) > ACT_MAX_TOOL)
+            return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                                "activity names are strings of 1 to %d bytes", ACT_MAX_TOOL);
+    json_t *value = json_object_get (body, "capacity");
+    *capacity = 1;
+    if (value) {
+        if (!json_is_integer (value) || json_integer_value (value) < 1
+        ||  json_integer_value (value) > 100000)
+            return act_err_set (err, ACT_E_BAD_ARGUMENT, "capacity is an integer from 1 to 100000");
+        *capacity = (size_t) json_integer_value (value);
+    }
+    value = json_object_get (body, "name");
+    *name = json_string_value (value);
+    if (value && (!*name || strlen (*name) > 256))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "name is a string of up to 256 bytes");
+    value = json_object_get (body, "lang");
+    *lang = json_string_value (value);
+    if (value && (!*lang || strlen (*lang) > 64))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "lang is a string of up to 64 bytes");
+    return 0;
+}
+
+//  ACT/1 READY: register the worker and give it calls. Returns the
+//  problem (a static or err's text) when it is refused, else NULL.
+static const char *
+s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
+              const char *key, zmsg_t *msg, act_err_t *err)
+{
+    if (worker)
+        return "READY from a worker already registered";
+    if (zmsg_size (msg) != 1)
+        return "READY takes one frame";
+    zframe_t *frame = zmsg_first (msg);
+    json_t *body = act_json_parse ((const char *) zframe_data (frame), zframe_size (frame), err);
+    json_t *names = NULL;
+    size_t capacity = 1;
+    const char *name = NULL, *lang = NULL;
+    if (body && s_ready_body (body, &names, &capacity, &name, &lang, err) == 0) {
+        worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, names, capacity,
+                                name, lang);
+        act_flow_worker_ready (self->flow, worker);
+    }
+    json_decref (body);
+    return err->code? err->message: NULL;
+}
+
+//  The ACT/1 worker sub-protocol; msg holds [command][args...]. Returns
+//  the problem when the peer must be refused, else NULL.
+static const char *
+s_actw (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
+        zmsg_t *msg, act_err_t *err)
+{
+    zframe_t *command = zmsg_pop (msg);
+    const char *problem = NULL;
+    size_t nargs = zmsg_size (msg);
+    bool result = s_frame_is (command, "RESULT");
+    char *task = NULL;
+    if (s_frame_is (command, "READY"))
+        problem = s_actw_ready (self, worker, identity, key, msg, err);
+    else
+    if (!worker)
+        problem = "not registered: send READY first";
+    else
+    if (s_frame_is (command, "HEARTBEAT"))
+        ;                       //  Being heard is all it does
+    else
+    if (s_frame_is (command, "DISCONNECT"))
+        act_flow_worker_lost (self->flow, worker, "it disconnected");
+    else
+    if (!result && !s_frame_is (command, "FAIL") && !s_frame_is (command, "PROGRESS"))
+        problem = "unknown command";
+    else
+    if (nargs < 2 || nargs > (result? 3u: 2u))
+        problem = "wrong number of frames";
+    else
+    if (!(task = s_frame_string (zmsg_first (msg))) || !zhashx_lookup (worker->tasks, task))
+        problem = "a task it does not hold";
+    else {
+        zframe_t *body = zmsg_next (msg);
+        if (result)
+            act_flow_result (self->flow, worker, task, body, zmsg_next (msg));
+        else
+        if (s_frame_is (command, "FAIL"))
+            act_flow_fail (self->flow, worker, task, body);
+        else
+            act_flow_progress (self->flow, worker, task, body);
+    }
+    free (task);
+    zframe_destroy (&command);
+    return problem;
+}
+
+//  A Majordomo reply, [address][empty][body]: REPLY (0.1), PARTIAL or
+//  FINAL (0.2). Returns the problem when refused, else NULL.
+static const char *
+s_mdp_reply (act_wproto_t *self, act_worker_t *worker, zmsg_t *msg, bool partial)
+{
+    const char *problem = NULL;
+    char *task = s_frame_string (zmsg_first (msg));
+    zframe_t *empty = zmsg_next (msg);
+    zframe_t *body = zmsg_next (msg);
+    if (!task || !empty || zframe_size (empty) || !body)
+        problem = "malformed reply";
+    else
+    if (!zhashx_lookup (worker->tasks, task))
+        problem = "a reply for a task it does not hold";
+    else
+    if (partial)
+        act_flow_progress (self->flow, worker, task, body);
+    else
+        act_flow_result (self->flow, worker, task, body, NULL);
+    free (task);
+    return problem;
+}
+
+//  Majordomo workers (7/MDP and 18/MDP); msg holds [command byte][args].
+//  Returns the problem when refused, else NULL.
+static const char *
+s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
+       act_proto_t protocol, zmsg_t *msg)
+{
+    zframe_t *command = zmsg_pop (msg);
+    byte code = command && zframe_size (command) == 1? zframe_data (command) [0]: 0;
+    bool v1 = protocol == ACT_PROTO_MDP1;
+    const char *problem = NULL;
+    if (code == ACT_MDP_READY) {
+        char *service = s_frame_string (zmsg_first (msg));
+        if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL)
+            problem = worker? "READY from a worker already registered": "bad service name";
+        else {
+            json_t *names = json_pack ("[s]", service);
+            worker = act_pool_join (self->pool, identity, key, protocol, names, 1, NULL,
+                                    v1? "mdp/0.1": "mdp/0.2");
+            act_flow_worker_ready (self->flow, worker);
+            json_decref (names);
+        }
+        free (service);
+    }
+    else
+    if (!worker)
+        problem = "not registered: send READY first";
+    else
+    if (code == (v1? ACT_MDP1_HEARTBEAT: ACT_MDP2_HEARTBEAT))
+        ;
+    else
+    if (code == (v1? ACT_MDP1_DISCONNECT: ACT_MDP2_DISCONNECT))
+        act_flow_worker_lost (self->flow, worker, "it disconnected");
+    else
+    if (code == ACT_MDP1_REPLY || (!v1 && code == ACT_MDP2_FINAL))
+        problem = s_mdp_reply (self, worker, msg, !v1 && code == ACT_MDP2_PARTIAL);
+    else
+        problem = "unknown command";
+    zframe_destroy (&command);
+    return problem;
+}
+
+void
+act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    *msg_p = NULL;
+    zframe_t *identity = zmsg_pop (msg);
+    if (!identity) {
+        zmsg_destroy (&msg);
+        return;
+    }
+    char *key = zframe_strhex (identity);
+    act_worker_t *worker = act_pool_worker (self->pool, key);
+    if (worker)
+        worker->heard = act_clock_ms ();
+    zframe_t *first = zmsg_first (msg);
+    zframe_t *second = zmsg_next (msg);
+    act_proto_t protocol = ACT_PROTO_ACTW;
+    const char *problem = NULL;
+    act_err_t err = { 0 };
+    bool known = true;
+    if (s_frame_is (first, ACT_WORKER_HEADER) && second) {
+        zframe_t *header = zmsg_pop (msg);
+        zframe_destroy (&header);
+        problem = s_actw (self, worker, identity, key, msg, &err);
+    }
+    else
+    if ((s_frame_is (first, ACT_MDPW02) && second)
+    ||  (first && zframe_size (first) == 0 && s_frame_is (second, ACT_MDPW01))) {
+        protocol = s_frame_is (first, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
+        for (int drop = protocol == ACT_PROTO_MDP1? 2: 1; drop > 0; drop--) {
+            zframe_t *frame = zmsg_pop (msg);
+            zframe_destroy (&frame);
+        }
+        problem = s_mdp (self, worker, identity, key, protocol, msg);
+    }
+    else
+        known = false;
+    if (!known)
+        act_log (LOG_INFO, "message without a worker protocol header from %s dropped", key);
+    else
+    if (problem)
+        s_refuse (self, act_pool_worker (self->pool, key), identity, key, protocol, problem);
+    free (key);
+    zframe_destroy (&identity);
+    zmsg_destroy (&msg);
+}
+
+void
+act_wproto_heartbeat (act_wproto_t *self, long long now)
+{
+    long long interval = self->settings->heartbeat_ms;
+    zlistx_t *dead = zlistx_new ();
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool)) {
+        if (now - worker->heard > interval * self->settings->liveness)
+            zlistx_add_end (dead, worker);
+        else
+        if (now - worker->sent >= interval)
+            act_worker_send (self->outbox, worker, "HEARTBEAT");
+    }
+    for (act_worker_t *worker = zlistx_first (dead); worker; worker = zlistx_next (dead)) {
+        zframe_t *identity = zframe_dup (worker->identity);
+        act_proto_t protocol = worker->protocol;
+        act_flow_worker_lost (self->flow, worker, "silent for too long");
+        //  If it is still there, it must start again
+        act_pool_disconnect (self->outbox, identity, protocol, "silent for too long");
+        zframe_destroy (&identity);
+    }
+    zlistx_destroy (&dead);
+}

@@ -1,0 +1,32 @@
+/*  =========================================================================
+    act_wproto - the worker socket's protocols: ACT/1 (PROTOCOL.md
+    section 2) and Majordomo 7/MDP and 18/MDP workers. Each message is
+    decoded, checked and handed to the pool (READY) or the call flow
+    (RESULT, FAIL, PROGRESS, a lost worker); a peer that breaks the
+    protocol is answered DISCONNECT in its own protocol.
+    ========================================================================= */
+
+#ifndef ACT_WPROTO_H_INCLUDED
+#define ACT_WPROTO_H_INCLUDED
+
+#include "act_flow.h"
+
+typedef struct _act_wproto_t act_wproto_t;
+
+//  The worker side of a broker's parts (borrowed).
+act_wproto_t *act_wproto_new (act_settings_t *settings, act_pool_t *pool, act_flow_t *flow,
+                              act_outbox_t *outbox);
+
+//  Destroy it and null the pointer; safe on NULL.
+void act_wproto_destroy (act_wproto_t **self_p);
+
+//  Handle one message from the worker socket, [routing id][frames...].
+//  Destroys the message.
+void act_wproto_message (act_wproto_t *self, zmsg_t **msg_p);
+
+//  Heartbeats (every heartbeat_ms a message to each worker that heard
+//  nothing else) and liveness (a worker silent for liveness intervals is
+//  lost), at now.
+void act_wproto_heartbeat (act_wproto_t *self, long long now);
+
+#endif
