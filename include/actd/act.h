@@ -15,5 +15,6 @@
 #include "act_method.h"
 #include "act_ctx.h"
 #include "act_call.h"
+#include "act_schema.h"
 
 #endif
