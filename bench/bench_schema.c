@@ -124,15 +124,18 @@ main (int argc, char *argv [])
 {
     double seconds = 1;
     static struct option options [] = {
-        { "seconds", required_argument, NULL, 's' }, { NULL, 0, NULL, 0 }
+        { "seconds", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
     };
     int option;
-    while ((option = getopt_long (argc, argv, "", options, NULL)) != -1) {
-        if (option != 's') {
-            fprintf (stderr, "usage: bench_schema [--seconds S]\n");
-            return 2;
+    while ((option = getopt_long (argc, argv, "h", options, NULL)) != -1) {
+        if (option == 's' && atof (optarg) > 0)
+            seconds = atof (optarg);
+        else {
+            fprintf (option == 'h'? stdout: stderr,
+                     "usage: bench_schema [--seconds S]   (S per figure, default 1)\n");
+            return option == 'h'? 0: 2;
         }
-        seconds = atof (optarg);
     }
     json_t *json = s_parse (s_schema_text);
     act_err_t err = { 0 };

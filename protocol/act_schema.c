@@ -240,9 +240,10 @@ s_regex (s_compiler_t *c, const char *text, size_t size)
         s_error (c, message);
         return NULL;
     }
-    //  JIT makes a match several times faster; without it (no JIT on this
-    //  machine, or no executable memory) the interpreter gives the same answers
-    pcre2_jit_compile (regex, PCRE2_JIT_COMPLETE);
+    //  No JIT: actd's unit has MemoryDenyWriteExecute=yes, under which JIT
+    //  cannot get executable memory, and valgrind cannot follow JIT code.
+    //  The interpreter matches the short strings of tool parameters in
+    //  tens of nanoseconds anyway (bench_schema).
     return regex;
 }
 
@@ -263,18 +264,19 @@ s_kw_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
 {
     if (!json_is_object (value))
         return s_error (c, "expected an object of schemas");
-    node->property_set = value;
-    node->properties = calloc (json_object_size (value) + 1, sizeof (act_sprop_t));
-    if (!node->properties)
+    node->properties = calloc (json_object_size (value) + 1, sizeof (act_snode_t *));
+    node->property_index = json_object ();
+    if (!node->properties || !node->property_index)
         return s_error (c, "out of memory");
     const char *name;
     json_t *member;
     json_object_foreach ((json_t *) value, name, member) {
-        act_sprop_t *property = &node->properties [node->property_count];
-        property->name = name;
-        property->schema = s_compile_at (c, member, name);
-        if (!property->schema)
+        node->properties [node->property_count] = s_compile_at (c, member, name);
+        if (!node->properties [node->property_count])
             return -1;
+        if (json_object_set_new (node->property_index, name,
+                                 json_integer ((json_int_t) node->property_count)))
+            return s_error (c, "out of memory");
         node->property_count++;
     }
     return 0;
@@ -712,6 +714,7 @@ s_node_destroy (act_snode_t *node)
     pcre2_code_free (node->pattern);
     free (node->patterns);
     free (node->properties);
+    json_decref (node->property_index);
     free (node->required);
     free (node->prefix_items.nodes);
     free (node->all_of.nodes);

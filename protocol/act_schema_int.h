@@ -38,15 +38,9 @@ typedef struct {
     size_t count;               //  How many
 } act_slist_t;
 
-//  One entry of properties
-typedef struct {
-    const char *name;           //  Property name (a key of the schema copy)
-    act_snode_t *schema;        //  What its value must match
-} act_sprop_t;
-
 //  One entry of patternProperties
 typedef struct {
-    pcre2_code *regex;          //  The compiled key pattern (JIT when possible)
+    pcre2_code *regex;          //  The compiled key pattern
     act_snode_t *schema;        //  What values of matching keys must match
 } act_spattern_t;
 
@@ -73,9 +67,9 @@ struct _act_snode_t {
     long long min_items;        //  -1: none
     long long max_items;        //  -1: none
     bool unique_items;          //  uniqueItems: true
-    act_sprop_t *properties;    //  properties, in the schema's order
+    act_snode_t **properties;   //  properties' schemas, in the schema's order
     size_t property_count;      //  How many
-    const json_t *property_set; //  properties' object, to tell which keys it names
+    json_t *property_index;     //  Owned: name -> index in properties (one lookup per member)
     act_spattern_t *patterns;   //  patternProperties
     size_t pattern_count;       //  How many
     act_snode_t *additional;    //  additionalProperties; NULL: any

@@ -146,8 +146,24 @@ s_check_type (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return s_fail (st, "type", "expected %s", expected);
 }
 
-//  Compare two numbers exactly: long double holds every 64-bit integer
-//  and every double, so mixing the two loses nothing
+//  Compare an integer and a double exactly. Not through long double: it
+//  is no wider than double under valgrind, which would call 2^53 + 1 and
+//  2^53 equal. |real| < 2^63 truncates to an integer that fits.
+static int
+s_compare_mixed (json_int_t integer, double real)
+{
+    if (real >= 9223372036854775808.0)
+        return -1;
+    if (real < -9223372036854775808.0)
+        return 1;
+    double whole = trunc (real);
+    json_int_t truncated = (json_int_t) whole;
+    if (integer != truncated)
+        return integer < truncated? -1: 1;
+    return real > whole? -1: real < whole;
+}
+
+//  Compare two numbers exactly: -1, 0 or 1 as a is below, at or above b
 static int
 s_compare (const json_t *a, const json_t *b)
 {
@@ -155,10 +171,11 @@ s_compare (const json_t *a, const json_t *b)
         json_int_t x = json_integer_value (a), y = json_integer_value (b);
         return x < y? -1: x > y;
     }
-    long double x = json_is_integer (a)? (long double) json_integer_value (a)
-                                       : (long double) json_real_value (a);
-    long double y = json_is_integer (b)? (long double) json_integer_value (b)
-                                       : (long double) json_real_value (b);
+    if (json_is_integer (a))
+        return s_compare_mixed (json_integer_value (a), json_real_value (b));
+    if (json_is_integer (b))
+        return -s_compare_mixed (json_integer_value (b), json_real_value (a));
+    double x = json_real_value (a), y = json_real_value (b);
     return x < y? -1: x > y;
 }
 
@@ -287,14 +304,24 @@ s_check_array (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return true;
 }
 
-//  patternProperties and additionalProperties: one pass over the members
+//  required, then properties, patternProperties and additionalProperties
+//  in one pass over the members, in the instance's order: one lookup per
+//  member (in properties' index) rather than one per property and another
+//  per member to tell the additional ones
 static bool
-s_check_members (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_object (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {
+    for (size_t index = 0; index < node->required_count; index++)
+        if (!json_object_get (instance, node->required [index]))
+            return s_fail (st, "required", "missing \"%s\"", node->required [index]);
     const char *key;
     json_t *value;
     json_object_foreach ((json_t *) instance, key, value) {
-        bool named = node->property_set && json_object_get (node->property_set, key);
+        json_t *slot = node->property_index? json_object_get (node->property_index, key): NULL;
+        if (slot && !s_valid_at (st, node->properties [json_integer_value (slot)],
+                                 value, key, 0, "properties"))
+            return false;
+        bool named = slot != NULL;
         for (size_t index = 0; index < node->pattern_count; index++) {
             bool matched;
             if (!s_match (st, node->patterns [index].regex, key, strlen (key),
@@ -309,24 +336,6 @@ s_check_members (s_state_t *st, const act_snode_t *node, const json_t *instance)
         &&  !s_valid_at (st, node->additional, value, key, 0, "additionalProperties"))
             return false;
     }
-    return true;
-}
-
-static bool
-s_check_object (s_state_t *st, const act_snode_t *node, const json_t *instance)
-{
-    for (size_t index = 0; index < node->required_count; index++)
-        if (!json_object_get (instance, node->required [index]))
-            return s_fail (st, "required", "missing \"%s\"", node->required [index]);
-    for (size_t index = 0; index < node->property_count; index++) {
-        const act_sprop_t *property = &node->properties [index];
-        const json_t *value = json_object_get (instance, property->name);
-        if (value && !s_valid_at (st, property->schema, value, property->name, 0,
-                                  "properties"))
-            return false;
-    }
-    if (node->pattern_count || node->additional)
-        return s_check_members (st, node, instance);
     return true;
 }
 
@@ -447,26 +456,13 @@ act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err)
     return s_valid (&st, self->root, instance);
 }
 
-//  An integer and a real are equal when the real is that integer exactly
-static bool
-s_equal_mixed (json_int_t integer, double real)
-{
-    return (long double) integer == (long double) real;
-}
-
 bool
 act_schema_equal (const json_t *a, const json_t *b)
 {
     if (!a || !b)
         return a == b;
-    if (json_is_number (a) && json_is_number (b)) {
-        if (json_is_integer (a) && json_is_integer (b))
-            return json_integer_value (a) == json_integer_value (b);
-        if (json_is_real (a) && json_is_real (b))
-            return json_real_value (a) == json_real_value (b);
-        return json_is_integer (a)? s_equal_mixed (json_integer_value (a), json_real_value (b))
-                                  : s_equal_mixed (json_integer_value (b), json_real_value (a));
-    }
+    if (json_is_number (a) && json_is_number (b))
+        return s_compare (a, b) == 0;
     if (json_typeof (a) != json_typeof (b))
         return false;
     if (json_is_string (a))
