@@ -24,6 +24,9 @@ typedef struct {
     size_t used;                //  Bytes of path in use
 } s_compiler_t;
 
+//  What a keyword's value must be, for those s_kw_value checks
+typedef enum { S_ANY, S_STRING, S_BOOLEAN, S_ARRAY, S_NUMBER, S_POSITIVE } s_kind_t;
+
 typedef struct _s_keyword_t s_keyword_t;
 //  Compiles one keyword's value into node; 0, or -1 with the error set
 typedef int (s_compile_fn) (s_compiler_t *c, act_snode_t *node,
@@ -35,6 +38,7 @@ struct _s_keyword_t {
     s_compile_fn *compile;      //  Checks the value and fills node
     size_t field;               //  offsetof the node field it fills (if one)
     unsigned group;             //  ACT_SH_ bit it sets (0: none)
+    s_kind_t kind;              //  What the value must be (s_kw_value)
 };
 
 //  Set a bad_argument error naming the current place in the schema
@@ -79,6 +83,11 @@ s_path_pop (s_compiler_t *c, size_t mark)
     c->used = mark;
     c->path [mark] = 0;
 }
+
+//  The names of the ACT_ST_ bits, in bit order
+const char *const act_schema_type_names [ACT_ST_COUNT] = {
+    "null", "boolean", "object", "array", "number", "string", "integer"
+};
 
 static act_snode_t *s_compile (s_compiler_t *c, const json_t *json);
 
@@ -135,24 +144,33 @@ s_kw_count (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return 0;
 }
 
-//  A number bound (minimum ... exclusiveMaximum)
+//  A value kept as it is (enum, const, the number bounds) or an annotation
+//  (kept nowhere: field 0), after checking that it is what the 2020-12
+//  meta-schema says it is. format is an annotation unless a vocabulary
+//  asserts it.
 static int
-s_kw_number (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-             const json_t *value)
+s_kw_value (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
+            const json_t *value)
 {
-    if (!json_is_number (value))
-        return s_error (c, "expected a number");
-    *(const json_t **) ((char *) node + keyword->field) = value;
-    return 0;
-}
-
-static int
-s_kw_multiple_of (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-                  const json_t *value)
-{
-    if (!json_is_number (value) || json_number_value (value) <= 0)
-        return s_error (c, "expected a number above 0");
-    node->multiple_of = value;
+    bool fits;
+    switch (keyword->kind) {
+        case S_STRING:   fits = json_is_string (value); break;
+        case S_BOOLEAN:  fits = json_is_boolean (value); break;
+        case S_ARRAY:    fits = json_is_array (value); break;
+        case S_NUMBER:   fits = json_is_number (value); break;
+        case S_POSITIVE: fits = json_is_number (value) && json_number_value (value) > 0; break;
+        default:         fits = true;
+    }
+    if (!fits) {
+        static const char *expected [] = {
+            "", "a string", "a boolean", "an array", "a number", "a number above 0"
+        };
+        char why [40];
+        snprintf (why, sizeof why, "expected %s", expected [keyword->kind]);
+        return s_error (c, why);
+    }
+    if (keyword->field)
+        *(const json_t **) ((char *) node + keyword->field) = value;
     return 0;
 }
 
@@ -181,14 +199,12 @@ static int
 s_kw_type (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
            const json_t *value)
 {
-    static const char *names [] = {
-        "null", "boolean", "object", "array", "number", "string", "integer"
-    };
+    const char *const *names = act_schema_type_names;
     size_t count = json_is_array (value)? json_array_size (value): 1;
     for (size_t index = 0; index < count; index++) {
         const json_t *name = json_is_array (value)? json_array_get (value, index): value;
         unsigned bit = 0;
-        for (size_t kind = 0; kind < sizeof names / sizeof names [0]; kind++)
+        for (size_t kind = 0; kind < ACT_ST_COUNT; kind++)
             if (json_is_string (name) && !strcmp (json_string_value (name), names [kind]))
                 bit = 1u << kind;
         if (!bit)
@@ -200,24 +216,6 @@ s_kw_type (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     }
     if (count == 0)
         return s_error (c, "expected at least one type");
-    return 0;
-}
-
-static int
-s_kw_enum (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-           const json_t *value)
-{
-    if (!json_is_array (value))
-        return s_error (c, "expected an array");
-    node->enum_values = value;
-    return 0;
-}
-
-static int
-s_kw_const (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-            const json_t *value)
-{
-    node->const_value = value;
     return 0;
 }
 
@@ -384,82 +382,56 @@ s_kw_id (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return 0;
 }
 
-//  Annotations: checked for their type, then ignored (format included: it
-//  is an annotation unless a vocabulary asserts it)
-static int
-s_kw_string (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-             const json_t *value)
-{
-    return json_is_string (value)? 0: s_error (c, "expected a string");
-}
-
-static int
-s_kw_boolean (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-              const json_t *value)
-{
-    return json_is_boolean (value)? 0: s_error (c, "expected a boolean");
-}
-
-static int
-s_kw_array (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-            const json_t *value)
-{
-    return json_is_array (value)? 0: s_error (c, "expected an array");
-}
-
-static int
-s_kw_any (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
-          const json_t *value)
-{
-    return 0;
-}
-
 #define S_AT(field) offsetof (act_snode_t, field)
 
 //  Every keyword accepted; anything else is refused
 static const s_keyword_t s_keywords [] = {
-    { "type",                 s_kw_type,               0, 0 },
-    { "enum",                 s_kw_enum,               0, 0 },
-    { "const",                s_kw_const,              0, 0 },
-    { "minimum",              s_kw_number,             S_AT (minimum), ACT_SH_NUMBER },
-    { "maximum",              s_kw_number,             S_AT (maximum), ACT_SH_NUMBER },
-    { "exclusiveMinimum",     s_kw_number,             S_AT (exclusive_minimum), ACT_SH_NUMBER },
-    { "exclusiveMaximum",     s_kw_number,             S_AT (exclusive_maximum), ACT_SH_NUMBER },
-    { "multipleOf",           s_kw_multiple_of,        0, ACT_SH_NUMBER },
-    { "minLength",            s_kw_count,              S_AT (min_length), ACT_SH_STRING },
-    { "maxLength",            s_kw_count,              S_AT (max_length), ACT_SH_STRING },
-    { "pattern",              s_kw_pattern,            0, ACT_SH_STRING },
-    { "prefixItems",          s_kw_list,               S_AT (prefix_items), ACT_SH_ARRAY },
-    { "items",                s_kw_schema,             S_AT (items), ACT_SH_ARRAY },
-    { "minItems",             s_kw_count,              S_AT (min_items), ACT_SH_ARRAY },
-    { "maxItems",             s_kw_count,              S_AT (max_items), ACT_SH_ARRAY },
-    { "uniqueItems",          s_kw_unique_items,       0, ACT_SH_ARRAY },
-    { "properties",           s_kw_properties,         0, ACT_SH_OBJECT },
-    { "patternProperties",    s_kw_pattern_properties, 0, ACT_SH_OBJECT },
-    { "additionalProperties", s_kw_schema,             S_AT (additional), ACT_SH_OBJECT },
-    { "required",             s_kw_required,           0, ACT_SH_OBJECT },
-    { "allOf",                s_kw_list,               S_AT (all_of), ACT_SH_APPLY },
-    { "anyOf",                s_kw_list,               S_AT (any_of), ACT_SH_APPLY },
-    { "oneOf",                s_kw_list,               S_AT (one_of), ACT_SH_APPLY },
-    { "not",                  s_kw_schema,             S_AT (not_schema), ACT_SH_APPLY },
-    { "if",                   s_kw_schema,             S_AT (if_schema), ACT_SH_APPLY },
-    { "then",                 s_kw_schema,             S_AT (then_schema), 0 },
-    { "else",                 s_kw_schema,             S_AT (else_schema), 0 },
-    { "$ref",                 s_kw_ref,                0, ACT_SH_APPLY },
-    { "$defs",                s_kw_defs,               0, 0 },
-    { "$id",                  s_kw_id,                 0, 0 },
-    { "$schema",              s_kw_string,             0, 0 },
-    { "$comment",             s_kw_string,             0, 0 },
-    { "format",               s_kw_string,             0, 0 },
-    { "title",                s_kw_string,             0, 0 },
-    { "description",          s_kw_string,             0, 0 },
-    { "contentMediaType",     s_kw_string,             0, 0 },
-    { "contentEncoding",      s_kw_string,             0, 0 },
-    { "default",              s_kw_any,                0, 0 },
-    { "examples",             s_kw_array,              0, 0 },
-    { "deprecated",           s_kw_boolean,            0, 0 },
-    { "readOnly",             s_kw_boolean,            0, 0 },
-    { "writeOnly",            s_kw_boolean,            0, 0 },
+    { "type",                 s_kw_type,               0, 0, S_ANY },
+    { "enum",                 s_kw_value,              S_AT (enum_values), 0, S_ARRAY },
+    { "const",                s_kw_value,              S_AT (const_value), 0, S_ANY },
+    { "minimum",              s_kw_value,              S_AT (minimum), ACT_SH_NUMBER, S_NUMBER },
+    { "maximum",              s_kw_value,              S_AT (maximum), ACT_SH_NUMBER, S_NUMBER },
+    { "exclusiveMinimum",     s_kw_value,              S_AT (exclusive_minimum), ACT_SH_NUMBER,
+                                                       S_NUMBER },
+    { "exclusiveMaximum",     s_kw_value,              S_AT (exclusive_maximum), ACT_SH_NUMBER,
+                                                       S_NUMBER },
+    { "multipleOf",           s_kw_value,              S_AT (multiple_of), ACT_SH_NUMBER,
+                                                       S_POSITIVE },
+    { "minLength",            s_kw_count,              S_AT (min_length), ACT_SH_STRING, S_ANY },
+    { "maxLength",            s_kw_count,              S_AT (max_length), ACT_SH_STRING, S_ANY },
+    { "pattern",              s_kw_pattern,            0, ACT_SH_STRING, S_ANY },
+    { "prefixItems",          s_kw_list,               S_AT (prefix_items), ACT_SH_ARRAY, S_ANY },
+    { "items",                s_kw_schema,             S_AT (items), ACT_SH_ARRAY, S_ANY },
+    { "minItems",             s_kw_count,              S_AT (min_items), ACT_SH_ARRAY, S_ANY },
+    { "maxItems",             s_kw_count,              S_AT (max_items), ACT_SH_ARRAY, S_ANY },
+    { "uniqueItems",          s_kw_unique_items,       0, ACT_SH_ARRAY, S_ANY },
+    { "properties",           s_kw_properties,         0, ACT_SH_OBJECT, S_ANY },
+    { "patternProperties",    s_kw_pattern_properties, 0, ACT_SH_OBJECT, S_ANY },
+    { "additionalProperties", s_kw_schema,             S_AT (additional), ACT_SH_OBJECT, S_ANY },
+    { "required",             s_kw_required,           0, ACT_SH_OBJECT, S_ANY },
+    { "allOf",                s_kw_list,               S_AT (all_of), ACT_SH_APPLY, S_ANY },
+    { "anyOf",                s_kw_list,               S_AT (any_of), ACT_SH_APPLY, S_ANY },
+    { "oneOf",                s_kw_list,               S_AT (one_of), ACT_SH_APPLY, S_ANY },
+    { "not",                  s_kw_schema,             S_AT (not_schema), ACT_SH_APPLY, S_ANY },
+    { "if",                   s_kw_schema,             S_AT (if_schema), ACT_SH_APPLY, S_ANY },
+    { "then",                 s_kw_schema,             S_AT (then_schema), 0, S_ANY },
+    { "else",                 s_kw_schema,             S_AT (else_schema), 0, S_ANY },
+    { "$ref",                 s_kw_ref,                0, ACT_SH_APPLY, S_ANY },
+    { "$defs",                s_kw_defs,               0, 0, S_ANY },
+    { "$id",                  s_kw_id,                 0, 0, S_ANY },
+    //  Annotations (field 0: checked, kept nowhere)
+    { "$schema",              s_kw_value,              0, 0, S_STRING },
+    { "$comment",             s_kw_value,              0, 0, S_STRING },
+    { "format",               s_kw_value,              0, 0, S_STRING },
+    { "title",                s_kw_value,              0, 0, S_STRING },
+    { "description",          s_kw_value,              0, 0, S_STRING },
+    { "contentMediaType",     s_kw_value,              0, 0, S_STRING },
+    { "contentEncoding",      s_kw_value,              0, 0, S_STRING },
+    { "default",              s_kw_value,              0, 0, S_ANY },
+    { "examples",             s_kw_value,              0, 0, S_ARRAY },
+    { "deprecated",           s_kw_value,              0, 0, S_BOOLEAN },
+    { "readOnly",             s_kw_value,              0, 0, S_BOOLEAN },
+    { "writeOnly",            s_kw_value,              0, 0, S_BOOLEAN },
 };
 
 static const s_keyword_t *

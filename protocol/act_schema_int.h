@@ -21,6 +21,10 @@
 #define ACT_ST_NUMBER   0x10
 #define ACT_ST_STRING   0x20
 #define ACT_ST_INTEGER  0x40
+#define ACT_ST_COUNT    7
+
+//  The names of the ACT_ST_ bits, in bit order ("null" ... "integer")
+extern const char *const act_schema_type_names [ACT_ST_COUNT];
 
 //  Which groups of keywords a node has, so the validator skips the others
 //  without looking at their fields

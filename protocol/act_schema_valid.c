@@ -133,15 +133,12 @@ s_check_type (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {
     if (s_kinds (instance) & node->types)
         return true;
-    static const char *names [] = {
-        "null", "boolean", "object", "array", "number", "string", "integer"
-    };
     char expected [80] = "";
-    for (size_t kind = 0; kind < sizeof names / sizeof names [0]; kind++)
+    for (size_t kind = 0; kind < ACT_ST_COUNT; kind++)
         if (node->types & (1u << kind)) {
             if (*expected)
                 strcat (expected, " or ");
-            strcat (expected, names [kind]);
+            strcat (expected, act_schema_type_names [kind]);
         }
     return s_fail (st, "type", "expected %s", expected);
 }

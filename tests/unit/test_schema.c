@@ -292,38 +292,41 @@ s_message (const char *schema_text, const char *text)
 static void
 test_messages_name_pointer_and_keyword (void **state)
 {
-    const char *tool = "{\"type\": \"object\", \"required\": [\"city\"], "
-                       "\"properties\": {\"city\": {\"type\": \"string\"}, "
-                       "\"days\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}}, "
-                       "\"additionalProperties\": false}";
-    assert_string_equal (s_message (tool, "{\"city\": 3}"), "/city: type: expected string");
-    assert_string_equal (s_message (tool, "{}"), "(root): required: missing \"city\"");
-    assert_string_equal (s_message (tool, "[]"), "(root): type: expected object");
-    assert_string_equal (s_message (tool, "{\"city\": \"x\", \"days\": [1, 2.5]}"),
-                         "/days/1: type: expected integer");
-    assert_string_equal (s_message (tool, "{\"city\": \"x\", \"days\": [1, 2.0]}"), "");
-    assert_string_equal (s_message (tool, "{\"city\": \"x\", \"a~/b\": 1}"),
-                         "/a~0~1b: additionalProperties: not allowed");
-    assert_string_equal (s_message ("{\"type\": [\"string\", \"null\"]}", "1"),
-                         "(root): type: expected null or string");
-    assert_string_equal (s_message ("{\"anyOf\": [{\"type\": \"string\"}, {\"minimum\": 2}]}",
-                                    "1"), "(root): anyOf: matches none of the 2 schemas");
-    assert_string_equal (s_message ("{\"oneOf\": [{\"minimum\": 0}, {\"maximum\": 2}]}", "1"),
-                         "(root): oneOf: matches schemas 0 and 1, not one");
-    assert_string_equal (s_message ("{\"maxLength\": 2}", "\"\xc3\xa9\xc3\xa9\xc3\xa9\""),
-                         "(root): maxLength: expected at most 2 characters, not 3");
-    assert_string_equal (s_message ("{\"multipleOf\": 0.01}", "19.99"), "");
-    assert_string_equal (s_message ("{\"multipleOf\": 0.01}", "19.991"),
-                         "(root): multipleOf: expected a multiple of 0.01");
-    assert_string_equal (s_message ("{\"exclusiveMaximum\": 9007199254740993}",
-                                    "9007199254740992.0"), "");
-    assert_string_equal (s_message ("{\"maximum\": 9007199254740992}", "9007199254740993"),
-                         "(root): maximum: expected at most 9007199254740992");
-    assert_string_equal (s_message ("{\"pattern\": \"^[a-z]+$\"}", "\"abc\\n\""),
-                         "(root): pattern: does not match ^[a-z]+$");
-    assert_string_equal (s_message ("{\"pattern\": \"\\\\u00e9\"}", "\"caf\xc3\xa9\""), "");
-    assert_string_equal (s_message ("{\"uniqueItems\": true}", "[1, {\"a\": 1}, {\"a\": 1.0}]"),
-                         "(root): uniqueItems: items 1 and 2 are equal");
+    #define S_TOOL "{\"type\": \"object\", \"required\": [\"city\"], "                \
+                   "\"properties\": {\"city\": {\"type\": \"string\"}, "                \
+                   "\"days\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}}, " \
+                   "\"additionalProperties\": false}"
+    //  Schema, instance, the message ("": valid)
+    static const char *cases [][3] = {
+        { S_TOOL, "{\"city\": 3}", "/city: type: expected string" },
+        { S_TOOL, "{}", "(root): required: missing \"city\"" },
+        { S_TOOL, "[]", "(root): type: expected object" },
+        { S_TOOL, "{\"city\": \"x\", \"days\": [1, 2.5]}", "/days/1: type: expected integer" },
+        { S_TOOL, "{\"city\": \"x\", \"days\": [1, 2.0]}", "" },
+        { S_TOOL, "{\"city\": \"x\", \"a~/b\": 1}", "/a~0~1b: additionalProperties: not allowed" },
+        { "{\"type\": [\"string\", \"null\"]}", "1", "(root): type: expected null or string" },
+        { "{\"anyOf\": [{\"type\": \"string\"}, {\"minimum\": 2}]}", "1",
+          "(root): anyOf: matches none of the 2 schemas" },
+        { "{\"oneOf\": [{\"minimum\": 0}, {\"maximum\": 2}]}", "1",
+          "(root): oneOf: matches schemas 0 and 1, not one" },
+        { "{\"maxLength\": 2}", "\"\xc3\xa9\xc3\xa9\xc3\xa9\"",
+          "(root): maxLength: expected at most 2 characters, not 3" },
+        { "{\"multipleOf\": 0.01}", "19.99", "" },
+        { "{\"multipleOf\": 0.01}", "19.991", "(root): multipleOf: expected a multiple of 0.01" },
+        { "{\"exclusiveMaximum\": 9007199254740993}", "9007199254740992.0", "" },
+        { "{\"maximum\": 9007199254740992}", "9007199254740993",
+          "(root): maximum: expected at most 9007199254740992" },
+        { "{\"minimum\": -9223372036854775808}", "-9.3e18",
+          "(root): minimum: expected at least -9223372036854775808" },
+        { "{\"maximum\": 9223372036854775807}", "9.3e18",
+          "(root): maximum: expected at most 9223372036854775807" },
+        { "{\"pattern\": \"^[a-z]+$\"}", "\"abc\\n\"", "(root): pattern: does not match ^[a-z]+$" },
+        { "{\"pattern\": \"\\\\u00e9\"}", "\"caf\xc3\xa9\"", "" },
+        { "{\"uniqueItems\": true}", "[1, {\"a\": 1}, {\"a\": 1.0}]",
+          "(root): uniqueItems: items 1 and 2 are equal" },
+    };
+    for (size_t index = 0; index < sizeof cases / sizeof cases [0]; index++)
+        assert_string_equal (s_message (cases [index][0], cases [index][1]), cases [index][2]);
     //  A value nested deeper than the validator follows is refused, not crashed on
     json_t *deep = json_integer (1);
     for (int level = 0; level < 300; level++) {
