@@ -69,6 +69,7 @@ s_path_push (s_compiler_t *c, const char *token)
     return mark;
 }
 
+//  Append an array index to the current path, as s_path_push
 static size_t
 s_path_push_index (s_compiler_t *c, size_t index)
 {
@@ -77,6 +78,7 @@ s_path_push_index (s_compiler_t *c, size_t index)
     return s_path_push (c, token);
 }
 
+//  Cut the current path back to what s_path_push returned
 static void
 s_path_pop (s_compiler_t *c, size_t mark)
 {
@@ -195,6 +197,7 @@ s_kw_list (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return s_compile_list (c, value, (act_slist_t *) ((char *) node + keyword->field));
 }
 
+//  type: a name or a non-empty array of distinct names
 static int
 s_kw_type (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
            const json_t *value)
@@ -245,6 +248,7 @@ s_regex (s_compiler_t *c, const char *text, size_t size)
     return regex;
 }
 
+//  pattern: a string PCRE2 compiles
 static int
 s_kw_pattern (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
               const json_t *value)
@@ -256,6 +260,7 @@ s_kw_pattern (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return node->pattern? 0: -1;
 }
 
+//  properties: an object of schemas, indexed by name for the validator
 static int
 s_kw_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
                  const json_t *value)
@@ -280,6 +285,7 @@ s_kw_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return 0;
 }
 
+//  patternProperties: an object whose keys are patterns, of schemas
 static int
 s_kw_pattern_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
                          const json_t *value)
@@ -305,6 +311,7 @@ s_kw_pattern_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *
     return 0;
 }
 
+//  required: an array of distinct strings
 static int
 s_kw_required (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
                const json_t *value)
@@ -327,6 +334,7 @@ s_kw_required (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return 0;
 }
 
+//  uniqueItems: a boolean
 static int
 s_kw_unique_items (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
                    const json_t *value)
@@ -337,6 +345,7 @@ s_kw_unique_items (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keywor
     return 0;
 }
 
+//  $defs: an object of schemas
 static int
 s_kw_defs (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
            const json_t *value)
@@ -353,6 +362,7 @@ s_kw_defs (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return 0;
 }
 
+//  $ref: a reference into this schema; resolved once all is compiled
 static int
 s_kw_ref (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
           const json_t *value)
@@ -630,6 +640,7 @@ s_find_loop (act_snode_t *node, unsigned char *colour)
     return loop;
 }
 
+//  Refuse a schema with a loop of in-place applicators
 static int
 s_check_loops (act_schema_t *self, act_err_t *err)
 {
@@ -670,7 +681,13 @@ act_schema_new (const json_t *schema, act_err_t *err)
     &&  !s_resolve_refs (self, err)
     &&  !s_check_loops (self, err)) {
         self->match = pcre2_match_data_create (1, NULL);
-        if (self->match)
+        //  A pattern that backtracks catastrophically ((a+)+$) on a string a
+        //  client sent must not stall the broker: past a million steps the
+        //  match fails, and so does the validation
+        self->limits = pcre2_match_context_create (NULL);
+        if (self->limits)
+            pcre2_set_match_limit (self->limits, 1000000);
+        if (self->match && self->limits)
             return self;
         act_err_set (err, ACT_E_INTERNAL, "out of memory");
     }
@@ -678,6 +695,7 @@ act_schema_new (const json_t *schema, act_err_t *err)
     return NULL;
 }
 
+//  Free a node and what it owns (not the nodes it points to)
 static void
 s_node_destroy (act_snode_t *node)
 {
@@ -706,6 +724,7 @@ act_schema_destroy (act_schema_t **self_p)
         s_node_destroy (self->nodes [index]);
     free (self->nodes);
     pcre2_match_data_free (self->match);
+    pcre2_match_context_free (self->limits);
     json_decref (self->document);
     free (self);
     *self_p = NULL;

@@ -98,6 +98,7 @@ struct _act_schema_t {
     size_t node_count;          //  How many
     size_t node_limit;          //  Room in nodes
     pcre2_match_data *match;    //  Scratch for pattern matches: no allocation per check
+    pcre2_match_context *limits;    //  The match limit against runaway backtracking
 };
 
 #endif

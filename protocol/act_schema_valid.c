@@ -128,6 +128,7 @@ s_kinds (const json_t *instance)
     }
 }
 
+//  type: true when one of the instance's kinds is named
 static bool
 s_check_type (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {
@@ -209,6 +210,7 @@ s_multiple (const json_t *instance, const json_t *divisor)
     return fabs (quotient - nearest) <= 4 * DBL_EPSILON * fabs (quotient);
 }
 
+//  minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf
 static bool
 s_check_number (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {
@@ -237,7 +239,8 @@ static bool
 s_match (s_state_t *st, pcre2_code *regex, const char *text, size_t size,
          const char *keyword, bool *matched)
 {
-    int rc = pcre2_match (regex, (PCRE2_SPTR) text, size, 0, 0, st->schema->match, NULL);
+    int rc = pcre2_match (regex, (PCRE2_SPTR) text, size, 0, 0, st->schema->match,
+                          st->schema->limits);
     *matched = rc >= 0;
     if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH)
         return true;
@@ -246,6 +249,7 @@ s_match (s_state_t *st, pcre2_code *regex, const char *text, size_t size,
     return s_fail (st, keyword, "the pattern could not be matched: %s", why);
 }
 
+//  minLength, maxLength (in code points) and pattern
 static bool
 s_check_string (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {
@@ -273,6 +277,7 @@ s_check_string (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return true;
 }
 
+//  minItems, maxItems, prefixItems, items, uniqueItems, in that order
 static bool
 s_check_array (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {
@@ -346,6 +351,9 @@ s_quietly (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return valid;
 }
 
+//  allOf, anyOf, oneOf, not, if/then/else, $ref: the schemas applied to
+//  the same value. Only allOf, then/else and $ref report their inner
+//  failure; the others say which of their own rules failed.
 static bool
 s_check_apply (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {
@@ -374,7 +382,7 @@ s_check_apply (s_state_t *st, const act_snode_t *node, const json_t *instance)
     }
     if (node->not_schema && s_quietly (st, node->not_schema, instance))
         return s_fail (st, "not", "matches the schema it must not match");
-    if (node->if_schema) {
+    if (node->if_schema && (node->then_schema || node->else_schema)) {
         const act_snode_t *branch = s_quietly (st, node->if_schema, instance)?
                                     node->then_schema: node->else_schema;
         if (branch && !s_valid (st, branch, instance))
@@ -385,6 +393,7 @@ s_check_apply (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return true;
 }
 
+//  enum: the instance equals one of the values (JSON Schema equality)
 static bool
 s_check_enum (s_state_t *st, const act_snode_t *node, const json_t *instance)
 {

@@ -49,8 +49,11 @@ void act_schema_destroy (act_schema_t **self_p);
 //  err set to bad_call and a message "<pointer>: <keyword>: <why>", where
 //  <pointer> is the RFC 6901 JSON Pointer of the first offending value in
 //  instance ("(root)" for the instance itself), e.g.
-//  "/city: type: expected string". Allocates nothing. A schema is used by
+//  "/city: type: expected string". Allocates nothing but the backtracking
+//  memory PCRE2 keeps in the schema between matches. A schema is used by
 //  one thread at a time (it keeps the scratch space its patterns match in).
+//  A pattern that needs more than a million backtracking steps on a value
+//  fails the validation ("match limit exceeded") instead of stalling.
 bool act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err);
 
 //  JSON Schema equality: numbers by value (1 == 1.0), objects regardless

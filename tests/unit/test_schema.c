@@ -322,6 +322,8 @@ test_messages_name_pointer_and_keyword (void **state)
           "(root): maximum: expected at most 9223372036854775807" },
         { "{\"pattern\": \"^[a-z]+$\"}", "\"abc\\n\"", "(root): pattern: does not match ^[a-z]+$" },
         { "{\"pattern\": \"\\\\u00e9\"}", "\"caf\xc3\xa9\"", "" },
+        { "{\"pattern\": \"^(a+)+$\"}", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"",
+          "(root): pattern: the pattern could not be matched: match limit exceeded" },
         { "{\"uniqueItems\": true}", "[1, {\"a\": 1}, {\"a\": 1.0}]",
           "(root): uniqueItems: items 1 and 2 are equal" },
     };
