@@ -222,11 +222,36 @@ s_kw_type (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     return 0;
 }
 
+//  A letter escape PCRE2 gives a meaning ECMA-262 does not (\A, \Z, \z,
+//  \G, \Q...\E, \h, \K, \R, \X ...): the schema's author meant ECMA-262,
+//  where these are errors (or a plain letter), so it is refused rather
+//  than matched otherwise. Returns the letter, or 0 if there is none.
+static char
+s_foreign_escape (const char *text, size_t size)
+{
+    for (size_t index = 0; index + 1 < size; index++)
+        if (text [index] == '\\') {
+            char next = text [++index];
+            bool letter = (next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z');
+            if (letter && !strchr ("dDwWsSbBfnrtvcxupPk", next))
+                return next;
+        }
+    return 0;
+}
+
 //  Compile a pattern as ECMA-262 would read it, as near as PCRE2 goes: UTF,
 //  \uHHHH escapes (ALT_BSUX), and $ only at the very end of the subject
 static pcre2_code *
 s_regex (s_compiler_t *c, const char *text, size_t size)
 {
+    char foreign = s_foreign_escape (text, size);
+    if (foreign) {
+        char message [80];
+        snprintf (message, sizeof message, "not supported: \\%c is not an ECMA-262 "
+                  "escape", foreign);
+        s_error (c, message);
+        return NULL;
+    }
     int code;
     PCRE2_SIZE offset;
     pcre2_code *regex = pcre2_compile ((PCRE2_SPTR) text, size,

@@ -18,7 +18,8 @@
 
     Patterns are PCRE2 in UTF mode with ECMA-262 leanings (\uHHHH escapes,
     $ only at the very end, \d and \w ASCII); like ECMA-262's test() they
-    are not anchored.
+    are not anchored. Letter escapes that PCRE2 has and ECMA-262 lacks
+    (\A, \Z, \z, \G, \Q, \h, \K, \R, \X ...) are refused.
     ========================================================================= */
 
 #ifndef ACT_SCHEMA_H_INCLUDED
