@@ -49,6 +49,14 @@ s_error (s_compiler_t *c, const char *why)
                         c->used? c->path: "(root)", why);
 }
 
+//  Set an internal error: memory ran out (not the schema's fault)
+static int
+s_oom (s_compiler_t *c)
+{
+    return act_err_set (c->err, ACT_E_INTERNAL, "%s: out of memory",
+                        c->used? c->path: "(root)");
+}
+
 //  Append one reference token (escaped as RFC 6901 says) to the current
 //  path; returns the length to restore with s_path_pop
 static size_t
@@ -112,7 +120,7 @@ s_compile_list (s_compiler_t *c, const json_t *value, act_slist_t *list)
         return s_error (c, "expected a non-empty array of schemas");
     list->nodes = calloc (json_array_size (value), sizeof (act_snode_t *));
     if (!list->nodes)
-        return s_error (c, "out of memory");
+        return s_oom (c);
     size_t index;
     json_t *member;
     json_array_foreach (value, index, member) {
@@ -295,7 +303,7 @@ s_kw_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     node->properties = calloc (json_object_size (value) + 1, sizeof (act_snode_t *));
     node->property_index = json_object ();
     if (!node->properties || !node->property_index)
-        return s_error (c, "out of memory");
+        return s_oom (c);
     const char *name;
     json_t *member;
     json_object_foreach ((json_t *) value, name, member) {
@@ -304,7 +312,7 @@ s_kw_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
             return -1;
         if (json_object_set_new (node->property_index, name,
                                  json_integer ((json_int_t) node->property_count)))
-            return s_error (c, "out of memory");
+            return s_oom (c);
         node->property_count++;
     }
     return 0;
@@ -319,7 +327,7 @@ s_kw_pattern_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *
         return s_error (c, "expected an object of schemas");
     node->patterns = calloc (json_object_size (value) + 1, sizeof (act_spattern_t));
     if (!node->patterns)
-        return s_error (c, "out of memory");
+        return s_oom (c);
     const char *name;
     json_t *member;
     json_object_foreach ((json_t *) value, name, member) {
@@ -345,7 +353,7 @@ s_kw_required (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
         return s_error (c, "expected an array of strings");
     node->required = calloc (json_array_size (value) + 1, sizeof (const char *));
     if (!node->required)
-        return s_error (c, "out of memory");
+        return s_oom (c);
     size_t index;
     json_t *name;
     json_array_foreach (value, index, name) {
@@ -517,7 +525,7 @@ s_compile (s_compiler_t *c, const json_t *json)
     }
     act_snode_t *node = s_node_new (c, json);
     if (!node) {
-        s_error (c, "out of memory");
+        s_oom (c);
         return NULL;
     }
     if (!c->schema->root)

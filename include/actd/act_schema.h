@@ -39,8 +39,9 @@ typedef struct _act_schema_t act_schema_t;
 //  it needs). Returns NULL with err set to bad_argument when schema is not
 //  a valid schema, uses a keyword or form this module does not implement
 //  (the message says "not supported" and names it), has a pattern PCRE2
-//  refuses, or a $ref that does not land on a subschema. Messages start
-//  with the JSON Pointer of the offending place in the schema.
+//  refuses, or a $ref that does not land on a subschema (internal when
+//  memory runs out). Messages start with the JSON Pointer of the
+//  offending place in the schema.
 act_schema_t *act_schema_new (const json_t *schema, act_err_t *err);
 
 //  Destroy the schema and null the caller's pointer; safe on NULL.
