@@ -17,5 +17,6 @@
 #include "act_call.h"
 #include "act_wire.h"
 #include "act_text.h"
+#include "act_schema.h"
 
 #endif

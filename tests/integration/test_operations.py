@@ -738,7 +738,7 @@ class InstallTest(unittest.TestCase):
         #  The store is the daemon's: libactd needs no database
         requires = subprocess.run(["pkg-config", "--print-requires", "libactd"], env=env,
                                   capture_output=True, text=True, timeout=60).stdout.split()
-        self.assertEqual(sorted(requires), ["jansson", "libczmq", "libzmq"])
+        self.assertEqual(sorted(requires), ["jansson", "libczmq", "libpcre2-8", "libzmq"])
         self.assertFalse(os.path.exists(os.path.join(P, "include", "actd", "act_store.h")))
         source = os.path.join(P, "program.c")
         with open(source, "w") as handle:

@@ -1,0 +1,70 @@
+/*  =========================================================================
+    act_schema - a JSON Schema (draft 2020-12) validator for the tools that
+    workers declare (PROTOCOL.md section 2.1): compiled once when a READY
+    names a tool, then used for every CALL and PLAN of that activity.
+
+    Keywords implemented: type, enum, const, properties, required,
+    additionalProperties, patternProperties, prefixItems, items, minItems,
+    maxItems, uniqueItems, minLength, maxLength, pattern, minimum, maximum,
+    exclusiveMinimum, exclusiveMaximum, multipleOf, allOf, anyOf, oneOf,
+    not, if, then, else, $ref (a "#" JSON Pointer into the same document
+    that lands on a subschema, e.g. "#" or "#/$defs/name") and $defs.
+    Annotations, accepted and not checked: format, $schema, $id (at the
+    root only), $comment, title, description, default, examples,
+    deprecated, readOnly, writeOnly, contentMediaType, contentEncoding.
+    Boolean schemas true and false. Any other keyword is refused when the
+    schema is compiled: a keyword silently ignored would let calls through
+    that the tool's author meant to refuse.
+
+    Patterns are PCRE2 in UTF mode with ECMA-262 leanings (\uHHHH escapes,
+    $ only at the very end, \d and \w ASCII); like ECMA-262's test() they
+    are not anchored. Letter escapes that PCRE2 has and ECMA-262 lacks
+    (\A, \Z, \z, \G, \Q, \h, \K, \R, \X ...) are refused.
+    ========================================================================= */
+
+#ifndef ACT_SCHEMA_H_INCLUDED
+#define ACT_SCHEMA_H_INCLUDED
+
+#include <jansson.h>
+#include <stdbool.h>
+#include "act_err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct _act_schema_t act_schema_t;
+
+//  Compile schema (the caller keeps its reference; the schema copies what
+//  it needs). Returns NULL with err set to bad_argument when schema is not
+//  a valid schema, uses a keyword or form this module does not implement
+//  (the message says "not supported" and names it), has a pattern PCRE2
+//  refuses, or a $ref that does not land on a subschema (internal when
+//  memory runs out). Messages start with the JSON Pointer of the
+//  offending place in the schema.
+act_schema_t *act_schema_new (const json_t *schema, act_err_t *err);
+
+//  Destroy the schema and null the caller's pointer; safe on NULL.
+void act_schema_destroy (act_schema_t **self_p);
+
+//  True when instance is valid against the schema. Otherwise false with
+//  err set to bad_call and a message "<pointer>: <keyword>: <why>", where
+//  <pointer> is the RFC 6901 JSON Pointer of the first offending value in
+//  instance ("(root)" for the instance itself), e.g.
+//  "/city: type: expected string". Allocates nothing but the backtracking
+//  memory PCRE2 keeps in the schema between matches. A schema is used by
+//  one thread at a time (it keeps the scratch space its patterns match in).
+//  A pattern that needs more than a million backtracking steps on a value
+//  fails the validation ("match limit exceeded") instead of stalling.
+bool act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err);
+
+//  JSON Schema equality: numbers by value (1 == 1.0), objects regardless
+//  of key order, arrays element by element. As enum, const and
+//  uniqueItems compare.
+bool act_schema_equal (const json_t *a, const json_t *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,496 @@
+/*  =========================================================================
+    act_schema_valid - validating an instance against a compiled schema
+    (act_schema.c compiles it), and JSON Schema equality.
+
+    The walk stops at the first failure, so a valid call costs one visit of
+    each keyword and an invalid one less. The path to the current value is
+    kept as (key or index) steps on the stack; the JSON Pointer text is
+    written only when a failure is reported, and not at all inside anyOf,
+    oneOf, not and if, whose failures are expected.
+    ========================================================================= */
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "act_schema_int.h"
+
+//  Deepest instance nesting validated (the broker's frames stop at 64)
+#define S_MAX_DEPTH     256
+//  Most schemas evaluated inside each other ($ref recursion included)
+#define S_MAX_NESTING   1024
+
+//  One step from the instance's root to the current value
+typedef struct {
+    const char *key;            //  Member name; NULL: an array item
+    size_t index;               //  The item's index when key is NULL
+} s_step_t;
+
+//  The state of one validation
+typedef struct {
+    act_schema_t *schema;       //  Its scratch match data
+    act_err_t *err;             //  Where the failure goes
+    int quiet;                  //  Above 0: failures are expected, not reported
+    size_t depth;               //  Steps in path
+    size_t nesting;             //  Schemas being evaluated
+    s_step_t path [S_MAX_DEPTH];    //  Where the current value is
+} s_state_t;
+
+static bool s_valid (s_state_t *st, const act_snode_t *node, const json_t *instance);
+
+//  Write the JSON Pointer of the current value into buffer
+static void
+s_pointer (const s_state_t *st, char *buffer, size_t size)
+{
+    size_t used = 0;
+    for (size_t step = 0; step < st->depth && used + 2 < size; step++) {
+        buffer [used++] = '/';
+        if (!st->path [step].key) {
+            int length = snprintf (buffer + used, size - used, "%zu", st->path [step].index);
+            used += length > 0? (size_t) length: 0;
+            if (used >= size)
+                used = size - 1;
+            continue;
+        }
+        for (const char *p = st->path [step].key; *p && used + 3 < size; p++) {
+            if (*p == '~' || *p == '/') {
+                buffer [used++] = '~';
+                buffer [used++] = *p == '~'? '0': '1';
+            }
+            else
+                buffer [used++] = *p;
+        }
+    }
+    buffer [used] = 0;
+    if (!used)
+        snprintf (buffer, size, "(root)");
+}
+
+//  Report a failure of keyword at the current value (unless quiet);
+//  always returns false
+static bool
+s_fail (s_state_t *st, const char *keyword, const char *format, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+static bool
+s_fail (s_state_t *st, const char *keyword, const char *format, ...)
+{
+    if (st->quiet || !st->err)
+        return false;
+    char pointer [160];
+    s_pointer (st, pointer, sizeof pointer);
+    char detail [160];
+    va_list args;
+    va_start (args, format);
+    vsnprintf (detail, sizeof detail, format, args);
+    va_end (args);
+    act_err_set (st->err, ACT_E_BAD_CALL, "%s: %s: %s", pointer, keyword, detail);
+    return false;
+}
+
+//  Validate a member (key) or an item (key NULL, index) of the current
+//  value against node. A false node is reported as the keyword that
+//  brought it (additionalProperties: false says more than "false").
+static bool
+s_valid_at (s_state_t *st, const act_snode_t *node, const json_t *instance,
+            const char *key, size_t index, const char *keyword)
+{
+    if (st->depth == S_MAX_DEPTH)
+        return s_fail (st, keyword, "nested deeper than %d levels", S_MAX_DEPTH);
+    st->path [st->depth].key = key;
+    st->path [st->depth].index = index;
+    st->depth++;
+    bool valid = node->boolean == 0? s_fail (st, keyword, "not allowed")
+                                   : s_valid (st, node, instance);
+    st->depth--;
+    return valid;
+}
+
+//  The ACT_ST_ kinds of an instance
+static unsigned
+s_kinds (const json_t *instance)
+{
+    switch (json_typeof (instance)) {
+        case JSON_OBJECT:  return ACT_ST_OBJECT;
+        case JSON_ARRAY:   return ACT_ST_ARRAY;
+        case JSON_STRING:  return ACT_ST_STRING;
+        case JSON_INTEGER: return ACT_ST_NUMBER | ACT_ST_INTEGER;
+        case JSON_REAL: {
+            double value = json_real_value (instance);
+            return isfinite (value) && value == floor (value)?
+                   ACT_ST_NUMBER | ACT_ST_INTEGER: ACT_ST_NUMBER;
+        }
+        case JSON_TRUE:
+        case JSON_FALSE:   return ACT_ST_BOOLEAN;
+        default:           return ACT_ST_NULL;
+    }
+}
+
+//  type: true when one of the instance's kinds is named
+static bool
+s_check_type (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    if (s_kinds (instance) & node->types)
+        return true;
+    char expected [80] = "";
+    for (size_t kind = 0; kind < ACT_ST_COUNT; kind++)
+        if (node->types & (1u << kind)) {
+            if (*expected)
+                strcat (expected, " or ");
+            strcat (expected, act_schema_type_names [kind]);
+        }
+    return s_fail (st, "type", "expected %s", expected);
+}
+
+//  Compare an integer and a double exactly. Not through long double: it
+//  is no wider than double under valgrind, which would call 2^53 + 1 and
+//  2^53 equal. |real| < 2^63 truncates to an integer that fits.
+static int
+s_compare_mixed (json_int_t integer, double real)
+{
+    if (real >= 9223372036854775808.0)
+        return -1;
+    if (real < -9223372036854775808.0)
+        return 1;
+    double whole = trunc (real);
+    json_int_t truncated = (json_int_t) whole;
+    if (integer != truncated)
+        return integer < truncated? -1: 1;
+    return real > whole? -1: real < whole;
+}
+
+//  Compare two numbers exactly: -1, 0 or 1 as a is below, at or above b
+static int
+s_compare (const json_t *a, const json_t *b)
+{
+    if (json_is_integer (a) && json_is_integer (b)) {
+        json_int_t x = json_integer_value (a), y = json_integer_value (b);
+        return x < y? -1: x > y;
+    }
+    if (json_is_integer (a))
+        return s_compare_mixed (json_integer_value (a), json_real_value (b));
+    if (json_is_integer (b))
+        return -s_compare_mixed (json_integer_value (b), json_real_value (a));
+    double x = json_real_value (a), y = json_real_value (b);
+    return x < y? -1: x > y;
+}
+
+//  A number as text, for messages
+static const char *
+s_number (const json_t *number, char *buffer, size_t size)
+{
+    if (json_is_integer (number))
+        snprintf (buffer, size, "%" JSON_INTEGER_FORMAT, json_integer_value (number));
+    else {
+        //  The shortest of %.15g and %.17g that reads back the same: 0.1, not
+        //  0.10000000000000001
+        snprintf (buffer, size, "%.15g", json_real_value (number));
+        if (strtod (buffer, NULL) != json_real_value (number))
+            snprintf (buffer, size, "%.17g", json_real_value (number));
+    }
+    return buffer;
+}
+
+//  multipleOf. Integers divide exactly. Otherwise the quotient is computed
+//  in doubles and must be an integer within rounding: each of the two
+//  numbers and the division carry at most half an ulp of relative error,
+//  so 0.0075 / 0.0001 = 74.99999999999999 counts as 75 while 75.1 never
+//  does. A quotient that overflows is no multiple.
+static bool
+s_multiple (const json_t *instance, const json_t *divisor)
+{
+    if (json_is_integer (instance) && json_is_integer (divisor))
+        return json_integer_value (instance) % json_integer_value (divisor) == 0;
+    double quotient = json_number_value (instance) / json_number_value (divisor);
+    if (!isfinite (quotient))
+        return false;
+    double nearest = nearbyint (quotient);
+    return fabs (quotient - nearest) <= 4 * DBL_EPSILON * fabs (quotient);
+}
+
+//  minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf
+static bool
+s_check_number (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    char bound [40];
+    if (node->minimum && s_compare (instance, node->minimum) < 0)
+        return s_fail (st, "minimum", "expected at least %s",
+                       s_number (node->minimum, bound, sizeof bound));
+    if (node->maximum && s_compare (instance, node->maximum) > 0)
+        return s_fail (st, "maximum", "expected at most %s",
+                       s_number (node->maximum, bound, sizeof bound));
+    if (node->exclusive_minimum && s_compare (instance, node->exclusive_minimum) <= 0)
+        return s_fail (st, "exclusiveMinimum", "expected more than %s",
+                       s_number (node->exclusive_minimum, bound, sizeof bound));
+    if (node->exclusive_maximum && s_compare (instance, node->exclusive_maximum) >= 0)
+        return s_fail (st, "exclusiveMaximum", "expected less than %s",
+                       s_number (node->exclusive_maximum, bound, sizeof bound));
+    if (node->multiple_of && !s_multiple (instance, node->multiple_of))
+        return s_fail (st, "multipleOf", "expected a multiple of %s",
+                       s_number (node->multiple_of, bound, sizeof bound));
+    return true;
+}
+
+//  Does regex match text (anywhere: patterns are not anchored)? An error of
+//  the matcher (a limit hit) is reported as a failure of keyword.
+static bool
+s_match (s_state_t *st, pcre2_code *regex, const char *text, size_t size,
+         const char *keyword, bool *matched)
+{
+    int rc = pcre2_match (regex, (PCRE2_SPTR) text, size, 0, 0, st->schema->match,
+                          st->schema->limits);
+    *matched = rc >= 0;
+    if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH)
+        return true;
+    char why [120];
+    pcre2_get_error_message (rc, (PCRE2_UCHAR *) why, sizeof why);
+    return s_fail (st, keyword, "the pattern could not be matched: %s", why);
+}
+
+//  minLength, maxLength (in code points) and pattern
+static bool
+s_check_string (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    const char *text = json_string_value (instance);
+    size_t size = json_string_length (instance);
+    if (node->min_length >= 0 || node->max_length >= 0) {
+        //  Code points: every byte that does not continue a UTF-8 sequence
+        long long length = 0;
+        for (size_t index = 0; index < size; index++)
+            length += ((unsigned char) text [index] & 0xC0) != 0x80;
+        if (length < node->min_length)
+            return s_fail (st, "minLength", "expected at least %lld characters, not %lld",
+                           node->min_length, length);
+        if (node->max_length >= 0 && length > node->max_length)
+            return s_fail (st, "maxLength", "expected at most %lld characters, not %lld",
+                           node->max_length, length);
+    }
+    bool matched;
+    if (node->pattern) {
+        if (!s_match (st, node->pattern, text, size, "pattern", &matched))
+            return false;
+        if (!matched)
+            return s_fail (st, "pattern", "does not match %s", node->pattern_text);
+    }
+    return true;
+}
+
+//  minItems, maxItems, prefixItems, items, uniqueItems, in that order
+static bool
+s_check_array (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    size_t size = json_array_size (instance);
+    if (node->min_items >= 0 && size < (unsigned long long) node->min_items)
+        return s_fail (st, "minItems", "expected at least %lld items, not %zu",
+                       node->min_items, size);
+    if (node->max_items >= 0 && size > (unsigned long long) node->max_items)
+        return s_fail (st, "maxItems", "expected at most %lld items, not %zu",
+                       node->max_items, size);
+    for (size_t index = 0; index < size && index < node->prefix_items.count; index++)
+        if (!s_valid_at (st, node->prefix_items.nodes [index],
+                         json_array_get (instance, index), NULL, index, "prefixItems"))
+            return false;
+    for (size_t index = node->prefix_items.count; node->items && index < size; index++)
+        if (!s_valid_at (st, node->items, json_array_get (instance, index), NULL, index,
+                         "items"))
+            return false;
+    //  Quadratic, and meant for the short arrays of tool parameters
+    for (size_t index = 1; node->unique_items && index < size; index++)
+        for (size_t before = 0; before < index; before++)
+            if (act_schema_equal (json_array_get (instance, before),
+                                  json_array_get (instance, index)))
+                return s_fail (st, "uniqueItems", "items %zu and %zu are equal",
+                               before, index);
+    return true;
+}
+
+//  required, then properties, patternProperties and additionalProperties
+//  in one pass over the members, in the instance's order: one lookup per
+//  member (in properties' index) rather than one per property and another
+//  per member to tell the additional ones
+static bool
+s_check_object (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    for (size_t index = 0; index < node->required_count; index++)
+        if (!json_object_get (instance, node->required [index]))
+            return s_fail (st, "required", "missing \"%s\"", node->required [index]);
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) instance, key, value) {
+        json_t *slot = node->property_index? json_object_get (node->property_index, key): NULL;
+        if (slot && !s_valid_at (st, node->properties [json_integer_value (slot)],
+                                 value, key, 0, "properties"))
+            return false;
+        bool named = slot != NULL;
+        for (size_t index = 0; index < node->pattern_count; index++) {
+            bool matched;
+            if (!s_match (st, node->patterns [index].regex, key, strlen (key),
+                          "patternProperties", &matched))
+                return false;
+            if (matched && !s_valid_at (st, node->patterns [index].schema, value, key, 0,
+                                        "patternProperties"))
+                return false;
+            named |= matched;
+        }
+        if (!named && node->additional
+        &&  !s_valid_at (st, node->additional, value, key, 0, "additionalProperties"))
+            return false;
+    }
+    return true;
+}
+
+//  Validate against node without reporting (inside anyOf, oneOf, not, if)
+static bool
+s_quietly (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    st->quiet++;
+    bool valid = s_valid (st, node, instance);
+    st->quiet--;
+    return valid;
+}
+
+//  allOf, anyOf, oneOf, not, if/then/else, $ref: the schemas applied to
+//  the same value. Only allOf, then/else and $ref report their inner
+//  failure; the others say which of their own rules failed.
+static bool
+s_check_apply (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    for (size_t index = 0; index < node->all_of.count; index++)
+        if (!s_valid (st, node->all_of.nodes [index], instance))
+            return false;
+    if (node->any_of.count) {
+        size_t index = 0;
+        while (index < node->any_of.count && !s_quietly (st, node->any_of.nodes [index], instance))
+            index++;
+        if (index == node->any_of.count)
+            return s_fail (st, "anyOf", "matches none of the %zu schemas", node->any_of.count);
+    }
+    if (node->one_of.count) {
+        size_t first = SIZE_MAX;
+        for (size_t index = 0; index < node->one_of.count; index++) {
+            if (!s_quietly (st, node->one_of.nodes [index], instance))
+                continue;
+            if (first != SIZE_MAX)
+                return s_fail (st, "oneOf", "matches schemas %zu and %zu, not one",
+                               first, index);
+            first = index;
+        }
+        if (first == SIZE_MAX)
+            return s_fail (st, "oneOf", "matches none of the %zu schemas", node->one_of.count);
+    }
+    if (node->not_schema && s_quietly (st, node->not_schema, instance))
+        return s_fail (st, "not", "matches the schema it must not match");
+    if (node->if_schema && (node->then_schema || node->else_schema)) {
+        const act_snode_t *branch = s_quietly (st, node->if_schema, instance)?
+                                    node->then_schema: node->else_schema;
+        if (branch && !s_valid (st, branch, instance))
+            return false;
+    }
+    if (node->ref && !s_valid (st, node->ref, instance))
+        return false;
+    return true;
+}
+
+//  enum: the instance equals one of the values (JSON Schema equality)
+static bool
+s_check_enum (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    size_t index;
+    json_t *value;
+    json_array_foreach (node->enum_values, index, value)
+        if (act_schema_equal (value, instance))
+            return true;
+    return s_fail (st, "enum", "not one of the %zu values allowed",
+                   json_array_size (node->enum_values));
+}
+
+//  Validate instance against node, keyword group by keyword group. Each
+//  branch of the chain runs only when the ones before it passed; of the
+//  four kind-specific groups at most one applies to an instance.
+static bool
+s_valid (s_state_t *st, const act_snode_t *node, const json_t *instance)
+{
+    if (node->boolean >= 0)
+        return node->boolean || s_fail (st, "false", "no value is allowed here");
+    if (st->nesting == S_MAX_NESTING)
+        return s_fail (st, "$ref", "schemas nested deeper than %d", S_MAX_NESTING);
+    st->nesting++;
+    bool valid = true;
+    unsigned has = node->has;
+    if (node->types && !s_check_type (st, node, instance))
+        valid = false;
+    else
+    if (node->const_value && !act_schema_equal (node->const_value, instance))
+        valid = s_fail (st, "const", "not the value required");
+    else
+    if (node->enum_values && !s_check_enum (st, node, instance))
+        valid = false;
+    else
+    if ((has & ACT_SH_NUMBER) && json_is_number (instance))
+        valid = s_check_number (st, node, instance);
+    else
+    if ((has & ACT_SH_STRING) && json_is_string (instance))
+        valid = s_check_string (st, node, instance);
+    else
+    if ((has & ACT_SH_ARRAY) && json_is_array (instance))
+        valid = s_check_array (st, node, instance);
+    else
+    if ((has & ACT_SH_OBJECT) && json_is_object (instance))
+        valid = s_check_object (st, node, instance);
+    if (valid && (has & ACT_SH_APPLY))
+        valid = s_check_apply (st, node, instance);
+    st->nesting--;
+    return valid;
+}
+
+bool
+act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err)
+{
+    if (!self || !instance) {
+        act_err_set (err, ACT_E_BAD_CALL, "(root): no %s to validate",
+                     self? "value": "schema");
+        return false;
+    }
+    s_state_t st;
+    st.schema = self;
+    st.err = err;
+    st.quiet = 0;
+    st.depth = 0;
+    st.nesting = 0;
+    return s_valid (&st, self->root, instance);
+}
+
+bool
+act_schema_equal (const json_t *a, const json_t *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (json_is_number (a) && json_is_number (b))
+        return s_compare (a, b) == 0;
+    if (json_typeof (a) != json_typeof (b))
+        return false;
+    if (json_is_string (a))
+        return json_string_length (a) == json_string_length (b)
+            && !memcmp (json_string_value (a), json_string_value (b), json_string_length (a));
+    if (json_is_array (a)) {
+        if (json_array_size (a) != json_array_size (b))
+            return false;
+        for (size_t index = 0; index < json_array_size (a); index++)
+            if (!act_schema_equal (json_array_get (a, index), json_array_get (b, index)))
+                return false;
+        return true;
+    }
+    if (json_is_object (a)) {
+        if (json_object_size (a) != json_object_size (b))
+            return false;
+        const char *key;
+        json_t *value;
+        json_object_foreach ((json_t *) a, key, value)
+            if (!act_schema_equal (value, json_object_get (b, key)))
+                return false;
+        return true;
+    }
+    return true;                //  true, false, null: the same type is the same value
+}

@@ -1,0 +1,401 @@
+/*  =========================================================================
+    test_schema - act_schema against the official JSON-Schema-Test-Suite
+    (Debian's json-schema-test-suite, draft 7 files of the keywords whose
+    meaning did not change in 2020-12) and against our own cases in the
+    suite's format (tests/schema/2020-12/: prefixItems, items, $defs and
+    $ref, code points, integers, messages); then compile errors, message
+    pointers and equality one by one.
+
+    A suite group whose schema compiles is run, and every case of it must
+    agree. A group whose schema does not compile must have been refused
+    for a keyword or form act_schema does not implement (the message says
+    "not supported"): it is counted "not applicable", per keyword. A test
+    case may carry "error": the exact message act_schema_valid must give.
+    ========================================================================= */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include "actd/act.h"
+
+#define S_SUITE_DIR     "/usr/share/json-schema-test-suite/tests/draft7"
+#define S_OWN_DIR       ACTD_SOURCE_DIR "/tests/schema/2020-12"
+
+//  The draft 7 files run: every supported keyword's (definitions.json,
+//  additionalItems.json and the unsupported keywords' files are left out;
+//  array-form items and definitions inside these are refused group by group)
+static const char *s_suite_files [] = {
+    "additionalProperties", "allOf", "anyOf", "boolean_schema", "const", "default",
+    "enum", "exclusiveMaximum", "exclusiveMinimum", "if-then-else", "items",
+    "maxItems", "maxLength", "maximum", "minItems", "minLength", "minimum",
+    "multipleOf", "not", "oneOf", "pattern", "patternProperties", "properties",
+    "ref", "required", "type", "uniqueItems",
+    //  Of the optional files, the one about what is implemented (not bignum:
+    //  jansson refuses integers beyond 64 bits, and so does the broker; not
+    //  ecmascript-regex and format/: they test format, an annotation here)
+    "optional/zeroTerminatedFloats"
+};
+
+//  What a run of files counted
+typedef struct {
+    int groups_run;             //  Groups whose schema compiled
+    int cases_run;              //  Their cases
+    int cases_passed;           //  Cases that agreed with the file
+    int groups_skipped;         //  Groups refused for an unsupported keyword
+    json_t *reasons;            //  keyword -> number of groups refused for it
+} s_counts_t;
+
+//  The keyword an unsupported-keyword message names: the last token of
+//  the pointer before ": not supported"
+static char *
+s_reason (const char *message)
+{
+    const char *end = strstr (message, ": not supported");
+    if (!end)
+        return NULL;
+    const char *start = end;
+    while (start > message && start [-1] != '/')
+        start--;
+    char *reason = strndup (start, (size_t) (end - start));
+    //  Unescape ~1 and ~0 (RFC 6901), in that order
+    char *out = reason;
+    for (const char *in = reason; *in; in++) {
+        if (*in == '~' && (in [1] == '0' || in [1] == '1'))
+            *out++ = *++in == '0'? '~': '/';
+        else
+            *out++ = *in;
+    }
+    *out = 0;
+    return reason;
+}
+
+//  Run one case; print it when it disagrees
+static void
+s_run_case (act_schema_t *schema, const json_t *test, const char *where, s_counts_t *counts)
+{
+    const json_t *data = json_object_get (test, "data");
+    bool expected = json_is_true (json_object_get (test, "valid"));
+    const char *error = json_string_value (json_object_get (test, "error"));
+    act_err_t err = { 0 };
+    bool valid = act_schema_valid (schema, data, &err);
+    counts->cases_run++;
+    bool agrees = valid == expected;
+    if (agrees && !valid) {
+        agrees = !strcmp (err.code, ACT_E_BAD_CALL) && (!error || !strcmp (err.message, error));
+        assert_true (err.code && *err.message);
+    }
+    if (agrees)
+        counts->cases_passed++;
+    else
+        print_message ("DISAGREES %s / %s: expected %s%s%s, got %s (%s)\n", where,
+                       json_string_value (json_object_get (test, "description")),
+                       expected? "valid": "invalid", error? " with ": "", error? error: "",
+                       valid? "valid": "invalid", valid? "": err.message);
+}
+
+//  Run the groups of one file. own: every group must compile.
+static void
+s_run_file (const char *path, bool own, s_counts_t *counts)
+{
+    json_error_t error;
+    json_t *groups = json_load_file (path, JSON_ALLOW_NUL, &error);
+    if (!groups)
+        print_message ("cannot load %s: %s (line %d)\n", path, error.text, error.line);
+    assert_non_null (groups);
+    assert_true (json_is_array (groups) && json_array_size (groups) > 0);
+    size_t index;
+    json_t *group;
+    json_array_foreach (groups, index, group) {
+        const char *description = json_string_value (json_object_get (group, "description"));
+        char where [512];
+        snprintf (where, sizeof where, "%s: %s", strrchr (path, '/') + 1, description);
+        act_err_t err = { 0 };
+        act_schema_t *schema = act_schema_new (json_object_get (group, "schema"), &err);
+        if (!schema) {
+            char *reason = s_reason (err.message);
+            if (!reason || own)
+                print_message ("DOES NOT COMPILE %s: %s\n", where, err.message);
+            assert_non_null (reason);
+            assert_false (own);
+            assert_string_equal (err.code, ACT_E_BAD_ARGUMENT);
+            json_t *tally = json_object_get (counts->reasons, reason);
+            json_object_set_new (counts->reasons, reason,
+                                 json_integer (json_integer_value (tally) + 1));
+            free (reason);
+            counts->groups_skipped++;
+            continue;
+        }
+        counts->groups_run++;
+        size_t test_index;
+        json_t *test;
+        json_array_foreach (json_object_get (group, "tests"), test_index, test)
+            s_run_case (schema, test, where, counts);
+        act_schema_destroy (&schema);
+        assert_null (schema);
+    }
+    json_decref (groups);
+}
+
+static void
+s_print_counts (const char *title, s_counts_t *counts)
+{
+    print_message ("%s: %d groups run, %d cases run, %d passed; %d groups not applicable",
+                   title, counts->groups_run, counts->cases_run, counts->cases_passed,
+                   counts->groups_skipped);
+    const char *key;
+    json_t *value;
+    const char *separator = " (";
+    json_object_foreach (counts->reasons, key, value) {
+        print_message ("%s%s: %lld", separator, key, (long long) json_integer_value (value));
+        separator = ", ";
+    }
+    print_message ("%s\n", counts->groups_skipped? ")": "");
+}
+
+//  The official suite: every group that compiles agrees on every case
+static void
+test_official_suite_draft7 (void **state)
+{
+    s_counts_t counts = { .reasons = json_object () };
+    for (size_t index = 0; index < sizeof s_suite_files / sizeof s_suite_files [0]; index++) {
+        char path [512];
+        snprintf (path, sizeof path, "%s/%s.json", S_SUITE_DIR, s_suite_files [index]);
+        s_run_file (path, false, &counts);
+    }
+    s_print_counts ("draft7 suite", &counts);
+    assert_int_equal (counts.cases_passed, counts.cases_run);
+    //  Most of the suite applies: a refusal of everything would not pass
+    assert_true (counts.groups_run > 3 * counts.groups_skipped);
+    json_decref (counts.reasons);
+}
+
+//  Our own 2020-12 cases: every file, every group compiles and agrees
+static void
+test_own_cases_2020_12 (void **state)
+{
+    s_counts_t counts = { .reasons = json_object () };
+    struct dirent **entries;
+    int count = scandir (S_OWN_DIR, &entries, NULL, alphasort);
+    assert_true (count > 0);
+    int files = 0;
+    for (int index = 0; index < count; index++) {
+        const char *name = entries [index]->d_name;
+        size_t length = strlen (name);
+        if (length > 5 && !strcmp (name + length - 5, ".json")) {
+            char path [512];
+            snprintf (path, sizeof path, "%s/%s", S_OWN_DIR, name);
+            s_run_file (path, true, &counts);
+            files++;
+        }
+    }
+    for (int index = 0; index < count; index++)
+        free (entries [index]);
+    free (entries);
+    s_print_counts ("2020-12 cases", &counts);
+    assert_true (files >= 3);
+    assert_int_equal (counts.cases_passed, counts.cases_run);
+    json_decref (counts.reasons);
+}
+
+//  Compile text, expecting a refusal with exactly message
+static void
+s_assert_refused (const char *text, const char *message)
+{
+    json_t *json = json_loads (text, JSON_DECODE_ANY, NULL);
+    assert_non_null (json);
+    act_err_t err = { 0 };
+    act_schema_t *schema = act_schema_new (json, &err);
+    if (schema || strcmp (err.message, message))
+        print_message ("schema %s: expected \"%s\", got \"%s\"\n", text, message,
+                       schema? "(compiled)": err.message);
+    assert_null (schema);
+    assert_string_equal (err.code, ACT_E_BAD_ARGUMENT);
+    assert_string_equal (err.message, message);
+    json_decref (json);
+}
+
+//  Any keyword outside the list is refused and named, never ignored
+static void
+test_refusals_name_the_place_and_why (void **state)
+{
+    s_assert_refused ("{\"minProperties\": 1}", "/minProperties: not supported");
+    s_assert_refused ("{\"properties\": {\"a/b\": {\"contains\": {}}}}",
+                      "/properties/a~1b/contains: not supported");
+    s_assert_refused ("{\"items\": [{}]}",
+                      "/items: not supported: the array form of items is draft 7's "
+                      "(draft 2020-12 uses prefixItems)");
+    s_assert_refused ("{\"$defs\": {\"a\": {\"$id\": \"x\"}}}",
+                      "/$defs/a/$id: not supported: $id below the root (it changes "
+                      "what $ref points to)");
+    s_assert_refused ("{\"$ref\": \"other.json#/a\"}",
+                      "/$ref: not supported: only references within the schema "
+                      "(\"#\" and \"#/...\") are resolved");
+    s_assert_refused ("{\"type\": \"strin\"}",
+                      "/type: expected a type name (null, boolean, object, array, "
+                      "number, string, integer) or an array of them");
+    s_assert_refused ("{\"type\": [\"string\", \"string\"]}", "/type: a type is named twice");
+    s_assert_refused ("{\"minLength\": -1}", "/minLength: expected a non-negative integer");
+    s_assert_refused ("{\"minLength\": 1.5}", "/minLength: expected a non-negative integer");
+    s_assert_refused ("{\"multipleOf\": 0}", "/multipleOf: expected a number above 0");
+    s_assert_refused ("{\"required\": [\"a\", \"a\"]}", "/required: a name is listed twice");
+    s_assert_refused ("{\"allOf\": []}", "/allOf: expected a non-empty array of schemas");
+    s_assert_refused ("{\"anyOf\": [{}, 3]}",
+                      "/anyOf/1: expected a schema (an object or a boolean)");
+    s_assert_refused ("42", "(root): expected a schema (an object or a boolean)");
+    s_assert_refused ("{\"pattern\": \"a(b\"}",
+                      "/pattern: bad pattern at offset 3: missing closing parenthesis");
+    s_assert_refused ("{\"pattern\": \"^a\\\\Z\"}",
+                      "/pattern: not supported: \\Z is not an ECMA-262 escape");
+    s_assert_refused ("{\"patternProperties\": {\"\\\\Aa\": {}}}",
+                      "/patternProperties/\\Aa: not supported: \\A is not an ECMA-262 escape");
+    s_assert_refused ("{\"patternProperties\": {\"[\": {}}}",
+                      "/patternProperties/[: bad pattern at offset 1: missing terminating ] "
+                      "for character class");
+    s_assert_refused ("{\"properties\": {\"a\": {\"$ref\": \"#/$defs/b\"}}}",
+                      "/properties/a/$ref: \"#/$defs/b\" does not name a subschema of "
+                      "this schema");
+    s_assert_refused ("{\"$ref\": \"#/$defs/a\", \"$defs\": {\"a\": {\"allOf\": "
+                      "[{\"$ref\": \"#\"}]}}}",
+                      "(root): $ref: the schema refers to itself without going into the "
+                      "value (it would never end)");
+    s_assert_refused ("{\"title\": 3}", "/title: expected a string");
+    s_assert_refused ("{\"deprecated\": \"yes\"}", "/deprecated: expected a boolean");
+    act_err_t err = { 0 };
+    assert_null (act_schema_new (NULL, &err));
+    assert_string_equal (err.message, "(root): no schema");
+}
+
+//  Validate text against schema text; returns the message ("" when valid)
+static const char *
+s_message (const char *schema_text, const char *text)
+{
+    static act_err_t err;
+    json_t *json = json_loads (schema_text, 0, NULL);
+    json_t *instance = json_loads (text, JSON_DECODE_ANY, NULL);
+    assert_non_null (json);
+    assert_non_null (instance);
+    act_schema_t *schema = act_schema_new (json, &err);
+    json_decref (json);         //  The schema keeps its own copy
+    assert_non_null (schema);
+    act_err_clear (&err);
+    if (act_schema_valid (schema, instance, &err))
+        err.message [0] = 0;
+    else
+        assert_string_equal (err.code, ACT_E_BAD_CALL);
+    act_schema_destroy (&schema);
+    act_schema_destroy (&schema);
+    json_decref (instance);
+    return err.message;
+}
+
+//  PROTOCOL 2.1: the message names the JSON Pointer of the first offending
+//  value and the keyword
+static void
+test_messages_name_pointer_and_keyword (void **state)
+{
+    #define S_TOOL "{\"type\": \"object\", \"required\": [\"city\"], "                \
+                   "\"properties\": {\"city\": {\"type\": \"string\"}, "                \
+                   "\"days\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}}, " \
+                   "\"additionalProperties\": false}"
+    //  Schema, instance, the message ("": valid)
+    static const char *cases [][3] = {
+        { S_TOOL, "{\"city\": 3}", "/city: type: expected string" },
+        { S_TOOL, "{}", "(root): required: missing \"city\"" },
+        { S_TOOL, "[]", "(root): type: expected object" },
+        { S_TOOL, "{\"city\": \"x\", \"days\": [1, 2.5]}", "/days/1: type: expected integer" },
+        { S_TOOL, "{\"city\": \"x\", \"days\": [1, 2.0]}", "" },
+        { S_TOOL, "{\"city\": \"x\", \"a~/b\": 1}", "/a~0~1b: additionalProperties: not allowed" },
+        { "{\"type\": [\"string\", \"null\"]}", "1", "(root): type: expected null or string" },
+        { "{\"anyOf\": [{\"type\": \"string\"}, {\"minimum\": 2}]}", "1",
+          "(root): anyOf: matches none of the 2 schemas" },
+        { "{\"oneOf\": [{\"minimum\": 0}, {\"maximum\": 2}]}", "1",
+          "(root): oneOf: matches schemas 0 and 1, not one" },
+        { "{\"maxLength\": 2}", "\"\xc3\xa9\xc3\xa9\xc3\xa9\"",
+          "(root): maxLength: expected at most 2 characters, not 3" },
+        { "{\"multipleOf\": 0.01}", "19.99", "" },
+        { "{\"multipleOf\": 0.01}", "19.991", "(root): multipleOf: expected a multiple of 0.01" },
+        { "{\"exclusiveMaximum\": 9007199254740993}", "9007199254740992.0", "" },
+        { "{\"maximum\": 9007199254740992}", "9007199254740993",
+          "(root): maximum: expected at most 9007199254740992" },
+        { "{\"minimum\": -9223372036854775808}", "-9.3e18",
+          "(root): minimum: expected at least -9223372036854775808" },
+        { "{\"maximum\": 9223372036854775807}", "9.3e18",
+          "(root): maximum: expected at most 9223372036854775807" },
+        { "{\"pattern\": \"^[a-z]+$\"}", "\"abc\\n\"", "(root): pattern: does not match ^[a-z]+$" },
+        { "{\"pattern\": \"\\\\u00e9\"}", "\"caf\xc3\xa9\"", "" },
+        { "{\"pattern\": \"^(a+)+$\"}", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"",
+          "(root): pattern: the pattern could not be matched: match limit exceeded" },
+        { "{\"uniqueItems\": true}", "[1, {\"a\": 1}, {\"a\": 1.0}]",
+          "(root): uniqueItems: items 1 and 2 are equal" },
+    };
+    for (size_t index = 0; index < sizeof cases / sizeof cases [0]; index++)
+        assert_string_equal (s_message (cases [index][0], cases [index][1]), cases [index][2]);
+    //  A value nested deeper than the validator follows is refused, not crashed on
+    json_t *deep = json_integer (1);
+    for (int level = 0; level < 300; level++) {
+        json_t *outer = json_array ();
+        json_array_append_new (outer, deep);
+        deep = outer;
+    }
+    json_t *json = json_loads ("{\"$defs\": {\"a\": {\"items\": {\"$ref\": \"#/$defs/a\"}}}, "
+                               "\"$ref\": \"#/$defs/a\"}", 0, NULL);
+    act_err_t err = { 0 };
+    act_schema_t *schema = act_schema_new (json, &err);
+    assert_non_null (schema);
+    assert_false (act_schema_valid (schema, deep, &err));
+    assert_non_null (strstr (err.message, "nested deeper than 256 levels"));
+    assert_false (act_schema_valid (schema, NULL, &err));
+    assert_false (act_schema_valid (NULL, deep, &err));
+    act_schema_destroy (&schema);
+    json_decref (json);
+    json_decref (deep);
+}
+
+//  Equality as JSON Schema means it (enum, const, uniqueItems)
+static void
+test_equality_by_value (void **state)
+{
+    static const char *equal [][2] = {
+        { "1", "1.0" }, { "0", "-0.0" }, { "{\"a\": 1, \"b\": [2]}", "{\"b\": [2.0], \"a\": 1}" },
+        { "\"a\\u0000b\"", "\"a\\u0000b\"" }, { "null", "null" }, { "[]", "[]" }
+    };
+    static const char *different [][2] = {
+        { "1", "true" }, { "0", "false" }, { "\"1\"", "1" }, { "[1]", "[1, 1]" },
+        { "{\"a\": 1}", "{\"a\": 1, \"b\": 1}" }, { "9007199254740993", "9007199254740992.0" },
+        { "\"a\\u0000b\"", "\"a\\u0000c\"" }, { "1.5", "1" }, { "{}", "[]" }
+    };
+    for (size_t index = 0; index < sizeof equal / sizeof equal [0]; index++) {
+        json_t *a = json_loads (equal [index][0], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        json_t *b = json_loads (equal [index][1], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        assert_true (act_schema_equal (a, b) && act_schema_equal (b, a));
+        json_decref (a);
+        json_decref (b);
+    }
+    for (size_t index = 0; index < sizeof different / sizeof different [0]; index++) {
+        json_t *a = json_loads (different [index][0], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        json_t *b = json_loads (different [index][1], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        assert_false (act_schema_equal (a, b) || act_schema_equal (b, a));
+        json_decref (a);
+        json_decref (b);
+    }
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test (test_official_suite_draft7),
+        cmocka_unit_test (test_own_cases_2020_12),
+        cmocka_unit_test (test_refusals_name_the_place_and_why),
+        cmocka_unit_test (test_messages_name_pointer_and_keyword),
+        cmocka_unit_test (test_equality_by_value),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
