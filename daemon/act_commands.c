@@ -302,12 +302,85 @@ s_history (act_commands_t *self, s_request_t *req)
     json_decref (page);
 }
 
+//  STATUS of an ended call, from its record
+static json_t *
+s_status_record (const char *id, json_t *record)
+{
+    json_t *status = json_pack ("{sssOsOsO}", "call_id", id,
+        "context", json_object_get (record, "context"),
+        "state", json_object_get (record, "state"),
+        "attempts", json_object_get (record, "attempts"));
+    if (json_object_get (record, "outcome"))
+        json_object_set (status, "outcome", json_object_get (record, "outcome"));
+    if (json_object_get (record, "progress"))
+        json_object_set (status, "progress", json_object_get (record, "progress"));
+    return status;
+}
+
+//  The call named id: live (*call) or ended (*record, the caller's to
+//  free). Returns 0, or -1 with err (not_found; moved and internal when
+//  its context cannot be loaded here).
+static int
+s_find (act_commands_t *self, const char *id, act_live_t **call, json_t **record, act_err_t *err)
+{
+    uint64_t number = 0;
+    bool valid = id && act_decimal_parse (id, strlen (id), UINT64_MAX, &number) && number;
+    *call = valid? act_flow_call (self->flow, number): NULL;
+    *record = (valid && !*call)? act_store_call (self->store, number): NULL;
+    const char *state = json_string_value (json_object_get (*record, "state"));
+    if (*record && (act_store_shared (self->store) || !act_state_ended (state))) {
+        //  Its context's owner answers for it (shared store); loading the
+        //  context here recovers the call if it had not ended
+        const char *context = json_string_value (json_object_get (*record, "context"));
+        if (!act_cache_get (self->cache, context, false, err)) {
+            json_decref (*record);
+            *record = NULL;
+            return -1;
+        }
+        if ((*call = act_flow_call (self->flow, number))) {
+            json_decref (*record);
+            *record = NULL;
+        }
+    }
+    if (!*call && !*record)
+        return act_err_set (err, ACT_E_NOT_FOUND, "no call %.64s", valid? id: "(not a call id)");
+    return 0;
+}
+
+//  STATUS of the call named id; NULL with err
+static json_t *
+s_status_of (act_commands_t *self, const char *id, act_err_t *err)
+{
+    act_live_t *call;
+    json_t *record;
+    if (s_find (self, id, &call, &record, err))
+        return NULL;
+    json_t *status = call? act_live_status (call): s_status_record (id, record);
+    json_decref (record);
+    return status;
+}
+
+//  CANCEL the call named id: 1 when a live call was cancelled, 0 when it
+//  had ended (nothing changes), -1 with err
+static int
+s_cancel_of (act_commands_t *self, const char *id, act_err_t *err)
+{
+    act_live_t *call;
+    json_t *record;
+    if (s_find (self, id, &call, &record, err))
+        return -1;
+    json_decref (record);
+    if (call)
+        act_flow_cancel (self->flow, call);
+    return call != NULL;
+}
+
 static void
 s_status (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     char *id = s_frame_string (req->args [0]);
-    json_t *status = act_flow_status (self->flow, id, &err);
+    json_t *status = s_status_of (self, id, &err);
     if (status)
         s_reply_json (self, req, "VALUE", status, false);
     else
@@ -321,7 +394,7 @@ s_cancel (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     char *id = s_frame_string (req->args [0]);
-    int rc = act_flow_cancel (self->flow, id, &err);
+    int rc = s_cancel_of (self, id, &err);
     if (rc < 0)
         s_reply_error (self, req, &err);
     else        //  Durable when it cancelled: the outcome is stored first

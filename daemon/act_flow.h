@@ -18,6 +18,7 @@
 #include "act_cache.h"
 #include "act_pool.h"
 #include "act_outbox.h"
+#include "act_live.h"
 
 typedef struct _act_flow_t act_flow_t;
 
@@ -36,14 +37,13 @@ void act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request,
                       const char *command, const char *context_id, json_t *entries,
                       const char *call_text, bool plan);
 
-//  STATUS of the call whose id is id: a new object (PROTOCOL.md section
-//  1), or NULL with err (not_found, moved, internal).
-json_t *act_flow_status (act_flow_t *self, const char *id, act_err_t *err);
+//  The live call numbered number, or NULL (not live here: ended, not
+//  recovered yet, never).
+act_live_t *act_flow_call (act_flow_t *self, uint64_t number);
 
-//  CANCEL the call whose id is id (a call already ended: nothing changes).
-//  Returns 1 when a live call was cancelled, 0 when it had ended, or -1
-//  with err (not_found, moved, internal).
-int act_flow_cancel (act_flow_t *self, const char *id, act_err_t *err);
+//  Cancel a live call (CANCEL): it ends cancelled, with its DONE; a
+//  running task gets CANCEL at its worker.
+void act_flow_cancel (act_flow_t *self, act_live_t *call);
 
 //  A worker joined or has room: give it calls, its activities in turn.
 void act_flow_worker_ready (act_flow_t *self, act_worker_t *worker);

@@ -257,6 +257,23 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
 }
 
 void
+act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
+                 const char *activity, const char *params, const char *meta)
+{
+    act_out_t *out = act_worker_send (outbox, worker, "TASK");
+    act_out_addstr (out, task);
+    if (worker->protocol == ACT_PROTO_ACTW) {
+        act_out_addstr (out, activity);
+        act_out_addstr (out, params);
+        act_out_addstr (out, meta);
+    }
+    else {
+        act_out_add (out, "", 0);
+        act_out_addstr (out, params);
+    }
+}
+
+void
 act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t protocol,
                      const char *reason)
 {

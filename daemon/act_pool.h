@@ -112,6 +112,12 @@ act_worker_t *act_worker_pick (act_activity_t *activity);
 act_out_t *act_worker_send (act_outbox_t *outbox, act_worker_t *worker,
                             const char *command);
 
+//  TASK to worker in its protocol: ACT/1 [task][activity][params][meta];
+//  Majordomo's REQUEST [task as the client address][empty][params], the
+//  task id coming back as the address of the reply.
+void act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
+                      const char *activity, const char *params, const char *meta);
+
 //  DISCONNECT with reason to any peer (registered or not) of protocol.
 void act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t protocol,
                           const char *reason);

@@ -1,0 +1,46 @@
+/*  =========================================================================
+    act_flow_int - the call flow's state and the steps its two files share
+    (act_submit.c: a call is admitted; act_flow.c: the rest of its path).
+    Private to those two files.
+    ========================================================================= */
+
+#ifndef ACT_FLOW_INT_H_INCLUDED
+#define ACT_FLOW_INT_H_INCLUDED
+
+#include "act_flow.h"
+#include "act_live.h"
+#include "act_timers.h"
+
+struct _act_flow_t {
+    act_settings_t *settings;   //  Limits and defaults (borrowed)
+    act_store_t *store;         //  Durable state (borrowed)
+    act_cache_t *cache;         //  Contexts in memory (borrowed)
+    act_pool_t *pool;           //  Activities and workers (borrowed)
+    act_outbox_t *outbox;       //  Replies and tasks of the pass (borrowed)
+    act_timers_t *timers;       //  Deadlines, schedule timeouts, retries
+    zhashx_t *calls;            //  Call id -> act_live_t, calls not ended
+    zhashx_t *keys;             //  context<US>_id -> act_live_t
+    uint64_t *todo;             //  Calls to evaluate again (numbers)
+    size_t ntodo;               //  Entries in todo
+    size_t todo_size;           //  Slots allocated
+    uint64_t stamp;             //  Current evaluation's mark
+    size_t counts [ACT_LIVE_STATES];   //  Live calls per state (waiting, ...)
+    bool stopping;              //  No new calls, no dispatch
+};
+
+
+//  The live call numbered number, or NULL.
+act_live_t *act_flow_lookup (act_flow_t *self, uint64_t number);
+
+//  Drop a call that was never accepted: release its reservation, free it.
+void act_flow_drop (act_flow_t *self, act_live_t **call_p);
+
+//  Register the call under its _id in its context (add), or forget it.
+void act_flow_key (act_flow_t *self, act_live_t *call, bool add);
+
+//  Make a prepared call live: store it (with the client and request its
+//  DONE goes to), index it, and start it as eval says.
+void act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval,
+                      zframe_t *client, zframe_t *request);
+
+#endif

@@ -1,0 +1,279 @@
+/*  =========================================================================
+    act_live - one live call (see act_live.h).
+    ========================================================================= */
+
+#include "act_live.h"
+
+static const char *s_state_names [] = {
+    "none", "new", "waiting", "queued", "running", "ended"
+};
+
+static void
+s_recipient_destroy (void **item)
+{
+    act_live_recipient_t *recipient = (act_live_recipient_t *) *item;
+    zframe_destroy (&recipient->client);
+    zframe_destroy (&recipient->request);
+    free (recipient);
+    *item = NULL;
+}
+
+act_live_t *
+act_live_new (act_pool_t *pool, act_context_t *context, json_t *json, const char *text,
+              act_err_t *err)
+{
+    act_call_t *parsed = act_call_parse (json, err);
+    if (!parsed)
+        return NULL;
+    act_live_t *self = (act_live_t *) calloc (1, sizeof (act_live_t));
+    self->call = parsed;
+    self->text = text? strdup (text): act_json_dump (json);
+    self->context = context;
+    self->activity = act_pool_activity (pool, parsed->tool);
+    //  The call's own _timeout and _retry fields over its activity's
+    const act_activity_settings_t *defaults = self->activity->settings;
+    self->retry = defaults->retry;
+    if (parsed->retry.max_attempts > 0)
+        self->retry.max_attempts = parsed->retry.max_attempts;
+    if (parsed->retry.initial_ms >= 0)
+        self->retry.initial_ms = parsed->retry.initial_ms;
+    if (parsed->retry.backoff >= 1.0)
+        self->retry.backoff = parsed->retry.backoff;
+    if (parsed->retry.max_ms >= 0)
+        self->retry.max_ms = parsed->retry.max_ms;
+    self->timeout_ms = parsed->timeout_ms > 0? parsed->timeout_ms: defaults->timeout_ms;
+    self->waiters = zlistx_new ();
+    zlistx_set_destructor (self->waiters, (zlistx_destructor_fn *) zstr_free);
+    self->recipients = zlistx_new ();
+    zlistx_set_destructor (self->recipients, s_recipient_destroy);
+    return self;
+}
+
+void
+act_live_destroy (act_live_t **self_p)
+{
+    act_live_t *self = *self_p;
+    if (!self)
+        return;
+    act_deps_unregister (self->context->deps, &self->producer);
+    act_call_destroy (&self->call);
+    free (self->text);
+    json_decref (self->progress);
+    zlistx_destroy (&self->waiters);
+    zlistx_destroy (&self->recipients);
+    free (self);
+    *self_p = NULL;
+}
+
+void
+act_live_number (act_live_t *self, uint64_t number)
+{
+    self->number = number;
+    snprintf (self->id, sizeof self->id, "%" PRIu64, number);
+}
+
+void
+act_live_enter (act_live_t *self, act_live_state_t state, size_t *counts)
+{
+    act_activity_t *activity = self->activity;
+    self->timer++;
+    switch (self->state) {
+        case ACT_LIVE_NEW:
+        case ACT_LIVE_WAITING:
+            activity->backlog--;
+            break;
+        case ACT_LIVE_QUEUED:
+            activity->queued--;
+            activity->backlog--;
+            if (self->queue_handle)
+                zlistx_delete (activity->queue, self->queue_handle);
+            self->queue_handle = NULL;
+            self->backoff = false;
+            break;
+        case ACT_LIVE_RUNNING:
+            activity->running--;
+            self->worker = NULL;
+            break;
+        default:
+            break;
+    }
+    //  Only the states of a live call are counted: NONE, NEW and ENDED
+    //  are before and after its life
+    if (self->state >= ACT_LIVE_WAITING && self->state <= ACT_LIVE_RUNNING)
+        counts [self->state]--;
+    self->state = state;
+    if (state >= ACT_LIVE_WAITING && state <= ACT_LIVE_RUNNING)
+        counts [state]++;
+    if (state == ACT_LIVE_NEW || state == ACT_LIVE_WAITING || state == ACT_LIVE_QUEUED)
+        activity->backlog++;
+    if (state == ACT_LIVE_QUEUED)
+        activity->queued++;
+    if (state == ACT_LIVE_RUNNING)
+        activity->running++;
+}
+
+const char *
+act_live_state_name (act_live_state_t state)
+{
+    return state < ACT_LIVE_STATES? s_state_names [state]: "?";
+}
+
+void
+act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request)
+{
+    if (!client)
+        return;
+    for (act_live_recipient_t *known = zlistx_first (self->recipients); known;
+         known = zlistx_next (self->recipients))
+        if (zframe_eq (known->client, client) && zframe_eq (known->request, request))
+            return;
+    act_live_recipient_t *recipient = malloc (sizeof *recipient);
+    recipient->client = zframe_dup (client);
+    recipient->request = zframe_dup (request);
+    zlistx_add_end (self->recipients, recipient);
+}
+
+void
+act_live_recipient_hex (act_live_t *self, const char *client, const char *request)
+{
+    zframe_t *frames [2] = { zframe_new (NULL, strlen (client) / 2),
+                             zframe_new (NULL, strlen (request) / 2) };
+    const char *hex [2] = { client, request };
+    for (int f = 0; f < 2; f++)
+        for (size_t i = 0; i < zframe_size (frames [f]); i++)
+            sscanf (hex [f] + 2 * i, "%2hhx", zframe_data (frames [f]) + i);
+    act_live_recipient_add (self, frames [0], frames [1]);
+    zframe_destroy (&frames [0]);
+    zframe_destroy (&frames [1]);
+}
+
+act_call_record_t
+act_live_record (act_live_t *self, const char *state, const char *outcome, char **progress)
+{
+    *progress = self->progress? act_json_dump (self->progress): NULL;
+    return (act_call_record_t) {
+        self->number, self->context->id, state, self->attempts, self->text,
+        self->call->id, outcome, *progress, NULL, NULL
+    };
+}
+
+void
+act_live_save (act_live_t *self, act_store_t *store)
+{
+    char *progress;
+    act_call_record_t record = act_live_record (self, s_state_names [self->state], NULL,
+                                                &progress);
+    act_store_update_call (store, &record);
+    free (progress);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Dependencies. Each reference expression in the parameters is present,
+//  pending (an earlier live call could write it), or impossible. A
+//  fallback (||) waits while an earlier alternative is pending; a gate
+//  (&&) needs every operand.
+
+typedef enum { X_PRESENT, X_PENDING, X_IMPOSSIBLE } s_presence_t;
+
+//  How expr stands for the call; pending producers are added to found
+static s_presence_t
+s_expression (act_live_t *self, act_expr_t *expr, zlistx_t *found)
+{
+    act_ctx_t *ctx = self->context->ctx;
+    for (size_t a = 0; a < expr->nalts; a++) {
+        s_presence_t presence = X_PRESENT;
+        zlistx_t *producers = zlistx_new ();
+        for (size_t r = 0; r < expr->alts [a].nrefs && presence != X_IMPOSSIBLE; r++) {
+            act_ref_t *ref = &expr->alts [a].refs [r];
+            if (act_ctx_has (ctx, ref, self->call->instance))
+                continue;
+            if (act_deps_find (self->context->deps, ref, self->call->instance,
+                               self->number, producers))
+                presence = X_PENDING;
+            else
+                presence = X_IMPOSSIBLE;
+        }
+        if (presence == X_PENDING)
+            for (act_live_t *p = zlistx_first (producers); p; p = zlistx_next (producers))
+                zlistx_add_end (found, p);
+        zlistx_destroy (&producers);
+        if (presence != X_IMPOSSIBLE)
+            return presence;
+    }
+    return X_IMPOSSIBLE;
+}
+
+act_live_eval_t
+act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err)
+{
+    self->round++;
+    zlistx_t *found = zlistx_new ();
+    act_live_eval_t result = ACT_LIVE_READY;
+    for (size_t i = 0; i < self->call->nrefs; i++) {
+        act_expr_t *expr = self->call->refs [i];
+        if (s_expression (self, expr, found) == X_IMPOSSIBLE) {
+            act_err_set (err, ACT_E_UNRESOLVED_REFERENCE,
+                         "'%.200s' is absent and no pending call of context %s can write it",
+                         expr->text, self->context->id);
+            result = ACT_LIVE_UNRESOLVED;
+            break;
+        }
+    }
+    if (result == ACT_LIVE_READY && zlistx_size (found)) {
+        uint64_t mark = ++*stamp;
+        self->waiting_on = 0;
+        for (act_live_t *producer = zlistx_first (found); producer;
+             producer = zlistx_next (found)) {
+            if (producer->stamp == mark)
+                continue;
+            producer->stamp = mark;
+            act_live_waiter_t *waiter = malloc (sizeof (act_live_waiter_t));
+            *waiter = (act_live_waiter_t) { self->number, self->round };
+            zlistx_add_end (producer->waiters, waiter);
+            self->waiting_on++;
+        }
+        result = ACT_LIVE_WAIT;
+    }
+    zlistx_destroy (&found);
+    return result;
+}
+
+char *
+act_live_meta (act_live_t *self)
+{
+    act_expr_t *output = self->call->output;
+    //  Written by the JSON writer: the instance is any 1-128 bytes of
+    //  UTF-8, control characters included
+    json_t *meta = json_pack ("{sssssIsIsIsb}", "context", self->context->id,
+        "call_id", self->id, "attempt", (json_int_t) self->attempts,
+        "deadline_ms", (json_int_t) self->timeout_ms,
+        "branches", (json_int_t) (output? output->nalts: 0), "discard", output == NULL);
+    if (self->call->instance)
+        json_object_set_new (meta, "instance", json_string (self->call->instance));
+    char *text = act_json_dump (meta);
+    json_decref (meta);
+    return text;
+}
+
+json_t *
+act_live_status (act_live_t *self)
+{
+    json_t *status = json_pack ("{sssssssI}", "call_id", self->id,
+        "context", self->context->id, "state", s_state_names [self->state],
+        "attempts", (json_int_t) self->attempts);
+    if (self->progress)
+        json_object_set (status, "progress", self->progress);
+    //  waiting_on is worked out now: the expressions that still wait for a
+    //  producer (one met since the call started waiting is not listed)
+    if (self->state == ACT_LIVE_WAITING) {
+        json_t *unmet = json_array ();
+        zlistx_t *found = zlistx_new ();
+        for (size_t i = 0; i < self->call->nrefs; i++)
+            if (s_expression (self, self->call->refs [i], found) == X_PENDING)
+                json_array_append_new (unmet, json_string (self->call->refs [i]->text));
+        zlistx_destroy (&found);
+        json_object_set_new (status, "waiting_on", unmet);
+    }
+    return status;
+}

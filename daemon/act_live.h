@@ -1,0 +1,116 @@
+/*  =========================================================================
+    act_live - one live call: a call the broker accepted and that has not
+    ended, with its state, attempts, retry policy, the calls waiting for
+    it and the clients its DONE goes to.
+
+    Its state changes only through act_live_enter, which keeps every
+    counter (the activity's backlog, queued and running, and the flow's
+    per-state totals) and voids the call's pending timers. A live call
+    also knows how to evaluate its dependencies against its context.
+    ========================================================================= */
+
+#ifndef ACT_LIVE_H_INCLUDED
+#define ACT_LIVE_H_INCLUDED
+
+#include "act_cache.h"
+#include "act_pool.h"
+
+//  A live call's state. NONE: made, nothing counted; NEW: prepared, its
+//  place in its activity's backlog reserved until it is accepted or not
+typedef enum {
+    ACT_LIVE_NONE, ACT_LIVE_NEW, ACT_LIVE_WAITING, ACT_LIVE_QUEUED, ACT_LIVE_RUNNING,
+    ACT_LIVE_ENDED, ACT_LIVE_STATES
+} act_live_state_t;
+
+//  What an evaluation of a call's references says
+typedef enum {
+    ACT_LIVE_READY,             //  Every reference present: it may run
+    ACT_LIVE_WAIT,              //  Some wait for earlier live calls
+    ACT_LIVE_UNRESOLVED         //  One is absent and nothing can write it
+} act_live_eval_t;
+
+typedef struct {
+    uint64_t number;            //  Call id as a number; also its order
+    char id [24];               //  Call id as text
+    act_context_t *context;     //  Context it belongs to
+    act_call_t *call;           //  The parsed call, holding its JSON
+    char *text;                 //  The call as submitted (JSON text)
+    act_activity_t *activity;   //  Activity (its _tool)
+    act_live_state_t state;     //  Where it is in its life
+    bool backoff;               //  Queued, but waiting its retry delay
+    long long attempts;         //  Dispatches to a worker so far
+    act_retry_t retry;          //  Retry policy, every field set
+    long long timeout_ms;       //  Start-to-close limit of one attempt
+    act_worker_t *worker;       //  Worker running the current attempt
+    char task [48];             //  Current task id: "<call>.<attempt>"
+    void *queue_handle;         //  Handle in activity->queue when queued
+    uint32_t timer;             //  Generation: timers of older ones are void
+    uint32_t round;             //  Evaluation round (dependencies)
+    size_t waiting_on;          //  Producers not ended in this round
+    zlistx_t *waiters;          //  act_live_waiter_t * waiting for it
+    act_producer_t *producer;   //  Its targets in the dependency index
+    zlistx_t *recipients;       //  act_live_recipient_t * getting its DONE
+    json_t *progress;           //  Latest PROGRESS details, or NULL
+    uint64_t stamp;             //  Marks it found in one evaluation
+} act_live_t;
+
+//  A later call waiting for this one, in one evaluation round
+typedef struct {
+    uint64_t number;            //  The waiting call
+    uint32_t round;             //  Its round when it started waiting
+} act_live_waiter_t;
+
+//  Where a DONE goes
+typedef struct {
+    zframe_t *client;           //  Routing id of the client socket
+    zframe_t *request;          //  Request id to echo
+} act_live_recipient_t;
+
+//  A call of context from its JSON (text: its bytes as submitted, NULL:
+//  made from the JSON), its activity from pool, in state NONE. NULL with
+//  err set when json is not a valid call.
+act_live_t *act_live_new (act_pool_t *pool, act_context_t *context, json_t *json,
+                          const char *text, act_err_t *err);
+
+//  Free the call and null the pointer; safe on NULL. Its counters must
+//  be settled (state NONE or ENDED).
+void act_live_destroy (act_live_t **self_p);
+
+//  Give the call its number (and id text).
+void act_live_number (act_live_t *self, uint64_t number);
+
+//  Move the call to state: undo what the old state counted and held, then
+//  count the new one in its activity and in counts (ACT_LIVE_STATES
+//  entries). Voids the call's pending timer.
+void act_live_enter (act_live_t *self, act_live_state_t state, size_t *counts);
+
+//  The state's name as STATUS shows it.
+const char *act_live_state_name (act_live_state_t state);
+
+//  Its DONE goes (also) to this client's request; once per request.
+//  With hex, client and request are hex texts (a stored record's).
+void act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request);
+void act_live_recipient_hex (act_live_t *self, const char *client, const char *request);
+
+//  The call's record for the store, in state (texts borrowed; *progress
+//  is the caller's to free).
+act_call_record_t act_live_record (act_live_t *self, const char *state, const char *outcome,
+                                   char **progress);
+
+//  Store the call's current state (in the store's batch).
+void act_live_save (act_live_t *self, act_store_t *store);
+
+//  Evaluate the call's references in a new round, against its context
+//  and the live calls that could still write them. On WAIT it is
+//  registered as a waiter of each producer it needs (once each; *stamp
+//  marks them). On UNRESOLVED err says which reference.
+act_live_eval_t act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err);
+
+//  The meta of its TASK (PROTOCOL.md section 2) as JSON text; the
+//  caller frees it.
+char *act_live_meta (act_live_t *self);
+
+//  STATUS of the call (PROTOCOL.md section 1), as a new object.
+json_t *act_live_status (act_live_t *self);
+
+#endif

@@ -1,0 +1,209 @@
+/*  =========================================================================
+    act_submit - the first step of a call's path: a CALL or PLAN becomes
+    live calls, all or none (see act_flow.h, act_flow_submit).
+
+    Each entry is validated, checked against the calls already accepted
+    under its _id, given its place in its activity's backlog and a number,
+    evaluated against its context and the earlier calls, and registered as
+    a producer; then act_flow_accept stores and starts them, and ACCEPTED
+    goes out. A refused request keeps nothing.
+    ========================================================================= */
+
+#include "act_flow_int.h"
+
+//  The call accepted before in context under client key key: a live one,
+//  or the record of one that ended (*record set). NULL when none.
+static act_live_t *
+s_call_by_key (act_flow_t *self, const char *context, const char *key, json_t **record)
+{
+    *record = NULL;
+    char *full = act_key_new (context, key);
+    act_live_t *call = (act_live_t *) zhashx_lookup (self->keys, full);
+    free (full);
+    if (!call) {
+        uint64_t number = act_store_idem (self->store, context, key);
+        if (number)
+            *record = act_store_call (self->store, number);
+    }
+    return call;
+}
+
+//  An entry whose _id was seen before (in the store, live, or earlier in
+//  this plan): its id and record go to ids and records, and the new call
+//  is dropped. Returns false when the _id is new.
+static bool
+s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, json_t *ids,
+                  json_t *records)
+{
+    act_live_t *call = calls [index];
+    json_t *record;
+    act_live_t *earlier = s_call_by_key (self, call->context->id, call->call->id, &record);
+    for (size_t i = 0; !earlier && !record && i < index; i++)
+        if (calls [i] && calls [i]->call->id && streq (calls [i]->call->id, call->call->id))
+            earlier = calls [i];
+    if (earlier) {
+        json_array_append_new (ids, json_string (earlier->id));
+        json_array_append_new (records, json_string (earlier->id));
+    }
+    else
+    if (record) {
+        char id [24];
+        snprintf (id, sizeof id, "%" JSON_INTEGER_FORMAT,
+                  json_integer_value (json_object_get (record, "call_id")));
+        json_array_append_new (ids, json_string (id));
+        json_array_append_new (records, record);
+    }
+    else
+        return false;
+    act_flow_drop (self, &calls [index]);
+    return true;
+}
+
+//  Prepare one new entry: reserve its place, number it, evaluate it and
+//  register its outputs. Returns its evaluation, or ACT_LIVE_UNRESOLVED with err
+//  (busy, internal, unresolved_reference) and the call dropped.
+static act_live_eval_t
+s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
+{
+    act_live_t *call = *call_p;
+    act_activity_t *activity = call->activity;
+    if (activity->backlog >= (size_t) activity->settings->max_queue) {
+        act_err_set (err, ACT_E_BUSY, "activity %s has %zu calls waiting (max_queue %lld)",
+                     activity->name, activity->backlog, activity->settings->max_queue);
+        act_flow_drop (self, call_p);
+        return ACT_LIVE_UNRESOLVED;
+    }
+    act_live_enter (call, ACT_LIVE_NEW, self->counts);
+    uint64_t number = act_store_next_call (self->store);
+    if (number == 0) {
+        act_err_set (err, ACT_E_INTERNAL, "the store could not give out a call id");
+        act_flow_drop (self, call_p);
+        return ACT_LIVE_UNRESOLVED;
+    }
+    act_live_number (call, number);
+    act_live_eval_t eval = act_live_evaluate (call, &self->stamp, err);
+    if (eval == ACT_LIVE_UNRESOLVED)
+        act_flow_drop (self, call_p);
+    else
+        call->producer = act_deps_register (call->context->deps, call->call->output,
+                                            call->call->instance, call->number, call);
+    return eval;
+}
+
+//  Prepare the calls of a CALL (one) or PLAN (several), all or none:
+//  validated, numbered, evaluated against the context and earlier calls,
+//  their place in their activity's backlog reserved. Returns 0 and fills,
+//  per entry: calls [i] (a new call, or NULL when the entry repeats an
+//  _id), ids [i], and records [i] (null for a new call, the id of a live
+//  call, or the record of an ended one). Or returns -1 with err naming the
+//  entry, keeping nothing. Numbers of refused calls are not reused: a
+//  wait they registered on a live call must never match a later call.
+static int
+s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char *call_text,
+           act_live_t **calls, act_live_eval_t *evals, json_t *ids, json_t *records, bool plan,
+           act_err_t *err)
+{
+    size_t index;
+    json_t *entry;
+    json_array_foreach (entries, index, entry) {
+        calls [index] = act_live_new (self->pool, context, entry, plan? NULL: call_text, err);
+        if (!calls [index])
+            break;
+        if (calls [index]->call->id && s_prepare_repeat (self, calls, index, ids, records))
+            continue;
+        evals [index] = s_prepare_one (self, &calls [index], err);
+        if (!calls [index])
+            break;
+        json_array_append_new (ids, json_string (calls [index]->id));
+        json_array_append_new (records, json_null ());
+    }
+    if (index == json_array_size (entries))
+        return 0;
+    if (plan && json_array_size (entries) > 1) {
+        char *message = strdup (err->message);
+        act_err_set (err, err->code, "call %zu: %s", index, message);
+        free (message);
+    }
+    for (size_t i = 0; i < index; i++)
+        act_flow_drop (self, &calls [i]);
+    return -1;
+}
+
+//  The outcome of a call that had already ended (an _id repeated), as DONE
+static void
+s_done_from_record (act_flow_t *self, json_t *record, zframe_t *client, zframe_t *request)
+{
+    json_t *call = json_object_get (record, "call");
+    if (!json_object_get (call, "_outputPath"))
+        return;
+    json_t *outcome = json_object_get (record, "outcome");
+    act_out_t *out = act_outbox_reply (self->outbox, client, request, "DONE", true);
+    act_out_addstr (out, json_string_value (json_object_get (outcome, "call_id")));
+    char *text = act_json_dump (outcome);
+    act_out_addstr (out, text);
+    free (text);
+}
+
+//  Answer an accepted CALL or PLAN: ACCEPTED, then for each repeated _id
+//  its DONE now (ended) or when it ends (live)
+static void
+s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, json_t *ids,
+            json_t *records, bool plan)
+{
+    act_out_t *out = act_outbox_reply (self->outbox, client, request, "ACCEPTED", true);
+    if (plan) {
+        char *text = act_json_dump (ids);
+        act_out_addstr (out, text);
+        free (text);
+    }
+    else
+        act_out_addstr (out, json_string_value (json_array_get (ids, 0)));
+    size_t index;
+    json_t *record;
+    json_array_foreach (records, index, record) {
+        if (json_is_object (record))
+            s_done_from_record (self, record, client, request);
+        else
+        if (json_is_string (record)) {
+            act_live_t *earlier = zhashx_lookup (self->calls, json_string_value (record));
+            if (earlier && earlier->call->output)
+                act_live_recipient_add (earlier, client, request);
+        }
+    }
+}
+
+void
+act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const char *command,
+                 const char *context_id, json_t *entries, const char *call_text, bool plan)
+{
+    act_err_t err = { 0 };
+    act_context_t *context = NULL;
+    if (self->stopping)
+        act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
+    else
+        context = act_cache_get (self->cache, context_id, true, &err);
+    if (!context) {
+        act_outbox_error (self->outbox, client, request, command, &err);
+        return;
+    }
+    size_t count = json_array_size (entries);
+    act_live_t **calls = calloc (count, sizeof (act_live_t *));
+    act_live_eval_t *evals = calloc (count, sizeof (act_live_eval_t));
+    json_t *ids = json_array ();
+    json_t *records = json_array ();
+    if (s_prepare (self, context, entries, call_text, calls, evals, ids, records, plan, &err)) {
+        act_outbox_error (self->outbox, client, request, command, &err);
+        act_cache_release (self->cache, context);
+        act_pool_prune (self->pool);
+    }
+    else {
+        for (size_t i = 0; i < count; i++)
+            if (calls [i])
+                act_flow_accept (self, calls [i], evals [i], client, request);
+        s_accepted (self, client, request, ids, records, plan);
+    }
+    json_decref (ids);
+    json_decref (records);
+    free (calls);
+    free (evals);
+}
