@@ -162,6 +162,9 @@ def calls():
         "nul": b'{"_tool": "a\\u0000b"}',
         "big-int": b'{"_tool": "t", "n": 18446744073709551616}',
         "min-int": b'{"_tool": "t", "n": -9223372036854775808}',
+        "big-ints-strings-error": b'{"_tool": "t", "n": [99999999999999999999, "\\"9",'
+                                  b' -99999999999999999999999], "x": }',
+        "int-beyond-double": b'{"_tool": "t", "n": 1' + b"0" * 400 + b'}',
         "reals": b'{"_tool": "t", "n": [1e308, -0.0, 1.5e-300]}',
         "surrogates": b'{"_tool": "t", "s": "\\ud83d\\ude00", "lone": "\\ud800"}',
         "trailing": b'{"_tool": "t"} x',
