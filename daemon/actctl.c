@@ -55,7 +55,7 @@ s_usage (FILE *stream)
 static void
 s_print_json (const json_t *value)
 {
-    char *text = json_dumps (value, JSON_INDENT (2) | JSON_ENCODE_ANY);
+    char *text = act_json_dumps (value, JSON_INDENT (2));
     printf ("%s\n", text);
     free (text);
 }

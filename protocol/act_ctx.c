@@ -1173,15 +1173,15 @@ act_ctx_view_text (act_ctx_t *self)
         json_t *description = json_object_get (entry, "description");
         json_t *schema = json_object_get (entry, "schema");
         char *pretty = data
-            ? json_dumps (data, JSON_INDENT (2) | JSON_ENCODE_ANY)
+            ? act_json_dumps (data, JSON_INDENT (2))
             : strdup ("(absent)");
         char *about = NULL;
         if (json_is_string (description))
             about = strdup (json_string_value (description));
         else
         if (description)
-            about = json_dumps (description, JSON_ENCODE_ANY);
-        char *shape = schema? json_dumps (schema, JSON_INDENT (2) | JSON_ENCODE_ANY): NULL;
+            about = act_json_dumps (description, 0);
+        char *shape = schema? act_json_dumps (schema, JSON_INDENT (2)): NULL;
         char *name = instance
             ? zsys_sprintf ("\xC2\xB6%s (instance %s)", kind, instance)
             : zsys_sprintf ("\xC2\xB6%s", kind);

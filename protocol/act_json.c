@@ -2,10 +2,13 @@
     act_json - JSON in and out of frames, with limits, and timestamps.
     ========================================================================= */
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "actd/act_json.h"
+#include "actd/act_dtoa.h"
 
 int
 act_json_depth (const json_t *value, int limit)
@@ -40,6 +43,108 @@ act_json_depth (const json_t *value, int limit)
     return deepest + 1;
 }
 
+//  Rewrite the integer literal of length bytes at literal, which does not
+//  fit int64, as the same double in at most length bytes ("DIGITSeEXP",
+//  then spaces). False when it does not fit or is beyond any double.
+static bool
+s_integer_as_real (char *literal, size_t length)
+{
+    char *copy = strndup (literal, length);
+    errno = 0;
+    double value = strtod (copy, NULL);
+    bool finite = errno != ERANGE;
+    free (copy);
+    if (!finite)
+        return false;           //  jansson says why, as for 1e400
+    //  act_dtoa writes an integer this large as "-D.DDDe+X": keep its
+    //  digits, move the point into the exponent
+    char text [ACT_DTOA_SIZE];
+    act_dtoa (value, text);
+    char *exponent = strchr (text, 'e');
+    if (!exponent)
+        return false;
+    char *point = strchr (text, '.');
+    long fraction = point? (long) (exponent - point - 1): 0;
+    char digits [ACT_DTOA_SIZE];
+    int count = 0;
+    for (char *c = text; c < exponent; c++)
+        if (*c != '.')
+            digits [count++] = *c;
+    char real [2 * ACT_DTOA_SIZE];
+    int written = snprintf (real, sizeof real, "%.*se%ld", count, digits,
+                            strtol (exponent + 1, NULL, 10) - fraction);
+    if (written < 0 || (size_t) written > length)
+        return false;
+    memcpy (literal, real, (size_t) written);
+    memset (literal + written, ' ', length - (size_t) written);
+    return true;
+}
+
+//  The number at text [*at], if it is an integer literal outside int64:
+//  its length, and *at moved past it either way (0 when none is there)
+static size_t
+s_scan_number (const char *text, size_t size, size_t *at)
+{
+    size_t start = *at, i = start;
+    if (text [i] == '-')
+        i++;
+    size_t first = i;
+    while (i < size && text [i] >= '0' && text [i] <= '9')
+        i++;
+    size_t digits = i - first;
+    size_t end = i;
+    bool real = i < size && (text [i] == '.' || text [i] == 'e' || text [i] == 'E');
+    while (i < size && text [i] && strchr (".eE+-0123456789", text [i]))
+        i++;
+    *at = i > start? i: start + 1;
+    if (real || digits == 0 || (digits > 1 && text [first] == '0'))
+        return 0;               //  A real, or not JSON: jansson judges it
+    const char *limit = text [start] == '-'? "9223372036854775808": "9223372036854775807";
+    bool beyond = digits > 19 || (digits == 19 && memcmp (text + first, limit, 19) > 0);
+    return beyond? end - start: 0;
+}
+
+//  A copy of data in which every integer literal outside int64 is written
+//  as the same double, padded to its length so that the line, column and
+//  byte of any later error stay right; NULL when there is none to rewrite
+static char *
+s_widen_integers (const char *data, size_t size)
+{
+    char *copy = NULL;
+    size_t at = 0;
+    while (at < size) {
+        char c = data [at];
+        if (c == '"') {
+            for (at++; at < size && data [at] != '"'; at++)
+                if (data [at] == '\\')
+                    at++;
+            at++;
+        }
+        else
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t start = at;
+            size_t length = s_scan_number (data, size, &at);
+            if (length) {
+                if (!copy) {
+                    copy = malloc (size);
+                    memcpy (copy, data, size);
+                }
+                s_integer_as_real (copy + start, length);
+            }
+        }
+        else
+            at++;
+    }
+    return copy;
+}
+
+//  jansson's parse with actd's flags and limits
+static json_t *
+s_load (const char *data, size_t size, json_error_t *error)
+{
+    return json_loadb (data, size, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, error);
+}
+
 json_t *
 act_json_parse (const char *data, size_t size, act_err_t *err)
 {
@@ -51,8 +156,15 @@ act_json_parse (const char *data, size_t size, act_err_t *err)
         return NULL;
     }
     json_error_t error;
-    json_t *value = json_loadb (data, size,
-                                JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &error);
+    json_t *value = s_load (data, size, &error);
+    if (!value && json_error_code (&error) == json_error_numeric_overflow) {
+        //  "too big integer": SEMANTICS 1 makes it a double. Rare, so it
+        //  costs one more parse of a copy, whatever the number of them.
+        char *widened = s_widen_integers (data, size);
+        if (widened)
+            value = s_load (widened, size, &error);
+        free (widened);
+    }
     if (!value) {
         act_err_set (err, ACT_E_BAD_JSON, "%s at line %d, column %d (byte %d)",
                      error.text, error.line, error.column, error.position);
@@ -67,11 +179,13 @@ act_json_parse (const char *data, size_t size, act_err_t *err)
     return value;
 }
 
-//  A text being written: grows by doubling
+//  A text being written (grows by doubling), and its layout
 typedef struct {
     char *data;                 //  The bytes so far, not terminated
     size_t used;                //  Bytes written
     size_t size;                //  Bytes allocated
+    int indent;                 //  Spaces per level; 0: all on one line
+    bool compact;               //  No space after ',' and ':' on one line
 } s_text_t;
 
 static void
@@ -84,6 +198,21 @@ s_text_add (s_text_t *self, const char *bytes, size_t length)
     }
     memcpy (self->data + self->used, bytes, length);
     self->used += length;
+}
+
+//  Between two items of a container, or inside its brackets, as jansson
+//  lays it out: a new line indented to depth, else a space if spaced
+static void
+s_text_break (s_text_t *self, int depth, bool spaced)
+{
+    if (self->indent > 0) {
+        s_text_add (self, "\n", 1);
+        for (int spaces = depth * self->indent; spaces > 0; spaces -= 32)
+            s_text_add (self, "                                ", spaces < 32? (size_t) spaces: 32);
+    }
+    else
+    if (spaced && !self->compact)
+        s_text_add (self, " ", 1);
 }
 
 //  A string as jansson writes it: '"', '\\' and control characters
@@ -113,42 +242,50 @@ s_text_string (s_text_t *self, const char *string, size_t length)
     s_text_add (self, "\"", 1);
 }
 
+static bool s_text_value (s_text_t *self, const json_t *value, int depth);
+
+//  An object or an array, laid out as jansson does
+static bool
+s_text_container (s_text_t *self, const json_t *value, int depth)
+{
+    bool object = json_is_object (value);
+    s_text_add (self, object? "{": "[", 1);
+    void *iter = object? json_object_iter ((json_t *) value): NULL;
+    size_t count = object? json_object_size (value): json_array_size (value);
+    if (count)
+        s_text_break (self, depth + 1, false);
+    for (size_t i = 0; i < count; i++) {
+        const json_t *member = json_array_get (value, i);
+        if (object) {
+            s_text_string (self, json_object_iter_key (iter), json_object_iter_key_len (iter));
+            s_text_add (self, ": ", self->compact? 1: 2);
+            member = json_object_iter_value (iter);
+            iter = json_object_iter_next ((json_t *) value, iter);
+        }
+        if (!s_text_value (self, member, depth + 1))
+            return false;
+        if (i + 1 < count) {
+            s_text_add (self, ",", 1);
+            s_text_break (self, depth + 1, true);
+        }
+        else
+            s_text_break (self, depth, false);
+    }
+    s_text_add (self, object? "}": "]", 1);
+    return true;
+}
+
 //  Write value; false when it is nested absurdly deep (a cycle)
 static bool
 s_text_value (s_text_t *self, const json_t *value, int depth)
 {
     if (depth > 2048)
         return false;
-    char number [64];
+    char number [ACT_DTOA_SIZE];
     switch (json_typeof (value)) {
-        case JSON_OBJECT: {
-            s_text_add (self, "{", 1);
-            bool first = true;
-            for (void *iter = json_object_iter ((json_t *) value); iter;
-                 iter = json_object_iter_next ((json_t *) value, iter)) {
-                if (!first)
-                    s_text_add (self, ",", 1);
-                first = false;
-                s_text_string (self, json_object_iter_key (iter),
-                               json_object_iter_key_len (iter));
-                s_text_add (self, ":", 1);
-                if (!s_text_value (self, json_object_iter_value (iter), depth + 1))
-                    return false;
-            }
-            s_text_add (self, "}", 1);
-            return true;
-        }
-        case JSON_ARRAY: {
-            s_text_add (self, "[", 1);
-            for (size_t i = 0; i < json_array_size (value); i++) {
-                if (i)
-                    s_text_add (self, ",", 1);
-                if (!s_text_value (self, json_array_get (value, i), depth + 1))
-                    return false;
-            }
-            s_text_add (self, "]", 1);
-            return true;
-        }
+        case JSON_OBJECT:
+        case JSON_ARRAY:
+            return s_text_container (self, value, depth);
         case JSON_STRING:
             s_text_string (self, json_string_value (value), json_string_length (value));
             return true;
@@ -166,14 +303,11 @@ s_text_value (s_text_t *self, const json_t *value, int depth)
             s_text_add (self, digit, (size_t) (number + sizeof number - digit));
             return true;
         }
-        case JSON_REAL: {
-            //  jansson's own format (17 digits, always a '.' or an 'e')
-            size_t length = json_dumpb (value, number, sizeof number, JSON_ENCODE_ANY);
-            if (length == 0 || length > sizeof number)
-                return false;
-            s_text_add (self, number, length);
+        case JSON_REAL:
+            //  SEMANTICS 1: the shortest text that reads back as the same
+            //  double (jansson writes 17 digits: 0.10000000000000001)
+            s_text_add (self, number, act_dtoa (json_real_value (value), number));
             return true;
-        }
         case JSON_TRUE:
             s_text_add (self, "true", 4);
             return true;
@@ -187,21 +321,28 @@ s_text_value (s_text_t *self, const json_t *value, int depth)
 }
 
 char *
-act_json_dump (const json_t *value)
+act_json_dumps (const json_t *value, size_t flags)
 {
     //  Not json_dumps: for every object and array it writes, jansson 2.14
     //  formats the container's address with snprintf and keeps it in a
     //  hash table (its cycle check), which made serializing a third of the
-    //  broker's instructions per call. This writes the same bytes.
+    //  broker's instructions per call; and it writes reals with 17 digits.
     if (!value)
         return NULL;
-    s_text_t text = { malloc (256), 0, 256 };
+    s_text_t text = { malloc (256), 0, 256, (int) (flags & JSON_MAX_INDENT),
+                      (flags & JSON_COMPACT) != 0 };
     if (!s_text_value (&text, value, 0)) {
         free (text.data);
         return NULL;
     }
     text.data [text.used] = 0;
     return text.data;
+}
+
+char *
+act_json_dump (const json_t *value)
+{
+    return act_json_dumps (value, JSON_COMPACT);
 }
 
 bool

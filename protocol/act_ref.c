@@ -42,6 +42,26 @@ s_skip_space (s_scan_t *scan)
         scan->pos++;
 }
 
+//  The code point of a Unicode White_Space character beyond ASCII at pos
+//  (U+0085, U+00A0, U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F,
+//  U+3000), 0 when there is none. Keys exclude all white space (SEMANTICS
+//  2), not only the ASCII one.
+static unsigned int
+s_wide_space (s_scan_t *scan)
+{
+    const unsigned char *s = (const unsigned char *) scan->text + scan->pos;
+    size_t left = scan->size - scan->pos;
+    if (left >= 2 && s [0] == 0xC2 && (s [1] == 0x85 || s [1] == 0xA0))
+        return s [1];
+    if (left < 3 || (s [0] & 0xF0) != 0xE0 || (s [1] & 0xC0) != 0x80 || (s [2] & 0xC0) != 0x80)
+        return 0;               //  Not a three-byte sequence
+    unsigned int code = ((s [0] & 0x0Fu) << 12) | ((s [1] & 0x3Fu) << 6) | (s [2] & 0x3Fu);
+    bool space = code == 0x1680 || (code >= 0x2000 && code <= 0x200A)
+              || code == 0x2028 || code == 0x2029 || code == 0x202F
+              || code == 0x205F || code == 0x3000;
+    return space? code: 0;
+}
+
 //  True when the byte at pos may be part of an unquoted key
 static bool
 s_is_key_byte (s_scan_t *scan)
@@ -51,7 +71,7 @@ s_is_key_byte (s_scan_t *scan)
         return false;
     if (strchr (".[]\"|&<>*", c))
         return false;
-    return !s_at_dagger (scan);
+    return !s_at_dagger (scan) && !s_wide_space (scan);
 }
 
 //  Length of the operator at pos (||, &&, and in output paths <|> and *>),
@@ -140,6 +160,12 @@ s_parse_segment (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
         while (scan->pos < scan->size && s_is_key_byte (scan))
             scan->pos++;
         size_t length = scan->pos - start;
+        unsigned int space = scan->pos < scan->size? s_wide_space (scan): 0;
+        if (space) {
+            char what [48];
+            snprintf (what, sizeof what, "white space (U+%04X) in a key", space);
+            return s_fail (scan, err, what);
+        }
         if (length == 0)
             return s_fail (scan, err, "empty path segment");
         const char *run = scan->text + start;
@@ -180,11 +206,12 @@ s_parse_segment (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
             scan->pos = start;
             return s_fail (scan, err, "bad quoted key");
         }
-        if (json_string_length (string) == 0
-        ||  strlen (json_string_value (string)) != json_string_length (string)) {
+        //  [""] names the key "" (the grammar allows any json-string);
+        //  a key with a NUL in it could not be told from a shorter one
+        if (strlen (json_string_value (string)) != json_string_length (string)) {
             json_decref (string);
             scan->pos = start;
-            return s_fail (scan, err, "empty or NUL-carrying quoted key");
+            return s_fail (scan, err, "quoted key with a NUL (\\u0000)");
         }
         seg.key = strdup (json_string_value (string));
         json_decref (string);

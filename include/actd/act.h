@@ -11,6 +11,7 @@
 
 #include "act_err.h"
 #include "act_json.h"
+#include "act_dtoa.h"
 #include "act_ref.h"
 #include "act_method.h"
 #include "act_ctx.h"

@@ -22,14 +22,25 @@ extern "C" {
 
 //  Parse exactly one JSON text of size bytes (any value, not only objects).
 //  Refuses invalid UTF-8, a \u0000 in strings, duplicate object keys,
-//  integers outside 64 bits and nesting deeper than ACT_MAX_JSON_DEPTH.
+//  numbers beyond a double (1e400) and nesting deeper than
+//  ACT_MAX_JSON_DEPTH. An integer literal outside int64 is read as the
+//  nearest double, as SEMANTICS.md section 1 says (jansson alone refuses it).
 //  Returns a new reference, or NULL with err set to bad_json and a message
 //  that names the line, column and byte position.
 json_t *act_json_parse (const char *data, size_t size, act_err_t *err);
 
-//  Serialize value compactly (any JSON value). Returns a new string the
-//  caller frees, or NULL when value is NULL.
+//  Serialize value compactly (any JSON value): act_json_dumps (value,
+//  JSON_COMPACT). Returns a new string the caller frees, or NULL when value
+//  is NULL (or holds a cycle).
 char *act_json_dump (const json_t *value);
+
+//  Serialize value (any JSON value) byte for byte as json_dumps (value,
+//  flags | JSON_ENCODE_ANY) lays it out, honouring JSON_INDENT (n) and
+//  JSON_COMPACT (other flags are ignored), except that reals are written
+//  in their shortest round-trip form (act_dtoa.h): 0.1, not
+//  0.10000000000000001. Returns a new string the caller frees, or NULL when
+//  value is NULL (or holds a cycle).
+char *act_json_dumps (const json_t *value, size_t flags);
 
 //  Depth of value: 0 for a scalar, 1 for an empty or flat container, ...
 //  Stops counting at limit + 1, so a hostile document costs O(limit) stack.

@@ -85,7 +85,10 @@ s_check_ref (const act_ref_t *ref, bool output, const char *text)
     S_CHECK (act_kind_valid (ref->kind), text);
     S_CHECK (ref->nsegs <= ACT_MAX_SEGMENTS, text);
     for (size_t i = 0; i < ref->nsegs; i++) {
-        S_CHECK (ref->segs [i].key && *ref->segs [i].key, text);
+        //  Never NULL; empty only when quoted (SEMANTICS 2: [""] is the key "")
+        S_CHECK (ref->segs [i].key, text);
+        S_CHECK (*ref->segs [i].key || (ref->segs [i].type == ACT_SEG_KEY
+                                        && strstr (ref->text, "[\"\"]")), text);
         S_CHECK (output || ref->segs [i].type != ACT_SEG_APPEND, text);
     }
     S_CHECK (act_ref_overlaps (ref, ref), text);

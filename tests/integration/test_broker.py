@@ -682,6 +682,41 @@ class ViewTest(BrokerCase):
         self.refuse("bad_argument", "VIEW", "viewx", "xml", contexts=["viewx"])
 
 
+class NumberTest(BrokerCase):
+    """SEMANTICS 1: an integer that fits int64 stays an integer; any other
+    number is a double, written back in the shortest form that reads back
+    as the same double, in every reply, stored message and view. The texts
+    are checked as sent, before any JSON parser sees them."""
+
+    def test_reals_come_back_in_their_shortest_form(self):
+        self.append("num", {"type": "data", "kind": "m", "data": {"a": 0.1, "b": 3.14}})
+        call_id, outcome = self.call("num", {"_tool": "value", "_outputPath": "†m.c",
+                                             "value": [0.1, 1e300, -0.0, 2 ** 63 - 1]})
+        self.assertEqual(outcome["status"], "ok", outcome)
+        self.assertEqual(self.client.request("RESOLVE", "num", "†m.a"), ["VALUE", "0.1"])
+        self.assertEqual(self.client.request("RESOLVE", "num", "†m.b"), ["VALUE", "3.14"])
+        self.assertEqual(self.client.request("RESOLVE", "num", "†m.c"),
+                         ["VALUE", "[0.1,1e+300,-0.0,9223372036854775807]"])
+        history = self.client.request("HISTORY", "num", "1", "10")
+        self.assertEqual(history[0], "VALUE", history)
+        self.assertIn('"data":{"a":0.1,"b":3.14}', history[1])
+        self.assertIn('"data":{"c":[0.1,1e+300,-0.0,9223372036854775807]}', history[1])
+        self.assertNotIn("0000000", history[1])
+        view = self.client.request("VIEW", "num", "text")
+        self.assertEqual(view, ["VALUE", "## Data: \u00b6m\n{\n  \"a\": 0.1,\n  \"b\": 3.14,\n"
+                                         "  \"c\": [\n    0.1,\n    1e+300,\n    -0.0,\n"
+                                         "    9223372036854775807\n  ]\n}\n"])
+        self.assertIn('"data":{"a":0.1,"b":3.14,"c":[0.1,1e+300,-0.0,9223372036854775807]}',
+                      self.client.request("VIEW", "num", "json")[1])
+
+    def test_integer_beyond_int64_is_a_double(self):
+        reply = self.client.request("APPEND", "big", b'{"type": "data", "kind": "m", '
+                                    b'"data": {"big": 18446744073709551616, "small": -1}}')
+        self.assertEqual(reply[0], "OK", reply)
+        self.assertEqual(self.client.request("RESOLVE", "big", "†m"),
+                         ["VALUE", '{"big":1.8446744073709552e+19,"small":-1}'])
+
+
 # ---------------------------------------------------------------------------
 #  STATS and STATUS
 

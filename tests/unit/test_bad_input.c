@@ -436,12 +436,8 @@ static void
 test_json_refuses_bad_frames (void **state)
 {
     static const char *bad [] = {
-        "99999999999999999999999",
-        "-99999999999999999999999",
-        "[1,99999999999999999999999]",
-        "{\"n\":99999999999999999999999}",
-        "9223372036854775808",
-        "-9223372036854775809",
+        "1e400",
+        "[1,-1e400]",
         "\"a\\u0000b\"",
         "{\"a\\u0000\":1}",
         "[\"\\u0000\"]",
@@ -473,6 +469,13 @@ test_json_refuses_bad_frames (void **state)
     //  What is valid stays valid
     s_assert_json (S_BYTES ("9223372036854775807"), "9223372036854775807");
     s_assert_json (S_BYTES ("-9223372036854775808"), "-9223372036854775808");
+    //  SEMANTICS 1: a number that does not fit int64 is a double
+    s_assert_json (S_BYTES ("99999999999999999999999"), "1e+23");
+    s_assert_json (S_BYTES ("-99999999999999999999999"), "-1e+23");
+    s_assert_json (S_BYTES ("[1,99999999999999999999999]"), "[1,1e+23]");
+    s_assert_json (S_BYTES ("{\"n\":99999999999999999999999}"), "{\"n\":1e+23}");
+    s_assert_json (S_BYTES ("9223372036854775808"), "9.223372036854776e+18");
+    s_assert_json (S_BYTES ("-9223372036854775809"), "-9.223372036854776e+18");
     s_assert_json (S_BYTES ("5"), "5");
     s_assert_json (S_BYTES (" {\"a\":[1,{\"b\":null}]} \n"), "{\"a\":[1,{\"b\":null}]}");
     s_assert_json (S_BYTES ("\"\\u00e9\""), "\"\xC3\xA9\"");
@@ -510,8 +513,9 @@ test_malformed_references (void **state)
         "†a[-1]",
         "†a[1.5]",
         "†a[ 1]",
-        "†a[\"\"]",
-        "†a.b[\"\"]",
+        "†a[\"\\u0000\"]",
+        "†a.b\xC2\xA0" "c",
+        "†a.\xE3\x80\x80",
         "†a[\"x]",
         "†a[\"x\"",
         "†a[\"\\q\"]",
@@ -575,6 +579,34 @@ test_malformed_references (void **state)
     };
     for (size_t i = 0; i < sizeof bad_output / sizeof bad_output [0]; i++)
         s_assert_bad_expr (bad_output [i], true);
+}
+
+//  SEMANTICS 2: keys exclude white space, all of Unicode's White_Space;
+//  the error names the code point and the byte where it starts
+static void
+test_white_space_in_keys (void **state)
+{
+    static const char *spaces [] = {
+        "\xC2\x85", "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\x80", "\xE2\x80\x8A",
+        "\xE2\x80\xA8", "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"
+    };
+    static const char *codes [] = {
+        "U+0085", "U+00A0", "U+1680", "U+2000", "U+200A",
+        "U+2028", "U+2029", "U+202F", "U+205F", "U+3000"
+    };
+    for (size_t i = 0; i < sizeof spaces / sizeof spaces [0]; i++) {
+        char text [64], want [96];
+        for (int output = 0; output < 2; output++) {
+            snprintf (text, sizeof text, "†state.ab%scd", spaces [i]);
+            act_err_t err = { NULL, "" };
+            act_expr_t *expr = act_expr_parse (text, output, &err);
+            assert_null (expr);
+            assert_string_equal (s_code (&err), ACT_E_BAD_REFERENCE);
+            snprintf (want, sizeof want, "white space (%s) in a key at byte 11 of", codes [i]);
+            if (strncmp (err.message, want, strlen (want)))
+                fail_msg ("%s: \"%s\", expected \"%s ...\"", codes [i], err.message, want);
+        }
+    }
 }
 
 //  act_ref.h: ACT_MAX_SEGMENTS segments and ACT_MAX_OPERANDS references
@@ -653,6 +685,12 @@ test_reference_forms (void **state)
     assert_int_equal (expr->alts [0].refs [0].segs [0].type, ACT_SEG_KEY);
     assert_string_equal (expr->alts [0].refs [0].segs [0].key, "x y*<>|&.");
     assert_false (expr->output);
+    act_expr_destroy (&expr);
+    //  [""] names the key "" (SEMANTICS 2: any json-string)
+    expr = s_expr ("†a[\"\"].b", false);
+    assert_int_equal (expr->alts [0].refs [0].nsegs, 2);
+    assert_int_equal (expr->alts [0].refs [0].segs [0].type, ACT_SEG_KEY);
+    assert_string_equal (expr->alts [0].refs [0].segs [0].key, "");
     act_expr_destroy (&expr);
 
     //  Only a string that starts with one dagger is a reference; two
@@ -1291,6 +1329,7 @@ main (void)
         cmocka_unit_test (test_json_very_deep_document),
         cmocka_unit_test (test_json_refuses_bad_frames),
         cmocka_unit_test (test_malformed_references),
+        cmocka_unit_test (test_white_space_in_keys),
         cmocka_unit_test (test_reference_limits),
         cmocka_unit_test (test_reference_forms),
         cmocka_unit_test (test_bad_calls),

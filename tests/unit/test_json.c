@@ -1,11 +1,13 @@
 /*  =========================================================================
-    test_json - act_json_dump writes exactly the bytes jansson's json_dumps
-    (JSON_COMPACT | JSON_ENCODE_ANY) writes, for random values of every
-    kind and for every value in the spec's vectors; and refuses a cycle.
+    test_json - act_json_dumps lays values out exactly as jansson's
+    json_dumps does (compact, spaced and indented), for random values of
+    every kind and for every value in the spec's vectors, except reals,
+    which it writes in their shortest form (act_dtoa, test_numbers.c checks
+    the digits); and refuses a cycle.
 
     act_json_dump is the broker's own serializer (jansson's costs a
     snprintf and a hash table entry per container): stored messages and
-    replies must not change because of it.
+    replies must not change because of it, but for shorter reals.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -106,18 +108,72 @@ s_random_value (uint64_t *rng, int depth)
     }
 }
 
-//  Fail the test unless both serializers write the same bytes for value
+//  A copy of value with every real replaced by the string "@REAL<n>@"
+//  (random strings never hold '@'), the reals' texts appended to reals
+static json_t *
+s_mark_reals (const json_t *value, json_t *reals)
+{
+    if (json_is_real (value)) {
+        char text [ACT_DTOA_SIZE], mark [32];
+        act_dtoa (json_real_value (value), text);
+        snprintf (mark, sizeof mark, "@REAL%zu@", json_array_size (reals));
+        json_array_append_new (reals, json_string (text));
+        return json_string (mark);
+    }
+    json_t *copy = json_is_array (value)? json_array ()
+                 : json_is_object (value)? json_object (): json_deep_copy (value);
+    for (void *iter = json_is_object (value)? json_object_iter ((json_t *) value): NULL;
+         iter; iter = json_object_iter_next ((json_t *) value, iter))
+        json_object_setn_new (copy, json_object_iter_key (iter), json_object_iter_key_len (iter),
+                              s_mark_reals (json_object_iter_value (iter), reals));
+    for (size_t i = 0; json_is_array (value) && i < json_array_size (value); i++)
+        json_array_append_new (copy, s_mark_reals (json_array_get (value, i), reals));
+    return copy;
+}
+
+//  What json_dumps writes for value with flags, each real in act_dtoa's form
+static char *
+s_expected (const json_t *value, size_t flags)
+{
+    json_t *reals = json_array ();
+    json_t *marked = s_mark_reals (value, reals);
+    char *text = json_dumps (marked, flags | JSON_ENCODE_ANY);
+    json_decref (marked);
+    for (size_t i = 0; i < json_array_size (reals); i++) {
+        char mark [32];
+        snprintf (mark, sizeof mark, "\"@REAL%zu@\"", i);
+        char *at = strstr (text, mark);
+        assert_non_null (at);
+        const char *real = json_string_value (json_array_get (reals, i));
+        char *joined = malloc (strlen (text) + strlen (real) + 1);
+        sprintf (joined, "%.*s%s%s", (int) (at - text), text, real, at + strlen (mark));
+        free (text);
+        text = joined;
+    }
+    json_decref (reals);
+    return text;
+}
+
+//  Fail the test unless act_json_dumps writes what s_expected says, in
+//  every layout the broker and actctl use
 static void
 s_assert_same (const json_t *value)
 {
-    char *expected = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
-    char *actual = act_json_dump (value);
-    assert_non_null (expected);
-    assert_non_null (actual);
-    if (strcmp (expected, actual))
-        fail_msg ("json_dumps wrote %s, act_json_dump %s", expected, actual);
-    free (expected);
-    free (actual);
+    static const size_t layouts [] = {
+        JSON_COMPACT, 0, JSON_INDENT (2), JSON_INDENT (4) | JSON_COMPACT
+    };
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts [0]; i++) {
+        char *expected = s_expected (value, layouts [i]);
+        char *actual = layouts [i] == JSON_COMPACT? act_json_dump (value)
+                                                  : act_json_dumps (value, layouts [i]);
+        assert_non_null (expected);
+        assert_non_null (actual);
+        if (strcmp (expected, actual))
+            fail_msg ("flags %zu: expected %s, act_json_dumps wrote %s",
+                      layouts [i], expected, actual);
+        free (expected);
+        free (actual);
+    }
 }
 
 static void
@@ -181,6 +237,7 @@ test_absent_and_cycle (void **state)
     json_array_append (outer, inner);
     json_array_append (inner, outer);       //  ...but not this: a cycle
     assert_null (act_json_dump (outer));
+    assert_null (act_json_dumps (outer, JSON_INDENT (2)));
     json_array_clear (inner);               //  Break it, so both can be freed
     json_decref (inner);
     json_decref (outer);

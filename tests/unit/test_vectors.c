@@ -5,6 +5,12 @@
     checked; a failing case is reported by name and the test goes on, so
     one run lists every failing case. The project's copy of the vectors
     must be the master's (../shared/spec/vectors/) byte for byte.
+
+    tests/vectors/local/ holds cases, in the same formats, that the master
+    does not have yet (its README says which); they are run the same way.
+    That folder is actd's own: the copy check compares only the master's
+    files, so local/ is never compared, and nothing is ever added to the
+    copied files themselves.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -23,6 +29,7 @@
 
 #define S_VECTORS_DIR   ACTD_SOURCE_DIR "/tests/vectors"
 #define S_MASTER_DIR    ACTD_SOURCE_DIR "/../shared/spec/vectors"
+#define S_LOCAL_DIR     S_VECTORS_DIR "/local"
 
 //  One vector case being run: its name, and how many checks failed in it
 typedef struct {
@@ -203,12 +210,16 @@ s_run_reference_case (s_case_t *vc, const json_t *item)
     act_expr_destroy (&expr);
 }
 
-//  SEMANTICS 2 and 5: every references.json case parses (or is refused)
-//  exactly as the vector says.
+//  One case of a vector file: checks it, reporting failures in vc
+typedef void (s_case_fn) (s_case_t *vc, const json_t *item);
+
+//  Run every case of the vector file at path with run; label names the
+//  file in reports, and each case is named by its index and its field
+//  named (the expression, the name). Fails the test when any case fails.
 static void
-test_reference_vectors (void **state)
+s_run_file (const char *path, const char *label, const char *named, s_case_fn *run)
 {
-    json_t *cases = s_load (S_VECTORS_DIR "/references.json");
+    json_t *cases = s_load (path);
     size_t visited = 0;
     int failed = 0;
     size_t index;
@@ -216,18 +227,35 @@ test_reference_vectors (void **state)
     json_array_foreach (cases, index, item) {
         s_case_t vc = { "", 0 };
         const json_t *output = json_object_get (item, "output");
-        snprintf (vc.name, sizeof vc.name, "references.json #%zu %s \"%s\"",
-                  index, json_is_true (output)? "output": "parameter",
-                  json_string_value (json_object_get (item, "expr")));
-        s_run_reference_case (&vc, item);
+        snprintf (vc.name, sizeof vc.name, "%s #%zu %s\"%s\"", label, index,
+                  !output? "": json_is_true (output)? "output ": "parameter ",
+                  json_string_value (json_object_get (item, named)));
+        run (&vc, item);
         if (vc.failures)
             failed++;
         visited++;
     }
-    print_message ("references.json: %zu cases, %d failed\n", visited, failed);
+    print_message ("%s: %zu cases, %d failed\n", label, visited, failed);
     assert_int_equal (visited, json_array_size (cases));
     json_decref (cases);
     assert_int_equal (failed, 0);
+}
+
+//  SEMANTICS 2 and 5: every references.json case parses (or is refused)
+//  exactly as the vector says.
+static void
+test_reference_vectors (void **state)
+{
+    s_run_file (S_VECTORS_DIR "/references.json", "references.json", "expr",
+                s_run_reference_case);
+}
+
+//  The same for the cases the master does not have yet (local/README.md)
+static void
+test_local_reference_vectors (void **state)
+{
+    s_run_file (S_LOCAL_DIR "/references.json", "local/references.json", "expr",
+                s_run_reference_case);
 }
 
 
@@ -484,24 +512,14 @@ s_run_resolve_case (s_case_t *vc, const json_t *item)
 static void
 test_resolve_vectors (void **state)
 {
-    json_t *cases = s_load (S_VECTORS_DIR "/resolve.json");
-    size_t visited = 0;
-    int failed = 0;
-    size_t index;
-    json_t *item;
-    json_array_foreach (cases, index, item) {
-        s_case_t vc = { "", 0 };
-        snprintf (vc.name, sizeof vc.name, "resolve.json #%zu \"%s\"", index,
-                  json_string_value (json_object_get (item, "name")));
-        s_run_resolve_case (&vc, item);
-        if (vc.failures)
-            failed++;
-        visited++;
-    }
-    print_message ("resolve.json: %zu cases, %d failed\n", visited, failed);
-    assert_int_equal (visited, json_array_size (cases));
-    json_decref (cases);
-    assert_int_equal (failed, 0);
+    s_run_file (S_VECTORS_DIR "/resolve.json", "resolve.json", "name", s_run_resolve_case);
+}
+
+//  The same for the cases the master does not have yet (local/README.md)
+static void
+test_local_resolve_vectors (void **state)
+{
+    s_run_file (S_LOCAL_DIR "/resolve.json", "local/resolve.json", "name", s_run_resolve_case);
 }
 
 
@@ -533,7 +551,10 @@ s_slurp (const char *path, size_t *size)
 }
 
 //  vectors/README.md: the project's copy must be the master's, byte for
-//  byte, for every file of the master folder (which may grow).
+//  byte, for every file of the master folder (which may grow). Only the
+//  master's regular files are compared: tests/vectors/local/ (actd's own
+//  cases) is not the master's and is left out, even were the master to
+//  have a folder of that name.
 static void
 test_vectors_match_master (void **state)
 {
@@ -596,6 +617,8 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_reference_vectors),
         cmocka_unit_test (test_resolve_vectors),
+        cmocka_unit_test (test_local_reference_vectors),
+        cmocka_unit_test (test_local_resolve_vectors),
         cmocka_unit_test (test_vectors_match_master),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

@@ -553,7 +553,7 @@ act_client_call (act_client_t *self, const char *context, const char *call,
 {
     if (outcome)
         *outcome = NULL;
-    json_t *parsed = json_loads (call, 0, NULL);
+    json_t *parsed = call? act_json_parse (call, strlen (call), NULL): NULL;
     bool has_output = json_object_get (parsed, "_outputPath") != NULL;
     char *text = NULL;
     if (json_is_object (parsed) && zlistx_size (self->links) > 1
@@ -614,7 +614,7 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
     if (rc || !wait || !outcomes)
         return rc;
     //  One DONE per call with an output path
-    json_t *entries = json_loads (calls, 0, NULL);
+    json_t *entries = calls? act_json_parse (calls, strlen (calls), NULL): NULL;
     json_t *waited = json_array ();
     size_t index;
     json_t *entry;
