@@ -17,13 +17,19 @@ except ImportError:     # Run from a source checkout: use the package beside thi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="actd example client")
-    parser.add_argument("--endpoint", default=actd.DEFAULT_CLIENT_ENDPOINT,
-                        help="the broker's client endpoint (default %(default)s)")
+    parser.add_argument("--endpoint", default=None,
+                        help="the broker's client endpoint, or a comma-separated list "
+                        "(default $ACTD_ENDPOINT, else %s)" % actd.DEFAULT_CLIENT_ENDPOINT)
+    parser.add_argument("--curve-server", default=None, metavar="KEY",
+                        help="the broker's CURVE public key (default $ACTD_SERVER_KEY)")
+    parser.add_argument("--curve-cert", default=None, metavar="FILE",
+                        help="this client's certificate file (default $ACTD_CERT)")
     parser.add_argument("--context", default="example", help="the context id to use")
     args = parser.parse_args()
     context = args.context
 
-    with actd.Client(args.endpoint) as client:
+    with actd.Client(args.endpoint, curve_server=args.curve_server,
+                     curve_cert=args.curve_cert) as client:
         client.ping()
 
         # Some data in the context, then a call that reads it by reference

@@ -21,8 +21,13 @@ except ImportError:     # Run from a source checkout: use the package beside thi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="actd example worker")
-    parser.add_argument("--endpoint", default=actd.DEFAULT_WORKER_ENDPOINT,
-                        help="the broker's worker endpoint (default %(default)s)")
+    parser.add_argument("--endpoint", default=None,
+                        help="the broker's worker endpoint, or a comma-separated list "
+                        "(default $ACTD_WORKER_ENDPOINT, else %s)" % actd.DEFAULT_WORKER_ENDPOINT)
+    parser.add_argument("--curve-server", default=None, metavar="KEY",
+                        help="the broker's CURVE public key (default $ACTD_SERVER_KEY)")
+    parser.add_argument("--curve-cert", default=None, metavar="FILE",
+                        help="this worker's certificate file (default $ACTD_CERT)")
     parser.add_argument("--capacity", type=int, default=4, help="tasks run at once")
     parser.add_argument("--heartbeat-ms", type=int, default=1000,
                         help="the broker's heartbeat_ms (default %(default)s)")
@@ -33,7 +38,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     worker = actd.Worker(args.endpoint, capacity=args.capacity, name=args.name,
-                         heartbeat_ms=args.heartbeat_ms, liveness=args.liveness)
+                         heartbeat_ms=args.heartbeat_ms, liveness=args.liveness,
+                         curve_server=args.curve_server, curve_cert=args.curve_cert)
 
     @worker.activity("upper")
     def upper(params: Dict[str, Any], task: actd.Task) -> str:

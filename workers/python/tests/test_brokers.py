@@ -27,7 +27,7 @@ from support import TIMEOUT, Actd, wait_until
 
 import actd
 import actd.aio
-from actd import _wire
+from actd import _socket, _wire
 from harness import Client as RawClient, find_binary
 import pg
 
@@ -151,12 +151,15 @@ class RendezvousTest(unittest.TestCase):
             _wire.score = original
 
     def test_endpoint_lists(self) -> None:
-        self.assertEqual(_wire.endpoint_list("tcp://a:1"), ["tcp://a:1"])
-        self.assertEqual(_wire.endpoint_list(("tcp://a:1", "tcp://b:1")),
+        self.assertEqual(_socket.endpoint_list("tcp://a:1"), ["tcp://a:1"])
+        self.assertEqual(_socket.endpoint_list(("tcp://a:1", "tcp://b:1")),
                          ["tcp://a:1", "tcp://b:1"])
-        for bad in ([], ["tcp://a:1", "tcp://a:1"], [""], [None]):
+        # A string is split at commas and spaces, as the C library does
+        self.assertEqual(_socket.endpoint_list("tcp://a:1, tcp://b:1,tcp://c:1"),
+                         ["tcp://a:1", "tcp://b:1", "tcp://c:1"])
+        for bad in ([], ["tcp://a:1", "tcp://a:1"], [""], [None], " , "):
             with self.assertRaises(ValueError):
-                _wire.endpoint_list(bad)  # type: ignore[arg-type]
+                _socket.endpoint_list(bad)  # type: ignore[arg-type]
         with self.assertRaises(ValueError):
             actd.Worker([])
         with self.assertRaises(ValueError):
