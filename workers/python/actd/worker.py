@@ -534,14 +534,18 @@ class Worker:
 
     def _send(self, link: _Link, frames: List[bytes]) -> None:
         assert link.socket is not None
+        # Also when the message is dropped: the next heartbeat is tried an
+        # interval later, not at once and again in a busy loop
+        link.sent = time.monotonic()
         try:
             link.socket.send_multipart(frames, zmq.NOBLOCK)
-            link.sent = time.monotonic()
         except zmq.Again:
-            # The broker is unreachable and the queue is full: the message
-            # is dropped; the liveness check will reconnect.
-            log.warning("worker %s: %s to %s dropped (the broker is not reachable)",
-                        self.name, frames[1].decode(), link.endpoint)
+            # The broker is unreachable and the queue is full, or it refused
+            # this worker's CURVE key (the socket then has no pipe): the
+            # message is dropped; the liveness check will reconnect.
+            log.warning("worker %s: %s to %s dropped (the broker is not reachable, or "
+                        "refused this worker's CURVE key)", self.name, frames[1].decode(),
+                        link.endpoint)
 
     def _drain_wake(self) -> None:
         try:
