@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 from support import TIMEOUT, Actd, Gate, serving
 
 import actd
+import actd.aio
 
 
 class ClientTest(unittest.TestCase):
@@ -256,6 +257,23 @@ class ClientTest(unittest.TestCase):
             self.assertGreaterEqual(client.ping(), 0.0)
         with self.assertRaises(ValueError):
             actd.Client([self.broker.client_endpoint, self.broker.client_endpoint])
+
+    def test_endpoint_is_a_deprecated_name_of_endpoints(self) -> None:
+        with actd.Client(endpoints=self.broker.client_endpoint) as client:
+            self.assertGreaterEqual(client.ping(), 0.0)
+        with self.assertWarns(DeprecationWarning):
+            old = actd.Client(endpoint=self.broker.client_endpoint)
+        with old:
+            self.assertGreaterEqual(old.ping(), 0.0)
+        with self.assertWarns(DeprecationWarning):
+            async_client = actd.aio.AsyncClient(endpoint=[self.broker.client_endpoint])
+        self.assertEqual(async_client.endpoints, [self.broker.client_endpoint])
+        with self.assertWarns(DeprecationWarning):
+            worker = actd.Worker(endpoint=self.broker.worker_endpoint)
+        self.assertEqual(worker.endpoints, [self.broker.worker_endpoint])
+        worker.close()
+        with self.assertRaises(TypeError):
+            actd.Client(endpoints="tcp://127.0.0.1:1", endpoint="tcp://127.0.0.1:2")
 
 
 class ErrorTest(unittest.TestCase):
