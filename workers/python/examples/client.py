@@ -2,6 +2,9 @@
 """An actd client using the example worker's activities.
 
     /usr/bin/python3 workers/python/examples/client.py --endpoint tcp://127.0.0.1:5555
+
+With $ACTD_SERVER_KEY (the broker's public key) and $ACTD_CERT (this
+client's certificate file) it speaks CURVE.
 """
 
 import argparse
@@ -20,16 +23,11 @@ def main() -> None:
     parser.add_argument("--endpoint", default=None,
                         help="the broker's client endpoint, or a comma-separated list "
                         "(default $ACTD_ENDPOINT, else %s)" % actd.DEFAULT_CLIENT_ENDPOINT)
-    parser.add_argument("--curve-server", default=None, metavar="KEY",
-                        help="the broker's CURVE public key (default $ACTD_SERVER_KEY)")
-    parser.add_argument("--curve-cert", default=None, metavar="FILE",
-                        help="this client's certificate file (default $ACTD_CERT)")
     parser.add_argument("--context", default="example", help="the context id to use")
     args = parser.parse_args()
     context = args.context
 
-    with actd.Client(args.endpoint, curve_server=args.curve_server,
-                     curve_cert=args.curve_cert) as client:
+    with actd.Client(args.endpoint) as client:
         client.ping()
 
         # Some data in the context, then a call that reads it by reference

@@ -3,7 +3,8 @@
 
     /usr/bin/python3 workers/python/examples/worker.py --endpoint tcp://127.0.0.1:5556
 
-Stops on Ctrl-C or SIGTERM.
+Stops on Ctrl-C or SIGTERM. With $ACTD_SERVER_KEY (the broker's public key)
+and $ACTD_CERT (this worker's certificate file) it speaks CURVE.
 """
 
 import argparse
@@ -24,10 +25,6 @@ def main() -> None:
     parser.add_argument("--endpoint", default=None,
                         help="the broker's worker endpoint, or a comma-separated list "
                         "(default $ACTD_WORKER_ENDPOINT, else %s)" % actd.DEFAULT_WORKER_ENDPOINT)
-    parser.add_argument("--curve-server", default=None, metavar="KEY",
-                        help="the broker's CURVE public key (default $ACTD_SERVER_KEY)")
-    parser.add_argument("--curve-cert", default=None, metavar="FILE",
-                        help="this worker's certificate file (default $ACTD_CERT)")
     parser.add_argument("--capacity", type=int, default=4, help="tasks run at once")
     parser.add_argument("--heartbeat-ms", type=int, default=1000,
                         help="the broker's heartbeat_ms (default %(default)s)")
@@ -38,8 +35,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     worker = actd.Worker(args.endpoint, capacity=args.capacity, name=args.name,
-                         heartbeat_ms=args.heartbeat_ms, liveness=args.liveness,
-                         curve_server=args.curve_server, curve_cert=args.curve_cert)
+                         heartbeat_ms=args.heartbeat_ms, liveness=args.liveness)
 
     @worker.activity("upper")
     def upper(params: Dict[str, Any], task: actd.Task) -> str:

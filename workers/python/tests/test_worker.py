@@ -168,9 +168,9 @@ class WorkerTest(unittest.TestCase):
             return "still threads"
 
         with self.serve({"w-async": slow, "w-sync": sync}, capacity=4):
-            handles = [self.client.submit("w-async", {"_tool": "w-async", "n": n,
-                                                      "_outputPath": "†a.n%d || †b.n%d" % (n, n)})
-                       for n in range(6)]
+            handles = [self.client.submit("w-async", {
+                "_tool": "w-async", "n": n, "_outputPath": "†a.n%d || †b.n%d" % (n, n)})
+                for n in range(6)]
             outcomes = [handle.outcome(TIMEOUT) for handle in handles]
             plain = self.client.call("w-async", {"_tool": "w-sync", "_outputPath": "†sync"},
                                      timeout=TIMEOUT)
