@@ -20,11 +20,41 @@ def keygen(name, directory):
     """A keypair written by actctl keygen: (public, secret) in Z85."""
     subprocess.run([find_binary("actctl"), "keygen", name, "--dir", directory],
                    check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(directory, name + ".key_secret")) as handle:
+    return keys(os.path.join(directory, name + ".key_secret"))
+
+
+def keys(path):
+    """The (public, secret) keys of the certificate path (NAME.key_secret)."""
+    with open(path) as handle:
         text = handle.read()
     public = re.search(r'public-key = "(.*)"', text).group(1)
     secret = re.search(r'secret-key = "(.*)"', text).group(1)
     return public, secret
+
+
+#  The certificates curve_actd writes: the server's, a client's, a
+#  worker's, and one allowed nowhere
+CURVE_KEYS = ("server.key_secret", "clients/alice.key_secret", "workers/w1.key_secret",
+              "mallory.key_secret")
+
+
+def curve_actd(directory):
+    """An Actd (not started) with CURVE on, its keys written in directory
+    (CURVE_KEYS): client keys in clients/, worker keys in workers/."""
+    for folder in ("clients", "workers"):
+        os.mkdir(os.path.join(directory, folder))
+    for path in CURVE_KEYS:
+        folder, name = os.path.split(os.path.join(directory, path))
+        keygen(name[:-len(".key_secret")], folder)
+    config = os.path.join(directory, "actd.cfg")
+    with open(config, "w") as handle:
+        handle.write("security\n"
+                     "    server_key = %s\n"
+                     "    client_keys = %s\n"
+                     "    worker_keys = %s\n"
+                     % (os.path.join(directory, "server.key_secret"),
+                        os.path.join(directory, "clients"), os.path.join(directory, "workers")))
+    return Actd(args=["--config", config])
 
 
 class CurveClient(Client):
@@ -48,23 +78,11 @@ class SecurityTest(unittest.TestCase):
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="actd-curve-")
+        self.actd = curve_actd(self.dir)
         self.clients_dir = os.path.join(self.dir, "clients")
         self.workers_dir = os.path.join(self.dir, "workers")
-        os.mkdir(self.clients_dir)
-        os.mkdir(self.workers_dir)
-        self.server = keygen("server", self.dir)
-        self.alice = keygen("alice", self.clients_dir)
-        self.w1 = keygen("w1", self.workers_dir)
-        self.mallory = keygen("mallory", self.dir)
-        self.config = os.path.join(self.dir, "actd.cfg")
-        with open(self.config, "w") as handle:
-            handle.write("security\n"
-                         "    server_key = %s\n"
-                         "    client_keys = %s\n"
-                         "    worker_keys = %s\n"
-                         % (os.path.join(self.dir, "server.key_secret"),
-                            self.clients_dir, self.workers_dir))
-        self.actd = Actd(args=["--config", self.config])
+        self.server, self.alice, self.w1, self.mallory = (
+            keys(os.path.join(self.dir, path)) for path in CURVE_KEYS)
         self.actd.start(wait=False)
         self.sockets = []
         self.wait_up()

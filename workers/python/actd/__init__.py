@@ -1,7 +1,8 @@
 """actd: Python worker and client for the actd activity broker (ACT/1).
 
-* :class:`Worker` serves activities: ``@worker.activity("name")`` on a
-  function ``(params, task) -> result``, then ``worker.run()``.
+* :class:`Worker` serves activities: ``@worker.activity("name")`` (or
+  bare ``@worker.activity``: the function's name) on a function or an
+  ``async def`` ``(params, task) -> result``, then ``worker.run()``.
 * :class:`Client` submits calls and reads contexts (thread-safe);
   :class:`actd.aio.AsyncClient` does the same with asyncio.
 

@@ -178,23 +178,6 @@ def rendezvous(endpoints: Sequence[str], context: str) -> List[str]:
     return sorted(endpoints, key=lambda endpoint: (-score(endpoint, context), endpoint))
 
 
-def endpoint_list(endpoints: Union[str, Sequence[str]]) -> List[str]:
-    """A client's or a worker's endpoints: one string, or a non-empty
-    sequence of distinct strings."""
-    if isinstance(endpoints, str):
-        listed = [endpoints]
-    else:
-        listed = list(endpoints)
-    if not listed:
-        raise ValueError("at least one endpoint is needed")
-    for endpoint in listed:
-        if not isinstance(endpoint, str) or not endpoint:
-            raise ValueError("an endpoint is a non-empty string, not %r" % (endpoint,))
-    if len(set(listed)) != len(listed):
-        raise ValueError("an endpoint is listed twice: %r" % (listed,))
-    return listed
-
-
 def _with_id(call: Any) -> Any:
     """A call object with an ``_id`` (a random UUID) when it has none."""
     if isinstance(call, dict) and "_id" not in call:
@@ -664,6 +647,42 @@ def view_args(context: str, format: str) -> Tuple[List[bytes], Callable[[str, Li
     """VIEW's arguments and the parser of its reply."""
     parse = parse_text if format == "text" else parse_value
     return [text_arg(context), text_arg(format)], parse
+
+
+class HistoryPages:
+    """The ``HISTORY`` requests reading ``context`` from ``from_seq`` on,
+    ``page_size`` messages at a time and at most ``limit`` (None: all), for
+    both clients' ``history()``: send :meth:`args` while it is not None,
+    and pass each reply to :meth:`take`."""
+
+    def __init__(self, context: str, from_seq: int, limit: Optional[int],
+                 page_size: int) -> None:
+        """Nothing is sent yet."""
+        if page_size < 1 or (limit is not None and limit < 0):
+            raise ValueError("page_size is at least 1, and limit None or at least 0")
+        self.context = context
+        self.seq = from_seq
+        self.left = limit
+        self.page_size = page_size
+        self.done = limit == 0
+        self._asked = 0
+
+    def args(self) -> Optional[List[bytes]]:
+        """The next request's arguments, or None when all was read."""
+        if self.done:
+            return None
+        size = self.page_size if self.left is None else min(self.page_size, self.left)
+        self._asked = size
+        return [text_arg(self.context), text_arg(self.seq), text_arg(size)]
+
+    def take(self, page: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """A reply's messages; a short page is the last."""
+        if self.left is not None:
+            self.left -= len(page)
+        self.done = len(page) < self._asked or self.left == 0
+        if page:
+            self.seq = int(page[-1]["_seq"]) + 1
+        return page
 
 
 def deadline_after(timeout: Optional[float]) -> Optional[float]:

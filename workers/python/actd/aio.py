@@ -22,15 +22,17 @@ thread-safe; it is safe for any number of tasks).
 
 import asyncio
 import time
+import warnings
 from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Union
 
 import zmq
 import zmq.asyncio
 
-from . import _wire
-from .client import _DEFAULT, _dealer, _options
+from . import _socket, _wire
+from ._socket import Endpoints
+from .client import _DEFAULT, _options
 from .errors import Closed, Timeout
-from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
+from .types import Outcome, Status
 
 __all__ = ["AsyncClient", "AsyncCallHandle", "AsyncPlanHandle"]
 
@@ -105,13 +107,17 @@ class AsyncClient:
     first request, in the running loop. ``timeout`` is the default wait for
     replies that come at once."""
 
-    def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_CLIENT_ENDPOINT, *,
+    def __init__(self, endpoints: Optional[Endpoints] = None, *,
                  timeout: Optional[float] = 30.0,
                  request_timeout: Optional[float] = _DEFAULT,
                  status_poll: Optional[float] = 1.0,
-                 context: Optional[zmq.asyncio.Context] = None) -> None:
-        """Remember the endpoints (one string, or a list)."""
-        endpoints, request_timeout = _options(endpoint, request_timeout, status_poll)
+                 curve_server: Optional[str] = None, curve_cert: Optional[str] = None,
+                 context: Optional[zmq.asyncio.Context] = None,
+                 endpoint: Optional[Endpoints] = None) -> None:
+        """Remember the endpoints (one string, or a list) and read the
+        CURVE certificate."""
+        endpoints, request_timeout = _options(endpoints, endpoint, request_timeout, status_poll)
+        self._curve = _socket.curve_option(curve_server, curve_cert)
         #: The first endpoint given.
         self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
@@ -176,7 +182,7 @@ class AsyncClient:
         """The socket to endpoint (connected, with its reader task, on first use)."""
         sock = self._sockets.get(endpoint)
         if sock is None:
-            sock = _dealer(self._context, endpoint)
+            sock = _socket.dealer(self._context, endpoint, self._curve)
             self._sockets[endpoint] = sock
             self._tasks.append(asyncio.ensure_future(self._read(endpoint, sock)))
         return sock
@@ -336,25 +342,26 @@ class AsyncClient:
         args, parse = _wire.view_args(context, format)
         return await self._request("VIEW", args, parse, timeout)
 
-    async def history(self, context: str, from_seq: int = 1, limit: int = 1000,
-                      timeout: Optional[float] = _DEFAULT) -> List[Dict[str, Any]]:
-        """Stored messages from ``from_seq`` on, at most ``limit``."""
-        page: List[Dict[str, Any]] = await self._request(
-            "HISTORY", [_wire.text_arg(context), _wire.text_arg(from_seq), _wire.text_arg(limit)],
-            _wire.parse_value, timeout)
-        return page
-
-    async def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
-                           ) -> AsyncIterator[Dict[str, Any]]:
-        """Every stored message from ``from_seq`` on (``async for``)."""
-        seq = from_seq
+    async def history(self, context: str, from_seq: int = 1, limit: Optional[int] = None,
+                      page_size: int = 1000, timeout: Optional[float] = _DEFAULT
+                      ) -> AsyncIterator[Dict[str, Any]]:
+        """The stored messages from ``from_seq`` on, at most ``limit``
+        (None: all), read ``page_size`` at a time (``async for``)."""
+        pages = _wire.HistoryPages(context, from_seq, limit, page_size)
         while True:
-            page = await self.history(context, seq, page_size)
-            for message in page:
-                yield message
-            if len(page) < page_size:
+            args = pages.args()
+            if args is None:
                 return
-            seq = int(page[-1]["_seq"]) + 1
+            for message in pages.take(await self._request("HISTORY", args, _wire.parse_value,
+                                                          timeout)):
+                yield message
+
+    def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
+                     ) -> AsyncIterator[Dict[str, Any]]:
+        """Deprecated: :meth:`history` is the same iterator."""
+        warnings.warn("iter_history() is deprecated: history() is the same iterator",
+                      DeprecationWarning, stacklevel=2)
+        return self.history(context, from_seq, page_size=page_size)
 
     # -- calls by id, and the broker ------------------------------------
 

@@ -13,11 +13,13 @@ import logging
 import socket
 import threading
 import time
+import warnings
 from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import zmq
 
-from . import _wire
+from . import _socket, _wire
+from ._socket import Endpoints
 from .errors import Closed, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
 
@@ -32,11 +34,13 @@ _DEFAULT: Any = object()
 MULTI_REQUEST_TIMEOUT = 5.0
 
 
-def _options(endpoints: Union[str, Sequence[str]], request_timeout: Any,
-             status_poll: Optional[float]) -> Tuple[List[str], Optional[float]]:
-    """The endpoint list, and the request timeout (the default: 5 s with
-    several endpoints, none with one)."""
-    listed = _wire.endpoint_list(endpoints)
+def _options(endpoints: Optional[Endpoints], endpoint: Optional[Endpoints],
+             request_timeout: Any, status_poll: Optional[float]
+             ) -> Tuple[List[str], Optional[float]]:
+    """The endpoint list (see ``_socket.endpoints_option``), and the request
+    timeout (the default: 5 s with several endpoints, none with one)."""
+    listed = _socket.endpoints_option(endpoints, endpoint, _socket.ENDPOINT_VARIABLE,
+                                      DEFAULT_CLIENT_ENDPOINT)
     if request_timeout is _DEFAULT:
         request_timeout = MULTI_REQUEST_TIMEOUT if len(listed) > 1 else None
     if request_timeout is not None and request_timeout <= 0:
@@ -44,19 +48,6 @@ def _options(endpoints: Union[str, Sequence[str]], request_timeout: Any,
     if status_poll is not None and status_poll <= 0:
         raise ValueError("status_poll is a number of seconds > 0, or None")
     return listed, request_timeout
-
-
-def _dealer(context: Any, endpoint: str) -> Any:
-    """A DEALER socket of ``context`` (``zmq`` or ``zmq.asyncio``), linger 0,
-    connected to ``endpoint``; closed again if the connect fails."""
-    sock = context.socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    try:
-        sock.connect(endpoint)
-    except zmq.ZMQError:
-        sock.close(0)
-        raise
-    return sock
 
 
 def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str) -> Any:
@@ -133,8 +124,13 @@ class Client:
                                              "_outputPath": "†state.upper"})
             print(outcome.status, outcome.result)
 
-    ``endpoint`` is one endpoint string, or a list of the client endpoints
-    of brokers sharing one store (``["tcp://a:5555", "tcp://b:5555"]``).
+    ``endpoints`` is one endpoint string, or a list of the client endpoints
+    of brokers sharing one store (``["tcp://a:5555", "tcp://b:5555"]``, or
+    the same comma-separated); by default ``$ACTD_ENDPOINT``, else
+    ``tcp://127.0.0.1:5555``. ``endpoint=`` is its deprecated old name.
+    ``curve_server`` (the broker's public key, Z85) and ``curve_cert`` (this
+    client's certificate file, from ``actctl keygen``) turn CURVE on; they
+    default to ``$ACTD_SERVER_KEY`` and ``$ACTD_CERT``.
     ``timeout`` (seconds, None for no limit) is the default wait for
     replies that come at once (``VALUE``, ``OK``, ``ACCEPTED``, ``PONG``);
     a call's ``DONE`` is waited for as the method's ``timeout`` says.
@@ -161,13 +157,16 @@ class Client:
     :class:`actd.ActdError` subclass of their code.
     """
 
-    def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_CLIENT_ENDPOINT, *,
+    def __init__(self, endpoints: Optional[Endpoints] = None, *,
                  timeout: Optional[float] = 30.0,
                  request_timeout: Optional[float] = _DEFAULT,
                  status_poll: Optional[float] = 1.0,
-                 context: Optional[zmq.Context] = None) -> None:
+                 curve_server: Optional[str] = None, curve_cert: Optional[str] = None,
+                 context: Optional[zmq.Context] = None,
+                 endpoint: Optional[Endpoints] = None) -> None:
         """Connect to the endpoints and start the I/O thread."""
-        endpoints, request_timeout = _options(endpoint, request_timeout, status_poll)
+        endpoints, request_timeout = _options(endpoints, endpoint, request_timeout, status_poll)
+        self._curve = _socket.curve_option(curve_server, curve_cert)
         #: The first endpoint given.
         self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
@@ -243,7 +242,7 @@ class Client:
             pass
 
     def _connect(self, endpoint: str) -> zmq.Socket:
-        sock = _dealer(self._context, endpoint)
+        sock = _socket.dealer(self._context, endpoint, self._curve)
         self._sockets[endpoint] = sock
         return sock
 
@@ -433,27 +432,26 @@ class Client:
         args, parse = _wire.view_args(context, format)
         return self._request("VIEW", args, parse, timeout)
 
-    def history(self, context: str, from_seq: int = 1, limit: int = 1000,
-                timeout: Optional[float] = _DEFAULT) -> List[Dict[str, Any]]:
-        """Stored messages from ``from_seq`` on, oldest first, at most
-        ``limit`` (actd allows up to 1000) (``HISTORY``)."""
-        page: List[Dict[str, Any]] = self._request(
-            "HISTORY", [_wire.text_arg(context), _wire.text_arg(from_seq), _wire.text_arg(limit)],
-            _wire.parse_value, timeout)
-        return page
+    def history(self, context: str, from_seq: int = 1, limit: Optional[int] = None,
+                page_size: int = 1000, timeout: Optional[float] = _DEFAULT
+                ) -> Iterator[Dict[str, Any]]:
+        """The stored messages from ``from_seq`` on, oldest first, at most
+        ``limit`` (None: all): an iterator that sends ``HISTORY`` for
+        ``page_size`` messages (actd allows up to 1000) at a time, as it is
+        consumed."""
+        pages = _wire.HistoryPages(context, from_seq, limit, page_size)
+        while True:
+            args = pages.args()
+            if args is None:
+                return
+            yield from pages.take(self._request("HISTORY", args, _wire.parse_value, timeout))
 
     def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
                      ) -> Iterator[Dict[str, Any]]:
-        """Every stored message from ``from_seq`` on, oldest first, fetched
-        ``page_size`` at a time."""
-        seq = from_seq
-        while True:
-            page = self.history(context, seq, page_size)
-            for message in page:
-                yield message
-            if len(page) < page_size:
-                return
-            seq = int(page[-1]["_seq"]) + 1
+        """Deprecated: :meth:`history` is the same iterator."""
+        warnings.warn("iter_history() is deprecated: history() is the same iterator",
+                      DeprecationWarning, stacklevel=2)
+        return self.history(context, from_seq, page_size=page_size)
 
     # -- calls by id, and the broker ------------------------------------
 

@@ -5,10 +5,14 @@ One thread owns the ZeroMQ sockets (one per broker) and never blocks: it
 receives tasks, sends heartbeats and forwards what handlers produce.
 Handlers run in a pool of ``capacity`` threads per broker, so a handler
 that runs for minutes does not stop the heartbeats, and the brokers keep
-counting the worker alive.
+counting the worker alive. Coroutine handlers (``async def``) run on the
+worker's own event loop, in a thread of its own; the pool thread that
+started one waits for it, so they too run ``capacity`` at a time.
 """
 
+import asyncio
 import collections
+import inspect
 import json
 import logging
 import os
@@ -16,11 +20,12 @@ import signal
 import socket
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
 
 import zmq
 
-from ._wire import endpoint_list
+from . import _socket
+from ._socket import Endpoints
 from .errors import ActivityError
 from .types import DEFAULT_WORKER_ENDPOINT, Branch
 
@@ -30,9 +35,10 @@ log = logging.getLogger("actd.worker")
 
 _HEADER = b"ACTW01"
 
-#: An activity handler: ``handler(params, task) -> result``. Return a
-#: JSON-serialisable value (branch 0), or :class:`actd.Branch` to name the
-#: alternative; raise :class:`actd.ActivityError` (or any exception) to fail.
+#: An activity handler: ``handler(params, task) -> result``, or a coroutine
+#: function (``async def``). Return a JSON-serialisable value (branch 0),
+#: or :class:`actd.Branch` to name the alternative; raise
+#: :class:`actd.ActivityError` (or any exception) to fail.
 Handler = Callable[[Dict[str, Any], "Task"], Any]
 
 
@@ -40,6 +46,13 @@ def _json(value: Any) -> bytes:
     """Strict JSON (no NaN or Infinity, which the broker would refuse)."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False,
                       separators=(",", ":")).encode("utf-8")
+
+
+def _describe(error: BaseException) -> str:
+    """What the agent reads of a handler's exception: its type and text, as
+    a traceback's last line says (``KeyError: 'city'``)."""
+    text = str(error)
+    return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
 
 
 class Task:
@@ -171,6 +184,41 @@ class _Pool:
             self._run(task)
 
 
+class _Loop:
+    """An asyncio event loop running in a daemon thread of its own, for the
+    coroutines handlers return."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._main, name="actd-asyncio", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            # Coroutines still running past the grace are cancelled, so that
+            # none is destroyed while pending
+            tasks = asyncio.all_tasks(self.loop)
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def run(self, awaitable: Any) -> Any:
+        """Run awaitable on the loop; block until it ends; its result."""
+        async def wrapped() -> Any:
+            return await awaitable
+        return asyncio.run_coroutine_threadsafe(wrapped(), self.loop).result()
+
+    def close(self, timeout: float) -> None:
+        """Stop the loop; wait up to timeout seconds for its thread."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout)
+
+
 class _Link:
     """The connection to one broker: its socket (a new one, with a new
     generation number, at each reconnection), the tasks it brought, and when
@@ -192,19 +240,29 @@ class Worker:
 
         worker = actd.Worker("tcp://127.0.0.1:5556", capacity=4)
 
-        @worker.activity("upper")
+        @worker.activity
         def upper(params, task):
             return params["text"].upper()
 
+        @worker.activity("summarize")
+        async def summarize(params, task):
+            return await some_llm(params["text"])
+
         worker.run()        # until SIGINT/SIGTERM or worker.stop()
 
-    ``endpoint`` is the broker's worker endpoint, or a list of the worker
-    endpoints of brokers sharing one store: the worker then connects to
-    each (one socket, ``READY``, heartbeats and reconnections per broker)
-    and answers each task on the connection it came from.
+    ``endpoints`` is the broker's worker endpoint, or a list of the worker
+    endpoints of brokers sharing one store (or the same comma-separated):
+    the worker then connects to each (one socket, ``READY``, heartbeats
+    and reconnections per broker) and answers each task on the connection
+    it came from. By default ``$ACTD_WORKER_ENDPOINT``, else
+    ``tcp://127.0.0.1:5556``; ``endpoint=`` is its deprecated old name.
+    ``curve_server`` (the broker's public key, Z85) and ``curve_cert``
+    (this worker's certificate file, from ``actctl keygen``) turn CURVE
+    on; they default to ``$ACTD_SERVER_KEY`` and ``$ACTD_CERT``.
 
     ``capacity`` is the number of tasks run at once per broker connection
-    (each in its own pool thread; a broker never sends more): each broker
+    (each in its own pool thread, coroutines on the worker's event loop; a
+    broker never sends more): each broker
     is told this capacity in ``READY``, so with several brokers the worker
     may run up to ``capacity`` tasks for each of them at the same time.
     ``heartbeat_ms`` and ``liveness``
@@ -221,10 +279,12 @@ class Worker:
     are sent in ``READY`` and shown by ``STATS``.
     """
 
-    def __init__(self, endpoint: Union[str, Sequence[str]] = DEFAULT_WORKER_ENDPOINT, *,
+    def __init__(self, endpoints: Optional[Endpoints] = None, *,
                  capacity: int = 1, name: Optional[str] = None, heartbeat_ms: int = 1000,
                  liveness: int = 3, grace: float = 5.0,
-                 context: Optional[zmq.Context] = None) -> None:
+                 curve_server: Optional[str] = None, curve_cert: Optional[str] = None,
+                 context: Optional[zmq.Context] = None,
+                 endpoint: Optional[Endpoints] = None) -> None:
         """Create a worker for the brokers' worker endpoints (nothing is
         connected until :meth:`run`)."""
         if capacity < 1:
@@ -232,7 +292,8 @@ class Worker:
         if heartbeat_ms < 1 or liveness < 1:
             raise ValueError("heartbeat_ms and liveness must be positive")
         #: The worker endpoints of the brokers, in the order given.
-        self.endpoints: List[str] = endpoint_list(endpoint)
+        self.endpoints: List[str] = _socket.endpoints_option(
+            endpoints, endpoint, _socket.WORKER_ENDPOINT_VARIABLE, DEFAULT_WORKER_ENDPOINT)
         #: The first of them.
         self.endpoint: str = self.endpoints[0]
         self.capacity: int = capacity
@@ -240,7 +301,9 @@ class Worker:
         self.heartbeat_ms: int = heartbeat_ms
         self.liveness: int = liveness
         self.grace: float = grace
+        self._curve = _socket.curve_option(curve_server, curve_cert)
         self._context = context or zmq.Context.instance()
+        self._loop: Optional[_Loop] = None
         self._handlers: Dict[str, Handler] = {}
         self._lock = threading.Lock()
         self._outbox: Deque[Tuple[int, str, List[bytes], bool]] = collections.deque()
@@ -257,11 +320,16 @@ class Worker:
 
     # -- registration ---------------------------------------------------
 
-    def activity(self, name: str) -> Callable[[Handler], Handler]:
+    def activity(self, name: Union[str, Handler, None] = None) -> Any:
         """Decorator registering ``handler(params, task)`` for activity
-        ``name``; returns the function unchanged."""
+        ``name``: ``@worker.activity("name")``, or bare ``@worker.activity``
+        for the function's name. Returns the function unchanged."""
+        if callable(name):
+            self.add_activity(name.__name__, name)
+            return name
+
         def register(handler: Handler) -> Handler:
-            self.add_activity(name, handler)
+            self.add_activity(name or handler.__name__, handler)
             return handler
         return register
 
@@ -309,6 +377,10 @@ class Worker:
             self._serve(pool)
         finally:
             pool.shutdown()
+            with self._lock:
+                loop, self._loop = self._loop, None
+            if loop is not None:
+                loop.close(self.grace)
             self._restore_signals(previous)
             with self._lock:
                 self._running = False
@@ -414,9 +486,7 @@ class Worker:
                    if not task._finished)
 
     def _connect(self, link: _Link) -> None:
-        sock = self._context.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(link.endpoint)
+        sock = _socket.dealer(self._context, link.endpoint, self._curve)
         assert self._poller is not None
         self._poller.register(sock, zmq.POLLIN)
         self._generation += 1
@@ -464,14 +534,18 @@ class Worker:
 
     def _send(self, link: _Link, frames: List[bytes]) -> None:
         assert link.socket is not None
+        # Also when the message is dropped: the next heartbeat is tried an
+        # interval later, not at once and again in a busy loop
+        link.sent = time.monotonic()
         try:
             link.socket.send_multipart(frames, zmq.NOBLOCK)
-            link.sent = time.monotonic()
         except zmq.Again:
-            # The broker is unreachable and the queue is full: the message
-            # is dropped; the liveness check will reconnect.
-            log.warning("worker %s: %s to %s dropped (the broker is not reachable)",
-                        self.name, frames[1].decode(), link.endpoint)
+            # The broker is unreachable and the queue is full, or it refused
+            # this worker's CURVE key (the socket then has no pipe): the
+            # message is dropped; the liveness check will reconnect.
+            log.warning("worker %s: %s to %s dropped (the broker is not reachable, or "
+                        "refused this worker's CURVE key)", self.name, frames[1].decode(),
+                        link.endpoint)
 
     def _drain_wake(self) -> None:
         try:
@@ -551,6 +625,13 @@ class Worker:
 
     # -- handler threads --------------------------------------------------
 
+    def _event_loop(self) -> _Loop:
+        """The loop coroutine handlers run on, started when first needed."""
+        with self._lock:
+            if self._loop is None:
+                self._loop = _Loop()
+            return self._loop
+
     def _execute(self, task: Task) -> None:
         """Run one task's handler in a pool thread and post its answer."""
         if task._abandoned:
@@ -558,6 +639,8 @@ class Worker:
         frames: Optional[List[bytes]] = None
         try:
             value = self._handlers[task.activity](task.params, task)
+            if inspect.isawaitable(value):
+                value = self._event_loop().run(value)
             if isinstance(value, Branch):
                 frames = [_HEADER, b"RESULT", task.id.encode(), _json(value.value),
                           str(value.index).encode()]
@@ -574,7 +657,7 @@ class Worker:
             log.warning("worker %s: task %s (%s) failed", self.name, task.id, task.activity,
                         exc_info=True)
             frames = [_HEADER, b"FAIL", task.id.encode(), _json(
-                {"message": str(error) or type(error).__name__, "code": "activity_failed",
+                {"message": _describe(error), "code": "activity_failed",
                  "retryable": True})]
         finally:
             if frames is None:

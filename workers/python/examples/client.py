@@ -2,6 +2,9 @@
 """An actd client using the example worker's activities.
 
     /usr/bin/python3 workers/python/examples/client.py --endpoint tcp://127.0.0.1:5555
+
+With $ACTD_SERVER_KEY (the broker's public key) and $ACTD_CERT (this
+client's certificate file) it speaks CURVE.
 """
 
 import argparse
@@ -17,8 +20,9 @@ except ImportError:     # Run from a source checkout: use the package beside thi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="actd example client")
-    parser.add_argument("--endpoint", default=actd.DEFAULT_CLIENT_ENDPOINT,
-                        help="the broker's client endpoint (default %(default)s)")
+    parser.add_argument("--endpoint", default=None,
+                        help="the broker's client endpoint, or a comma-separated list "
+                        "(default $ACTD_ENDPOINT, else %s)" % actd.DEFAULT_CLIENT_ENDPOINT)
     parser.add_argument("--context", default="example", help="the context id to use")
     args = parser.parse_args()
     context = args.context

@@ -3,7 +3,8 @@
 
     /usr/bin/python3 workers/python/examples/worker.py --endpoint tcp://127.0.0.1:5556
 
-Stops on Ctrl-C or SIGTERM.
+Stops on Ctrl-C or SIGTERM. With $ACTD_SERVER_KEY (the broker's public key)
+and $ACTD_CERT (this worker's certificate file) it speaks CURVE.
 """
 
 import argparse
@@ -21,8 +22,9 @@ except ImportError:     # Run from a source checkout: use the package beside thi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="actd example worker")
-    parser.add_argument("--endpoint", default=actd.DEFAULT_WORKER_ENDPOINT,
-                        help="the broker's worker endpoint (default %(default)s)")
+    parser.add_argument("--endpoint", default=None,
+                        help="the broker's worker endpoint, or a comma-separated list "
+                        "(default $ACTD_WORKER_ENDPOINT, else %s)" % actd.DEFAULT_WORKER_ENDPOINT)
     parser.add_argument("--capacity", type=int, default=4, help="tasks run at once")
     parser.add_argument("--heartbeat-ms", type=int, default=1000,
                         help="the broker's heartbeat_ms (default %(default)s)")

@@ -66,16 +66,24 @@ def serving(broker: Actd, client: actd.Client, activities: Dict[str, Callable[..
             name: str, capacity: int = 1) -> Iterator[actd.Worker]:
     """Run a Worker in a thread until the block ends; yields once the broker
     lists it (so calls made in the block find it)."""
-    worker = make_worker(broker, activities, name, capacity)
+    with running(client, make_worker(broker, activities, name, capacity)) as worker:
+        yield worker
+
+
+@contextlib.contextmanager
+def running(client: actd.Client, worker: actd.Worker) -> Iterator[actd.Worker]:
+    """Run worker in a thread until the block ends; yields once the broker
+    that client asks lists it."""
     thread = worker.start()
     try:
-        wait_until(lambda: listed_worker(client, name), what="worker %s registered" % name)
+        wait_until(lambda: listed_worker(client, worker.name),
+                   what="worker %s registered" % worker.name)
         yield worker
     finally:
         worker.stop(wait=True, timeout=TIMEOUT)
         worker.close()
         if thread.is_alive():
-            raise AssertionError("worker %s did not stop" % name)
+            raise AssertionError("worker %s did not stop" % worker.name)
 
 
 class Gate:

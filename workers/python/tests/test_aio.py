@@ -95,10 +95,13 @@ class AsyncClientTest(unittest.TestCase):
                     {"type": "data", "kind": "user", "data": {"name": "ada"}}])
                 self.assertEqual(await client.view("a-ctx", format="text"),
                                  '## Data: \u00b6user\n{\n  "name": "ada"\n}\n')
-                page = await client.history("a-ctx", from_seq=2, limit=2)
-                self.assertEqual([m["_seq"] for m in page], [2, 3])
-                seqs = [m["_seq"] async for m in client.iter_history("a-ctx", page_size=2)]
+                page = [m["_seq"] async for m in client.history("a-ctx", from_seq=2, limit=2)]
+                self.assertEqual(page, [2, 3])
+                seqs = [m["_seq"] async for m in client.history("a-ctx", page_size=2)]
                 self.assertEqual(seqs, [1, 2, 3, 4, 5])
+                with self.assertWarns(DeprecationWarning):
+                    old = client.iter_history("a-ctx", from_seq=4, page_size=1)
+                self.assertEqual([m["_seq"] async for m in old], [4, 5])
 
         self.run_async(main())
 

@@ -27,7 +27,7 @@ from support import TIMEOUT, Actd, wait_until
 
 import actd
 import actd.aio
-from actd import _wire
+from actd import _socket, _wire
 from harness import Client as RawClient, find_binary
 import pg
 
@@ -151,12 +151,15 @@ class RendezvousTest(unittest.TestCase):
             _wire.score = original
 
     def test_endpoint_lists(self) -> None:
-        self.assertEqual(_wire.endpoint_list("tcp://a:1"), ["tcp://a:1"])
-        self.assertEqual(_wire.endpoint_list(("tcp://a:1", "tcp://b:1")),
+        self.assertEqual(_socket.endpoint_list("tcp://a:1"), ["tcp://a:1"])
+        self.assertEqual(_socket.endpoint_list(("tcp://a:1", "tcp://b:1")),
                          ["tcp://a:1", "tcp://b:1"])
-        for bad in ([], ["tcp://a:1", "tcp://a:1"], [""], [None]):
+        # A string is split at commas and spaces, as the C library does
+        self.assertEqual(_socket.endpoint_list("tcp://a:1, tcp://b:1,tcp://c:1"),
+                         ["tcp://a:1", "tcp://b:1", "tcp://c:1"])
+        for bad in ([], ["tcp://a:1", "tcp://a:1"], [""], [None], " , "):
             with self.assertRaises(ValueError):
-                _wire.endpoint_list(bad)  # type: ignore[arg-type]
+                _socket.endpoint_list(bad)  # type: ignore[arg-type]
         with self.assertRaises(ValueError):
             actd.Worker([])
         with self.assertRaises(ValueError):
@@ -245,7 +248,7 @@ class ClientRoutingTest(unittest.TestCase):
                 self.assertEqual(client.append("moved-once", {"type": "text", "n": 1}), 1)
                 self.assertEqual(client.endpoints, [fake.endpoint, owner])
                 # Later requests about the context go to its owner at once
-                self.assertEqual(client.history("moved-once")[0]["n"], 1)
+                self.assertEqual(list(client.history("moved-once"))[0]["n"], 1)
                 self.assertEqual(len(fake.received), 1)
         finally:
             fake.close()
@@ -291,7 +294,7 @@ class ClientRoutingTest(unittest.TestCase):
                 self.assertRegex(sent[0]["_id"], UUID)
                 self.assertEqual({k: v for k, v in sent[0].items() if k != "_id"},
                                  {"_tool": "echo", "n": 7, "_outputPath": "\u2020out.n"})
-                history = client.history(context)
+                history = list(client.history(context))
                 self.assertEqual([(m["_seq"], m["_callId"], m["_call"]["_id"]) for m in history],
                                  [(1, outcome.call_id, sent[0]["_id"])])
                 self.assertEqual(self.runs.count(outcome.call_id), 1)
@@ -312,7 +315,7 @@ class ClientRoutingTest(unittest.TestCase):
             outcome = client.call("no-id", {"_tool": "echo", "_outputPath": "\u2020out"},
                                   timeout=TIMEOUT)
             self.assertEqual(outcome.status, "ok")
-            self.assertEqual(client.history("no-id")[0]["_call"],
+            self.assertEqual(list(client.history("no-id"))[0]["_call"],
                              {"_tool": "echo", "_outputPath": "\u2020out"})
 
 
@@ -505,7 +508,8 @@ class TwoBrokersTest(unittest.TestCase):
                     self.assertEqual((await client.status(outcome.call_id)).context, context)
                     self.assertEqual(await client.resolve(context, "\u2020out"),
                                      context.upper())
-                    self.assertRegex((await client.history(context))[0]["_call"]["_id"], UUID)
+                    first = [m async for m in client.history(context)][0]
+                    self.assertRegex(first["_call"]["_id"], UUID)
                 self.assertEqual(client.pending, 0)
                 return list(outcomes)
 
@@ -594,7 +598,7 @@ class TakeoverTest(unittest.TestCase):
             self.assertEqual(sorted(run.split(".")[0] for run in runs),
                              sorted([call_id, forgotten]))
             # Its output is written exactly once, seqs without gaps
-            history = client.history(contexts[0])
+            history = list(client.history(contexts[0]))
             self.assertEqual([m["_seq"] for m in history], list(range(1, len(history) + 1)))
             self.assertEqual([m["_seq"] for m in history if m.get("_callId") == call_id],
                              outcome.seqs)

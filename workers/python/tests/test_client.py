@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 from support import TIMEOUT, Actd, Gate, serving
 
 import actd
+import actd.aio
 
 
 class ClientTest(unittest.TestCase):
@@ -72,7 +73,7 @@ class ClientTest(unittest.TestCase):
         outcome = self.client.wait(call_id, timeout=TIMEOUT)
         self.assertEqual((outcome.status, outcome.written, outcome.seqs, outcome.has_result),
                          ("ok", [], [], False))
-        self.assertEqual(self.client.history("c-forget"), [])
+        self.assertEqual(list(self.client.history("c-forget")), [])
 
     def test_submit_pipelines_many_calls(self) -> None:
         handles = [self.client.submit("c-submit", {"_tool": "upper", "text": "t%d" % n,
@@ -164,24 +165,29 @@ class ClientTest(unittest.TestCase):
                          'Schema for \u00b6user:\n{\n  "type": "object"\n}\n\n'
                          '## Data: \u00b6user (instance i1)\n{\n  "name": "bob"\n}\n')
 
-    def test_history_pages_and_iterates(self) -> None:
+    def test_history_iterates_page_by_page(self) -> None:
         for n in range(7):
             self.client.append("c-history", {"type": "text", "n": n})
-        page = self.client.history("c-history", from_seq=3, limit=2)
-        self.assertEqual([(m["_seq"], m["n"], m["type"]) for m in page],
+        first = list(self.client.history("c-history", from_seq=3, limit=2))
+        self.assertEqual([(m["_seq"], m["n"], m["type"]) for m in first],
                          [(3, 2, "text"), (4, 3, "text")])
-        self.assertTrue(all(isinstance(m["_date"], str) for m in page))
-        self.assertEqual([m["_seq"] for m in self.client.history("c-history")],
-                         list(range(1, 8)))
-        self.assertEqual([m["n"] for m in self.client.iter_history("c-history", page_size=3)],
-                         list(range(7)))
-        self.assertEqual([m["_seq"] for m in self.client.iter_history("c-history", from_seq=5,
-                                                                      page_size=2)],
-                         [5, 6, 7])
+        self.assertTrue(all(isinstance(m["_date"], str) for m in first))
+
+        def seqs(**options: Any) -> List[int]:
+            return [m["_seq"] for m in self.client.history("c-history", **options)]
+
+        self.assertEqual(seqs(), list(range(1, 8)))
+        self.assertEqual(seqs(page_size=3), list(range(1, 8)))
+        self.assertEqual(seqs(from_seq=5, page_size=2), [5, 6, 7])
         # A last full page: the iterator asks once more and stops on empty
-        self.assertEqual([m["_seq"] for m in self.client.iter_history("c-history",
-                                                                      page_size=7)],
-                         list(range(1, 8)))
+        self.assertEqual(seqs(page_size=7), list(range(1, 8)))
+        # limit across pages, and limit 0 (nothing is asked)
+        self.assertEqual(seqs(from_seq=2, limit=5, page_size=2), [2, 3, 4, 5, 6])
+        self.assertEqual(seqs(limit=0), [])
+        self.assertEqual(seqs(from_seq=8), [])
+        with self.assertWarns(DeprecationWarning):
+            old = self.client.iter_history("c-history", from_seq=6, page_size=1)
+        self.assertEqual([m["_seq"] for m in old], [6, 7])
 
     def test_status_of_waiting_running_and_ended_calls(self) -> None:
         producer = self.client.submit("c-status", {"_tool": "gate", "value": "v",
@@ -252,6 +258,23 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             actd.Client([self.broker.client_endpoint, self.broker.client_endpoint])
 
+    def test_endpoint_is_a_deprecated_name_of_endpoints(self) -> None:
+        with actd.Client(endpoints=self.broker.client_endpoint) as client:
+            self.assertGreaterEqual(client.ping(), 0.0)
+        with self.assertWarns(DeprecationWarning):
+            old = actd.Client(endpoint=self.broker.client_endpoint)
+        with old:
+            self.assertGreaterEqual(old.ping(), 0.0)
+        with self.assertWarns(DeprecationWarning):
+            async_client = actd.aio.AsyncClient(endpoint=[self.broker.client_endpoint])
+        self.assertEqual(async_client.endpoints, [self.broker.client_endpoint])
+        with self.assertWarns(DeprecationWarning):
+            worker = actd.Worker(endpoint=self.broker.worker_endpoint)
+        self.assertEqual(worker.endpoints, [self.broker.worker_endpoint])
+        worker.close()
+        with self.assertRaises(TypeError):
+            actd.Client(endpoints="tcp://127.0.0.1:1", endpoint="tcp://127.0.0.1:2")
+
 
 class ErrorTest(unittest.TestCase):
     """ERROR replies raise the ActdError subclass of their code."""
@@ -315,7 +338,7 @@ class ErrorTest(unittest.TestCase):
         self.client.append("e-mismatch", {"type": "data", "kind": "l", "data": {"a": 1}})
         self.assertRefused(actd.TypeMismatch, "type_mismatch", lambda: self.client.append(
             "e-mismatch", {"type": "data", "kind": "l", "data": 5, "_outputMethod": "push"}))
-        self.assertEqual(self.client.history("e-mismatch")[-1]["_seq"], 1)
+        self.assertEqual([m["_seq"] for m in self.client.history("e-mismatch")], [1])
 
     def test_unresolved_reference(self) -> None:
         self.assertRefused(actd.UnresolvedReference, "unresolved_reference", lambda:
@@ -324,7 +347,7 @@ class ErrorTest(unittest.TestCase):
     def test_not_found(self) -> None:
         self.assertRefused(actd.NotFound, "not_found", lambda: self.client.status("424242"))
         self.assertRefused(actd.NotFound, "not_found",
-                           lambda: self.client.history("no-such-context"))
+                           lambda: list(self.client.history("no-such-context")))
 
     def test_too_large(self) -> None:
         self.assertRefused(actd.TooLarge, "too_large", lambda: self.client.call(

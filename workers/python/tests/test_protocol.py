@@ -150,8 +150,8 @@ class WorkerProtocolTest(unittest.TestCase):
                                                  "retryable": False, "field": "x"})
         self.broker.task(identity, "4.1", "work", {"how": "other"}, meta("4"))
         frames = self.broker.expect(b"FAIL", identity)[1]
-        self.assertEqual(json.loads(frames[2]), {"message": "'boom'", "code": "activity_failed",
-                                                 "retryable": True})
+        self.assertEqual(json.loads(frames[2]), {"message": "KeyError: 'boom'",
+                                                 "code": "activity_failed", "retryable": True})
 
     def test_progress_then_result(self) -> None:
         def work(params: Dict[str, Any], task: actd.Task) -> str:

@@ -1,13 +1,15 @@
 """actd.Worker against the real actd: activities served to actd.Client
 calls, per PROTOCOL.md section 2 and SEMANTICS.md section 7."""
 
+import asyncio
 import os
 import signal
 import threading
 import unittest
 from typing import Any, Dict, List
 
-from support import TIMEOUT, Actd, Gate, listed_worker, make_worker, serving, wait_until
+from support import (TIMEOUT, Actd, Gate, listed_worker, make_worker, running, serving,
+                     wait_until)
 
 import actd
 
@@ -117,9 +119,93 @@ class WorkerTest(unittest.TestCase):
                 "_retry": {"max_attempts": 2, "initial_ms": 10}}, timeout=TIMEOUT)
         self.assertEqual(outcome.status, "error")
         self.assertEqual(outcome.error, {"code": "activity_failed",
-                                         "message": "the input is broken"})
+                                         "message": "ValueError: the input is broken"})
         # Retryable by default (PROTOCOL 2: retryable defaults to true)
         self.assertEqual(outcome.attempts, 2)
+
+    def test_the_exception_type_reaches_the_agent(self) -> None:
+        def lookup(params: Dict[str, Any], task: actd.Task) -> Any:
+            return params["city"]
+
+        async def lookup_async(params: Dict[str, Any], task: actd.Task) -> Any:
+            return params["city"]
+
+        def bare(params: Dict[str, Any], task: actd.Task) -> None:
+            raise RuntimeError()
+
+        with self.serve({"w-key": lookup, "w-key-async": lookup_async, "w-bare": bare}):
+            outcomes = [self.client.call("w-type", {"_tool": tool, "_outputPath": "†out",
+                                                    "_retry": {"max_attempts": 1}},
+                                         timeout=TIMEOUT)
+                        for tool in ("w-key", "w-key-async", "w-bare")]
+        self.assertEqual([(outcome.code, outcome.message) for outcome in outcomes],
+                         [("activity_failed", "KeyError: 'city'"),
+                          ("activity_failed", "KeyError: 'city'"),
+                          ("activity_failed", "RuntimeError")])
+
+    def test_coroutine_handlers_run_capacity_at_once_on_one_loop(self) -> None:
+        running = 0
+        peak = 0
+        loops: List[Any] = []
+
+        async def slow(params: Dict[str, Any], task: actd.Task) -> Any:
+            nonlocal running, peak
+            loops.append(asyncio.get_running_loop())
+            running += 1
+            peak = max(peak, running)
+            # Run one at a time, the first would wait here in vain
+            for _ in range(int(TIMEOUT / 0.01)):
+                if peak == 4:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(1)
+            running -= 1
+            if params["n"] == 5:
+                raise actd.ActivityError("no sixth", code="sixth", retryable=False)
+            return actd.Branch(1, params["n"])
+
+        def sync(params: Dict[str, Any], task: actd.Task) -> str:
+            return "still threads"
+
+        with self.serve({"w-async": slow, "w-sync": sync}, capacity=4):
+            handles = [self.client.submit("w-async", {
+                "_tool": "w-async", "n": n, "_outputPath": "†a.n%d || †b.n%d" % (n, n)})
+                for n in range(6)]
+            outcomes = [handle.outcome(TIMEOUT) for handle in handles]
+            plain = self.client.call("w-async", {"_tool": "w-sync", "_outputPath": "†sync"},
+                                     timeout=TIMEOUT)
+        # Four at the same moment, never more than the capacity
+        self.assertEqual(peak, 4)
+        self.assertEqual(len(loops), 6)
+        self.assertEqual(len(set(map(id, loops))), 1, "one event loop for all coroutines")
+        self.assertEqual([(outcome.status, outcome.branch, outcome.result)
+                          for outcome in outcomes[:5]],
+                         [("ok", 1, n) for n in range(5)])
+        self.assertEqual((outcomes[5].status, outcomes[5].code), ("error", "sixth"))
+        self.assertEqual((plain.status, plain.result), ("ok", "still threads"))
+
+    def test_activity_decorator_bare_and_named(self) -> None:
+        worker = make_worker(self.broker, {}, self.id())
+
+        @worker.activity
+        def w_bare(params: Dict[str, Any], task: actd.Task) -> str:
+            return "bare"
+
+        @worker.activity("w-named")
+        def anything(params: Dict[str, Any], task: actd.Task) -> str:
+            return "named"
+
+        @worker.activity
+        async def w_bare_async(params: Dict[str, Any], task: actd.Task) -> str:
+            return "bare async"
+
+        self.assertEqual(worker.activities, ["w_bare", "w-named", "w_bare_async"])
+        self.assertEqual(w_bare(None, None), "bare")      # returned unchanged
+        with running(self.client, worker):
+            results = [self.client.call("w-decorator", {"_tool": tool, "_outputPath": "†out"},
+                                        timeout=TIMEOUT).result
+                       for tool in worker.activities]
+        self.assertEqual(results, ["bare", "named", "bare async"])
 
     def test_result_that_is_not_json_fails_with_activity_failed(self) -> None:
         def odd(params: Dict[str, Any], task: actd.Task) -> Any:

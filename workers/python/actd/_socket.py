@@ -1,0 +1,146 @@
+"""What clients and workers share about their connections: which brokers
+(``endpoints``, else the environment) and CURVE, and the DEALER socket
+opened with them.
+
+CURVE takes what the C library takes (``act_client_set_curve``,
+``actctl --curve-server KEY --curve-cert FILE``): the broker's public key
+(Z85 text) and a certificate file as ``actctl keygen`` writes it (CZMQ's
+zcert, in ZPL).
+"""
+
+import os
+import re
+import warnings
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import zmq
+
+#: The client endpoints when none are given (as for actctl): one, or a
+#: comma-separated list.
+ENDPOINT_VARIABLE = "ACTD_ENDPOINT"
+#: The worker endpoints when none are given.
+WORKER_ENDPOINT_VARIABLE = "ACTD_WORKER_ENDPOINT"
+#: The broker's CURVE public key (Z85) when ``curve_server`` is not given.
+SERVER_KEY_VARIABLE = "ACTD_SERVER_KEY"
+#: This peer's certificate file when ``curve_cert`` is not given.
+CERT_VARIABLE = "ACTD_CERT"
+
+Endpoints = Union[str, Sequence[str]]
+
+
+def endpoint_list(endpoints: Endpoints) -> List[str]:
+    """A client's or a worker's endpoints: a non-empty sequence of distinct
+    strings, or one string, split at commas and spaces as the C library
+    does (``"tcp://a:5555,tcp://b:5555"``)."""
+    if isinstance(endpoints, str):
+        listed = [item for item in re.split(r"[,\s]+", endpoints) if item]
+    else:
+        listed = list(endpoints)
+    if not listed:
+        raise ValueError("at least one endpoint is needed")
+    for endpoint in listed:
+        if not isinstance(endpoint, str) or not endpoint:
+            raise ValueError("an endpoint is a non-empty string, not %r" % (endpoint,))
+    if len(set(listed)) != len(listed):
+        raise ValueError("an endpoint is listed twice: %r" % (listed,))
+    return listed
+
+
+def endpoints_option(endpoints: Optional[Endpoints], endpoint: Optional[Endpoints],
+                     variable: str, default: str) -> List[str]:
+    """The endpoints a client or worker was given: ``endpoints``, or the
+    deprecated ``endpoint=``, else ``$variable``, else ``default``."""
+    if endpoint is not None:
+        # stacklevel 3: the warning names the caller's Client(...) line
+        warnings.warn("endpoint= is deprecated: use endpoints= (a string or a list)",
+                      DeprecationWarning, stacklevel=3)
+        if endpoints is not None:
+            raise TypeError("give endpoints= or endpoint=, not both")
+        endpoints = endpoint
+    if endpoints is None:
+        endpoints = os.environ.get(variable) or default
+    return endpoint_list(endpoints)
+
+
+class Curve(NamedTuple):
+    """The CURVE keys of a socket, all Z85 text."""
+
+    server: str         # The broker's public key
+    public: str         # This peer's
+    secret: str
+
+
+def _zpl(path: str) -> Dict[str, str]:
+    """The values of a ZPL file (CZMQ's zconfig text: four spaces of indent
+    per level, ``name = value``, ``#`` comments) by their path, such as
+    ``curve/public-key``."""
+    values: Dict[str, str] = {}
+    section: List[str] = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            depth = (len(line) - len(line.lstrip(" "))) // 4
+            name, _, value = stripped.partition("=")
+            del section[depth:]
+            section.append(name.strip())
+            value = value.strip()
+            # Z85 has '#' among its characters: a quoted value ends at its
+            # closing quote only
+            quoted = re.match(r"""(["'])(.*?)\1""", value)
+            values["/".join(section)] = (quoted.group(2) if quoted
+                                         else value.split("#")[0].strip())
+    return values
+
+
+def load_certificate(path: str) -> Tuple[str, str]:
+    """The (public, secret) keys of a certificate file as ``actctl keygen``
+    writes it. As CZMQ's ``zcert_load``, ``NAME.key`` stands for
+    ``NAME.key_secret`` when that file exists."""
+    if os.path.exists(path + "_secret"):
+        path += "_secret"
+    values = _zpl(path)
+    public = values.get("curve/public-key", "")
+    secret = values.get("curve/secret-key", "")
+    if len(public) != 40:
+        raise ValueError("%s has no curve/public-key (40 characters of Z85)" % path)
+    if len(secret) != 40:
+        raise ValueError("%s has no curve/secret-key: give the certificate's _secret file"
+                         % path)
+    return public, secret
+
+
+def curve_option(server: Optional[str], cert: Optional[str]) -> Optional[Curve]:
+    """The CURVE keys from ``curve_server`` and ``curve_cert`` (each
+    defaults to its environment variable), or None for plain TCP."""
+    server = os.environ.get(SERVER_KEY_VARIABLE) if server is None else server
+    cert = os.environ.get(CERT_VARIABLE) if cert is None else cert
+    if not server and not cert:
+        return None
+    if not server or not cert:
+        # Half of CURVE would silently talk in plain text
+        raise ValueError("curve_server ($%s) and curve_cert ($%s) go together"
+                         % (SERVER_KEY_VARIABLE, CERT_VARIABLE))
+    if len(server) != 40:
+        raise ValueError("curve_server is the broker's public key: 40 characters of Z85")
+    public, secret = load_certificate(cert)
+    return Curve(server, public, secret)
+
+
+def dealer(context: Any, endpoint: str, curve: Optional[Curve]) -> Any:
+    """A DEALER socket of ``context`` (``zmq`` or ``zmq.asyncio``), linger 0,
+    with the CURVE keys when given, connected to ``endpoint``; closed again
+    if the connect fails."""
+    sock = context.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        if curve is not None:
+            sock.curve_serverkey = curve.server.encode("ascii")
+            sock.curve_publickey = curve.public.encode("ascii")
+            sock.curve_secretkey = curve.secret.encode("ascii")
+        sock.connect(endpoint)
+    except zmq.ZMQError:
+        sock.close(0)
+        raise
+    return sock
