@@ -282,6 +282,13 @@ export interface ClientOptions {
     statusPollMs?: number;
 }
 
+export interface HistoryOptions {
+    /** The first _seq (default 1). */
+    fromSeq?: number;
+    /** Messages read per HISTORY request (default and most 1000). */
+    pageSize?: number;
+}
+
 export interface RequestOptions {
     /** This request's first-reply limit, instead of the client's. */
     timeoutMs?: number;
@@ -338,9 +345,11 @@ export declare class Client {
     view(context: string, format?: 'json'): Promise<ViewEntry[]>;
     view(context: string, format: 'text'): Promise<string>;
     /** HISTORY: up to limit (at most 1000) messages from _seq fromSeq (default 1). */
-    history(context: string, fromSeq?: number, limit?: number): Promise<StoredMessage[]>;
+    historyPage(context: string, fromSeq?: number, limit?: number): Promise<StoredMessage[]>;
     /** Every message of the context from fromSeq on, read pageSize (default 1000) at a time. */
-    iterateHistory(context: string, options?: { fromSeq?: number; pageSize?: number }): AsyncGenerator<StoredMessage, void, undefined>;
+    history(context: string, options?: HistoryOptions): AsyncGenerator<StoredMessage, void, undefined>;
+    /** @deprecated Use history(); warns once. */
+    iterateHistory(context: string, options?: HistoryOptions): AsyncGenerator<StoredMessage, void, undefined>;
 
     status(callId: string | number): Promise<Status>;
     /** CANCEL: resolves also for a call that has already ended. */

@@ -40,7 +40,7 @@ async function main () {
         //  Read back
         console.log ('†state.shout = %j', await client.resolve (context, '†state.shout'));
         console.log ('view:\n%s', await client.view (context, 'text'));
-        for await (const message of client.iterateHistory (context))
+        for await (const message of client.history (context))
             console.log ('#%d %s %s', message._seq, message.type, message.kind ?? '');
         console.log ('stats: %j', (await client.stats ()).calls);
     }

@@ -56,6 +56,8 @@ function s_parse (frame) {
     return JSON.parse (frame.toString ());
 }
 
+let s_iterate_warned = false;           //  iterateHistory () warns once a process
+
 //  map.set (key, value) as the newest entry, keeping at most ROUTES_KEPT
 function s_remember (map, key, value) {
     map.delete (key);
@@ -186,24 +188,41 @@ class Client {
     }
 
     //  HISTORY: up to limit (at most 1000) stored messages from _seq fromSeq
-    async history (context, fromSeq = 1, limit = HISTORY_LIMIT) {
+    async historyPage (context, fromSeq = 1, limit = HISTORY_LIMIT) {
         return this._request ('HISTORY', [context, String (fromSeq), String (limit)], {},
                               (request, args) => s_parse (args [0]));
     }
 
-    //  Every stored message of context from fromSeq on, oldest first, read
-    //  pageSize at a time
-    async * iterateHistory (context, options = {}) {
-        let from = options.fromSeq ?? 1;
-        const size = options.pageSize ?? HISTORY_LIMIT;
+    //  Every stored message of context from options.fromSeq on, oldest
+    //  first, read options.pageSize at a time: an async iterator. A plain
+    //  method, so that a call in the form history () had before it was the
+    //  iterator, history (context, fromSeq, limit), throws at once.
+    history (context, options = {}) {
+        if (options === null || typeof options !== 'object')
+            throw new TypeError ('history (context, {fromSeq, pageSize}) iterates over the '
+                                 + 'messages; historyPage (context, fromSeq, limit) reads a page');
+        return this._history (context, options.fromSeq ?? 1, options.pageSize ?? HISTORY_LIMIT);
+    }
+
+    async * _history (context, from, size) {
         for (;;) {
-            const page = await this.history (context, from, size);
+            const page = await this.historyPage (context, from, size);
             for (const message of page)
                 yield message;
             if (page.length < size || !page.length)
                 return;
             from = page [page.length - 1]._seq + 1;
         }
+    }
+
+    //  Deprecated: the iterator's name before 0.1 became history ()
+    iterateHistory (context, options) {
+        if (!s_iterate_warned) {
+            s_iterate_warned = true;
+            process.emitWarning ('client.iterateHistory () is deprecated: use client.history ()',
+                                 'DeprecationWarning', 'ACTD_ITERATE_HISTORY');
+        }
+        return this.history (context, options);
     }
 
     //  ------------------------------------------------------------------

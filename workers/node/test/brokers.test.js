@@ -232,7 +232,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.equal (await client.append ('node-moved-once', { type: 'text', n: 1 }), 1);
             assert.deepEqual (client.endpoints, [fake.endpoint, actd.clientEndpoint]);
             //  Later requests about the context go to its owner at once
-            assert.equal ((await client.history ('node-moved-once')) [0].n, 1);
+            assert.equal ((await client.historyPage ('node-moved-once')) [0].n, 1);
             assert.equal (fake.received.length, 1);
         }
         finally {
@@ -282,7 +282,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.match (sent [0]._id, UUID);
             const { _id, ...rest } = sent [0];
             assert.deepEqual (rest, { _tool: 'echo', n: 7, _outputPath: '\u2020out.n' });
-            const history = await client.history (context);
+            const history = await client.historyPage (context);
             assert.deepEqual (history.map ((m) => [m._seq, m._callId, m._call._id]),
                               [[1, outcome.call_id, _id]]);
             assert.equal (runs.filter ((id) => id === outcome.call_id).length, 1);
@@ -291,7 +291,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
                 { _tool: 'echo', _id: 'mine', _outputPath: '\u2020out.a' },
                 { _tool: 'echo', _outputPath: '\u2020out.b' }]);
             assert.deepEqual (outcomes.map ((o) => o.status), ['ok', 'ok']);
-            const calls = (await client.history (context, 2)).map ((m) => m._call);
+            const calls = (await client.historyPage (context, 2)).map ((m) => m._call);
             assert.equal (calls [0]._id, 'mine');
             assert.match (calls [1]._id, UUID);
         }
@@ -308,7 +308,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.equal ((await client.call ('node-no-id', { _tool: 'echo',
                                                              _outputPath: '\u2020out' })).status,
                           'ok');
-            assert.deepEqual ((await client.history ('node-no-id')) [0]._call,
+            assert.deepEqual ((await client.historyPage ('node-no-id')) [0]._call,
                               { _tool: 'echo', _outputPath: '\u2020out' });
         }
         finally {
@@ -405,7 +405,7 @@ describe ('Two brokers sharing PostgreSQL', () => {
         finally {
             raw.close ();
         }
-        assert.deepEqual ((await client.history (context)).map ((m) => m._seq), [1]);
+        assert.deepEqual ((await client.historyPage (context)).map ((m) => m._seq), [1]);
         const one = new Client ({ endpoint: b.clientEndpoint });
         try {
             assert.equal (await one.resolve (context, '\u2020out.x'), 'X');
@@ -538,14 +538,14 @@ describe ('A broker killed', () => {
             assert.deepEqual ((await client.status (callId)).outcome, outcome);
             assert.deepEqual ([...runs].sort (), [callId, forgotten].sort ());
             //  Its output is written exactly once, seqs without gaps
-            const history = await client.history (contexts [0]);
+            const history = await client.historyPage (contexts [0]);
             assert.deepEqual (history.map ((m) => m._seq), history.map ((m, index) => index + 1));
             assert.deepEqual (history.filter ((m) => m._callId === callId).map ((m) => m._seq),
                               outcome.seqs);
             assert.equal (outcome.seqs.length, 1);
             assert.deepEqual (await client.resolve (contexts [0], '\u2020k'),
                               { v: contexts [0], up: contexts [0].toUpperCase (), later: 'later 1' });
-            assert.deepEqual ((await client.history (contexts [1])).map ((m) => m._seq), [1, 2]);
+            assert.deepEqual ((await client.historyPage (contexts [1])).map ((m) => m._seq), [1, 2]);
         }
         finally {
             client.close ();

@@ -87,8 +87,8 @@ async function client (): Promise<void> {
     const a: number = value.a;
     const view: ViewEntry[] = await client.view ('ctx');
     const text: string = await client.view ('ctx', 'text');
-    const page: StoredMessage[] = await client.history ('ctx', 1, 100);
-    for await (const message of client.iterateHistory ('ctx', { fromSeq: 1, pageSize: 10 })) {
+    const page: StoredMessage[] = await client.historyPage ('ctx', 1, 100);
+    for await (const message of client.history ('ctx', { fromSeq: 1, pageSize: 10 })) {
         const s: number = message._seq;
         void s;
     }
