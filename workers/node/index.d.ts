@@ -114,12 +114,23 @@ export declare class Task {
 export type Handler<P = any, R = unknown> =
     (params: P, task: Task) => R | Branch<R> | Promise<R | Branch<R>>;
 
-export interface WorkerOptions {
-    /** Broker's worker endpoint (default tcp://127.0.0.1:5556). */
-    endpoint?: string;
-    /** The worker endpoints of several brokers sharing a store (instead of
-     *  endpoint): one socket, READY, heartbeats and reconnections each. */
-    endpoints?: string[];
+/** CURVE, for a broker with security/server_key (both or neither). */
+export interface CurveOptions {
+    /** The broker's public key, 40 characters of Z85 (default
+     *  $ACTD_SERVER_KEY). */
+    serverKey?: string;
+    /** This client's or worker's certificate file, as `actctl keygen`
+     *  writes it (default $ACTD_CERT). */
+    cert?: string;
+}
+
+export interface WorkerOptions extends CurveOptions {
+    /** The worker endpoints of several brokers sharing a store (an array,
+     *  or a comma-separated string): one socket, READY, heartbeats and
+     *  reconnections each (default tcp://127.0.0.1:5556). */
+    endpoints?: string | string[];
+    /** The same as endpoints. */
+    endpoint?: string | string[];
     /** Tasks the worker may hold at once, per broker: each broker is told
      *  this capacity in READY (default 1). */
     capacity?: number;
@@ -263,12 +274,14 @@ export interface Stats {
     workers: { name: string; activities: string[]; capacity: number; running: number; lang: string }[];
 }
 
-export interface ClientOptions {
-    /** Broker's client endpoint (default tcp://127.0.0.1:5555). */
-    endpoint?: string;
-    /** The client endpoints of several brokers sharing a store (instead of
-     *  endpoint): each context's requests go to the broker that owns it. */
-    endpoints?: string[];
+export interface ClientOptions extends CurveOptions {
+    /** The broker's client endpoint, or those of several brokers sharing a
+     *  store (an array, or a comma-separated string): each context's
+     *  requests go to the broker that owns it (default $ACTD_ENDPOINT, else
+     *  tcp://127.0.0.1:5555). */
+    endpoints?: string | string[];
+    /** The same as endpoints. */
+    endpoint?: string | string[];
     /** How long a request waits for its first reply, in ms (default 30000;
      *  0: no limit). DONE has no limit. */
     timeoutMs?: number;

@@ -2,13 +2,17 @@
 //  An actd client: calls the example worker's activities in one context and
 //  prints what the context holds afterwards.
 //
-//  node examples/client.js [--endpoint tcp://127.0.0.1:5555] [--context ID]
+//  node examples/client.js [--endpoint EP] [--context ID]
+//
+//  The endpoint defaults to $ACTD_ENDPOINT, else tcp://127.0.0.1:5555. With
+//  CURVE: ACTD_SERVER_KEY (the broker's public key) and ACTD_CERT (this
+//  client's certificate file) in the environment.
 'use strict';
 const { parseArgs } = require ('node:util');
 const { Client } = require ('actd');
 
 const { values: options } = parseArgs ({ options: {
-    endpoint: { type: 'string', default: 'tcp://127.0.0.1:5555' },
+    endpoint: { type: 'string' },
     context: { type: 'string', default: 'example-' + Date.now () }
 } });
 

@@ -7,6 +7,9 @@
 //
 //  node examples/worker.js [--endpoint tcp://127.0.0.1:5556] [--capacity N]
 //                          [--heartbeat-ms N] [--liveness N] [--name NAME]
+//
+//  With CURVE: ACTD_SERVER_KEY (the broker's public key) and ACTD_CERT (this
+//  worker's certificate file) in the environment.
 'use strict';
 const { parseArgs } = require ('node:util');
 const { Worker, branch, ActivityError } = require ('actd');
@@ -48,6 +51,7 @@ worker.activity ('weather', async ({ city }) => {
 worker.on ('ready', ({ connections }) =>
     console.error (`worker ${worker.name}: READY sent to ${worker.endpoint} (#${connections})`));
 worker.on ('disconnect', (reason) => console.error (`worker ${worker.name}: ${reason}`));
+worker.on ('warning', (error) => console.error (`worker ${worker.name}: ${error.message}`));
 
 process.on ('SIGINT', () => worker.stop ());
 process.on ('SIGTERM', () => worker.stop ());

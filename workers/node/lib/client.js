@@ -25,6 +25,7 @@
 const { Link } = require ('./link');
 const { ActdError, errorFromReply } = require ('./errors');
 const { rendezvous, endpointList, withIds } = require ('./route');
+const { curveOptions } = require ('./curve');
 
 const HEADER = 'ACTC01';
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5555';
@@ -67,9 +68,10 @@ function s_remember (map, key, value) {
 }
 
 class Client {
-    //  options: endpoints (an array of brokers sharing a store), or
-    //  endpoint (default tcp://127.0.0.1:5555), or the endpoint string
-    //  itself; timeoutMs (30000): how long a request waits for its first
+    //  options: endpoints (an array of brokers sharing a store, or a
+    //  comma-separated string), or endpoint (default $ACTD_ENDPOINT, else
+    //  tcp://127.0.0.1:5555), or the endpoint string itself; serverKey and
+    //  cert for CURVE (./curve.js); timeoutMs (30000): how long a request waits for its first
     //  reply (0: forever; DONE has no limit); requestTimeoutMs (5000 with
     //  several endpoints, 0 with one): a broker silent that long is skipped
     //  and the request sent to the next; statusPollMs (1000, 0: never):
@@ -77,7 +79,7 @@ class Client {
     constructor (options = {}) {
         if (typeof options === 'string')
             options = { endpoint: options };
-        const endpoints = endpointList (options, DEFAULT_ENDPOINT);
+        const endpoints = endpointList (options, process.env.ACTD_ENDPOINT || DEFAULT_ENDPOINT);
         this.endpoint = endpoints [0];
         this.endpoints = endpoints;     //  Grows with endpoints moved names
         this.timeoutMs = options.timeoutMs ?? 30000;
@@ -86,6 +88,7 @@ class Client {
         this.statusPollMs = options.statusPollMs ?? 1000;
         if (!(this.requestTimeoutMs >= 0) || !(this.statusPollMs >= 0))
             throw new TypeError ('requestTimeoutMs and statusPollMs are numbers >= 0');
+        this._curve = curveOptions (options);
         this._autoId = endpoints.length > 1;
         this._links = new Map ();       //  endpoint -> Link
         this._dead = new Map ();        //  endpoint -> skipped until (Date.now ())
@@ -285,7 +288,8 @@ class Client {
         if (!link) {
             link = new Link (endpoint, {
                 onMessage: (frames) => this._message (endpoint, frames),
-                onDisconnect: () => this._lost (endpoint)
+                onDisconnect: () => this._lost (endpoint),
+                curve: this._curve
             });
             this._links.set (endpoint, link);
         }

@@ -16,6 +16,11 @@ const { Client } = require ('..');
 
 const ROOT = path.resolve (__dirname, '..', '..', '..');
 
+//  The package's defaults from the environment (a broker, CURVE keys) are
+//  the developer's, not the tests'
+for (const name of ['ACTD_ENDPOINT', 'ACTD_SERVER_KEY', 'ACTD_CERT'])
+    delete process.env [name];
+
 function actdBinary () {
     const candidates = [process.env.ACTD_BIN,
                         path.join (ROOT, 'build-asan', 'bin', 'actd'),
@@ -24,6 +29,11 @@ function actdBinary () {
         if (candidate && fs.existsSync (candidate))
             return candidate;
     throw new Error ('cannot find actd: set ACTD_BIN or build the project');
+}
+
+//  A program built beside actd (actctl, actd-example-worker)
+function sibling (name) {
+    return path.join (path.dirname (actdBinary ()), name);
 }
 
 //  A TCP port nothing listens on right now
@@ -69,6 +79,7 @@ class Actd {
         this.heartbeatMs = options.heartbeatMs ?? 200;
         this.liveness = options.liveness ?? 3;
         this.args = options.args ?? [];
+        this.clientOptions = options.clientOptions ?? {};   //  CURVE keys, say
         this.process = null;
         this.exit = null;
         this.starts = 0;
@@ -99,7 +110,7 @@ class Actd {
     }
 
     async _waitReady () {
-        const client = new Client ({ endpoint: this.clientEndpoint });
+        const client = this.client ();
         let exited = null;
         this.exit.then ((status) => { exited = status; });
         try {
@@ -173,7 +184,7 @@ class Actd {
     }
 
     client (options = {}) {
-        return new Client ({ endpoint: this.clientEndpoint, ...options });
+        return new Client ({ endpoint: this.clientEndpoint, ...this.clientOptions, ...options });
     }
 
     cleanup () {
@@ -183,4 +194,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, until, sleep, gate, freePort, ROOT };
+module.exports = { Actd, until, sleep, gate, freePort, sibling, ROOT };

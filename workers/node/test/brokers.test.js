@@ -175,6 +175,29 @@ describe ('Rendezvous routing', () => {
         assert.throws (() => new Client ({ endpoints: [] }), TypeError);
         assert.throws (() => new Client ({ endpoints: ['tcp://a:1', 'tcp://a:1'] }), TypeError);
         assert.throws (() => new Worker ({ endpoints: ['tcp://a:1', 'tcp://a:1'] }), TypeError);
+        assert.throws (() => new Client ({ endpoints: ' , ' }), TypeError);
+    });
+
+    it ('takes endpoints as a comma-separated string too, and $ACTD_ENDPOINT by default', () => {
+        const listed = 'tcp://127.0.0.1:1, tcp://127.0.0.1:2';
+        const both = ['tcp://127.0.0.1:1', 'tcp://127.0.0.1:2'];
+        for (const options of [{ endpoints: listed }, { endpoint: listed }, listed]) {
+            const client = new Client (options);
+            assert.deepEqual (client.endpoints, both);
+            client.close ();
+            assert.deepEqual (new Worker (options).endpoints, both);
+        }
+        process.env.ACTD_ENDPOINT = listed;
+        try {
+            const client = new Client ();
+            assert.deepEqual (client.endpoints, both);
+            client.close ();
+            //  It is a client endpoint: the worker's default stays its own
+            assert.deepEqual (new Worker ().endpoints, ['tcp://127.0.0.1:5556']);
+        }
+        finally {
+            delete process.env.ACTD_ENDPOINT;
+        }
     });
 });
 

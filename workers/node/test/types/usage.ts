@@ -43,8 +43,12 @@ async function worker (): Promise<void> {
     const brokers: string[] = several.endpoints;
     const first: string = several.endpoint;
     void brokers; void first;
-    // @ts-expect-error endpoints is an array
-    new Worker ({ endpoints: 'tcp://a:5556' });
+    new Worker ({ endpoints: 'tcp://a:5556,tcp://b:5556', serverKey: 'K'.repeat (40),
+                  cert: 'w1.key_secret' });
+    // @ts-expect-error endpoints is a string or an array of strings
+    new Worker ({ endpoints: [5556] });
+    // @ts-expect-error cert is a file name
+    new Worker ({ serverKey: 'K'.repeat (40), cert: { publicKey: 'p', secretKey: 's' } });
     const names: string[] = worker.activities;
     const running: number = worker.running;
     void names; void running;
@@ -63,6 +67,8 @@ async function client (): Promise<void> {
     const client = new Client ({ endpoint: DEFAULTS.clientEndpoint, timeoutMs: 10000,
                                  statusPollMs: 500 });
     const alsoClient = new Client ('tcp://127.0.0.1:5555');
+    new Client ({ endpoints: 'tcp://127.0.0.1:5555', serverKey: 'K'.repeat (40),
+                  cert: 'alice.key_secret' }).close ();
     alsoClient.close ();
     const multi = new Client ({ endpoints: ['tcp://a:5555', 'tcp://b:5555'],
                                 requestTimeoutMs: 2000, statusPollMs: 1000 });
