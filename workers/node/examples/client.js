@@ -17,7 +17,7 @@ const { values: options } = parseArgs ({ options: {
 } });
 
 async function main () {
-    const client = new Client ({ endpoint: options.endpoint });
+    const client = new Client ({ endpoints: options.endpoint });
     const context = options.context;
     try {
         console.log ('ping: %s ms', (await client.ping ()).toFixed (2));

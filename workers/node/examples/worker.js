@@ -23,7 +23,7 @@ const { values: options } = parseArgs ({ options: {
 } });
 
 const worker = new Worker ({
-    endpoint: options.endpoint,
+    endpoints: options.endpoint,
     capacity: Number (options.capacity),
     heartbeatMs: Number (options ['heartbeat-ms']),
     liveness: Number (options.liveness),
