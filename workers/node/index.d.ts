@@ -118,16 +118,17 @@ export type Handler<P = any, R = unknown> =
 export interface CurveOptions {
     /** The broker's public key, 40 characters of Z85 (default
      *  $ACTD_SERVER_KEY). */
-    serverKey?: string;
+    curveServer?: string;
     /** This client's or worker's certificate file, as `actctl keygen`
      *  writes it (default $ACTD_CERT). */
-    cert?: string;
+    curveCert?: string;
 }
 
 export interface WorkerOptions extends CurveOptions {
     /** The worker endpoints of several brokers sharing a store (an array,
      *  or a comma-separated string): one socket, READY, heartbeats and
-     *  reconnections each (default tcp://127.0.0.1:5556). */
+     *  reconnections each (default $ACTD_WORKER_ENDPOINT, else
+     *  tcp://127.0.0.1:5556). */
     endpoints?: string | string[];
     /** The same as endpoints. */
     endpoint?: string | string[];
@@ -298,6 +299,8 @@ export interface ClientOptions extends CurveOptions {
 export interface HistoryOptions {
     /** The first _seq (default 1). */
     fromSeq?: number;
+    /** At most this many messages (default: all). */
+    limit?: number;
     /** Messages read per HISTORY request (default and most 1000). */
     pageSize?: number;
 }
@@ -357,9 +360,8 @@ export declare class Client {
     resolve<T = Json>(context: string, expression: string, instance?: string): Promise<T>;
     view(context: string, format?: 'json'): Promise<ViewEntry[]>;
     view(context: string, format: 'text'): Promise<string>;
-    /** HISTORY: up to limit (at most 1000) messages from _seq fromSeq (default 1). */
-    historyPage(context: string, fromSeq?: number, limit?: number): Promise<StoredMessage[]>;
-    /** Every message of the context from fromSeq on, read pageSize (default 1000) at a time. */
+    /** The context's messages from fromSeq on, at most limit, read with
+     *  HISTORY pageSize at a time as the iterator is consumed. */
     history(context: string, options?: HistoryOptions): AsyncGenerator<StoredMessage, void, undefined>;
     /** @deprecated Use history(); warns once. */
     iterateHistory(context: string, options?: HistoryOptions): AsyncGenerator<StoredMessage, void, undefined>;

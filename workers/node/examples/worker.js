@@ -5,9 +5,10 @@
 //    weather: {city} -> branch 0 {city, sky: "sunny"} when the name has an
 //             even length, else branch 1 {city, sky: "rainy"}
 //
-//  node examples/worker.js [--endpoint tcp://127.0.0.1:5556] [--capacity N]
-//                          [--heartbeat-ms N] [--liveness N] [--name NAME]
+//  node examples/worker.js [--endpoint EP] [--capacity N] [--heartbeat-ms N]
+//                          [--liveness N] [--name NAME]
 //
+//  The endpoint defaults to $ACTD_WORKER_ENDPOINT, else tcp://127.0.0.1:5556.
 //  With CURVE: ACTD_SERVER_KEY (the broker's public key) and ACTD_CERT (this
 //  worker's certificate file) in the environment.
 'use strict';
@@ -15,7 +16,7 @@ const { parseArgs } = require ('node:util');
 const { Worker, branch, ActivityError } = require ('actd');
 
 const { values: options } = parseArgs ({ options: {
-    endpoint: { type: 'string', default: 'tcp://127.0.0.1:5556' },
+    endpoint: { type: 'string' },
     capacity: { type: 'string', default: '4' },
     'heartbeat-ms': { type: 'string', default: '1000' },
     liveness: { type: 'string', default: '3' },

@@ -70,12 +70,13 @@ function s_remember (map, key, value) {
 class Client {
     //  options: endpoints (an array of brokers sharing a store, or a
     //  comma-separated string), or endpoint (default $ACTD_ENDPOINT, else
-    //  tcp://127.0.0.1:5555), or the endpoint string itself; serverKey and
-    //  cert for CURVE (./curve.js); timeoutMs (30000): how long a request waits for its first
-    //  reply (0: forever; DONE has no limit); requestTimeoutMs (5000 with
-    //  several endpoints, 0 with one): a broker silent that long is skipped
-    //  and the request sent to the next; statusPollMs (1000, 0: never):
-    //  how often calls whose DONE is late are followed with STATUS.
+    //  tcp://127.0.0.1:5555), or the endpoint string itself; curveServer
+    //  and curveCert for CURVE (./curve.js); timeoutMs (30000): how long a
+    //  request waits for its first reply (0: forever; DONE has no limit);
+    //  requestTimeoutMs (5000 with several endpoints, 0 with one): a
+    //  broker silent that long is skipped and the request sent to the next;
+    //  statusPollMs (1000, 0: never): how often calls whose DONE is late are
+    //  followed with STATUS.
     constructor (options = {}) {
         if (typeof options === 'string')
             options = { endpoint: options };
@@ -190,35 +191,34 @@ class Client {
             format === 'text'? args [0].toString (): s_parse (args [0]));
     }
 
-    //  HISTORY: up to limit (at most 1000) stored messages from _seq fromSeq
-    async historyPage (context, fromSeq = 1, limit = HISTORY_LIMIT) {
-        return this._request ('HISTORY', [context, String (fromSeq), String (limit)], {},
-                              (request, args) => s_parse (args [0]));
-    }
-
-    //  Every stored message of context from options.fromSeq on, oldest
-    //  first, read options.pageSize at a time: an async iterator. A plain
-    //  method, so that a call in the form history () had before it was the
-    //  iterator, history (context, fromSeq, limit), throws at once.
+    //  Every stored message of context from options.fromSeq (default 1)
+    //  on, oldest first, at most options.limit (default: all), read with
+    //  HISTORY options.pageSize (default and most 1000) at a time: an async
+    //  iterator. A plain method, so that history (context, fromSeq, limit),
+    //  which resolved with one page before it was the iterator, throws at once.
     history (context, options = {}) {
         if (options === null || typeof options !== 'object')
-            throw new TypeError ('history (context, {fromSeq, pageSize}) iterates over the '
-                                 + 'messages; historyPage (context, fromSeq, limit) reads a page');
-        return this._history (context, options.fromSeq ?? 1, options.pageSize ?? HISTORY_LIMIT);
+            throw new TypeError ('history (context, {fromSeq, limit, pageSize}) is an async '
+                                 + 'iterator over the messages');
+        return this._history (context, options.fromSeq ?? 1, options.limit ?? Infinity,
+                              options.pageSize ?? HISTORY_LIMIT);
     }
 
-    async * _history (context, from, size) {
-        for (;;) {
-            const page = await this.historyPage (context, from, size);
+    async * _history (context, from, left, size) {
+        while (left > 0) {
+            const asked = Math.min (size, left);
+            const page = await this._request ('HISTORY', [context, String (from), String (asked)],
+                                              {}, (request, args) => s_parse (args [0]));
             for (const message of page)
                 yield message;
-            if (page.length < size || !page.length)
+            left -= page.length;
+            if (page.length < asked)
                 return;
             from = page [page.length - 1]._seq + 1;
         }
     }
 
-    //  Deprecated: the iterator's name before 0.1 became history ()
+    //  Deprecated: history ()'s name in actd 0.1.0
     iterateHistory (context, options) {
         if (!s_iterate_warned) {
             s_iterate_warned = true;

@@ -2,12 +2,13 @@
 //  CURVE: the socket options of a client or worker that talks to a broker
 //  with security/server_key set, as the C library's act_curve.c does.
 //
-//  serverKey is the broker's public key (Z85 text, 40 characters); cert is
-//  this client's or worker's certificate file, as `actctl keygen` writes it
-//  (CZMQ's zcert: ZPL text whose "curve" section holds "public-key" and
-//  "secret-key"). Like zcert_load, cert may name the public file: FILE_secret
-//  is read first. Each defaults to the environment's ACTD_SERVER_KEY and
-//  ACTD_CERT.
+//  curveServer is the broker's public key (Z85 text, 40 characters) and
+//  curveCert this client's or worker's certificate file, as actctl's
+//  --curve-server and --curve-cert (and Python's curve_server, curve_cert).
+//  The file is what `actctl keygen` writes (CZMQ's zcert: ZPL text whose
+//  "curve" section holds "public-key" and "secret-key"); like zcert_load,
+//  curveCert may name the public file: FILE_secret is read first. Each
+//  defaults to the environment's ACTD_SERVER_KEY and ACTD_CERT.
 
 const fs = require ('node:fs');
 
@@ -51,20 +52,21 @@ function readCert (file) {
     return { publicKey: curve ['public-key'], secretKey: curve ['secret-key'] };
 }
 
-//  zeromq socket options for options.serverKey and options.cert (else the
-//  environment's): {} for plain TCP when neither is set
+//  zeromq socket options for options.curveServer and options.curveCert
+//  (else the environment's): {} for plain TCP when neither is set
 function curveOptions (options) {
-    const serverKey = options.serverKey ?? (process.env.ACTD_SERVER_KEY || undefined);
-    const cert = options.cert ?? (process.env.ACTD_CERT || undefined);
-    if (serverKey === undefined && cert === undefined)
+    const server = options.curveServer ?? (process.env.ACTD_SERVER_KEY || undefined);
+    const cert = options.curveCert ?? (process.env.ACTD_CERT || undefined);
+    if (server === undefined && cert === undefined)
         return {};
     //  Half of CURVE would silently talk in plain text
-    if (serverKey === undefined || cert === undefined)
-        throw new TypeError ('serverKey and cert (or ACTD_SERVER_KEY and ACTD_CERT) go together');
-    if (!Z85_KEY.test (serverKey))
-        throw new TypeError ('serverKey is the broker\'s public key: 40 characters of Z85');
+    if (server === undefined || cert === undefined)
+        throw new TypeError ('curveServer and curveCert (or ACTD_SERVER_KEY and ACTD_CERT) '
+                             + 'go together');
+    if (!Z85_KEY.test (server))
+        throw new TypeError ('curveServer is the broker\'s public key: 40 characters of Z85');
     const { publicKey, secretKey } = readCert (cert);
-    return { curveServerKey: serverKey, curvePublicKey: publicKey, curveSecretKey: secretKey };
+    return { curveServerKey: server, curvePublicKey: publicKey, curveSecretKey: secretKey };
 }
 
 module.exports = { curveOptions, readCert };

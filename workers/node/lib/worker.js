@@ -113,15 +113,16 @@ function s_json (value) {
 
 class Worker extends EventEmitter {
     //  options: endpoints (an array of brokers sharing a store, or a
-    //  comma-separated string), or endpoint (default tcp://127.0.0.1:5556);
-    //  serverKey and cert for CURVE (./curve.js); capacity (1, per broker),
-    //  name, heartbeatMs (1000) and liveness (3): set these as the
-    //  brokers' heartbeat_ms and liveness.
+    //  comma-separated string), or endpoint (default $ACTD_WORKER_ENDPOINT,
+    //  else tcp://127.0.0.1:5556); curveServer and curveCert for CURVE
+    //  (./curve.js); capacity (1, per broker), name, heartbeatMs (1000) and
+    //  liveness (3): set these as the brokers' heartbeat_ms and liveness.
     constructor (options = {}) {
         super ();
         if (typeof options === 'string')
             options = { endpoint: options };
-        this.endpoints = endpointList (options, DEFAULT_ENDPOINT);
+        this.endpoints = endpointList (options,
+                                       process.env.ACTD_WORKER_ENDPOINT || DEFAULT_ENDPOINT);
         this.endpoint = this.endpoints [0];
         this.capacity = options.capacity ?? 1;
         this.name = options.name ?? `node-${os.hostname ()}-${process.pid}`;

@@ -18,7 +18,7 @@ const ROOT = path.resolve (__dirname, '..', '..', '..');
 
 //  The package's defaults from the environment (a broker, CURVE keys) are
 //  the developer's, not the tests'
-for (const name of ['ACTD_ENDPOINT', 'ACTD_SERVER_KEY', 'ACTD_CERT'])
+for (const name of ['ACTD_ENDPOINT', 'ACTD_WORKER_ENDPOINT', 'ACTD_SERVER_KEY', 'ACTD_CERT'])
     delete process.env [name];
 
 function actdBinary () {
@@ -61,6 +61,14 @@ async function until (probe, what, timeoutMs = 30000) {
             throw new Error ('timed out waiting for ' + what);
         await sleep (20);
     }
+}
+
+//  The items of an async iterable, in an array
+async function collect (iterable) {
+    const items = [];
+    for await (const item of iterable)
+        items.push (item);
+    return items;
 }
 
 //  A promise with its resolve outside
@@ -194,4 +202,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, until, sleep, gate, freePort, sibling, ROOT };
+module.exports = { Actd, until, sleep, gate, collect, freePort, sibling, ROOT };

@@ -21,7 +21,7 @@ const zmq = require ('zeromq');
 const { Worker, Client, ActdError } = require ('..');
 const { score, rendezvous, fnv1a64 } = require ('../lib/route');
 const { MAX_HOPS } = require ('../lib/client');
-const { Actd, until, freePort, ROOT } = require ('./actd');
+const { Actd, until, collect, freePort, ROOT } = require ('./actd');
 const pg = require ('./pg');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -178,7 +178,7 @@ describe ('Rendezvous routing', () => {
         assert.throws (() => new Client ({ endpoints: ' , ' }), TypeError);
     });
 
-    it ('takes endpoints as a comma-separated string too, and $ACTD_ENDPOINT by default', () => {
+    it ('takes endpoints as a comma-separated string too, and $ACTD_[WORKER_]ENDPOINT by default', () => {
         const listed = 'tcp://127.0.0.1:1, tcp://127.0.0.1:2';
         const both = ['tcp://127.0.0.1:1', 'tcp://127.0.0.1:2'];
         for (const options of [{ endpoints: listed }, { endpoint: listed }, listed]) {
@@ -192,11 +192,14 @@ describe ('Rendezvous routing', () => {
             const client = new Client ();
             assert.deepEqual (client.endpoints, both);
             client.close ();
-            //  It is a client endpoint: the worker's default stays its own
+            //  It is a client endpoint: the worker has its own
             assert.deepEqual (new Worker ().endpoints, ['tcp://127.0.0.1:5556']);
+            process.env.ACTD_WORKER_ENDPOINT = 'tcp://127.0.0.1:3';
+            assert.deepEqual (new Worker ().endpoints, ['tcp://127.0.0.1:3']);
         }
         finally {
             delete process.env.ACTD_ENDPOINT;
+            delete process.env.ACTD_WORKER_ENDPOINT;
         }
     });
 });
@@ -255,7 +258,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.equal (await client.append ('node-moved-once', { type: 'text', n: 1 }), 1);
             assert.deepEqual (client.endpoints, [fake.endpoint, actd.clientEndpoint]);
             //  Later requests about the context go to its owner at once
-            assert.equal ((await client.historyPage ('node-moved-once')) [0].n, 1);
+            assert.equal ((await collect (client.history ('node-moved-once'))) [0].n, 1);
             assert.equal (fake.received.length, 1);
         }
         finally {
@@ -305,7 +308,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.match (sent [0]._id, UUID);
             const { _id, ...rest } = sent [0];
             assert.deepEqual (rest, { _tool: 'echo', n: 7, _outputPath: '\u2020out.n' });
-            const history = await client.historyPage (context);
+            const history = await collect (client.history (context));
             assert.deepEqual (history.map ((m) => [m._seq, m._callId, m._call._id]),
                               [[1, outcome.call_id, _id]]);
             assert.equal (runs.filter ((id) => id === outcome.call_id).length, 1);
@@ -314,7 +317,8 @@ describe ('Client routing, with scripted brokers and one actd', () => {
                 { _tool: 'echo', _id: 'mine', _outputPath: '\u2020out.a' },
                 { _tool: 'echo', _outputPath: '\u2020out.b' }]);
             assert.deepEqual (outcomes.map ((o) => o.status), ['ok', 'ok']);
-            const calls = (await client.historyPage (context, 2)).map ((m) => m._call);
+            const calls = (await collect (client.history (context, { fromSeq: 2 })))
+                .map ((m) => m._call);
             assert.equal (calls [0]._id, 'mine');
             assert.match (calls [1]._id, UUID);
         }
@@ -331,7 +335,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.equal ((await client.call ('node-no-id', { _tool: 'echo',
                                                              _outputPath: '\u2020out' })).status,
                           'ok');
-            assert.deepEqual ((await client.historyPage ('node-no-id')) [0]._call,
+            assert.deepEqual ((await collect (client.history ('node-no-id'))) [0]._call,
                               { _tool: 'echo', _outputPath: '\u2020out' });
         }
         finally {
@@ -428,7 +432,7 @@ describe ('Two brokers sharing PostgreSQL', () => {
         finally {
             raw.close ();
         }
-        assert.deepEqual ((await client.historyPage (context)).map ((m) => m._seq), [1]);
+        assert.deepEqual ((await collect (client.history (context))).map ((m) => m._seq), [1]);
         const one = new Client ({ endpoint: b.clientEndpoint });
         try {
             assert.equal (await one.resolve (context, '\u2020out.x'), 'X');
@@ -561,14 +565,15 @@ describe ('A broker killed', () => {
             assert.deepEqual ((await client.status (callId)).outcome, outcome);
             assert.deepEqual ([...runs].sort (), [callId, forgotten].sort ());
             //  Its output is written exactly once, seqs without gaps
-            const history = await client.historyPage (contexts [0]);
+            const history = await collect (client.history (contexts [0]));
             assert.deepEqual (history.map ((m) => m._seq), history.map ((m, index) => index + 1));
             assert.deepEqual (history.filter ((m) => m._callId === callId).map ((m) => m._seq),
                               outcome.seqs);
             assert.equal (outcome.seqs.length, 1);
             assert.deepEqual (await client.resolve (contexts [0], '\u2020k'),
                               { v: contexts [0], up: contexts [0].toUpperCase (), later: 'later 1' });
-            assert.deepEqual ((await client.historyPage (contexts [1])).map ((m) => m._seq), [1, 2]);
+            assert.deepEqual ((await collect (client.history (contexts [1]))).map ((m) => m._seq),
+                              [1, 2]);
         }
         finally {
             client.close ();

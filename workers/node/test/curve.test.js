@@ -30,13 +30,13 @@ function run (args, env) {
 }
 
 describe ('CURVE', () => {
-    let dir, actd, client, serverKey, keys;
+    let dir, actd, client, curveServer, keys;
 
     before (async () => {
         dir = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-node-curve-'));
         for (const sub of ['clients', 'workers'])
             fs.mkdirSync (path.join (dir, sub));
-        serverKey = keygen ('server', dir);
+        curveServer = keygen ('server', dir);
         keys = { alice: keygen ('alice', path.join (dir, 'clients')),
                  w1: keygen ('w1', path.join (dir, 'workers')),
                  mallory: keygen ('mallory', dir) };
@@ -46,7 +46,7 @@ describe ('CURVE', () => {
             + `    client_keys = ${path.join (dir, 'clients')}\n`
             + `    worker_keys = ${path.join (dir, 'workers')}\n`);
         actd = await new Actd ({ args: ['--config', config], clientOptions: {
-            serverKey, cert: path.join (dir, 'clients', 'alice.key_secret') } }).start ();
+            curveServer, curveCert: path.join (dir, 'clients', 'alice.key_secret') } }).start ();
         client = actd.client ();
     });
 
@@ -58,7 +58,8 @@ describe ('CURVE', () => {
 
     it ('a Worker and a Client with allowed keys serve and make calls', async () => {
         const worker = new Worker ({ endpoint: actd.workerEndpoint, heartbeatMs: 200,
-            name: 'curve-node', serverKey, cert: path.join (dir, 'workers', 'w1.key_secret') });
+            name: 'curve-node', curveServer,
+            curveCert: path.join (dir, 'workers', 'w1.key_secret') });
         worker.activity ('upper', async ({ text }) => text.toUpperCase ());
         const running = worker.run ();
         try {
@@ -68,7 +69,7 @@ describe ('CURVE', () => {
             assert.equal (outcome.status, 'ok');
             assert.equal (await client.resolve ('curve', '†state.up'), 'CURVE');
             assert.match (actd.log (), new RegExp ('CURVE on: server public key '
-                                                   + serverKey.replace (/\W/g, '\\$&')));
+                                                   + curveServer.replace (/\W/g, '\\$&')));
         }
         finally {
             await worker.stop ();
@@ -76,18 +77,19 @@ describe ('CURVE', () => {
         }
     });
 
-    it ('the examples take the keys from ACTD_SERVER_KEY and ACTD_CERT', async () => {
+    it ('the examples take endpoints and keys from the environment', async () => {
         //  ACTD_CERT names w1's public file: its _secret is read, as zcert_load does
         const worker = spawn (process.execPath, [path.join (EXAMPLES, 'worker.js'),
-            '--endpoint', actd.workerEndpoint, '--heartbeat-ms', '200'], { stdio: 'ignore',
-            env: { ...process.env, ACTD_SERVER_KEY: serverKey,
-                   ACTD_CERT: path.join (dir, 'workers', 'w1.key') } });
+            '--heartbeat-ms', '200'], { stdio: 'ignore', env: { ...process.env,
+            ACTD_WORKER_ENDPOINT: actd.workerEndpoint, ACTD_SERVER_KEY: curveServer,
+            ACTD_CERT: path.join (dir, 'workers', 'w1.key') } });
         const exited = new Promise ((resolve) => worker.once ('exit', resolve));
         try {
             await until (async () => (await client.stats ()).workers.length === 1,
                          'the example worker');
-            const output = await run ([path.join (EXAMPLES, 'client.js'), '--endpoint',
-                actd.clientEndpoint, '--context', 'curve-example'], { ACTD_SERVER_KEY: serverKey,
+            const output = await run ([path.join (EXAMPLES, 'client.js'), '--context',
+                'curve-example'], { ACTD_ENDPOINT: actd.clientEndpoint,
+                ACTD_SERVER_KEY: curveServer,
                 ACTD_CERT: path.join (dir, 'clients', 'alice.key_secret') });
             assert.match (output, /^upper: ok -> "HELLO, WORLD"$/m);
         }
@@ -98,7 +100,7 @@ describe ('CURVE', () => {
     });
 
     it ('a client whose key is not allowed is answered ERROR unauthorized', async () => {
-        const refused = actd.client ({ cert: path.join (dir, 'mallory.key_secret') });
+        const refused = actd.client ({ curveCert: path.join (dir, 'mallory.key_secret') });
         try {
             await assert.rejects (refused.ping (), (error) => {
                 assert.equal (error.code, 'unauthorized');
@@ -109,14 +111,15 @@ describe ('CURVE', () => {
         finally {
             refused.close ();
         }
-        const plain = actd.client ({ serverKey: undefined, cert: undefined, timeoutMs: 1500 });
+        const plain = actd.client ({ curveServer: undefined, curveCert: undefined,
+                                     timeoutMs: 1500 });
         await assert.rejects (plain.ping (), { code: 'request_timeout' });
         plain.close ();
     });
 
     it ('a worker whose key is refused warns, gets no task and stops', async () => {
         const worker = new Worker ({ endpoint: actd.workerEndpoint, heartbeatMs: 200,
-            serverKey, cert: path.join (dir, 'mallory.key_secret') });
+            curveServer, curveCert: path.join (dir, 'mallory.key_secret') });
         worker.activity ('upper', async ({ text }) => text.toUpperCase ());
         const warnings = [];
         worker.on ('warning', (error) => warnings.push (error.message));
@@ -133,7 +136,7 @@ describe ('CURVE', () => {
         //  The example worker with a client's key says so, and stops on SIGTERM
         const example = spawn (process.execPath, [path.join (EXAMPLES, 'worker.js'),
             '--endpoint', actd.workerEndpoint, '--heartbeat-ms', '200'], { env: { ...process.env,
-            ACTD_SERVER_KEY: serverKey, ACTD_CERT: path.join (dir, 'clients', 'alice.key') } });
+            ACTD_SERVER_KEY: curveServer, ACTD_CERT: path.join (dir, 'clients', 'alice.key') } });
         let stderr = '';
         example.stderr.on ('data', (data) => { stderr += data; });
         const exited = new Promise ((resolve) => example.once ('exit', resolve));
@@ -143,16 +146,17 @@ describe ('CURVE', () => {
         assert.deepEqual ((await client.stats ()).workers, []);
     });
 
-    it ('serverKey and cert go together, and must be readable keys', () => {
-        const cert = path.join (dir, 'clients', 'alice.key_secret');
-        assert.throws (() => new Client ({ serverKey }), /serverKey and cert/);
-        assert.throws (() => new Worker ({ cert }), /serverKey and cert/);
-        assert.throws (() => new Client ({ serverKey: 'short', cert }), /40 characters of Z85/);
-        assert.throws (() => new Worker ({ serverKey, cert: path.join (dir, 'none') }),
+    it ('curveServer and curveCert go together, and must be readable keys', () => {
+        const curveCert = path.join (dir, 'clients', 'alice.key_secret');
+        assert.throws (() => new Client ({ curveServer }), /curveServer and curveCert/);
+        assert.throws (() => new Worker ({ curveCert }), /curveServer and curveCert/);
+        assert.throws (() => new Client ({ curveServer: 'short', curveCert }),
+                       /40 characters of Z85/);
+        assert.throws (() => new Worker ({ curveServer, curveCert: path.join (dir, 'none') }),
                        /cannot read certificate/);
-        assert.throws (() => new Client ({ serverKey, cert: path.join (dir, 'actd.cfg') }),
+        assert.throws (() => new Client ({ curveServer, curveCert: path.join (dir, 'actd.cfg') }),
                        /has no CURVE public-key and secret-key/);
-        process.env.ACTD_SERVER_KEY = serverKey;
+        process.env.ACTD_SERVER_KEY = curveServer;
         try {
             assert.throws (() => new Client (), /ACTD_SERVER_KEY and ACTD_CERT/);
         }

@@ -1,8 +1,9 @@
 'use strict';
 //  Every fenced js or javascript block of this package's README.md and of
 //  the project's README.md runs as written against a live actd, the only
-//  change being the test broker's endpoints in place of the default ones
-//  (tcp://127.0.0.1:5555 and :5556; $ACTD_ENDPOINT is the client's too).
+//  change being the test broker's endpoints in place of the default ones:
+//  in $ACTD_ENDPOINT and $ACTD_WORKER_ENDPOINT, and in the code for
+//  tcp://127.0.0.1:5555 and :5556.
 //
 //  A block that cannot run on its own (a signature, brokers that do not
 //  exist) is marked with <!-- snippet: fragment --> on the line before it:
@@ -69,6 +70,7 @@ function start (snippet, dir, name, actd) {
     fs.writeFileSync (log, '');
     const child = spawn (process.execPath, ['--require', path.join (__dirname, 'snippet-served.js'),
         file], { cwd: dir, env: { ...process.env, ACTD_ENDPOINT: actd.clientEndpoint,
+                                  ACTD_WORKER_ENDPOINT: actd.workerEndpoint,
                                   ACTD_SNIPPET_LOG: log } });
     const run = { name: `${name}:${snippet.line}`, child, output: '', exit: null };
     child.stdout.on ('data', (data) => { run.output += data; });
