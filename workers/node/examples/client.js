@@ -3,21 +3,26 @@
 //  prints what the context holds afterwards.
 //
 //  node examples/client.js [--endpoint EP] [--context ID]
+//                          [--curve-server KEY --curve-cert FILE]
 //
-//  The endpoint defaults to $ACTD_ENDPOINT, else tcp://127.0.0.1:5555. With
-//  CURVE: ACTD_SERVER_KEY (the broker's public key) and ACTD_CERT (this
-//  client's certificate file) in the environment.
+//  The endpoint defaults to $ACTD_ENDPOINT, else tcp://127.0.0.1:5555;
+//  CURVE's broker public key and this client's certificate file to
+//  $ACTD_SERVER_KEY and $ACTD_CERT.
 'use strict';
 const { parseArgs } = require ('node:util');
 const { Client } = require ('actd');
 
 const { values: options } = parseArgs ({ options: {
     endpoint: { type: 'string' },
-    context: { type: 'string', default: 'example-' + Date.now () }
+    context: { type: 'string', default: 'example-' + Date.now () },
+    'curve-server': { type: 'string' },
+    'curve-cert': { type: 'string' }
 } });
 
 async function main () {
-    const client = new Client ({ endpoints: options.endpoint });
+    const client = new Client ({ endpoints: options.endpoint,
+                                 curveServer: options ['curve-server'],
+                                 curveCert: options ['curve-cert'] });
     const context = options.context;
     try {
         console.log ('ping: %s ms', (await client.ping ()).toFixed (2));

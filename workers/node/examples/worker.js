@@ -7,10 +7,11 @@
 //
 //  node examples/worker.js [--endpoint EP] [--capacity N] [--heartbeat-ms N]
 //                          [--liveness N] [--name NAME]
+//                          [--curve-server KEY --curve-cert FILE]
 //
-//  The endpoint defaults to $ACTD_WORKER_ENDPOINT, else tcp://127.0.0.1:5556.
-//  With CURVE: ACTD_SERVER_KEY (the broker's public key) and ACTD_CERT (this
-//  worker's certificate file) in the environment.
+//  The endpoint defaults to $ACTD_WORKER_ENDPOINT, else tcp://127.0.0.1:5556;
+//  CURVE's broker public key and this worker's certificate file to
+//  $ACTD_SERVER_KEY and $ACTD_CERT.
 'use strict';
 const { parseArgs } = require ('node:util');
 const { Worker, branch, ActivityError } = require ('actd');
@@ -20,7 +21,9 @@ const { values: options } = parseArgs ({ options: {
     capacity: { type: 'string', default: '4' },
     'heartbeat-ms': { type: 'string', default: '1000' },
     liveness: { type: 'string', default: '3' },
-    name: { type: 'string', default: 'example-node-worker' }
+    name: { type: 'string', default: 'example-node-worker' },
+    'curve-server': { type: 'string' },
+    'curve-cert': { type: 'string' }
 } });
 
 const worker = new Worker ({
@@ -28,7 +31,9 @@ const worker = new Worker ({
     capacity: Number (options.capacity),
     heartbeatMs: Number (options ['heartbeat-ms']),
     liveness: Number (options.liveness),
-    name: options.name
+    name: options.name,
+    curveServer: options ['curve-server'],
+    curveCert: options ['curve-cert']
 });
 
 worker.activity ('upper', async ({ text }) => {

@@ -77,7 +77,7 @@ describe ('CURVE', () => {
         }
     });
 
-    it ('the examples take endpoints and keys from the environment', async () => {
+    it ('the examples take endpoints and keys from the environment, or keys as flags', async () => {
         //  ACTD_CERT names w1's public file: its _secret is read, as zcert_load does
         const worker = spawn (process.execPath, [path.join (EXAMPLES, 'worker.js'),
             '--heartbeat-ms', '200'], { stdio: 'ignore', env: { ...process.env,
@@ -87,11 +87,15 @@ describe ('CURVE', () => {
         try {
             await until (async () => (await client.stats ()).workers.length === 1,
                          'the example worker');
+            const cert = path.join (dir, 'clients', 'alice.key_secret');
             const output = await run ([path.join (EXAMPLES, 'client.js'), '--context',
                 'curve-example'], { ACTD_ENDPOINT: actd.clientEndpoint,
-                ACTD_SERVER_KEY: curveServer,
-                ACTD_CERT: path.join (dir, 'clients', 'alice.key_secret') });
+                ACTD_SERVER_KEY: curveServer, ACTD_CERT: cert });
             assert.match (output, /^upper: ok -> "HELLO, WORLD"$/m);
+            const flagged = await run ([path.join (EXAMPLES, 'client.js'), '--context',
+                'curve-flags', '--curve-server', curveServer, '--curve-cert', cert],
+                { ACTD_ENDPOINT: actd.clientEndpoint });
+            assert.match (flagged, /^upper: ok -> "HELLO, WORLD"$/m);
         }
         finally {
             worker.kill ('SIGTERM');
