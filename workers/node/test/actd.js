@@ -7,7 +7,7 @@
 //  else build/bin/actd of the project.
 
 const assert = require ('node:assert/strict');
-const { spawn } = require ('node:child_process');
+const { spawn, execFile } = require ('node:child_process');
 const fs = require ('node:fs');
 const net = require ('node:net');
 const os = require ('node:os');
@@ -61,6 +61,14 @@ async function until (probe, what, timeoutMs = 30000) {
             throw new Error ('timed out waiting for ' + what);
         await sleep (20);
     }
+}
+
+//  Run a program to its end (options as execFile's): resolves with its
+//  stdout; rejects, with its stderr in the message, unless it exits 0
+function runProgram (file, args, options = {}) {
+    return new Promise ((resolve, reject) => execFile (file, args, options,
+        (error, stdout, stderr) => error? reject (new Error (error.message + stderr))
+                                        : resolve (stdout)));
 }
 
 //  The items of an async iterable, in an array
@@ -202,4 +210,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, until, sleep, gate, collect, freePort, sibling, ROOT };
+module.exports = { Actd, until, sleep, gate, collect, runProgram, freePort, sibling, ROOT };

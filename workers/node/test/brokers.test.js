@@ -13,7 +13,6 @@
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
-const { execFile } = require ('node:child_process');
 const fs = require ('node:fs');
 const os = require ('node:os');
 const path = require ('node:path');
@@ -21,7 +20,7 @@ const zmq = require ('zeromq');
 const { Worker, Client, ActdError } = require ('..');
 const { score, rendezvous, fnv1a64 } = require ('../lib/route');
 const { MAX_HOPS } = require ('../lib/client');
-const { Actd, until, collect, freePort, ROOT } = require ('./actd');
+const { Actd, until, collect, runProgram, freePort, sibling, ROOT } = require ('./actd');
 const pg = require ('./pg');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -164,9 +163,9 @@ describe ('Rendezvous routing', () => {
                       + 'from actd import _wire; '
                       + 'print (json.dumps ([_wire.rendezvous (json.loads (sys.argv [2]), c) '
                       + 'for c in json.loads (sys.argv [3])]))';
-        const output = await new Promise ((resolve, reject) => execFile ('/usr/bin/python3',
-            ['-c', program, path.join (ROOT, 'workers', 'python'), JSON.stringify (endpoints),
-             JSON.stringify (contexts)], (error, stdout) => error? reject (error): resolve (stdout)));
+        const output = await runProgram ('/usr/bin/python3', ['-c', program,
+            path.join (ROOT, 'workers', 'python'), JSON.stringify (endpoints),
+            JSON.stringify (contexts)]);
         assert.deepEqual (JSON.parse (output),
                           contexts.map ((context) => rendezvous (endpoints, context)));
     });
@@ -469,13 +468,10 @@ describe ('Two brokers sharing PostgreSQL', () => {
     });
 
     it ('the C library (actctl) creates each context where this client routes it', async () => {
-        const actctl = path.join (path.dirname (process.env.ACTD_BIN
-                                  || path.join (ROOT, 'build', 'bin', 'actd')), 'actctl');
         for (let number = 0; number < 8; number++) {
             const context = 'node-c-lib-' + number;
-            await new Promise ((resolve, reject) => execFile (actctl,
-                ['--endpoint', endpoints.join (','), 'append', context, '{"type":"text"}'],
-                (error, stdout, stderr) => error? reject (new Error (stderr)): resolve ()));
+            await runProgram (sibling ('actctl'),
+                ['--endpoint', endpoints.join (','), 'append', context, '{"type":"text"}']);
             const first = rendezvous (endpoints, context) [0];
             const replies = await rawAsk (brokers, 'HISTORY', context, '1', '10');
             assert.equal (replies [first] [0], 'VALUE', JSON.stringify (replies));

@@ -6,12 +6,12 @@
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
-const { execFileSync, spawn, execFile } = require ('node:child_process');
+const { execFileSync, spawn } = require ('node:child_process');
 const fs = require ('node:fs');
 const os = require ('node:os');
 const path = require ('node:path');
 const { Client, Worker } = require ('..');
-const { Actd, until, sibling } = require ('./actd');
+const { Actd, until, runProgram, sibling } = require ('./actd');
 
 const EXAMPLES = path.join (__dirname, '..', 'examples');
 
@@ -20,13 +20,6 @@ function keygen (name, dir) {
     const output = execFileSync (sibling ('actctl'), ['keygen', name, '--dir', dir],
                                  { encoding: 'utf8' });
     return /^public key (\S{40})$/m.exec (output) [1];
-}
-
-//  Run a node program to its end; resolves with its stdout
-function run (args, env) {
-    return new Promise ((resolve, reject) => execFile (process.execPath, args,
-        { env: { ...process.env, ...env } }, (error, stdout, stderr) =>
-            error? reject (new Error (error.message + stderr)): resolve (stdout)));
 }
 
 describe ('CURVE', () => {
@@ -88,13 +81,13 @@ describe ('CURVE', () => {
             await until (async () => (await client.stats ()).workers.length === 1,
                          'the example worker');
             const cert = path.join (dir, 'clients', 'alice.key_secret');
-            const output = await run ([path.join (EXAMPLES, 'client.js'), '--context',
-                'curve-example'], { ACTD_ENDPOINT: actd.clientEndpoint,
-                ACTD_SERVER_KEY: curveServer, ACTD_CERT: cert });
+            const program = path.join (EXAMPLES, 'client.js');
+            const env = { ...process.env, ACTD_ENDPOINT: actd.clientEndpoint };
+            const output = await runProgram (process.execPath, [program, '--context',
+                'curve-example'], { env: { ...env, ACTD_SERVER_KEY: curveServer, ACTD_CERT: cert } });
             assert.match (output, /^upper: ok -> "HELLO, WORLD"$/m);
-            const flagged = await run ([path.join (EXAMPLES, 'client.js'), '--context',
-                'curve-flags', '--curve-server', curveServer, '--curve-cert', cert],
-                { ACTD_ENDPOINT: actd.clientEndpoint });
+            const flagged = await runProgram (process.execPath, [program, '--context',
+                'curve-flags', '--curve-server', curveServer, '--curve-cert', cert], { env });
             assert.match (flagged, /^upper: ok -> "HELLO, WORLD"$/m);
         }
         finally {

@@ -7,15 +7,12 @@
 
 const { it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
-const { execFile } = require ('node:child_process');
 const fs = require ('node:fs');
 const os = require ('node:os');
 const path = require ('node:path');
-const { promisify } = require ('node:util');
-const { Actd } = require ('./actd');
+const { Actd, runProgram } = require ('./actd');
 
 const PACKAGE = path.join (__dirname, '..');
-const run = promisify (execFile);
 
 let actd, dir;
 
@@ -35,8 +32,8 @@ it ('npm install --install-links copies the package into a fresh project', async
         .filter (([name]) => !name.toLowerCase ().startsWith ('npm_')));
     fs.writeFileSync (path.join (dir, 'package.json'),
                       JSON.stringify ({ name: 'probe', version: '1.0.0', private: true }));
-    await run ('npm', ['install', '--install-links', '--prefer-offline', '--no-audit', '--no-fund',
-                       PACKAGE], { cwd: dir, env, timeout: 300000 });
+    await runProgram ('npm', ['install', '--install-links', '--prefer-offline', '--no-audit',
+                              '--no-fund', PACKAGE], { cwd: dir, env, timeout: 300000 });
     const installed = path.join (dir, 'node_modules', 'actd');
     assert.equal (fs.lstatSync (installed).isSymbolicLink (), false);
     assert.deepEqual (fs.readdirSync (installed).sort (),
@@ -47,8 +44,8 @@ it ('npm install --install-links copies the package into a fresh project', async
                 + 'client.ping ().then (() => console.log ("pong"), (error) => {'
                 + '    console.error (error); process.exitCode = 1; })'
                 + '.finally (() => client.close ());';
-    const { stdout } = await run (process.execPath, ['-e', probe, actd.clientEndpoint],
-                                  { cwd: dir, env, timeout: 60000 });
+    const stdout = await runProgram (process.execPath, ['-e', probe, actd.clientEndpoint],
+                                     { cwd: dir, env, timeout: 60000 });
     assert.deepEqual (stdout.split ('\n'), [path.join (fs.realpathSync (dir), 'node_modules',
                                                        'actd', 'index.js'), 'pong', '']);
 });
