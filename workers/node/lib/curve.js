@@ -69,4 +69,4 @@ function curveOptions (options) {
     return { curveServerKey: server, curvePublicKey: publicKey, curveSecretKey: secretKey };
 }
 
-module.exports = { curveOptions, readCert };
+module.exports = { curveOptions };
