@@ -114,12 +114,24 @@ export declare class Task {
 export type Handler<P = any, R = unknown> =
     (params: P, task: Task) => R | Branch<R> | Promise<R | Branch<R>>;
 
-export interface WorkerOptions {
-    /** Broker's worker endpoint (default tcp://127.0.0.1:5556). */
-    endpoint?: string;
-    /** The worker endpoints of several brokers sharing a store (instead of
-     *  endpoint): one socket, READY, heartbeats and reconnections each. */
-    endpoints?: string[];
+/** CURVE, for a broker with security/server_key (both or neither). */
+export interface CurveOptions {
+    /** The broker's public key, 40 characters of Z85 (default
+     *  $ACTD_SERVER_KEY). */
+    curveServer?: string;
+    /** This client's or worker's certificate file, as `actctl keygen`
+     *  writes it (default $ACTD_CERT). */
+    curveCert?: string;
+}
+
+export interface WorkerOptions extends CurveOptions {
+    /** The worker endpoints of several brokers sharing a store (an array,
+     *  or a comma-separated string): one socket, READY, heartbeats and
+     *  reconnections each (default $ACTD_WORKER_ENDPOINT, else
+     *  tcp://127.0.0.1:5556). */
+    endpoints?: string | string[];
+    /** The same as endpoints. */
+    endpoint?: string | string[];
     /** Tasks the worker may hold at once, per broker: each broker is told
      *  this capacity in READY (default 1). */
     capacity?: number;
@@ -263,12 +275,14 @@ export interface Stats {
     workers: { name: string; activities: string[]; capacity: number; running: number; lang: string }[];
 }
 
-export interface ClientOptions {
-    /** Broker's client endpoint (default tcp://127.0.0.1:5555). */
-    endpoint?: string;
-    /** The client endpoints of several brokers sharing a store (instead of
-     *  endpoint): each context's requests go to the broker that owns it. */
-    endpoints?: string[];
+export interface ClientOptions extends CurveOptions {
+    /** The broker's client endpoint, or those of several brokers sharing a
+     *  store (an array, or a comma-separated string): each context's
+     *  requests go to the broker that owns it (default $ACTD_ENDPOINT, else
+     *  tcp://127.0.0.1:5555). */
+    endpoints?: string | string[];
+    /** The same as endpoints. */
+    endpoint?: string | string[];
     /** How long a request waits for its first reply, in ms (default 30000;
      *  0: no limit). DONE has no limit. */
     timeoutMs?: number;
@@ -280,6 +294,15 @@ export interface ClientOptions {
      *  broker's connection dropped) are followed with STATUS, in ms
      *  (default 1000; 0: never). */
     statusPollMs?: number;
+}
+
+export interface HistoryOptions {
+    /** The first _seq (default 1). */
+    fromSeq?: number;
+    /** At most this many messages (default: all). */
+    limit?: number;
+    /** Messages read per HISTORY request (default and most 1000). */
+    pageSize?: number;
 }
 
 export interface RequestOptions {
@@ -337,10 +360,11 @@ export declare class Client {
     resolve<T = Json>(context: string, expression: string, instance?: string): Promise<T>;
     view(context: string, format?: 'json'): Promise<ViewEntry[]>;
     view(context: string, format: 'text'): Promise<string>;
-    /** HISTORY: up to limit (at most 1000) messages from _seq fromSeq (default 1). */
-    history(context: string, fromSeq?: number, limit?: number): Promise<StoredMessage[]>;
-    /** Every message of the context from fromSeq on, read pageSize (default 1000) at a time. */
-    iterateHistory(context: string, options?: { fromSeq?: number; pageSize?: number }): AsyncGenerator<StoredMessage, void, undefined>;
+    /** The context's messages from fromSeq on, at most limit, read with
+     *  HISTORY pageSize at a time as the iterator is consumed. */
+    history(context: string, options?: HistoryOptions): AsyncGenerator<StoredMessage, void, undefined>;
+    /** @deprecated Use history(); warns once. */
+    iterateHistory(context: string, options?: HistoryOptions): AsyncGenerator<StoredMessage, void, undefined>;
 
     status(callId: string | number): Promise<Status>;
     /** CANCEL: resolves also for a call that has already ended. */

@@ -2,18 +2,27 @@
 //  An actd client: calls the example worker's activities in one context and
 //  prints what the context holds afterwards.
 //
-//  node examples/client.js [--endpoint tcp://127.0.0.1:5555] [--context ID]
+//  node examples/client.js [--endpoint EP] [--context ID]
+//                          [--curve-server KEY --curve-cert FILE]
+//
+//  The endpoint defaults to $ACTD_ENDPOINT, else tcp://127.0.0.1:5555;
+//  CURVE's broker public key and this client's certificate file to
+//  $ACTD_SERVER_KEY and $ACTD_CERT.
 'use strict';
 const { parseArgs } = require ('node:util');
 const { Client } = require ('actd');
 
 const { values: options } = parseArgs ({ options: {
-    endpoint: { type: 'string', default: 'tcp://127.0.0.1:5555' },
-    context: { type: 'string', default: 'example-' + Date.now () }
+    endpoint: { type: 'string' },
+    context: { type: 'string', default: 'example-' + Date.now () },
+    'curve-server': { type: 'string' },
+    'curve-cert': { type: 'string' }
 } });
 
 async function main () {
-    const client = new Client ({ endpoint: options.endpoint });
+    const client = new Client ({ endpoints: options.endpoint,
+                                 curveServer: options ['curve-server'],
+                                 curveCert: options ['curve-cert'] });
     const context = options.context;
     try {
         console.log ('ping: %s ms', (await client.ping ()).toFixed (2));
@@ -40,7 +49,7 @@ async function main () {
         //  Read back
         console.log ('†state.shout = %j', await client.resolve (context, '†state.shout'));
         console.log ('view:\n%s', await client.view (context, 'text'));
-        for await (const message of client.iterateHistory (context))
+        for await (const message of client.history (context))
             console.log ('#%d %s %s', message._seq, message.type, message.kind ?? '');
         console.log ('stats: %j', (await client.stats ()).calls);
     }

@@ -5,26 +5,35 @@
 //    weather: {city} -> branch 0 {city, sky: "sunny"} when the name has an
 //             even length, else branch 1 {city, sky: "rainy"}
 //
-//  node examples/worker.js [--endpoint tcp://127.0.0.1:5556] [--capacity N]
-//                          [--heartbeat-ms N] [--liveness N] [--name NAME]
+//  node examples/worker.js [--endpoint EP] [--capacity N] [--heartbeat-ms N]
+//                          [--liveness N] [--name NAME]
+//                          [--curve-server KEY --curve-cert FILE]
+//
+//  The endpoint defaults to $ACTD_WORKER_ENDPOINT, else tcp://127.0.0.1:5556;
+//  CURVE's broker public key and this worker's certificate file to
+//  $ACTD_SERVER_KEY and $ACTD_CERT.
 'use strict';
 const { parseArgs } = require ('node:util');
 const { Worker, branch, ActivityError } = require ('actd');
 
 const { values: options } = parseArgs ({ options: {
-    endpoint: { type: 'string', default: 'tcp://127.0.0.1:5556' },
+    endpoint: { type: 'string' },
     capacity: { type: 'string', default: '4' },
     'heartbeat-ms': { type: 'string', default: '1000' },
     liveness: { type: 'string', default: '3' },
-    name: { type: 'string', default: 'example-node-worker' }
+    name: { type: 'string', default: 'example-node-worker' },
+    'curve-server': { type: 'string' },
+    'curve-cert': { type: 'string' }
 } });
 
 const worker = new Worker ({
-    endpoint: options.endpoint,
+    endpoints: options.endpoint,
     capacity: Number (options.capacity),
     heartbeatMs: Number (options ['heartbeat-ms']),
     liveness: Number (options.liveness),
-    name: options.name
+    name: options.name,
+    curveServer: options ['curve-server'],
+    curveCert: options ['curve-cert']
 });
 
 worker.activity ('upper', async ({ text }) => {
@@ -48,6 +57,7 @@ worker.activity ('weather', async ({ city }) => {
 worker.on ('ready', ({ connections }) =>
     console.error (`worker ${worker.name}: READY sent to ${worker.endpoint} (#${connections})`));
 worker.on ('disconnect', (reason) => console.error (`worker ${worker.name}: ${reason}`));
+worker.on ('warning', (error) => console.error (`worker ${worker.name}: ${error.message}`));
 
 process.on ('SIGINT', () => worker.stop ());
 process.on ('SIGTERM', () => worker.stop ());

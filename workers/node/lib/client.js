@@ -25,6 +25,7 @@
 const { Link } = require ('./link');
 const { ActdError, errorFromReply } = require ('./errors');
 const { rendezvous, endpointList, withIds } = require ('./route');
+const { curveOptions } = require ('./curve');
 
 const HEADER = 'ACTC01';
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5555';
@@ -56,6 +57,8 @@ function s_parse (frame) {
     return JSON.parse (frame.toString ());
 }
 
+let s_iterate_warned = false;           //  iterateHistory () warns once a process
+
 //  map.set (key, value) as the newest entry, keeping at most ROUTES_KEPT
 function s_remember (map, key, value) {
     map.delete (key);
@@ -65,17 +68,19 @@ function s_remember (map, key, value) {
 }
 
 class Client {
-    //  options: endpoints (an array of brokers sharing a store), or
-    //  endpoint (default tcp://127.0.0.1:5555), or the endpoint string
-    //  itself; timeoutMs (30000): how long a request waits for its first
-    //  reply (0: forever; DONE has no limit); requestTimeoutMs (5000 with
-    //  several endpoints, 0 with one): a broker silent that long is skipped
-    //  and the request sent to the next; statusPollMs (1000, 0: never):
-    //  how often calls whose DONE is late are followed with STATUS.
+    //  options: endpoints (an array of brokers sharing a store, or a
+    //  comma-separated string), or endpoint (default $ACTD_ENDPOINT, else
+    //  tcp://127.0.0.1:5555), or the endpoint string itself; curveServer
+    //  and curveCert for CURVE (./curve.js); timeoutMs (30000): how long a
+    //  request waits for its first reply (0: forever; DONE has no limit);
+    //  requestTimeoutMs (5000 with several endpoints, 0 with one): a
+    //  broker silent that long is skipped and the request sent to the next;
+    //  statusPollMs (1000, 0: never): how often calls whose DONE is late are
+    //  followed with STATUS.
     constructor (options = {}) {
         if (typeof options === 'string')
             options = { endpoint: options };
-        const endpoints = endpointList (options, DEFAULT_ENDPOINT);
+        const endpoints = endpointList (options, process.env.ACTD_ENDPOINT || DEFAULT_ENDPOINT);
         this.endpoint = endpoints [0];
         this.endpoints = endpoints;     //  Grows with endpoints moved names
         this.timeoutMs = options.timeoutMs ?? 30000;
@@ -84,6 +89,7 @@ class Client {
         this.statusPollMs = options.statusPollMs ?? 1000;
         if (!(this.requestTimeoutMs >= 0) || !(this.statusPollMs >= 0))
             throw new TypeError ('requestTimeoutMs and statusPollMs are numbers >= 0');
+        this._curve = curveOptions (options);
         this._autoId = endpoints.length > 1;
         this._links = new Map ();       //  endpoint -> Link
         this._dead = new Map ();        //  endpoint -> skipped until (Date.now ())
@@ -185,25 +191,41 @@ class Client {
             format === 'text'? args [0].toString (): s_parse (args [0]));
     }
 
-    //  HISTORY: up to limit (at most 1000) stored messages from _seq fromSeq
-    async history (context, fromSeq = 1, limit = HISTORY_LIMIT) {
-        return this._request ('HISTORY', [context, String (fromSeq), String (limit)], {},
-                              (request, args) => s_parse (args [0]));
+    //  Every stored message of context from options.fromSeq (default 1)
+    //  on, oldest first, at most options.limit (default: all), read with
+    //  HISTORY options.pageSize (default and most 1000) at a time: an async
+    //  iterator. A plain method, so that history (context, fromSeq, limit),
+    //  which resolved with one page before it was the iterator, throws at once.
+    history (context, options = {}) {
+        if (options === null || typeof options !== 'object')
+            throw new TypeError ('history (context, {fromSeq, limit, pageSize}) is an async '
+                                 + 'iterator over the messages');
+        return this._history (context, options.fromSeq ?? 1, options.limit ?? Infinity,
+                              options.pageSize ?? HISTORY_LIMIT);
     }
 
-    //  Every stored message of context from fromSeq on, oldest first, read
-    //  pageSize at a time
-    async * iterateHistory (context, options = {}) {
-        let from = options.fromSeq ?? 1;
-        const size = options.pageSize ?? HISTORY_LIMIT;
-        for (;;) {
-            const page = await this.history (context, from, size);
+    async * _history (context, from, left, size) {
+        while (left > 0) {
+            const asked = Math.min (size, left);
+            const page = await this._request ('HISTORY', [context, String (from), String (asked)],
+                                              {}, (request, args) => s_parse (args [0]));
             for (const message of page)
                 yield message;
-            if (page.length < size || !page.length)
+            left -= page.length;
+            if (page.length < asked)
                 return;
             from = page [page.length - 1]._seq + 1;
         }
+    }
+
+    //  Deprecated: history ()'s name in actd 0.1.0
+    iterateHistory (context, options) {
+        if (!s_iterate_warned) {
+            s_iterate_warned = true;
+            process.emitWarning ('client.iterateHistory () is deprecated: use client.history ()',
+                                 'DeprecationWarning', 'ACTD_ITERATE_HISTORY');
+        }
+        return this.history (context, options);
     }
 
     //  ------------------------------------------------------------------
@@ -266,7 +288,8 @@ class Client {
         if (!link) {
             link = new Link (endpoint, {
                 onMessage: (frames) => this._message (endpoint, frames),
-                onDisconnect: () => this._lost (endpoint)
+                onDisconnect: () => this._lost (endpoint),
+                curve: this._curve
             });
             this._links.set (endpoint, link);
         }

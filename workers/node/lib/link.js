@@ -13,7 +13,8 @@ const { ActdError } = require ('./errors');
 
 class Link {
     //  options: { onMessage (frames), onDisconnect (), onConnect (),
-    //  onError (error), linger }
+    //  onRefused (), onError (error), linger, curve (socket options of
+    //  ./curve.js) }
     constructor (endpoint, options = {}) {
         this.endpoint = endpoint;
         this.closed = false;
@@ -21,16 +22,15 @@ class Link {
         this._queue = [];               //  { frames, resolve, reject }
         this._pumping = false;
         this._onMessage = options.onMessage || (() => {});
-        this.socket = new zmq.Dealer ({ linger: options.linger ?? 500 });
-        if (options.onDisconnect || options.onConnect) {
-            //  Socket events tell a client its broker went away (so DONE
-            //  replies may never come) and came back
-            const events = this.socket.events;
-            if (options.onDisconnect)
-                events.on ('disconnect', () => { if (!this.closed) options.onDisconnect (); });
-            if (options.onConnect)
-                events.on ('connect', () => { if (!this.closed) options.onConnect (); });
-        }
+        this.socket = new zmq.Dealer ({ linger: options.linger ?? 500, ...options.curve });
+        //  Socket events tell a client its broker went away (so DONE
+        //  replies may never come) and came back, and a worker that the
+        //  broker refused its CURVE key (it would hear nothing else)
+        const watched = { disconnect: options.onDisconnect, connect: options.onConnect,
+                          'handshake:error:auth': options.onRefused };
+        for (const [event, callback] of Object.entries (watched))
+            if (callback)
+                this.socket.events.on (event, () => { if (!this.closed) callback (); });
         this.socket.connect (endpoint);
         this._receive ().catch (options.onError || ((error) => { throw error; }));
     }

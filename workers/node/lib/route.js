@@ -51,13 +51,15 @@ function rendezvous (endpoints, context) {
         .map ((entry) => entry.endpoint);
 }
 
-//  The endpoints of options: endpoints (a non-empty array of distinct
-//  strings), else endpoint (a string), else the default
+//  The endpoints of options.endpoints, else options.endpoint, else
+//  fallback: an array of distinct strings, or a string that lists them
+//  comma-separated (as actctl and $ACTD_ENDPOINT do)
 function endpointList (options, fallback) {
-    const listed = options.endpoints !== undefined? options.endpoints
-                 : [options.endpoint ?? fallback];
+    let listed = options.endpoints ?? options.endpoint ?? fallback;
+    if (typeof listed === 'string')
+        listed = listed.split (/[,\s]+/).filter ((endpoint) => endpoint.length);
     if (!Array.isArray (listed) || !listed.length)
-        throw new TypeError ('endpoints is a non-empty array of endpoint strings');
+        throw new TypeError ('endpoints is a non-empty array of endpoint strings, or one string');
     for (const endpoint of listed)
         if (typeof endpoint !== 'string' || !endpoint.length)
             throw new TypeError ('an endpoint is a non-empty string, not ' + String (endpoint));

@@ -22,6 +22,7 @@ const { EventEmitter } = require ('events');
 const { Link } = require ('./link');
 const { ActivityError } = require ('./errors');
 const { endpointList } = require ('./route');
+const { curveOptions } = require ('./curve');
 
 const HEADER = 'ACTW01';
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5556';
@@ -111,15 +112,17 @@ function s_json (value) {
 }
 
 class Worker extends EventEmitter {
-    //  options: endpoints (an array of brokers sharing a store), or
-    //  endpoint (default tcp://127.0.0.1:5556); capacity (1, per broker),
-    //  name, heartbeatMs (1000) and liveness (3): set these as the
-    //  brokers' heartbeat_ms and liveness.
+    //  options: endpoints (an array of brokers sharing a store, or a
+    //  comma-separated string), or endpoint (default $ACTD_WORKER_ENDPOINT,
+    //  else tcp://127.0.0.1:5556); curveServer and curveCert for CURVE
+    //  (./curve.js); capacity (1, per broker), name, heartbeatMs (1000) and
+    //  liveness (3): set these as the brokers' heartbeat_ms and liveness.
     constructor (options = {}) {
         super ();
         if (typeof options === 'string')
             options = { endpoint: options };
-        this.endpoints = endpointList (options, DEFAULT_ENDPOINT);
+        this.endpoints = endpointList (options,
+                                       process.env.ACTD_WORKER_ENDPOINT || DEFAULT_ENDPOINT);
         this.endpoint = this.endpoints [0];
         this.capacity = options.capacity ?? 1;
         this.name = options.name ?? `node-${os.hostname ()}-${process.pid}`;
@@ -129,6 +132,7 @@ class Worker extends EventEmitter {
             throw new TypeError ('capacity is an integer >= 1');
         if (!(this.heartbeatMs > 0) || !Number.isInteger (this.liveness) || this.liveness < 1)
             throw new TypeError ('heartbeatMs is > 0 and liveness an integer >= 1');
+        this._curve = curveOptions (options);
         this._handlers = new Map ();    //  activity name -> handler
         this._connections = this.endpoints.map ((endpoint) => new Connection (endpoint));
         this._generation = 0;           //  Counts links; a Task knows its own
@@ -208,7 +212,10 @@ class Worker extends EventEmitter {
         const generation = connection.generation = ++this._generation;
         connection.link = new Link (connection.endpoint, {
             onMessage: (frames) => this._message (connection, generation, frames),
-            onError: (error) => this.emit ('warning', error)
+            onError: (error) => this.emit ('warning', error),
+            onRefused: () => this.emit ('warning', new Error (
+                `the broker at ${connection.endpoint} refused this worker's CURVE key`)),
+            curve: this._curve
         });
         connection.lastHeard = connection.connectedAt = Date.now ();
         this.connections++;

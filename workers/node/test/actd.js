@@ -7,7 +7,7 @@
 //  else build/bin/actd of the project.
 
 const assert = require ('node:assert/strict');
-const { spawn } = require ('node:child_process');
+const { spawn, execFile } = require ('node:child_process');
 const fs = require ('node:fs');
 const net = require ('node:net');
 const os = require ('node:os');
@@ -15,6 +15,11 @@ const path = require ('node:path');
 const { Client } = require ('..');
 
 const ROOT = path.resolve (__dirname, '..', '..', '..');
+
+//  The package's defaults from the environment (a broker, CURVE keys) are
+//  the developer's, not the tests'
+for (const name of ['ACTD_ENDPOINT', 'ACTD_WORKER_ENDPOINT', 'ACTD_SERVER_KEY', 'ACTD_CERT'])
+    delete process.env [name];
 
 function actdBinary () {
     const candidates = [process.env.ACTD_BIN,
@@ -24,6 +29,11 @@ function actdBinary () {
         if (candidate && fs.existsSync (candidate))
             return candidate;
     throw new Error ('cannot find actd: set ACTD_BIN or build the project');
+}
+
+//  A program built beside actd (actctl, actd-example-worker)
+function sibling (name) {
+    return path.join (path.dirname (actdBinary ()), name);
 }
 
 //  A TCP port nothing listens on right now
@@ -53,6 +63,22 @@ async function until (probe, what, timeoutMs = 30000) {
     }
 }
 
+//  Run a program to its end (options as execFile's): resolves with its
+//  stdout; rejects, with its stderr in the message, unless it exits 0
+function runProgram (file, args, options = {}) {
+    return new Promise ((resolve, reject) => execFile (file, args, options,
+        (error, stdout, stderr) => error? reject (new Error (error.message + stderr))
+                                        : resolve (stdout)));
+}
+
+//  The items of an async iterable, in an array
+async function collect (iterable) {
+    const items = [];
+    for await (const item of iterable)
+        items.push (item);
+    return items;
+}
+
 //  A promise with its resolve outside
 function gate () {
     let open;
@@ -69,6 +95,7 @@ class Actd {
         this.heartbeatMs = options.heartbeatMs ?? 200;
         this.liveness = options.liveness ?? 3;
         this.args = options.args ?? [];
+        this.clientOptions = options.clientOptions ?? {};   //  CURVE keys, say
         this.process = null;
         this.exit = null;
         this.starts = 0;
@@ -99,7 +126,7 @@ class Actd {
     }
 
     async _waitReady () {
-        const client = new Client ({ endpoint: this.clientEndpoint });
+        const client = this.client ();
         let exited = null;
         this.exit.then ((status) => { exited = status; });
         try {
@@ -173,7 +200,7 @@ class Actd {
     }
 
     client (options = {}) {
-        return new Client ({ endpoint: this.clientEndpoint, ...options });
+        return new Client ({ endpoint: this.clientEndpoint, ...this.clientOptions, ...options });
     }
 
     cleanup () {
@@ -183,4 +210,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, until, sleep, gate, freePort, ROOT };
+module.exports = { Actd, until, sleep, gate, collect, runProgram, freePort, sibling, ROOT };

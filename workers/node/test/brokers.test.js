@@ -13,7 +13,6 @@
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
-const { execFile } = require ('node:child_process');
 const fs = require ('node:fs');
 const os = require ('node:os');
 const path = require ('node:path');
@@ -21,7 +20,7 @@ const zmq = require ('zeromq');
 const { Worker, Client, ActdError } = require ('..');
 const { score, rendezvous, fnv1a64 } = require ('../lib/route');
 const { MAX_HOPS } = require ('../lib/client');
-const { Actd, until, freePort, ROOT } = require ('./actd');
+const { Actd, until, collect, runProgram, freePort, sibling, ROOT } = require ('./actd');
 const pg = require ('./pg');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -164,9 +163,9 @@ describe ('Rendezvous routing', () => {
                       + 'from actd import _wire; '
                       + 'print (json.dumps ([_wire.rendezvous (json.loads (sys.argv [2]), c) '
                       + 'for c in json.loads (sys.argv [3])]))';
-        const output = await new Promise ((resolve, reject) => execFile ('/usr/bin/python3',
-            ['-c', program, path.join (ROOT, 'workers', 'python'), JSON.stringify (endpoints),
-             JSON.stringify (contexts)], (error, stdout) => error? reject (error): resolve (stdout)));
+        const output = await runProgram ('/usr/bin/python3', ['-c', program,
+            path.join (ROOT, 'workers', 'python'), JSON.stringify (endpoints),
+            JSON.stringify (contexts)]);
         assert.deepEqual (JSON.parse (output),
                           contexts.map ((context) => rendezvous (endpoints, context)));
     });
@@ -175,6 +174,32 @@ describe ('Rendezvous routing', () => {
         assert.throws (() => new Client ({ endpoints: [] }), TypeError);
         assert.throws (() => new Client ({ endpoints: ['tcp://a:1', 'tcp://a:1'] }), TypeError);
         assert.throws (() => new Worker ({ endpoints: ['tcp://a:1', 'tcp://a:1'] }), TypeError);
+        assert.throws (() => new Client ({ endpoints: ' , ' }), TypeError);
+    });
+
+    it ('takes endpoints as a comma-separated string too, and $ACTD_[WORKER_]ENDPOINT by default', () => {
+        const listed = 'tcp://127.0.0.1:1, tcp://127.0.0.1:2';
+        const both = ['tcp://127.0.0.1:1', 'tcp://127.0.0.1:2'];
+        for (const options of [{ endpoints: listed }, { endpoint: listed }, listed]) {
+            const client = new Client (options);
+            assert.deepEqual (client.endpoints, both);
+            client.close ();
+            assert.deepEqual (new Worker (options).endpoints, both);
+        }
+        process.env.ACTD_ENDPOINT = listed;
+        try {
+            const client = new Client ();
+            assert.deepEqual (client.endpoints, both);
+            client.close ();
+            //  It is a client endpoint: the worker has its own
+            assert.deepEqual (new Worker ().endpoints, ['tcp://127.0.0.1:5556']);
+            process.env.ACTD_WORKER_ENDPOINT = 'tcp://127.0.0.1:3';
+            assert.deepEqual (new Worker ().endpoints, ['tcp://127.0.0.1:3']);
+        }
+        finally {
+            delete process.env.ACTD_ENDPOINT;
+            delete process.env.ACTD_WORKER_ENDPOINT;
+        }
     });
 });
 
@@ -232,7 +257,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.equal (await client.append ('node-moved-once', { type: 'text', n: 1 }), 1);
             assert.deepEqual (client.endpoints, [fake.endpoint, actd.clientEndpoint]);
             //  Later requests about the context go to its owner at once
-            assert.equal ((await client.history ('node-moved-once')) [0].n, 1);
+            assert.equal ((await collect (client.history ('node-moved-once'))) [0].n, 1);
             assert.equal (fake.received.length, 1);
         }
         finally {
@@ -282,7 +307,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.match (sent [0]._id, UUID);
             const { _id, ...rest } = sent [0];
             assert.deepEqual (rest, { _tool: 'echo', n: 7, _outputPath: '\u2020out.n' });
-            const history = await client.history (context);
+            const history = await collect (client.history (context));
             assert.deepEqual (history.map ((m) => [m._seq, m._callId, m._call._id]),
                               [[1, outcome.call_id, _id]]);
             assert.equal (runs.filter ((id) => id === outcome.call_id).length, 1);
@@ -291,7 +316,8 @@ describe ('Client routing, with scripted brokers and one actd', () => {
                 { _tool: 'echo', _id: 'mine', _outputPath: '\u2020out.a' },
                 { _tool: 'echo', _outputPath: '\u2020out.b' }]);
             assert.deepEqual (outcomes.map ((o) => o.status), ['ok', 'ok']);
-            const calls = (await client.history (context, 2)).map ((m) => m._call);
+            const calls = (await collect (client.history (context, { fromSeq: 2 })))
+                .map ((m) => m._call);
             assert.equal (calls [0]._id, 'mine');
             assert.match (calls [1]._id, UUID);
         }
@@ -308,7 +334,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
             assert.equal ((await client.call ('node-no-id', { _tool: 'echo',
                                                              _outputPath: '\u2020out' })).status,
                           'ok');
-            assert.deepEqual ((await client.history ('node-no-id')) [0]._call,
+            assert.deepEqual ((await collect (client.history ('node-no-id'))) [0]._call,
                               { _tool: 'echo', _outputPath: '\u2020out' });
         }
         finally {
@@ -405,7 +431,7 @@ describe ('Two brokers sharing PostgreSQL', () => {
         finally {
             raw.close ();
         }
-        assert.deepEqual ((await client.history (context)).map ((m) => m._seq), [1]);
+        assert.deepEqual ((await collect (client.history (context))).map ((m) => m._seq), [1]);
         const one = new Client ({ endpoint: b.clientEndpoint });
         try {
             assert.equal (await one.resolve (context, '\u2020out.x'), 'X');
@@ -442,13 +468,10 @@ describe ('Two brokers sharing PostgreSQL', () => {
     });
 
     it ('the C library (actctl) creates each context where this client routes it', async () => {
-        const actctl = path.join (path.dirname (process.env.ACTD_BIN
-                                  || path.join (ROOT, 'build', 'bin', 'actd')), 'actctl');
         for (let number = 0; number < 8; number++) {
             const context = 'node-c-lib-' + number;
-            await new Promise ((resolve, reject) => execFile (actctl,
-                ['--endpoint', endpoints.join (','), 'append', context, '{"type":"text"}'],
-                (error, stdout, stderr) => error? reject (new Error (stderr)): resolve ()));
+            await runProgram (sibling ('actctl'),
+                ['--endpoint', endpoints.join (','), 'append', context, '{"type":"text"}']);
             const first = rendezvous (endpoints, context) [0];
             const replies = await rawAsk (brokers, 'HISTORY', context, '1', '10');
             assert.equal (replies [first] [0], 'VALUE', JSON.stringify (replies));
@@ -538,14 +561,15 @@ describe ('A broker killed', () => {
             assert.deepEqual ((await client.status (callId)).outcome, outcome);
             assert.deepEqual ([...runs].sort (), [callId, forgotten].sort ());
             //  Its output is written exactly once, seqs without gaps
-            const history = await client.history (contexts [0]);
+            const history = await collect (client.history (contexts [0]));
             assert.deepEqual (history.map ((m) => m._seq), history.map ((m, index) => index + 1));
             assert.deepEqual (history.filter ((m) => m._callId === callId).map ((m) => m._seq),
                               outcome.seqs);
             assert.equal (outcome.seqs.length, 1);
             assert.deepEqual (await client.resolve (contexts [0], '\u2020k'),
                               { v: contexts [0], up: contexts [0].toUpperCase (), later: 'later 1' });
-            assert.deepEqual ((await client.history (contexts [1])).map ((m) => m._seq), [1, 2]);
+            assert.deepEqual ((await collect (client.history (contexts [1]))).map ((m) => m._seq),
+                              [1, 2]);
         }
         finally {
             client.close ();

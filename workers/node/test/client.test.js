@@ -5,7 +5,7 @@
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker, Client, ActdError, NotFoundError, branch } = require ('..');
-const { Actd, until, gate } = require ('./actd');
+const { Actd, until, gate, collect } = require ('./actd');
 
 describe ('Client', () => {
     let actd, client, worker;
@@ -171,23 +171,44 @@ describe ('Client', () => {
         assert.match (text, /The user/);
     });
 
-    it ('history () pages the stored messages; iterateHistory () walks them all', async () => {
+    it ('history () walks the stored messages, from fromSeq, at most limit, by pages', async () => {
         for (let n = 1; n <= 5; n++)
             await client.append ('c-history', { type: 'text', text: 'm' + n });
-        const all = await client.history ('c-history');
+        const all = await collect (client.history ('c-history'));
         assert.deepEqual (all.map ((m) => [m._seq, m.text]),
                           [[1, 'm1'], [2, 'm2'], [3, 'm3'], [4, 'm4'], [5, 'm5']]);
         assert.match (all [0]._date, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-        const page = await client.history ('c-history', 2, 2);
-        assert.deepEqual (page.map ((m) => m._seq), [2, 3]);
-        const walked = [];
-        for await (const message of client.iterateHistory ('c-history', { pageSize: 2 }))
-            walked.push (message);
-        assert.deepEqual (walked, all);
-        const tail = [];
-        for await (const message of client.iterateHistory ('c-history', { fromSeq: 4 }))
-            tail.push (message._seq);
-        assert.deepEqual (tail, [4, 5]);
+        assert.deepEqual (await collect (client.history ('c-history', { pageSize: 2 })), all);
+        const seqs = async (options) =>
+            (await collect (client.history ('c-history', options))).map ((m) => m._seq);
+        assert.deepEqual (await seqs ({ fromSeq: 4 }), [4, 5]);
+        assert.deepEqual (await seqs ({ fromSeq: 2, limit: 2 }), [2, 3]);
+        assert.deepEqual (await seqs ({ fromSeq: 2, limit: 3, pageSize: 2 }), [2, 3, 4]);
+        assert.deepEqual (await seqs ({ limit: 0 }), []);
+        assert.deepEqual (await seqs ({ fromSeq: 6 }), []);
+        //  The page form history () had before it iterated is refused at once
+        assert.throws (() => client.history ('c-history', 2, 2), TypeError);
+    });
+
+    it ('iterateHistory () still walks the messages, with one DeprecationWarning', async () => {
+        const warnings = [];
+        const listener = (warning) => warnings.push (warning);
+        process.on ('warning', listener);
+        try {
+            for (let round = 0; round < 2; round++) {
+                const walked = [];
+                for await (const message of client.iterateHistory ('c-history', { fromSeq: 3 }))
+                    walked.push (message._seq);
+                assert.deepEqual (walked, [3, 4, 5]);
+            }
+            //  Warnings are emitted on the next tick
+            await new Promise ((resolve) => setImmediate (resolve));
+        }
+        finally {
+            process.off ('warning', listener);
+        }
+        assert.deepEqual (warnings.map ((w) => [w.name, w.code]),
+                          [['DeprecationWarning', 'ACTD_ITERATE_HISTORY']]);
     });
 
     it ('status () of a waiting call names what it waits on', async () => {
@@ -264,12 +285,12 @@ describe ('Client', () => {
                        'bad_argument');
         await rejects (client.append ('c-err', { kind: 'x', data: 1 }), 'bad_argument');
         await rejects (client.view ('c-err', 'xml'), 'bad_argument');
-        await rejects (client.history ('c-err', 1, 1001), 'bad_argument');
-        await rejects (client.history ('c-err', 'one', 10), 'bad_argument');
+        await rejects (collect (client.history ('c-err', { pageSize: 1001 })), 'bad_argument');
+        await rejects (collect (client.history ('c-err', { fromSeq: 'one' })), 'bad_argument');
         await rejects (client.status ('999999'), 'not_found', NotFoundError);
         await rejects (client.cancel ('999999'), 'not_found', NotFoundError);
         await rejects (client.view ('c-no-such-context'), 'not_found', NotFoundError);
-        await rejects (client.history ('c-no-such-context'), 'not_found', NotFoundError);
+        await rejects (collect (client.history ('c-no-such-context')), 'not_found', NotFoundError);
         await rejects (client.request ('NOPE'), 'unknown_command');
         await rejects (client.request ('PING', ['extra']), 'bad_frame');
         await rejects (client.request ('CALL', ['c-err', '{"_tool":']), 'bad_json');
@@ -290,7 +311,7 @@ describe ('Client', () => {
         assert.equal (new Set (outcomes.map ((o) => o.call_id)).size, count);
         assert.equal (await client.resolve ('c-many', '†s.k499'), 'TEXT 499');
         const history = [];
-        for await (const message of client.iterateHistory ('c-many', { pageSize: 100 }))
+        for await (const message of client.history ('c-many', { pageSize: 100 }))
             history.push (message._seq);
         assert.equal (history.length, count);
     });

@@ -4,9 +4,9 @@
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
-const { spawn, execFile } = require ('node:child_process');
+const { spawn } = require ('node:child_process');
 const path = require ('node:path');
-const { Actd, until } = require ('./actd');
+const { Actd, until, runProgram } = require ('./actd');
 
 const EXAMPLES = path.join (__dirname, '..', 'examples');
 
@@ -51,10 +51,8 @@ describe ('examples', () => {
     });
 
     it ('client.js runs against it', async () => {
-        const output = await new Promise ((resolve, reject) => execFile (process.execPath,
-            [path.join (EXAMPLES, 'client.js'), '--endpoint', actd.clientEndpoint,
-             '--context', 'ex-client'], (error, stdout, stderr) =>
-                error? reject (new Error (error.message + stderr)): resolve (stdout)));
+        const output = await runProgram (process.execPath, [path.join (EXAMPLES, 'client.js'),
+            '--endpoint', actd.clientEndpoint, '--context', 'ex-client']);
         assert.match (output, /^upper: ok -> "HELLO, WORLD"$/m);
         assert.match (output, /^weather: branch 0, wrote \["†forecast.sunny"\]$/m);
         assert.match (output, /^echo: ok$/m);

@@ -43,8 +43,12 @@ async function worker (): Promise<void> {
     const brokers: string[] = several.endpoints;
     const first: string = several.endpoint;
     void brokers; void first;
-    // @ts-expect-error endpoints is an array
-    new Worker ({ endpoints: 'tcp://a:5556' });
+    new Worker ({ endpoints: 'tcp://a:5556,tcp://b:5556', curveServer: 'K'.repeat (40),
+                  curveCert: 'w1.key_secret' });
+    // @ts-expect-error endpoints is a string or an array of strings
+    new Worker ({ endpoints: [5556] });
+    // @ts-expect-error curveCert is a file name
+    new Worker ({ curveServer: 'K'.repeat (40), curveCert: { publicKey: 'p', secretKey: 's' } });
     const names: string[] = worker.activities;
     const running: number = worker.running;
     void names; void running;
@@ -63,12 +67,16 @@ async function client (): Promise<void> {
     const client = new Client ({ endpoint: DEFAULTS.clientEndpoint, timeoutMs: 10000,
                                  statusPollMs: 500 });
     const alsoClient = new Client ('tcp://127.0.0.1:5555');
+    new Client ({ endpoints: 'tcp://127.0.0.1:5555', curveServer: 'K'.repeat (40),
+                  curveCert: 'alice.key_secret' }).close ();
     alsoClient.close ();
     const multi = new Client ({ endpoints: ['tcp://a:5555', 'tcp://b:5555'],
                                 requestTimeoutMs: 2000, statusPollMs: 1000 });
     const retry: number = multi.requestTimeoutMs;
     void retry;
     multi.close ();
+    // @ts-expect-error history takes options, not (fromSeq, limit)
+    client.history ('ctx', 1, 100);
     // @ts-expect-error requestTimeoutMs is a number
     new Client ({ endpoints: ['tcp://a:5555'], requestTimeoutMs: '5s' });
     const call: Call = { _tool: 'upper', _outputPath: '†state.x', text: 'hi' };
@@ -87,9 +95,9 @@ async function client (): Promise<void> {
     const a: number = value.a;
     const view: ViewEntry[] = await client.view ('ctx');
     const text: string = await client.view ('ctx', 'text');
-    const page: StoredMessage[] = await client.history ('ctx', 1, 100);
-    for await (const message of client.iterateHistory ('ctx', { fromSeq: 1, pageSize: 10 })) {
-        const s: number = message._seq;
+    for await (const message of client.history ('ctx', { fromSeq: 1, limit: 100, pageSize: 10 })) {
+        const stored: StoredMessage = message;
+        const s: number = stored._seq;
         void s;
     }
     const st: Status = await client.status (id);
@@ -121,7 +129,7 @@ async function client (): Promise<void> {
     // @ts-expect-error the text view is a string, not entries
     const wrong: ViewEntry[] = await client.view ('ctx', 'text');
     client.close ();
-    void [status, code, either, done, planned, ids, plan, seq, a, view, text, page, progress,
+    void [status, code, either, done, planned, ids, plan, seq, a, view, text, progress,
           nothing, workers, ms, verb, endpoints, wrong];
 }
 
