@@ -88,6 +88,11 @@ main (int argc, char *argv [])
     //  actd handles its own signals (stop, reload), not CZMQ
     zsys_handler_set (NULL);
     signal (SIGPIPE, SIG_IGN);
+    //  At a file-size limit (RLIMIT_FSIZE, LimitFSIZE= in a unit) the kernel
+    //  would kill actd; ignored, the write fails with EFBIG instead, the
+    //  commit fails, and what it would have acknowledged is refused with
+    //  internal, as for a full disk
+    signal (SIGXFSZ, SIG_IGN);
 
     enum { OPT_CONFIG = 256, OPT_CLIENT, OPT_WORKER, OPT_DB, OPT_SYNC, OPT_HEARTBEAT, OPT_LIVENESS,
            OPT_LEVEL, OPT_HELP, OPT_VERSION };

@@ -289,6 +289,18 @@ class CallTest(BrokerCase):
                                        "deadline_ms": 300000, "branches": 1,
                                        "discard": False})
 
+    def test_meta_carries_any_valid_instance(self):
+        """SEMANTICS 1 and PROTOCOL 2: an _instance is any 1-128 bytes of
+        UTF-8; 120 control characters (escaped, 720 bytes of JSON) and 128
+        multibyte bytes reach the worker in a meta that parses."""
+        for instance in ["\x01" * 120, "\u00e9" * 64, "\"\\\n" * 40]:
+            call_id, outcome = self.call("meta-instance", {
+                "_tool": "echo", "_instance": instance, "_outputPath": "†out.x", "a": 1})
+            self.assertEqual(outcome["status"], "ok", outcome)
+            meta = self.tasks_of(self.worker, call_id)[0][3]
+            self.assertEqual(meta["instance"], instance)
+            self.assertEqual(meta["call_id"], call_id)
+
     def test_references_resolve_against_the_context_at_dispatch(self):
         """SEMANTICS 7: references are resolved when the call is dispatched,
         against the context as it is then (not when it was submitted)."""

@@ -591,6 +591,58 @@ class CrashTest(unittest.TestCase):
             actd.cleanup()
 
 
+    def test_restart_never_runs_more_attempts_than_retry_allows(self):
+        """A crash during a call's last allowed attempt does not give it
+        one more: at the restart the attempt counts, and the call ends
+        worker_lost (attempts == max_attempts) without running again."""
+        actd = Actd()
+        actd.start()
+        try:
+            holder = Worker(actd.worker_endpoint, ["held"], lambda a, p, m: NoAnswer, name="holder")
+            holder.start()
+            wait_workers(actd, 1)
+            client = Client(actd.client_endpoint, identity=b"fixed-client")
+            last = client.send("CALL", "attempts", {
+                "_tool": "held", "_outputPath": DAGGER + "out.x", "_retry": {"max_attempts": 2}})
+            ids = {"last": client.wait(last, timeout=20.0)[1]}
+            #  Attempt 1 is lost with its worker; attempt 2 (the last) runs
+            holder.stop()
+            held = client.wait_status(ids["last"], ["queued"])
+            second = Worker(actd.worker_endpoint, ["held"], lambda a, p, m: NoAnswer, name="second")
+            second.start()
+            held = client.wait_status(ids["last"], ["running"])
+            self.assertEqual(held["attempts"], 2, held)
+            spare = client.send("CALL", "attempts", {
+                "_tool": "held", "_outputPath": DAGGER + "out.y", "_retry": {"max_attempts": 2}})
+            ids["spare"] = client.wait(spare, timeout=20.0)[1]
+            actd.kill()
+            client.close()
+            second.stop()
+            actd.start()
+            client = Client(actd.client_endpoint, identity=b"fixed-client")
+            after = Worker(actd.worker_endpoint, ["held"], lambda a, p, m: {"ran": True},
+                           name="after")
+            after.start()
+            try:
+                #  It ended at recovery, maybe before this socket connected:
+                #  a client that reconnects asks with STATUS (PROTOCOL.md 1)
+                status = client.wait_status(ids["last"], ["ok", "error", "timeout", "skipped",
+                                                          "cancelled"])
+                done = status["outcome"]
+                self.assertEqual((status["state"], status["attempts"]), ("error", 2), status)
+                self.assertEqual(done["error"]["code"], "worker_lost", done)
+                spare_done = json.loads(client.wait(spare, "DONE", timeout=30.0)[2])
+                self.assertEqual(spare_done["status"], "ok", spare_done)
+                #  The worker after the restart ran only the call with an
+                #  attempt left
+                self.assertEqual([task[0].split(".")[0] for task in after.tasks], [ids["spare"]])
+            finally:
+                after.stop()
+                client.close()
+            self.assertEqual(actd.stop(), 0)
+        finally:
+            actd.cleanup()
+
 if __name__ == "__main__":
     unittest.main()
 
@@ -604,9 +656,10 @@ class StoreFullTest(unittest.TestCase):
 
     @staticmethod
     def limit():
-        #  Without SIGXFSZ ignored the kernel would kill actd at the limit
-        #  instead of failing the write; the ignored signal survives exec
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        #  SIGXFSZ as a service manager leaves it (default: kill): actd
+        #  itself must ignore it, or the kernel kills it at the limit
+        #  instead of failing the write
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_FSIZE, (StoreFullTest.LIMIT, StoreFullTest.LIMIT))
 
     @unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
