@@ -16,8 +16,9 @@ extern "C" {
 #endif
 
 //  The error codes of PROTOCOL.md section 3, and the call outcome codes of
-//  SEMANTICS.md section 7. Compare codes with strcmp or by pointer: every
-//  code libactd sets is one of these constants.
+//  SEMANTICS.md section 7 and PROTOCOL.md section 2.1. Every code libactd
+//  and actd set is one of these constants; an outcome's code may also be
+//  a worker's own (its FAIL's "code"), so compare codes with strcmp.
 #define ACT_E_BAD_FRAME             "bad_frame"
 #define ACT_E_UNKNOWN_COMMAND       "unknown_command"
 #define ACT_E_BAD_JSON              "bad_json"
@@ -34,6 +35,7 @@ extern "C" {
 #define ACT_E_UNAUTHORIZED          "unauthorized"
 #define ACT_E_INTERNAL              "internal"
 #define ACT_E_MOVED                 "moved"
+#define ACT_E_UNKNOWN_ACTIVITY      "unknown_activity"
 //  Outcome-only codes (a call's error object, never an ERROR reply)
 #define ACT_E_BAD_PATH              "bad_path"
 #define ACT_E_ACTIVITY_FAILED       "activity_failed"
@@ -41,6 +43,7 @@ extern "C" {
 #define ACT_E_TIMEOUT               "timeout"
 #define ACT_E_NO_WORKER             "no_worker"
 #define ACT_E_CANCELLED             "cancelled"
+#define ACT_E_BAD_PARAMS            "bad_params"
 
 typedef struct {
     const char *code;           //  One of the ACT_E_ codes; NULL: no error

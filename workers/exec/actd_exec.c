@@ -15,14 +15,13 @@
     with EINTR, which ends zloop_start), the deadline and the kill grace
     are timers, CANCEL comes through act_task_on_cancel.
 
-    One rule keeps the worker library safe: its loop runs every timer due
-    in a pass, and act_worker_cancel_timer frees the timer's hook at once,
-    so a timer callback that cancels another timer due in the same pass
-    has the library call a freed hook (heap-use-after-free under ASan).
-    So timer callbacks here only send signals and start timers; whatever
-    ends a job (cancelling its timers, unwatching its pipes, answering)
-    runs from a watch: a pipe's end of file, or the "kick" self-pipe a
-    timer writes to when it finds that a command has exited.
+    A job ends in one place: timer callbacks only send signals and start
+    timers, and whatever ends a job (cancelling its timers, unwatching its
+    pipes, answering) runs from a watch: a pipe's end of file, or the
+    "kick" self-pipe a timer writes to when it finds that a command has
+    exited. (The worker library marks a cancelled timer's hook dead and
+    frees it after the pass, so cancelling a timer due in the same pass is
+    safe; the single ending keeps the order of a job's last steps plain.)
     ========================================================================= */
 
 #include <errno.h>
