@@ -24,6 +24,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "act_deps.h"
+#include "unit_support.h"
 
 #define S_SEED          0xDE95EEDULL    //  Default seed
 #define S_ROUNDS        300             //  Indexes built
@@ -294,21 +295,6 @@ test_no_output_path_registers_nothing (void **state)
 //  --------------------------------------------------------------------------
 //  The property test: the index against a brute force
 
-static uint64_t
-s_next (uint64_t *rng)
-{
-    uint64_t z = (*rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static size_t
-s_below (uint64_t *rng, size_t bound)
-{
-    return (size_t) (s_next (rng) % (uint64_t) bound);
-}
-
 //  A segment from a small alphabet, as written in an expression: keys,
 //  indexes written both ways, a quoted key with a dot and a quoted "-"
 //  (a key, not the append position), and "-" itself in output paths
@@ -321,8 +307,8 @@ s_segment (uint64_t *rng, bool output)
     };
     size_t count = sizeof segments / sizeof segments [0];
     if (!output)
-        return segments [s_below (rng, count - 1)];
-    size_t pick = s_below (rng, count + 2);     //  "-" three times as often
+        return segments [unit_below (rng, count - 1)];
+    size_t pick = unit_below (rng, count + 2);  //  "-" three times as often
     return segments [pick < count? pick: count - 1];
 }
 
@@ -330,8 +316,8 @@ s_segment (uint64_t *rng, bool output)
 static void
 s_reference (uint64_t *rng, bool output, size_t max, char *text, size_t size)
 {
-    size_t used = (size_t) snprintf (text, size, "†%s", s_below (rng, 2)? "a": "b");
-    size_t nsegs = s_below (rng, max + 1);
+    size_t used = (size_t) snprintf (text, size, "†%s", unit_below (rng, 2)? "a": "b");
+    size_t nsegs = unit_below (rng, max + 1);
     for (size_t s = 0; s < nsegs; s++)
         used += (size_t) snprintf (text + used, size - used, "%s", s_segment (rng, output));
 }
@@ -341,9 +327,9 @@ static void
 s_output (uint64_t *rng, char *text, size_t size)
 {
     size_t used = 0;
-    size_t nalts = 1 + s_below (rng, 3);
+    size_t nalts = 1 + unit_below (rng, 3);
     for (size_t a = 0; a < nalts; a++) {
-        size_t nrefs = 1 + s_below (rng, 3);
+        size_t nrefs = 1 + unit_below (rng, 3);
         for (size_t r = 0; r < nrefs; r++) {
             if (a || r)
                 used += (size_t) snprintf (text + used, size - used, r? " && ": " || ");
@@ -369,8 +355,8 @@ s_check_read (act_deps_t *deps, s_model_t *calls, size_t ncalls, uint64_t *rng,
 {
     char text [256];
     s_reference (rng, false, 4, text, sizeof text);
-    const char *instance = s_instances [s_below (rng, 3)];
-    uint64_t reader = s_below (rng, ncalls + 2);
+    const char *instance = s_instances [unit_below (rng, 3)];
+    uint64_t reader = unit_below (rng, ncalls + 2);
     act_expr_t *read = s_parse (text, false);
     const act_ref_t *ref = &read->alts [0].refs [0];
 
@@ -429,24 +415,19 @@ static void
 test_index_finds_what_a_brute_force_finds (void **state)
 {
     (void) state;
-    uint64_t seed = S_SEED;
-    const char *env = getenv ("ACTD_DEPS_SEED");
-    if (env)
-        seed = strtoull (env, NULL, 0);
-    printf ("test_deps: seed %llu (replay: ACTD_DEPS_SEED=%llu)\n",
-            (unsigned long long) seed, (unsigned long long) seed);
+    uint64_t seed = unit_seed ("ACTD_DEPS_SEED", S_SEED);
     uint64_t rng = seed;
     size_t reads = 0, fed = 0;
     for (size_t round = 0; round < S_ROUNDS; round++) {
         act_deps_t *deps = act_deps_new ();
         s_model_t calls [S_CALLS];
-        size_t ncalls = 1 + s_below (&rng, S_CALLS);
+        size_t ncalls = 1 + unit_below (&rng, S_CALLS);
         for (size_t c = 0; c < ncalls; c++) {
             char text [512];
             s_output (&rng, text, sizeof text);
             //  Call numbers from 1, in order of registration
             calls [c].number = c + 1;
-            calls [c].instance = s_instances [s_below (&rng, 3)];
+            calls [c].instance = s_instances [unit_below (&rng, 3)];
             calls [c].output = s_parse (text, true);
             calls [c].producer = act_deps_register (deps, calls [c].output,
                                                     calls [c].instance, calls [c].number,
@@ -460,7 +441,7 @@ test_index_finds_what_a_brute_force_finds (void **state)
         //  Unregister a random half (calls that finished), then check again
         size_t live = ncalls;
         for (size_t c = 0; c < ncalls; c++)
-            if (s_below (&rng, 2)) {
+            if (unit_below (&rng, 2)) {
                 act_deps_unregister (deps, &calls [c].producer);
                 assert_null (calls [c].producer);
                 assert_int_equal (act_deps_size (deps), --live);
@@ -471,7 +452,7 @@ test_index_finds_what_a_brute_force_finds (void **state)
         //  Register some again under new numbers: the trie pruned by the
         //  unregistering must take them
         for (size_t c = 0; c < ncalls; c++)
-            if (!calls [c].producer && s_below (&rng, 2)) {
+            if (!calls [c].producer && unit_below (&rng, 2)) {
                 calls [c].producer = act_deps_register (deps, calls [c].output,
                                                         calls [c].instance,
                                                         calls [c].number, &calls [c]);

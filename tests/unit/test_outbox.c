@@ -17,68 +17,11 @@
 #include <cmocka.h>
 #include "act_outbox.h"
 #include "actd/act_wire.h"
+#include "unit_support.h"
 
 //  The message act_outbox_refuse puts in place of a durable reply
 #define S_REFUSED   "the store could not commit; nothing was kept"
 
-
-//  --------------------------------------------------------------------------
-//  A test sender: keeps a copy of every message handed to it
-
-#define S_MAX_SENT  1024
-
-typedef struct {
-    zmsg_t *messages [S_MAX_SENT];  //  Copies of the frames, in order
-    bool to_worker [S_MAX_SENT];    //  Which socket each was for
-    size_t size;                    //  Messages handed over
-    bool refuse_workers;            //  Return false for messages to workers
-} s_sent_t;
-
-static bool
-s_capture (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
-{
-    s_sent_t *sent = (s_sent_t *) arg;
-    assert_true (sent->size < S_MAX_SENT);
-    zmsg_t *msg = zmsg_new ();
-    for (size_t i = 0; i < nparts; i++)
-        zmsg_addmem (msg, zmq_msg_data (&parts [i]), zmq_msg_size (&parts [i]));
-    sent->to_worker [sent->size] = to_worker;
-    sent->messages [sent->size++] = msg;
-    return !(to_worker && sent->refuse_workers);
-}
-
-static void
-s_sent_clear (s_sent_t *sent)
-{
-    for (size_t i = 0; i < sent->size; i++)
-        zmsg_destroy (&sent->messages [i]);
-    sent->size = 0;
-}
-
-//  Assert message index of sent went to to_worker and has exactly the
-//  frames given (NULL-terminated list of strings)
-static void
-s_assert_sent (s_sent_t *sent, size_t index, bool to_worker, ...)
-{
-    assert_true (index < sent->size);
-    assert_int_equal (sent->to_worker [index], to_worker);
-    zmsg_t *msg = sent->messages [index];
-    zframe_t *frame = zmsg_first (msg);
-    va_list args;
-    va_start (args, to_worker);
-    size_t count = 0;
-    for (const char *text = va_arg (args, const char *); text;
-         text = va_arg (args, const char *)) {
-        assert_non_null (frame);
-        assert_int_equal (zframe_size (frame), strlen (text));
-        assert_memory_equal (zframe_data (frame), text, strlen (text));
-        frame = zmsg_next (msg);
-        count++;
-    }
-    va_end (args);
-    assert_null (frame);
-    assert_int_equal (zmsg_size (msg), count);
-}
 
 //  A reply [client][ACTC01][verb][request][body] added to outbox
 static void
@@ -132,11 +75,11 @@ test_messages_leave_in_order_with_their_frames (void **state)
     s_reply (outbox, "client-2", "r2", "VALUE", "[1,2]", false);
     assert_int_equal (act_outbox_size (outbox), 4);
 
-    s_sent_t sent = { .size = 0 };
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 4);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 4);
     assert_int_equal (sent.size, 4);
-    s_assert_sent (&sent, 0, false, "client-1", "ACTC01", "PONG", "r1", NULL);
-    s_assert_sent (&sent, 1, true, "worker-1", "ACTW01", "TASK", "17", "{}", NULL);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "PONG", "r1", NULL);
+    unit_assert_sent (&sent, 1, true, "worker-1", "ACTW01", "TASK", "17", "{}", NULL);
     zmsg_t *raw = sent.messages [2];
     assert_false (sent.to_worker [2]);
     assert_int_equal (zmsg_size (raw), 3);
@@ -146,8 +89,8 @@ test_messages_leave_in_order_with_their_frames (void **state)
     frame = zmsg_next (raw);
     assert_int_equal (zframe_size (frame), 3);
     assert_memory_equal (zframe_data (frame), "\x01\x00\xff", 3);
-    s_assert_sent (&sent, 3, false, "client-2", "ACTC01", "VALUE", "r2", "[1,2]", NULL);
-    s_sent_clear (&sent);
+    unit_assert_sent (&sent, 3, false, "client-2", "ACTC01", "VALUE", "r2", "[1,2]", NULL);
+    unit_sent_release (&sent);
     act_outbox_destroy (&outbox);
     assert_null (outbox);
 }
@@ -166,11 +109,11 @@ test_error_reply_echoes_the_request (void **state)
     zframe_destroy (&client);
     zframe_destroy (&request);
 
-    s_sent_t sent = { .size = 0 };
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 1);
-    s_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "req-9", "not_found",
-                   "no call 12", NULL);
-    s_sent_clear (&sent);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 1);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "req-9", "not_found",
+                      "no call 12", NULL);
+    unit_sent_release (&sent);
     act_outbox_destroy (&outbox);
 }
 
@@ -182,17 +125,17 @@ test_flush_empties_it (void **state)
     act_outbox_t *outbox = act_outbox_new ();
     s_reply (outbox, "c", "1", "PONG", NULL, false);
     s_reply (outbox, "c", "2", "OK", "{\"seq\":1}", true);
-    s_sent_t sent = { .size = 0 };
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 2);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
     assert_int_equal (act_outbox_size (outbox), 0);
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 0);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 0);
     assert_int_equal (sent.size, 2);
 
     //  It is used again after, from the start
     s_reply (outbox, "c", "3", "PONG", NULL, false);
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 1);
-    s_assert_sent (&sent, 2, false, "c", "ACTC01", "PONG", "3", NULL);
-    s_sent_clear (&sent);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 1);
+    unit_assert_sent (&sent, 2, false, "c", "ACTC01", "PONG", "3", NULL);
+    unit_sent_release (&sent);
     act_outbox_destroy (&outbox);
 }
 
@@ -207,13 +150,13 @@ test_a_failed_send_counts_as_not_sent (void **state)
     s_task (outbox, "w", "5", false);
     s_reply (outbox, "c", "2", "PONG", NULL, false);
     s_task (outbox, "w", "6", false);
-    s_sent_t sent = { .refuse_workers = true };
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 2);
+    unit_sent_t sent = { .refuse_workers = true };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
     assert_int_equal (sent.size, 4);                //  All were offered
     assert_int_equal (act_outbox_size (outbox), 0);
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 0);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 0);
     assert_int_equal (sent.size, 4);
-    s_sent_clear (&sent);
+    unit_sent_release (&sent);
 
     //  Without a send function (no sockets, no observer) nothing is sent
     //  and the messages are discarded
@@ -272,17 +215,17 @@ test_refuse_after_a_failed_commit (void **state)
     assert_int_equal (act_outbox_refuse (outbox), 5);
     assert_int_equal (act_outbox_size (outbox), 5);
 
-    s_sent_t sent = { .size = 0 };
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 5);
-    s_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "r1", "internal",
-                   S_REFUSED, NULL);
-    s_assert_sent (&sent, 1, false, "client-2", "ACTC01", "VALUE", "r2", "{\"a\":1}", NULL);
-    s_assert_sent (&sent, 2, false, "client-1", "ACTC01", "ERROR", "r3", "internal",
-                   S_REFUSED, NULL);
-    s_assert_sent (&sent, 3, false, "client-3", "ACTC01", "PONG", "r5", NULL);
-    s_assert_sent (&sent, 4, false, "client-2", "ACTC01", "ERROR", "r6", "bad_json",
-                   "not JSON", NULL);
-    s_sent_clear (&sent);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 5);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "r1", "internal",
+                      S_REFUSED, NULL);
+    unit_assert_sent (&sent, 1, false, "client-2", "ACTC01", "VALUE", "r2", "{\"a\":1}", NULL);
+    unit_assert_sent (&sent, 2, false, "client-1", "ACTC01", "ERROR", "r3", "internal",
+                      S_REFUSED, NULL);
+    unit_assert_sent (&sent, 3, false, "client-3", "ACTC01", "PONG", "r5", NULL);
+    unit_assert_sent (&sent, 4, false, "client-2", "ACTC01", "ERROR", "r6", "bad_json",
+                      "not JSON", NULL);
+    unit_sent_release (&sent);
     act_outbox_destroy (&outbox);
 }
 
@@ -298,11 +241,11 @@ test_refuse_twice_changes_nothing_more (void **state)
     assert_int_equal (act_outbox_refuse (outbox), 1);
     assert_int_equal (act_outbox_refuse (outbox), 0);
     assert_int_equal (act_outbox_size (outbox), 2);
-    s_sent_t sent = { .size = 0 };
-    assert_int_equal (act_outbox_flush (outbox, s_capture, &sent), 2);
-    s_assert_sent (&sent, 0, false, "c", "ACTC01", "ERROR", "r1", "internal", S_REFUSED, NULL);
-    s_assert_sent (&sent, 1, false, "c", "ACTC01", "PONG", "r2", NULL);
-    s_sent_clear (&sent);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
+    unit_assert_sent (&sent, 0, false, "c", "ACTC01", "ERROR", "r1", "internal", S_REFUSED, NULL);
+    unit_assert_sent (&sent, 1, false, "c", "ACTC01", "PONG", "r2", NULL);
+    unit_sent_release (&sent);
     act_outbox_destroy (&outbox);
 }
 
@@ -327,23 +270,21 @@ test_refuse_keeps_order_across_many_messages (void **state)
     assert_int_equal (act_outbox_refuse (outbox), 400);
     assert_int_equal (act_outbox_size (outbox), 400);
 
-    s_sent_t *sent = calloc (1, sizeof (s_sent_t));
-    assert_non_null (sent);
-    assert_int_equal (act_outbox_flush (outbox, s_capture, sent), 400);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 400);
     size_t index = 0;
     for (int i = 0; i < 600; i++) {
         snprintf (request, sizeof request, "%d", i);
         if (i % 3 == 0)
-            s_assert_sent (sent, index++, false, "c", "ACTC01", "ERROR", request, "internal",
-                           S_REFUSED, NULL);
+            unit_assert_sent (&sent, index++, false, "c", "ACTC01", "ERROR", request,
+                              "internal", S_REFUSED, NULL);
         else
         if (i % 3 == 1)
-            s_assert_sent (sent, index++, false, "c", "ACTC01", "VALUE", request, request,
-                           NULL);
+            unit_assert_sent (&sent, index++, false, "c", "ACTC01", "VALUE", request,
+                              request, NULL);
     }
-    assert_int_equal (index, sent->size);
-    s_sent_clear (sent);
-    free (sent);
+    assert_int_equal (index, sent.size);
+    unit_sent_release (&sent);
     act_outbox_destroy (&outbox);
 }
 

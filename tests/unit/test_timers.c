@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <czmq.h>
 #include "act_timers.h"
+#include "unit_support.h"
 
 #define S_SEED          0x71AE25ULL     //  Default seed of the random run
 #define S_OPERATIONS    10000           //  Adds, pops and a few clears
@@ -164,21 +166,6 @@ test_clear_drops_every_timer (void **state)
 //  --------------------------------------------------------------------------
 //  Random operations against a sorted array
 
-static uint64_t
-s_next (uint64_t *rng)
-{
-    uint64_t z = (*rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static long long
-s_below (uint64_t *rng, long long bound)
-{
-    return (long long) (s_next (rng) % (uint64_t) bound);
-}
-
 //  The reference: every timer held, sorted by at (ties in adding order)
 typedef struct {
     act_timer_t *timers;
@@ -222,13 +209,7 @@ static void
 test_random_operations_match_a_sorted_array (void **state)
 {
     (void) state;
-    uint64_t seed = S_SEED;
-    const char *env = getenv ("ACTD_TIMERS_SEED");
-    if (env)
-        seed = strtoull (env, NULL, 0);
-    printf ("test_timers: seed %llu (replay: ACTD_TIMERS_SEED=%llu)\n",
-            (unsigned long long) seed, (unsigned long long) seed);
-    uint64_t rng = seed;
+    uint64_t rng = unit_seed ("ACTD_TIMERS_SEED", S_SEED);
 
     act_timers_t *timers = act_timers_new ();
     s_sorted_t sorted = { calloc (S_OPERATIONS, sizeof (act_timer_t)), 0 };
@@ -236,7 +217,7 @@ test_random_operations_match_a_sorted_array (void **state)
     uint64_t next_id = 1;
     size_t pops = 0, empty_pops = 0, most = 0;
     for (int op = 0; op < S_OPERATIONS; op++) {
-        long long roll = s_below (&rng, 1000);
+        long long roll = (long long) unit_below (&rng, 1000);
         //  Grow for the first half (past the heap's first 256 slots), then
         //  shrink; a rare clear
         long long adds = op < S_OPERATIONS / 2? 650: 400;
@@ -246,12 +227,12 @@ test_random_operations_match_a_sorted_array (void **state)
         }
         else
         if (roll < adds) {
-            act_timer_t timer = s_timer (s_below (&rng, 2000), next_id++);
+            act_timer_t timer = s_timer ((long long) unit_below (&rng, 2000), next_id++);
             assert_int_equal (act_timers_add (timers, timer), 0);
             s_sorted_add (&sorted, timer);
         }
         else {
-            long long now = s_below (&rng, 2200) - 100;
+            long long now = (long long) unit_below (&rng, 2200) - 100;
             act_timer_t timer;
             bool due = sorted.size > 0 && sorted.timers [0].at <= now;
             bool took = act_timers_pop (timers, now, &timer);
