@@ -75,28 +75,29 @@ s_feed (s_world_t *world, zmsg_t *msg)
     act_broker_pass (world->broker);
 }
 
-//  [client][ACTC01][command][request][args...] from a NULL-ended list of
-//  argument strings
+//  A message of the NULL-ended string frames, the routing id first
 static zmsg_t *
-s_requestv (const char *client, const char *command, const char *request, va_list args)
+s_frames (const char *first, ...)
 {
     zmsg_t *msg = zmsg_new ();
-    zmsg_addstr (msg, client);
-    zmsg_addstr (msg, "ACTC01");
-    zmsg_addstr (msg, command);
-    zmsg_addstr (msg, request);
-    for (const char *arg = va_arg (args, const char *); arg; arg = va_arg (args, const char *))
-        zmsg_addstr (msg, arg);
+    va_list args;
+    va_start (args, first);
+    for (const char *text = first; text; text = va_arg (args, const char *))
+        zmsg_addstr (msg, text);
+    va_end (args);
     return msg;
 }
 
-//  Send command with request id request and the NULL-ended arguments
+//  Send [client][ACTC01][command][request][args...], the arguments a
+//  NULL-ended list of strings
 static void
 s_request (s_world_t *world, const char *command, const char *request, ...)
 {
+    zmsg_t *msg = s_frames (S_CLIENT, "ACTC01", command, request, NULL);
     va_list args;
     va_start (args, request);
-    zmsg_t *msg = s_requestv (S_CLIENT, command, request, args);
+    for (const char *arg = va_arg (args, const char *); arg; arg = va_arg (args, const char *))
+        zmsg_addstr (msg, arg);
     va_end (args);
     s_feed (world, msg);
 }
@@ -262,11 +263,7 @@ static void
 s_request_args (s_world_t *world, const char *name, const char *request, const char **args,
                 size_t nargs)
 {
-    zmsg_t *msg = zmsg_new ();
-    zmsg_addstr (msg, S_CLIENT);
-    zmsg_addstr (msg, "ACTC01");
-    zmsg_addstr (msg, name);
-    zmsg_addstr (msg, request);
+    zmsg_t *msg = s_frames (S_CLIENT, "ACTC01", name, request, NULL);
     for (size_t i = 0; i < nargs; i++)
         zmsg_addstr (msg, i < 3 && args [i]? args [i]: "ctx");
     s_feed (world, msg);
@@ -375,10 +372,7 @@ test_request_id_is_1_to_255_bytes (void **state)
     s_expect_bare (world, "1", "PONG");
 
     //  Opaque: any bytes, NUL included, come back as they were
-    zmsg_t *msg = zmsg_new ();
-    zmsg_addstr (msg, S_CLIENT);
-    zmsg_addstr (msg, "ACTC01");
-    zmsg_addstr (msg, "PING");
+    zmsg_t *msg = s_frames (S_CLIENT, "ACTC01", "PING", NULL);
     zmsg_addmem (msg, "\x00\xff\x01", 3);
     s_feed (world, msg);
     assert_int_equal (world->sent.size, 1);
@@ -446,11 +440,7 @@ test_bad_context_id (void **state)
         }
 
     //  A NUL inside is refused too (a frame is bytes, not a C string)
-    zmsg_t *msg = zmsg_new ();
-    zmsg_addstr (msg, S_CLIENT);
-    zmsg_addstr (msg, "ACTC01");
-    zmsg_addstr (msg, "VIEW");
-    zmsg_addstr (msg, "r");
+    zmsg_t *msg = s_frames (S_CLIENT, "ACTC01", "VIEW", "r", NULL);
     zmsg_addmem (msg, "ctx\0x", 5);
     s_feed (world, msg);
     s_expect_error (world, "r", "bad_context", NULL);
@@ -473,32 +463,16 @@ test_too_short_or_wrong_header_gets_no_reply (void **state)
     s_feed (world, zmsg_new ());
     s_expect_nothing (world);
 
-    zmsg_t *msg = zmsg_new ();
-    zmsg_addstr (msg, S_CLIENT);
-    s_feed (world, msg);
+    s_feed (world, s_frames (S_CLIENT, NULL));
     s_expect_nothing (world);
-
-    msg = zmsg_new ();
-    zmsg_addstr (msg, S_CLIENT);
-    zmsg_addstr (msg, "ACTC01");
-    s_feed (world, msg);
+    s_feed (world, s_frames (S_CLIENT, "ACTC01", NULL));
     s_expect_nothing (world);
-
-    msg = zmsg_new ();
-    zmsg_addstr (msg, S_CLIENT);
-    zmsg_addstr (msg, "ACTC01");
-    zmsg_addstr (msg, "PING");
-    s_feed (world, msg);
+    s_feed (world, s_frames (S_CLIENT, "ACTC01", "PING", NULL));
     s_expect_nothing (world);
 
     const char *headers [] = { "ACTC02", "actc01", "ACTW01", "ACTC01 ", "" };
     for (size_t h = 0; h < sizeof headers / sizeof headers [0]; h++) {
-        msg = zmsg_new ();
-        zmsg_addstr (msg, S_CLIENT);
-        zmsg_addstr (msg, headers [h]);
-        zmsg_addstr (msg, "PING");
-        zmsg_addstr (msg, "r1");
-        s_feed (world, msg);
+        s_feed (world, s_frames (S_CLIENT, headers [h], "PING", "r1", NULL));
         s_expect_nothing (world);
     }
 
@@ -512,19 +486,11 @@ static void
 test_pipelined_requests_each_echo_their_id (void **state)
 {
     s_world_t *world = (s_world_t *) *state;
-    zmsg_t *msgs [3];
-    msgs [0] = zmsg_new ();
-    zmsg_addstr (msgs [0], S_CLIENT);
-    zmsg_addstr (msgs [0], "ACTC01");
-    zmsg_addstr (msgs [0], "PING");
-    zmsg_addstr (msgs [0], "a");
-    msgs [1] = zmsg_dup (msgs [0]);
-    zframe_reset (zmsg_last (msgs [1]), "b", 1);
-    msgs [2] = zmsg_new ();
-    zmsg_addstr (msgs [2], S_CLIENT);
-    zmsg_addstr (msgs [2], "ACTC01");
-    zmsg_addstr (msgs [2], "FROB");
-    zmsg_addstr (msgs [2], "c");
+    zmsg_t *msgs [3] = {
+        s_frames (S_CLIENT, "ACTC01", "PING", "a", NULL),
+        s_frames (S_CLIENT, "ACTC01", "PING", "b", NULL),
+        s_frames (S_CLIENT, "ACTC01", "FROB", "c", NULL)
+    };
     for (int i = 0; i < 3; i++)
         act_broker_client_message (world->broker, &msgs [i]);
     assert_int_equal (act_broker_pass (world->broker), 3);
@@ -714,13 +680,7 @@ test_cancelled_call_with_output_path_is_done (void **state)
                "{\"_tool\":\"upper\",\"_outputPath\":\"†state.out\"}", NULL);
     s_expect_frame (world, "c1", "ACCEPTED", "1");
 
-    zmsg_t *msg = zmsg_new ();
-    zmsg_addstr (msg, "client-2");
-    zmsg_addstr (msg, "ACTC01");
-    zmsg_addstr (msg, "CANCEL");
-    zmsg_addstr (msg, "x1");
-    zmsg_addstr (msg, "1");
-    s_feed (world, msg);
+    s_feed (world, s_frames ("client-2", "ACTC01", "CANCEL", "x1", "1", NULL));
     assert_int_equal (world->sent.size, 2);
     size_t done = 0, ok = 0;
     for (size_t i = 0; i < 2; i++) {
