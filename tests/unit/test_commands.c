@@ -739,6 +739,48 @@ test_plan_accepts_calls_in_order (void **state)
     s_expect_frame (world, "c4", "ACCEPTED", "3");         //  No number was taken
 }
 
+//  Every malformed or refused request gets an ERROR reply and changes
+//  nothing: a refused APPEND, CALL or PLAN naming a new context does not
+//  create it, and takes no _seq or call number.
+static void
+test_refused_request_changes_nothing (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    s_request (world, "APPEND", "a1", "fresh", "{\"data\":1}", NULL);
+    s_expect_error (world, "a1", "bad_argument", NULL);
+    s_request (world, "CALL", "c1", "fresh", "{\"_tool\":\"a\",\"x\":\"†state.nothing\"}", NULL);
+    s_expect_error (world, "c1", "unresolved_reference", NULL);
+    s_request (world, "CALL", "c2", "fresh", "{\"x\":1}", NULL);
+    s_expect_error (world, "c2", "bad_call", NULL);
+    s_request (world, "PLAN", "p1", "fresh",
+               "[{\"_tool\":\"a\"},{\"_tool\":\"b\",\"_outputMethod\":\"smash\"}]", NULL);
+    s_expect_error (world, "p1", "bad_method", NULL);
+    s_request (world, "VIEW", "v1", "fresh", NULL);
+    s_expect_error (world, "v1", "not_found", NULL);
+    s_request (world, "HISTORY", "h1", "fresh", "1", "10", NULL);
+    s_expect_error (world, "h1", "not_found", NULL);
+    s_request (world, "STATUS", "s1", "1", NULL);
+    s_expect_error (world, "s1", "not_found", "no call 1");
+
+    //  The next message is the context's first. Call numbers are the one
+    //  thing a refusal uses up (act_flow.c: a wait a refused call
+    //  registered must never match a later call): the unresolved CALL
+    //  took 1 and the plan's valid first entry 2; neither is a call
+    s_request (world, "APPEND", "a2", "fresh", "{\"type\":\"data\",\"data\":1}", NULL);
+    s_expect_json (world, "a2", "OK", "{\"seq\":1}");
+    s_request (world, "CALL", "c3", "fresh", "{\"_tool\":\"a\"}", NULL);
+    s_expect_frame (world, "c3", "ACCEPTED", "3");
+    s_request (world, "STATUS", "s3", "2", NULL);
+    s_expect_error (world, "s3", "not_found", "no call 2");
+    s_request (world, "STATS", "s2", NULL);
+    json_t *stats = s_take_json (world, "s2", "VALUE");
+    assert_int_equal (json_integer_value (json_object_get (stats, "contexts")), 1);
+    assert_int_equal (json_integer_value (json_object_get (stats, "messages")), 1);
+    assert_int_equal (json_integer_value (json_object_get (json_object_get (stats, "calls"),
+                                                          "accepted")), 1);
+    json_decref (stats);
+}
+
 //  STATS -> VALUE with the keys of PROTOCOL.md section 4, counting what
 //  the broker holds.
 static void
@@ -820,6 +862,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_cancelled_call_with_output_path_is_done,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_plan_accepts_calls_in_order, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_refused_request_changes_nothing,
+                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_stats_has_the_section_4_keys, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
