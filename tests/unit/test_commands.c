@@ -557,6 +557,20 @@ test_resolve_what_was_appended (void **state)
     s_expect_error (world, "r6", "bad_reference", NULL);
     s_request (world, "RESOLVE", "r7", "nowhere", "†input.city", NULL);
     s_expect_error (world, "r7", "not_found", NULL);
+
+    //  The instance is 1 to 128 bytes of UTF-8
+    char instance [130];
+    memset (instance, 'i', 129);
+    instance [129] = 0;
+    s_request (world, "RESOLVE", "r8", "trip", "†input.city", instance, NULL);
+    s_expect_error (world, "r8", "bad_argument", "an instance is 1 to 128 bytes of UTF-8");
+    s_request (world, "RESOLVE", "r9", "trip", "†input.city", "", NULL);
+    s_expect_error (world, "r9", "bad_argument", "an instance is 1 to 128 bytes of UTF-8");
+    s_request (world, "RESOLVE", "r10", "trip", "†input.city", "\xff", NULL);
+    s_expect_error (world, "r10", "bad_argument", "an instance is 1 to 128 bytes of UTF-8");
+    instance [128] = 0;
+    s_request (world, "RESOLVE", "r11", "trip", "†input.city", instance, NULL);
+    s_expect_json (world, "r11", "VALUE", "\"Paris\"");
 }
 
 //  VIEW -> VALUE: the merged view as JSON (the default, or "json") or as
@@ -624,6 +638,8 @@ test_history_returns_stored_messages (void **state)
     s_request (world, "HISTORY", "h4", "ctx", "3", "10", NULL);
     s_expect_json (world, "h4", "VALUE", "[]");
 
+    s_request (world, "HISTORY", "h0", "ctx", "1", "0", NULL);
+    s_expect_json (world, "h0", "VALUE", "[]");
     s_request (world, "HISTORY", "h5", "ctx", "1", "1001", NULL);
     s_expect_error (world, "h5", "bad_argument", "limit must be a decimal number up to 1000");
     s_request (world, "HISTORY", "h6", "ctx", "one", "10", NULL);
