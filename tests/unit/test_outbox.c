@@ -1,0 +1,305 @@
+/*  =========================================================================
+    test_outbox - what one pass sends, held until its commit (act_outbox.h):
+    messages leave in order through the send function with their frames
+    as built; after a failed commit nothing durable is promised (ACCEPTED
+    and OK become ERROR internal to the same request, DONE and messages to
+    workers are dropped, the rest stays in order); a send that fails counts
+    as not sent.
+    ========================================================================= */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "act_outbox.h"
+#include "actd/act_wire.h"
+#include "unit_support.h"
+
+//  The message act_outbox_refuse puts in place of a durable reply
+#define S_REFUSED   "the store could not commit; nothing was kept"
+
+
+//  A reply [client][ACTC01][verb][request][body] added to outbox
+static void
+s_reply (act_outbox_t *outbox, const char *client, const char *request, const char *verb,
+         const char *body, bool durable)
+{
+    zframe_t *client_frame = zframe_from (client);
+    zframe_t *request_frame = zframe_from (request);
+    act_out_t *out = act_outbox_reply (outbox, client_frame, request_frame, verb, durable);
+    assert_non_null (out);
+    if (body)
+        act_out_addstr (out, body);
+    zframe_destroy (&client_frame);
+    zframe_destroy (&request_frame);
+}
+
+//  A task [worker][ACTW01][TASK][task id][body] added to outbox
+static void
+s_task (act_outbox_t *outbox, const char *worker, const char *task, bool durable)
+{
+    act_out_t *out = act_outbox_add (outbox, true, durable);
+    assert_non_null (out);
+    act_out_addstr (out, worker);
+    act_out_addstr (out, ACT_WORKER_HEADER);
+    act_out_addstr (out, "TASK");
+    act_out_addstr (out, task);
+    act_out_addstr (out, "{}");
+}
+
+
+//  --------------------------------------------------------------------------
+//  Sending
+
+//  Messages leave in the order they were added, each to its socket, with
+//  the frames as built (binary and empty frames included).
+static void
+test_messages_leave_in_order_with_their_frames (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    assert_non_null (outbox);
+    s_reply (outbox, "client-1", "r1", "PONG", NULL, false);
+    s_task (outbox, "worker-1", "17", false);
+    //  A message of raw frames: bytes with NUL inside, and an empty frame
+    act_out_t *out = act_outbox_add (outbox, false, false);
+    act_out_add (out, "c\0d", 3);
+    act_out_add (out, "", 0);
+    zframe_t *frame = zframe_new ("\x01\x00\xff", 3);
+    act_out_frame (out, frame);
+    zframe_destroy (&frame);
+    s_reply (outbox, "client-2", "r2", "VALUE", "[1,2]", false);
+    assert_int_equal (act_outbox_size (outbox), 4);
+
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 4);
+    assert_int_equal (sent.size, 4);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "PONG", "r1", NULL);
+    unit_assert_sent (&sent, 1, true, "worker-1", "ACTW01", "TASK", "17", "{}", NULL);
+    zmsg_t *raw = sent.messages [2];
+    assert_false (sent.to_worker [2]);
+    assert_int_equal (zmsg_size (raw), 3);
+    assert_int_equal (zframe_size (zmsg_first (raw)), 3);
+    assert_memory_equal (zframe_data (zmsg_first (raw)), "c\0d", 3);
+    assert_int_equal (zframe_size (zmsg_next (raw)), 0);
+    frame = zmsg_next (raw);
+    assert_int_equal (zframe_size (frame), 3);
+    assert_memory_equal (zframe_data (frame), "\x01\x00\xff", 3);
+    unit_assert_sent (&sent, 3, false, "client-2", "ACTC01", "VALUE", "r2", "[1,2]", NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+    assert_null (outbox);
+}
+
+//  ERROR carries the request it answers, its code and its message.
+static void
+test_error_reply_echoes_the_request (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    zframe_t *client = zframe_from ("client-1");
+    zframe_t *request = zframe_from ("req-9");
+    act_err_t err = { 0 };
+    act_err_set (&err, ACT_E_NOT_FOUND, "no call 12");
+    act_outbox_error (outbox, client, request, "STATUS", &err);
+    zframe_destroy (&client);
+    zframe_destroy (&request);
+
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 1);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "req-9", "not_found",
+                      "no call 12", NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+//  flush empties the outbox: a second flush sends nothing.
+static void
+test_flush_empties_it (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    s_reply (outbox, "c", "1", "PONG", NULL, false);
+    s_reply (outbox, "c", "2", "OK", "{\"seq\":1}", true);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
+    assert_int_equal (act_outbox_size (outbox), 0);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 0);
+    assert_int_equal (sent.size, 2);
+
+    //  It is used again after, from the start
+    s_reply (outbox, "c", "3", "PONG", NULL, false);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 1);
+    unit_assert_sent (&sent, 2, false, "c", "ACTC01", "PONG", "3", NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+//  A message the send function could not send counts as not sent, and is
+//  not kept for later: the outbox is empty after the flush.
+static void
+test_a_failed_send_counts_as_not_sent (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    s_reply (outbox, "c", "1", "PONG", NULL, false);
+    s_task (outbox, "w", "5", false);
+    s_reply (outbox, "c", "2", "PONG", NULL, false);
+    s_task (outbox, "w", "6", false);
+    unit_sent_t sent = { .refuse_workers = true };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
+    assert_int_equal (sent.size, 4);                //  All were offered
+    assert_int_equal (act_outbox_size (outbox), 0);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 0);
+    assert_int_equal (sent.size, 4);
+    unit_sent_release (&sent);
+
+    //  Without a send function (no sockets, no observer) nothing is sent
+    //  and the messages are discarded
+    s_reply (outbox, "c", "3", "PONG", NULL, false);
+    assert_int_equal (act_outbox_flush (outbox, NULL, NULL), 0);
+    assert_int_equal (act_outbox_size (outbox), 0);
+    act_outbox_destroy (&outbox);
+}
+
+//  The adders do nothing on a NULL message ("no such message" is cheap).
+static void
+test_adders_are_null_safe (void **state)
+{
+    (void) state;
+    zframe_t *frame = zframe_from ("x");
+    act_out_add (NULL, "x", 1);
+    act_out_addstr (NULL, "x");
+    act_out_frame (NULL, frame);
+    zframe_destroy (&frame);
+    act_outbox_destroy (NULL);
+    act_outbox_t *outbox = NULL;
+    act_outbox_destroy (&outbox);
+    assert_null (outbox);
+}
+
+
+//  --------------------------------------------------------------------------
+//  After a failed commit
+
+//  A durable reply (ACCEPTED, OK) becomes ERROR internal to the same
+//  client and request id; DONE is dropped; messages to workers are
+//  dropped; non-durable replies (VALUE, PONG, ERROR) stay; what stays
+//  keeps its order.
+static void
+test_refuse_after_a_failed_commit (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    s_reply (outbox, "client-1", "r1", "ACCEPTED", "7", true);
+    s_reply (outbox, "client-2", "r2", "VALUE", "{\"a\":1}", false);
+    s_task (outbox, "worker-1", "7", false);
+    s_reply (outbox, "client-1", "r3", "OK", "{\"seq\":4}", true);
+    s_reply (outbox, "client-3", "r4", "DONE", "{\"call_id\":\"7\"}", true);
+    s_task (outbox, "worker-2", "8", true);
+    s_reply (outbox, "client-3", "r5", "PONG", NULL, false);
+    zframe_t *client = zframe_from ("client-2");
+    zframe_t *request = zframe_from ("r6");
+    act_err_t err = { 0 };
+    act_err_set (&err, ACT_E_BAD_JSON, "not JSON");
+    act_outbox_error (outbox, client, request, "CALL", &err);
+    zframe_destroy (&client);
+    zframe_destroy (&request);
+    assert_int_equal (act_outbox_size (outbox), 8);
+
+    //  Refused or dropped: ACCEPTED, the two tasks, OK, DONE
+    assert_int_equal (act_outbox_refuse (outbox), 5);
+    assert_int_equal (act_outbox_size (outbox), 5);
+
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 5);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "r1", "internal",
+                      S_REFUSED, NULL);
+    unit_assert_sent (&sent, 1, false, "client-2", "ACTC01", "VALUE", "r2", "{\"a\":1}", NULL);
+    unit_assert_sent (&sent, 2, false, "client-1", "ACTC01", "ERROR", "r3", "internal",
+                      S_REFUSED, NULL);
+    unit_assert_sent (&sent, 3, false, "client-3", "ACTC01", "PONG", "r5", NULL);
+    unit_assert_sent (&sent, 4, false, "client-2", "ACTC01", "ERROR", "r6", "bad_json",
+                      "not JSON", NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+//  What refuse turned into errors is not refused again: a second refuse
+//  (another failed commit before the flush) changes nothing.
+static void
+test_refuse_twice_changes_nothing_more (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    s_reply (outbox, "c", "r1", "ACCEPTED", "[\"1\",\"2\"]", true);
+    s_reply (outbox, "c", "r2", "PONG", NULL, false);
+    assert_int_equal (act_outbox_refuse (outbox), 1);
+    assert_int_equal (act_outbox_refuse (outbox), 0);
+    assert_int_equal (act_outbox_size (outbox), 2);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
+    unit_assert_sent (&sent, 0, false, "c", "ACTC01", "ERROR", "r1", "internal", S_REFUSED, NULL);
+    unit_assert_sent (&sent, 1, false, "c", "ACTC01", "PONG", "r2", NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+//  Many messages (past the first allocation) keep their order and frames
+//  through a refuse: the kept ones move, the refused ones are rebuilt.
+static void
+test_refuse_keeps_order_across_many_messages (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    char request [16];
+    for (int i = 0; i < 600; i++) {
+        snprintf (request, sizeof request, "%d", i);
+        if (i % 3 == 0)
+            s_reply (outbox, "c", request, "OK", "{\"seq\":1}", true);
+        else
+        if (i % 3 == 1)
+            s_reply (outbox, "c", request, "VALUE", request, false);
+        else
+            s_task (outbox, "w", request, false);
+    }
+    assert_int_equal (act_outbox_refuse (outbox), 400);
+    assert_int_equal (act_outbox_size (outbox), 400);
+
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 400);
+    size_t index = 0;
+    for (int i = 0; i < 600; i++) {
+        snprintf (request, sizeof request, "%d", i);
+        if (i % 3 == 0)
+            unit_assert_sent (&sent, index++, false, "c", "ACTC01", "ERROR", request,
+                              "internal", S_REFUSED, NULL);
+        else
+        if (i % 3 == 1)
+            unit_assert_sent (&sent, index++, false, "c", "ACTC01", "VALUE", request,
+                              request, NULL);
+    }
+    assert_int_equal (index, sent.size);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test (test_messages_leave_in_order_with_their_frames),
+        cmocka_unit_test (test_error_reply_echoes_the_request),
+        cmocka_unit_test (test_flush_empties_it),
+        cmocka_unit_test (test_a_failed_send_counts_as_not_sent),
+        cmocka_unit_test (test_adders_are_null_safe),
+        cmocka_unit_test (test_refuse_after_a_failed_commit),
+        cmocka_unit_test (test_refuse_twice_changes_nothing_more),
+        cmocka_unit_test (test_refuse_keeps_order_across_many_messages),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
