@@ -463,6 +463,14 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
     zmsg_t *msg = *msg_p;
     *msg_p = NULL;
     zframe_t *client = zmsg_pop (msg);
+    //  A REQ socket's empty delimiter frame is read as if absent; the
+    //  replies get it back (PROTOCOL.md section 1)
+    zframe_t *delimiter = zmsg_first (msg);
+    bool from_req = delimiter && zframe_size (delimiter) == 0;
+    if (from_req) {
+        delimiter = zmsg_pop (msg);
+        zframe_destroy (&delimiter);
+    }
     if (!client || zmsg_size (msg) < 3 || !s_frame_is (zmsg_first (msg), ACT_CLIENT_HEADER)) {
         act_log (LOG_INFO, "client message without a request id or ACTC01 header dropped");
         zframe_destroy (&client);
@@ -477,6 +485,7 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
         req.args [i] = i? zmsg_next (msg): zmsg_first (msg);
     act_err_t err = { 0 };
     char *context = NULL;
+    act_outbox_envelope (self->outbox, from_req? client: NULL);
     //  Metadata rides on the frames the peer sent, not on the routing id
     if (!act_security_client_allowed (self->security, header)) {
         const char *user = zframe_meta (header, "User-Id");
@@ -493,6 +502,7 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
         else
             s_reply_error (self, &req, &err);
     }
+    act_outbox_envelope (self->outbox, NULL);
     free (context);
     zframe_destroy (&client);
     zframe_destroy (&header);

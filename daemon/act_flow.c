@@ -97,17 +97,20 @@ s_todo_add (act_flow_t *self, uint64_t number)
 //  Make a prepared call live: store it, index it, start it
 void
 act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zframe_t *client,
-          zframe_t *request)
+                 zframe_t *request)
 {
     act_cache_store (self->cache, call->context);
     zhashx_insert (self->calls, call->id, call);
     call->context->live++;
     act_flow_key (self, call, true);
+    //  A REQ socket takes one reply per request (ACCEPTED): no DONE for it
+    if (act_outbox_enveloped (self->outbox, client))
+        client = NULL;
     if (call->call->output)
         act_live_recipient_add (call, client, request);
     char *progress;
-    act_call_record_t record = act_live_record (call, eval == ACT_LIVE_WAIT? "waiting": "queued", NULL,
-                                         &progress);
+    act_call_record_t record = act_live_record (call, eval == ACT_LIVE_WAIT? "waiting": "queued",
+                                                NULL, &progress);
     char *client_hex = client? zframe_strhex (client): NULL;
     char *request_hex = client? zframe_strhex (request): NULL;
     record.client = client_hex;
@@ -337,6 +340,16 @@ act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task, zfr
         call->progress = details;
         act_live_save (call, self->store);
     }
+}
+
+bool
+act_flow_busy (act_flow_t *self, act_worker_t *worker)
+{
+    //  The task ids are the keys (a value may outlive its call)
+    for (void *item = zhashx_first (worker->tasks); item; item = zhashx_next (worker->tasks))
+        if (s_task_call (self, worker, (const char *) zhashx_cursor (worker->tasks)))
+            return true;
+    return false;
 }
 
 void

@@ -58,6 +58,10 @@ void act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task,
 void act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task,
                         zframe_t *body);
 
+//  True when worker holds a task whose attempt is still running (not
+//  timed out, cancelled or dispatched again since).
+bool act_flow_busy (act_flow_t *self, act_worker_t *worker);
+
 //  The worker is gone (silent, disconnected, misbehaving): its tasks go
 //  back to the front of their queues as new attempts, or end
 //  worker_lost; the worker is forgotten.

@@ -19,12 +19,16 @@ struct _act_out_t {
     size_t nparts;              //  Frames built
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
+    size_t head;                //  Index of a reply's ACTC01 frame (1, or 2
+                                //  after a REQ client's empty frame)
 };
 
 struct _act_outbox_t {
     act_out_t *messages;        //  In the order they leave
     size_t size;                //  Messages held
     size_t room;                //  Slots allocated
+    zframe_t *envelope;         //  Client whose replies get an empty frame
+                                //  now (borrowed), or NULL
 };
 
 act_outbox_t *
@@ -71,6 +75,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->nparts = 0;
     out->to_worker = to_worker;
     out->durable = durable;
+    out->head = 1;
     return out;
 }
 
@@ -107,10 +112,26 @@ act_outbox_reply (act_outbox_t *self, zframe_t *client, zframe_t *request,
 {
     act_out_t *out = act_outbox_add (self, false, durable);
     act_out_frame (out, client);
+    if (act_outbox_enveloped (self, client)) {
+        act_out_add (out, "", 0);
+        out->head = 2;
+    }
     act_out_addstr (out, ACT_CLIENT_HEADER);
     act_out_addstr (out, verb);
     act_out_frame (out, request);
     return out;
+}
+
+void
+act_outbox_envelope (act_outbox_t *self, zframe_t *client)
+{
+    self->envelope = client;
+}
+
+bool
+act_outbox_enveloped (act_outbox_t *self, zframe_t *client)
+{
+    return self->envelope && client && zframe_eq (self->envelope, client);
 }
 
 void
@@ -148,14 +169,19 @@ act_outbox_refuse (act_outbox_t *self)
             continue;
         }
         refused++;
-        //  [client][ACTC01][verb][request]: ERROR to the same request, but
-        //  for DONE, whose call is recovered and ends again later
-        if (!out->to_worker && !s_part_is (out, 2, "DONE")) {
-            act_out_t error = { .to_worker = false, .durable = false };
-            act_out_add (&error, zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
+        //  [client][ACTC01][verb][request] (an empty frame after the client
+        //  for a REQ socket): ERROR to the same request, but for DONE, whose
+        //  call is recovered and ends again later
+        size_t head = out->head;
+        if (!out->to_worker && !s_part_is (out, head + 1, "DONE")) {
+            act_out_t error = { .to_worker = false, .durable = false, .head = head };
+            for (size_t part = 0; part < head; part++)
+                act_out_add (&error, zmq_msg_data (&out->parts [part]),
+                             zmq_msg_size (&out->parts [part]));
             act_out_addstr (&error, ACT_CLIENT_HEADER);
             act_out_addstr (&error, "ERROR");
-            act_out_add (&error, zmq_msg_data (&out->parts [3]), zmq_msg_size (&out->parts [3]));
+            act_out_add (&error, zmq_msg_data (&out->parts [head + 2]),
+                         zmq_msg_size (&out->parts [head + 2]));
             act_out_addstr (&error, ACT_E_INTERNAL);
             act_out_addstr (&error, "the store could not commit; nothing was kept");
             s_close (out);

@@ -45,6 +45,15 @@ act_out_t *act_outbox_add (act_outbox_t *self, bool to_worker, bool durable);
 act_out_t *act_outbox_reply (act_outbox_t *self, zframe_t *client, zframe_t *request,
                              const char *verb, bool durable);
 
+//  While a request from a REQ socket is served (PROTOCOL.md section 1: it
+//  starts with an empty frame), every reply to client starts with an
+//  empty frame after the routing id; NULL ends that. DONE is not sent to
+//  such a client: a REQ socket takes one reply per request.
+void act_outbox_envelope (act_outbox_t *self, zframe_t *client);
+
+//  True when replies to client get an envelope now (act_outbox_envelope).
+bool act_outbox_enveloped (act_outbox_t *self, zframe_t *client);
+
 //  ERROR with err's code and message to a client's request (command
 //  names the request in the log line: a refusal is logged at info).
 void act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,

@@ -106,12 +106,14 @@ act_pool_worker (act_pool_t *self, const char *key)
 
 act_worker_t *
 act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_t protocol,
-               const json_t *names, size_t capacity, const char *name, const char *lang)
+               bool envelope, const json_t *names, size_t capacity, const char *name,
+               const char *lang)
 {
     act_worker_t *worker = calloc (1, sizeof *worker);
     worker->key = strdup (key);
     worker->identity = zframe_dup (identity);
     worker->protocol = protocol;
+    worker->envelope = envelope;
     worker->name = strdup (name? name: key);
     worker->lang = strdup (lang? lang: "");
     worker->capacity = capacity;
@@ -179,7 +181,7 @@ act_pool_clear (act_pool_t *self, act_outbox_t *outbox)
          worker = zhashx_next (self->workers))
         if (outbox)
             act_pool_disconnect (outbox, worker->identity, worker->protocol,
-                                 "broker restarting its state");
+                                 worker->envelope, "broker restarting its state");
     zhashx_purge (self->workers);
     zhashx_purge (self->activities);
 }
@@ -232,7 +234,9 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
         act_out_addstr (out, command);
     }
     else {
-        //  Majordomo: commands are one byte; 0.1 puts an empty frame first
+        //  Majordomo: commands are one byte, after an empty frame for a
+        //  worker that sends one (the ZeroMQ guide's 7/MDP workers, and
+        //  most 18/MDP libraries)
         bool v1 = worker->protocol == ACT_PROTO_MDP1;
         byte code = 0;
         if (streq (command, "TASK"))
@@ -247,7 +251,7 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
             return NULL;            //  Majordomo has no CANCEL
         out = act_outbox_add (outbox, true, false);
         act_out_frame (out, worker->identity);
-        if (v1)
+        if (worker->envelope)
             act_out_add (out, "", 0);
         act_out_addstr (out, v1? ACT_MDPW01: ACT_MDPW02);
         act_out_add (out, &code, 1);
@@ -275,9 +279,10 @@ act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
 
 void
 act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t protocol,
-                     const char *reason)
+                     bool envelope, const char *reason)
 {
-    act_worker_t stranger = { .identity = identity, .protocol = protocol };
+    act_worker_t stranger = { .identity = identity, .protocol = protocol,
+                              .envelope = envelope };
     act_out_t *out = act_worker_send (outbox, &stranger, "DISCONNECT");
     if (protocol == ACT_PROTO_ACTW)
         act_out_addstr (out, reason);

@@ -39,6 +39,8 @@ typedef struct {
     char *key;                  //  Routing id in hex (key in the pool)
     zframe_t *identity;         //  Routing id
     act_proto_t protocol;       //  What it speaks
+    bool envelope;              //  It puts an empty frame before its header
+                                //  (a REQ-style envelope); it gets one back
     char *name;                 //  Name it gave, or its routing id
     char *lang;                 //  Language it gave, or ""
     size_t capacity;            //  Tasks it may hold at once
@@ -73,8 +75,8 @@ act_worker_t *act_pool_worker (act_pool_t *self, const char *key);
 //  Register a worker: it serves names (a JSON array of strings) with
 //  capacity. Returns the worker.
 act_worker_t *act_pool_join (act_pool_t *self, zframe_t *identity, const char *key,
-                             act_proto_t protocol, const json_t *names, size_t capacity,
-                             const char *name, const char *lang);
+                             act_proto_t protocol, bool envelope, const json_t *names,
+                             size_t capacity, const char *name, const char *lang);
 
 //  Take a worker out of its activities: nothing is dispatched to it any
 //  more. Its tasks are still listed, for the caller to deal with.
@@ -118,9 +120,10 @@ act_out_t *act_worker_send (act_outbox_t *outbox, act_worker_t *worker,
 void act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
                       const char *activity, const char *params, const char *meta);
 
-//  DISCONNECT with reason to any peer (registered or not) of protocol.
+//  DISCONNECT with reason to any peer (registered or not) of protocol,
+//  in the framing it used (envelope: an empty frame first).
 void act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t protocol,
-                          const char *reason);
+                          bool envelope, const char *reason);
 
 //  STATS' "activities" object and "workers" array (PROTOCOL.md section 4).
 json_t *act_pool_activities_json (act_pool_t *self);

@@ -28,6 +28,7 @@ act_settings_new (void)
     self->sync = ACT_SYNC_FULL;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
+    self->mdp_heartbeat_ms = 2500;
     self->max_message_bytes = 1048576;
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
@@ -397,6 +398,9 @@ act_settings_load (act_settings_t *self, const char *path, char *message, size_t
             else
             if (streq (full, "server/liveness"))
                 s_integer (&reader, item, full, 1, &self->liveness);
+            else
+            if (streq (full, "server/mdp_heartbeat_ms"))
+                s_integer (&reader, item, full, 10, &self->mdp_heartbeat_ms);
             else
             if (streq (full, "server/max_message_bytes"))
                 s_integer (&reader, item, full, 1024, &self->max_message_bytes);

@@ -26,6 +26,8 @@ typedef struct {
     act_sync_t sync;            //  synchronous=FULL or NORMAL
     long long heartbeat_ms;     //  Heartbeat interval, both ways
     long long liveness;         //  Intervals of silence before a worker is dead
+    long long mdp_heartbeat_ms; //  An idle Majordomo worker's interval, at
+                                //  least (theirs is often 2500 ms)
     long long max_message_bytes;//  Largest frame accepted (too_large above)
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
     long long context_idle_ms;  //  Idle contexts leave memory after this

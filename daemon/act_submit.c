@@ -160,6 +160,8 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, json_t *ids,
         act_out_addstr (out, json_string_value (json_array_get (ids, 0)));
     size_t index;
     json_t *record;
+    if (act_outbox_enveloped (self->outbox, client))
+        return;                 //  A REQ socket takes ACCEPTED only
     json_array_foreach (records, index, record) {
         if (json_is_object (record))
             s_done_from_record (self, record, client, request);

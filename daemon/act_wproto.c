@@ -50,13 +50,13 @@ s_frame_string (zframe_t *frame)
 //  back), and tell it to DISCONNECT in its own protocol
 static void
 s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
-          act_proto_t protocol, const char *problem)
+          act_proto_t protocol, bool envelope, const char *problem)
 {
     act_log (LOG_WARNING, "worker %s: %s; disconnecting it", worker? worker->name: key,
              problem);
     if (worker)
         act_flow_worker_lost (self->flow, worker, problem);
-    act_pool_disconnect (self->outbox, identity, protocol, problem);
+    act_pool_disconnect (self->outbox, identity, protocol, envelope, problem);
 }
 
 //  READY's body: {"activities": [...], "capacity"?, "name"?, "lang"?}
@@ -110,8 +110,8 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
     size_t capacity = 1;
     const char *name = NULL, *lang = NULL;
     if (body && s_ready_body (body, &names, &capacity, &name, &lang, err) == 0) {
-        worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, names, capacity,
-                                name, lang);
+        worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, false, names,
+                                capacity, name, lang);
         act_flow_worker_ready (self->flow, worker);
     }
     json_decref (body);
@@ -191,7 +191,7 @@ s_mdp_reply (act_wproto_t *self, act_worker_t *worker, zmsg_t *msg, bool partial
 //  Returns the problem when refused, else NULL.
 static const char *
 s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
-       act_proto_t protocol, zmsg_t *msg)
+       act_proto_t protocol, bool envelope, zmsg_t *msg)
 {
     zframe_t *command = zmsg_pop (msg);
     byte code = command && zframe_size (command) == 1? zframe_data (command) [0]: 0;
@@ -203,8 +203,8 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char 
             problem = worker? "READY from a worker already registered": "bad service name";
         else {
             json_t *names = json_pack ("[s]", service);
-            worker = act_pool_join (self->pool, identity, key, protocol, names, 1, NULL,
-                                    v1? "mdp/0.1": "mdp/0.2");
+            worker = act_pool_join (self->pool, identity, key, protocol, envelope, names, 1,
+                                    NULL, v1? "mdp/0.1": "mdp/0.2");
             act_flow_worker_ready (self->flow, worker);
             json_decref (names);
         }
@@ -228,6 +228,16 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char 
     return problem;
 }
 
+//  Drop the first count frames of msg (headers already read)
+static void
+s_drop_frames (zmsg_t *msg, int count)
+{
+    for (int i = 0; i < count; i++) {
+        zframe_t *frame = zmsg_pop (msg);
+        zframe_destroy (&frame);
+    }
+}
+
 void
 act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
 {
@@ -242,37 +252,55 @@ act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
     act_worker_t *worker = act_pool_worker (self->pool, key);
     if (worker)
         worker->heard = act_clock_ms ();
+    //  Majordomo workers may put an empty frame first (PROTOCOL.md section
+    //  2): it is read as if absent and sent back to them
     zframe_t *first = zmsg_first (msg);
-    zframe_t *second = zmsg_next (msg);
+    bool envelope = first && zframe_size (first) == 0;
+    zframe_t *header = envelope? zmsg_next (msg): first;
     act_proto_t protocol = ACT_PROTO_ACTW;
     const char *problem = NULL;
     act_err_t err = { 0 };
-    bool known = true;
-    if (s_frame_is (first, ACT_WORKER_HEADER) && second) {
-        zframe_t *header = zmsg_pop (msg);
-        zframe_destroy (&header);
+    if (!envelope && s_frame_is (header, ACT_WORKER_HEADER) && zmsg_size (msg) > 1) {
+        s_drop_frames (msg, 1);
         problem = s_actw (self, worker, identity, key, msg, &err);
     }
     else
-    if ((s_frame_is (first, ACT_MDPW02) && second)
-    ||  (first && zframe_size (first) == 0 && s_frame_is (second, ACT_MDPW01))) {
-        protocol = s_frame_is (first, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
-        for (int drop = protocol == ACT_PROTO_MDP1? 2: 1; drop > 0; drop--) {
-            zframe_t *frame = zmsg_pop (msg);
-            zframe_destroy (&frame);
-        }
-        problem = s_mdp (self, worker, identity, key, protocol, msg);
+    if ((s_frame_is (header, ACT_MDPW01) || s_frame_is (header, ACT_MDPW02))
+    &&  zmsg_size (msg) > (envelope? 2u: 1u)) {
+        protocol = s_frame_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
+        s_drop_frames (msg, envelope? 2: 1);
+        problem = s_mdp (self, worker, identity, key, protocol, envelope, msg);
     }
-    else
-        known = false;
-    if (!known)
+    else {
         act_log (LOG_INFO, "message without a worker protocol header from %s dropped", key);
-    else
+        protocol = (act_proto_t) -1;
+    }
     if (problem)
-        s_refuse (self, act_pool_worker (self->pool, key), identity, key, protocol, problem);
+        s_refuse (self, act_pool_worker (self->pool, key), identity, key, protocol, envelope,
+                  problem);
     free (key);
     zframe_destroy (&identity);
     zmsg_destroy (&msg);
+}
+
+//  How long worker may stay silent before it is lost. A Majordomo worker
+//  cannot heartbeat while it handles a request: while it holds a task
+//  whose attempt runs, it is not judged (the call's _timeout bounds the
+//  task instead; once that attempt is over, a worker still silent is
+//  judged again, or a hung one would hold its slot for ever); idle, it is
+//  judged with the longer of the two heartbeat intervals, as its own is
+//  often longer than actd's (2500 ms in the ZeroMQ guide)
+static long long
+s_liveness_ms (act_wproto_t *self, act_worker_t *worker)
+{
+    long long interval = self->settings->heartbeat_ms;
+    if (worker->protocol != ACT_PROTO_ACTW) {
+        if (act_flow_busy (self->flow, worker))
+            return LLONG_MAX;
+        if (self->settings->mdp_heartbeat_ms > interval)
+            interval = self->settings->mdp_heartbeat_ms;
+    }
+    return interval * self->settings->liveness;
 }
 
 void
@@ -282,7 +310,7 @@ act_wproto_heartbeat (act_wproto_t *self, long long now)
     zlistx_t *dead = zlistx_new ();
     for (act_worker_t *worker = act_pool_first (self->pool); worker;
          worker = act_pool_next (self->pool)) {
-        if (now - worker->heard > interval * self->settings->liveness)
+        if (now - worker->heard > s_liveness_ms (self, worker))
             zlistx_add_end (dead, worker);
         else
         if (now - worker->sent >= interval)
@@ -291,9 +319,10 @@ act_wproto_heartbeat (act_wproto_t *self, long long now)
     for (act_worker_t *worker = zlistx_first (dead); worker; worker = zlistx_next (dead)) {
         zframe_t *identity = zframe_dup (worker->identity);
         act_proto_t protocol = worker->protocol;
+        bool envelope = worker->envelope;
         act_flow_worker_lost (self->flow, worker, "silent for too long");
         //  If it is still there, it must start again
-        act_pool_disconnect (self->outbox, identity, protocol, "silent for too long");
+        act_pool_disconnect (self->outbox, identity, protocol, envelope, "silent for too long");
         zframe_destroy (&identity);
     }
     zlistx_destroy (&dead);

@@ -1101,12 +1101,64 @@ class DropTest(BrokerCase):
                        [b"ACTC02", b"PING", b"r1"],
                        [b"actc01", b"CALL", b"r2", b"drop-new", call],
                        [b"ACTW01", b"READY", enc({"activities": ["value"]})],
-                       [b"", b"ACTC01", b"APPEND", b"r3", b"drop", enc({"type": "text"})],
+                       [b"", b"ACTC01", b"APPEND"],
+                       [b"", b"", b"ACTC01", b"APPEND", b"r3", b"drop", enc({"type": "text"})],
                        [b"XX", b"APPEND", b"r4", b"drop", enc({"type": "text"})]):
             self.client.send_raw(frames)
         self.assertEqual(self.client.request("PING"), ["PONG"])
         self.assertEqual(self.client.pending, [], "a dropped message was answered")
         self.assertEqual(self.snapshot(["drop", "drop-new"]), before)
+
+
+class ReqClientTest(BrokerCase):
+    """PROTOCOL 1: a request that starts with an empty frame (the delimiter
+    a REQ socket adds) is read as if it were absent, and every reply to it
+    starts with an empty frame, so a plain REQ client works. A REQ socket
+    takes one reply per request: after ACCEPTED it asks with STATUS."""
+
+    def req(self):
+        socket = zmq.Context.instance().socket(zmq.REQ)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.RCVTIMEO, 20000)
+        socket.connect(self.actd.client_endpoint)
+        self.addCleanup(socket.close)
+        return socket
+
+    def ask(self, socket, *frames):
+        socket.send_multipart([b"ACTC01"] + [f if isinstance(f, bytes) else f.encode()
+                                             for f in frames])
+        reply = socket.recv_multipart()
+        self.assertEqual(reply[0], b"ACTC01", reply)
+        return [f.decode() for f in reply[1:]]
+
+    def test_ping_append_call_then_status(self):
+        socket = self.req()
+        self.assertEqual(self.ask(socket, "PING", "p1"), ["PONG", "p1"])
+        self.assertEqual(self.ask(socket, "APPEND", "a1", "req",
+                                  enc({"type": "data", "kind": "state", "data": {"n": 2}})),
+                         ["OK", "a1", '{"seq":1}'])
+        accepted = self.ask(socket, "CALL", "c1", "req", enc(
+            {"_tool": "echo", "_outputPath": "†out.x", "n": "†state.n"}))
+        self.assertEqual(accepted[:2], ["ACCEPTED", "c1"])
+        call_id = accepted[2]
+        deadline = time.time() + 20
+        while True:
+            reply = self.ask(socket, "STATUS", "s1", call_id)
+            self.assertEqual(reply[:2], ["VALUE", "s1"])
+            status = json.loads(reply[2])
+            if status["state"] == "ok" or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual(status["state"], "ok", status)
+        self.assertEqual(status["outcome"]["result"], {"n": 2})
+        #  No DONE came: the next reply is the next request's
+        self.assertEqual(self.ask(socket, "PING", "p2"), ["PONG", "p2"])
+
+    def test_errors_reach_a_req_client(self):
+        socket = self.req()
+        self.assertEqual(self.ask(socket, "NOPE", "e1")[:3], ["ERROR", "e1", "unknown_command"])
+        self.assertEqual(self.ask(socket, "RESOLVE", "e2", "no-such", "†a.b")[:3],
+                         ["ERROR", "e2", "not_found"])
 
 
 def random_json(rng, depth=0):

@@ -379,14 +379,20 @@ class TestExecWorker(unittest.TestCase):
 # ---------------------------------------------------------------------------
 #  3. Majordomo workers, written here from 18/MDP and 7/MDP
 
-#  Command bytes of the worker side of each protocol, and the frames every
-#  message starts with (7/MDP: an empty frame first, as from a REQ socket)
+#  Command bytes of the worker side of each protocol, and the header every
+#  message starts with. Workers in the wild put an empty frame before it
+#  (a REQ-style envelope: the ZeroMQ guide's 7/MDP workers, and 18/MDP
+#  libraries such as majortomo or the 0.2 reference library) or not;
+#  actd accepts both and answers each in its own framing (PROTOCOL.md 2)
 MDP = {
-    2: {"prefix": [b"MDPW02"], "READY": b"\x01", "REQUEST": b"\x02", "PARTIAL": b"\x03",
+    2: {"header": b"MDPW02", "READY": b"\x01", "REQUEST": b"\x02", "PARTIAL": b"\x03",
         "FINAL": b"\x04", "HEARTBEAT": b"\x05", "DISCONNECT": b"\x06"},
-    1: {"prefix": [b"", b"MDPW01"], "READY": b"\x01", "REQUEST": b"\x02", "FINAL": b"\x03",
+    1: {"header": b"MDPW01", "READY": b"\x01", "REQUEST": b"\x02", "FINAL": b"\x03",
         "HEARTBEAT": b"\x04", "DISCONNECT": b"\x05"},
 }
+#  The framing each version is tested with by default: 7/MDP as in the
+#  guide (envelope), 18/MDP without
+ENVELOPE = {1: True, 2: False}
 
 
 class MajordomoWorker(threading.Thread):
@@ -400,11 +406,14 @@ class MajordomoWorker(threading.Thread):
     with worker.final() (and, for 0.2, worker.partial()), which any thread
     may call. Setting heartbeat to False makes the worker silent."""
 
-    def __init__(self, endpoint, version, service, on_request, heartbeat_ms=200):
+    def __init__(self, endpoint, version, service, on_request, heartbeat_ms=200,
+                 envelope=None):
         super().__init__(daemon=True)
         self.endpoint = endpoint
         self.version = version
-        self.codes = MDP[version]
+        self.codes = dict(MDP[version])
+        self.envelope = ENVELOPE[version] if envelope is None else envelope
+        self.codes["prefix"] = ([b""] if self.envelope else []) + [self.codes["header"]]
         self.service = service
         self.on_request = on_request
         self.heartbeat_ms = heartbeat_ms
@@ -476,6 +485,68 @@ def echo_upper(label):
     return answer
 
 
+class TestMajordomoLiveness(unittest.TestCase):
+    """PROTOCOL.md section 2, Majordomo workers: not declared dead while
+    holding a task; idle, judged with the longer of heartbeat_ms and
+    mdp_heartbeat_ms (default 2500 ms, the ZeroMQ guide's interval)."""
+
+    def test_a_busy_worker_holding_a_task_past_the_liveness_completes_once(self):
+        config = tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False)
+        config.write("server\n    mdp_heartbeat_ms = 200\n")
+        config.close()
+        self.addCleanup(os.unlink, config.name)
+        with Actd(heartbeat_ms=200, liveness=3, args=["--config", config.name]) as actd:
+            client = actd.client()
+
+            def busy(worker, address, body):
+                worker.heartbeat = False
+                time.sleep(2.0)                 # silent: more than 3 x 200 ms
+                worker.heartbeat = True
+                worker.final(address, {"done": body["n"]})
+            workers = []
+            for version in (1, 2):
+                worker = MajordomoWorker(actd.worker_endpoint, version, "busy%d" % version, busy)
+                workers.append(worker)
+                worker.start()
+            try:
+                for version, worker in zip((1, 2), workers):
+                    with self.subTest(mdp="0.%d" % version):
+                        call_id, outcome = client.call("busy", {
+                            "_tool": "busy%d" % version, "_outputPath": ref("b.v%d" % version),
+                            "n": version}, timeout=LONG)
+                        self.assertEqual((outcome["status"], outcome["attempts"]), ("ok", 1),
+                                         outcome)
+                        self.assertEqual(outcome["result"], {"done": version})
+                        self.assertEqual(len(worker.requests), 1)   # ran once
+                        self.assertEqual(worker.disconnects, 0)
+            finally:
+                for worker in workers:
+                    worker.stop()
+                client.close()
+
+    def test_idle_guide_workers_heartbeating_every_2500_ms_stay_registered(self):
+        #  liveness 2: actd's own rule (2 x 1000 ms) would lose them
+        with Actd(heartbeat_ms=1000, liveness=2) as actd:
+            client = actd.client()
+            workers = [MajordomoWorker(actd.worker_endpoint, version, "idle%d" % version,
+                                       echo_upper("MDP/0.%d" % version), heartbeat_ms=2500)
+                       for version in (1, 2)]
+            for worker in workers:
+                worker.start()
+            try:
+                wait_for(lambda: len(client.value("STATS")["workers"]) == 2,
+                         "both workers registered", LONG)
+                time.sleep(7.0)     # three of actd's own liveness periods
+                for worker in workers:
+                    self.assertEqual(worker.disconnects, 0, worker.service)
+                self.assertEqual(len(client.value("STATS")["workers"]), 2)
+                self.assertNotIn("lost (silent", actd.log())
+            finally:
+                for worker in workers:
+                    worker.stop()
+                client.close()
+
+
 class TestMajordomoWorkers(unittest.TestCase):
     """PROTOCOL.md section 2, "Majordomo workers": 18/MDP and 7/MDP workers
     serve activities unchanged: the service is the activity, capacity 1,
@@ -498,8 +569,9 @@ class TestMajordomoWorkers(unittest.TestCase):
             worker.stop()
         self.client.close()
 
-    def start(self, version, service, on_request):
-        worker = MajordomoWorker(self.actd.worker_endpoint, version, service, on_request)
+    def start(self, version, service, on_request, **options):
+        worker = MajordomoWorker(self.actd.worker_endpoint, version, service, on_request,
+                                 **options)
         self.workers.append(worker)
         worker.start()
         return worker
@@ -514,16 +586,16 @@ class TestMajordomoWorkers(unittest.TestCase):
                  "%d worker(s) of %s in STATS" % (count, service), LONG)
 
     def test_mdp_workers_serve_an_activity_params_in_result_out(self):
-        for version in (2, 1):
-            with self.subTest(mdp="0.%d" % version):
-                service = "mdp%d_upper" % version
+        for version, envelope in ((2, False), (1, True), (2, True), (1, False)):
+            with self.subTest(mdp="0.%d" % version, envelope=envelope):
+                service = "mdp%d_upper%s" % (version, "_env" if envelope else "")
                 label = "MDP/0.%d" % version
-                worker = self.start(version, service, echo_upper(label))
+                worker = self.start(version, service, echo_upper(label), envelope=envelope)
                 self.wait_registered(service)
                 self.assertEqual([{key: entry[key] for key in ("capacity", "running")}
                                   for entry in self.stats_workers(service)],
                                  [{"capacity": 1, "running": 0}])
-                context = "mdp-serve-%d" % version
+                context = "mdp-serve-%d%s" % (version, "-env" if envelope else "")
                 reply = self.client.request("APPEND", context, {
                     "type": "data", "kind": "note", "data": {"text": "hello " + label}})
                 self.assertEqual((reply[0], json.loads(reply[1])), ("OK", {"seq": 1}))
@@ -592,7 +664,11 @@ class TestMajordomoWorkers(unittest.TestCase):
             "seqs": [1], "result": {"sky": "sunny"}, "attempts": 1})
         self.assertEqual((worker.disconnects, worker.strange), (0, []))
 
-    def test_mdp_worker_that_stops_heartbeating_is_lost_and_its_task_goes_to_another(self):
+    def test_mdp_worker_that_hangs_times_out_and_its_task_goes_to_another(self):
+        """A Majordomo worker cannot heartbeat while it handles a request:
+        holding a task it is not judged, the call's _timeout bounds the
+        attempt; the retry goes to another worker, and the hung one, silent
+        once that attempt is over, is lost."""
         for silent, other in ((2, 1), (1, 2)):
             with self.subTest(silent="MDP/0.%d" % silent, other="MDP/0.%d" % other):
                 service = "mdp_lost_%d" % silent
@@ -604,7 +680,7 @@ class TestMajordomoWorkers(unittest.TestCase):
                 context = "mdp-lost-%d" % silent
                 params = {"text": "second try", "n": silent}
                 request = self.client.send("CALL", context, dict(
-                    params, _tool=service, _outputPath=ref("lost.result"),
+                    params, _tool=service, _outputPath=ref("lost.result"), _timeout=1500,
                     _retry={"max_attempts": 2, "initial_ms": 50}))
                 reply = self.client.wait(request, timeout=LONG)
                 self.assertEqual(reply[0], "ACCEPTED")
@@ -618,8 +694,9 @@ class TestMajordomoWorkers(unittest.TestCase):
                     "attempts": 2})
                 self.assertEqual([bodies for _, bodies in first.requests], [[params]])
                 self.assertEqual([bodies for _, bodies in second.requests], [[params]])
-                # Only the second is still registered
-                self.assertEqual(len(self.stats_workers(service)), 1)
+                # The hung one is lost once its attempt is over: only the
+                # second stays registered
+                self.wait_registered(service, 1)
                 self.assertEqual((second.disconnects, second.strange), (0, []))
 
 
