@@ -393,6 +393,7 @@ class ConfigFileTest(unittest.TestCase):
             "server/client_endpoint": "tcp://127.0.0.1:5555",
             "server/worker_endpoint": "tcp://127.0.0.1:5556",
             "server/heartbeat_ms": "1000", "server/liveness": "3",
+            "server/mdp_heartbeat_ms": "2500",
             "server/max_message_bytes": "1048576", "server/shutdown_grace_ms": "10000",
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",
             "server/lease_ms": "10000",
