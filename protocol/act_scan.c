@@ -29,20 +29,12 @@
 //  hashes; smaller ones pair by pair, which is cheaper for the usual call
 #define S_PAIRWISE_KEYS     8
 
-//  A key of an object still open
+//  A string token just scanned, or a key of an object still open
 typedef struct {
     size_t offset;              //  Offset of its first byte after the quote
     size_t size;                //  Raw bytes between the quotes
     size_t length;              //  Bytes once decoded
-    uint64_t hash;              //  Of the decoded bytes (large objects only)
-    bool escaped;               //  Holds a '\' escape
-} s_key_t;
-
-//  A string token just scanned
-typedef struct {
-    size_t offset;              //  Offset of its opening quote
-    size_t size;                //  Raw bytes between the quotes
-    size_t length;              //  Bytes once decoded
+    uint64_t hash;              //  Of the decoded bytes (keys of large objects)
     bool escaped;               //  Holds a '\' escape
 } s_string_t;
 
@@ -62,45 +54,18 @@ struct _act_scan_t {
     act_scan_string_t *daggers; //  Dagger strings, ndaggers of daggers_max
     size_t ndaggers;            //  Dagger strings recorded
     size_t daggers_max;         //  Dagger strings allocated
-    s_key_t *keys;              //  Keys of every open object, a stack
+    s_string_t *keys;              //  Keys of every open object, a stack
     size_t nkeys;               //  Keys on the stack
     size_t keys_max;            //  Keys allocated
     char *scratch;              //  Decoded keys, to compare escaped ones
     size_t scratch_max;         //  Bytes allocated
 };
 
-//  Byte classes inside a string: what ends the run of plain bytes
-enum { S_PLAIN, S_QUOTE, S_ESCAPE, S_CONTROL, S_HIGH };
-
-static unsigned char s_class [256];
-
-static void
-s_class_init (void)
-{
-    for (int c = 0; c < 256; c++)
-        s_class [c] = c < 0x20? S_CONTROL: c >= 0x80? S_HIGH
-                    : c == '"'? S_QUOTE: c == '\\'? S_ESCAPE: S_PLAIN;
-}
-
 act_scan_t *
 act_scan_new (void)
 {
-    if (s_class ['"'] != S_QUOTE)
-        s_class_init ();        //  Idempotent: threads racing here write the same
-    act_scan_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->members_max = 16;
-    self->daggers_max = 16;
-    self->keys_max = 64;
-    self->scratch_max = 256;
-    self->members = malloc (self->members_max * sizeof *self->members);
-    self->daggers = malloc (self->daggers_max * sizeof *self->daggers);
-    self->keys = malloc (self->keys_max * sizeof *self->keys);
-    self->scratch = malloc (self->scratch_max);
-    if (!self->members || !self->daggers || !self->keys || !self->scratch)
-        act_scan_destroy (&self);
-    return self;
+    //  The arrays come with the first scan that needs them, then stay
+    return calloc (1, sizeof (act_scan_t));
 }
 
 void
@@ -124,18 +89,20 @@ s_fail (act_scan_t *self, const char *what)
     return act_err_set (self->err, ACT_E_BAD_JSON, "%s at byte %zu", what, self->pos);
 }
 
-//  Make room for one more of an array of elements of size bytes; -1 (text
-//  refused as internal) when memory ran out
+//  Make *array (of *max elements of size bytes) hold need elements, at
+//  least doubling it (16 at first); -1 (internal) when memory ran out
 static int
-s_room (act_scan_t *self, void **array, size_t used, size_t *max, size_t size)
+s_room (act_scan_t *self, void **array, size_t need, size_t *max, size_t size)
 {
-    if (used < *max)
+    if (need <= *max)
         return 0;
-    void *bigger = realloc (*array, *max * 2 * size);
+    size_t more = *max? *max * 2: 16;
+    more = more < need? need: more;
+    void *bigger = realloc (*array, more * size);
     if (!bigger)
         return act_err_set (self->err, ACT_E_INTERNAL, "out of memory scanning JSON");
     *array = bigger;
-    *max *= 2;
+    *max = more;
     return 0;
 }
 
@@ -150,27 +117,30 @@ s_space (act_scan_t *self)
     self->pos = pos;
 }
 
-//  8 bytes at text, in any order (the test below looks at each alike)
+//  Where in the 8 bytes at text a run of plain string bytes ends: at a
+//  quote, a backslash, a control character or a byte of 0x80 and above.
+//  Returns a mask with the high bit of each such byte set, 0 when there is
+//  none. Bytes above the first such byte (in memory order) may be set
+//  falsely (a borrow), never bytes below it: the lowest set bit is exact.
 static inline uint64_t
-s_load (const unsigned char *text)
-{
-    uint64_t word;
-    memcpy (&word, text, 8);
-    return word;
-}
-
-//  True when one of the 8 bytes in word ends a run of plain string bytes:
-//  a quote, a backslash, a control character or a byte of 0x80 and above
-static inline bool
-s_special (uint64_t word)
+s_special (const unsigned char *text)
 {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t word;
+    memcpy (&word, text, 8);
     uint64_t quote = word ^ (ones * '"'), backslash = word ^ (ones * '\\');
     uint64_t found = ((quote - ones) & ~quote)
                    | ((backslash - ones) & ~backslash)
                    | (word - ones * 0x20)
                    | word;
-    return (found & highs) != 0;
+    return found & highs;
+}
+
+//  A byte that goes into a string as it is
+static inline bool
+s_plain (unsigned char c)
+{
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
 //  Bytes of the well-formed UTF-8 sequence at pos (2 to 4), or 0: no
@@ -210,7 +180,7 @@ s_hex4 (const unsigned char *text)
 }
 
 //  What the one-letter escape \c stands for, or 0 when there is none
-static char
+static inline char
 s_simple_escape (unsigned char c)
 {
     switch (c) {
@@ -265,26 +235,30 @@ s_string (act_scan_t *self, s_string_t *string)
 {
     const unsigned char *text = self->text;
     size_t size = self->size;
-    string->offset = self->pos;
+    string->offset = self->pos + 1;
     string->escaped = false;
     size_t shorter = 0;             //  Bytes saved by decoding escapes
     size_t pos = self->pos + 1;
     while (true) {
         //  Long runs of plain text 8 bytes at a time, then byte by byte
-        while (pos + 8 <= size && !s_special (s_load (text + pos)))
-            pos += 8;
-        while (pos < size && s_class [text [pos]] == S_PLAIN)
+        for (uint64_t special; pos + 8 <= size; pos += 8)
+            if ((special = s_special (text + pos))) {
+#if defined (__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                pos += (size_t) __builtin_ctzll (special) / 8;  //  At the first
+#endif
+                break;
+            }
+        while (pos < size && s_plain (text [pos]))
             pos++;
         self->pos = pos;
         if (pos >= size)
             return s_fail (self, "premature end of input");
-        int class = s_class [text [pos]];
-        if (class == S_QUOTE)
+        if (text [pos] == '"')
             break;
-        if (class == S_CONTROL)
+        if (text [pos] < 0x20)
             return s_fail (self, text [pos] == '\n'? "unexpected newline"
                                                     : "control character");
-        if (class == S_ESCAPE) {
+        if (text [pos] == '\\') {
             long saved = s_escape (self);
             if (saved < 0)
                 return -1;
@@ -300,7 +274,7 @@ s_string (act_scan_t *self, s_string_t *string)
             pos += bytes;
         }
     }
-    string->size = pos - string->offset - 1;
+    string->size = pos - string->offset;
     string->length = string->size - shorter;
     self->pos = pos + 1;
     return 0;
@@ -310,43 +284,22 @@ s_string (act_scan_t *self, s_string_t *string)
 static bool
 s_dagger (const unsigned char *text, const s_string_t *string)
 {
-    const unsigned char *start = text + string->offset + 1;
+    const unsigned char *start = text + string->offset;
     return (string->size >= 3 && memcmp (start, "\xE2\x80\xA0", 3) == 0)
         || (string->size >= 6 && memcmp (start, "\\u2020", 6) == 0);
 }
 
-//  Would strtod, on the number of size bytes at start, overflow to
-//  infinity? Called only when the magnitude is at the edge (10^308)
-static int
-s_real_overflows (act_scan_t *self, const unsigned char *start, size_t size, bool *overflow)
-{
-    char local [128];
-    char *copy = size < sizeof local? local: malloc (size + 1);
-    if (!copy)
-        return act_err_set (self->err, ACT_E_INTERNAL, "out of memory scanning JSON");
-    memcpy (copy, start, size);
-    copy [size] = 0;
-    errno = 0;
-    double value = strtod (copy, NULL);
-    *overflow = (value == HUGE_VAL || value == -HUGE_VAL) && errno == ERANGE;
-    if (copy != local)
-        free (copy);
-    return 0;
-}
-
 //  Refuse a real that jansson's strtod would turn into infinity. The first
 //  nonzero digit gives the magnitude m (10^m <= |value| < 10^(m+1)):
-//  below 308 it fits, above it does not, at 308 strtod decides.
+//  below 308 it fits, above it does not, at 308 strtod decides (on a copy:
+//  the text is not terminated).
 static int
 s_check_real (act_scan_t *self, size_t start, size_t digits, size_t fraction,
               size_t fraction_end, long long exponent)
 {
     const unsigned char *text = self->text;
-    size_t integer = start + (text [start] == '-');
-    long long magnitude;
-    if (text [integer] != '0')
-        magnitude = (long long) digits - 1 + exponent;
-    else {
+    long long magnitude = (long long) digits - 1 + exponent;
+    if (text [start + (text [start] == '-')] == '0') {
         size_t first = fraction;
         while (first < fraction_end && text [first] == '0')
             first++;
@@ -354,10 +307,22 @@ s_check_real (act_scan_t *self, size_t start, size_t digits, size_t fraction,
             return 0;           //  Zero, whatever the exponent
         magnitude = exponent - (long long) (first - fraction + 1);
     }
-    bool overflow = magnitude > 308;
-    if (magnitude == 308
-    &&  s_real_overflows (self, text + start, self->pos - start, &overflow))
-        return -1;
+    if (magnitude < 308)
+        return 0;
+    if (magnitude > 308)
+        return s_fail (self, "real number overflow");
+    size_t size = self->pos - start;
+    char local [128];
+    char *copy = size < sizeof local? local: malloc (size + 1);
+    if (!copy)
+        return act_err_set (self->err, ACT_E_INTERNAL, "out of memory scanning JSON");
+    memcpy (copy, text + start, size);
+    copy [size] = 0;
+    errno = 0;
+    double value = strtod (copy, NULL);
+    bool overflow = (value == HUGE_VAL || value == -HUGE_VAL) && errno == ERANGE;
+    if (copy != local)
+        free (copy);
     return overflow? s_fail (self, "real number overflow"): 0;
 }
 
@@ -425,24 +390,32 @@ s_literal (act_scan_t *self, json_type *type)
     size_t start = self->pos, pos = start;
     while (pos < self->size && ((text [pos] | 0x20) >= 'a' && (text [pos] | 0x20) <= 'z'))
         pos++;
-    size_t size = pos - start;
-    if (size == 4 && memcmp (text + start, "true", 4) == 0)
-        *type = JSON_TRUE;
-    else
-    if (size == 5 && memcmp (text + start, "false", 5) == 0)
-        *type = JSON_FALSE;
-    else
-    if (size == 4 && memcmp (text + start, "null", 4) == 0)
-        *type = JSON_NULL;
-    else
-        return s_fail (self, "invalid token");
-    self->pos = pos;
-    return 0;
+    static const struct {
+        char word [6];          //  As written
+        size_t size;            //  Its bytes
+        json_type type;         //  What it is
+    } literals [] = { { "true", 4, JSON_TRUE }, { "false", 5, JSON_FALSE },
+                      { "null", 4, JSON_NULL } };
+    for (size_t i = 0; i < 3; i++)
+        if (pos - start == literals [i].size
+        &&  memcmp (text + start, literals [i].word, literals [i].size) == 0) {
+            *type = literals [i].type;
+            self->pos = pos;
+            return 0;
+        }
+    return s_fail (self, "invalid token");
+}
+
+//  Make scratch hold size bytes; -1 when memory ran out
+static int
+s_scratch (act_scan_t *self, size_t size)
+{
+    return s_room (self, (void **) &self->scratch, size, &self->scratch_max, 1);
 }
 
 //  Decode the raw key into scratch at offset; the caller made room
 static const char *
-s_key_text (act_scan_t *self, const s_key_t *key, size_t offset)
+s_string_text (act_scan_t *self, const s_string_t *key, size_t offset)
 {
     if (!key->escaped)
         return (const char *) self->text + key->offset;
@@ -453,38 +426,25 @@ s_key_text (act_scan_t *self, const s_key_t *key, size_t offset)
 
 //  Same decoded bytes? -1 when memory ran out
 static int
-s_keys_equal (act_scan_t *self, const s_key_t *a, const s_key_t *b, bool *equal)
+s_keys_equal (act_scan_t *self, const s_string_t *a, const s_string_t *b, bool *equal)
 {
     *equal = false;
     if (a->length != b->length)
         return 0;
-    if (a->escaped || b->escaped) {
-        size_t need = a->size + b->size + 2;
-        if (need > self->scratch_max) {
-            char *bigger = realloc (self->scratch, need);
-            if (!bigger)
-                return act_err_set (self->err, ACT_E_INTERNAL, "out of memory scanning JSON");
-            self->scratch = bigger;
-            self->scratch_max = need;
-        }
-    }
-    *equal = memcmp (s_key_text (self, a, 0), s_key_text (self, b, a->size + 1),
+    if ((a->escaped || b->escaped) && s_scratch (self, a->size + b->size + 2))
+        return -1;
+    *equal = memcmp (s_string_text (self, a, 0), s_string_text (self, b, a->size + 1),
                      a->length) == 0;
     return 0;
 }
 
 //  FNV-1a of the key's decoded bytes
 static int
-s_key_hash (act_scan_t *self, s_key_t *key)
+s_key_hash (act_scan_t *self, s_string_t *key)
 {
-    if (key->escaped && key->size + 1 > self->scratch_max) {
-        char *bigger = realloc (self->scratch, key->size + 1);
-        if (!bigger)
-            return act_err_set (self->err, ACT_E_INTERNAL, "out of memory scanning JSON");
-        self->scratch = bigger;
-        self->scratch_max = key->size + 1;
-    }
-    const unsigned char *bytes = (const unsigned char *) s_key_text (self, key, 0);
+    if (key->escaped && s_scratch (self, key->size + 1))
+        return -1;
+    const unsigned char *bytes = (const unsigned char *) s_string_text (self, key, 0);
     uint64_t hash = 14695981039346656037ULL;
     for (size_t i = 0; i < key->length; i++)
         hash = (hash ^ bytes [i]) * 1099511628211ULL;
@@ -495,7 +455,7 @@ s_key_hash (act_scan_t *self, s_key_t *key)
 static int
 s_key_order (const void *a, const void *b)
 {
-    const s_key_t *left = a, *right = b;
+    const s_string_t *left = a, *right = b;
     if (left->hash != right->hash)
         return left->hash < right->hash? -1: 1;
     return left->length < right->length? -1: left->length > right->length;
@@ -506,7 +466,7 @@ s_key_order (const void *a, const void *b)
 static int
 s_unique (act_scan_t *self, size_t first, size_t last)
 {
-    s_key_t *keys = self->keys;
+    s_string_t *keys = self->keys;
     bool large = last - first > S_PAIRWISE_KEYS;
     if (large) {
         for (size_t i = first; i < last; i++)
@@ -519,6 +479,8 @@ s_unique (act_scan_t *self, size_t first, size_t last)
         for (size_t j = i + 1; j < last; j++) {
             if (large && s_key_order (&keys [i], &keys [j]) != 0)
                 break;          //  Sorted: no later key can be equal
+            if (keys [i].length != keys [j].length)
+                continue;       //  The usual case, without a call
             bool equal;
             if (s_keys_equal (self, &keys [i], &keys [j], &equal))
                 return -1;
@@ -548,18 +510,16 @@ s_key (act_scan_t *self)
         return s_fail (self, "string or '}' expected");
     s_string_t string;
     if (s_string (self, &string)
-    ||  s_room (self, (void **) &self->keys, self->nkeys, &self->keys_max, sizeof *self->keys))
+    ||  s_room (self, (void **) &self->keys, self->nkeys + 1, &self->keys_max, sizeof *self->keys))
         return -1;
-    self->keys [self->nkeys++] = (s_key_t) {
-        string.offset + 1, string.size, string.length, 0, string.escaped
-    };
+    self->keys [self->nkeys++] = string;
     bool member = self->depth == 1;
     if (member) {
-        if (s_room (self, (void **) &self->members, self->nmembers, &self->members_max,
+        if (s_room (self, (void **) &self->members, self->nmembers + 1, &self->members_max,
                     sizeof *self->members))
             return -1;
         self->members [self->nmembers++] = (act_scan_member_t) {
-            string.offset, string.size + 2, 0, 0, string.escaped
+            string.offset - 1, string.size + 2, 0, 0, string.escaped
         };
     }
     s_space (self);
@@ -581,12 +541,12 @@ s_string_value (act_scan_t *self)
         return -1;
     if (!s_dagger (self->text, &string))
         return 0;
-    if (s_room (self, (void **) &self->daggers, self->ndaggers, &self->daggers_max,
+    if (s_room (self, (void **) &self->daggers, self->ndaggers + 1, &self->daggers_max,
                 sizeof *self->daggers))
         return -1;
     bool in_object = self->depth > 0 && self->is_object [0];
     self->daggers [self->ndaggers++] = (act_scan_string_t) {
-        string.offset, string.size + 2, self->depth,
+        string.offset - 1, string.size + 2, self->depth,
         in_object? (int) self->nmembers - 1: -1, string.escaped
     };
     return 0;
@@ -687,7 +647,6 @@ s_after (act_scan_t *self, bool *more)
     return 0;
 }
 
-
 //  The scan proper; act_scan clears the records when it refuses
 static int
 s_scan (act_scan_t *self)
@@ -702,7 +661,7 @@ s_scan (act_scan_t *self)
         bool top = self->depth == 0;
         json_type type = c == '{'? JSON_OBJECT: JSON_ARRAY;
         if (c == '{' || c == '[') {
-            bool empty;
+            bool empty = false;
             if (s_open (self, &empty) || (empty && s_close (self)))
                 return -1;
             self->type = top? type: self->type;
@@ -733,10 +692,11 @@ act_scan (act_scan_t *self, const char *text, size_t size, act_err_t *err)
     self->type = JSON_NULL;
     self->depth = 0;
     self->nmembers = self->ndaggers = self->nkeys = 0;
-    if (s_scan (self) == 0)
-        return 0;
-    self->nmembers = self->ndaggers = 0;
-    return -1;
+    int rc = s_scan (self);
+    self->err = NULL;           //  Not the caller's to keep
+    if (rc)
+        self->nmembers = self->ndaggers = 0;
+    return rc;
 }
 
 json_type
@@ -758,23 +718,15 @@ act_scan_find (act_scan_t *self, const char *text, const char *key)
     size_t length = strlen (key);
     for (size_t i = 0; i < self->nmembers; i++) {
         const act_scan_member_t *member = &self->members [i];
-        if (member->key_size - 2 < length)
-            continue;           //  Decoding never lengthens a key
-        if (!member->key_escaped) {
-            if (member->key_size - 2 == length
-            &&  memcmp (text + member->key + 1, key, length) == 0)
-                return member;
-            continue;
-        }
-        if (member->key_size > self->scratch_max) {
-            char *bigger = realloc (self->scratch, member->key_size);
-            if (!bigger)
+        const char *decoded = text + member->key + 1;
+        size_t decoded_size = member->key_size - 2;
+        if (member->key_escaped) {
+            if (s_scratch (self, member->key_size))
                 return NULL;
-            self->scratch = bigger;
-            self->scratch_max = member->key_size;
+            decoded_size = act_scan_decode (text + member->key, member->key_size, self->scratch);
+            decoded = self->scratch;
         }
-        size_t decoded = act_scan_decode (text + member->key, member->key_size, self->scratch);
-        if (decoded == length && memcmp (self->scratch, key, length) == 0)
+        if (decoded_size == length && memcmp (decoded, key, length) == 0)
             return member;
     }
     return NULL;
@@ -792,26 +744,12 @@ static size_t
 s_encode (long value, char *out)
 {
     unsigned char *bytes = (unsigned char *) out;
-    if (value < 0x80) {
-        bytes [0] = (unsigned char) value;
-        return 1;
-    }
-    if (value < 0x800) {
-        bytes [0] = (unsigned char) (0xC0 | (value >> 6));
-        bytes [1] = (unsigned char) (0x80 | (value & 0x3F));
-        return 2;
-    }
-    if (value < 0x10000) {
-        bytes [0] = (unsigned char) (0xE0 | (value >> 12));
-        bytes [1] = (unsigned char) (0x80 | ((value >> 6) & 0x3F));
-        bytes [2] = (unsigned char) (0x80 | (value & 0x3F));
-        return 3;
-    }
-    bytes [0] = (unsigned char) (0xF0 | (value >> 18));
-    bytes [1] = (unsigned char) (0x80 | ((value >> 12) & 0x3F));
-    bytes [2] = (unsigned char) (0x80 | ((value >> 6) & 0x3F));
-    bytes [3] = (unsigned char) (0x80 | (value & 0x3F));
-    return 4;
+    size_t size = value < 0x80? 1: value < 0x800? 2: value < 0x10000? 3: 4;
+    static const unsigned char lead [5] = { 0, 0, 0xC0, 0xE0, 0xF0 };
+    for (size_t i = size - 1; i > 0; i--, value >>= 6)
+        bytes [i] = (unsigned char) (0x80 | (value & 0x3F));
+    bytes [0] = (unsigned char) (lead [size] | value);
+    return size;
 }
 
 size_t
