@@ -7,15 +7,10 @@
 
     Prints ns per byte for each (the best of several runs: the machine is
     shared, the best run is the one least disturbed), json_loadb's time
-    over act_scan's, and how many times each ran in all. Times move from run to run; for figures that do not,
-    count instructions (bench/README.md):
-
-    valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.scan \
-        build/bin/bench_scan --text 2k --iterations 200 --runs 1
-    callgrind_annotate --inclusive=yes /tmp/cg.scan | grep -E ' (act_scan|json_loadb) '
-
-    and divide each count by calls x bytes (printed: calls counts the
-    warm-up, iterations / 10 + 1, and every run).
+    over act_scan's, and how many times each ran in all (calls: the
+    warm-up, iterations / 10 + 1, and every run). Times move from run to
+    run; bench/README.md says how to count instructions instead, with
+    --iterations 200 --runs 1 under callgrind.
 
     bench_scan [--text 200|2k|64k] [--iterations N] [--runs R]
     ========================================================================= */

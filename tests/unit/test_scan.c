@@ -32,17 +32,31 @@
 
 static act_scan_t *s_scan;
 
+//  scan_diff on an exact copy of the size bytes at text (AddressSanitizer
+//  then sees any read past them); fails the test on a difference, else
+//  returns act_json_parse's verdict
+static bool
+s_diff (const char *name, const char *text, size_t size)
+{
+    char *copy = malloc (size? size: 1);
+    memcpy (copy, text, size);
+    bool verdict;
+    const char *diff = scan_diff (s_scan, copy, size, &verdict);
+    free (copy);
+    if (diff)
+        fail_msg ("%s: %s", name, diff);
+    return verdict;
+}
+
 //  Agreement on size bytes at text; the verdict must be accepted
 static void
 s_agree (const char *text, size_t size, bool accepted)
 {
-    bool verdict;
-    const char *diff = scan_diff (s_scan, text, size, &verdict);
-    if (diff)
-        fail_msg ("'%.*s' (%zu bytes): %s", (int) (size < 80? size: 80), text, size, diff);
-    if (verdict != accepted)
-        fail_msg ("'%.*s' (%zu bytes): act_json_parse %s it, the test expects otherwise",
-                  (int) (size < 80? size: 80), text, size, verdict? "accepts": "refuses");
+    char name [128];
+    snprintf (name, sizeof name, "'%.*s' (%zu bytes)", (int) (size < 80? size: 80), text, size);
+    if (s_diff (name, text, size) != accepted)
+        fail_msg ("%s: act_json_parse %s it, the test expects otherwise", name,
+                  accepted? "refuses": "accepts");
 }
 
 //  The fuzzer's seeds: every one agrees, and there are both verdicts
@@ -63,17 +77,9 @@ test_scan_agrees_on_seeds (void **state)
         char *data = malloc (1 << 20);
         size_t size = fread (data, 1, 1 << 20, file);
         fclose (file);
-        //  An exact copy: AddressSanitizer sees any read past the text
-        char *text = malloc (size? size: 1);
-        memcpy (text, data, size);
+        accepted += s_diff (entry->d_name, data, size);
         free (data);
-        bool verdict;
-        const char *diff = scan_diff (s_scan, text, size, &verdict);
-        if (diff)
-            fail_msg ("seed %s: %s", entry->d_name, diff);
-        free (text);
         files++;
-        accepted += verdict;
     }
     closedir (dir);
     if (files < 100 || accepted == 0 || accepted == files)
@@ -194,13 +200,8 @@ test_scan_agrees_on_edge_cases (void **state)
         { S_BYTES ("{\"" D "k\":\"\\u2020v\",\"l\":[\"" D "\",\"x" D "\",{\"m\":\"" D D "\"}]}"),
           true },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
-        //  An exact copy: AddressSanitizer sees any read past the text
-        char *text = malloc (cases [i].size? cases [i].size: 1);
-        memcpy (text, cases [i].text, cases [i].size);
-        s_agree (text, cases [i].size, cases [i].accepted);
-        free (text);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++)
+        s_agree (cases [i].text, cases [i].size, cases [i].accepted);
 }
 
 //  depth copies of open, then inner, then depth copies of close
@@ -224,22 +225,19 @@ test_scan_agrees_on_depth (void **state)
 {
     static const struct {
         const char *open, *inner, *close;
+        size_t step, inner_depth;   //  Containers in open, in inner
     } shapes [] = {
-        { "[", "", "]" },
-        { "[", "\"" D "deep\"", "]" },
-        { "{\"a\":", "1", "}" },
-        { "{\"k\":1,\"k2\":", "[]", ",\"k3\":2}" },
-        { "[{\"a\":", "{}", "}]" },
+        { "[", "", "]", 1, 0 },
+        { "[", "\"" D "deep\"", "]", 1, 0 },
+        { "{\"a\":", "1", "}", 1, 0 },
+        { "{\"k\":1,\"k2\":", "[]", ",\"k3\":2}", 1, 1 },
+        { "[{\"a\":", "{}", "}]", 2, 1 },
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes [0]; i++)
-        for (size_t depth = ACT_MAX_JSON_DEPTH - 2; depth <= ACT_MAX_JSON_DEPTH + 1; depth++) {
-            char *text = s_nest (shapes [i].open, shapes [i].inner, shapes [i].close, depth);
-            //  Count the containers: the shapes nest one or two per step
-            act_err_t err = { 0 };
-            json_t *value = act_json_parse (text, strlen (text), &err);
-            bool accepted = value != NULL;
-            json_decref (value);
-            s_agree (text, strlen (text), accepted);
+        for (size_t steps = 28; steps <= ACT_MAX_JSON_DEPTH + 1; steps++) {
+            char *text = s_nest (shapes [i].open, shapes [i].inner, shapes [i].close, steps);
+            size_t depth = steps * shapes [i].step + shapes [i].inner_depth;
+            s_agree (text, strlen (text), depth <= ACT_MAX_JSON_DEPTH);
             free (text);
         }
     char *unclosed = s_nest ("[", "", "", 10000);
