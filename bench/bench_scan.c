@@ -185,7 +185,8 @@ main (int argc, char *argv [])
         size_t daggers;
         act_scan_daggers (scan, &daggers);
         printf ("%-5s %7zu %10ld %9zu %10.2f %10.2f %14.2f %11.1fx\n", texts [t].name,
-                text.size, count / 10 + 1 + count * runs, daggers, best [S_SCAN], best [S_LOADB], best [S_PARSE],
+                text.size, count / 10 + 1 + count * runs, daggers, best [S_SCAN],
+                best [S_LOADB], best [S_PARSE],
                 best [S_LOADB] / best [S_SCAN]);
         free (text.data);
     }

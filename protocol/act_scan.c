@@ -143,24 +143,14 @@ s_plain (unsigned char c)
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
-//  Bytes of the well-formed UTF-8 sequence at pos (2 to 4), or 0: no
-//  overlong form, no surrogate, nothing above U+10FFFF, nothing cut short
+//  Bytes of the well-formed UTF-8 sequence at pos (2 to 4), or 0: by the
+//  rules act_json_parse checks the whole text with
 static size_t
 s_utf8 (const unsigned char *text, size_t pos, size_t size)
 {
-    unsigned char c = text [pos];
-    size_t need = c >= 0xC2 && c <= 0xDF? 1: c >= 0xE0 && c <= 0xEF? 2
-                : c >= 0xF0 && c <= 0xF4? 3: 0;
-    if (need == 0 || pos + need >= size)
-        return 0;
-    for (size_t k = 1; k <= need; k++)
-        if ((text [pos + k] & 0xC0) != 0x80)
-            return 0;
-    unsigned char next = text [pos + 1];
-    if ((c == 0xE0 && next < 0xA0) || (c == 0xED && next >= 0xA0)
-    ||  (c == 0xF0 && next < 0x90) || (c == 0xF4 && next >= 0x90))
-        return 0;
-    return need + 1;
+    size_t bytes = text [pos] >= 0xF0? 4: text [pos] >= 0xE0? 3: 2;
+    return pos + bytes <= size && act_utf8_valid ((const char *) text + pos, bytes, NULL)
+         ? bytes: 0;
 }
 
 //  The value of 4 hex digits at text, or -1
@@ -406,13 +396,6 @@ s_literal (act_scan_t *self, json_type *type)
     return s_fail (self, "invalid token");
 }
 
-//  Make scratch hold size bytes; -1 when memory ran out
-static int
-s_scratch (act_scan_t *self, size_t size)
-{
-    return s_room (self, (void **) &self->scratch, size, &self->scratch_max, 1);
-}
-
 //  Decode the raw key into scratch at offset; the caller made room
 static const char *
 s_string_text (act_scan_t *self, const s_string_t *key, size_t offset)
@@ -431,7 +414,8 @@ s_keys_equal (act_scan_t *self, const s_string_t *a, const s_string_t *b, bool *
     *equal = false;
     if (a->length != b->length)
         return 0;
-    if ((a->escaped || b->escaped) && s_scratch (self, a->size + b->size + 2))
+    if ((a->escaped || b->escaped)
+    &&  s_room (self, (void **) &self->scratch, a->size + b->size + 2, &self->scratch_max, 1))
         return -1;
     *equal = memcmp (s_string_text (self, a, 0), s_string_text (self, b, a->size + 1),
                      a->length) == 0;
@@ -442,7 +426,8 @@ s_keys_equal (act_scan_t *self, const s_string_t *a, const s_string_t *b, bool *
 static int
 s_key_hash (act_scan_t *self, s_string_t *key)
 {
-    if (key->escaped && s_scratch (self, key->size + 1))
+    if (key->escaped
+    &&  s_room (self, (void **) &self->scratch, key->size + 1, &self->scratch_max, 1))
         return -1;
     const unsigned char *bytes = (const unsigned char *) s_string_text (self, key, 0);
     uint64_t hash = 14695981039346656037ULL;
@@ -510,7 +495,8 @@ s_key (act_scan_t *self)
         return s_fail (self, "string or '}' expected");
     s_string_t string;
     if (s_string (self, &string)
-    ||  s_room (self, (void **) &self->keys, self->nkeys + 1, &self->keys_max, sizeof *self->keys))
+    ||  s_room (self, (void **) &self->keys, self->nkeys + 1, &self->keys_max,
+                sizeof *self->keys))
         return -1;
     self->keys [self->nkeys++] = string;
     bool member = self->depth == 1;
@@ -721,7 +707,8 @@ act_scan_find (act_scan_t *self, const char *text, const char *key)
         const char *decoded = text + member->key + 1;
         size_t decoded_size = member->key_size - 2;
         if (member->key_escaped) {
-            if (s_scratch (self, member->key_size))
+            if (s_room (self, (void **) &self->scratch, member->key_size,
+                        &self->scratch_max, 1))
                 return NULL;
             decoded_size = act_scan_decode (text + member->key, member->key_size, self->scratch);
             decoded = self->scratch;
