@@ -26,7 +26,7 @@
 #include "actd/act_scan.h"
 
 //  Objects with more keys than this are checked for duplicates by sorting
-//  hashes; smaller ones pair by pair, which is cheaper for the usual call
+//  their keys; smaller ones pair by pair, which is cheaper for the usual call
 #define S_PAIRWISE_KEYS     8
 
 //  A string token just scanned, or a key of an object still open
@@ -34,7 +34,8 @@ typedef struct {
     size_t offset;              //  Offset of its first byte after the quote
     size_t size;                //  Raw bytes between the quotes
     size_t length;              //  Bytes once decoded
-    uint64_t hash;              //  Of the decoded bytes (keys of large objects)
+    const char *bytes;          //  Its decoded bytes, while its object's keys
+                                //  are compared (in the text or in scratch)
     bool escaped;               //  Holds a '\' escape
 } s_string_t;
 
@@ -225,8 +226,7 @@ s_string (act_scan_t *self, s_string_t *string)
 {
     const unsigned char *text = self->text;
     size_t size = self->size;
-    string->offset = self->pos + 1;
-    string->escaped = false;
+    *string = (s_string_t) { .offset = self->pos + 1 };
     size_t shorter = 0;             //  Bytes saved by decoding escapes
     size_t pos = self->pos + 1;
     while (true) {
@@ -396,84 +396,46 @@ s_literal (act_scan_t *self, json_type *type)
     return s_fail (self, "invalid token");
 }
 
-//  Decode the raw key into scratch at offset; the caller made room
-static const char *
-s_string_text (act_scan_t *self, const s_string_t *key, size_t offset)
-{
-    if (!key->escaped)
-        return (const char *) self->text + key->offset;
-    char *out = self->scratch + offset;
-    act_scan_decode ((const char *) self->text + key->offset - 1, key->size + 2, out);
-    return out;
-}
-
-//  Same decoded bytes? -1 when memory ran out
-static int
-s_keys_equal (act_scan_t *self, const s_string_t *a, const s_string_t *b, bool *equal)
-{
-    *equal = false;
-    if (a->length != b->length)
-        return 0;
-    if ((a->escaped || b->escaped)
-    &&  s_room (self, (void **) &self->scratch, a->size + b->size + 2, &self->scratch_max, 1))
-        return -1;
-    *equal = memcmp (s_string_text (self, a, 0), s_string_text (self, b, a->size + 1),
-                     a->length) == 0;
-    return 0;
-}
-
-//  FNV-1a of the key's decoded bytes
-static int
-s_key_hash (act_scan_t *self, s_string_t *key)
-{
-    if (key->escaped
-    &&  s_room (self, (void **) &self->scratch, key->size + 1, &self->scratch_max, 1))
-        return -1;
-    const unsigned char *bytes = (const unsigned char *) s_string_text (self, key, 0);
-    uint64_t hash = 14695981039346656037ULL;
-    for (size_t i = 0; i < key->length; i++)
-        hash = (hash ^ bytes [i]) * 1099511628211ULL;
-    key->hash = hash;
-    return 0;
-}
-
+//  Shorter first, then by bytes: equal keys compare equal
 static int
 s_key_order (const void *a, const void *b)
 {
     const s_string_t *left = a, *right = b;
-    if (left->hash != right->hash)
-        return left->hash < right->hash? -1: 1;
-    return left->length < right->length? -1: left->length > right->length;
+    if (left->length != right->length)
+        return left->length < right->length? -1: 1;
+    return memcmp (left->bytes, right->bytes, left->length);
 }
 
-//  Refuse duplicates among keys [first, last): pair by pair in small
-//  objects; in large ones, only keys of equal hash are compared
+//  Refuse duplicates among keys [first, last), compared decoded: pair by
+//  pair in small objects; large ones are sorted first, so that equal keys
+//  are neighbours (O(k log k), and no hash for a client to collide)
 static int
 s_unique (act_scan_t *self, size_t first, size_t last)
 {
     s_string_t *keys = self->keys;
-    bool large = last - first > S_PAIRWISE_KEYS;
-    if (large) {
-        for (size_t i = first; i < last; i++)
-            if (s_key_hash (self, &keys [i]))
-                return -1;
-        //  The keys are popped next: their order no longer matters
-        qsort (keys + first, last - first, sizeof *keys, s_key_order);
-    }
+    size_t need = 0, used = 0;
     for (size_t i = first; i < last; i++)
-        for (size_t j = i + 1; j < last; j++) {
-            if (large && s_key_order (&keys [i], &keys [j]) != 0)
-                break;          //  Sorted: no later key can be equal
-            if (keys [i].length != keys [j].length)
-                continue;       //  The usual case, without a call
-            bool equal;
-            if (s_keys_equal (self, &keys [i], &keys [j], &equal))
-                return -1;
-            if (equal) {
+        need += keys [i].escaped? keys [i].size + 1: 0;
+    if (s_room (self, (void **) &self->scratch, need, &self->scratch_max, 1))
+        return -1;
+    for (size_t i = first; i < last; i++) {
+        const char *raw = (const char *) self->text + keys [i].offset;
+        keys [i].bytes = raw;
+        if (keys [i].escaped) {
+            keys [i].bytes = self->scratch + used;
+            act_scan_decode (raw - 1, keys [i].size + 2, self->scratch + used);
+            used += keys [i].size + 1;
+        }
+    }
+    bool sorted = last - first > S_PAIRWISE_KEYS;
+    if (sorted)             //  The keys are popped next: their order is free
+        qsort (keys + first, last - first, sizeof *keys, s_key_order);
+    for (size_t i = first; i < last; i++)
+        for (size_t j = i + 1; j < last && (!sorted || j == i + 1); j++)
+            if (s_key_order (&keys [i], &keys [j]) == 0) {
                 self->pos = keys [j].offset - 1;
                 return s_fail (self, "duplicate object key");
             }
-        }
     return 0;
 }
 
