@@ -19,7 +19,7 @@ done
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target actd-daemon bench_resolve bench_schema \
-    bench_calls bench_restart bench_plan bench_numbers
+    bench_scan bench_calls bench_restart bench_plan bench_numbers
 bin="$build/bin"
 
 run () {
@@ -31,6 +31,7 @@ run () {
 if [ "$quick" = 1 ]; then
     run "$bin/bench_resolve" --sizes 10,10000 --seconds 0.3
     run "$bin/bench_schema" --seconds 0.2
+    run "$bin/bench_scan" --runs 2
     run "$bin/bench_calls" --calls 2000 --repeat 1
     run "$bin/bench_restart" --messages 100000 --contexts 1000 --pending 10 --probes 20 --runs 1
     run "$bin/bench_plan" --sizes 200,1000 --repeat 1
@@ -38,6 +39,7 @@ if [ "$quick" = 1 ]; then
 else
     run "$bin/bench_resolve"
     run "$bin/bench_schema"
+    run "$bin/bench_scan"
     run "$bin/bench_calls"
     run "$bin/bench_restart"
     run "$bin/bench_plan"

@@ -12,6 +12,7 @@ regression seeds of crashes found, named crash-*) alone.
 
 import json
 import os
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -172,6 +173,110 @@ def calls():
     }
     for name, data in raw.items():
         write("fuzz_call", name, data)
+
+# ---------------------------------------------------------------------------
+# fuzz_scan: JSON texts, for act_scan against act_json_parse
+
+def c_literals(path):
+    """Every C string literal in a file (adjacent ones joined), as bytes."""
+    text = open(path, encoding="utf-8").read()
+    found = []
+    for match in re.finditer(r'"(?:[^"\\\n]|\\.)*"(?:\s*"(?:[^"\\\n]|\\.)*")*', text):
+        pieces = re.findall(r'"((?:[^"\\\n]|\\.)*)"', match.group(0))
+        raw = "".join(pieces).encode()
+        value = re.sub(rb'\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)', c_escape, raw)
+        found.append(value)
+    return found
+
+
+def c_escape(match):
+    code = match.group(1)
+    if code[:1] == b"x":
+        return bytes([int(code[1:], 16)])
+    if code[:1].isdigit():
+        return bytes([int(code, 8) & 0xFF])
+    return {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"f": b"\f", b"b": b"\b",
+            b"a": b"\a", b"v": b"\v", b"0": b"\0"}.get(code, code)
+
+
+def scan_edge_cases():
+    """Hand-made texts at every rule of jansson's that act_scan mirrors."""
+    depth = 64                  # ACT_MAX_JSON_DEPTH
+    cases = {
+        "empty": b"", "spaces": b" \t\r\n", "formfeed": b"\f1", "nbsp": b"\xc2\xa01",
+        "bom": b"\xef\xbb\xbf{}", "bom-string": b'"\xef\xbb\xbf"',
+        "trailing": b"{} x", "two-values": b"1 2", "trailing-comma": b"[1,]",
+        "trailing-comma-object": b'{"a":1,}', "missing-colon": b'{"a" 1}',
+        "number-key": b"{1:2}", "unclosed": b'{"a":[1,{"b":', "closed-twice": b"[1]]",
+        "nul-after-number": b"1\0", "nul-after-true": b"[true\0,false\0,null\0]",
+        "nul-after-real": b'{"a":-1.5e-3\0}', "two-nuls": b"1\0\0", "nul-after-space": b"1 \0",
+        "nul-after-string": b'"a"\0', "nul-after-array": b"[1]\0", "nul-in-string": b'"a\0b"',
+        "nul-alone": b"\0", "nul-between-digits": b"[1\0" b"2]",
+    }
+    numbers = [b"0", b"-0", b"-0.0", b"0e0", b"1E+2", b"1e-2", b"1e400", b"-1e400", b"1e-400",
+               b"-1e-400", b"9223372036854775807", b"9223372036854775808",
+               b"-9223372036854775808", b"-9223372036854775809", b"18446744073709551616",
+               b"01", b"-01", b"00", b"1.", b"1.e5", b".5", b"+1", b"-", b"1e", b"1e+",
+               b"0x10", b"1-2", b"1.5.3", b"1e308", b"1.7976931348623157e308",
+               b"1.7976931348623159e308", b"0.0001797693134862316e312", b"1e0000000000308",
+               b"0.0e999999999999999999999", b"123456789012345678901234567890e280",
+               b"-" + b"9" * 400, b"0." + b"0" * 400 + b"1e400", b"NaN", b"Infinity", b"-Infinity"]
+    for index, number in enumerate(numbers):
+        cases["number-%02d" % index] = number
+        cases["number-in-array-%02d" % index] = b"[" + number + b"]"
+    escapes = [b'\\"', b"\\\\", b"\\/", b"\\b", b"\\f", b"\\n", b"\\r", b"\\t", b"\\u0041",
+               b"\\u00e9", b"\\u20AC", b"\\u2020", b"\\uFFFF", b"\\u0000", b"\\ud83d\\ude00",
+               b"\\uD83D\\uDE00", b"\\ud800", b"\\udc00", b"\\udc00\\ud800", b"\\ud800\\ud800",
+               b"\\ud800\\u0041", b"\\ud800x", b"\\u12", b"\\u12g4", b"\\a", b"\\x41", b"\\'",
+               b"\\ ", b"\\"]
+    for index, escape in enumerate(escapes):
+        cases["escape-%02d" % index] = b'"' + escape + b'"'
+        cases["escape-key-%02d" % index] = b'{"' + escape + b'":1}'
+        cases["escape-dagger-%02d" % index] = b'["\\u2020' + escape + b'"]'
+    utf8 = [b"\xc3\xa9", b"\xe2\x80\xa0", b"\xf0\x9f\x98\x80", b"\x7f", b"\xc0\xaf", b"\xc1\xbf",
+            b"\xe0\x80\xaf", b"\xf0\x80\x80\xaf", b"\xed\xa0\x80", b"\xed\xbf\xbf",
+            b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\x80", b"\xff", b"\xe2\x80", b"\xc3"]
+    for index, chars in enumerate(utf8):
+        cases["utf8-%02d" % index] = b'"' + chars + b'"'
+        cases["utf8-key-%02d" % index] = b'{"' + chars + b'":"' + D.encode() + chars + b'"}'
+        cases["utf8-outside-%02d" % index] = b"[1," + chars + b"]"
+    for byte in range(0x20):
+        cases["control-%02x" % byte] = b'"a' + bytes([byte]) + b'"'
+    for name, (open_, inner, close) in {"arrays": (b"[", b"", b"]"),
+                                        "objects": (b'{"a":', b"1", b"}"),
+                                        "mixed": (b'[{"k":', b'"' + D.encode() + b'x"', b"}]"),
+                                        "dup-at-depth": (b'{"k":1,"j":', b'{"d":1,"d":2}', b"}")}.items():
+        for level in (depth - 1, depth, depth + 1, 2049):
+            cases["depth-%s-%d" % (name, level)] = open_ * level + inner + close * level
+    many = ",".join('"k%d":%d' % (i, i) for i in range(20))
+    cases.update({
+        "dup": b'{"a":1,"a":2}', "dup-escaped": b'{"a":1,"\\u0061":2}',
+        "dup-deep": b'{"x":[{"y":{"k":1,"k":null}}]}', "dup-siblings-ok": b'{"a":{"k":1},"b":{"k":1}}',
+        "dup-large": ("{" + many + ',"k\\u0031\\u0037":0}').encode(),
+        "large-ok": ("{" + many + "}").encode(),
+        "dagger-key-only": ('{"' + D + 'k":1}').encode(),
+        "dagger-literal": j({"_tool": "t", "a": D + D + "x", "b": "x" + D, "c": [D, D + "s"]}).encode(),
+        "dagger-top-string": ('"' + D + 'state.x"').encode(),
+        "literals": b"[true,false,null,truex,nul]", "literal-case": b"True",
+    })
+    return cases
+
+
+def scans():
+    clear("fuzz_scan")
+    target = "fuzz_scan"
+    for name in ("references.json", "resolve.json"):
+        for index, case in enumerate(vectors(name)):
+            write(target, "%s-%02d" % (name[:-5], index), j(case))
+            write(target, "%s-%02d-ascii" % (name[:-5], index), json.dumps(case, indent=1))
+            if "expr" in case:
+                write(target, "%s-%02d-call" % (name[:-5], index),
+                      j({"_tool": "t", "_outputPath": case["expr"], "p": [case["expr"]]}))
+    bad = os.path.join(ROOT, "tests", "unit", "test_bad_input.c")
+    for index, literal in enumerate(c_literals(bad)):
+        write(target, "bad-input-%03d" % index, literal)
+    for name, text in scan_edge_cases().items():
+        write(target, name, text)
 
 
 # ---------------------------------------------------------------------------
@@ -363,6 +468,7 @@ def workers():
 if __name__ == "__main__":
     references()
     calls()
+    scans()
     methods()
     clients()
     workers()

@@ -27,7 +27,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="${ACTD_FUZZ_BUILD:-$ROOT/build-fuzz}"
 CRASHES="$HERE/crashes"
-TARGETS=(fuzz_reference fuzz_call fuzz_methods fuzz_client_frames fuzz_worker_frames)
+TARGETS=(fuzz_reference fuzz_call fuzz_methods fuzz_scan fuzz_client_frames fuzz_worker_frames)
 
 usage () {
     echo "usage: $0 TARGET|all SECONDS   or   $0 minimize TARGET FILE" >&2
@@ -86,10 +86,13 @@ run_one () {
     #  the time scanning); they check for leaks themselves, each time their
     #  broker is destroyed
     case "$target" in fuzz_client_frames|fuzz_worker_frames) leaks=0 ;; esac
+    #  A target's dictionary of tokens, when it has one (TARGET.dict)
+    local dict=()
+    [ -f "$HERE/$target.dict" ] && dict=(-dict="$HERE/$target.dict")
     start=$(date +%s)
     FUZZ_HISTORY="$CRASHES/$target-history-$stamp" \
         "$BUILD/bin/$target" -max_total_time="$seconds" -max_len="$(max_len "$target")" \
-        -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 -detect_leaks=$leaks \
+        "${dict[@]}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 -detect_leaks=$leaks \
         -artifact_prefix="$CRASHES/$target-" "$work" "$HERE/corpus/$target" >"$log" 2>&1
     code=$?
     end=$(date +%s)
