@@ -28,7 +28,6 @@ act_settings_new (void)
     self->sync = ACT_SYNC_FULL;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
-    self->mdp_heartbeat_ms = 2500;
     self->max_message_bytes = 1048576;
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
@@ -342,6 +341,172 @@ s_activity (s_reader_t *reader, zconfig_t *section, const char *prefix,
     }
 }
 
+//  store/sync: full or normal
+static void
+s_sync (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const char *full)
+{
+    if (!s_leaf (reader, item, full))
+        return;
+    const char *text = zconfig_value (item);
+    if (text && streq (text, "full"))
+        self->sync = ACT_SYNC_FULL;
+    else
+    if (text && streq (text, "normal"))
+        self->sync = ACT_SYNC_NORMAL;
+    else
+        s_error (reader, full, "must be full or normal");
+}
+
+//  log/level: one of the names act_log_level_parse knows
+static void
+s_log_level (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const char *full)
+{
+    if (!s_leaf (reader, item, full))
+        return;
+    int level = act_log_level_parse (zconfig_value (item));
+    if (level < 0)
+        s_error (reader, full, "must be error, warning, notice, info or debug");
+    else
+        self->log_level = level;
+}
+
+//  Read one setting of the server section; false when it is none of them
+static bool
+s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
+                  const char *full)
+{
+    if (streq (full, "server/client_endpoint"))
+        s_string (reader, item, full, &self->client_endpoint);
+    else
+    if (streq (full, "server/worker_endpoint"))
+        s_string (reader, item, full, &self->worker_endpoint);
+    else
+    if (streq (full, "server/heartbeat_ms"))
+        s_integer (reader, item, full, 10, &self->heartbeat_ms);
+    else
+    if (streq (full, "server/liveness"))
+        s_integer (reader, item, full, 1, &self->liveness);
+    else
+    if (streq (full, "server/mdp_heartbeat_ms"))
+        s_integer (reader, item, full, 10, &self->mdp_heartbeat_ms);
+    else
+    if (streq (full, "server/max_message_bytes"))
+        s_integer (reader, item, full, 1024, &self->max_message_bytes);
+    else
+    if (streq (full, "server/shutdown_grace_ms"))
+        s_integer (reader, item, full, 0, &self->shutdown_grace_ms);
+    else
+    if (streq (full, "server/broker_id"))
+        s_string (reader, item, full, &self->broker_id);
+    else
+    if (streq (full, "server/advertise"))
+        s_string (reader, item, full, &self->advertise);
+    else
+    if (streq (full, "server/lease_ms"))
+        s_integer (reader, item, full, 100, &self->lease_ms);
+    else
+    if (streq (full, "server/context_idle_ms"))
+        s_integer (reader, item, full, 0, &self->context_idle_ms);
+    else
+    if (streq (full, "server/max_contexts"))
+        s_integer (reader, item, full, 1, &self->max_contexts);
+    else
+        return false;
+    return true;
+}
+
+//  Read one setting of the store, log or security section; false when it
+//  is none of them
+static bool
+s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
+                 const char *full)
+{
+    if (streq (full, "store/path"))
+        s_string (reader, item, full, &self->store);
+    else
+    if (streq (full, "store/sync"))
+        s_sync (reader, self, item, full);
+    else
+    if (streq (full, "log/level"))
+        s_log_level (reader, self, item, full);
+    else
+    if (streq (full, "log/syslog"))
+        s_boolean (reader, item, full, &self->log_syslog);
+    else
+    if (streq (full, "log/stderr"))
+        s_boolean (reader, item, full, &self->log_stderr);
+    else
+    if (streq (full, "security/server_key"))
+        s_string (reader, item, full, &self->server_key);
+    else
+    if (streq (full, "security/client_keys"))
+        s_string (reader, item, full, &self->client_keys);
+    else
+    if (streq (full, "security/worker_keys"))
+        s_string (reader, item, full, &self->worker_keys);
+    else
+    if (streq (full, "security/allow_plain_tcp"))
+        s_boolean (reader, item, full, &self->allow_plain_tcp);
+    else
+        return false;
+    return true;
+}
+
+//  Read one setting of a section other than defaults and activities (full
+//  is "section/key"); an unknown one is an error, named by its section
+//  when it has settings of its own
+static void
+s_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
+           const char *section, const char *full)
+{
+    if (!s_server_setting (reader, self, item, full)
+    &&  !s_other_setting (reader, self, item, full))
+        s_error (reader, zconfig_child (item)? section: full, "unknown setting");
+}
+
+//  Read the activities section: each activity starts from the defaults
+static void
+s_activities (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
+{
+    for (zconfig_t *activity = zconfig_child (section); activity;
+         activity = zconfig_next (activity)) {
+        act_activity_settings_t *own = malloc (sizeof *own);
+        *own = self->defaults;
+        char *prefix = zsys_sprintf ("activities/%s", zconfig_name (activity));
+        s_activity (reader, activity, prefix, own);
+        zstr_free (&prefix);
+        zhashx_update (self->activities, zconfig_name (activity), own);
+    }
+}
+
+//  Read every section of the parsed file into self
+static void
+s_sections (s_reader_t *reader, act_settings_t *self, zconfig_t *root)
+{
+    //  Defaults first, whatever their place in the file: activities start
+    //  from them
+    zconfig_t *defaults = zconfig_locate (root, "defaults");
+    if (defaults)
+        s_activity (reader, defaults, "defaults", &self->defaults);
+    for (zconfig_t *section = zconfig_child (root); section;
+         section = zconfig_next (section)) {
+        const char *name = zconfig_name (section);
+        if (streq (name, "defaults"))
+            continue;
+        if (streq (name, "activities")) {
+            s_activities (reader, self, section);
+            continue;
+        }
+        for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
+            char *full = zsys_sprintf ("%s/%s", name, zconfig_name (item));
+            s_setting (reader, self, item, name, full);
+            zstr_free (&full);
+        }
+        if (!zconfig_child (section))
+            s_error (reader, name, "unknown or empty section");
+    }
+}
+
 int
 act_settings_load (act_settings_t *self, const char *path, char *message, size_t size)
 {
@@ -362,114 +527,7 @@ act_settings_load (act_settings_t *self, const char *path, char *message, size_t
         zhashx_destroy (&reader.lines);
         return -1;
     }
-    //  Defaults first, whatever their place in the file: activities start
-    //  from them
-    zconfig_t *defaults = zconfig_locate (root, "defaults");
-    if (defaults)
-        s_activity (&reader, defaults, "defaults", &self->defaults);
-    for (zconfig_t *section = zconfig_child (root); section;
-         section = zconfig_next (section)) {
-        const char *name = zconfig_name (section);
-        if (streq (name, "defaults"))
-            continue;
-        if (streq (name, "activities")) {
-            for (zconfig_t *activity = zconfig_child (section); activity;
-                 activity = zconfig_next (activity)) {
-                act_activity_settings_t *own = malloc (sizeof *own);
-                *own = self->defaults;
-                char *prefix = zsys_sprintf ("activities/%s", zconfig_name (activity));
-                s_activity (&reader, activity, prefix, own);
-                zstr_free (&prefix);
-                zhashx_update (self->activities, zconfig_name (activity), own);
-            }
-            continue;
-        }
-        for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
-            const char *key = zconfig_name (item);
-            char *full = zsys_sprintf ("%s/%s", name, key);
-            if (streq (full, "server/client_endpoint"))
-                s_string (&reader, item, full, &self->client_endpoint);
-            else
-            if (streq (full, "server/worker_endpoint"))
-                s_string (&reader, item, full, &self->worker_endpoint);
-            else
-            if (streq (full, "server/heartbeat_ms"))
-                s_integer (&reader, item, full, 10, &self->heartbeat_ms);
-            else
-            if (streq (full, "server/liveness"))
-                s_integer (&reader, item, full, 1, &self->liveness);
-            else
-            if (streq (full, "server/mdp_heartbeat_ms"))
-                s_integer (&reader, item, full, 10, &self->mdp_heartbeat_ms);
-            else
-            if (streq (full, "server/max_message_bytes"))
-                s_integer (&reader, item, full, 1024, &self->max_message_bytes);
-            else
-            if (streq (full, "server/shutdown_grace_ms"))
-                s_integer (&reader, item, full, 0, &self->shutdown_grace_ms);
-            else
-            if (streq (full, "server/broker_id"))
-                s_string (&reader, item, full, &self->broker_id);
-            else
-            if (streq (full, "server/advertise"))
-                s_string (&reader, item, full, &self->advertise);
-            else
-            if (streq (full, "server/lease_ms"))
-                s_integer (&reader, item, full, 100, &self->lease_ms);
-            else
-            if (streq (full, "server/context_idle_ms"))
-                s_integer (&reader, item, full, 0, &self->context_idle_ms);
-            else
-            if (streq (full, "server/max_contexts"))
-                s_integer (&reader, item, full, 1, &self->max_contexts);
-            else
-            if (streq (full, "store/path"))
-                s_string (&reader, item, full, &self->store);
-            else
-            if (streq (full, "store/sync") && s_leaf (&reader, item, full)) {
-                const char *text = zconfig_value (item);
-                if (text && streq (text, "full"))
-                    self->sync = ACT_SYNC_FULL;
-                else
-                if (text && streq (text, "normal"))
-                    self->sync = ACT_SYNC_NORMAL;
-                else
-                    s_error (&reader, full, "must be full or normal");
-            }
-            else
-            if (streq (full, "log/level") && s_leaf (&reader, item, full)) {
-                int level = act_log_level_parse (zconfig_value (item));
-                if (level < 0)
-                    s_error (&reader, full, "must be error, warning, notice, info or debug");
-                else
-                    self->log_level = level;
-            }
-            else
-            if (streq (full, "log/syslog"))
-                s_boolean (&reader, item, full, &self->log_syslog);
-            else
-            if (streq (full, "log/stderr"))
-                s_boolean (&reader, item, full, &self->log_stderr);
-            else
-            if (streq (full, "security/server_key"))
-                s_string (&reader, item, full, &self->server_key);
-            else
-            if (streq (full, "security/client_keys"))
-                s_string (&reader, item, full, &self->client_keys);
-            else
-            if (streq (full, "security/worker_keys"))
-                s_string (&reader, item, full, &self->worker_keys);
-            else
-            if (streq (full, "security/allow_plain_tcp"))
-                s_boolean (&reader, item, full, &self->allow_plain_tcp);
-            else
-            if (!streq (full, "store/sync") && !streq (full, "log/level"))
-                s_error (&reader, zconfig_child (item)? name: full, "unknown setting");
-            zstr_free (&full);
-        }
-        if (!zconfig_child (section) && !streq (name, "activities"))
-            s_error (&reader, name, "unknown or empty section");
-    }
+    s_sections (&reader, self, root);
     zconfig_destroy (&root);
     zhashx_destroy (&reader.lines);
     if (reader.rc == 0) {

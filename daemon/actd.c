@@ -82,40 +82,35 @@ s_configure_logging (act_settings_t *settings)
         zsys_set_logstream (settings->log_stderr? stderr: stdout);
 }
 
-int
-main (int argc, char *argv [])
-{
-    //  actd handles its own signals (stop, reload), not CZMQ
-    zsys_handler_set (NULL);
-    signal (SIGPIPE, SIG_IGN);
-    //  At a file-size limit (RLIMIT_FSIZE, LimitFSIZE= in a unit) the kernel
-    //  would kill actd; ignored, the write fails with EFBIG instead, the
-    //  commit fails, and what it would have acknowledged is refused with
-    //  internal, as for a full disk
-    signal (SIGXFSZ, SIG_IGN);
+//  The flags actd takes; those without a letter get a number above 255
+enum { OPT_CONFIG = 256, OPT_CLIENT, OPT_WORKER, OPT_DB, OPT_SYNC, OPT_HEARTBEAT, OPT_LIVENESS,
+       OPT_LEVEL, OPT_HELP, OPT_VERSION };
+static struct option s_options [] = {
+    { "config", required_argument, 0, OPT_CONFIG },
+    { "client-endpoint", required_argument, 0, OPT_CLIENT },
+    { "worker-endpoint", required_argument, 0, OPT_WORKER },
+    { "db", required_argument, 0, OPT_DB },
+    { "sync", required_argument, 0, OPT_SYNC },
+    { "heartbeat-ms", required_argument, 0, OPT_HEARTBEAT },
+    { "liveness", required_argument, 0, OPT_LIVENESS },
+    { "log-level", required_argument, 0, OPT_LEVEL },
+    { "verbose", no_argument, 0, 'v' },
+    { "help", no_argument, 0, OPT_HELP },
+    { "version", no_argument, 0, OPT_VERSION },
+    { 0, 0, 0, 0 }
+};
 
-    enum { OPT_CONFIG = 256, OPT_CLIENT, OPT_WORKER, OPT_DB, OPT_SYNC, OPT_HEARTBEAT, OPT_LIVENESS,
-           OPT_LEVEL, OPT_HELP, OPT_VERSION };
-    static struct option options [] = {
-        { "config", required_argument, 0, OPT_CONFIG },
-        { "client-endpoint", required_argument, 0, OPT_CLIENT },
-        { "worker-endpoint", required_argument, 0, OPT_WORKER },
-        { "db", required_argument, 0, OPT_DB },
-        { "sync", required_argument, 0, OPT_SYNC },
-        { "heartbeat-ms", required_argument, 0, OPT_HEARTBEAT },
-        { "liveness", required_argument, 0, OPT_LIVENESS },
-        { "log-level", required_argument, 0, OPT_LEVEL },
-        { "verbose", no_argument, 0, 'v' },
-        { "help", no_argument, 0, OPT_HELP },
-        { "version", no_argument, 0, OPT_VERSION },
-        { 0, 0, 0, 0 }
-    };
-    //  First the config file, then every other flag over it
-    const char *config = NULL;
+//  First pass over the flags: find --config (*config; NULL if none) and
+//  answer --help, --version and a bad flag. Returns -1 to go on, else the
+//  exit code
+static int
+s_first_pass (int argc, char *argv [], const char **config)
+{
+    *config = NULL;
     int option;
-    while ((option = getopt_long (argc, argv, "v", options, NULL)) != -1) {
+    while ((option = getopt_long (argc, argv, "v", s_options, NULL)) != -1) {
         if (option == OPT_CONFIG)
-            config = optarg;
+            *config = optarg;
         else
         if (option == OPT_HELP) {
             s_usage (stdout);
@@ -132,27 +127,34 @@ main (int argc, char *argv [])
             return 2;
         }
     }
-    act_settings_t *settings = act_settings_new ();
-    char message [512];
-    if (config && act_settings_load (settings, config, message, sizeof message)) {
-        fprintf (stderr, "actd: %s\n", message);
-        act_settings_destroy (&settings);
-        return 2;
-    }
+    return -1;
+}
+
+//  Replace what settings holds with a string flag's value
+static void
+s_replace (char **target, const char *value)
+{
+    free (*target);
+    *target = strdup (value);
+}
+
+//  Second pass: every flag but --config over the settings (the config
+//  file's first). Returns 0, or 2 after saying what is wrong
+static int
+s_second_pass (int argc, char *argv [], act_settings_t *settings)
+{
     optind = 1;
-    while ((option = getopt_long (argc, argv, "v", options, NULL)) != -1) {
+    int option;
+    while ((option = getopt_long (argc, argv, "v", s_options, NULL)) != -1) {
         switch (option) {
             case OPT_CLIENT:
-                free (settings->client_endpoint);
-                settings->client_endpoint = strdup (optarg);
+                s_replace (&settings->client_endpoint, optarg);
                 break;
             case OPT_WORKER:
-                free (settings->worker_endpoint);
-                settings->worker_endpoint = strdup (optarg);
+                s_replace (&settings->worker_endpoint, optarg);
                 break;
             case OPT_DB:
-                free (settings->store);
-                settings->store = strdup (optarg);
+                s_replace (&settings->store, optarg);
                 break;
             case OPT_SYNC:
                 if (streq (optarg, "full") || streq (optarg, "normal"))
@@ -184,14 +186,50 @@ main (int argc, char *argv [])
         fprintf (stderr, "actd: unexpected argument '%s'\n", argv [optind]);
         return 2;
     }
-    s_configure_logging (settings);
+    return 0;
+}
 
+//  SIGTERM and SIGINT stop the broker, SIGHUP reloads the config file
+static void
+s_catch_signals (void)
+{
     struct sigaction action = { 0 };
     action.sa_handler = s_signal;
     sigemptyset (&action.sa_mask);
     sigaction (SIGTERM, &action, NULL);
     sigaction (SIGINT, &action, NULL);
     sigaction (SIGHUP, &action, NULL);
+}
+
+int
+main (int argc, char *argv [])
+{
+    //  actd handles its own signals (stop, reload), not CZMQ
+    zsys_handler_set (NULL);
+    signal (SIGPIPE, SIG_IGN);
+    //  At a file-size limit (RLIMIT_FSIZE, LimitFSIZE= in a unit) the kernel
+    //  would kill actd; ignored, the write fails with EFBIG instead, the
+    //  commit fails, and what it would have acknowledged is refused with
+    //  internal, as for a full disk
+    signal (SIGXFSZ, SIG_IGN);
+
+    //  First the config file, then every other flag over it
+    const char *config;
+    int rc = s_first_pass (argc, argv, &config);
+    if (rc >= 0)
+        return rc;
+    act_settings_t *settings = act_settings_new ();
+    char message [512];
+    if (config && act_settings_load (settings, config, message, sizeof message)) {
+        fprintf (stderr, "actd: %s\n", message);
+        act_settings_destroy (&settings);
+        return 2;
+    }
+    rc = s_second_pass (argc, argv, settings);
+    if (rc)
+        return rc;
+    s_configure_logging (settings);
+    s_catch_signals ();
 
     act_err_t err = { 0 };
     act_broker_t *broker = act_broker_new (settings, true, &err);
@@ -205,7 +243,7 @@ main (int argc, char *argv [])
     char *summary = act_broker_summary (broker);
     act_notify_ready (summary);
     free (summary);
-    int rc = act_broker_run (broker, s_reload, settings);
+    rc = act_broker_run (broker, s_reload, settings);
     act_broker_destroy (&broker);
     act_settings_destroy (&settings);
     return rc;

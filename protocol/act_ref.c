@@ -146,6 +146,109 @@ s_all_digits (const char *s, size_t n)
     return n > 0;
 }
 
+//  A key after '.': a run of key bytes, "-" (the append position, output
+//  paths only) or digits (an index unless it has a leading zero). Sets
+//  seg's key and type; returns 0, or -1 with err set and no key kept.
+static int
+s_parse_dotted (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
+{
+    size_t start = scan->pos;
+    while (scan->pos < scan->size && s_is_key_byte (scan))
+        scan->pos++;
+    size_t length = scan->pos - start;
+    unsigned int space = scan->pos < scan->size? s_wide_space (scan): 0;
+    if (space) {
+        char what [48];
+        snprintf (what, sizeof what, "white space (U+%04X) in a key", space);
+        return s_fail (scan, err, what);
+    }
+    if (length == 0)
+        return s_fail (scan, err, "empty path segment");
+    const char *run = scan->text + start;
+    if (!act_utf8_valid (run, length, NULL)) {
+        scan->pos = start;
+        return s_fail (scan, err, "invalid UTF-8 in key");
+    }
+    seg->key = strndup (run, length);
+    if (length == 1 && run [0] == '-') {
+        if (!scan->output) {
+            scan->pos = start;
+            free (seg->key);
+            return s_fail (scan, err,
+                "'-' (the append position) is only allowed in output paths");
+        }
+        seg->type = ACT_SEG_APPEND;
+    }
+    else
+    if (s_all_digits (run, length) && (length == 1 || run [0] != '0'))
+        s_set_numeric (seg);
+    return 0;
+}
+
+//  A quoted key after '[', up to and past its ']'. Sets seg's key; returns
+//  0, or -1 with err set and no key kept.
+static int
+s_parse_quoted (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
+{
+    //  A JSON string: find its closing quote, then let jansson decode it
+    size_t start = scan->pos++;
+    while (scan->pos < scan->size && scan->text [scan->pos] != '"') {
+        if (scan->text [scan->pos] == '\\')
+            scan->pos++;
+        scan->pos++;
+    }
+    if (scan->pos >= scan->size)
+        return s_fail (scan, err, "unterminated quoted key");
+    scan->pos++;
+    json_t *string = json_loadb (scan->text + start, scan->pos - start,
+                                 JSON_DECODE_ANY, NULL);
+    if (!json_is_string (string)) {
+        json_decref (string);
+        scan->pos = start;
+        return s_fail (scan, err, "bad quoted key");
+    }
+    //  [""] names the key "" (the grammar allows any json-string);
+    //  a key with a NUL in it could not be told from a shorter one
+    if (strlen (json_string_value (string)) != json_string_length (string)) {
+        json_decref (string);
+        scan->pos = start;
+        return s_fail (scan, err, "quoted key with a NUL (\\u0000)");
+    }
+    seg->key = strdup (json_string_value (string));
+    json_decref (string);
+    if (scan->pos >= scan->size || scan->text [scan->pos] != ']') {
+        free (seg->key);
+        return s_fail (scan, err, "expected ']'");
+    }
+    scan->pos++;
+    return 0;
+}
+
+//  An index after '[', up to and past its ']'. Sets seg's key and index;
+//  returns 0, or -1 with err set and no key kept.
+static int
+s_parse_index (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
+{
+    size_t start = scan->pos;
+    while (scan->pos < scan->size
+       &&  scan->text [scan->pos] >= '0' && scan->text [scan->pos] <= '9')
+        scan->pos++;
+    size_t length = scan->pos - start;
+    if (length == 0) {
+        return s_fail (scan, err, "expected an index or a quoted key after '['");
+    }
+    if (length > 1 && scan->text [start] == '0') {
+        scan->pos = start;
+        return s_fail (scan, err, "index with a leading zero");
+    }
+    if (scan->pos >= scan->size || scan->text [scan->pos] != ']')
+        return s_fail (scan, err, "expected ']'");
+    seg->key = strndup (scan->text + start, length);
+    s_set_numeric (seg);
+    scan->pos++;
+    return 0;
+}
+
 //  Parse one segment after '.' or '['; appends it to ref. Returns 0 or -1.
 static int
 s_parse_segment (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
@@ -154,92 +257,16 @@ s_parse_segment (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
         return s_fail (scan, err, "too many path segments");
     act_seg_t seg = { ACT_SEG_KEY, NULL, 0 };
     char opener = scan->text [scan->pos++];
-
-    if (opener == '.') {
-        size_t start = scan->pos;
-        while (scan->pos < scan->size && s_is_key_byte (scan))
-            scan->pos++;
-        size_t length = scan->pos - start;
-        unsigned int space = scan->pos < scan->size? s_wide_space (scan): 0;
-        if (space) {
-            char what [48];
-            snprintf (what, sizeof what, "white space (U+%04X) in a key", space);
-            return s_fail (scan, err, what);
-        }
-        if (length == 0)
-            return s_fail (scan, err, "empty path segment");
-        const char *run = scan->text + start;
-        if (!act_utf8_valid (run, length, NULL)) {
-            scan->pos = start;
-            return s_fail (scan, err, "invalid UTF-8 in key");
-        }
-        seg.key = strndup (run, length);
-        if (length == 1 && run [0] == '-') {
-            if (!scan->output) {
-                scan->pos = start;
-                free (seg.key);
-                return s_fail (scan, err,
-                    "'-' (the append position) is only allowed in output paths");
-            }
-            seg.type = ACT_SEG_APPEND;
-        }
-        else
-        if (s_all_digits (run, length) && (length == 1 || run [0] != '0'))
-            s_set_numeric (&seg);
-    }
+    int rc;
+    if (opener == '.')
+        rc = s_parse_dotted (scan, &seg, err);
     else
-    if (scan->pos < scan->size && scan->text [scan->pos] == '"') {
-        //  A JSON string: find its closing quote, then let jansson decode it
-        size_t start = scan->pos++;
-        while (scan->pos < scan->size && scan->text [scan->pos] != '"') {
-            if (scan->text [scan->pos] == '\\')
-                scan->pos++;
-            scan->pos++;
-        }
-        if (scan->pos >= scan->size)
-            return s_fail (scan, err, "unterminated quoted key");
-        scan->pos++;
-        json_t *string = json_loadb (scan->text + start, scan->pos - start,
-                                     JSON_DECODE_ANY, NULL);
-        if (!json_is_string (string)) {
-            json_decref (string);
-            scan->pos = start;
-            return s_fail (scan, err, "bad quoted key");
-        }
-        //  [""] names the key "" (the grammar allows any json-string);
-        //  a key with a NUL in it could not be told from a shorter one
-        if (strlen (json_string_value (string)) != json_string_length (string)) {
-            json_decref (string);
-            scan->pos = start;
-            return s_fail (scan, err, "quoted key with a NUL (\\u0000)");
-        }
-        seg.key = strdup (json_string_value (string));
-        json_decref (string);
-        if (scan->pos >= scan->size || scan->text [scan->pos] != ']') {
-            free (seg.key);
-            return s_fail (scan, err, "expected ']'");
-        }
-        scan->pos++;
-    }
-    else {
-        size_t start = scan->pos;
-        while (scan->pos < scan->size
-           &&  scan->text [scan->pos] >= '0' && scan->text [scan->pos] <= '9')
-            scan->pos++;
-        size_t length = scan->pos - start;
-        if (length == 0) {
-            return s_fail (scan, err, "expected an index or a quoted key after '['");
-        }
-        if (length > 1 && scan->text [start] == '0') {
-            scan->pos = start;
-            return s_fail (scan, err, "index with a leading zero");
-        }
-        if (scan->pos >= scan->size || scan->text [scan->pos] != ']')
-            return s_fail (scan, err, "expected ']'");
-        seg.key = strndup (scan->text + start, length);
-        s_set_numeric (&seg);
-        scan->pos++;
-    }
+    if (scan->pos < scan->size && scan->text [scan->pos] == '"')
+        rc = s_parse_quoted (scan, &seg, err);
+    else
+        rc = s_parse_index (scan, &seg, err);
+    if (rc)
+        return rc;
     act_seg_t *segs = realloc (ref->segs, (ref->nsegs + 1) * sizeof *segs);
     if (!segs) {
         free (seg.key);

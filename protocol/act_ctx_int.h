@@ -1,0 +1,108 @@
+/*  =========================================================================
+    act_ctx_int - the index of a context, shared by the context and its
+    messages (act_ctx.c), the kinds and identities with the reads and
+    writes in a scope (act_ctx_index.c), the trie of instance writes with
+    its cached fold (act_ctx_trie.c) and the merged view (act_ctx_view.c).
+    Not installed: nothing outside libactd sees it.
+    ========================================================================= */
+
+#ifndef ACT_CTX_INT_H_INCLUDED
+#define ACT_CTX_INT_H_INCLUDED
+
+#include <czmq.h>
+#include "actd/act_ctx.h"
+
+//  The trie of one instance's writes by path (act_ctx_trie.c)
+typedef struct _act_ctx_node_t act_ctx_node_t;
+
+typedef struct _act_ctx_kind_t act_ctx_kind_t;
+
+//  An identity (kind, instance): what the merged view shows one entry for
+typedef struct {
+    act_ctx_kind_t *kind;       //  The kind it belongs to
+    char *instance;             //  Instance, NULL for the global scope
+    json_t *description;        //  Latest description, or NULL
+    json_t *schema;             //  Latest schema, or NULL
+    act_ctx_node_t *root;       //  Instance writes by path; NULL if global
+    zhashx_t *cache;            //  Path code of P' -> tracked fold (act_ctx_trie.c), or NULL
+} act_ctx_ident_t;
+
+struct _act_ctx_kind_t {
+    char *name;                 //  The kind, such as "state"
+    json_t *doc;                //  Fold of its global writes; NULL: absent
+    uint64_t version;           //  Changes whenever doc changes
+    act_ctx_ident_t *global;    //  Global identity, once it has a message
+    zhashx_t *instances;        //  Instance -> act_ctx_ident_t, NULL if none
+};
+
+struct _act_ctx_t {
+    char *id;                   //  Context id
+    uint64_t next_seq;          //  _seq the next message gets
+    zhashx_t *kinds;            //  Kind name -> act_ctx_kind_t
+    zlistx_t *identities;       //  act_ctx_ident_t, in order of first appearance
+};
+
+//  --------------------------------------------------------------------------
+//  The trie of instance writes (act_ctx_trie.c)
+
+//  An empty trie node, to be the root of an instance's writes.
+act_ctx_node_t *act_ctx_node_new (void);
+
+//  Destroy a node, its children and their writes; null the pointer.
+void act_ctx_node_destroy (act_ctx_node_t **self_p);
+
+//  Record a write at its path under root (value and segs are copied).
+void act_ctx_node_add (act_ctx_node_t *root, uint64_t seq, const act_seg_t *segs,
+                       size_t nsegs, act_method_t method, const json_t *value);
+
+//  Forget the newest write at path (undo of a tentative act_ctx_node_add).
+void act_ctx_node_pop (act_ctx_node_t *root, const act_seg_t *segs, size_t nsegs);
+
+//  For a set, merge or erase at a path of keys in instance ident: 1 when a
+//  level above the path is an array (the write fails), 0 when none is, -1
+//  when this cannot tell (use act_ctx_instance_base).
+int act_ctx_instance_blocked (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
+                              const act_seg_t *segs, size_t nsegs, act_method_t method);
+
+//  The value, in instance ident of kind, at a prefix of segs from which
+//  the rest can be read or written exactly: false when that prefix runs
+//  through an array by a key; else *base (owned; NULL: absent) at the
+//  first *depth segments.
+bool act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
+                            const act_seg_t *segs, size_t nsegs,
+                            json_t **base, size_t *depth);
+
+//  --------------------------------------------------------------------------
+//  Kinds, identities and writes in a scope (act_ctx_index.c)
+
+//  zhashx destructor of a kind (the identities are freed by the list).
+void act_ctx_kind_destroy (void **item);
+
+//  zlistx destructor of an identity.
+void act_ctx_ident_destroy (void **item);
+
+//  The kind named name, created empty when it has none yet.
+act_ctx_kind_t *act_ctx_kind_require (act_ctx_t *self, const char *name);
+
+//  The identity (kind, instance), created (and shown in the view from now
+//  on) when create is set; NULL when absent and not created.
+act_ctx_ident_t *act_ctx_ident (act_ctx_t *self, act_ctx_kind_t *kind,
+                                const char *instance, bool create);
+
+//  The value at segs in scope (kind, ident); ident NULL: global or an
+//  instance with no writes. Returns a new reference, or NULL when absent.
+json_t *act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
+                            const act_seg_t *segs, size_t nsegs);
+
+//  Check a write in scope (kind, instance), without changing anything:
+//  0, or -1 with err set.
+int act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance,
+                         const act_seg_t *segs, size_t nsegs, act_method_t method,
+                         const json_t *value, act_err_t *err);
+
+//  Apply a write that act_ctx_scope_check accepted, as the message seq.
+void act_ctx_scope_apply (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance,
+                          uint64_t seq, const act_seg_t *segs, size_t nsegs,
+                          act_method_t method, const json_t *value);
+
+#endif
