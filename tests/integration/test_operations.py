@@ -687,7 +687,7 @@ class InstallTest(unittest.TestCase):
         for path in ("lib/systemd/system/actd.service", "lib/sysusers.d/actd.conf",
                      "lib/tmpfiles.d/actd.conf", "etc/actd/actd.cfg",
                      "share/man/man8/actd.8", "share/man/man1/actctl.1",
-                     "share/doc/actd/LICENSE"):
+                     "share/doc/actd/LICENSE", "share/bash-completion/completions/actctl"):
             self.assertTrue(os.path.exists(os.path.join(P, path)), path)
         with open(os.path.join(P, "etc", "actd", "actd.cfg")) as installed, open(EXAMPLE) as example:
             self.assertEqual(installed.read(), example.read())
