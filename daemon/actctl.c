@@ -429,16 +429,23 @@ s_append (act_client_t *client, s_options_t *options, char **args)
     return 0;
 }
 
+//  Print a JSON answer and drop it; or, when there is none, the failure
+static int
+s_print_answer (const s_options_t *options, json_t *answer, act_err_t *err)
+{
+    if (!answer)
+        return s_fail (options, err);
+    s_print_json (answer);
+    json_decref (answer);
+    return 0;
+}
+
 static int
 s_resolve (act_client_t *client, s_options_t *options, char **args)
 {
     act_err_t err = { 0 };
-    json_t *value = act_client_resolve (client, args [0], args [1], options->instance, &err);
-    if (!value)
-        return s_fail (options, &err);
-    s_print_json (value);
-    json_decref (value);
-    return 0;
+    return s_print_answer (options, act_client_resolve (client, args [0], args [1],
+                                                        options->instance, &err), &err);
 }
 
 static int
@@ -453,12 +460,7 @@ s_view (act_client_t *client, s_options_t *options, const char *context)
         free (text);
         return 0;
     }
-    json_t *view = act_client_view (client, context, &err);
-    if (!view)
-        return s_fail (options, &err);
-    s_print_json (view);
-    json_decref (view);
-    return 0;
+    return s_print_answer (options, act_client_view (client, context, &err), &err);
 }
 
 static int

@@ -132,30 +132,29 @@ class CheckerTest(unittest.TestCase):
             handle.write(text)
         return os.path.join(self.root, name)
 
+    def assert_problems(self, name, text, *expected):
+        """The checker finds, in order, one problem per expected fragment."""
+        found = problems(self.root, self.write(name, text))
+        self.assertEqual(len(found), len(expected), found)
+        for problem, fragment in zip(found, expected):
+            self.assertIn(fragment, problem)
+
     def test_good_links_and_sections_pass(self):
-        path = self.write("docs/b.md", "# B\n\n## 1. Only\n\nSee [a](a.md#12-sub-part), "
-                          "[a.md](a.md) section 2, sections 1 to 1 here, [up](../docs/a.md).\n"
-                          "```sh\n# not a heading, [x](missing.md)\n```\n")
-        self.assertEqual(problems(self.root, path), [])
+        self.assert_problems("docs/b.md", "# B\n\n## 1. Only\n\nSee [a](a.md#12-sub-part), "
+                             "[a.md](a.md) section 2, sections 1 to 1 here, [up](../docs/a.md).\n"
+                             "```sh\n# not a heading, [x](missing.md)\n```\n")
 
     def test_missing_file_anchor_and_section_fail(self):
-        path = self.write("docs/b.md", "# B\n\n## 1. Only\n\n[gone](gone.md), "
-                          "[a](a.md#9-nine), see section 3, and [a.md](a.md) section 1.5.\n")
-        found = problems(self.root, path)
-        self.assertEqual(len(found), 4, found)
-        self.assertIn("links to gone.md", found[0])
-        self.assertIn("no heading for #9-nine", found[1])
-        self.assertIn("no section 3", found[2])
-        self.assertIn("docs/a.md has no section 1.5", found[3])
+        self.assert_problems("docs/b.md", "# B\n\n## 1. Only\n\n[gone](gone.md), "
+                             "[a](a.md#9-nine), see section 3, and [a.md](a.md) section 1.5.\n",
+                             "links to gone.md", "no heading for #9-nine", "no section 3",
+                             "docs/a.md has no section 1.5")
 
     def test_outside_the_repository_fails(self):
-        path = self.write("README.md", "Spec in `../shared/spec/`, see [x](../outside.md);\n"
-                          "`PROTOCOL.md` section 2.\n")
-        found = problems(self.root, path)
-        self.assertEqual(len(found), 3, found)
-        self.assertIn("links to ../outside.md", found[0])
-        self.assertIn("points outside the repository", found[1])
-        self.assertIn("cites section 2 of PROTOCOL.md", found[2])
+        self.assert_problems("README.md", "Spec in `../shared/spec/`, see [x](../outside.md);\n"
+                             "`PROTOCOL.md` section 2.\n",
+                             "links to ../outside.md", "points outside the repository",
+                             "cites section 2 of PROTOCOL.md")
 
 
 class RepositoryTest(unittest.TestCase):
