@@ -552,8 +552,9 @@ s_parse (int argc, char *argv [], s_options_t *options)
         s_usage (stderr);
         return 2;
     }
-    if (!options->curve_server != !options->curve_cert) {
-        //  Half of CURVE would silently talk in plain text
+    if (!options->curve_server != !options->curve_cert && !streq (argv [optind], "keygen")) {
+        //  Half of CURVE would silently talk in plain text (keygen talks
+        //  to nobody, so a half-set environment does not stop it)
         fprintf (stderr, "actctl: --curve-server and --curve-cert go together "
                          "(or $ACTD_SERVER_KEY and $ACTD_CERT)\n");
         return 2;
