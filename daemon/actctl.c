@@ -7,6 +7,7 @@
     ========================================================================= */
 
 #include <getopt.h>
+#include <unistd.h>
 #include "actd/act_client.h"
 #include "actd/act_json.h"
 
@@ -23,8 +24,16 @@ typedef struct {
     const char *curve_cert;     //  This client's certificate file (CURVE)
     uint64_t from;              //  history: first _seq
     uint64_t limit;             //  history: page size
-    int timeout;                //  Milliseconds to wait for a reply
+    int timeout;                //  Milliseconds to wait for a reply (0: not given)
+    bool live;                  //  --wait on a terminal: show the call's state
 } s_options_t;
+
+//  How long to wait for a reply unless --timeout says otherwise. A ping
+//  asks only whether a broker is there, so it gives up sooner.
+#define S_TIMEOUT_MS        30000
+#define S_PING_TIMEOUT_MS   2000
+//  How often --wait on a terminal asks STATUS
+#define S_LIVE_INTERVAL_MS  250
 
 static void
 s_usage (FILE *stream)
@@ -46,8 +55,10 @@ s_usage (FILE *stream)
         "options:\n"
         "  --endpoint EP     broker's client endpoint ($ACTD_ENDPOINT, else %s)\n"
         "  --json            print JSON, for scripts\n"
-        "  --timeout MS      how long to wait for a reply (30000)\n"
+        "  --timeout MS      how long to wait for a reply (30000; ping: 2000)\n"
         "  --curve-server KEY --curve-cert FILE   connect with CURVE\n"
+        "                    ($ACTD_SERVER_KEY, $ACTD_CERT)\n"
+        "  --version         print actctl's version\n"
         "exit: 0 ok, 1 the broker refused or the call failed, 2 usage, 3 no reply\n",
         ACT_CLIENT_ENDPOINT);
 }
@@ -60,11 +71,26 @@ s_print_json (const json_t *value)
     free (text);
 }
 
+//  Print a failed request; returns the exit code. No reply at all is
+//  mostly a broker that is not there, or one that refused our key at the
+//  CURVE handshake (which a client cannot see), so say what to check.
 static int
-s_fail (act_err_t *err)
+s_fail (const s_options_t *options, act_err_t *err)
 {
     fprintf (stderr, "actctl: %s: %s\n", err->code, err->message);
-    return streq (err->code, "timeout")? 3: 1;
+    if (!streq (err->code, "timeout"))
+        return 1;
+    fprintf (stderr, "actctl: no reply: is actd running at %s?\n", options->endpoint);
+    if (options->curve_server)
+        fprintf (stderr, "actctl: with CURVE: is --curve-server the broker's public key, "
+                         "and is this client's key allowed?\n");
+    return 3;
+}
+
+static const char *
+s_plural (json_int_t count)
+{
+    return count == 1? "": "s";
 }
 
 //  Print a call's outcome; returns the exit code (0 when it ended ok)
@@ -88,7 +114,7 @@ s_outcome (s_options_t *options, const json_t *outcome)
             free (seqs);
         }
         json_int_t attempts = json_integer_value (json_object_get (outcome, "attempts"));
-        printf (" (%" JSON_INTEGER_FORMAT " attempt%s)\n", attempts, attempts == 1? "": "s");
+        printf (" (%" JSON_INTEGER_FORMAT " attempt%s)\n", attempts, s_plural (attempts));
         json_t *error = json_object_get (outcome, "error");
         if (error)
             printf ("error %s: %s\n", json_string_value (json_object_get (error, "code")),
@@ -99,34 +125,94 @@ s_outcome (s_options_t *options, const json_t *outcome)
     return status && streq (status, "ok")? 0: 1;
 }
 
-//  Wait for a fire-and-forget call to end by asking STATUS
-static int
-s_wait_status (act_client_t *client, s_options_t *options, const char *call_id)
+static bool
+s_state_ended (const char *state)
 {
-    act_err_t err = { 0 };
+    return state && !streq (state, "waiting") && !streq (state, "queued")
+        && !streq (state, "running");
+}
+
+//  The live line of --wait on a terminal: the call's state, attempts and
+//  last progress, written over the previous line. The progress is cut so
+//  the line stays one line, which the carriage return can overwrite.
+static void
+s_live_show (const char *call_id, const json_t *status)
+{
+    json_int_t attempts = json_integer_value (json_object_get (status, "attempts"));
+    json_t *details = json_object_get (status, "progress");
+    char *progress = details? act_json_dump (details): NULL;
+    if (progress && strlen (progress) > 50)
+        strcpy (progress + 47, "...");
+    printf ("\r\033[Kcall %s: %s, %" JSON_INTEGER_FORMAT " attempt%s%s%s", call_id,
+            json_string_value (json_object_get (status, "state")), attempts,
+            s_plural (attempts), progress? ", progress ": "", progress? progress: "");
+    fflush (stdout);
+    free (progress);
+}
+
+static void
+s_live_clear (void)
+{
+    printf ("\r\033[K");
+    fflush (stdout);
+}
+
+//  Wait for a call to end by asking STATUS: a fire-and-forget call, which
+//  has no DONE, or any call under --wait on a terminal, to show its state
+//  meanwhile. With outcome, print the outcome as DONE carries it (STATUS
+//  holds the same object), else the final state.
+static int
+s_wait_status (act_client_t *client, s_options_t *options, const char *call_id,
+               bool outcome)
+{
     int64_t deadline = zclock_mono () + options->timeout;
+    json_t *status = NULL;
+    const char *state = NULL;
     while (true) {
-        json_t *status = act_client_status (client, call_id, &err);
-        if (!status)
-            return s_fail (&err);
-        const char *state = json_string_value (json_object_get (status, "state"));
-        bool ended = state && !streq (state, "waiting") && !streq (state, "queued")
-                  && !streq (state, "running");
-        if (ended || zclock_mono () > deadline) {
-            if (options->json)
-                s_print_json (status);
-            else
-                printf ("call %s: %s\n", call_id, state);
-            json_decref (status);
-            if (!ended) {
-                fprintf (stderr, "actctl: timeout: call %s has not ended\n", call_id);
-                return 3;
-            }
-            return streq (state, "ok")? 0: 1;
-        }
+        act_err_t err = { 0 };
         json_decref (status);
-        zclock_sleep (50);
+        status = act_client_status (client, call_id, &err);
+        if (!status) {
+            if (options->live)
+                s_live_clear ();
+            return s_fail (options, &err);
+        }
+        state = json_string_value (json_object_get (status, "state"));
+        if (s_state_ended (state) || zclock_mono () > deadline)
+            break;
+        if (options->live)
+            s_live_show (call_id, status);
+        zclock_sleep (options->live? S_LIVE_INTERVAL_MS: 50);
     }
+    if (options->live)
+        s_live_clear ();
+    int rc;
+    if (!s_state_ended (state)) {
+        printf ("call %s: %s\n", call_id, state);
+        fprintf (stderr, "actctl: timeout: call %s has not ended\n", call_id);
+        rc = 3;
+    }
+    else
+    if (outcome && json_object_get (status, "outcome"))
+        rc = s_outcome (options, json_object_get (status, "outcome"));
+    else {
+        if (options->json)
+            s_print_json (status);
+        else
+            printf ("call %s: %s\n", call_id, state);
+        rc = streq (state, "ok")? 0: 1;
+    }
+    json_decref (status);
+    return rc;
+}
+
+static bool
+s_has_output (const char *call)
+{
+    json_t *parsed = act_json_parse (call, strlen (call), NULL);
+    bool has_output = json_object_get (parsed, "_outputPath") != NULL;
+    json_decref (parsed);
+    return has_output;
 }
 
 static int
@@ -137,16 +223,18 @@ s_call (act_client_t *client, s_options_t *options, char **args, int nargs)
     act_err_t err = { 0 };
     char *call_id = NULL;
     json_t *outcome = NULL;
-    if (act_client_call (client, args [0], args [1], options->wait, &call_id, &outcome, &err)) {
+    //  Live, actctl asks STATUS itself instead of waiting for DONE
+    bool done = options->wait && !options->live;
+    if (act_client_call (client, args [0], args [1], done, &call_id, &outcome, &err)) {
         free (call_id);
-        return s_fail (&err);
+        return s_fail (options, &err);
     }
     int rc = 0;
     if (outcome)
         rc = s_outcome (options, outcome);
     else
     if (options->wait)
-        rc = s_wait_status (client, options, call_id);
+        rc = s_wait_status (client, options, call_id, options->live && s_has_output (args [1]));
     else
     if (options->json)
         printf ("{\"call_id\":\"%s\"}\n", call_id);
@@ -168,7 +256,7 @@ s_plan (act_client_t *client, s_options_t *options, char **args, int nargs)
                          options->wait? &outcomes: NULL, &err)) {
         json_decref (ids);
         json_decref (outcomes);
-        return s_fail (&err);
+        return s_fail (options, &err);
     }
     int rc = 0;
     if (options->json)
@@ -197,7 +285,7 @@ s_history (act_client_t *client, s_options_t *options, const char *context)
         json_t *page = act_client_history (client, context, from, options->limit, &err);
         if (!page) {
             json_decref (all);
-            return s_fail (&err);
+            return s_fail (options, &err);
         }
         size_t size = json_array_size (page);
         json_array_extend (all, page);
@@ -245,14 +333,15 @@ s_status (act_client_t *client, s_options_t *options, const char *call_id)
     act_err_t err = { 0 };
     json_t *status = act_client_status (client, call_id, &err);
     if (!status)
-        return s_fail (&err);
+        return s_fail (options, &err);
     if (options->json)
         s_print_json (status);
     else {
-        printf ("call %s in context %s: %s, %" JSON_INTEGER_FORMAT " attempts\n", call_id,
+        json_int_t attempts = json_integer_value (json_object_get (status, "attempts"));
+        printf ("call %s in context %s: %s, %" JSON_INTEGER_FORMAT " attempt%s\n", call_id,
                 json_string_value (json_object_get (status, "context")),
                 json_string_value (json_object_get (status, "state")),
-                json_integer_value (json_object_get (status, "attempts")));
+                attempts, s_plural (attempts));
         const char *keys [] = { "waiting_on", "progress", "outcome" };
         for (size_t i = 0; i < 3; i++)
             if (json_object_get (status, keys [i])) {
@@ -271,7 +360,7 @@ s_stats (act_client_t *client, s_options_t *options)
     act_err_t err = { 0 };
     json_t *stats = act_client_stats (client, &err);
     if (!stats)
-        return s_fail (&err);
+        return s_fail (options, &err);
     if (options->json)
         s_print_json (stats);
     else {
@@ -329,15 +418,106 @@ s_keygen (s_options_t *options, const char *name)
     return rc? 1: 0;
 }
 
-int
-main (int argc, char *argv [])
+static int
+s_append (act_client_t *client, s_options_t *options, char **args)
 {
-    s_options_t options = { 0 };
-    options.endpoint = getenv ("ACTD_ENDPOINT")? getenv ("ACTD_ENDPOINT"): ACT_CLIENT_ENDPOINT;
-    options.from = 1;
-    options.limit = 1000;
-    options.timeout = 30000;
-    options.dir = ".";
+    act_err_t err = { 0 };
+    uint64_t seq;
+    if (act_client_append (client, args [0], args [1], &seq, &err))
+        return s_fail (options, &err);
+    printf (options->json? "{\"seq\":%" PRIu64 "}\n": "appended: seq %" PRIu64 "\n", seq);
+    return 0;
+}
+
+//  Print a JSON answer and drop it; or, when there is none, the failure
+static int
+s_print_answer (const s_options_t *options, json_t *answer, act_err_t *err)
+{
+    if (!answer)
+        return s_fail (options, err);
+    s_print_json (answer);
+    json_decref (answer);
+    return 0;
+}
+
+static int
+s_resolve (act_client_t *client, s_options_t *options, char **args)
+{
+    act_err_t err = { 0 };
+    return s_print_answer (options, act_client_resolve (client, args [0], args [1],
+                                                        options->instance, &err), &err);
+}
+
+static int
+s_view (act_client_t *client, s_options_t *options, const char *context)
+{
+    act_err_t err = { 0 };
+    if (options->text) {
+        char *text = act_client_view_text (client, context, &err);
+        if (!text)
+            return s_fail (options, &err);
+        printf ("%s", text);
+        free (text);
+        return 0;
+    }
+    return s_print_answer (options, act_client_view (client, context, &err), &err);
+}
+
+static int
+s_cancel (act_client_t *client, s_options_t *options, const char *call_id)
+{
+    act_err_t err = { 0 };
+    if (act_client_cancel (client, call_id, &err))
+        return s_fail (options, &err);
+    printf (options->json? "{\"cancelled\":\"%s\"}\n"
+                         : "call %s cancelled (or it had already ended)\n", call_id);
+    return 0;
+}
+
+static int
+s_ping (act_client_t *client, s_options_t *options)
+{
+    act_err_t err = { 0 };
+    int64_t start = zclock_usecs ();
+    if (act_client_ping (client, &err))
+        return s_fail (options, &err);
+    printf (options->json? "{\"pong\":true,\"ms\":%.3f}\n": "pong from broker in %.3f ms\n",
+            (zclock_usecs () - start) / 1000.0);
+    return 0;
+}
+
+//  Run a command that talks to the broker; -1 for a bad command line
+static int
+s_command (act_client_t *client, s_options_t *options, const char *command,
+           char **args, int nargs)
+{
+    if (streq (command, "call"))
+        return s_call (client, options, args, nargs);
+    if (streq (command, "plan"))
+        return s_plan (client, options, args, nargs);
+    if (streq (command, "append") && nargs == 2)
+        return s_append (client, options, args);
+    if (streq (command, "resolve") && nargs == 2)
+        return s_resolve (client, options, args);
+    if (streq (command, "view") && nargs == 1)
+        return s_view (client, options, args [0]);
+    if (streq (command, "history") && nargs == 1)
+        return s_history (client, options, args [0]);
+    if (streq (command, "status") && nargs == 1)
+        return s_status (client, options, args [0]);
+    if (streq (command, "cancel") && nargs == 1)
+        return s_cancel (client, options, args [0]);
+    if (streq (command, "stats") && nargs == 0)
+        return s_stats (client, options);
+    if (streq (command, "ping") && nargs == 0)
+        return s_ping (client, options);
+    return -1;
+}
+
+//  Parse the options into options; returns -1 to go on, else the exit code
+static int
+s_parse (int argc, char *argv [], s_options_t *options)
+{
     static struct option long_options [] = {
         { "endpoint", required_argument, 0, 'e' }, { "json", no_argument, 0, 'j' },
         { "timeout", required_argument, 0, 't' }, { "wait", no_argument, 0, 'w' },
@@ -346,36 +526,78 @@ main (int argc, char *argv [])
         { "all", no_argument, 0, 'a' }, { "dir", required_argument, 0, 'd' },
         { "curve-server", required_argument, 0, 's' },
         { "curve-cert", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
-        { 0, 0, 0, 0 }
+        { "version", no_argument, 0, 'v' }, { 0, 0, 0, 0 }
     };
     int option;
     while ((option = getopt_long (argc, argv, "", long_options, NULL)) != -1) {
         switch (option) {
-            case 'e': options.endpoint = optarg; break;
-            case 'j': options.json = true; break;
-            case 't': options.timeout = atoi (optarg); break;
-            case 'w': options.wait = true; break;
-            case 'x': options.text = true; break;
-            case 'i': options.instance = optarg; break;
-            case 'f': options.from = strtoull (optarg, NULL, 10); break;
-            case 'l': options.limit = strtoull (optarg, NULL, 10); break;
-            case 'a': options.all = true; break;
-            case 'd': options.dir = optarg; break;
-            case 's': options.curve_server = optarg; break;
-            case 'c': options.curve_cert = optarg; break;
+            case 'e': options->endpoint = optarg; break;
+            case 'j': options->json = true; break;
+            case 't': options->timeout = atoi (optarg) > 0? atoi (optarg): -1; break;
+            case 'w': options->wait = true; break;
+            case 'x': options->text = true; break;
+            case 'i': options->instance = optarg; break;
+            case 'f': options->from = strtoull (optarg, NULL, 10); break;
+            case 'l': options->limit = strtoull (optarg, NULL, 10); break;
+            case 'a': options->all = true; break;
+            case 'd': options->dir = optarg; break;
+            case 's': options->curve_server = optarg; break;
+            case 'c': options->curve_cert = optarg; break;
             case 'h': s_usage (stdout); return 0;
+            case 'v': printf ("actctl %s\n", ACTD_VERSION); return 0;
             default: s_usage (stderr); return 2;
         }
     }
-    if (optind >= argc || options.timeout <= 0 || options.limit == 0 || options.limit > 1000) {
+    if (optind >= argc || options->timeout < 0 || options->limit == 0 || options->limit > 1000) {
         s_usage (stderr);
         return 2;
     }
-    if (!options.curve_server != !options.curve_cert) {
-        //  Half of CURVE would silently talk in plain text
-        fprintf (stderr, "actctl: --curve-server and --curve-cert go together\n");
+    if (!options->curve_server != !options->curve_cert && !streq (argv [optind], "keygen")) {
+        //  Half of CURVE would silently talk in plain text (keygen talks
+        //  to nobody, so a half-set environment does not stop it)
+        fprintf (stderr, "actctl: --curve-server and --curve-cert go together "
+                         "(or $ACTD_SERVER_KEY and $ACTD_CERT)\n");
         return 2;
     }
+    if (options->timeout == 0)
+        options->timeout = streq (argv [optind], "ping")? S_PING_TIMEOUT_MS: S_TIMEOUT_MS;
+    //  The live line is for people: never in a pipe or a file, nor in JSON
+    options->live = options->wait && !options->json && isatty (STDOUT_FILENO);
+    return -1;
+}
+
+//  A client for the broker as the options say, or NULL after saying why
+static act_client_t *
+s_connect (s_options_t *options)
+{
+    act_client_t *client = act_client_new (options->endpoint);
+    if (!client) {
+        fprintf (stderr, "actctl: bad endpoint %s\n", options->endpoint);
+        return NULL;
+    }
+    act_client_set_timeout (client, options->timeout);
+    if (options->curve_server
+    &&  act_client_set_curve (client, options->curve_server, options->curve_cert)) {
+        fprintf (stderr, "actctl: cannot read certificate %s\n", options->curve_cert);
+        act_client_destroy (&client);
+    }
+    return client;
+}
+
+int
+main (int argc, char *argv [])
+{
+    s_options_t options = { 0 };
+    options.endpoint = getenv ("ACTD_ENDPOINT")? getenv ("ACTD_ENDPOINT"): ACT_CLIENT_ENDPOINT;
+    //  The names the Python and Node libraries read too
+    options.curve_server = getenv ("ACTD_SERVER_KEY");
+    options.curve_cert = getenv ("ACTD_CERT");
+    options.from = 1;
+    options.limit = 1000;
+    options.dir = ".";
+    int rc = s_parse (argc, argv, &options);
+    if (rc >= 0)
+        return rc;
     const char *command = argv [optind];
     char **args = argv + optind + 1;
     int nargs = argc - optind - 1;
@@ -387,84 +609,10 @@ main (int argc, char *argv [])
         return s_keygen (&options, args [0]);
     }
     zsys_handler_set (NULL);
-    act_client_t *client = act_client_new (options.endpoint);
-    if (!client) {
-        fprintf (stderr, "actctl: bad endpoint %s\n", options.endpoint);
+    act_client_t *client = s_connect (&options);
+    if (!client)
         return 2;
-    }
-    act_client_set_timeout (client, options.timeout);
-    if (options.curve_server && options.curve_cert
-    &&  act_client_set_curve (client, options.curve_server, options.curve_cert)) {
-        fprintf (stderr, "actctl: cannot read certificate %s\n", options.curve_cert);
-        act_client_destroy (&client);
-        return 2;
-    }
-    act_err_t err = { 0 };
-    int rc = -1;
-    if (streq (command, "call"))
-        rc = s_call (client, &options, args, nargs);
-    else
-    if (streq (command, "plan"))
-        rc = s_plan (client, &options, args, nargs);
-    else
-    if (streq (command, "append") && nargs == 2) {
-        uint64_t seq;
-        if (act_client_append (client, args [0], args [1], &seq, &err))
-            rc = s_fail (&err);
-        else {
-            printf (options.json? "{\"seq\":%" PRIu64 "}\n": "appended: seq %" PRIu64 "\n", seq);
-            rc = 0;
-        }
-    }
-    else
-    if (streq (command, "resolve") && nargs == 2) {
-        json_t *value = act_client_resolve (client, args [0], args [1], options.instance, &err);
-        rc = value? 0: s_fail (&err);
-        if (value)
-            s_print_json (value);
-        json_decref (value);
-    }
-    else
-    if (streq (command, "view") && nargs == 1) {
-        if (options.text) {
-            char *text = act_client_view_text (client, args [0], &err);
-            rc = text? 0: s_fail (&err);
-            if (text)
-                printf ("%s", text);
-            free (text);
-        }
-        else {
-            json_t *view = act_client_view (client, args [0], &err);
-            rc = view? 0: s_fail (&err);
-            if (view)
-                s_print_json (view);
-            json_decref (view);
-        }
-    }
-    else
-    if (streq (command, "history") && nargs == 1)
-        rc = s_history (client, &options, args [0]);
-    else
-    if (streq (command, "status") && nargs == 1)
-        rc = s_status (client, &options, args [0]);
-    else
-    if (streq (command, "cancel") && nargs == 1) {
-        rc = act_client_cancel (client, args [0], &err)? s_fail (&err): 0;
-        if (rc == 0)
-            printf (options.json? "{\"cancelled\":\"%s\"}\n"
-                                : "call %s cancelled (or it had already ended)\n", args [0]);
-    }
-    else
-    if (streq (command, "stats") && nargs == 0)
-        rc = s_stats (client, &options);
-    else
-    if (streq (command, "ping") && nargs == 0) {
-        int64_t start = zclock_usecs ();
-        rc = act_client_ping (client, &err)? s_fail (&err): 0;
-        if (rc == 0)
-            printf (options.json? "{\"pong\":true,\"ms\":%.3f}\n": "pong from broker in %.3f ms\n",
-                    (zclock_usecs () - start) / 1000.0);
-    }
+    rc = s_command (client, &options, command, args, nargs);
     act_client_destroy (&client);
     if (rc < 0) {
         s_usage (stderr);

@@ -687,7 +687,8 @@ class InstallTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(P, libdir, "libactd.a")))
         for path in ("lib/systemd/system/actd.service", "lib/sysusers.d/actd.conf",
                      "lib/tmpfiles.d/actd.conf", "etc/actd/actd.cfg",
-                     "share/man/man8/actd.8", "share/man/man1/actctl.1"):
+                     "share/man/man8/actd.8", "share/man/man1/actctl.1",
+                     "share/doc/actd/LICENSE", "share/bash-completion/completions/actctl"):
             self.assertTrue(os.path.exists(os.path.join(P, path)), path)
         with open(os.path.join(P, "etc", "actd", "actd.cfg")) as installed, open(EXAMPLE) as example:
             self.assertEqual(installed.read(), example.read())
@@ -750,12 +751,66 @@ class InstallTest(unittest.TestCase):
                                + flags.stdout.split(), capture_output=True, text=True,
                                timeout=300)
         self.assertEqual(built.returncode, 0, built.stderr)
+        #  (-lactd finds libactd.so first, which is not where the loader looks)
         ran = subprocess.run([program], capture_output=True, text=True, timeout=60,
-                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
+                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1",
+                                      LD_LIBRARY_PATH=os.path.join(P, libdir)))
         #  (CZMQ's log, where the store says it made its schema, goes to
         #  stdout too)
         self.assertEqual(ran.returncode, 0, ran.stdout + ran.stderr)
         self.assertEqual(ran.stdout.splitlines()[-1], "Alex client")
+        self.check_shared_library(os.path.join(P, libdir))
+        self.check_find_package(source, compiler)
+
+    def dynamic_section(self, path):
+        done = subprocess.run(["objdump", "-p", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return re.findall(r"(?m)^\s+(NEEDED|SONAME)\s+(\S+)$", done.stdout)
+
+    def check_shared_library(self, libdir):
+        """libactd.so.0.1.0 with the soname libactd.so.0, and the links to it."""
+        self.assertIn(("SONAME", "libactd.so.0"),
+                      self.dynamic_section(os.path.join(libdir, "libactd.so.0.1.0")))
+        self.assertEqual(os.readlink(os.path.join(libdir, "libactd.so.0")), "libactd.so.0.1.0")
+        self.assertEqual(os.readlink(os.path.join(libdir, "libactd.so")), "libactd.so.0")
+
+    def check_find_package(self, source, compiler):
+        """A CMake project builds a program with find_package (actd), and it runs."""
+        P = self.prefix
+        project = os.path.join(P, "project")
+        os.mkdir(project)
+        shutil.copy(source, os.path.join(project, "program.c"))
+        write(os.path.join(project, "CMakeLists.txt"), textwrap.dedent("""\
+            cmake_minimum_required (VERSION 3.16)
+            project (uses_actd LANGUAGES C)
+            find_package (actd 0.1 REQUIRED)
+            add_executable (program program.c)
+            target_link_libraries (program PRIVATE actd::actd)
+            """))
+        build = os.path.join(project, "build")
+        for command in (["cmake", "-S", project, "-B", build, "-DCMAKE_PREFIX_PATH=" + P,
+                         "-DCMAKE_C_COMPILER=" + compiler],
+                        ["cmake", "--build", build]):
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        program = os.path.join(build, "program")
+        #  Linked to the shared library, found through the build's RPATH
+        self.assertIn(("NEEDED", "libactd.so.0"), self.dynamic_section(program))
+        ran = subprocess.run([program], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
+        self.assertEqual(ran.returncode, 0, ran.stdout + ran.stderr)
+        self.assertEqual(ran.stdout.splitlines()[-1], "Alex client")
+        #  A version beyond the installed one is refused
+        write(os.path.join(project, "CMakeLists.txt"), textwrap.dedent("""\
+            cmake_minimum_required (VERSION 3.16)
+            project (uses_actd LANGUAGES C)
+            find_package (actd 1.0 REQUIRED)
+            """))
+        done = subprocess.run(["cmake", "-S", project, "-B", os.path.join(project, "build1"),
+                               "-DCMAKE_PREFIX_PATH=" + P], capture_output=True, text=True,
+                              timeout=300)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("0.1.0", done.stdout + done.stderr)
 
 
 if __name__ == "__main__":
