@@ -25,11 +25,13 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
 
 #define S_READ_BATCH    512     //  Messages read per socket per pass
 #define S_ADOPT_BATCH   64      //  Contexts recovered per pass
+#define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
 
 struct _act_broker_t {
     act_settings_t *settings;   //  What it runs with (not owned)
     act_store_t *store;         //  Durable state
     act_outbox_t *outbox;       //  What the pass sends, after its commit
+    act_watches_t *watches;     //  Open WATCHes
     act_cache_t *cache;         //  Contexts in memory
     act_pool_t *pool;           //  Activities and workers
     act_flow_t *flow;           //  Calls through their life
@@ -81,9 +83,14 @@ s_send_sockets (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
     void *socket = zsock_resolve (to_worker? self->workers: self->clients);
     for (size_t part = 0; part < nparts; part++) {
         int flags = part + 1 < nparts? ZMQ_SNDMORE: 0;
+        size_t size = zmq_msg_size (&parts [part]);
         int rc = zmq_msg_send (&parts [part], socket, flags);
         while (rc < 0 && zmq_errno () == EINTR)
             rc = zmq_msg_send (&parts [part], socket, flags);
+        //  A client the socket cannot route to is gone: its watches end
+        //  (the routing id is the first frame, untouched when it failed)
+        if (rc < 0 && part == 0 && !to_worker && zmq_errno () == EHOSTUNREACH)
+            act_watches_drop_client (self->watches, zmq_msg_data (&parts [0]), size);
         if (rc < 0) {
             act_log (LOG_DEBUG, "a message to a %s was not sent: %s",
                      to_worker? "worker": "client", zmq_strerror (zmq_errno ()));
@@ -186,6 +193,7 @@ act_broker_pass (act_broker_t *self)
                      act_flow_waiting (self->flow));
     }
     act_flow_timers (self->flow, now);
+    act_watches_pump (self->watches, S_PUMP_BUDGET);
     if (now >= self->heartbeat_at) {
         act_wproto_heartbeat (self->wproto, now);
         act_flow_settle (self->flow);
@@ -304,9 +312,11 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     self->outbox = act_outbox_new ();
+    self->watches = act_watches_new (self->store, self->outbox, (size_t) settings->max_watches);
     self->cache = act_cache_new (settings, self->store);
     self->pool = act_pool_new (settings);
-    self->flow = act_flow_new (settings, self->store, self->cache, self->pool, self->outbox);
+    self->flow = act_flow_new (settings, self->store, self->cache, self->pool, self->outbox,
+                               self->watches);
     self->wproto = act_wproto_new (settings, self->pool, self->flow, self->outbox);
     if ((bind && s_bind_all (self, err))
     ||  (act_store_shared (self->store) && s_join (self, err))) {
@@ -314,7 +324,8 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     self->commands = act_commands_new (settings, self->store, self->cache, self->flow,
-                                       self->outbox, self->security, s_stats, self);
+                                       self->outbox, self->watches, self->security, s_stats,
+                                       self);
     self->recovering = act_cache_recover (self->cache) > 0;
     s_commit (self);
     act_outbox_flush (self->outbox, self->send, self->send_arg);
@@ -336,6 +347,7 @@ act_broker_destroy (act_broker_t **self_p)
         act_flow_destroy (&self->flow);
         act_pool_destroy (&self->pool);
         act_cache_destroy (&self->cache);
+        act_watches_destroy (&self->watches);
         act_outbox_destroy (&self->outbox);
         act_store_destroy (&self->store);
         free (self);

@@ -10,6 +10,7 @@ struct _act_commands_t {
     act_cache_t *cache;         //  Contexts (borrowed)
     act_flow_t *flow;           //  Calls (borrowed)
     act_outbox_t *outbox;       //  Replies (borrowed)
+    act_watches_t *watches;     //  Open WATCHes (borrowed)
     act_security_t *security;   //  Allowed client keys (borrowed)
     act_commands_stats_fn *stats;   //  Builds STATS
     void *stats_arg;            //  Its argument
@@ -35,7 +36,7 @@ typedef struct {
 } s_command_t;
 
 static s_handler_fn s_call, s_plan, s_append, s_resolve, s_view, s_history,
-                    s_status, s_cancel, s_stats, s_ping;
+                    s_status, s_cancel, s_stats, s_ping, s_watch, s_unwatch;
 
 static const s_command_t s_commands [] = {
     { "CALL",    2, 2, true,  s_call },
@@ -48,17 +49,19 @@ static const s_command_t s_commands [] = {
     { "CANCEL",  1, 1, false, s_cancel },
     { "STATS",   0, 0, false, s_stats },
     { "PING",    0, 0, false, s_ping },
+    { "WATCH",   2, 3, true,  s_watch },
+    { "UNWATCH", 1, 1, false, s_unwatch },
 };
 #define S_NCOMMANDS (sizeof s_commands / sizeof s_commands [0])
 
 act_commands_t *
 act_commands_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
-                  act_flow_t *flow, act_outbox_t *outbox, act_security_t *security,
-                  act_commands_stats_fn *stats, void *stats_arg)
+                  act_flow_t *flow, act_outbox_t *outbox, act_watches_t *watches,
+                  act_security_t *security, act_commands_stats_fn *stats, void *stats_arg)
 {
     act_commands_t *self = (act_commands_t *) calloc (1, sizeof (act_commands_t));
     if (self)
-        *self = (act_commands_t) { settings, store, cache, flow, outbox, security,
+        *self = (act_commands_t) { settings, store, cache, flow, outbox, watches, security,
                                    stats, stats_arg };
     return self;
 }
@@ -221,6 +224,7 @@ s_append (act_commands_t *self, s_request_t *req)
     json_int_t seq = json_integer_value (json_object_get (stored, "_seq"));
     char *text = act_json_dump (stored);
     act_store_put_message (self->store, req->context, (uint64_t) seq, text, strlen (text));
+    act_watches_message (self->watches, req->context, (uint64_t) seq, text);
     free (text);
     json_decref (stored);
     json_t *reply = json_pack ("{sI}", "seq", seq);
@@ -414,6 +418,43 @@ static void
 s_ping (act_commands_t *self, s_request_t *req)
 {
     act_outbox_reply (self->outbox, req->client, req->request, "PONG", false);
+}
+
+
+//  WATCH context from-seq [messages|all]: the backlog from from-seq (0:
+//  only what comes from now on), then live. A context that does not exist
+//  yet may be watched; on a shared store this broker then owns it.
+static void
+s_watch (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    uint64_t from = 0;
+    zframe_t *what = req->args [2];
+    bool calls = what && s_frame_is (what, "all");
+    act_context_t *context = NULL;
+    if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err))
+        ;
+    else
+    if (what && !calls && !s_frame_is (what, "messages"))
+        act_err_set (&err, ACT_E_BAD_ARGUMENT, "WATCH follows messages or all");
+    else
+        context = act_cache_get (self->cache, req->context, true, &err);
+    if (context) {
+        uint64_t next = act_ctx_next_seq (context->ctx);
+        act_cache_release (self->cache, context);   //  If it was made for this
+        act_watches_open (self->watches, req->client, req->request, req->context,
+                          from? from: next, from > 0 && from < next, calls, &err);
+    }
+    if (err.code)
+        s_reply_error (self, req, &err);
+}
+
+//  UNWATCH request-id: OK whether such a watch was open or not
+static void
+s_unwatch (act_commands_t *self, s_request_t *req)
+{
+    act_watches_close (self->watches, req->client, req->args [0]);
+    act_outbox_reply (self->outbox, req->client, req->request, "OK", false);
 }
 
 

@@ -21,8 +21,8 @@ typedef json_t *(act_commands_stats_fn) (void *arg);
 //  body of STATS.
 act_commands_t *act_commands_new (act_settings_t *settings, act_store_t *store,
                                   act_cache_t *cache, act_flow_t *flow, act_outbox_t *outbox,
-                                  act_security_t *security, act_commands_stats_fn *stats,
-                                  void *stats_arg);
+                                  act_watches_t *watches, act_security_t *security,
+                                  act_commands_stats_fn *stats, void *stats_arg);
 
 //  Destroy it and null the pointer; safe on NULL.
 void act_commands_destroy (act_commands_t **self_p);

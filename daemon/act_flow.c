@@ -94,6 +94,38 @@ s_todo_add (act_flow_t *self, uint64_t number)
 }
 
 
+void
+act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
+{
+    act_live_enter (call, state, self->counts);
+    if (act_watches_calls (self->watches, call->context->id)) {
+        json_t *status = act_live_status (call);
+        char *text = act_json_dump (status);
+        act_watches_call (self->watches, call->context->id, text);
+        free (text);
+        json_decref (status);
+    }
+}
+
+//  An ended call's STATUS (as a record gives it) to the watches that
+//  follow its context's calls
+static void
+s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char *outcome)
+{
+    if (!act_watches_calls (self->watches, call->context->id))
+        return;
+    json_t *head = json_pack ("{sssssssI}", "call_id", call->id, "context", call->context->id,
+                              "state", status, "attempts", (json_int_t) call->attempts);
+    if (call->progress)
+        json_object_set (head, "progress", call->progress);
+    char *text = act_json_dump (head);
+    char *joined = act_text_splice (text, "outcome", outcome);
+    act_watches_call (self->watches, call->context->id, joined);
+    free (joined);
+    free (text);
+    json_decref (head);
+}
+
 //  Make a prepared call live: store it, index it, start it
 void
 act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zframe_t *client,
@@ -119,7 +151,7 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
     free (client_hex);
     free (request_hex);
     free (progress);
-    act_live_enter (call, ACT_LIVE_WAITING, self->counts);
+    act_flow_enter (self, call, ACT_LIVE_WAITING);
     if (eval == ACT_LIVE_READY)
         s_call_queue (self, call, false);
 }
@@ -132,7 +164,7 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
 static void
 s_call_queue (act_flow_t *self, act_live_t *call, bool front)
 {
-    act_live_enter (call, ACT_LIVE_QUEUED, self->counts);
+    act_flow_enter (self, call, ACT_LIVE_QUEUED);
     zlistx_t *queue = call->activity->queue;
     call->queue_handle = front? zlistx_add_start (queue, call): zlistx_add_end (queue, call);
     s_timer_set (self, call, T_SCHEDULE,
@@ -144,7 +176,7 @@ s_call_queue (act_flow_t *self, act_live_t *call, bool front)
 static void
 s_call_backoff (act_flow_t *self, act_live_t *call, long long delay)
 {
-    act_live_enter (call, ACT_LIVE_QUEUED, self->counts);
+    act_flow_enter (self, call, ACT_LIVE_QUEUED);
     call->backoff = true;
     s_timer_set (self, call, T_RETRY, act_clock_ms () + delay);
 }
@@ -154,7 +186,7 @@ s_call_backoff (act_flow_t *self, act_live_t *call, long long delay)
 static void
 s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
 {
-    act_live_enter (call, ACT_LIVE_WAITING, self->counts);
+    act_flow_enter (self, call, ACT_LIVE_WAITING);
     act_live_eval_t eval = act_live_evaluate (call, &self->stamp, err);
     if (eval == ACT_LIVE_WAIT)
         return;
@@ -173,7 +205,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
         s_call_unready (self, call, &err);
         return;
     }
-    act_live_enter (call, ACT_LIVE_RUNNING, self->counts);
+    act_flow_enter (self, call, ACT_LIVE_RUNNING);
     call->attempts++;
     call->worker = worker;
     snprintf (call->task, sizeof call->task, "%s.%lld", call->id, call->attempts);
@@ -444,7 +476,7 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
 {
     act_live_enter (call, ACT_LIVE_ENDED, self->counts);
     act_ending_t ending = { status, error, result, result_text, branch };
-    char *outcome = act_outcome_write (call, self->store, &ending);
+    char *outcome = act_outcome_write (call, self->store, self->watches, &ending);
     status = ending.status;
     error = ending.error;
     char *progress;
@@ -459,6 +491,7 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
             act_out_addstr (out, call->id);
             act_out_addstr (out, outcome);
         }
+    s_call_told (self, call, status, outcome);
     free (outcome);
     if (!streq (status, "ok"))
         act_log (LOG_INFO, "call %s (%s) ended %s: %s", call->id, call->activity->name,
@@ -541,7 +574,7 @@ s_recover_one (const json_t *record, void *arg)
     act_flow_key (self, call, true);
     call->producer = act_deps_register (context->deps, call->call->output,
                                         call->call->instance, call->number, call);
-    act_live_enter (call, ACT_LIVE_WAITING, self->counts);
+    act_flow_enter (self, call, ACT_LIVE_WAITING);
     //  An attempt that was running when actd stopped counts: with the
     //  attempts used up, the call ends now rather than run once more than
     //  its _retry allows
@@ -631,7 +664,7 @@ act_flow_next_timer (act_flow_t *self)
 
 act_flow_t *
 act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
-              act_pool_t *pool, act_outbox_t *outbox)
+              act_pool_t *pool, act_outbox_t *outbox, act_watches_t *watches)
 {
     act_flow_t *self = (act_flow_t *) calloc (1, sizeof (act_flow_t));
     if (!self)
@@ -641,6 +674,7 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     self->cache = cache;
     self->pool = pool;
     self->outbox = outbox;
+    self->watches = watches;
     self->timers = act_timers_new ();
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, s_call_destructor);

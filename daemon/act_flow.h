@@ -19,13 +19,14 @@
 #include "act_pool.h"
 #include "act_outbox.h"
 #include "act_live.h"
+#include "act_watch.h"
 
 typedef struct _act_flow_t act_flow_t;
 
 //  A flow over the broker's parts (all borrowed). It registers itself as
 //  the cache's loaded hook, to recover the calls of each loaded context.
 act_flow_t *act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
-                          act_pool_t *pool, act_outbox_t *outbox);
+                          act_pool_t *pool, act_outbox_t *outbox, act_watches_t *watches);
 
 //  Destroy the flow and its live calls; null the pointer; safe on NULL.
 void act_flow_destroy (act_flow_t **self_p);

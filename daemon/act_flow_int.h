@@ -10,6 +10,7 @@
 #include "act_flow.h"
 #include "act_live.h"
 #include "act_timers.h"
+#include "act_watch.h"
 
 struct _act_flow_t {
     act_settings_t *settings;   //  Limits and defaults (borrowed)
@@ -17,6 +18,7 @@ struct _act_flow_t {
     act_cache_t *cache;         //  Contexts in memory (borrowed)
     act_pool_t *pool;           //  Activities and workers (borrowed)
     act_outbox_t *outbox;       //  Replies and tasks of the pass (borrowed)
+    act_watches_t *watches;     //  Who follows which context (borrowed)
     act_timers_t *timers;       //  Deadlines, schedule timeouts, retries
     zhashx_t *calls;            //  Call id -> act_live_t, calls not ended
     zhashx_t *keys;             //  context<US>_id -> act_live_t
@@ -37,6 +39,10 @@ void act_flow_drop (act_flow_t *self, act_live_t **call_p);
 
 //  Register the call under its _id in its context (add), or forget it.
 void act_flow_key (act_flow_t *self, act_live_t *call, bool add);
+
+//  Move call to state, and tell the watches of its context that follow
+//  calls (states of a live call; an ended call is told by its finish).
+void act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state);
 
 //  Make a prepared call live: store it (with the client and request its
 //  DONE goes to), index it, and start it as eval says.

@@ -171,9 +171,11 @@ act_outbox_refuse (act_outbox_t *self)
         refused++;
         //  [client][ACTC01][verb][request] (an empty frame after the client
         //  for a REQ socket): ERROR to the same request, but for DONE, whose
-        //  call is recovered and ends again later
+        //  call is recovered and ends again later, and EVENT, which reports
+        //  what was not kept (a watcher sees no gap: the _seq is given again)
         size_t head = out->head;
-        if (!out->to_worker && !s_part_is (out, head + 1, "DONE")) {
+        if (!out->to_worker && !s_part_is (out, head + 1, "DONE")
+        &&  !s_part_is (out, head + 1, "EVENT")) {
             act_out_t error = { .to_worker = false, .durable = false, .head = head };
             for (size_t part = 0; part < head; part++)
                 act_out_add (&error, zmq_msg_data (&out->parts [part]),

@@ -70,7 +70,8 @@ size_t act_outbox_size (act_outbox_t *self);
 
 //  The commit of the pass failed: nothing durable may be promised. Replies
 //  that promised stored state become ERROR internal to the same request,
-//  DONE is dropped (the call runs again after recovery), and messages to
+//  DONE is dropped (the call runs again after recovery), so is EVENT
+//  (what it reported was not kept), and messages to
 //  workers are dropped (their tasks were never stored as running).
 //  Returns how many messages were refused or dropped.
 size_t act_outbox_refuse (act_outbox_t *self);

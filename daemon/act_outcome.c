@@ -70,7 +70,8 @@ s_message_text (json_t *message, const char *data_text, const char *call_text)
 //  Write the call's output into its context and the store; fill the
 //  outcome's branch, written and seqs
 static void
-s_write (act_live_t *call, act_store_t *store, act_ending_t *ending, json_t *outcome)
+s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_ending_t *ending,
+         json_t *outcome)
 {
     act_expr_t *output = call->call->output;
     const char **status = &ending->status;
@@ -102,6 +103,7 @@ s_write (act_live_t *call, act_store_t *store, act_ending_t *ending, json_t *out
         free (data);
         act_store_put_message (store, call->context->id, (uint64_t) seq, text,
                                strlen (text));
+        act_watches_message (watches, call->context->id, (uint64_t) seq, text);
         free (text);
         json_array_append_new (seqs, json_integer (seq));
     }
@@ -111,14 +113,15 @@ s_write (act_live_t *call, act_store_t *store, act_ending_t *ending, json_t *out
 }
 
 char *
-act_outcome_write (act_live_t *call, act_store_t *store, act_ending_t *ending)
+act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
+                   act_ending_t *ending)
 {
     const char **status = &ending->status;
     json_t **error = &ending->error;
     json_t *outcome = json_pack ("{ss}", "call_id", call->id);
     bool has_output = call->call->output != NULL;
     if (has_output && !streq (*status, "cancelled"))
-        s_write (call, store, ending, outcome);
+        s_write (call, store, watches, ending, outcome);
     else
     if (has_output) {
         json_object_set_new (outcome, "written", json_array ());

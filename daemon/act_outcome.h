@@ -13,6 +13,7 @@
 #define ACT_OUTCOME_H_INCLUDED
 
 #include "act_live.h"
+#include "act_watch.h"
 
 //  How a call ends
 typedef struct {
@@ -25,8 +26,10 @@ typedef struct {
     long long branch;           //  For ok: the alternative it chose
 } act_ending_t;
 
-//  Write the ending of call into its context and into store's batch, and
-//  return the outcome's JSON text (the caller frees it).
-char *act_outcome_write (act_live_t *call, act_store_t *store, act_ending_t *ending);
+//  Write the ending of call into its context and into store's batch (each
+//  message also to the watches of its context), and return the outcome's
+//  JSON text (the caller frees it).
+char *act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
+                         act_ending_t *ending);
 
 #endif

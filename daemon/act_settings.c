@@ -28,6 +28,9 @@ act_settings_new (void)
     self->sync = ACT_SYNC_FULL;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
+    self->mdp_heartbeat_ms = 2500;
+    self->max_watches = 10000;
+    self->retain_ms = 0;
     self->max_message_bytes = 1048576;
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
@@ -390,6 +393,9 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     if (streq (full, "server/mdp_heartbeat_ms"))
         s_integer (reader, item, full, 10, &self->mdp_heartbeat_ms);
     else
+    if (streq (full, "server/max_watches"))
+        s_integer (reader, item, full, 0, &self->max_watches);
+    else
     if (streq (full, "server/max_message_bytes"))
         s_integer (reader, item, full, 1024, &self->max_message_bytes);
     else
@@ -426,6 +432,9 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "store/sync"))
         s_sync (reader, self, item, full);
+    else
+    if (streq (full, "store/retain_ms"))
+        s_integer (reader, item, full, 0, &self->retain_ms);
     else
     if (streq (full, "log/level"))
         s_log_level (reader, self, item, full);

@@ -32,6 +32,9 @@ typedef struct {
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
     long long context_idle_ms;  //  Idle contexts leave memory after this
     long long max_contexts;     //  Loaded contexts kept in memory, at most
+    long long max_watches;      //  Open WATCHes, at most (busy beyond)
+    long long retain_ms;        //  A context idle this long is deleted (0:
+                                //  keep every context)
     int log_level;              //  LOG_ERR .. LOG_DEBUG (syslog levels)
     bool log_stderr;            //  Also log to stderr (-v)
     bool log_syslog;            //  Log to syslog (facility daemon, ident actd)

@@ -245,6 +245,8 @@ static const s_valid_t s_valid [] = {
     { "CANCEL",  { "1" }, "OK" },
     { "STATS",   { NULL }, "VALUE" },
     { "PING",    { NULL }, "PONG" },
+    { "WATCH",   { "ctx", "2" }, "EVENT" },         //  The backlog: APPEND above gave _seq 2
+    { "UNWATCH", { "w" }, "OK" },
 };
 #define S_NVALID (sizeof s_valid / sizeof s_valid [0])
 
@@ -269,7 +271,7 @@ s_request_args (s_world_t *world, const char *name, const char *request, const c
     s_feed (world, msg);
 }
 
-//  The table holds the ten commands of PROTOCOL.md section 1, and each,
+//  The table holds the commands of PROTOCOL.md sections 1 and 1.1, and each,
 //  with its fewest arguments, valid, is served with its reply.
 static void
 test_every_command_at_its_smallest_arity_is_served (void **state)

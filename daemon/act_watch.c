@@ -1,0 +1,257 @@
+/*  =========================================================================
+    act_watch - the open watches (see act_watch.h).
+    ========================================================================= */
+
+#include "act_watch.h"
+#include "actd/act.h"
+
+#define S_PAGE  256             //  Stored messages read at a time
+
+typedef struct {
+    zframe_t *client;           //  Routing id of the client socket
+    zframe_t *request;          //  Request id of its WATCH: echoed in events
+    char *context;              //  Context it follows
+    uint64_t next;              //  _seq of the next message to send
+    bool behind;                //  Stored messages may come before the
+                                //  live ones: the pump reads them
+    bool calls;                 //  Also the calls' changes of state
+    void *handle;               //  Its handle in its context's list
+} s_watch_t;
+
+struct _act_watches_t {
+    act_store_t *store;         //  Backlogs come from it (borrowed)
+    act_outbox_t *outbox;       //  Events go out through it (borrowed)
+    zhashx_t *contexts;         //  Context id -> zlistx_t of s_watch_t
+    size_t size;                //  Watches open
+    size_t max;                 //  At most this many (max_watches)
+};
+
+static void
+s_watch_destroy (void **item)
+{
+    s_watch_t *watch = (s_watch_t *) *item;
+    zframe_destroy (&watch->client);
+    zframe_destroy (&watch->request);
+    free (watch->context);
+    free (watch);
+    *item = NULL;
+}
+
+static void
+s_list_destroy (void **item)
+{
+    zlistx_destroy ((zlistx_t **) item);
+}
+
+act_watches_t *
+act_watches_new (act_store_t *store, act_outbox_t *outbox, size_t max)
+{
+    act_watches_t *self = (act_watches_t *) calloc (1, sizeof (act_watches_t));
+    if (!self)
+        return NULL;
+    self->store = store;
+    self->outbox = outbox;
+    self->max = max;
+    self->contexts = zhashx_new ();
+    zhashx_set_destructor (self->contexts, s_list_destroy);
+    return self;
+}
+
+void
+act_watches_destroy (act_watches_t **self_p)
+{
+    if (self_p && *self_p) {
+        zhashx_destroy (&(*self_p)->contexts);
+        free (*self_p);
+        *self_p = NULL;
+    }
+}
+
+//  An EVENT with body to watch
+static void
+s_event (act_watches_t *self, s_watch_t *watch, const char *body)
+{
+    //  Durable: it reports what a commit made durable, and a failed
+    //  commit drops it
+    act_out_t *out = act_outbox_reply (self->outbox, watch->client, watch->request, "EVENT",
+                                       true);
+    act_out_addstr (out, body);
+}
+
+//  The message event {"seq": N, "message": <text>} to watch
+static void
+s_send_message (act_watches_t *self, s_watch_t *watch, uint64_t seq, const char *text)
+{
+    char head [48];
+    int length = snprintf (head, sizeof head, "{\"seq\":%" PRIu64 ",\"message\":", seq);
+    size_t size = strlen (text);
+    char *body = malloc ((size_t) length + size + 2);
+    memcpy (body, head, (size_t) length);
+    memcpy (body + length, text, size);
+    memcpy (body + length + size, "}", 2);
+    s_event (self, watch, body);
+    free (body);
+    watch->next = seq + 1;
+}
+
+int
+act_watches_open (act_watches_t *self, zframe_t *client, zframe_t *request,
+                  const char *context, uint64_t next, bool backlog, bool calls,
+                  act_err_t *err)
+{
+    if (self->size >= self->max)
+        return act_err_set (err, ACT_E_BUSY, "%zu watches are open (max_watches)", self->size);
+    zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
+    if (!list) {
+        list = zlistx_new ();
+        zlistx_set_destructor (list, s_watch_destroy);
+        zhashx_insert (self->contexts, context, list);
+    }
+    s_watch_t *watch = calloc (1, sizeof (s_watch_t));
+    watch->client = zframe_dup (client);
+    watch->request = zframe_dup (request);
+    watch->context = strdup (context);
+    watch->next = next;
+    watch->behind = backlog;
+    watch->calls = calls;
+    watch->handle = zlistx_add_end (list, watch);
+    self->size++;
+    return 0;
+}
+
+//  End watch (in list, of its context): forget it, and its context's
+//  list when it was the last
+static void
+s_end (act_watches_t *self, zlistx_t *list, s_watch_t *watch)
+{
+    char *context = strdup (watch->context);
+    zlistx_delete (list, watch->handle);
+    self->size--;
+    if (zlistx_size (list) == 0)
+        zhashx_delete (self->contexts, context);
+    free (context);
+}
+
+void
+act_watches_close (act_watches_t *self, zframe_t *client, zframe_t *request)
+{
+    for (zlistx_t *list = zhashx_first (self->contexts); list;
+         list = zhashx_next (self->contexts))
+        for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list))
+            if (zframe_eq (watch->client, client) && zframe_eq (watch->request, request)) {
+                s_end (self, list, watch);
+                return;             //  (The iteration ends: s_end may free list)
+            }
+}
+
+void
+act_watches_message (act_watches_t *self, const char *context, uint64_t seq,
+                     const char *text)
+{
+    zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
+    char *again = NULL;
+    for (s_watch_t *watch = list? zlistx_first (list): NULL; watch; watch = zlistx_next (list))
+        if (!watch->behind && seq >= watch->next) {
+            //  The message as HISTORY gives it: the stored text holds the
+            //  call as the client wrote it, white space included
+            if (!again) {
+                json_t *message = act_json_parse (text, strlen (text), NULL);
+                again = message? act_json_dump (message): strdup (text);
+                json_decref (message);
+            }
+            s_send_message (self, watch, seq, again);
+        }
+    free (again);
+}
+
+bool
+act_watches_calls (act_watches_t *self, const char *context)
+{
+    zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
+    for (s_watch_t *watch = list? zlistx_first (list): NULL; watch; watch = zlistx_next (list))
+        if (watch->calls)
+            return true;
+    return false;
+}
+
+void
+act_watches_call (act_watches_t *self, const char *context, const char *status)
+{
+    zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
+    if (!list)
+        return;
+    char *body = zsys_sprintf ("{\"call\":%s}", status);
+    for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list))
+        if (watch->calls)
+            s_event (self, watch, body);
+    zstr_free (&body);
+}
+
+void
+act_watches_deleted (act_watches_t *self, const char *context)
+{
+    zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
+    if (!list)
+        return;
+    for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list))
+        s_event (self, watch, "{\"deleted\":true}");
+    self->size -= zlistx_size (list);
+    zhashx_delete (self->contexts, context);
+}
+
+void
+act_watches_drop_client (act_watches_t *self, const void *id, size_t size)
+{
+    zlistx_t *ended = zlistx_new ();
+    for (zlistx_t *list = zhashx_first (self->contexts); list;
+         list = zhashx_next (self->contexts))
+        for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list))
+            if (zframe_size (watch->client) == size
+            &&  memcmp (zframe_data (watch->client), id, size) == 0)
+                zlistx_add_end (ended, watch);
+    for (s_watch_t *watch = zlistx_first (ended); watch; watch = zlistx_next (ended))
+        s_end (self, zhashx_lookup (self->contexts, watch->context), watch);
+    zlistx_destroy (&ended);
+}
+
+//  Send one page of watch's backlog; returns the messages sent
+static size_t
+s_pump_one (act_watches_t *self, s_watch_t *watch, size_t budget)
+{
+    size_t limit = budget < S_PAGE? budget: S_PAGE;
+    json_t *page = act_store_history (self->store, watch->context, watch->next, limit);
+    size_t index;
+    json_t *message;
+    json_array_foreach (page, index, message) {
+        char *text = act_json_dump (message);
+        json_int_t seq = json_integer_value (json_object_get (message, "_seq"));
+        s_send_message (self, watch, (uint64_t) seq, text);
+        free (text);
+    }
+    size_t sent = json_array_size (page);
+    //  A short page: what follows is live (a store that could not be read
+    //  gives no page: the watch tries again at the next pump)
+    if (page && sent < limit)
+        watch->behind = false;
+    json_decref (page);
+    return sent;
+}
+
+size_t
+act_watches_pump (act_watches_t *self, size_t budget)
+{
+    size_t sent = 0;
+    for (zlistx_t *list = zhashx_first (self->contexts); list && sent < budget;
+         list = zhashx_next (self->contexts))
+        for (s_watch_t *watch = zlistx_first (list); watch && sent < budget;
+             watch = zlistx_next (list))
+            if (watch->behind)
+                sent += s_pump_one (self, watch, budget - sent);
+    return sent;
+}
+
+size_t
+act_watches_size (act_watches_t *self)
+{
+    return self->size;
+}

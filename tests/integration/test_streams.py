@@ -1,0 +1,192 @@
+"""Streams and the lifecycle of contexts (PROTOCOL.md section 1.1),
+against the real actd.
+
+WATCH streams the stored messages of a context whose _seq is at least
+from-seq, oldest first: first those already stored, then each new one once
+its commit is durable; with `all`, each change of state of a call of the
+context too. UNWATCH ends a watch; a watcher that disconnects is dropped;
+beyond max_watches, ERROR busy.
+"""
+
+import json
+import os
+import tempfile
+import time
+import unittest
+
+from harness import DAGGER, Actd, Client, NoAnswer, Worker, wait_for
+
+
+def text(n):
+    return {"type": "data", "kind": "log", "data": {"n": n}}
+
+
+class WatchCase(unittest.TestCase):
+
+    config = ""
+
+    def setUp(self):
+        args = []
+        if self.config:
+            handle = tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False)
+            handle.write(self.config)
+            handle.close()
+            self.addCleanup(os.unlink, handle.name)
+            args = ["--config", handle.name]
+        self.actd = Actd(args=args)
+        self.actd.start()
+        self.client = self.actd.client()
+        self.watcher = Client(self.actd.client_endpoint)
+
+    def tearDown(self):
+        self.watcher.close()
+        self.client.close()
+        self.actd.finish()
+
+    def append(self, context, message):
+        reply = self.client.request("APPEND", context, message)
+        self.assertEqual(reply[0], "OK", reply)
+        return json.loads(reply[1])["seq"]
+
+    def events(self, rid, count, timeout=20.0, client=None):
+        """The next count EVENT bodies of watch rid."""
+        client = client or self.watcher
+        return [json.loads(client.wait(rid, "EVENT", timeout=timeout)[1])
+                for _ in range(count)]
+
+    def no_more(self, rid, client=None, wait=0.5):
+        client = client or self.watcher
+        with self.assertRaises(TimeoutError):
+            client.wait(rid, "EVENT", timeout=wait)
+
+
+class WatchTest(WatchCase):
+
+    def test_from_1_backlog_then_live_in_order(self):
+        for n in range(1, 6):
+            self.append("w1", text(n))
+        rid = self.watcher.send("WATCH", "w1", "1")
+        backlog = self.events(rid, 5)
+        self.assertEqual([e["seq"] for e in backlog], [1, 2, 3, 4, 5])
+        self.assertEqual([e["message"]["data"]["n"] for e in backlog], [1, 2, 3, 4, 5])
+        #  As HISTORY gives them
+        history = self.client.value("HISTORY", "w1", "1", "10")
+        self.assertEqual([e["message"] for e in backlog], history)
+        for n in range(6, 9):
+            self.append("w1", text(n))
+        live = self.events(rid, 3)
+        self.assertEqual([e["seq"] for e in live], [6, 7, 8])
+        self.no_more(rid)
+
+    def test_from_0_only_what_comes_from_now(self):
+        self.append("w0", text(1))
+        rid = self.watcher.send("WATCH", "w0", "0")
+        self.no_more(rid)
+        self.append("w0", text(2))
+        self.assertEqual([e["seq"] for e in self.events(rid, 1)], [2])
+
+    def test_from_the_middle_and_a_context_that_does_not_exist_yet(self):
+        for n in range(1, 11):
+            self.append("wm", text(n))
+        rid = self.watcher.send("WATCH", "wm", "7")
+        self.assertEqual([e["seq"] for e in self.events(rid, 4)], [7, 8, 9, 10])
+        self.no_more(rid)
+        later = self.watcher.send("WATCH", "not-yet", "1")
+        self.no_more(later)
+        self.append("not-yet", text(1))
+        self.assertEqual(self.events(later, 1)[0]["message"]["data"], {"n": 1})
+
+    def test_backlog_and_appends_meanwhile_have_no_gap_and_no_duplicate(self):
+        for n in range(1, 601):         # more than one page of the backlog
+            self.client.send("APPEND", "wg", json.dumps(text(n)))
+        rid = self.watcher.send("WATCH", "wg", "1")
+        for n in range(601, 801):       # while the backlog is being sent
+            self.client.send("APPEND", "wg", json.dumps(text(n)))
+        seqs = [e["seq"] for e in self.events(rid, 800, timeout=60)]
+        self.assertEqual(seqs, list(range(1, 801)))
+        self.no_more(rid)
+
+    def test_a_watch_survives_10000_appends(self):
+        rid = self.watcher.send("WATCH", "w10k", "1")
+        sent = 0
+        while sent < 10000:
+            batch = min(500, 10000 - sent)
+            rids = [self.client.send("APPEND", "w10k", json.dumps(text(sent + i)))
+                    for i in range(batch)]
+            for r in rids:
+                self.assertEqual(self.client.wait(r, timeout=30)[0], "OK")
+            sent += batch
+        seqs = [e["seq"] for e in self.events(rid, 10000, timeout=120)]
+        self.assertEqual(seqs, list(range(1, 10001)))
+
+    def test_unwatch_ends_it(self):
+        rid = self.watcher.send("WATCH", "wu", "1")
+        self.append("wu", text(1))
+        self.events(rid, 1)
+        self.assertEqual(self.watcher.request("UNWATCH", rid), ["OK"])
+        self.assertEqual(self.watcher.request("UNWATCH", "no-such-watch"), ["OK"])
+        self.append("wu", text(2))
+        self.no_more(rid)
+
+    def test_all_shows_queued_running_and_the_end_of_each_call(self):
+        rid = self.watcher.send("WATCH", "wc", "0", "all")
+        self.no_more(rid, wait=0.3)
+        call_id, _ = self.client.call("wc", {"_tool": "later", "_outputPath": DAGGER + "out.x",
+                                             "v": 1}, wait_done=False)
+        first = self.events(rid, 2)         # waiting, then queued (no worker yet)
+        self.assertEqual([e["call"]["state"] for e in first], ["waiting", "queued"])
+        self.assertEqual(first[1]["call"]["call_id"], call_id)
+        worker = Worker(self.actd.worker_endpoint, ["later"], lambda a, p, m: {"ok": p["v"]},
+                        name="w")
+        worker.start()
+        try:
+            rest = self.events(rid, 3)      # running, the output message, the end
+            calls = [e["call"] for e in rest if "call" in e]
+            messages = [e for e in rest if "seq" in e]
+            self.assertEqual([c["state"] for c in calls], ["running", "ok"])
+            self.assertEqual(calls[1]["outcome"]["result"], {"ok": 1})
+            self.assertEqual(calls[1]["attempts"], 1)
+            self.assertEqual(messages[0]["message"]["_callId"], call_id)
+            self.assertEqual(calls[1], dict(self.client.value("STATUS", call_id)))
+        finally:
+            worker.stop()
+
+    def test_bad_arguments(self):
+        self.assertEqual(self.watcher.request("WATCH", "x", "one")[:2], ["ERROR", "bad_argument"])
+        self.assertEqual(self.watcher.request("WATCH", "x", "1", "some")[:2],
+                         ["ERROR", "bad_argument"])
+        self.assertEqual(self.watcher.request("WATCH", "bad context!", "1")[:2],
+                         ["ERROR", "bad_context"])
+
+
+class WatchLimitTest(WatchCase):
+
+    config = "server\n    max_watches = 2\n"
+
+    def test_max_watches_then_busy_and_a_gone_watcher_is_dropped(self):
+        gone = Client(self.actd.client_endpoint)
+        a = gone.send("WATCH", "lim", "0")
+        b = gone.send("WATCH", "lim", "0")
+        self.assertEqual(gone.request("PING"), ["PONG"])
+        refused = self.watcher.request("WATCH", "lim", "0")
+        self.assertEqual(refused[:2], ["ERROR", "busy"], refused)
+        gone.close()
+        #  The next event cannot be routed to the closed socket: its
+        #  watches end, and there is room again
+        self.append("lim", text(1))
+
+        def room():
+            rid = self.watcher.send("WATCH", "lim", "0")
+            try:
+                reply = self.watcher.wait(rid, "ERROR", timeout=0.3)
+                return None if reply[1] == "busy" else reply
+            except TimeoutError:
+                return rid
+        rid = wait_for(room, "a watch to be allowed again", 20)
+        self.append("lim", text(2))
+        self.assertEqual(self.events(rid, 1)[0]["seq"], 2)
+        del a, b
+
+
+if __name__ == "__main__":
+    unittest.main()
