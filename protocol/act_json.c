@@ -155,6 +155,14 @@ act_json_parse (const char *data, size_t size, act_err_t *err)
         act_err_set (err, ACT_E_BAD_JSON, "invalid UTF-8 at byte %zu", offset);
         return NULL;
     }
+    //  A NUL byte is never JSON (nor white space). jansson 2.14 skips one
+    //  right after a number or a literal ("1\0" parses), which would make
+    //  the text's meaning depend on a quirk: refused here, wherever it is
+    const char *nul = memchr (data, 0, size);
+    if (nul) {
+        act_err_set (err, ACT_E_BAD_JSON, "a NUL byte at byte %zu", (size_t) (nul - data));
+        return NULL;
+    }
     json_error_t error;
     json_t *value = s_load (data, size, &error);
     if (!value && json_error_code (&error) == json_error_numeric_overflow) {

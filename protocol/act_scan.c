@@ -1,16 +1,15 @@
 /*  =========================================================================
     act_scan - one validating pass over a JSON text, without a DOM.
 
-    What jansson 2.14 accepts (load.c), which this pass must match byte for
-    byte, beyond RFC 8259:
-    - a single NUL byte right after a number or a literal (true, false,
-      null) is skipped: jansson reads it as the byte that ends the token,
-      puts it back, and its stream then reads past it (a NUL anywhere else,
-      raw in a string included, is refused);
+    What act_json_parse accepts (jansson 2.14's load.c and the project's
+    own rules), which this pass must match byte for byte, beyond RFC 8259:
+    - a NUL byte is refused wherever it is (jansson alone skips one right
+      after a number or a literal; act_json_parse refuses it first);
     - \u0000 is refused, in keys and in values; a high surrogate escape
       must be followed at once by a low one, a low one never comes alone;
-    - an integer (no '.', no exponent) outside 64 bits is refused, and so is
-      a real that strtod rounds to infinity (underflow to 0 is accepted);
+    - an integer (no '.', no exponent) outside 64 bits is read as a double
+      (SEMANTICS.md section 1); a number that strtod rounds to infinity is
+      refused (underflow to 0 is accepted);
     - duplicate keys are compared decoded ("a" and "\u0061" are the same).
     act_json_parse adds: the whole text is valid UTF-8, and no more than
     ACT_MAX_JSON_DEPTH containers nest (jansson's own limit of 2048 values
@@ -526,13 +525,8 @@ s_scalar (act_scan_t *self, json_type *type)
     else
         return s_fail (self, c >= 0x80 && !s_utf8 (self->text, self->pos, self->size)
                              ? "invalid UTF-8": "invalid token");
-    if (rc == 0) {
-        //  The token ended here: a NUL byte that follows is skipped, as
-        //  jansson's stream loses a NUL put back after a token
+    if (rc == 0)
         s_value_end (self, self->pos);
-        if (self->pos < self->size && self->text [self->pos] == 0)
-            self->pos++;
-    }
     return rc;
 }
 
