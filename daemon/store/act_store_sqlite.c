@@ -106,7 +106,8 @@ static const char *s_queries [Q_COUNT] = {
     "    THEN json_extract (body, '$._date') END FROM messages WHERE context = ?3"
     "    AND seq = ?2), updated) WHERE id = ?3",
     "SELECT id, messages, last_seq, updated, (SELECT COUNT(*) FROM calls"
-    "  WHERE context = contexts.id AND ended = 0) FROM contexts"
+    "  INDEXED BY calls_pending_by_context WHERE context = contexts.id AND ended = 0)"
+    "  FROM contexts"
     "  WHERE id >= ?1 AND id < ?2 AND id <> ?3 ORDER BY id LIMIT ?4",
     "DELETE FROM messages WHERE context = ?",
     "DELETE FROM calls WHERE context = ?",
@@ -116,7 +117,8 @@ static const char *s_queries [Q_COUNT] = {
     "INSERT OR REPLACE INTO append_keys (context, key, seq) VALUES (?, ?, ?)",
     "SELECT id FROM (SELECT id FROM contexts WHERE updated < ?1 UNION ALL"
     "  SELECT id FROM contexts WHERE updated IS NULL AND created < ?1) AS idle"
-    "  WHERE NOT EXISTS (SELECT 1 FROM calls WHERE calls.context = idle.id AND ended = 0)"
+    "  WHERE NOT EXISTS (SELECT 1 FROM calls INDEXED BY calls_pending_by_context"
+    "    WHERE calls.context = idle.id AND ended = 0)"
     "  LIMIT ?2"
 };
 
