@@ -383,6 +383,19 @@ class ConfigFileTest(unittest.TestCase):
         finally:
             actd.cleanup()
 
+    def test_a_new_store_file_is_0600_whatever_the_umask(self):
+        """The store holds every context: a new one is readable by actd
+        alone, even under umask 0 (and so are its -wal and -shm files)."""
+        actd = Actd(store=sqlite_store(self), preexec=lambda: os.umask(0))
+        with actd:
+            client = actd.client()
+            self.assertEqual(client.request("APPEND", "mode", {"type": "text"})[0], "OK")
+            client.close()
+            for suffix in ("", "-wal", "-shm"):
+                path = actd.store + suffix
+                if suffix == "" or os.path.exists(path):
+                    self.assertEqual(oct(os.stat(path).st_mode & 0o777), oct(0o600), path)
+
     def test_a_localhost_endpoint_binds_the_loopback(self):
         """tcp://localhost:PORT is documented as a local endpoint: it binds
         (libzmq binds interfaces, not names) and is reached on 127.0.0.1."""
