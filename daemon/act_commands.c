@@ -159,6 +159,28 @@ s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
     act_outbox_error (self->outbox, req->client, req->request, req->name, err);
 }
 
+//  VALUE with text (which it frees), or ERROR too_large when text is over
+//  max_reply_bytes (PROTOCOL.md section 1: replies are bounded): a reply
+//  that big would sit in the outbox and the socket's queue for a value
+//  the client can read in parts with RESOLVE
+static void
+s_reply_bounded (act_commands_t *self, s_request_t *req, char *text)
+{
+    size_t size = strlen (text);
+    if (size > (size_t) self->settings->max_reply_bytes) {
+        act_err_t err = { 0 };
+        act_err_set (&err, ACT_E_TOO_LARGE,
+                     "the value is %zu bytes, over max_reply_bytes (%lld); resolve a part of it",
+                     size, self->settings->max_reply_bytes);
+        free (text);
+        s_reply_error (self, req, &err);
+        return;
+    }
+    act_out_add (act_outbox_reply (self->outbox, req->client, req->request, "VALUE", false),
+                 text, size);
+    free (text);
+}
+
 
 //  --------------------------------------------------------------------------
 //  The handlers, in the table's order
@@ -244,7 +266,7 @@ s_resolve (act_commands_t *self, s_request_t *req)
         act_context_t *context = act_cache_get (self->cache, req->context, false, &err);
         json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
         if (value)
-            s_reply_json (self, req, "VALUE", value, false);
+            s_reply_bounded (self, req, act_json_dump (value));
         else
         if (context)
             act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
@@ -271,15 +293,11 @@ s_view (act_commands_t *self, s_request_t *req)
     if (!context)
         s_reply_error (self, req, &err);
     else
-    if (text) {
-        char *rendering = act_ctx_view_text (context->ctx);
-        act_out_addstr (act_outbox_reply (self->outbox, req->client, req->request, "VALUE",
-                                          false), rendering);
-        free (rendering);
-    }
+    if (text)
+        s_reply_bounded (self, req, act_ctx_view_text (context->ctx));
     else {
         json_t *view = act_ctx_view (context->ctx);
-        s_reply_json (self, req, "VALUE", view, false);
+        s_reply_bounded (self, req, act_json_dump (view));
         json_decref (view);
     }
 }
@@ -293,7 +311,8 @@ s_history (act_commands_t *self, s_request_t *req)
     if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err) == 0
     &&  s_decimal_arg (req->args [2], "limit", ACT_HISTORY_LIMIT, &limit, &err) == 0
     &&  act_cache_get (self->cache, req->context, false, &err)
-    &&  !(page = act_store_history (self->store, req->context, from, limit)))
+    &&  !(page = act_store_history (self->store, req->context, from, limit,
+                                    (size_t) self->settings->max_reply_bytes)))
         act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
     if (page)
         s_reply_json (self, req, "VALUE", page, false);

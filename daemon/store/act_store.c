@@ -222,12 +222,18 @@ s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void 
 }
 
 static json_t *
-s_memory_history (void *impl, const char *context, uint64_t from, size_t limit)
+s_memory_history (void *impl, const char *context, uint64_t from, size_t limit,
+                  size_t max_bytes)
 {
     s_messages_t *list = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
     json_t *page = json_array ();
-    for (size_t i = from? from - 1: 0; list && i < list->size && limit; i++, limit--)
+    size_t bytes = 1;           //  "[", then each message and "," or "]"
+    for (size_t i = from? from - 1: 0; list && i < list->size && limit; i++, limit--) {
+        bytes += strlen (list->items [i]) + 1;
+        if (max_bytes && bytes > max_bytes && json_array_size (page))
+            break;
         json_array_append_new (page, json_loads (list->items [i], 0, NULL));
+    }
     return page;
 }
 
@@ -479,9 +485,10 @@ act_store_messages (act_store_t *self, const char *context, act_store_each_fn *f
 }
 
 json_t *
-act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit)
+act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit,
+                   size_t max_bytes)
 {
-    return self->backend->history (self->impl, context, from, limit);
+    return self->backend->history (self->impl, context, from, limit, max_bytes);
 }
 
 json_t *

@@ -85,16 +85,29 @@ test_reads_see_the_batch_and_commit_keeps_it (void **state)
         json_decref (message);
     }
     assert_true (act_store_has_context (store, context));
-    json_t *page = act_store_history (store, context, 2, 10);
+    json_t *page = act_store_history (store, context, 2, 10, 0);
     assert_int_equal (json_array_size (page), 2);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 0), "_seq")), 2);
     json_decref (page);
     act_err_t err = { 0 };
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_int_equal (act_store_batch (store), 0);
-    page = act_store_history (store, context, 1, 2);
+    page = act_store_history (store, context, 1, 2, 0);
+    assert_int_equal (json_array_size (page), 2);
+    //  A byte bound stops the page, after at least one message, where its
+    //  compact text would pass it
+    char *text = act_json_dump (page);
+    json_decref (page);
+    page = act_store_history (store, context, 1, 10, strlen (text));
     assert_int_equal (json_array_size (page), 2);
     json_decref (page);
+    page = act_store_history (store, context, 1, 10, strlen (text) - 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    page = act_store_history (store, context, 1, 10, 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    free (text);
     json_t *all = json_array ();
     assert_int_equal (act_store_messages (store, context, s_count, all), 0);
     assert_int_equal (json_array_size (all), 3);
@@ -200,7 +213,7 @@ test_a_reopened_store_has_what_was_committed (void **state)
     act_store_destroy (&store);
 
     store = s_open_owning (context);
-    json_t *page = act_store_history (store, context, 1, 10);
+    json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 1);
     json_decref (page);
     act_store_destroy (&store);
@@ -267,7 +280,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (json_array_size (pending), 1);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (pending, 0), "call_id")), 7);
     json_decref (pending);
-    json_t *page = act_store_history (store, "old", 1, 10);
+    json_t *page = act_store_history (store, "old", 1, 10, 0);
     assert_int_equal (json_array_size (page), 1);
     json_decref (page);
     //  A call that goes on running and then ends leaves the pending set
@@ -338,7 +351,7 @@ test_leases_take_over_and_fence (void **state)
     act_err_t lost = { 0 };
     assert_int_equal (act_store_commit (first, &lost), -1);
     assert_non_null (lost.code);
-    json_t *page = act_store_history (second, context, 1, 10);
+    json_t *page = act_store_history (second, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 1);
     json_decref (page);
 
@@ -392,7 +405,7 @@ test_a_failed_write_fails_the_commit (void **state)
     json_t *after = act_store_counts (store);
     assert_true (json_equal (before, after));   //  Counted: none of it
     if (transactional) {
-        json_t *page = act_store_history (store, context, 1, 10);
+        json_t *page = act_store_history (store, context, 1, 10, 0);
         assert_int_equal (json_array_size (page), 1);
         json_decref (page);
         json_t *call = act_store_call (store, record.call_id);

@@ -1,0 +1,100 @@
+"""actd never stalls: bounded replies (PROTOCOL.md section 1), a log that
+a misbehaving peer cannot flood, workers judged only after what they sent
+was read (also after actd itself was paused), and a global cap on queued
+calls. Every test drives the real actd from outside; nothing is timed:
+tests wait for states with generous deadlines.
+"""
+
+import json
+import os
+import signal
+import time
+import unittest
+
+import zmq
+
+from harness import Actd, CallRefused, Worker, seed_call, wait_for
+
+MIB = 1024 * 1024
+
+
+def actd_with_config(text, **kwargs):
+    """An Actd (not started) reading a config file with text."""
+    actd = Actd(**kwargs)
+    path = os.path.join(actd.dir, "actd.cfg")
+    with open(path, "w") as handle:
+        handle.write(text)
+    actd.args += ["--config", path]
+    return actd
+
+
+def append(client, context, key, size):
+    """APPEND an input message whose data holds size bytes under key."""
+    message = {"type": "data", "kind": "input", "data": {key: "x" * size}}
+    reply = client.request("APPEND", context, message, timeout=60)
+    assert reply[0] == "OK", reply
+    return json.loads(reply[1])["seq"]
+
+
+class BoundedReplies(unittest.TestCase):
+    """HISTORY pages stop at max_reply_bytes; larger VIEW and RESOLVE
+    values are too_large."""
+
+    def test_history_pages_and_large_values(self):
+        config = "server\n    max_reply_bytes = %d\n" % MIB
+        with actd_with_config(config) as actd:
+            client = actd.client()
+            size = 300 * 1000
+            for n in range(40):
+                self.assertEqual(append(client, "big", "k%d" % n, size), n + 1)
+            #  A page of 1000 stops after 3 messages of 300 KB: a 4th would
+            #  pass 1 MiB
+            reply = client.request("HISTORY", "big", "1", "1000", timeout=60)
+            self.assertEqual(reply[0], "VALUE")
+            page = json.loads(reply[1])
+            self.assertEqual([message["_seq"] for message in page], [1, 2, 3])
+            reply = client.request("HISTORY", "big", "4", "1000", timeout=60)
+            self.assertEqual([m["_seq"] for m in json.loads(reply[1])], [4, 5, 6])
+            #  Read whole in a loop: every message once, in order, and no
+            #  page over max_reply_bytes plus one message
+            seqs, start = [], 1
+            while True:
+                reply = client.request("HISTORY", "big", str(start), "1000", timeout=60)
+                self.assertEqual(reply[0], "VALUE")
+                self.assertLessEqual(len(reply[1].encode()), MIB + size + 100)
+                page = json.loads(reply[1])
+                if not page:
+                    break
+                self.assertGreaterEqual(len(page), 1)
+                for message in page:
+                    self.assertEqual(message["data"]["k%d" % (message["_seq"] - 1)], "x" * size)
+                seqs += [message["_seq"] for message in page]
+                start = page[-1]["_seq"] + 1
+            self.assertEqual(seqs, list(range(1, 41)))
+            #  A small limit still holds
+            reply = client.request("HISTORY", "big", "10", "2", timeout=60)
+            self.assertEqual([m["_seq"] for m in json.loads(reply[1])], [10, 11])
+
+            #  A merged view of 2 MB (7 messages of 300 KB) is too large,
+            #  in both formats; so is RESOLVE of the whole input
+            for n in range(7):
+                append(client, "wide", "k%d" % n, size)
+            for args in (["wide"], ["wide", "json"], ["wide", "text"]):
+                reply = client.request("VIEW", *args, timeout=60)
+                self.assertEqual(reply[:2], ["ERROR", "too_large"], reply[:2])
+            reply = client.request("RESOLVE", "wide", "\u2020input", timeout=60)
+            self.assertEqual(reply[:2], ["ERROR", "too_large"])
+            self.assertIn("max_reply_bytes", reply[2])
+            #  A part of it is small enough
+            reply = client.request("RESOLVE", "wide", "\u2020input.k3", timeout=60)
+            self.assertEqual(reply[0], "VALUE")
+            self.assertEqual(json.loads(reply[1]), "x" * size)
+            #  A small context is unaffected
+            append(client, "small", "a", 10)
+            self.assertEqual(client.resolve("small", "\u2020input.a"), "x" * 10)
+            self.assertEqual(client.request("VIEW", "small")[0], "VALUE")
+            client.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
