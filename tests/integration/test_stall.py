@@ -96,5 +96,37 @@ class BoundedReplies(unittest.TestCase):
             client.close()
 
 
+class GlobalQueueCap(unittest.TestCase):
+    """server/max_queued_calls bounds the calls waiting or queued in all
+    activities together, beside each activity's max_queue."""
+
+    def test_busy_past_max_queued_calls(self):
+        config = "server\n    max_queued_calls = 5\n"
+        with actd_with_config(config) as actd:
+            client = actd.client()
+            #  No worker: calls to three activities stay queued
+            accepted = []
+            for n in range(5):
+                reply = client.request("CALL", "cap", seed_call("a%d" % (n % 3),
+                                                                "\u2020state.r%d" % n, n=n))
+                self.assertEqual(reply[0], "ACCEPTED", reply)
+                accepted.append(reply[1])
+            for tool in ("a0", "a1", "a2", "other"):
+                reply = client.request("CALL", "cap", seed_call(tool, "\u2020state.x"))
+                self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+                self.assertIn("max_queued_calls", reply[2])
+            #  A plan is all or none: refused whole
+            reply = client.request("PLAN", "cap2", [seed_call("b"), seed_call("c")])
+            self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+            #  Once calls leave the queue there is room again
+            self.assertEqual(client.request("CANCEL", accepted[0])[0], "OK")
+            self.assertEqual(client.request("CANCEL", accepted[1])[0], "OK")
+            reply = client.request("PLAN", "cap2", [seed_call("b"), seed_call("c")])
+            self.assertEqual(reply[0], "ACCEPTED", reply)
+            reply = client.request("CALL", "cap", seed_call("a0", "\u2020state.y"))
+            self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+            client.close()
+
+
 if __name__ == "__main__":
     unittest.main()
