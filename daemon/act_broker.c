@@ -47,6 +47,8 @@ struct _act_broker_t {
     long long renew_at;         //  Shared store: next lease renewal
     long long renewed;          //  Shared store: last successful renewal
     long long orphans_at;       //  Shared store: next look for orphans
+    long long passed;           //  End of the last pass, 0 before the first
+    bool workers_waiting;       //  The last read left worker messages unread
     bool recovering;            //  Contexts with calls left to adopt
     bool stopping;              //  Shutting down
     long long stop_deadline;    //  End of the shutdown grace period
@@ -171,6 +173,22 @@ s_leases (act_broker_t *self, long long now)
     }
 }
 
+//  Workers' liveness: a pass that comes far later than the loop allows
+//  (actd stopped, or a pass that ran long) means no worker could be
+//  heard, so each gets a fresh window. A worker is judged only when the
+//  worker socket was read empty: what it sent may be waiting there.
+static void
+s_liveness (act_broker_t *self, long long now)
+{
+    if (self->passed && now - self->passed > self->settings->heartbeat_ms)
+        act_wproto_resume (self->wproto, now, now - self->passed);
+    if (now >= self->heartbeat_at && !self->workers_waiting) {
+        act_wproto_heartbeat (self->wproto, now);
+        act_flow_settle (self->flow);
+        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
+    }
+}
+
 size_t
 act_broker_pass (act_broker_t *self)
 {
@@ -186,17 +204,15 @@ act_broker_pass (act_broker_t *self)
                      act_flow_waiting (self->flow));
     }
     act_flow_timers (self->flow, now);
-    if (now >= self->heartbeat_at) {
-        act_wproto_heartbeat (self->wproto, now);
-        act_flow_settle (self->flow);
-        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
-    }
+    s_liveness (self, now);
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
         self->evict_at = now + 1000;
     }
     s_commit (self);
-    return act_outbox_flush (self->outbox, self->send, self->send_arg);
+    size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
+    self->passed = act_clock_ms ();
+    return sent;
 }
 
 
@@ -375,13 +391,16 @@ s_wait (act_broker_t *self)
     return wait > 250? 250: wait < 0? 0: wait;
 }
 
-//  Read fairly: up to a batch from each socket, alternating
+//  Read fairly: up to a batch from each socket, alternating. Notes whether
+//  worker messages may be left, so that no worker is judged unread.
 static void
 s_read (act_broker_t *self)
 {
+    self->workers_waiting = false;
     for (int round = 0; round < S_READ_BATCH; round++) {
         bool any = false;
         zmsg_t *msg = zmsg_recv_nowait (self->workers);
+        self->workers_waiting = msg != NULL;
         if (msg) {
             act_broker_worker_message (self, &msg);
             any = true;

@@ -304,6 +304,19 @@ s_liveness_ms (act_wproto_t *self, act_worker_t *worker)
 }
 
 void
+act_wproto_resume (act_wproto_t *self, long long now, long long paused)
+{
+    //  Short pauses (a long pass with a small heartbeat_ms) are routine
+    bool long_pause = paused > self->settings->heartbeat_ms * self->settings->liveness;
+    act_log (long_pause? LOG_NOTICE: LOG_DEBUG, "actd was paused for %lld ms (over "
+             "heartbeat_ms %lld): %zu workers get a fresh liveness window", paused,
+             self->settings->heartbeat_ms, act_pool_size (self->pool));
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool))
+        worker->heard = now;
+}
+
+void
 act_wproto_heartbeat (act_wproto_t *self, long long now)
 {
     long long interval = self->settings->heartbeat_ms;

@@ -29,4 +29,9 @@ void act_wproto_message (act_wproto_t *self, zmsg_t **msg_p);
 //  lost), at now.
 void act_wproto_heartbeat (act_wproto_t *self, long long now);
 
+//  actd itself was paused (stopped, swapped out, a pass that ran long) for
+//  paused ms: no worker could be heard meanwhile, so each gets a fresh
+//  liveness window from now instead of all being judged lost.
+void act_wproto_resume (act_wproto_t *self, long long now, long long paused);
+
 #endif

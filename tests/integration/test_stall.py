@@ -13,7 +13,7 @@ import unittest
 
 import zmq
 
-from harness import Actd, CallRefused, Worker, seed_call, wait_for
+from harness import Actd, NoAnswer, Worker, seed_call, wait_for
 
 MIB = 1024 * 1024
 
@@ -93,6 +93,45 @@ class BoundedReplies(unittest.TestCase):
             append(client, "small", "a", 10)
             self.assertEqual(client.resolve("small", "\u2020input.a"), "x" * 10)
             self.assertEqual(client.request("VIEW", "small")[0], "VALUE")
+            client.close()
+
+
+class PausedBroker(unittest.TestCase):
+    """Workers are judged only after what they sent was read, and a pause
+    of actd itself gives every worker a fresh liveness window."""
+
+    def test_sigstop_with_results_queued_loses_nothing(self):
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            held = []
+            worker = Worker(actd.worker_endpoint, ["hold"],
+                            lambda activity, params, meta: NoAnswer, capacity=100)
+            worker.start()
+            client = actd.client()
+            count = 100
+            rids = [client.send("CALL", "paused", seed_call("hold", "\u2020state.r%d" % n, n=n))
+                    for n in range(count)]
+            ids = [client.wait(rid, "ACCEPTED", timeout=60)[1] for rid in rids]
+            wait_for(lambda: len(worker.tasks) == count, "100 tasks at the worker", 60)
+            held = list(worker.tasks)
+            #  actd stops; the worker answers everything meanwhile
+            actd.process.send_signal(signal.SIGSTOP)
+            try:
+                for task, activity, params, meta in held:
+                    worker.send_result(task, {"n": params["n"]})
+                wait_for(worker.outbox.empty, "the worker to send its results", 30)
+                time.sleep(3.0)     #  The pause: far over heartbeat_ms * liveness
+            finally:
+                actd.process.send_signal(signal.SIGCONT)
+            for n, (rid, call_id) in enumerate(zip(rids, ids)):
+                outcome = json.loads(client.wait(rid, "DONE", timeout=60)[2])
+                self.assertEqual((outcome["status"], outcome["attempts"], outcome["result"]),
+                                 ("ok", 1, {"n": n}), outcome)
+            self.assertEqual(sorted(params["n"] for _, _, params, _ in worker.tasks),
+                             list(range(count)))
+            self.assertEqual(worker.disconnects, 0)
+            self.assertNotIn(" lost ", actd.log())
+            self.assertIn("workers get a fresh liveness window", actd.log())
+            worker.stop()
             client.close()
 
 
