@@ -207,6 +207,7 @@ act_broker_pass (act_broker_t *self)
     s_liveness (self, now);
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
+        act_log_peer_flush ();
         self->evict_at = now + 1000;
     }
     s_commit (self);

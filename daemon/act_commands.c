@@ -491,7 +491,11 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
         zframe_destroy (&delimiter);
     }
     if (!client || zmsg_size (msg) < 3 || !s_frame_is (zmsg_first (msg), ACT_CLIENT_HEADER)) {
-        act_log (LOG_INFO, "client message without a request id or ACTC01 header dropped");
+        char *peer = client? zframe_strhex (client): strdup ("?");
+        act_log_peer (LOG_INFO, peer, "client message without a request id or ACTC01 header",
+                      "client message without a request id or ACTC01 header from %s dropped",
+                      peer);
+        free (peer);
         zframe_destroy (&client);
         zmsg_destroy (&msg);
         return;
@@ -508,8 +512,9 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
     //  Metadata rides on the frames the peer sent, not on the routing id
     if (!act_security_client_allowed (self->security, header)) {
         const char *user = zframe_meta (header, "User-Id");
-        act_log (LOG_WARNING, "CURVE: client refused: key %s is not in %s",
-                 user? user: "(none)", self->settings->client_keys);
+        act_log_peer (LOG_WARNING, user? user: "(none)", "CURVE client refused",
+                      "CURVE: client refused: key %s is not in %s", user? user: "(none)",
+                      self->settings->client_keys);
         act_err_set (&err, ACT_E_UNAUTHORIZED, "this client's CURVE key is not allowed");
         s_reply_error (self, &req, &err);
     }

@@ -52,8 +52,10 @@ static void
 s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
           act_proto_t protocol, bool envelope, const char *problem)
 {
-    act_log (LOG_WARNING, "worker %s: %s; disconnecting it", worker? worker->name: key,
-             problem);
+    //  A peer that keeps at it (HEARTBEATs without READY) is logged once
+    //  in a while, with a count
+    act_log_peer (LOG_WARNING, key, problem, "worker %s: %s; disconnecting it",
+                  worker? worker->name: key, problem);
     if (worker)
         act_flow_worker_lost (self->flow, worker, problem);
     act_pool_disconnect (self->outbox, identity, protocol, envelope, problem);
@@ -272,7 +274,8 @@ act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
         problem = s_mdp (self, worker, identity, key, protocol, envelope, msg);
     }
     else {
-        act_log (LOG_INFO, "message without a worker protocol header from %s dropped", key);
+        act_log_peer (LOG_INFO, key, "message without a worker protocol header",
+                      "message without a worker protocol header from %s dropped", key);
         protocol = (act_proto_t) -1;
     }
     if (problem)

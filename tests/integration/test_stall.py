@@ -96,6 +96,68 @@ class BoundedReplies(unittest.TestCase):
             client.close()
 
 
+def repeats_logged(log, peer, event):
+    """How many misbehaving messages of peer (hex routing id) the log
+    accounts for: 1 for each line of the event, plus the count of each
+    "(and N more like it from PEER ...)"."""
+    total = 0
+    for line in log.splitlines():
+        if peer not in line:
+            continue
+        if event in line:
+            total += 1
+        marker = "(and "
+        if marker in line and "more like it from %s" % peer in line:
+            total += int(line.split(marker)[-1].split()[0])
+    return total
+
+
+class QuietLog(unittest.TestCase):
+    """A peer repeating the same misbehaviour is logged once per interval
+    with a count, not once per message."""
+
+    def test_flood_of_misbehaviour_keeps_the_log_small(self):
+        with Actd() as actd:
+            before = actd.log()
+            count = 20000
+            context = zmq.Context.instance()
+            worker = context.socket(zmq.DEALER)
+            worker.setsockopt(zmq.LINGER, 0)
+            worker.setsockopt(zmq.ROUTING_ID, b"flood-worker")
+            worker.setsockopt(zmq.RCVHWM, 0)
+            worker.connect(actd.worker_endpoint)
+            client = actd.client(identity=b"flood-client")
+            for n in range(count):
+                worker.send_multipart([b"ACTW01", b"HEARTBEAT"])
+                client.send_raw([b"garbage", str(n)])
+            #  Each HEARTBEAT is refused with DISCONNECT: all were read
+            disconnects = 0
+            deadline = time.time() + 120
+            while disconnects < count and time.time() < deadline:
+                if worker.poll(1000):
+                    frames = worker.recv_multipart()
+                    self.assertEqual(frames[:2], [b"ACTW01", b"DISCONNECT"])
+                    disconnects += 1
+            self.assertEqual(disconnects, count)
+            #  The same client's PING comes after its garbage was read
+            self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+            grown = actd.log()[len(before):]
+            self.assertLess(len(grown.splitlines()), 200, grown[-5000:])
+            self.assertLess(len(grown), 100 * 1024)
+            #  Every message is accounted for once its interval is over
+            worker_peer, client_peer = b"flood-worker".hex().upper(), b"flood-client".hex().upper()
+            wait_for(lambda: repeats_logged(actd.log(), worker_peer, "disconnecting it") == count,
+                     "the HEARTBEATs counted in the log", 120)
+            wait_for(lambda: repeats_logged(actd.log(), client_peer, "dropped") == count,
+                     "the garbage counted in the log", 120)
+            self.assertIn("more like it from %s in the last" % worker_peer, actd.log())
+            other = actd.client()
+            self.assertEqual(other.request("PING", timeout=30), ["PONG"])
+            other.close()
+            worker.close(0)
+            client.close()
+
+
 class PausedBroker(unittest.TestCase):
     """Workers are judged only after what they sent was read, and a pause
     of actd itself gives every worker a fresh liveness window."""
