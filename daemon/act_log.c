@@ -62,13 +62,23 @@ typedef struct {
 static s_peer_t s_peers [S_PEERS];
 static s_peer_t s_others;       //  Repeats from peers the table had no room for
 
+//  Log text, with the count of the slot's repeats when there were some
+static void
+s_peer_line (int level, s_peer_t *slot, const char *text, long long now)
+{
+    if (slot->repeats)
+        act_log_emit (level, "%s (and %llu more like it from %s in the last %lld s)", text,
+                      slot->repeats, slot->peer, (now - slot->since) / 1000);
+    else
+        act_log_emit (level, "%s", text);
+}
+
 //  Log the count of a slot's repeats, if any, and free the slot
 static void
 s_peer_close (s_peer_t *slot, long long now)
 {
     if (slot->repeats && slot->level <= act_log_threshold)
-        act_log_emit (slot->level, "%s (and %llu more like it from %s in the last %lld s)",
-                      slot->reason, slot->repeats, slot->peer, (now - slot->since) / 1000);
+        s_peer_line (slot->level, slot, slot->reason, now);
     slot->since = 0;
     slot->repeats = 0;
 }
@@ -116,12 +126,8 @@ act_log_peer_emit (int level, const char *peer, const char *reason, const char *
     va_start (args, format);
     char *text = zsys_vprintf (format, args);
     va_end (args);
-    if (text && slot->repeats)
-        act_log_emit (level, "%s (and %llu more like it from %s in the last %lld s)", text,
-                      slot->repeats, slot->peer, (now - slot->since) / 1000);
-    else
     if (text)
-        act_log_emit (level, "%s", text);
+        s_peer_line (level, slot, text, now);
     zstr_free (&text);
     slot->since = now;
     slot->repeats = 0;

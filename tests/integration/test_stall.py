@@ -6,26 +6,15 @@ tests wait for states with generous deadlines.
 """
 
 import json
-import os
 import signal
 import time
 import unittest
 
 import zmq
 
-from harness import Actd, NoAnswer, Worker, seed_call, wait_for
+from harness import Actd, NoAnswer, Worker, actd_with_config, seed_call, wait_for
 
 MIB = 1024 * 1024
-
-
-def actd_with_config(text, **kwargs):
-    """An Actd (not started) reading a config file with text."""
-    actd = Actd(**kwargs)
-    path = os.path.join(actd.dir, "actd.cfg")
-    with open(path, "w") as handle:
-        handle.write(text)
-    actd.args += ["--config", path]
-    return actd
 
 
 def append(client, context, key, size):
