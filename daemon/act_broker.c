@@ -176,14 +176,15 @@ s_leases (act_broker_t *self, long long now)
 //  Workers' liveness: a pass that comes far later than the loop allows
 //  (actd stopped, or a pass that ran long) means no worker could be
 //  heard, so each gets a fresh window. A worker is judged only when the
-//  worker socket was read empty: what it sent may be waiting there.
+//  worker socket was read empty: what it sent may be waiting there. The
+//  heartbeats go out either way, so workers do not judge actd lost.
 static void
 s_liveness (act_broker_t *self, long long now)
 {
     if (self->passed && now - self->passed > self->settings->heartbeat_ms)
         act_wproto_resume (self->wproto, now, now - self->passed);
-    if (now >= self->heartbeat_at && !self->workers_waiting) {
-        act_wproto_heartbeat (self->wproto, now);
+    if (now >= self->heartbeat_at) {
+        act_wproto_heartbeat (self->wproto, now, !self->workers_waiting);
         act_flow_settle (self->flow);
         self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
     }

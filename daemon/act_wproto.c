@@ -320,13 +320,13 @@ act_wproto_resume (act_wproto_t *self, long long now, long long paused)
 }
 
 void
-act_wproto_heartbeat (act_wproto_t *self, long long now)
+act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
 {
     long long interval = self->settings->heartbeat_ms;
     zlistx_t *dead = zlistx_new ();
     for (act_worker_t *worker = act_pool_first (self->pool); worker;
          worker = act_pool_next (self->pool)) {
-        if (now - worker->heard > s_liveness_ms (self, worker))
+        if (judge && now - worker->heard > s_liveness_ms (self, worker))
             zlistx_add_end (dead, worker);
         else
         if (now - worker->sent >= interval)
