@@ -7,12 +7,14 @@ tests wait for states with generous deadlines.
 
 import json
 import signal
+import subprocess
 import time
 import unittest
 
 import zmq
 
-from harness import Actd, NoAnswer, Worker, actd_with_config, seed_call, wait_for
+from harness import (Actd, NoAnswer, Worker, actd_with_config, find_binary, seed_call,
+                     wait_for)
 
 MIB = 1024 * 1024
 
@@ -60,6 +62,11 @@ class BoundedReplies(unittest.TestCase):
                 seqs += [message["_seq"] for message in page]
                 start = page[-1]["_seq"] + 1
             self.assertEqual(seqs, list(range(1, 41)))
+            #  actctl history --all pages on past short pages to the end
+            listing = subprocess.run(
+                [find_binary("actctl"), "--endpoint", actd.client_endpoint, "history", "big",
+                 "--all", "--json"], capture_output=True, timeout=120, check=True)
+            self.assertEqual([m["_seq"] for m in json.loads(listing.stdout)], list(range(1, 41)))
             #  A small limit still holds
             reply = client.request("HISTORY", "big", "10", "2", timeout=60)
             self.assertEqual([m["_seq"] for m in json.loads(reply[1])], [10, 11])
