@@ -153,6 +153,25 @@ class QuietLog(unittest.TestCase):
             worker.close(0)
             client.close()
 
+    def test_flood_of_peers_keeps_the_log_bounded(self):
+        """Peers beyond the 256 followed are counted together."""
+        with Actd() as actd:
+            before = actd.log()
+            peers = 400
+            sockets = [actd.client(identity=b"peer-%04d" % n) for n in range(peers)]
+            for client in sockets:
+                for n in range(5):
+                    client.send_raw([b"garbage", str(n)])
+            for client in sockets:
+                self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+                client.close()
+            grown = actd.log()[len(before):]
+            lines = [line for line in grown.splitlines() if "ACTC01 header" in line]
+            self.assertLessEqual(len(lines), 257, grown[-3000:])
+            self.assertGreaterEqual(len(lines), 256)
+            wait_for(lambda: "more like it from other peers" in actd.log(),
+                     "the count of the other peers' messages", 120)
+
 
 class PausedBroker(unittest.TestCase):
     """Workers are judged only after what they sent was read, and a pause
