@@ -166,9 +166,14 @@ s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
 static void
 s_reply_bounded (act_commands_t *self, s_request_t *req, char *text)
 {
+    act_err_t err = { 0 };
+    if (!text) {
+        act_err_set (&err, ACT_E_INTERNAL, "the value could not be serialized");
+        s_reply_error (self, req, &err);
+        return;
+    }
     size_t size = strlen (text);
     if (size > (size_t) self->settings->max_reply_bytes) {
-        act_err_t err = { 0 };
         act_err_set (&err, ACT_E_TOO_LARGE,
                      "the value is %zu bytes, over max_reply_bytes (%lld); resolve a part of it",
                      size, self->settings->max_reply_bytes);
