@@ -151,6 +151,33 @@ s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
     act_outbox_error (self->outbox, req->client, req->request, req->name, err);
 }
 
+//  VALUE with text (which it frees), or ERROR too_large when text is over
+//  max_reply_bytes (PROTOCOL.md section 1: replies are bounded): a reply
+//  that big would sit in the outbox and the socket's queue for a value
+//  the client can read in parts with RESOLVE
+static void
+s_reply_bounded (act_commands_t *self, s_request_t *req, char *text)
+{
+    act_err_t err = { 0 };
+    if (!text) {
+        act_err_set (&err, ACT_E_INTERNAL, "the value could not be serialized");
+        s_reply_error (self, req, &err);
+        return;
+    }
+    size_t size = strlen (text);
+    if (size > (size_t) self->settings->max_reply_bytes) {
+        act_err_set (&err, ACT_E_TOO_LARGE,
+                     "the value is %zu bytes, over max_reply_bytes (%lld); resolve a part of it",
+                     size, self->settings->max_reply_bytes);
+        free (text);
+        s_reply_error (self, req, &err);
+        return;
+    }
+    act_out_add (act_outbox_reply (self->outbox, req->client, req->request, "VALUE", false),
+                 text, size);
+    free (text);
+}
+
 
 //  --------------------------------------------------------------------------
 //  The handlers, in the table's order
@@ -255,7 +282,7 @@ s_resolve (act_commands_t *self, s_request_t *req)
         act_context_t *context = act_cache_get (self->cache, req->context, false, &err);
         json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
         if (value)
-            s_reply_json (self, req, "VALUE", value, false);
+            s_reply_bounded (self, req, act_json_dump (value));
         else
         if (context)
             act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
@@ -282,15 +309,11 @@ s_view (act_commands_t *self, s_request_t *req)
     if (!context)
         s_reply_error (self, req, &err);
     else
-    if (text) {
-        char *rendering = act_ctx_view_text (context->ctx);
-        act_out_addstr (act_outbox_reply (self->outbox, req->client, req->request, "VALUE",
-                                          false), rendering);
-        free (rendering);
-    }
+    if (text)
+        s_reply_bounded (self, req, act_ctx_view_text (context->ctx));
     else {
         json_t *view = act_ctx_view (context->ctx);
-        s_reply_json (self, req, "VALUE", view, false);
+        s_reply_bounded (self, req, act_json_dump (view));
         json_decref (view);
     }
 }
@@ -304,7 +327,8 @@ s_history (act_commands_t *self, s_request_t *req)
     if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err) == 0
     &&  s_decimal_arg (req->args [2], "limit", ACT_HISTORY_LIMIT, &limit, &err) == 0
     &&  act_cache_get (self->cache, req->context, false, &err)
-    &&  !(page = act_store_history (self->store, req->context, from, limit)))
+    &&  !(page = act_store_history (self->store, req->context, from, limit,
+                                    (size_t) self->settings->max_reply_bytes)))
         act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
     if (page)
         s_reply_json (self, req, "VALUE", page, false);
@@ -589,7 +613,11 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
         zframe_destroy (&delimiter);
     }
     if (!client || zmsg_size (msg) < 3 || !act_frame_is (zmsg_first (msg), ACT_CLIENT_HEADER)) {
-        act_log (LOG_INFO, "client message without a request id or ACTC01 header dropped");
+        char *peer = client? zframe_strhex (client): strdup ("?");
+        act_log_peer (LOG_INFO, peer, "client message without a request id or ACTC01 header",
+                      "client message without a request id or ACTC01 header from %s dropped",
+                      peer);
+        free (peer);
         zframe_destroy (&client);
         zmsg_destroy (&msg);
         return;
@@ -606,8 +634,9 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
     //  Metadata rides on the frames the peer sent, not on the routing id
     if (!act_security_client_allowed (self->security, header)) {
         const char *user = zframe_meta (header, "User-Id");
-        act_log (LOG_WARNING, "CURVE: client refused: key %s is not in %s",
-                 user? user: "(none)", self->settings->client_keys);
+        act_log_peer (LOG_WARNING, user? user: "(none)", "CURVE client refused",
+                      "CURVE: client refused: key %s is not in %s", user? user: "(none)",
+                      self->settings->client_keys);
         act_err_set (&err, ACT_E_UNAUTHORIZED, "this client's CURVE key is not allowed");
         s_reply_error (self, &req, &err);
     }

@@ -38,8 +38,10 @@ static void
 s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
           act_proto_t protocol, bool envelope, const char *problem)
 {
-    act_log (LOG_WARNING, "worker %s: %s; disconnecting it", worker? worker->name: key,
-             problem);
+    //  A peer that keeps at it (HEARTBEATs without READY) is logged once
+    //  in a while, with a count
+    act_log_peer (LOG_WARNING, key, problem, "worker %s: %s; disconnecting it",
+                  worker? worker->name: key, problem);
     if (worker)
         act_flow_worker_lost (self->flow, worker, problem);
     act_pool_disconnect (self->outbox, identity, protocol, envelope, problem);
@@ -258,7 +260,8 @@ act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
         problem = s_mdp (self, worker, identity, key, protocol, envelope, msg);
     }
     else {
-        act_log (LOG_INFO, "message without a worker protocol header from %s dropped", key);
+        act_log_peer (LOG_INFO, key, "message without a worker protocol header",
+                      "message without a worker protocol header from %s dropped", key);
         protocol = (act_proto_t) -1;
     }
     if (problem)
@@ -290,13 +293,26 @@ s_liveness_ms (act_wproto_t *self, act_worker_t *worker)
 }
 
 void
-act_wproto_heartbeat (act_wproto_t *self, long long now)
+act_wproto_resume (act_wproto_t *self, long long now, long long paused)
+{
+    //  Short pauses (a long pass with a small heartbeat_ms) are routine
+    bool long_pause = paused > self->settings->heartbeat_ms * self->settings->liveness;
+    act_log (long_pause? LOG_NOTICE: LOG_DEBUG, "actd was paused for %lld ms (over "
+             "heartbeat_ms %lld): %zu workers get a fresh liveness window", paused,
+             self->settings->heartbeat_ms, act_pool_size (self->pool));
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool))
+        worker->heard = now;
+}
+
+void
+act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
 {
     long long interval = self->settings->heartbeat_ms;
     zlistx_t *dead = zlistx_new ();
     for (act_worker_t *worker = act_pool_first (self->pool); worker;
          worker = act_pool_next (self->pool)) {
-        if (now - worker->heard > s_liveness_ms (self, worker))
+        if (judge && now - worker->heard > s_liveness_ms (self, worker))
             zlistx_add_end (dead, worker);
         else
         if (now - worker->sent >= interval)

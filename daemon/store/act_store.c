@@ -183,9 +183,10 @@ act_store_messages (act_store_t *self, const char *context, act_store_each_fn *f
 }
 
 json_t *
-act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit)
+act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit,
+                   size_t max_bytes)
 {
-    return self->backend->history (self->impl, context, from, limit);
+    return self->backend->history (self->impl, context, from, limit, max_bytes);
 }
 
 json_t *

@@ -98,9 +98,11 @@ int act_store_messages (act_store_t *self, const char *context,
                         act_store_each_fn *fn, void *arg);
 
 //  Up to limit messages of a context with _seq >= from, oldest first, as a
-//  new JSON array.
+//  new JSON array. It stops early, after at least one message, before the
+//  array's compact JSON text would pass max_bytes (0: no bound), so that a
+//  page of big messages is never read whole only to be cut.
 json_t *act_store_history (act_store_t *self, const char *context,
-                           uint64_t from, size_t limit);
+                           uint64_t from, size_t limit, size_t max_bytes);
 
 //  The record of call call_id, or NULL.
 json_t *act_store_call (act_store_t *self, uint64_t call_id);

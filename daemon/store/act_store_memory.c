@@ -338,12 +338,18 @@ s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void 
 }
 
 static json_t *
-s_memory_history (void *impl, const char *context, uint64_t from, size_t limit)
+s_memory_history (void *impl, const char *context, uint64_t from, size_t limit,
+                  size_t max_bytes)
 {
     s_mctx_t *ctx = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
     json_t *page = json_array ();
-    for (size_t i = from? from - 1: 0; ctx && i < ctx->size && limit; i++, limit--)
+    size_t bytes = 1;           //  "[", then each message and "," or "]"
+    for (size_t i = from? from - 1: 0; ctx && i < ctx->size && limit; i++, limit--) {
+        bytes += strlen (ctx->items [i]) + 1;
+        if (max_bytes && bytes > max_bytes && json_array_size (page))
+            break;
         json_array_append_new (page, json_loads (ctx->items [i], 0, NULL));
+    }
     return page;
 }
 

@@ -415,18 +415,25 @@ s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 }
 
 static json_t *
-s_history (void *impl, const char *context, uint64_t from, size_t limit)
+s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes)
 {
     act_pg_t *self = (act_pg_t *) impl;
     if (act_pg_flush (self, NULL))
         return NULL;
-    char from_text [24], limit_text [24];
+    char from_text [24], limit_text [24], bytes_text [24];
     snprintf (from_text, sizeof from_text, "%" PRIu64, from);
     snprintf (limit_text, sizeof limit_text, "%zu", limit);
-    const char *params [] = { context, from_text, limit_text };
+    snprintf (bytes_text, sizeof bytes_text, "%zu", max_bytes? max_bytes: SIZE_MAX / 2);
+    const char *params [] = { context, from_text, limit_text, bytes_text };
+    //  The server stops the page where its text would pass max_bytes ("["
+    //  then each body and "," or "]"), so a page of big messages does not
+    //  cross the wire whole only to be cut here
     PGresult *result = act_pg_exec (self, "cannot read history",
-        "SELECT body FROM messages WHERE context = $1 AND seq >= $2::bigint "
-        "ORDER BY seq LIMIT $3::bigint", 3, params, NULL);
+        "SELECT body FROM (SELECT body, row_number () OVER w AS n, "
+        "1 + sum (octet_length (body) + 1) OVER w AS bytes FROM messages "
+        "WHERE context = $1 AND seq >= $2::bigint WINDOW w AS (ORDER BY seq) "
+        "ORDER BY seq LIMIT $3::bigint) page WHERE n = 1 OR bytes <= $4::bigint "
+        "ORDER BY n", 4, params, NULL);
     if (!result)
         return NULL;
     json_t *page = json_array ();

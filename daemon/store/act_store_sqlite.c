@@ -416,7 +416,7 @@ s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 }
 
 static json_t *
-s_history (void *impl, const char *context, uint64_t from, size_t limit)
+s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_HISTORY];
@@ -424,13 +424,18 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit)
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) from);
     sqlite3_bind_int64 (query, 3, (sqlite3_int64) limit);
     json_t *page = json_array ();
+    size_t bytes = 1;           //  "[", then each message and "," or "]"
     int rc;
     while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        //  Rows are read one at a time: a full page stops the read
+        bytes += (size_t) sqlite3_column_bytes (query, 0) + 1;
+        if (max_bytes && bytes > max_bytes && json_array_size (page))
+            break;
         json_t *message = s_column_json (query, 0);
         if (message)
             json_array_append_new (page, message);
     }
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         s_fail (self, NULL, "cannot read history");
         json_decref (page);
         page = NULL;

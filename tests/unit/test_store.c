@@ -86,16 +86,29 @@ test_reads_see_the_batch_and_commit_keeps_it (void **state)
         json_decref (message);
     }
     assert_true (act_store_has_context (store, context));
-    json_t *page = act_store_history (store, context, 2, 10);
+    json_t *page = act_store_history (store, context, 2, 10, 0);
     assert_int_equal (json_array_size (page), 2);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 0), "_seq")), 2);
     json_decref (page);
     act_err_t err = { 0 };
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_int_equal (act_store_batch (store), 0);
-    page = act_store_history (store, context, 1, 2);
+    page = act_store_history (store, context, 1, 2, 0);
+    assert_int_equal (json_array_size (page), 2);
+    //  A byte bound stops the page, after at least one message, where its
+    //  compact text would pass it
+    char *text = act_json_dump (page);
+    json_decref (page);
+    page = act_store_history (store, context, 1, 10, strlen (text));
     assert_int_equal (json_array_size (page), 2);
     json_decref (page);
+    page = act_store_history (store, context, 1, 10, strlen (text) - 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    page = act_store_history (store, context, 1, 10, 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    free (text);
     json_t *all = json_array ();
     assert_int_equal (act_store_messages (store, context, s_count, all), 0);
     assert_int_equal (json_array_size (all), 3);
@@ -201,7 +214,7 @@ test_a_reopened_store_has_what_was_committed (void **state)
     act_store_destroy (&store);
 
     store = s_open_owning (context);
-    json_t *page = act_store_history (store, context, 1, 10);
+    json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 1);
     json_decref (page);
     act_store_destroy (&store);
@@ -269,9 +282,9 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (json_array_size (pending), 1);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (pending, 0), "call_id")), 7);
     json_decref (pending);
-    json_t *history = act_store_history (store, "old", 1, 10);
-    assert_int_equal (json_array_size (history), 1);
-    json_decref (history);
+    json_t *page = act_store_history (store, "old", 1, 10, 0);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
     //  A call that goes on running and then ends leaves the pending set
     act_call_record_t record = s_record (7, "old", "running", NULL);
     record.attempts = 2;
@@ -290,15 +303,15 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     //  Version 4: the old context's row has its counts, and it can go
     store = act_store_open (path, ACT_SYNC_NORMAL, &err);
     assert_non_null (store);
-    json_t *page = act_store_contexts (store, "ol", NULL, 10);
-    assert_int_equal (json_array_size (page), 1);
-    json_t *old = json_array_get (page, 0);
+    json_t *listed = act_store_contexts (store, "ol", NULL, 10);
+    assert_int_equal (json_array_size (listed), 1);
+    json_t *old = json_array_get (listed, 0);
     assert_string_equal (json_string_value (json_object_get (old, "context")), "old");
     assert_int_equal (json_integer_value (json_object_get (old, "messages")), 1);
     assert_int_equal (json_integer_value (json_object_get (old, "last_seq")), 1);
     assert_int_equal (json_integer_value (json_object_get (old, "pending")), 0);
     assert_true (json_is_null (json_object_get (old, "updated")));
-    json_decref (page);
+    json_decref (listed);
     size_t messages = 0;
     assert_int_equal (act_store_delete_context (store, "old", &messages), 0);
     assert_int_equal (messages, 1);
@@ -362,7 +375,7 @@ test_leases_take_over_and_fence (void **state)
     act_err_t lost = { 0 };
     assert_int_equal (act_store_commit (first, &lost), -1);
     assert_non_null (lost.code);
-    json_t *page = act_store_history (second, context, 1, 10);
+    json_t *page = act_store_history (second, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 1);
     json_decref (page);
 
@@ -416,7 +429,7 @@ test_a_failed_write_fails_the_commit (void **state)
     json_t *after = act_store_counts (store);
     assert_true (json_equal (before, after));   //  Counted: none of it
     if (transactional) {
-        json_t *page = act_store_history (store, context, 1, 10);
+        json_t *page = act_store_history (store, context, 1, 10, 0);
         assert_int_equal (json_array_size (page), 1);
         json_decref (page);
         json_t *call = act_store_call (store, record.call_id);
@@ -552,7 +565,7 @@ static void
 s_assert_gone (act_store_t *store, const char *context, uint64_t call_id)
 {
     assert_false (act_store_has_context (store, context));
-    json_t *page = act_store_history (store, context, 1, 10);
+    json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 0);
     json_decref (page);
     assert_null (act_store_call (store, call_id));
@@ -656,7 +669,7 @@ test_a_delete_in_a_failed_batch_keeps_the_context (void **state)
     assert_int_equal (act_store_commit (store, &err), -1);
 
     assert_true (act_store_has_context (store, context));
-    json_t *page = act_store_history (store, context, 1, 10);
+    json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 2);
     json_decref (page);
     json_t *call = act_store_call (store, call_id);

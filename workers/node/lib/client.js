@@ -212,7 +212,9 @@ class Client {
             for (const message of page)
                 yield message;
             left -= page.length;
-            if (page.length < asked)
+            //  Only an empty page is the end: actd stops a page early at
+            //  max_reply_bytes
+            if (page.length === 0)
                 return;
             from = page [page.length - 1]._seq + 1;
         }

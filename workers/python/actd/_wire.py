@@ -665,21 +665,20 @@ class HistoryPages:
         self.left = limit
         self.page_size = page_size
         self.done = limit == 0
-        self._asked = 0
 
     def args(self) -> Optional[List[bytes]]:
         """The next request's arguments, or None when all was read."""
         if self.done:
             return None
         size = self.page_size if self.left is None else min(self.page_size, self.left)
-        self._asked = size
         return [text_arg(self.context), text_arg(self.seq), text_arg(size)]
 
     def take(self, page: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        """A reply's messages; a short page is the last."""
+        """A reply's messages; an empty page is the last (a page may be
+        short before the end: actd stops one at ``max_reply_bytes``)."""
         if self.left is not None:
             self.left -= len(page)
-        self.done = len(page) < self._asked or self.left == 0
+        self.done = not page or self.left == 0
         if page:
             self.seq = int(page[-1]["_seq"]) + 1
         return page
