@@ -23,7 +23,7 @@
 //  so a waiting call() still resolves.
 
 const { Link } = require ('./link');
-const { ActdError, errorFromReply } = require ('./errors');
+const { ActdError, NotFoundError, errorFromReply } = require ('./errors');
 const { rendezvous, endpointList, withIds } = require ('./route');
 const { curveOptions } = require ('./curve');
 
@@ -36,9 +36,12 @@ const MULTI_REQUEST_TIMEOUT_MS = 5000;  //  Default requestTimeoutMs with severa
 const POLL_BATCH = 100;                 //  Most STATUS polls started per statusPollMs
 const POLL_EXPIRES_MS = 10000;          //  A STATUS poll not answered is given up
 const ROUTES_KEPT = 10000;              //  Contexts and call ids whose broker is kept
+const WATCH_IDLE_MS = 10000;            //  A watch silent this long PINGs its broker
+const UNWATCH_MS = 2000;                //  How long leaving a watch waits for UNWATCH's OK
 
 //  Commands about a context (their first argument), and about a call
-const CONTEXT_COMMANDS = new Set (['CALL', 'PLAN', 'APPEND', 'RESOLVE', 'VIEW', 'HISTORY']);
+const CONTEXT_COMMANDS = new Set (['CALL', 'PLAN', 'APPEND', 'RESOLVE', 'VIEW', 'HISTORY',
+                                   'WATCH', 'DELETE']);
 const CALL_COMMANDS = new Set (['STATUS', 'CANCEL']);
 
 function s_has_output (call) {
@@ -97,6 +100,7 @@ class Client {
         this._accepted = new Map ();    //  call id -> endpoint
         this._pending = new Map ();     //  request id -> request
         this._waits = new Map ();       //  request id + "\n" + call id -> wait
+        this._watches = new Set ();     //  Open watch () states
         this._counter = 0;
         this._scanTimer = null;
         this._scanMs = Math.max (10, Math.min (250,
@@ -165,17 +169,161 @@ class Client {
             request.dones.set (id, []);
         request.dones.get (id).push (deferred);
         this._waits.set (request.id + '\n' + id, { request, callId: id, endpoint: request.endpoint,
-                                                   heard: Date.now (), polling: false });
+                                                   heard: Date.now (), polling: false, promise });
         return promise;
     }
 
     //  ------------------------------------------------------------------
     //  Contexts
 
-    //  APPEND; resolves with the message's _seq
-    async append (context, message) {
-        return this._request ('APPEND', [context, s_json (message, 'the message')], {},
-                              (request, args) => s_parse (args [0]).seq);
+    //  APPEND; resolves with the message's _seq. options.key: an
+    //  idempotency key (1-128 bytes): an APPEND again with the same key in
+    //  the context appends nothing and resolves with the first one's _seq
+    async append (context, message, options = {}) {
+        const args = [context, s_json (message, 'the message')];
+        if (options.key !== undefined)
+            args.push (String (options.key));
+        return this._request ('APPEND', args, {}, (request, reply) => s_parse (reply [0]).seq);
+    }
+
+    //  DELETE: cancels the context's calls not ended, removes it; resolves
+    //  with {messages, cancelled}, rejects with NotFoundError
+    async delete (context) {
+        return this._request ('DELETE', [context], {}, (request, args) => s_parse (args [0]));
+    }
+
+    //  CONTEXTS: an async iterator over the stored contexts ({context,
+    //  messages, last_seq, updated, pending}) whose id starts with
+    //  options.prefix (default: all), in byte order, asking options.limit
+    //  (default 100, at most 1000) of them a request
+    async * contexts (options = {}) {
+        const prefix = options.prefix ?? '';
+        const limit = String (options.limit ?? 100);
+        let after = '';
+        do {
+            const page = await this._request ('CONTEXTS', [prefix, after, limit], {},
+                                              (request, args) => s_parse (args [0]));
+            yield * page.contexts;
+            after = page.next;
+        } while (after !== undefined);
+    }
+
+    //  WATCH: an async iterator over the events of context (PROTOCOL.md
+    //  1.1): {seq, message} from options.fromSeq on (default 1; 0: what is
+    //  appended from now on), with options.calls also {call} (a STATUS
+    //  object) at each change of state of its calls, and a last {deleted:
+    //  true}. It resumes by itself from the message after the last it gave
+    //  (UNWATCH of the old watch, WATCH anew): after a gap in seq, when the
+    //  connection to the broker drops (a restart), and when the broker,
+    //  silent for options.idleMs (10000), does not answer PING in as long.
+    //  {call} events of the time between are lost. options.signal (an
+    //  AbortSignal) ends it with the signal's reason. Leaving the loop
+    //  sends UNWATCH.
+    watch (context, options = {}) {
+        return this._watch (context, options, null);
+    }
+
+    //  watch (); onOpen () after each WATCH sent may resolve with an event
+    //  to give, or reject to end the watch with its error
+    async * _watch (context, options, onOpen) {
+        const idleMs = options.idleMs ?? WATCH_IDLE_MS;
+        const signal = options.signal;
+        let last = (options.fromSeq ?? 1) - 1;  //  -1: from now on, none given yet
+        const watch = { items: [], wake: null, lost: false, request: null };
+        const push = (item) => {
+            watch.items.push (item);
+            if (watch.wake)
+                watch.wake ();
+        };
+        const open = () => {
+            if (watch.request)
+                this._unwatch (watch.request, UNWATCH_MS);
+            watch.items = [];
+            watch.lost = false;
+            watch.request = this._track ('WATCH', [context, String (last + 1),
+                                                   options.calls? 'all': 'messages'],
+                                         { replied: true, stream: push });
+            this._transmit (watch.request);
+            if (onOpen)
+                onOpen ().then ((event) => event && push ({ event }), (error) => push ({ error }));
+        };
+        if (signal)
+            signal.addEventListener ('abort', () => watch.wake && watch.wake (), { once: true });
+        this._watches.add (watch);
+        try {
+            open ();
+            for (;;) {
+                if (this.closed)
+                    throw new ActdError ('closed', 'the client was closed');
+                if (signal && signal.aborted)
+                    throw signal.reason;
+                if (watch.lost) {
+                    open ();
+                    continue;
+                }
+                const item = watch.items.shift ();
+                if (!item) {
+                    await this._idle (watch, idleMs);
+                    continue;
+                }
+                if (item.error)
+                    throw item.error;
+                if (item.verb === 'ERROR')
+                    throw errorFromReply (String (item.args [0] ?? 'internal'),
+                                          String (item.args [1] ?? ''));
+                if (!item.event && item.verb !== 'EVENT')
+                    continue;
+                const event = item.event ?? s_parse (item.args [0]);
+                if (typeof event.seq === 'number' && last >= 0) {
+                    if (event.seq <= last)
+                        continue;       //  Given already
+                    if (event.seq !== last + 1) {
+                        watch.lost = true;      //  Events were dropped
+                        continue;
+                    }
+                }
+                if (typeof event.seq === 'number')
+                    last = event.seq;
+                yield event;
+                if (event.deleted)
+                    return;
+            }
+        }
+        finally {
+            this._watches.delete (watch);
+            await this._unwatch (watch.request, UNWATCH_MS);
+        }
+    }
+
+    //  Wait for watch's next item; when none comes in idleMs, PING its
+    //  broker, and when that gets no PONG in idleMs either, it is lost
+    async _idle (watch, idleMs) {
+        let timer;
+        const woke = await new Promise ((resolve) => {
+            watch.wake = () => resolve (true);
+            timer = setTimeout (resolve, idleMs, false);
+        });
+        clearTimeout (timer);
+        watch.wake = null;
+        if (woke || this.closed)
+            return;
+        try {
+            await this._request ('PING', [], { timeoutMs: idleMs, endpoint: watch.request.endpoint },
+                                 () => undefined);
+        }
+        catch (error) {
+            if (error.code === 'request_timeout')
+                watch.lost = true;
+        }
+    }
+
+    //  End the watch of request (best effort: resolves in any case)
+    _unwatch (request, timeoutMs) {
+        this._pending.delete (request.id);
+        if (this.closed)
+            return Promise.resolve ();
+        return this._request ('UNWATCH', [request.id], { timeoutMs, endpoint: request.endpoint },
+                              () => undefined).catch (() => {});
     }
 
     //  RESOLVE; rejects with NotFoundError when the value is absent
@@ -241,6 +389,42 @@ class Client {
         return this._request ('CANCEL', [String (callId)], {}, () => undefined);
     }
 
+    //  The outcome of call callId once it has ended: its DONE when this
+    //  client submitted it, else from a watch of its context with calls
+    //  (STATUS once each time the watch opens, never in a loop).
+    //  options.timeout (ms; default none): rejects with code "timeout"
+    async wait (callId, options = {}) {
+        const id = String (callId);
+        const controller = new AbortController ();
+        const timer = options.timeout > 0? setTimeout (() => controller.abort (new ActdError (
+            'timeout', `call ${id} did not end within ${options.timeout} ms`)), options.timeout): null;
+        try {
+            const mine = [...this._waits.values ()].find ((wait) => wait.callId === id);
+            if (!mine)
+                return await this._watchEnd (id, controller.signal);
+            return await Promise.race ([mine.promise, new Promise ((resolve, reject) =>
+                controller.signal.addEventListener ('abort', () => reject (controller.signal.reason)))]);
+        }
+        finally {
+            clearTimeout (timer);
+        }
+    }
+
+    async _watchEnd (id, signal) {
+        const { context, outcome } = await this.status (id);
+        if (outcome)
+            return outcome;
+        const check = () => this.status (id).then ((call) => ({ call }), (error) => {
+            if (error instanceof NotFoundError)
+                throw error;
+            return null;                //  The watch resumes, and asks again
+        });
+        for await (const event of this._watch (context, { fromSeq: 0, calls: true, signal }, check))
+            if (event.call && String (event.call.call_id) === id && event.call.outcome)
+                return event.call.outcome;
+        throw new NotFoundError (`call ${id}: its context ${context} was deleted`);
+    }
+
     //  STATS of the first broker that answers
     async stats () {
         return this._request ('STATS', [], {}, (request, args) => s_parse (args [0]));
@@ -277,6 +461,9 @@ class Client {
         this._waits.clear ();
         for (const link of this._links.values ())
             link.close ();
+        for (const watch of this._watches)
+            if (watch.wake)
+                watch.wake ();
     }
 
     //  ------------------------------------------------------------------
@@ -379,7 +566,8 @@ class Client {
         if (this.closed)
             return Promise.reject (new ActdError ('closed', 'the client was closed'));
         return new Promise ((resolve, reject) => {
-            const request = this._track (command, args, { resolve, reject, onReply });
+            const request = this._track (command, args, { resolve, reject, onReply,
+                                                          endpoint: options.endpoint });
             const timeout = options.timeoutMs ?? this.timeoutMs;
             if (timeout > 0)
                 request.timer = setTimeout (() => {
@@ -401,7 +589,7 @@ class Client {
         else
         if (CALL_COMMANDS.has (command) && args.length)
             request.callId = String (args [0]);
-        request.endpoint = this._route (request, null);
+        request.endpoint ??= this._route (request, null);
         this._pending.set (id, request);
         return request;
     }
@@ -415,6 +603,15 @@ class Client {
         if (!request)
             return;                     //  Timed out, or DONE nobody waits for
         const args = frames.slice (3);
+        if (request.stream) {
+            if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
+            &&  this._follow (request, args))
+                return;
+            if (verb !== 'ERROR')
+                s_remember (this._owners, request.context, endpoint);
+            request.stream ({ verb, args });
+            return;
+        }
         if (verb === 'DONE') {
             if (args.length >= 2)
                 this._done (request, args [0].toString (), s_parse (args [1]));
@@ -559,6 +756,12 @@ class Client {
             }
         if (any)
             this._nextPoll = 0;
+        for (const watch of this._watches)
+            if (watch.request && watch.request.endpoint === endpoint) {
+                watch.lost = true;
+                if (watch.wake)
+                    watch.wake ();
+            }
         this._arm ();
     }
 
