@@ -5,7 +5,7 @@
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker, Client, ActdError, NotFoundError, branch } = require ('..');
-const { Actd, until, gate, collect } = require ('./actd');
+const { Actd, until, gate, held, collect } = require ('./actd');
 
 describe ('Client', () => {
     let actd, client, worker;
@@ -20,11 +20,7 @@ describe ('Client', () => {
         worker.activity ('echo', async (params) => params);
         worker.activity ('weather', async ({ city }) => city.length % 2 === 0
             ? branch (0, { city, sky: 'sunny' }) : branch (1, { city, sky: 'rainy' }));
-        worker.activity ('held', async (params, task) => {
-            await Promise.race ([hold.gate, new Promise ((resolve) =>
-                task.signal.addEventListener ('abort', resolve))]);
-            return 'released';
-        });
+        worker.activity ('held', held (hold));
         worker.run ();
         await until (async () => (await client.stats ()).workers.length === 1, 'the worker');
     });

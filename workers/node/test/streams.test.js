@@ -7,7 +7,7 @@ const assert = require ('node:assert/strict');
 const fs = require ('node:fs');
 const path = require ('node:path');
 const { Worker, ActdError, NotFoundError } = require ('..');
-const { Actd, until, gate } = require ('./actd');
+const { Actd, until, gate, held } = require ('./actd');
 
 const note = (n) => ({ type: 'data', kind: 'note', data: { n } });
 
@@ -33,11 +33,7 @@ describe ('Streams', () => {
         worker = new Worker ({ endpoint: actd.workerEndpoint, heartbeatMs: 200, capacity: 8,
                                name: 'streams-worker' });
         worker.activity ('upper', async ({ text }) => text.toUpperCase ());
-        worker.activity ('held', async (params, task) => {
-            await Promise.race ([hold.gate, new Promise ((resolve) =>
-                task.signal.addEventListener ('abort', resolve))]);
-            return 'released';
-        });
+        worker.activity ('held', held (hold));
         worker.run ();
         await until (async () => (await client.stats ()).workers.length === 1, 'the worker');
     });
