@@ -267,6 +267,8 @@ export interface Stats {
     uptime_ms: number;
     contexts: number;
     messages: number;
+    /** Contexts deleted by retention (store/retain_ms). */
+    deleted: number;
     calls: {
         accepted: number; ok: number; error: number; timeout: number; skipped: number;
         cancelled: number; running: number; queued: number; waiting: number;

@@ -245,8 +245,8 @@ describe ('Client', () => {
         const stats = await client.stats ();
         //  PROTOCOL.md section 4, plus actd's own "store" object (commit figures)
         assert.deepEqual (Object.keys (stats).sort (),
-                          ['activities', 'calls', 'contexts', 'messages', 'store', 'uptime_ms',
-                           'workers']);
+                          ['activities', 'calls', 'contexts', 'deleted', 'messages', 'store',
+                           'uptime_ms', 'workers']);
         assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'commits', 'sync', 'writes']);
         assert.deepEqual (Object.keys (stats.calls).sort (), ['accepted', 'cancelled', 'error',
             'ok', 'queued', 'running', 'skipped', 'timeout', 'waiting']);
