@@ -292,9 +292,9 @@ export interface ClientOptions extends CurveOptions {
      *  while and the request is sent to the next broker (default 5000 with
      *  several endpoints, 0: never, with one). */
     requestTimeoutMs?: number;
-    /** How often calls whose DONE is late (none for this long, or their
-     *  broker's connection dropped) are followed with STATUS, in ms
-     *  (default 1000; 0: never). */
+    /** After how long without DONE (or at once when their broker's
+     *  connection drops) calls are followed with a watch of their context,
+     *  as wait() does, in ms (default 1000; 0: never). */
     statusPollMs?: number;
 }
 

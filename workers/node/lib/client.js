@@ -19,8 +19,10 @@
 //  that owns the context when the call ends. When the connection drops (the
 //  broker stopped or crashed), or a call's DONE has not come for
 //  statusPollMs (a broker that took the context over cannot send it to
-//  us), the call is followed with STATUS every statusPollMs until it ends,
-//  so a waiting call() still resolves.
+//  us), the call is followed with a watch of its context, one for all such
+//  calls of a context (STATUS of each once the watch opens, then their
+//  {call} events; never STATUS in a loop), so a waiting call() still
+//  resolves. wait () of a call of another client goes the same way.
 
 const { Link } = require ('./link');
 const { ActdError, NotFoundError, errorFromReply } = require ('./errors');
@@ -33,8 +35,6 @@ const HISTORY_LIMIT = 1000;             //  Most messages one HISTORY returns
 const MAX_HOPS = 5;                     //  moved replies followed per request
 const DEAD_MS = 10000;                  //  A broker that did not answer is skipped this long
 const MULTI_REQUEST_TIMEOUT_MS = 5000;  //  Default requestTimeoutMs with several brokers
-const POLL_BATCH = 100;                 //  Most STATUS polls started per statusPollMs
-const POLL_EXPIRES_MS = 10000;          //  A STATUS poll not answered is given up
 const ROUTES_KEPT = 10000;              //  Contexts and call ids whose broker is kept
 const WATCH_IDLE_MS = 10000;            //  A watch silent this long PINGs its broker
 const UNWATCH_MS = 2000;                //  How long leaving a watch waits for UNWATCH's OK
@@ -78,8 +78,8 @@ class Client {
     //  request waits for its first reply (0: forever; DONE has no limit);
     //  requestTimeoutMs (5000 with several endpoints, 0 with one): a
     //  broker silent that long is skipped and the request sent to the next;
-    //  statusPollMs (1000, 0: never): how often calls whose DONE is late are
-    //  followed with STATUS.
+    //  statusPollMs (1000, 0: never): after how long without DONE a call is
+    //  followed with a watch of its context.
     constructor (options = {}) {
         if (typeof options === 'string')
             options = { endpoint: options };
@@ -101,12 +101,12 @@ class Client {
         this._pending = new Map ();     //  request id -> request
         this._waits = new Map ();       //  request id + "\n" + call id -> wait
         this._watches = new Set ();     //  Open watch () states
+        this._rescues = new Map ();     //  context -> calls followed with a watch
         this._counter = 0;
         this._scanTimer = null;
         this._scanMs = Math.max (10, Math.min (250,
             ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
                                                        .map ((ms) => ms / 4)));
-        this._nextPoll = 0;
         this.closed = false;
         for (const endpoint of endpoints)
             this._link (endpoint);
@@ -168,8 +168,11 @@ class Client {
         if (!request.dones.has (id))
             request.dones.set (id, []);
         request.dones.get (id).push (deferred);
-        this._waits.set (request.id + '\n' + id, { request, callId: id, endpoint: request.endpoint,
-                                                   heard: Date.now (), polling: false, promise });
+        this._waits.set (request.id + '\n' + id, {
+            request, callId: id, endpoint: request.endpoint, heard: Date.now (), rescue: null,
+            promise, settle: (outcome) => this._done (request, id, outcome),
+            fail: () => {}              //  DONE may still come, or a new watch
+        });
         return promise;
     }
 
@@ -223,8 +226,7 @@ class Client {
         return this._watch (context, options, null);
     }
 
-    //  watch (); onOpen () after each WATCH sent may resolve with an event
-    //  to give, or reject to end the watch with its error
+    //  watch (), calling onOpen (request) after each WATCH request sent
     async * _watch (context, options, onOpen) {
         const idleMs = options.idleMs ?? WATCH_IDLE_MS;
         const signal = options.signal;
@@ -245,7 +247,7 @@ class Client {
                                          { replied: true, stream: push });
             this._transmit (watch.request);
             if (onOpen)
-                onOpen ().then ((event) => event && push ({ event }), (error) => push ({ error }));
+                onOpen (watch.request);
         };
         if (signal)
             signal.addEventListener ('abort', () => watch.wake && watch.wake (), { once: true });
@@ -266,14 +268,12 @@ class Client {
                     await this._idle (watch, idleMs);
                     continue;
                 }
-                if (item.error)
-                    throw item.error;
                 if (item.verb === 'ERROR')
                     throw errorFromReply (String (item.args [0] ?? 'internal'),
                                           String (item.args [1] ?? ''));
-                if (!item.event && item.verb !== 'EVENT')
+                if (item.verb !== 'EVENT')
                     continue;
-                const event = item.event ?? s_parse (item.args [0]);
+                const event = s_parse (item.args [0]);
                 if (typeof event.seq === 'number' && last >= 0) {
                     if (event.seq <= last)
                         continue;       //  Given already
@@ -390,39 +390,100 @@ class Client {
     }
 
     //  The outcome of call callId once it has ended: its DONE when this
-    //  client submitted it, else from a watch of its context with calls
-    //  (STATUS once each time the watch opens, never in a loop).
+    //  client submitted it, else from a watch of its context (_rescue).
     //  options.timeout (ms; default none): rejects with code "timeout"
     async wait (callId, options = {}) {
         const id = String (callId);
-        const controller = new AbortController ();
-        const timer = options.timeout > 0? setTimeout (() => controller.abort (new ActdError (
-            'timeout', `call ${id} did not end within ${options.timeout} ms`)), options.timeout): null;
+        const mine = [...this._waits.values ()].find ((wait) => wait.callId === id);
+        let follower = null;
+        const ended = mine? mine.promise: this.status (id).then ((status) =>
+            status.outcome ?? new Promise ((settle, fail) => {
+                follower = { callId: id, settle, fail, rescue: null };
+                this._rescue (status.context, follower);
+            }));
+        let timer = null;
         try {
-            const mine = [...this._waits.values ()].find ((wait) => wait.callId === id);
-            if (!mine)
-                return await this._watchEnd (id, controller.signal);
-            return await Promise.race ([mine.promise, new Promise ((resolve, reject) =>
-                controller.signal.addEventListener ('abort', () => reject (controller.signal.reason)))]);
+            return await (options.timeout > 0? Promise.race ([ended, new Promise ((_, reject) => {
+                timer = setTimeout (reject, options.timeout, new ActdError (
+                    'timeout', `call ${id} did not end within ${options.timeout} ms`));
+            })]): ended);
         }
         finally {
             clearTimeout (timer);
+            if (follower && follower.rescue)
+                follower.rescue.drop (follower);
         }
     }
 
-    async _watchEnd (id, signal) {
-        const { context, outcome } = await this.status (id);
-        if (outcome)
-            return outcome;
-        const check = () => this.status (id).then ((call) => ({ call }), (error) => {
-            if (error instanceof NotFoundError)
-                throw error;
-            return null;                //  The watch resumes, and asks again
+    //  Follow follower ({callId, settle (outcome), fail (error), rescue})
+    //  with the watch of context (with calls) that follows its calls, opened
+    //  now when there is none: STATUS of each follower once at each
+    //  (re)opening of the watch, and once as one joins an open watch; the
+    //  watch ends when none is left
+    _rescue (context, follower) {
+        let rescue = this._rescues.get (context);
+        if (!rescue) {
+            const controller = new AbortController ();
+            rescue = { followers: new Set (), endpoint: null, controller, drop: (gone) => {
+                rescue.followers.delete (gone);
+                gone.rescue = null;
+                if (!rescue.followers.size && this._rescues.get (context) === rescue) {
+                    this._rescues.delete (context);
+                    controller.abort ();
+                }
+            } };
+            this._rescues.set (context, rescue);
+            this._rescueRun (context, rescue);
+        }
+        rescue.followers.add (follower);
+        follower.rescue = rescue;
+        if (rescue.endpoint)
+            this._check (rescue, follower);
+    }
+
+    async _rescueRun (context, rescue) {
+        let error = new NotFoundError (`the context ${context} was deleted`);
+        const opened = (request) => {
+            rescue.endpoint = request.endpoint;
+            for (const follower of rescue.followers)
+                this._check (rescue, follower);
+        };
+        try {
+            const events = this._watch (context, { fromSeq: 0, calls: true,
+                                                   signal: rescue.controller.signal }, opened);
+            for await (const event of events)
+                if (event.call && event.call.outcome)
+                    this._ended (rescue, String (event.call.call_id), event.call.outcome);
+        }
+        catch (thrown) {
+            error = thrown;
+        }
+        for (const follower of [...rescue.followers]) {
+            rescue.drop (follower);
+            follower.fail (error);
+        }
+    }
+
+    //  STATUS of follower's call, sent after the watch's WATCH
+    _check (rescue, follower) {
+        this._request ('STATUS', [follower.callId], { endpoint: rescue.endpoint },
+                       (request, args) => s_parse (args [0])).then ((status) => {
+            if (status.outcome)
+                this._ended (rescue, follower.callId, status.outcome);
+        }, (error) => {
+            if (error instanceof NotFoundError && follower.rescue === rescue) {
+                rescue.drop (follower);
+                follower.fail (error);
+            }
         });
-        for await (const event of this._watch (context, { fromSeq: 0, calls: true, signal }, check))
-            if (event.call && String (event.call.call_id) === id && event.call.outcome)
-                return event.call.outcome;
-        throw new NotFoundError (`call ${id}: its context ${context} was deleted`);
+    }
+
+    _ended (rescue, id, outcome) {
+        for (const follower of [...rescue.followers])
+            if (follower.callId === id) {
+                rescue.drop (follower);
+                follower.settle (outcome);
+            }
     }
 
     //  STATS of the first broker that answers
@@ -455,8 +516,7 @@ class Client {
         this._scanTimer = null;
         const error = new ActdError ('closed', 'the client was closed');
         for (const request of this._pending.values ())
-            if (!request.poll)
-                this._settle (request, error);
+            this._settle (request, error);
         this._pending.clear ();
         this._waits.clear ();
         for (const link of this._links.values ())
@@ -528,12 +588,8 @@ class Client {
                 ||  request.replied || request.endpoint !== endpoint)
                     return;
                 this._pending.delete (request.id);
-                if (request.poll)
-                    request.wait.polling = false;
-                else {
-                    clearTimeout (request.timer);
-                    request.reject (error);
-                }
+                clearTimeout (request.timer);
+                request.reject (error);
             });
         this._arm ();
     }
@@ -583,7 +639,7 @@ class Client {
     _track (command, args, fields) {
         const id = (++this._counter).toString (36);
         const request = { id, command, args, replied: false, dones: new Map (), timer: null,
-                          hops: 0, tried: new Set (), sentAt: 0, poll: false, ...fields };
+                          hops: 0, tried: new Set (), sentAt: 0, ...fields };
         if (CONTEXT_COMMANDS.has (command) && args.length)
             request.context = String (args [0]);
         else
@@ -628,11 +684,6 @@ class Client {
             if (request.callId !== undefined)
                 s_remember (this._accepted, request.callId, endpoint);
         }
-        if (request.poll) {
-            this._pending.delete (request.id);
-            this._polled (request, verb, args);
-            return;
-        }
         request.replied = true;
         request.endpoint = endpoint;
         clearTimeout (request.timer);
@@ -676,7 +727,10 @@ class Client {
         if (!waiting)
             return;
         request.dones.delete (id);
+        const wait = this._waits.get (request.id + '\n' + id);
         this._waits.delete (request.id + '\n' + id);
+        if (wait && wait.rescue)
+            wait.rescue.drop (wait);
         for (const deferred of waiting)
             deferred.resolve (outcome);
         if (!request.dones.size)
@@ -711,11 +765,6 @@ class Client {
         for (const request of [...this._pending.values ()]) {
             if (request.replied)
                 continue;
-            if (request.poll && now - request.sentAt >= POLL_EXPIRES_MS) {
-                this._pending.delete (request.id);
-                request.wait.polling = false;
-                continue;
-            }
             if (this.requestTimeoutMs > 0 && now - request.sentAt >= this.requestTimeoutMs) {
                 this._silent (request.endpoint, now);
                 const next = this._route (request, request.endpoint);
@@ -727,19 +776,16 @@ class Client {
                     request.sentAt = now;
             }
         }
-        if (this.statusPollMs > 0 && this._waits.size && now >= this._nextPoll) {
-            this._nextPoll = now + this.statusPollMs;
-            const due = [...this._waits.values ()]
-                .filter ((wait) => !wait.polling && now - wait.heard >= this.statusPollMs)
-                .sort ((a, b) => a.heard - b.heard)
-                .slice (0, POLL_BATCH);
-            for (const wait of due)
-                this._poll (wait);
-        }
+        if (this.statusPollMs > 0)
+            for (const wait of this._waits.values ())
+                if (!wait.rescue && now - wait.heard >= this.statusPollMs) {
+                    wait.heard = now;   //  Again after statusPollMs if its watch fails
+                    this._rescue (wait.request.context, wait);
+                }
     }
 
     //  The broker at endpoint did not answer in time: skip it for a while,
-    //  and poll the calls it accepted at once
+    //  and follow the calls it accepted at once
     _silent (endpoint, now) {
         this._dead.set (endpoint, now + DEAD_MS);
         this._lost (endpoint);
@@ -748,14 +794,9 @@ class Client {
     //  The connection to endpoint dropped (or it does not answer): DONE
     //  replies awaited from it may never come
     _lost (endpoint) {
-        let any = false;
         for (const wait of this._waits.values ())
-            if (wait.endpoint === endpoint) {
+            if (wait.endpoint === endpoint)
                 wait.heard = -Infinity;
-                any = true;
-            }
-        if (any)
-            this._nextPoll = 0;
         for (const watch of this._watches)
             if (watch.request && watch.request.endpoint === endpoint) {
                 watch.lost = true;
@@ -763,29 +804,6 @@ class Client {
                     watch.wake ();
             }
         this._arm ();
-    }
-
-    _poll (wait) {
-        wait.polling = true;
-        this._transmit (this._track ('STATUS', [wait.callId], { poll: true, wait }));
-    }
-
-    //  A poll's answer: an ended call's outcome settles its DONE
-    _polled (poll, verb, args) {
-        const wait = poll.wait;
-        wait.polling = false;
-        wait.heard = Date.now ();
-        if (verb !== 'VALUE' || !args [0])
-            return;
-        let status;
-        try {
-            status = s_parse (args [0]);
-        }
-        catch (error) {
-            return;
-        }
-        if (status && status.outcome && this._pending.get (wait.request.id) === wait.request)
-            this._done (wait.request, wait.callId, status.outcome);
     }
 }
 
