@@ -291,7 +291,8 @@ class Client {
         }
         finally {
             this._watches.delete (watch);
-            await this._unwatch (watch.request, UNWATCH_MS);
+            if (watch.request)
+                await this._unwatch (watch.request, UNWATCH_MS);
         }
     }
 
