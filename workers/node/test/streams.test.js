@@ -103,6 +103,52 @@ describe ('Streams', () => {
         assert.deepEqual (await client.wait (callId), outcome);     //  Ended: from STATUS
         await assert.rejects (client.wait ('999999'), NotFoundError);
     });
+
+    it ('contexts () pages over 250 contexts with a prefix', async () => {
+        const names = Array.from ({ length: 250 }, (_, n) => 'pg-' + String (n).padStart (3, '0'));
+        await Promise.all (names.map ((name) => client.append (name, note (1))));
+        await client.append ('ph-other', note (1));
+        const listed = [];
+        for await (const entry of client.contexts ({ prefix: 'pg-', limit: 100 }))
+            listed.push (entry);
+        assert.deepEqual (listed.map ((entry) => entry.context), names);
+        for (const entry of listed) {
+            assert.equal (entry.messages, 1);
+            assert.equal (entry.last_seq, 1);
+            assert.equal (entry.pending, 0);
+            assert.equal (typeof entry.updated, 'string');
+        }
+    });
+
+    it ('delete () cancels the calls, ends the watches and removes the context', async () => {
+        await client.append ('s-del', note (1));
+        hold.gate = gate ();
+        const { callId, done } = await client.submit ('s-del', { _tool: 'held',
+                                                                 _outputPath: '†s.d' });
+        const watch = client.watch ('s-del');
+        assert.equal ((await take (watch, 1)) [0].seq, 1);
+        assert.deepEqual (await other.delete ('s-del'), { messages: 1, cancelled: 1 });
+        assert.equal ((await done).status, 'cancelled');
+        const rest = [];
+        for await (const event of watch)
+            rest.push (event);
+        assert.deepEqual (rest, [{ deleted: true }]);
+        await assert.rejects (client.status (callId), NotFoundError);
+        await assert.rejects (client.delete ('s-del'), NotFoundError);
+        assert.equal (await client.append ('s-del', note (2)), 1);
+    });
+
+    it ('append () twice with one key appends once', async () => {
+        const first = await client.append ('s-key', note (1), { key: 'k-1' });
+        const again = await other.append ('s-key', note (2), { key: 'k-1' });
+        const next = await client.append ('s-key', note (3), { key: 'k-2' });
+        assert.equal (again, first);
+        assert.equal (next, first + 1);
+        const seen = [];
+        for await (const message of client.history ('s-key'))
+            seen.push (message.data.n);
+        assert.deepEqual (seen, [1, 3]);
+    });
 });
 
 describe ('Streams across broker restarts and limits', () => {
