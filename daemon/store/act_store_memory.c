@@ -402,13 +402,9 @@ s_memory_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *a
         return 0;
     zlistx_t *contexts = zhashx_keys (self->pending);
     for (const char *context = zlistx_first (contexts); context;
-         context = zlistx_next (contexts)) {
-        json_t *name = json_string (context);
-        int stop = fn (name, arg);
-        json_decref (name);
-        if (stop)
+         context = zlistx_next (contexts))
+        if (act_store_give_text (fn, arg, context))
             break;
-    }
     zlistx_destroy (&contexts);
     return 0;
 }
@@ -529,10 +525,7 @@ s_memory_idle_contexts (void *impl, const char *before, size_t limit,
         if (!idle)
             continue;
         limit--;
-        json_t *name = json_string (id);
-        int stop = fn (name, arg);
-        json_decref (name);
-        if (stop)
+        if (act_store_give_text (fn, arg, id))
             break;
     }
     return 0;

@@ -477,19 +477,37 @@ s_call (void *impl, uint64_t call_id)
     return record;
 }
 
-static uint64_t
-s_idem (void *impl, const char *context, const char *key)
+uint64_t
+act_pg_number (act_pg_t *self, const char *what, const char *sql, const char *context,
+               const char *key)
 {
-    act_pg_t *self = (act_pg_t *) impl;
     if (act_pg_flush (self, NULL))
         return 0;
     const char *params [] = { context, key };
-    PGresult *result = act_pg_exec (self, "cannot read calls",
-        "SELECT id FROM calls WHERE context = $1 AND idem = $2", 2, params, NULL);
-    uint64_t id = result && PQntuples (result)
-                ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
+    PGresult *result = act_pg_exec (self, what, sql, 2, params, NULL);
+    uint64_t number = result && PQntuples (result)
+                    ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
     PQclear (result);
-    return id;
+    return number;
+}
+
+int
+act_pg_each_text (PGresult *result, act_store_each_fn *fn, void *arg)
+{
+    if (!result)
+        return -1;
+    for (int row = 0; row < PQntuples (result); row++)
+        if (act_store_give_text (fn, arg, PQgetvalue (result, row, 0)))
+            break;
+    PQclear (result);
+    return 0;
+}
+
+static uint64_t
+s_idem (void *impl, const char *context, const char *key)
+{
+    return act_pg_number ((act_pg_t *) impl, "cannot read calls",
+        "SELECT id FROM calls WHERE context = $1 AND idem = $2", context, key);
 }
 
 //  Walk call records a query returns
@@ -659,17 +677,7 @@ s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
             "LEFT JOIN brokers b ON b.id = l.broker WHERE NOT c.ended AND l.broker <> $1 "
             "AND (b.id IS NULL OR b.heartbeat <= now () - $2::bigint * interval '1 ms')",
             2, params, NULL);
-    if (!result)
-        return -1;
-    for (int row = 0; row < PQntuples (result); row++) {
-        json_t *context = json_string (PQgetvalue (result, row, 0));
-        int stop = fn (context, arg);
-        json_decref (context);
-        if (stop)
-            break;
-    }
-    PQclear (result);
-    return 0;
+    return act_pg_each_text (result, fn, arg);
 }
 
 const act_store_backend_t act_store_pg = {

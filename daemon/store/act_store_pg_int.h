@@ -45,6 +45,15 @@ int act_pg_begin (act_pg_t *self, act_err_t *err);
 //  Send the buffered writes into the batch's transaction: 0 or -1
 int act_pg_flush (act_pg_t *self, act_err_t *err);
 
+//  The number in the first row of sql with parameters context and key
+//  (after the buffered writes are sent), or 0
+uint64_t act_pg_number (act_pg_t *self, const char *what, const char *sql,
+                        const char *context, const char *key);
+
+//  Call fn with the first column of each row of result as a JSON string,
+//  until it returns non-zero, and clear result: 0, or -1 if result is NULL
+int act_pg_each_text (PGresult *result, act_store_each_fn *fn, void *arg);
+
 //  act_store_pg_contexts.c
 json_t *act_pg_contexts (void *impl, const char *from, const char *end, const char *after,
                          size_t limit);

@@ -626,17 +626,25 @@ test_a_deleted_context_is_gone_and_its_id_starts_again (void **state)
     zstr_free (&context);
 }
 
+//  A store owning two new contexts, context and other
+static act_store_t *
+s_open_two (const char *context, const char *other)
+{
+    act_store_t *store = s_open_owning (context);
+    assert_int_equal (act_store_claim (store, other, NULL), 1);
+    assert_int_equal (act_store_put_context (store, context), 0);
+    assert_int_equal (act_store_put_context (store, other), 0);
+    return store;
+}
+
 //  A delete in a batch that fails is rolled back: the context is whole
 static void
 test_a_delete_in_a_failed_batch_keeps_the_context (void **state)
 {
     char *context = s_context ("keep");
     char *other = s_context ("keep-other");
-    act_store_t *store = s_open_owning (context);
-    assert_int_equal (act_store_claim (store, other, NULL), 1);
+    act_store_t *store = s_open_two (context, other);
     act_err_t err = { 0 };
-    act_store_put_context (store, context);
-    act_store_put_context (store, other);
     s_put_dated (store, context, 1, NULL);
     s_put_dated (store, context, 2, "2026-05-01T10:00:00.000Z");
     s_put_dated (store, other, 1, NULL);
@@ -687,11 +695,8 @@ test_append_keys_are_per_context (void **state)
 {
     char *context = s_context ("akey");
     char *other = s_context ("akey-other");
-    act_store_t *store = s_open_owning (context);
-    assert_int_equal (act_store_claim (store, other, NULL), 1);
+    act_store_t *store = s_open_two (context, other);
     act_err_t err = { 0 };
-    act_store_put_context (store, context);
-    act_store_put_context (store, other);
     assert_int_equal (act_store_append_key (store, context, "k"), 0);
     assert_int_equal (act_store_put_append_key (store, context, "k", 5), 0);
     assert_int_equal (act_store_append_key (store, context, "k"), 5);     //  In the batch
