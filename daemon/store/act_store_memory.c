@@ -428,7 +428,7 @@ s_updated (s_mctx_t *ctx)
 {
     if (ctx->size == 0)
         return json_null ();
-    json_t *message = json_loads (ctx->items [ctx->size - 1], 0, NULL);
+    json_t *message = json_loads (ctx->items [ctx->size - 1], JSON_ALLOW_NUL, NULL);
     json_t *date = json_object_get (message, "_date");
     date = json_is_string (date)? json_incref (date): json_null ();
     json_decref (message);

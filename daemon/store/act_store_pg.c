@@ -55,8 +55,11 @@ static const char *s_migrations [] = {
     "UPDATE contexts c SET messages = m.n, last_seq = m.last FROM (SELECT context,"
     "  count (*) AS n, max (seq) AS last FROM messages GROUP BY context) m"
     "  WHERE c.id = m.context;"
-    "UPDATE contexts c SET updated = (SELECT body::json->>'_date' FROM messages"
-    "  WHERE context = c.id AND seq = c.last_seq) WHERE c.last_seq > 0;"
+    //  (body::json fails on a \u0000 anywhere in a body: such a body gives
+    //  the last "_date" of its text, which is the broker's, set last)
+    "UPDATE contexts c SET updated = (SELECT CASE WHEN body NOT LIKE '%\\u0000%'"
+    "  THEN body::json->>'_date' ELSE substring (body FROM '.*\"_date\":\\s*\"([^\"]*)\"') END"
+    "  FROM messages WHERE context = c.id AND seq = c.last_seq) WHERE c.last_seq > 0;"
     "CREATE INDEX contexts_by_updated ON contexts (updated) WHERE updated IS NOT NULL;"
     "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
     "CREATE INDEX calls_by_context ON calls (context);"
@@ -175,6 +178,65 @@ s_send (act_pg_t *self, const char *what, const char *sql, json_t *rows, act_err
     return rc;
 }
 
+//  What the buffered messages add to each context: [context, messages,
+//  last _seq, _date of the last one or null], as a new JSON array. The
+//  date is read here, from the last message of each context only: in
+//  PostgreSQL, body::json->>'_date' fails on a \u0000 anywhere in the body.
+static json_t *
+s_added (act_pg_t *self)
+{
+    zhashx_t *last = zhashx_new ();         //  Context -> its row in added
+    json_t *added = json_array ();
+    size_t index;
+    json_t *message;
+    json_array_foreach (self->messages, index, message) {
+        const char *context = json_string_value (json_array_get (message, 0));
+        json_t *row = zhashx_lookup (last, context);
+        if (!row) {
+            row = json_pack ("[sIIn]", context, (json_int_t) 0, (json_int_t) 0);
+            json_array_append_new (added, row);
+            zhashx_insert (last, context, row);
+        }
+        json_array_set_new (row, 1, json_integer (json_integer_value (json_array_get (row, 1)) + 1));
+        json_array_set (row, 2, json_array_get (message, 1));
+        //  The text of the last message so far, parsed once at the end
+        json_array_set (row, 3, json_array_get (message, 2));
+    }
+    json_array_foreach (added, index, message) {
+        const char *text = json_string_value (json_array_get (message, 3));
+        json_t *body = text? json_loads (text, JSON_ALLOW_NUL, NULL): NULL;
+        json_t *date = json_object_get (body, "_date");
+        json_array_set_new (message, 3, json_is_string (date)? json_incref (date): json_null ());
+        json_decref (body);
+    }
+    zhashx_destroy (&last);
+    return added;
+}
+
+//  Send the buffered messages, and what they add to their contexts' rows
+static int
+s_send_messages (act_pg_t *self, act_err_t *err)
+{
+    if (json_array_size (self->messages) == 0)
+        return 0;
+    json_t *added = s_added (self);
+    char *messages = act_json_dump (self->messages);
+    char *counts = act_json_dump (added);
+    const char *params [] = { messages, counts };
+    int rc = act_pg_run (self, "cannot store messages",
+        "WITH ins AS (INSERT INTO messages (context, seq, body) "
+        "  SELECT r->>0, (r->>1)::bigint, r->>2 FROM jsonb_array_elements ($1::jsonb) AS r) "
+        "UPDATE contexts c SET messages = c.messages + (a->>1)::bigint, "
+        "  last_seq = GREATEST (c.last_seq, (a->>2)::bigint), "
+        "  updated = COALESCE (a->>3, c.updated) "
+        "FROM jsonb_array_elements ($2::jsonb) AS a WHERE c.id = a->>0", 2, params, err);
+    free (messages);
+    free (counts);
+    json_decref (added);
+    json_array_clear (self->messages);
+    return rc;
+}
+
 //  The values of a buffer kept by key, as a new JSON array (then emptied)
 static json_t *
 s_values (zhashx_t *buffer)
@@ -201,15 +263,7 @@ act_pg_flush (act_pg_t *self, act_err_t *err)
     int rc = s_send (self, "cannot store contexts",
         "INSERT INTO contexts (id) SELECT jsonb_array_elements_text ($1::jsonb) "
         "ON CONFLICT DO NOTHING", self->contexts, err);
-    rc = rc? rc: s_send (self, "cannot store messages",
-        "WITH r AS (SELECT x->>0 AS context, (x->>1)::bigint AS seq, x->>2 AS body "
-        "  FROM jsonb_array_elements ($1::jsonb) AS x), "
-        "ins AS (INSERT INTO messages (context, seq, body) SELECT context, seq, body FROM r), "
-        "m AS (SELECT DISTINCT ON (context) context, seq, body::json->>'_date' AS date, "
-        "  count (*) OVER (PARTITION BY context) AS n FROM r ORDER BY context, seq DESC) "
-        "UPDATE contexts c SET messages = c.messages + m.n, "
-        "  last_seq = GREATEST (c.last_seq, m.seq), updated = COALESCE (m.date, c.updated) "
-        "FROM m WHERE c.id = m.context", self->messages, err);
+    rc = rc? rc: s_send_messages (self, err);
     rc = rc? rc: s_send (self, "cannot store calls",
         "INSERT INTO calls (" S_CALL_COLUMNS ", ended) SELECT (r->>'call_id')::bigint, "
         "r->>'context', r->>'state', (r->>'attempts')::int, r->>'call', r->>'id', "

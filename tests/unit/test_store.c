@@ -547,6 +547,32 @@ test_contexts_are_listed_in_pages (void **state)
     zstr_free (&prefix);
 }
 
+//  A message's _date is read for CONTEXTS even when the message holds a
+//  \u0000 (which PostgreSQL's json type refuses to convert)
+static void
+test_contexts_read_the_date_of_a_message_with_a_nul (void **state)
+{
+    char *context = s_context ("nul");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    json_t *message = json_pack ("{sssisoss}", "type", "data", "_seq", 1,
+                                 "data", json_stringn ("a\0b", 3),
+                                 "_date", "2026-05-03T10:00:00.000Z");
+    assert_int_equal (s_put (store, context, 1, message), 0);
+    json_decref (message);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_t *page = act_store_contexts (store, context, NULL, 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_t *item = json_array_get (page, 0);
+    assert_int_equal (json_integer_value (json_object_get (item, "messages")), 1);
+    assert_string_equal (json_string_value (json_object_get (item, "updated")),
+                         "2026-05-03T10:00:00.000Z");
+    json_decref (page);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
 //  What a deleted context's reads give: nothing
 static void
 s_assert_gone (act_store_t *store, const char *context, uint64_t call_id)
@@ -915,6 +941,7 @@ main (void)
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
         cmocka_unit_test (test_contexts_are_listed_in_pages),
+        cmocka_unit_test (test_contexts_read_the_date_of_a_message_with_a_nul),
         cmocka_unit_test (test_a_deleted_context_is_gone_and_its_id_starts_again),
         cmocka_unit_test (test_a_delete_in_a_failed_batch_keeps_the_context),
         cmocka_unit_test (test_append_keys_are_per_context),
