@@ -649,96 +649,11 @@ s_counters (void *impl, int64_t *counts)
     return 0;
 }
 
-static int
-s_join (void *impl, const char *id, const char *endpoint, long long lease_ms, act_err_t *err)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    free (self->broker);
-    free (self->endpoint);
-    self->broker = strdup (id);
-    self->endpoint = strdup (endpoint);
-    self->lease_ms = lease_ms;
-    const char *params [] = { id, endpoint };
-    return act_pg_run (self, "cannot join",
-        "INSERT INTO brokers (id, endpoint, heartbeat) VALUES ($1, $2, now()) "
-        "ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, heartbeat = now()",
-        2, params, err);
-}
-
-static int
-s_renew (void *impl)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    const char *params [] = { self->broker };
-    return act_pg_run (self, "cannot renew the lease",
-                  "UPDATE brokers SET heartbeat = now () WHERE id = $1", 1, params, NULL);
-}
-
-static int
-s_leave (void *impl)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    const char *params [] = { self->broker };
-    return act_pg_run (self, "cannot leave",
-                  "UPDATE brokers SET heartbeat = '-infinity' WHERE id = $1", 1, params, NULL);
-}
-
-static int
-s_claim (void *impl, const char *context, char **owner)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    if (owner)
-        *owner = NULL;
-    if (act_pg_flush (self, NULL))
-        return -1;
-    char lease [32];
-    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
-    const char *params [] = { context, self->broker, lease };
-    //  Take the lease when it is free, ours, or its broker's heartbeat is
-    //  older than the lease; else name the live owner
-    PGresult *result = act_pg_exec (self, "cannot claim a context",
-        "WITH claimed AS (INSERT INTO leases (context, broker) VALUES ($1, $2) "
-        "  ON CONFLICT (context) DO UPDATE SET broker = EXCLUDED.broker "
-        "  WHERE leases.broker = EXCLUDED.broker OR NOT EXISTS (SELECT 1 FROM brokers b "
-        "    WHERE b.id = leases.broker AND b.heartbeat > now () - $3::bigint * interval '1 ms') "
-        "  RETURNING broker) "
-        "SELECT (SELECT broker FROM claimed), (SELECT b.endpoint FROM leases l "
-        "  JOIN brokers b ON b.id = l.broker WHERE l.context = $1)", 3, params, NULL);
-    if (!result)
-        return -1;
-    int rc = PQgetisnull (result, 0, 0)? 0: 1;
-    if (rc == 0 && owner && !PQgetisnull (result, 0, 1))
-        *owner = strdup (PQgetvalue (result, 0, 1));
-    PQclear (result);
-    return rc;
-}
-
-static int
-s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    if (act_pg_flush (self, NULL))
-        return -1;
-    char lease [32];
-    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
-    const char *params [] = { self->broker, lease };
-    PGresult *result = mine
-        ? act_pg_exec (self, "cannot read leases",
-            "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
-            "WHERE NOT c.ended AND l.broker = $1", 1, params, NULL)
-        : act_pg_exec (self, "cannot read leases",
-            "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
-            "LEFT JOIN brokers b ON b.id = l.broker WHERE NOT c.ended AND l.broker <> $1 "
-            "AND (b.id IS NULL OR b.heartbeat <= now () - $2::bigint * interval '1 ms')",
-            2, params, NULL);
-    return act_pg_each_text (result, fn, arg);
-}
-
 const act_store_backend_t act_store_pg = {
     "postgres", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
-    s_last_call, s_counters, s_next_call, s_join, s_claim, s_renew, s_leave,
-    s_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
+    s_last_call, s_counters, s_next_call, act_pg_join, act_pg_claim, act_pg_renew,
+    act_pg_leave, act_pg_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
     act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts
 };
 

@@ -455,35 +455,11 @@ s_count_of (act_store_t *store, const char *name)
     return value;
 }
 
-//  CONTEXTS: 2,500 contexts under one prefix come in pages of 100, in byte
-//  order, each once, the next page after the last id of the one before,
-//  with their counts and pending calls
+//  Page through the 2,500 contexts under prefix, 100 at a time, each
+//  page after the last id of the one before; ids [n] is the n-th
 static void
-test_contexts_are_listed_in_pages (void **state)
+s_page_through (act_store_t *store, const char *prefix, char **ids)
 {
-    char *prefix = s_context ("page");
-    char *other = zsys_sprintf ("%s", prefix);
-    other [strlen (other) - 1]++;              //  Just past the prefix
-    act_store_t *store = s_open_owning (other);
-    act_err_t err = { 0 };
-    act_store_put_context (store, other);
-    char *ids [2500];
-    for (int i = 0; i < 2500; i++) {
-        //  Created out of order: the store orders them
-        int n = (i * 7919) % 2500;
-        ids [n] = zsys_sprintf ("%s-%04d", prefix, n);
-        assert_int_equal (act_store_claim (store, ids [n], NULL), 1);
-        act_store_put_context (store, ids [n]);
-        for (int seq = 1; seq <= n % 3; seq++)
-            s_put_dated (store, ids [n], seq, seq == 2? "2026-05-01T10:00:00.000Z": NULL);
-        if (n % 7 == 0) {
-            act_call_record_t record = s_record (act_store_next_call (store), ids [n],
-                                                 "queued", NULL);
-            assert_int_equal (act_store_put_call (store, &record), 0);
-        }
-        if (i % 500 == 499)
-            assert_int_equal (act_store_commit (store, &err), 0);
-    }
     char *after = NULL;
     size_t seen = 0;
     int64_t took = 0;
@@ -520,6 +496,39 @@ test_contexts_are_listed_in_pages (void **state)
     assert_int_equal (seen, 2500);
     printf ("contexts: a page of 100 of 2,500 in %.2f ms on average\n",
             took / 1000.0 / 26);
+    zstr_free (&after);
+}
+
+//  CONTEXTS: 2,500 contexts under one prefix come in pages of 100, in byte
+//  order, each once, the next page after the last id of the one before,
+//  with their counts and pending calls
+static void
+test_contexts_are_listed_in_pages (void **state)
+{
+    char *prefix = s_context ("page");
+    char *other = zsys_sprintf ("%s", prefix);
+    other [strlen (other) - 1]++;              //  Just past the prefix
+    act_store_t *store = s_open_owning (other);
+    act_err_t err = { 0 };
+    act_store_put_context (store, other);
+    char *ids [2500];
+    for (int i = 0; i < 2500; i++) {
+        //  Created out of order: the store orders them
+        int n = (i * 7919) % 2500;
+        ids [n] = zsys_sprintf ("%s-%04d", prefix, n);
+        assert_int_equal (act_store_claim (store, ids [n], NULL), 1);
+        act_store_put_context (store, ids [n]);
+        for (int seq = 1; seq <= n % 3; seq++)
+            s_put_dated (store, ids [n], seq, seq == 2? "2026-05-01T10:00:00.000Z": NULL);
+        if (n % 7 == 0) {
+            act_call_record_t record = s_record (act_store_next_call (store), ids [n],
+                                                 "queued", NULL);
+            assert_int_equal (act_store_put_call (store, &record), 0);
+        }
+        if (i % 500 == 499)
+            assert_int_equal (act_store_commit (store, &err), 0);
+    }
+    s_page_through (store, prefix, ids);
     //  After an id that is not stored, and without a prefix: the next ids
     char *between = zsys_sprintf ("%s-1234x", prefix);
     json_t *page = act_store_contexts (store, NULL, between, 2);
@@ -541,7 +550,6 @@ test_contexts_are_listed_in_pages (void **state)
     zstr_free (&between);
     for (int i = 0; i < 2500; i++)
         zstr_free (&ids [i]);
-    zstr_free (&after);
     act_store_destroy (&store);
     zstr_free (&other);
     zstr_free (&prefix);
