@@ -25,6 +25,15 @@ struct _act_store_t {
 
 static const char *s_outcomes [] = { "ok", "error", "timeout", "skipped", "cancelled" };
 
+int
+act_store_give_text (act_store_each_fn *fn, void *arg, const char *text)
+{
+    json_t *value = json_string (text);
+    int stop = value? fn (value, arg): 0;
+    json_decref (value);
+    return stop;
+}
+
 bool
 act_state_ended (const char *state)
 {

@@ -142,7 +142,10 @@ json_t *act_store_contexts (act_store_t *self, const char *prefix, const char *a
 //  APPEND keys and, on a shared store, its lease, in the batch; *messages
 //  (if not NULL) is set to how many messages it held. A context that does
 //  not exist is no error (*messages 0). Returns 0, or -1 (the batch is
-//  doomed). A context created later with the same id starts empty.
+//  doomed). A context created later with the same id starts empty. On a
+//  shared store a broker claims the context first (a context another live
+//  broker holds is not deleted: -1), and claims it again before it writes
+//  into a new context of that id.
 int act_store_delete_context (act_store_t *self, const char *context, size_t *messages);
 
 //  The _seq an earlier APPEND with idempotency key key got in context, or 0.

@@ -58,6 +58,9 @@ typedef struct {
                           act_store_each_fn *fn, void *arg);
 } act_store_backend_t;
 
+//  Call fn with text as a JSON string; returns what fn returns
+int act_store_give_text (act_store_each_fn *fn, void *arg, const char *text);
+
 //  Open the memory backend
 void *act_store_memory_open (void);
 extern const act_store_backend_t act_store_memory;
