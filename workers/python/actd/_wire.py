@@ -378,10 +378,16 @@ class Tracker:
             self.outbox.append((pending.endpoint,
                                 request_frames("UNWATCH", self.new_id(), [request_id])))
 
-    def endpoint_of(self, request_id: bytes) -> Optional[str]:
-        """Where a pending request went last (None once it is no longer pending)."""
-        pending = self._pending.get(request_id)
-        return None if pending is None else pending.endpoint
+    def probe(self, sub: "Subscription", stats: Any) -> None:
+        """Ask ``STATS`` (its reply to future ``stats``) of the broker that
+        has watch ``sub``; not once the watch has ended (the event that
+        ended it is on its way)."""
+        watch = self._pending.get(sub.watch_id)
+        if watch is not None:
+            sub.stats = stats
+            sub.sent = self._clock()
+            sub.stats_id = self.send("STATS", [], Pending("simple", stats, parse_value,
+                                                          pin=watch.endpoint))
 
     def outcome_future(self, call_id: str) -> Optional[Any]:
         """A future already awaiting call_id's ``DONE`` (this client
@@ -780,15 +786,16 @@ def append_args(context: str, message: JsonArg, key: Optional[str]) -> List[byte
 
 class ContextPages:
     """The ``CONTEXTS`` requests listing the contexts whose id starts with
-    ``prefix``, at most ``limit`` (None: all), for both clients'
-    ``contexts()``: send :meth:`args` while it is not None, and pass each
+    ``prefix``, ``page_size`` at a time and at most ``limit`` (None: all),
+    for both clients' ``contexts()``: send :meth:`args` while it is not None, and pass each
     reply to :meth:`take`."""
 
-    def __init__(self, prefix: str, limit: Optional[int]) -> None:
+    def __init__(self, prefix: str, limit: Optional[int], page_size: int) -> None:
         """Nothing is sent yet."""
-        if limit is not None and limit < 0:
-            raise ValueError("limit is None or at least 0")
+        if not 1 <= page_size <= 1000 or (limit is not None and limit < 0):
+            raise ValueError("page_size is 1 to 1000, and limit None or at least 0")
         self.prefix = prefix
+        self.page_size = page_size
         self.left = limit
         self.after: Optional[str] = ""
         self.done = limit == 0
@@ -797,7 +804,7 @@ class ContextPages:
         """The next request's arguments, or None when all was read."""
         if self.done or self.after is None:
             return None
-        size = PAGE_MOST if self.left is None else min(PAGE_MOST, self.left)
+        size = self.page_size if self.left is None else min(self.page_size, self.left)
         return [text_arg(self.prefix), text_arg(self.after), text_arg(size)]
 
     def take(self, page: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -810,9 +817,6 @@ class ContextPages:
         self.done = self.left == 0 or not contexts
         return contexts
 
-
-#: The most contexts one ``CONTEXTS`` request asks for.
-PAGE_MOST = 1000
 
 #: Seconds the broker's start time, estimated from two ``STATS`` replies,
 #: may differ before it counts as a restart (uptime_ms is in whole ms).

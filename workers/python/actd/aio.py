@@ -395,13 +395,8 @@ class AsyncClient:
                                                   _wire.wait_time(probe, deadline))
                 except asyncio.TimeoutError:
                     _wire.check_deadline(deadline)
-                    pin = self._tracker.endpoint_of(sub.watch_id)
-                    # No pin: the event that ended the watch is on its way
-                    if pin is not None:
-                        sub.stats = asyncio.get_running_loop().create_future()
-                        sub.sent = time.monotonic()
-                        sub.stats_id = await self._send("STATS", [], _wire.Pending(
-                            "simple", sub.stats, _wire.parse_value, pin=pin))
+                    self._tracker.probe(sub, asyncio.get_running_loop().create_future())
+                    self._flush()
                     continue
                 keep = state.take(item)
                 if keep is None:
@@ -449,10 +444,10 @@ class AsyncClient:
                                        _wire.parse_seq, timeout)
         return seq
 
-    def contexts(self, prefix: str = "", limit: Optional[int] = None,
+    def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,
                  timeout: Optional[float] = _DEFAULT) -> AsyncIterator[Dict[str, Any]]:
         """As :meth:`actd.Client.contexts` (``async for``)."""
-        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit), timeout)
+        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit, page_size), timeout)
 
     async def delete(self, context: str, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
         """As :meth:`actd.Client.delete`: ``{"messages", "cancelled"}``."""

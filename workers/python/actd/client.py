@@ -465,13 +465,8 @@ class Client:
                 except queue.Empty:
                     _wire.check_deadline(deadline)
                     with self._lock:
-                        pin = self._tracker.endpoint_of(sub.watch_id)
-                    # No pin: the event that ended the watch is on its way
-                    if pin is not None:
-                        sub.stats = concurrent.futures.Future()
-                        sub.sent = time.monotonic()
-                        sub.stats_id = self._send("STATS", [], _wire.Pending(
-                            "simple", sub.stats, _wire.parse_value, pin=pin))
+                        self._tracker.probe(sub, concurrent.futures.Future())
+                    self._wake()
                     continue
                 keep = state.take(item)
                 if keep is None:
@@ -525,13 +520,14 @@ class Client:
                                  _wire.parse_seq, timeout)
         return seq
 
-    def contexts(self, prefix: str = "", limit: Optional[int] = None,
+    def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,
                  timeout: Optional[float] = _DEFAULT) -> Iterator[Dict[str, Any]]:
         """The stored contexts whose id starts with ``prefix``, in byte
         order of their ids, at most ``limit`` (None: all): an iterator of
         ``{"context", "messages", "last_seq", "updated", "pending"}`` that
-        sends ``CONTEXTS`` for a page at a time, as it is consumed."""
-        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit), timeout)
+        sends ``CONTEXTS`` for ``page_size`` of them (at most 1000) at a
+        time, as it is consumed."""
+        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit, page_size), timeout)
 
     def delete(self, context: str, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
         """Delete a context (``DELETE``): its calls not ended are cancelled,

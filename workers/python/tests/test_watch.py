@@ -6,7 +6,7 @@ import threading
 import unittest
 from typing import Any, Dict, Iterator, List
 
-from support import TIMEOUT, Actd, Gate, serving, wait_until
+from support import TIMEOUT, Actd, BrokerTest, wait_until
 
 import actd
 import actd.aio
@@ -47,36 +47,10 @@ class Collector:
         return self.events
 
 
-class StreamsTest(unittest.TestCase):
+class StreamsTest(BrokerTest):
     """One actd and one Python worker serving "upper" and "gate"."""
 
-    gate: Gate
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.broker = Actd()
-        cls.broker.__enter__()
-        cls.client = actd.Client(cls.broker.client_endpoint, timeout=TIMEOUT)
-
-        def upper(params: Dict[str, Any], task: actd.Task) -> str:
-            return str(params["text"]).upper()
-
-        def gate(params: Dict[str, Any], task: actd.Task) -> Any:
-            cls.gate.enter()
-            return params.get("value")
-
-        cls.serving = serving(cls.broker, cls.client, {"upper": upper, "gate": gate},
-                              "streams-test-worker", capacity=4)
-        cls.serving.__enter__()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.serving.__exit__(None, None, None)
-        cls.client.close()
-        cls.broker.__exit__(None, None, None)
-
-    def setUp(self) -> None:
-        type(self).gate = Gate()
+    worker_name = "streams-test-worker"
 
     def run_async(self, coroutine: Any) -> Any:
         return asyncio.run(asyncio.wait_for(coroutine, TIMEOUT * 3))
@@ -121,17 +95,19 @@ class StreamsTest(unittest.TestCase):
         self.assertEqual(handle.outcome(TIMEOUT).status, "ok")
 
     def test_breaking_out_sends_unwatch(self) -> None:
+        before = self.client.pending     # Another test's failure may leave some
         self.client.append("s-break", text(1))
         for event in self.client.watch("s-break"):
             self.assertEqual(event["seq"], 1)
             break
         # The watch is gone from the client (no request left), the socket works
-        self.assertEqual(self.client.pending, 0)
+        self.assertEqual(self.client.pending, before)
         self.assertEqual(self.client.append("s-break", text(2)), 2)
         self.assertGreaterEqual(self.client.ping(), 0.0)
         self.assertEqual(next(self.client.watch("s-break", from_seq=2))["seq"], 2)
 
     def test_wait_for_a_call_of_another_client(self) -> None:
+        before = self.client.pending     # Another test's failure may leave some
         with actd.Client(self.broker.client_endpoint, timeout=TIMEOUT) as other:
             call_id = other.call("s-wait", {"_tool": "gate", "value": "late"})
             waited: List[actd.Outcome] = []
@@ -150,7 +126,7 @@ class StreamsTest(unittest.TestCase):
             self.assertEqual(self.client.wait(handle.accepted(TIMEOUT), TIMEOUT).result, "X")
             with self.assertRaises(actd.NotFound):
                 self.client.wait("987654321", timeout=TIMEOUT)
-        self.assertEqual(self.client.pending, 0)
+        self.assertEqual(self.client.pending, before)
 
     def test_async_watch_and_wait(self) -> None:
         async def main() -> None:
@@ -171,6 +147,64 @@ class StreamsTest(unittest.TestCase):
                     None, self.gate.entered.wait, TIMEOUT)
                 self.gate.release()
                 self.assertEqual((await waiting).status, "ok")
+                self.assertEqual(client.pending, 0)
+
+        self.run_async(main())
+
+    def test_contexts_pages_over_250_contexts(self) -> None:
+        names = ["s-list-%03d" % n for n in range(250)]
+        for name in reversed(names):
+            self.client.append(name, text(1))
+        self.client.append("s-lisu", text(1))       # After the prefix in byte order
+        listed = list(self.client.contexts(prefix="s-list-", page_size=100))
+        self.assertEqual([c["context"] for c in listed], names)
+        self.assertEqual({(c["messages"], c["last_seq"], c["pending"]) for c in listed},
+                         {(1, 1, 0)})
+        first = list(self.client.contexts("s-list-", limit=120, page_size=50))
+        self.assertEqual([c["context"] for c in first], names[:120])
+        self.assertEqual(list(self.client.contexts("s-list-x")), [])
+        self.assertIn("s-lisu", [c["context"] for c in self.client.contexts("s-")])
+
+    def test_delete_ends_watches_and_cancels_calls(self) -> None:
+        before = self.client.pending     # Another test's failure may leave some
+        for n in (1, 2):
+            self.client.append("s-delete", text(n))
+        handle = self.client.submit("s-delete", {"_tool": "nobody-serves-this",
+                                                 "_outputPath": "†never"})
+        handle.accepted(TIMEOUT)
+        collector = Collector(self.client.watch("s-delete"))
+        collector.until(2)
+        self.assertEqual(self.client.delete("s-delete"), {"messages": 2, "cancelled": 1})
+        self.assertEqual(handle.outcome(TIMEOUT).status, "cancelled")
+        collector.thread.join(TIMEOUT)
+        self.assertEqual(collector.events[2:], [{"deleted": True}])   # And the watch ended
+        self.assertEqual(collector.error, [])
+        with self.assertRaises(actd.NotFound):
+            self.client.delete("s-delete")
+        self.assertEqual(self.client.append("s-delete", text(1)), 1)  # A new context
+        self.assertEqual(self.client.pending, before)
+
+    def test_append_with_a_key_appends_once(self) -> None:
+        first = self.client.append("s-key", text(1), key="k-1")
+        self.assertEqual(self.client.append("s-key", text(1), key="k-1"), first)
+        self.assertEqual(self.client.append("s-key", text(2), key="k-2"), first + 1)
+        self.assertEqual(len(list(self.client.history("s-key"))), 2)
+
+    def test_async_contexts_delete_and_key(self) -> None:
+        async def main() -> None:
+            async with actd.aio.AsyncClient(self.broker.client_endpoint) as client:
+                for n in range(5):
+                    self.assertEqual(await client.append("s-alist-%d" % n, text(1), key="k"), 1)
+                    self.assertEqual(await client.append("s-alist-%d" % n, text(1), key="k"), 1)
+                listed = [c["context"] async for c in client.contexts("s-alist-", page_size=2)]
+                self.assertEqual(listed, ["s-alist-%d" % n for n in range(5)])
+                stream = client.watch("s-alist-0")
+                self.assertEqual((await stream.__anext__())["seq"], 1)
+                self.assertEqual(await client.delete("s-alist-0"),
+                                 {"messages": 1, "cancelled": 0})
+                self.assertEqual([e async for e in stream], [{"deleted": True}])
+                with self.assertRaises(actd.NotFound):
+                    await client.delete("s-alist-0")
                 self.assertEqual(client.pending, 0)
 
         self.run_async(main())
