@@ -693,7 +693,15 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
     self->path = strdup (path? path: "actd.db");
     self->added = zhashx_new ();
     zhashx_set_destructor (self->added, (zhashx_destructor_fn *) zstr_free);
-    self->lock = open (self->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    //  A new store file is readable by actd alone, whatever the umask (it
+    //  holds every context); SQLite gives its -wal and -shm files the same
+    //  mode. An existing file keeps the mode its operator gave it.
+    self->lock = open (self->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (self->lock >= 0)
+        fchmod (self->lock, 0600);
+    else
+    if (errno == EEXIST)
+        self->lock = open (self->path, O_RDWR | O_CLOEXEC);
     if (self->lock < 0) {
         act_err_set (err, ACT_E_INTERNAL, "cannot open store %s: %s",
                      self->path, strerror (errno));
