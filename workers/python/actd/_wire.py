@@ -77,14 +77,19 @@ def _decode(frame: bytes) -> str:
     return frame.decode("utf-8", "replace")
 
 
-def parse_value(verb: str, args: List[bytes]) -> Any:
-    """A ``VALUE`` reply holding JSON."""
-    if verb != "VALUE" or len(args) != 1:
-        raise ProtocolError("expected VALUE, got %s" % verb)
+def _json_reply(expected: str, verb: str, args: List[bytes]) -> Any:
+    """The JSON of a reply ``expected`` with one argument."""
+    if verb != expected or len(args) != 1:
+        raise ProtocolError("expected %s with a value, got %s" % (expected, verb))
     try:
         return json.loads(args[0])
     except ValueError as error:
-        raise ProtocolError("VALUE does not parse: %s" % error) from None
+        raise ProtocolError("%s does not parse: %s" % (expected, error)) from None
+
+
+def parse_value(verb: str, args: List[bytes]) -> Any:
+    """A ``VALUE`` reply holding JSON."""
+    return _json_reply("VALUE", verb, args)
 
 
 def parse_text(verb: str, args: List[bytes]) -> str:
@@ -104,12 +109,7 @@ def parse_status(verb: str, args: List[bytes]) -> Status:
 
 def parse_ok_value(verb: str, args: List[bytes]) -> Any:
     """An ``OK`` reply holding JSON (``APPEND``'s, ``DELETE``'s)."""
-    if verb != "OK" or len(args) != 1:
-        raise ProtocolError("expected OK with a value, got %s" % verb)
-    try:
-        return json.loads(args[0])
-    except ValueError as error:
-        raise ProtocolError("OK does not parse: %s" % error) from None
+    return _json_reply("OK", verb, args)
 
 
 def parse_seq(verb: str, args: List[bytes]) -> int:

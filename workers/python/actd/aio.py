@@ -431,6 +431,7 @@ class AsyncClient:
         return not state.restarted(stats, sub.sent, time.monotonic())
 
     def _unwatch(self, watch_id: bytes) -> None:
+        """Send ``UNWATCH`` (not once the client is closed)."""
         if not self._closed:
             self._tracker.unwatch(watch_id)
             self._flush()

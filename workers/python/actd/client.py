@@ -503,6 +503,7 @@ class Client:
         return not state.restarted(stats, sub.sent, time.monotonic())
 
     def _unwatch(self, watch_id: bytes) -> None:
+        """Send ``UNWATCH`` (not once the client is closed)."""
         with self._lock:
             if self._closed:
                 return
