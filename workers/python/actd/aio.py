@@ -122,7 +122,7 @@ class AsyncWatch:
         while True:
             event = await self._stream.__anext__()
             if event is not None:
-                return dict(event)
+                return event
 
     async def aclose(self) -> None:
         """Stop watching (``UNWATCH``)."""

@@ -110,6 +110,8 @@ class StreamsTest(BrokerTest):
         before = self.client.pending     # Another test's failure may leave some
         with actd.Client(self.broker.client_endpoint, timeout=TIMEOUT) as other:
             call_id = other.call("s-wait", {"_tool": "gate", "value": "late"})
+            with self.assertRaises(actd.Timeout):          # It waits at the gate
+                self.client.wait(call_id, timeout=0.2)
             waited: List[actd.Outcome] = []
             thread = threading.Thread(target=lambda: waited.append(
                 self.client.wait(call_id, timeout=TIMEOUT)))
