@@ -477,19 +477,25 @@ s_call (void *impl, uint64_t call_id)
     return record;
 }
 
+uint64_t
+act_pg_number (act_pg_t *self, const char *what, const char *sql, int nparams,
+               const char * const *params)
+{
+    if (act_pg_flush (self, NULL))
+        return 0;
+    PGresult *result = act_pg_exec (self, what, sql, nparams, (const char **) params, NULL);
+    uint64_t number = result && PQntuples (result)
+                    ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
+    PQclear (result);
+    return number;
+}
+
 static uint64_t
 s_idem (void *impl, const char *context, const char *key)
 {
-    act_pg_t *self = (act_pg_t *) impl;
-    if (act_pg_flush (self, NULL))
-        return 0;
     const char *params [] = { context, key };
-    PGresult *result = act_pg_exec (self, "cannot read calls",
-        "SELECT id FROM calls WHERE context = $1 AND idem = $2", 2, params, NULL);
-    uint64_t id = result && PQntuples (result)
-                ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
-    PQclear (result);
-    return id;
+    return act_pg_number ((act_pg_t *) impl, "cannot read calls",
+        "SELECT id FROM calls WHERE context = $1 AND idem = $2", 2, params);
 }
 
 //  Walk call records a query returns

@@ -95,16 +95,9 @@ act_pg_delete_context (void *impl, const char *context, size_t *messages)
 uint64_t
 act_pg_append_key (void *impl, const char *context, const char *key)
 {
-    act_pg_t *self = (act_pg_t *) impl;
-    if (act_pg_flush (self, NULL))
-        return 0;
     const char *params [] = { context, key };
-    PGresult *result = act_pg_exec (self, "cannot read APPEND keys",
-        "SELECT seq FROM append_keys WHERE context = $1 AND key = $2", 2, params, NULL);
-    uint64_t seq = result && PQntuples (result)
-                 ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
-    PQclear (result);
-    return seq;
+    return act_pg_number ((act_pg_t *) impl, "cannot read APPEND keys",
+        "SELECT seq FROM append_keys WHERE context = $1 AND key = $2", 2, params);
 }
 
 int

@@ -45,6 +45,12 @@ int act_pg_begin (act_pg_t *self, act_err_t *err);
 //  Send the buffered writes into the batch's transaction: 0 or -1
 int act_pg_flush (act_pg_t *self, act_err_t *err);
 
+//  The first column of the first row of a query (after flushing the
+//  batch, so the batch is seen), as a number; 0 when there is no row or
+//  the query failed (logged with what).
+uint64_t act_pg_number (act_pg_t *self, const char *what, const char *sql, int nparams,
+                        const char * const *params);
+
 //  act_store_pg_contexts.c
 json_t *act_pg_contexts (void *impl, const char *from, const char *end, const char *after,
                          size_t limit);
