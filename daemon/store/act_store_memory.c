@@ -11,6 +11,7 @@
 
 #include <czmq.h>
 #include "act_store_int.h"
+#include "actd/act_wire.h"
 #include "actd/act_json.h"
 
 //  A context: its messages and APPEND keys
@@ -219,9 +220,9 @@ s_add_call (s_memory_t *self, s_mcall_t *call)
     }
     zhashx_update (self->calls, key, call);
     if (call->fields [3]) {
-        char *full = zsys_sprintf ("%s\x1f%s", call->fields [0], call->fields [3]);
+        char *full = act_key_new (call->fields [0], call->fields [3]);
         zhashx_update (self->keys, full, strdup (key));
-        zstr_free (&full);
+        free (full);
     }
     if (!act_state_ended (call->fields [1]))
         s_count_pending (self, call->fields [0], 1);
@@ -365,9 +366,9 @@ s_memory_call (void *impl, uint64_t call_id)
 static uint64_t
 s_memory_idem (void *impl, const char *context, const char *key)
 {
-    char *full = zsys_sprintf ("%s\x1f%s", context, key);
+    char *full = act_key_new (context, key);
     const char *id = zhashx_lookup (((s_memory_t *) impl)->keys, full);
-    zstr_free (&full);
+    free (full);
     return id? strtoull (id, NULL, 10): 0;
 }
 
@@ -480,9 +481,9 @@ s_memory_delete_context (void *impl, const char *context, size_t *messages)
         if (!streq (call->fields [0], context))
             continue;
         if (call->fields [3]) {
-            char *full = zsys_sprintf ("%s\x1f%s", context, call->fields [3]);
+            char *full = act_key_new (context, call->fields [3]);
             zhashx_delete (self->keys, full);
-            zstr_free (&full);
+            free (full);
         }
         zhashx_delete (self->calls, id);
         zlistx_add_end (grave->calls, call);

@@ -12,6 +12,7 @@
 
 #include <czmq.h>
 #include "act_store_int.h"
+#include "actd/act_wire.h"
 
 #ifdef ACTD_POSTGRES
 
@@ -104,10 +105,10 @@ act_pg_put_append_key (void *impl, const char *context, const char *key, uint64_
 {
     act_pg_t *self = (act_pg_t *) impl;
     //  Kept by context and key: the last one of the batch is sent
-    char *name = zsys_sprintf ("%s\x1f%s", context, key);
+    char *name = act_key_new (context, key);
     zhashx_update (self->append_keys, name,
                    json_pack ("[ssI]", context, key, (json_int_t) seq));
-    zstr_free (&name);
+    free (name);
     zhashx_update (self->touched, context, (void *) 1);
     return 0;
 }

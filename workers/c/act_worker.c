@@ -13,6 +13,7 @@
 
 #include "actd/act_worker.h"
 #include "actd/act_json.h"
+#include "actd/act_wire.h"
 #include "act_curve_int.h"
 
 //  A handler for one activity
@@ -196,7 +197,7 @@ s_send (s_link_t *link, const char *command, zmsg_t *args)
 {
     zmsg_t *msg = args? args: zmsg_new ();
     zmsg_pushstr (msg, command);
-    zmsg_pushstr (msg, "ACTW01");
+    zmsg_pushstr (msg, ACT_WORKER_HEADER);
     link->sent = zclock_mono ();
     return act_curve_send (link->socket, &msg);
 }
@@ -272,7 +273,7 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
     link->heard = zclock_mono ();
     char *header = zmsg_popstr (msg);
     char *command = zmsg_popstr (msg);
-    if (header && command && streq (header, "ACTW01")) {
+    if (header && command && streq (header, ACT_WORKER_HEADER)) {
         if (streq (command, "TASK") && zmsg_size (msg) == 4) {
             act_task_t *task = calloc (1, sizeof *task);
             task->worker = self;
