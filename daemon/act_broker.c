@@ -49,6 +49,7 @@ struct _act_broker_t {
     long long renew_at;         //  Shared store: next lease renewal
     long long renewed;          //  Shared store: last successful renewal
     long long orphans_at;       //  Shared store: next look for orphans
+    long long retain_at;        //  Next look for contexts idle past retain_ms
     bool recovering;            //  Contexts with calls left to adopt
     bool stopping;              //  Shutting down
     long long stop_deadline;    //  End of the shutdown grace period
@@ -178,6 +179,33 @@ s_leases (act_broker_t *self, long long now)
     }
 }
 
+//  Retention: delete one context the store found idle past retain_ms
+static int
+s_retain_one (const json_t *context, void *arg)
+{
+    act_broker_t *self = (act_broker_t *) arg;
+    act_err_t err = { 0 };
+    json_t *counts = act_flow_delete (self->flow, json_string_value (context), &err);
+    if (!counts && !(err.code && streq (err.code, ACT_E_MOVED)))
+        act_log (LOG_WARNING, "retention: context %s not deleted: %s",
+                 json_string_value (context), err.message);
+    json_decref (counts);
+    return 0;
+}
+
+//  Delete, a batch at a time, the contexts with no call left to end and
+//  no message newer than retain_ms (PROTOCOL.md 1.1, store/retain_ms)
+static void
+s_retain (act_broker_t *self, long long now)
+{
+    if (self->settings->retain_ms <= 0 || now < self->retain_at || self->stopping)
+        return;
+    char before [32];
+    act_date_ago (self->settings->retain_ms, before);
+    act_store_idle_contexts (self->store, before, 64, s_retain_one, self);
+    self->retain_at = now + 1000;
+}
+
 size_t
 act_broker_pass (act_broker_t *self)
 {
@@ -203,6 +231,7 @@ act_broker_pass (act_broker_t *self)
         act_cache_evict (self->cache, now);
         self->evict_at = now + 1000;
     }
+    s_retain (self, now);
     s_commit (self);
     return act_outbox_flush (self->outbox, self->send, self->send_arg);
 }
@@ -254,9 +283,15 @@ s_bind (act_broker_t *self, const char *endpoint, const char *domain, act_err_t 
     long long hard = self->settings->max_message_bytes * 4 + 65536;
     zsock_set_maxmsgsize (socket, hard > INT_MAX? INT_MAX: (int) hard);
     act_security_apply (self->security, socket, domain);
-    if (zsock_bind (socket, "%s", endpoint) < 0) {
-        act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint,
-                     zmq_strerror (zmq_errno ()));
+    //  libzmq binds interfaces, not host names: "localhost" (documented as
+    //  a local endpoint, and what people write) is the loopback address
+    char *bound = strncmp (endpoint, "tcp://localhost:", 16) == 0
+                ? zsys_sprintf ("tcp://127.0.0.1:%s", endpoint + 16): strdup (endpoint);
+    int rc = zsock_bind (socket, "%s", bound);
+    int error = rc < 0? zmq_errno (): 0;
+    free (bound);
+    if (rc < 0) {
+        act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint, zmq_strerror (error));
         zsock_destroy (&socket);
     }
     return socket;

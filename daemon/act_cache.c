@@ -135,6 +135,12 @@ act_cache_release (act_cache_t *self, act_context_t *context)
 }
 
 void
+act_cache_forget (act_cache_t *self, const char *id)
+{
+    zhashx_delete (self->contexts, id);
+}
+
+void
 act_cache_store (act_cache_t *self, act_context_t *context)
 {
     if (!context->stored) {

@@ -56,6 +56,9 @@ act_context_t *act_cache_lookup (act_cache_t *self, const char *id);
 //  does not know and no call holds); safe on NULL.
 void act_cache_release (act_cache_t *self, act_context_t *context);
 
+//  Forget the context from memory (deleted: no call of it is live).
+void act_cache_forget (act_cache_t *self, const char *id);
+
 //  Make sure the store knows the context (on its first accepted write).
 void act_cache_store (act_cache_t *self, act_context_t *context);
 

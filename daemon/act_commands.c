@@ -36,12 +36,13 @@ typedef struct {
 } s_command_t;
 
 static s_handler_fn s_call, s_plan, s_append, s_resolve, s_view, s_history,
-                    s_status, s_cancel, s_stats, s_ping, s_watch, s_unwatch;
+                    s_status, s_cancel, s_stats, s_ping, s_watch, s_unwatch, s_contexts,
+                    s_delete;
 
 static const s_command_t s_commands [] = {
     { "CALL",    2, 2, true,  s_call },
     { "PLAN",    2, 2, true,  s_plan },
-    { "APPEND",  2, 2, true,  s_append },
+    { "APPEND",  2, 3, true,  s_append },
     { "RESOLVE", 2, 3, true,  s_resolve },
     { "VIEW",    1, 2, true,  s_view },
     { "HISTORY", 3, 3, true,  s_history },
@@ -51,6 +52,8 @@ static const s_command_t s_commands [] = {
     { "PING",    0, 0, false, s_ping },
     { "WATCH",   2, 3, true,  s_watch },
     { "UNWATCH", 1, 1, false, s_unwatch },
+    { "CONTEXTS", 0, 3, false, s_contexts },
+    { "DELETE",  1, 1, true,  s_delete },
 };
 #define S_NCOMMANDS (sizeof s_commands / sizeof s_commands [0])
 
@@ -202,34 +205,52 @@ s_plan (act_commands_t *self, s_request_t *req)
     s_submit (self, req, true);
 }
 
+//  APPEND context message [key]: with an idempotency key (1-128 bytes),
+//  a second APPEND with the same key appends nothing and answers the
+//  first one's _seq
 static void
 s_append (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     json_t *message = NULL, *stored = NULL;
     act_context_t *context = NULL;
+    char *key = req->args [2]? s_frame_string (req->args [2]): NULL;
+    uint64_t seq = 0;
     if (act_flow_stopping (self->flow))
         act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
     else
+    if (req->args [2] && (!key || !*key || strlen (key) > 128))
+        act_err_set (&err, ACT_E_BAD_ARGUMENT, "an idempotency key is 1 to 128 bytes");
+    else
     if ((message = s_frame_json (req->args [1], &err))
-    &&  (context = act_cache_get (self->cache, req->context, true, &err)))
-        stored = act_ctx_append (context->ctx, message, &err);
+    &&  (context = act_cache_get (self->cache, req->context, true, &err))) {
+        if (key && context->stored)
+            seq = act_store_append_key (self->store, req->context, key);
+        if (!seq)
+            stored = act_ctx_append (context->ctx, message, &err);
+    }
     json_decref (message);
-    if (!stored) {
+    if (stored) {
+        act_cache_store (self->cache, context);
+        seq = (uint64_t) json_integer_value (json_object_get (stored, "_seq"));
+        char *text = act_json_dump (stored);
+        act_store_put_message (self->store, req->context, seq, text, strlen (text));
+        if (key)
+            act_store_put_append_key (self->store, req->context, key, seq);
+        act_watches_message (self->watches, req->context, seq, text);
+        free (text);
+        json_decref (stored);
+    }
+    if (seq) {
+        json_t *reply = json_pack ("{sI}", "seq", (json_int_t) seq);
+        s_reply_json (self, req, "OK", reply, true);
+        json_decref (reply);
+    }
+    else {
         s_reply_error (self, req, &err);
         act_cache_release (self->cache, context);
-        return;
     }
-    act_cache_store (self->cache, context);
-    json_int_t seq = json_integer_value (json_object_get (stored, "_seq"));
-    char *text = act_json_dump (stored);
-    act_store_put_message (self->store, req->context, (uint64_t) seq, text, strlen (text));
-    act_watches_message (self->watches, req->context, (uint64_t) seq, text);
-    free (text);
-    json_decref (stored);
-    json_t *reply = json_pack ("{sI}", "seq", seq);
-    s_reply_json (self, req, "OK", reply, true);
-    json_decref (reply);
+    free (key);
 }
 
 static void
@@ -447,6 +468,75 @@ s_watch (act_commands_t *self, s_request_t *req)
     }
     if (err.code)
         s_reply_error (self, req, &err);
+}
+
+//  An optional argument that is a context id or a prefix of one (empty
+//  allowed); true when absent or valid
+static bool
+s_prefix_arg (zframe_t *frame, char **text)
+{
+    *text = frame? s_frame_string (frame): NULL;
+    if (!frame)
+        return true;
+    if (!*text || strlen (*text) > ACT_MAX_CONTEXT_ID)
+        return false;
+    return **text == 0 || act_ctx_id_valid (*text);
+}
+
+//  CONTEXTS [prefix] [after] [limit]: a page of the stored contexts, in
+//  byte order of their ids, with "next" when more remain
+static void
+s_contexts (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    char *prefix = NULL, *after = NULL;
+    uint64_t limit = 100;
+    json_t *page = NULL;
+    if (!s_prefix_arg (req->args [0], &prefix) || !s_prefix_arg (req->args [1], &after))
+        act_err_set (&err, ACT_E_BAD_ARGUMENT,
+                     "a prefix and an after are empty or of [A-Za-z0-9._:@/-], up to %d bytes",
+                     ACT_MAX_CONTEXT_ID);
+    else
+    if (req->args [2] && (s_decimal_arg (req->args [2], "limit", ACT_HISTORY_LIMIT, &limit, &err)
+                      || (limit == 0 && act_err_set (&err, ACT_E_BAD_ARGUMENT,
+                                                     "limit is 1 to %d", ACT_HISTORY_LIMIT))))
+        ;
+    else
+    if (!(page = act_store_contexts (self->store, prefix, after, (size_t) limit + 1)))
+        act_err_set (&err, ACT_E_INTERNAL, "the store could not list contexts");
+    if (page) {
+        json_t *reply = json_object ();
+        if (json_array_size (page) > limit) {
+            json_array_remove (page, (size_t) limit);
+            json_object_set (reply, "next", json_object_get (json_array_get (page, limit - 1),
+                                                             "context"));
+        }
+        json_object_set_new (reply, "contexts", page);
+        s_reply_json (self, req, "VALUE", reply, false);
+        json_decref (reply);
+    }
+    else
+        s_reply_error (self, req, &err);
+    free (prefix);
+    free (after);
+}
+
+//  DELETE context: its calls not ended are cancelled, then it is removed;
+//  OK after that commit
+static void
+s_delete (act_commands_t *self, s_request_t *req)
+{
+    act_err_t err = { 0 };
+    json_t *counts = NULL;
+    if (act_flow_stopping (self->flow))
+        act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
+    else
+        counts = act_flow_delete (self->flow, req->context, &err);
+    if (counts)
+        s_reply_json (self, req, "OK", counts, true);
+    else
+        s_reply_error (self, req, &err);
+    json_decref (counts);
 }
 
 //  UNWATCH request-id: OK whether such a watch was open or not

@@ -618,6 +618,38 @@ act_flow_cancel (act_flow_t *self, act_live_t *call)
 
 
 //  --------------------------------------------------------------------------
+//  The end of a context
+
+json_t *
+act_flow_delete (act_flow_t *self, const char *context_id, act_err_t *err)
+{
+    //  Loading it recovers its calls that had not ended, to cancel them
+    act_context_t *context = act_cache_get (self->cache, context_id, false, err);
+    if (!context)
+        return NULL;
+    zlistx_t *doomed = zlistx_new ();
+    for (act_live_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
+        if (call->context == context)
+            zlistx_add_end (doomed, call);
+    size_t cancelled = zlistx_size (doomed);
+    for (act_live_t *call = zlistx_first (doomed); call; call = zlistx_next (doomed))
+        s_call_cancel (self, call);
+    zlistx_destroy (&doomed);
+    size_t messages = 0;
+    if (act_store_delete_context (self->store, context_id, &messages)) {
+        act_err_set (err, ACT_E_INTERNAL, "the store could not delete context %s", context_id);
+        return NULL;            //  The batch is doomed: the commit refuses
+    }
+    act_cache_forget (self->cache, context_id);
+    act_watches_deleted (self->watches, context_id);
+    act_log (LOG_INFO, "context %s deleted: %zu messages, %zu calls cancelled", context_id,
+             messages, cancelled);
+    return json_pack ("{sIsI}", "messages", (json_int_t) messages,
+                      "cancelled", (json_int_t) cancelled);
+}
+
+
+//  --------------------------------------------------------------------------
 //  Timers
 
 void

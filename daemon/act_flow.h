@@ -77,6 +77,13 @@ long long act_flow_next_timer (act_flow_t *self);
 //  Evaluate again the calls whose producers have all ended.
 void act_flow_settle (act_flow_t *self);
 
+//  DELETE context_id (or retention): cancel its calls that have not
+//  ended (each ends cancelled, with its DONE), remove it, its messages
+//  and its calls from the store and from memory, and end its watches.
+//  Returns a new {"messages": N, "cancelled": N}, or NULL with err
+//  (not_found, moved, internal).
+json_t *act_flow_delete (act_flow_t *self, const char *context_id, act_err_t *err);
+
 //  Stop taking calls and dispatching (a shutdown). Queued calls stay
 //  stored and run at the next start.
 void act_flow_stop (act_flow_t *self);

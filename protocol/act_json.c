@@ -401,12 +401,27 @@ bad:
 void
 act_date_now (char *buffer)
 {
+    act_date_ago (0, buffer);
+}
+
+void
+act_date_ago (long long ago_ms, char *buffer)
+{
     struct timespec now;
     clock_gettime (CLOCK_REALTIME, &now);
+    long long ms = (long long) now.tv_sec * 1000 + now.tv_nsec / 1000000 - ago_ms;
+    time_t seconds = (time_t) (ms / 1000);
     struct tm utc;
-    gmtime_r (&now.tv_sec, &utc);
+    gmtime_r (&seconds, &utc);
     size_t length = strftime (buffer, 21, "%Y-%m-%dT%H:%M:%S", &utc);
-    snprintf (buffer + length, 6, ".%03dZ", (int) (now.tv_nsec / 1000000));
+    unsigned millis = (unsigned) (ms % 1000);
+    char *tail = buffer + length;
+    tail [0] = '.';
+    tail [1] = (char) ('0' + millis / 100);
+    tail [2] = (char) ('0' + millis / 10 % 10);
+    tail [3] = (char) ('0' + millis % 10);
+    tail [4] = 'Z';
+    tail [5] = 0;
 }
 
 long long

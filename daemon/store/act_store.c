@@ -1,6 +1,6 @@
 /*  =========================================================================
-    act_store - the store: batches and counters over a backend, and the
-    ":memory:" backend.
+    act_store - the store: batches and counters over a backend
+    (act_store_memory.c, act_store_sqlite.c, act_store_pg.c).
     ========================================================================= */
 
 #include <czmq.h>
@@ -8,7 +8,8 @@
 #include "act_store_int.h"
 
 const char *act_store_counter_names [S_COUNTERS] = {
-    "contexts", "messages", "accepted", "ok", "error", "timeout", "skipped", "cancelled"
+    "contexts", "messages", "accepted", "ok", "error", "timeout", "skipped", "cancelled",
+    "deleted"
 };
 
 struct _act_store_t {
@@ -35,303 +36,6 @@ act_state_ended (const char *state)
 
 
 //  --------------------------------------------------------------------------
-//  The memory backend: the same contract, nothing on disk. It keeps texts,
-//  as a database would, and builds JSON when read.
-
-typedef struct {
-    char **items;               //  Message texts by _seq - 1
-    size_t size;                //  Number of messages
-    size_t capacity;            //  Slots allocated
-} s_messages_t;
-
-//  A call as kept here: owned copies of a record's fields
-typedef struct {
-    uint64_t call_id;           //  Call id
-    long long attempts;         //  Dispatches so far
-    char *fields [8];           //  context, state, call, id, outcome,
-                                //  progress, client, request (or NULL)
-} s_mcall_t;
-
-static const char *s_field_names [8] = {
-    "context", "state", "call", "id", "outcome", "progress", "client", "request"
-};
-
-typedef struct {
-    zhashx_t *contexts;         //  Context id -> s_messages_t
-    zhashx_t *calls;            //  Call id (decimal) -> s_mcall_t
-    zhashx_t *keys;             //  context + "\x1f" + _id -> call id (decimal)
-    uint64_t last_call;         //  Highest call id stored
-    int64_t counts [S_COUNTERS];//  Committed totals
-} s_memory_t;
-
-static void
-s_messages_destroy (void **item)
-{
-    s_messages_t *list = (s_messages_t *) *item;
-    for (size_t i = 0; i < list->size; i++)
-        free (list->items [i]);
-    free (list->items);
-    free (list);
-    *item = NULL;
-}
-
-static void
-s_mcall_destroy (void **item)
-{
-    s_mcall_t *call = (s_mcall_t *) *item;
-    for (int i = 0; i < 8; i++)
-        free (call->fields [i]);
-    free (call);
-    *item = NULL;
-}
-
-static void
-s_memory_destroy (void *impl)
-{
-    s_memory_t *self = (s_memory_t *) impl;
-    zhashx_destroy (&self->contexts);
-    zhashx_destroy (&self->calls);
-    zhashx_destroy (&self->keys);
-    free (self);
-}
-
-static int
-s_memory_put_context (void *impl, const char *context)
-{
-    s_memory_t *self = (s_memory_t *) impl;
-    if (zhashx_lookup (self->contexts, context))
-        return 0;
-    zhashx_insert (self->contexts, context, calloc (1, sizeof (s_messages_t)));
-    return 1;
-}
-
-static int
-s_memory_put_message (void *impl, const char *context, uint64_t seq,
-                      const char *text, size_t size)
-{
-    s_memory_t *self = (s_memory_t *) impl;
-    s_memory_put_context (impl, context);
-    s_messages_t *list = (s_messages_t *) zhashx_lookup (self->contexts, context);
-    if (seq != list->size + 1)
-        return -1;              //  _seq must grow by one
-    if (list->size == list->capacity) {
-        list->capacity = list->capacity? list->capacity * 2: 16;
-        list->items = realloc (list->items, list->capacity * sizeof (char *));
-    }
-    list->items [list->size++] = strndup (text, size);
-    return 0;
-}
-
-static char *
-s_copy (const char *text)
-{
-    return text? strdup (text): NULL;
-}
-
-static int
-s_memory_put_call (void *impl, const act_call_record_t *record)
-{
-    s_memory_t *self = (s_memory_t *) impl;
-    s_mcall_t *call = calloc (1, sizeof *call);
-    call->call_id = record->call_id;
-    call->attempts = record->attempts;
-    const char *fields [8] = { record->context, record->state, record->call, record->id,
-                               record->outcome, record->progress, record->client,
-                               record->request };
-    for (int i = 0; i < 8; i++)
-        call->fields [i] = s_copy (fields [i]);
-    char key [24];
-    snprintf (key, sizeof key, "%" PRIu64, record->call_id);
-    zhashx_update (self->calls, key, call);
-    if (record->id) {
-        char *full = zsys_sprintf ("%s\x1f%s", record->context, record->id);
-        zhashx_update (self->keys, full, strdup (key));
-        zstr_free (&full);
-    }
-    if (record->call_id > self->last_call)
-        self->last_call = record->call_id;
-    return 0;
-}
-
-static int
-s_memory_update_call (void *impl, const act_call_record_t *record)
-{
-    s_memory_t *self = (s_memory_t *) impl;
-    char key [24];
-    snprintf (key, sizeof key, "%" PRIu64, record->call_id);
-    s_mcall_t *call = (s_mcall_t *) zhashx_lookup (self->calls, key);
-    if (!call)
-        return -1;
-    call->attempts = record->attempts;
-    free (call->fields [1]);
-    call->fields [1] = s_copy (record->state);
-    free (call->fields [4]);
-    call->fields [4] = s_copy (record->outcome);
-    free (call->fields [5]);
-    call->fields [5] = s_copy (record->progress);
-    return 0;
-}
-
-//  The record of a call, as JSON
-static json_t *
-s_mcall_json (s_mcall_t *call)
-{
-    json_t *record = json_pack ("{sIsI}", "call_id", (json_int_t) call->call_id,
-                                "attempts", (json_int_t) call->attempts);
-    for (int i = 0; i < 8; i++)
-        if (call->fields [i]) {
-            bool is_json = i == 2 || i == 4 || i == 5;
-            json_object_set_new (record, s_field_names [i], is_json
-                ? json_loads (call->fields [i], JSON_DECODE_ANY, NULL)
-                : json_string (call->fields [i]));
-        }
-    return record;
-}
-
-static int
-s_memory_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
-{
-    //  Its writes cannot fail (they are in memory at once), so a batch is
-    //  never doomed here; the counters follow the facade's verdict
-    s_memory_t *self = (s_memory_t *) impl;
-    if (rollback)
-        return -1;
-    for (int i = 0; i < S_COUNTERS; i++)
-        self->counts [i] += deltas [i];
-    return 0;
-}
-
-static bool
-s_memory_has_context (void *impl, const char *context)
-{
-    return zhashx_lookup (((s_memory_t *) impl)->contexts, context) != NULL;
-}
-
-static int
-s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
-{
-    s_messages_t *list = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
-    for (size_t i = 0; list && i < list->size; i++) {
-        json_t *message = json_loads (list->items [i], 0, NULL);
-        int stop = message? fn (message, arg): 0;
-        json_decref (message);
-        if (stop)
-            break;
-    }
-    return 0;
-}
-
-static json_t *
-s_memory_history (void *impl, const char *context, uint64_t from, size_t limit)
-{
-    s_messages_t *list = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
-    json_t *page = json_array ();
-    for (size_t i = from? from - 1: 0; list && i < list->size && limit; i++, limit--)
-        json_array_append_new (page, json_loads (list->items [i], 0, NULL));
-    return page;
-}
-
-static json_t *
-s_memory_call (void *impl, uint64_t call_id)
-{
-    char key [24];
-    snprintf (key, sizeof key, "%" PRIu64, call_id);
-    s_mcall_t *call = zhashx_lookup (((s_memory_t *) impl)->calls, key);
-    return call? s_mcall_json (call): NULL;
-}
-
-static uint64_t
-s_memory_idem (void *impl, const char *context, const char *key)
-{
-    char *full = zsys_sprintf ("%s\x1f%s", context, key);
-    const char *id = zhashx_lookup (((s_memory_t *) impl)->keys, full);
-    zstr_free (&full);
-    return id? strtoull (id, NULL, 10): 0;
-}
-
-static int
-s_compare_ids (const void *a, const void *b)
-{
-    uint64_t left = (*(s_mcall_t * const *) a)->call_id;
-    uint64_t right = (*(s_mcall_t * const *) b)->call_id;
-    return left < right? -1: left > right;
-}
-
-static int
-s_memory_pending (void *impl, act_store_each_fn *fn, void *arg)
-{
-    s_memory_t *self = (s_memory_t *) impl;
-    size_t size = 0;
-    s_mcall_t **list = malloc ((zhashx_size (self->calls) + 1) * sizeof (s_mcall_t *));
-    for (s_mcall_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
-        if (!act_state_ended (call->fields [1]))
-            list [size++] = call;
-    qsort (list, size, sizeof (s_mcall_t *), s_compare_ids);
-    for (size_t i = 0; i < size; i++) {
-        json_t *record = s_mcall_json (list [i]);
-        int stop = fn (record, arg);
-        json_decref (record);
-        if (stop)
-            break;
-    }
-    free (list);
-    return 0;
-}
-
-static int
-s_memory_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
-{
-    s_memory_t *self = (s_memory_t *) impl;
-    if (!mine)
-        return 0;
-    zhashx_t *seen = zhashx_new ();
-    for (s_mcall_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
-        if (!act_state_ended (call->fields [1])
-        &&  zhashx_insert (seen, call->fields [0], (void *) 1) == 0) {
-            json_t *name = json_string (call->fields [0]);
-            fn (name, arg);
-            json_decref (name);
-        }
-    zhashx_destroy (&seen);
-    return 0;
-}
-
-static uint64_t
-s_memory_last_call (void *impl)
-{
-    return ((s_memory_t *) impl)->last_call;
-}
-
-static int
-s_memory_counters (void *impl, int64_t *counts)
-{
-    memcpy (counts, ((s_memory_t *) impl)->counts, sizeof (int64_t) * S_COUNTERS);
-    return 0;
-}
-
-static const act_store_backend_t s_memory = {
-    "memory", s_memory_destroy, s_memory_put_context, s_memory_put_message,
-    s_memory_put_call, s_memory_update_call, s_memory_commit, s_memory_has_context,
-    s_memory_messages, s_memory_history, s_memory_call, s_memory_idem,
-    s_memory_pending, s_memory_last_call, s_memory_counters, NULL, NULL, NULL, NULL, NULL,
-    s_memory_contexts_pending, NULL
-};
-
-static void *
-s_memory_open (void)
-{
-    s_memory_t *self = calloc (1, sizeof *self);
-    self->contexts = zhashx_new ();
-    zhashx_set_destructor (self->contexts, s_messages_destroy);
-    self->calls = zhashx_new ();
-    zhashx_set_destructor (self->calls, s_mcall_destroy);
-    self->keys = zhashx_new ();
-    zhashx_set_destructor (self->keys, (zhashx_destructor_fn *) zstr_free);
-    return self;
-}
-
-
-//  --------------------------------------------------------------------------
 //  The store
 
 act_store_t *
@@ -341,8 +45,8 @@ act_store_open (const char *location, act_sync_t sync, act_err_t *err)
     if (!self)
         return NULL;
     if (location && streq (location, ":memory:")) {
-        self->backend = &s_memory;
-        self->impl = s_memory_open ();
+        self->backend = &act_store_memory;
+        self->impl = act_store_memory_open ();
     }
     else
     if (location && (strncmp (location, "postgres://", 11) == 0
@@ -522,10 +226,11 @@ act_store_counts (act_store_t *self)
     for (int i = 0; i < S_COUNTERS; i++)
         total [i] = self->counts [i] + self->deltas [i];
     json_t *calls = json_object ();
-    for (int i = S_ACCEPTED; i < S_COUNTERS; i++)
+    for (int i = S_ACCEPTED; i <= S_CANCELLED; i++)
         json_object_set_new (calls, act_store_counter_names [i], json_integer (total [i]));
-    return json_pack ("{sIsIso}", "contexts", (json_int_t) total [S_CONTEXTS],
-                      "messages", (json_int_t) total [S_MESSAGES], "calls", calls);
+    return json_pack ("{sIsIsIso}", "contexts", (json_int_t) total [S_CONTEXTS],
+                      "messages", (json_int_t) total [S_MESSAGES],
+                      "deleted", (json_int_t) total [S_DELETED], "calls", calls);
 }
 
 uint64_t
@@ -596,4 +301,77 @@ act_store_pending_in (act_store_t *self, const char *context, act_store_each_fn 
         return self->backend->pending_in (self->impl, context, fn, arg);
     s_filter_t filter = { context, fn, arg };
     return self->backend->pending (self->impl, s_filter, &filter);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The lifecycle of contexts
+
+json_t *
+act_store_contexts (act_store_t *self, const char *prefix, const char *after, size_t limit)
+{
+    prefix = prefix? prefix: "";
+    after = after? after: "";
+    //  Context ids are printable ASCII (SEMANTICS.md 1): a prefix with any
+    //  other byte names none. The ids starting with prefix are then those
+    //  in [prefix, prefix with its last byte + 1), a range of the index.
+    size_t length = strlen (prefix);
+    for (size_t i = 0; i < length; i++)
+        if ((unsigned char) prefix [i] < 0x21 || (unsigned char) prefix [i] > 0x7e)
+            return json_array ();
+    if (limit == 0)
+        return json_array ();
+    //  "\x7f" is above every id; the range starts at the greater of prefix
+    //  and after (one bound, so that a page is one range scan)
+    char *end = strdup (length? prefix: "\x7f");
+    if (length)
+        end [length - 1]++;
+    const char *from = strcmp (after, prefix) > 0? after: prefix;
+    json_t *page = self->backend->contexts (self->impl, from, end, after, limit);
+    free (end);
+    return page;
+}
+
+int
+act_store_delete_context (act_store_t *self, const char *context, size_t *messages)
+{
+    size_t held = 0;
+    int rc = self->backend->delete_context (self->impl, context, &held);
+    if (rc == 1) {
+        self->deltas [S_CONTEXTS]--;
+        self->deltas [S_MESSAGES] -= (int64_t) held;
+        self->deltas [S_DELETED]++;
+    }
+    if (messages)
+        *messages = rc == 1? held: 0;
+    return s_counted (self, rc, "a context's deletion");
+}
+
+uint64_t
+act_store_append_key (act_store_t *self, const char *context, const char *key)
+{
+    size_t length = key? strlen (key): 0;
+    if (length == 0 || length > 128)
+        return 0;
+    return self->backend->append_key (self->impl, context, key);
+}
+
+int
+act_store_put_append_key (act_store_t *self, const char *context, const char *key,
+                          uint64_t seq)
+{
+    size_t length = key? strlen (key): 0;
+    if (length == 0 || length > 128 || !context)
+        return -1;              //  Refused: nothing written, the batch is whole
+    int rc = self->backend->put_append_key (self->impl, context, key, seq);
+    return s_counted (self, rc, "an APPEND key");
+}
+
+int
+act_store_idle_contexts (act_store_t *self, const char *before_date, size_t limit,
+                         act_store_each_fn *fn, void *arg)
+{
+    if (!before_date || limit == 0)
+        return 0;
+    return self->backend->idle_contexts (self->impl, before_date, limit, fn, arg);
 }

@@ -114,12 +114,50 @@ int act_store_pending (act_store_t *self, act_store_each_fn *fn, void *arg);
 //  The highest call id ever stored (0 for an empty store).
 uint64_t act_store_last_call (act_store_t *self);
 
-//  Totals, as a new object: {"contexts", "messages", "calls": {"accepted",
-//  "ok", "error", "timeout", "skipped", "cancelled"}}, of the whole store
+//  Totals, as a new object: {"contexts", "messages", "deleted", "calls":
+//  {"accepted", "ok", "error", "timeout", "skipped", "cancelled"}}, of the
+//  whole store (deleted: contexts removed by act_store_delete_context)
 //  (with this store's uncommitted batch). O(1): kept as counters updated in
 //  each commit, not counted from the tables; on a shared store (several
 //  brokers) they are read from the database each time.
 json_t *act_store_counts (act_store_t *self);
+
+//  --------------------------------------------------------------------------
+//  The lifecycle of contexts (PROTOCOL.md 1.1: CONTEXTS, DELETE, retention,
+//  APPEND's idempotency key)
+
+//  Up to limit stored contexts whose id is > after (NULL or "": from the
+//  start) and starts with prefix (NULL or "": any), in byte order of their
+//  ids, as a new JSON array of {"context", "messages", "last_seq",
+//  "updated", "pending"}: updated is the _date of the last message (null
+//  when there is none), pending the number of calls not ended. On a shared
+//  store, every broker's contexts. NULL on a store error. Costs an index
+//  range scan and O(pending) per listed context.
+json_t *act_store_contexts (act_store_t *self, const char *prefix, const char *after,
+                            size_t limit);
+
+//  Remove context, its messages, its calls (records and _id keys), its
+//  APPEND keys and, on a shared store, its lease, in the batch; *messages
+//  (if not NULL) is set to how many messages it held. A context that does
+//  not exist is no error (*messages 0). Returns 0, or -1 (the batch is
+//  doomed). A context created later with the same id starts empty.
+int act_store_delete_context (act_store_t *self, const char *context, size_t *messages);
+
+//  The _seq an earlier APPEND with idempotency key key got in context, or 0.
+uint64_t act_store_append_key (act_store_t *self, const char *context, const char *key);
+
+//  Remember that the APPEND with key key got _seq seq in context (in the
+//  batch). Keys are 1-128 bytes: another is refused (-1) and nothing is
+//  written.
+int act_store_put_append_key (act_store_t *self, const char *context, const char *key,
+                              uint64_t seq);
+
+//  Walk up to limit contexts with no call left to end whose last message's
+//  _date (or, without messages, the date the context was created) is
+//  before before_date (RFC 3339 UTC with milliseconds, compared as text).
+//  fn gets a JSON string, the context id. Returns 0, or -1 on a read error.
+int act_store_idle_contexts (act_store_t *self, const char *before_date, size_t limit,
+                             act_store_each_fn *fn, void *arg);
 
 //  True when state is an outcome (the call has ended).
 bool act_state_ended (const char *state);

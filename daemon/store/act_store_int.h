@@ -10,7 +10,7 @@
 //  The totals a store keeps, in this order
 enum {
     S_CONTEXTS, S_MESSAGES, S_ACCEPTED, S_OK, S_ERROR, S_TIMEOUT, S_SKIPPED,
-    S_CANCELLED, S_COUNTERS
+    S_CANCELLED, S_DELETED, S_COUNTERS
 };
 extern const char *act_store_counter_names [S_COUNTERS];
 
@@ -44,7 +44,22 @@ typedef struct {
     int (*leave) (void *impl);
     int (*contexts_pending) (void *impl, bool mine, act_store_each_fn *fn, void *arg);
     int (*pending_in) (void *impl, const char *context, act_store_each_fn *fn, void *arg);
+    //  Contexts: ids in [from, end) but after, at most limit, in order, as
+    //  act_store_contexts returns them
+    json_t *(*contexts) (void *impl, const char *from, const char *end, const char *after,
+                         size_t limit);
+    //  Delete a context in the batch: 1 and *messages set when it existed,
+    //  0 when it did not, -1 on failure
+    int (*delete_context) (void *impl, const char *context, size_t *messages);
+    uint64_t (*append_key) (void *impl, const char *context, const char *key);
+    int (*put_append_key) (void *impl, const char *context, const char *key, uint64_t seq);
+    int (*idle_contexts) (void *impl, const char *before, size_t limit,
+                          act_store_each_fn *fn, void *arg);
 } act_store_backend_t;
+
+//  Open the memory backend
+void *act_store_memory_open (void);
+extern const act_store_backend_t act_store_memory;
 
 //  Open the SQLite backend; NULL with err set on failure
 void *act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err);

@@ -27,6 +27,7 @@
 #ifdef ACTD_POSTGRES
 
 #include <libpq-fe.h>
+#include "act_store_pg_int.h"
 
 //  Schema migrations: s_migrations [v] takes the schema from v to v + 1
 static const char *s_migrations [] = {
@@ -43,30 +44,30 @@ static const char *s_migrations [] = {
     "  PRIMARY KEY (broker, name));"
     "CREATE TABLE brokers (id TEXT PRIMARY KEY, endpoint TEXT NOT NULL,"
     "  heartbeat TIMESTAMPTZ NOT NULL);"
-    "CREATE TABLE leases (context TEXT PRIMARY KEY, broker TEXT NOT NULL);"
+    "CREATE TABLE leases (context TEXT PRIMARY KEY, broker TEXT NOT NULL);",
+    //  1 -> 2: CONTEXTS, DELETE, retention and APPEND keys. Ids in byte
+    //  order (collation "C"), so that a page of CONTEXTS is a range scan of
+    //  the primary key; a context's counts and last date in its row; calls
+    //  by context, to delete them
+    "ALTER TABLE contexts ALTER COLUMN id TYPE TEXT COLLATE \"C\";"
+    "ALTER TABLE contexts ADD COLUMN messages BIGINT NOT NULL DEFAULT 0,"
+    "  ADD COLUMN last_seq BIGINT NOT NULL DEFAULT 0, ADD COLUMN updated TEXT COLLATE \"C\";"
+    "UPDATE contexts c SET messages = m.n, last_seq = m.last FROM (SELECT context,"
+    "  count (*) AS n, max (seq) AS last FROM messages GROUP BY context) m"
+    "  WHERE c.id = m.context;"
+    "UPDATE contexts c SET updated = (SELECT body::json->>'_date' FROM messages"
+    "  WHERE context = c.id AND seq = c.last_seq) WHERE c.last_seq > 0;"
+    "CREATE INDEX contexts_by_updated ON contexts (updated) WHERE updated IS NOT NULL;"
+    "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
+    "CREATE INDEX calls_by_context ON calls (context);"
+    "CREATE TABLE append_keys (context TEXT NOT NULL, key TEXT NOT NULL, seq BIGINT NOT NULL,"
+    "  PRIMARY KEY (context, key));"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
 #define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
 #define S_BLOCK 1000            //  Call ids reserved at a time
 
-typedef struct {
-    PGconn *conn;               //  The connection
-    char *where;                //  Host and database, for messages
-    act_sync_t sync;            //  FULL: synchronous_commit on; NORMAL: off
-    bool open_batch;            //  BEGIN was sent for the current batch
-    json_t *contexts;           //  Buffered: context ids to insert
-    json_t *messages;           //  Buffered: [context, seq, body text]
-    json_t *inserts;            //  Buffered: call records to insert
-    zhashx_t *updates;          //  Buffered: call id -> latest record update
-    zhashx_t *touched;          //  Contexts written in this batch
-    zhashx_t *known;            //  Contexts known to exist
-    char *broker;               //  This broker's id ("" before join)
-    char *endpoint;             //  Its client endpoint
-    long long lease_ms;         //  Lease length
-    uint64_t next_id;           //  Next call id of the current block
-    uint64_t block_end;         //  Last call id of the current block
-} s_pg_t;
 
 static void
 s_json_free (void **item)
@@ -78,7 +79,7 @@ s_json_free (void **item)
 static void
 s_destroy (void *impl)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     if (self->conn) {
         if (self->open_batch)
             PQclear (PQexec (self->conn, "ROLLBACK"));
@@ -88,6 +89,7 @@ s_destroy (void *impl)
     json_decref (self->messages);
     json_decref (self->inserts);
     zhashx_destroy (&self->updates);
+    zhashx_destroy (&self->append_keys);
     zhashx_destroy (&self->touched);
     zhashx_destroy (&self->known);
     free (self->where);
@@ -97,7 +99,7 @@ s_destroy (void *impl)
 }
 
 static int
-s_fail (s_pg_t *self, act_err_t *err, const char *what, PGresult *result)
+s_fail (act_pg_t *self, act_err_t *err, const char *what, PGresult *result)
 {
     const char *why = result? PQresultErrorMessage (result): PQerrorMessage (self->conn);
     char *message = strdup (why && *why? why: "no message");
@@ -112,8 +114,8 @@ s_fail (s_pg_t *self, act_err_t *err, const char *what, PGresult *result)
 
 //  Run a statement; returns its result (the caller clears it), or NULL
 //  with the failure logged
-static PGresult *
-s_exec (s_pg_t *self, const char *what, const char *sql, int nparams,
+PGresult *
+act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
         const char *const *params, act_err_t *err)
 {
     PGresult *result = PQexecParams (self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
@@ -126,86 +128,109 @@ s_exec (s_pg_t *self, const char *what, const char *sql, int nparams,
     return result;
 }
 
-static int
-s_run (s_pg_t *self, const char *what, const char *sql, int nparams,
+int
+act_pg_run (act_pg_t *self, const char *what, const char *sql, int nparams,
        const char *const *params, act_err_t *err)
 {
-    PGresult *result = s_exec (self, what, sql, nparams, params, err);
+    PGresult *result = act_pg_exec (self, what, sql, nparams, params, err);
     PQclear (result);
     return result? 0: -1;
 }
 
 static size_t
-s_buffered (s_pg_t *self)
+s_buffered (act_pg_t *self)
 {
     return json_array_size (self->contexts) + json_array_size (self->messages)
-         + json_array_size (self->inserts) + zhashx_size (self->updates);
+         + json_array_size (self->inserts) + zhashx_size (self->updates)
+         + zhashx_size (self->append_keys);
 }
 
-//  Send the buffered writes into the batch's transaction (opened here)
+int
+act_pg_begin (act_pg_t *self, act_err_t *err)
+{
+    if (self->open_batch)
+        return 0;
+    //  NORMAL: the commit returns before the WAL is flushed (a crash of
+    //  the database server may lose the last commits, never corrupt)
+    if (act_pg_run (self, "cannot begin a transaction", "BEGIN", 0, NULL, err)
+    ||  (self->sync == ACT_SYNC_NORMAL
+    &&   act_pg_run (self, "cannot set synchronous_commit",
+                     "SET LOCAL synchronous_commit = off", 0, NULL, err)))
+        return -1;
+    self->open_batch = true;
+    return 0;
+}
+
+//  Send buffered rows (a JSON array, emptied) as the one parameter of sql
 static int
-s_flush (s_pg_t *self, act_err_t *err)
+s_send (act_pg_t *self, const char *what, const char *sql, json_t *rows, act_err_t *err)
+{
+    if (json_array_size (rows) == 0)
+        return 0;
+    char *text = act_json_dump (rows);
+    const char *params [] = { text };
+    int rc = act_pg_run (self, what, sql, 1, params, err);
+    free (text);
+    json_array_clear (rows);
+    return rc;
+}
+
+//  The values of a buffer kept by key, as a new JSON array (then emptied)
+static json_t *
+s_values (zhashx_t *buffer)
+{
+    json_t *rows = json_array ();
+    for (json_t *row = zhashx_first (buffer); row; row = zhashx_next (buffer))
+        json_array_append (rows, row);
+    zhashx_purge (buffer);
+    return rows;
+}
+
+//  Send the buffered writes into the batch's transaction (opened here).
+//  The messages' statement also brings their contexts' rows up to date
+//  (count, last _seq, the last one's _date), once per context.
+int
+act_pg_flush (act_pg_t *self, act_err_t *err)
 {
     if (s_buffered (self) == 0)
         return 0;
-    if (!self->open_batch) {
-        //  NORMAL: the commit returns before the WAL is flushed (a crash of
-        //  the database server may lose the last commits, never corrupt)
-        if (s_run (self, "cannot begin a transaction", "BEGIN", 0, NULL, err)
-        ||  (self->sync == ACT_SYNC_NORMAL
-        &&   s_run (self, "cannot set synchronous_commit",
-                    "SET LOCAL synchronous_commit = off", 0, NULL, err)))
-            return -1;
-        self->open_batch = true;
-    }
-    int rc = 0;
-    char *text;
-    if (json_array_size (self->contexts)) {
-        text = act_json_dump (self->contexts);
-        const char *params [] = { text };
-        rc = s_run (self, "cannot store contexts",
-            "INSERT INTO contexts (id) SELECT jsonb_array_elements_text ($1::jsonb) "
-            "ON CONFLICT DO NOTHING", 1, params, err);
-        free (text);
-        json_array_clear (self->contexts);
-    }
-    if (rc == 0 && json_array_size (self->messages)) {
-        text = act_json_dump (self->messages);
-        const char *params [] = { text };
-        rc = s_run (self, "cannot store messages",
-            "INSERT INTO messages (context, seq, body) SELECT r->>0, (r->>1)::bigint, r->>2 "
-            "FROM jsonb_array_elements ($1::jsonb) AS r", 1, params, err);
-        free (text);
-        json_array_clear (self->messages);
-    }
-    if (rc == 0 && json_array_size (self->inserts)) {
-        text = act_json_dump (self->inserts);
-        const char *params [] = { text };
-        rc = s_run (self, "cannot store calls",
-            "INSERT INTO calls (" S_CALL_COLUMNS ", ended) SELECT (r->>'call_id')::bigint, "
-            "r->>'context', r->>'state', (r->>'attempts')::int, r->>'call', r->>'id', "
-            "r->>'outcome', r->>'progress', r->>'client', r->>'request', (r->>'ended')::boolean "
-            "FROM jsonb_array_elements ($1::jsonb) AS r", 1, params, err);
-        free (text);
-        json_array_clear (self->inserts);
-    }
-    if (rc == 0 && zhashx_size (self->updates)) {
-        json_t *rows = json_array ();
-        for (json_t *row = zhashx_first (self->updates); row; row = zhashx_next (self->updates))
-            json_array_append (rows, row);
-        text = act_json_dump (rows);
-        json_decref (rows);
-        const char *params [] = { text };
-        rc = s_run (self, "cannot update calls",
-            "UPDATE calls SET state = u.state, attempts = u.attempts, outcome = u.outcome, "
-            "progress = u.progress, ended = u.ended FROM (SELECT (r->>'call_id')::bigint AS id, "
-            "r->>'state' AS state, (r->>'attempts')::int AS attempts, r->>'outcome' AS outcome, "
-            "r->>'progress' AS progress, (r->>'ended')::boolean AS ended "
-            "FROM jsonb_array_elements ($1::jsonb) AS r) AS u WHERE calls.id = u.id",
-            1, params, err);
-        free (text);
-        zhashx_purge (self->updates);
-    }
+    if (act_pg_begin (self, err))
+        return -1;
+    json_t *updates = s_values (self->updates);
+    json_t *keys = s_values (self->append_keys);
+    int rc = s_send (self, "cannot store contexts",
+        "INSERT INTO contexts (id) SELECT jsonb_array_elements_text ($1::jsonb) "
+        "ON CONFLICT DO NOTHING", self->contexts, err);
+    rc = rc? rc: s_send (self, "cannot store messages",
+        "WITH r AS (SELECT x->>0 AS context, (x->>1)::bigint AS seq, x->>2 AS body "
+        "  FROM jsonb_array_elements ($1::jsonb) AS x), "
+        "ins AS (INSERT INTO messages (context, seq, body) SELECT context, seq, body FROM r), "
+        "m AS (SELECT DISTINCT ON (context) context, seq, body::json->>'_date' AS date, "
+        "  count (*) OVER (PARTITION BY context) AS n FROM r ORDER BY context, seq DESC) "
+        "UPDATE contexts c SET messages = c.messages + m.n, "
+        "  last_seq = GREATEST (c.last_seq, m.seq), updated = COALESCE (m.date, c.updated) "
+        "FROM m WHERE c.id = m.context", self->messages, err);
+    rc = rc? rc: s_send (self, "cannot store calls",
+        "INSERT INTO calls (" S_CALL_COLUMNS ", ended) SELECT (r->>'call_id')::bigint, "
+        "r->>'context', r->>'state', (r->>'attempts')::int, r->>'call', r->>'id', "
+        "r->>'outcome', r->>'progress', r->>'client', r->>'request', (r->>'ended')::boolean "
+        "FROM jsonb_array_elements ($1::jsonb) AS r", self->inserts, err);
+    rc = rc? rc: s_send (self, "cannot update calls",
+        "UPDATE calls SET state = u.state, attempts = u.attempts, outcome = u.outcome, "
+        "progress = u.progress, ended = u.ended FROM (SELECT (r->>'call_id')::bigint AS id, "
+        "r->>'state' AS state, (r->>'attempts')::int AS attempts, r->>'outcome' AS outcome, "
+        "r->>'progress' AS progress, (r->>'ended')::boolean AS ended "
+        "FROM jsonb_array_elements ($1::jsonb) AS r) AS u WHERE calls.id = u.id",
+        updates, err);
+    rc = rc? rc: s_send (self, "cannot store APPEND keys",
+        "INSERT INTO append_keys (context, key, seq) SELECT r->>0, r->>1, (r->>2)::bigint "
+        "FROM jsonb_array_elements ($1::jsonb) AS r "
+        "ON CONFLICT (context, key) DO UPDATE SET seq = EXCLUDED.seq", keys, err);
+    json_array_clear (self->contexts);
+    json_array_clear (self->messages);
+    json_array_clear (self->inserts);
+    json_decref (updates);
+    json_decref (keys);
     return rc;
 }
 
@@ -228,7 +253,7 @@ s_row (const act_call_record_t *record)
 static int
 s_put_context (void *impl, const char *context)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     //  Only the context's owner creates it: a context it has not seen is new
     if (zhashx_lookup (self->known, context))
         return 0;
@@ -241,7 +266,7 @@ s_put_context (void *impl, const char *context)
 static int
 s_put_message (void *impl, const char *context, uint64_t seq, const char *text, size_t size)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     json_array_append_new (self->messages,
                            json_pack ("[sIs%]", context, (json_int_t) seq, text, size));
     zhashx_update (self->touched, context, (void *) 1);
@@ -251,7 +276,7 @@ s_put_message (void *impl, const char *context, uint64_t seq, const char *text, 
 static int
 s_put_call (void *impl, const act_call_record_t *record)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     json_array_append_new (self->inserts, s_row (record));
     if (record->context)
         zhashx_update (self->touched, record->context, (void *) 1);
@@ -261,7 +286,7 @@ s_put_call (void *impl, const act_call_record_t *record)
 static int
 s_update_call (void *impl, const act_call_record_t *record)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     //  An insert still buffered takes the update; else the last update of
     //  a call in the batch is the one sent
     json_int_t id = (json_int_t) record->call_id;
@@ -284,7 +309,7 @@ s_update_call (void *impl, const act_call_record_t *record)
 
 //  The contexts written in this batch, as a JSON array text
 static char *
-s_touched (s_pg_t *self)
+s_touched (act_pg_t *self)
 {
     json_t *ids = json_array ();
     zlistx_t *keys = zhashx_keys (self->touched);
@@ -299,15 +324,15 @@ s_touched (s_pg_t *self)
 static int
 s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
-    s_pg_t *self = (s_pg_t *) impl;
-    int rc = rollback? -1: s_flush (self, err);
+    act_pg_t *self = (act_pg_t *) impl;
+    int rc = rollback? -1: act_pg_flush (self, err);
     if (rc == 0 && !self->open_batch)
         return 0;               //  Nothing was written
     //  Fencing: the batch may only touch contexts this broker still owns
     if (rc == 0 && zhashx_size (self->touched)) {
         char *touched = s_touched (self);
         const char *params [] = { self->broker, touched };
-        PGresult *result = s_exec (self, "cannot check leases",
+        PGresult *result = act_pg_exec (self, "cannot check leases",
             "SELECT context FROM leases WHERE broker = $1 AND context IN "
             "(SELECT jsonb_array_elements_text ($2::jsonb)) FOR SHARE", 2, params, err);
         if (!result)
@@ -327,13 +352,13 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
             char value [24];
             snprintf (value, sizeof value, "%" PRId64, deltas [i]);
             const char *params [] = { self->broker, act_store_counter_names [i], value };
-            rc = s_run (self, "cannot update counters",
+            rc = act_pg_run (self, "cannot update counters",
                 "INSERT INTO counters (broker, name, value) VALUES ($1, $2, $3::bigint) "
                 "ON CONFLICT (broker, name) DO UPDATE SET value = counters.value + EXCLUDED.value",
                 3, params, err);
         }
     if (rc == 0)
-        rc = s_run (self, "commit failed", "COMMIT", 0, NULL, err);
+        rc = act_pg_run (self, "commit failed", "COMMIT", 0, NULL, err);
     if (rc) {
         PQclear (PQexec (self->conn, "ROLLBACK"));
         //  Contexts created in the batch are not known to exist any more
@@ -345,19 +370,20 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     json_array_clear (self->messages);
     json_array_clear (self->inserts);
     zhashx_purge (self->updates);
+    zhashx_purge (self->append_keys);
     return rc;
 }
 
 static bool
 s_has_context (void *impl, const char *context)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     if (zhashx_lookup (self->known, context))
         return true;
-    if (s_flush (self, NULL))
+    if (act_pg_flush (self, NULL))
         return false;
     const char *params [] = { context };
-    PGresult *result = s_exec (self, "cannot read contexts",
+    PGresult *result = act_pg_exec (self, "cannot read contexts",
                                "SELECT 1 FROM contexts WHERE id = $1", 1, params, NULL);
     bool found = result && PQntuples (result) > 0;
     PQclear (result);
@@ -369,11 +395,11 @@ s_has_context (void *impl, const char *context)
 static int
 s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
-    s_pg_t *self = (s_pg_t *) impl;
-    if (s_flush (self, NULL))
+    act_pg_t *self = (act_pg_t *) impl;
+    if (act_pg_flush (self, NULL))
         return -1;
     const char *params [] = { context };
-    PGresult *result = s_exec (self, "cannot read messages",
+    PGresult *result = act_pg_exec (self, "cannot read messages",
         "SELECT body FROM messages WHERE context = $1 ORDER BY seq", 1, params, NULL);
     if (!result)
         return -1;
@@ -391,14 +417,14 @@ s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 static json_t *
 s_history (void *impl, const char *context, uint64_t from, size_t limit)
 {
-    s_pg_t *self = (s_pg_t *) impl;
-    if (s_flush (self, NULL))
+    act_pg_t *self = (act_pg_t *) impl;
+    if (act_pg_flush (self, NULL))
         return NULL;
     char from_text [24], limit_text [24];
     snprintf (from_text, sizeof from_text, "%" PRIu64, from);
     snprintf (limit_text, sizeof limit_text, "%zu", limit);
     const char *params [] = { context, from_text, limit_text };
-    PGresult *result = s_exec (self, "cannot read history",
+    PGresult *result = act_pg_exec (self, "cannot read history",
         "SELECT body FROM messages WHERE context = $1 AND seq >= $2::bigint "
         "ORDER BY seq LIMIT $3::bigint", 3, params, NULL);
     if (!result)
@@ -438,13 +464,13 @@ s_call_record (PGresult *result, int row)
 static json_t *
 s_call (void *impl, uint64_t call_id)
 {
-    s_pg_t *self = (s_pg_t *) impl;
-    if (s_flush (self, NULL))
+    act_pg_t *self = (act_pg_t *) impl;
+    if (act_pg_flush (self, NULL))
         return NULL;
     char id [24];
     snprintf (id, sizeof id, "%" PRIu64, call_id);
     const char *params [] = { id };
-    PGresult *result = s_exec (self, "cannot read a call",
+    PGresult *result = act_pg_exec (self, "cannot read a call",
         "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = $1::bigint", 1, params, NULL);
     json_t *record = result && PQntuples (result)? s_call_record (result, 0): NULL;
     PQclear (result);
@@ -454,11 +480,11 @@ s_call (void *impl, uint64_t call_id)
 static uint64_t
 s_idem (void *impl, const char *context, const char *key)
 {
-    s_pg_t *self = (s_pg_t *) impl;
-    if (s_flush (self, NULL))
+    act_pg_t *self = (act_pg_t *) impl;
+    if (act_pg_flush (self, NULL))
         return 0;
     const char *params [] = { context, key };
-    PGresult *result = s_exec (self, "cannot read calls",
+    PGresult *result = act_pg_exec (self, "cannot read calls",
         "SELECT id FROM calls WHERE context = $1 AND idem = $2", 2, params, NULL);
     uint64_t id = result && PQntuples (result)
                 ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
@@ -468,12 +494,12 @@ s_idem (void *impl, const char *context, const char *key)
 
 //  Walk call records a query returns
 static int
-s_walk_calls (s_pg_t *self, const char *sql, int nparams, const char *const *params,
+s_walk_calls (act_pg_t *self, const char *sql, int nparams, const char *const *params,
               act_store_each_fn *fn, void *arg)
 {
-    if (s_flush (self, NULL))
+    if (act_pg_flush (self, NULL))
         return -1;
-    PGresult *result = s_exec (self, "cannot read calls", sql, nparams, params, NULL);
+    PGresult *result = act_pg_exec (self, "cannot read calls", sql, nparams, params, NULL);
     if (!result)
         return -1;
     for (int row = 0; row < PQntuples (result); row++) {
@@ -490,7 +516,7 @@ s_walk_calls (s_pg_t *self, const char *sql, int nparams, const char *const *par
 static int
 s_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     //  Shared: only this broker's calls (contexts it holds the lease of)
     const char *params [] = { self->broker };
     return s_walk_calls (self,
@@ -502,7 +528,7 @@ static int
 s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     const char *params [] = { context };
-    return s_walk_calls ((s_pg_t *) impl,
+    return s_walk_calls ((act_pg_t *) impl,
         "SELECT " S_CALL_COLUMNS " FROM calls WHERE NOT ended AND context = $1 ORDER BY id",
         1, params, fn, arg);
 }
@@ -510,8 +536,8 @@ s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 static uint64_t
 s_last_call (void *impl)
 {
-    s_pg_t *self = (s_pg_t *) impl;
-    PGresult *result = s_exec (self, "cannot read calls",
+    act_pg_t *self = (act_pg_t *) impl;
+    PGresult *result = act_pg_exec (self, "cannot read calls",
                                "SELECT COALESCE (MAX (id), 0) FROM calls", 0, NULL, NULL);
     uint64_t id = result? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
     PQclear (result);
@@ -521,9 +547,9 @@ s_last_call (void *impl)
 static uint64_t
 s_next_call (void *impl)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     if (self->next_id == 0 || self->next_id > self->block_end) {
-        PGresult *result = s_exec (self, "cannot reserve call ids",
+        PGresult *result = act_pg_exec (self, "cannot reserve call ids",
                                    "SELECT nextval ('call_ids')", 0, NULL, NULL);
         if (!result)
             return 0;
@@ -537,9 +563,9 @@ s_next_call (void *impl)
 static int
 s_counters (void *impl, int64_t *counts)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     memset (counts, 0, sizeof (int64_t) * S_COUNTERS);
-    PGresult *result = s_exec (self, "cannot read counters",
+    PGresult *result = act_pg_exec (self, "cannot read counters",
         "SELECT name, SUM (value) FROM counters GROUP BY name", 0, NULL, NULL);
     if (!result)
         return -1;
@@ -554,14 +580,14 @@ s_counters (void *impl, int64_t *counts)
 static int
 s_join (void *impl, const char *id, const char *endpoint, long long lease_ms, act_err_t *err)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     free (self->broker);
     free (self->endpoint);
     self->broker = strdup (id);
     self->endpoint = strdup (endpoint);
     self->lease_ms = lease_ms;
     const char *params [] = { id, endpoint };
-    return s_run (self, "cannot join",
+    return act_pg_run (self, "cannot join",
         "INSERT INTO brokers (id, endpoint, heartbeat) VALUES ($1, $2, now()) "
         "ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, heartbeat = now()",
         2, params, err);
@@ -570,35 +596,35 @@ s_join (void *impl, const char *id, const char *endpoint, long long lease_ms, ac
 static int
 s_renew (void *impl)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     const char *params [] = { self->broker };
-    return s_run (self, "cannot renew the lease",
+    return act_pg_run (self, "cannot renew the lease",
                   "UPDATE brokers SET heartbeat = now () WHERE id = $1", 1, params, NULL);
 }
 
 static int
 s_leave (void *impl)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     const char *params [] = { self->broker };
-    return s_run (self, "cannot leave",
+    return act_pg_run (self, "cannot leave",
                   "UPDATE brokers SET heartbeat = '-infinity' WHERE id = $1", 1, params, NULL);
 }
 
 static int
 s_claim (void *impl, const char *context, char **owner)
 {
-    s_pg_t *self = (s_pg_t *) impl;
+    act_pg_t *self = (act_pg_t *) impl;
     if (owner)
         *owner = NULL;
-    if (s_flush (self, NULL))
+    if (act_pg_flush (self, NULL))
         return -1;
     char lease [32];
     snprintf (lease, sizeof lease, "%lld", self->lease_ms);
     const char *params [] = { context, self->broker, lease };
     //  Take the lease when it is free, ours, or its broker's heartbeat is
     //  older than the lease; else name the live owner
-    PGresult *result = s_exec (self, "cannot claim a context",
+    PGresult *result = act_pg_exec (self, "cannot claim a context",
         "WITH claimed AS (INSERT INTO leases (context, broker) VALUES ($1, $2) "
         "  ON CONFLICT (context) DO UPDATE SET broker = EXCLUDED.broker "
         "  WHERE leases.broker = EXCLUDED.broker OR NOT EXISTS (SELECT 1 FROM brokers b "
@@ -618,17 +644,17 @@ s_claim (void *impl, const char *context, char **owner)
 static int
 s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
 {
-    s_pg_t *self = (s_pg_t *) impl;
-    if (s_flush (self, NULL))
+    act_pg_t *self = (act_pg_t *) impl;
+    if (act_pg_flush (self, NULL))
         return -1;
     char lease [32];
     snprintf (lease, sizeof lease, "%lld", self->lease_ms);
     const char *params [] = { self->broker, lease };
     PGresult *result = mine
-        ? s_exec (self, "cannot read leases",
+        ? act_pg_exec (self, "cannot read leases",
             "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
             "WHERE NOT c.ended AND l.broker = $1", 1, params, NULL)
-        : s_exec (self, "cannot read leases",
+        : act_pg_exec (self, "cannot read leases",
             "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
             "LEFT JOIN brokers b ON b.id = l.broker WHERE NOT c.ended AND l.broker <> $1 "
             "AND (b.id IS NULL OR b.heartbeat <= now () - $2::bigint * interval '1 ms')",
@@ -650,20 +676,21 @@ const act_store_backend_t act_store_pg = {
     "postgres", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
     s_last_call, s_counters, s_next_call, s_join, s_claim, s_renew, s_leave,
-    s_contexts_pending, s_pending_in
+    s_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
+    act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts
 };
 
 //  Bring the schema to S_VERSION, each step in a transaction, under an
 //  advisory lock so that brokers starting together migrate once
 static int
-s_migrate (s_pg_t *self, act_err_t *err)
+s_migrate (act_pg_t *self, act_err_t *err)
 {
-    if (s_run (self, "cannot lock the schema", "SELECT pg_advisory_lock (2020)", 0, NULL, err)
-    ||  s_run (self, "cannot create actd_meta",
+    if (act_pg_run (self, "cannot lock the schema", "SELECT pg_advisory_lock (2020)", 0, NULL, err)
+    ||  act_pg_run (self, "cannot create actd_meta",
                "CREATE TABLE IF NOT EXISTS actd_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
                0, NULL, err))
         return -1;
-    PGresult *result = s_exec (self, "cannot read the schema version",
+    PGresult *result = act_pg_exec (self, "cannot read the schema version",
         "SELECT value FROM actd_meta WHERE key = 'schema_version'", 0, NULL, err);
     int version = result && PQntuples (result)? atoi (PQgetvalue (result, 0, 0)): 0;
     PQclear (result);
@@ -693,13 +720,15 @@ s_migrate (s_pg_t *self, act_err_t *err)
 void *
 act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
 {
-    s_pg_t *self = calloc (1, sizeof *self);
+    act_pg_t *self = calloc (1, sizeof *self);
     self->sync = sync;
     self->contexts = json_array ();
     self->messages = json_array ();
     self->inserts = json_array ();
     self->updates = zhashx_new ();
     zhashx_set_destructor (self->updates, s_json_free);
+    self->append_keys = zhashx_new ();
+    zhashx_set_destructor (self->append_keys, s_json_free);
     self->touched = zhashx_new ();
     self->known = zhashx_new ();
     self->broker = strdup ("");

@@ -10,11 +10,27 @@
 
     Schema versions live in PRAGMA user_version; s_migrations [v] takes a
     store from version v to v + 1.
+
+    Each context row keeps its number of messages, last _seq and the _date
+    of its last message, so that CONTEXTS lists a page with one range scan
+    of the primary key, and retention finds idle contexts through an index
+    on that date. A batch adds to them once per context it wrote, at the
+    commit (or before a read that lists contexts), not once per message.
+
+    Space: a new file is created with auto_vacuum = INCREMENTAL, and after
+    a commit that deleted contexts, incremental_vacuum hands the freed
+    pages back to the file system a bounded number at a time. A file made
+    by an older actd keeps auto_vacuum = NONE (changing it needs a VACUUM,
+    which rewrites the whole file: too long a pause at start): its freed
+    pages go on a free list that new writes reuse, so it does not grow
+    again, and `sqlite3 actd.db 'PRAGMA auto_vacuum = INCREMENTAL; VACUUM'`
+    on a stopped broker converts it.
     ========================================================================= */
 
 #include <czmq.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include "act_store_int.h"
 #include "actd/act_json.h"
 
@@ -36,7 +52,24 @@ static const char *s_migrations [] = {
     "CREATE INDEX calls_pending_by_context ON calls (context, id) WHERE ended = 0;",
     //  2 -> 3: recovery no longer reads every pending call in id order, and
     //  each index costs every call an insert and a delete
-    "DROP INDEX calls_pending;"
+    "DROP INDEX calls_pending;",
+    //  3 -> 4: CONTEXTS, DELETE, retention and APPEND keys. A context's
+    //  counts and last date, kept in its row; calls by context, to delete
+    //  them (a plain index: calls change state without touching it)
+    "ALTER TABLE contexts ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE contexts ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE contexts ADD COLUMN updated TEXT;"
+    "UPDATE contexts SET"
+    "  messages = (SELECT COUNT(*) FROM messages WHERE context = contexts.id),"
+    "  last_seq = (SELECT COALESCE (MAX (seq), 0) FROM messages WHERE context = contexts.id),"
+    "  updated = (SELECT CASE WHEN json_valid (body) THEN json_extract (body, '$._date') END"
+    "    FROM messages WHERE context = contexts.id ORDER BY seq DESC LIMIT 1);"
+    "CREATE INDEX contexts_by_updated ON contexts (updated) WHERE updated IS NOT NULL;"
+    "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
+    "CREATE INDEX calls_by_context ON calls (context);"
+    "CREATE TABLE append_keys (context TEXT NOT NULL, key TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL, PRIMARY KEY (context, key)) WITHOUT ROWID;"
+    "INSERT INTO counters VALUES ('deleted', 0);"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
@@ -44,7 +77,9 @@ static const char *s_migrations [] = {
 enum {
     Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_PUT_MESSAGE, Q_PUT_CALL, Q_UPDATE_CALL, Q_UPDATE_LIVE,
     Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
-    Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_COUNT
+    Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS, Q_CONTEXTS, Q_DELETE_MESSAGES,
+    Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
+    Q_IDLE, Q_COUNT
 };
 
 #define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
@@ -65,8 +100,37 @@ static const char *s_queries [Q_COUNT] = {
     "SELECT MAX(id) FROM calls",
     "SELECT name, value FROM counters",
     "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 AND context = ? ORDER BY id",
-    "SELECT DISTINCT context FROM calls WHERE ended = 0"
+    "SELECT DISTINCT context FROM calls WHERE ended = 0",
+    "UPDATE contexts SET messages = messages + ?1, last_seq = MAX (last_seq, ?2),"
+    "  updated = COALESCE ((SELECT CASE WHEN json_valid (body)"
+    "    THEN json_extract (body, '$._date') END FROM messages WHERE context = ?3"
+    "    AND seq = ?2), updated) WHERE id = ?3",
+    "SELECT id, messages, last_seq, updated, (SELECT COUNT(*) FROM calls"
+    "  INDEXED BY calls_pending_by_context WHERE context = contexts.id AND ended = 0)"
+    "  FROM contexts"
+    "  WHERE id >= ?1 AND id < ?2 AND id <> ?3 ORDER BY id LIMIT ?4",
+    "DELETE FROM messages WHERE context = ?",
+    "DELETE FROM calls WHERE context = ?",
+    "DELETE FROM append_keys WHERE context = ?",
+    "DELETE FROM contexts WHERE id = ?",
+    "SELECT seq FROM append_keys WHERE context = ? AND key = ?",
+    "INSERT OR REPLACE INTO append_keys (context, key, seq) VALUES (?, ?, ?)",
+    "SELECT id FROM (SELECT id FROM contexts WHERE updated < ?1 UNION ALL"
+    "  SELECT id FROM contexts WHERE updated IS NULL AND created < ?1) AS idle"
+    "  WHERE NOT EXISTS (SELECT 1 FROM calls INDEXED BY calls_pending_by_context"
+    "    WHERE calls.context = idle.id AND ended = 0)"
+    "  LIMIT ?2"
 };
+
+//  Pages handed back to the file system after a commit, at most (4 MiB
+//  of 4 KiB pages: a bounded pause; the rest at the next commits)
+#define S_RECLAIM_PAGES 1024
+
+//  What a batch added to a context's messages
+typedef struct {
+    int64_t added;                  //  Messages
+    int64_t last_seq;               //  Highest _seq
+} s_added_t;
 
 typedef struct {
     sqlite3 *db;                    //  The connection
@@ -74,6 +138,10 @@ typedef struct {
     int lock;                       //  File descriptor holding the flock
     bool open_batch;                //  A transaction is open
     char *path;                     //  The file, for messages
+    zhashx_t *added;                //  Context -> s_added_t, this batch
+    bool deleted;                   //  This batch deleted a context
+    bool incremental;               //  auto_vacuum is INCREMENTAL
+    bool reclaim;                   //  Free pages are left to hand back
 } s_sqlite_t;
 
 static void
@@ -85,6 +153,7 @@ s_destroy (void *impl)
     if (self->open_batch)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close (self->db);
+    zhashx_destroy (&self->added);
     //  Closed after SQLite: closing any descriptor of the file would drop
     //  the POSIX locks SQLite holds on it
     if (self->lock >= 0)
@@ -172,7 +241,35 @@ s_put_message (void *impl, const char *context, uint64_t seq, const char *text, 
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) seq);
     sqlite3_bind_text (query, 3, text, (int) size, SQLITE_STATIC);
-    return s_run (self, query, "cannot store a message");
+    if (s_run (self, query, "cannot store a message"))
+        return -1;
+    s_added_t *added = zhashx_lookup (self->added, context);
+    if (!added) {
+        added = calloc (1, sizeof *added);
+        zhashx_insert (self->added, context, added);
+    }
+    added->added++;
+    if ((int64_t) seq > added->last_seq)
+        added->last_seq = (int64_t) seq;
+    return 0;
+}
+
+//  Bring the contexts' rows up to date with the messages of the batch
+static int
+s_flush_added (s_sqlite_t *self)
+{
+    int rc = 0;
+    sqlite3_stmt *query = self->queries [Q_STATS];
+    for (s_added_t *added = zhashx_first (self->added); added && rc == 0;
+         added = zhashx_next (self->added)) {
+        sqlite3_bind_int64 (query, 1, added->added);
+        sqlite3_bind_int64 (query, 2, added->last_seq);
+        sqlite3_bind_text (query, 3, (const char *) zhashx_cursor (self->added), -1,
+                           SQLITE_STATIC);
+        rc = s_run (self, query, "cannot count a context's messages");
+    }
+    zhashx_purge (self->added);
+    return rc;
 }
 
 static int
@@ -219,13 +316,31 @@ s_update_call (void *impl, const act_call_record_t *record)
     return s_run (self, query, "cannot update a call");
 }
 
+//  Hand free pages back to the file system, a bounded number per commit,
+//  in a transaction of its own (after the batch's: replies wait for that
+//  one only)
+static void
+s_reclaim (s_sqlite_t *self)
+{
+    char *sql = zsys_sprintf ("PRAGMA incremental_vacuum (%d)", S_RECLAIM_PAGES);
+    if (sqlite3_exec (self->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        s_fail (self, NULL, "cannot reclaim free pages");
+    zstr_free (&sql);
+    sqlite3_stmt *query;
+    self->reclaim = false;
+    if (sqlite3_prepare_v2 (self->db, "PRAGMA freelist_count", -1, &query, NULL) == SQLITE_OK
+    &&  sqlite3_step (query) == SQLITE_ROW)
+        self->reclaim = sqlite3_column_int64 (query, 0) > 0;
+    sqlite3_finalize (query);
+}
+
 static int
 s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (!self->open_batch)
         return rollback? -1: 0;
-    int rc = rollback? -1: 0;
+    int rc = rollback? -1: s_flush_added (self);
     for (int i = 0; i < S_COUNTERS && rc == 0; i++)
         if (deltas [i]) {
             sqlite3_stmt *query = self->queries [Q_COUNTER];
@@ -241,6 +356,11 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
     }
     self->open_batch = false;
+    zhashx_purge (self->added);
+    self->reclaim |= rc == 0 && self->deleted && self->incremental;
+    self->deleted = false;
+    if (self->reclaim)
+        s_reclaim (self);
     return rc;
 }
 
@@ -423,10 +543,116 @@ s_counters (void *impl, int64_t *counts)
     return rc == SQLITE_DONE? 0: s_fail (self, NULL, "cannot read counters");
 }
 
+
+//  --------------------------------------------------------------------------
+//  The lifecycle of contexts
+
+static json_t *
+s_contexts (void *impl, const char *from, const char *end, const char *after, size_t limit)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_flush_added (self))
+        return NULL;
+    sqlite3_stmt *query = self->queries [Q_CONTEXTS];
+    sqlite3_bind_text (query, 1, from, -1, SQLITE_STATIC);
+    sqlite3_bind_text (query, 2, end, -1, SQLITE_STATIC);
+    sqlite3_bind_text (query, 3, after, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (query, 4, (sqlite3_int64) limit);
+    json_t *page = json_array ();
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        const char *updated = (const char *) sqlite3_column_text (query, 3);
+        json_array_append_new (page, json_pack ("{sssIsIsosI}",
+            "context", (const char *) sqlite3_column_text (query, 0),
+            "messages", (json_int_t) sqlite3_column_int64 (query, 1),
+            "last_seq", (json_int_t) sqlite3_column_int64 (query, 2),
+            "updated", updated? json_string (updated): json_null (),
+            "pending", (json_int_t) sqlite3_column_int64 (query, 4)));
+    }
+    if (rc != SQLITE_DONE) {
+        s_fail (self, NULL, "cannot list contexts");
+        json_decref (page);
+        page = NULL;
+    }
+    sqlite3_reset (query);
+    return page;
+}
+
+//  Run one of the DELETE queries for context; the rows it removed, or -1
+static int64_t
+s_delete (s_sqlite_t *self, int which, const char *context)
+{
+    sqlite3_stmt *query = self->queries [which];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    if (s_run (self, query, "cannot delete a context"))
+        return -1;
+    return sqlite3_changes64 (self->db);
+}
+
+static int
+s_delete_context (void *impl, const char *context, size_t *messages)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_batch (self))
+        return -1;
+    zhashx_delete (self->added, context);
+    int64_t held = s_delete (self, Q_DELETE_MESSAGES, context);
+    int64_t existed = -1;
+    if (held >= 0
+    &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
+    &&  s_delete (self, Q_DELETE_KEYS, context) >= 0)
+        existed = s_delete (self, Q_DELETE_CONTEXT, context);
+    if (existed < 0)
+        return -1;
+    self->deleted = true;
+    *messages = (size_t) held;
+    return existed > 0;
+}
+
+static uint64_t
+s_append_key (void *impl, const char *context, const char *key)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    sqlite3_stmt *query = self->queries [Q_APPEND_KEY];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
+    uint64_t seq = sqlite3_step (query) == SQLITE_ROW
+                 ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    sqlite3_reset (query);
+    return seq;
+}
+
+static int
+s_put_append_key (void *impl, const char *context, const char *key, uint64_t seq)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_batch (self))
+        return -1;
+    sqlite3_stmt *query = self->queries [Q_PUT_APPEND_KEY];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (query, 3, (sqlite3_int64) seq);
+    return s_run (self, query, "cannot store an APPEND key");
+}
+
+static int
+s_idle_contexts (void *impl, const char *before, size_t limit, act_store_each_fn *fn,
+                 void *arg)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    if (s_flush_added (self))
+        return -1;
+    sqlite3_stmt *query = self->queries [Q_IDLE];
+    sqlite3_bind_text (query, 1, before, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (query, 2, (sqlite3_int64) limit);
+    return s_each (self, query, s_row_text, fn, arg, "cannot read contexts");
+}
+
 const act_store_backend_t act_store_sqlite = {
     "sqlite", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
-    s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in
+    s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in,
+    s_contexts, s_delete_context, s_append_key, s_put_append_key, s_idle_contexts
 };
 
 //  Bring the schema to S_VERSION, one migration per transaction
@@ -465,7 +691,17 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
 {
     s_sqlite_t *self = calloc (1, sizeof *self);
     self->path = strdup (path? path: "actd.db");
-    self->lock = open (self->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    self->added = zhashx_new ();
+    zhashx_set_destructor (self->added, (zhashx_destructor_fn *) zstr_free);
+    //  A new store file is readable by actd alone, whatever the umask (it
+    //  holds every context); SQLite gives its -wal and -shm files the same
+    //  mode. An existing file keeps the mode its operator gave it.
+    self->lock = open (self->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (self->lock >= 0)
+        fchmod (self->lock, 0600);
+    else
+    if (errno == EEXIST)
+        self->lock = open (self->path, O_RDWR | O_CLOEXEC);
     if (self->lock < 0) {
         act_err_set (err, ACT_E_INTERNAL, "cannot open store %s: %s",
                      self->path, strerror (errno));
@@ -484,6 +720,14 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
         goto failed;
     }
     sqlite3_extended_result_codes (self->db, 1);
+    //  A new (empty) file: auto_vacuum takes effect only when set before
+    //  anything is written to the file, the WAL mode included
+    struct stat info;
+    if (fstat (self->lock, &info) == 0 && info.st_size == 0
+    &&  sqlite3_exec (self->db, "PRAGMA auto_vacuum = INCREMENTAL", NULL, NULL, NULL)) {
+        s_fail (self, err, "cannot set auto_vacuum");
+        goto failed;
+    }
     //  journal_mode is the first read of the file: a file that is not a
     //  database fails here, before anything is written to it
     char *sql = zsys_sprintf ("PRAGMA journal_mode = WAL; PRAGMA synchronous = %s;",
@@ -496,6 +740,11 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
     }
     if (s_migrate (self, err))
         goto failed;
+    sqlite3_stmt *query;
+    if (sqlite3_prepare_v2 (self->db, "PRAGMA auto_vacuum", -1, &query, NULL) == SQLITE_OK
+    &&  sqlite3_step (query) == SQLITE_ROW)
+        self->incremental = sqlite3_column_int (query, 0) == 2;
+    sqlite3_finalize (query);
     for (int i = 0; i < Q_COUNT; i++)
         if (sqlite3_prepare_v3 (self->db, s_queries [i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &self->queries [i], NULL) != SQLITE_OK) {

@@ -55,6 +55,10 @@ bool act_utf8_valid (const char *data, size_t size, size_t *offset);
 //  "2026-11-22T08:00:00.123Z", into buffer (at least 25 bytes).
 void act_date_now (char *buffer);
 
+//  The same for the time ago_ms milliseconds before now (these texts
+//  compare as the times do).
+void act_date_ago (long long ago_ms, char *buffer);
+
 //  Milliseconds on a monotonic clock, for timers and durations.
 long long act_clock_ms (void);
 

@@ -748,7 +748,7 @@ class StatsTest(BrokerCase):
         self.assertEqual(sorted(stats.pop("workers"), key=lambda worker: worker["name"]),
                          workers)
         self.assertEqual(stats, {
-            "contexts": 0, "messages": 0,
+            "contexts": 0, "messages": 0, "deleted": 0,
             "calls": {"accepted": 0, "ok": 0, "error": 0, "timeout": 0, "skipped": 0,
                       "cancelled": 0, "running": 0, "queued": 0, "waiting": 0},
             "activities": {name: {"workers": 1, "queued": 0, "running": 0, "done": 0}
@@ -774,7 +774,7 @@ class StatsTest(BrokerCase):
         self.assertEqual(sorted(stats.pop("workers"), key=lambda worker: worker["name"]),
                          workers)
         self.assertEqual(stats, {
-            "contexts": 2, "messages": 3,
+            "contexts": 2, "messages": 3, "deleted": 0,
             "calls": {"accepted": 8, "ok": 2, "error": 1, "timeout": 0, "skipped": 0,
                       "cancelled": 1, "running": 1, "queued": 2, "waiting": 1},
             "activities": {
@@ -875,7 +875,7 @@ class ErrorTest(BrokerCase):
         self.refuse("bad_frame", "CALL", "new1", contexts=["new1"])
         self.refuse("bad_frame", "CALL", "new1", call, b"extra", contexts=["new1"])
         self.refuse("bad_frame", "APPEND", "new1", contexts=["new1"])
-        self.refuse("bad_frame", "APPEND", "new1", enc({"type": "text"}), b"extra",
+        self.refuse("bad_frame", "APPEND", "new1", enc({"type": "text"}), b"key", b"extra",
                     contexts=["new1"])
         self.refuse("bad_frame", "HISTORY", self.kept, "1")
         self.refuse("bad_frame", "RESOLVE", self.kept)

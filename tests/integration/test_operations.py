@@ -383,6 +383,28 @@ class ConfigFileTest(unittest.TestCase):
         finally:
             actd.cleanup()
 
+    def test_a_new_store_file_is_0600_whatever_the_umask(self):
+        """The store holds every context: a new one is readable by actd
+        alone, even under umask 0 (and so are its -wal and -shm files)."""
+        actd = Actd(store=sqlite_store(self), preexec=lambda: os.umask(0))
+        with actd:
+            client = actd.client()
+            self.assertEqual(client.request("APPEND", "mode", {"type": "text"})[0], "OK")
+            client.close()
+            for suffix in ("", "-wal", "-shm"):
+                path = actd.store + suffix
+                if suffix == "" or os.path.exists(path):
+                    self.assertEqual(oct(os.stat(path).st_mode & 0o777), oct(0o600), path)
+
+    def test_a_localhost_endpoint_binds_the_loopback(self):
+        """tcp://localhost:PORT is documented as a local endpoint: it binds
+        (libzmq binds interfaces, not names) and is reached on 127.0.0.1."""
+        actd = Actd()
+        actd.args = ["--client-endpoint", "tcp://localhost:%d" % actd.client_port]
+        with actd:
+            self.assertEqual(ping(actd), ["PONG"])
+            self.assertNotIn("plain TCP", actd.log())
+
     def test_the_example_config_loads_and_changes_nothing(self):
         """etc/actd.cfg as shipped starts actd (the harness's flags give it
         its own ports and store)."""
@@ -393,7 +415,8 @@ class ConfigFileTest(unittest.TestCase):
             "server/client_endpoint": "tcp://127.0.0.1:5555",
             "server/worker_endpoint": "tcp://127.0.0.1:5556",
             "server/heartbeat_ms": "1000", "server/liveness": "3",
-            "server/mdp_heartbeat_ms": "2500",
+            "server/mdp_heartbeat_ms": "2500", "server/max_watches": "10000",
+            "store/retain_ms": "0",
             "server/max_message_bytes": "1048576", "server/shutdown_grace_ms": "10000",
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",
             "server/lease_ms": "10000",

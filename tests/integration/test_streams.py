@@ -188,5 +188,131 @@ class WatchLimitTest(WatchCase):
         del a, b
 
 
+class ContextsTest(WatchCase):
+    """CONTEXTS lists stored contexts in byte order of their ids, after the
+    given id, whose id starts with the prefix; next when more remain."""
+
+    def test_paging_over_2500_contexts_with_a_prefix(self):
+        names = ["page/%04d" % i for i in range(2500)] + ["other/%02d" % i for i in range(30)]
+        for start in range(0, len(names), 500):
+            rids = [self.client.send("APPEND", name, json.dumps(text(1)))
+                    for name in names[start:start + 500]]
+            for rid in rids:
+                self.assertEqual(self.client.wait(rid, timeout=30)[0], "OK")
+        #  A pending call in one of them
+        self.client.call("page/0007", {"_tool": "nobody", "_outputPath": DAGGER + "x.y"},
+                         wait_done=False)
+        seen, after, pages = [], "", 0
+        while True:
+            page = self.client.value("CONTEXTS", "page/", after, "1000")
+            pages += 1
+            seen += page["contexts"]
+            if "next" not in page:
+                break
+            after = page["next"]
+            self.assertEqual(after, page["contexts"][-1]["context"])
+        self.assertEqual(pages, 3)
+        self.assertEqual([c["context"] for c in seen], sorted(n for n in names if n.startswith("page/")))
+        first = seen[0]
+        self.assertEqual((first["messages"], first["last_seq"], first["pending"]), (1, 1, 0))
+        self.assertRegex(first["updated"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual([c["pending"] for c in seen if c["context"] == "page/0007"], [1])
+        everything = self.client.value("CONTEXTS")
+        self.assertEqual(len(everything["contexts"]), 100)     # the default limit
+        self.assertEqual(everything["contexts"][0]["context"], "other/00")
+        self.assertEqual(self.client.request("CONTEXTS", "", "", "0")[:2], ["ERROR", "bad_argument"])
+        self.assertEqual(self.client.request("CONTEXTS", "bad prefix!")[:2],
+                         ["ERROR", "bad_argument"])
+
+
+class DeleteTest(WatchCase):
+
+    def test_delete_cancels_running_and_waiting_calls_then_the_id_starts_afresh(self):
+        holder = Worker(self.actd.worker_endpoint, ["held"], lambda a, p, m: NoAnswer, name="h")
+        holder.start()
+        try:
+            self.append("del", text(1))
+            watch = self.watcher.send("WATCH", "del", "0")
+            running = self.client.send("CALL", "del", {"_tool": "held",
+                                                       "_outputPath": DAGGER + "a.x"})
+            running_id = self.client.wait(running)[1]
+            wait_for(lambda: holder.tasks, "the task to reach the worker", 20)
+            waiting = self.client.send("CALL", "del", {"_tool": "held", "_outputPath": DAGGER + "b.x",
+                                                       "v": DAGGER + "a.x"})
+            waiting_id = self.client.wait(waiting)[1]
+            self.assertEqual(self.client.status(waiting_id)["state"], "waiting")
+            reply = self.client.request("DELETE", "del")
+            self.assertEqual(reply[0], "OK", reply)
+            self.assertEqual(json.loads(reply[1]), {"messages": 1, "cancelled": 2})
+            for rid, call_id in ((running, running_id), (waiting, waiting_id)):
+                done = json.loads(self.client.wait(rid, "DONE", timeout=20)[2])
+                self.assertEqual((done["call_id"], done["status"]), (call_id, "cancelled"))
+            self.assertEqual(self.events(watch, 1), [{"deleted": True}])
+            self.no_more(watch)
+            for call_id in (running_id, waiting_id):
+                self.assertEqual(self.client.request("STATUS", call_id)[:2], ["ERROR", "not_found"])
+            self.assertEqual(self.client.request("HISTORY", "del", "1", "10")[:2],
+                             ["ERROR", "not_found"])
+            self.assertEqual(self.client.request("DELETE", "del")[:2], ["ERROR", "not_found"])
+            self.assertNotIn("del", [c["context"] for c in self.client.value("CONTEXTS")["contexts"]])
+            #  The same id again: a new, empty context
+            self.assertEqual(self.append("del", text(2)), 1)
+            self.assertEqual([m["data"] for m in self.client.value("HISTORY", "del", "1", "10")],
+                             [{"n": 2}])
+            stats = self.client.value("STATS")
+            self.assertEqual(stats["deleted"], 1)
+        finally:
+            holder.stop()
+
+    def test_a_repeated_id_of_a_deleted_context_is_forgotten(self):
+        call = {"_tool": "nobody", "_id": "once", "_outputPath": DAGGER + "x.y"}
+        first, _ = self.client.call("forget", call, wait_done=False)
+        self.assertEqual(self.client.request("DELETE", "forget")[0], "OK")
+        second, _ = self.client.call("forget", call, wait_done=False)
+        self.assertNotEqual(first, second)
+
+
+class AppendKeyTest(WatchCase):
+
+    def test_the_same_key_twice_appends_once(self):
+        one = self.client.request("APPEND", "keys", text(1), "k-1")
+        again = self.client.request("APPEND", "keys", text(99), "k-1")
+        self.assertEqual(one, ["OK", '{"seq":1}'])
+        self.assertEqual(again, ["OK", '{"seq":1}'])
+        other = self.client.request("APPEND", "keys", text(2), "k-2")
+        self.assertEqual(other, ["OK", '{"seq":2}'])
+        self.assertEqual(self.client.request("APPEND", "keys-2", text(1), "k-1"),
+                         ["OK", '{"seq":1}'])       # another context: its own keys
+        self.assertEqual([m["data"]["n"] for m in self.client.value("HISTORY", "keys", "1", "10")],
+                         [1, 2])
+        self.assertEqual(self.client.request("APPEND", "keys", text(3), "x" * 129)[:2],
+                         ["ERROR", "bad_argument"])
+
+    def test_a_retry_after_a_kill_does_not_double_it(self):
+        self.assertEqual(self.client.request("APPEND", "crash", text(1), "retry-1")[0], "OK")
+        self.client.close()
+        self.actd.kill()
+        self.actd.start()
+        self.client = self.actd.client()
+        self.assertEqual(self.client.request("APPEND", "crash", text(1), "retry-1"),
+                         ["OK", '{"seq":1}'])
+        self.assertEqual(len(self.client.value("HISTORY", "crash", "1", "10")), 1)
+
+
+class RetentionTest(WatchCase):
+
+    config = "store\n    retain_ms = 1500\n"
+
+    def test_idle_contexts_are_deleted_busy_ones_kept(self):
+        self.append("idle", text(1))
+        self.append("kept", text(1))
+        self.client.call("kept", {"_tool": "nobody", "_outputPath": DAGGER + "x.y"},
+                         wait_done=False)
+        wait_for(lambda: self.client.request("HISTORY", "idle", "1", "1")[0] == "ERROR",
+                 "the idle context to be deleted", 30)
+        self.assertEqual(self.client.value("HISTORY", "kept", "1", "1")[0]["data"], {"n": 1})
+        self.assertGreaterEqual(self.client.value("STATS")["deleted"], 1)
+
+
 if __name__ == "__main__":
     unittest.main()

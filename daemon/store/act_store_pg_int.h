@@ -1,0 +1,57 @@
+/*  =========================================================================
+    act_store_pg_int - the PostgreSQL backend's state and helpers, shared
+    by its files (act_store_pg.c: batches, calls, migrations;
+    act_store_pg_contexts.c: listing, deleting, APPEND keys, retention).
+    ========================================================================= */
+
+#ifndef ACT_STORE_PG_INT_H_INCLUDED
+#define ACT_STORE_PG_INT_H_INCLUDED
+
+#include <czmq.h>
+#include <libpq-fe.h>
+#include "act_store_int.h"
+
+typedef struct {
+    PGconn *conn;               //  The connection
+    char *where;                //  Host and database, for messages
+    act_sync_t sync;            //  FULL: synchronous_commit on; NORMAL: off
+    bool open_batch;            //  BEGIN was sent for the current batch
+    json_t *contexts;           //  Buffered: context ids to insert
+    json_t *messages;           //  Buffered: [context, seq, body text]
+    json_t *inserts;            //  Buffered: call records to insert
+    zhashx_t *append_keys;      //  Buffered: context \x1f key -> [context, key, seq]
+    zhashx_t *updates;          //  Buffered: call id -> latest record update
+    zhashx_t *touched;          //  Contexts written in this batch
+    zhashx_t *known;            //  Contexts known to exist
+    char *broker;               //  This broker's id ("" before join)
+    char *endpoint;             //  Its client endpoint
+    long long lease_ms;         //  Lease length
+    uint64_t next_id;           //  Next call id of the current block
+    uint64_t block_end;         //  Last call id of the current block
+} act_pg_t;
+
+//  Run a statement; returns its result (the caller clears it), or NULL
+//  with the failure logged (and err set)
+PGresult *act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
+                       const char *const *params, act_err_t *err);
+
+//  Run a statement for its effect: 0, or -1 with the failure logged
+int act_pg_run (act_pg_t *self, const char *what, const char *sql, int nparams,
+                const char *const *params, act_err_t *err);
+
+//  Open the batch's transaction if it is not open yet: 0 or -1
+int act_pg_begin (act_pg_t *self, act_err_t *err);
+
+//  Send the buffered writes into the batch's transaction: 0 or -1
+int act_pg_flush (act_pg_t *self, act_err_t *err);
+
+//  act_store_pg_contexts.c
+json_t *act_pg_contexts (void *impl, const char *from, const char *end, const char *after,
+                         size_t limit);
+int act_pg_delete_context (void *impl, const char *context, size_t *messages);
+uint64_t act_pg_append_key (void *impl, const char *context, const char *key);
+int act_pg_put_append_key (void *impl, const char *context, const char *key, uint64_t seq);
+int act_pg_idle_contexts (void *impl, const char *before, size_t limit,
+                          act_store_each_fn *fn, void *arg);
+
+#endif
