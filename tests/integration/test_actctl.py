@@ -191,6 +191,32 @@ class BrokerTest(unittest.TestCase):
                                        '(1 attempt)\n"done"\n' % DAGGER)
         self.assertEqual(err, b"")
 
+    def test_wait_survives_a_crash_of_actd(self):
+        """DONE goes to the socket that submitted the call, which a restarted
+        actd no longer knows: --wait learns the end from a watch instead."""
+        process = self.submit(subprocess.PIPE)
+        wait_for(lambda: self.worker.tasks, "the task")
+        self.actd.kill()
+        self.actd.start()
+        #  The call is recovered and dispatched again to the worker, which
+        #  connects anew
+        task = wait_for(lambda: len(self.worker.tasks) > 1 and self.worker.tasks[1][0],
+                        "the second attempt")
+        self.worker.send_result(task, "done")
+        out, err = process.communicate(timeout=60)
+        self.assertEqual(process.returncode, 0, err)
+        self.assertEqual(out.decode(), 'call 1: ok, branch 0, wrote ["%sstate.s"] at seqs [1] '
+                                       '(2 attempts)\n"done"\n' % DAGGER)
+
+    def test_wait_for_a_fire_and_forget_call(self):
+        process = subprocess.Popen([ACTCTL, "--endpoint", self.actd.client_endpoint, "call",
+                                    "ctx", json.dumps({"_tool": "slow"}), "--wait"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        task = wait_for(lambda: self.worker.tasks, "the task")[0][0]
+        self.worker.send_result(task, "ignored")
+        out, err = process.communicate(timeout=60)
+        self.assertEqual((process.returncode, out, err), (0, b"call 1: ok\n", b""))
+
     def test_plurals(self):
         accepted = self.actctl("call", "ctx", json.dumps({"_tool": "slow"}))
         self.assertEqual(accepted.stdout, "accepted: call 1\n")
@@ -241,6 +267,7 @@ class Tail:
     def kill(self):
         if self.process.poll() is None:
             self.process.kill()
+        if not self.process.stdout.closed:
             self.process.communicate()
 
 
