@@ -79,6 +79,15 @@ s_print_json (const json_t *value)
     free (text);
 }
 
+//  One JSON value on one line, for scripts that read a line per value
+static void
+s_print_line (const json_t *value)
+{
+    char *text = act_json_dump (value);
+    printf ("%s\n", text);
+    free (text);
+}
+
 //  Print a failed request; returns the exit code. No reply at all is
 //  mostly a broker that is not there, or one that refused our key at the
 //  CURVE handshake (which a client cannot see), so say what to check.
@@ -133,13 +142,6 @@ s_outcome (s_options_t *options, const json_t *outcome)
     return status && streq (status, "ok")? 0: 1;
 }
 
-static bool
-s_state_ended (const char *state)
-{
-    return state && !streq (state, "waiting") && !streq (state, "queued")
-        && !streq (state, "running");
-}
-
 //  The live line of --wait on a terminal: the call's state, attempts and
 //  last progress, written over the previous line. The progress is cut so
 //  the line stays one line, which the carriage return can overwrite.
@@ -179,7 +181,7 @@ s_live_wait (act_client_t *client, s_options_t *options, const char *call_id,
         json_decref (status);
         status = act_client_status (client, call_id, err);
         if (!status
-        ||  s_state_ended (json_string_value (json_object_get (status, "state")))
+        ||  act_client_state_ended (json_string_value (json_object_get (status, "state")))
         ||  zclock_mono () > deadline)
             break;
         s_live_show (call_id, status);
@@ -205,7 +207,7 @@ s_wait_status (act_client_t *client, s_options_t *options, const char *call_id,
         return s_fail (options, &err);
     const char *state = json_string_value (json_object_get (status, "state"));
     int rc;
-    if (!s_state_ended (state)) {
+    if (!act_client_state_ended (state)) {
         fprintf (stderr, "actctl: timeout: call %s has not ended\n", call_id);
         rc = 3;
     }
@@ -444,10 +446,9 @@ s_contexts (act_client_t *client, s_options_t *options, const char *prefix)
         size_t index;
         json_t *entry;
         json_array_foreach (json_object_get (page, "contexts"), index, entry) {
-            char *text = act_json_dump (entry);
             const char *updated = json_string_value (json_object_get (entry, "updated"));
             if (options->json)
-                printf ("%s\n", text);
+                s_print_line (entry);
             else
                 printf ("%-32s %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT
                         " %8" JSON_INTEGER_FORMAT "  %s\n",
@@ -456,7 +457,6 @@ s_contexts (act_client_t *client, s_options_t *options, const char *prefix)
                         json_integer_value (json_object_get (entry, "last_seq")),
                         json_integer_value (json_object_get (entry, "pending")),
                         updated? updated: "-");
-            free (text);
         }
         const char *next = json_string_value (json_object_get (page, "next"));
         after = next? strdup (next): NULL;
@@ -474,11 +474,8 @@ s_delete (act_client_t *client, s_options_t *options, const char *context)
         return s_fail (options, &err);
     json_int_t messages = json_integer_value (json_object_get (counts, "messages"));
     json_int_t cancelled = json_integer_value (json_object_get (counts, "cancelled"));
-    if (options->json) {
-        char *text = act_json_dump (counts);
-        printf ("%s\n", text);
-        free (text);
-    }
+    if (options->json)
+        s_print_line (counts);
     else
         printf ("deleted context %s: %" JSON_INTEGER_FORMAT " message%s, %"
                 JSON_INTEGER_FORMAT " call%s cancelled\n", context, messages,

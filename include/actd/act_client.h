@@ -143,6 +143,10 @@ int act_client_delete (act_client_t *self, const char *context, json_t **counts,
 //  (timeout, or not_found).
 json_t *act_client_wait_call (act_client_t *self, const char *call_id, act_err_t *err);
 
+//  True for a STATUS state in which a call has ended (SEMANTICS.md
+//  section 7): any but waiting, queued and running.
+bool act_client_state_ended (const char *state);
+
 //  ---------------------------------------------------------------------
 //  Watches (PROTOCOL.md section 1.1): a context's messages as they are
 //  stored, and with calls its calls' changes of state.

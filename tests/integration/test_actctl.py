@@ -119,21 +119,28 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(done.stdout.strip(), "complete -F _actctl actctl")
 
 
-class BrokerTest(unittest.TestCase):
-    """Against a real actd and a worker the test answers by hand."""
+class ActdTest(unittest.TestCase):
+    """Against a real actd, with a raw client beside actctl."""
 
     def setUp(self):
         self.actd = Actd().start()
         self.addCleanup(self.actd.finish)
-        self.worker = Worker(self.actd.worker_endpoint, ["slow"], lambda *args: NoAnswer)
-        self.worker.start()
-        self.addCleanup(self.worker.stop)
-        self.worker.ready.wait(10)
         self.client = self.actd.client()
         self.addCleanup(self.client.close)
 
     def actctl(self, *args, **kwargs):
         return actctl("--endpoint", self.actd.client_endpoint, *args, **kwargs)
+
+
+class BrokerTest(ActdTest):
+    """And a worker the test answers by hand."""
+
+    def setUp(self):
+        super().setUp()
+        self.worker = Worker(self.actd.worker_endpoint, ["slow"], lambda *args: NoAnswer)
+        self.worker.start()
+        self.addCleanup(self.worker.stop)
+        self.worker.ready.wait(10)
 
     def progress(self, details):
         """The held task reports progress; returns its task id once STATUS shows it."""
@@ -271,17 +278,8 @@ class Tail:
             self.process.communicate()
 
 
-class StreamsTest(unittest.TestCase):
-    """tail, contexts, delete and append --key against a real actd."""
-
-    def setUp(self):
-        self.actd = Actd().start()
-        self.addCleanup(self.actd.finish)
-        self.client = self.actd.client()
-        self.addCleanup(self.client.close)
-
-    def actctl(self, *args, **kwargs):
-        return actctl("--endpoint", self.actd.client_endpoint, *args, **kwargs)
+class StreamsTest(ActdTest):
+    """tail, contexts, delete and append --key."""
 
     def append(self, context, kind, value):
         done = self.actctl("append", context, message(kind, value))

@@ -274,8 +274,8 @@ act_watch_destroy (act_watch_t **self_p)
 //  --------------------------------------------------------------------------
 //  Waiting for calls to end
 
-static bool
-s_state_ended (const char *state)
+bool
+act_client_state_ended (const char *state)
 {
     return state && !streq (state, "waiting") && !streq (state, "queued")
         && !streq (state, "running");
@@ -287,7 +287,7 @@ static void
 s_note (json_t *ids, json_t *ended, json_t *status)
 {
     const char *id = json_string_value (json_object_get (status, "call_id"));
-    if (!id || !s_state_ended (json_string_value (json_object_get (status, "state"))))
+    if (!id || !act_client_state_ended (json_string_value (json_object_get (status, "state"))))
         return;
     size_t index;
     json_t *value;
@@ -417,7 +417,7 @@ act_client_wait_call (act_client_t *self, const char *call_id, act_err_t *err)
 {
     json_t *status = act_client_status (self, call_id, err);
     const char *context = json_string_value (json_object_get (status, "context"));
-    if (!status || s_state_ended (json_string_value (json_object_get (status, "state"))))
+    if (!status || act_client_state_ended (json_string_value (json_object_get (status, "state"))))
         return status;
     json_t *ids = json_pack ("[s]", call_id);
     json_t *ended = json_object ();
