@@ -1,10 +1,12 @@
 /*  =========================================================================
     act_client - a C client of actd (PROTOCOL.md section 1).
 
-    One DEALER socket; requests may be pipelined: act_client_send returns
-    at once and replies are matched by request id. The synchronous calls
-    (act_client_call, _append, _resolve, ...) wait for their own reply and
-    keep any other reply that arrives meanwhile for act_client_recv.
+    One DEALER socket per broker; requests may be pipelined:
+    act_client_send returns at once and replies are matched by request id.
+    The synchronous calls (act_client_call, _append, _resolve, ...) wait
+    for their own reply and keep any other reply that arrives meanwhile for
+    act_client_recv; the events of a watch (act_client_watch) are kept for
+    act_watch_next.
 
     Not thread-safe: use one client per thread.
     ========================================================================= */
@@ -154,10 +156,13 @@ bool act_client_state_ended (const char *state);
 typedef struct _act_watch_t act_watch_t;
 
 //  WATCH context: its messages with _seq >= from_seq, the stored ones
-//  first, then each new one; from_seq 0: only those stored from now on.
-//  With calls, each change of state of its calls too. Returns at once (the
+//  first, then each new one; from_seq 0: only those stored from now on
+//  (CONTEXTS is asked first for the context's last _seq, waiting up to the
+//  client's timeout, so that a watch sent again misses nothing). With
+//  calls, each change of state of its calls too. Then returns at once (the
 //  broker does not acknowledge a watch; a refusal comes as an error of
-//  act_watch_next). The watch belongs to the client: destroy it first.
+//  act_watch_next). The watch belongs to the client: destroy it first (a
+//  watch that outlives its client only fails).
 act_watch_t *act_client_watch (act_client_t *self, const char *context, uint64_t from_seq,
                                bool calls, act_err_t *err);
 
