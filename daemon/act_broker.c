@@ -50,6 +50,8 @@ struct _act_broker_t {
     long long renewed;          //  Shared store: last successful renewal
     long long orphans_at;       //  Shared store: next look for orphans
     long long retain_at;        //  Next look for contexts idle past retain_ms
+    long long passed;           //  End of the last pass, 0 before the first
+    bool workers_waiting;       //  The last read left worker messages unread
     bool recovering;            //  Contexts with calls left to adopt
     bool stopping;              //  Shutting down
     long long stop_deadline;    //  End of the shutdown grace period
@@ -206,6 +208,23 @@ s_retain (act_broker_t *self, long long now)
     self->retain_at = now + 1000;
 }
 
+//  Workers' liveness: a pass that comes far later than the loop allows
+//  (actd stopped, or a pass that ran long) means no worker could be
+//  heard, so each gets a fresh window. A worker is judged only when the
+//  worker socket was read empty: what it sent may be waiting there. The
+//  heartbeats go out either way, so workers do not judge actd lost.
+static void
+s_liveness (act_broker_t *self, long long now)
+{
+    if (self->passed && now - self->passed > self->settings->heartbeat_ms)
+        act_wproto_resume (self->wproto, now, now - self->passed);
+    if (now >= self->heartbeat_at) {
+        act_wproto_heartbeat (self->wproto, now, !self->workers_waiting);
+        act_flow_settle (self->flow);
+        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
+    }
+}
+
 size_t
 act_broker_pass (act_broker_t *self)
 {
@@ -222,18 +241,17 @@ act_broker_pass (act_broker_t *self)
     }
     act_flow_timers (self->flow, now);
     act_watches_pump (self->watches, S_PUMP_BUDGET);
-    if (now >= self->heartbeat_at) {
-        act_wproto_heartbeat (self->wproto, now);
-        act_flow_settle (self->flow);
-        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
-    }
+    s_liveness (self, now);
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
+        act_log_peer_flush ();
         self->evict_at = now + 1000;
     }
     s_retain (self, now);
     s_commit (self);
-    return act_outbox_flush (self->outbox, self->send, self->send_arg);
+    size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
+    self->passed = act_clock_ms ();
+    return sent;
 }
 
 
@@ -422,13 +440,16 @@ s_wait (act_broker_t *self)
     return wait > 250? 250: wait < 0? 0: wait;
 }
 
-//  Read fairly: up to a batch from each socket, alternating
+//  Read fairly: up to a batch from each socket, alternating. Notes whether
+//  worker messages may be left, so that no worker is judged unread.
 static void
 s_read (act_broker_t *self)
 {
+    self->workers_waiting = false;
     for (int round = 0; round < S_READ_BATCH; round++) {
         bool any = false;
         zmsg_t *msg = zmsg_recv_nowait (self->workers);
+        self->workers_waiting = msg != NULL;
         if (msg) {
             act_broker_worker_message (self, &msg);
             any = true;

@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_commands.h"
+#include "act_frame.h"
 
 struct _act_commands_t {
     act_settings_t *settings;   //  max_message_bytes (borrowed)
@@ -98,21 +99,6 @@ act_commands_name (size_t index, size_t *least, size_t *most)
 //  --------------------------------------------------------------------------
 //  Arguments
 
-static bool
-s_frame_is (zframe_t *frame, const char *text)
-{
-    return frame && zframe_size (frame) == strlen (text)
-        && memcmp (zframe_data (frame), text, zframe_size (frame)) == 0;
-}
-
-//  The frame as a C string (the caller frees); NULL when it holds a NUL
-static char *
-s_frame_string (zframe_t *frame)
-{
-    if (!frame || memchr (zframe_data (frame), 0, zframe_size (frame)))
-        return NULL;
-    return strndup ((const char *) zframe_data (frame), zframe_size (frame));
-}
 
 static json_t *
 s_frame_json (zframe_t *frame, act_err_t *err)
@@ -139,7 +125,7 @@ s_instance_arg (zframe_t *frame, char **instance, act_err_t *err)
     *instance = NULL;
     if (!frame)
         return 0;
-    *instance = s_frame_string (frame);
+    *instance = act_frame_string (frame);
     if (!*instance || !**instance || strlen (*instance) > ACT_MAX_INSTANCE
     ||  !act_utf8_valid (*instance, strlen (*instance), NULL)) {
         zstr_free (instance);
@@ -163,6 +149,33 @@ static void
 s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
 {
     act_outbox_error (self->outbox, req->client, req->request, req->name, err);
+}
+
+//  VALUE with text (which it frees), or ERROR too_large when text is over
+//  max_reply_bytes (PROTOCOL.md section 1: replies are bounded): a reply
+//  that big would sit in the outbox and the socket's queue for a value
+//  the client can read in parts with RESOLVE
+static void
+s_reply_bounded (act_commands_t *self, s_request_t *req, char *text)
+{
+    act_err_t err = { 0 };
+    if (!text) {
+        act_err_set (&err, ACT_E_INTERNAL, "the value could not be serialized");
+        s_reply_error (self, req, &err);
+        return;
+    }
+    size_t size = strlen (text);
+    if (size > (size_t) self->settings->max_reply_bytes) {
+        act_err_set (&err, ACT_E_TOO_LARGE,
+                     "the value is %zu bytes, over max_reply_bytes (%lld); resolve a part of it",
+                     size, self->settings->max_reply_bytes);
+        free (text);
+        s_reply_error (self, req, &err);
+        return;
+    }
+    act_out_add (act_outbox_reply (self->outbox, req->client, req->request, "VALUE", false),
+                 text, size);
+    free (text);
 }
 
 
@@ -214,7 +227,7 @@ s_append (act_commands_t *self, s_request_t *req)
     act_err_t err = { 0 };
     json_t *message = NULL, *stored = NULL;
     act_context_t *context = NULL;
-    char *key = req->args [2]? s_frame_string (req->args [2]): NULL;
+    char *key = req->args [2]? act_frame_string (req->args [2]): NULL;
     uint64_t seq = 0;
     if (act_flow_stopping (self->flow))
         act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
@@ -258,7 +271,7 @@ s_resolve (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     char *instance = NULL;
-    char *text = s_frame_string (req->args [1]);
+    char *text = act_frame_string (req->args [1]);
     act_expr_t *expr = NULL;
     if (!text || !act_utf8_valid (text, strlen (text), NULL) || !act_ref_is_reference (text))
         act_err_set (&err, ACT_E_BAD_REFERENCE,
@@ -269,7 +282,7 @@ s_resolve (act_commands_t *self, s_request_t *req)
         act_context_t *context = act_cache_get (self->cache, req->context, false, &err);
         json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
         if (value)
-            s_reply_json (self, req, "VALUE", value, false);
+            s_reply_bounded (self, req, act_json_dump (value));
         else
         if (context)
             act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
@@ -287,24 +300,20 @@ s_view (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     zframe_t *format = req->args [1];
-    bool text = format && s_frame_is (format, "text");
+    bool text = format && act_frame_is (format, "text");
     act_context_t *context = NULL;
-    if (format && !text && !s_frame_is (format, "json"))
+    if (format && !text && !act_frame_is (format, "json"))
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "VIEW format is json or text");
     else
         context = act_cache_get (self->cache, req->context, false, &err);
     if (!context)
         s_reply_error (self, req, &err);
     else
-    if (text) {
-        char *rendering = act_ctx_view_text (context->ctx);
-        act_out_addstr (act_outbox_reply (self->outbox, req->client, req->request, "VALUE",
-                                          false), rendering);
-        free (rendering);
-    }
+    if (text)
+        s_reply_bounded (self, req, act_ctx_view_text (context->ctx));
     else {
         json_t *view = act_ctx_view (context->ctx);
-        s_reply_json (self, req, "VALUE", view, false);
+        s_reply_bounded (self, req, act_json_dump (view));
         json_decref (view);
     }
 }
@@ -318,7 +327,8 @@ s_history (act_commands_t *self, s_request_t *req)
     if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err) == 0
     &&  s_decimal_arg (req->args [2], "limit", ACT_HISTORY_LIMIT, &limit, &err) == 0
     &&  act_cache_get (self->cache, req->context, false, &err)
-    &&  !(page = act_store_history (self->store, req->context, from, limit)))
+    &&  !(page = act_store_history (self->store, req->context, from, limit,
+                                    (size_t) self->settings->max_reply_bytes)))
         act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
     if (page)
         s_reply_json (self, req, "VALUE", page, false);
@@ -404,7 +414,7 @@ static void
 s_status (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
-    char *id = s_frame_string (req->args [0]);
+    char *id = act_frame_string (req->args [0]);
     json_t *status = s_status_of (self, id, &err);
     if (status)
         s_reply_json (self, req, "VALUE", status, false);
@@ -418,7 +428,7 @@ static void
 s_cancel (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
-    char *id = s_frame_string (req->args [0]);
+    char *id = act_frame_string (req->args [0]);
     int rc = s_cancel_of (self, id, &err);
     if (rc < 0)
         s_reply_error (self, req, &err);
@@ -451,12 +461,12 @@ s_watch (act_commands_t *self, s_request_t *req)
     act_err_t err = { 0 };
     uint64_t from = 0;
     zframe_t *what = req->args [2];
-    bool calls = what && s_frame_is (what, "all");
+    bool calls = what && act_frame_is (what, "all");
     act_context_t *context = NULL;
     if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err))
         ;
     else
-    if (what && !calls && !s_frame_is (what, "messages"))
+    if (what && !calls && !act_frame_is (what, "messages"))
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "WATCH follows messages or all");
     else
         context = act_cache_get (self->cache, req->context, true, &err);
@@ -475,7 +485,7 @@ s_watch (act_commands_t *self, s_request_t *req)
 static bool
 s_prefix_arg (zframe_t *frame, char **text)
 {
-    *text = frame? s_frame_string (frame): NULL;
+    *text = frame? act_frame_string (frame): NULL;
     if (!frame)
         return true;
     if (!*text || strlen (*text) > ACT_MAX_CONTEXT_ID)
@@ -559,7 +569,7 @@ s_check (act_commands_t *self, zframe_t *command, s_request_t *req, zmsg_t *msg,
 {
     const s_command_t *row = NULL;
     for (size_t i = 0; i < S_NCOMMANDS && !row; i++)
-        if (s_frame_is (command, s_commands [i].name))
+        if (act_frame_is (command, s_commands [i].name))
             row = &s_commands [i];
     req->name = row? row->name: "?";
     if (zframe_size (req->request) == 0 || zframe_size (req->request) > ACT_MAX_REQUEST_ID)
@@ -577,7 +587,7 @@ s_check (act_commands_t *self, zframe_t *command, s_request_t *req, zmsg_t *msg,
                          "a frame of %zu bytes is over max_message_bytes (%lld)",
                          zframe_size (frame), self->settings->max_message_bytes);
     if (!err->code && row->context) {
-        *context = s_frame_string (req->args [0]);
+        *context = act_frame_string (req->args [0]);
         if (!*context || !act_ctx_id_valid (*context)) {
             zstr_free (context);
             act_err_set (err, ACT_E_BAD_CONTEXT,
@@ -602,8 +612,12 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
         delimiter = zmsg_pop (msg);
         zframe_destroy (&delimiter);
     }
-    if (!client || zmsg_size (msg) < 3 || !s_frame_is (zmsg_first (msg), ACT_CLIENT_HEADER)) {
-        act_log (LOG_INFO, "client message without a request id or ACTC01 header dropped");
+    if (!client || zmsg_size (msg) < 3 || !act_frame_is (zmsg_first (msg), ACT_CLIENT_HEADER)) {
+        char *peer = client? zframe_strhex (client): strdup ("?");
+        act_log_peer (LOG_INFO, peer, "client message without a request id or ACTC01 header",
+                      "client message without a request id or ACTC01 header from %s dropped",
+                      peer);
+        free (peer);
         zframe_destroy (&client);
         zmsg_destroy (&msg);
         return;
@@ -620,8 +634,9 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
     //  Metadata rides on the frames the peer sent, not on the routing id
     if (!act_security_client_allowed (self->security, header)) {
         const char *user = zframe_meta (header, "User-Id");
-        act_log (LOG_WARNING, "CURVE: client refused: key %s is not in %s",
-                 user? user: "(none)", self->settings->client_keys);
+        act_log_peer (LOG_WARNING, user? user: "(none)", "CURVE client refused",
+                      "CURVE: client refused: key %s is not in %s", user? user: "(none)",
+                      self->settings->client_keys);
         act_err_set (&err, ACT_E_UNAUTHORIZED, "this client's CURVE key is not allowed");
         s_reply_error (self, &req, &err);
     }

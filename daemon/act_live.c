@@ -98,7 +98,22 @@ act_live_enter (act_live_t *self, act_live_state_t state, size_t *counts)
             break;
     }
     //  Only the states of a live call are counted: NONE, NEW and ENDED
-    //  are before and after its life
+    //  are before and after its life. Latencies are measured here, where
+    //  every change of state passes: the queue's wait when an attempt
+    //  starts, the attempt's time when it ends, the call's when it ends
+    long long now = act_clock_ms ();
+    if (self->state == ACT_LIVE_QUEUED && state == ACT_LIVE_RUNNING)
+        act_hist_add (&activity->queue_ms, now - self->queued_at);
+    if (self->state == ACT_LIVE_RUNNING)
+        act_hist_add (&activity->run_ms, now - self->started_at);
+    if (state == ACT_LIVE_ENDED && self->accepted_at)
+        act_hist_add (&activity->total_ms, now - self->accepted_at);
+    if (state == ACT_LIVE_QUEUED)
+        self->queued_at = now;
+    if (state == ACT_LIVE_RUNNING)
+        self->started_at = now;
+    if (state == ACT_LIVE_WAITING && !self->accepted_at)
+        self->accepted_at = now;
     if (self->state >= ACT_LIVE_WAITING && self->state <= ACT_LIVE_RUNNING)
         counts [self->state]--;
     self->state = state;

@@ -52,6 +52,9 @@ typedef struct {
     zlistx_t *recipients;       //  act_live_recipient_t * getting its DONE
     json_t *progress;           //  Latest PROGRESS details, or NULL
     uint64_t stamp;             //  Marks it found in one evaluation
+    long long accepted_at;      //  When it was accepted (or recovered)
+    long long queued_at;        //  When it last entered the queue
+    long long started_at;       //  When its current attempt was dispatched
 } act_live_t;
 
 //  A later call waiting for this one, in one evaluation round

@@ -41,6 +41,109 @@ act_log_emit (int level, const char *format, ...)
     zstr_free (&text);
 }
 
+
+//  --------------------------------------------------------------------------
+//  Repeated misbehaviour of peers
+
+//  Peers followed at once: beyond that, repeats of peers not followed are
+//  counted together, so a flood of distinct peers cannot grow the table
+#define S_PEERS         256
+#define S_PEER_SIZE     72      //  A routing id in hex, a key, an address
+#define S_REASON_SIZE   96
+
+typedef struct {
+    char peer [S_PEER_SIZE];
+    char reason [S_REASON_SIZE];
+    int level;                  //  Of the line the repeats are like
+    long long since;            //  When its line was logged; 0: free slot
+    unsigned long long repeats; //  Not logged since
+} s_peer_t;
+
+static s_peer_t s_peers [S_PEERS];
+static s_peer_t s_others;       //  Repeats from peers the table had no room for
+
+//  Log text, with the count of the slot's repeats when there were some
+static void
+s_peer_line (int level, s_peer_t *slot, const char *text, long long now)
+{
+    if (slot->repeats)
+        act_log_emit (level, "%s (and %llu more like it from %s in the last %lld s)", text,
+                      slot->repeats, slot->peer, (now - slot->since) / 1000);
+    else
+        act_log_emit (level, "%s", text);
+}
+
+//  Log the count of a slot's repeats, if any, and free the slot
+static void
+s_peer_close (s_peer_t *slot, long long now)
+{
+    if (slot->repeats && slot->level <= act_log_threshold)
+        s_peer_line (slot->level, slot, slot->reason, now);
+    slot->since = 0;
+    slot->repeats = 0;
+}
+
+//  The slot of peer and reason, a new one, or NULL when all are in use
+static s_peer_t *
+s_peer_slot (const char *peer, const char *reason, long long now)
+{
+    s_peer_t *free_slot = NULL;
+    for (s_peer_t *slot = s_peers; slot < s_peers + S_PEERS; slot++) {
+        if (slot->since && strncmp (slot->peer, peer, S_PEER_SIZE - 1) == 0
+        &&  strncmp (slot->reason, reason, S_REASON_SIZE - 1) == 0)
+            return slot;
+        if (slot->since && now - slot->since >= ACT_LOG_REPEAT_MS)
+            s_peer_close (slot, now);
+        if (!slot->since && !free_slot)
+            free_slot = slot;
+    }
+    if (free_slot) {
+        snprintf (free_slot->peer, S_PEER_SIZE, "%s", peer);
+        snprintf (free_slot->reason, S_REASON_SIZE, "%s", reason);
+    }
+    return free_slot;
+}
+
+void
+act_log_peer_emit (int level, const char *peer, const char *reason, const char *format, ...)
+{
+    long long now = act_clock_ms ();
+    s_peer_t *slot = s_peer_slot (peer, reason, now);
+    if (!slot) {
+        if (s_others.since && now - s_others.since >= ACT_LOG_REPEAT_MS)
+            s_peer_close (&s_others, now);
+        slot = &s_others;
+        if (!slot->since)
+            snprintf (slot->peer, S_PEER_SIZE, "other peers");
+        snprintf (slot->reason, S_REASON_SIZE, "%s", reason);
+    }
+    slot->level = level;
+    if (slot->since && now - slot->since < ACT_LOG_REPEAT_MS) {
+        slot->repeats++;
+        return;
+    }
+    va_list args;
+    va_start (args, format);
+    char *text = zsys_vprintf (format, args);
+    va_end (args);
+    if (text)
+        s_peer_line (level, slot, text, now);
+    zstr_free (&text);
+    slot->since = now;
+    slot->repeats = 0;
+}
+
+void
+act_log_peer_flush (void)
+{
+    long long now = act_clock_ms ();
+    for (s_peer_t *slot = s_peers; slot < s_peers + S_PEERS; slot++)
+        if (slot->since && now - slot->since >= ACT_LOG_REPEAT_MS)
+            s_peer_close (slot, now);
+    if (s_others.since && now - s_others.since >= ACT_LOG_REPEAT_MS)
+        s_peer_close (&s_others, now);
+}
+
 int
 act_log_level_parse (const char *name)
 {

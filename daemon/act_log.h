@@ -26,6 +26,25 @@ extern bool act_log_stderr;
 //  Log one line at level, unconditionally (act_log checks the level).
 void act_log_emit (int level, const char *format, ...) __attribute__ ((format (printf, 2, 3)));
 
+//  Log a line about a peer's misbehaviour (peer: its key or routing id;
+//  reason: what it did, the same text each time), at most once per peer
+//  and reason in ACT_LOG_REPEAT_MS: the repeats are counted, and the next
+//  line says how many there were ("... (and 1234 more like it from PEER in
+//  the last 10 s)"). A flood of messages, or of peers, costs a few lines.
+#define act_log_peer(level, peer, reason, ...) \
+    do { if ((level) <= act_log_threshold) \
+        act_log_peer_emit ((level), (peer), (reason), __VA_ARGS__); } while (0)
+
+//  How long repeats of one peer's misbehaviour are counted, not logged
+#define ACT_LOG_REPEAT_MS 10000
+
+void act_log_peer_emit (int level, const char *peer, const char *reason,
+                        const char *format, ...) __attribute__ ((format (printf, 4, 5)));
+
+//  Log the counts of repeats whose interval is over and forget them; call
+//  it now and then (the broker does every second).
+void act_log_peer_flush (void);
+
 //  Parse a log level name (error, warning, notice, info, debug); -1 if unknown.
 int act_log_level_parse (const char *name);
 

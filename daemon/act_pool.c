@@ -294,11 +294,15 @@ act_pool_activities_json (act_pool_t *self)
     json_t *activities = json_object ();
     for (act_activity_t *activity = zhashx_first (self->activities); activity;
          activity = zhashx_next (self->activities))
-        json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsI}",
+        json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsIs{sososo}}",
             "workers", (json_int_t) zlistx_size (activity->workers),
             "queued", (json_int_t) activity->queued,
             "running", (json_int_t) activity->running,
-            "done", (json_int_t) activity->done));
+            "done", (json_int_t) activity->done,
+            //  Beyond PROTOCOL.md section 4: latencies since this start
+            "latency_ms", "queue", act_hist_json (&activity->queue_ms),
+            "run", act_hist_json (&activity->run_ms),
+            "total", act_hist_json (&activity->total_ms)));
     return activities;
 }
 

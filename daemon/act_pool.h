@@ -14,6 +14,7 @@
 
 #include "act_settings.h"
 #include "act_outbox.h"
+#include "act_hist.h"
 
 typedef struct _act_pool_t act_pool_t;
 
@@ -32,6 +33,9 @@ typedef struct {
     size_t queued;              //  Calls queued (STATS)
     size_t running;             //  Calls running
     uint64_t done;              //  Calls ended since start
+    act_hist_t queue_ms;        //  Wait in the queue before each dispatch
+    act_hist_t run_ms;          //  Each attempt, dispatch to its end
+    act_hist_t total_ms;        //  Each call, accepted to ended
     const act_activity_settings_t *settings;    //  Its limits
 } act_activity_t;
 

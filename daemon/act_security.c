@@ -124,8 +124,9 @@ act_security_handle (act_security_t *self)
             }
             else {
                 text = "key not allowed on the worker socket";
-                act_log (LOG_WARNING, "CURVE: worker refused from %s: key %s is not in %s",
-                         address? address: "?", user, self->settings->worker_keys);
+                act_log_peer (LOG_WARNING, user, "CURVE worker refused",
+                              "CURVE: worker refused from %s: key %s is not in %s",
+                              address? address: "?", user, self->settings->worker_keys);
             }
         }
         else {

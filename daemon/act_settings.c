@@ -32,6 +32,8 @@ act_settings_new (void)
     self->max_watches = 10000;
     self->retain_ms = 0;
     self->max_message_bytes = 1048576;
+    self->max_reply_bytes = 8388608;
+    self->max_queued_calls = 1000000;
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
     self->max_contexts = 10000;
@@ -398,6 +400,12 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "server/max_message_bytes"))
         s_integer (reader, item, full, 1024, &self->max_message_bytes);
+    else
+    if (streq (full, "server/max_reply_bytes"))
+        s_integer (reader, item, full, 1024, &self->max_reply_bytes);
+    else
+    if (streq (full, "server/max_queued_calls"))
+        s_integer (reader, item, full, 1, &self->max_queued_calls);
     else
     if (streq (full, "server/shutdown_grace_ms"))
         s_integer (reader, item, full, 0, &self->shutdown_grace_ms);

@@ -29,6 +29,10 @@ typedef struct {
     long long mdp_heartbeat_ms; //  An idle Majordomo worker's interval, at
                                 //  least (theirs is often 2500 ms)
     long long max_message_bytes;//  Largest frame accepted (too_large above)
+    long long max_reply_bytes;  //  HISTORY pages stop here; larger VIEW and
+                                //  RESOLVE values are too_large
+    long long max_queued_calls; //  Calls waiting or queued in all activities
+                                //  before CALL and PLAN get busy
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
     long long context_idle_ms;  //  Idle contexts leave memory after this
     long long max_contexts;     //  Loaded contexts kept in memory, at most

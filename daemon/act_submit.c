@@ -103,6 +103,13 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char
            act_live_t **calls, act_live_eval_t *evals, json_t *ids, json_t *records, bool plan,
            act_err_t *err)
 {
+    //  The global cap beside each activity's max_queue: many activities,
+    //  each under its own limit, must not hold memory without end
+    size_t backlog = self->counts [ACT_LIVE_WAITING] + self->counts [ACT_LIVE_QUEUED];
+    if (backlog + json_array_size (entries) > (size_t) self->settings->max_queued_calls)
+        return act_err_set (err, ACT_E_BUSY, "%zu calls are waiting or queued, and %zu more "
+                            "would pass max_queued_calls (%lld)", backlog,
+                            json_array_size (entries), self->settings->max_queued_calls);
     size_t index;
     json_t *entry;
     json_array_foreach (entries, index, entry) {

@@ -219,7 +219,7 @@ static size_t
 s_pump_one (act_watches_t *self, s_watch_t *watch, size_t budget)
 {
     size_t limit = budget < S_PAGE? budget: S_PAGE;
-    json_t *page = act_store_history (self->store, watch->context, watch->next, limit);
+    json_t *page = act_store_history (self->store, watch->context, watch->next, limit, 0);
     size_t index;
     json_t *message;
     json_array_foreach (page, index, message) {

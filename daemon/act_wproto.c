@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_wproto.h"
+#include "act_frame.h"
 
 struct _act_wproto_t {
     act_settings_t *settings;   //  Heartbeat and liveness (borrowed)
@@ -30,21 +31,6 @@ act_wproto_destroy (act_wproto_t **self_p)
     }
 }
 
-static bool
-s_frame_is (zframe_t *frame, const char *text)
-{
-    return frame && zframe_size (frame) == strlen (text)
-        && memcmp (zframe_data (frame), text, zframe_size (frame)) == 0;
-}
-
-//  The frame as a C string (the caller frees); NULL when it holds a NUL
-static char *
-s_frame_string (zframe_t *frame)
-{
-    if (!frame || memchr (zframe_data (frame), 0, zframe_size (frame)))
-        return NULL;
-    return strndup ((const char *) zframe_data (frame), zframe_size (frame));
-}
 
 //  Refuse a peer: log, forget it if it was registered (its tasks go
 //  back), and tell it to DISCONNECT in its own protocol
@@ -52,8 +38,10 @@ static void
 s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
           act_proto_t protocol, bool envelope, const char *problem)
 {
-    act_log (LOG_WARNING, "worker %s: %s; disconnecting it", worker? worker->name: key,
-             problem);
+    //  A peer that keeps at it (HEARTBEATs without READY) is logged once
+    //  in a while, with a count
+    act_log_peer (LOG_WARNING, key, problem, "worker %s: %s; disconnecting it",
+                  worker? worker->name: key, problem);
     if (worker)
         act_flow_worker_lost (self->flow, worker, problem);
     act_pool_disconnect (self->outbox, identity, protocol, envelope, problem);
@@ -127,34 +115,34 @@ s_actw (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char
     zframe_t *command = zmsg_pop (msg);
     const char *problem = NULL;
     size_t nargs = zmsg_size (msg);
-    bool result = s_frame_is (command, "RESULT");
+    bool result = act_frame_is (command, "RESULT");
     char *task = NULL;
-    if (s_frame_is (command, "READY"))
+    if (act_frame_is (command, "READY"))
         problem = s_actw_ready (self, worker, identity, key, msg, err);
     else
     if (!worker)
         problem = "not registered: send READY first";
     else
-    if (s_frame_is (command, "HEARTBEAT"))
+    if (act_frame_is (command, "HEARTBEAT"))
         ;                       //  Being heard is all it does
     else
-    if (s_frame_is (command, "DISCONNECT"))
+    if (act_frame_is (command, "DISCONNECT"))
         act_flow_worker_lost (self->flow, worker, "it disconnected");
     else
-    if (!result && !s_frame_is (command, "FAIL") && !s_frame_is (command, "PROGRESS"))
+    if (!result && !act_frame_is (command, "FAIL") && !act_frame_is (command, "PROGRESS"))
         problem = "unknown command";
     else
     if (nargs < 2 || nargs > (result? 3u: 2u))
         problem = "wrong number of frames";
     else
-    if (!(task = s_frame_string (zmsg_first (msg))) || !zhashx_lookup (worker->tasks, task))
+    if (!(task = act_frame_string (zmsg_first (msg))) || !zhashx_lookup (worker->tasks, task))
         problem = "a task it does not hold";
     else {
         zframe_t *body = zmsg_next (msg);
         if (result)
             act_flow_result (self->flow, worker, task, body, zmsg_next (msg));
         else
-        if (s_frame_is (command, "FAIL"))
+        if (act_frame_is (command, "FAIL"))
             act_flow_fail (self->flow, worker, task, body);
         else
             act_flow_progress (self->flow, worker, task, body);
@@ -170,7 +158,7 @@ static const char *
 s_mdp_reply (act_wproto_t *self, act_worker_t *worker, zmsg_t *msg, bool partial)
 {
     const char *problem = NULL;
-    char *task = s_frame_string (zmsg_first (msg));
+    char *task = act_frame_string (zmsg_first (msg));
     zframe_t *empty = zmsg_next (msg);
     zframe_t *body = zmsg_next (msg);
     if (!task || !empty || zframe_size (empty) || !body)
@@ -198,7 +186,7 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char 
     bool v1 = protocol == ACT_PROTO_MDP1;
     const char *problem = NULL;
     if (code == ACT_MDP_READY) {
-        char *service = s_frame_string (zmsg_first (msg));
+        char *service = act_frame_string (zmsg_first (msg));
         if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL)
             problem = worker? "READY from a worker already registered": "bad service name";
         else {
@@ -260,19 +248,20 @@ act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
     act_proto_t protocol = ACT_PROTO_ACTW;
     const char *problem = NULL;
     act_err_t err = { 0 };
-    if (!envelope && s_frame_is (header, ACT_WORKER_HEADER) && zmsg_size (msg) > 1) {
+    if (!envelope && act_frame_is (header, ACT_WORKER_HEADER) && zmsg_size (msg) > 1) {
         s_drop_frames (msg, 1);
         problem = s_actw (self, worker, identity, key, msg, &err);
     }
     else
-    if ((s_frame_is (header, ACT_MDPW01) || s_frame_is (header, ACT_MDPW02))
+    if ((act_frame_is (header, ACT_MDPW01) || act_frame_is (header, ACT_MDPW02))
     &&  zmsg_size (msg) > (envelope? 2u: 1u)) {
-        protocol = s_frame_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
+        protocol = act_frame_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
         s_drop_frames (msg, envelope? 2: 1);
         problem = s_mdp (self, worker, identity, key, protocol, envelope, msg);
     }
     else {
-        act_log (LOG_INFO, "message without a worker protocol header from %s dropped", key);
+        act_log_peer (LOG_INFO, key, "message without a worker protocol header",
+                      "message without a worker protocol header from %s dropped", key);
         protocol = (act_proto_t) -1;
     }
     if (problem)
@@ -304,13 +293,26 @@ s_liveness_ms (act_wproto_t *self, act_worker_t *worker)
 }
 
 void
-act_wproto_heartbeat (act_wproto_t *self, long long now)
+act_wproto_resume (act_wproto_t *self, long long now, long long paused)
+{
+    //  Short pauses (a long pass with a small heartbeat_ms) are routine
+    bool long_pause = paused > self->settings->heartbeat_ms * self->settings->liveness;
+    act_log (long_pause? LOG_NOTICE: LOG_DEBUG, "actd was paused for %lld ms (over "
+             "heartbeat_ms %lld): %zu workers get a fresh liveness window", paused,
+             self->settings->heartbeat_ms, act_pool_size (self->pool));
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool))
+        worker->heard = now;
+}
+
+void
+act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
 {
     long long interval = self->settings->heartbeat_ms;
     zlistx_t *dead = zlistx_new ();
     for (act_worker_t *worker = act_pool_first (self->pool); worker;
          worker = act_pool_next (self->pool)) {
-        if (now - worker->heard > s_liveness_ms (self, worker))
+        if (judge && now - worker->heard > s_liveness_ms (self, worker))
             zlistx_add_end (dead, worker);
         else
         if (now - worker->sent >= interval)

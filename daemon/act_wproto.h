@@ -25,8 +25,14 @@ void act_wproto_destroy (act_wproto_t **self_p);
 void act_wproto_message (act_wproto_t *self, zmsg_t **msg_p);
 
 //  Heartbeats (every heartbeat_ms a message to each worker that heard
-//  nothing else) and liveness (a worker silent for liveness intervals is
-//  lost), at now.
-void act_wproto_heartbeat (act_wproto_t *self, long long now);
+//  nothing else) and, when judge is set, liveness (a worker silent for
+//  liveness intervals is lost), at now. The caller judges only when it has
+//  read what workers sent.
+void act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge);
+
+//  actd itself was paused (stopped, swapped out, a pass that ran long) for
+//  paused ms: no worker could be heard meanwhile, so each gets a fresh
+//  liveness window from now instead of all being judged lost.
+void act_wproto_resume (act_wproto_t *self, long long now, long long paused);
 
 #endif

@@ -338,7 +338,9 @@ s_history (act_client_t *client, s_options_t *options, const char *context)
             from = (uint64_t) json_integer_value (json_object_get (
                        json_array_get (page, size - 1), "_seq")) + 1;
         json_decref (page);
-        if (!options->all || size < options->limit)
+        //  Only an empty page is the end: actd stops a page early at
+        //  max_reply_bytes
+        if (!options->all || size == 0)
             break;
     }
     if (options->json)

@@ -25,6 +25,15 @@ struct _act_store_t {
 
 static const char *s_outcomes [] = { "ok", "error", "timeout", "skipped", "cancelled" };
 
+int
+act_store_give_text (act_store_each_fn *fn, void *arg, const char *text)
+{
+    json_t *value = json_string (text);
+    int stop = value? fn (value, arg): 0;
+    json_decref (value);
+    return stop;
+}
+
 bool
 act_state_ended (const char *state)
 {
@@ -183,9 +192,10 @@ act_store_messages (act_store_t *self, const char *context, act_store_each_fn *f
 }
 
 json_t *
-act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit)
+act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit,
+                   size_t max_bytes)
 {
-    return self->backend->history (self->impl, context, from, limit);
+    return self->backend->history (self->impl, context, from, limit, max_bytes);
 }
 
 json_t *

@@ -98,9 +98,11 @@ int act_store_messages (act_store_t *self, const char *context,
                         act_store_each_fn *fn, void *arg);
 
 //  Up to limit messages of a context with _seq >= from, oldest first, as a
-//  new JSON array.
+//  new JSON array. It stops early, after at least one message, before the
+//  array's compact JSON text would pass max_bytes (0: no bound), so that a
+//  page of big messages is never read whole only to be cut.
 json_t *act_store_history (act_store_t *self, const char *context,
-                           uint64_t from, size_t limit);
+                           uint64_t from, size_t limit, size_t max_bytes);
 
 //  The record of call call_id, or NULL.
 json_t *act_store_call (act_store_t *self, uint64_t call_id);
@@ -140,7 +142,10 @@ json_t *act_store_contexts (act_store_t *self, const char *prefix, const char *a
 //  APPEND keys and, on a shared store, its lease, in the batch; *messages
 //  (if not NULL) is set to how many messages it held. A context that does
 //  not exist is no error (*messages 0). Returns 0, or -1 (the batch is
-//  doomed). A context created later with the same id starts empty.
+//  doomed). A context created later with the same id starts empty. On a
+//  shared store a broker claims the context first (a context another live
+//  broker holds is not deleted: -1), and claims it again before it writes
+//  into a new context of that id.
 int act_store_delete_context (act_store_t *self, const char *context, size_t *messages);
 
 //  The _seq an earlier APPEND with idempotency key key got in context, or 0.

@@ -29,7 +29,8 @@ typedef struct {
     //  Reads
     bool (*has_context) (void *impl, const char *context);
     int (*messages) (void *impl, const char *context, act_store_each_fn *fn, void *arg);
-    json_t *(*history) (void *impl, const char *context, uint64_t from, size_t limit);
+    json_t *(*history) (void *impl, const char *context, uint64_t from, size_t limit,
+                        size_t max_bytes);
     json_t *(*call) (void *impl, uint64_t call_id);
     uint64_t (*idem) (void *impl, const char *context, const char *key);
     int (*pending) (void *impl, act_store_each_fn *fn, void *arg);
@@ -56,6 +57,9 @@ typedef struct {
     int (*idle_contexts) (void *impl, const char *before, size_t limit,
                           act_store_each_fn *fn, void *arg);
 } act_store_backend_t;
+
+//  Call fn with text as a JSON string; returns what fn returns
+int act_store_give_text (act_store_each_fn *fn, void *arg, const char *text);
 
 //  Open the memory backend
 void *act_store_memory_open (void);

@@ -338,12 +338,18 @@ s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void 
 }
 
 static json_t *
-s_memory_history (void *impl, const char *context, uint64_t from, size_t limit)
+s_memory_history (void *impl, const char *context, uint64_t from, size_t limit,
+                  size_t max_bytes)
 {
     s_mctx_t *ctx = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
     json_t *page = json_array ();
-    for (size_t i = from? from - 1: 0; ctx && i < ctx->size && limit; i++, limit--)
+    size_t bytes = 1;           //  "[", then each message and "," or "]"
+    for (size_t i = from? from - 1: 0; ctx && i < ctx->size && limit; i++, limit--) {
+        bytes += strlen (ctx->items [i]) + 1;
+        if (max_bytes && bytes > max_bytes && json_array_size (page))
+            break;
         json_array_append_new (page, json_loads (ctx->items [i], 0, NULL));
+    }
     return page;
 }
 
@@ -402,13 +408,9 @@ s_memory_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *a
         return 0;
     zlistx_t *contexts = zhashx_keys (self->pending);
     for (const char *context = zlistx_first (contexts); context;
-         context = zlistx_next (contexts)) {
-        json_t *name = json_string (context);
-        int stop = fn (name, arg);
-        json_decref (name);
-        if (stop)
+         context = zlistx_next (contexts))
+        if (act_store_give_text (fn, arg, context))
             break;
-    }
     zlistx_destroy (&contexts);
     return 0;
 }
@@ -432,7 +434,7 @@ s_updated (s_mctx_t *ctx)
 {
     if (ctx->size == 0)
         return json_null ();
-    json_t *message = json_loads (ctx->items [ctx->size - 1], 0, NULL);
+    json_t *message = json_loads (ctx->items [ctx->size - 1], JSON_ALLOW_NUL, NULL);
     json_t *date = json_object_get (message, "_date");
     date = json_is_string (date)? json_incref (date): json_null ();
     json_decref (message);
@@ -529,10 +531,7 @@ s_memory_idle_contexts (void *impl, const char *before, size_t limit,
         if (!idle)
             continue;
         limit--;
-        json_t *name = json_string (id);
-        int stop = fn (name, arg);
-        json_decref (name);
-        if (stop)
+        if (act_store_give_text (fn, arg, id))
             break;
     }
     return 0;

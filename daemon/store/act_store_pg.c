@@ -55,8 +55,11 @@ static const char *s_migrations [] = {
     "UPDATE contexts c SET messages = m.n, last_seq = m.last FROM (SELECT context,"
     "  count (*) AS n, max (seq) AS last FROM messages GROUP BY context) m"
     "  WHERE c.id = m.context;"
-    "UPDATE contexts c SET updated = (SELECT body::json->>'_date' FROM messages"
-    "  WHERE context = c.id AND seq = c.last_seq) WHERE c.last_seq > 0;"
+    //  (body::json fails on a \u0000 anywhere in a body: such a body gives
+    //  the last "_date" of its text, which is the broker's, set last)
+    "UPDATE contexts c SET updated = (SELECT CASE WHEN body NOT LIKE '%\\u0000%'"
+    "  THEN body::json->>'_date' ELSE substring (body FROM '.*\"_date\":\\s*\"([^\"]*)\"') END"
+    "  FROM messages WHERE context = c.id AND seq = c.last_seq) WHERE c.last_seq > 0;"
     "CREATE INDEX contexts_by_updated ON contexts (updated) WHERE updated IS NOT NULL;"
     "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
     "CREATE INDEX calls_by_context ON calls (context);"
@@ -175,6 +178,65 @@ s_send (act_pg_t *self, const char *what, const char *sql, json_t *rows, act_err
     return rc;
 }
 
+//  What the buffered messages add to each context: [context, messages,
+//  last _seq, _date of the last one or null], as a new JSON array. The
+//  date is read here, from the last message of each context only: in
+//  PostgreSQL, body::json->>'_date' fails on a \u0000 anywhere in the body.
+static json_t *
+s_added (act_pg_t *self)
+{
+    zhashx_t *last = zhashx_new ();         //  Context -> its row in added
+    json_t *added = json_array ();
+    size_t index;
+    json_t *message;
+    json_array_foreach (self->messages, index, message) {
+        const char *context = json_string_value (json_array_get (message, 0));
+        json_t *row = zhashx_lookup (last, context);
+        if (!row) {
+            row = json_pack ("[sIIn]", context, (json_int_t) 0, (json_int_t) 0);
+            json_array_append_new (added, row);
+            zhashx_insert (last, context, row);
+        }
+        json_array_set_new (row, 1, json_integer (json_integer_value (json_array_get (row, 1)) + 1));
+        json_array_set (row, 2, json_array_get (message, 1));
+        //  The text of the last message so far, parsed once at the end
+        json_array_set (row, 3, json_array_get (message, 2));
+    }
+    json_array_foreach (added, index, message) {
+        const char *text = json_string_value (json_array_get (message, 3));
+        json_t *body = text? json_loads (text, JSON_ALLOW_NUL, NULL): NULL;
+        json_t *date = json_object_get (body, "_date");
+        json_array_set_new (message, 3, json_is_string (date)? json_incref (date): json_null ());
+        json_decref (body);
+    }
+    zhashx_destroy (&last);
+    return added;
+}
+
+//  Send the buffered messages, and what they add to their contexts' rows
+static int
+s_send_messages (act_pg_t *self, act_err_t *err)
+{
+    if (json_array_size (self->messages) == 0)
+        return 0;
+    json_t *added = s_added (self);
+    char *messages = act_json_dump (self->messages);
+    char *counts = act_json_dump (added);
+    const char *params [] = { messages, counts };
+    int rc = act_pg_run (self, "cannot store messages",
+        "WITH ins AS (INSERT INTO messages (context, seq, body) "
+        "  SELECT r->>0, (r->>1)::bigint, r->>2 FROM jsonb_array_elements ($1::jsonb) AS r) "
+        "UPDATE contexts c SET messages = c.messages + (a->>1)::bigint, "
+        "  last_seq = GREATEST (c.last_seq, (a->>2)::bigint), "
+        "  updated = COALESCE (a->>3, c.updated) "
+        "FROM jsonb_array_elements ($2::jsonb) AS a WHERE c.id = a->>0", 2, params, err);
+    free (messages);
+    free (counts);
+    json_decref (added);
+    json_array_clear (self->messages);
+    return rc;
+}
+
 //  The values of a buffer kept by key, as a new JSON array (then emptied)
 static json_t *
 s_values (zhashx_t *buffer)
@@ -201,15 +263,7 @@ act_pg_flush (act_pg_t *self, act_err_t *err)
     int rc = s_send (self, "cannot store contexts",
         "INSERT INTO contexts (id) SELECT jsonb_array_elements_text ($1::jsonb) "
         "ON CONFLICT DO NOTHING", self->contexts, err);
-    rc = rc? rc: s_send (self, "cannot store messages",
-        "WITH r AS (SELECT x->>0 AS context, (x->>1)::bigint AS seq, x->>2 AS body "
-        "  FROM jsonb_array_elements ($1::jsonb) AS x), "
-        "ins AS (INSERT INTO messages (context, seq, body) SELECT context, seq, body FROM r), "
-        "m AS (SELECT DISTINCT ON (context) context, seq, body::json->>'_date' AS date, "
-        "  count (*) OVER (PARTITION BY context) AS n FROM r ORDER BY context, seq DESC) "
-        "UPDATE contexts c SET messages = c.messages + m.n, "
-        "  last_seq = GREATEST (c.last_seq, m.seq), updated = COALESCE (m.date, c.updated) "
-        "FROM m WHERE c.id = m.context", self->messages, err);
+    rc = rc? rc: s_send_messages (self, err);
     rc = rc? rc: s_send (self, "cannot store calls",
         "INSERT INTO calls (" S_CALL_COLUMNS ", ended) SELECT (r->>'call_id')::bigint, "
         "r->>'context', r->>'state', (r->>'attempts')::int, r->>'call', r->>'id', "
@@ -415,18 +469,25 @@ s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 }
 
 static json_t *
-s_history (void *impl, const char *context, uint64_t from, size_t limit)
+s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes)
 {
     act_pg_t *self = (act_pg_t *) impl;
     if (act_pg_flush (self, NULL))
         return NULL;
-    char from_text [24], limit_text [24];
+    char from_text [24], limit_text [24], bytes_text [24];
     snprintf (from_text, sizeof from_text, "%" PRIu64, from);
     snprintf (limit_text, sizeof limit_text, "%zu", limit);
-    const char *params [] = { context, from_text, limit_text };
+    snprintf (bytes_text, sizeof bytes_text, "%zu", max_bytes? max_bytes: SIZE_MAX / 2);
+    const char *params [] = { context, from_text, limit_text, bytes_text };
+    //  The server stops the page where its text would pass max_bytes ("["
+    //  then each body and "," or "]"), so a page of big messages does not
+    //  cross the wire whole only to be cut here
     PGresult *result = act_pg_exec (self, "cannot read history",
-        "SELECT body FROM messages WHERE context = $1 AND seq >= $2::bigint "
-        "ORDER BY seq LIMIT $3::bigint", 3, params, NULL);
+        "SELECT body FROM (SELECT body, row_number () OVER w AS n, "
+        "1 + sum (octet_length (body) + 1) OVER w AS bytes FROM messages "
+        "WHERE context = $1 AND seq >= $2::bigint WINDOW w AS (ORDER BY seq) "
+        "ORDER BY seq LIMIT $3::bigint) page WHERE n = 1 OR bytes <= $4::bigint "
+        "ORDER BY n", 4, params, NULL);
     if (!result)
         return NULL;
     json_t *page = json_array ();
@@ -477,19 +538,37 @@ s_call (void *impl, uint64_t call_id)
     return record;
 }
 
-static uint64_t
-s_idem (void *impl, const char *context, const char *key)
+uint64_t
+act_pg_number (act_pg_t *self, const char *what, const char *sql, const char *context,
+               const char *key)
 {
-    act_pg_t *self = (act_pg_t *) impl;
     if (act_pg_flush (self, NULL))
         return 0;
     const char *params [] = { context, key };
-    PGresult *result = act_pg_exec (self, "cannot read calls",
-        "SELECT id FROM calls WHERE context = $1 AND idem = $2", 2, params, NULL);
-    uint64_t id = result && PQntuples (result)
-                ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
+    PGresult *result = act_pg_exec (self, what, sql, 2, params, NULL);
+    uint64_t number = result && PQntuples (result)
+                    ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
     PQclear (result);
-    return id;
+    return number;
+}
+
+int
+act_pg_each_text (PGresult *result, act_store_each_fn *fn, void *arg)
+{
+    if (!result)
+        return -1;
+    for (int row = 0; row < PQntuples (result); row++)
+        if (act_store_give_text (fn, arg, PQgetvalue (result, row, 0)))
+            break;
+    PQclear (result);
+    return 0;
+}
+
+static uint64_t
+s_idem (void *impl, const char *context, const char *key)
+{
+    return act_pg_number ((act_pg_t *) impl, "cannot read calls",
+        "SELECT id FROM calls WHERE context = $1 AND idem = $2", context, key);
 }
 
 //  Walk call records a query returns
@@ -577,106 +656,11 @@ s_counters (void *impl, int64_t *counts)
     return 0;
 }
 
-static int
-s_join (void *impl, const char *id, const char *endpoint, long long lease_ms, act_err_t *err)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    free (self->broker);
-    free (self->endpoint);
-    self->broker = strdup (id);
-    self->endpoint = strdup (endpoint);
-    self->lease_ms = lease_ms;
-    const char *params [] = { id, endpoint };
-    return act_pg_run (self, "cannot join",
-        "INSERT INTO brokers (id, endpoint, heartbeat) VALUES ($1, $2, now()) "
-        "ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, heartbeat = now()",
-        2, params, err);
-}
-
-static int
-s_renew (void *impl)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    const char *params [] = { self->broker };
-    return act_pg_run (self, "cannot renew the lease",
-                  "UPDATE brokers SET heartbeat = now () WHERE id = $1", 1, params, NULL);
-}
-
-static int
-s_leave (void *impl)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    const char *params [] = { self->broker };
-    return act_pg_run (self, "cannot leave",
-                  "UPDATE brokers SET heartbeat = '-infinity' WHERE id = $1", 1, params, NULL);
-}
-
-static int
-s_claim (void *impl, const char *context, char **owner)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    if (owner)
-        *owner = NULL;
-    if (act_pg_flush (self, NULL))
-        return -1;
-    char lease [32];
-    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
-    const char *params [] = { context, self->broker, lease };
-    //  Take the lease when it is free, ours, or its broker's heartbeat is
-    //  older than the lease; else name the live owner
-    PGresult *result = act_pg_exec (self, "cannot claim a context",
-        "WITH claimed AS (INSERT INTO leases (context, broker) VALUES ($1, $2) "
-        "  ON CONFLICT (context) DO UPDATE SET broker = EXCLUDED.broker "
-        "  WHERE leases.broker = EXCLUDED.broker OR NOT EXISTS (SELECT 1 FROM brokers b "
-        "    WHERE b.id = leases.broker AND b.heartbeat > now () - $3::bigint * interval '1 ms') "
-        "  RETURNING broker) "
-        "SELECT (SELECT broker FROM claimed), (SELECT b.endpoint FROM leases l "
-        "  JOIN brokers b ON b.id = l.broker WHERE l.context = $1)", 3, params, NULL);
-    if (!result)
-        return -1;
-    int rc = PQgetisnull (result, 0, 0)? 0: 1;
-    if (rc == 0 && owner && !PQgetisnull (result, 0, 1))
-        *owner = strdup (PQgetvalue (result, 0, 1));
-    PQclear (result);
-    return rc;
-}
-
-static int
-s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    if (act_pg_flush (self, NULL))
-        return -1;
-    char lease [32];
-    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
-    const char *params [] = { self->broker, lease };
-    PGresult *result = mine
-        ? act_pg_exec (self, "cannot read leases",
-            "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
-            "WHERE NOT c.ended AND l.broker = $1", 1, params, NULL)
-        : act_pg_exec (self, "cannot read leases",
-            "SELECT DISTINCT c.context FROM calls c JOIN leases l ON l.context = c.context "
-            "LEFT JOIN brokers b ON b.id = l.broker WHERE NOT c.ended AND l.broker <> $1 "
-            "AND (b.id IS NULL OR b.heartbeat <= now () - $2::bigint * interval '1 ms')",
-            2, params, NULL);
-    if (!result)
-        return -1;
-    for (int row = 0; row < PQntuples (result); row++) {
-        json_t *context = json_string (PQgetvalue (result, row, 0));
-        int stop = fn (context, arg);
-        json_decref (context);
-        if (stop)
-            break;
-    }
-    PQclear (result);
-    return 0;
-}
-
 const act_store_backend_t act_store_pg = {
     "postgres", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
-    s_last_call, s_counters, s_next_call, s_join, s_claim, s_renew, s_leave,
-    s_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
+    s_last_call, s_counters, s_next_call, act_pg_join, act_pg_claim, act_pg_renew,
+    act_pg_leave, act_pg_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
     act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts
 };
 

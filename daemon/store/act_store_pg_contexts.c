@@ -95,16 +95,8 @@ act_pg_delete_context (void *impl, const char *context, size_t *messages)
 uint64_t
 act_pg_append_key (void *impl, const char *context, const char *key)
 {
-    act_pg_t *self = (act_pg_t *) impl;
-    if (act_pg_flush (self, NULL))
-        return 0;
-    const char *params [] = { context, key };
-    PGresult *result = act_pg_exec (self, "cannot read APPEND keys",
-        "SELECT seq FROM append_keys WHERE context = $1 AND key = $2", 2, params, NULL);
-    uint64_t seq = result && PQntuples (result)
-                 ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
-    PQclear (result);
-    return seq;
+    return act_pg_number ((act_pg_t *) impl, "cannot read APPEND keys",
+        "SELECT seq FROM append_keys WHERE context = $1 AND key = $2", context, key);
 }
 
 int
@@ -137,17 +129,7 @@ act_pg_idle_contexts (void *impl, const char *before, size_t limit,
         "  SELECT id FROM contexts WHERE updated IS NULL AND created < $1::timestamptz) i "
         "WHERE NOT EXISTS (SELECT 1 FROM calls WHERE context = i.id AND NOT ended) "
         "LIMIT $2::bigint", 2, params, NULL);
-    if (!result)
-        return -1;
-    for (int row = 0; row < PQntuples (result); row++) {
-        json_t *context = json_string (PQgetvalue (result, row, 0));
-        int stop = fn (context, arg);
-        json_decref (context);
-        if (stop)
-            break;
-    }
-    PQclear (result);
-    return 0;
+    return act_pg_each_text (result, fn, arg);
 }
 
 #endif

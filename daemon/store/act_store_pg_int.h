@@ -1,7 +1,8 @@
 /*  =========================================================================
     act_store_pg_int - the PostgreSQL backend's state and helpers, shared
     by its files (act_store_pg.c: batches, calls, migrations;
-    act_store_pg_contexts.c: listing, deleting, APPEND keys, retention).
+    act_store_pg_lease.c: brokers and leases; act_store_pg_contexts.c:
+    listing, deleting, APPEND keys, retention).
     ========================================================================= */
 
 #ifndef ACT_STORE_PG_INT_H_INCLUDED
@@ -44,6 +45,23 @@ int act_pg_begin (act_pg_t *self, act_err_t *err);
 
 //  Send the buffered writes into the batch's transaction: 0 or -1
 int act_pg_flush (act_pg_t *self, act_err_t *err);
+
+//  The number in the first row of sql with parameters context and key
+//  (after the buffered writes are sent), or 0
+uint64_t act_pg_number (act_pg_t *self, const char *what, const char *sql,
+                        const char *context, const char *key);
+
+//  Call fn with the first column of each row of result as a JSON string,
+//  until it returns non-zero, and clear result: 0, or -1 if result is NULL
+int act_pg_each_text (PGresult *result, act_store_each_fn *fn, void *arg);
+
+//  act_store_pg_lease.c
+int act_pg_join (void *impl, const char *id, const char *endpoint, long long lease_ms,
+                 act_err_t *err);
+int act_pg_renew (void *impl);
+int act_pg_leave (void *impl);
+int act_pg_claim (void *impl, const char *context, char **owner);
+int act_pg_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg);
 
 //  act_store_pg_contexts.c
 json_t *act_pg_contexts (void *impl, const char *from, const char *end, const char *after,

@@ -415,8 +415,29 @@ s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
     return s_each (self, query, s_row_message, fn, arg, "cannot read messages");
 }
 
+//  The rows of the (bound) query as a new JSON array, or NULL (logged as
+//  what) when the query failed
 static json_t *
-s_history (void *impl, const char *context, uint64_t from, size_t limit)
+s_page (s_sqlite_t *self, sqlite3_stmt *query, s_row_fn *row, const char *what)
+{
+    json_t *page = json_array ();
+    int rc;
+    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        json_t *value = row (query);
+        if (value)
+            json_array_append_new (page, value);
+    }
+    if (rc != SQLITE_DONE) {
+        s_fail (self, NULL, what);
+        json_decref (page);
+        page = NULL;
+    }
+    sqlite3_reset (query);
+    return page;
+}
+
+static json_t *
+s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_HISTORY];
@@ -424,13 +445,18 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit)
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) from);
     sqlite3_bind_int64 (query, 3, (sqlite3_int64) limit);
     json_t *page = json_array ();
+    size_t bytes = 1;           //  "[", then each message and "," or "]"
     int rc;
     while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
+        //  Rows are read one at a time: a full page stops the read
+        bytes += (size_t) sqlite3_column_bytes (query, 0) + 1;
+        if (max_bytes && bytes > max_bytes && json_array_size (page))
+            break;
         json_t *message = s_column_json (query, 0);
         if (message)
             json_array_append_new (page, message);
     }
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         s_fail (self, NULL, "cannot read history");
         json_decref (page);
         page = NULL;
@@ -474,17 +500,23 @@ s_call (void *impl, uint64_t call_id)
     return record;
 }
 
+//  The number query which finds for (context, key), or 0
+static uint64_t
+s_number (s_sqlite_t *self, int which, const char *context, const char *key)
+{
+    sqlite3_stmt *query = self->queries [which];
+    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
+    sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
+    uint64_t number = sqlite3_step (query) == SQLITE_ROW
+                    ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    sqlite3_reset (query);
+    return number;
+}
+
 static uint64_t
 s_idem (void *impl, const char *context, const char *key)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    sqlite3_stmt *query = self->queries [Q_IDEM];
-    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
-    uint64_t id = sqlite3_step (query) == SQLITE_ROW
-                ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
-    sqlite3_reset (query);
-    return id;
+    return s_number ((s_sqlite_t *) impl, Q_IDEM, context, key);
 }
 
 static int
@@ -547,6 +579,19 @@ s_counters (void *impl, int64_t *counts)
 //  --------------------------------------------------------------------------
 //  The lifecycle of contexts
 
+//  A context as CONTEXTS lists it, from the current row of Q_CONTEXTS
+static json_t *
+s_row_context (sqlite3_stmt *query)
+{
+    const char *updated = (const char *) sqlite3_column_text (query, 3);
+    return json_pack ("{sssIsIsosI}",
+        "context", (const char *) sqlite3_column_text (query, 0),
+        "messages", (json_int_t) sqlite3_column_int64 (query, 1),
+        "last_seq", (json_int_t) sqlite3_column_int64 (query, 2),
+        "updated", updated? json_string (updated): json_null (),
+        "pending", (json_int_t) sqlite3_column_int64 (query, 4));
+}
+
 static json_t *
 s_contexts (void *impl, const char *from, const char *end, const char *after, size_t limit)
 {
@@ -558,24 +603,7 @@ s_contexts (void *impl, const char *from, const char *end, const char *after, si
     sqlite3_bind_text (query, 2, end, -1, SQLITE_STATIC);
     sqlite3_bind_text (query, 3, after, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 4, (sqlite3_int64) limit);
-    json_t *page = json_array ();
-    int rc;
-    while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
-        const char *updated = (const char *) sqlite3_column_text (query, 3);
-        json_array_append_new (page, json_pack ("{sssIsIsosI}",
-            "context", (const char *) sqlite3_column_text (query, 0),
-            "messages", (json_int_t) sqlite3_column_int64 (query, 1),
-            "last_seq", (json_int_t) sqlite3_column_int64 (query, 2),
-            "updated", updated? json_string (updated): json_null (),
-            "pending", (json_int_t) sqlite3_column_int64 (query, 4)));
-    }
-    if (rc != SQLITE_DONE) {
-        s_fail (self, NULL, "cannot list contexts");
-        json_decref (page);
-        page = NULL;
-    }
-    sqlite3_reset (query);
-    return page;
+    return s_page (self, query, s_row_context, "cannot list contexts");
 }
 
 //  Run one of the DELETE queries for context; the rows it removed, or -1
@@ -612,14 +640,7 @@ s_delete_context (void *impl, const char *context, size_t *messages)
 static uint64_t
 s_append_key (void *impl, const char *context, const char *key)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    sqlite3_stmt *query = self->queries [Q_APPEND_KEY];
-    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
-    uint64_t seq = sqlite3_step (query) == SQLITE_ROW
-                 ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
-    sqlite3_reset (query);
-    return seq;
+    return s_number ((s_sqlite_t *) impl, Q_APPEND_KEY, context, key);
 }
 
 static int

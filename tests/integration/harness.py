@@ -169,6 +169,16 @@ class Actd:
         self.cleanup()
 
 
+def actd_with_config(text, **kwargs):
+    """An Actd (not started) reading a config file with text."""
+    actd = Actd(**kwargs)
+    path = os.path.join(actd.dir, "actd.cfg")
+    with open(path, "w") as handle:
+        handle.write(text)
+    actd.args += ["--config", path]
+    return actd
+
+
 class Client:
     """A raw ACT/1 client on a DEALER socket. request() sends one request and
     returns the reply frames after the request id, decoded: e.g.

@@ -747,6 +747,9 @@ class StatsTest(BrokerCase):
         stats = self.stats()
         self.assertEqual(sorted(stats.pop("workers"), key=lambda worker: worker["name"]),
                          workers)
+        self.assertEqual({name: self.latencies(stats, name)["total"]["count"]
+                          for name in stats["activities"]},
+                         {"value": 0, "fail": 0, "echo": 0, "hang": 0})
         self.assertEqual(stats, {
             "contexts": 0, "messages": 0, "deleted": 0,
             "calls": {"accepted": 0, "ok": 0, "error": 0, "timeout": 0, "skipped": 0,
@@ -773,6 +776,14 @@ class StatsTest(BrokerCase):
         workers[1]["running"] = 1
         self.assertEqual(sorted(stats.pop("workers"), key=lambda worker: worker["name"]),
                          workers)
+        latency = {name: self.latencies(stats, name) for name in list(stats["activities"])}
+        #  Ended calls, accepted to the end; attempts dispatched; attempts over
+        self.assertEqual({name: hist["total"]["count"] for name, hist in latency.items()},
+                         {"value": 1, "fail": 1, "echo": 1, "hang": 0, "nobody": 1})
+        self.assertEqual(latency["value"]["queue"]["count"], 1)
+        self.assertEqual(latency["hang"]["queue"]["count"], 1)
+        self.assertEqual(latency["hang"]["run"]["count"], 0)       # still running
+        self.assertEqual(latency["nobody"]["queue"]["count"], 0)   # never dispatched
         self.assertEqual(stats, {
             "contexts": 2, "messages": 3, "deleted": 0,
             "calls": {"accepted": 8, "ok": 2, "error": 1, "timeout": 0, "skipped": 0,
@@ -791,8 +802,24 @@ class StatsTest(BrokerCase):
         self.assertEqual(stats["calls"], {"accepted": 8, "ok": 2, "error": 1, "timeout": 0,
                                           "skipped": 0, "cancelled": 2, "running": 0,
                                           "queued": 2, "waiting": 1})
+        hang_latency = self.latencies(stats, "hang")
+        self.assertEqual((hang_latency["run"]["count"], hang_latency["total"]["count"]), (1, 1))
         self.assertEqual(stats["activities"]["hang"],
                          {"workers": 1, "queued": 0, "running": 0, "done": 1})
+
+    def latencies(self, stats, name):
+        """Pop activity name's latency histograms from stats, after checking
+        their shape: Prometheus-style cumulative buckets, the last one +Inf
+        holding every sample."""
+        latency = stats["activities"][name].pop("latency_ms")
+        self.assertEqual(sorted(latency), ["queue", "run", "total"])
+        for hist in latency.values():
+            self.assertEqual(hist["le"][-1], "+Inf")
+            self.assertEqual(len(hist["le"]), len(hist["counts"]))
+            self.assertEqual(hist["counts"], sorted(hist["counts"]))
+            self.assertEqual(hist["counts"][-1], hist["count"])
+            self.assertGreaterEqual(hist["sum"], 0)
+        return latency
 
 
 class StatusTest(BrokerCase):

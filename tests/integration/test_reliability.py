@@ -19,7 +19,8 @@ import unittest
 
 import zmq
 
-from harness import Absent, Actd, Fail, NoAnswer, Worker, seed_call, wait_for
+from harness import (Absent, Actd, Fail, NoAnswer, Worker, actd_with_config, seed_call,
+                     wait_for)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_PROCESS = os.path.join(HERE, "worker_process.py")
@@ -85,16 +86,6 @@ class RawWorker:
 
 def echo(activity, params, meta):
     return {"params": params, "attempt": meta["attempt"]}
-
-
-def actd_with_config(text, **kwargs):
-    """An Actd (not started) reading a config file with text."""
-    actd = Actd(**kwargs)
-    path = os.path.join(actd.dir, "actd.cfg")
-    with open(path, "w") as handle:
-        handle.write(text)
-    actd.args += ["--config", path]
-    return actd
 
 
 def outputs_of(client, context, call_id):

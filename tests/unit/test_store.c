@@ -86,16 +86,29 @@ test_reads_see_the_batch_and_commit_keeps_it (void **state)
         json_decref (message);
     }
     assert_true (act_store_has_context (store, context));
-    json_t *page = act_store_history (store, context, 2, 10);
+    json_t *page = act_store_history (store, context, 2, 10, 0);
     assert_int_equal (json_array_size (page), 2);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 0), "_seq")), 2);
     json_decref (page);
     act_err_t err = { 0 };
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_int_equal (act_store_batch (store), 0);
-    page = act_store_history (store, context, 1, 2);
+    page = act_store_history (store, context, 1, 2, 0);
+    assert_int_equal (json_array_size (page), 2);
+    //  A byte bound stops the page, after at least one message, where its
+    //  compact text would pass it
+    char *text = act_json_dump (page);
+    json_decref (page);
+    page = act_store_history (store, context, 1, 10, strlen (text));
     assert_int_equal (json_array_size (page), 2);
     json_decref (page);
+    page = act_store_history (store, context, 1, 10, strlen (text) - 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    page = act_store_history (store, context, 1, 10, 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    free (text);
     json_t *all = json_array ();
     assert_int_equal (act_store_messages (store, context, s_count, all), 0);
     assert_int_equal (json_array_size (all), 3);
@@ -201,7 +214,7 @@ test_a_reopened_store_has_what_was_committed (void **state)
     act_store_destroy (&store);
 
     store = s_open_owning (context);
-    json_t *page = act_store_history (store, context, 1, 10);
+    json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 1);
     json_decref (page);
     act_store_destroy (&store);
@@ -269,9 +282,9 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (json_array_size (pending), 1);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (pending, 0), "call_id")), 7);
     json_decref (pending);
-    json_t *history = act_store_history (store, "old", 1, 10);
-    assert_int_equal (json_array_size (history), 1);
-    json_decref (history);
+    json_t *page = act_store_history (store, "old", 1, 10, 0);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
     //  A call that goes on running and then ends leaves the pending set
     act_call_record_t record = s_record (7, "old", "running", NULL);
     record.attempts = 2;
@@ -290,15 +303,15 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     //  Version 4: the old context's row has its counts, and it can go
     store = act_store_open (path, ACT_SYNC_NORMAL, &err);
     assert_non_null (store);
-    json_t *page = act_store_contexts (store, "ol", NULL, 10);
-    assert_int_equal (json_array_size (page), 1);
-    json_t *old = json_array_get (page, 0);
+    json_t *listed = act_store_contexts (store, "ol", NULL, 10);
+    assert_int_equal (json_array_size (listed), 1);
+    json_t *old = json_array_get (listed, 0);
     assert_string_equal (json_string_value (json_object_get (old, "context")), "old");
     assert_int_equal (json_integer_value (json_object_get (old, "messages")), 1);
     assert_int_equal (json_integer_value (json_object_get (old, "last_seq")), 1);
     assert_int_equal (json_integer_value (json_object_get (old, "pending")), 0);
     assert_true (json_is_null (json_object_get (old, "updated")));
-    json_decref (page);
+    json_decref (listed);
     size_t messages = 0;
     assert_int_equal (act_store_delete_context (store, "old", &messages), 0);
     assert_int_equal (messages, 1);
@@ -362,7 +375,7 @@ test_leases_take_over_and_fence (void **state)
     act_err_t lost = { 0 };
     assert_int_equal (act_store_commit (first, &lost), -1);
     assert_non_null (lost.code);
-    json_t *page = act_store_history (second, context, 1, 10);
+    json_t *page = act_store_history (second, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 1);
     json_decref (page);
 
@@ -416,7 +429,7 @@ test_a_failed_write_fails_the_commit (void **state)
     json_t *after = act_store_counts (store);
     assert_true (json_equal (before, after));   //  Counted: none of it
     if (transactional) {
-        json_t *page = act_store_history (store, context, 1, 10);
+        json_t *page = act_store_history (store, context, 1, 10, 0);
         assert_int_equal (json_array_size (page), 1);
         json_decref (page);
         json_t *call = act_store_call (store, record.call_id);
@@ -455,35 +468,11 @@ s_count_of (act_store_t *store, const char *name)
     return value;
 }
 
-//  CONTEXTS: 2,500 contexts under one prefix come in pages of 100, in byte
-//  order, each once, the next page after the last id of the one before,
-//  with their counts and pending calls
+//  Page through the 2,500 contexts under prefix, 100 at a time, each
+//  page after the last id of the one before; ids [n] is the n-th
 static void
-test_contexts_are_listed_in_pages (void **state)
+s_page_through (act_store_t *store, const char *prefix, char **ids)
 {
-    char *prefix = s_context ("page");
-    char *other = zsys_sprintf ("%s", prefix);
-    other [strlen (other) - 1]++;              //  Just past the prefix
-    act_store_t *store = s_open_owning (other);
-    act_err_t err = { 0 };
-    act_store_put_context (store, other);
-    char *ids [2500];
-    for (int i = 0; i < 2500; i++) {
-        //  Created out of order: the store orders them
-        int n = (i * 7919) % 2500;
-        ids [n] = zsys_sprintf ("%s-%04d", prefix, n);
-        assert_int_equal (act_store_claim (store, ids [n], NULL), 1);
-        act_store_put_context (store, ids [n]);
-        for (int seq = 1; seq <= n % 3; seq++)
-            s_put_dated (store, ids [n], seq, seq == 2? "2026-05-01T10:00:00.000Z": NULL);
-        if (n % 7 == 0) {
-            act_call_record_t record = s_record (act_store_next_call (store), ids [n],
-                                                 "queued", NULL);
-            assert_int_equal (act_store_put_call (store, &record), 0);
-        }
-        if (i % 500 == 499)
-            assert_int_equal (act_store_commit (store, &err), 0);
-    }
     char *after = NULL;
     size_t seen = 0;
     int64_t took = 0;
@@ -520,6 +509,39 @@ test_contexts_are_listed_in_pages (void **state)
     assert_int_equal (seen, 2500);
     printf ("contexts: a page of 100 of 2,500 in %.2f ms on average\n",
             took / 1000.0 / 26);
+    zstr_free (&after);
+}
+
+//  CONTEXTS: 2,500 contexts under one prefix come in pages of 100, in byte
+//  order, each once, the next page after the last id of the one before,
+//  with their counts and pending calls
+static void
+test_contexts_are_listed_in_pages (void **state)
+{
+    char *prefix = s_context ("page");
+    char *other = zsys_sprintf ("%s", prefix);
+    other [strlen (other) - 1]++;              //  Just past the prefix
+    act_store_t *store = s_open_owning (other);
+    act_err_t err = { 0 };
+    act_store_put_context (store, other);
+    char *ids [2500];
+    for (int i = 0; i < 2500; i++) {
+        //  Created out of order: the store orders them
+        int n = (i * 7919) % 2500;
+        ids [n] = zsys_sprintf ("%s-%04d", prefix, n);
+        assert_int_equal (act_store_claim (store, ids [n], NULL), 1);
+        act_store_put_context (store, ids [n]);
+        for (int seq = 1; seq <= n % 3; seq++)
+            s_put_dated (store, ids [n], seq, seq == 2? "2026-05-01T10:00:00.000Z": NULL);
+        if (n % 7 == 0) {
+            act_call_record_t record = s_record (act_store_next_call (store), ids [n],
+                                                 "queued", NULL);
+            assert_int_equal (act_store_put_call (store, &record), 0);
+        }
+        if (i % 500 == 499)
+            assert_int_equal (act_store_commit (store, &err), 0);
+    }
+    s_page_through (store, prefix, ids);
     //  After an id that is not stored, and without a prefix: the next ids
     char *between = zsys_sprintf ("%s-1234x", prefix);
     json_t *page = act_store_contexts (store, NULL, between, 2);
@@ -541,10 +563,35 @@ test_contexts_are_listed_in_pages (void **state)
     zstr_free (&between);
     for (int i = 0; i < 2500; i++)
         zstr_free (&ids [i]);
-    zstr_free (&after);
     act_store_destroy (&store);
     zstr_free (&other);
     zstr_free (&prefix);
+}
+
+//  A message's _date is read for CONTEXTS even when the message holds a
+//  \u0000 (which PostgreSQL's json type refuses to convert)
+static void
+test_contexts_read_the_date_of_a_message_with_a_nul (void **state)
+{
+    char *context = s_context ("nul");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    json_t *message = json_pack ("{sssisoss}", "type", "data", "_seq", 1,
+                                 "data", json_stringn ("a\0b", 3),
+                                 "_date", "2026-05-03T10:00:00.000Z");
+    assert_int_equal (s_put (store, context, 1, message), 0);
+    json_decref (message);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_t *page = act_store_contexts (store, context, NULL, 1);
+    assert_int_equal (json_array_size (page), 1);
+    json_t *item = json_array_get (page, 0);
+    assert_int_equal (json_integer_value (json_object_get (item, "messages")), 1);
+    assert_string_equal (json_string_value (json_object_get (item, "updated")),
+                         "2026-05-03T10:00:00.000Z");
+    json_decref (page);
+    act_store_destroy (&store);
+    zstr_free (&context);
 }
 
 //  What a deleted context's reads give: nothing
@@ -552,7 +599,7 @@ static void
 s_assert_gone (act_store_t *store, const char *context, uint64_t call_id)
 {
     assert_false (act_store_has_context (store, context));
-    json_t *page = act_store_history (store, context, 1, 10);
+    json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 0);
     json_decref (page);
     assert_null (act_store_call (store, call_id));
@@ -626,17 +673,25 @@ test_a_deleted_context_is_gone_and_its_id_starts_again (void **state)
     zstr_free (&context);
 }
 
+//  A store owning two new contexts, context and other
+static act_store_t *
+s_open_two (const char *context, const char *other)
+{
+    act_store_t *store = s_open_owning (context);
+    assert_int_equal (act_store_claim (store, other, NULL), 1);
+    assert_int_equal (act_store_put_context (store, context), 0);
+    assert_int_equal (act_store_put_context (store, other), 0);
+    return store;
+}
+
 //  A delete in a batch that fails is rolled back: the context is whole
 static void
 test_a_delete_in_a_failed_batch_keeps_the_context (void **state)
 {
     char *context = s_context ("keep");
     char *other = s_context ("keep-other");
-    act_store_t *store = s_open_owning (context);
-    assert_int_equal (act_store_claim (store, other, NULL), 1);
+    act_store_t *store = s_open_two (context, other);
     act_err_t err = { 0 };
-    act_store_put_context (store, context);
-    act_store_put_context (store, other);
     s_put_dated (store, context, 1, NULL);
     s_put_dated (store, context, 2, "2026-05-01T10:00:00.000Z");
     s_put_dated (store, other, 1, NULL);
@@ -656,7 +711,7 @@ test_a_delete_in_a_failed_batch_keeps_the_context (void **state)
     assert_int_equal (act_store_commit (store, &err), -1);
 
     assert_true (act_store_has_context (store, context));
-    json_t *page = act_store_history (store, context, 1, 10);
+    json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 2);
     json_decref (page);
     json_t *call = act_store_call (store, call_id);
@@ -687,11 +742,8 @@ test_append_keys_are_per_context (void **state)
 {
     char *context = s_context ("akey");
     char *other = s_context ("akey-other");
-    act_store_t *store = s_open_owning (context);
-    assert_int_equal (act_store_claim (store, other, NULL), 1);
+    act_store_t *store = s_open_two (context, other);
     act_err_t err = { 0 };
-    act_store_put_context (store, context);
-    act_store_put_context (store, other);
     assert_int_equal (act_store_append_key (store, context, "k"), 0);
     assert_int_equal (act_store_put_append_key (store, context, "k", 5), 0);
     assert_int_equal (act_store_append_key (store, context, "k"), 5);     //  In the batch
@@ -910,6 +962,7 @@ main (void)
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
         cmocka_unit_test (test_contexts_are_listed_in_pages),
+        cmocka_unit_test (test_contexts_read_the_date_of_a_message_with_a_nul),
         cmocka_unit_test (test_a_deleted_context_is_gone_and_its_id_starts_again),
         cmocka_unit_test (test_a_delete_in_a_failed_batch_keeps_the_context),
         cmocka_unit_test (test_append_keys_are_per_context),

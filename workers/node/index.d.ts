@@ -267,6 +267,8 @@ export interface Stats {
     uptime_ms: number;
     contexts: number;
     messages: number;
+    /** Contexts deleted by retention (store/retain_ms). */
+    deleted: number;
     calls: {
         accepted: number; ok: number; error: number; timeout: number; skipped: number;
         cancelled: number; running: number; queued: number; waiting: number;
@@ -290,9 +292,9 @@ export interface ClientOptions extends CurveOptions {
      *  while and the request is sent to the next broker (default 5000 with
      *  several endpoints, 0: never, with one). */
     requestTimeoutMs?: number;
-    /** How often calls whose DONE is late (none for this long, or their
-     *  broker's connection dropped) are followed with STATUS, in ms
-     *  (default 1000; 0: never). */
+    /** After how long without DONE (or at once when their broker's
+     *  connection drops) calls are followed with a watch of their context,
+     *  as wait() does, in ms (default 1000; 0: never). */
     statusPollMs?: number;
 }
 
@@ -303,6 +305,59 @@ export interface HistoryOptions {
     limit?: number;
     /** Messages read per HISTORY request (default and most 1000). */
     pageSize?: number;
+}
+
+export interface AppendOptions {
+    /** An idempotency key (1-128 bytes): an APPEND again with it in the
+     *  context appends nothing and resolves with the first one's _seq. */
+    key?: string;
+}
+
+export interface WatchOptions {
+    /** The first _seq (default 1; 0: what is appended from now on). */
+    fromSeq?: number;
+    /** Also each change of state of the context's calls (default false). */
+    calls?: boolean;
+    /** A watch silent this long PINGs its broker, and resumes when no PONG
+     *  comes in as long (ms, default 10000). */
+    idleMs?: number;
+    /** Ends the watch, rejecting with the signal's reason. */
+    signal?: AbortSignal;
+}
+
+/** A WATCH EVENT (PROTOCOL.md section 1.1). */
+export type WatchEvent =
+    | { seq: number; message: StoredMessage; call?: undefined; deleted?: undefined }
+    | { call: Status; seq?: undefined; deleted?: undefined }
+    | { deleted: true; seq?: undefined; call?: undefined };
+
+export interface WaitOptions {
+    /** Rejects with an ActdError of code "timeout" after this many ms
+     *  (default: no limit). */
+    timeout?: number;
+}
+
+export interface ContextsOptions {
+    /** Only contexts whose id starts with this (default: all). */
+    prefix?: string;
+    /** Contexts asked per CONTEXTS request (default 100, at most 1000). */
+    limit?: number;
+}
+
+/** One entry of CONTEXTS. */
+export interface ContextInfo {
+    context: string;
+    messages: number;
+    last_seq: number;
+    /** The _date of the last message. */
+    updated: string;
+    /** Calls not ended. */
+    pending: number;
+}
+
+export interface Deleted {
+    messages: number;
+    cancelled: number;
 }
 
 export interface RequestOptions {
@@ -355,7 +410,16 @@ export declare class Client {
     submitPlan(context: string, calls: Call[], options?: RequestOptions): Promise<SubmittedPlan>;
 
     /** APPEND: resolves with the message's _seq. */
-    append(context: string, message: Message): Promise<number>;
+    append(context: string, message: Message, options?: AppendOptions): Promise<number>;
+    /** DELETE: cancels the calls not ended and removes the context;
+     *  rejects with NotFoundError. */
+    delete(context: string): Promise<Deleted>;
+    /** CONTEXTS, every page, as the iterator is consumed. */
+    contexts(options?: ContextsOptions): AsyncGenerator<ContextInfo, void, undefined>;
+    /** WATCH: the context's events, resuming by itself (after a gap, a
+     *  reconnect, a silent broker) without duplicate or gap; ends after
+     *  {deleted: true}; leaving the loop sends UNWATCH. */
+    watch(context: string, options?: WatchOptions): AsyncGenerator<WatchEvent, void, undefined>;
     /** RESOLVE: rejects with NotFoundError when the value is absent. */
     resolve<T = Json>(context: string, expression: string, instance?: string): Promise<T>;
     view(context: string, format?: 'json'): Promise<ViewEntry[]>;
@@ -367,6 +431,9 @@ export declare class Client {
     iterateHistory(context: string, options?: HistoryOptions): AsyncGenerator<StoredMessage, void, undefined>;
 
     status(callId: string | number): Promise<Status>;
+    /** The call's outcome once it has ended: DONE when this client
+     *  submitted it, else a watch of its context (never STATUS in a loop). */
+    wait(callId: string | number, options?: WaitOptions): Promise<Outcome>;
     /** CANCEL: resolves also for a call that has already ended. */
     cancel(callId: string | number): Promise<void>;
     stats(): Promise<Stats>;

@@ -19,11 +19,13 @@
 //  that owns the context when the call ends. When the connection drops (the
 //  broker stopped or crashed), or a call's DONE has not come for
 //  statusPollMs (a broker that took the context over cannot send it to
-//  us), the call is followed with STATUS every statusPollMs until it ends,
-//  so a waiting call() still resolves.
+//  us), the call is followed with a watch of its context, one for all such
+//  calls of a context (STATUS of each once the watch opens, then their
+//  {call} events; never STATUS in a loop), so a waiting call() still
+//  resolves. wait () of a call of another client goes the same way.
 
 const { Link } = require ('./link');
-const { ActdError, errorFromReply } = require ('./errors');
+const { ActdError, NotFoundError, errorFromReply } = require ('./errors');
 const { rendezvous, endpointList, withIds } = require ('./route');
 const { curveOptions } = require ('./curve');
 
@@ -33,12 +35,13 @@ const HISTORY_LIMIT = 1000;             //  Most messages one HISTORY returns
 const MAX_HOPS = 5;                     //  moved replies followed per request
 const DEAD_MS = 10000;                  //  A broker that did not answer is skipped this long
 const MULTI_REQUEST_TIMEOUT_MS = 5000;  //  Default requestTimeoutMs with several brokers
-const POLL_BATCH = 100;                 //  Most STATUS polls started per statusPollMs
-const POLL_EXPIRES_MS = 10000;          //  A STATUS poll not answered is given up
 const ROUTES_KEPT = 10000;              //  Contexts and call ids whose broker is kept
+const WATCH_IDLE_MS = 10000;            //  A watch silent this long PINGs its broker
+const UNWATCH_MS = 2000;                //  How long leaving a watch waits for UNWATCH's OK
 
 //  Commands about a context (their first argument), and about a call
-const CONTEXT_COMMANDS = new Set (['CALL', 'PLAN', 'APPEND', 'RESOLVE', 'VIEW', 'HISTORY']);
+const CONTEXT_COMMANDS = new Set (['CALL', 'PLAN', 'APPEND', 'RESOLVE', 'VIEW', 'HISTORY',
+                                   'WATCH', 'DELETE']);
 const CALL_COMMANDS = new Set (['STATUS', 'CANCEL']);
 
 function s_has_output (call) {
@@ -75,8 +78,8 @@ class Client {
     //  request waits for its first reply (0: forever; DONE has no limit);
     //  requestTimeoutMs (5000 with several endpoints, 0 with one): a
     //  broker silent that long is skipped and the request sent to the next;
-    //  statusPollMs (1000, 0: never): how often calls whose DONE is late are
-    //  followed with STATUS.
+    //  statusPollMs (1000, 0: never): after how long without DONE a call is
+    //  followed with a watch of its context.
     constructor (options = {}) {
         if (typeof options === 'string')
             options = { endpoint: options };
@@ -97,12 +100,13 @@ class Client {
         this._accepted = new Map ();    //  call id -> endpoint
         this._pending = new Map ();     //  request id -> request
         this._waits = new Map ();       //  request id + "\n" + call id -> wait
+        this._watches = new Set ();     //  Open watch () states
+        this._rescues = new Map ();     //  context -> calls followed with a watch
         this._counter = 0;
         this._scanTimer = null;
         this._scanMs = Math.max (10, Math.min (250,
             ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
                                                        .map ((ms) => ms / 4)));
-        this._nextPoll = 0;
         this.closed = false;
         for (const endpoint of endpoints)
             this._link (endpoint);
@@ -164,18 +168,163 @@ class Client {
         if (!request.dones.has (id))
             request.dones.set (id, []);
         request.dones.get (id).push (deferred);
-        this._waits.set (request.id + '\n' + id, { request, callId: id, endpoint: request.endpoint,
-                                                   heard: Date.now (), polling: false });
+        this._waits.set (request.id + '\n' + id, {
+            request, callId: id, endpoint: request.endpoint, heard: Date.now (), rescue: null,
+            promise, settle: (outcome) => this._done (request, id, outcome),
+            fail: () => {}              //  DONE may still come, or a new watch
+        });
         return promise;
     }
 
     //  ------------------------------------------------------------------
     //  Contexts
 
-    //  APPEND; resolves with the message's _seq
-    async append (context, message) {
-        return this._request ('APPEND', [context, s_json (message, 'the message')], {},
-                              (request, args) => s_parse (args [0]).seq);
+    //  APPEND; resolves with the message's _seq. options.key: an
+    //  idempotency key (1-128 bytes): an APPEND again with the same key in
+    //  the context appends nothing and resolves with the first one's _seq
+    async append (context, message, options = {}) {
+        const args = [context, s_json (message, 'the message')];
+        if (options.key !== undefined)
+            args.push (String (options.key));
+        return this._request ('APPEND', args, {}, (request, reply) => s_parse (reply [0]).seq);
+    }
+
+    //  DELETE: cancels the context's calls not ended, removes it; resolves
+    //  with {messages, cancelled}, rejects with NotFoundError
+    async delete (context) {
+        return this._request ('DELETE', [context], {}, (request, args) => s_parse (args [0]));
+    }
+
+    //  CONTEXTS: an async iterator over the stored contexts ({context,
+    //  messages, last_seq, updated, pending}) whose id starts with
+    //  options.prefix (default: all), in byte order, asking options.limit
+    //  (default 100, at most 1000) of them a request
+    async * contexts (options = {}) {
+        const prefix = options.prefix ?? '';
+        const limit = String (options.limit ?? 100);
+        let after = '';
+        do {
+            const page = await this._request ('CONTEXTS', [prefix, after, limit], {},
+                                              (request, args) => s_parse (args [0]));
+            yield * page.contexts;
+            after = page.next;
+        } while (after !== undefined);
+    }
+
+    //  WATCH: an async iterator over the events of context (PROTOCOL.md
+    //  1.1): {seq, message} from options.fromSeq on (default 1; 0: what is
+    //  appended from now on), with options.calls also {call} (a STATUS
+    //  object) at each change of state of its calls, and a last {deleted:
+    //  true}. It resumes by itself from the message after the last it gave
+    //  (UNWATCH of the old watch, WATCH anew): after a gap in seq, when the
+    //  connection to the broker drops (a restart), and when the broker,
+    //  silent for options.idleMs (10000), does not answer PING in as long.
+    //  {call} events of the time between are lost. options.signal (an
+    //  AbortSignal) ends it with the signal's reason. Leaving the loop
+    //  sends UNWATCH.
+    watch (context, options = {}) {
+        return this._watch (context, options, null);
+    }
+
+    //  watch (), calling onOpen (request) after each WATCH request sent
+    async * _watch (context, options, onOpen) {
+        const idleMs = options.idleMs ?? WATCH_IDLE_MS;
+        const signal = options.signal;
+        let last = (options.fromSeq ?? 1) - 1;  //  -1: from now on, none given yet
+        const watch = { items: [], wake: null, lost: false, request: null };
+        const push = (item) => {
+            watch.items.push (item);
+            if (watch.wake)
+                watch.wake ();
+        };
+        const open = () => {
+            if (watch.request)
+                this._unwatch (watch.request, UNWATCH_MS);
+            watch.items = [];
+            watch.lost = false;
+            watch.request = this._track ('WATCH', [context, String (last + 1),
+                                                   options.calls? 'all': 'messages'],
+                                         { replied: true, stream: push });
+            this._transmit (watch.request);
+            if (onOpen)
+                onOpen (watch.request);
+        };
+        if (signal)
+            signal.addEventListener ('abort', () => watch.wake && watch.wake (), { once: true });
+        this._watches.add (watch);
+        try {
+            open ();
+            for (;;) {
+                if (this.closed)
+                    throw new ActdError ('closed', 'the client was closed');
+                if (signal && signal.aborted)
+                    throw signal.reason;
+                if (watch.lost) {
+                    open ();
+                    continue;
+                }
+                const item = watch.items.shift ();
+                if (!item) {
+                    await this._idle (watch, idleMs);
+                    continue;
+                }
+                if (item.verb === 'ERROR')
+                    throw errorFromReply (String (item.args [0] ?? 'internal'),
+                                          String (item.args [1] ?? ''));
+                if (item.verb !== 'EVENT')
+                    continue;
+                const event = s_parse (item.args [0]);
+                if (typeof event.seq === 'number' && last >= 0) {
+                    if (event.seq <= last)
+                        continue;       //  Given already
+                    if (event.seq !== last + 1) {
+                        watch.lost = true;      //  Events were dropped
+                        continue;
+                    }
+                }
+                if (typeof event.seq === 'number')
+                    last = event.seq;
+                yield event;
+                if (event.deleted)
+                    return;
+            }
+        }
+        finally {
+            this._watches.delete (watch);
+            if (watch.request)
+                await this._unwatch (watch.request, UNWATCH_MS);
+        }
+    }
+
+    //  Wait for watch's next item; when none comes in idleMs, PING its
+    //  broker, and when that gets no PONG in idleMs either, it is lost
+    async _idle (watch, idleMs) {
+        let timer;
+        const woke = await new Promise ((resolve) => {
+            watch.wake = () => resolve (true);
+            timer = setTimeout (resolve, idleMs, false);
+        });
+        clearTimeout (timer);
+        watch.wake = null;
+        if (woke || this.closed)
+            return;
+        try {
+            await this._request ('PING', [], { timeoutMs: idleMs, endpoint: watch.request.endpoint },
+                                 () => undefined);
+        }
+        catch (error) {
+            if (error.code === 'request_timeout')
+                watch.lost = true;
+        }
+    }
+
+    //  End the watch of request (best effort: resolves in any case)
+    _unwatch (request, timeoutMs) {
+        this._pending.delete (request.id);
+        if (this.closed)
+            return Promise.resolve ();
+        return this._request ('UNWATCH', [request.id], { timeoutMs, endpoint: request.endpoint },
+                              () => undefined).catch (() => {});
     }
 
     //  RESOLVE; rejects with NotFoundError when the value is absent
@@ -212,7 +361,9 @@ class Client {
             for (const message of page)
                 yield message;
             left -= page.length;
-            if (page.length < asked)
+            //  Only an empty page is the end: actd stops a page early at
+            //  max_reply_bytes
+            if (page.length === 0)
                 return;
             from = page [page.length - 1]._seq + 1;
         }
@@ -239,6 +390,103 @@ class Client {
     //  CANCEL; resolves also for a call that has already ended
     async cancel (callId) {
         return this._request ('CANCEL', [String (callId)], {}, () => undefined);
+    }
+
+    //  The outcome of call callId once it has ended: its DONE when this
+    //  client submitted it, else from a watch of its context (_rescue).
+    //  options.timeout (ms; default none): rejects with code "timeout"
+    async wait (callId, options = {}) {
+        const id = String (callId);
+        const mine = [...this._waits.values ()].find ((wait) => wait.callId === id);
+        let follower = null;
+        const ended = mine? mine.promise: this.status (id).then ((status) =>
+            status.outcome ?? new Promise ((settle, fail) => {
+                follower = { callId: id, settle, fail, rescue: null };
+                this._rescue (status.context, follower);
+            }));
+        let timer = null;
+        try {
+            return await (options.timeout > 0? Promise.race ([ended, new Promise ((_, reject) => {
+                timer = setTimeout (reject, options.timeout, new ActdError (
+                    'timeout', `call ${id} did not end within ${options.timeout} ms`));
+            })]): ended);
+        }
+        finally {
+            clearTimeout (timer);
+            if (follower && follower.rescue)
+                follower.rescue.drop (follower);
+        }
+    }
+
+    //  Follow follower ({callId, settle (outcome), fail (error), rescue})
+    //  with the watch of context (with calls) that follows its calls, opened
+    //  now when there is none: STATUS of each follower once at each
+    //  (re)opening of the watch, and once as one joins an open watch; the
+    //  watch ends when none is left
+    _rescue (context, follower) {
+        let rescue = this._rescues.get (context);
+        if (!rescue) {
+            const controller = new AbortController ();
+            rescue = { followers: new Set (), endpoint: null, controller, drop: (gone) => {
+                rescue.followers.delete (gone);
+                gone.rescue = null;
+                if (!rescue.followers.size && this._rescues.get (context) === rescue) {
+                    this._rescues.delete (context);
+                    controller.abort ();
+                }
+            } };
+            this._rescues.set (context, rescue);
+            this._rescueRun (context, rescue);
+        }
+        rescue.followers.add (follower);
+        follower.rescue = rescue;
+        if (rescue.endpoint)
+            this._check (rescue, follower);
+    }
+
+    async _rescueRun (context, rescue) {
+        let error = new NotFoundError (`the context ${context} was deleted`);
+        const opened = (request) => {
+            rescue.endpoint = request.endpoint;
+            for (const follower of rescue.followers)
+                this._check (rescue, follower);
+        };
+        try {
+            const events = this._watch (context, { fromSeq: 0, calls: true,
+                                                   signal: rescue.controller.signal }, opened);
+            for await (const event of events)
+                if (event.call && event.call.outcome)
+                    this._ended (rescue, String (event.call.call_id), event.call.outcome);
+        }
+        catch (thrown) {
+            error = thrown;
+        }
+        for (const follower of [...rescue.followers]) {
+            rescue.drop (follower);
+            follower.fail (error);
+        }
+    }
+
+    //  STATUS of follower's call, sent after the watch's WATCH
+    _check (rescue, follower) {
+        this._request ('STATUS', [follower.callId], { endpoint: rescue.endpoint },
+                       (request, args) => s_parse (args [0])).then ((status) => {
+            if (status.outcome)
+                this._ended (rescue, follower.callId, status.outcome);
+        }, (error) => {
+            if (error instanceof NotFoundError && follower.rescue === rescue) {
+                rescue.drop (follower);
+                follower.fail (error);
+            }
+        });
+    }
+
+    _ended (rescue, id, outcome) {
+        for (const follower of [...rescue.followers])
+            if (follower.callId === id) {
+                rescue.drop (follower);
+                follower.settle (outcome);
+            }
     }
 
     //  STATS of the first broker that answers
@@ -271,12 +519,14 @@ class Client {
         this._scanTimer = null;
         const error = new ActdError ('closed', 'the client was closed');
         for (const request of this._pending.values ())
-            if (!request.poll)
-                this._settle (request, error);
+            this._settle (request, error);
         this._pending.clear ();
         this._waits.clear ();
         for (const link of this._links.values ())
             link.close ();
+        for (const watch of this._watches)
+            if (watch.wake)
+                watch.wake ();
     }
 
     //  ------------------------------------------------------------------
@@ -341,12 +591,8 @@ class Client {
                 ||  request.replied || request.endpoint !== endpoint)
                     return;
                 this._pending.delete (request.id);
-                if (request.poll)
-                    request.wait.polling = false;
-                else {
-                    clearTimeout (request.timer);
-                    request.reject (error);
-                }
+                clearTimeout (request.timer);
+                request.reject (error);
             });
         this._arm ();
     }
@@ -379,7 +625,8 @@ class Client {
         if (this.closed)
             return Promise.reject (new ActdError ('closed', 'the client was closed'));
         return new Promise ((resolve, reject) => {
-            const request = this._track (command, args, { resolve, reject, onReply });
+            const request = this._track (command, args, { resolve, reject, onReply,
+                                                          endpoint: options.endpoint });
             const timeout = options.timeoutMs ?? this.timeoutMs;
             if (timeout > 0)
                 request.timer = setTimeout (() => {
@@ -395,13 +642,13 @@ class Client {
     _track (command, args, fields) {
         const id = (++this._counter).toString (36);
         const request = { id, command, args, replied: false, dones: new Map (), timer: null,
-                          hops: 0, tried: new Set (), sentAt: 0, poll: false, ...fields };
+                          hops: 0, tried: new Set (), sentAt: 0, ...fields };
         if (CONTEXT_COMMANDS.has (command) && args.length)
             request.context = String (args [0]);
         else
         if (CALL_COMMANDS.has (command) && args.length)
             request.callId = String (args [0]);
-        request.endpoint = this._route (request, null);
+        request.endpoint ??= this._route (request, null);
         this._pending.set (id, request);
         return request;
     }
@@ -415,6 +662,15 @@ class Client {
         if (!request)
             return;                     //  Timed out, or DONE nobody waits for
         const args = frames.slice (3);
+        if (request.stream) {
+            if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
+            &&  this._follow (request, args))
+                return;
+            if (verb !== 'ERROR')
+                s_remember (this._owners, request.context, endpoint);
+            request.stream ({ verb, args });
+            return;
+        }
         if (verb === 'DONE') {
             if (args.length >= 2)
                 this._done (request, args [0].toString (), s_parse (args [1]));
@@ -430,11 +686,6 @@ class Client {
                 s_remember (this._owners, request.context, endpoint);
             if (request.callId !== undefined)
                 s_remember (this._accepted, request.callId, endpoint);
-        }
-        if (request.poll) {
-            this._pending.delete (request.id);
-            this._polled (request, verb, args);
-            return;
         }
         request.replied = true;
         request.endpoint = endpoint;
@@ -479,7 +730,10 @@ class Client {
         if (!waiting)
             return;
         request.dones.delete (id);
+        const wait = this._waits.get (request.id + '\n' + id);
         this._waits.delete (request.id + '\n' + id);
+        if (wait && wait.rescue)
+            wait.rescue.drop (wait);
         for (const deferred of waiting)
             deferred.resolve (outcome);
         if (!request.dones.size)
@@ -514,11 +768,6 @@ class Client {
         for (const request of [...this._pending.values ()]) {
             if (request.replied)
                 continue;
-            if (request.poll && now - request.sentAt >= POLL_EXPIRES_MS) {
-                this._pending.delete (request.id);
-                request.wait.polling = false;
-                continue;
-            }
             if (this.requestTimeoutMs > 0 && now - request.sentAt >= this.requestTimeoutMs) {
                 this._silent (request.endpoint, now);
                 const next = this._route (request, request.endpoint);
@@ -530,19 +779,16 @@ class Client {
                     request.sentAt = now;
             }
         }
-        if (this.statusPollMs > 0 && this._waits.size && now >= this._nextPoll) {
-            this._nextPoll = now + this.statusPollMs;
-            const due = [...this._waits.values ()]
-                .filter ((wait) => !wait.polling && now - wait.heard >= this.statusPollMs)
-                .sort ((a, b) => a.heard - b.heard)
-                .slice (0, POLL_BATCH);
-            for (const wait of due)
-                this._poll (wait);
-        }
+        if (this.statusPollMs > 0)
+            for (const wait of this._waits.values ())
+                if (!wait.rescue && now - wait.heard >= this.statusPollMs) {
+                    wait.heard = now;   //  Again after statusPollMs if its watch fails
+                    this._rescue (wait.request.context, wait);
+                }
     }
 
     //  The broker at endpoint did not answer in time: skip it for a while,
-    //  and poll the calls it accepted at once
+    //  and follow the calls it accepted at once
     _silent (endpoint, now) {
         this._dead.set (endpoint, now + DEAD_MS);
         this._lost (endpoint);
@@ -551,38 +797,16 @@ class Client {
     //  The connection to endpoint dropped (or it does not answer): DONE
     //  replies awaited from it may never come
     _lost (endpoint) {
-        let any = false;
         for (const wait of this._waits.values ())
-            if (wait.endpoint === endpoint) {
+            if (wait.endpoint === endpoint)
                 wait.heard = -Infinity;
-                any = true;
+        for (const watch of this._watches)
+            if (watch.request && watch.request.endpoint === endpoint) {
+                watch.lost = true;
+                if (watch.wake)
+                    watch.wake ();
             }
-        if (any)
-            this._nextPoll = 0;
         this._arm ();
-    }
-
-    _poll (wait) {
-        wait.polling = true;
-        this._transmit (this._track ('STATUS', [wait.callId], { poll: true, wait }));
-    }
-
-    //  A poll's answer: an ended call's outcome settles its DONE
-    _polled (poll, verb, args) {
-        const wait = poll.wait;
-        wait.polling = false;
-        wait.heard = Date.now ();
-        if (verb !== 'VALUE' || !args [0])
-            return;
-        let status;
-        try {
-            status = s_parse (args [0]);
-        }
-        catch (error) {
-            return;
-        }
-        if (status && status.outcome && this._pending.get (wait.request.id) === wait.request)
-            this._done (wait.request, wait.callId, status.outcome);
     }
 }
 

@@ -87,6 +87,17 @@ function gate () {
     return promise;
 }
 
+//  An activity handler that answers 'released' once hold.gate opens (read
+//  as each task starts, so a test may put a new gate there), or at once
+//  when its task is cancelled
+function held (hold) {
+    return async (params, task) => {
+        await Promise.race ([hold.gate, new Promise ((resolve) =>
+            task.signal.addEventListener ('abort', resolve))]);
+        return 'released';
+    };
+}
+
 class Actd {
     constructor (options = {}) {
         this.dir = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-node-test-'));
@@ -210,4 +221,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, until, sleep, gate, collect, runProgram, freePort, sibling, ROOT };
+module.exports = { Actd, until, sleep, gate, held, collect, runProgram, freePort, sibling, ROOT };

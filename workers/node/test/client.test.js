@@ -5,7 +5,7 @@
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker, Client, ActdError, NotFoundError, branch } = require ('..');
-const { Actd, until, gate, collect } = require ('./actd');
+const { Actd, until, gate, held, collect } = require ('./actd');
 
 describe ('Client', () => {
     let actd, client, worker;
@@ -20,11 +20,7 @@ describe ('Client', () => {
         worker.activity ('echo', async (params) => params);
         worker.activity ('weather', async ({ city }) => city.length % 2 === 0
             ? branch (0, { city, sky: 'sunny' }) : branch (1, { city, sky: 'rainy' }));
-        worker.activity ('held', async (params, task) => {
-            await Promise.race ([hold.gate, new Promise ((resolve) =>
-                task.signal.addEventListener ('abort', resolve))]);
-            return 'released';
-        });
+        worker.activity ('held', held (hold));
         worker.run ();
         await until (async () => (await client.stats ()).workers.length === 1, 'the worker');
     });
@@ -249,8 +245,8 @@ describe ('Client', () => {
         const stats = await client.stats ();
         //  PROTOCOL.md section 4, plus actd's own "store" object (commit figures)
         assert.deepEqual (Object.keys (stats).sort (),
-                          ['activities', 'calls', 'contexts', 'messages', 'store', 'uptime_ms',
-                           'workers']);
+                          ['activities', 'calls', 'contexts', 'deleted', 'messages', 'store',
+                           'uptime_ms', 'workers']);
         assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'commits', 'sync', 'writes']);
         assert.deepEqual (Object.keys (stats.calls).sort (), ['accepted', 'cancelled', 'error',
             'ok', 'queued', 'running', 'skipped', 'timeout', 'waiting']);

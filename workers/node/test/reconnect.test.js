@@ -59,7 +59,7 @@ describe ('Broker restarts', () => {
         assert.equal (await client.resolve ('r-restart', '†s.a'), 'ONE');
     });
 
-    it ('a DONE awaited when the broker crashed resolves from STATUS once the call is recovered and ends', async () => {
+    it ('a DONE awaited when the broker crashed resolves from a watch once the call is recovered and ends', async () => {
         actd = await new Actd ().start ();
         const started = gate ();
         const release = gate ();

@@ -27,7 +27,7 @@ import time
 import uuid
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from .errors import ActdError, ProtocolError, error_for
+from .errors import ActdError, ProtocolError, Timeout, error_for
 from .types import Outcome, Status
 
 log = logging.getLogger("actd.client")
@@ -77,14 +77,19 @@ def _decode(frame: bytes) -> str:
     return frame.decode("utf-8", "replace")
 
 
-def parse_value(verb: str, args: List[bytes]) -> Any:
-    """A ``VALUE`` reply holding JSON."""
-    if verb != "VALUE" or len(args) != 1:
-        raise ProtocolError("expected VALUE, got %s" % verb)
+def _json_reply(expected: str, verb: str, args: List[bytes]) -> Any:
+    """The JSON of a reply ``expected`` with one argument."""
+    if verb != expected or len(args) != 1:
+        raise ProtocolError("expected %s with a value, got %s" % (expected, verb))
     try:
         return json.loads(args[0])
     except ValueError as error:
-        raise ProtocolError("VALUE does not parse: %s" % error) from None
+        raise ProtocolError("%s does not parse: %s" % (expected, error)) from None
+
+
+def parse_value(verb: str, args: List[bytes]) -> Any:
+    """A ``VALUE`` reply holding JSON."""
+    return _json_reply("VALUE", verb, args)
 
 
 def parse_text(verb: str, args: List[bytes]) -> str:
@@ -102,13 +107,16 @@ def parse_status(verb: str, args: List[bytes]) -> Status:
     return Status(value)
 
 
+def parse_ok_value(verb: str, args: List[bytes]) -> Any:
+    """An ``OK`` reply holding JSON (``APPEND``'s, ``DELETE``'s)."""
+    return _json_reply("OK", verb, args)
+
+
 def parse_seq(verb: str, args: List[bytes]) -> int:
     """An ``APPEND``'s ``OK {"seq": N}``."""
-    if verb != "OK" or len(args) != 1:
-        raise ProtocolError("expected OK with a seq, got %s" % verb)
     try:
-        return int(json.loads(args[0])["seq"])
-    except (ValueError, KeyError, TypeError) as error:
+        return int(parse_ok_value(verb, args)["seq"])
+    except (KeyError, TypeError, ValueError) as error:
         raise ProtocolError("OK does not carry a seq: %s" % error) from None
 
 
@@ -143,7 +151,8 @@ POLL_EXPIRES = 10.0
 ROUTES_KEPT = 10000
 
 #: Commands about one context (their first argument): routed by context.
-CONTEXT_COMMANDS = frozenset({"CALL", "PLAN", "APPEND", "RESOLVE", "VIEW", "HISTORY"})
+CONTEXT_COMMANDS = frozenset({"CALL", "PLAN", "APPEND", "RESOLVE", "VIEW", "HISTORY", "WATCH",
+                              "DELETE"})
 
 #: Commands about one call (their first argument): routed to the broker
 #: that accepted it when known.
@@ -221,8 +230,8 @@ class Pending:
     """
 
     def __init__(self, kind: str, reply: Any, parse: Optional[Callable[[str, List[bytes]], Any]] = None,
-                 outcomes: Sequence[Optional[Any]] = ()) -> None:
-        self.kind = kind                    # "simple", "call", "plan" or "poll"
+                 outcomes: Sequence[Optional[Any]] = (), pin: Optional[str] = None) -> None:
+        self.kind = kind                    # "simple", "call", "plan", "poll" or "watch"
         self.reply = reply
         self.parse = parse
         self.outcomes: List[Optional[Any]] = list(outcomes)
@@ -237,6 +246,7 @@ class Pending:
         self.sent_at = 0.0
         self.tried: Set[str] = set()
         self.wait: Optional["_Wait"] = None  # A poll: the wait it is for
+        self.pin = pin                      # The broker it must go to (None: routed)
 
 
 class _Wait:
@@ -267,6 +277,16 @@ def _set_exception(future: Any, error: BaseException) -> Action:
             # future would warn "exception was never retrieved")
             future.exception()
     return action
+
+
+def _to_sink(sink: Callable[[Any], None], item: Any) -> Action:
+    return lambda: sink(item)
+
+
+def _error(args: List[bytes]) -> ActdError:
+    """The exception of an ``ERROR`` reply's arguments."""
+    return error_for(_decode(args[0]) if args else "internal",
+                     _decode(args[1]) if len(args) > 1 else "")
 
 
 def _remember(table: "collections.OrderedDict[str, str]", key: str, endpoint: str) -> None:
@@ -330,6 +350,54 @@ class Tracker:
         self._transmit(request_id, pending)
         return request_id
 
+    def route(self, context: str) -> str:
+        """The broker a request about ``context`` goes to now."""
+        pending = Pending("simple", None)
+        pending.context = context
+        return self._route(pending, None)
+
+    def subscribe(self, state: "Watch", sink: Callable[[Any], None], stats: Any
+                  ) -> "Subscription":
+        """Open a watch for ``state``: a ``STATS`` (its reply to future
+        ``stats``), then the ``WATCH`` (each event, or the error ending it,
+        to ``sink``), both to the broker of the context, in that order (so
+        the broker that answers the ``STATS`` got the ``WATCH``, or died
+        before it: see :class:`Watch`)."""
+        pin = self.route(state.context)
+        subscription = Subscription(self._clock(), stats)
+        subscription.stats_id = self.send("STATS", [], Pending("simple", stats, parse_value,
+                                                               pin=pin))
+        subscription.watch_id = self.send("WATCH", state.args(), Pending("watch", sink, pin=pin))
+        return subscription
+
+    def unwatch(self, request_id: bytes) -> None:
+        """Close a watch (its later events are dropped): ``UNWATCH`` to its
+        broker, whose reply nobody awaits."""
+        pending = self._pending.pop(request_id, None)
+        if pending is not None and pending.kind == "watch":
+            self.outbox.append((pending.endpoint,
+                                request_frames("UNWATCH", self.new_id(), [request_id])))
+
+    def probe(self, sub: "Subscription", stats: Any) -> None:
+        """Ask ``STATS`` (its reply to future ``stats``) of the broker that
+        has watch ``sub``; not once the watch has ended (the event that
+        ended it is on its way)."""
+        watch = self._pending.get(sub.watch_id)
+        if watch is not None:
+            sub.stats = stats
+            sub.sent = self._clock()
+            sub.stats_id = self.send("STATS", [], Pending("simple", stats, parse_value,
+                                                          pin=watch.endpoint))
+
+    def outcome_future(self, call_id: str) -> Optional[Any]:
+        """A future already awaiting call_id's ``DONE`` (this client
+        submitted it with an output path), or None."""
+        for pending in self._pending.values():
+            futures = pending.by_call_id.get(call_id)
+            if futures:
+                return futures[0]
+        return None
+
     def drop(self, request_id: bytes) -> None:
         """Forget a request (its late replies are ignored)."""
         pending = self._pending.pop(request_id, None)
@@ -347,6 +415,9 @@ class Tracker:
         actions: List[Action] = []
         for pending in self._pending.values():
             if pending.kind == "poll":
+                continue
+            if pending.kind == "watch":
+                actions.append(_to_sink(pending.reply, error))
                 continue
             actions.append(_set_exception(pending.reply, error))
             for future in pending.outcomes:
@@ -366,6 +437,8 @@ class Tracker:
         broker if it is live, else the first live broker in the context's
         rendezvous order (in the list's order for the others) that this
         request has not tried yet; never ``avoid`` when there is another."""
+        if pending.pin is not None:
+            return pending.pin
         now = self._clock()
         known = None
         if pending.context is not None:
@@ -444,10 +517,11 @@ class Tracker:
         if pending.kind == "poll":
             self._pending.pop(request_id, None)
             return self._polled(pending, verb, args)
+        if pending.kind == "watch":
+            return self._event(request_id, pending, verb, args)
         if verb == "ERROR":
             self._pending.pop(request_id, None)
-            error = error_for(_decode(args[0]) if args else "internal",
-                              _decode(args[1]) if len(args) > 1 else "")
+            error = _error(args)
             actions = [_set_exception(pending.reply, error)]
             for future in pending.outcomes:
                 if future is not None:
@@ -466,6 +540,23 @@ class Tracker:
             return [_set_exception(future, error)
                     for future in [pending.reply] + pending.outcomes if future is not None]
         return self._accepted_reply(request_id, pending, endpoint, args[0])
+
+    def _event(self, request_id: bytes, pending: Pending, verb: str,
+               args: List[bytes]) -> List[Action]:
+        """A watch's ``EVENT`` (or the ``ERROR`` that ends it)."""
+        item: Any = ProtocolError("expected EVENT, got %s" % verb)
+        if verb == "ERROR":
+            item = _error(args)
+        elif verb == "EVENT" and len(args) == 1:
+            try:
+                item = json.loads(args[0])
+            except ValueError as error:
+                item = ProtocolError("EVENT does not parse: %s" % error)
+            if not isinstance(item, dict):
+                item = ProtocolError("EVENT is not an object")
+        if not isinstance(item, dict) or item.get("deleted"):
+            self._pending.pop(request_id, None)
+        return [_to_sink(pending.reply, item)]
 
     def _accepted_reply(self, request_id: bytes, pending: Pending, endpoint: str,
                         body: bytes) -> List[Action]:
@@ -542,8 +633,8 @@ class Tracker:
         self._next_scan = now + self._scan_every
         actions: List[Action] = []
         for request_id, pending in list(self._pending.items()):
-            if pending.accepted:
-                continue
+            if pending.accepted or pending.kind == "watch":
+                continue                    # A watch's liveness is its reader's affair
             if pending.kind == "poll" and now - pending.sent_at >= POLL_EXPIRES:
                 self._pending.pop(request_id, None)
                 if pending.wait is not None:
@@ -665,29 +756,173 @@ class HistoryPages:
         self.left = limit
         self.page_size = page_size
         self.done = limit == 0
-        self._asked = 0
 
     def args(self) -> Optional[List[bytes]]:
         """The next request's arguments, or None when all was read."""
         if self.done:
             return None
         size = self.page_size if self.left is None else min(self.page_size, self.left)
-        self._asked = size
         return [text_arg(self.context), text_arg(self.seq), text_arg(size)]
 
     def take(self, page: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        """A reply's messages; a short page is the last."""
+        """A reply's messages; an empty page is the last (a page may be
+        short before the end: actd stops one at ``max_reply_bytes``)."""
         if self.left is not None:
             self.left -= len(page)
-        self.done = len(page) < self._asked or self.left == 0
+        self.done = not page or self.left == 0
         if page:
             self.seq = int(page[-1]["_seq"]) + 1
         return page
 
 
+def append_args(context: str, message: JsonArg, key: Optional[str]) -> List[bytes]:
+    """APPEND's arguments, with the idempotency key when given."""
+    args = [text_arg(context), json_arg(message)]
+    if key is not None:
+        args.append(text_arg(key))
+    return args
+
+
+class ContextPages:
+    """The ``CONTEXTS`` requests listing the contexts whose id starts with
+    ``prefix``, ``page_size`` at a time and at most ``limit`` (None: all),
+    for both clients' ``contexts()``: send :meth:`args` while it is not None, and pass each
+    reply to :meth:`take`."""
+
+    def __init__(self, prefix: str, limit: Optional[int], page_size: int) -> None:
+        """Nothing is sent yet."""
+        if not 1 <= page_size <= 1000 or (limit is not None and limit < 0):
+            raise ValueError("page_size is 1 to 1000, and limit None or at least 0")
+        self.prefix = prefix
+        self.page_size = page_size
+        self.left = limit
+        self.after: Optional[str] = ""
+        self.done = limit == 0
+
+    def args(self) -> Optional[List[bytes]]:
+        """The next request's arguments, or None when all was read."""
+        if self.done or self.after is None:
+            return None
+        size = self.page_size if self.left is None else min(self.page_size, self.left)
+        return [text_arg(self.prefix), text_arg(self.after), text_arg(size)]
+
+    def take(self, page: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """A reply's contexts; without ``next``, the last page."""
+        contexts = list(page.get("contexts", []))
+        if self.left is not None:
+            contexts = contexts[:self.left]
+            self.left -= len(contexts)
+        self.after = page.get("next")
+        self.done = self.left == 0 or not contexts
+        return contexts
+
+
+#: Seconds the broker's start time, estimated from two ``STATS`` replies,
+#: may differ before it counts as a restart (uptime_ms is in whole ms).
+START_SLACK = 0.05
+
+
+def call_outcome(event: Optional[Dict[str, Any]], call_id: str) -> Optional[Outcome]:
+    """The outcome in a watch's ``{"call": ...}`` event when it is call_id's
+    and the call has ended, else None."""
+    call = event.get("call") if event else None
+    if isinstance(call, dict) and str(call.get("call_id")) == call_id:
+        return Status(call).outcome
+    return None
+
+
+class Subscription:
+    """One ``WATCH`` of a ``watch()`` iterator, and the ``STATS`` asked of
+    its broker whose reply is awaited (None once it came)."""
+
+    __slots__ = ("watch_id", "stats_id", "stats", "sent", "events")
+
+    def __init__(self, sent: float, stats: Any) -> None:
+        """Set by :meth:`Tracker.subscribe`."""
+        self.watch_id = b""
+        self.stats_id = b""
+        self.stats: Optional[Any] = stats   # A future
+        self.sent = sent                    # When the STATS was sent
+        self.events: Any = None             # The client's queue of events
+
+
+class Watch:
+    """What one ``watch()`` iterator knows, for both clients: the context,
+    the last ``seq`` it yielded, and the broker's start time.
+
+    Before each ``WATCH`` (:meth:`args`) the iterator asks ``STATS`` of the
+    broker it goes to and passes it to :meth:`restarted` (so the broker
+    that answered is the one that got the watch, or one that died before
+    it), then passes each event to :meth:`take`. When
+    nothing came for a while it asks ``STATS`` of the watch's broker
+    again: no reply, or a broker that started since (its uptime says so),
+    means the watch is lost, and the iterator watches again (``UNWATCH``
+    for the old one, then :meth:`args`: from the seq after the last one).
+    """
+
+    def __init__(self, context: str, from_seq: int, calls: bool) -> None:
+        """No watch sent yet."""
+        if from_seq < 0:
+            raise ValueError("from_seq is 0 (only new messages) or more")
+        self.context = context
+        self.calls = calls
+        self.last: Optional[int] = from_seq - 1 if from_seq > 0 else None
+        self.ended = False
+        self._start: Optional[Tuple[float, float]] = None
+
+    def args(self) -> List[bytes]:
+        """The next ``WATCH``'s arguments: from the seq after the last one
+        (0, only new ones, while none came after ``from_seq`` 0)."""
+        return [text_arg(self.context), text_arg(0 if self.last is None else self.last + 1),
+                b"all" if self.calls else b"messages"]
+
+    def take(self, item: Any) -> Optional[bool]:
+        """An event: True to yield it, False when it was yielded already,
+        None for a gap (watch again). Raises the error that ended the watch."""
+        if isinstance(item, BaseException):
+            raise item
+        if item.get("deleted"):
+            self.ended = True
+        elif "seq" in item:
+            seq = int(item["seq"])
+            if self.last is not None:
+                if seq <= self.last:
+                    return False
+                if seq != self.last + 1:
+                    return None
+            self.last = seq
+        return True
+
+    def restarted(self, stats: Dict[str, Any], sent: float, received: float) -> bool:
+        """A ``STATS`` reply sent at ``sent`` and received at ``received``
+        (``time.monotonic()``): True when its broker started after the one
+        of the earlier replies (so the watch is gone)."""
+        uptime = float(stats.get("uptime_ms", 0)) / 1000.0
+        low, high = sent - uptime, received - uptime
+        known = self._start
+        if known is not None and low <= known[1] + START_SLACK:
+            return False
+        self._start = (low, high)
+        return known is not None
+
+
 def deadline_after(timeout: Optional[float]) -> Optional[float]:
     """The ``time.monotonic()`` ``timeout`` seconds from now (None: no limit)."""
     return None if timeout is None else time.monotonic() + timeout
+
+
+def wait_time(probe: Optional[float], deadline: Optional[float]) -> Optional[float]:
+    """Seconds to wait: ``probe`` (None: no limit), at most until ``deadline``."""
+    left = time_left(deadline)
+    if left is None or (probe is not None and probe < left):
+        return probe
+    return left
+
+
+def check_deadline(deadline: Optional[float]) -> None:
+    """Raise :class:`actd.Timeout` once ``deadline`` has passed."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise Timeout("no outcome in time")
 
 
 def time_left(deadline: Optional[float]) -> Optional[float]:

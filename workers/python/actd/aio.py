@@ -30,11 +30,11 @@ import zmq.asyncio
 
 from . import _socket, _wire
 from ._socket import Endpoints
-from .client import _DEFAULT, _options
-from .errors import Closed, Timeout
+from .client import _DEFAULT, PROBE, _options
+from .errors import Closed, NotFound, Timeout
 from .types import Outcome, Status
 
-__all__ = ["AsyncClient", "AsyncCallHandle", "AsyncPlanHandle"]
+__all__ = ["AsyncClient", "AsyncCallHandle", "AsyncPlanHandle", "AsyncWatch"]
 
 
 def _sent(future: "asyncio.Future[Any]") -> None:
@@ -98,6 +98,37 @@ class AsyncPlanHandle(_wire.PlanHandleBase):
                 results.append(await _wait(future, _wire.time_left(deadline),
                                            "DONE for call %s" % call_id))
         return results
+
+
+class AsyncWatch:
+    """What :meth:`AsyncClient.watch` returns: an async iterator of the
+    events of a watch already sent; :meth:`aclose` sends ``UNWATCH``."""
+
+    def __init__(self, client: "AsyncClient", stream: AsyncIterator[Any],
+                 watch_id: bytes) -> None:
+        """Made by :meth:`AsyncClient.watch`."""
+        self._client = client
+        self._stream: Any = stream
+        self._watch_id = watch_id
+        self._started = False
+
+    def __aiter__(self) -> "AsyncWatch":
+        """Itself."""
+        return self
+
+    async def __anext__(self) -> Dict[str, Any]:
+        """The next event."""
+        self._started = True
+        while True:
+            event = await self._stream.__anext__()
+            if event is not None:
+                return event
+
+    async def aclose(self) -> None:
+        """Stop watching (``UNWATCH``)."""
+        if not self._started:               # Its finally would not run
+            self._client._unwatch(self._watch_id)
+        await self._stream.aclose()
 
 
 class AsyncClient:
@@ -310,25 +341,120 @@ class AsyncClient:
             handle.forget()
 
     async def wait(self, call_id: str, timeout: Optional[float] = None,
-                   interval: float = 0.05) -> Outcome:
-        """Poll ``STATUS`` until the call has ended; returns its outcome."""
+                   probe: Optional[float] = PROBE) -> Outcome:
+        """As :meth:`actd.Client.wait`: on the call's ``DONE`` when this
+        client awaits it, else by watching its context's calls."""
+        done = self._tracker.outcome_future(call_id)
+        if done is not None:
+            outcome: Outcome = await _wait(done, timeout, "DONE for call %s" % call_id)
+            return outcome
         deadline = _wire.deadline_after(timeout)
-        while True:
-            status = await self.status(call_id)
-            if status.ended and status.outcome is not None:
-                return status.outcome
-            if deadline is not None and time.monotonic() >= deadline:
-                raise Timeout("call %s is still %s" % (call_id, status.state))
-            await asyncio.sleep(interval)
+        state = _wire.Watch((await self.status(call_id)).context, 0, True)
+        stream = self._stream(state, probe, deadline)
+        try:
+            async for event in stream:
+                # None: a watch was just opened, so an end before it shows in STATUS
+                found = ((await self.status(call_id)).outcome if event is None
+                         else _wire.call_outcome(event, call_id))
+                if found is not None:
+                    return found
+        finally:
+            await stream.aclose()
+        raise NotFound("context %s was deleted" % state.context)
+
+    # -- streams --------------------------------------------------------
+
+    def watch(self, context: str, from_seq: int = 1, calls: bool = False,
+              probe: Optional[float] = PROBE) -> "AsyncWatch":
+        """As :meth:`actd.Client.watch`, for ``async for`` (call it in the
+        event loop: the ``WATCH`` is sent at once); ``aclose()``, or
+        leaving the loop once the iterator is collected, sends ``UNWATCH``."""
+        state = _wire.Watch(context, from_seq, calls)
+        first = self._subscribe(state)
+        return AsyncWatch(self, self._stream(state, probe, first=first), first.watch_id)
+
+    async def _stream(self, state: _wire.Watch, probe: Optional[float],
+                      deadline: Optional[float] = None,
+                      first: Optional[_wire.Subscription] = None) -> AsyncIterator[Any]:
+        """:meth:`watch`'s iterator (from subscription ``first`` when
+        given), yielding None after each WATCH sent; :class:`actd.Timeout`
+        at ``deadline``."""
+        sub = first
+        try:
+            while not state.ended:
+                if sub is None:
+                    sub = self._subscribe(state)
+                    yield None
+                if sub.stats is not None and not await self._answered(state, sub, probe,
+                                                                      deadline):
+                    self._unwatch(sub.watch_id)
+                    sub = None
+                    continue
+                try:
+                    item = await asyncio.wait_for(sub.events.get(),
+                                                  _wire.wait_time(probe, deadline))
+                except asyncio.TimeoutError:
+                    _wire.check_deadline(deadline)
+                    self._tracker.probe(sub, asyncio.get_running_loop().create_future())
+                    self._flush()
+                    continue
+                keep = state.take(item)
+                if keep is None:
+                    self._unwatch(sub.watch_id)
+                    sub = None
+                elif keep:
+                    yield item
+        finally:
+            if sub is not None:
+                self._unwatch(sub.watch_id)
+
+    def _subscribe(self, state: _wire.Watch) -> _wire.Subscription:
+        self._start()
+        events: "asyncio.Queue[Any]" = asyncio.Queue()
+        assert self._loop is not None
+        sub = self._tracker.subscribe(state, events.put_nowait, self._loop.create_future())
+        sub.events = events
+        self._flush()
+        return sub
+
+    async def _answered(self, state: _wire.Watch, sub: _wire.Subscription,
+                        probe: Optional[float], deadline: Optional[float]) -> bool:
+        """As :meth:`actd.Client._answered`."""
+        _wire.check_deadline(deadline)
+        try:
+            stats = await _wait(sub.stats, _wire.wait_time(probe, deadline), "STATS")
+        except Timeout:
+            self._tracker.drop(sub.stats_id)
+            return False
+        finally:
+            sub.stats = None
+        return not state.restarted(stats, sub.sent, time.monotonic())
+
+    def _unwatch(self, watch_id: bytes) -> None:
+        """Send ``UNWATCH`` (not once the client is closed)."""
+        if not self._closed:
+            self._tracker.unwatch(watch_id)
+            self._flush()
 
     # -- contexts -------------------------------------------------------
 
-    async def append(self, context: str, message: _wire.JsonArg,
+    async def append(self, context: str, message: _wire.JsonArg, key: Optional[str] = None,
                      timeout: Optional[float] = _DEFAULT) -> int:
-        """Append a message; returns its ``_seq``."""
-        seq: int = await self._request(
-            "APPEND", [_wire.text_arg(context), _wire.json_arg(message)], _wire.parse_seq, timeout)
+        """Append a message (once per ``key`` when given); returns its ``_seq``."""
+        seq: int = await self._request("APPEND", _wire.append_args(context, message, key),
+                                       _wire.parse_seq, timeout)
         return seq
+
+    def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,
+                 timeout: Optional[float] = _DEFAULT) -> AsyncIterator[Dict[str, Any]]:
+        """As :meth:`actd.Client.contexts` (``async for``)."""
+        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit, page_size), timeout)
+
+    async def delete(self, context: str, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
+        """As :meth:`actd.Client.delete`: ``{"messages", "cancelled"}``."""
+        counts: Dict[str, Any] = await self._request("DELETE", [_wire.text_arg(context)],
+                                                     _wire.parse_ok_value, timeout)
+        return counts
 
     async def resolve(self, context: str, expression: str, instance: Optional[str] = None,
                       timeout: Optional[float] = _DEFAULT) -> Any:
@@ -342,19 +468,24 @@ class AsyncClient:
         args, parse = _wire.view_args(context, format)
         return await self._request("VIEW", args, parse, timeout)
 
-    async def history(self, context: str, from_seq: int = 1, limit: Optional[int] = None,
-                      page_size: int = 1000, timeout: Optional[float] = _DEFAULT
-                      ) -> AsyncIterator[Dict[str, Any]]:
+    def history(self, context: str, from_seq: int = 1, limit: Optional[int] = None,
+                page_size: int = 1000, timeout: Optional[float] = _DEFAULT
+                ) -> AsyncIterator[Dict[str, Any]]:
         """The stored messages from ``from_seq`` on, at most ``limit``
         (None: all), read ``page_size`` at a time (``async for``)."""
-        pages = _wire.HistoryPages(context, from_seq, limit, page_size)
+        return self._pages("HISTORY", _wire.HistoryPages(context, from_seq, limit, page_size),
+                           timeout)
+
+    async def _pages(self, command: str, pages: Any, timeout: Optional[float]
+                     ) -> AsyncIterator[Any]:
+        """The items of the pages of ``pages``, a request at a time."""
         while True:
             args = pages.args()
             if args is None:
                 return
-            for message in pages.take(await self._request("HISTORY", args, _wire.parse_value,
-                                                          timeout)):
-                yield message
+            for item in pages.take(await self._request(command, args, _wire.parse_value,
+                                                       timeout)):
+                yield item
 
     def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
                      ) -> AsyncIterator[Dict[str, Any]]:

@@ -10,6 +10,7 @@ broker that owns its context (``actd._wire`` has the rules).
 import collections
 import concurrent.futures
 import logging
+import queue
 import socket
 import threading
 import time
@@ -20,7 +21,7 @@ import zmq
 
 from . import _socket, _wire
 from ._socket import Endpoints
-from .errors import Closed, Timeout
+from .errors import Closed, NotFound, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
 
 __all__ = ["Client", "CallHandle", "PlanHandle"]
@@ -32,6 +33,9 @@ _DEFAULT: Any = object()
 
 #: The default ``request_timeout`` of a client given several endpoints.
 MULTI_REQUEST_TIMEOUT = 5.0
+
+#: Seconds a watch may be silent before its broker is asked ``STATS``.
+PROBE = 5.0
 
 
 def _options(endpoints: Optional[Endpoints], endpoint: Optional[Endpoints],
@@ -395,27 +399,145 @@ class Client:
             handle.forget()
 
     def wait(self, call_id: str, timeout: Optional[float] = None,
-             interval: float = 0.05) -> Outcome:
-        """Poll ``STATUS`` until call ``call_id`` has ended; returns its
-        outcome. Works for every call (fire-and-forget included, or a call
-        submitted by another client)."""
+             probe: Optional[float] = PROBE) -> Outcome:
+        """The outcome of call ``call_id`` once it has ended (any call:
+        fire-and-forget, or submitted by another client). A call this
+        client awaits the ``DONE`` of is waited for on it; any other, by
+        watching its context's calls (``WATCH ... all``, ``probe`` as for
+        :meth:`watch`) after one ``STATUS``. :class:`actd.Timeout` after
+        ``timeout`` seconds (None: no limit)."""
+        with self._lock:
+            done = self._tracker.outcome_future(call_id)
+        if done is not None:
+            outcome: Outcome = _wait(done, timeout, "DONE for call %s" % call_id)
+            return outcome
         deadline = _wire.deadline_after(timeout)
-        while True:
-            status = self.status(call_id)
-            if status.ended and status.outcome is not None:
-                return status.outcome
-            if deadline is not None and time.monotonic() >= deadline:
-                raise Timeout("call %s is still %s" % (call_id, status.state))
-            time.sleep(interval)
+        state = _wire.Watch(self.status(call_id).context, 0, True)
+        stream = self._stream(state, probe, deadline)
+        try:
+            for event in stream:
+                # None: a watch was just opened, so an end before it shows in STATUS
+                found = (self.status(call_id).outcome if event is None
+                         else _wire.call_outcome(event, call_id))
+                if found is not None:
+                    return found
+        finally:
+            stream.close()
+        raise NotFound("context %s was deleted" % state.context)
+
+    # -- streams --------------------------------------------------------
+
+    def watch(self, context: str, from_seq: int = 1, calls: bool = False,
+              probe: Optional[float] = PROBE) -> Iterator[Dict[str, Any]]:
+        """The events of ``context`` (``WATCH``, sent at once), as they
+        come, without end: ``{"seq", "message"}`` for each message from
+        ``from_seq`` on (0: those appended from now on), with ``calls``
+        also ``{"call": <STATUS>}`` for each change of state of its calls,
+        and a last ``{"deleted": True}`` when the context is deleted.
+
+        The watch is resumed from the message after the last one yielded,
+        without duplicate or gap, when messages were dropped (a gap in
+        ``seq``), and when nothing came for ``probe`` seconds (None: never
+        check) and the broker then does not answer ``STATS`` within
+        ``probe`` seconds or has restarted since. Call events while no
+        watch was open are not sent again. Closing the iterator (``break``
+        out of the loop, or ``close()``) sends ``UNWATCH``."""
+        stream = self._stream(_wire.Watch(context, from_seq, calls), probe)
+        next(stream)                        # The WATCH is sent
+        return (event for event in stream if event is not None)
+
+    def _stream(self, state: _wire.Watch, probe: Optional[float],
+                deadline: Optional[float] = None) -> Iterator[Any]:
+        """:meth:`watch`'s iterator, yielding None after each WATCH sent;
+        :class:`actd.Timeout` at ``deadline``."""
+        sub: Optional[_wire.Subscription] = None
+        try:
+            while not state.ended:
+                if sub is None:
+                    sub = self._subscribe(state)
+                    yield None
+                if sub.stats is not None and not self._answered(state, sub, probe, deadline):
+                    self._unwatch(sub.watch_id)
+                    sub = None
+                    continue
+                try:
+                    item = sub.events.get(timeout=_wire.wait_time(probe, deadline))
+                except queue.Empty:
+                    _wire.check_deadline(deadline)
+                    with self._lock:
+                        self._tracker.probe(sub, concurrent.futures.Future())
+                    self._wake()
+                    continue
+                keep = state.take(item)
+                if keep is None:
+                    self._unwatch(sub.watch_id)
+                    sub = None
+                elif keep:
+                    yield item
+        finally:
+            if sub is not None:
+                self._unwatch(sub.watch_id)
+
+    def _subscribe(self, state: _wire.Watch) -> _wire.Subscription:
+        events: "queue.Queue[Any]" = queue.Queue()
+        with self._lock:
+            if self._closed:
+                raise Closed("the client is closed")
+            sub = self._tracker.subscribe(state, events.put, concurrent.futures.Future())
+        sub.events = events
+        self._wake()
+        return sub
+
+    def _answered(self, state: _wire.Watch, sub: _wire.Subscription, probe: Optional[float],
+                  deadline: Optional[float]) -> bool:
+        """The ``STATS`` asked of the watch's broker: False when it gives
+        no reply within ``probe`` seconds or restarted since the last time."""
+        _wire.check_deadline(deadline)
+        try:
+            stats = _wait(sub.stats, _wire.wait_time(probe, deadline), "STATS")
+        except Timeout:
+            self._forget(sub.stats_id)
+            return False
+        finally:
+            sub.stats = None
+        return not state.restarted(stats, sub.sent, time.monotonic())
+
+    def _unwatch(self, watch_id: bytes) -> None:
+        """Send ``UNWATCH`` (not once the client is closed)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._tracker.unwatch(watch_id)
+        self._wake()
 
     # -- contexts -------------------------------------------------------
 
-    def append(self, context: str, message: _wire.JsonArg, timeout: Optional[float] = _DEFAULT
-               ) -> int:
-        """Append a message to ``context`` (``APPEND``); returns its ``_seq``."""
-        seq: int = self._request("APPEND", [_wire.text_arg(context), _wire.json_arg(message)],
+    def append(self, context: str, message: _wire.JsonArg, key: Optional[str] = None,
+               timeout: Optional[float] = _DEFAULT) -> int:
+        """Append a message to ``context`` (``APPEND``); returns its
+        ``_seq``. With ``key`` (1 to 128 bytes), a second append with the
+        same key in the context appends nothing and returns the first's."""
+        seq: int = self._request("APPEND", _wire.append_args(context, message, key),
                                  _wire.parse_seq, timeout)
         return seq
+
+    def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,
+                 timeout: Optional[float] = _DEFAULT) -> Iterator[Dict[str, Any]]:
+        """The stored contexts whose id starts with ``prefix``, in byte
+        order of their ids, at most ``limit`` (None: all): an iterator of
+        ``{"context", "messages", "last_seq", "updated", "pending"}`` that
+        sends ``CONTEXTS`` for ``page_size`` of them (at most 1000) at a
+        time, as it is consumed."""
+        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit, page_size), timeout)
+
+    def delete(self, context: str, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
+        """Delete a context (``DELETE``): its calls not ended are cancelled,
+        then it is removed with its messages and calls. Returns
+        ``{"messages": N, "cancelled": N}``; :class:`actd.NotFound` when
+        there is no such context."""
+        counts: Dict[str, Any] = self._request("DELETE", [_wire.text_arg(context)],
+                                               _wire.parse_ok_value, timeout)
+        return counts
 
     def resolve(self, context: str, expression: str, instance: Optional[str] = None,
                 timeout: Optional[float] = _DEFAULT) -> Any:
@@ -439,12 +561,17 @@ class Client:
         ``limit`` (None: all): an iterator that sends ``HISTORY`` for
         ``page_size`` messages (actd allows up to 1000) at a time, as it is
         consumed."""
-        pages = _wire.HistoryPages(context, from_seq, limit, page_size)
+        return self._pages("HISTORY", _wire.HistoryPages(context, from_seq, limit, page_size),
+                           timeout)
+
+    def _pages(self, command: str, pages: Any, timeout: Optional[float]) -> Iterator[Any]:
+        """The items of the pages of ``pages`` (a ``HistoryPages`` or a
+        ``ContextPages``), a request at a time, as they are consumed."""
         while True:
             args = pages.args()
             if args is None:
                 return
-            yield from pages.take(self._request("HISTORY", args, _wire.parse_value, timeout))
+            yield from pages.take(self._request(command, args, _wire.parse_value, timeout))
 
     def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
                      ) -> Iterator[Dict[str, Any]]:

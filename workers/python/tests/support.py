@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import unittest
 from typing import Any, Callable, Dict, Iterator, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,3 +102,42 @@ class Gate:
 
     def release(self) -> None:
         self.released.set()
+
+
+class BrokerTest(unittest.TestCase):
+    """A test class with one actd (``broker``), a Client (``client``) and a
+    Python worker named ``worker_name`` serving "upper", "echo" and "gate"
+    (which waits at ``gate``, a new :class:`Gate` for each test)."""
+
+    worker_name = "test-worker"
+    gate: Gate
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.broker = Actd()
+        cls.broker.__enter__()
+        cls.client = actd.Client(cls.broker.client_endpoint, timeout=TIMEOUT)
+
+        def upper(params: Dict[str, Any], task: actd.Task) -> str:
+            return str(params["text"]).upper()
+
+        def echo(params: Dict[str, Any], task: actd.Task) -> Any:
+            return params
+
+        def gate(params: Dict[str, Any], task: actd.Task) -> Any:
+            cls.gate.enter()
+            return params.get("value")
+
+        cls.serving = serving(cls.broker, cls.client,
+                              {"upper": upper, "echo": echo, "gate": gate},
+                              cls.worker_name, capacity=4)
+        cls.worker = cls.serving.__enter__()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.serving.__exit__(None, None, None)
+        cls.client.close()
+        cls.broker.__exit__(None, None, None)
+
+    def setUp(self) -> None:
+        type(self).gate = Gate()

@@ -3,38 +3,18 @@ and the rest of the client API as coroutines."""
 
 import asyncio
 import unittest
-from typing import Any, Dict, List
+from typing import Any, List
 
-from support import TIMEOUT, Actd, serving
+from support import TIMEOUT, BrokerTest
 
 import actd
 import actd.aio
 
 
-class AsyncClientTest(unittest.TestCase):
+class AsyncClientTest(BrokerTest):
     """One actd and one Python worker serving "upper" and "echo"."""
 
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.broker = Actd()
-        cls.broker.__enter__()
-        cls.client = actd.Client(cls.broker.client_endpoint, timeout=TIMEOUT)
-
-        def upper(params: Dict[str, Any], task: actd.Task) -> str:
-            return str(params["text"]).upper()
-
-        def echo(params: Dict[str, Any], task: actd.Task) -> Any:
-            return params
-
-        cls.serving = serving(cls.broker, cls.client, {"upper": upper, "echo": echo},
-                              "aio-test-worker", capacity=4)
-        cls.serving.__enter__()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.serving.__exit__(None, None, None)
-        cls.client.close()
-        cls.broker.__exit__(None, None, None)
+    worker_name = "aio-test-worker"
 
     def run_async(self, coroutine: Any) -> Any:
         return asyncio.run(asyncio.wait_for(coroutine, TIMEOUT * 3))

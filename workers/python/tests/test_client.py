@@ -7,46 +7,16 @@ import threading
 import unittest
 from typing import Any, Dict, List
 
-from support import TIMEOUT, Actd, Gate, serving
+from support import TIMEOUT, Actd, BrokerTest
 
 import actd
 import actd.aio
 
 
-class ClientTest(unittest.TestCase):
+class ClientTest(BrokerTest):
     """One actd and one Python worker serving "upper", "echo" and "gate"."""
 
-    gate: Gate
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.broker = Actd()
-        cls.broker.__enter__()
-        cls.client = actd.Client(cls.broker.client_endpoint, timeout=TIMEOUT)
-
-        def upper(params: Dict[str, Any], task: actd.Task) -> str:
-            return str(params["text"]).upper()
-
-        def echo(params: Dict[str, Any], task: actd.Task) -> Any:
-            return params
-
-        def gate(params: Dict[str, Any], task: actd.Task) -> Any:
-            cls.gate.enter()
-            return params.get("value")
-
-        cls.serving = serving(cls.broker, cls.client,
-                              {"upper": upper, "echo": echo, "gate": gate},
-                              "client-test-worker", capacity=4)
-        cls.worker = cls.serving.__enter__()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.serving.__exit__(None, None, None)
-        cls.client.close()
-        cls.broker.__exit__(None, None, None)
-
-    def setUp(self) -> None:
-        type(self).gate = Gate()
+    worker_name = "client-test-worker"
 
     def test_call_with_output_path_returns_the_outcome(self) -> None:
         outcome = self.client.call("c-call", {"_tool": "upper", "text": "abc",

@@ -23,7 +23,7 @@ def python_blocks() -> List[str]:
 class ReadmeTest(unittest.TestCase):
 
     def test_readme_examples_run(self) -> None:
-        worker_code, client_code, async_code = python_blocks()
+        worker_code, client_code, async_code, streams_code = python_blocks()
         # The README's worker uses the default heartbeat (1000 ms, liveness 3)
         with Actd(heartbeat_ms=1000) as broker, \
                 actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client, \
@@ -61,6 +61,13 @@ class ReadmeTest(unittest.TestCase):
                                             timeout=TIMEOUT * 2)
                 self.assertEqual(concurrent.returncode, 0, concurrent.stderr)
                 self.assertEqual(concurrent.stdout, "200\n")
+                streams = subprocess.run([sys.executable, write("streams.py", streams_code)],
+                                         env=environment, capture_output=True, text=True,
+                                         timeout=TIMEOUT * 2)
+                self.assertEqual(streams.returncode, 0, streams.stderr)
+                self.assertEqual(streams.stdout.splitlines(), [
+                    "1", "1", "ok", "1 first", "2 second", "['streams-example']",
+                    "{'messages': 2, 'cancelled': 0}"])
             finally:
                 worker.send_signal(signal.SIGTERM)
                 code = worker.wait(TIMEOUT)

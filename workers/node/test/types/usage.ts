@@ -5,7 +5,7 @@
 import {
     Worker, Client, branch, Branch, ActivityError, ActdError, NotFoundError, DEFAULTS,
     Task, Outcome, Status, Stats, StoredMessage, ViewEntry, Submitted, SubmittedPlan, Json,
-    Call, Reply
+    Call, Reply, WatchEvent, ContextInfo, Deleted
 } from 'actd';
 
 interface WeatherParams { city: string }
@@ -100,6 +100,31 @@ async function client (): Promise<void> {
         const s: number = stored._seq;
         void s;
     }
+    const keyed: number = await client.append ('ctx', { type: 'data', kind: 'k' }, { key: 'k1' });
+    for await (const event of client.watch ('ctx', { fromSeq: 0, calls: true, idleMs: 1000,
+                                                     signal: AbortSignal.timeout (10) })) {
+        const any: WatchEvent = event;
+        if (event.seq !== undefined) {
+            const message: StoredMessage = event.message;
+            void message;
+        }
+        else if (event.call)
+            void event.call.state;
+        else {
+            const deleted: true = event.deleted;
+            void deleted;
+        }
+        void any;
+    }
+    for await (const entry of client.contexts ({ prefix: 'run-', limit: 10 })) {
+        const info: ContextInfo = entry;
+        const last: number = info.last_seq;
+        void last;
+    }
+    const removed: Deleted = await client.delete ('ctx');
+    const waited: Outcome = await client.wait (id, { timeout: 1000 });
+    // @ts-expect-error key is a string
+    await client.append ('ctx', { type: 'data' }, { key: 1 });
     const st: Status = await client.status (id);
     const progress: Json | undefined = st.progress;
     const nothing: void = await client.cancel (1);
@@ -130,7 +155,7 @@ async function client (): Promise<void> {
     const wrong: ViewEntry[] = await client.view ('ctx', 'text');
     client.close ();
     void [status, code, either, done, planned, ids, plan, seq, a, view, text, progress,
-          nothing, workers, ms, verb, endpoints, wrong];
+          nothing, workers, ms, verb, endpoints, wrong, keyed, removed, waited];
 }
 
 void worker;

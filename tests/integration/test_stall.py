@@ -1,0 +1,248 @@
+"""actd never stalls: bounded replies (PROTOCOL.md section 1), a log that
+a misbehaving peer cannot flood, workers judged only after what they sent
+was read (also after actd itself was paused), and a global cap on queued
+calls. Every test drives the real actd from outside; nothing is timed:
+tests wait for states with generous deadlines.
+"""
+
+import json
+import signal
+import subprocess
+import time
+import unittest
+
+import zmq
+
+from harness import (Actd, NoAnswer, Worker, actd_with_config, find_binary, seed_call,
+                     wait_for)
+
+MIB = 1024 * 1024
+
+
+def append(client, context, key, size):
+    """APPEND an input message whose data holds size bytes under key."""
+    message = {"type": "data", "kind": "input", "data": {key: "x" * size}}
+    reply = client.request("APPEND", context, message, timeout=60)
+    assert reply[0] == "OK", reply
+    return json.loads(reply[1])["seq"]
+
+
+class BoundedReplies(unittest.TestCase):
+    """HISTORY pages stop at max_reply_bytes; larger VIEW and RESOLVE
+    values are too_large."""
+
+    def test_history_pages_and_large_values(self):
+        config = "server\n    max_reply_bytes = %d\n" % MIB
+        with actd_with_config(config) as actd:
+            client = actd.client()
+            size = 300 * 1000
+            for n in range(40):
+                self.assertEqual(append(client, "big", "k%d" % n, size), n + 1)
+            #  A page of 1000 stops after 3 messages of 300 KB: a 4th would
+            #  pass 1 MiB
+            reply = client.request("HISTORY", "big", "1", "1000", timeout=60)
+            self.assertEqual(reply[0], "VALUE")
+            page = json.loads(reply[1])
+            self.assertEqual([message["_seq"] for message in page], [1, 2, 3])
+            reply = client.request("HISTORY", "big", "4", "1000", timeout=60)
+            self.assertEqual([m["_seq"] for m in json.loads(reply[1])], [4, 5, 6])
+            #  Read whole in a loop: every message once, in order, and no
+            #  page over max_reply_bytes plus one message
+            seqs, start = [], 1
+            while True:
+                reply = client.request("HISTORY", "big", str(start), "1000", timeout=60)
+                self.assertEqual(reply[0], "VALUE")
+                self.assertLessEqual(len(reply[1].encode()), MIB + size + 100)
+                page = json.loads(reply[1])
+                if not page:
+                    break
+                self.assertGreaterEqual(len(page), 1)
+                for message in page:
+                    self.assertEqual(message["data"]["k%d" % (message["_seq"] - 1)], "x" * size)
+                seqs += [message["_seq"] for message in page]
+                start = page[-1]["_seq"] + 1
+            self.assertEqual(seqs, list(range(1, 41)))
+            #  actctl history --all pages on past short pages to the end
+            listing = subprocess.run(
+                [find_binary("actctl"), "--endpoint", actd.client_endpoint, "history", "big",
+                 "--all", "--json"], capture_output=True, timeout=120, check=True)
+            self.assertEqual([m["_seq"] for m in json.loads(listing.stdout)], list(range(1, 41)))
+            #  A small limit still holds
+            reply = client.request("HISTORY", "big", "10", "2", timeout=60)
+            self.assertEqual([m["_seq"] for m in json.loads(reply[1])], [10, 11])
+
+            #  A merged view of 2 MB (7 messages of 300 KB) is too large,
+            #  in both formats; so is RESOLVE of the whole input
+            for n in range(7):
+                append(client, "wide", "k%d" % n, size)
+            for args in (["wide"], ["wide", "json"], ["wide", "text"]):
+                reply = client.request("VIEW", *args, timeout=60)
+                self.assertEqual(reply[:2], ["ERROR", "too_large"], reply[:2])
+            reply = client.request("RESOLVE", "wide", "\u2020input", timeout=60)
+            self.assertEqual(reply[:2], ["ERROR", "too_large"])
+            self.assertIn("max_reply_bytes", reply[2])
+            #  A part of it is small enough
+            reply = client.request("RESOLVE", "wide", "\u2020input.k3", timeout=60)
+            self.assertEqual(reply[0], "VALUE")
+            self.assertEqual(json.loads(reply[1]), "x" * size)
+            #  A small context is unaffected
+            append(client, "small", "a", 10)
+            self.assertEqual(client.resolve("small", "\u2020input.a"), "x" * 10)
+            self.assertEqual(client.request("VIEW", "small")[0], "VALUE")
+            client.close()
+
+
+def repeats_logged(log, peer, event):
+    """How many misbehaving messages of peer (hex routing id) the log
+    accounts for: 1 for each line of the event, plus the count of each
+    "(and N more like it from PEER ...)"."""
+    total = 0
+    for line in log.splitlines():
+        if peer not in line:
+            continue
+        if event in line:
+            total += 1
+        marker = "(and "
+        if marker in line and "more like it from %s" % peer in line:
+            total += int(line.split(marker)[-1].split()[0])
+    return total
+
+
+class QuietLog(unittest.TestCase):
+    """A peer repeating the same misbehaviour is logged once per interval
+    with a count, not once per message."""
+
+    def test_flood_of_misbehaviour_keeps_the_log_small(self):
+        with Actd() as actd:
+            before = actd.log()
+            count = 20000
+            context = zmq.Context.instance()
+            worker = context.socket(zmq.DEALER)
+            worker.setsockopt(zmq.LINGER, 0)
+            worker.setsockopt(zmq.ROUTING_ID, b"flood-worker")
+            worker.setsockopt(zmq.RCVHWM, 0)
+            worker.connect(actd.worker_endpoint)
+            client = actd.client(identity=b"flood-client")
+            for n in range(count):
+                worker.send_multipart([b"ACTW01", b"HEARTBEAT"])
+                client.send_raw([b"garbage", str(n)])
+            #  Each HEARTBEAT is refused with DISCONNECT: all were read
+            disconnects = 0
+            deadline = time.time() + 120
+            while disconnects < count and time.time() < deadline:
+                if worker.poll(1000):
+                    frames = worker.recv_multipart()
+                    self.assertEqual(frames[:2], [b"ACTW01", b"DISCONNECT"])
+                    disconnects += 1
+            self.assertEqual(disconnects, count)
+            #  The same client's PING comes after its garbage was read
+            self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+            grown = actd.log()[len(before):]
+            self.assertLess(len(grown.splitlines()), 200, grown[-5000:])
+            self.assertLess(len(grown), 100 * 1024)
+            #  Every message is accounted for once its interval is over
+            worker_peer, client_peer = b"flood-worker".hex().upper(), b"flood-client".hex().upper()
+            wait_for(lambda: repeats_logged(actd.log(), worker_peer, "disconnecting it") == count,
+                     "the HEARTBEATs counted in the log", 120)
+            wait_for(lambda: repeats_logged(actd.log(), client_peer, "dropped") == count,
+                     "the garbage counted in the log", 120)
+            self.assertIn("more like it from %s in the last" % worker_peer, actd.log())
+            other = actd.client()
+            self.assertEqual(other.request("PING", timeout=30), ["PONG"])
+            other.close()
+            worker.close(0)
+            client.close()
+
+    def test_flood_of_peers_keeps_the_log_bounded(self):
+        """Peers beyond the 256 followed are counted together."""
+        with Actd() as actd:
+            before = actd.log()
+            peers = 400
+            sockets = [actd.client(identity=b"peer-%04d" % n) for n in range(peers)]
+            for client in sockets:
+                for n in range(5):
+                    client.send_raw([b"garbage", str(n)])
+            for client in sockets:
+                self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+                client.close()
+            grown = actd.log()[len(before):]
+            lines = [line for line in grown.splitlines() if "ACTC01 header" in line]
+            self.assertLessEqual(len(lines), 257, grown[-3000:])
+            self.assertGreaterEqual(len(lines), 256)
+            wait_for(lambda: "more like it from other peers" in actd.log(),
+                     "the count of the other peers' messages", 120)
+
+
+class PausedBroker(unittest.TestCase):
+    """Workers are judged only after what they sent was read, and a pause
+    of actd itself gives every worker a fresh liveness window."""
+
+    def test_sigstop_with_results_queued_loses_nothing(self):
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            held = []
+            worker = Worker(actd.worker_endpoint, ["hold"],
+                            lambda activity, params, meta: NoAnswer, capacity=100)
+            worker.start()
+            client = actd.client()
+            count = 100
+            rids = [client.send("CALL", "paused", seed_call("hold", "\u2020state.r%d" % n, n=n))
+                    for n in range(count)]
+            ids = [client.wait(rid, "ACCEPTED", timeout=60)[1] for rid in rids]
+            wait_for(lambda: len(worker.tasks) == count, "100 tasks at the worker", 60)
+            held = list(worker.tasks)
+            #  actd stops; the worker answers everything meanwhile
+            actd.process.send_signal(signal.SIGSTOP)
+            try:
+                for task, activity, params, meta in held:
+                    worker.send_result(task, {"n": params["n"]})
+                wait_for(worker.outbox.empty, "the worker to send its results", 30)
+                time.sleep(3.0)     #  The pause: far over heartbeat_ms * liveness
+            finally:
+                actd.process.send_signal(signal.SIGCONT)
+            for n, (rid, call_id) in enumerate(zip(rids, ids)):
+                outcome = json.loads(client.wait(rid, "DONE", timeout=60)[2])
+                self.assertEqual((outcome["status"], outcome["attempts"], outcome["result"]),
+                                 ("ok", 1, {"n": n}), outcome)
+            self.assertEqual(sorted(params["n"] for _, _, params, _ in worker.tasks),
+                             list(range(count)))
+            self.assertEqual(worker.disconnects, 0)
+            self.assertNotIn(" lost ", actd.log())
+            self.assertIn("workers get a fresh liveness window", actd.log())
+            worker.stop()
+            client.close()
+
+
+class GlobalQueueCap(unittest.TestCase):
+    """server/max_queued_calls bounds the calls waiting or queued in all
+    activities together, beside each activity's max_queue."""
+
+    def test_busy_past_max_queued_calls(self):
+        config = "server\n    max_queued_calls = 5\n"
+        with actd_with_config(config) as actd:
+            client = actd.client()
+            #  No worker: calls to three activities stay queued
+            accepted = []
+            for n in range(5):
+                reply = client.request("CALL", "cap", seed_call("a%d" % (n % 3),
+                                                                "\u2020state.r%d" % n, n=n))
+                self.assertEqual(reply[0], "ACCEPTED", reply)
+                accepted.append(reply[1])
+            for tool in ("a0", "a1", "a2", "other"):
+                reply = client.request("CALL", "cap", seed_call(tool, "\u2020state.x"))
+                self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+                self.assertIn("max_queued_calls", reply[2])
+            #  A plan is all or none: refused whole
+            reply = client.request("PLAN", "cap2", [seed_call("b"), seed_call("c")])
+            self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+            #  Once calls leave the queue there is room again
+            self.assertEqual(client.request("CANCEL", accepted[0])[0], "OK")
+            self.assertEqual(client.request("CANCEL", accepted[1])[0], "OK")
+            reply = client.request("PLAN", "cap2", [seed_call("b"), seed_call("c")])
+            self.assertEqual(reply[0], "ACCEPTED", reply)
+            reply = client.request("CALL", "cap", seed_call("a0", "\u2020state.y"))
+            self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+            client.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
