@@ -19,7 +19,7 @@ typedef struct {
     char *command;              //  Command
     zmsg_t *args;               //  Its argument frames (a copy)
     char *context;              //  Context it is about, or NULL
-    act_link_t *link;             //  Broker it was sent to
+    act_link_t *link;           //  Broker it was sent to
     int hops;                   //  moved replies followed so far
     int64_t sent;               //  When it was (last) sent
 } s_pending_t;

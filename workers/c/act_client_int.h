@@ -54,7 +54,7 @@ int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
 //  From act_client_watch.c: wait for the outcomes of the calls in ids
 //  (call ids of context) submitted by request, from their DONE replies or
 //  a watch of context. Fills outcomes (call id -> outcome); returns 0, or
-//  -1 with err set to timeout.
+//  -1 with err set (timeout; the watch refused; the context deleted).
 int act_client_outcomes (act_client_t *self, const char *request, const char *context,
                          json_t *ids, json_t *outcomes, act_err_t *err);
 

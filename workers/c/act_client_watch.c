@@ -358,7 +358,8 @@ s_note_done (json_t *ids, json_t *ended, act_reply_t *reply)
 //  context over: when it has not come in a second, a watch of the
 //  context's calls says when they end, after one STATUS each (asked after
 //  WATCH, which the broker serves first, so no end falls between), and
-//  again whenever the watch had to be sent again. Returns 0 or -1 (timeout).
+//  again whenever the watch had to be sent again. Returns 0, or -1 with err
+//  set (timeout, or the watch ended: refused, or the context deleted).
 static int
 s_wait_ended (act_client_t *self, const char *request, const char *context, json_t *ids,
               json_t *ended, act_err_t *err)
@@ -391,6 +392,13 @@ s_wait_ended (act_client_t *self, const char *request, const char *context, json
              event = zlistx_first (watch->events)) {
             s_note (ids, ended, json_object_get (event->value, "call"));
             zlistx_delete (watch->events, zlistx_cursor (watch->events));
+        }
+        if (watch && watch->ended && json_object_size (ended) < json_array_size (ids)) {
+            //  Refused (busy), or the context was deleted under the calls
+            if (err)
+                *err = watch->error;
+            act_watch_destroy (&watch);
+            return -1;
         }
     }
     act_watch_destroy (&watch);
