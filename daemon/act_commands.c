@@ -466,6 +466,11 @@ s_watch (act_commands_t *self, s_request_t *req)
     if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err))
         ;
     else
+    if (act_outbox_enveloped (self->outbox, req->client))
+        act_err_set (&err, ACT_E_BAD_ARGUMENT,
+                     "WATCH streams events: a REQ socket takes one reply per request "
+                     "(use a DEALER socket)");
+    else
     if (what && !calls && !act_frame_is (what, "messages"))
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "WATCH follows messages or all");
     else

@@ -1183,6 +1183,9 @@ class ReqClientTest(BrokerCase):
 
     def test_errors_reach_a_req_client(self):
         socket = self.req()
+        #  A stream cannot be read one reply per request
+        self.assertEqual(self.ask(socket, "WATCH", "e0", "any", "1")[:3],
+                         ["ERROR", "e0", "bad_argument"])
         self.assertEqual(self.ask(socket, "NOPE", "e1")[:3], ["ERROR", "e1", "unknown_command"])
         self.assertEqual(self.ask(socket, "RESOLVE", "e2", "no-such", "†a.b")[:3],
                          ["ERROR", "e2", "not_found"])
