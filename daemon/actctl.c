@@ -7,6 +7,7 @@
     ========================================================================= */
 
 #include <getopt.h>
+#include <signal.h>
 #include <unistd.h>
 #include "actd/act_client.h"
 #include "actd/act_json.h"
@@ -26,6 +27,8 @@ typedef struct {
     uint64_t limit;             //  history: page size
     int timeout;                //  Milliseconds to wait for a reply (0: not given)
     bool live;                  //  --wait on a terminal: show the call's state
+    bool calls;                 //  tail: the calls' changes of state too
+    const char *key;            //  append: the idempotency key
 } s_options_t;
 
 //  How long to wait for a reply unless --timeout says otherwise. A ping
@@ -34,6 +37,8 @@ typedef struct {
 #define S_PING_TIMEOUT_MS   2000
 //  How often --wait on a terminal asks STATUS
 #define S_LIVE_INTERVAL_MS  250
+//  How often tail wakes to see whether a signal came just before it waited
+#define S_TAIL_WAKE_MS      1000
 
 static void
 s_usage (FILE *stream)
@@ -43,10 +48,13 @@ s_usage (FILE *stream)
         "commands:\n"
         "  call CONTEXT JSON [--wait]      submit a call; --wait: until it ends\n"
         "  plan CONTEXT JSON-ARRAY [--wait]\n"
-        "  append CONTEXT JSON             append a message\n"
+        "  append CONTEXT JSON [--key K]   append a message (once per key)\n"
         "  resolve CONTEXT EXPR [--instance NAME]\n"
         "  view CONTEXT [--text]           the merged view\n"
         "  history CONTEXT [--from N] [--limit N] [--all]\n"
+        "  tail CONTEXT [--from N] [--calls]   follow its messages live (Ctrl-C ends)\n"
+        "  contexts [PREFIX]               list the contexts\n"
+        "  delete CONTEXT                  delete a context, cancelling its calls\n"
         "  status CALL_ID\n"
         "  cancel CALL_ID\n"
         "  stats\n"
@@ -67,6 +75,15 @@ static void
 s_print_json (const json_t *value)
 {
     char *text = act_json_dumps (value, JSON_INDENT (2));
+    printf ("%s\n", text);
+    free (text);
+}
+
+//  One JSON value on one line, for scripts that read a line per value
+static void
+s_print_line (const json_t *value)
+{
+    char *text = act_json_dump (value);
     printf ("%s\n", text);
     free (text);
 }
@@ -125,13 +142,6 @@ s_outcome (s_options_t *options, const json_t *outcome)
     return status && streq (status, "ok")? 0: 1;
 }
 
-static bool
-s_state_ended (const char *state)
-{
-    return state && !streq (state, "waiting") && !streq (state, "queued")
-        && !streq (state, "running");
-}
-
 //  The live line of --wait on a terminal: the call's state, attempts and
 //  last progress, written over the previous line. The progress is cut so
 //  the line stays one line, which the carriage return can overwrite.
@@ -157,38 +167,47 @@ s_live_clear (void)
     fflush (stdout);
 }
 
-//  Wait for a call to end by asking STATUS: a fire-and-forget call, which
-//  has no DONE, or any call under --wait on a terminal, to show its state
-//  meanwhile. With outcome, print the outcome as DONE carries it (STATUS
-//  holds the same object), else the final state.
+//  The live line of --wait on a terminal: ask STATUS every
+//  S_LIVE_INTERVAL_MS and show it until the call has ended (its worker's
+//  progress is no change of state, so no watch event says it). Returns
+//  the last STATUS, or NULL with err set.
+static json_t *
+s_live_wait (act_client_t *client, s_options_t *options, const char *call_id,
+             act_err_t *err)
+{
+    int64_t deadline = zclock_mono () + options->timeout;
+    json_t *status = NULL;
+    while (true) {
+        json_decref (status);
+        status = act_client_status (client, call_id, err);
+        if (!status
+        ||  act_client_state_ended (json_string_value (json_object_get (status, "state")))
+        ||  zclock_mono () > deadline)
+            break;
+        s_live_show (call_id, status);
+        zclock_sleep (S_LIVE_INTERVAL_MS);
+    }
+    s_live_clear ();
+    return status;
+}
+
+//  Wait for a call to end: a fire-and-forget call, which has no DONE, from
+//  a watch of its calls (act_client_wait_call), or any call under --wait
+//  on a terminal, showing its state meanwhile. With outcome, print the
+//  outcome as DONE carries it (STATUS holds the same object), else the
+//  final state.
 static int
 s_wait_status (act_client_t *client, s_options_t *options, const char *call_id,
                bool outcome)
 {
-    int64_t deadline = zclock_mono () + options->timeout;
-    json_t *status = NULL;
-    const char *state = NULL;
-    while (true) {
-        act_err_t err = { 0 };
-        json_decref (status);
-        status = act_client_status (client, call_id, &err);
-        if (!status) {
-            if (options->live)
-                s_live_clear ();
-            return s_fail (options, &err);
-        }
-        state = json_string_value (json_object_get (status, "state"));
-        if (s_state_ended (state) || zclock_mono () > deadline)
-            break;
-        if (options->live)
-            s_live_show (call_id, status);
-        zclock_sleep (options->live? S_LIVE_INTERVAL_MS: 50);
-    }
-    if (options->live)
-        s_live_clear ();
+    act_err_t err = { 0 };
+    json_t *status = options->live? s_live_wait (client, options, call_id, &err)
+                                  : act_client_wait_call (client, call_id, &err);
+    if (!status && !streq (err.code, ACT_E_TIMEOUT))
+        return s_fail (options, &err);
+    const char *state = json_string_value (json_object_get (status, "state"));
     int rc;
-    if (!s_state_ended (state)) {
-        printf ("call %s: %s\n", call_id, state);
+    if (!act_client_state_ended (state)) {
         fprintf (stderr, "actctl: timeout: call %s has not ended\n", call_id);
         rc = 3;
     }
@@ -275,6 +294,32 @@ s_plan (act_client_t *client, s_options_t *options, char **args, int nargs)
     return rc;
 }
 
+//  A stored message on one line: #seq date type [kind] [@instance]
+//  [output path] [(call id)] body
+static void
+s_print_message (const json_t *message)
+{
+    const char *kind = json_string_value (json_object_get (message, "kind"));
+    const char *instance = json_string_value (json_object_get (message, "_instance"));
+    const char *path = json_string_value (json_object_get (message, "_outputPath"));
+    const char *call = json_string_value (json_object_get (message, "_callId"));
+    json_t *body = json_object_get (message, "data");
+    if (!body)
+        body = json_object_get (message, "error");
+    char *text = body? act_json_dump (body): strdup ("");
+    char *from_call = call? zsys_sprintf (" (call %s)", call): strdup ("");
+    printf ("#%" JSON_INTEGER_FORMAT " %s %s%s%s%s%s%s%s%s %s\n",
+            json_integer_value (json_object_get (message, "_seq")),
+            json_string_value (json_object_get (message, "_date")),
+            json_string_value (json_object_get (message, "type")),
+            kind? " ": "", kind? kind: "",
+            instance? " @": "", instance? instance: "",
+            path? " ": "", path? path: "",
+            from_call, text);
+    free (from_call);
+    free (text);
+}
+
 static int
 s_history (act_client_t *client, s_options_t *options, const char *context)
 {
@@ -303,29 +348,141 @@ s_history (act_client_t *client, s_options_t *options, const char *context)
     else {
         size_t index;
         json_t *message;
-        json_array_foreach (all, index, message) {
-            const char *kind = json_string_value (json_object_get (message, "kind"));
-            const char *instance = json_string_value (json_object_get (message, "_instance"));
-            const char *path = json_string_value (json_object_get (message, "_outputPath"));
-            const char *call = json_string_value (json_object_get (message, "_callId"));
-            json_t *body = json_object_get (message, "data");
-            if (!body)
-                body = json_object_get (message, "error");
-            char *text = body? act_json_dump (body): strdup ("");
-            char *from_call = call? zsys_sprintf (" (call %s)", call): strdup ("");
-            printf ("#%" JSON_INTEGER_FORMAT " %s %s%s%s%s%s%s%s%s %s\n",
-                    json_integer_value (json_object_get (message, "_seq")),
-                    json_string_value (json_object_get (message, "_date")),
-                    json_string_value (json_object_get (message, "type")),
-                    kind? " ": "", kind? kind: "",
-                    instance? " @": "", instance? instance: "",
-                    path? " ": "", path? path: "",
-                    from_call, text);
-            free (from_call);
-            free (text);
-        }
+        json_array_foreach (all, index, message)
+            s_print_message (message);
     }
     json_decref (all);
+    return 0;
+}
+
+//  tail's events, one a line: a message as history prints it, a call's
+//  change of state, the end of the context; or with --json each as the
+//  broker sent it
+static void
+s_print_event (const s_options_t *options, act_watch_t *watch, const char *context,
+               const json_t *event)
+{
+    json_t *call = json_object_get (event, "call");
+    if (options->json)
+        printf ("%s\n", act_watch_text (watch));
+    else
+    if (json_object_get (event, "message"))
+        s_print_message (json_object_get (event, "message"));
+    else
+    if (call) {
+        json_int_t attempts = json_integer_value (json_object_get (call, "attempts"));
+        printf ("call %s: %s, %" JSON_INTEGER_FORMAT " attempt%s\n",
+                json_string_value (json_object_get (call, "call_id")),
+                json_string_value (json_object_get (call, "state")), attempts,
+                s_plural (attempts));
+    }
+    else
+    if (json_object_get (event, "deleted"))
+        printf ("context %s deleted\n", context);
+    fflush (stdout);
+}
+
+//  Set by SIGINT or SIGTERM during tail: the wait it interrupts returns,
+//  and tail ends as if the stream had
+static volatile sig_atomic_t s_interrupted;
+
+static void
+s_on_signal (int signal)
+{
+    (void) signal;
+    s_interrupted = 1;
+}
+
+//  tail: the context's messages from --from (1: all of them; 0: only new
+//  ones), then each one as it is stored, until Ctrl-C or the context is
+//  deleted; the library watches again after a broker restart
+static int
+s_tail (act_client_t *client, s_options_t *options, const char *context)
+{
+    //  No SA_RESTART: the signal ends the poll the watch waits in
+    struct sigaction action = { .sa_handler = s_on_signal };
+    sigemptyset (&action.sa_mask);
+    sigaction (SIGINT, &action, NULL);
+    sigaction (SIGTERM, &action, NULL);
+    act_err_t err = { 0 };
+    act_watch_t *watch = act_client_watch (client, context, options->from, options->calls,
+                                           &err);
+    if (!watch)
+        return s_fail (options, &err);
+    int rc = 0;
+    while (!s_interrupted) {
+        //  Waking now and then closes the gap between the test of
+        //  s_interrupted and the poll, where a signal would go unseen
+        json_t *event = act_watch_next (watch, S_TAIL_WAKE_MS, &err);
+        if (!event && err.code) {
+            rc = s_fail (options, &err);
+            break;
+        }
+        if (!event)
+            continue;
+        s_print_event (options, watch, context, event);
+        bool deleted = json_object_get (event, "deleted") != NULL;
+        json_decref (event);
+        if (deleted)
+            break;
+    }
+    act_watch_destroy (&watch);
+    return rc;
+}
+
+//  contexts: every page, as a table or one JSON object a line
+static int
+s_contexts (act_client_t *client, s_options_t *options, const char *prefix)
+{
+    act_err_t err = { 0 };
+    char *after = NULL;
+    if (!options->json)
+        printf ("%-32s %9s %9s %8s  %s\n", "CONTEXT", "MESSAGES", "LAST_SEQ", "PENDING",
+                "UPDATED");
+    do {
+        json_t *page = act_client_contexts (client, prefix, after, options->limit, &err);
+        free (after);
+        after = NULL;
+        if (!page)
+            return s_fail (options, &err);
+        size_t index;
+        json_t *entry;
+        json_array_foreach (json_object_get (page, "contexts"), index, entry) {
+            const char *updated = json_string_value (json_object_get (entry, "updated"));
+            if (options->json)
+                s_print_line (entry);
+            else
+                printf ("%-32s %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT
+                        " %8" JSON_INTEGER_FORMAT "  %s\n",
+                        json_string_value (json_object_get (entry, "context")),
+                        json_integer_value (json_object_get (entry, "messages")),
+                        json_integer_value (json_object_get (entry, "last_seq")),
+                        json_integer_value (json_object_get (entry, "pending")),
+                        updated? updated: "-");
+        }
+        const char *next = json_string_value (json_object_get (page, "next"));
+        after = next? strdup (next): NULL;
+        json_decref (page);
+    } while (after);
+    return 0;
+}
+
+static int
+s_delete (act_client_t *client, s_options_t *options, const char *context)
+{
+    act_err_t err = { 0 };
+    json_t *counts = NULL;
+    if (act_client_delete (client, context, &counts, &err))
+        return s_fail (options, &err);
+    json_int_t messages = json_integer_value (json_object_get (counts, "messages"));
+    json_int_t cancelled = json_integer_value (json_object_get (counts, "cancelled"));
+    if (options->json)
+        s_print_line (counts);
+    else
+        printf ("deleted context %s: %" JSON_INTEGER_FORMAT " message%s, %"
+                JSON_INTEGER_FORMAT " call%s cancelled\n", context, messages,
+                s_plural (messages), cancelled, s_plural (cancelled));
+    json_decref (counts);
     return 0;
 }
 
@@ -425,7 +582,7 @@ s_append (act_client_t *client, s_options_t *options, char **args)
 {
     act_err_t err = { 0 };
     uint64_t seq;
-    if (act_client_append (client, args [0], args [1], &seq, &err))
+    if (act_client_append_key (client, args [0], args [1], options->key, &seq, &err))
         return s_fail (options, &err);
     printf (options->json? "{\"seq\":%" PRIu64 "}\n": "appended: seq %" PRIu64 "\n", seq);
     return 0;
@@ -505,6 +662,12 @@ s_command (act_client_t *client, s_options_t *options, const char *command,
         return s_view (client, options, args [0]);
     if (streq (command, "history") && nargs == 1)
         return s_history (client, options, args [0]);
+    if (streq (command, "tail") && nargs == 1)
+        return s_tail (client, options, args [0]);
+    if (streq (command, "contexts") && nargs <= 1)
+        return s_contexts (client, options, nargs? args [0]: NULL);
+    if (streq (command, "delete") && nargs == 1)
+        return s_delete (client, options, args [0]);
     if (streq (command, "status") && nargs == 1)
         return s_status (client, options, args [0]);
     if (streq (command, "cancel") && nargs == 1)
@@ -528,7 +691,8 @@ s_parse (int argc, char *argv [], s_options_t *options)
         { "all", no_argument, 0, 'a' }, { "dir", required_argument, 0, 'd' },
         { "curve-server", required_argument, 0, 's' },
         { "curve-cert", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
-        { "version", no_argument, 0, 'v' }, { 0, 0, 0, 0 }
+        { "version", no_argument, 0, 'v' }, { "calls", no_argument, 0, 'C' },
+        { "key", required_argument, 0, 'k' }, { 0, 0, 0, 0 }
     };
     int option;
     while ((option = getopt_long (argc, argv, "", long_options, NULL)) != -1) {
@@ -545,6 +709,8 @@ s_parse (int argc, char *argv [], s_options_t *options)
             case 'd': options->dir = optarg; break;
             case 's': options->curve_server = optarg; break;
             case 'c': options->curve_cert = optarg; break;
+            case 'C': options->calls = true; break;
+            case 'k': options->key = optarg; break;
             case 'h': s_usage (stdout); return 0;
             case 'v': printf ("actctl %s\n", ACTD_VERSION); return 0;
             default: s_usage (stderr); return 2;

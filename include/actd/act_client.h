@@ -1,10 +1,12 @@
 /*  =========================================================================
     act_client - a C client of actd (PROTOCOL.md section 1).
 
-    One DEALER socket; requests may be pipelined: act_client_send returns
-    at once and replies are matched by request id. The synchronous calls
-    (act_client_call, _append, _resolve, ...) wait for their own reply and
-    keep any other reply that arrives meanwhile for act_client_recv.
+    One DEALER socket per broker; requests may be pipelined:
+    act_client_send returns at once and replies are matched by request id.
+    The synchronous calls (act_client_call, _append, _resolve, ...) wait
+    for their own reply and keep any other reply that arrives meanwhile for
+    act_client_recv; the events of a watch (act_client_watch) are kept for
+    act_watch_next.
 
     Not thread-safe: use one client per thread.
     ========================================================================= */
@@ -86,6 +88,12 @@ int act_client_plan (act_client_t *self, const char *context, const char *calls,
 int act_client_append (act_client_t *self, const char *context, const char *message,
                        uint64_t *seq, act_err_t *err);
 
+//  APPEND with an idempotency key (1-128 bytes; NULL: none): a second
+//  APPEND with the same key in the same context appends nothing and sets
+//  *seq to the first one's. Returns 0 or -1.
+int act_client_append_key (act_client_t *self, const char *context, const char *message,
+                           const char *key, uint64_t *seq, act_err_t *err);
+
 //  RESOLVE: the value of expression (in instance, or NULL). Returns a new
 //  reference, or NULL with err set (not_found when absent).
 json_t *act_client_resolve (act_client_t *self, const char *context,
@@ -113,6 +121,71 @@ json_t *act_client_stats (act_client_t *self, act_err_t *err);
 
 //  PING. Returns 0 when PONG came, or -1 with err set.
 int act_client_ping (act_client_t *self, act_err_t *err);
+
+//  CONTEXTS: one page of the stored contexts whose id starts with prefix
+//  (NULL or "": all), after the context id after (NULL: from the first),
+//  at most limit of them (0: the broker's default, 100). A new object
+//  {"contexts": [{"context", "messages", "last_seq", "updated", "pending"}],
+//  "next"?}: pass next as after for the following page. NULL with err set.
+json_t *act_client_contexts (act_client_t *self, const char *prefix, const char *after,
+                             size_t limit, act_err_t *err);
+
+//  DELETE a context: its calls not ended are cancelled, then it is removed
+//  with its messages and calls. Sets *counts (if not NULL) to a new object
+//  {"messages": N, "cancelled": N}. Returns 0, or -1 with err set
+//  (not_found when there is no such context).
+int act_client_delete (act_client_t *self, const char *context, json_t **counts,
+                       act_err_t *err);
+
+//  Wait until call_id has ended, from its DONE or from a watch of its
+//  context (never asking STATUS over and over): fire-and-forget calls, and
+//  calls submitted without waiting, included. Waits up to the client's
+//  timeout. Returns the call's STATUS object once it has ended (a new
+//  reference; "outcome" holds what DONE carries), or NULL with err set
+//  (timeout, or not_found).
+json_t *act_client_wait_call (act_client_t *self, const char *call_id, act_err_t *err);
+
+//  True for a STATUS state in which a call has ended (SEMANTICS.md
+//  section 7): any but waiting, queued and running.
+bool act_client_state_ended (const char *state);
+
+//  ---------------------------------------------------------------------
+//  Watches (PROTOCOL.md section 1.1): a context's messages as they are
+//  stored, and with calls its calls' changes of state.
+
+typedef struct _act_watch_t act_watch_t;
+
+//  WATCH context: its messages with _seq >= from_seq, the stored ones
+//  first, then each new one; from_seq 0: only those stored from now on
+//  (CONTEXTS is asked first for the context's last _seq, waiting up to the
+//  client's timeout, so that a watch sent again misses nothing). With
+//  calls, each change of state of its calls too. Then returns at once (the
+//  broker does not acknowledge a watch; a refusal comes as an error of
+//  act_watch_next). The watch belongs to the client: destroy it first (a
+//  watch that outlives its client only fails).
+act_watch_t *act_client_watch (act_client_t *self, const char *context, uint64_t from_seq,
+                               bool calls, act_err_t *err);
+
+//  The next event, waiting up to timeout_ms (-1: forever): a new object,
+//  {"seq": N, "message": {...}}, {"call": <STATUS object>}, or, the last
+//  one, {"deleted": true}. NULL on timeout with err untouched, or NULL
+//  with err set when the watch has ended (refused by the broker, or after
+//  the deleted event: "not_found"). Message events come in _seq order with
+//  no duplicate and no gap: after a gap (dropped at the high-water mark),
+//  or when the connection drops and comes back (a broker restart), the
+//  watch is sent again from the last _seq + 1. Call events are not
+//  numbered: a change of state while the connection was down is missed.
+json_t *act_watch_next (act_watch_t *self, int timeout_ms, act_err_t *err);
+
+//  The event act_watch_next returned last, as the broker sent it (JSON
+//  text, valid until the next call), or NULL.
+const char *act_watch_text (act_watch_t *self);
+
+//  The _seq of the last message event act_watch_next returned (0: none).
+uint64_t act_watch_seq (act_watch_t *self);
+
+//  UNWATCH, destroy the watch and null the pointer; safe on NULL.
+void act_watch_destroy (act_watch_t **self_p);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 """actctl as people meet it (actctl(1)): --version, a ping that gives up
 soon with a hint when no broker answers, the CURVE defaults from the
 environment, --wait's live status line on a terminal and nothing of it in
-a pipe, "1 attempt" but "2 attempts", and the bash completion script.
+a pipe, "1 attempt" but "2 attempts", the bash completion script; and the
+commands of streams and contexts (PROTOCOL.md section 1.1): tail (live,
+--json, across a restart of actd), contexts, delete and append --key.
 
 The live line is read through a real pseudo-terminal (actctl decides by
 isatty on its stdout). Nothing is timed but the ping's upper bound, which
@@ -12,6 +14,7 @@ import json
 import os
 import pty
 import select
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -116,21 +119,28 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(done.stdout.strip(), "complete -F _actctl actctl")
 
 
-class BrokerTest(unittest.TestCase):
-    """Against a real actd and a worker the test answers by hand."""
+class ActdTest(unittest.TestCase):
+    """Against a real actd, with a raw client beside actctl."""
 
     def setUp(self):
         self.actd = Actd().start()
         self.addCleanup(self.actd.finish)
-        self.worker = Worker(self.actd.worker_endpoint, ["slow"], lambda *args: NoAnswer)
-        self.worker.start()
-        self.addCleanup(self.worker.stop)
-        self.worker.ready.wait(10)
         self.client = self.actd.client()
         self.addCleanup(self.client.close)
 
     def actctl(self, *args, **kwargs):
         return actctl("--endpoint", self.actd.client_endpoint, *args, **kwargs)
+
+
+class BrokerTest(ActdTest):
+    """And a worker the test answers by hand."""
+
+    def setUp(self):
+        super().setUp()
+        self.worker = Worker(self.actd.worker_endpoint, ["slow"], lambda *args: NoAnswer)
+        self.worker.start()
+        self.addCleanup(self.worker.stop)
+        self.worker.ready.wait(10)
 
     def progress(self, details):
         """The held task reports progress; returns its task id once STATUS shows it."""
@@ -188,6 +198,32 @@ class BrokerTest(unittest.TestCase):
                                        '(1 attempt)\n"done"\n' % DAGGER)
         self.assertEqual(err, b"")
 
+    def test_wait_survives_a_crash_of_actd(self):
+        """DONE goes to the socket that submitted the call, which a restarted
+        actd no longer knows: --wait learns the end from a watch instead."""
+        process = self.submit(subprocess.PIPE)
+        wait_for(lambda: self.worker.tasks, "the task")
+        self.actd.kill()
+        self.actd.start()
+        #  The call is recovered and dispatched again to the worker, which
+        #  connects anew
+        task = wait_for(lambda: len(self.worker.tasks) > 1 and self.worker.tasks[1][0],
+                        "the second attempt")
+        self.worker.send_result(task, "done")
+        out, err = process.communicate(timeout=60)
+        self.assertEqual(process.returncode, 0, err)
+        self.assertEqual(out.decode(), 'call 1: ok, branch 0, wrote ["%sstate.s"] at seqs [1] '
+                                       '(2 attempts)\n"done"\n' % DAGGER)
+
+    def test_wait_for_a_fire_and_forget_call(self):
+        process = subprocess.Popen([ACTCTL, "--endpoint", self.actd.client_endpoint, "call",
+                                    "ctx", json.dumps({"_tool": "slow"}), "--wait"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        task = wait_for(lambda: self.worker.tasks, "the task")[0][0]
+        self.worker.send_result(task, "ignored")
+        out, err = process.communicate(timeout=60)
+        self.assertEqual((process.returncode, out, err), (0, b"call 1: ok\n", b""))
+
     def test_plurals(self):
         accepted = self.actctl("call", "ctx", json.dumps({"_tool": "slow"}))
         self.assertEqual(accepted.stdout, "accepted: call 1\n")
@@ -198,6 +234,190 @@ class BrokerTest(unittest.TestCase):
         self.actctl("call", "ctx", json.dumps({"_tool": "slow"}))
         self.assertEqual(self.actctl("status", "2").stdout.splitlines()[0],
                          "call 2 in context ctx: queued, 0 attempts")
+
+
+def message(kind, value):
+    return json.dumps({"type": "data", "kind": kind, "data": {"v": value}})
+
+
+class Tail:
+    """actctl tail as a running process whose stdout is read a line at a
+    time (no timing: a line is waited for, with a long guard)."""
+
+    def __init__(self, endpoint, *args):
+        self.process = subprocess.Popen([ACTCTL, "--endpoint", endpoint, "tail"] + list(args),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.buffer = b""
+
+    def lines(self, count, guard=60):
+        """The next count lines (text, without the newline)."""
+        deadline = time.monotonic() + guard
+        while self.buffer.count(b"\n") < count:
+            if time.monotonic() > deadline:
+                raise AssertionError("tail printed only %r" % self.buffer)
+            if select.select([self.process.stdout], [], [], 1)[0]:
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                if not chunk:
+                    raise AssertionError("tail ended: %r %r" % (
+                        self.buffer, self.process.stderr.read()))
+                self.buffer += chunk
+        lines = self.buffer.split(b"\n")
+        self.buffer = b"\n".join(lines[count:])
+        return [line.decode() for line in lines[:count]]
+
+    def interrupt(self):
+        """Ctrl-C; (exit code, what it printed since, its stderr)."""
+        self.process.send_signal(signal.SIGINT)
+        out, err = self.process.communicate(timeout=60)
+        return self.process.returncode, (self.buffer + out).decode(), err.decode()
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        if not self.process.stdout.closed:
+            self.process.communicate()
+
+
+class StreamsTest(ActdTest):
+    """tail, contexts, delete and append --key."""
+
+    def append(self, context, kind, value):
+        done = self.actctl("append", context, message(kind, value))
+        self.assertEqual(done.returncode, 0, done.stderr)
+
+    def tail(self, *args):
+        tail = Tail(self.actd.client_endpoint, *args)
+        self.addCleanup(tail.kill)
+        return tail
+
+    def test_tail_prints_the_backlog_then_live_messages_and_ends_on_ctrl_c(self):
+        self.append("t", "a", 1)
+        self.append("t", "b", 2)
+        tail = self.tail("t")
+        history = self.client.value("HISTORY", "t", "1", "10")
+        self.assertEqual(tail.lines(2), [
+            "#%d %s data %s {\"v\":%d}" % (m["_seq"], m["_date"], m["kind"], m["data"]["v"])
+            for m in history])
+        self.append("t", "c", 3)
+        [line] = tail.lines(1)
+        self.assertRegex(line, r"^#3 \S+ data c \{\"v\":3\}$")
+        code, rest, err = tail.interrupt()
+        self.assertEqual((code, rest, err), (0, "", ""))
+
+    def test_tail_from_0_prints_only_new_messages(self):
+        self.append("t", "a", 1)
+        tail = self.tail("t", "--from", "0", "--json")
+        #  Whether the watch is open yet cannot be seen from here: append
+        #  until tail prints; what it prints first is a new message, and
+        #  from then on each one
+        first = None
+        while first is None:
+            self.append("t", "b", 2)
+            if select.select([tail.process.stdout], [], [], 0.5)[0]:
+                first = json.loads(tail.lines(1)[0])["seq"]
+        self.assertGreater(first, 1)
+        count = len(self.client.value("HISTORY", "t", "1", "1000"))
+        if count > first:
+            self.assertEqual([json.loads(line)["seq"] for line in tail.lines(count - first)],
+                             list(range(first + 1, count + 1)))
+        self.append("t", "c", 3)
+        self.assertEqual(json.loads(tail.lines(1)[0])["seq"], count + 1)
+        self.assertEqual(tail.interrupt()[0], 0)
+
+    def test_tail_json_prints_each_event_as_received(self):
+        for value in range(3):
+            self.append("j", "k", value)
+        tail = self.tail("j", "--from", "2", "--json")
+        events = [json.loads(line) for line in tail.lines(2)]
+        history = self.client.value("HISTORY", "j", "2", "10")
+        self.assertEqual(events, [{"seq": m["_seq"], "message": m} for m in history])
+        self.append("j", "k", 3)
+        [line] = tail.lines(1)
+        self.assertEqual(json.loads(line), {"seq": 4, "message": self.client.value(
+            "HISTORY", "j", "4", "1")[0]})
+        self.assertEqual(tail.interrupt()[0], 0)
+
+    def test_tail_resumes_across_a_restart_of_actd_without_duplicate_or_gap(self):
+        for value in range(1, 4):
+            self.append("r", "k", value)
+        tail = self.tail("r", "--json")
+        self.assertEqual([json.loads(line)["seq"] for line in tail.lines(3)], [1, 2, 3])
+        #  A crash: the broker forgets the watch; the same store, the same ports
+        self.actd.kill()
+        self.actd.start()
+        for value in range(4, 7):
+            self.append("r", "k", value)
+        events = [json.loads(line) for line in tail.lines(3)]
+        self.assertEqual([event["seq"] for event in events], [4, 5, 6])
+        self.assertEqual([event["message"]["data"]["v"] for event in events], [4, 5, 6])
+        #  And again, this time with messages stored while it is down... as
+        #  far as a client can store them: between the restart and the watch
+        self.actd.kill()
+        self.actd.start()
+        self.append("r", "k", 7)
+        self.append("r", "k", 8)
+        self.assertEqual([json.loads(line)["seq"] for line in tail.lines(2)], [7, 8])
+        code, rest, err = tail.interrupt()
+        self.assertEqual((code, rest, err), (0, "", ""))
+
+    def test_tail_calls_shows_changes_of_state(self):
+        tail = self.tail("c", "--calls")
+        #  Its first line says the watch is open before the call is made
+        self.append("c", "k", 1)
+        self.assertRegex(tail.lines(1)[0], r"^#1 ")
+        accepted = self.actctl("call", "c", json.dumps({"_tool": "nobody"}))
+        self.assertEqual(accepted.stdout, "accepted: call 1\n")
+        #  No worker serves it: it waits, then is queued for one
+        self.assertEqual(tail.lines(2), ["call 1: waiting, 0 attempts",
+                                         "call 1: queued, 0 attempts"])
+        self.assertEqual(self.actctl("cancel", "1").returncode, 0)
+        self.assertEqual(tail.lines(1), ["call 1: cancelled, 0 attempts"])
+        self.assertEqual(tail.interrupt()[0], 0)
+
+    def test_append_with_a_key_twice_appends_once(self):
+        body = message("k", 1)
+        first = self.actctl("append", "a", body, "--key", "req-1")
+        second = self.actctl("append", "a", body, "--key", "req-1")
+        self.assertEqual((first.returncode, first.stdout), (0, "appended: seq 1\n"))
+        self.assertEqual((second.returncode, second.stdout), (0, "appended: seq 1\n"))
+        other = self.actctl("append", "a", body, "--key", "req-2", "--json")
+        self.assertEqual(json.loads(other.stdout), {"seq": 2})
+        self.assertEqual(len(self.client.value("HISTORY", "a", "1", "10")), 2)
+
+    def test_contexts_lists_every_page_of_a_prefix(self):
+        for name in ("p-1", "p-2", "p-3", "p-4", "p-5", "q-1"):
+            self.append(name, "k", 1)
+        self.append("p-2", "k", 2)
+        done = self.actctl("contexts", "p-", "--limit", "2", "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        listed = [json.loads(line) for line in done.stdout.splitlines()]
+        self.assertEqual([entry["context"] for entry in listed],
+                         ["p-1", "p-2", "p-3", "p-4", "p-5"])
+        self.assertEqual([entry["messages"] for entry in listed], [1, 2, 1, 1, 1])
+        self.assertEqual(listed[1]["last_seq"], 2)
+        self.assertEqual(listed[1]["pending"], 0)
+        table = self.actctl("contexts", "--limit", "4").stdout.splitlines()
+        self.assertEqual(table[0].split(), ["CONTEXT", "MESSAGES", "LAST_SEQ", "PENDING",
+                                            "UPDATED"])
+        self.assertEqual([row.split()[:4] for row in table[1:]], [
+            ["p-1", "1", "1", "0"], ["p-2", "2", "2", "0"], ["p-3", "1", "1", "0"],
+            ["p-4", "1", "1", "0"], ["p-5", "1", "1", "0"], ["q-1", "1", "1", "0"]])
+
+    def test_delete_prints_the_counts_and_not_found_exits_1(self):
+        self.append("d", "k", 1)
+        self.append("d", "k", 2)
+        self.actctl("call", "d", json.dumps({"_tool": "nobody"}))
+        tail = self.tail("d", "--json")
+        self.assertEqual([json.loads(line)["seq"] for line in tail.lines(2)], [1, 2])
+        done = self.actctl("delete", "d")
+        self.assertEqual((done.returncode, done.stdout, done.stderr),
+                         (0, "deleted context d: 2 messages, 1 call cancelled\n", ""))
+        #  The watch ends with the context: tail prints the end and exits 0
+        self.assertEqual(json.loads(tail.lines(1)[0]), {"deleted": True})
+        self.assertEqual(tail.process.wait(60), 0)
+        again = self.actctl("delete", "d")
+        self.assertEqual(again.returncode, 1)
+        self.assertTrue(again.stderr.startswith("actctl: not_found: "), again.stderr)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,8 @@
     act_client - a C client of actd.
     ========================================================================= */
 
-#include "actd/act_client.h"
 #include "actd/act_json.h"
-#include "act_curve_int.h"
+#include "act_client_int.h"
 
 //  Several brokers sharing a store (PROTOCOL.md, "moved"): requests about a
 //  context go first to the broker rendezvous hashing names, then to the
@@ -12,13 +11,7 @@
 //  for a while and the request goes to the next one.
 #define S_MAX_HOPS      5       //  moved replies followed for one request
 #define S_DEAD_MS       10000   //  A silent broker is skipped this long
-
-//  One broker: a DEALER connected to it
-typedef struct {
-    char *endpoint;             //  Its client endpoint
-    zsock_t *socket;            //  DEALER to it
-    int64_t dead_until;         //  Skipped until then (it did not answer)
-} s_link_t;
+#define S_HEARTBEAT_MS  1000    //  ZMTP heartbeat: a link silent 4 times that drops
 
 //  A request sent and not answered yet, to send again when moved
 typedef struct {
@@ -26,22 +19,10 @@ typedef struct {
     char *command;              //  Command
     zmsg_t *args;               //  Its argument frames (a copy)
     char *context;              //  Context it is about, or NULL
-    s_link_t *link;             //  Broker it was sent to
+    act_link_t *link;           //  Broker it was sent to
     int hops;                   //  moved replies followed so far
     int64_t sent;               //  When it was (last) sent
 } s_pending_t;
-
-struct _act_client_t {
-    zlistx_t *links;            //  s_link_t, the endpoints given, then learned
-    zpoller_t *poller;          //  Polls every link's socket
-    zhashx_t *owners;           //  Context -> s_link_t learned from moved
-    zhashx_t *accepted;         //  Call id -> s_link_t that accepted it
-    zhashx_t *pending;          //  Request id -> s_pending_t
-    zlistx_t *kept;             //  act_reply_t received but not yet taken
-    int timeout;                //  Milliseconds a synchronous request waits
-    uint64_t sequence;          //  Makes request ids
-    act_curve_t curve;          //  CURVE: the broker's key, this client's certificate
-};
 
 static void
 s_reply_free (void **item)
@@ -52,7 +33,11 @@ s_reply_free (void **item)
 static void
 s_link_destroy (void **item)
 {
-    s_link_t *link = (s_link_t *) *item;
+    act_link_t *link = (act_link_t *) *item;
+    if (link->monitor) {
+        zmq_socket_monitor (zsock_resolve (link->socket), NULL, 0);
+        zsock_destroy (&link->monitor);
+    }
     zsock_destroy (&link->socket);
     free (link->endpoint);
     free (link);
@@ -72,15 +57,27 @@ s_pending_destroy (void **item)
 }
 
 //  Connect a link to endpoint (with CURVE when set); NULL if it is not valid
-static s_link_t *
+static act_link_t *
 s_link_add (act_client_t *self, const char *endpoint)
 {
-    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+    for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
         if (streq (link->endpoint, endpoint))
             return link;
-    s_link_t *link = calloc (1, sizeof *link);
+    act_link_t *link = calloc (1, sizeof *link);
     link->endpoint = strdup (endpoint);
     link->socket = act_curve_dealer (&self->curve);
+    //  A broker that dies without closing the connection (its machine went
+    //  away) is noticed by ZMTP heartbeats: the connection drops, and the
+    //  watches on it are sent again when it is back
+    zsock_set_heartbeat_ivl (link->socket, S_HEARTBEAT_MS);
+    zsock_set_heartbeat_timeout (link->socket, 4 * S_HEARTBEAT_MS);
+    char *monitor = zsys_sprintf ("inproc://act-client-monitor-%p", (void *) link);
+    if (zmq_socket_monitor (zsock_resolve (link->socket), monitor,
+                            ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0) {
+        link->monitor = zsock_new (ZMQ_PAIR);
+        zsock_connect (link->monitor, "%s", monitor);
+    }
+    zstr_free (&monitor);
     if (zsock_connect (link->socket, "%s", endpoint)) {
         void *item = link;
         s_link_destroy (&item);
@@ -88,6 +85,8 @@ s_link_add (act_client_t *self, const char *endpoint)
     }
     zlistx_add_end (self->links, link);
     zpoller_add (self->poller, link->socket);
+    if (link->monitor)
+        zpoller_add (self->poller, link->monitor);
     return link;
 }
 
@@ -104,6 +103,8 @@ act_client_new (const char *endpoint)
     zhashx_set_destructor (self->pending, s_pending_destroy);
     self->kept = zlistx_new ();
     zlistx_set_destructor (self->kept, s_reply_free);
+    self->watches = zhashx_new ();
+    self->ignored = zhashx_new ();
     self->timeout = 30000;
     //  A list of brokers: "tcp://a:5555,tcp://b:5555"
     char *list = strdup (endpoint? endpoint: ACT_CLIENT_ENDPOINT);
@@ -124,6 +125,9 @@ act_client_destroy (act_client_t **self_p)
 {
     if (self_p && *self_p) {
         act_client_t *self = *self_p;
+        act_watch_orphan (self);
+        zhashx_destroy (&self->watches);
+        zhashx_destroy (&self->ignored);
         zpoller_destroy (&self->poller);
         zhashx_destroy (&self->pending);
         zhashx_destroy (&self->owners);
@@ -152,7 +156,7 @@ act_client_set_curve (act_client_t *self, const char *server_public,
     //  connect them again
     zlistx_t *endpoints = zlistx_new ();
     zlistx_set_destructor (endpoints, (zlistx_destructor_fn *) zstr_free);
-    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+    for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
         zlistx_add_end (endpoints, strdup (link->endpoint));
     zpoller_destroy (&self->poller);
     self->poller = zpoller_new (NULL);
@@ -213,19 +217,19 @@ s_score (const char *endpoint, const char *key)
 //  The broker for a request about key (a context, or NULL): the owner
 //  learned from moved, else the live link with the highest score (ties: the
 //  smaller endpoint), skipping avoid
-static s_link_t *
-s_route (act_client_t *self, const char *key, s_link_t *avoid)
+static act_link_t *
+s_route (act_client_t *self, const char *key, act_link_t *avoid)
 {
     if (key) {
-        s_link_t *owner = zhashx_lookup (self->owners, key);
+        act_link_t *owner = zhashx_lookup (self->owners, key);
         if (owner && owner != avoid && owner->dead_until <= zclock_mono ())
             return owner;
     }
-    s_link_t *best = NULL;
+    act_link_t *best = NULL;
     uint64_t best_score = 0;
     int64_t now = zclock_mono ();
     for (int pass = 0; pass < 2 && !best; pass++)
-        for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
+        for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
             //  First pass: live links only; second: any but avoid
             if (link == avoid || (pass == 0 && link->dead_until > now))
                 continue;
@@ -254,12 +258,34 @@ s_transmit (s_pending_t *pending)
     act_curve_send (pending->link->socket, &msg);
 }
 
+//  Send a request made of pending's command and args: route it, keep it
+//  pending (to send again when moved) and transmit it
+static act_link_t *
+s_post (act_client_t *self, char *request, s_pending_t *pending)
+{
+    snprintf (request, 24, "c%" PRIu64, ++self->sequence);
+    pending->request = strdup (request);
+    //  Which broker: by context, by the broker that accepted the call, or any
+    const char *command = pending->command;
+    const char *first = zmsg_size (pending->args)? zframe_strdup (zmsg_first (pending->args)): NULL;
+    bool by_context = streq (command, "CALL") || streq (command, "PLAN")
+                   || streq (command, "APPEND") || streq (command, "RESOLVE")
+                   || streq (command, "VIEW") || streq (command, "HISTORY")
+                   || streq (command, "WATCH") || streq (command, "DELETE");
+    if (by_context && first)
+        pending->context = strdup (first);
+    act_link_t *accepted = (first && !by_context)? zhashx_lookup (self->accepted, first): NULL;
+    pending->link = accepted? accepted: s_route (self, pending->context, NULL);
+    free ((char *) first);
+    zhashx_update (self->pending, request, pending);
+    s_transmit (pending);
+    return pending->link;
+}
+
 int
 act_client_send (act_client_t *self, char *request, const char *command, ...)
 {
-    snprintf (request, 24, "c%" PRIu64, ++self->sequence);
     s_pending_t *pending = calloc (1, sizeof *pending);
-    pending->request = strdup (request);
     pending->command = strdup (command);
     pending->args = zmsg_new ();
     va_list args;
@@ -267,25 +293,34 @@ act_client_send (act_client_t *self, char *request, const char *command, ...)
     for (const char *arg = va_arg (args, const char *); arg; arg = va_arg (args, const char *))
         zmsg_addstr (pending->args, arg);
     va_end (args);
-    //  Which broker: by context, by the broker that accepted the call, or any
-    const char *first = zmsg_size (pending->args)? zframe_strdup (zmsg_first (pending->args)): NULL;
-    bool by_context = streq (command, "CALL") || streq (command, "PLAN")
-                   || streq (command, "APPEND") || streq (command, "RESOLVE")
-                   || streq (command, "VIEW") || streq (command, "HISTORY");
-    if (by_context && first)
-        pending->context = strdup (first);
-    s_link_t *accepted = (first && !by_context)? zhashx_lookup (self->accepted, first): NULL;
-    pending->link = accepted? accepted: s_route (self, pending->context, NULL);
-    free ((char *) first);
-    zhashx_update (self->pending, request, pending);
-    s_transmit (pending);
+    s_post (self, request, pending);
     return 0;
+}
+
+act_link_t *
+act_client_post (act_client_t *self, char *request, const char *command,
+                 const char *a, const char *b, const char *c)
+{
+    s_pending_t *pending = calloc (1, sizeof *pending);
+    pending->command = strdup (command);
+    pending->args = zmsg_new ();
+    const char *args [] = { a, b, c };
+    for (size_t i = 0; i < 3 && args [i]; i++)
+        zmsg_addstr (pending->args, args [i]);
+    return s_post (self, request, pending);
+}
+
+void
+act_client_ignore (act_client_t *self, const char *request)
+{
+    zhashx_delete (self->pending, request);
+    zhashx_insert (self->ignored, request, self);
 }
 
 //  A reply as the caller sees it, or NULL when it was handled here (a
 //  moved reply followed by sending the request again)
 static act_reply_t *
-s_reply_handle (act_client_t *self, s_link_t *link, zmsg_t *msg)
+s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
 {
     zframe_t *header = zmsg_pop (msg);
     zframe_t *verb = zmsg_pop (msg);
@@ -309,7 +344,7 @@ s_reply_handle (act_client_t *self, s_link_t *link, zmsg_t *msg)
     if (pending && code && streq (code, "moved") && pending->hops < S_MAX_HOPS) {
         //  Another broker owns the context: send the request there
         char *owner = act_reply_arg (reply, 1);
-        s_link_t *target = owner && *owner? s_link_add (self, owner): NULL;
+        act_link_t *target = owner && *owner? s_link_add (self, owner): NULL;
         if (target) {
             if (pending->context)
                 zhashx_update (self->owners, pending->context, target);
@@ -347,21 +382,59 @@ s_reply_handle (act_client_t *self, s_link_t *link, zmsg_t *msg)
     return reply;
 }
 
-//  Read one reply from any broker, waiting up to timeout_ms
+//  A connection event of link's DEALER (zmq_socket_monitor: the event
+//  number in the first two bytes of the first frame)
+static void
+s_link_event (act_client_t *self, act_link_t *link)
+{
+    zmsg_t *msg = zmsg_recv (link->monitor);
+    zframe_t *frame = msg? zmsg_first (msg): NULL;
+    if (frame && zframe_size (frame) >= 2) {
+        uint16_t event;
+        memcpy (&event, zframe_data (frame), sizeof event);
+        if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+            act_watch_link_event (self, link, event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    }
+    zmsg_destroy (&msg);
+}
+
+//  A reply the caller should see, or NULL when it was taken here: by a
+//  watch, or dropped as the reply to a request this client forgot
 static act_reply_t *
-s_read (act_client_t *self, int timeout_ms)
+s_sort (act_client_t *self, act_link_t *link, act_reply_t *reply)
+{
+    if (zhashx_lookup (self->ignored, reply->request)) {
+        if (streq (reply->verb, "OK"))      //  An UNWATCH's only reply
+            zhashx_delete (self->ignored, reply->request);
+        act_reply_destroy (&reply);
+    }
+    else
+    if (act_watch_intake (self, link, reply)) {
+        reply = NULL;           //  Queued on its watch (or dropped)
+        self->woke = true;
+    }
+    return reply;
+}
+
+act_reply_t *
+act_client_read (act_client_t *self, int timeout_ms)
 {
     int64_t deadline = zclock_mono () + (timeout_ms < 0? INT32_MAX: timeout_ms);
-    while (true) {
+    self->woke = false;
+    while (!self->woke) {
         int64_t left = deadline - zclock_mono ();
         if (left < 0)
             left = 0;
         zsock_t *socket = zpoller_wait (self->poller, (int) left);
         if (!socket)
             return NULL;
-        s_link_t *link = zlistx_first (self->links);
-        while (link && link->socket != socket)
+        act_link_t *link = zlistx_first (self->links);
+        while (link && link->socket != socket && link->monitor != socket)
             link = zlistx_next (self->links);
+        if (link && socket == link->monitor) {
+            s_link_event (self, link);
+            continue;
+        }
         zmsg_t *msg = zmsg_recv (socket);
         if (!msg || !link) {
             zmsg_destroy (&msg);
@@ -369,9 +442,11 @@ s_read (act_client_t *self, int timeout_ms)
         }
         link->dead_until = 0;   //  It answers
         act_reply_t *reply = s_reply_handle (self, link, msg);
+        reply = reply? s_sort (self, link, reply): NULL;
         if (reply)
             return reply;
     }
+    return NULL;
 }
 
 act_reply_t *
@@ -382,7 +457,13 @@ act_client_recv (act_client_t *self, int timeout_ms)
         zlistx_detach_cur (self->kept);
         return reply;
     }
-    return s_read (self, timeout_ms);
+    int64_t deadline = zclock_mono () + (timeout_ms < 0? INT32_MAX: timeout_ms);
+    while (true) {
+        int64_t left = deadline - zclock_mono ();
+        reply = act_client_read (self, (int) (left > 0? left: 0));
+        if (reply || !self->woke)
+            return reply;       //  A reply, or the time is up
+    }
 }
 
 act_reply_t *
@@ -405,7 +486,7 @@ act_client_wait (act_client_t *self, const char *request, const char *verb)
         s_pending_t *pending = zhashx_lookup (self->pending, request);
         if (pending && now - pending->sent >= patience && pending->hops < S_MAX_HOPS) {
             pending->link->dead_until = now + S_DEAD_MS;
-            s_link_t *next = s_route (self, pending->context, pending->link);
+            act_link_t *next = s_route (self, pending->context, pending->link);
             if (next != pending->link) {
                 pending->link = next;
                 pending->hops++;
@@ -415,7 +496,7 @@ act_client_wait (act_client_t *self, const char *request, const char *verb)
         int64_t wait = deadline - now;
         if (pending && pending->sent + patience - now < wait)
             wait = pending->sent + patience - now;
-        act_reply_t *reply = s_read (self, (int) (wait > 0? wait: 0));
+        act_reply_t *reply = act_client_read (self, (int) (wait > 0? wait: 0));
         if (!reply)
             continue;
         if (streq (reply->request, request) && (!verb || streq (reply->verb, verb)))
@@ -442,8 +523,8 @@ s_code (const char *code)
 }
 
 //  The reply's verb must be expected; an ERROR or a timeout sets err
-static int
-s_check (act_reply_t *reply, const char *expected, act_err_t *err)
+int
+act_client_check (act_reply_t *reply, const char *expected, act_err_t *err)
 {
     if (!reply)
         return act_err_set (err, "timeout", "no reply from the broker in time");
@@ -477,7 +558,7 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
     }
     act_reply_t *reply = act_client_wait (self, request, NULL);
     json_t *value = NULL;
-    if (s_check (reply, expected, err) == 0) {
+    if (act_client_check (reply, expected, err) == 0) {
         if (json) {
             char *text = act_reply_arg (reply, 0);
             value = text? act_json_parse (text, strlen (text), err): NULL;
@@ -488,63 +569,6 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
     }
     act_reply_destroy (&reply);
     return value;
-}
-
-//  The outcome of call_id if STATUS says it ended (a new reference), or NULL
-static json_t *
-s_ended (act_client_t *self, const char *call_id)
-{
-    json_t *status = act_client_status (self, call_id, NULL);
-    const char *state = json_string_value (json_object_get (status, "state"));
-    json_t *outcome = json_object_get (status, "outcome");
-    outcome = state && outcome && !streq (state, "waiting") && !streq (state, "queued")
-           && !streq (state, "running")? json_incref (outcome): NULL;
-    json_decref (status);
-    return outcome;
-}
-
-//  Wait for the outcomes of the calls in ids (call ids) submitted by
-//  request: from their DONE replies, or, when none comes for a second,
-//  from STATUS (a DONE cannot reach this socket when another broker took
-//  the context over, or after the broker restarted). Fills outcomes (call
-//  id -> outcome); returns 0, or -1 with err set to timeout.
-static int
-s_outcomes (act_client_t *self, const char *request, json_t *ids, json_t *outcomes,
-            act_err_t *err)
-{
-    int64_t deadline = zclock_mono () + self->timeout;
-    int timeout = self->timeout;
-    while (json_object_size (outcomes) < json_array_size (ids)) {
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0) {
-            self->timeout = timeout;
-            return act_err_set (err, "timeout", "no outcome from the broker in time");
-        }
-        self->timeout = left < 1000? (int) left: 1000;
-        act_reply_t *reply = act_client_wait (self, request, "DONE");
-        self->timeout = timeout;
-        if (reply) {
-            char *id = act_reply_arg (reply, 0);
-            char *text = act_reply_arg (reply, 1);
-            json_t *outcome = text? act_json_parse (text, strlen (text), err): NULL;
-            if (id && outcome && !json_object_get (outcomes, id))
-                json_object_set (outcomes, id, outcome);
-            json_decref (outcome);
-            free (id);
-            free (text);
-            act_reply_destroy (&reply);
-            continue;
-        }
-        size_t index;
-        json_t *id;
-        json_array_foreach (ids, index, id)
-            if (!json_object_get (outcomes, json_string_value (id))) {
-                json_t *outcome = s_ended (self, json_string_value (id));
-                if (outcome)
-                    json_object_set_new (outcomes, json_string_value (id), outcome);
-            }
-    }
-    return 0;
 }
 
 int
@@ -572,7 +596,7 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     if (rc)
         return act_err_set (err, "internal", "cannot send to the broker");
     act_reply_t *reply = act_client_wait (self, request, NULL);
-    rc = s_check (reply, "ACCEPTED", err);
+    rc = act_client_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
     if (rc)
@@ -580,7 +604,7 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     if (wait && has_output && outcome) {
         json_t *ids = json_pack ("[s]", id);
         json_t *outcomes = json_object ();
-        rc = s_outcomes (self, request, ids, outcomes, err);
+        rc = act_client_outcomes (self, request, context, ids, outcomes, err);
         if (rc == 0)
             *outcome = json_incref (json_object_get (outcomes, id));
         json_decref (ids);
@@ -604,7 +628,7 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
     if (act_client_send (self, request, "PLAN", context, calls, NULL))
         return act_err_set (err, "internal", "cannot send to the broker");
     act_reply_t *reply = act_client_wait (self, request, NULL);
-    int rc = s_check (reply, "ACCEPTED", err);
+    int rc = act_client_check (reply, "ACCEPTED", err);
     if (rc == 0) {
         char *text = act_reply_arg (reply, 0);
         *ids = text? json_loads (text, 0, NULL): NULL;
@@ -622,7 +646,7 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
         if (json_object_get (entry, "_outputPath") && json_array_get (*ids, index))
             json_array_append (waited, json_array_get (*ids, index));
     *outcomes = json_object ();
-    rc = s_outcomes (self, request, waited, *outcomes, err);
+    rc = act_client_outcomes (self, request, context, waited, *outcomes, err);
     json_decref (waited);
     json_decref (entries);
     return rc;
@@ -632,7 +656,14 @@ int
 act_client_append (act_client_t *self, const char *context, const char *message,
                    uint64_t *seq, act_err_t *err)
 {
-    json_t *reply = s_request (self, "OK", true, err, "APPEND", context, message, NULL);
+    return act_client_append_key (self, context, message, NULL, seq, err);
+}
+
+int
+act_client_append_key (act_client_t *self, const char *context, const char *message,
+                       const char *key, uint64_t *seq, act_err_t *err)
+{
+    json_t *reply = s_request (self, "OK", true, err, "APPEND", context, message, key);
     if (!reply)
         return -1;
     if (seq)
@@ -663,7 +694,7 @@ act_client_view_text (act_client_t *self, const char *context, act_err_t *err)
         return NULL;
     }
     act_reply_t *reply = act_client_wait (self, request, NULL);
-    char *text = s_check (reply, "VALUE", err) == 0? act_reply_arg (reply, 0): NULL;
+    char *text = act_client_check (reply, "VALUE", err) == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
     return text;
 }
@@ -704,4 +735,31 @@ act_client_ping (act_client_t *self, act_err_t *err)
     json_t *pong = s_request (self, "PONG", false, err, "PING", NULL, NULL, NULL);
     json_decref (pong);
     return pong? 0: -1;
+}
+
+json_t *
+act_client_contexts (act_client_t *self, const char *prefix, const char *after,
+                     size_t limit, act_err_t *err)
+{
+    //  The arguments are positional: an empty one stands for one not
+    //  given before one that is, and those not given at the end are left out
+    char limit_text [24] = "";
+    if (limit)
+        snprintf (limit_text, sizeof limit_text, "%zu", limit);
+    const char *args [3] = { prefix? prefix: "", after? after: "", limit_text };
+    for (int last = 2; last >= 0 && !*args [last]; last--)
+        args [last] = NULL;
+    return s_request (self, "VALUE", true, err, "CONTEXTS", args [0],
+                      args [0]? args [1]: NULL, args [0] && args [1]? args [2]: NULL);
+}
+
+int
+act_client_delete (act_client_t *self, const char *context, json_t **counts,
+                   act_err_t *err)
+{
+    json_t *reply = s_request (self, "OK", true, err, "DELETE", context, NULL, NULL);
+    if (counts)
+        *counts = json_incref (reply);
+    json_decref (reply);
+    return reply? 0: -1;
 }

@@ -1,0 +1,73 @@
+/*  =========================================================================
+    act_client_int - what act_client.c (requests, brokers, replies) and
+    act_client_watch.c (watches, waiting for calls) share; private to
+    libactd.
+    ========================================================================= */
+
+#ifndef ACT_CLIENT_INT_H_INCLUDED
+#define ACT_CLIENT_INT_H_INCLUDED
+
+#include "actd/act_client.h"
+#include "act_curve_int.h"
+
+//  One broker: a DEALER connected to it, and the monitor that says when
+//  its connection drops and comes back (a broker that restarted has
+//  forgotten the watches: they are sent again)
+typedef struct {
+    char *endpoint;             //  Its client endpoint
+    zsock_t *socket;            //  DEALER to it
+    zsock_t *monitor;           //  PAIR receiving the DEALER's connection events
+    int64_t dead_until;         //  Skipped until then (it did not answer)
+} act_link_t;
+
+struct _act_client_t {
+    zlistx_t *links;            //  act_link_t, the endpoints given, then learned
+    zpoller_t *poller;          //  Polls every link's socket and monitor
+    zhashx_t *owners;           //  Context -> act_link_t learned from moved
+    zhashx_t *accepted;         //  Call id -> act_link_t that accepted it
+    zhashx_t *pending;          //  Request id -> s_pending_t
+    zlistx_t *kept;             //  act_reply_t received but not yet taken
+    zhashx_t *watches;          //  Request id of its WATCH -> act_watch_t
+    zhashx_t *ignored;          //  Request ids whose replies are dropped (old
+                                //  WATCHes, UNWATCHes)
+    bool woke;                  //  An event was queued on a watch
+    int timeout;                //  Milliseconds a synchronous request waits
+    uint64_t sequence;          //  Makes request ids
+    act_curve_t curve;          //  CURVE: the broker's key, this client's certificate
+};
+
+//  Send command with up to three args (NULL ends them) as act_client_send
+//  does; returns the broker it went to.
+act_link_t *act_client_post (act_client_t *self, char *request, const char *command,
+                             const char *a, const char *b, const char *c);
+
+//  Forget a request: no longer sent again when moved, its replies dropped.
+void act_client_ignore (act_client_t *self, const char *request);
+
+//  One reply from any broker, waiting up to timeout_ms; NULL on timeout,
+//  and sooner when an event was queued on a watch (self->woke).
+act_reply_t *act_client_read (act_client_t *self, int timeout_ms);
+
+//  The reply's verb must be expected; an ERROR or a timeout sets err.
+int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
+
+//  From act_client_watch.c: wait for the outcomes of the calls in ids
+//  (call ids of context) submitted by request, from their DONE replies or
+//  a watch of context. Fills outcomes (call id -> outcome); returns 0, or
+//  -1 with err set (timeout; the watch refused; the context deleted).
+int act_client_outcomes (act_client_t *self, const char *request, const char *context,
+                         json_t *ids, json_t *outcomes, act_err_t *err);
+
+//  From act_client_watch.c: take reply if it belongs to a watch (an EVENT,
+//  or the ERROR that refused a WATCH); true when it was taken.
+bool act_watch_intake (act_client_t *self, act_link_t *link, act_reply_t *reply);
+
+//  From act_client_watch.c: link's connection dropped (up false) or was
+//  made again (up true): the watches on it are sent again once it is back.
+void act_watch_link_event (act_client_t *self, act_link_t *link, bool up);
+
+//  From act_client_watch.c: the client is going: its watches are left
+//  without it (act_watch_next then fails).
+void act_watch_orphan (act_client_t *self);
+
+#endif
