@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "actd/act_json.h"
+#include "actd/act_wire.h"
 #include "act_client_int.h"
 
 //  Several brokers sharing a store (PROTOCOL.md, "moved"): requests about a
@@ -250,7 +251,7 @@ s_transmit (s_pending_t *pending)
     zmsg_t *msg = zmsg_dup (pending->args);
     zmsg_pushstr (msg, pending->request);
     zmsg_pushstr (msg, pending->command);
-    zmsg_pushstr (msg, "ACTC01");
+    zmsg_pushstr (msg, ACT_CLIENT_HEADER);
     pending->sent = zclock_mono ();
     //  Not sent (no pipe to a broker that refused this client's key): the
     //  request stays pending and times out, or goes to another broker, as
@@ -326,7 +327,7 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     zframe_t *verb = zmsg_pop (msg);
     zframe_t *request = zmsg_pop (msg);
     act_reply_t *reply = NULL;
-    if (header && verb && request && zframe_streq (header, "ACTC01")) {
+    if (header && verb && request && zframe_streq (header, ACT_CLIENT_HEADER)) {
         reply = calloc (1, sizeof *reply);
         reply->verb = zframe_strdup (verb);
         reply->request = zframe_strdup (request);
