@@ -257,18 +257,20 @@ act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err)
 char *
 act_live_meta (act_live_t *self)
 {
+    //  Its strings written by the JSON writer (the instance is any 1-128
+    //  bytes of UTF-8, control characters included), the rest as numbers,
+    //  without a DOM: this is built once per dispatch
     act_expr_t *output = self->call->output;
-    //  Written by the JSON writer: the instance is any 1-128 bytes of
-    //  UTF-8, control characters included
-    json_t *meta = json_pack ("{sssssIsIsIsb}", "context", self->context->id,
-        "call_id", self->id, "attempt", (json_int_t) self->attempts,
-        "deadline_ms", (json_int_t) self->timeout_ms,
-        "branches", (json_int_t) (output? output->nalts: 0), "discard", output == NULL);
-    if (self->call->instance)
-        json_object_set_new (meta, "instance", json_string (self->call->instance));
-    char *text = act_json_dump (meta);
-    json_decref (meta);
-    return text;
+    char *context = act_json_quote (self->context->id);
+    char *instance = self->call->instance? act_json_quote (self->call->instance): NULL;
+    char *meta = zsys_sprintf ("{\"context\":%s,\"call_id\":\"%s\",\"attempt\":%lld,"
+                               "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s}",
+                               context, self->id, self->attempts, self->timeout_ms,
+                               output? output->nalts: 0, output? "false": "true",
+                               instance? ",\"instance\":": "", instance? instance: "");
+    free (context);
+    free (instance);
+    return meta;
 }
 
 json_t *

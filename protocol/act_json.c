@@ -353,6 +353,16 @@ act_json_dump (const json_t *value)
     return act_json_dumps (value, JSON_COMPACT);
 }
 
+char *
+act_json_quote (const char *string)
+{
+    size_t length = strlen (string);
+    s_text_t text = { malloc (length + 8), 0, length + 8, 0, true };
+    s_text_string (&text, string, length);
+    text.data [text.used] = 0;
+    return text.data;
+}
+
 bool
 act_utf8_valid (const char *data, size_t size, size_t *offset)
 {

@@ -42,6 +42,10 @@ char *act_json_dump (const json_t *value);
 //  value is NULL (or holds a cycle).
 char *act_json_dumps (const json_t *value, size_t flags);
 
+//  string as a JSON string text (quoted, escaped as act_json_dump writes
+//  strings), for JSON built around texts; a new string the caller frees.
+char *act_json_quote (const char *string);
+
 //  Depth of value: 0 for a scalar, 1 for an empty or flat container, ...
 //  Stops counting at limit + 1, so a hostile document costs O(limit) stack.
 int act_json_depth (const json_t *value, int limit);

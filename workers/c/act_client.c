@@ -12,7 +12,8 @@
 //  for a while and the request goes to the next one.
 #define S_MAX_HOPS      5       //  moved replies followed for one request
 #define S_DEAD_MS       10000   //  A silent broker is skipped this long
-#define S_HEARTBEAT_MS  1000    //  ZMTP heartbeat: a link silent 4 times that drops
+#define S_HEARTBEAT_MS  1000    //  ZMTP heartbeat interval
+#define S_SILENT_MS     10000   //  A link silent this long drops
 
 //  A request sent and not answered yet, to send again when moved
 typedef struct {
@@ -69,9 +70,13 @@ s_link_add (act_client_t *self, const char *endpoint)
     link->socket = act_curve_dealer (&self->curve);
     //  A broker that dies without closing the connection (its machine went
     //  away) is noticed by ZMTP heartbeats: the connection drops, and the
-    //  watches on it are sent again when it is back
+    //  watches on it are sent again when it is back. Generous: a dropped
+    //  connection loses the replies in flight on it (a new connection is a
+    //  new routing id), and a broker's I/O thread on a loaded machine (or
+    //  under valgrind) may answer late; a restart is seen at once anyway
+    //  (the monitor's disconnect)
     zsock_set_heartbeat_ivl (link->socket, S_HEARTBEAT_MS);
-    zsock_set_heartbeat_timeout (link->socket, 4 * S_HEARTBEAT_MS);
+    zsock_set_heartbeat_timeout (link->socket, S_SILENT_MS);
     char *monitor = zsys_sprintf ("inproc://act-client-monitor-%p", (void *) link);
     if (zmq_socket_monitor (zsock_resolve (link->socket), monitor,
                             ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0) {
