@@ -263,11 +263,15 @@ act_live_meta (act_live_t *self)
     act_expr_t *output = self->call->output;
     char *context = act_json_quote (self->context->id);
     char *instance = self->call->instance? act_json_quote (self->call->instance): NULL;
-    char *meta = zsys_sprintf ("{\"context\":%s,\"call_id\":\"%s\",\"attempt\":%lld,"
-                               "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s}",
-                               context, self->id, self->attempts, self->timeout_ms,
-                               output? output->nalts: 0, output? "false": "true",
-                               instance? ",\"instance\":": "", instance? instance: "");
+    //  Room for the quoted strings, the names and the numbers (digits of
+    //  the call id and three 64-bit numbers: under 200 bytes)
+    size_t size = strlen (context) + (instance? strlen (instance): 0) + 200;
+    char *meta = malloc (size);
+    snprintf (meta, size, "{\"context\":%s,\"call_id\":\"%s\",\"attempt\":%lld,"
+              "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s}",
+              context, self->id, self->attempts, self->timeout_ms,
+              output? output->nalts: 0, output? "false": "true",
+              instance? ",\"instance\":": "", instance? instance: "");
     free (context);
     free (instance);
     return meta;
