@@ -10,6 +10,7 @@ beyond max_watches, ERROR busy.
 
 import json
 import os
+import random
 import tempfile
 import time
 import unittest
@@ -312,6 +313,78 @@ class RetentionTest(WatchCase):
                  "the idle context to be deleted", 30)
         self.assertEqual(self.client.value("HISTORY", "kept", "1", "1")[0]["data"], {"n": 1})
         self.assertGreaterEqual(self.client.value("STATS")["deleted"], 1)
+
+
+class CrashTest(WatchCase):
+    """Events and deletions survive a kill -9 the way replies do: nothing
+    is reported that the store does not hold, and a DELETE is whole or not
+    at all."""
+
+    def restart(self):
+        self.client.close()
+        self.watcher.close()
+        self.actd.kill()
+        self.actd.start()
+        self.client = self.actd.client()
+        self.watcher = Client(self.actd.client_endpoint)
+
+    def test_an_event_or_ok_always_has_its_message_after_a_kill(self):
+        rng = random.Random(int(os.environ.get("ACTD_CRASH_SEED", "17")))
+        for round_ in range(5):
+            context = "crash-%d" % round_
+            watch = self.watcher.send("WATCH", context, "1")
+            rids = [self.client.send("APPEND", context, json.dumps(text(n)))
+                    for n in range(200)]
+            #  Kill at a random moment among the replies
+            acked = set()
+            for rid in rids[:rng.randrange(1, 150)]:
+                reply = self.client.wait(rid, timeout=20)
+                self.assertEqual(reply[0], "OK", reply)
+                acked.add(json.loads(reply[1])["seq"])
+            self.actd.kill()
+            seen = {}
+            while True:
+                try:
+                    event = json.loads(self.watcher.wait(watch, "EVENT", timeout=0.2)[1])
+                except TimeoutError:
+                    break
+                seen[event["seq"]] = event["message"]
+            self.actd.start()
+            self.client.close()
+            self.client = self.actd.client()
+            self.watcher.close()
+            self.watcher = Client(self.actd.client_endpoint)
+            stored = {m["_seq"]: m for m in self.client.value("HISTORY", context, "1", "1000")}
+            self.assertTrue(acked <= set(stored), sorted(acked - set(stored)))
+            for seq, message in seen.items():
+                self.assertEqual(stored.get(seq), message, "event %d without its message" % seq)
+            self.assertEqual(sorted(stored), list(range(1, len(stored) + 1)))
+
+    def test_a_kill_during_delete_leaves_the_context_whole_or_gone(self):
+        rng = random.Random(int(os.environ.get("ACTD_CRASH_SEED", "17")))
+        for round_ in range(6):
+            context = "gone-%d" % round_
+            for n in range(1, 51):
+                self.client.send("APPEND", context, json.dumps(text(n)))
+            call_id, _ = self.client.call(context, {"_tool": "nobody",
+                                                    "_outputPath": DAGGER + "x.y"},
+                                          wait_done=False)
+            self.assertEqual(len(self.client.value("HISTORY", context, "1", "1000")), 50)
+            self.client.send("DELETE", context)
+            time.sleep(rng.random() * 0.05)
+            self.restart()
+            reply = self.client.request("HISTORY", context, "1", "1000")
+            status = self.client.request("STATUS", call_id)
+            listed = [c["context"] for c in self.client.value("CONTEXTS", "gone-")["contexts"]]
+            if reply[0] == "VALUE":         # whole: every message and the call
+                self.assertEqual(len(json.loads(reply[1])), 50)
+                self.assertEqual(status[0], "VALUE", status)
+                self.assertNotEqual(json.loads(status[1])["state"], "cancelled")
+                self.assertIn(context, listed)
+            else:                           # gone: no message, no call
+                self.assertEqual(reply[:2], ["ERROR", "not_found"])
+                self.assertEqual(status[:2], ["ERROR", "not_found"])
+                self.assertNotIn(context, listed)
 
 
 if __name__ == "__main__":
