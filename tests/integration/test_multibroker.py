@@ -119,6 +119,27 @@ class MultiBrokerTest(unittest.TestCase):
                                      "\u2020state.name")
             self.assertEqual((code, json.loads(output)), (0, context.upper()))
 
+    def test_watch_and_delete_on_another_broker_s_context_are_moved(self):
+        """PROTOCOL.md 1.1: a WATCH (or DELETE) of a context another live
+        broker owns gets moved, naming it; the owner serves the watch."""
+        owners = self.spread(2, ["watched"])
+        #  The owner last: its DELETE releases the context's lease
+        brokers = sorted(self.group.brokers,
+                         key=lambda broker: broker.client_endpoint == owners["watched"])
+        for broker in brokers:
+            client = Client(broker.client_endpoint)
+            try:
+                for command in (("WATCH", "watched", "1"), ("DELETE", "watched")):
+                    reply = client.request(*command)
+                    if broker.client_endpoint == owners["watched"]:
+                        self.assertNotEqual(reply[:2], ["ERROR", "moved"], reply)
+                        if command[0] == "WATCH":
+                            self.assertEqual(reply[0], "EVENT", reply)
+                    else:
+                        self.assertEqual(reply, ["ERROR", "moved", owners["watched"]])
+            finally:
+                client.close()
+
     def test_three_brokers_and_a_client_knowing_only_one(self):
         contexts = ["three-%d" % i for i in range(30)]
         owners = self.spread(3, contexts)
