@@ -149,7 +149,7 @@ s_usage (FILE *stream)
 "OPTIONS\n"
 "    -a, --activity NAME    Activity to serve (repeatable; required).\n"
 "    -c, --capacity N       Commands run at once (default 1).\n"
-"    -e, --endpoint EP      Broker's worker endpoint (default %s).\n"
+"    -e, --endpoint EP      Broker's worker endpoint ($ACTD_WORKER_ENDPOINT, else %s).\n"
 "    -n, --name NAME        Worker name in STATS (default actd-exec:ACTIVITY).\n"
 "        --heartbeat-ms N   Heartbeat interval, as the broker's (default 1000).\n"
 "        --liveness N       Silent intervals before reconnecting (default 3).\n"
@@ -1007,7 +1007,7 @@ s_server_stop_jobs (s_server_t *self)
 int
 main (int argc, char *argv [])
 {
-    const char *endpoint = ACT_WORKER_ENDPOINT;
+    const char *endpoint = getenv ("ACTD_WORKER_ENDPOINT")? getenv ("ACTD_WORKER_ENDPOINT"): ACT_WORKER_ENDPOINT;
     const char *name = NULL;
     long long capacity = 1, heartbeat = 1000, liveness = 3;
     long long grace = S_DEFAULT_GRACE, max_output = S_DEFAULT_OUTPUT;
