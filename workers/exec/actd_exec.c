@@ -110,7 +110,7 @@ s_usage (FILE *stream)
 "OPTIONS\n"
 "    -a, --activity NAME    Activity to serve (repeatable; required).\n"
 "    -c, --capacity N       Commands run at once (default 1).\n"
-"    -e, --endpoint EP      Broker's worker endpoint (default %s).\n"
+"    -e, --endpoint EP      Broker's worker endpoint ($ACTD_WORKER_ENDPOINT, else %s).\n"
 "    -n, --name NAME        Worker name in STATS (default actd-exec:ACTIVITY).\n"
 "        --heartbeat-ms N   Heartbeat interval, as the broker's (default 1000).\n"
 "        --liveness N       Silent intervals before reconnecting (default 3).\n"
@@ -317,7 +317,9 @@ int
 main (int argc, char *argv [])
 {
     exec_options_t options = {
-        .endpoint = ACT_WORKER_ENDPOINT, .capacity = 1, .heartbeat = 1000, .liveness = 3,
+        .endpoint = getenv ("ACTD_WORKER_ENDPOINT")? getenv ("ACTD_WORKER_ENDPOINT")
+                                                   : ACT_WORKER_ENDPOINT,
+        .capacity = 1, .heartbeat = 1000, .liveness = 3,
         .grace = EXEC_DEFAULT_GRACE, .max_output = EXEC_DEFAULT_OUTPUT, .activities = zlistx_new ()
     };
     int rc = s_options_parse (&options, argc, argv);
