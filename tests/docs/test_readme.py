@@ -190,13 +190,23 @@ def run_python(block):
         broker.close()
 
 
+def s_sanitizers():
+    """The sanitizer flags the build under test was made with: a program
+    linked with a sanitized libactd must be built with them too (else the
+    sanitizer's runtime is not first and the program does not start)."""
+    cache = os.path.join(BUILD, "CMakeCache.txt")
+    if os.path.exists(cache) and "ACTD_SANITIZE:BOOL=ON" in open(cache).read():
+        return ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+    return []
+
+
 def run_c(block, directory):
     line, _, text, marker, _ = block
     source = os.path.join(directory, "snippet_%d.c" % line)
     open(source, "w").write(text)
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libczmq", "libzmq", "jansson",
                             "libpcre2-8"], capture_output=True, text=True, check=True).stdout.split()
-    base = ["cc", "-Wall", "-Werror", "-I", os.path.join(SOURCE, "include")]
+    base = ["cc", "-Wall", "-Werror", "-I", os.path.join(SOURCE, "include")] + s_sanitizers ()
     if marker == "fragment":
         subprocess.run(base + ["-c", source, "-o", source + ".o"], check=True)
         return
