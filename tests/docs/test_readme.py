@@ -116,12 +116,7 @@ def serves(broker, command, call, check, cwd=None):
         assert done.returncode == 0, (done.stdout, done.stderr)
         check(last_json(done.stdout))
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        harness.end_process(process)
 
 
 def last_json(text):

@@ -414,6 +414,19 @@ class Fail(Exception):
 NoAnswer = object()   # return from a handler to send nothing (a hung task)
 
 
+def end_process(process, grace=10.0):
+    """SIGTERM a child process, then SIGKILL it if it is still there after
+    grace seconds; safe on one that has ended."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def wait_for(predicate, what, timeout=30.0):
     """Poll predicate every 20 ms until it returns something true; returns
     that. AssertionError after timeout seconds."""

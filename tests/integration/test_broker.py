@@ -1411,15 +1411,7 @@ class ExampleWorkerTest(BrokerCase):
         self.addCleanup(log.close)
         process = subprocess.Popen(command, stdout=log, stderr=log)
 
-        def stop():
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-        self.addCleanup(stop)
+        self.addCleanup(harness.end_process, process)
         wait_for(lambda: any("upper" in worker["activities"]
                              for worker in self.stats()["workers"]),
                  "the example worker to register", 20.0)
