@@ -146,7 +146,9 @@ s_check_members (act_scan_t *scan, const char *text, size_t size, const json_t *
         if (!equal)
             S_DIFF ("member %zu ('%s'): the value's span does not hold jansson's value", i, key);
     }
-    if (act_scan_find (scan, text, "\xE2\x80\xA0 no such key"))
+    //  A key the text does not hold (the fuzzer may write this one too)
+    if (!json_object_get (value, "\xE2\x80\xA0 no such key")
+    &&  act_scan_find (scan, text, "\xE2\x80\xA0 no such key"))
         S_DIFF ("act_scan_find finds a key the text does not hold");
     return NULL;
 }
