@@ -6,14 +6,17 @@
 set -euo pipefail
 
 build=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libjansson-dev libpq-dev
-       libsqlite3-dev libpcre2-dev libcmocka-dev libsystemd-dev libjemalloc-dev sqlite3)
+       libsqlite3-dev libpcre2-dev libcmocka-dev libsystemd-dev libjemalloc-dev sqlite3
+       libmicrohttpd-dev)
 #  Tests: Python workers and tests use Debian's python3 with python3-zmq
 #  (not whatever python3 is first on PATH), plus python3-venv and
 #  python3-wheel for the README's pip install line; fuzzers need clang and
 #  libFuzzer; valgrind for the leak run; Node for the Node package; JSON
-#  Schema's official test suite for test_schema.
+#  Schema's official test suite for test_schema; promtool (package
+#  prometheus) checks actd-http's /metrics; chromium for the dashboard test.
 test=(python3 python3-zmq python3-venv python3-wheel valgrind clang libclang-rt-14-dev
-      libfuzzer-14-dev systemd libpq-dev postgresql json-schema-test-suite)
+      libfuzzer-14-dev systemd libpq-dev postgresql json-schema-test-suite
+      prometheus chromium)
 bench=(gearman-job-server gearman-tools libgearman-dev)
 
 wanted=()
