@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""Every sh, bash, python and c block of the top-level README.md runs as
-written against a live actd (tests/integration/harness.py's Actd, with the
+"""Every sh, bash, python and c block of the top-level README.md, and every
+sh block of the Python, Node and actd-exec package READMEs (their python
+and js blocks are run by the packages' own tests), runs as written against
+a live actd (tests/integration/harness.py's Actd, with the
 example worker when a block needs 'upper' or 'weather'), or is marked right
 before it with <!-- snippet: not run: REASON --> (counted), or, for C that
 is not a whole program, <!-- snippet: fragment --> (compiled with -c).
@@ -8,10 +10,20 @@ is not a whole program, <!-- snippet: fragment --> (compiled with -c).
 A plain ``` block right after a block is its output: compared line by line,
 where "..." in the README stands for any lines.
 
+The package READMEs address a broker on the default endpoints: there, as in
+the packages' own README tests, tcp://127.0.0.1:5555 and :5556 are replaced
+by the test broker's, and blocks run from a copy of the checkout's workers/
+(so `npm ci` does not pull node_modules from under a Node test running at
+the same time). A block that starts a worker and exits (`worker &`) has its
+whole process group stopped when it is done; a block that only starts a
+long-running example worker must serve a call.
+
 usage: test_readme.py SOURCE_DIR BUILD_DIR   (ACTD_BIN: the actd under test)"""
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +36,13 @@ sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
 import harness  # noqa: E402
 
 LANGUAGES = ("sh", "bash", "python", "c")
+#  Each Markdown file whose blocks run, and the languages run from it
+READMES = (("README.md", LANGUAGES),
+           ("workers/python/README.md", ("sh", "bash")),
+           ("workers/node/README.md", ("sh", "bash")),
+           ("workers/exec/README.md", ("sh", "bash")))
+#  What a block that starts an example worker of a package is asked to do
+EXAMPLE_CALL = {"_tool": "upper", "text": "readme", "_outputPath": "†state.upper"}
 PYTHON = "/usr/bin/python3"
 
 
@@ -135,24 +154,64 @@ def needs_example(text):
     return re.search(r"\b(upper|weather)\b", text) is not None
 
 
-def run_sh(block):
+def s_endpoints(text, broker):
+    """The block with the default endpoints replaced by the test broker's."""
+    return text.replace("tcp://127.0.0.1:5555", broker.actd.client_endpoint) \
+               .replace("tcp://127.0.0.1:5556", broker.actd.worker_endpoint)
+
+
+def s_copy_workers(directory):
+    """A copy of the checkout's workers/ (no node_modules, no caches), the
+    directory to run a package README's blocks from."""
+    shutil.copytree(os.path.join(SOURCE, "workers"), os.path.join(directory, "workers"),
+                    ignore=shutil.ignore_patterns("node_modules", "__pycache__", "*.egg-info"))
+    return directory
+
+
+def run_sh(block, cwd=None):
     _, _, text, _, output = block
     if re.match(r"\s*actd-exec\b", text):
         broker = Broker(False)
         try:
             serves(broker, ["bash", "-c", text], {"_tool": "wc", "text": "abc", "_outputPath": "†state.n"},
-                   lambda outcome: print("   actd-exec served:", outcome))
+                   lambda outcome: print("   actd-exec served:", outcome), cwd=cwd)
         finally:
             broker.close()
         return
-    broker = Broker(needs_example(text))
+    if re.match(r"\s*\S*python3 \S*examples/worker\.py", text):
+        broker = Broker(False)
+        try:
+            def check(outcome):
+                assert outcome["status"] == "ok", outcome
+                print("   example worker served:", outcome)
+            serves(broker, ["bash", "-c", s_endpoints(text, broker)], EXAMPLE_CALL, check, cwd=cwd)
+        finally:
+            broker.close()
+        return
+    broker = Broker(needs_example(text) or "examples/client" in text)
     try:
-        done = subprocess.run(["bash", "-c", text], capture_output=True, text=True,
-                              env=broker.env, timeout=120)
-        assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+        #  A session of its own: what the block left running in the
+        #  background is stopped with it. Output goes to files, since a
+        #  background process keeps a pipe open after the block is done.
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            process = subprocess.Popen(["bash", "-c", s_endpoints(text, broker)], cwd=cwd,
+                                       env=broker.env, stdout=out, stderr=err, text=True,
+                                       start_new_session=True)
+            try:
+                process.wait(timeout=240)
+            finally:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                process.wait()
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read(), err.read()
+        assert process.returncode == 0, (process.returncode, stdout, stderr)
         if output is not None:
-            assert matches(output, done.stdout + done.stderr), \
-                "README shows:\n%s\nit printed:\n%s%s" % (output, done.stdout, done.stderr)
+            assert matches(output, stdout + stderr), \
+                "README shows:\n%s\nit printed:\n%s%s" % (output, stdout, stderr)
     finally:
         broker.close()
 
@@ -223,30 +282,33 @@ def main():
     ran = marked = 0
     failed = []
     with tempfile.TemporaryDirectory(prefix="readme-") as directory:
-        for block in blocks(os.path.join(SOURCE, "README.md")):
-            line, language, text, marker, _ = block
-            if language not in LANGUAGES:
-                continue
-            if marker and marker.startswith("not run:"):
-                print("README.md:%d %s: marked %s" % (line, language, marker))
-                marked += 1
-                continue
-            if marker and not (marker == "fragment" and language == "c"):
-                failed.append("README.md:%d: unknown marker %r" % (line, marker))
-                continue
-            print("README.md:%d %s: running" % (line, language))
-            try:
-                if language in ("sh", "bash"):
-                    run_sh(block)
-                elif language == "python":
-                    run_python(block)
-                else:
-                    run_c(block, directory)
-                ran += 1
-            except Exception as error:  # noqa: BLE001 - reported, and the test fails
-                failed.append("README.md:%d %s: %s" % (line, language, error))
-                print("   FAILED:", error)
-    print("README.md snippets: %d ran, %d marked not run, %d failed" % (ran, marked, len(failed)))
+        checkout = s_copy_workers(os.path.join(directory, "checkout"))
+        for name, languages in READMES:
+            for block in blocks(os.path.join(SOURCE, name)):
+                line, language, text, marker, _ = block
+                where = "%s:%d" % (name, line)
+                if language not in languages:
+                    continue
+                if marker and marker.startswith("not run:"):
+                    print("%s %s: marked %s" % (where, language, marker))
+                    marked += 1
+                    continue
+                if marker and not (marker == "fragment" and language == "c"):
+                    failed.append("%s: unknown marker %r" % (where, marker))
+                    continue
+                print("%s %s: running" % (where, language))
+                try:
+                    if language in ("sh", "bash"):
+                        run_sh(block, None if name == "README.md" else checkout)
+                    elif language == "python":
+                        run_python(block)
+                    else:
+                        run_c(block, directory)
+                    ran += 1
+                except Exception as error:  # noqa: BLE001 - reported, and the test fails
+                    failed.append("%s %s: %s" % (where, language, error))
+                    print("   FAILED:", error)
+    print("README snippets: %d ran, %d marked not run, %d failed" % (ran, marked, len(failed)))
     for failure in failed:
         print(failure)
     return 1 if failed or ran == 0 else 0
