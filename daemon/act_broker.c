@@ -66,7 +66,7 @@ struct _act_broker_t {
 void
 act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
 {
-    act_security_seen (self->security, false, zmsg_first (*msg_p));
+    act_security_seen (self->security, false, *msg_p);
     act_commands_message (self->commands, msg_p);
     act_flow_settle (self->flow);
 }
@@ -74,7 +74,7 @@ act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
 void
 act_broker_worker_message (act_broker_t *self, zmsg_t **msg_p)
 {
-    act_security_seen (self->security, true, zmsg_first (*msg_p));
+    act_security_seen (self->security, true, *msg_p);
     act_wproto_message (self->wproto, msg_p);
     act_flow_settle (self->flow);
 }

@@ -70,9 +70,9 @@ s_name (bool worker, const char *key)
 }
 
 void
-act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing)
+act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame)
 {
-    const char *fd_text = zframe_meta (routing, "__fd");
+    const char *fd_text = frame? zframe_meta (frame, "__fd"): NULL;
     if (!self || !fd_text)
         return;
     char *key = zframe_strhex (routing);
@@ -82,7 +82,7 @@ act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing)
     if (!peer || peer->fd != fd) {
         struct stat status;
         if (fstat (fd, &status) == 0) {
-            const char *user = zframe_meta (routing, "User-Id");
+            const char *user = zframe_meta (frame, "User-Id");
             s_peer_t *fresh = calloc (1, sizeof *fresh);
             *fresh = (s_peer_t) { zframe_dup (routing), user && *user? strdup (user): NULL,
                                   fd, status.st_dev, status.st_ino, 0 };

@@ -27,8 +27,9 @@ act_peers_t *act_peers_new (void);
 void act_peers_destroy (act_peers_t **self_p);
 
 //  Note the peer of a message that arrived on the worker (or client)
-//  socket: routing is its routing id frame (metadata rides on it).
-void act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing);
+//  socket: routing is its routing id frame, frame one the peer sent (the
+//  metadata rides on those, not always on the routing id).
+void act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame);
 
 //  The CURVE key (Z85) of the peer with routing id key (hex), or NULL.
 const char *act_peers_user (act_peers_t *self, bool worker, const char *key);

@@ -391,10 +391,12 @@ act_security_zap (act_security_t *self)
 }
 
 void
-act_security_seen (act_security_t *self, bool worker, zframe_t *routing)
+act_security_seen (act_security_t *self, bool worker, zmsg_t *msg)
 {
-    if (self && self->peers)
-        act_peers_seen (self->peers, worker, routing);
+    if (self && self->peers && msg && zmsg_size (msg) > 1) {
+        zframe_t *routing = zmsg_first (msg);
+        act_peers_seen (self->peers, worker, routing, zmsg_next (msg));
+    }
 }
 
 void
