@@ -311,6 +311,12 @@ s_bind (act_broker_t *self, const char *endpoint, const char *domain, act_err_t 
     int rc = zsock_bind (socket, "%s", bound);
     int error = rc < 0? zmq_errno (): 0;
     free (bound);
+    //  An ipc:// socket file: who may connect is who may write to it
+    //  (server/ipc_mode; the group is actd's own, "actd" under systemd)
+    if (rc >= 0 && strncmp (endpoint, "ipc://", 6) == 0 && endpoint [6] != '@'
+    &&  chmod (endpoint + 6, (mode_t) self->settings->ipc_mode))
+        act_log (LOG_ERR, "cannot set the mode of %s to %o: %s", endpoint + 6,
+                 self->settings->ipc_mode, strerror (errno));
     if (rc < 0) {
         act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint, zmq_strerror (error));
         zsock_destroy (&socket);

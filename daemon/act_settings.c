@@ -52,6 +52,7 @@ act_settings_new (void)
     self->liveness = 3;
     self->mdp_heartbeat_ms = 2500;
     self->max_watches = 10000;
+    self->ipc_mode = 0600;
     self->retain_ms = 0;
     self->max_message_bytes = 1048576;
     self->max_reply_bytes = 8388608;
@@ -403,6 +404,21 @@ s_log_level (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const ch
         self->log_level = level;
 }
 
+//  server/ipc_mode: octal permissions, at most 0777
+static void
+s_mode (s_reader_t *reader, zconfig_t *item, const char *path, int *target)
+{
+    if (!s_leaf (reader, item, path))
+        return;
+    const char *text = zconfig_value (item);
+    char *end;
+    long value = text? strtol (text, &end, 8): -1;
+    if (!text || !*text || *end || value < 0 || value > 0777)
+        s_error (reader, path, "must be octal permissions such as 0660");
+    else
+        *target = (int) value;
+}
+
 //  Read one setting of the server section; false when it is none of them
 static bool
 s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
@@ -422,6 +438,9 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "server/mdp_heartbeat_ms"))
         s_integer (reader, item, full, 10, &self->mdp_heartbeat_ms);
+    else
+    if (streq (full, "server/ipc_mode"))
+        s_mode (reader, item, full, &self->ipc_mode);
     else
     if (streq (full, "server/max_watches"))
         s_integer (reader, item, full, 0, &self->max_watches);

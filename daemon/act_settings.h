@@ -59,6 +59,8 @@ typedef struct {
     long long context_idle_ms;  //  Idle contexts leave memory after this
     long long max_contexts;     //  Loaded contexts kept in memory, at most
     long long max_watches;      //  Open WATCHes, at most (busy beyond)
+    int ipc_mode;               //  Permissions of ipc:// socket files
+                                //  after bind (0600: the owner only)
     long long retain_ms;        //  A context idle this long is deleted (0:
                                 //  keep every context)
     int log_level;              //  LOG_ERR .. LOG_DEBUG (syslog levels)
