@@ -329,6 +329,34 @@ class TenantsTest(unittest.TestCase):
                          {"status": "ok", "short": "HELLO", "other": "unauthorized"})
 
 
+class IpcModeTest(unittest.TestCase):
+    """ipc:// endpoints: the socket files get server/ipc_mode (0600 unless
+    set), and whoever may write them may connect."""
+
+    def run_ipc(self, mode_line):
+        directory = tempfile.mkdtemp(prefix="actd-ipc-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write("server\n" + mode_line)
+        actd_ = Actd(args=["--config", config])
+        actd_.client_endpoint = "ipc://%s/clients.sock" % directory
+        actd_.worker_endpoint = "ipc://%s/workers.sock" % directory
+        with actd_:
+            modes = [os.stat(os.path.join(directory, name)).st_mode & 0o777
+                     for name in ("clients.sock", "workers.sock")]
+            client = actd_.client()
+            self.assertEqual(client.request("PING"), ["PONG"])
+            client.close()
+        return modes
+
+    def test_socket_files_are_the_owners_alone_by_default(self):
+        self.assertEqual(self.run_ipc("    heartbeat_ms = 200\n"), [0o600, 0o600])
+
+    def test_ipc_mode_opens_them_to_the_group(self):
+        self.assertEqual(self.run_ipc("    ipc_mode = 0660\n"), [0o660, 0o660])
+
+
 #  A Node Client of tenant acme and a Node Worker of group summarizers
 NODE_SCRIPT = r"""
 'use strict';
