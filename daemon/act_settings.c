@@ -574,14 +574,14 @@ act_settings_rights (const char *text)
 {
     zlistx_t *names = s_list (text);
     int rights = names? 0: -1;
-    for (char *name = names? zlistx_first (names): NULL; name; name = zlistx_next (names))
-        if (streq (name, "read"))
+    for (char *word = names? zlistx_first (names): NULL; word; word = zlistx_next (names))
+        if (streq (word, "read"))
             rights |= ACT_RIGHT_READ;
         else
-        if (streq (name, "write"))
+        if (streq (word, "write"))
             rights |= ACT_RIGHT_WRITE;
         else
-        if (streq (name, "admin"))
+        if (streq (word, "admin"))
             rights |= ACT_RIGHT_ADMIN;
         else
             rights = -1;

@@ -441,7 +441,7 @@ class ConfigFileTest(unittest.TestCase):
             source = handle.read()
         accepted = set(re.findall(r'streq \(full, "([a-z_]+/[a-z_]+)"\)', source))
         for name in re.findall(r'streq \(name, "([a-z_]+)"\)', source):
-            if name not in ("defaults", "activities", "retry"):
+            if name not in ("defaults", "activities", "retry", "tenants", "workers"):
                 accepted.add("defaults/" + name)
         for key in re.findall(r'streq \(key, "([a-z_]+)"\)', source):
             accepted.add("defaults/retry/" + key)

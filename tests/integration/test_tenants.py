@@ -357,6 +357,55 @@ class IpcModeTest(unittest.TestCase):
         self.assertEqual(self.run_ipc("    ipc_mode = 0660\n"), [0o660, 0o660])
 
 
+class TenantConfigTest(unittest.TestCase):
+    """A bad tenants or workers section stops actd at start (status 2),
+    naming the file, the line and the setting."""
+
+    def start(self, text):
+        directory = tempfile.mkdtemp(prefix="actd-tenant-cfg-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write(text)
+        run = subprocess.run([find_binary("actd"), "--config", config, "--db", ":memory:"],
+                             capture_output=True, text=True, timeout=60)
+        return run.returncode, run.stderr
+
+    def test_bad_sections_are_refused_with_their_line(self):
+        cases = [
+            ("tenants\n    acme\n        prefix = acme/\n        rights = read,delete\n"
+             "        keys = /tmp\n", "line 4: tenants/acme/rights: must be read, write or admin"),
+            ("tenants\n    acme\n        prefix = acme/\n        rights = read\n",
+             "tenants/acme: a tenant needs prefix, rights and keys"),
+            ("tenants\n    acme\n        prefix = \"a b\"\n        rights = read\n"
+             "        keys = /tmp\n", "tenants/acme/prefix: must be the start of a context id"),
+            ("workers\n    w\n        activities = a, ,b\n        keys = /tmp\n",
+             "workers/w/activities: must be activity names or patterns"),
+            ("workers\n    w\n        activities = a\n        colour = red\n",
+             "workers/w/colour: unknown setting"),
+        ]
+        for text, message in cases:
+            code, stderr = self.start(text)
+            self.assertEqual(code, 2, (text, stderr))
+            self.assertIn(message, stderr)
+
+    def test_tenants_without_curve_are_ignored_and_said_to_be(self):
+        directory = tempfile.mkdtemp(prefix="actd-tenant-plain-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write("tenants\n    acme\n        prefix = acme/\n        rights = read\n"
+                         "        keys = %s\n" % directory)
+        with Actd(args=["--config", config]) as plain:
+            client = plain.client()
+            #  Without CURVE there is no key, so no tenant: every right
+            self.assertEqual(client.request("APPEND", "globex/x", {"type": "note"})[0], "OK")
+            self.assertIn("calls", json.loads(client.request("STATS")[1]))
+            client.close()
+            self.assertIn("tenants and worker groups are configured but CURVE is off",
+                          plain.log())
+
+
 #  A Node Client of tenant acme and a Node Worker of group summarizers
 NODE_SCRIPT = r"""
 'use strict';
