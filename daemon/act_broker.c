@@ -550,8 +550,8 @@ s_revoke (act_broker_t *self)
     for (act_worker_t *worker = act_pool_first (self->pool); worker;
          worker = act_pool_next (self->pool)) {
         bool allowed;
-        const char *user = act_security_worker_user (self->security, worker->key);
-        const zlistx_t *patterns = act_security_worker_patterns (self->security, user, &allowed);
+        const zlistx_t *patterns = act_security_worker_patterns (self->security, worker->user,
+                                                                 &allowed);
         for (act_activity_t *activity = zlistx_first (worker->activities);
              activity && allowed; activity = zlistx_next (worker->activities))
             allowed = act_security_patterns_match (patterns, activity->name);
@@ -566,7 +566,7 @@ s_revoke (act_broker_t *self)
         bool envelope = worker->envelope;
         act_log (LOG_NOTICE, "reload: worker %s (key %s) may no longer serve its "
                  "activities: disconnecting it", worker->name,
-                 act_security_worker_user (self->security, key));
+                 worker->user? worker->user: "(none)");
         act_flow_worker_lost (self->flow, worker, "its key was revoked");
         act_pool_disconnect (self->outbox, identity, protocol, envelope, "key revoked");
         act_security_cut_worker (self->security, key);

@@ -95,15 +95,6 @@ act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *fra
     free (key);
 }
 
-const char *
-act_peers_user (act_peers_t *self, bool worker, const char *key)
-{
-    char *name = s_name (worker, key);
-    s_peer_t *peer = self? (s_peer_t *) zhashx_lookup (self->peers, name): NULL;
-    free (name);
-    return peer? peer->user: NULL;
-}
-
 //  The next client peer from the table's cursor on, or NULL
 static zframe_t *
 s_client_from (act_peers_t *self, s_peer_t *peer, const char **user)

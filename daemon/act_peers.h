@@ -11,6 +11,9 @@
     descriptor number is reused once libzmq closes it, so each is kept
     with its socket's inode and is shut only while the inode still
     matches: a later connection on the same number is never touched.
+    ("__fd" is libzmq's own property, there since 4.1; with a libzmq that
+    does not give it, nothing is cut, and revoked peers are still refused
+    and their workers disconnected.)
     ========================================================================= */
 
 #ifndef ACT_PEERS_H_INCLUDED
@@ -30,9 +33,6 @@ void act_peers_destroy (act_peers_t **self_p);
 //  socket: routing is its routing id frame, frame one the peer sent (the
 //  metadata rides on those, not always on the routing id).
 void act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame);
-
-//  The CURVE key (Z85) of the peer with routing id key (hex), or NULL.
-const char *act_peers_user (act_peers_t *self, bool worker, const char *key);
 
 //  Iterate over the client peers: the routing id of each (borrowed), and
 //  its key in *user. Not safe against act_peers_seen while iterating.

@@ -30,6 +30,7 @@ s_worker_destroy (void **item)
     zhashx_destroy (&worker->tasks);
     zlistx_destroy (&worker->activities);
     free (worker->key);
+    free (worker->user);
     free (worker->name);
     free (worker->lang);
     free (worker);

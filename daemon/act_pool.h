@@ -54,6 +54,7 @@ typedef struct {
     long long heard;            //  Last message from it
     long long sent;             //  Last message to it
     long long used;             //  Last dispatch to it
+    char *user;                 //  Its CURVE key (Z85), or NULL
     const zlistx_t *patterns;   //  Activities its key may serve (fnmatch;
                                 //  security's, renewed on reload), NULL: any
 } act_worker_t;

@@ -326,12 +326,6 @@ act_security_patterns_match (const zlistx_t *patterns, const char *activity)
     return false;
 }
 
-const char *
-act_security_worker_user (act_security_t *self, const char *key)
-{
-    return self? act_peers_user (self->peers, true, key): NULL;
-}
-
 void
 act_security_cut_worker (act_security_t *self, const char *key)
 {

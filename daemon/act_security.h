@@ -69,9 +69,6 @@ const zlistx_t *act_security_worker_patterns (act_security_t *self, const char *
 //  NULL.
 bool act_security_patterns_match (const zlistx_t *patterns, const char *activity);
 
-//  The CURVE key of the worker with routing id key (hex), or NULL.
-const char *act_security_worker_user (act_security_t *self, const char *key);
-
 //  Note the peer behind a message (msg: its routing id, then frames the
 //  peer sent), for revocation.
 void act_security_seen (act_security_t *self, bool worker, zmsg_t *msg);

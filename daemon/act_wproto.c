@@ -114,6 +114,14 @@ s_may_serve (act_wproto_t *self, zframe_t *frame, const json_t *names,
     return NULL;
 }
 
+//  Note the CURVE key worker sent frame with (checked again on reload)
+static void
+s_set_user (act_worker_t *worker, zframe_t *frame)
+{
+    const char *user = zframe_meta (frame, "User-Id");
+    worker->user = user && *user? strdup (user): NULL;
+}
+
 //  ACT/1 READY: register the worker and give it calls. Returns the
 //  problem (a static or err's text) when it is refused, else NULL.
 static const char *
@@ -135,6 +143,7 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
         worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, false, names,
                                 capacity, name, lang);
         worker->patterns = patterns;
+        s_set_user (worker, frame);
         act_flow_worker_ready (self->flow, worker);
     }
     json_decref (body);
@@ -231,6 +240,7 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char 
             worker = act_pool_join (self->pool, identity, key, protocol, envelope, names, 1,
                                     NULL, v1? "mdp/0.1": "mdp/0.2");
             worker->patterns = patterns;
+            s_set_user (worker, zmsg_first (msg));
             act_flow_worker_ready (self->flow, worker);
         }
         json_decref (names);
