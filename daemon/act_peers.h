@@ -11,7 +11,7 @@
     descriptor number is reused once libzmq closes it, so each is kept
     with its socket's inode and is shut only while the inode still
     matches: a later connection on the same number is never touched.
-    ("__fd" is libzmq's own property, there since 4.1; with a libzmq that
+    ("__fd" is libzmq's own property, what ZMQ_SRCFD reads; with a libzmq that
     does not give it, nothing is cut, and revoked peers are still refused
     and their workers disconnected.)
     ========================================================================= */
