@@ -3,6 +3,9 @@
 #  dependencies with `npm ci` only when node_modules is missing or older than
 #  package-lock.json (or package.json), then runs `npm test` (node --test)
 #  against the actd named by $ACTD_BIN. Fails, never skips, without Node.js.
+#  With --install-only it stops after the install (ctest: node_modules, the
+#  fixture every test that runs the Node package waits for, so that none
+#  reads node_modules while npm ci rewrites it).
 set -eu
 case $0 in */*) cd "${0%/*}" ;; esac
 
@@ -25,4 +28,5 @@ elif [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -
     npm ci --no-audit --no-fund
 fi
 
+[ "${1:-}" = --install-only ] && exit 0
 exec npm test
