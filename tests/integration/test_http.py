@@ -395,6 +395,153 @@ class HttpTest(unittest.TestCase):
         finally:
             stream.close()
 
+    #  ------------------------------------------------------------------
+    #  Many requests in flight on actd-http's one connection to actd
+
+    def test_many_requests_in_flight(self):
+        count = 12
+        results = [None] * count
+        before = len(self.held)
+
+        def call(index):
+            results[index] = self.http.json(
+                "POST", "/v1/contexts/flight/calls?wait=1",
+                {"_tool": "echo", "hold": True, "n": index,
+                 "_outputPath": STATE + ".n%d" % index}, timeout=60)
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(count)]
+        for thread in threads:
+            thread.start()
+        #  Every call reached the worker while every HTTP request still
+        #  waits: they are all in flight at once
+        wait_for(lambda: len(self.held) - before >= count, "every call to be running")
+        self.assertTrue(all(thread.is_alive() for thread in threads))
+        for task, _, params, meta in list(self.worker.tasks):
+            if meta["context"] == "flight":
+                self.worker.send_result(task, {"done": params["n"]})
+        for thread in threads:
+            thread.join(60)
+        self.assertTrue(all(r and r["status"] == "ok" for r in results), results)
+        self.assertEqual(len({r["call_id"] for r in results}), count)
+
+
+class MetricsTest(unittest.TestCase):
+    """/metrics after a known workload, on an actd of its own."""
+
+    def test_metrics_count_a_known_workload(self):
+        actd = Actd().start()
+        worker = Worker(actd.worker_endpoint, ["count_ok", "count_fail"], self.handle,
+                        capacity=8, name="metrics-worker")
+        worker.start()
+        server = None
+        try:
+            worker.ready.wait(5)
+            server = ActdHttp(actd.client_endpoint)
+            ok, failed = 5, 3
+            for n in range(ok):
+                outcome = server.json("POST", "/v1/contexts/m/calls?wait=1",
+                                      {"_tool": "count_ok", "_outputPath": STATE + ".o%d" % n})
+                self.assertEqual(outcome["status"], "ok")
+            for n in range(failed):
+                outcome = server.json("POST", "/v1/contexts/m/calls?wait=1",
+                                      {"_tool": "count_fail", "_outputPath": STATE + ".f%d" % n})
+                self.assertEqual(outcome["status"], "error")
+            status, headers, text = server.request("GET", "/metrics")
+            self.assertEqual(status, 200)
+            self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
+            checked = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
+                                     capture_output=True)
+            self.assertEqual(checked.returncode, 0, checked.stdout + checked.stderr + text)
+            samples = self.samples(text)
+            self.assertEqual(samples['actd_activity_calls_total{activity="count_ok",outcome="ok"}'],
+                             ok)
+            self.assertEqual(samples['actd_activity_calls_total{activity="count_ok",outcome="error"}'],
+                             0)
+            self.assertEqual(
+                samples['actd_activity_calls_total{activity="count_fail",outcome="error"}'], failed)
+            self.assertEqual(samples['actd_calls_accepted_total'], ok + failed)
+            self.assertEqual(samples['actd_calls_ended_total{outcome="ok"}'], ok)
+            self.assertEqual(samples['actd_calls_ended_total{outcome="error"}'], failed)
+            self.assertEqual(samples['actd_activity_total_seconds_count{activity="count_ok"}'], ok)
+            self.assertEqual(
+                samples['actd_activity_run_seconds_bucket{activity="count_fail",le="+Inf"}'],
+                failed)
+            self.assertEqual(samples['actd_activity_workers{activity="count_ok"}'], 1)
+            self.assertEqual(samples['actd_activity_running{activity="count_ok"}'], 0)
+            self.assertEqual(samples['actd_workers'], 1)
+            self.assertEqual(samples['actd_worker_capacity{worker="metrics-worker"}'], 8)
+            self.assertEqual(samples['actd_contexts'], 1)
+            #  Each call appended its output or its error
+            self.assertEqual(samples['actd_messages'], ok + failed)
+            self.assertGreaterEqual(samples['actd_store_commits_total'], 1)
+            self.assertEqual(samples['actd_store_commit_seconds_count'],
+                             samples['actd_store_commits_total'])
+            self.assertEqual(samples['actd_store_batch_writes_sum'],
+                             samples['actd_store_writes_total'])
+            self.assertEqual(samples['actd_up'], 1)
+        finally:
+            if server:
+                server.finish()
+            worker.stop()
+            actd.finish()
+
+    @staticmethod
+    def handle(activity, params, meta):
+        if activity == "count_fail":
+            raise Fail("counted failure", code="activity_failed", retryable=False)
+        return {"ok": True}
+
+    @staticmethod
+    def samples(text):
+        """Sample name with labels -> value."""
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+        return values
+
+
+class TokenTest(unittest.TestCase):
+    """Bearer tokens: with tokens configured, a request needs one."""
+
+    def test_tokens(self):
+        actd = Actd().start()
+        server = None
+        try:
+            server = ActdHttp(actd.client_endpoint, config=(
+                "http\n"
+                "    max_body_bytes = 4096\n"
+                "tokens\n"
+                "    alice\n"
+                "        token = %s\n" % TOKEN))
+            status, headers, text = server.request("GET", "/v1/stats")
+            self.assertEqual(status, 401)
+            self.assertEqual(headers["WWW-Authenticate"], "Bearer")
+            self.assertEqual(json.loads(text)["error"]["code"], "unauthenticated")
+            self.assertEqual(server.error("GET", "/v1/stats",
+                                          headers={"Authorization": "Bearer wrong"})[0], 401)
+            self.assertEqual(server.request("GET", "/metrics")[0], 401)
+            good = {"Authorization": "Bearer " + TOKEN}
+            self.assertIn("uptime_ms", server.json("GET", "/v1/stats", headers=good))
+            self.assertEqual(server.request("GET", "/metrics", headers=good)[0], 200)
+            #  EventSource cannot set headers: access_token in the query
+            stream = EventStream(server, "/v1/contexts/t/events?access_token=" + TOKEN)
+            try:
+                self.assertEqual(stream.response.status, 200)
+                server.json("POST", "/v1/contexts/t/messages", {"type": "note"}, headers=good)
+                self.assertEqual(stream.next_of("message")[0]["id"], "1")
+            finally:
+                stream.close()
+            #  A body past max_body_bytes is refused here, before actd
+            self.assertEqual(server.error("POST", "/v1/contexts/t/messages",
+                                          {"type": "note", "text": "x" * 5000}, headers=good),
+                             (413, "too_large"))
+        finally:
+            if server:
+                server.finish()
+            actd.finish()
+
 
 if __name__ == "__main__":
     unittest.main()
