@@ -543,5 +543,31 @@ class TokenTest(unittest.TestCase):
             actd.finish()
 
 
+class ConfigTest(unittest.TestCase):
+    """etc/actd-http.cfg as shipped loads; a bad setting stops at start."""
+
+    def test_example_config_loads_and_bad_settings_stop(self):
+        actd = Actd().start()
+        try:
+            with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+                    os.path.abspath(__file__)))), "etc", "actd-http.cfg")) as handle:
+                example = handle.read()
+            server = ActdHttp(actd.client_endpoint, config=example)
+            try:
+                self.assertEqual(server.request("GET", "/healthz")[0], 200)
+            finally:
+                server.finish()
+            for text in ("http\n    request_timeout_ms = soon\n", "http\n    nope = 1\n",
+                         "tokens\n    short\n        token = abc\n", "elsewhere\n"):
+                with tempfile.NamedTemporaryFile("w", suffix=".cfg") as config:
+                    config.write(text)
+                    config.flush()
+                    done = subprocess.run([find_binary("actd-http"), "--config", config.name],
+                                          capture_output=True, text=True, timeout=30)
+                self.assertEqual(done.returncode, 2, text + done.stdout + done.stderr)
+                self.assertIn("actd-http: ", done.stderr)
+        finally:
+            actd.finish()
+
 if __name__ == "__main__":
     unittest.main()
