@@ -231,6 +231,10 @@ act_http_metrics_handle (act_http_req_t *req)
 {
     act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
                                               "STATS", NULL);
+    //  A refusal (STATS needs the admin right) is an error; silence is
+    //  actd_up 0, which is what a scrape of a down actd should say
+    if (reply && streq (reply->verb, "ERROR"))
+        return act_http_req_reply (req, reply, 500);
     char *text = reply && streq (reply->verb, "VALUE")? act_reply_arg (reply, 0): NULL;
     json_t *stats = text? json_loads (text, 0, NULL): NULL;
     free (text);
