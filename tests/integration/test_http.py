@@ -433,10 +433,17 @@ class MetricsTest(unittest.TestCase):
         worker = Worker(actd.worker_endpoint, ["count_ok", "count_fail"], self.handle,
                         capacity=8, name="metrics-worker")
         worker.start()
+        #  A second worker of the same name: each has a series of its own
+        twin = Worker(actd.worker_endpoint, ["idle"], self.handle, capacity=2,
+                      name="metrics-worker")
+        twin.start()
         server = None
         try:
             worker.ready.wait(5)
+            twin.ready.wait(5)
             server = ActdHttp(actd.client_endpoint)
+            wait_for(lambda: len(server.json("GET", "/v1/stats")["workers"]) == 2,
+                     "both workers to register")
             ok, failed = 5, 3
             for n in range(ok):
                 outcome = server.json("POST", "/v1/contexts/m/calls?wait=1",
@@ -468,8 +475,10 @@ class MetricsTest(unittest.TestCase):
                 failed)
             self.assertEqual(samples['actd_activity_workers{activity="count_ok"}'], 1)
             self.assertEqual(samples['actd_activity_running{activity="count_ok"}'], 0)
-            self.assertEqual(samples['actd_workers'], 1)
-            self.assertEqual(samples['actd_worker_capacity{worker="metrics-worker"}'], 8)
+            self.assertEqual(samples['actd_workers'], 2)
+            self.assertEqual(sorted([samples['actd_worker_capacity{worker="metrics-worker"}'],
+                                     samples['actd_worker_capacity{worker="metrics-worker#2"}']]),
+                             [2, 8])
             self.assertEqual(samples['actd_contexts'], 1)
             #  Each call appended its output or its error
             self.assertEqual(samples['actd_messages'], ok + failed)
@@ -483,6 +492,7 @@ class MetricsTest(unittest.TestCase):
             if server:
                 server.finish()
             worker.stop()
+            twin.stop()
             actd.finish()
 
     @staticmethod
