@@ -64,7 +64,7 @@ s_wait_status (act_http_req_t *req, act_http_job_t *watch, const char *call_id,
         if (answered)
             return rc;
     }
-    return act_http_req_error (req, ACT_E_TIMEOUT, "call %s did not end in time", call_id);
+    return act_http_req_timeout (req, "call %s did not end in time", call_id);
 }
 
 //  POST /v1/contexts/{ctx}/calls[?wait=1[&timeout_ms=N]]
@@ -119,8 +119,7 @@ s_calls (act_http_req_t *req, const char *context)
             if (done)
                 rc = act_http_req_reply (req, done, 500);
             else
-                rc = act_http_req_error (req, ACT_E_TIMEOUT, "call %s did not end in time",
-                                         call_id);
+                rc = act_http_req_timeout (req, "call %s did not end in time", call_id);
             free (outcome);
         }
         else

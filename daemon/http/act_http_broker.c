@@ -348,7 +348,19 @@ act_http_broker_destroy (act_http_broker_t **self_p)
 void
 act_http_broker_stop (act_http_broker_t *self)
 {
-    s_post (self, NULL, "STOP");
+    pthread_mutex_lock (&self->lock);
+    self->stopping = true;
+    zsock_send (self->actor, "sp", "STOP", NULL);
+    pthread_mutex_unlock (&self->lock);
+}
+
+bool
+act_http_broker_stopping (act_http_broker_t *self)
+{
+    pthread_mutex_lock (&self->lock);
+    bool stopping = self->stopping;
+    pthread_mutex_unlock (&self->lock);
+    return stopping;
 }
 
 static act_http_job_t *
