@@ -18,6 +18,7 @@ s_deadline (act_http_req_t *req)
     return zclock_mono () + req->config->request_timeout_ms;
 }
 
+//  Send one request, answer its reply (status for a success)
 static enum MHD_Result
 s_ask (act_http_req_t *req, unsigned status, const char *command, const char *a,
        const char *b, const char *c)

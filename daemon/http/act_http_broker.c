@@ -57,6 +57,7 @@ typedef struct {
     bool terminated;            //  $TERM came
 } s_thread_t;
 
+//  zlistx destructor of an event's text
 static void
 s_item_free (void **item)
 {
@@ -64,6 +65,7 @@ s_item_free (void **item)
     *item = NULL;
 }
 
+//  zlistx destructor of a reply
 static void
 s_reply_free (void **item)
 {
@@ -266,6 +268,8 @@ s_thread_events (s_thread_t *self)
     }
 }
 
+//  The broker thread: connects, signals its start (1 when the endpoint or
+//  keys are bad), then serves actd and the pipe until $TERM
 static void
 s_thread_run (zsock_t *pipe, void *args)
 {
@@ -363,6 +367,7 @@ act_http_broker_stopping (act_http_broker_t *self)
     return stopping;
 }
 
+//  A new send job for command and args, handed to the broker thread
 static act_http_job_t *
 s_send (act_http_broker_t *self, const char *final_verb, const char *command, va_list args)
 {

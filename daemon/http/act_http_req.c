@@ -29,6 +29,7 @@ act_http_req_status (const char *code)
     return 500;
 }
 
+//  The value of hex digit c, or -1
 static int
 s_hex (char c)
 {

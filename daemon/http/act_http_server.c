@@ -130,6 +130,8 @@ s_route (act_http_server_t *self, act_http_req_t *req)
     return streq (path, "/metrics")? act_http_metrics_handle (req): s_healthz (req);
 }
 
+//  libmicrohttpd's handler: called once with the headers, then with each
+//  piece of the body, then once more with none: then the request is routed
 static enum MHD_Result
 s_access (void *cls, struct MHD_Connection *connection, const char *url, const char *method,
           const char *version, const char *upload_data, size_t *upload_data_size,
