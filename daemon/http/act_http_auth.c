@@ -78,6 +78,12 @@ act_http_auth_broker (act_http_auth_t *self, const char *header, const char *acc
     return NULL;
 }
 
+act_http_broker_t *
+act_http_auth_any (act_http_auth_t *self)
+{
+    return self->anonymous? self->anonymous: self->brokers [0];
+}
+
 void
 act_http_auth_stop (act_http_auth_t *self)
 {

@@ -29,6 +29,9 @@ void act_http_auth_destroy (act_http_auth_t **self_p);
 act_http_broker_t *act_http_auth_broker (act_http_auth_t *self, const char *header,
                                          const char *access_token);
 
+//  Some connection, for what needs no token (PING for /healthz).
+act_http_broker_t *act_http_auth_any (act_http_auth_t *self);
+
 //  End every job of every connection (the process is stopping).
 void act_http_auth_stop (act_http_auth_t *self);
 

@@ -532,6 +532,7 @@ class TokenTest(unittest.TestCase):
             self.assertEqual(server.error("GET", "/v1/stats",
                                           headers={"Authorization": "Bearer wrong"})[0], 401)
             self.assertEqual(server.request("GET", "/metrics")[0], 401)
+            self.assertEqual(server.request("GET", "/healthz")[::2], (200, "ok\n"))
             good = {"Authorization": "Bearer " + TOKEN}
             self.assertIn("uptime_ms", server.json("GET", "/v1/stats", headers=good))
             self.assertEqual(server.request("GET", "/metrics", headers=good)[0], 200)
