@@ -434,9 +434,8 @@ act_client_read (act_client_t *self, int timeout_ms)
         zsock_t *socket = zpoller_wait (self->poller, (int) left);
         if (!socket)
             return NULL;
-        if (socket == self->wakeup) {
+        if (socket == self->wakeup)
             return NULL;        //  Not read: the caller's own socket
-        }
         act_link_t *link = zlistx_first (self->links);
         while (link && link->socket != socket && link->monitor != socket)
             link = zlistx_next (self->links);
