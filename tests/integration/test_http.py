@@ -669,6 +669,41 @@ class StopTest(unittest.TestCase):
             server.finish()
             actd.finish()
 
+class WatchCleanupTest(unittest.TestCase):
+    """A client that leaves an event stream frees its WATCH in actd: with
+    max_watches = 1, a second stream is refused while the first is open
+    and served once the first client has gone."""
+
+    def test_a_closed_stream_unwatches(self):
+        actd = actd_with_config("server\n    max_watches = 1\n").start()
+        server = ActdHttp(actd.client_endpoint)
+        try:
+            first = EventStream(server, "/v1/contexts/w1/events?from=1")
+            server.json("POST", "/v1/contexts/w1/messages", {"type": "note"})
+            self.assertEqual(first.next_of("message")[0]["id"], "1")
+            second = EventStream(server, "/v1/contexts/w2/events?from=1")
+            self.assertEqual(second.next_of("error")[1]["error"]["code"], "busy")
+            second.close()
+            first.close()
+
+            #  actd-http sees the client gone when it next writes to it:
+            #  append until a new stream is served
+            def served():
+                server.json("POST", "/v1/contexts/w1/messages", {"type": "note"})
+                stream = EventStream(server, "/v1/contexts/w2/events?from=0")
+                try:
+                    server.json("POST", "/v1/contexts/w2/messages", {"type": "note"})
+                    event = stream.next()
+                    while "event" not in event:     # the "retry:" first
+                        event = stream.next()
+                    return event["event"] == "message"
+                finally:
+                    stream.close()
+            wait_for(served, "the first stream's WATCH to be closed", timeout=60)
+        finally:
+            server.finish()
+            actd.finish()
+
 class ConfigTest(unittest.TestCase):
     """etc/actd-http.cfg as shipped loads; a bad setting stops at start."""
 
