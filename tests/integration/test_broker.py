@@ -119,9 +119,15 @@ class BrokerCase(unittest.TestCase):
         stats = self.client.value("STATS")
         self.assertIsInstance(stats.pop("uptime_ms"), int)
         store = stats.pop("store")
-        self.assertEqual(sorted(store), ["backend", "commits", "sync", "writes"])
+        self.assertEqual(sorted(store), ["backend", "batch", "commit_ms", "commits", "sync",
+                                         "writes"])
         self.assertEqual((store["backend"], store["sync"]), (harness.STORE, "full"))
         self.assertGreaterEqual(store["writes"], store["commits"])
+        #  Histograms of each commit's time and writes
+        self.assertEqual(store["commit_ms"]["count"], store["commits"])
+        self.assertEqual(store["batch"]["count"], store["commits"])
+        self.assertEqual(store["batch"]["sum"], store["writes"])
+        self.assertEqual(store["batch"]["counts"][-1], store["commits"])
         return stats
 
     def history(self, context):
@@ -776,7 +782,10 @@ class StatsTest(BrokerCase):
         workers[1]["running"] = 1
         self.assertEqual(sorted(stats.pop("workers"), key=lambda worker: worker["name"]),
                          workers)
+        self.outcomes = {}
         latency = {name: self.latencies(stats, name) for name in list(stats["activities"])}
+        self.assertEqual(self.outcomes, {"value": {"ok": 1}, "fail": {"error": 1},
+                                         "echo": {"ok": 1}, "hang": {}, "nobody": {"cancelled": 1}})
         #  Ended calls, accepted to the end; attempts dispatched; attempts over
         self.assertEqual({name: hist["total"]["count"] for name, hist in latency.items()},
                          {"value": 1, "fail": 1, "echo": 1, "hang": 0, "nobody": 1})
@@ -813,6 +822,14 @@ class StatsTest(BrokerCase):
         holding every sample."""
         latency = stats["activities"][name].pop("latency_ms")
         self.assertEqual(sorted(latency), ["queue", "run", "total"])
+        #  The calls done, per outcome (popped too: checked by the caller
+        #  through self.outcomes)
+        outcomes = stats["activities"][name].pop("outcomes")
+        self.assertEqual(sorted(outcomes), ["cancelled", "error", "ok", "skipped", "timeout"])
+        self.assertEqual(sum(outcomes.values()), stats["activities"][name]["done"])
+        if not hasattr(self, "outcomes"):
+            self.outcomes = {}
+        self.outcomes[name] = {key: n for key, n in outcomes.items() if n}
         for hist in latency.values():
             self.assertEqual(hist["le"][-1], "+Inf")
             self.assertEqual(len(hist["le"]), len(hist["counts"]))
@@ -831,14 +848,17 @@ class StatusTest(BrokerCase):
         rid_b, b = self.submit(context, {"_tool": "value", "_outputPath": "†w.y",
                                          "value": "†w.x"})
         self.assertEqual(self.client.status(a), {"call_id": a, "context": context,
-                                                 "state": "queued", "attempts": 0})
+                                                 "state": "queued", "attempts": 0,
+                                                 "tool": "later", "output_path": "†w.x"})
         self.assertEqual(self.client.status(b), {"call_id": b, "context": context,
                                                  "state": "waiting", "attempts": 0,
+                                                 "tool": "value", "output_path": "†w.y",
                                                  "waiting_on": ["†w.x"]})
         later = self.run_worker(DeferredWorker(self.actd.worker_endpoint, ["later"], "later"))
         wait_for(lambda: later.tasks, "the task of call %s" % a, 20.0)
         self.assertEqual(self.client.status(a), {"call_id": a, "context": context,
-                                                 "state": "running", "attempts": 1})
+                                                 "state": "running", "attempts": 1,
+                                                 "tool": "later", "output_path": "†w.x"})
         self.assertEqual(self.client.status(b)["state"], "waiting")
         later.send_result(later.tasks[0][0], 7)
         outcome_a = self.done(rid_a, a)
@@ -846,9 +866,11 @@ class StatusTest(BrokerCase):
         self.assertEqual(outcome_b["result"], 7)
         self.assertEqual(self.client.status(a), {"call_id": a, "context": context,
                                                  "state": "ok", "attempts": 1,
+                                                 "tool": "later", "output_path": "†w.x",
                                                  "outcome": outcome_a})
         self.assertEqual(self.client.status(b), {"call_id": b, "context": context,
                                                  "state": "ok", "attempts": 1,
+                                                 "tool": "value", "output_path": "†w.y",
                                                  "outcome": outcome_b})
 
     def test_status_of_unknown_call_is_not_found(self):

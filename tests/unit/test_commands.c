@@ -673,7 +673,8 @@ test_call_status_cancel (void **state)
 
     s_request (world, "STATUS", "s1", "1", NULL);
     s_expect_json (world, "s1", "VALUE",
-                   "{\"call_id\":\"1\",\"context\":\"ctx\",\"state\":\"queued\",\"attempts\":0}");
+                   "{\"call_id\":\"1\",\"context\":\"ctx\",\"state\":\"queued\",\"attempts\":0,"
+                   "\"tool\":\"upper\"}");
 
     s_request (world, "CANCEL", "x1", "1", NULL);
     s_expect_bare (world, "x1", "OK");                  //  Fire-and-forget: no DONE
@@ -858,6 +859,12 @@ test_stats_has_the_section_4_keys (void **state)
     json_t *upper = json_object_get (json_object_get (stats, "activities"), "upper");
     assert_non_null (json_object_get (json_object_get (upper, "latency_ms"), "total"));
     json_object_del (upper, "latency_ms");
+    //  So are the calls done per outcome, none yet
+    json_t *outcomes = json_loads ("{\"ok\":0,\"error\":0,\"timeout\":0,\"skipped\":0,"
+                                   "\"cancelled\":0}", 0, NULL);
+    assert_true (json_equal (json_object_get (upper, "outcomes"), outcomes));
+    json_decref (outcomes);
+    json_object_del (upper, "outcomes");
     json_t *expected = json_loads ("{\"upper\":{\"workers\":0,\"queued\":1,\"running\":0,"
                                    "\"done\":0}}", 0, NULL);
     if (!json_equal (json_object_get (stats, "activities"), expected)) {

@@ -170,10 +170,11 @@ class ClientTest(BrokerTest):
         running = self.client.status(producer_id)
         waiting = self.client.status(consumer_id)
         self.assertEqual(running.raw, {"call_id": producer_id, "context": "c-status",
-                                       "state": "running", "attempts": 1})
+                                       "state": "running", "attempts": 1, "tool": "gate",
+                                       "output_path": "†dep.x"})
         self.assertEqual(waiting.raw, {"call_id": consumer_id, "context": "c-status",
-                                       "state": "waiting", "attempts": 0,
-                                       "waiting_on": ["†dep.x"]})
+                                       "state": "waiting", "attempts": 0, "tool": "upper",
+                                       "output_path": "†dep.y", "waiting_on": ["†dep.x"]})
         self.assertEqual(waiting.waiting_on, ["†dep.x"])
         self.assertFalse(waiting.ended)
         self.gate.release()
