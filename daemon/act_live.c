@@ -264,14 +264,18 @@ act_live_meta (act_live_t *self)
     char *context = act_json_quote (self->context->id);
     char *instance = self->call->instance? act_json_quote (self->call->instance): NULL;
     //  Room for the quoted strings, the names and the numbers (digits of
-    //  the call id and three 64-bit numbers: under 200 bytes)
-    size_t size = strlen (context) + (instance? strlen (instance): 0) + 200;
+    //  the call id and three 64-bit numbers: under 200 bytes), and the
+    //  trace, which the call's parser checked is 55 bytes of hex and '-'
+    const char *trace = self->call->trace;
+    size_t size = strlen (context) + (instance? strlen (instance): 0)
+                + (trace? ACT_TRACE_LEN + 16: 0) + 200;
     char *meta = malloc (size);
     snprintf (meta, size, "{\"context\":%s,\"call_id\":\"%s\",\"attempt\":%lld,"
-              "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s}",
+              "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s%s%s%s}",
               context, self->id, self->attempts, self->timeout_ms,
               output? output->nalts: 0, output? "false": "true",
-              instance? ",\"instance\":": "", instance? instance: "");
+              instance? ",\"instance\":": "", instance? instance: "",
+              trace? ",\"trace\":\"": "", trace? trace: "", trace? "\"": "");
     free (context);
     free (instance);
     return meta;

@@ -20,6 +20,7 @@ extern "C" {
 
 #define ACT_MAX_TOOL        256
 #define ACT_MAX_CALL_ID     128     //  _id, the client's idempotency key
+#define ACT_TRACE_LEN       55      //  _trace, a W3C traceparent (version 00)
 
 //  A retry policy; a field below zero was not given and takes the default.
 typedef struct {
@@ -36,6 +37,7 @@ typedef struct {
     act_method_t method;        //  _outputMethod, default ACT_SET
     const char *instance;       //  _instance, inside json, or NULL
     const char *id;             //  _id, inside json, or NULL
+    const char *trace;          //  _trace (W3C traceparent), inside json, or NULL
     long long timeout_ms;       //  _timeout, or -1 when not given
     act_retry_t retry;          //  _retry; fields not given are -1
     act_expr_t **refs;          //  Every reference expression in the
