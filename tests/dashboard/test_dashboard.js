@@ -148,6 +148,7 @@ async function main () {
     log ('plan', plan.join (','), 'submitted; the review runs');
 
     //  ---- the browser ---------------------------------------------------
+    fs.mkdirSync (BUILD, { recursive: true });
     const problems = [];
     const browser = await puppeteer.launch ({
         executablePath: CHROMIUM, headless: true,
@@ -261,7 +262,6 @@ async function main () {
         await page.click (`#plan g.node[data-call="${plan [3]}"]`);
         await until (async () => (await text ('#call-detail'))?.includes ('reviewing'),
                      'the detail of the review (its progress)');
-        fs.mkdirSync (BUILD, { recursive: true });
         const shot = path.join (BUILD, 'dashboard.png');
         await page.screenshot ({ path: shot });
         log ('screenshots:', shot, path.join (BUILD, 'dashboard-overview.png'));
