@@ -16,6 +16,7 @@
     ========================================================================= */
 
 #include "act_broker.h"
+#include "act_hist.h"
 #include "act_notify.h"
 #include "act_commands.h"
 #include "act_wproto.h"
@@ -57,6 +58,8 @@ struct _act_broker_t {
     long long stop_deadline;    //  End of the shutdown grace period
     uint64_t commits;           //  Commits done
     uint64_t committed;         //  Writes committed, for batch sizes
+    act_hist_t commit_ms;       //  Time each commit took
+    act_hist_t batch;           //  Writes each commit carried
 };
 
 
@@ -134,6 +137,7 @@ s_commit (act_broker_t *self)
 {
     size_t writes = act_store_batch (self->store);
     act_err_t err = { 0 };
+    long long started = act_clock_ms ();
     if (writes && act_store_commit (self->store, &err)) {
         act_log (LOG_ERR, "store commit failed (%s): %zu writes lost; refusing what "
                  "they acknowledged and reloading state from the store", err.message, writes);
@@ -144,6 +148,8 @@ s_commit (act_broker_t *self)
     if (writes) {
         self->commits++;
         self->committed += writes;
+        act_hist_add (&self->commit_ms, act_clock_ms () - started);
+        act_hist_add (&self->batch, (long long) writes);
     }
 }
 
@@ -271,11 +277,14 @@ s_stats (void *arg)
     json_object_set_new (stats, "activities", act_pool_activities_json (self->pool));
     json_object_set_new (stats, "workers", act_pool_workers_json (self->pool));
     //  Beyond PROTOCOL.md section 4: how the group commit batches writes
-    json_object_set_new (stats, "store", json_pack ("{sssssIsI}",
+    //  and how long a commit takes (histograms, as act_hist_json)
+    json_object_set_new (stats, "store", json_pack ("{sssssIsIsoso}",
         "backend", act_store_backend (self->store),
         "sync", self->settings->sync == ACT_SYNC_FULL? "full": "normal",
         "commits", (json_int_t) self->commits,
-        "writes", (json_int_t) self->committed));
+        "writes", (json_int_t) self->committed,
+        "commit_ms", act_hist_json (&self->commit_ms),
+        "batch", act_hist_json (&self->batch)));
     return stats;
 }
 

@@ -345,6 +345,12 @@ s_status_record (const char *id, json_t *record)
         "context", json_object_get (record, "context"),
         "state", json_object_get (record, "state"),
         "attempts", json_object_get (record, "attempts"));
+    //  Additive, as act_live_status: the activity and the output path
+    json_t *call = json_object_get (record, "call");
+    if (json_is_string (json_object_get (call, "_tool")))
+        json_object_set (status, "tool", json_object_get (call, "_tool"));
+    if (json_is_string (json_object_get (call, "_outputPath")))
+        json_object_set (status, "output_path", json_object_get (call, "_outputPath"));
     if (json_object_get (record, "outcome"))
         json_object_set (status, "outcome", json_object_get (record, "outcome"));
     if (json_object_get (record, "progress"))

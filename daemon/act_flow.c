@@ -116,6 +116,11 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
         return;
     json_t *head = json_pack ("{sssssssI}", "call_id", call->id, "context", call->context->id,
                               "state", status, "attempts", (json_int_t) call->attempts);
+    //  As act_live_status: the activity and the output path (additive)
+    json_object_set_new (head, "tool", json_string (call->call->tool));
+    json_t *output = json_object_get (call->call->json, "_outputPath");
+    if (call->call->output && json_is_string (output))
+        json_object_set (head, "output_path", output);
     if (call->progress)
         json_object_set (head, "progress", call->progress);
     char *text = act_json_dump (head);
@@ -502,6 +507,9 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
     call->context->live--;
     call->context->used = act_clock_ms ();
     call->activity->done++;
+    for (size_t i = 0; i < ACT_POOL_OUTCOMES; i++)
+        if (streq (status, act_pool_outcome_names [i]))
+            call->activity->outcomes [i]++;
     zhashx_delete (self->calls, call->id);      //  Destroys the call
 }
 

@@ -287,6 +287,12 @@ act_live_status (act_live_t *self)
     json_t *status = json_pack ("{sssssssI}", "call_id", self->id,
         "context", self->context->id, "state", s_state_names [self->state],
         "attempts", (json_int_t) self->attempts);
+    //  Additive, for a client drawing a plan: the activity, and the output
+    //  path as submitted (absent for a fire-and-forget call)
+    json_object_set_new (status, "tool", json_string (self->call->tool));
+    json_t *output = json_object_get (self->call->json, "_outputPath");
+    if (self->call->output && json_is_string (output))
+        json_object_set (status, "output_path", output);
     if (self->progress)
         json_object_set (status, "progress", self->progress);
     //  waiting_on is worked out now: the expressions that still wait for a

@@ -288,21 +288,32 @@ act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t proto
         act_out_addstr (out, reason);
 }
 
+const char *act_pool_outcome_names [ACT_POOL_OUTCOMES] = {
+    "ok", "error", "timeout", "skipped", "cancelled"
+};
+
 json_t *
 act_pool_activities_json (act_pool_t *self)
 {
     json_t *activities = json_object ();
     for (act_activity_t *activity = zhashx_first (self->activities); activity;
-         activity = zhashx_next (self->activities))
-        json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsIs{sososo}}",
+         activity = zhashx_next (self->activities)) {
+        json_t *outcomes = json_object ();
+        for (size_t i = 0; i < ACT_POOL_OUTCOMES; i++)
+            json_object_set_new (outcomes, act_pool_outcome_names [i],
+                                 json_integer ((json_int_t) activity->outcomes [i]));
+        json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsIsos{sososo}}",
             "workers", (json_int_t) zlistx_size (activity->workers),
             "queued", (json_int_t) activity->queued,
             "running", (json_int_t) activity->running,
             "done", (json_int_t) activity->done,
-            //  Beyond PROTOCOL.md section 4: latencies since this start
+            //  Beyond PROTOCOL.md section 4: the calls done per status, and
+            //  latencies, since this start
+            "outcomes", outcomes,
             "latency_ms", "queue", act_hist_json (&activity->queue_ms),
             "run", act_hist_json (&activity->run_ms),
             "total", act_hist_json (&activity->total_ms)));
+    }
     return activities;
 }
 

@@ -25,6 +25,11 @@ typedef enum {
     ACT_PROTO_MDP2              //  Majordomo 18/MDP (MDPW02)
 } act_proto_t;
 
+//  The statuses a call ends with, in STATS order: ok, error, timeout,
+//  skipped, cancelled
+#define ACT_POOL_OUTCOMES 5
+extern const char *act_pool_outcome_names [ACT_POOL_OUTCOMES];
+
 typedef struct {
     char *name;                 //  Activity (tool) name
     zlistx_t *queue;            //  Calls ready for a worker, FIFO (owner's)
@@ -33,6 +38,7 @@ typedef struct {
     size_t queued;              //  Calls queued (STATS)
     size_t running;             //  Calls running
     uint64_t done;              //  Calls ended since start
+    uint64_t outcomes [ACT_POOL_OUTCOMES];  //  Of those, per status (act_pool_outcome_names)
     act_hist_t queue_ms;        //  Wait in the queue before each dispatch
     act_hist_t run_ms;          //  Each attempt, dispatch to its end
     act_hist_t total_ms;        //  Each call, accepted to ended

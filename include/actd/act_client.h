@@ -60,6 +60,17 @@ int act_client_send (act_client_t *self, char *request, const char *command, ...
 //  Returns NULL on timeout.
 act_reply_t *act_client_recv (act_client_t *self, int timeout_ms);
 
+//  A socket of the caller's (NULL: none) that act_client_poll also waits
+//  on, for a program that serves the broker and its own socket in one
+//  loop. It is never read here.
+void act_client_set_wakeup (act_client_t *self, zsock_t *socket);
+
+//  Wait up to timeout_ms (-1: forever) for anything: returns the next
+//  reply not yet taken, or NULL on timeout and as soon as an event was
+//  queued on a watch (act_watch_next (watch, 0, ...) takes it) or the
+//  wakeup socket is readable.
+act_reply_t *act_client_poll (act_client_t *self, int timeout_ms);
+
 //  The reply to request (with verb, if not NULL), waiting up to the
 //  client's timeout; other replies are kept. NULL on timeout.
 act_reply_t *act_client_wait (act_client_t *self, const char *request, const char *verb);

@@ -434,6 +434,9 @@ act_client_read (act_client_t *self, int timeout_ms)
         zsock_t *socket = zpoller_wait (self->poller, (int) left);
         if (!socket)
             return NULL;
+        if (socket == self->wakeup) {
+            return NULL;        //  Not read: the caller's own socket
+        }
         act_link_t *link = zlistx_first (self->links);
         while (link && link->socket != socket && link->monitor != socket)
             link = zlistx_next (self->links);
@@ -470,6 +473,30 @@ act_client_recv (act_client_t *self, int timeout_ms)
         if (reply || !self->woke)
             return reply;       //  A reply, or the time is up
     }
+}
+
+void
+act_client_set_wakeup (act_client_t *self, zsock_t *socket)
+{
+    self->wakeup = socket;
+}
+
+act_reply_t *
+act_client_poll (act_client_t *self, int timeout_ms)
+{
+    act_reply_t *reply = zlistx_first (self->kept);
+    if (reply) {
+        zlistx_detach_cur (self->kept);
+        return reply;
+    }
+    //  The wakeup socket is polled here only: the synchronous calls must
+    //  not spin on a socket they do not read
+    if (self->wakeup)
+        zpoller_add (self->poller, self->wakeup);
+    reply = act_client_read (self, timeout_ms);
+    if (self->wakeup)
+        zpoller_remove (self->poller, self->wakeup);
+    return reply;
 }
 
 act_reply_t *

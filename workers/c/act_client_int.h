@@ -34,6 +34,7 @@ struct _act_client_t {
     int timeout;                //  Milliseconds a synchronous request waits
     uint64_t sequence;          //  Makes request ids
     act_curve_t curve;          //  CURVE: the broker's key, this client's certificate
+    zsock_t *wakeup;            //  act_client_poll returns when it is readable, or NULL
 };
 
 //  Send command with up to three args (NULL ends them) as act_client_send

@@ -1,0 +1,459 @@
+/*  =========================================================================
+    act_http_broker - the ACT/1 side of actd-http (see act_http_broker.h).
+
+    Threads: HTTP connection threads create jobs and pass a pointer to
+    the broker thread over its actor pipe (the pipe is shared, so sending
+    on it is serialized by a mutex). The broker thread alone touches the
+    act_client: it waits in act_client_poll on the broker's socket and on
+    the pipe at once, sends what the pipe brings, and files each reply on
+    its job by request id. A job is shared by its HTTP thread and the
+    broker thread: a reference count and the job's mutex guard it.
+    ========================================================================= */
+
+#include "act_http_broker.h"
+#include <pthread.h>
+
+#define S_MAX_ARGS      4       //  Args of a request, at most
+
+typedef enum { S_SEND, S_WATCH, S_CLOSE, S_STOP } s_op_t;
+
+struct _act_http_job_t {
+    pthread_mutex_t lock;       //  Guards everything below but the constants
+    pthread_cond_t cond;        //  Signalled when something was filed
+    int refs;                   //  Holders: the HTTP thread, the broker thread
+    act_http_broker_t *broker;  //  Its broker (constant)
+    s_op_t op;                  //  What the broker thread is asked to do
+    char *command;              //  S_SEND: the command
+    char *args [S_MAX_ARGS];    //  S_SEND: its args, NULL after the last
+    char *final_verb;           //  S_SEND: the reply that ends it, or NULL: any
+    char *context;              //  S_WATCH: the context
+    uint64_t from;              //  S_WATCH: first _seq
+    bool calls;                 //  S_WATCH: calls' changes too
+    char request [24];          //  Its request id (broker thread)
+    act_watch_t *watch;         //  S_WATCH: the watch (broker thread)
+    zlistx_t *items;            //  act_reply_t (send) or char * event text (watch)
+    bool ended;                 //  No more items will come
+    act_err_t error;            //  Why a watch ended
+};
+
+struct _act_http_broker_t {
+    zactor_t *actor;            //  The broker thread
+    pthread_mutex_t lock;       //  Serializes sends on the actor's pipe
+    bool stopping;              //  act_http_broker_stop was called
+    char *endpoint;             //  Broker endpoint(s)
+    char *server_key;           //  CURVE: the broker's public key, or NULL
+    char *certificate;          //  CURVE: this client's certificate file, or NULL
+    act_err_t error;            //  Why the thread could not start
+};
+
+//  What the broker thread holds
+typedef struct {
+    act_http_broker_t *owner;   //  Its broker
+    zsock_t *pipe;              //  The actor's pipe
+    act_client_t *client;       //  The connection to actd
+    zhashx_t *sent;             //  Request id -> act_http_job_t sent, not ended
+    zlistx_t *watches;          //  act_http_job_t watching
+    bool stopping;              //  End every job at once
+    bool terminated;            //  $TERM came
+} s_thread_t;
+
+static void
+s_item_free (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+static void
+s_reply_free (void **item)
+{
+    act_reply_destroy ((act_reply_t **) item);
+}
+
+//  Drop one reference; the last frees the job
+static void
+s_job_unref (act_http_job_t *job)
+{
+    pthread_mutex_lock (&job->lock);
+    int refs = --job->refs;
+    pthread_mutex_unlock (&job->lock);
+    if (refs > 0)
+        return;
+    free (job->command);
+    for (size_t i = 0; i < S_MAX_ARGS; i++)
+        free (job->args [i]);
+    free (job->final_verb);
+    free (job->context);
+    zlistx_destroy (&job->items);
+    pthread_cond_destroy (&job->cond);
+    pthread_mutex_destroy (&job->lock);
+    free (job);
+}
+
+//  A new job with one reference for the HTTP thread and one for the broker
+static act_http_job_t *
+s_job_new (act_http_broker_t *broker, s_op_t op)
+{
+    act_http_job_t *job = calloc (1, sizeof *job);
+    pthread_mutex_init (&job->lock, NULL);
+    pthread_cond_init (&job->cond, NULL);
+    job->refs = 2;
+    job->broker = broker;
+    job->op = op;
+    job->items = zlistx_new ();
+    zlistx_set_destructor (job->items, op == S_WATCH? s_item_free: s_reply_free);
+    return job;
+}
+
+//  Hand job (or a bare op, job NULL) to the broker thread
+static void
+s_post (act_http_broker_t *self, act_http_job_t *job, const char *op)
+{
+    pthread_mutex_lock (&self->lock);
+    zsock_send (self->actor, "sp", op, (void *) job);
+    pthread_mutex_unlock (&self->lock);
+}
+
+//  File item on job (NULL: nothing), ending it if end; wakes its thread
+static void
+s_job_file (act_http_job_t *job, void *item, bool end, const act_err_t *err)
+{
+    pthread_mutex_lock (&job->lock);
+    if (item)
+        zlistx_add_end (job->items, item);
+    if (end && !job->ended) {
+        job->ended = true;
+        if (err)
+            job->error = *err;
+    }
+    pthread_cond_broadcast (&job->cond);
+    pthread_mutex_unlock (&job->lock);
+}
+
+//  --------------------------------------------------------------------------
+//  The broker thread
+
+//  Start what job asks for
+static void
+s_thread_start (s_thread_t *self, act_http_job_t *job)
+{
+    act_err_t err = { 0 };
+    if (self->stopping) {
+        act_err_set (&err, ACT_E_INTERNAL, "actd-http is stopping");
+        s_job_file (job, NULL, true, &err);
+        s_job_unref (job);
+    }
+    else
+    if (job->op == S_SEND) {
+        const char **a = (const char **) job->args;
+        act_client_send (self->client, job->request, job->command, a [0], a [1], a [2], a [3],
+                         NULL);
+        zhashx_insert (self->sent, job->request, job);
+    }
+    else {
+        job->watch = act_client_watch (self->client, job->context, job->from, job->calls, &err);
+        if (job->watch)
+            zlistx_add_end (self->watches, job);
+        else {
+            s_job_file (job, NULL, true, &err);
+            s_job_unref (job);
+        }
+    }
+}
+
+//  The HTTP thread let job go: forget it (its own reference came with it)
+static void
+s_thread_close (s_thread_t *self, act_http_job_t *job)
+{
+    if (job->op == S_SEND && zhashx_lookup (self->sent, job->request) == job) {
+        zhashx_delete (self->sent, job->request);
+        s_job_unref (job);
+        if (streq (job->command, "WATCH")) {
+            char request [24];
+            act_client_send (self->client, request, "UNWATCH", job->request, NULL);
+        }
+    }
+    if (job->op == S_WATCH) {
+        void *handle = zlistx_find (self->watches, job);
+        if (handle) {
+            zlistx_delete (self->watches, handle);
+            act_watch_destroy (&job->watch);
+            s_job_unref (job);
+        }
+    }
+    s_job_unref (job);
+}
+
+//  End every job now open
+static void
+s_thread_stop (s_thread_t *self)
+{
+    self->stopping = true;
+    act_err_t err = { 0 };
+    act_err_set (&err, ACT_E_INTERNAL, "actd-http is stopping");
+    for (act_http_job_t *job = zhashx_first (self->sent); job; job = zhashx_next (self->sent))
+        s_job_file (job, NULL, true, &err);
+    for (act_http_job_t *job = zlistx_first (self->watches); job;
+         job = zlistx_next (self->watches))
+        s_job_file (job, NULL, true, &err);
+}
+
+//  Everything the pipe holds now
+static void
+s_thread_pipe (s_thread_t *self)
+{
+    while (zsock_events (self->pipe) & ZMQ_POLLIN) {
+        char *op = NULL;
+        void *job = NULL;
+        if (zsock_recv (self->pipe, "sp", &op, &job) == -1) {
+            self->terminated = true;
+            return;
+        }
+        if (streq (op, "$TERM"))
+            self->terminated = true;
+        else
+        if (streq (op, "START"))
+            s_thread_start (self, job);
+        else
+        if (streq (op, "CLOSE"))
+            s_thread_close (self, job);
+        else
+        if (streq (op, "STOP"))
+            s_thread_stop (self);
+        zstr_free (&op);
+    }
+}
+
+//  A reply from actd: filed on its job (replies of forgotten jobs dropped)
+static void
+s_thread_reply (s_thread_t *self, act_reply_t *reply)
+{
+    act_http_job_t *job = zhashx_lookup (self->sent, reply->request);
+    if (!job) {
+        act_reply_destroy (&reply);
+        return;
+    }
+    bool final = !job->final_verb || streq (reply->verb, "ERROR")
+              || streq (reply->verb, job->final_verb);
+    s_job_file (job, reply, final, NULL);
+    if (final) {
+        zhashx_delete (self->sent, job->request);
+        s_job_unref (job);
+    }
+}
+
+//  Move the events queued on every watch to their jobs
+static void
+s_thread_events (s_thread_t *self)
+{
+    act_http_job_t *job = zlistx_first (self->watches);
+    while (job) {
+        act_http_job_t *next = zlistx_next (self->watches);
+        act_err_t err = { 0 };
+        json_t *event;
+        while ((event = act_watch_next (job->watch, 0, &err))) {
+            s_job_file (job, strdup (act_watch_text (job->watch)), false, NULL);
+            json_decref (event);
+        }
+        if (err.code) {
+            //  Ended: deleted or refused
+            s_job_file (job, NULL, true, &err);
+            zlistx_delete (self->watches, zlistx_find (self->watches, job));
+            act_watch_destroy (&job->watch);
+            s_job_unref (job);
+        }
+        job = next;
+    }
+}
+
+static void
+s_thread_run (zsock_t *pipe, void *args)
+{
+    act_http_broker_t *owner = (act_http_broker_t *) args;
+    s_thread_t self = { .owner = owner, .pipe = pipe };
+    self.client = act_client_new (owner->endpoint);
+    if (self.client && owner->server_key
+    &&  act_client_set_curve (self.client, owner->server_key, owner->certificate))
+        act_client_destroy (&self.client);
+    if (!self.client) {
+        act_err_set (&owner->error, ACT_E_BAD_ARGUMENT,
+                     "cannot connect to %s (a bad endpoint, server_key or certificate)",
+                     owner->endpoint);
+        zsock_signal (pipe, 1);
+        return;
+    }
+    self.sent = zhashx_new ();
+    self.watches = zlistx_new ();
+    act_client_set_wakeup (self.client, pipe);
+    zsock_signal (pipe, 0);
+    while (!self.terminated) {
+        act_reply_t *reply = act_client_poll (self.client, 1000);
+        if (reply)
+            s_thread_reply (&self, reply);
+        s_thread_events (&self);
+        s_thread_pipe (&self);
+    }
+    //  Jobs left (there should be none): ended, the broker's reference dropped
+    s_thread_stop (&self);
+    for (act_http_job_t *job = zhashx_first (self.sent); job; job = zhashx_next (self.sent))
+        s_job_unref (job);
+    for (act_http_job_t *job = zlistx_first (self.watches); job;
+         job = zlistx_next (self.watches)) {
+        act_watch_destroy (&job->watch);
+        s_job_unref (job);
+    }
+    zhashx_destroy (&self.sent);
+    zlistx_destroy (&self.watches);
+    act_client_destroy (&self.client);
+}
+
+//  --------------------------------------------------------------------------
+//  The HTTP threads' side
+
+act_http_broker_t *
+act_http_broker_new (const char *endpoint, const char *server_key, const char *certificate,
+                     act_err_t *err)
+{
+    act_http_broker_t *self = calloc (1, sizeof *self);
+    pthread_mutex_init (&self->lock, NULL);
+    self->endpoint = strdup (endpoint);
+    self->server_key = server_key? strdup (server_key): NULL;
+    self->certificate = certificate? strdup (certificate): NULL;
+    self->actor = zactor_new (s_thread_run, self);
+    if (!self->actor || self->error.code) {
+        if (err)
+            *err = self->error;
+        act_http_broker_destroy (&self);
+    }
+    return self;
+}
+
+void
+act_http_broker_destroy (act_http_broker_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_http_broker_t *self = *self_p;
+        pthread_mutex_lock (&self->lock);
+        zactor_destroy (&self->actor);
+        pthread_mutex_unlock (&self->lock);
+        pthread_mutex_destroy (&self->lock);
+        free (self->endpoint);
+        free (self->server_key);
+        free (self->certificate);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+void
+act_http_broker_stop (act_http_broker_t *self)
+{
+    s_post (self, NULL, "STOP");
+}
+
+static act_http_job_t *
+s_send (act_http_broker_t *self, const char *final_verb, const char *command, va_list args)
+{
+    act_http_job_t *job = s_job_new (self, S_SEND);
+    job->command = strdup (command);
+    job->final_verb = final_verb? strdup (final_verb): NULL;
+    const char *arg;
+    for (size_t i = 0; i < S_MAX_ARGS && (arg = va_arg (args, const char *)); i++)
+        job->args [i] = strdup (arg);
+    s_post (self, job, "START");
+    return job;
+}
+
+act_http_job_t *
+act_http_broker_send (act_http_broker_t *self, const char *final_verb, const char *command, ...)
+{
+    va_list args;
+    va_start (args, command);
+    act_http_job_t *job = s_send (self, final_verb, command, args);
+    va_end (args);
+    return job;
+}
+
+act_http_job_t *
+act_http_broker_watch (act_http_broker_t *self, const char *context, uint64_t from_seq,
+                       bool calls)
+{
+    act_http_job_t *job = s_job_new (self, S_WATCH);
+    job->context = strdup (context);
+    job->from = from_seq? from_seq: 1;
+    job->calls = calls;
+    s_post (self, job, "START");
+    return job;
+}
+
+//  Wait until job has an item or has ended, or until deadline; returns
+//  with the job's lock held
+static void
+s_job_wait (act_http_job_t *self, int64_t deadline)
+{
+    pthread_mutex_lock (&self->lock);
+    while (zlistx_size (self->items) == 0 && !self->ended) {
+        int64_t left = deadline - zclock_mono ();
+        if (left <= 0)
+            break;
+        //  The condition's clock is the real-time one: a step of it only
+        //  shortens or lengthens one wait, the loop checks the monotonic one
+        struct timespec until;
+        clock_gettime (CLOCK_REALTIME, &until);
+        until.tv_sec += left / 1000;
+        until.tv_nsec += (left % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait (&self->cond, &self->lock, &until);
+    }
+}
+
+act_reply_t *
+act_http_job_reply (act_http_job_t *self, int64_t deadline)
+{
+    s_job_wait (self, deadline);
+    act_reply_t *reply = zlistx_first (self->items);
+    if (reply)
+        zlistx_detach_cur (self->items);
+    pthread_mutex_unlock (&self->lock);
+    return reply;
+}
+
+char *
+act_http_job_event (act_http_job_t *self, int64_t deadline, bool *ended, act_err_t *err)
+{
+    s_job_wait (self, deadline);
+    char *event = zlistx_first (self->items);
+    if (event)
+        zlistx_detach_cur (self->items);
+    *ended = !event && self->ended;
+    if (*ended && err)
+        *err = self->error;
+    pthread_mutex_unlock (&self->lock);
+    return event;
+}
+
+void
+act_http_job_destroy (act_http_job_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_http_job_t *self = *self_p;
+        //  The HTTP thread's reference goes with it to the broker thread
+        s_post (self->broker, self, "CLOSE");
+        *self_p = NULL;
+    }
+}
+
+act_reply_t *
+act_http_broker_ask (act_http_broker_t *self, int timeout_ms, const char *command, ...)
+{
+    va_list args;
+    va_start (args, command);
+    act_http_job_t *job = s_send (self, NULL, command, args);
+    va_end (args);
+    act_reply_t *reply = act_http_job_reply (job, zclock_mono () + timeout_ms);
+    act_http_job_destroy (&job);
+    return reply;
+}

@@ -1,0 +1,238 @@
+/*  =========================================================================
+    act_http_server - actd-http's HTTP side (see act_http_server.h).
+    ========================================================================= */
+
+#include "act_http_server.h"
+#include "act_http_api.h"
+#include "act_http_metrics.h"
+#include "act_http_req.h"
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+struct _act_http_server_t {
+    const act_http_config_t *config;    //  Settings
+    act_http_auth_t *auth;      //  Tokens and their connections to actd
+    struct MHD_Daemon *daemon;  //  libmicrohttpd
+};
+
+//  Paths are decoded by the routes, segment by segment (a context id may
+//  hold "/", sent as %2F): libmicrohttpd must leave them as sent. Query
+//  arguments are decoded by act_http_req_arg.
+static size_t
+s_unescape (void *cls, struct MHD_Connection *connection, char *text)
+{
+    return strlen (text);
+}
+
+//  The content type of a static file, by its extension
+static const char *
+s_content_type (const char *path)
+{
+    const char *dot = strrchr (path, '.');
+    const struct { const char *extension, *type; } types [] = {
+        { ".html", "text/html; charset=utf-8" }, { ".js", "text/javascript; charset=utf-8" },
+        { ".css", "text/css; charset=utf-8" }, { ".svg", "image/svg+xml" },
+        { ".png", "image/png" }, { ".json", "application/json" },
+        { ".ico", "image/x-icon" }, { ".txt", "text/plain; charset=utf-8" },
+        { ".woff2", "font/woff2" }
+    };
+    for (size_t i = 0; dot && i < sizeof types / sizeof types [0]; i++)
+        if (streq (dot, types [i].extension))
+            return types [i].type;
+    return "application/octet-stream";
+}
+
+//  GET / and /ui/...: a file of dashboard_dir (never outside it)
+static enum MHD_Result
+s_static (act_http_req_t *req)
+{
+    const char *rest = streq (req->path, "/")? "": req->path + 3;
+    while (*rest == '/')
+        rest++;
+    char *name = act_http_req_decode (rest, strlen (rest));
+    if (!name || strstr (name, "..") || strchr (name, '\\')) {
+        free (name);
+        return act_http_req_error (req, ACT_E_NOT_FOUND, "no such file");
+    }
+    char *file = zsys_sprintf ("%s/%s", req->config->dashboard_dir,
+                               *name? name: "index.html");
+    free (name);
+    int fd = open (file, O_RDONLY | O_CLOEXEC);
+    struct stat info;
+    if (fd >= 0 && (fstat (fd, &info) || !S_ISREG (info.st_mode))) {
+        close (fd);
+        fd = -1;
+    }
+    enum MHD_Result rc;
+    if (fd < 0)
+        rc = act_http_req_error (req, ACT_E_NOT_FOUND, "no such file");
+    else {
+        struct MHD_Response *response = MHD_create_response_from_fd ((uint64_t) info.st_size,
+                                                                     fd);
+        MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                 s_content_type (file));
+        MHD_add_response_header (response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        rc = MHD_queue_response (req->connection, 200, response);
+        MHD_destroy_response (response);
+        req->status = 200;
+    }
+    zstr_free (&file);
+    return rc;
+}
+
+//  GET /healthz: ok when actd answers PING
+static enum MHD_Result
+s_healthz (act_http_req_t *req)
+{
+    act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
+                                              "PING", NULL);
+    bool up = reply && streq (reply->verb, "PONG");
+    act_reply_destroy (&reply);
+    if (up)
+        return act_http_req_send (req, 200, "text/plain; charset=utf-8", "ok\n", 3);
+    return act_http_req_error (req, ACT_E_TIMEOUT, "actd did not answer PING");
+}
+
+//  The connection of req's token; false when a token was needed
+static bool
+s_authorize (act_http_server_t *self, act_http_req_t *req)
+{
+    const char *header = MHD_lookup_connection_value (req->connection, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_AUTHORIZATION);
+    char *access_token = act_http_req_arg (req, "access_token");
+    req->broker = act_http_auth_broker (self->auth, header, access_token);
+    free (access_token);
+    return req->broker != NULL;
+}
+
+//  Answer req, whose body has come whole
+static enum MHD_Result
+s_route (act_http_server_t *self, act_http_req_t *req)
+{
+    const char *path = req->path;
+    bool get = streq (req->method, "GET") || streq (req->method, "HEAD");
+    if (get && (streq (path, "/") || streq (path, "/ui") || strncmp (path, "/ui/", 4) == 0))
+        return s_static (req);
+    bool api = strncmp (path, "/v1/", 4) == 0;
+    if (!api && !streq (path, "/metrics") && !streq (path, "/healthz"))
+        return act_http_req_error (req, ACT_E_NOT_FOUND, "no route %s %s", req->method, path);
+    if (!s_authorize (self, req))
+        return act_http_req_error (req, "unauthenticated",
+                                   "a bearer token is needed (Authorization: Bearer TOKEN)");
+    if (api)
+        return act_http_api_handle (req);
+    if (!get)
+        return act_http_req_error (req, "method_not_allowed", "%s wants GET", path);
+    return streq (path, "/metrics")? act_http_metrics_handle (req): s_healthz (req);
+}
+
+static enum MHD_Result
+s_access (void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+          const char *version, const char *upload_data, size_t *upload_data_size,
+          void **con_cls)
+{
+    act_http_server_t *self = (act_http_server_t *) cls;
+    act_http_req_t *req = *con_cls;
+    if (!req) {
+        //  The headers came: the body (if any) follows in later calls
+        req = calloc (1, sizeof *req);
+        req->connection = connection;
+        req->method = method;
+        req->path = url;
+        req->config = self->config;
+        *con_cls = req;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        //  Past max_body_bytes the rest is read and dropped: the answer is 413
+        if (!req->too_large && req->size + *upload_data_size > self->config->max_body_bytes) {
+            req->too_large = true;
+            free (req->body);
+            req->body = NULL;
+            req->size = 0;
+        }
+        if (!req->too_large) {
+            req->body = realloc (req->body, req->size + *upload_data_size + 1);
+            memcpy (req->body + req->size, upload_data, *upload_data_size);
+            req->size += *upload_data_size;
+            req->body [req->size] = 0;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return s_route (self, req);
+}
+
+//  The request is over (answered, or the connection dropped)
+static void
+s_completed (void *cls, struct MHD_Connection *connection, void **con_cls,
+             enum MHD_RequestTerminationCode code)
+{
+    act_http_server_t *self = (act_http_server_t *) cls;
+    act_http_req_t *req = *con_cls;
+    if (!req)
+        return;
+    if (self->config->verbose)
+        zsys_info ("actd-http: %s %s %u", req->method, req->path, req->status);
+    free (req->body);
+    free (req);
+    *con_cls = NULL;
+}
+
+act_http_server_t *
+act_http_server_new (const act_http_config_t *config, act_http_auth_t *auth)
+{
+    struct sockaddr_in ipv4 = { .sin_family = AF_INET, .sin_port = htons (config->port) };
+    struct sockaddr_in6 ipv6 = { .sin6_family = AF_INET6, .sin6_port = htons (config->port) };
+    struct sockaddr *address = NULL;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
+                   | MHD_USE_ERROR_LOG;
+    if (inet_pton (AF_INET, config->address, &ipv4.sin_addr) == 1)
+        address = (struct sockaddr *) &ipv4;
+    else
+    if (inet_pton (AF_INET6, config->address, &ipv6.sin6_addr) == 1) {
+        address = (struct sockaddr *) &ipv6;
+        flags |= MHD_USE_IPv6;
+    }
+    if (!address) {
+        zsys_error ("actd-http: listen: '%s' is not a numeric IPv4 or IPv6 address",
+                    config->address);
+        return NULL;
+    }
+    act_http_server_t *self = calloc (1, sizeof *self);
+    self->config = config;
+    self->auth = auth;
+    self->daemon = MHD_start_daemon (flags, (uint16_t) config->port, NULL, NULL,
+        s_access, self,
+        MHD_OPTION_SOCK_ADDR, address,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned) config->connection_limit,
+        MHD_OPTION_UNESCAPE_CALLBACK, s_unescape, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
+        MHD_OPTION_END);
+    if (!self->daemon) {
+        zsys_error ("actd-http: cannot listen on %s:%d", config->address, config->port);
+        free (self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+act_http_server_destroy (act_http_server_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_http_server_t *self = *self_p;
+        MHD_stop_daemon (self->daemon);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+int
+act_http_server_port (act_http_server_t *self)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info (self->daemon,
+                                                            MHD_DAEMON_INFO_BIND_PORT);
+    return info? info->port: -1;
+}

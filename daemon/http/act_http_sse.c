@@ -1,0 +1,173 @@
+/*  =========================================================================
+    act_http_sse - Server-Sent Events of a WATCH (see act_http_sse.h).
+
+    libmicrohttpd runs one thread per connection here, so the stream's
+    content reader may block: it waits on its watch job for the next event
+    up to the keepalive interval, writes it, and returns. A client that
+    went away is noticed at the next write (at the latest the keepalive),
+    and the free callback closes the watch (UNWATCH).
+    ========================================================================= */
+
+#include "act_http_sse.h"
+#include "actd/act_json.h"
+
+typedef struct {
+    act_http_job_t *job;        //  The watch
+    char *pending;              //  Text to write, or NULL
+    size_t length;              //  Its length
+    size_t written;             //  How much of it went out
+    bool last;                  //  After pending, the stream ends
+    bool finished;              //  Nothing more to write
+} s_stream_t;
+
+static void
+s_stream_free (void *cls)
+{
+    s_stream_t *self = (s_stream_t *) cls;
+    act_http_job_destroy (&self->job);
+    free (self->pending);
+    free (self);
+}
+
+//  Queue text (taken) to write next
+static void
+s_stream_queue (s_stream_t *self, char *text)
+{
+    free (self->pending);
+    self->pending = text;
+    self->length = strlen (text);
+    self->written = 0;
+}
+
+//  The SSE frame of one watch event (event: the broker's JSON text)
+static char *
+s_frame (s_stream_t *self, char *event)
+{
+    //  The broker's JSON is compact; a raw line break could only be white
+    //  space between tokens, which a data line must not hold
+    for (char *c = event; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+    json_t *value = json_loads (event, 0, NULL);
+    json_t *seq = json_object_get (value, "seq");
+    char *frame;
+    if (json_is_integer (seq))
+        frame = zsys_sprintf ("id: %" JSON_INTEGER_FORMAT "\nevent: message\ndata: %s\n\n",
+                              json_integer_value (seq), event);
+    else
+    if (json_object_get (value, "call"))
+        frame = zsys_sprintf ("event: call\ndata: %s\n\n", event);
+    else
+    if (json_is_true (json_object_get (value, "deleted"))) {
+        frame = zsys_sprintf ("event: deleted\ndata: %s\n\n", event);
+        self->last = true;
+    }
+    else
+        frame = zsys_sprintf (": unknown event %s\n\n", event);
+    json_decref (value);
+    return frame;
+}
+
+//  The next text: an event, a keepalive, or the error that ended the watch
+static void
+s_stream_next (s_stream_t *self)
+{
+    bool ended;
+    act_err_t err = { 0 };
+    char *event = act_http_job_event (self->job, zclock_mono () + ACT_HTTP_SSE_KEEPALIVE_MS,
+                                      &ended, &err);
+    if (event) {
+        s_stream_queue (self, s_frame (self, event));
+        free (event);
+    }
+    else
+    if (ended) {
+        json_t *error = json_pack ("{s{ssss}}", "error", "code",
+                                   err.code? err.code: ACT_E_INTERNAL, "message",
+                                   err.message);
+        char *text = act_json_dump (error);
+        json_decref (error);
+        s_stream_queue (self, zsys_sprintf ("event: error\ndata: %s\n\n", text));
+        free (text);
+        self->last = true;
+    }
+    else
+        s_stream_queue (self, strdup (": keepalive\n\n"));
+}
+
+static ssize_t
+s_stream_read (void *cls, uint64_t position, char *buffer, size_t size)
+{
+    s_stream_t *self = (s_stream_t *) cls;
+    if (!self->pending || self->written == self->length) {
+        if (self->last || self->finished) {
+            self->finished = true;
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        s_stream_next (self);
+    }
+    size_t chunk = self->length - self->written;
+    if (chunk > size)
+        chunk = size;
+    memcpy (buffer, self->pending + self->written, chunk);
+    self->written += chunk;
+    return (ssize_t) chunk;
+}
+
+//  The first _seq to stream: after Last-Event-ID, else ?from= (default 1;
+//  0: only messages appended from now on, after the context's last_seq as
+//  CONTEXTS gives it). -1 when an argument is bad.
+static long long
+s_from (act_http_req_t *req, const char *context)
+{
+    const char *last = MHD_lookup_connection_value (req->connection, MHD_HEADER_KIND,
+                                                    "Last-Event-ID");
+    if (last && *last) {
+        char *end;
+        errno = 0;
+        long long seq = strtoll (last, &end, 10);
+        return (*end || errno || seq < 0 || seq == INT64_MAX)? -1: seq + 1;
+    }
+    long long from = act_http_req_number (req, "from", 1, 0, INT64_MAX);
+    if (from != 0)
+        return from;
+    act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
+                                              "CONTEXTS", context, "", "1", NULL);
+    char *text = reply && streq (reply->verb, "VALUE")? act_reply_arg (reply, 0): NULL;
+    json_t *page = text? json_loads (text, 0, NULL): NULL;
+    json_t *first = json_array_get (json_object_get (page, "contexts"), 0);
+    const char *id = json_string_value (json_object_get (first, "context"));
+    from = id && streq (id, context)
+         ? json_integer_value (json_object_get (first, "last_seq")) + 1: 1;
+    json_decref (page);
+    free (text);
+    act_reply_destroy (&reply);
+    return from;
+}
+
+enum MHD_Result
+act_http_sse_start (act_http_req_t *req, const char *context)
+{
+    long long from = s_from (req, context);
+    long long all = act_http_req_number (req, "all", 0, 0, 1);
+    if (from < 0 || all < 0)
+        return act_http_req_error (req, ACT_E_BAD_ARGUMENT,
+                                   "from and Last-Event-ID are a _seq, all is 0 or 1");
+    s_stream_t *stream = calloc (1, sizeof *stream);
+    stream->job = act_http_broker_watch (req->broker, context, (uint64_t) from, all == 1);
+    //  A first comment, so the headers go out before the first event
+    s_stream_queue (stream, strdup (": stream\nretry: 2000\n\n"));
+    struct MHD_Response *response = MHD_create_response_from_callback (
+        MHD_SIZE_UNKNOWN, 4096, s_stream_read, stream, s_stream_free);
+    if (!response) {
+        s_stream_free (stream);
+        return MHD_NO;
+    }
+    MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header (response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header (response, "X-Accel-Buffering", "no");
+    enum MHD_Result rc = MHD_queue_response (req->connection, 200, response);
+    MHD_destroy_response (response);
+    req->status = 200;
+    return rc;
+}

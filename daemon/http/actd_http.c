@@ -1,0 +1,53 @@
+/*  =========================================================================
+    actd-http - actd's HTTP face: a JSON API over ACT/1, Server-Sent
+    Events of WATCH, Prometheus metrics and the dashboard's static files
+    (docs/http.md). A client of actd like any other: it connects over
+    ACT/1 (with CURVE when configured) and holds no state of its own.
+    ========================================================================= */
+
+#include "act_http_server.h"
+#include <signal.h>
+
+int
+main (int argc, char *argv [])
+{
+    int status;
+    act_http_config_t *config = act_http_config_new (argc, argv, &status);
+    if (!config)
+        return status;
+    //  SIGINT and SIGTERM are taken by sigwait below: blocked before any
+    //  thread starts, every thread inherits the mask
+    sigset_t signals;
+    sigemptyset (&signals);
+    sigaddset (&signals, SIGINT);
+    sigaddset (&signals, SIGTERM);
+    pthread_sigmask (SIG_BLOCK, &signals, NULL);
+    signal (SIGPIPE, SIG_IGN);
+    act_err_t err = { 0 };
+    act_http_auth_t *auth = act_http_auth_new (config, &err);
+    if (!auth) {
+        fprintf (stderr, "actd-http: %s\n", err.message);
+        act_http_config_destroy (&config);
+        return 2;
+    }
+    act_http_server_t *server = act_http_server_new (config, auth);
+    if (!server) {
+        act_http_auth_destroy (&auth);
+        act_http_config_destroy (&config);
+        return 1;
+    }
+    bool ipv6 = strchr (config->address, ':') != NULL;
+    printf ("actd-http: listening on http://%s%s%s:%d/ (actd at %s%s%s)\n",
+            ipv6? "[": "", config->address, ipv6? "]": "", act_http_server_port (server),
+            config->broker, config->server_key? ", CURVE": "",
+            config->ntokens? ", bearer tokens": "");
+    fflush (stdout);
+    int signal_number;
+    sigwait (&signals, &signal_number);
+    //  Wake every thread waiting for actd, then wait for the connections
+    act_http_auth_stop (auth);
+    act_http_server_destroy (&server);
+    act_http_auth_destroy (&auth);
+    act_http_config_destroy (&config);
+    return 0;
+}
