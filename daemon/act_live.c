@@ -293,6 +293,9 @@ act_live_status (act_live_t *self)
     json_t *output = json_object_get (self->call->json, "_outputPath");
     if (self->call->output && json_is_string (output))
         json_object_set (status, "output_path", output);
+    json_t *references = act_call_references (self->call);
+    if (references)
+        json_object_set_new (status, "references", references);
     if (self->progress)
         json_object_set (status, "progress", self->progress);
     //  waiting_on is worked out now: the expressions that still wait for a

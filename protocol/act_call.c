@@ -220,6 +220,23 @@ act_call_parse (json_t *call, act_err_t *err)
     return self;
 }
 
+json_t *
+act_call_references (const act_call_t *self)
+{
+    if (self->nrefs == 0)
+        return NULL;
+    json_t *texts = json_array ();
+    for (size_t i = 0; i < self->nrefs; i++) {
+        const char *text = self->refs [i]->text;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = streq (self->refs [j]->text, text);
+        if (!seen)
+            json_array_append_new (texts, json_string (text));
+    }
+    return texts;
+}
+
 //  A parameter value with references replaced, in the order s_collect met
 //  them. Returns a new reference, or NULL with err set.
 static json_t *

@@ -53,6 +53,11 @@ act_call_t *act_call_parse (json_t *call, act_err_t *err);
 //  Destroy the call and null the pointer; safe on NULL.
 void act_call_destroy (act_call_t **self_p);
 
+//  The expressions of the parameters that hold references, as written
+//  (each once, in the order of a walk): a new array, or NULL when the
+//  parameters hold none.
+json_t *act_call_references (const act_call_t *self);
+
 //  The parameters a worker receives: the top-level "_" keys removed, every
 //  reference replaced by its value in ctx (in the call's instance), and
 //  every "††" literal unescaped. Returns a new object, or NULL with err set
