@@ -96,9 +96,19 @@ function card (label, value, detail, className) {
               h ('div.value', value), detail ? h ('div.detail', detail) : null);
 }
 
+//  Latency cells: over the last minute, or (greyed) since actd started
+//  when nothing ended in the last minute
 function latencyCells (latency, old) {
-    const pick = (name, q) => quantile (since (latency?.[name], old?.[name]), q);
-    const cell = (value) => h ('td.num', value === null ? '–' : duration (value));
+    const pick = (name, q) => {
+        const recent = since (latency?.[name], old?.[name]);
+        const value = quantile (recent, q);
+        return value !== null ? { value, lifetime: false }
+                              : { value: quantile (latency?.[name], q), lifetime: true };
+    };
+    const cell = ({ value, lifetime }) => value === null ? h ('td.num', '–')
+        : h ('td.num' + (lifetime ? '.lifetime' : ''),
+             { title: lifetime ? 'since actd started (nothing in the last minute)' : 'last minute' },
+             duration (value));
     return [cell (pick ('queue', 0.5)), cell (pick ('run', 0.5)), cell (pick ('run', 0.95)),
             cell (pick ('total', 0.5)), cell (pick ('total', 0.95)), cell (pick ('total', 0.99))];
 }
@@ -161,11 +171,11 @@ export function mountOverview (root, { setStatus }) {
             card ('calls', number (calls.accepted),
                   rate (perSecond (now, previous, (s) => s.calls?.accepted)) + '/s accepted'),
             card ('live', `${calls.waiting ?? 0} · ${calls.queued ?? 0} · ${calls.running ?? 0}`,
-                  'waiting · queued · running'),
+                  'wait · queue · run'),
             card ('ok', number (calls.ok), null, 'good'),
             card ('error', number (calls.error), `${number (calls.timeout)} timeout`,
                   calls.error || calls.timeout ? 'bad' : ''),
-            card ('skipped · cancelled', `${number (calls.skipped)} · ${number (calls.cancelled)}`),
+            card ('skipped', number (calls.skipped), `${number (calls.cancelled)} cancelled`),
             card ('store', store.backend || '–',
                   [rate (commitsPerSecond) + ' commits/s',
                    writesPerCommit !== null ? number (writesPerCommit) + ' writes/commit' : null,

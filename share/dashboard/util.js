@@ -91,6 +91,8 @@ export function rate (value) {
 export function duration (ms) {
     if (ms === undefined || ms === null || Number.isNaN (ms))
         return '–';
+    if (ms < 10)
+        return ms.toFixed (1) + ' ms';
     if (ms < 1000)
         return Math.round (ms) + ' ms';
     const s = ms / 1000;

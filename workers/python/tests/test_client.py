@@ -170,10 +170,12 @@ class ClientTest(BrokerTest):
         running = self.client.status(producer_id)
         waiting = self.client.status(consumer_id)
         self.assertEqual(running.raw, {"call_id": producer_id, "context": "c-status",
-                                       "state": "running", "attempts": 1})
+                                       "state": "running", "attempts": 1, "tool": "gate",
+                                       "output_path": "†dep.x"})
         self.assertEqual(waiting.raw, {"call_id": consumer_id, "context": "c-status",
                                        "state": "waiting", "attempts": 0,
-                                       "waiting_on": ["†dep.x"]})
+                                       "waiting_on": ["†dep.x"], "tool": "upper",
+                                       "output_path": "†dep.y", "references": ["†dep.x"]})
         self.assertEqual(waiting.waiting_on, ["†dep.x"])
         self.assertFalse(waiting.ended)
         self.gate.release()
