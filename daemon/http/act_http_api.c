@@ -76,8 +76,17 @@ s_calls (act_http_req_t *req, const char *context)
     if (wait < 0 || timeout < 0)
         return act_http_req_error (req, ACT_E_BAD_ARGUMENT,
                                    "wait is 0 or 1, timeout_ms 1 to %d", S_WAIT_MAX_MS);
-    if (!wait)
-        return s_ask (req, 202, "CALL", context, s_body (req), NULL);
+    if (!wait) {
+        act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
+                                                  "CALL", context, s_body (req), NULL);
+        char *call_id = reply && streq (reply->verb, "ACCEPTED")? act_reply_arg (reply, 0): NULL;
+        if (!call_id)
+            return act_http_req_reply (req, reply, 500);
+        act_reply_destroy (&reply);
+        json_t *accepted = json_pack ("{ss}", "call_id", call_id);
+        free (call_id);
+        return act_http_req_json (req, 202, accepted);
+    }
     //  Waiting: a call with _outputPath ends with DONE on this request; a
     //  fire-and-forget call is followed on a watch of its context's calls,
     //  opened first (the broker handles one socket's requests in order,

@@ -700,7 +700,7 @@ class InstallTest(unittest.TestCase):
         done = subprocess.run(["cmake", "--install", self.build, "--prefix", P],
                               capture_output=True, text=True, timeout=300)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
-        programs = ["actd", "actctl", "actd-example-worker"]
+        programs = ["actd", "actctl", "actd-example-worker", "actd-http"]
         if os.path.exists(os.path.join(self.build, "bin", "actd-exec")):
             programs.append("actd-exec")
         for program in programs:
@@ -712,7 +712,9 @@ class InstallTest(unittest.TestCase):
         for path in ("lib/systemd/system/actd.service", "lib/sysusers.d/actd.conf",
                      "lib/tmpfiles.d/actd.conf", "etc/actd/actd.cfg",
                      "share/man/man8/actd.8", "share/man/man1/actctl.1",
-                     "share/doc/actd/LICENSE", "share/bash-completion/completions/actctl"):
+                     "share/doc/actd/LICENSE", "share/bash-completion/completions/actctl",
+                     "lib/systemd/system/actd-http.service", "etc/actd/actd-http.cfg",
+                     "share/doc/actd/http.md"):
             self.assertTrue(os.path.exists(os.path.join(P, path)), path)
         with open(os.path.join(P, "etc", "actd", "actd.cfg")) as installed, open(EXAMPLE) as example:
             self.assertEqual(installed.read(), example.read())
@@ -722,6 +724,16 @@ class InstallTest(unittest.TestCase):
         with open(unit) as handle:
             text = handle.read()
         self.assertIn("\nExecStart=%s/bin/actd --config %s/etc/actd/actd.cfg\n" % (P, P), text)
+        self.assertNotRegex(text, r"@[A-Z_]+@")
+        verify = subprocess.run(["systemd-analyze", "verify", "--man=no", unit],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual((verify.returncode, verify.stderr), (0, ""))
+        #  actd-http's unit beside it, on its own installed config
+        unit = os.path.join(P, "lib", "systemd", "system", "actd-http.service")
+        with open(unit) as handle:
+            text = handle.read()
+        self.assertIn("\nExecStart=%s/bin/actd-http --config %s/etc/actd/actd-http.cfg\n"
+                      % (P, P), text)
         self.assertNotRegex(text, r"@[A-Z_]+@")
         verify = subprocess.run(["systemd-analyze", "verify", "--man=no", unit],
                                 capture_output=True, text=True, timeout=120)
