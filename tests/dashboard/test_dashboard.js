@@ -262,6 +262,10 @@ async function main () {
         await page.click (`#plan g.node[data-call="${plan [3]}"]`);
         await until (async () => (await text ('#call-detail'))?.includes ('reviewing'),
                      'the detail of the review (its progress)');
+        //  The dark theme (the system's, followed by default) for the picture
+        await page.emulateMediaFeatures ([{ name: 'prefers-color-scheme', value: 'dark' }]);
+        assert.equal (await page.evaluate (() =>
+            getComputedStyle (document.body).getPropertyValue ('color-scheme')), 'dark');
         const shot = path.join (BUILD, 'dashboard.png');
         await page.screenshot ({ path: shot });
         log ('screenshots:', shot, path.join (BUILD, 'dashboard-overview.png'));

@@ -751,6 +751,9 @@ class StatsTest(BrokerCase):
         self.assertEqual({name: self.latencies(stats, name)["total"]["count"]
                           for name in stats["activities"]},
                          {"value": 0, "fail": 0, "echo": 0, "hang": 0})
+        nothing = {"ok": 0, "error": 0, "timeout": 0, "skipped": 0, "cancelled": 0}
+        self.assertEqual(self.outcomes(stats), {name: nothing
+                                                for name in ("value", "fail", "echo", "hang")})
         self.assertEqual(stats, {
             "contexts": 0, "messages": 0, "deleted": 0,
             "calls": {"accepted": 0, "ok": 0, "error": 0, "timeout": 0, "skipped": 0,
@@ -785,6 +788,11 @@ class StatsTest(BrokerCase):
         self.assertEqual(latency["hang"]["queue"]["count"], 1)
         self.assertEqual(latency["hang"]["run"]["count"], 0)       # still running
         self.assertEqual(latency["nobody"]["queue"]["count"], 0)   # never dispatched
+        outcomes = self.outcomes(stats)
+        self.assertEqual({name: {k: n for k, n in counts.items() if n}
+                          for name, counts in outcomes.items()},
+                         {"value": {"ok": 1}, "fail": {"error": 1}, "echo": {"ok": 1},
+                          "hang": {}, "nobody": {"cancelled": 1}})
         self.assertEqual(stats, {
             "contexts": 2, "messages": 3, "deleted": 0,
             "calls": {"accepted": 8, "ok": 2, "error": 1, "timeout": 0, "skipped": 0,
@@ -805,8 +813,19 @@ class StatsTest(BrokerCase):
                                           "queued": 2, "waiting": 1})
         hang_latency = self.latencies(stats, "hang")
         self.assertEqual((hang_latency["run"]["count"], hang_latency["total"]["count"]), (1, 1))
+        self.assertEqual(self.outcomes(stats)["hang"]["cancelled"], 1)
         self.assertEqual(stats["activities"]["hang"],
                          {"workers": 1, "queued": 0, "running": 0, "done": 1})
+
+    def outcomes(self, stats):
+        """Pop each activity's "outcomes" (ended calls per status, beyond
+        PROTOCOL.md section 4) from stats, after checking they add up to
+        its "done"."""
+        found = {}
+        for name, activity in stats["activities"].items():
+            found[name] = activity.pop("outcomes")
+            self.assertEqual(sum(found[name].values()), activity["done"], name)
+        return found
 
     def latencies(self, stats, name):
         """Pop activity name's latency histograms from stats, after checking
