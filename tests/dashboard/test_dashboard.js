@@ -30,6 +30,7 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const BUILD = process.env.ACTD_BUILD_DIR || path.join (ROOT, 'build');
 const PYTHON = '/usr/bin/python3';
 const TIMEOUT_MS = 30000;       //  Generous: a shared machine, sanitizers
+const TOKEN = 'dashboard-test-token-0123456789';    //  actd-http's one bearer token
 
 const children = [];
 const scratch = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-dashboard-'));
@@ -103,7 +104,11 @@ async function main () {
     const actd = start ('actd', ACTD, ['--db', path.join (scratch, 'actd.db'),
         '--client-endpoint', clientEndpoint, '--worker-endpoint', workerEndpoint,
         '--heartbeat-ms', '1000', '--liveness', '3']);
-    const http = start ('actd-http', ACTD_HTTP, ['--listen', `127.0.0.1:${httpPort}`,
+    //  One bearer token (no CURVE: actd takes the connection as it is)
+    const config = path.join (scratch, 'actd-http.cfg');
+    fs.writeFileSync (config, `tokens\n    dashboard\n        token = "${TOKEN}"\n`);
+    const http = start ('actd-http', ACTD_HTTP, ['--config', config,
+        '--listen', `127.0.0.1:${httpPort}`,
         '--endpoint', clientEndpoint, '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')]);
     const worker = start ('worker', PYTHON, [path.join (__dirname, 'worker.py'), workerEndpoint],
                           { PYTHONPATH: path.join (ROOT, 'workers', 'python'),
@@ -111,8 +116,11 @@ async function main () {
 
     //  ---- the HTTP API, as the test's own client ------------------------
     async function call (method, route, body) {
+        const headers = { Authorization: 'Bearer ' + TOKEN };
+        if (body !== undefined)
+            headers ['Content-Type'] = 'application/json';
         const response = await fetch (base + route, {
-            method, headers: body !== undefined ? { 'Content-Type': 'application/json' } : {},
+            method, headers,
             body: body !== undefined ? JSON.stringify (body) : undefined });
         const text = await response.text ();
         if (!response.ok)
@@ -122,7 +130,9 @@ async function main () {
     const get = (route) => call ('GET', route);
     const post = (route, body) => call ('POST', route, body);
 
-    await until (async () => (await fetch (base + '/healthz')).ok, 'actd-http /healthz');
+    await until (async () => (await fetch (base + '/healthz',
+                                           { headers: { Authorization: 'Bearer ' + TOKEN } })).ok,
+                 'actd-http /healthz');
     await until (async () => (await get ('/v1/stats')).workers.some ((w) => w.name === 'dash-worker'),
                  'the worker to register');
     log ('actd, actd-http and the worker are up');
@@ -162,8 +172,9 @@ async function main () {
         });
         page.on ('pageerror', (error) => problems.push ('page error: ' + error.message));
         page.on ('requestfailed', (request) => {
-            //  The event stream is cut when the page leaves: not a problem
-            if (!request.url ().includes ('/events'))
+            //  The event stream is cut when the page leaves, and a view
+            //  leaving aborts its poll in flight: not problems
+            if (!request.url ().includes ('/events') && request.failure ()?.errorText !== 'net::ERR_ABORTED')
                 problems.push (`request failed: ${request.url ()} ${request.failure ()?.errorText}`);
         });
         let navigations = 0;
@@ -173,8 +184,14 @@ async function main () {
         });
         const text = (selector) => page.$eval (selector, (node) => node.textContent).catch (() => null);
 
+        //  -- the token: taken from ?token= once, kept in sessionStorage,
+        //  sent as Authorization (and as access_token to the event stream)
+        assert.equal ((await fetch (base + '/v1/stats')).status, 401);
+        await page.goto (`${base}/?token=${TOKEN}`, { waitUntil: 'load' });
+        await until (async () => !page.url ().includes ('token='), 'the token out of the address');
+        assert.equal (await page.evaluate (() => sessionStorage.getItem ('actd-dashboard-token')), TOKEN);
+
         //  -- overview: the worker and the activity counts of STATS
-        await page.goto (base + '/', { waitUntil: 'load' });
         await page.waitForSelector ('#workers tr[data-worker="dash-worker"]', { timeout: TIMEOUT_MS });
         const workerRow = await page.$eval ('#workers tr[data-worker="dash-worker"]',
                                             (row) => [...row.cells].map ((cell) => cell.textContent));
@@ -273,7 +290,20 @@ async function main () {
             fs.copyFileSync (shot, path.join (ROOT, 'docs', 'dashboard.png'));
             log ('copied to docs/dashboard.png');
         }
-        assert.deepEqual (problems, [], 'the page had errors');
+        assert.deepEqual (problems, [], 'the page had errors:\n' + problems.join ('\n'));
+
+        //  -- a tab without the token is refused (401: its console shows
+        //  that, as it should), asks for one, and works once given it
+        const other = await browser.newPage ();
+        await other.goto (base + '/', { waitUntil: 'load' });
+        await other.waitForSelector ('#token-form:not([hidden])', { timeout: TIMEOUT_MS });
+        await other.waitForSelector ('#status.auth', { timeout: TIMEOUT_MS });
+        await other.type ('#token-form input[name="token"]', TOKEN);
+        await other.click ('#token-form button[type="submit"]');
+        await other.waitForSelector ('#workers tr[data-worker="dash-worker"]', { timeout: TIMEOUT_MS });
+        assert.equal (await other.$eval ('#status', (node) => node.className), 'status live');
+        await other.close ();
+        log ('token: from ?token=, and asked for when missing');
     }
     finally {
         await browser.close ();
