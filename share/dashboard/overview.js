@@ -105,12 +105,15 @@ function latencyCells (latency, old) {
         return value !== null ? { value, lifetime: false }
                               : { value: quantile (latency?.[name], q), lifetime: true };
     };
-    const cell = ({ value, lifetime }) => value === null ? h ('td.num', '–')
+    const cell = (field, { value, lifetime }) => value === null
+        ? h ('td.num', { dataset: { field } }, '–')
         : h ('td.num' + (lifetime ? '.lifetime' : ''),
-             { title: lifetime ? 'since actd started (nothing in the last minute)' : 'last minute' },
+             { dataset: { field },
+               title: lifetime ? 'since actd started (nothing in the last minute)' : 'last minute' },
              duration (value));
-    return [cell (pick ('queue', 0.5)), cell (pick ('run', 0.5)), cell (pick ('run', 0.95)),
-            cell (pick ('total', 0.5)), cell (pick ('total', 0.95)), cell (pick ('total', 0.99))];
+    return [cell ('queue-p50', pick ('queue', 0.5)), cell ('run-p50', pick ('run', 0.5)),
+            cell ('run-p95', pick ('run', 0.95)), cell ('total-p50', pick ('total', 0.5)),
+            cell ('total-p95', pick ('total', 0.95)), cell ('total-p99', pick ('total', 0.99))];
 }
 
 export function mountOverview (root, { setStatus }) {

@@ -12,6 +12,8 @@ const GAP_X = 56;               //  Between layers
 const GAP_Y = 12;               //  Between nodes of one layer
 const PAD = 12;                 //  Around the drawing
 const MAX_NODES = 200;          //  The latest calls drawn
+const MAX_KEPT = 2000;          //  Calls remembered; the oldest ended go first
+const ENDED = new Set (['ok', 'error', 'timeout', 'skipped', 'cancelled']);
 
 //  The graph's model: calls by id, and the edges worked out from them
 export class Plan {
@@ -27,6 +29,8 @@ export class Plan {
                      targets: [], reads: [], readTexts: new Set (), dependsOn: [],
                      progress: undefined, outcome: null, seenAt: Date.now () };
             this.calls.set (id, call);
+            if (this.calls.size > MAX_KEPT)
+                this.prune ();
         }
         return call;
     }
@@ -78,6 +82,14 @@ export class Plan {
             if (!key.startsWith ('_'))
                 walk (value);
         return call;
+    }
+
+    //  Forget the oldest ended calls, down to nine tenths of MAX_KEPT
+    prune () {
+        const ended = [...this.calls.values ()].filter ((c) => ENDED.has (c.state))
+            .sort ((a, b) => Number (a.id) - Number (b.id));
+        for (const call of ended.slice (0, this.calls.size - Math.floor (MAX_KEPT * 0.9)))
+            this.calls.delete (call.id);
     }
 
     reads (call, expression) {
@@ -209,11 +221,19 @@ export function drawPlan (plan, target, { selected, onSelect } = {}) {
     });
     target.replaceChildren (defs, svg ('g', { class: 'edges' }, lines),
                             svg ('g', { class: 'nodes' }, nodes));
-    if (onSelect)
+    if (onSelect) {
         target.onclick = (event) => {
             const node = event.target.closest ('[data-call]');
             if (node)
                 onSelect (node.dataset.call);
         };
+        target.onkeydown = (event) => {
+            const node = event.target.closest ('[data-call]');
+            if (node && (event.key === 'Enter' || event.key === ' ')) {
+                event.preventDefault ();
+                onSelect (node.dataset.call);
+            }
+        };
+    }
     return { nodes: calls.length, edges: edges.length };
 }

@@ -210,6 +210,10 @@ async function main () {
                 assert.equal (await cell (name, field), String (stats.activities [name] [field]),
                               `${name} ${field} as STATS says`);
         assert.match (await text ('#totals'), /calls/);
+        //  Latencies from the STATS histograms: every search ended
+        for (const field of ['queue-p50', 'run-p50', 'total-p50', 'total-p99'])
+            assert.match (await cell ('search', field), /^[0-9.]+ (ms|s)$/, 'search ' + field);
+        assert.equal (await cell ('slow', 'total-p50'), '–');        //  none ended
         log ('overview: the worker and the activity counts are shown');
         await page.screenshot ({ path: path.join (BUILD, 'dashboard-overview.png') });
 
