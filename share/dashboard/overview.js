@@ -159,6 +159,7 @@ export function mountOverview (root, { setStatus }) {
             .reduce ((sum, key) => sum + (s.calls?.[key] || 0), 0);
         const failed = (s) => (s.calls?.error || 0) + (s.calls?.timeout || 0);
         const store = stats.store || {};
+        document.title = `actd · ${calls.running ?? 0} running · ${calls.queued ?? 0} queued`;
         const commitsPerSecond = perSecond (now, previous, (s) => s.store?.commits);
         const writesPerCommit = (() => {
             const commits = (store.commits ?? 0) - (old.stats.store?.commits ?? 0);

@@ -12,6 +12,7 @@ const GAP_X = 56;               //  Between layers
 const GAP_Y = 12;               //  Between nodes of one layer
 const PAD = 12;                 //  Around the drawing
 const MAX_NODES = 200;          //  The latest calls drawn
+const MAX_ROWS = 10;            //  Calls in one column
 const MAX_KEPT = 2000;          //  Calls remembered; the oldest ended go first
 const ENDED = new Set (['ok', 'error', 'timeout', 'skipped', 'cancelled']);
 
@@ -146,25 +147,31 @@ function layout (calls, edges) {
     const layers = [];
     for (const call of calls)
         (layers [layer.get (call.id)] ||= []).push (call);
+    //  A layer of more than MAX_ROWS calls (many independent calls) is
+    //  folded into several columns
     const row = new Map ();
     const position = new Map ();
-    layers.forEach ((members, index) => {
+    let column = 0;
+    let rows = 1;
+    for (const members of layers) {
         const key = (call) => {
-            const rows = parents.get (call.id).map ((id) => row.get (id)).filter ((r) => r !== undefined);
-            return rows.length ? rows.reduce ((a, b) => a + b, 0) / rows.length : -1;
+            const seen = parents.get (call.id).map ((id) => row.get (id)).filter ((r) => r !== undefined);
+            return seen.length ? seen.reduce ((a, b) => a + b, 0) / seen.length : -1;
         };
         members.sort ((a, b) => key (a) - key (b) || Number (a.id) - Number (b.id));
-        members.forEach ((call, r) => {
+        members.forEach ((call, index) => {
+            const r = index % MAX_ROWS;
             row.set (call.id, r);
-            position.set (call.id, { x: PAD + index * (NODE_W + GAP_X),
+            position.set (call.id, { x: PAD + (column + Math.floor (index / MAX_ROWS)) * (NODE_W + GAP_X),
                                      y: PAD + r * (NODE_H + GAP_Y) });
         });
-    });
-    const height = Math.max (1, ...layers.map ((members) => members.length));
+        column += Math.ceil (members.length / MAX_ROWS);
+        rows = Math.max (rows, Math.min (members.length, MAX_ROWS));
+    }
     return {
         position,
-        width: PAD * 2 + layers.length * NODE_W + Math.max (0, layers.length - 1) * GAP_X,
-        height: PAD * 2 + height * NODE_H + (height - 1) * GAP_Y
+        width: PAD * 2 + column * NODE_W + Math.max (0, column - 1) * GAP_X,
+        height: PAD * 2 + rows * NODE_H + (rows - 1) * GAP_Y
     };
 }
 
