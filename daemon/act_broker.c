@@ -69,6 +69,7 @@ struct _act_broker_t {
 void
 act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
 {
+    act_security_seen (self->security, false, *msg_p);
     act_commands_message (self->commands, msg_p);
     act_flow_settle (self->flow);
 }
@@ -76,6 +77,7 @@ act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
 void
 act_broker_worker_message (act_broker_t *self, zmsg_t **msg_p)
 {
+    act_security_seen (self->security, true, *msg_p);
     act_wproto_message (self->wproto, msg_p);
     act_flow_settle (self->flow);
 }
@@ -256,6 +258,7 @@ act_broker_pass (act_broker_t *self)
     s_retain (self, now);
     s_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
+    act_security_tick (self->security, now);
     self->passed = act_clock_ms ();
     return sent;
 }
@@ -317,6 +320,12 @@ s_bind (act_broker_t *self, const char *endpoint, const char *domain, act_err_t 
     int rc = zsock_bind (socket, "%s", bound);
     int error = rc < 0? zmq_errno (): 0;
     free (bound);
+    //  An ipc:// socket file: who may connect is who may write to it
+    //  (server/ipc_mode; the group is actd's own, "actd" under systemd)
+    if (rc >= 0 && strncmp (endpoint, "ipc://", 6) == 0 && endpoint [6] != '@'
+    &&  chmod (endpoint + 6, (mode_t) self->settings->ipc_mode))
+        act_log (LOG_ERR, "cannot set the mode of %s to %o: %s", endpoint + 6,
+                 self->settings->ipc_mode, strerror (errno));
     if (rc < 0) {
         act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint, zmq_strerror (error));
         zsock_destroy (&socket);
@@ -338,6 +347,7 @@ s_bind_all (act_broker_t *self, act_err_t *err)
     if (!self->workers)
         return -1;
     act_broker_set_sender (self, s_send_sockets, self);
+    act_wproto_set_security (self->wproto, self->security);
     return 0;
 }
 
@@ -537,6 +547,50 @@ s_reload_log_activity (const char *prefix, const act_activity_settings_t *old,
                  old->retry.backoff, new->retry.backoff);
 }
 
+//  After the keys were reloaded: a connected worker whose key is gone, or
+//  may no longer serve one of its activities, is lost (its tasks go to
+//  other workers), told to DISCONNECT and cut off; the others take their
+//  keys' new patterns. Revoked clients lose their watches (their
+//  connections are cut by security).
+static void
+s_revoke (act_broker_t *self)
+{
+    zlistx_t *revoked = zlistx_new ();
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool)) {
+        bool allowed;
+        const zlistx_t *patterns = act_security_worker_patterns (self->security, worker->user,
+                                                                 &allowed);
+        for (act_activity_t *activity = zlistx_first (worker->activities);
+             activity && allowed; activity = zlistx_next (worker->activities))
+            allowed = act_security_patterns_match (patterns, activity->name);
+        worker->patterns = patterns;
+        if (!allowed)
+            zlistx_add_end (revoked, worker);
+    }
+    for (act_worker_t *worker = zlistx_first (revoked); worker; worker = zlistx_next (revoked)) {
+        zframe_t *identity = zframe_dup (worker->identity);
+        char *key = strdup (worker->key);
+        act_proto_t protocol = worker->protocol;
+        bool envelope = worker->envelope;
+        act_log (LOG_NOTICE, "reload: worker %s (key %s) may no longer serve its "
+                 "activities: disconnecting it", worker->name,
+                 worker->user? worker->user: "(none)");
+        act_flow_worker_lost (self->flow, worker, "its key was revoked");
+        act_pool_disconnect (self->outbox, identity, protocol, envelope, "key revoked");
+        act_security_cut_worker (self->security, key);
+        zframe_destroy (&identity);
+        free (key);
+    }
+    zlistx_destroy (&revoked);
+    act_flow_settle (self->flow);
+    zframe_t *client;
+    while ((client = act_security_revoked_client (self->security))) {
+        act_watches_drop_client (self->watches, zframe_data (client), zframe_size (client));
+        zframe_destroy (&client);
+    }
+}
+
 void
 act_broker_reload (act_broker_t *self, act_settings_t *fresh)
 {
@@ -575,8 +629,10 @@ act_broker_reload (act_broker_t *self, act_settings_t *fresh)
     now->activities = fresh->activities;
     fresh->activities = swap;
     act_pool_resettle (self->pool);
-    if (self->security)
+    if (self->security) {
         act_security_reload (self->security, fresh);
+        s_revoke (self);
+    }
     //  The new log level last, so that the lines above are not lost
     now->log_level = fresh->log_level;
     act_log_threshold = fresh->log_level;

@@ -25,6 +25,7 @@ typedef struct {
     const char *context;        //  First argument as a context id, or NULL
     zframe_t *args [3];         //  Argument frames (NULL past nargs)
     size_t nargs;               //  Number of argument frames
+    act_grant_t grant;          //  What the peer may do (its tenant)
 } s_request_t;
 
 typedef void (s_handler_fn) (act_commands_t *self, s_request_t *req);
@@ -33,6 +34,8 @@ typedef struct {
     const char *name;           //  As on the wire
     size_t least, most;         //  Argument frames after the request id
     bool context;               //  The first argument is a context id
+    int right;                  //  ACT_RIGHT_* the peer needs; 0 (a row
+                                //  that names none) needs admin
     s_handler_fn *handler;      //  Serves it; replies through the outbox
 } s_command_t;
 
@@ -41,20 +44,20 @@ static s_handler_fn s_call, s_plan, s_append, s_resolve, s_view, s_history,
                     s_delete;
 
 static const s_command_t s_commands [] = {
-    { "CALL",    2, 2, true,  s_call },
-    { "PLAN",    2, 2, true,  s_plan },
-    { "APPEND",  2, 3, true,  s_append },
-    { "RESOLVE", 2, 3, true,  s_resolve },
-    { "VIEW",    1, 2, true,  s_view },
-    { "HISTORY", 3, 3, true,  s_history },
-    { "STATUS",  1, 1, false, s_status },
-    { "CANCEL",  1, 1, false, s_cancel },
-    { "STATS",   0, 0, false, s_stats },
-    { "PING",    0, 0, false, s_ping },
-    { "WATCH",   2, 3, true,  s_watch },
-    { "UNWATCH", 1, 1, false, s_unwatch },
-    { "CONTEXTS", 0, 3, false, s_contexts },
-    { "DELETE",  1, 1, true,  s_delete },
+    { "CALL",    2, 2, true,  ACT_RIGHT_WRITE, s_call },
+    { "PLAN",    2, 2, true,  ACT_RIGHT_WRITE, s_plan },
+    { "APPEND",  2, 3, true,  ACT_RIGHT_WRITE, s_append },
+    { "RESOLVE", 2, 3, true,  ACT_RIGHT_READ,  s_resolve },
+    { "VIEW",    1, 2, true,  ACT_RIGHT_READ,  s_view },
+    { "HISTORY", 3, 3, true,  ACT_RIGHT_READ,  s_history },
+    { "STATUS",  1, 1, false, ACT_RIGHT_READ,  s_status },
+    { "CANCEL",  1, 1, false, ACT_RIGHT_WRITE, s_cancel },
+    { "STATS",   0, 0, false, ACT_RIGHT_ADMIN, s_stats },
+    { "PING",    0, 0, false, ACT_RIGHT_NONE,  s_ping },
+    { "WATCH",   2, 3, true,  ACT_RIGHT_READ,  s_watch },
+    { "UNWATCH", 1, 1, false, ACT_RIGHT_NONE,  s_unwatch },
+    { "CONTEXTS", 0, 3, false, ACT_RIGHT_READ, s_contexts },
+    { "DELETE",  1, 1, true,  ACT_RIGHT_WRITE, s_delete },
 };
 #define S_NCOMMANDS (sizeof s_commands / sizeof s_commands [0])
 
@@ -366,14 +369,24 @@ s_status_record (const char *id, json_t *record)
 
 //  The call named id: live (*call) or ended (*record, the caller's to
 //  free). Returns 0, or -1 with err (not_found; moved and internal when
-//  its context cannot be loaded here).
+//  its context cannot be loaded here). A call of a context grant does not
+//  reach is not_found, as one that never was: call ids are sequential,
+//  and guessing them must reveal nothing about other tenants' calls.
 static int
-s_find (act_commands_t *self, const char *id, act_live_t **call, json_t **record, act_err_t *err)
+s_find (act_commands_t *self, const act_grant_t *grant, const char *id, act_live_t **call,
+        json_t **record, act_err_t *err)
 {
     uint64_t number = 0;
     bool valid = id && act_decimal_parse (id, strlen (id), UINT64_MAX, &number) && number;
     *call = valid? act_flow_call (self->flow, number): NULL;
     *record = (valid && !*call)? act_store_call (self->store, number): NULL;
+    const char *owner = *call? (*call)->context->id
+                      : json_string_value (json_object_get (*record, "context"));
+    if (owner && !act_grant_reaches (grant, owner)) {
+        *call = NULL;
+        json_decref (*record);
+        *record = NULL;
+    }
     const char *state = json_string_value (json_object_get (*record, "state"));
     if (*record && (act_store_shared (self->store) || !act_state_ended (state))) {
         //  Its context's owner answers for it (shared store); loading the
@@ -396,11 +409,11 @@ s_find (act_commands_t *self, const char *id, act_live_t **call, json_t **record
 
 //  STATUS of the call named id; NULL with err
 static json_t *
-s_status_of (act_commands_t *self, const char *id, act_err_t *err)
+s_status_of (act_commands_t *self, s_request_t *req, const char *id, act_err_t *err)
 {
     act_live_t *call;
     json_t *record;
-    if (s_find (self, id, &call, &record, err))
+    if (s_find (self, &req->grant, id, &call, &record, err))
         return NULL;
     json_t *status = call? act_live_status (call): s_status_record (id, record);
     json_decref (record);
@@ -410,11 +423,11 @@ s_status_of (act_commands_t *self, const char *id, act_err_t *err)
 //  CANCEL the call named id: 1 when a live call was cancelled, 0 when it
 //  had ended (nothing changes), -1 with err
 static int
-s_cancel_of (act_commands_t *self, const char *id, act_err_t *err)
+s_cancel_of (act_commands_t *self, s_request_t *req, const char *id, act_err_t *err)
 {
     act_live_t *call;
     json_t *record;
-    if (s_find (self, id, &call, &record, err))
+    if (s_find (self, &req->grant, id, &call, &record, err))
         return -1;
     json_decref (record);
     if (call)
@@ -427,7 +440,7 @@ s_status (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     char *id = act_frame_string (req->args [0]);
-    json_t *status = s_status_of (self, id, &err);
+    json_t *status = s_status_of (self, req, id, &err);
     if (status)
         s_reply_json (self, req, "VALUE", status, false);
     else
@@ -441,7 +454,7 @@ s_cancel (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     char *id = act_frame_string (req->args [0]);
-    int rc = s_cancel_of (self, id, &err);
+    int rc = s_cancel_of (self, req, id, &err);
     if (rc < 0)
         s_reply_error (self, req, &err);
     else        //  Durable when it cancelled: the outcome is stored first
@@ -528,6 +541,23 @@ s_prefix_arg (zframe_t *frame, char **text)
     return **text == 0 || act_ctx_id_valid (*text);
 }
 
+//  Combine a CONTEXTS prefix (*prefix, NULL: none) with the tenant's: the
+//  longer of the two when one starts with the other. False when they
+//  differ, so that no context of the tenant can match.
+static bool
+s_tenant_prefix (const act_grant_t *grant, char **prefix)
+{
+    const char *own = (grant->rights & ACT_RIGHT_ADMIN)? "": grant->prefix;
+    const char *asked = *prefix? *prefix: "";
+    if (strncmp (asked, own, strlen (own)) == 0)
+        return true;            //  Asked within the tenant's prefix
+    if (strncmp (own, asked, strlen (asked)) != 0)
+        return false;
+    free (*prefix);
+    *prefix = strdup (own);
+    return true;
+}
+
 //  CONTEXTS [prefix] [after] [limit]: a page of the stored contexts, in
 //  byte order of their ids, with "next" when more remain
 static void
@@ -546,6 +576,9 @@ s_contexts (act_commands_t *self, s_request_t *req)
                       || (limit == 0 && act_err_set (&err, ACT_E_BAD_ARGUMENT,
                                                      "limit is 1 to %d", ACT_HISTORY_LIMIT))))
         ;
+    else
+    if (!s_tenant_prefix (&req->grant, &prefix))
+        page = json_array ();   //  Nothing of this tenant starts so
     else
     if (!(page = act_store_contexts (self->store, prefix, after, (size_t) limit + 1)))
         act_err_set (&err, ACT_E_INTERNAL, "the store could not list contexts");
@@ -633,6 +666,36 @@ s_check (act_commands_t *self, zframe_t *command, s_request_t *req, zmsg_t *msg,
     return err->code? NULL: row;
 }
 
+//  True when the request's grant allows row (its right, and its context
+//  within the tenant's prefix); else false with err unauthorized, logged
+//  at most once in a while per key and reason (a flood costs a few lines)
+static bool
+s_permitted (const s_command_t *row, s_request_t *req, zframe_t *header, act_err_t *err)
+{
+    static const char *names [] = { "", "read", "write", "", "admin" };
+    int right = row->right? row->right: ACT_RIGHT_ADMIN;
+    const char *user = zframe_meta (header, "User-Id");
+    const char *tenant = req->grant.tenant? req->grant.tenant: "(client_keys)";
+    if (!(req->grant.rights & right)) {
+        act_log_peer (LOG_WARNING, user? user: "(none)", "right missing",
+                      "tenant %s (key %s): %s refused: it lacks the %s right", tenant,
+                      user? user: "(none)", row->name, right < 5? names [right]: "?");
+        act_err_set (err, ACT_E_UNAUTHORIZED, "%s needs the %s right", row->name,
+                     right < 5? names [right]: "?");
+        return false;
+    }
+    if (req->context && !act_grant_reaches (&req->grant, req->context)) {
+        act_log_peer (LOG_WARNING, user? user: "(none)", "context outside its prefix",
+                      "tenant %s (key %s): %s of context %.128s refused: outside its "
+                      "prefix %s", tenant, user? user: "(none)", row->name, req->context,
+                      req->grant.prefix);
+        act_err_set (err, ACT_E_UNAUTHORIZED, "context %.128s is outside this tenant's "
+                     "prefix", req->context);
+        return false;
+    }
+    return true;
+}
+
 void
 act_commands_message (act_commands_t *self, zmsg_t **msg_p)
 {
@@ -667,18 +730,19 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
     char *context = NULL;
     act_outbox_envelope (self->outbox, from_req? client: NULL);
     //  Metadata rides on the frames the peer sent, not on the routing id
-    if (!act_security_client_allowed (self->security, header)) {
+    if (!act_security_client_grant (self->security, header, &req.grant)) {
         const char *user = zframe_meta (header, "User-Id");
         act_log_peer (LOG_WARNING, user? user: "(none)", "CURVE client refused",
-                      "CURVE: client refused: key %s is not in %s", user? user: "(none)",
-                      self->settings->client_keys);
+                      "CURVE: client refused: key %s is not in %s nor in a tenant",
+                      user? user: "(none)", self->settings->client_keys?
+                      self->settings->client_keys: "security/client_keys (not set)");
         act_err_set (&err, ACT_E_UNAUTHORIZED, "this client's CURVE key is not allowed");
         s_reply_error (self, &req, &err);
     }
     else {
         const s_command_t *row = s_check (self, command, &req, msg, &context, &err);
         req.context = context;
-        if (row)
+        if (row && s_permitted (row, &req, header, &err))
             row->handler (self, &req);
         else
             s_reply_error (self, &req, &err);

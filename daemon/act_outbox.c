@@ -138,7 +138,11 @@ void
 act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
                   const char *command, const act_err_t *err)
 {
-    act_log (LOG_INFO, "client request %s refused: %s: %s", command, err->code, err->message);
+    //  Refusals of a key are logged by act_log_peer where they are decided,
+    //  so that a flood of them costs a few lines
+    if (!streq (err->code, ACT_E_UNAUTHORIZED))
+        act_log (LOG_INFO, "client request %s refused: %s: %s", command, err->code,
+                 err->message);
     act_out_t *out = act_outbox_reply (self, client, request, "ERROR", false);
     act_out_addstr (out, err->code);
     act_out_addstr (out, err->message);

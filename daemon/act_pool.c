@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_pool.h"
+#include "act_security.h"
 
 struct _act_pool_t {
     act_settings_t *settings;   //  Per-activity limits (borrowed)
@@ -29,6 +30,7 @@ s_worker_destroy (void **item)
     zhashx_destroy (&worker->tasks);
     zlistx_destroy (&worker->activities);
     free (worker->key);
+    free (worker->user);
     free (worker->name);
     free (worker->lang);
     free (worker);
@@ -208,7 +210,8 @@ act_worker_pick (act_activity_t *activity)
     act_worker_t *best = NULL;
     for (act_worker_t *worker = zlistx_first (activity->workers); worker;
          worker = zlistx_next (activity->workers)) {
-        if (!act_worker_free (worker))
+        if (!act_worker_free (worker)
+        ||  !act_security_patterns_match (worker->patterns, activity->name))
             continue;
         if (!best) {
             best = worker;

@@ -60,6 +60,9 @@ typedef struct {
     long long heard;            //  Last message from it
     long long sent;             //  Last message to it
     long long used;             //  Last dispatch to it
+    char *user;                 //  Its CURVE key (Z85), or NULL
+    const zlistx_t *patterns;   //  Activities its key may serve (fnmatch;
+                                //  security's, renewed on reload), NULL: any
 } act_worker_t;
 
 //  An empty pool taking per-activity limits from settings (borrowed).
@@ -113,8 +116,9 @@ void act_pool_forget_calls (act_pool_t *self);
 //  True when the worker may take one more task.
 bool act_worker_free (act_worker_t *worker);
 
-//  The worker to give the activity's next call: free capacity, least
-//  loaded for its capacity, then least recently used. NULL when none.
+//  The worker to give the activity's next call: free capacity, its key
+//  allowed to serve the activity, least loaded for its capacity, then
+//  least recently used. NULL when none.
 act_worker_t *act_worker_pick (act_activity_t *activity);
 
 //  A message to worker in its own protocol in outbox: ACT/1 commands

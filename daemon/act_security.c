@@ -1,51 +1,115 @@
 /*  =========================================================================
-    act_security - CURVE, allowed keys and ZAP (see act_security.h).
+    act_security - CURVE, allowed keys, tenants, worker groups and ZAP
+    (see act_security.h).
     ========================================================================= */
 
+#include <fnmatch.h>
 #include "act_security.h"
 
 struct _act_security_t {
-    act_settings_t *settings;   //  Key files and directories (borrowed)
+    act_settings_t *settings;   //  Key files, tenants, groups (borrowed; its
+                                //  tenants and groups are swapped on reload)
     zcert_t *server_cert;       //  The broker's keypair, or NULL: no CURVE
     zsock_t *zap;               //  The ZAP handler (REP), or NULL
-    zcertstore_t *client_keys;  //  Public keys allowed as clients
-    zcertstore_t *worker_keys;  //  Public keys allowed as workers
+    zhashx_t *clients;          //  Client key -> act_tenant_settings_t
+    zhashx_t *workers;          //  Worker key -> act_group_settings_t
+    act_peers_t *peers;         //  Connections by routing id, to cut
+    zlistx_t *revoked;          //  Client routing ids (zframe_t) revoked by
+                                //  the last reload, for the caller
 };
 
-//  Count the certificates (*.key) in a directory
-static size_t
-s_key_count (const char *directory)
+//  The "tenant" of the keys in security/client_keys: every right, every
+//  context (as before tenants existed)
+static act_tenant_settings_t s_everything = { "(client_keys)", "", ACT_RIGHTS_ALL, NULL };
+
+//  The "group" of the keys in security/worker_keys: every activity
+static act_group_settings_t s_anything = { "(worker_keys)", NULL, NULL };
+
+//  Read the public keys at path (a directory of *.key files, or one key
+//  file) into keys, each mapped to value (a key already there keeps its
+//  first value). Returns how many, or -1 when path cannot be read.
+static int
+s_keys_read (const char *path, zhashx_t *keys, void *value)
 {
-    size_t count = 0;
-    zdir_t *dir = zdir_new (directory, NULL);
-    zlist_t *files = dir? zdir_list (dir): NULL;
-    for (zfile_t *file = files? zlist_first (files): NULL; file; file = zlist_next (files)) {
-        const char *name = zfile_filename (file, NULL);
-        size_t length = strlen (name);
-        if (length > 4 && streq (name + length - 4, ".key"))
-            count++;
+    if (!path || !zsys_file_exists (path))
+        return -1;
+    zlistx_t *files = zlistx_new ();
+    zlistx_set_destructor (files, (czmq_destructor *) zstr_free);
+    if (zsys_file_mode (path) != -1 && S_ISDIR (zsys_file_mode (path))) {
+        zdir_t *dir = zdir_new (path, NULL);
+        zlist_t *list = dir? zdir_list (dir): NULL;
+        for (zfile_t *file = list? zlist_first (list): NULL; file; file = zlist_next (list)) {
+            const char *name = zfile_filename (file, NULL);
+            size_t length = strlen (name);
+            if (length > 4 && streq (name + length - 4, ".key"))
+                zlistx_add_end (files, strdup (name));
+        }
+        zlist_destroy (&list);
+        zdir_destroy (&dir);
     }
-    zlist_destroy (&files);
-    zdir_destroy (&dir);
+    else
+        zlistx_add_end (files, strdup (path));
+    int count = 0;
+    for (const char *file = zlistx_first (files); file; file = zlistx_next (files)) {
+        zcert_t *cert = zcert_load (file);
+        if (cert) {
+            zhashx_insert (keys, zcert_public_txt (cert), value);
+            count++;
+        }
+        else
+            act_log (LOG_WARNING, "CURVE: %s is not a key file; ignored", file);
+        zcert_destroy (&cert);
+    }
+    zlistx_destroy (&files);
     return count;
 }
 
-//  (Re)load the allowed keys from their directories
+//  (Re)load the allowed keys: the tenants' and groups' first (a key in a
+//  tenant belongs to it), then security/client_keys and worker_keys
 static int
 s_keys_load (act_security_t *self, act_err_t *err)
 {
-    const char *dirs [] = { self->settings->client_keys, self->settings->worker_keys };
-    for (int i = 0; i < 2; i++)
-        if (!dirs [i] || !zsys_file_exists (dirs [i]))
-            return act_err_set (err, ACT_E_INTERNAL,
-                                "security/%s_keys must name a directory of public keys (%s)",
-                                i? "worker": "client", dirs [i]? dirs [i]: "not set");
-    zcertstore_destroy (&self->client_keys);
-    zcertstore_destroy (&self->worker_keys);
-    self->client_keys = zcertstore_new (dirs [0]);
-    self->worker_keys = zcertstore_new (dirs [1]);
-    act_log (LOG_NOTICE, "CURVE: %zu client keys from %s, %zu worker keys from %s",
-             s_key_count (dirs [0]), dirs [0], s_key_count (dirs [1]), dirs [1]);
+    act_settings_t *settings = self->settings;
+    zhashx_t *clients = zhashx_new (), *workers = zhashx_new ();
+    int rc = 0, tenanted = 0, grouped = 0;
+    for (act_tenant_settings_t *tenant = zlistx_first (settings->tenants); tenant && !rc;
+         tenant = zlistx_next (settings->tenants))
+        if ((rc = s_keys_read (tenant->keys, clients, tenant)) >= 0)
+            tenanted += rc, rc = 0;
+        else
+            act_err_set (err, ACT_E_INTERNAL, "tenants/%s/keys: cannot read %s",
+                         tenant->name, tenant->keys);
+    for (act_group_settings_t *group = zlistx_first (settings->worker_groups); group && !rc;
+         group = zlistx_next (settings->worker_groups))
+        if ((rc = s_keys_read (group->keys, workers, group)) >= 0)
+            grouped += rc, rc = 0;
+        else
+            act_err_set (err, ACT_E_INTERNAL, "workers/%s/keys: cannot read %s",
+                         group->name, group->keys);
+    //  The plain directories: required unless tenants (groups) are set
+    const char *dirs [] = { settings->client_keys, settings->worker_keys };
+    size_t sets [] = { zlistx_size (settings->tenants), zlistx_size (settings->worker_groups) };
+    int plain [2] = { 0, 0 };
+    for (int i = 0; i < 2 && !rc; i++)
+        if ((dirs [i] || !sets [i])
+        &&  (plain [i] = s_keys_read (dirs [i], i? workers: clients,
+                                      i? (void *) &s_anything: (void *) &s_everything)) < 0)
+            rc = act_err_set (err, ACT_E_INTERNAL,
+                              "security/%s_keys must name a directory of public keys (%s)",
+                              i? "worker": "client", dirs [i]? dirs [i]: "not set");
+    if (rc) {
+        zhashx_destroy (&clients);
+        zhashx_destroy (&workers);
+        return -1;
+    }
+    zhashx_destroy (&self->clients);
+    zhashx_destroy (&self->workers);
+    self->clients = clients;
+    self->workers = workers;
+    act_log (LOG_NOTICE, "CURVE: %zu client keys (%d in %zu tenants, %d with every right), "
+             "%zu worker keys (%d in %zu groups, %d serving anything)",
+             zhashx_size (clients), tenanted, sets [0], plain [0], zhashx_size (workers),
+             grouped, sets [1], plain [1]);
     return 0;
 }
 
@@ -79,6 +143,10 @@ s_setup (act_security_t *self, act_err_t *err)
                 act_log (LOG_WARNING, "plain TCP without CURVE on %s, as the config allows: "
                          "anyone who reaches it can submit calls", endpoints [i]);
             }
+        if (zlistx_size (settings->tenants) || zlistx_size (settings->worker_groups))
+            act_log (LOG_WARNING, "tenants and worker groups are configured but CURVE is "
+                     "off (no security/server_key): they are ignored, every peer has every "
+                     "right");
         act_log (LOG_NOTICE, "no CURVE keys: clients and workers are not authenticated");
         return 0;
     }
@@ -88,6 +156,7 @@ s_setup (act_security_t *self, act_err_t *err)
                             "(make one with: actctl keygen server)", settings->server_key);
     if (s_keys_load (self, err))
         return -1;
+    self->peers = act_peers_new ();
     self->zap = zsock_new_rep ("inproc://zeromq.zap.01");
     if (!self->zap)
         return act_err_set (err, ACT_E_INTERNAL, "cannot start the ZAP handler");
@@ -95,11 +164,10 @@ s_setup (act_security_t *self, act_err_t *err)
     return 0;
 }
 
-//  Answer one ZAP request. The worker socket admits only keys in
-//  worker_keys. The client socket admits any CURVE peer and names it by
-//  its key (User-Id), so that a client with an unknown key gets a clear
-//  ERROR unauthorized for each request rather than a silent failed
-//  handshake.
+//  Answer one ZAP request. The worker socket admits only worker keys. The
+//  client socket admits any CURVE peer and names it by its key (User-Id),
+//  so that a client with an unknown key gets a clear ERROR unauthorized
+//  for each request rather than a silent failed handshake.
 void
 act_security_handle (act_security_t *self)
 {
@@ -118,15 +186,17 @@ act_security_handle (act_security_t *self)
     if (mechanism && streq (mechanism, "CURVE") && key && zframe_size (key) == 32) {
         zmq_z85_encode (user, zframe_data (key), 32);
         if (domain && streq (domain, ACT_ZAP_WORKERS)) {
-            if (zcertstore_lookup (self->worker_keys, user)) {
+            if (zhashx_lookup (self->workers, user)) {
                 status = "200";
                 text = "OK";
             }
             else {
                 text = "key not allowed on the worker socket";
                 act_log_peer (LOG_WARNING, user, "CURVE worker refused",
-                              "CURVE: worker refused from %s: key %s is not in %s",
-                              address? address: "?", user, self->settings->worker_keys);
+                              "CURVE: worker refused from %s: key %s is not in %s nor in "
+                              "a worker group", address? address: "?", user,
+                              self->settings->worker_keys? self->settings->worker_keys
+                                                         : "security/worker_keys (not set)");
             }
         }
         else {
@@ -152,16 +222,121 @@ act_security_handle (act_security_t *self)
     zmsg_destroy (&request);
 }
 
-//  With CURVE, a client's key (the User-Id of a frame it sent) must be an
-//  allowed client key
-bool
-act_security_client_allowed (act_security_t *self, zframe_t *frame)
+
+//  --------------------------------------------------------------------------
+//  Clients: tenants and rights
+
+//  The grant of client key user in clients (NULL: not allowed)
+static bool
+s_grant (zhashx_t *clients, const char *user, act_grant_t *grant)
 {
-    if (!self || !self->client_keys)
-        return true;
-    const char *user = zframe_meta (frame, "User-Id");
-    return user && zcertstore_lookup (self->client_keys, user) != NULL;
+    act_tenant_settings_t *tenant = user? zhashx_lookup (clients, user): NULL;
+    if (tenant)
+        *grant = (act_grant_t) { tenant->rights | ACT_RIGHT_NONE, tenant->prefix,
+                                 tenant == &s_everything? NULL: tenant->name };
+    return tenant != NULL;
 }
+
+bool
+act_security_client_grant (act_security_t *self, zframe_t *frame, act_grant_t *grant)
+{
+    *grant = (act_grant_t) { ACT_RIGHTS_ALL | ACT_RIGHT_NONE, "", NULL };
+    if (!self || !self->server_cert)
+        return true;
+    return s_grant (self->clients, zframe_meta (frame, "User-Id"), grant);
+}
+
+bool
+act_grant_reaches (const act_grant_t *grant, const char *context)
+{
+    return (grant->rights & ACT_RIGHT_ADMIN)
+        || strncmp (context, grant->prefix, strlen (grant->prefix)) == 0;
+}
+
+//  True when grant fresh allows less than grant old (or nothing)
+static bool
+s_shrank (const act_grant_t *old, bool allowed, const act_grant_t *fresh)
+{
+    if (!allowed || (old->rights & ~fresh->rights))
+        return true;
+    if (fresh->rights & ACT_RIGHT_ADMIN)
+        return false;
+    //  Its reach shrank unless the new prefix is a prefix of the old one
+    return (old->rights & ACT_RIGHT_ADMIN)
+        || strncmp (old->prefix, fresh->prefix, strlen (fresh->prefix)) != 0;
+}
+
+//  After a reload (old: the client keys before it): note each connected
+//  client whose grant shrank in revoked, and cut its connection
+static void
+s_revoke_clients (act_security_t *self, zhashx_t *old)
+{
+    long long at = act_clock_ms () + self->settings->heartbeat_ms / 4;
+    zlistx_t *keys = zlistx_new ();
+    zlistx_set_destructor (keys, (czmq_destructor *) zstr_free);
+    const char *user;
+    for (zframe_t *routing = act_peers_first_client (self->peers, &user); routing;
+         routing = act_peers_next_client (self->peers, &user)) {
+        act_grant_t before, after;
+        if (!s_grant (old, user, &before))
+            continue;           //  Refused already
+        bool allowed = s_grant (self->clients, user, &after);
+        if (s_shrank (&before, allowed, &after)) {
+            act_log (LOG_NOTICE, "reload: client key %s %s: its watches end and its "
+                     "connection is cut", user, allowed? "lost rights": "revoked");
+            zlistx_add_end (self->revoked, zframe_dup (routing));
+            zlistx_add_end (keys, zframe_strhex (routing));
+        }
+    }
+    for (const char *key = zlistx_first (keys); key; key = zlistx_next (keys))
+        act_peers_cut (self->peers, false, key, at);
+    zlistx_destroy (&keys);
+}
+
+zframe_t *
+act_security_revoked_client (act_security_t *self)
+{
+    return self && self->revoked? (zframe_t *) zlistx_detach (self->revoked, NULL): NULL;
+}
+
+
+//  --------------------------------------------------------------------------
+//  Workers: groups and activities
+
+const zlistx_t *
+act_security_worker_patterns (act_security_t *self, const char *user, bool *allowed)
+{
+    *allowed = true;
+    if (!self || !self->server_cert)
+        return NULL;
+    act_group_settings_t *group = user? zhashx_lookup (self->workers, user): NULL;
+    *allowed = group != NULL;
+    return group? group->patterns: NULL;
+}
+
+bool
+act_security_patterns_match (const zlistx_t *patterns, const char *activity)
+{
+    if (!patterns)
+        return true;
+    for (const char *pattern = zlistx_first ((zlistx_t *) patterns); pattern;
+         pattern = zlistx_next ((zlistx_t *) patterns))
+        if (fnmatch (pattern, activity, 0) == 0)
+            return true;
+    return false;
+}
+
+void
+act_security_cut_worker (act_security_t *self, const char *key)
+{
+    if (self)
+        act_peers_cut (self->peers, true, key,
+                       act_clock_ms () + self->settings->heartbeat_ms / 4);
+}
+
+
+//  --------------------------------------------------------------------------
+//  The object
 
 act_security_t *
 act_security_new (act_settings_t *settings, act_err_t *err)
@@ -170,6 +345,8 @@ act_security_new (act_settings_t *settings, act_err_t *err)
     if (!self)
         return NULL;
     self->settings = settings;
+    self->revoked = zlistx_new ();
+    zlistx_set_destructor (self->revoked, (czmq_destructor *) zframe_destroy);
     if (s_setup (self, err))
         act_security_destroy (&self);
     return self;
@@ -181,8 +358,10 @@ act_security_destroy (act_security_t **self_p)
     if (self_p && *self_p) {
         act_security_t *self = *self_p;
         zsock_destroy (&self->zap);
-        zcertstore_destroy (&self->client_keys);
-        zcertstore_destroy (&self->worker_keys);
+        zhashx_destroy (&self->clients);
+        zhashx_destroy (&self->workers);
+        act_peers_destroy (&self->peers);
+        zlistx_destroy (&self->revoked);
         zcert_destroy (&self->server_cert);
         free (self);
         *self_p = NULL;
@@ -202,22 +381,66 @@ act_security_apply (act_security_t *self, zsock_t *socket, const char *domain)
 zsock_t *
 act_security_zap (act_security_t *self)
 {
-    return self->zap;
+    return self? self->zap: NULL;
+}
+
+void
+act_security_seen (act_security_t *self, bool worker, zmsg_t *msg)
+{
+    if (self && self->peers && msg && zmsg_size (msg) > 1) {
+        zframe_t *routing = zmsg_first (msg);
+        act_peers_seen (self->peers, worker, routing, zmsg_next (msg));
+    }
+}
+
+void
+act_security_tick (act_security_t *self, long long now)
+{
+    if (self)
+        act_peers_tick (self->peers, now);
+}
+
+//  Swap the key settings of now and fresh: directories, tenants, groups
+static void
+s_swap_keys (act_settings_t *now, act_settings_t *fresh)
+{
+    char *text = now->client_keys;
+    now->client_keys = fresh->client_keys;
+    fresh->client_keys = text;
+    text = now->worker_keys;
+    now->worker_keys = fresh->worker_keys;
+    fresh->worker_keys = text;
+    zlistx_t *list = now->tenants;
+    now->tenants = fresh->tenants;
+    fresh->tenants = list;
+    list = now->worker_groups;
+    now->worker_groups = fresh->worker_groups;
+    fresh->worker_groups = list;
 }
 
 void
 act_security_reload (act_security_t *self, act_settings_t *fresh)
 {
-    //  Allowed keys: the directories named now, read again
-    if (self->server_cert && fresh->client_keys && fresh->worker_keys) {
-        free (self->settings->client_keys);
-        free (self->settings->worker_keys);
-        self->settings->client_keys = strdup (fresh->client_keys);
-        self->settings->worker_keys = strdup (fresh->worker_keys);
-        act_err_t err = { 0 };
-        if (s_keys_load (self, &err))
-            act_log (LOG_ERR, "reload: allowed keys not reloaded: %s", err.message);
-        else
-            act_log (LOG_NOTICE, "reload: allowed keys reloaded");
+    if (!self || !self->server_cert)
+        return;
+    //  Take fresh's key settings, keeping the old ones in fresh (the old
+    //  tables point into them until the comparison is done)
+    act_settings_t *now = self->settings;
+    s_swap_keys (now, fresh);
+    zhashx_t *old_clients = self->clients, *old_workers = self->workers;
+    self->clients = self->workers = NULL;
+    act_err_t err = { 0 };
+    if (s_keys_load (self, &err)) {
+        act_log (LOG_ERR, "reload: allowed keys not reloaded, the old ones stay: %s",
+                 err.message);
+        //  Back to the old settings and tables
+        s_swap_keys (now, fresh);
+        self->clients = old_clients;
+        self->workers = old_workers;
+        return;
     }
+    act_log (LOG_NOTICE, "reload: allowed keys reloaded");
+    s_revoke_clients (self, old_clients);
+    zhashx_destroy (&old_clients);
+    zhashx_destroy (&old_workers);
 }

@@ -1,25 +1,36 @@
 /*  =========================================================================
-    act_security - who may connect: CURVE with the broker's certificate,
-    separate allowed keys for clients and workers, and the ZAP handler
-    that applies them.
+    act_security - who may connect and what each peer may do: CURVE with
+    the broker's certificate, client keys in tenants (a context prefix and
+    rights) or with every right, worker keys in groups (the activities
+    they may serve) or serving anything, the ZAP handler that admits them,
+    and revocation on reload.
 
     CZMQ's zauth checks every socket against one key directory, and a
     client key must not open the worker socket, so actd answers ZAP itself
-    (RFC 27), with one zcertstore per socket. Without a server key,
-    sockets are plain and only this machine may reach them unless the
-    configuration accepts the risk.
+    (RFC 27), with one key table per socket. Without a server key,
+    sockets are plain, every peer has every right, and only this machine
+    may reach them unless the configuration accepts the risk.
     ========================================================================= */
 
 #ifndef ACT_SECURITY_H_INCLUDED
 #define ACT_SECURITY_H_INCLUDED
 
 #include "act_settings.h"
+#include "act_peers.h"
 
 typedef struct _act_security_t act_security_t;
 
 //  ZAP domains of the two sockets
 #define ACT_ZAP_CLIENTS "actd-clients"
 #define ACT_ZAP_WORKERS "actd-workers"
+
+//  What a client may do
+typedef struct {
+    int rights;                 //  ACT_RIGHT_* bits (ACT_RIGHT_NONE always)
+    const char *prefix;         //  Contexts it reaches start with it (all
+                                //  with ACT_RIGHT_ADMIN); borrowed
+    const char *tenant;         //  Its tenant's name, or NULL
+} act_grant_t;
 
 //  Security as settings (borrowed) say: load the certificate and the
 //  allowed keys and start the ZAP handler, or (without a server key) check
@@ -39,11 +50,44 @@ zsock_t *act_security_zap (act_security_t *self);
 //  Answer one ZAP request waiting on the handler's socket.
 void act_security_handle (act_security_t *self);
 
-//  True when the client that sent frame may use the broker: always
-//  without CURVE; with it, when the frame's User-Id is an allowed key.
-bool act_security_client_allowed (act_security_t *self, zframe_t *frame);
+//  What the client that sent frame may do, in *grant: every right
+//  without CURVE (or without security); with it, its tenant's, or every
+//  right for a key of security/client_keys. False (nothing) when its key
+//  is not allowed.
+bool act_security_client_grant (act_security_t *self, zframe_t *frame, act_grant_t *grant);
 
-//  Read the allowed keys again from the directories fresh names (SIGHUP).
+//  True when grant reaches context (its prefix, or admin).
+bool act_grant_reaches (const act_grant_t *grant, const char *context);
+
+//  The activity patterns worker key user may serve (borrowed, valid until
+//  the next reload): NULL for any. *allowed is false when the key is no
+//  worker key. Without CURVE: NULL, allowed.
+const zlistx_t *act_security_worker_patterns (act_security_t *self, const char *user,
+                                              bool *allowed);
+
+//  True when activity matches one of patterns (fnmatch), or patterns is
+//  NULL.
+bool act_security_patterns_match (const zlistx_t *patterns, const char *activity);
+
+//  Note the peer behind a message (msg: its routing id, then frames the
+//  peer sent), for revocation.
+void act_security_seen (act_security_t *self, bool worker, zmsg_t *msg);
+
+//  Cut the connection of the worker with routing id key (hex) shortly,
+//  once what was queued for it (its DISCONNECT) has gone.
+void act_security_cut_worker (act_security_t *self, const char *key);
+
+//  Cut the connections due; call it every pass.
+void act_security_tick (act_security_t *self, long long now);
+
+//  Read the allowed keys, tenants and groups again from fresh (SIGHUP;
+//  fresh gets the old ones). Connected clients whose rights shrank are
+//  listed for act_security_revoked_client and their connections cut; the
+//  caller checks workers (act_security_worker_patterns).
 void act_security_reload (act_security_t *self, act_settings_t *fresh);
+
+//  The routing id of the next client revoked by the last reload (the
+//  caller ends its watches and destroys it), or NULL.
+zframe_t *act_security_revoked_client (act_security_t *self);
 
 #endif

@@ -18,6 +18,28 @@ s_activity_destroy (void **item)
     *item = NULL;
 }
 
+static void
+s_tenant_destroy (void **item)
+{
+    act_tenant_settings_t *tenant = (act_tenant_settings_t *) *item;
+    free (tenant->name);
+    free (tenant->prefix);
+    free (tenant->keys);
+    free (tenant);
+    *item = NULL;
+}
+
+static void
+s_group_destroy (void **item)
+{
+    act_group_settings_t *group = (act_group_settings_t *) *item;
+    free (group->name);
+    zlistx_destroy (&group->patterns);
+    free (group->keys);
+    free (group);
+    *item = NULL;
+}
+
 act_settings_t *
 act_settings_new (void)
 {
@@ -30,6 +52,7 @@ act_settings_new (void)
     self->liveness = 3;
     self->mdp_heartbeat_ms = 2500;
     self->max_watches = 10000;
+    self->ipc_mode = 0600;
     self->retain_ms = 0;
     self->max_message_bytes = 1048576;
     self->max_reply_bytes = 8388608;
@@ -45,6 +68,10 @@ act_settings_new (void)
     };
     self->activities = zhashx_new ();
     zhashx_set_destructor (self->activities, s_activity_destroy);
+    self->tenants = zlistx_new ();
+    zlistx_set_destructor (self->tenants, s_tenant_destroy);
+    self->worker_groups = zlistx_new ();
+    zlistx_set_destructor (self->worker_groups, s_group_destroy);
     return self;
 }
 
@@ -63,6 +90,8 @@ act_settings_destroy (act_settings_t **self_p)
         free (self->broker_id);
         free (self->advertise);
         zhashx_destroy (&self->activities);
+        zlistx_destroy (&self->tenants);
+        zlistx_destroy (&self->worker_groups);
         free (self);
         *self_p = NULL;
     }
@@ -375,6 +404,21 @@ s_log_level (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const ch
         self->log_level = level;
 }
 
+//  server/ipc_mode: octal permissions, at most 0777
+static void
+s_mode (s_reader_t *reader, zconfig_t *item, const char *path, int *target)
+{
+    if (!s_leaf (reader, item, path))
+        return;
+    const char *text = zconfig_value (item);
+    char *end;
+    long value = text? strtol (text, &end, 8): -1;
+    if (!text || !*text || *end || value < 0 || value > 0777)
+        s_error (reader, path, "must be octal permissions such as 0660");
+    else
+        *target = (int) value;
+}
+
 //  Read one setting of the server section; false when it is none of them
 static bool
 s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
@@ -394,6 +438,9 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "server/mdp_heartbeat_ms"))
         s_integer (reader, item, full, 10, &self->mdp_heartbeat_ms);
+    else
+    if (streq (full, "server/ipc_mode"))
+        s_mode (reader, item, full, &self->ipc_mode);
     else
     if (streq (full, "server/max_watches"))
         s_integer (reader, item, full, 0, &self->max_watches);
@@ -496,6 +543,115 @@ s_activities (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
     }
 }
 
+//  A comma-separated list ("a, b-*"): its items trimmed, in a new list
+//  of strings; NULL when an item is empty
+static zlistx_t *
+s_list (const char *text)
+{
+    zlistx_t *list = zlistx_new ();
+    zlistx_set_destructor (list, (czmq_destructor *) zstr_free);
+    const char *item = text? text: "";
+    while (list) {
+        size_t length = strcspn (item, ",");
+        const char *end = item + length;
+        while (item < end && isspace ((unsigned char) *item))
+            item++;
+        while (end > item && isspace ((unsigned char) end [-1]))
+            end--;
+        if (end == item)
+            zlistx_destroy (&list);
+        else
+            zlistx_add_end (list, strndup (item, (size_t) (end - item)));
+        if (!list || !item [strcspn (item, ",")])
+            break;
+        item += strcspn (item, ",") + 1;
+    }
+    return list;
+}
+
+int
+act_settings_rights (const char *text)
+{
+    zlistx_t *names = s_list (text);
+    int rights = names? 0: -1;
+    for (char *word = names? zlistx_first (names): NULL; word; word = zlistx_next (names))
+        if (streq (word, "read"))
+            rights |= ACT_RIGHT_READ;
+        else
+        if (streq (word, "write"))
+            rights |= ACT_RIGHT_WRITE;
+        else
+        if (streq (word, "admin"))
+            rights |= ACT_RIGHT_ADMIN;
+        else
+            rights = -1;
+    zlistx_destroy (&names);
+    return rights < 0? -1: rights;
+}
+
+//  Read one tenants/NAME section
+static void
+s_tenant (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
+{
+    act_tenant_settings_t *tenant = calloc (1, sizeof *tenant);
+    tenant->name = strdup (zconfig_name (section));
+    tenant->rights = -1;
+    char *prefix = zsys_sprintf ("tenants/%s", tenant->name);
+    for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
+        char *path = zsys_sprintf ("%s/%s", prefix, zconfig_name (item));
+        const char *text = zconfig_value (item);
+        if (streq (zconfig_name (item), "prefix")) {
+            s_string (reader, item, path, &tenant->prefix);
+            if (tenant->prefix && (strlen (tenant->prefix) > ACT_MAX_CONTEXT_ID
+                               ||  !act_ctx_id_valid (tenant->prefix)))
+                s_error (reader, path, "must be the start of a context id ([A-Za-z0-9._:@/-])");
+        }
+        else
+        if (streq (zconfig_name (item), "keys"))
+            s_string (reader, item, path, &tenant->keys);
+        else
+        if (streq (zconfig_name (item), "rights") && s_leaf (reader, item, path)
+        &&  (tenant->rights = act_settings_rights (text)) < 0)
+            s_error (reader, path, "must be read, write or admin, comma separated");
+        else
+        if (!streq (zconfig_name (item), "rights"))
+            s_error (reader, path, "unknown setting");
+        zstr_free (&path);
+    }
+    if (!tenant->prefix || !tenant->keys || tenant->rights < 0)
+        s_error (reader, prefix, "a tenant needs prefix, rights and keys");
+    zlistx_add_end (self->tenants, tenant);
+    zstr_free (&prefix);
+}
+
+//  Read one workers/NAME section
+static void
+s_group (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
+{
+    act_group_settings_t *group = calloc (1, sizeof *group);
+    group->name = strdup (zconfig_name (section));
+    char *prefix = zsys_sprintf ("workers/%s", group->name);
+    for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
+        char *path = zsys_sprintf ("%s/%s", prefix, zconfig_name (item));
+        if (streq (zconfig_name (item), "keys"))
+            s_string (reader, item, path, &group->keys);
+        else
+        if (streq (zconfig_name (item), "activities") && s_leaf (reader, item, path)) {
+            zlistx_destroy (&group->patterns);
+            if (!(group->patterns = s_list (zconfig_value (item))))
+                s_error (reader, path, "must be activity names or patterns, comma separated");
+        }
+        else
+        if (!streq (zconfig_name (item), "activities"))
+            s_error (reader, path, "unknown setting");
+        zstr_free (&path);
+    }
+    if (!group->patterns || !group->keys)
+        s_error (reader, prefix, "a worker group needs activities and keys");
+    zlistx_add_end (self->worker_groups, group);
+    zstr_free (&prefix);
+}
+
 //  Read every section of the parsed file into self
 static void
 s_sections (s_reader_t *reader, act_settings_t *self, zconfig_t *root)
@@ -512,6 +668,14 @@ s_sections (s_reader_t *reader, act_settings_t *self, zconfig_t *root)
             continue;
         if (streq (name, "activities")) {
             s_activities (reader, self, section);
+            continue;
+        }
+        if (streq (name, "tenants") || streq (name, "workers")) {
+            for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item))
+                if (streq (name, "tenants"))
+                    s_tenant (reader, self, item);
+                else
+                    s_group (reader, self, item);
             continue;
         }
         for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {

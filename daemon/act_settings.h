@@ -19,6 +19,28 @@ typedef struct {
     long long schedule_timeout_ms;  //  Longest wait in the queue for a worker
 } act_activity_settings_t;
 
+//  Client rights (a tenant's "rights"; a command's row names the one it needs)
+#define ACT_RIGHT_READ  1       //  RESOLVE, VIEW, HISTORY, WATCH, STATUS, CONTEXTS, TOOLS
+#define ACT_RIGHT_WRITE 2       //  CALL, PLAN, APPEND, CANCEL, DELETE
+#define ACT_RIGHT_ADMIN 4       //  STATS, and every tenant's contexts
+#define ACT_RIGHT_NONE  8       //  Needs no right (PING): any allowed key
+#define ACT_RIGHTS_ALL  (ACT_RIGHT_READ | ACT_RIGHT_WRITE | ACT_RIGHT_ADMIN)
+
+//  A tenant (section tenants/NAME): client keys that share a context prefix
+typedef struct {
+    char *name;                 //  Its section name
+    char *prefix;               //  Its contexts' ids start with it
+    int rights;                 //  ACT_RIGHT_* bits
+    char *keys;                 //  Directory of *.key files, or one key file
+} act_tenant_settings_t;
+
+//  A worker group (section workers/NAME): worker keys and what they serve
+typedef struct {
+    char *name;                 //  Its section name
+    zlistx_t *patterns;         //  Activities they may serve (fnmatch), strings
+    char *keys;                 //  Directory of *.key files, or one key file
+} act_group_settings_t;
+
 typedef struct {
     char *client_endpoint;      //  ROUTER for clients
     char *worker_endpoint;      //  ROUTER for workers
@@ -37,6 +59,8 @@ typedef struct {
     long long context_idle_ms;  //  Idle contexts leave memory after this
     long long max_contexts;     //  Loaded contexts kept in memory, at most
     long long max_watches;      //  Open WATCHes, at most (busy beyond)
+    int ipc_mode;               //  Permissions of ipc:// socket files
+                                //  after bind (0600: the owner only)
     long long retain_ms;        //  A context idle this long is deleted (0:
                                 //  keep every context)
     int log_level;              //  LOG_ERR .. LOG_DEBUG (syslog levels)
@@ -49,6 +73,8 @@ typedef struct {
     char *client_keys;          //  Directory of allowed client public keys
     char *worker_keys;          //  Directory of allowed worker public keys
     bool allow_plain_tcp;       //  Plain TCP on non-loopback addresses allowed
+    zlistx_t *tenants;          //  act_tenant_settings_t, in file order
+    zlistx_t *worker_groups;    //  act_group_settings_t, in file order
     char *config_file;          //  File the settings came from, or NULL
     //  Several brokers on one PostgreSQL store
     char *broker_id;            //  This broker's id (default host/endpoint)
@@ -67,6 +93,9 @@ void act_settings_destroy (act_settings_t **self_p);
 //  Read a zconfig file over the current settings. Returns 0, or -1 with
 //  message (size bytes) saying what is wrong and on which line.
 int act_settings_load (act_settings_t *self, const char *path, char *message, size_t size);
+
+//  Parse a rights list ("read, write"): the ACT_RIGHT_* bits, or -1.
+int act_settings_rights (const char *text);
 
 //  The settings for activity name (its own, or the defaults).
 const act_activity_settings_t *act_settings_activity (act_settings_t *self, const char *name);

@@ -10,6 +10,7 @@ struct _act_wproto_t {
     act_pool_t *pool;           //  Workers by routing id (borrowed)
     act_flow_t *flow;           //  Where answers go (borrowed)
     act_outbox_t *outbox;       //  DISCONNECT and HEARTBEAT (borrowed)
+    act_security_t *security;   //  What each key may serve (borrowed), or NULL
 };
 
 act_wproto_t *
@@ -18,8 +19,14 @@ act_wproto_new (act_settings_t *settings, act_pool_t *pool, act_flow_t *flow,
 {
     act_wproto_t *self = (act_wproto_t *) calloc (1, sizeof (act_wproto_t));
     if (self)
-        *self = (act_wproto_t) { settings, pool, flow, outbox };
+        *self = (act_wproto_t) { settings, pool, flow, outbox, NULL };
     return self;
+}
+
+void
+act_wproto_set_security (act_wproto_t *self, act_security_t *security)
+{
+    self->security = security;
 }
 
 void
@@ -82,6 +89,39 @@ s_ready_body (json_t *body, json_t **names, size_t *capacity, const char **name,
     return 0;
 }
 
+//  The problem (err's text) when the key the worker sent frame with may
+//  not serve every activity of names, else NULL with *patterns, what it
+//  may serve (the worker keeps them to be checked at each dispatch)
+static const char *
+s_may_serve (act_wproto_t *self, zframe_t *frame, const json_t *names,
+             const zlistx_t **patterns, act_err_t *err)
+{
+    bool allowed;
+    *patterns = act_security_worker_patterns (self->security, zframe_meta (frame, "User-Id"),
+                                              &allowed);
+    if (!allowed)
+        return act_err_set (err, ACT_E_UNAUTHORIZED, "its key is no longer a worker key"),
+               err->message;
+    size_t index;
+    json_t *item;
+    json_array_foreach (names, index, item)
+        if (!act_security_patterns_match (*patterns, json_string_value (item))) {
+            act_err_set (err, ACT_E_UNAUTHORIZED, "activity %.128s is not allowed for this "
+                         "worker's key (see its group's activities)",
+                         json_string_value (item));
+            return err->message;
+        }
+    return NULL;
+}
+
+//  Note the CURVE key worker sent frame with (checked again on reload)
+static void
+s_set_user (act_worker_t *worker, zframe_t *frame)
+{
+    const char *user = zframe_meta (frame, "User-Id");
+    worker->user = user && *user? strdup (user): NULL;
+}
+
 //  ACT/1 READY: register the worker and give it calls. Returns the
 //  problem (a static or err's text) when it is refused, else NULL.
 static const char *
@@ -97,9 +137,13 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
     json_t *names = NULL;
     size_t capacity = 1;
     const char *name = NULL, *lang = NULL;
-    if (body && s_ready_body (body, &names, &capacity, &name, &lang, err) == 0) {
+    const zlistx_t *patterns = NULL;
+    if (body && s_ready_body (body, &names, &capacity, &name, &lang, err) == 0
+    &&  !s_may_serve (self, frame, names, &patterns, err)) {
         worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, false, names,
                                 capacity, name, lang);
+        worker->patterns = patterns;
+        s_set_user (worker, frame);
         act_flow_worker_ready (self->flow, worker);
     }
     json_decref (body);
@@ -179,7 +223,7 @@ s_mdp_reply (act_wproto_t *self, act_worker_t *worker, zmsg_t *msg, bool partial
 //  Returns the problem when refused, else NULL.
 static const char *
 s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
-       act_proto_t protocol, bool envelope, zmsg_t *msg)
+       act_proto_t protocol, bool envelope, zmsg_t *msg, act_err_t *err)
 {
     zframe_t *command = zmsg_pop (msg);
     byte code = command && zframe_size (command) == 1? zframe_data (command) [0]: 0;
@@ -187,15 +231,19 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char 
     const char *problem = NULL;
     if (code == ACT_MDP_READY) {
         char *service = act_frame_string (zmsg_first (msg));
+        const zlistx_t *patterns = NULL;
+        json_t *names = service? json_pack ("[s]", service): NULL;
         if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL)
             problem = worker? "READY from a worker already registered": "bad service name";
-        else {
-            json_t *names = json_pack ("[s]", service);
+        else
+        if (!(problem = s_may_serve (self, zmsg_first (msg), names, &patterns, err))) {
             worker = act_pool_join (self->pool, identity, key, protocol, envelope, names, 1,
                                     NULL, v1? "mdp/0.1": "mdp/0.2");
+            worker->patterns = patterns;
+            s_set_user (worker, zmsg_first (msg));
             act_flow_worker_ready (self->flow, worker);
-            json_decref (names);
         }
+        json_decref (names);
         free (service);
     }
     else
@@ -257,7 +305,7 @@ act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
     &&  zmsg_size (msg) > (envelope? 2u: 1u)) {
         protocol = act_frame_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
         s_drop_frames (msg, envelope? 2: 1);
-        problem = s_mdp (self, worker, identity, key, protocol, envelope, msg);
+        problem = s_mdp (self, worker, identity, key, protocol, envelope, msg, &err);
     }
     else {
         act_log_peer (LOG_INFO, key, "message without a worker protocol header",

@@ -10,6 +10,7 @@
 #define ACT_WPROTO_H_INCLUDED
 
 #include "act_flow.h"
+#include "act_security.h"
 
 typedef struct _act_wproto_t act_wproto_t;
 
@@ -19,6 +20,10 @@ act_wproto_t *act_wproto_new (act_settings_t *settings, act_pool_t *pool, act_fl
 
 //  Destroy it and null the pointer; safe on NULL.
 void act_wproto_destroy (act_wproto_t **self_p);
+
+//  Check READYs against what each worker key may serve (security,
+//  borrowed; NULL: anything).
+void act_wproto_set_security (act_wproto_t *self, act_security_t *security);
 
 //  Handle one message from the worker socket, [routing id][frames...].
 //  Destroys the message.

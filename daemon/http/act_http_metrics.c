@@ -146,16 +146,31 @@ s_workers (FILE *out, json_t *workers)
         { "actd_worker_capacity", "capacity", "Tasks the worker takes at once" },
         { "actd_worker_running", "running", "Tasks the worker holds now" }
     };
+    //  Worker names need not be unique; a series must be: the second
+    //  "w" is "w#2", and so on
+    json_t *labels = json_array ();
+    json_t *seen = json_object ();
+    size_t index;
+    json_t *worker;
+    json_array_foreach (workers, index, worker) {
+        const char *name = json_string_value (json_object_get (worker, "name"));
+        name = name? name: "";
+        json_int_t times = json_integer_value (json_object_get (seen, name)) + 1;
+        json_object_set_new (seen, name, json_integer (times));
+        char *label = times > 1? zsys_sprintf ("%s#%" JSON_INTEGER_FORMAT, name, times)
+                               : strdup (name);
+        json_array_append_new (labels, json_string_nocheck (label));
+        free (label);
+    }
     for (size_t i = 0; i < sizeof gauges / sizeof gauges [0]; i++) {
         s_family (out, gauges [i].metric, "gauge", gauges [i].help);
-        size_t index;
-        json_t *worker;
-        json_array_foreach (workers, index, worker) {
-            const char *name = json_string_value (json_object_get (worker, "name"));
-            s_sample (out, gauges [i].metric, "worker", name? name: "",
+        json_array_foreach (workers, index, worker)
+            s_sample (out, gauges [i].metric, "worker",
+                      json_string_value (json_array_get (labels, index)),
                       json_object_get (worker, gauges [i].field));
-        }
     }
+    json_decref (labels);
+    json_decref (seen);
 }
 
 //  The families of the calls and of the store
@@ -231,6 +246,10 @@ act_http_metrics_handle (act_http_req_t *req)
 {
     act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
                                               "STATS", NULL);
+    //  A refusal (STATS needs the admin right) is an error; silence is
+    //  actd_up 0, which is what a scrape of a down actd should say
+    if (reply && streq (reply->verb, "ERROR"))
+        return act_http_req_reply (req, reply, 500);
     char *text = reply && streq (reply->verb, "VALUE")? act_reply_arg (reply, 0): NULL;
     json_t *stats = text? json_loads (text, 0, NULL): NULL;
     free (text);

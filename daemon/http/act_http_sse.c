@@ -145,9 +145,29 @@ s_from (act_http_req_t *req, const char *context)
     return from;
 }
 
+//  A WATCH is not acknowledged, so its refusal would come inside a stream
+//  already answered 200: ask HISTORY of one message first, which actd
+//  refuses the same way (a bad context id, another tenant's context, no
+//  read right). A context that does not exist yet may be watched.
+static bool
+s_refused (act_http_req_t *req, const char *context, act_reply_t **reply)
+{
+    *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
+                                  "HISTORY", context, "1", "1", NULL);
+    char *code = *reply && streq ((*reply)->verb, "ERROR")? act_reply_arg (*reply, 0): NULL;
+    bool refused = !*reply || (code && !streq (code, ACT_E_NOT_FOUND));
+    free (code);
+    if (!refused)
+        act_reply_destroy (reply);
+    return refused;
+}
+
 enum MHD_Result
 act_http_sse_start (act_http_req_t *req, const char *context)
 {
+    act_reply_t *refusal;
+    if (s_refused (req, context, &refusal))
+        return act_http_req_reply (req, refusal, 500);
     long long from = s_from (req, context);
     long long all = act_http_req_number (req, "all", 0, 0, 1);
     if (from < 0 || all < 0)

@@ -123,6 +123,11 @@ class BrokerCase(unittest.TestCase):
                                          "writes"])
         self.assertEqual((store["backend"], store["sync"]), (harness.STORE, "full"))
         self.assertGreaterEqual(store["writes"], store["commits"])
+        #  Histograms of each commit's time and writes
+        self.assertEqual(store["commit_ms"]["count"], store["commits"])
+        self.assertEqual(store["batch"]["count"], store["commits"])
+        self.assertEqual(store["batch"]["sum"], store["writes"])
+        self.assertEqual(store["batch"]["counts"][-1], store["commits"])
         return stats
 
     def history(self, context):
@@ -751,9 +756,6 @@ class StatsTest(BrokerCase):
         self.assertEqual({name: self.latencies(stats, name)["total"]["count"]
                           for name in stats["activities"]},
                          {"value": 0, "fail": 0, "echo": 0, "hang": 0})
-        nothing = {"ok": 0, "error": 0, "timeout": 0, "skipped": 0, "cancelled": 0}
-        self.assertEqual(self.outcomes(stats), {name: nothing
-                                                for name in ("value", "fail", "echo", "hang")})
         self.assertEqual(stats, {
             "contexts": 0, "messages": 0, "deleted": 0,
             "calls": {"accepted": 0, "ok": 0, "error": 0, "timeout": 0, "skipped": 0,
@@ -780,7 +782,10 @@ class StatsTest(BrokerCase):
         workers[1]["running"] = 1
         self.assertEqual(sorted(stats.pop("workers"), key=lambda worker: worker["name"]),
                          workers)
+        self.outcomes = {}
         latency = {name: self.latencies(stats, name) for name in list(stats["activities"])}
+        self.assertEqual(self.outcomes, {"value": {"ok": 1}, "fail": {"error": 1},
+                                         "echo": {"ok": 1}, "hang": {}, "nobody": {"cancelled": 1}})
         #  Ended calls, accepted to the end; attempts dispatched; attempts over
         self.assertEqual({name: hist["total"]["count"] for name, hist in latency.items()},
                          {"value": 1, "fail": 1, "echo": 1, "hang": 0, "nobody": 1})
@@ -788,11 +793,6 @@ class StatsTest(BrokerCase):
         self.assertEqual(latency["hang"]["queue"]["count"], 1)
         self.assertEqual(latency["hang"]["run"]["count"], 0)       # still running
         self.assertEqual(latency["nobody"]["queue"]["count"], 0)   # never dispatched
-        outcomes = self.outcomes(stats)
-        self.assertEqual({name: {k: n for k, n in counts.items() if n}
-                          for name, counts in outcomes.items()},
-                         {"value": {"ok": 1}, "fail": {"error": 1}, "echo": {"ok": 1},
-                          "hang": {}, "nobody": {"cancelled": 1}})
         self.assertEqual(stats, {
             "contexts": 2, "messages": 3, "deleted": 0,
             "calls": {"accepted": 8, "ok": 2, "error": 1, "timeout": 0, "skipped": 0,
@@ -813,19 +813,8 @@ class StatsTest(BrokerCase):
                                           "queued": 2, "waiting": 1})
         hang_latency = self.latencies(stats, "hang")
         self.assertEqual((hang_latency["run"]["count"], hang_latency["total"]["count"]), (1, 1))
-        self.assertEqual(self.outcomes(stats)["hang"]["cancelled"], 1)
         self.assertEqual(stats["activities"]["hang"],
                          {"workers": 1, "queued": 0, "running": 0, "done": 1})
-
-    def outcomes(self, stats):
-        """Pop each activity's "outcomes" (ended calls per status, beyond
-        PROTOCOL.md section 4) from stats, after checking they add up to
-        its "done"."""
-        found = {}
-        for name, activity in stats["activities"].items():
-            found[name] = activity.pop("outcomes")
-            self.assertEqual(sum(found[name].values()), activity["done"], name)
-        return found
 
     def latencies(self, stats, name):
         """Pop activity name's latency histograms from stats, after checking
@@ -833,6 +822,14 @@ class StatsTest(BrokerCase):
         holding every sample."""
         latency = stats["activities"][name].pop("latency_ms")
         self.assertEqual(sorted(latency), ["queue", "run", "total"])
+        #  The calls done, per outcome (popped too: checked by the caller
+        #  through self.outcomes)
+        outcomes = stats["activities"][name].pop("outcomes")
+        self.assertEqual(sorted(outcomes), ["cancelled", "error", "ok", "skipped", "timeout"])
+        self.assertEqual(sum(outcomes.values()), stats["activities"][name]["done"])
+        if not hasattr(self, "outcomes"):
+            self.outcomes = {}
+        self.outcomes[name] = {key: n for key, n in outcomes.items() if n}
         for hist in latency.values():
             self.assertEqual(hist["le"][-1], "+Inf")
             self.assertEqual(len(hist["le"]), len(hist["counts"]))

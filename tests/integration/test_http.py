@@ -433,10 +433,17 @@ class MetricsTest(unittest.TestCase):
         worker = Worker(actd.worker_endpoint, ["count_ok", "count_fail"], self.handle,
                         capacity=8, name="metrics-worker")
         worker.start()
+        #  A second worker of the same name: each has a series of its own
+        twin = Worker(actd.worker_endpoint, ["idle"], self.handle, capacity=2,
+                      name="metrics-worker")
+        twin.start()
         server = None
         try:
             worker.ready.wait(5)
+            twin.ready.wait(5)
             server = ActdHttp(actd.client_endpoint)
+            wait_for(lambda: len(server.json("GET", "/v1/stats")["workers"]) == 2,
+                     "both workers to register")
             ok, failed = 5, 3
             for n in range(ok):
                 outcome = server.json("POST", "/v1/contexts/m/calls?wait=1",
@@ -468,8 +475,10 @@ class MetricsTest(unittest.TestCase):
                 failed)
             self.assertEqual(samples['actd_activity_workers{activity="count_ok"}'], 1)
             self.assertEqual(samples['actd_activity_running{activity="count_ok"}'], 0)
-            self.assertEqual(samples['actd_workers'], 1)
-            self.assertEqual(samples['actd_worker_capacity{worker="metrics-worker"}'], 8)
+            self.assertEqual(samples['actd_workers'], 2)
+            self.assertEqual(sorted([samples['actd_worker_capacity{worker="metrics-worker"}'],
+                                     samples['actd_worker_capacity{worker="metrics-worker#2"}']]),
+                             [2, 8])
             self.assertEqual(samples['actd_contexts'], 1)
             #  Each call appended its output or its error
             self.assertEqual(samples['actd_messages'], ok + failed)
@@ -483,6 +492,7 @@ class MetricsTest(unittest.TestCase):
             if server:
                 server.finish()
             worker.stop()
+            twin.stop()
             actd.finish()
 
     @staticmethod
@@ -542,6 +552,91 @@ class TokenTest(unittest.TestCase):
                 server.finish()
             actd.finish()
 
+
+class TenantTest(unittest.TestCase):
+    """Tokens mapped to CURVE certificates of actd's tenants (issue 18):
+    actd itself refuses a token's requests outside its tenant."""
+
+    def setUp(self):
+        from test_security import keygen
+        self.dir = tempfile.mkdtemp(prefix="actd-http-tenants-")
+        server_public = keygen("server", self.dir)[0]
+        for folder, name in (("tenants/acme", "acme"), ("tenants/globex", "globex"),
+                             ("clients", "admin"), ("workers", "w")):
+            os.makedirs(os.path.join(self.dir, folder), exist_ok=True)
+            keygen(name, os.path.join(self.dir, folder))
+        config = os.path.join(self.dir, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write("security\n"
+                         "    server_key = %s\n"
+                         "    client_keys = %s\n"
+                         "    worker_keys = %s\n"
+                         "tenants\n" % (os.path.join(self.dir, "server.key_secret"),
+                                         os.path.join(self.dir, "clients"),
+                                         os.path.join(self.dir, "workers")))
+            for name in ("acme", "globex"):
+                handle.write("    %s\n        prefix = \"%s/\"\n        rights = read,write\n"
+                             "        keys = %s\n"
+                             % (name, name, os.path.join(self.dir, "tenants", name)))
+        self.actd = Actd(args=["--config", config]).start(wait=False)
+        self.tokens = {name: "token-of-%s-0123456789" % name
+                       for name in ("acme", "globex", "admin")}
+        certificates = {"acme": "tenants/acme/acme", "globex": "tenants/globex/globex",
+                        "admin": "clients/admin"}
+        text = "http\n    server_key = \"%s\"\ntokens\n" % server_public
+        for name, token in self.tokens.items():
+            text += ("    %s\n        token = %s\n        certificate = %s\n"
+                     % (name, token, os.path.join(self.dir, certificates[name] + ".key_secret")))
+        self.http = ActdHttp(self.actd.client_endpoint, config=text)
+        wait_for(lambda: self.http.request("GET", "/v1/stats",
+                                           headers=self.auth("admin"))[0] == 200,
+                 "actd to answer through actd-http over CURVE")
+
+    def tearDown(self):
+        try:
+            self.http.finish()
+        finally:
+            self.actd.finish()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def auth(self, name):
+        return {"Authorization": "Bearer " + self.tokens[name]}
+
+    def test_a_token_for_another_tenant_is_refused(self):
+        acme, globex = self.auth("acme"), self.auth("globex")
+        self.http.json("POST", "/v1/contexts/acme%2Frun/messages", {"type": "note", "text": "a"},
+                       headers=acme)
+        call_id = self.http.json("POST", "/v1/contexts/acme%2Frun/calls", {"_tool": "t"},
+                                 headers=acme, status=202)["call_id"]
+        self.assertEqual(len(self.http.json("GET", "/v1/contexts/acme%2Frun/history",
+                                            headers=acme)), 1)
+        #  globex's token on acme's context: 403 from actd's unauthorized
+        for method, path, body in (
+                ("GET", "/v1/contexts/acme%2Frun/history", None),
+                ("GET", "/v1/contexts/acme%2Frun/view", None),
+                ("POST", "/v1/contexts/acme%2Frun/messages", {"type": "note"}),
+                ("POST", "/v1/contexts/acme%2Frun/calls", {"_tool": "t"}),
+                ("DELETE", "/v1/contexts/acme%2Frun", None),
+                ("GET", "/v1/contexts/acme%2Frun/events", None)):
+            with self.subTest(method=method, path=path):
+                self.assertEqual(self.http.error(method, path, body, headers=globex),
+                                 (403, "unauthorized"))
+        #  A call of another tenant is not found; its contexts are not listed
+        self.assertEqual(self.http.error("GET", "/v1/calls/" + call_id, headers=globex),
+                         (404, "not_found"))
+        self.assertEqual(self.http.json("GET", "/v1/calls/" + call_id, headers=acme)["context"],
+                         "acme/run")
+        self.assertEqual(self.http.json("GET", "/v1/contexts", headers=globex)["contexts"], [])
+        self.assertEqual([c["context"] for c in self.http.json("GET", "/v1/contexts",
+                                                                headers=acme)["contexts"]],
+                         ["acme/run"])
+        #  STATS (and so /metrics) needs the admin right
+        self.assertEqual(self.http.error("GET", "/v1/stats", headers=acme), (403, "unauthorized"))
+        self.assertEqual(self.http.request("GET", "/metrics", headers=acme)[0], 403)
+        self.assertEqual(self.http.request("GET", "/metrics", headers=self.auth("admin"))[0], 200)
+        #  globex works in its own prefix
+        self.http.json("POST", "/v1/contexts/globex%2Fx/messages", {"type": "note"},
+                       headers=globex)
 
 class ConfigTest(unittest.TestCase):
     """etc/actd-http.cfg as shipped loads; a bad setting stops at start."""

@@ -416,6 +416,7 @@ class ConfigFileTest(unittest.TestCase):
             "server/worker_endpoint": "tcp://127.0.0.1:5556",
             "server/heartbeat_ms": "1000", "server/liveness": "3",
             "server/mdp_heartbeat_ms": "2500", "server/max_watches": "10000",
+            "server/ipc_mode": "0600",
             "store/retain_ms": "0",
             "server/max_message_bytes": "1048576", "server/max_reply_bytes": "8388608",
             "server/max_queued_calls": "1000000", "server/shutdown_grace_ms": "10000",
@@ -440,7 +441,7 @@ class ConfigFileTest(unittest.TestCase):
             source = handle.read()
         accepted = set(re.findall(r'streq \(full, "([a-z_]+/[a-z_]+)"\)', source))
         for name in re.findall(r'streq \(name, "([a-z_]+)"\)', source):
-            if name not in ("defaults", "activities", "retry"):
+            if name not in ("defaults", "activities", "retry", "tenants", "workers"):
                 accepted.add("defaults/" + name)
         for key in re.findall(r'streq \(key, "([a-z_]+)"\)', source):
             accepted.add("defaults/retry/" + key)

@@ -235,6 +235,10 @@ export interface Status {
     context: string;
     state: CallState;
     attempts: number;
+    /** The call's activity (its _tool) */
+    tool?: string;
+    /** The call's _outputPath as submitted; absent for fire-and-forget */
+    output_path?: string;
     progress?: Json;
     waiting_on?: string[];
     outcome?: Outcome;

@@ -1,0 +1,169 @@
+/*  =========================================================================
+    act_peers - connections behind routing ids (see act_peers.h).
+    ========================================================================= */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include "act_peers.h"
+#include "act_log.h"
+#include "actd/act.h"
+
+typedef struct {
+    zframe_t *routing;          //  Its routing id
+    char *user;                 //  CURVE key (Z85), or NULL
+    int fd;                     //  Descriptor libzmq reads it from, or -1
+    dev_t dev;                  //  That descriptor's device and inode, to
+    ino_t ino;                  //  tell it from a later one with its number
+    long long cut_at;           //  When to shut the connection (0: never)
+} s_peer_t;
+
+struct _act_peers_t {
+    zhashx_t *peers;            //  "w" or "c" + routing id hex -> s_peer_t
+    size_t cuts;                //  Peers with cut_at set
+    long long pruned;           //  Last look for closed connections
+};
+
+static void
+s_peer_destroy (void **item)
+{
+    s_peer_t *peer = (s_peer_t *) *item;
+    zframe_destroy (&peer->routing);
+    free (peer->user);
+    free (peer);
+    *item = NULL;
+}
+
+act_peers_t *
+act_peers_new (void)
+{
+    act_peers_t *self = (act_peers_t *) calloc (1, sizeof (act_peers_t));
+    if (!self)
+        return NULL;
+    self->peers = zhashx_new ();
+    zhashx_set_destructor (self->peers, s_peer_destroy);
+    return self;
+}
+
+void
+act_peers_destroy (act_peers_t **self_p)
+{
+    if (self_p && *self_p) {
+        zhashx_destroy (&(*self_p)->peers);
+        free (*self_p);
+        *self_p = NULL;
+    }
+}
+
+//  True while peer's descriptor is still the socket it was seen on
+static bool
+s_same_socket (s_peer_t *peer)
+{
+    struct stat now;
+    return peer->fd >= 0 && fstat (peer->fd, &now) == 0 && S_ISSOCK (now.st_mode)
+        && now.st_dev == peer->dev && now.st_ino == peer->ino;
+}
+
+static char *
+s_name (bool worker, const char *key)
+{
+    return zsys_sprintf ("%c%s", worker? 'w': 'c', key);
+}
+
+void
+act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame)
+{
+    const char *fd_text = frame? zframe_meta (frame, "__fd"): NULL;
+    if (!self || !fd_text)
+        return;
+    char *key = zframe_strhex (routing);
+    char *name = s_name (worker, key);
+    int fd = atoi (fd_text);
+    s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
+    if (!peer || peer->fd != fd) {
+        struct stat status;
+        if (fstat (fd, &status) == 0) {
+            const char *user = zframe_meta (frame, "User-Id");
+            s_peer_t *fresh = calloc (1, sizeof *fresh);
+            *fresh = (s_peer_t) { zframe_dup (routing), user && *user? strdup (user): NULL,
+                                  fd, status.st_dev, status.st_ino, 0 };
+            if (peer && peer->cut_at)
+                self->cuts--;
+            zhashx_update (self->peers, name, fresh);
+        }
+    }
+    free (name);
+    free (key);
+}
+
+//  The next client peer from the table's cursor on, or NULL
+static zframe_t *
+s_client_from (act_peers_t *self, s_peer_t *peer, const char **user)
+{
+    while (peer && *(const char *) zhashx_cursor (self->peers) != 'c')
+        peer = (s_peer_t *) zhashx_next (self->peers);
+    *user = peer? peer->user: NULL;
+    return peer? peer->routing: NULL;
+}
+
+zframe_t *
+act_peers_first_client (act_peers_t *self, const char **user)
+{
+    return s_client_from (self, (s_peer_t *) zhashx_first (self->peers), user);
+}
+
+zframe_t *
+act_peers_next_client (act_peers_t *self, const char **user)
+{
+    return s_client_from (self, (s_peer_t *) zhashx_next (self->peers), user);
+}
+
+bool
+act_peers_cut (act_peers_t *self, bool worker, const char *key, long long at)
+{
+    char *name = s_name (worker, key);
+    s_peer_t *peer = self? (s_peer_t *) zhashx_lookup (self->peers, name): NULL;
+    free (name);
+    if (peer && !peer->cut_at) {
+        peer->cut_at = at? at: 1;
+        self->cuts++;
+    }
+    return peer != NULL;
+}
+
+void
+act_peers_tick (act_peers_t *self, long long now)
+{
+    if (!self || (self->cuts == 0 && now - self->pruned < 1000))
+        return;
+    bool prune = now - self->pruned >= 1000;
+    if (prune)
+        self->pruned = now;
+    zlistx_t *gone = zlistx_new ();
+    for (s_peer_t *peer = zhashx_first (self->peers); peer; peer = zhashx_next (self->peers)) {
+        bool same = s_same_socket (peer);
+        if (same && peer->cut_at && now >= peer->cut_at) {
+            //  libzmq sees end of file and drops the connection and its pipe
+            if (shutdown (peer->fd, SHUT_RDWR) == 0)
+                act_log (LOG_NOTICE, "connection of %s peer %s cut (key %s revoked)",
+                         *(const char *) zhashx_cursor (self->peers) == 'w'? "worker": "client",
+                         (const char *) zhashx_cursor (self->peers) + 1,
+                         peer->user? peer->user: "(none)");
+            same = false;
+        }
+        if (!same && (prune || peer->cut_at))
+            zlistx_add_end (gone, (void *) zhashx_cursor (self->peers));
+    }
+    for (const char *name = zlistx_first (gone); name; name = zlistx_next (gone)) {
+        s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
+        if (peer && peer->cut_at)
+            self->cuts--;
+        zhashx_delete (self->peers, name);
+    }
+    zlistx_destroy (&gone);
+}
+
+size_t
+act_peers_size (act_peers_t *self)
+{
+    return self? zhashx_size (self->peers): 0;
+}

@@ -1,0 +1,54 @@
+/*  =========================================================================
+    act_peers - the connections behind the routing ids of the two ROUTER
+    sockets: the CURVE key each peer authenticated with and the file
+    descriptor libzmq reads it from, so that a revoked peer can be cut off.
+
+    A ROUTER socket cannot close one peer's connection, and ZAP runs only
+    at the handshake. libzmq names, in each message's metadata, the CURVE
+    key ("User-Id") and the descriptor ("__fd", what ZMQ_SRCFD reads) it
+    came from; shutting that descriptor down (never closing it: libzmq
+    owns it) makes libzmq drop the connection as if the peer had gone. A
+    descriptor number is reused once libzmq closes it, so each is kept
+    with its socket's inode and is shut only while the inode still
+    matches: a later connection on the same number is never touched.
+    ("__fd" is libzmq's own property, what ZMQ_SRCFD reads; with a libzmq that
+    does not give it, nothing is cut, and revoked peers are still refused
+    and their workers disconnected.)
+    ========================================================================= */
+
+#ifndef ACT_PEERS_H_INCLUDED
+#define ACT_PEERS_H_INCLUDED
+
+#include <czmq.h>
+
+typedef struct _act_peers_t act_peers_t;
+
+//  A new, empty table.
+act_peers_t *act_peers_new (void);
+
+//  Destroy it and null the pointer; safe on NULL.
+void act_peers_destroy (act_peers_t **self_p);
+
+//  Note the peer of a message that arrived on the worker (or client)
+//  socket: routing is its routing id frame, frame one the peer sent (the
+//  metadata rides on those, not always on the routing id).
+void act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame);
+
+//  Iterate over the client peers: the routing id of each (borrowed), and
+//  its key in *user. Not safe against act_peers_seen while iterating.
+zframe_t *act_peers_first_client (act_peers_t *self, const char **user);
+zframe_t *act_peers_next_client (act_peers_t *self, const char **user);
+
+//  Shut the connection of the peer with routing id key (hex) at the
+//  monotonic time at (so that what was queued for it, a DISCONNECT, goes
+//  first). Returns false when the peer is not known.
+bool act_peers_cut (act_peers_t *self, bool worker, const char *key, long long at);
+
+//  Cut the connections due by now; forget, once a second, the peers whose
+//  connection libzmq has closed.
+void act_peers_tick (act_peers_t *self, long long now);
+
+//  Peers known.
+size_t act_peers_size (act_peers_t *self);
+
+#endif

@@ -1,0 +1,439 @@
+"""Who may do what (issue 18): client keys in tenants (a context prefix and
+rights), worker keys in groups (the activities they may serve), revocation
+on SIGHUP, and refusals that do not fill the log. Every test runs a real
+actd with CURVE and keys made by `actctl keygen`."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from harness import Actd, NoAnswer, find_binary, wait_for
+from test_security import CurveClient, keygen
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "workers", "python"))
+import actd  # noqa: E402  (the Python package under test, from the source tree)
+
+NODE_PACKAGE = os.path.join(ROOT, "workers", "node")
+
+#  Tenants: acme and globex (read, write), audit (read only, over acme's
+#  contexts) and ops (admin). Worker groups: summarizers (summarize and
+#  translate-*). "legacy" is a key of security/client_keys (every right),
+#  "anyworker" one of security/worker_keys (any activity).
+TENANTS = (("acme", "acme/", "read,write"), ("globex", "globex/", "read,write"),
+           ("audit", "acme/", "read"), ("ops", "ops/", "read,write,admin"))
+
+
+def config_text(directory, tenants=TENANTS, groups=(("summarizers", "summarize, translate-*"),)):
+    """actd.cfg with the tenants and groups given (their keys in
+    directory/tenants/NAME and directory/workers/NAME)."""
+    text = ("security\n"
+            "    server_key = %s\n"
+            "    client_keys = %s\n"
+            "    worker_keys = %s\n"
+            % (os.path.join(directory, "server.key_secret"), os.path.join(directory, "clients"),
+               os.path.join(directory, "anyworkers")))
+    text += "tenants\n"
+    for name, prefix, rights in tenants:
+        text += ("    %s\n        prefix = \"%s\"\n        rights = %s\n        keys = %s\n"
+                 % (name, prefix, rights, os.path.join(directory, "tenants", name)))
+    if groups:
+        text += "workers\n"
+        for name, activities in groups:
+            text += ("    %s\n        activities = %s\n        keys = %s\n"
+                     % (name, activities, os.path.join(directory, "workers", name)))
+    return text
+
+
+class TenantsTest(unittest.TestCase):
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="actd-tenants-")
+        self.keys = {"server": keygen("server", self.dir)}
+        for folder, name in [("tenants/" + t[0], t[0]) for t in TENANTS] + [
+                ("workers/summarizers", "summarizer"), ("workers/summarizers", "summarizer2"),
+                ("clients", "legacy"), ("anyworkers", "anyworker"), ("", "mallory")]:
+            path = os.path.join(self.dir, folder)
+            os.makedirs(path, exist_ok=True)
+            self.keys[name] = keygen(name, path)
+            self.keys[name + ".file"] = os.path.join(path, name + ".key_secret")
+        self.config = os.path.join(self.dir, "actd.cfg")
+        with open(self.config, "w") as handle:
+            handle.write(config_text(self.dir))
+        self.actd = Actd(args=["--config", self.config])
+        self.actd.start(wait=False)
+        self.sockets = []
+        self.clients = {}
+        self.wait_up()
+
+    def tearDown(self):
+        for socket in self.sockets:
+            socket.close(0)
+        code = self.actd.stop()
+        log = self.actd.log()
+        self.actd.cleanup()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertEqual(code, 0, log)
+
+    def client(self, name):
+        client = CurveClient(self.actd.client_endpoint, self.keys["server"][0], self.keys[name])
+        self.sockets.append(client.socket)
+        return client
+
+    def wait_up(self):
+        client = self.client("ops")
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if client.request("PING", timeout=0.5)[0] == "PONG":
+                    return
+            except TimeoutError:
+                pass
+        self.fail("actd did not answer:\n" + self.actd.log())
+
+    def worker_socket(self, name, activities):
+        """A raw ACT/1 worker with key name; sends READY for activities."""
+        socket = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.curve_publickey = self.keys[name][0].encode()
+        socket.curve_secretkey = self.keys[name][1].encode()
+        socket.curve_serverkey = self.keys["server"][0].encode()
+        socket.connect(self.actd.worker_endpoint)
+        socket.send_multipart([b"ACTW01", b"READY", json.dumps(
+            {"activities": activities, "name": name + "-worker"}).encode()])
+        self.sockets.append(socket)
+        return socket
+
+    def next_command(self, socket, command, timeout=10.0):
+        """The next frames of socket whose command is command (HEARTBEATs
+        answered with HEARTBEATs on the way); None at the deadline."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if socket.poll(50):
+                frames = socket.recv_multipart()
+                if frames[1] == command:
+                    return frames
+            socket.send_multipart([b"ACTW01", b"HEARTBEAT"])
+        return None
+
+    def workers(self):
+        return {w["name"] for w in self.client("ops").value("STATS")["workers"]}
+
+    def wait_log(self, pattern, timeout=10, log=False):
+        wait_for(lambda: re.search(pattern, self.actd.log()), "log line %r" % pattern
+                 + (self.actd.log() if log else ""), timeout)
+
+    def test_two_tenants_cannot_reach_each_others_contexts_or_calls(self):
+        worker = self.worker_socket("anyworker", ["hold"])
+        wait_for(lambda: "anyworker-worker" in self.workers(), "the worker")
+        acme, globex = self.client("acme"), self.client("globex")
+        self.assertEqual(acme.request("APPEND", "acme/a", {"type": "note", "text": "mine"})[0], "OK")
+        rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
+        call_id = acme.wait(rid, "ACCEPTED")[1]
+        task = self.next_command(worker, b"TASK")
+        self.assertIsNotNone(task, "the call was not dispatched")
+        self.assertEqual(globex.request("APPEND", "globex/g", {"type": "note"})[0], "OK")
+        #  Every command naming acme's context is refused to globex
+        unauthorized = [
+            ("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"}),
+            ("PLAN", "acme/a", [{"_tool": "hold", "_outputPath": "\u2020x"}]),
+            ("APPEND", "acme/a", {"type": "note"}),
+            ("RESOLVE", "acme/a", "\u2020secret"),
+            ("VIEW", "acme/a"),
+            ("HISTORY", "acme/a", "1", "10"),
+            ("WATCH", "acme/a", "1"),
+            ("DELETE", "acme/a"),
+            ("STATS",),
+        ]
+        for request in unauthorized:
+            reply = globex.request(*request)
+            self.assertEqual(reply[:2], ["ERROR", "unauthorized"], (request, reply))
+        #  Its calls are not found, exactly as a call that never was
+        missing = globex.request("STATUS", "999999")
+        for command in ("STATUS", "CANCEL"):
+            reply = globex.request(command, call_id)
+            self.assertEqual(reply[:2], ["ERROR", "not_found"], (command, reply))
+            self.assertEqual(reply[2], missing[2].replace("999999", call_id))
+        self.assertEqual(acme.status(call_id)["state"], "running")
+        #  CONTEXTS lists only globex's, whatever the prefix asked
+        for prefix in ((), ("",), ("acme/",), ("a",), ("globex/",)):
+            listed = [c["context"] for c in globex.value("CONTEXTS", *prefix)["contexts"]]
+            self.assertEqual(listed, [] if prefix in (("acme/",), ("a",)) else ["globex/g"],
+                             prefix)
+        self.assertEqual([c["context"] for c in acme.value("CONTEXTS")["contexts"]], ["acme/a"])
+        #  A read-only tenant over acme's prefix reads but does not write
+        audit = self.client("audit")
+        self.assertIsInstance(audit.value("VIEW", "acme/a"), list)
+        history = audit.value("HISTORY", "acme/a", "1", "10")
+        self.assertIn("mine", [m.get("text") for m in history])
+        self.assertEqual(audit.status(call_id)["state"], "running")
+        for request in (("APPEND", "acme/a", {"type": "note"}), ("CANCEL", call_id),
+                        ("DELETE", "acme/a"), ("STATS",)):
+            self.assertEqual(audit.request(*request)[:2], ["ERROR", "unauthorized"], request)
+        self.assertEqual(audit.request("PING"), ["PONG"])
+        #  admin sees every tenant; the legacy client_keys key has every right
+        for name in ("ops", "legacy"):
+            admin = self.client(name)
+            listed = [c["context"] for c in admin.value("CONTEXTS")["contexts"]]
+            self.assertEqual(listed, ["acme/a", "globex/g"], name)
+            self.assertEqual(admin.status(call_id)["state"], "running")
+            self.assertIn("calls", admin.value("STATS"))
+        #  The owner cancels; the worker hears of it
+        self.assertEqual(acme.request("CANCEL", call_id), ["OK"])
+        self.assertIsNotNone(self.next_command(worker, b"CANCEL"))
+        self.assertEqual(acme.wait(rid, "DONE")[0], "DONE")
+        self.assertEqual(acme.request("DELETE", "acme/a")[0], "OK")
+
+    def test_a_worker_key_serves_only_its_groups_activities(self):
+        refused = self.worker_socket("summarizer", ["summarize", "payments"])
+        frames = self.next_command(refused, b"DISCONNECT")
+        self.assertIsNotNone(frames, "a READY naming payments was not refused")
+        self.assertIn(b"payments", frames[2])
+        self.assertNotIn("summarizer-worker", self.workers())
+        #  Allowed patterns: summarize and translate-*
+        allowed = self.worker_socket("summarizer", ["summarize", "translate-fr"])
+        wait_for(lambda: "summarizer-worker" in self.workers(), "the allowed worker")
+        acme = self.client("acme")
+        rid = acme.send("CALL", "acme/w", {"_tool": "payments", "amount": 5, "_outputPath": "\u2020p"})
+        self.assertEqual(acme.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        rid2 = acme.send("CALL", "acme/w", {"_tool": "translate-fr", "text": "hi",
+                                            "_outputPath": "\u2020t"})
+        task = self.next_command(allowed, b"TASK")
+        self.assertEqual(task[3], b"translate-fr")
+        allowed.send_multipart([b"ACTW01", b"RESULT", task[2], b'"salut"'])
+        self.assertEqual(json.loads(acme.wait(rid2, "DONE")[2])["status"], "ok")
+        #  The payments call waits for a worker that may serve it
+        self.assertIsNone(self.next_command(allowed, b"TASK", timeout=1.0))
+        self.assertEqual(self.client("ops").value("STATS")["calls"]["queued"], 1)
+        self.wait_log(r"activity payments is not allowed for this worker's key")
+
+    def rewrite(self, tenants=TENANTS, groups=(("summarizers", "summarize, translate-*"),)):
+        with open(self.config, "w") as handle:
+            handle.write(config_text(self.dir, tenants, groups))
+        self.actd.process.send_signal(signal.SIGHUP)
+        self.wait_log(r"reload: allowed keys reloaded")
+
+    def test_sighup_revokes_connected_clients_and_workers(self):
+        #  A worker of the summarizers holds a task; acme watches a context
+        held = self.worker_socket("summarizer", ["summarize"])
+        wait_for(lambda: "summarizer-worker" in self.workers(), "the summarizer")
+        acme = self.client("acme")
+        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        watch = acme.send("WATCH", "acme/r", "1")
+        rid = acme.send("CALL", "acme/r", {"_tool": "summarize", "text": "t", "_outputPath": "\u2020s"})
+        self.assertEqual(acme.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        first = self.next_command(held, b"TASK")
+        self.assertIsNotNone(first)
+        #  A second worker, allowed anything, is there to take the task over
+        spare = self.worker_socket("anyworker", ["summarize"])
+        wait_for(lambda: "anyworker-worker" in self.workers(), "the spare worker")
+        #  The summarizers group is gone, and acme's tenant with it
+        self.rewrite(tenants=[t for t in TENANTS if t[0] != "acme"], groups=())
+        frames = self.next_command(held, b"DISCONNECT", timeout=5)
+        self.assertIsNotNone(frames, "the revoked worker was not told to DISCONNECT")
+        self.assertEqual(frames[2], b"key revoked")
+        task = self.next_command(spare, b"TASK")
+        self.assertIsNotNone(task, "the revoked worker's task was not dispatched again" + self.actd.log())
+        self.assertEqual(json.loads(task[5])["attempt"], 2)
+        spare.send_multipart([b"ACTW01", b"RESULT", task[2], b'"done"'])
+        #  The revoked client's connection is cut (its socket sees it) ...
+        self.assertTrue(monitor.poll(5000), "the revoked client was not disconnected")
+        self.assertEqual(recv_monitor_message(monitor)["event"], zmq.EVENT_DISCONNECTED)
+        self.wait_log(r"connection of client peer .* cut")
+        self.wait_log(r"connection of worker peer .* cut", log=True)
+        #  ... and, reconnected, it is refused everything
+        self.assertEqual(acme.request("VIEW", "acme/r")[:2], ["ERROR", "unauthorized"])
+        self.assertEqual(acme.request("PING")[:2], ["ERROR", "unauthorized"])
+        self.assertFalse(any(rid_ == watch for rid_, _ in acme.pending))
+        #  The call ended, done by the spare worker; the held worker's
+        #  reconnection is refused at the handshake
+        ops = self.client("ops")
+        wait_for(lambda: ops.value("STATS")["calls"]["ok"] == 1, "the call to end ok")
+        self.assertEqual(self.workers(), {"anyworker-worker"})
+        monitor.close(0)
+
+    def test_sighup_shrinking_rights_drops_watches(self):
+        globex = self.client("globex")
+        watch = globex.send("WATCH", "globex/w", "0")
+        self.assertEqual(globex.request("APPEND", "globex/w", {"type": "note"})[0], "OK")
+        self.assertEqual(globex.wait(watch, "EVENT")[0], "EVENT")
+        narrowed = [t if t[0] != "globex" else ("globex", "globex/", "write") for t in TENANTS]
+        self.rewrite(tenants=narrowed)
+        self.wait_log(r"client key %s lost rights" % re.escape(self.keys["globex"][0]))
+        reply = globex.request("VIEW", "globex/w")
+        self.assertEqual(reply[:2], ["ERROR", "unauthorized"])
+        self.assertIn("read", reply[2])
+
+    def test_an_unauthorized_flood_leaves_the_log_bounded(self):
+        mallory, globex = self.client("mallory"), self.client("globex")
+        for client, request in ((mallory, ("PING",)), (globex, ("VIEW", "acme/x"))):
+            ids = [client.send(*request) for _ in range(2000)]
+            for rid in ids:
+                self.assertEqual(client.wait(rid)[:2], ["ERROR", "unauthorized"])
+        log = self.actd.log()
+        self.assertLessEqual(len(re.findall(r"CURVE: client refused", log)), 2, log[-3000:])
+        self.assertLessEqual(len(re.findall(r"outside its prefix", log)), 2, log[-3000:])
+        self.assertLess(len(log.splitlines()), 300)
+
+    def test_python_client_and_worker_with_tenant_and_group_keys(self):
+        worker = actd.Worker(self.actd.worker_endpoint, name="py-summarizer", heartbeat_ms=200,
+                             curve_server=self.keys["server"][0],
+                             curve_cert=self.keys["summarizer.file"])
+
+        @worker.activity("summarize")
+        def summarize(params, task):
+            return params["text"][:5]
+
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        client = actd.Client(self.actd.client_endpoint, curve_server=self.keys["server"][0],
+                             curve_cert=self.keys["acme.file"])
+        try:
+            outcome = client.call("acme/py", {"_tool": "summarize", "text": "hello world",
+                                              "_outputPath": "\u2020short"}, timeout=20)
+            self.assertEqual(outcome.status, "ok")
+            self.assertEqual(client.resolve("acme/py", "\u2020short"), "hello")
+            with self.assertRaises(actd.ActdError) as refused:
+                client.view("globex/py")
+            self.assertEqual(refused.exception.code, "unauthorized")
+        finally:
+            client.close()
+            worker.stop(wait=True, timeout=10)
+            thread.join(10)
+
+    def test_node_client_and_worker_with_tenant_and_group_keys(self):
+        self.assertTrue(shutil.which("node"), "node is needed (Node.js 20 or later)")
+        self.assertTrue(os.path.isdir(os.path.join(NODE_PACKAGE, "node_modules", "zeromq")),
+                        "run `npm ci` in workers/node")
+        script = os.path.join(self.dir, "tenant.js")
+        with open(script, "w") as handle:
+            handle.write(NODE_SCRIPT % json.dumps(NODE_PACKAGE))
+        run = subprocess.run(["node", script, self.actd.client_endpoint,
+                              self.actd.worker_endpoint, self.keys["server"][0],
+                              self.keys["acme.file"], self.keys["summarizer.file"]],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr + self.actd.log()[-3000:])
+        self.assertEqual(json.loads(run.stdout.splitlines()[-1]),
+                         {"status": "ok", "short": "HELLO", "other": "unauthorized"})
+
+
+class IpcModeTest(unittest.TestCase):
+    """ipc:// endpoints: the socket files get server/ipc_mode (0600 unless
+    set), and whoever may write them may connect."""
+
+    def run_ipc(self, mode_line):
+        directory = tempfile.mkdtemp(prefix="actd-ipc-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write("server\n" + mode_line)
+        actd_ = Actd(args=["--config", config])
+        actd_.client_endpoint = "ipc://%s/clients.sock" % directory
+        actd_.worker_endpoint = "ipc://%s/workers.sock" % directory
+        with actd_:
+            modes = [os.stat(os.path.join(directory, name)).st_mode & 0o777
+                     for name in ("clients.sock", "workers.sock")]
+            client = actd_.client()
+            self.assertEqual(client.request("PING"), ["PONG"])
+            client.close()
+        return modes
+
+    def test_socket_files_are_the_owners_alone_by_default(self):
+        self.assertEqual(self.run_ipc("    heartbeat_ms = 200\n"), [0o600, 0o600])
+
+    def test_ipc_mode_opens_them_to_the_group(self):
+        self.assertEqual(self.run_ipc("    ipc_mode = 0660\n"), [0o660, 0o660])
+
+
+class TenantConfigTest(unittest.TestCase):
+    """A bad tenants or workers section stops actd at start (status 2),
+    naming the file, the line and the setting."""
+
+    def start(self, text):
+        directory = tempfile.mkdtemp(prefix="actd-tenant-cfg-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write(text)
+        run = subprocess.run([find_binary("actd"), "--config", config, "--db", ":memory:"],
+                             capture_output=True, text=True, timeout=60)
+        return run.returncode, run.stderr
+
+    def test_bad_sections_are_refused_with_their_line(self):
+        cases = [
+            ("tenants\n    acme\n        prefix = acme/\n        rights = read,delete\n"
+             "        keys = /tmp\n", "line 4: tenants/acme/rights: must be read, write or admin"),
+            ("tenants\n    acme\n        prefix = acme/\n        rights = read\n",
+             "tenants/acme: a tenant needs prefix, rights and keys"),
+            ("tenants\n    acme\n        prefix = \"a b\"\n        rights = read\n"
+             "        keys = /tmp\n", "tenants/acme/prefix: must be the start of a context id"),
+            ("workers\n    w\n        activities = a, ,b\n        keys = /tmp\n",
+             "workers/w/activities: must be activity names or patterns"),
+            ("workers\n    w\n        activities = a\n        colour = red\n",
+             "workers/w/colour: unknown setting"),
+        ]
+        for text, message in cases:
+            code, stderr = self.start(text)
+            self.assertEqual(code, 2, (text, stderr))
+            self.assertIn(message, stderr)
+
+    def test_tenants_without_curve_are_ignored_and_said_to_be(self):
+        directory = tempfile.mkdtemp(prefix="actd-tenant-plain-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write("tenants\n    acme\n        prefix = acme/\n        rights = read\n"
+                         "        keys = %s\n" % directory)
+        with Actd(args=["--config", config]) as plain:
+            client = plain.client()
+            #  Without CURVE there is no key, so no tenant: every right
+            self.assertEqual(client.request("APPEND", "globex/x", {"type": "note"})[0], "OK")
+            self.assertIn("calls", json.loads(client.request("STATS")[1]))
+            client.close()
+            self.assertIn("tenants and worker groups are configured but CURVE is off",
+                          plain.log())
+
+
+#  A Node Client of tenant acme and a Node Worker of group summarizers
+NODE_SCRIPT = r"""
+'use strict';
+const { Client, Worker } = require (%s);
+const [clientEp, workerEp, curveServer, clientCert, workerCert] = process.argv.slice (2);
+(async () => {
+    const worker = new Worker ({ endpoint: workerEp, heartbeatMs: 200, name: 'node-summarizer',
+                                 curveServer, curveCert: workerCert });
+    worker.activity ('summarize', async ({ text }) => text.slice (0, 5).toUpperCase ());
+    const running = worker.run ();
+    const client = new Client ({ endpoint: clientEp, curveServer, curveCert: clientCert });
+    let other = null;
+    try {
+        const outcome = await client.call ('acme/node', { _tool: 'summarize',
+            text: 'hello world', _outputPath: '\u2020short' });
+        try { await client.view ('globex/node'); other = 'allowed'; }
+        catch (error) { other = error.code; }
+        console.log (JSON.stringify ({ status: outcome.status,
+            short: await client.resolve ('acme/node', '\u2020short'), other }));
+    }
+    finally {
+        client.close ();
+        await worker.stop ();
+        await running;
+    }
+}) ().catch ((error) => { console.error (error); process.exit (1); });
+"""
+
+
+if __name__ == "__main__":
+    unittest.main()
