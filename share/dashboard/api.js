@@ -47,7 +47,7 @@ function headers (extra) {
     return result;
 }
 
-//  Listeners told of 401/403 answers (the header shows a token field)
+//  Listeners told of 401 answers (the header shows a token field)
 const authListeners = new Set ();
 export function onAuthError (fn) {
     authListeners.add (fn);
@@ -78,12 +78,18 @@ async function request (method, path, { body, text = false, signal } = {}) {
         catch {
             //  Not JSON: keep the status text
         }
-        if (response.status === 401 || response.status === 403)
+        if (response.status === 401)
             for (const fn of authListeners)
                 fn (response.status, message);
         throw new ApiError (response.status, code, message);
     }
     return text ? response.text () : response.json ();
+}
+
+//  The header light for a failed request: auth (401: a token is needed),
+//  denied (403: this token may not), or down
+export function statusOf (problem) {
+    return problem.status === 401 ? 'auth' : problem.status === 403 ? 'denied' : 'down';
 }
 
 const seg = encodeURIComponent;

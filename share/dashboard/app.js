@@ -19,7 +19,8 @@ let unmount = null;
 function setStatus (state, detail) {
     statusDot.className = 'status ' + state;
     statusDot.title = detail || state;
-    statusDot.textContent = { live: 'live', down: 'unreachable', auth: 'token refused' } [state] || state;
+    statusDot.textContent = { live: 'live', down: 'unreachable', auth: 'token needed',
+                              denied: 'not allowed' } [state] || state;
     if (state === 'auth')
         tokenForm.hidden = false;
 }

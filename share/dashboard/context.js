@@ -4,7 +4,7 @@
 //  the merged view as the model sees it; the plan as a graph of calls.
 //  Everything after the first load comes through SSE, without a reload.
 
-import { api, eventsUrl } from './api.js';
+import { api, eventsUrl, statusOf } from './api.js';
 import { Plan, drawPlan } from './plan.js';
 import { h, svg, replace, number, clock, json, debounce, stateClass } from './util.js';
 
@@ -342,7 +342,7 @@ export function mountContext (root, { id, setStatus }) {
         }
         catch (problem) {
             showBanner (`Cannot read the history: ${problem.message}`);
-            setStatus (problem.status === 401 || problem.status === 403 ? 'auth' : 'down', problem.message);
+            setStatus (statusOf (problem), problem.message);
         }
         if (stopped)
             return;

@@ -1,7 +1,7 @@
 //  contexts.js - the tenant's contexts, searchable by prefix
 //  (/v1/contexts, a page at a time through "next").
 
-import { api } from './api.js';
+import { api, statusOf } from './api.js';
 import { h, replace, number, ago, debounce } from './util.js';
 
 const PAGE = 100;
@@ -70,8 +70,7 @@ export function mountContexts (root, { query, setStatus, navigate }) {
                 return;
             error.hidden = false;
             error.textContent = `Cannot list contexts: ${problem.message}`;
-            setStatus (problem.status === 401 || problem.status === 403 ? 'auth' : 'down',
-                       problem.message);
+            setStatus (statusOf (problem), problem.message);
         }
     }
 

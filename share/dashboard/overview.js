@@ -2,7 +2,7 @@
 //  second, rates from successive polls, latency percentiles from the
 //  STATS histograms (latency_ms) over the last minute.
 
-import { api } from './api.js';
+import { api, statusOf } from './api.js';
 import { h, svg, replace, number, rate, duration } from './util.js';
 
 const POLL_MS = 1000;
@@ -234,6 +234,7 @@ export function mountOverview (root, { setStatus }) {
             return;
         controller = new AbortController ();
         const started = Date.now ();
+        let wait = POLL_MS;
         try {
             const stats = await api.stats (controller.signal);
             polls.push ({ at: Date.now (), stats });
@@ -247,12 +248,16 @@ export function mountOverview (root, { setStatus }) {
             if (problem.name === 'AbortError')
                 return;
             error.hidden = false;
-            error.textContent = `Cannot read /v1/stats: ${problem.message}`;
-            setStatus (problem.status === 401 || problem.status === 403 ? 'auth' : 'down',
-                       problem.message);
+            error.textContent = problem.status === 403
+                ? `This token may not read /v1/stats (${problem.message}): the contexts of its tenant are under Contexts.`
+                : `Cannot read /v1/stats: ${problem.message}`;
+            setStatus (statusOf (problem), problem.message);
+            //  Refused: ask again now and then (a token may be given);
+            //  unreachable: every few seconds
+            wait = problem.status === 401 || problem.status === 403 ? 30000 : 3000;
         }
         if (!stopped)
-            timer = setTimeout (poll, Math.max (0, POLL_MS - (Date.now () - started)));
+            timer = setTimeout (poll, Math.max (0, wait - (Date.now () - started)));
     }
     poll ();
     return () => {
