@@ -5,10 +5,12 @@ const DAGGER = '\u2020';
 const KIND = /^[A-Za-z_][A-Za-z0-9_-]*/;
 const KEY = /^[^.[\]"|&<>*\u2020\s]+/;
 
-//  Every reference in one expression text: [{kind, path: [segments]}]
+//  Every reference in one expression text: [{kind, path: [segments]}].
+//  As actd reads parameters, a string is an expression only when it
+//  starts with † (and †† starts a literal)
 export function referencesIn (text) {
     const found = [];
-    if (typeof text !== 'string' || text.startsWith (DAGGER + DAGGER))
+    if (typeof text !== 'string' || !text.startsWith (DAGGER) || text.startsWith (DAGGER + DAGGER))
         return found;
     let at = text.indexOf (DAGGER);
     while (at >= 0) {
@@ -62,24 +64,6 @@ function parseAt (text, start) {
             break;
     }
     return { ref: { kind: kind [0], path }, end: at };
-}
-
-//  Every reference in the string values of params, at any depth; the
-//  top-level keys that start with "_" are meta-properties, not read
-export function referencesOfParams (call) {
-    const found = [];
-    const walk = (value) => {
-        if (typeof value === 'string')
-            found.push (...referencesIn (value));
-        else if (Array.isArray (value))
-            value.forEach (walk);
-        else if (value && typeof value === 'object')
-            Object.values (value).forEach (walk);
-    };
-    for (const [key, value] of Object.entries (call || {}))
-        if (!key.startsWith ('_'))
-            walk (value);
-    return found;
 }
 
 //  Whether a producer's target can write what reference reads: same kind,

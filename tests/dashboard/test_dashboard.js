@@ -191,6 +191,38 @@ async function main () {
         await until (async () => !page.url ().includes ('token='), 'the token out of the address');
         assert.equal (await page.evaluate (() => sessionStorage.getItem ('actd-dashboard-token')), TOKEN);
 
+        //  -- the page's own parsing, in the page: references, which call
+        //  feeds which, and percentiles of a cumulative histogram
+        const units = await page.evaluate (async () => {
+            const refs = await import ('/ui/refs.js');
+            const { quantile } = await import ('/ui/overview.js');
+            const texts = (text) => refs.referencesIn (text).map (refs.refText);
+            const feeds = (target, read) => refs.feeds (refs.referencesIn (target) [0],
+                                                        refs.referencesIn (read) [0]);
+            const histogram = { le: [1, 2, 5, 10, '+Inf'], counts: [0, 10, 10, 20, 20], count: 20 };
+            return {
+                plain: texts ('†a.b.c'),
+                alternatives: texts ('†state.reply || †state.problem'),
+                brackets: texts ('†s["x.y"][2].z'),
+                escaped: texts ('††not.a.ref'),
+                notAtStart: texts ('see †user.name'),
+                gate: texts ('†user.city & †user.days'),
+                ancestor: feeds ('†state', '†state.a.b'),
+                descendant: feeds ('†state.a.b', '†state.a'),
+                sibling: feeds ('†state.a', '†state.b'),
+                otherKind: feeds ('†a.x', '†b.x'),
+                dash: feeds ('†list.-', '†list.3'),
+                p50: quantile (histogram, 0.5), p75: quantile (histogram, 0.75),
+                p100: quantile (histogram, 1), empty: quantile ({ le: [], counts: [], count: 0 }, 0.5)
+            };
+        });
+        assert.deepEqual (units, {
+            plain: ['†a.b.c'], alternatives: ['†state.reply', '†state.problem'],
+            brackets: ['†s.x.y.2.z'], escaped: [], notAtStart: [],
+            gate: ['†user.city', '†user.days'],
+            ancestor: true, descendant: true, sibling: false, otherKind: false, dash: true,
+            p50: 2, p75: 7.5, p100: 10, empty: null });
+
         //  -- overview: the worker and the activity counts of STATS
         await page.waitForSelector ('#workers tr[data-worker="dash-worker"]', { timeout: TIMEOUT_MS });
         const workerRow = await page.$eval ('#workers tr[data-worker="dash-worker"]',
