@@ -325,9 +325,24 @@ export function mountContext (root, { id, setStatus }) {
             live.className = 'pill down';
             source.close ();
         });
-        source.addEventListener ('error', () => {
+        source.addEventListener ('error', (event) => {
             if (stopped)
                 return;
+            if (event.data) {           //  actd refused the watch (event: error)
+                let refusal = {};
+                try {
+                    refusal = JSON.parse (event.data);
+                }
+                catch {
+                    refusal = { message: event.data };
+                }
+                const error = refusal.error || refusal;
+                showBanner (`actd refused to stream this context: ${error.code || ''} ${error.message || ''}`);
+                live.textContent = 'refused';
+                live.className = 'pill down';
+                source.close ();
+                return;
+            }
             const closed = source.readyState === EventSource.CLOSED;
             live.textContent = closed ? 'stream closed' : 'reconnecting…';
             live.className = 'pill ' + (closed ? 'down' : 'warn');
