@@ -18,6 +18,7 @@ s_deadline (act_http_req_t *req)
     return zclock_mono () + req->config->request_timeout_ms;
 }
 
+//  Send one request, answer its reply (status for a success)
 static enum MHD_Result
 s_ask (act_http_req_t *req, unsigned status, const char *command, const char *a,
        const char *b, const char *c)
@@ -64,7 +65,7 @@ s_wait_status (act_http_req_t *req, act_http_job_t *watch, const char *call_id,
         if (answered)
             return rc;
     }
-    return act_http_req_error (req, ACT_E_TIMEOUT, "call %s did not end in time", call_id);
+    return act_http_req_timeout (req, "call %s did not end in time", call_id);
 }
 
 //  POST /v1/contexts/{ctx}/calls[?wait=1[&timeout_ms=N]]
@@ -119,8 +120,7 @@ s_calls (act_http_req_t *req, const char *context)
             if (done)
                 rc = act_http_req_reply (req, done, 500);
             else
-                rc = act_http_req_error (req, ACT_E_TIMEOUT, "call %s did not end in time",
-                                         call_id);
+                rc = act_http_req_timeout (req, "call %s did not end in time", call_id);
             free (outcome);
         }
         else

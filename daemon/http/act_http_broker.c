@@ -57,6 +57,7 @@ typedef struct {
     bool terminated;            //  $TERM came
 } s_thread_t;
 
+//  zlistx destructor of an event's text
 static void
 s_item_free (void **item)
 {
@@ -64,6 +65,7 @@ s_item_free (void **item)
     *item = NULL;
 }
 
+//  zlistx destructor of a reply
 static void
 s_reply_free (void **item)
 {
@@ -266,6 +268,8 @@ s_thread_events (s_thread_t *self)
     }
 }
 
+//  The broker thread: connects, signals its start (1 when the endpoint or
+//  keys are bad), then serves actd and the pipe until $TERM
 static void
 s_thread_run (zsock_t *pipe, void *args)
 {
@@ -348,9 +352,22 @@ act_http_broker_destroy (act_http_broker_t **self_p)
 void
 act_http_broker_stop (act_http_broker_t *self)
 {
-    s_post (self, NULL, "STOP");
+    pthread_mutex_lock (&self->lock);
+    self->stopping = true;
+    zsock_send (self->actor, "sp", "STOP", NULL);
+    pthread_mutex_unlock (&self->lock);
 }
 
+bool
+act_http_broker_stopping (act_http_broker_t *self)
+{
+    pthread_mutex_lock (&self->lock);
+    bool stopping = self->stopping;
+    pthread_mutex_unlock (&self->lock);
+    return stopping;
+}
+
+//  A new send job for command and args, handed to the broker thread
 static act_http_job_t *
 s_send (act_http_broker_t *self, const char *final_verb, const char *command, va_list args)
 {

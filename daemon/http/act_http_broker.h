@@ -29,6 +29,10 @@ void act_http_broker_destroy (act_http_broker_t **self_p);
 //  from now on, so that no HTTP thread keeps waiting.
 void act_http_broker_stop (act_http_broker_t *self);
 
+//  True once act_http_broker_stop was called (a request left without an
+//  answer then was not timed out: the process is stopping).
+bool act_http_broker_stopping (act_http_broker_t *self);
+
 //  Send command with its args (strings, up to 4, ended by NULL). Replies
 //  are kept on the job until one is final: any reply when final_verb is
 //  NULL, else ERROR or final_verb ("DONE" for a CALL that waits). Never

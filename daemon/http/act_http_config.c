@@ -13,6 +13,7 @@
 #   define ACTD_HTTP_SOURCE_DASHBOARD_DIR ACTD_HTTP_DASHBOARD_DIR
 #endif
 
+//  Replace *target with a copy of value (NULL or empty: none)
 static void
 s_set (char **target, const char *value)
 {
@@ -158,6 +159,7 @@ s_file (act_http_config_t *self, const char *file)
     return rc;
 }
 
+//  --help
 static void
 s_usage (void)
 {

@@ -29,6 +29,7 @@ act_http_req_status (const char *code)
     return 500;
 }
 
+//  The value of hex digit c, or -1
 static int
 s_hex (char c)
 {
@@ -135,11 +136,24 @@ act_http_req_error (act_http_req_t *self, const char *code, const char *format, 
 }
 
 enum MHD_Result
+act_http_req_timeout (act_http_req_t *self, const char *format, ...)
+{
+    if (self->broker && act_http_broker_stopping (self->broker))
+        return act_http_req_error (self, ACT_E_INTERNAL, "actd-http is stopping");
+    va_list args;
+    va_start (args, format);
+    char message [512];
+    vsnprintf (message, sizeof message, format, args);
+    va_end (args);
+    return act_http_req_error (self, ACT_E_TIMEOUT, "%s", message);
+}
+
+enum MHD_Result
 act_http_req_reply (act_http_req_t *self, act_reply_t *reply, unsigned status)
 {
     enum MHD_Result rc;
     if (!reply)
-        return act_http_req_error (self, ACT_E_TIMEOUT, "actd did not answer in time");
+        return act_http_req_timeout (self, "actd did not answer in time");
     char *first = act_reply_arg (reply, 0);
     if (streq (reply->verb, "ERROR")) {
         char *message = act_reply_arg (reply, 1);

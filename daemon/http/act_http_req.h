@@ -51,6 +51,10 @@ enum MHD_Result act_http_req_json (act_http_req_t *self, unsigned status, json_t
 enum MHD_Result act_http_req_error (act_http_req_t *self, const char *code,
                                     const char *format, ...);
 
+//  Answer a request that got no answer in time: 504 timeout with the
+//  message, or 500 internal when the process is stopping.
+enum MHD_Result act_http_req_timeout (act_http_req_t *self, const char *format, ...);
+
 //  Answer a broker reply: its ERROR mapped, NULL as 504 timeout, else
 //  status with the reply's first arg as the body (JSON). Destroys reply.
 enum MHD_Result act_http_req_reply (act_http_req_t *self, act_reply_t *reply, unsigned status);

@@ -10,6 +10,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#define S_IDLE_SECONDS  120     //  Idle connections are closed after this
+#define S_STOP_GRACE_MS 2000    //  Stopping waits this long for answers to go out
+
 struct _act_http_server_t {
     const act_http_config_t *config;    //  Settings
     act_http_auth_t *auth;      //  Tokens and their connections to actd
@@ -91,7 +94,7 @@ s_healthz (act_http_req_t *req)
     act_reply_destroy (&reply);
     if (up)
         return act_http_req_send (req, 200, "text/plain; charset=utf-8", "ok\n", 3);
-    return act_http_req_error (req, ACT_E_TIMEOUT, "actd did not answer PING");
+    return act_http_req_timeout (req, "actd did not answer PING");
 }
 
 //  The connection of req's token; false when a token was needed
@@ -127,6 +130,8 @@ s_route (act_http_server_t *self, act_http_req_t *req)
     return streq (path, "/metrics")? act_http_metrics_handle (req): s_healthz (req);
 }
 
+//  libmicrohttpd's handler: called once with the headers, then with each
+//  piece of the body, then once more with none: then the request is routed
 static enum MHD_Result
 s_access (void *cls, struct MHD_Connection *connection, const char *url, const char *method,
           const char *version, const char *upload_data, size_t *upload_data_size,
@@ -187,7 +192,7 @@ act_http_server_new (const act_http_config_t *config, act_http_auth_t *auth)
     struct sockaddr_in6 ipv6 = { .sin6_family = AF_INET6, .sin6_port = htons (config->port) };
     struct sockaddr *address = NULL;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
-                   | MHD_USE_ERROR_LOG;
+                   | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (inet_pton (AF_INET, config->address, &ipv4.sin_addr) == 1)
         address = (struct sockaddr *) &ipv4;
     else
@@ -207,6 +212,9 @@ act_http_server_new (const act_http_config_t *config, act_http_auth_t *auth)
         s_access, self,
         MHD_OPTION_SOCK_ADDR, address,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned) config->connection_limit,
+        //  An idle keep-alive connection holds a thread: closed after this
+        //  long without traffic (an event stream writes every 15 s)
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) S_IDLE_SECONDS,
         MHD_OPTION_UNESCAPE_CALLBACK, s_unescape, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
         MHD_OPTION_END);
@@ -219,10 +227,29 @@ act_http_server_new (const act_http_config_t *config, act_http_auth_t *auth)
 }
 
 void
+act_http_server_quiesce (act_http_server_t *self)
+{
+    //  The listening socket becomes ours to close
+    MHD_socket listening = MHD_quiesce_daemon (self->daemon);
+    if (listening != MHD_INVALID_SOCKET)
+        close (listening);
+}
+
+void
 act_http_server_destroy (act_http_server_t **self_p)
 {
     if (self_p && *self_p) {
         act_http_server_t *self = *self_p;
+        //  Let the answers of the requests woken by act_http_auth_stop go
+        //  out: stopping closes every connection at once
+        int64_t deadline = zclock_mono () + S_STOP_GRACE_MS;
+        while (zclock_mono () < deadline) {
+            const union MHD_DaemonInfo *info = MHD_get_daemon_info (
+                self->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+            if (!info || info->num_connections == 0)
+                break;
+            zclock_sleep (20);
+        }
         MHD_stop_daemon (self->daemon);
         free (self);
         *self_p = NULL;

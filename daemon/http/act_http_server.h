@@ -25,8 +25,12 @@ typedef struct _act_http_server_t act_http_server_t;
 act_http_server_t *act_http_server_new (const act_http_config_t *config,
                                         act_http_auth_t *auth);
 
-//  Stop listening, wait for the connections' threads, null the pointer;
-//  safe on NULL. Call act_http_auth_stop first, so that no thread waits.
+//  Stop accepting connections (those open go on).
+void act_http_server_quiesce (act_http_server_t *self);
+
+//  Give open connections a moment to finish (2 s at most), then close them,
+//  wait for their threads and null the pointer; safe on NULL. Call
+//  act_http_auth_stop first, so that no thread waits for actd.
 void act_http_server_destroy (act_http_server_t **self_p);
 
 //  The port it listens on (the one the system chose for port 0).

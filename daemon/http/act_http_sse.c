@@ -20,6 +20,7 @@ typedef struct {
     bool finished;              //  Nothing more to write
 } s_stream_t;
 
+//  libmicrohttpd is done with the stream: close the watch (UNWATCH)
 static void
 s_stream_free (void *cls)
 {
@@ -95,6 +96,8 @@ s_stream_next (s_stream_t *self)
         s_stream_queue (self, strdup (": keepalive\n\n"));
 }
 
+//  libmicrohttpd wants the next bytes: the rest of the text being
+//  written, else the next event (blocking up to the keepalive)
 static ssize_t
 s_stream_read (void *cls, uint64_t position, char *buffer, size_t size)
 {

@@ -44,7 +44,9 @@ main (int argc, char *argv [])
     fflush (stdout);
     int signal_number;
     sigwait (&signals, &signal_number);
-    //  Wake every thread waiting for actd, then wait for the connections
+    //  Take no new connection, wake every thread waiting for actd, then
+    //  let the connections finish
+    act_http_server_quiesce (server);
     act_http_auth_stop (auth);
     act_http_server_destroy (&server);
     act_http_auth_destroy (&auth);

@@ -638,6 +638,36 @@ class TenantTest(unittest.TestCase):
         self.http.json("POST", "/v1/contexts/globex%2Fx/messages", {"type": "note"},
                        headers=globex)
 
+class StopTest(unittest.TestCase):
+    """SIGTERM with an event stream open and a request waiting for a call:
+    both are answered at once and actd-http exits 0."""
+
+    def test_sigterm_ends_streams_and_waits(self):
+        actd = Actd().start()
+        server = ActdHttp(actd.client_endpoint)
+        try:
+            stream = EventStream(server, "/v1/contexts/stop/events?from=1")
+            answers = []
+            waiting = threading.Thread(target=lambda: answers.append(server.request(
+                "POST", "/v1/contexts/stop/calls?wait=1&timeout_ms=600000",
+                {"_tool": "nobody-serves-this", "_outputPath": STATE + ".x"}, timeout=120)))
+            waiting.start()
+            wait_for(lambda: server.json("GET", "/v1/stats")["calls"]["queued"] == 1,
+                     "the call to be queued")
+            self.assertEqual(stream.response.status, 200)
+            server.process.terminate()
+            self.assertEqual(server.process.wait(60), 0, server.log())
+            waiting.join(60)
+            self.assertEqual(len(answers), 1)
+            self.assertEqual(answers[0][0], 500, answers)
+            self.assertEqual(json.loads(answers[0][2])["error"]["code"], "internal")
+            self.assertEqual(stream.next_of("error")[1]["error"]["code"], "internal")
+            self.assertRaises(EOFError, stream.next)
+            stream.close()
+        finally:
+            server.finish()
+            actd.finish()
+
 class ConfigTest(unittest.TestCase):
     """etc/actd-http.cfg as shipped loads; a bad setting stops at start."""
 

@@ -715,6 +715,7 @@ class InstallTest(unittest.TestCase):
                      "share/man/man8/actd.8", "share/man/man1/actctl.1",
                      "share/doc/actd/LICENSE", "share/bash-completion/completions/actctl",
                      "lib/systemd/system/actd-http.service", "etc/actd/actd-http.cfg",
+                     "share/man/man8/actd-http.8",
                      "share/doc/actd/http.md"):
             self.assertTrue(os.path.exists(os.path.join(P, path)), path)
         with open(os.path.join(P, "etc", "actd", "actd.cfg")) as installed, open(EXAMPLE) as example:
