@@ -37,12 +37,12 @@ typedef struct {
     act_method_t method;        //  _outputMethod, default ACT_SET
     const char *instance;       //  _instance, inside json, or NULL
     const char *id;             //  _id, inside json, or NULL
-    const char *trace;          //  _trace (W3C traceparent), inside json, or NULL
     long long timeout_ms;       //  _timeout, or -1 when not given
     act_retry_t retry;          //  _retry; fields not given are -1
     act_expr_t **refs;          //  Every reference expression in the
                                 //  parameters, in the order of a walk
     size_t nrefs;               //  Number of refs
+    const char *trace;          //  _trace (W3C traceparent), inside json, or NULL
 } act_call_t;
 
 //  Validate call and parse what the broker needs. Returns a new call that
