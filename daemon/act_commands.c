@@ -354,6 +354,12 @@ s_status_record (const char *id, json_t *record)
         json_object_set (status, "tool", json_object_get (call, "_tool"));
     if (json_is_string (json_object_get (call, "_outputPath")))
         json_object_set (status, "output_path", json_object_get (call, "_outputPath"));
+    act_err_t err = { 0 };
+    act_call_t *parsed = call? act_call_parse (call, &err): NULL;
+    json_t *references = parsed? act_call_references (parsed): NULL;
+    if (references)
+        json_object_set_new (status, "references", references);
+    act_call_destroy (&parsed);
     if (json_object_get (record, "outcome"))
         json_object_set (status, "outcome", json_object_get (record, "outcome"));
     if (json_object_get (record, "progress"))
@@ -471,6 +477,22 @@ s_ping (act_commands_t *self, s_request_t *req)
 }
 
 
+//  A watch of calls starts with the state of each live call of its
+//  context (then it gets their changes)
+static void
+s_tell_live (act_commands_t *self, s_request_t *req, act_context_t *context)
+{
+    json_t *statuses = act_flow_statuses (self->flow, context);
+    size_t index;
+    json_t *status;
+    json_array_foreach (statuses, index, status) {
+        char *text = act_json_dump (status);
+        act_watches_tell (self->watches, req->client, req->request, text);
+        free (text);
+    }
+    json_decref (statuses);
+}
+
 //  WATCH context from-seq [messages|all]: the backlog from from-seq (0:
 //  only what comes from now on), then live. A context that does not exist
 //  yet may be watched; on a shared store this broker then owns it.
@@ -496,9 +518,11 @@ s_watch (act_commands_t *self, s_request_t *req)
         context = act_cache_get (self->cache, req->context, true, &err);
     if (context) {
         uint64_t next = act_ctx_next_seq (context->ctx);
+        if (act_watches_open (self->watches, req->client, req->request, req->context,
+                              from? from: next, from > 0 && from < next, calls, &err) == 0
+        &&  calls)
+            s_tell_live (self, req, context);
         act_cache_release (self->cache, context);   //  If it was made for this
-        act_watches_open (self->watches, req->client, req->request, req->context,
-                          from? from: next, from > 0 && from < next, calls, &err);
     }
     if (err.code)
         s_reply_error (self, req, &err);

@@ -121,6 +121,9 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
     json_t *output = json_object_get (call->call->json, "_outputPath");
     if (call->call->output && json_is_string (output))
         json_object_set (head, "output_path", output);
+    json_t *references = act_call_references (call->call);
+    if (references)
+        json_object_set_new (head, "references", references);
     if (call->progress)
         json_object_set (head, "progress", call->progress);
     char *text = act_json_dump (head);
@@ -616,6 +619,19 @@ act_live_t *
 act_flow_call (act_flow_t *self, uint64_t number)
 {
     return act_flow_lookup (self, number);
+}
+
+json_t *
+act_flow_statuses (act_flow_t *self, act_context_t *context)
+{
+    //  A context knows how many live calls it has, not which: the live
+    //  calls are looked through only when it has some
+    json_t *statuses = json_array ();
+    for (act_live_t *call = context->live? zhashx_first (self->calls): NULL; call;
+         call = zhashx_next (self->calls))
+        if (call->context == context)
+            json_array_append_new (statuses, act_live_status (call));
+    return statuses;
 }
 
 void

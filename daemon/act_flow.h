@@ -42,6 +42,10 @@ void act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request,
 //  recovered yet, never).
 act_live_t *act_flow_call (act_flow_t *self, uint64_t number);
 
+//  The live calls of context as STATUS objects (a new array; empty when
+//  none), for a watch that starts following its calls.
+json_t *act_flow_statuses (act_flow_t *self, act_context_t *context);
+
 //  Cancel a live call (CANCEL): it ends cancelled, with its DONE; a
 //  running task gets CANCEL at its worker.
 void act_flow_cancel (act_flow_t *self, act_live_t *call);

@@ -264,14 +264,18 @@ act_live_meta (act_live_t *self)
     char *context = act_json_quote (self->context->id);
     char *instance = self->call->instance? act_json_quote (self->call->instance): NULL;
     //  Room for the quoted strings, the names and the numbers (digits of
-    //  the call id and three 64-bit numbers: under 200 bytes)
-    size_t size = strlen (context) + (instance? strlen (instance): 0) + 200;
+    //  the call id and three 64-bit numbers: under 200 bytes), and the
+    //  trace, which the call's parser checked is 55 bytes of hex and '-'
+    const char *trace = self->call->trace;
+    size_t size = strlen (context) + (instance? strlen (instance): 0)
+                + (trace? ACT_TRACE_LEN + 16: 0) + 200;
     char *meta = malloc (size);
     snprintf (meta, size, "{\"context\":%s,\"call_id\":\"%s\",\"attempt\":%lld,"
-              "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s}",
+              "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s%s%s%s}",
               context, self->id, self->attempts, self->timeout_ms,
               output? output->nalts: 0, output? "false": "true",
-              instance? ",\"instance\":": "", instance? instance: "");
+              instance? ",\"instance\":": "", instance? instance: "",
+              trace? ",\"trace\":\"": "", trace? trace: "", trace? "\"": "");
     free (context);
     free (instance);
     return meta;
@@ -289,6 +293,9 @@ act_live_status (act_live_t *self)
     json_t *output = json_object_get (self->call->json, "_outputPath");
     if (self->call->output && json_is_string (output))
         json_object_set (status, "output_path", output);
+    json_t *references = act_call_references (self->call);
+    if (references)
+        json_object_set_new (status, "references", references);
     if (self->progress)
         json_object_set (status, "progress", self->progress);
     //  waiting_on is worked out now: the expressions that still wait for a

@@ -175,6 +175,16 @@ act_watches_calls (act_watches_t *self, const char *context)
 }
 
 void
+act_watches_tell (act_watches_t *self, zframe_t *client, zframe_t *request,
+                  const char *status)
+{
+    act_out_t *out = act_outbox_reply (self->outbox, client, request, "EVENT", true);
+    char *body = zsys_sprintf ("{\"call\":%s}", status);
+    act_out_addstr (out, body);
+    zstr_free (&body);
+}
+
+void
 act_watches_call (act_watches_t *self, const char *context, const char *status)
 {
     zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);

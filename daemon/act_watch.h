@@ -42,6 +42,11 @@ void act_watches_close (act_watches_t *self, zframe_t *client, zframe_t *request
 void act_watches_message (act_watches_t *self, const char *context, uint64_t seq,
                           const char *text);
 
+//  To the watch opened by request of client alone: an EVENT for a call
+//  (status is its STATUS object's text), as act_watches_call sends.
+void act_watches_tell (act_watches_t *self, zframe_t *client, zframe_t *request,
+                       const char *status);
+
 //  True when a watch of context wants its calls' changes of state.
 bool act_watches_calls (act_watches_t *self, const char *context);
 

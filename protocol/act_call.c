@@ -113,6 +113,43 @@ s_parse_retry (act_call_t *self, json_t *retry, act_err_t *err)
     return 0;
 }
 
+//  A lowercase hex digit
+static bool
+s_is_hex (char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+//  count lowercase hex digits; all zeros only when zeros_ok
+static bool
+s_hex_field (const char *text, size_t count, bool zeros_ok)
+{
+    bool nonzero = false;
+    for (size_t i = 0; i < count; i++) {
+        if (!s_is_hex (text [i]))
+            return false;
+        nonzero |= text [i] != '0';
+    }
+    return nonzero || zeros_ok;
+}
+
+//  A W3C traceparent of version 00: "00-<32 hex>-<16 hex>-<2 hex>", in
+//  lowercase, the trace id and the parent id not all zeros
+static int
+s_parse_trace (act_call_t *self, json_t *value, act_err_t *err)
+{
+    const char *text = json_is_string (value)? json_string_value (value): NULL;
+    bool valid = text && json_string_length (value) == ACT_TRACE_LEN
+              && strncmp (text, "00-", 3) == 0 && s_hex_field (text + 3, 32, false)
+              && text [35] == '-' && s_hex_field (text + 36, 16, false)
+              && text [52] == '-' && s_hex_field (text + 53, 2, true);
+    if (!valid)
+        return act_err_set (err, ACT_E_BAD_CALL, "\"_trace\" must be a W3C traceparent: "
+                            "\"00-<32 hex>-<16 hex>-<2 hex>\" in lowercase, ids not all zeros");
+    self->trace = text;
+    return 0;
+}
+
 //  Read one top-level meta-property
 static int
 s_parse_meta (act_call_t *self, const char *key, json_t *value, act_err_t *err)
@@ -147,6 +184,8 @@ s_parse_meta (act_call_t *self, const char *key, json_t *value, act_err_t *err)
     }
     if (streq (key, "_retry"))
         return s_parse_retry (self, value, err);
+    if (streq (key, "_trace"))
+        return s_parse_trace (self, value, err);
     return 0;                   //  Other meta-properties are the client's own
 }
 
@@ -179,6 +218,23 @@ act_call_parse (json_t *call, act_err_t *err)
         act_call_destroy (&self);
     }
     return self;
+}
+
+json_t *
+act_call_references (const act_call_t *self)
+{
+    if (self->nrefs == 0)
+        return NULL;
+    json_t *texts = json_array ();
+    for (size_t i = 0; i < self->nrefs; i++) {
+        const char *text = self->refs [i]->text;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = streq (self->refs [j]->text, text);
+        if (!seen)
+            json_array_append_new (texts, json_string (text));
+    }
+    return texts;
 }
 
 //  A parameter value with references replaced, in the order s_collect met

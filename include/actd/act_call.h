@@ -20,6 +20,7 @@ extern "C" {
 
 #define ACT_MAX_TOOL        256
 #define ACT_MAX_CALL_ID     128     //  _id, the client's idempotency key
+#define ACT_TRACE_LEN       55      //  _trace, a W3C traceparent (version 00)
 
 //  A retry policy; a field below zero was not given and takes the default.
 typedef struct {
@@ -41,6 +42,7 @@ typedef struct {
     act_expr_t **refs;          //  Every reference expression in the
                                 //  parameters, in the order of a walk
     size_t nrefs;               //  Number of refs
+    const char *trace;          //  _trace (W3C traceparent), inside json, or NULL
 } act_call_t;
 
 //  Validate call and parse what the broker needs. Returns a new call that
@@ -50,6 +52,11 @@ act_call_t *act_call_parse (json_t *call, act_err_t *err);
 
 //  Destroy the call and null the pointer; safe on NULL.
 void act_call_destroy (act_call_t **self_p);
+
+//  The expressions of the parameters that hold references, as written
+//  (each once, in the order of a walk): a new array, or NULL when the
+//  parameters hold none.
+json_t *act_call_references (const act_call_t *self);
 
 //  The parameters a worker receives: the top-level "_" keys removed, every
 //  reference replaced by its value in ctx (in the call's instance), and

@@ -84,6 +84,7 @@ json_t *act_task_meta (act_task_t *self);
 const char *act_task_context (act_task_t *self);
 const char *act_task_call_id (act_task_t *self);
 const char *act_task_instance (act_task_t *self);    //  NULL when global
+const char *act_task_trace (act_task_t *self);       //  _trace (traceparent), or NULL
 long long act_task_deadline_ms (act_task_t *self);
 long long act_task_attempt (act_task_t *self);
 long long act_task_branches (act_task_t *self);

@@ -150,6 +150,10 @@ def calls():
         "bad-retry-type": {"_tool": "t", "_retry": [1]},
         "bad-retry-backoff": {"_tool": "t", "_retry": {"backoff": 0.5, "max_ms": -1}},
         "append-in-params": {"_tool": "t", "a": D + "state.items.-"},
+        "trace": {"_tool": "t", "_trace": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+        "bad-trace-upper": {"_tool": "t", "_trace": "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"},
+        "bad-trace-zero": {"_tool": "t", "_trace": "00-" + "0" * 32 + "-00f067aa0ba902b7-01"},
+        "bad-trace-type": {"_tool": "t", "_trace": 1},
     }
     for name, call in seeds.items():
         write("fuzz_call", name, j(call))
@@ -170,6 +174,7 @@ def calls():
         "surrogates": b'{"_tool": "t", "s": "\\ud83d\\ude00", "lone": "\\ud800"}',
         "trailing": b'{"_tool": "t"} x',
         "empty": b"",
+        "trace-nul": b'{"_tool": "t", "_trace": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\\u0000"}',
     }
     for name, data in raw.items():
         write("fuzz_call", name, data)

@@ -278,8 +278,9 @@ class TestTaskInput(ExecTest):
     def test_params_on_stdin_and_meta_in_environment(self):
         # The script reads stdin to its end (so stdin must end), and an
         # ACTD_INSTANCE in the worker's own environment is not passed on
+        trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         with self.serve("env", [script("echo_env.sh"), "one", "two"],
-                        env={"ACTD_INSTANCE": "stale"}):
+                        env={"ACTD_INSTANCE": "stale", "TRACEPARENT": "stale"}):
             params = {"city": "Zürich", "list": [1, {"deep": None}], "quote": "a\"b"}
             call_id, outcome = self.outcome(dict(params, _tool="env",
                                                  _outputPath=ref("r.env"), _timeout=45000))
@@ -290,11 +291,12 @@ class TestTaskInput(ExecTest):
                 "instance": "(unset)", "branches": "1", "discard": "0", "activity": "env",
                 "meta": {"context": "exec", "call_id": call_id, "attempt": 1,
                          "deadline_ms": 45000, "branches": 1, "discard": False},
-                "branch_file_set": True, "args": "one two"})
+                "trace": "(unset)", "branch_file_set": True, "args": "one two"})
 
             call_id, outcome = self.outcome({"_tool": "env", "_instance": "i7",
                                              "_outputPath": ref("r.a") + " || " + ref("r.b"),
-                                             "_timeout": 30000}, context="exec-2")
+                                             "_timeout": 30000, "_trace": trace},
+                                            context="exec-2")
             self.assertEqual(outcome["status"], "ok")
             self.assertEqual(outcome["result"], {
                 "params": {}, "context": "exec-2", "call_id": call_id,
@@ -302,8 +304,8 @@ class TestTaskInput(ExecTest):
                 "instance": "i7", "branches": "2", "discard": "0", "activity": "env",
                 "meta": {"context": "exec-2", "call_id": call_id, "attempt": 1,
                          "deadline_ms": 30000, "branches": 2, "discard": False,
-                         "instance": "i7"},
-                "branch_file_set": True, "args": "one two"})
+                         "instance": "i7", "trace": trace},
+                "trace": trace, "branch_file_set": True, "args": "one two"})
 
     def test_params_larger_than_a_pipe_reach_stdin_whole(self):
         # cat(1) echoes stdin: the params and a newline, a JSON text

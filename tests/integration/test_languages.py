@@ -655,8 +655,8 @@ class TestMajordomoWorkers(unittest.TestCase):
         status = wait_for(lambda: (lambda status: status if "progress" in status else None)(
             self.client.status(call_id)), "PARTIAL to show as progress", LONG)
         self.assertEqual(status, {"call_id": call_id, "context": "mdp-partial",
-                                  "state": "running", "attempts": 1, "tool": "mdp2_partial",
-                                  "output_path": ref("trip.forecast"),
+                                  "state": "running", "attempts": 1,
+                                  "tool": "mdp2_partial", "output_path": ref("trip.forecast"),
                                   "progress": {"step": 1, "of": 2, "city": "Oslo"}})
         worker.final(addresses.get(timeout=LONG), {"sky": "sunny"})
         done = self.client.wait(request, "DONE", timeout=LONG)

@@ -152,6 +152,49 @@ class WatchTest(WatchCase):
         finally:
             worker.stop()
 
+    def test_all_starts_with_the_calls_under_way(self):
+        """A watch of calls opened late first gets each live call of its
+        context in its state then, with tool, output_path and references
+        (the dashboard draws the plan from them); STATUS has them too, also
+        once the call has ended (from its record)."""
+        self.append("late", {"type": "data", "kind": "user", "data": {"city": "Oslo"}})
+        first, _ = self.client.call("late", {"_tool": "later", "_outputPath": DAGGER + "out.x",
+                                             "city": DAGGER + "user.city"}, wait_done=False)
+        second, _ = self.client.call("late", {"_tool": "later", "_outputPath": DAGGER + "out.y",
+                                              "x": DAGGER + "out.x", "again": DAGGER + "out.x",
+                                              "n": [DAGGER + "user.city || " + DAGGER + "u.c"]},
+                                     wait_done=False)
+        self.client.call("elsewhere", {"_tool": "later", "v": 1}, wait_done=False)
+        wait_for(lambda: self.client.status(second)["state"] == "waiting", "the second waiting")
+        rid = self.watcher.send("WATCH", "late", "0", "all")
+        told = {e["call"]["call_id"]: e["call"] for e in self.events(rid, 2)}
+        self.no_more(rid, wait=0.3)
+        self.assertEqual(set(told), {first, second})
+        self.assertEqual(told[first], dict(self.client.value("STATUS", first)))
+        self.assertEqual({k: told[first][k] for k in ("state", "tool", "output_path", "references")},
+                         {"state": "queued", "tool": "later", "output_path": DAGGER + "out.x",
+                          "references": [DAGGER + "user.city"]})
+        self.assertEqual(told[second]["state"], "waiting")
+        self.assertEqual(set(told[second]["waiting_on"]), {DAGGER + "out.x"})
+        self.assertEqual(sorted(told[second]["references"]),
+                         sorted([DAGGER + "out.x", DAGGER + "user.city || " + DAGGER + "u.c"]))
+        #  A watch of messages alone gets no call; a fire-and-forget call
+        #  without references has neither output_path nor references
+        quiet = self.watcher.send("WATCH", "late", "0")
+        self.no_more(quiet, wait=0.3)
+        other = self.client.call("late", {"_tool": "later", "v": 2}, wait_done=False)[0]
+        self.assertNotIn("output_path", self.client.status(other))
+        self.assertNotIn("references", self.client.status(other))
+        worker = Worker(self.actd.worker_endpoint, ["later"], lambda a, p, m: p, name="w")
+        worker.start()
+        try:
+            ended = wait_for(lambda: (lambda s: s["state"] == "ok" and s)(
+                self.client.status(second)), "the second to end")
+            self.assertEqual(ended["references"], told[second]["references"])
+            self.assertEqual(ended["output_path"], DAGGER + "out.y")
+        finally:
+            worker.stop()
+
     def test_bad_arguments(self):
         self.assertEqual(self.watcher.request("WATCH", "x", "one")[:2], ["ERROR", "bad_argument"])
         self.assertEqual(self.watcher.request("WATCH", "x", "1", "some")[:2],

@@ -461,6 +461,7 @@ s_meta_integer (act_task_t *self, const char *name)
 const char *act_task_context (act_task_t *self) { return s_meta_string (self, "context"); }
 const char *act_task_call_id (act_task_t *self) { return s_meta_string (self, "call_id"); }
 const char *act_task_instance (act_task_t *self) { return s_meta_string (self, "instance"); }
+const char *act_task_trace (act_task_t *self) { return s_meta_string (self, "trace"); }
 long long act_task_deadline_ms (act_task_t *self) { return s_meta_integer (self, "deadline_ms"); }
 long long act_task_attempt (act_task_t *self) { return s_meta_integer (self, "attempt"); }
 long long act_task_branches (act_task_t *self) { return s_meta_integer (self, "branches"); }

@@ -29,7 +29,7 @@ extern char **environ;
 static const char *s_task_variables [] = {
     "ACTD_CONTEXT", "ACTD_CALL_ID", "ACTD_TASK_ID", "ACTD_ATTEMPT",
     "ACTD_DEADLINE_MS", "ACTD_INSTANCE", "ACTD_BRANCHES", "ACTD_DISCARD",
-    "ACTD_ACTIVITY", "ACTD_META", "ACTD_BRANCH_FILE", NULL
+    "ACTD_ACTIVITY", "ACTD_META", "ACTD_BRANCH_FILE", "TRACEPARENT", NULL
 };
 
 //  Signal the command's process group (the command alone if it left it).
@@ -314,6 +314,7 @@ s_environment (exec_job_t *self)
     const char *context = act_task_context (task);
     const char *call_id = act_task_call_id (task);
     const char *instance = act_task_instance (task);
+    const char *trace = act_task_trace (task);
     char *meta_text = act_json_dump (meta);
     env [count++] = zsys_sprintf ("ACTD_CONTEXT=%s", context? context: "");
     env [count++] = zsys_sprintf ("ACTD_CALL_ID=%s", call_id? call_id: "");
@@ -327,6 +328,10 @@ s_environment (exec_job_t *self)
     env [count++] = zsys_sprintf ("ACTD_ACTIVITY=%s", act_task_activity (task));
     env [count++] = zsys_sprintf ("ACTD_META=%s", meta_text);
     env [count++] = zsys_sprintf ("ACTD_BRANCH_FILE=%s", self->branch_file);
+    //  The call's trace context, where OpenTelemetry's environment
+    //  carrier looks for it
+    if (trace)
+        env [count++] = zsys_sprintf ("TRACEPARENT=%s", trace);
     env [count] = NULL;
     free (meta_text);
     return env;

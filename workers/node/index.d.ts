@@ -75,6 +75,8 @@ export interface TaskMeta {
     instance?: string;
     branches: number;
     discard: boolean;
+    /** The call's `_trace`: a W3C traceparent, only when it has one. */
+    trace?: string;
     [key: string]: unknown;
 }
 
@@ -96,6 +98,9 @@ export declare class Task {
     /** Date.now() value when the attempt's time is up. */
     readonly deadline: number | undefined;
     readonly instance: string | undefined;
+    /** The call's `_trace` (a W3C traceparent,
+     *  "00-<trace id>-<parent id>-<flags>"), or undefined. */
+    readonly trace: string | undefined;
     /** Alternatives in the call's output path (0: none). */
     readonly branches: number;
     /** A fire-and-forget call: the result is thrown away. */

@@ -7,5 +7,6 @@ printf ' "attempt": "%s", "deadline_ms": "%s", "instance": "%s",' \
     "$ACTD_ATTEMPT" "$ACTD_DEADLINE_MS" "${ACTD_INSTANCE-(unset)}"
 printf ' "branches": "%s", "discard": "%s", "activity": "%s", "meta": %s,' \
     "$ACTD_BRANCHES" "$ACTD_DISCARD" "$ACTD_ACTIVITY" "$ACTD_META"
+printf ' "trace": "%s",' "${TRACEPARENT-(unset)}"
 printf ' "branch_file_set": %s, "args": "%s"}\n' \
     "$([ -n "$ACTD_BRANCH_FILE" ] && echo true || echo false)" "$*"

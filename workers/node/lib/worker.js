@@ -79,6 +79,8 @@ class Task {
         this.instance = meta.instance;          //  Instance scope, or undefined
         this.branches = meta.branches ?? 0;     //  Alternatives in the output path
         this.discard = Boolean (meta.discard);  //  Fire-and-forget: result dropped
+        this.trace = typeof meta.trace === 'string'
+                   ? meta.trace: undefined;     //  The call's _trace (W3C traceparent)
         this.signal = this._controller.signal;  //  Aborted on CANCEL or lost link
     }
 

@@ -217,8 +217,8 @@ describe ('Client', () => {
             return value.state === 'waiting' && value;
         }, 'the consumer to wait');
         assert.deepEqual (status, { call_id: consumer, context: 'c-waiting', state: 'waiting',
-                                    attempts: 0, tool: 'echo', output_path: '†s.y',
-                                    waiting_on: ['†s.x'] });
+                                    attempts: 0, waiting_on: ['†s.x'], tool: 'echo',
+                                    output_path: '†s.y', references: ['†s.x'] });
         hold.gate.open ();
         hold.gate = gate ();
         const ended = await until (async () => {
@@ -248,8 +248,8 @@ describe ('Client', () => {
         assert.deepEqual (Object.keys (stats).sort (),
                           ['activities', 'calls', 'contexts', 'deleted', 'messages', 'store',
                            'uptime_ms', 'workers']);
-        assert.deepEqual (Object.keys (stats.store).sort (),
-                          ['backend', 'batch', 'commit_ms', 'commits', 'sync', 'writes']);
+        assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'batch', 'commit_ms',
+                                                              'commits', 'sync', 'writes']);
         assert.deepEqual (Object.keys (stats.calls).sort (), ['accepted', 'cancelled', 'error',
             'ok', 'queued', 'running', 'skipped', 'timeout', 'waiting']);
         assert.ok (stats.calls.ok > 0);

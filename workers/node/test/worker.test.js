@@ -161,7 +161,8 @@ describe ('Worker', () => {
             return 'ok';
         } });
         const outcome = await client.call ('w-meta', { _tool: 'meta', _outputPath: '†a.x || †a.y',
-            _instance: 'alice', _timeout: 60000, n: 1 });
+            _instance: 'alice', _timeout: 60000, n: 1,
+            _trace: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
         const { params, task } = seen [0];
         assert.deepEqual (params, { n: 1 });
         assert.equal (task.activity, 'meta');
@@ -172,6 +173,8 @@ describe ('Worker', () => {
         assert.equal (task.instance, 'alice');
         assert.equal (task.branches, 2);
         assert.equal (task.discard, false);
+        assert.equal (task.trace, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+        assert.equal (task.meta.trace, task.trace);
         assert.ok (task.deadlineMs > 0 && task.deadlineMs <= 60000, 'deadlineMs ' + task.deadlineMs);
         assert.equal (task.meta.call_id, outcome.call_id);
         assert.equal (task.cancelled, false);
@@ -183,6 +186,7 @@ describe ('Worker', () => {
         assert.equal (second.callId, callId);
         assert.equal (second.discard, true);
         assert.equal (second.instance, undefined);
+        assert.equal (second.trace, undefined);
         assert.equal (second.branches, 0);
         const status = await until (async () => {
             const value = await client.status (callId);

@@ -63,8 +63,9 @@ class Task:
     ``call_id``, ``attempt``, ``deadline_ms`` (how long this attempt may
     run, counted from ``received``), ``instance`` (None in the global
     scope), ``branches`` (alternatives in the output path; 0 when there is
-    none) and ``discard`` (True for a fire-and-forget call, whose result
-    actd throws away). ``meta`` is the whole meta object.
+    none), ``discard`` (True for a fire-and-forget call, whose result
+    actd throws away) and ``trace`` (the call's ``_trace``, a W3C
+    ``traceparent`` string, or None). ``meta`` is the whole meta object.
 
     Handlers run in pool threads and may call :meth:`progress` and read
     :attr:`cancelled` at any time.
@@ -91,6 +92,8 @@ class Task:
         self.instance: Optional[str] = meta.get("instance")
         self.branches: int = int(meta.get("branches", 0))
         self.discard: bool = bool(meta.get("discard", False))
+        trace = meta.get("trace")
+        self.trace: Optional[str] = trace if isinstance(trace, str) else None
         self.received: float = time.monotonic()
 
     @property

@@ -173,8 +173,9 @@ class ClientTest(BrokerTest):
                                        "state": "running", "attempts": 1, "tool": "gate",
                                        "output_path": "†dep.x"})
         self.assertEqual(waiting.raw, {"call_id": consumer_id, "context": "c-status",
-                                       "state": "waiting", "attempts": 0, "tool": "upper",
-                                       "output_path": "†dep.y", "waiting_on": ["†dep.x"]})
+                                       "state": "waiting", "attempts": 0,
+                                       "waiting_on": ["†dep.x"], "tool": "upper",
+                                       "output_path": "†dep.y", "references": ["†dep.x"]})
         self.assertEqual(waiting.waiting_on, ["†dep.x"])
         self.assertFalse(waiting.ended)
         self.gate.release()

@@ -15,12 +15,25 @@ from support import PACKAGE_ROOT, TIMEOUT, Actd, wait_until
 import actd
 
 
-def python_blocks() -> List[str]:
+NOT_RUN = "<!-- snippet: not run:"
+
+
+def python_blocks(run: bool = True) -> List[str]:
+    """The README's python blocks that run (run=True), or those marked
+    "<!-- snippet: not run: REASON -->" on the line before (run=False)."""
     with open(os.path.join(PACKAGE_ROOT, "README.md"), encoding="utf-8") as handle:
-        return re.findall(r"```python\n(.*?)```", handle.read(), re.S)
+        text = handle.read()
+    found = re.findall(r"(?:^(<!--[^\n]*-->)\n)?```python\n(.*?)```", text, re.S | re.M)
+    return [code for marker, code in found if marker.startswith(NOT_RUN) != run]
 
 
 class ReadmeTest(unittest.TestCase):
+
+    def test_blocks_not_run_still_compile(self) -> None:
+        blocks = python_blocks(run=False)
+        self.assertTrue(blocks, "the README's trace context block is marked not run")
+        for code in blocks:
+            compile(code, "README.md", "exec")
 
     def test_readme_examples_run(self) -> None:
         worker_code, client_code, async_code, streams_code = python_blocks()

@@ -13,6 +13,8 @@ from support import (TIMEOUT, Actd, Gate, listed_worker, make_worker, running, s
 
 import actd
 
+#  A W3C traceparent, as a call's _trace (docs/protocol.md, CALL)
+TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 class WorkerTest(unittest.TestCase):
     """One actd for the class; each test runs its own worker and context."""
@@ -303,20 +305,23 @@ class WorkerTest(unittest.TestCase):
         with self.serve({"w-meta": record}):
             outcome = self.client.call("w-meta", {
                 "_tool": "w-meta", "a": 1, "_instance": "i1", "_timeout": 20000,
-                "_outputPath": "†yes || †no"}, timeout=TIMEOUT)
+                "_outputPath": "†yes || †no", "_trace": TRACE}, timeout=TIMEOUT)
             forgotten = self.client.call("w-meta", {"_tool": "w-meta", "b": 2})
             self.client.wait(forgotten, timeout=TIMEOUT)
         first, second = tasks
         self.assertEqual(outcome.result, {"a": 1})
         self.assertEqual((first.activity, first.params, first.context, first.call_id,
-                          first.attempt, first.instance, first.branches, first.discard),
-                         ("w-meta", {"a": 1}, "w-meta", outcome.call_id, 1, "i1", 2, False))
+                          first.attempt, first.instance, first.branches, first.discard,
+                          first.trace),
+                         ("w-meta", {"a": 1}, "w-meta", outcome.call_id, 1, "i1", 2, False,
+                          TRACE))
         self.assertEqual(first.id, "%s.1" % outcome.call_id)
         self.assertIsNotNone(first.deadline_ms)
         self.assertTrue(0 < first.deadline_ms <= 20000, first.deadline_ms)
         self.assertEqual(first.meta["call_id"], outcome.call_id)
         self.assertEqual((second.params, second.call_id, second.instance, second.branches,
-                          second.discard), ({"b": 2}, forgotten, None, 0, True))
+                          second.discard, second.trace), ({"b": 2}, forgotten, None, 0, True,
+                                                           None))
 
     def test_stop_from_another_thread_ends_run_and_disconnects(self) -> None:
         worker = make_worker(self.broker, {"w-stop": lambda params, task: None}, self.id())

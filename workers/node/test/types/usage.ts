@@ -18,7 +18,8 @@ async function worker (): Promise<void> {
         .activity ('upper', async ({ text }: { text: string }) => text.toUpperCase ())
         .activity<WeatherParams, Forecast> ('weather', async ({ city }, task: Task) => {
             const meta: { context: string; callId: string; attempt: number; deadlineMs: number;
-                          instance: string | undefined; branches: number; discard: boolean } = task;
+                          instance: string | undefined; branches: number; discard: boolean;
+                          trace: string | undefined } = task;
             void meta;
             const signal: AbortSignal = task.signal;
             if (signal.aborted || task.cancelled)

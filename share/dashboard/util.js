@@ -1,0 +1,146 @@
+//  util.js - small DOM and formatting helpers shared by the views.
+
+//  h('div.a.b#id', {title: 'x', onclick: fn}, child, 'text', [children])
+//  builds an element; null and false children are skipped.
+export function h (spec, attrs, ...children) {
+    const [head, id] = spec.split ('#');
+    const [tag, ...classes] = head.split ('.');
+    const node = document.createElement (tag || 'div');
+    if (classes.length)
+        node.className = classes.join (' ');
+    if (id)
+        node.id = id;
+    if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray (attrs))) {
+        children.unshift (attrs);
+        attrs = null;
+    }
+    for (const [key, value] of Object.entries (attrs || {})) {
+        if (value === undefined || value === null || value === false)
+            continue;
+        if (key.startsWith ('on'))
+            node.addEventListener (key.slice (2), value);
+        else if (key === 'dataset')
+            Object.assign (node.dataset, value);
+        else if (key in node && key !== 'list' && key !== 'type')
+            node [key] = value;
+        else
+            node.setAttribute (key, value === true ? '' : value);
+    }
+    append (node, children);
+    return node;
+}
+
+function append (node, children) {
+    for (const child of children) {
+        if (child === null || child === undefined || child === false)
+            continue;
+        if (Array.isArray (child))
+            append (node, child);
+        else
+            node.append (child instanceof Node ? child : String (child));
+    }
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+//  An SVG element with attributes
+export function svg (tag, attrs, ...children) {
+    const node = document.createElementNS (SVG, tag);
+    for (const [key, value] of Object.entries (attrs || {}))
+        if (value !== undefined && value !== null)
+            node.setAttribute (key, value);
+    for (const child of children.flat ())
+        if (child !== null && child !== undefined)
+            node.append (child instanceof Node ? child : String (child));
+    return node;
+}
+
+//  Replace the children of node
+export function replace (node, ...children) {
+    node.replaceChildren ();
+    append (node, children);
+    return node;
+}
+
+//  1234567 -> "1.23M", 0.5 -> "0.5"
+export function number (value, digits = 3) {
+    if (value === undefined || value === null || Number.isNaN (value))
+        return '–';
+    const abs = Math.abs (value);
+    if (abs >= 1e9)
+        return (value / 1e9).toPrecision (digits) + 'G';
+    if (abs >= 1e6)
+        return (value / 1e6).toPrecision (digits) + 'M';
+    if (abs >= 1e4)
+        return (value / 1e3).toPrecision (digits) + 'k';
+    if (Number.isInteger (value))
+        return String (value);
+    return abs >= 100 ? value.toFixed (0) : abs >= 10 ? value.toFixed (1) : value.toFixed (2);
+}
+
+//  A rate per second, "–" when not known yet
+export function rate (value) {
+    if (value === undefined || value === null || Number.isNaN (value))
+        return '–';
+    if (value === 0)
+        return '0';
+    return value < 0.1 ? value.toFixed (2) : number (value);
+}
+
+//  Milliseconds to "850 ms", "1.2 s", "3m 05s", "2h 10m", "4d 3h"
+export function duration (ms) {
+    if (ms === undefined || ms === null || Number.isNaN (ms))
+        return '–';
+    if (ms < 10)
+        return ms.toFixed (1) + ' ms';
+    if (ms < 1000)
+        return Math.round (ms) + ' ms';
+    const s = ms / 1000;
+    if (s < 60)
+        return s.toFixed (s < 10 ? 1 : 0) + ' s';
+    const m = Math.floor (s / 60);
+    if (m < 60)
+        return `${m}m ${String (Math.floor (s % 60)).padStart (2, '0')}s`;
+    const hours = Math.floor (m / 60);
+    if (hours < 48)
+        return `${hours}h ${String (m % 60).padStart (2, '0')}m`;
+    return `${Math.floor (hours / 24)}d ${hours % 24}h`;
+}
+
+//  An ISO date to "12s ago" (and the full date as a title)
+export function ago (iso, now = Date.now ()) {
+    const time = Date.parse (iso);
+    if (Number.isNaN (time))
+        return iso || '–';
+    return duration (Math.max (0, now - time)) + ' ago';
+}
+
+//  "2026-11-22T13:04:28.206Z" -> "13:04:28.206"
+export function clock (iso) {
+    if (typeof iso !== 'string')
+        return '';
+    const match = /T(\d\d:\d\d:\d\d(?:\.\d+)?)/.exec (iso);
+    return match ? match [1] : iso;
+}
+
+//  JSON for reading: compact when short, indented otherwise
+export function json (value, width = 80) {
+    const flat = JSON.stringify (value);
+    if (flat === undefined)
+        return 'undefined';
+    return flat.length <= width ? flat : JSON.stringify (value, null, 2);
+}
+
+//  Run fn at most once per wait ms, the last call winning
+export function debounce (fn, wait) {
+    let timer = null;
+    return (...args) => {
+        clearTimeout (timer);
+        timer = setTimeout (() => fn (...args), wait);
+    };
+}
+
+//  The state of a call as a CSS class suffix
+export function stateClass (state) {
+    return 'st-' + String (state || 'unknown').replace (/[^a-z_]/g, '');
+}

@@ -1,0 +1,369 @@
+//  The dashboard in Debian's headless Chromium, driven with puppeteer-core,
+//  against a real actd, actd-http and worker (tests/dashboard/worker.py)
+//  with calls running: the overview shows the worker and the activity
+//  counts STATS gives; the contexts view finds a context by prefix; the
+//  context's page shows its timeline (each output with its _call and
+//  method), the view as /view?format=text gives it, and the plan's graph;
+//  and it follows a new message and a new call without a reload. Any
+//  console error or page error fails the test. Screenshots go to the build
+//  tree (ACTD_BUILD_DIR, else build/): dashboard.png (a context) and
+//  dashboard-overview.png; with ACTD_DASHBOARD_DOCS=1 the first is also
+//  copied to docs/dashboard.png for the README.
+//
+//  Environment: ACTD_BIN (actd), ACTD_HTTP_BIN (actd-http; default: beside
+//  ACTD_BIN), CHROMIUM (default /usr/bin/chromium).
+
+'use strict';
+
+const assert = require ('node:assert/strict');
+const { spawn } = require ('node:child_process');
+const fs = require ('node:fs');
+const net = require ('node:net');
+const os = require ('node:os');
+const path = require ('node:path');
+const puppeteer = require ('puppeteer-core');
+
+const ROOT = path.resolve (__dirname, '..', '..');
+const ACTD = process.env.ACTD_BIN || path.join (ROOT, 'build', 'bin', 'actd');
+const ACTD_HTTP = process.env.ACTD_HTTP_BIN || path.join (path.dirname (ACTD), 'actd-http');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const BUILD = process.env.ACTD_BUILD_DIR || path.join (ROOT, 'build');
+const PYTHON = '/usr/bin/python3';
+const TIMEOUT_MS = 30000;       //  Generous: a shared machine, sanitizers
+const TOKEN = 'dashboard-test-token-0123456789';    //  actd-http's one bearer token
+
+const children = [];
+const scratch = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-dashboard-'));
+
+function log (...args) {
+    console.log ('dashboard:', ...args);
+}
+
+function freePort () {
+    return new Promise ((resolve, reject) => {
+        const server = net.createServer ();
+        server.unref ();
+        server.on ('error', reject);
+        server.listen (0, '127.0.0.1', () => {
+            const { port } = server.address ();
+            server.close (() => resolve (port));
+        });
+    });
+}
+
+//  Start a child with its output in scratch/name.log
+function start (name, command, args, env = {}) {
+    const file = path.join (scratch, name + '.log');
+    const out = fs.openSync (file, 'a');
+    const child = spawn (command, args, { stdio: ['ignore', out, out],
+                                          env: { ...process.env, ...env } });
+    fs.closeSync (out);
+    child.logFile = file;
+    child.label = name;
+    child.exited = new Promise ((resolve) => child.on ('exit', (code, signal) => resolve ({ code, signal })));
+    children.push (child);
+    return child;
+}
+
+function logOf (child) {
+    try {
+        return fs.readFileSync (child.logFile, 'utf8');
+    }
+    catch {
+        return '';
+    }
+}
+
+//  Poll fn every 50 ms until it returns something true; that value
+async function until (fn, what, timeout = TIMEOUT_MS) {
+    const deadline = Date.now () + timeout;
+    let last;
+    for (;;) {
+        try {
+            const value = await fn ();
+            if (value)
+                return value;
+        }
+        catch (error) {
+            last = error;
+        }
+        if (Date.now () > deadline)
+            throw new Error (`timed out waiting for ${what}${last ? ': ' + last.message : ''}`);
+        await new Promise ((resolve) => setTimeout (resolve, 50));
+    }
+}
+
+async function main () {
+    for (const [name, file] of [['actd', ACTD], ['actd-http', ACTD_HTTP], ['chromium', CHROMIUM]])
+        assert.ok (fs.existsSync (file), `${name} not found at ${file}`);
+    const [clientPort, workerPort, httpPort] = [await freePort (), await freePort (), await freePort ()];
+    const clientEndpoint = `tcp://127.0.0.1:${clientPort}`;
+    const workerEndpoint = `tcp://127.0.0.1:${workerPort}`;
+    const base = `http://127.0.0.1:${httpPort}`;
+
+    const actd = start ('actd', ACTD, ['--db', path.join (scratch, 'actd.db'),
+        '--client-endpoint', clientEndpoint, '--worker-endpoint', workerEndpoint,
+        '--heartbeat-ms', '1000', '--liveness', '3']);
+    //  One bearer token (no CURVE: actd takes the connection as it is)
+    const config = path.join (scratch, 'actd-http.cfg');
+    fs.writeFileSync (config, `tokens\n    dashboard\n        token = "${TOKEN}"\n`);
+    const http = start ('actd-http', ACTD_HTTP, ['--config', config,
+        '--listen', `127.0.0.1:${httpPort}`,
+        '--endpoint', clientEndpoint, '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')]);
+    const worker = start ('worker', PYTHON, [path.join (__dirname, 'worker.py'), workerEndpoint],
+                          { PYTHONPATH: path.join (ROOT, 'workers', 'python'),
+                            PYTHONDONTWRITEBYTECODE: '1' });
+
+    //  ---- the HTTP API, as the test's own client ------------------------
+    async function call (method, route, body) {
+        const headers = { Authorization: 'Bearer ' + TOKEN };
+        if (body !== undefined)
+            headers ['Content-Type'] = 'application/json';
+        const response = await fetch (base + route, {
+            method, headers,
+            body: body !== undefined ? JSON.stringify (body) : undefined });
+        const text = await response.text ();
+        if (!response.ok)
+            throw new Error (`${method} ${route}: ${response.status} ${text}`);
+        return (response.headers.get ('content-type') || '').includes ('json') ? JSON.parse (text) : text;
+    }
+    const get = (route) => call ('GET', route);
+    const post = (route, body) => call ('POST', route, body);
+
+    await until (async () => (await fetch (base + '/healthz',
+                                           { headers: { Authorization: 'Bearer ' + TOKEN } })).ok,
+                 'actd-http /healthz');
+    await until (async () => (await get ('/v1/stats')).workers.some ((w) => w.name === 'dash-worker'),
+                 'the worker to register');
+    log ('actd, actd-http and the worker are up');
+
+    //  A trip planner's context: what the user said, then a plan of four
+    //  calls (two searches feed a summary, which feeds a review that runs
+    //  until cancelled); and two other contexts, one of another prefix
+    const ctx = 'trip-paris';
+    await post (`/v1/contexts/${ctx}/messages`,
+                { type: 'data', kind: 'user', data: { city: 'Paris', days: 3 } });
+    await post (`/v1/contexts/${ctx}/messages`, { type: 'text', text: 'Plan three days in Paris.' });
+    const { call_ids: plan } = await post (`/v1/contexts/${ctx}/plans`, [
+        { _tool: 'search', _outputPath: '†research.hotels', city: '†user.city' },
+        { _tool: 'search', _outputPath: '†research.sights', city: '†user.city', what: 'sights' },
+        { _tool: 'summarize', _outputPath: '†plan.summary', _outputMethod: 'set',
+          hotels: '†research.hotels', sights: '†research.sights' },
+        { _tool: 'slow', _outputPath: '†plan.review', summary: '†plan.summary' }]);
+    assert.equal (plan.length, 4);
+    await post ('/v1/contexts/trip-rome/messages', { type: 'data', kind: 'user', data: { city: 'Rome' } });
+    await post ('/v1/contexts/other-ctx/messages', { type: 'data', kind: 'user', data: { x: 1 } });
+    await until (async () => (await get (`/v1/calls/${plan [3]}`)).state === 'running',
+                 'the review call to run');
+    log ('plan', plan.join (','), 'submitted; the review runs');
+
+    //  ---- the browser ---------------------------------------------------
+    fs.mkdirSync (BUILD, { recursive: true });
+    const problems = [];
+    const browser = await puppeteer.launch ({
+        executablePath: CHROMIUM, headless: true,
+        args: (process.getuid?.() === 0 ? ['--no-sandbox'] : []).concat (['--disable-gpu']),
+        defaultViewport: { width: 1600, height: 1000 } });
+    try {
+        const page = await browser.newPage ();
+        page.on ('console', (message) => {
+            if (message.type () === 'error')
+                problems.push (`console error: ${message.text ()} ${JSON.stringify (message.location ())}`);
+        });
+        page.on ('pageerror', (error) => problems.push ('page error: ' + error.message));
+        page.on ('requestfailed', (request) => {
+            //  The event stream is cut when the page leaves, and a view
+            //  leaving aborts its poll in flight: not problems
+            if (!request.url ().includes ('/events') && request.failure ()?.errorText !== 'net::ERR_ABORTED')
+                problems.push (`request failed: ${request.url ()} ${request.failure ()?.errorText}`);
+        });
+        let navigations = 0;
+        page.on ('framenavigated', (frame) => {
+            if (frame === page.mainFrame ())
+                navigations++;
+        });
+        const text = (selector) => page.$eval (selector, (node) => node.textContent).catch (() => null);
+
+        //  -- the token: taken from ?token= once, kept in sessionStorage,
+        //  sent as Authorization (and as access_token to the event stream)
+        assert.equal ((await fetch (base + '/v1/stats')).status, 401);
+        await page.goto (`${base}/?token=${TOKEN}`, { waitUntil: 'load' });
+        await until (async () => !page.url ().includes ('token='), 'the token out of the address');
+        assert.equal (await page.evaluate (() => sessionStorage.getItem ('actd-dashboard-token')), TOKEN);
+
+        //  -- the page's own parsing, in the page: references, which call
+        //  feeds which, and percentiles of a cumulative histogram
+        const units = await page.evaluate (async () => {
+            const refs = await import ('/ui/refs.js');
+            const { quantile } = await import ('/ui/overview.js');
+            const texts = (text) => refs.referencesIn (text).map (refs.refText);
+            const feeds = (target, read) => refs.feeds (refs.referencesIn (target) [0],
+                                                        refs.referencesIn (read) [0]);
+            const histogram = { le: [1, 2, 5, 10, '+Inf'], counts: [0, 10, 10, 20, 20], count: 20 };
+            return {
+                plain: texts ('†a.b.c'),
+                alternatives: texts ('†state.reply || †state.problem'),
+                brackets: texts ('†s["x.y"][2].z'),
+                escaped: texts ('††not.a.ref'),
+                notAtStart: texts ('see †user.name'),
+                gate: texts ('†user.city & †user.days'),
+                ancestor: feeds ('†state', '†state.a.b'),
+                descendant: feeds ('†state.a.b', '†state.a'),
+                sibling: feeds ('†state.a', '†state.b'),
+                otherKind: feeds ('†a.x', '†b.x'),
+                dash: feeds ('†list.-', '†list.3'),
+                p50: quantile (histogram, 0.5), p75: quantile (histogram, 0.75),
+                p100: quantile (histogram, 1), empty: quantile ({ le: [], counts: [], count: 0 }, 0.5)
+            };
+        });
+        assert.deepEqual (units, {
+            plain: ['†a.b.c'], alternatives: ['†state.reply', '†state.problem'],
+            brackets: ['†s.x.y.2.z'], escaped: [], notAtStart: [],
+            gate: ['†user.city', '†user.days'],
+            ancestor: true, descendant: true, sibling: false, otherKind: false, dash: true,
+            p50: 2, p75: 7.5, p100: 10, empty: null });
+
+        //  -- overview: the worker and the activity counts of STATS
+        await page.waitForSelector ('#workers tr[data-worker="dash-worker"]', { timeout: TIMEOUT_MS });
+        const workerRow = await page.$eval ('#workers tr[data-worker="dash-worker"]',
+                                            (row) => [...row.cells].map ((cell) => cell.textContent));
+        assert.equal (workerRow [1], 'python');
+        assert.deepEqual (workerRow [2].split (', ').sort (), ['search', 'slow', 'summarize']);
+        assert.equal (workerRow [4], '8');
+        const cell = (activity, field) =>
+            text (`#activities tr[data-activity="${activity}"] td[data-field="${field}"]`);
+        await until (async () => await cell ('search', 'done') === '2'
+                                 && await cell ('summarize', 'done') === '1'
+                                 && await cell ('slow', 'running') === '1',
+                     'the overview to show search done 2, summarize done 1, slow running 1');
+        const stats = await get ('/v1/stats');
+        for (const name of ['search', 'summarize', 'slow'])
+            for (const field of ['queued', 'running', 'done'])
+                assert.equal (await cell (name, field), String (stats.activities [name] [field]),
+                              `${name} ${field} as STATS says`);
+        assert.match (await text ('#totals'), /calls/);
+        //  Latencies from the STATS histograms: every search ended
+        for (const field of ['queue-p50', 'run-p50', 'total-p50', 'total-p99'])
+            assert.match (await cell ('search', field), /^[0-9.]+ (ms|s)$/, 'search ' + field);
+        assert.equal (await cell ('slow', 'total-p50'), '–');        //  none ended
+        log ('overview: the worker and the activity counts are shown');
+        await page.screenshot ({ path: path.join (BUILD, 'dashboard-overview.png') });
+
+        //  -- contexts: searched by prefix
+        await page.click ('nav a[data-view="contexts"]');
+        await page.waitForSelector ('#prefix', { timeout: TIMEOUT_MS });
+        await page.type ('#prefix', 'trip-');
+        await until (async () => {
+            const listed = await page.$$eval ('#contexts tbody tr[data-context]',
+                                              (rows) => rows.map ((row) => row.dataset.context));
+            return listed.join (',') === 'trip-paris,trip-rome';
+        }, 'the contexts view to list trip-paris and trip-rome only');
+        assert.match (await text (`#contexts tr[data-context="${ctx}"]`), /trip-paris\s*[0-9]/);
+        await page.click (`#contexts tr[data-context="${ctx}"] a`);
+        log ('contexts: the prefix search lists the two trips');
+
+        //  -- one context: timeline, view and plan
+        await page.waitForSelector ('#timeline', { timeout: TIMEOUT_MS });
+        const history = await get (`/v1/contexts/${ctx}/history?from=1&limit=100`);
+        await until (async () => (await page.$$ ('#timeline .entry.msg')).length === history.length,
+                     `the timeline to show the ${history.length} messages`);
+        const output = history.find ((message) => message._callId === plan [2]);
+        assert.ok (output, 'the summary was written');
+        const entry = `#timeline .entry.msg[data-seq="${output._seq}"]`;
+        assert.match (await text (entry + ' .origin'), /#\d+ summarize/);
+        assert.match (await text (entry + ' .origin .params'), /"hotels":"†research.hotels"/);
+        assert.equal (await text (entry + ' .origin .method'), 'set');
+        assert.equal (await text (entry + ' .origin .target'), '→ †plan.summary');
+        assert.match (await text (entry + ' pre.data'), /3 hotels, 3 sights/);
+        const viewOf = () => get (`/v1/contexts/${ctx}/view?format=text`);
+        await until (async () => await text ('#view') === await viewOf (),
+                     'the view to be /view?format=text');
+        await until (async () => {
+            const nodes = await page.$$eval ('#plan g.node', (list) => list.map ((node) =>
+                [node.dataset.call, [...node.classList].find ((c) => c.startsWith ('st-'))]));
+            const states = Object.fromEntries (nodes);
+            return plan.every ((id) => id in states) && states [plan [0]] === 'st-ok'
+                && states [plan [2]] === 'st-ok' && states [plan [3]] === 'st-running';
+        }, 'the plan graph to show the four calls, the review running');
+        const edges = await page.$$eval ('#plan path.edge', (list) =>
+            list.map ((edge) => edge.dataset.from + '>' + edge.dataset.to).sort ());
+        assert.deepEqual (edges, [`${plan [0]}>${plan [2]}`, `${plan [1]}>${plan [2]}`,
+                                  `${plan [2]}>${plan [3]}`].sort ());
+        log ('context: timeline, view and plan graph are shown');
+
+        //  -- live: a message and a call appended while the page is open
+        await page.evaluate (() => { window.__notReloaded = true; });
+        const before = navigations;
+        const { seq } = await post (`/v1/contexts/${ctx}/messages`,
+                                    { type: 'text', text: 'Add a food tour, please.' });
+        await page.waitForSelector (`#timeline .entry.msg[data-seq="${seq}"]`, { timeout: TIMEOUT_MS });
+        assert.match (await text (`#timeline .entry.msg[data-seq="${seq}"]`), /Add a food tour/);
+        const { call_id: food } = await post (`/v1/contexts/${ctx}/calls?wait=1`,
+            { _tool: 'search', _outputPath: '†research.food', city: '†user.city', what: 'food' });
+        await until (async () => (await text ('#view'))?.includes ('Paris food 1')
+                                 && await text ('#view') === await viewOf (),
+                     'the view to show the new output');
+        await until (() => page.$eval (`#plan g.node[data-call="${food}"]`,
+                                       (node) => node.classList.contains ('st-ok')),
+                     'the new call in the graph, ok');
+        await until (() => page.$ (`#timeline .entry.call[data-call="${food}"].st-running`),
+                     'the new call running in the timeline');
+        assert.equal (await page.evaluate (() => window.__notReloaded), true, 'the page was reloaded');
+        assert.equal (navigations, before, 'the page navigated');
+        log ('context: the new message and call came without a reload');
+
+        await page.click (`#plan g.node[data-call="${plan [3]}"]`);
+        await until (async () => (await text ('#call-detail'))?.includes ('reviewing'),
+                     'the detail of the review (its progress)');
+        //  The dark theme (the system's, followed by default) for the picture
+        await page.emulateMediaFeatures ([{ name: 'prefers-color-scheme', value: 'dark' }]);
+        assert.equal (await page.evaluate (() =>
+            getComputedStyle (document.body).getPropertyValue ('color-scheme')), 'dark');
+        const shot = path.join (BUILD, 'dashboard.png');
+        await page.screenshot ({ path: shot });
+        log ('screenshots:', shot, path.join (BUILD, 'dashboard-overview.png'));
+        if (process.env.ACTD_DASHBOARD_DOCS === '1') {
+            fs.copyFileSync (shot, path.join (ROOT, 'docs', 'dashboard.png'));
+            log ('copied to docs/dashboard.png');
+        }
+        assert.deepEqual (problems, [], 'the page had errors:\n' + problems.join ('\n'));
+
+        //  -- a tab without the token is refused (401: its console shows
+        //  that, as it should), asks for one, and works once given it
+        const other = await browser.newPage ();
+        await other.goto (base + '/', { waitUntil: 'load' });
+        await other.waitForSelector ('#token-form:not([hidden])', { timeout: TIMEOUT_MS });
+        await other.waitForSelector ('#status.auth', { timeout: TIMEOUT_MS });
+        await other.type ('#token-form input[name="token"]', TOKEN);
+        await other.click ('#token-form button[type="submit"]');
+        await other.waitForSelector ('#workers tr[data-worker="dash-worker"]', { timeout: TIMEOUT_MS });
+        assert.equal (await other.$eval ('#status', (node) => node.className), 'status live');
+        await other.close ();
+        log ('token: from ?token=, and asked for when missing');
+    }
+    finally {
+        await browser.close ();
+    }
+
+    //  The review is cancelled so that everything stops cleanly
+    await post (`/v1/calls/${plan [3]}/cancel`, {});
+    for (const child of [worker, http, actd]) {
+        child.kill ('SIGTERM');
+        const { code, signal } = await child.exited;
+        assert.ok (code === 0, `${child.label} exited ${code ?? signal} on SIGTERM:\n${logOf (child)}`);
+    }
+}
+
+main ().then (() => {
+    log ('PASS');
+    fs.rmSync (scratch, { recursive: true, force: true });
+}, (error) => {
+    console.error ('dashboard: FAIL:', error.stack || error);
+    for (const child of children)
+        console.error (`---- ${child.label} log ----\n${logOf (child).slice (-4000)}`);
+    process.exitCode = 1;
+}).finally (() => {
+    for (const child of children)
+        if (child.exitCode === null && child.signalCode === null)
+            child.kill ('SIGKILL');
+});
