@@ -19,6 +19,9 @@
 #include "act_notify.h"
 #include "act_commands.h"
 #include "act_wproto.h"
+#include "act_committer.h"
+#include "act_frame.h"
+#include "actd/act_wire.h"
 
 volatile sig_atomic_t act_broker_stop_requested = 0;
 volatile sig_atomic_t act_broker_reload_requested = 0;
@@ -26,6 +29,8 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
 #define S_READ_BATCH    512     //  Messages read per socket per pass
 #define S_ADOPT_BATCH   64      //  Contexts recovered per pass
 #define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
+#define S_DEFER_MAX     4096    //  Messages read ahead during a commit, per socket
+#define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
 
 struct _act_broker_t {
     act_settings_t *settings;   //  What it runs with (not owned)
@@ -38,6 +43,11 @@ struct _act_broker_t {
     act_commands_t *commands;   //  The client protocol
     act_wproto_t *wproto;       //  The worker protocol
     act_security_t *security;   //  CURVE and ZAP, NULL without sockets
+    act_committer_t *committer; //  Commits on a thread (a file or database
+                                //  store with sockets), or NULL: inline
+    zlist_t *deferred [2];      //  Messages read during a commit, to handle
+                                //  after it: [0] clients, [1] workers
+    size_t deferred_bytes [2];  //  Their bytes
     zsock_t *clients;           //  ROUTER for clients, NULL in-process
     zsock_t *workers;           //  ROUTER for workers, NULL in-process
     act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
@@ -125,6 +135,25 @@ s_reset (act_broker_t *self)
     self->recovering = act_cache_recover (self->cache) > 0;
 }
 
+//  Take a commit's outcome: on failure nothing durable may be promised,
+//  so what the batch acknowledged is refused and state reloaded from the
+//  store
+static void
+s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err)
+{
+    if (writes && rc) {
+        act_log (LOG_ERR, "store commit failed (%s): %zu writes lost; refusing what "
+                 "they acknowledged and reloading state from the store", err->message, writes);
+        act_outbox_refuse (self->outbox);
+        s_reset (self);
+    }
+    else
+    if (writes) {
+        self->commits++;
+        self->committed += writes;
+    }
+}
+
 //  Called once per pass. Everything decided in the pass (accepted calls,
 //  appended messages, finished calls) goes to disk in one transaction
 //  before any reply leaves: replies never promise more than the store
@@ -134,17 +163,7 @@ s_commit (act_broker_t *self)
 {
     size_t writes = act_store_batch (self->store);
     act_err_t err = { 0 };
-    if (writes && act_store_commit (self->store, &err)) {
-        act_log (LOG_ERR, "store commit failed (%s): %zu writes lost; refusing what "
-                 "they acknowledged and reloading state from the store", err.message, writes);
-        act_outbox_refuse (self->outbox);
-        s_reset (self);
-    }
-    else
-    if (writes) {
-        self->commits++;
-        self->committed += writes;
-    }
+    s_committed (self, writes, writes? act_store_commit (self->store, &err): 0, &err);
 }
 
 //  Forget every context and call, without recovering them: this broker can
@@ -225,8 +244,10 @@ s_liveness (act_broker_t *self, long long now)
     }
 }
 
-size_t
-act_broker_pass (act_broker_t *self)
+//  The work of a pass before its commit: leases, recovery, timers,
+//  watches, liveness, eviction and retention
+static void
+s_pass_work (act_broker_t *self)
 {
     long long now = act_clock_ms ();
     if (act_store_shared (self->store))
@@ -248,10 +269,136 @@ act_broker_pass (act_broker_t *self)
         self->evict_at = now + 1000;
     }
     s_retain (self, now);
+}
+
+size_t
+act_broker_pass (act_broker_t *self)
+{
+    s_pass_work (self);
     s_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
     self->passed = act_clock_ms ();
     return sent;
+}
+
+
+//  --------------------------------------------------------------------------
+//  While a commit is in flight: the sockets are read ahead (bounded), and
+//  a PING whose client is owed nothing before it is answered at once
+
+//  True when socket which (0 clients, 1 workers) may be read ahead more
+static bool
+s_room (act_broker_t *self, int which)
+{
+    return zlist_size (self->deferred [which]) < S_DEFER_MAX
+        && self->deferred_bytes [which] < S_DEFER_BYTES;
+}
+
+//  True when a message read ahead comes from client
+static bool
+s_deferred_from (act_broker_t *self, zframe_t *client)
+{
+    for (zmsg_t *msg = zlist_first (self->deferred [0]); msg; msg = zlist_next (self->deferred [0]))
+        if (zframe_eq (zmsg_first (msg), client))
+            return true;
+    return false;
+}
+
+//  Answer msg at once when it is a well-formed, allowed PING from a client
+//  owed no earlier reply (none in the outbox, none of its requests read
+//  ahead), so that replies to one client keep their order. Returns true
+//  when answered (msg destroyed).
+static bool
+s_ping_now (act_broker_t *self, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    zframe_t *client = zmsg_first (msg);
+    zframe_t *header = zmsg_next (msg);
+    bool from_req = header && zframe_size (header) == 0;
+    if (from_req)
+        header = zmsg_next (msg);
+    zframe_t *verb = zmsg_next (msg);
+    zframe_t *request = zmsg_next (msg);
+    if (zmsg_size (msg) != (from_req? 5u: 4u) || !act_frame_is (header, ACT_CLIENT_HEADER)
+    ||  !act_frame_is (verb, "PING") || zframe_size (request) == 0
+    ||  zframe_size (request) > ACT_MAX_REQUEST_ID
+    ||  !act_security_client_allowed (self->security, header)
+    ||  act_outbox_holds (self->outbox, zframe_data (client), zframe_size (client))
+    ||  s_deferred_from (self, client))
+        return false;
+    zmsg_t *pong = zmsg_new ();
+    zmsg_addmem (pong, zframe_data (client), zframe_size (client));
+    if (from_req)
+        zmsg_addmem (pong, "", 0);
+    zmsg_addstr (pong, ACT_CLIENT_HEADER);
+    zmsg_addstr (pong, "PONG");
+    zmsg_addmem (pong, zframe_data (request), zframe_size (request));
+    if (zmsg_send (&pong, self->clients))
+        zmsg_destroy (&pong);
+    zmsg_destroy (msg_p);
+    return true;
+}
+
+//  Read socket which ahead, as far as there is room
+static void
+s_read_ahead (act_broker_t *self, int which)
+{
+    for (int count = 0; count < S_READ_BATCH && s_room (self, which); count++) {
+        zmsg_t *msg = zmsg_recv_nowait (which? self->workers: self->clients);
+        if (!msg)
+            break;
+        if (which == 0 && s_ping_now (self, &msg))
+            continue;
+        self->deferred_bytes [which] += zmsg_content_size (msg);
+        zlist_append (self->deferred [which], msg);
+    }
+}
+
+//  Wait for the commit in flight, reading ahead meanwhile
+static void
+s_await_commit (act_broker_t *self)
+{
+    zsock_t *zap = act_security_zap (self->security);
+    zmq_pollitem_t items [] = {
+        { zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 },
+        { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }
+    };
+    while (true) {
+        items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
+        items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
+        if (zmq_poll (items, zap? 4: 3, -1) < 0 && zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN)
+            break;
+        if (zap && (items [3].revents & ZMQ_POLLIN))
+            act_security_handle (self->security);
+        if (items [2].revents & ZMQ_POLLIN)
+            s_read_ahead (self, 1);
+        if (items [1].revents & ZMQ_POLLIN)
+            s_read_ahead (self, 0);
+    }
+}
+
+//  A pass of the running loop: act_broker_pass, with the commit on the
+//  committer's thread while the sockets are read ahead
+static void
+s_pass_async (act_broker_t *self)
+{
+    s_pass_work (self);
+    size_t writes = act_store_batch (self->store);
+    if (writes && self->committer) {
+        act_committer_start (self->committer);
+        s_await_commit (self);
+        act_err_t err = { 0 };
+        int rc = act_committer_finish (self->committer, &err);
+        s_committed (self, writes, rc, &err);
+    }
+    else
+        s_commit (self);
+    act_outbox_flush (self->outbox, self->send, self->send_arg);
+    self->passed = act_clock_ms ();
 }
 
 
@@ -365,6 +512,8 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     self->outbox = act_outbox_new ();
+    self->deferred [0] = zlist_new ();
+    self->deferred [1] = zlist_new ();
     self->watches = act_watches_new (self->store, self->outbox, (size_t) settings->max_watches);
     self->cache = act_cache_new (settings, self->store);
     self->pool = act_pool_new (settings);
@@ -376,6 +525,9 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         act_broker_destroy (&self);
         return NULL;
     }
+    //  The memory store commits in memory: nothing to wait for
+    if (bind && !streq (act_store_backend (self->store), "memory"))
+        self->committer = act_committer_new (self->store);
     self->commands = act_commands_new (settings, self->store, self->cache, self->flow,
                                        self->outbox, self->watches, self->security, s_stats,
                                        self);
@@ -390,6 +542,13 @@ act_broker_destroy (act_broker_t **self_p)
 {
     if (self_p && *self_p) {
         act_broker_t *self = *self_p;
+        act_committer_destroy (&self->committer);
+        for (int which = 0; which < 2; which++) {
+            zmsg_t *msg;
+            while ((msg = (zmsg_t *) zlist_pop (self->deferred [which])))
+                zmsg_destroy (&msg);
+            zlist_destroy (&self->deferred [which]);
+        }
         zsock_destroy (&self->clients);
         zsock_destroy (&self->workers);
         act_security_destroy (&self->security);
@@ -440,6 +599,19 @@ s_wait (act_broker_t *self)
     return wait > 250? 250: wait < 0? 0: wait;
 }
 
+//  The next message of socket which (0 clients, 1 workers): those read
+//  ahead during a commit first, in order
+static zmsg_t *
+s_next (act_broker_t *self, int which)
+{
+    zmsg_t *msg = (zmsg_t *) zlist_pop (self->deferred [which]);
+    if (msg)
+        self->deferred_bytes [which] -= zmsg_content_size (msg);
+    else
+        msg = zmsg_recv_nowait (which? self->workers: self->clients);
+    return msg;
+}
+
 //  Read fairly: up to a batch from each socket, alternating. Notes whether
 //  worker messages may be left, so that no worker is judged unread.
 static void
@@ -448,13 +620,13 @@ s_read (act_broker_t *self)
     self->workers_waiting = false;
     for (int round = 0; round < S_READ_BATCH; round++) {
         bool any = false;
-        zmsg_t *msg = zmsg_recv_nowait (self->workers);
+        zmsg_t *msg = s_next (self, 1);
         self->workers_waiting = msg != NULL;
         if (msg) {
             act_broker_worker_message (self, &msg);
             any = true;
         }
-        msg = zmsg_recv_nowait (self->clients);
+        msg = s_next (self, 0);
         if (msg) {
             act_broker_client_message (self, &msg);
             any = true;
@@ -485,12 +657,13 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         if (self->stopping && (act_flow_running (self->flow) == 0
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
-        if (zmq_poll (items, zap? 3: 2, s_wait (self)) < 0 && zmq_errno () != EINTR)
+        bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1]);
+        if (zmq_poll (items, zap? 3: 2, ahead? 0: s_wait (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (zap && (items [2].revents & ZMQ_POLLIN))
             act_security_handle (self->security);
         s_read (self);
-        act_broker_pass (self);
+        s_pass_async (self);
     }
     act_broker_pass (self);
     if (act_store_shared (self->store))

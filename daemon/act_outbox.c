@@ -150,6 +150,18 @@ act_outbox_size (act_outbox_t *self)
     return self->size;
 }
 
+bool
+act_outbox_holds (act_outbox_t *self, const void *client, size_t size)
+{
+    for (size_t i = 0; i < self->size; i++) {
+        act_out_t *out = &self->messages [i];
+        if (!out->to_worker && out->nparts && zmq_msg_size (&out->parts [0]) == size
+        &&  memcmp (zmq_msg_data (&out->parts [0]), client, size) == 0)
+            return true;
+    }
+    return false;
+}
+
 //  True when frame part of out holds text
 static bool
 s_part_is (act_out_t *out, size_t part, const char *text)

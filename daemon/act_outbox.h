@@ -68,6 +68,9 @@ void act_out_frame (act_out_t *out, zframe_t *frame);
 //  Messages waiting.
 size_t act_outbox_size (act_outbox_t *self);
 
+//  True when a message to the client with this routing id is waiting.
+bool act_outbox_holds (act_outbox_t *self, const void *client, size_t size);
+
 //  The commit of the pass failed: nothing durable may be promised. Replies
 //  that promised stored state become ERROR internal to the same request,
 //  DONE is dropped (the call runs again after recovery), so is EVENT
