@@ -180,17 +180,47 @@ s_forget_all (act_broker_t *self)
     act_cache_clear (self->cache);
 }
 
-//  Shared store: renew the lease, and adopt what dead brokers left
+//  Shared store: true when this broker's lease may have run out (it was
+//  not renewed for two thirds of it: actd was paused, or lost the store),
+//  so that what it holds may be another broker's now
+static bool
+s_lapsed (act_broker_t *self, long long now)
+{
+    return act_store_shared (self->store)
+        && now - self->renewed > self->settings->lease_ms * 2 / 3;
+}
+
+//  The lease lapsed: nothing more is written. The batch is dropped (what
+//  it acknowledged refused), and every context and call forgotten.
+static void
+s_stop_writing (act_broker_t *self)
+{
+    size_t writes = act_store_batch (self->store);
+    if (writes || act_cache_size (self->cache)) {
+        act_log (LOG_WARNING, "the lease was not renewed for %lld ms: %zu writes dropped, "
+                 "not committed", act_clock_ms () - self->renewed, writes);
+        act_store_abort (self->store);
+        act_outbox_refuse (self->outbox);
+        s_forget_all (self);
+    }
+}
+
+//  Shared store: renew the lease, and adopt what dead brokers left. A
+//  lease that lapsed first stops all writing; once renewed, the contexts
+//  still this broker's are taken back.
 static void
 s_leases (act_broker_t *self, long long now)
 {
     long long lease = self->settings->lease_ms;
     if (now >= self->renew_at) {
-        if (act_store_renew (self->store) == 0)
+        bool lapsed = s_lapsed (self, now);
+        if (lapsed)
+            s_stop_writing (self);
+        if (act_store_renew (self->store) == 0) {
             self->renewed = now;
-        else
-        if (now - self->renewed > lease * 2 / 3 && act_cache_size (self->cache))
-            s_forget_all (self);
+            if (lapsed)
+                self->recovering = act_cache_recover (self->cache) > 0;
+        }
         self->renew_at = now + lease / 3;
     }
     if (now >= self->orphans_at && now - self->renewed < lease / 2) {
@@ -275,6 +305,8 @@ size_t
 act_broker_pass (act_broker_t *self)
 {
     s_pass_work (self);
+    if (s_lapsed (self, act_clock_ms ()))
+        s_stop_writing (self);
     s_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
     self->passed = act_clock_ms ();
@@ -387,6 +419,8 @@ static void
 s_pass_async (act_broker_t *self)
 {
     s_pass_work (self);
+    if (s_lapsed (self, act_clock_ms ()))
+        s_stop_writing (self);
     size_t writes = act_store_batch (self->store);
     if (writes && self->committer) {
         act_committer_start (self->committer);
@@ -490,9 +524,13 @@ s_join (act_broker_t *self, act_err_t *err)
     if (!settings->broker_id)
         settings->broker_id = zsys_sprintf ("%s/%s", host, settings->advertise);
     free (host);
-    if (act_store_join (self->store, settings->broker_id, settings->advertise,
-                        settings->lease_ms, err))
+    if (act_store_timeout (self->store, settings->store_timeout_ms)
+    ||  act_store_join (self->store, settings->broker_id, settings->advertise,
+                        settings->lease_ms, err)) {
+        if (!err->code)
+            act_err_set (err, ACT_E_INTERNAL, "cannot set the store's timeouts");
         return -1;
+    }
     self->renewed = act_clock_ms ();
     act_log (LOG_NOTICE, "joined the shared store as broker %s (clients are sent to %s; "
              "leases last %lld ms)", settings->broker_id, settings->advertise,

@@ -38,6 +38,7 @@ act_settings_new (void)
     self->context_idle_ms = 60000;
     self->max_contexts = 10000;
     self->lease_ms = 10000;
+    self->store_timeout_ms = 3000;
     self->log_level = LOG_INFO;
     self->log_syslog = true;
     self->defaults = (act_activity_settings_t) {
@@ -443,6 +444,9 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "store/retain_ms"))
         s_integer (reader, item, full, 0, &self->retain_ms);
+    else
+    if (streq (full, "store/timeout_ms"))
+        s_integer (reader, item, full, 100, &self->store_timeout_ms);
     else
     if (streq (full, "log/level"))
         s_log_level (reader, self, item, full);

@@ -56,6 +56,7 @@ typedef struct {
                                 //  to (default: client_endpoint)
     long long lease_ms;         //  A dead broker's contexts are taken over
                                 //  this long after its last heartbeat
+    long long store_timeout_ms; //  PostgreSQL: longest statement or lock wait
 } act_settings_t;
 
 //  Settings with every default of PROTOCOL.md section 5.
