@@ -29,6 +29,10 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
 #define S_READ_BATCH    512     //  Messages read per socket per pass
 #define S_ADOPT_BATCH   64      //  Contexts recovered per pass
 #define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
+#define S_READ_MS       50      //  Client requests are read for this long
+                                //  per pass, at most
+#define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
+                                //  replies hold this many bytes
 #define S_DEFER_MAX     4096    //  Messages read ahead during a commit, per socket
 #define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
 
@@ -296,6 +300,7 @@ s_pass_work (act_broker_t *self)
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
         act_log_peer_flush ();
+        act_outbox_sweep (self->outbox);
         self->evict_at = now + 1000;
     }
     s_retain (self, now);
@@ -550,6 +555,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     self->outbox = act_outbox_new ();
+    act_outbox_set_max_client_bytes (self->outbox, (size_t) settings->max_client_bytes);
     self->deferred [0] = zlist_new ();
     self->deferred [1] = zlist_new ();
     self->watches = act_watches_new (self->store, self->outbox, (size_t) settings->max_watches);
@@ -650,28 +656,32 @@ s_next (act_broker_t *self, int which)
     return msg;
 }
 
-//  Read fairly: up to a batch from each socket, alternating. Notes whether
-//  worker messages may be left, so that no worker is judged unread.
+//  Read fairly, within budgets: worker messages first in each round, up
+//  to a batch, and never stopped by client traffic; client requests up to
+//  a batch, for S_READ_MS at most, and until the replies of the pass hold
+//  S_READ_BYTES (a HISTORY page can be megabytes): the rest waits in the
+//  socket for the next pass, after the commit has sent these. Notes
+//  whether worker messages may be left, so that no worker is judged
+//  unread.
 static void
 s_read (act_broker_t *self)
 {
-    self->workers_waiting = false;
-    for (int round = 0; round < S_READ_BATCH; round++) {
-        bool any = false;
-        zmsg_t *msg = s_next (self, 1);
-        self->workers_waiting = msg != NULL;
-        if (msg) {
+    long long started = act_clock_ms ();
+    bool workers = true, clients = true;
+    for (int round = 0; round < S_READ_BATCH && (workers || clients); round++) {
+        zmsg_t *msg = workers? s_next (self, 1): NULL;
+        workers = msg != NULL;
+        if (msg)
             act_broker_worker_message (self, &msg);
-            any = true;
-        }
-        msg = s_next (self, 0);
+        msg = clients? s_next (self, 0): NULL;
+        clients = msg != NULL;
         if (msg) {
             act_broker_client_message (self, &msg);
-            any = true;
+            clients = act_clock_ms () - started < S_READ_MS
+                   && act_outbox_bytes (self->outbox) < S_READ_BYTES;
         }
-        if (!any)
-            break;
     }
+    self->workers_waiting = workers;
 }
 
 int

@@ -31,6 +31,8 @@ typedef struct {
     long long max_message_bytes;//  Largest frame accepted (too_large above)
     long long max_reply_bytes;  //  HISTORY pages stop here; larger VIEW and
                                 //  RESOLVE values are too_large
+    long long max_client_bytes; //  Replies libzmq may hold for one client
+                                //  not reading them, in bytes
     long long max_queued_calls; //  Calls waiting or queued in all activities
                                 //  before CALL and PLAN get busy
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
