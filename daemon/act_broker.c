@@ -33,7 +33,10 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
                                 //  per pass, at most
 #define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
                                 //  replies hold this many bytes
-#define S_DEFER_MAX     4096    //  Messages read ahead during a commit, per socket
+#define S_DEFER_MAX     4096    //  Worker messages read ahead during a commit
+#define S_DEFER_CLIENTS 8       //  Client requests read ahead during a commit
+                                //  (few: handled first after it, they would
+                                //  skip the socket's fair queue)
 #define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
 
 struct _act_broker_t {
@@ -327,7 +330,7 @@ act_broker_pass (act_broker_t *self)
 static bool
 s_room (act_broker_t *self, int which)
 {
-    return zlist_size (self->deferred [which]) < S_DEFER_MAX
+    return zlist_size (self->deferred [which]) < (which? S_DEFER_MAX: S_DEFER_CLIENTS)
         && self->deferred_bytes [which] < S_DEFER_BYTES;
 }
 
@@ -675,6 +678,15 @@ s_read (act_broker_t *self)
             act_broker_worker_message (self, &msg);
         msg = clients? s_next (self, 0): NULL;
         clients = msg != NULL;
+        if (msg && act_outbox_client_over (self->outbox, zmsg_first (msg))) {
+            //  Its replies would be dropped: not worth building
+            char *peer = zframe_strhex (zmsg_first (msg));
+            act_log_peer (LOG_WARNING, peer, "client not reading its replies",
+                          "client %s does not read its replies: a request dropped unread "
+                          "(server/max_client_bytes)", peer);
+            free (peer);
+            zmsg_destroy (&msg);
+        }
         if (msg) {
             act_broker_client_message (self, &msg);
             clients = act_clock_ms () - started < S_READ_MS

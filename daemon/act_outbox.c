@@ -36,6 +36,8 @@
 typedef struct {
     atomic_size_t bytes;        //  Bytes of its frames libzmq holds
     atomic_size_t refs;         //  The table's reference, and one per frame
+    bool full;                  //  Its last reply was dropped for want of
+                                //  room (the loop's thread only)
 } s_account_t;
 
 //  Before the bytes of a tracked frame: its size and account
@@ -336,6 +338,29 @@ act_outbox_refuse (act_outbox_t *self)
     return refused;
 }
 
+//  A routing id in hex, as the log names peers (the caller frees it)
+static char *
+s_hex (const void *id, size_t size)
+{
+    const byte *data = (const byte *) id;
+    char *hex = (char *) malloc (size * 2 + 1);
+    for (size_t at = 0; at < size; at++)
+        snprintf (hex + at * 2, 3, "%02X", data [at]);
+    hex [size * 2] = 0;
+    return hex;
+}
+
+bool
+act_outbox_client_over (act_outbox_t *self, zframe_t *client)
+{
+    if (self->max_client_bytes == 0 || zhashx_size (self->accounts) == 0)
+        return false;
+    char *hex = s_hex (zframe_data (client), zframe_size (client));
+    s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, hex);
+    free (hex);
+    return account && account->full && atomic_load (&account->bytes) > 0;
+}
+
 //  True when out may go to its client: what libzmq holds for the client
 //  stays within max_client_bytes (or nothing is held). Its tracked frames
 //  are then charged to the client's account.
@@ -348,13 +373,7 @@ s_admit (act_outbox_t *self, act_out_t *out)
     for (size_t part = 0; part < out->nparts; part++)
         if (out->tracked & (1u << part))
             bytes += zmq_msg_size (&out->parts [part]);
-    //  The client's routing id in hex (as the log names peers)
-    size_t size = zmq_msg_size (&out->parts [0]);
-    const byte *data = (const byte *) zmq_msg_data (&out->parts [0]);
-    char *client = (char *) malloc (size * 2 + 1);
-    for (size_t at = 0; at < size; at++)
-        snprintf (client + at * 2, 3, "%02X", data [at]);
-    client [size * 2] = 0;
+    char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
     s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, client);
     if (!account) {
         account = (s_account_t *) calloc (1, sizeof (s_account_t));
@@ -372,6 +391,7 @@ s_admit (act_outbox_t *self, act_out_t *out)
             atomic_fetch_add (&account->refs, 1);
             atomic_fetch_add (&account->bytes, ticket->size);
         }
+    account->full = !admitted;
     if (!admitted)
         act_log_peer (LOG_WARNING, client, "client not reading its replies",
                       "client %s does not read its replies: %zu bytes queued to it "

@@ -36,6 +36,10 @@ act_outbox_t *act_outbox_new (void);
 //  dropped and logged. One reply always goes when nothing is held.
 void act_outbox_set_max_client_bytes (act_outbox_t *self, size_t bytes);
 
+//  True when a reply to client (its routing id) was dropped for want of
+//  room and libzmq still holds replies for it: its next would be too.
+bool act_outbox_client_over (act_outbox_t *self, zframe_t *client);
+
 //  Bytes libzmq holds for all clients now (tracked frames).
 size_t act_outbox_client_bytes (act_outbox_t *self);
 
