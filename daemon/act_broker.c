@@ -33,6 +33,7 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
                                 //  per pass, at most
 #define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
                                 //  replies hold this many bytes
+#define S_PAGE_BUDGET   (1024 * 1024)   //  Bytes of HISTORY pages built per pass
 #define S_DEFER_MAX     4096    //  Worker messages read ahead during a commit
 #define S_DEFER_CLIENTS 8       //  Client requests read ahead during a commit
                                 //  (few: handled first after it, they would
@@ -50,6 +51,7 @@ struct _act_broker_t {
     act_commands_t *commands;   //  The client protocol
     act_wproto_t *wproto;       //  The worker protocol
     act_security_t *security;   //  CURVE and ZAP, NULL without sockets
+    act_pages_t *pages;         //  HISTORY pages built in pieces
     act_committer_t *committer; //  Commits on a thread (a file or database
                                 //  store with sockets), or NULL: inline
     zlist_t *deferred [2];      //  Messages read during a commit, to handle
@@ -312,6 +314,7 @@ s_pass_work (act_broker_t *self)
 size_t
 act_broker_pass (act_broker_t *self)
 {
+    act_pages_pump (self->pages, SIZE_MAX);
     s_pass_work (self);
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
@@ -426,6 +429,7 @@ s_await_commit (act_broker_t *self)
 static void
 s_pass_async (act_broker_t *self)
 {
+    act_pages_pump (self->pages, S_PAGE_BUDGET);
     s_pass_work (self);
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
@@ -575,9 +579,11 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     //  The memory store commits in memory: nothing to wait for
     if (bind && !streq (act_store_backend (self->store), "memory"))
         self->committer = act_committer_new (self->store);
+    self->pages = act_pages_new (self->store, self->outbox, (size_t) settings->max_reply_bytes);
     self->commands = act_commands_new (settings, self->store, self->cache, self->flow,
                                        self->outbox, self->watches, self->security, s_stats,
                                        self);
+    act_commands_set_pages (self->commands, self->pages);
     self->recovering = act_cache_recover (self->cache) > 0;
     s_commit (self);
     act_outbox_flush (self->outbox, self->send, self->send_arg);
@@ -600,6 +606,7 @@ act_broker_destroy (act_broker_t **self_p)
         zsock_destroy (&self->workers);
         act_security_destroy (&self->security);
         act_commands_destroy (&self->commands);
+        act_pages_destroy (&self->pages);
         act_wproto_destroy (&self->wproto);
         //  Calls before their contexts: a call unregisters from its
         //  context's dependency index
@@ -717,7 +724,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         if (self->stopping && (act_flow_running (self->flow) == 0
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
-        bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1]);
+        bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1])
+                  || act_pages_size (self->pages);
         if (zmq_poll (items, zap? 3: 2, ahead? 0: s_wait (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (zap && (items [2].revents & ZMQ_POLLIN))
