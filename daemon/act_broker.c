@@ -33,7 +33,7 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
                                 //  per pass, at most
 #define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
                                 //  replies hold this many bytes
-#define S_PAGE_BUDGET   (1024 * 1024)   //  Bytes of HISTORY pages built per pass
+#define S_PAGE_BUDGET   (256 * 1024)    //  Bytes of HISTORY pages built per pass
 #define S_DEFER_MAX     4096    //  Worker messages read ahead during a commit
 #define S_DEFER_CLIENTS 8       //  Client requests read ahead during a commit
                                 //  (few: handled first after it, they would
