@@ -9,6 +9,14 @@
     promises more than the store holds, and one fsync serves the whole
     pass. What happens to a call is in act_flow.c, top to bottom.
 
+    Nobody stalls it (issue 16): the commit runs on its own thread
+    (act_committer; the memory store commits inline) while the loop reads
+    its sockets ahead and answers PING; a pass reads worker messages
+    first and client requests within a time and a byte budget; HISTORY
+    pages are built a bounded piece per pass (act_pages); and a client
+    that does not read its replies is held to max_client_bytes (the
+    outbox).
+
     Layers, each using only those below it: this loop; the protocols
     (act_commands, act_wproto); the call flow (act_flow); its parts (the
     dependency index act_deps, the context cache act_cache, activities and
