@@ -21,12 +21,12 @@ class Brokers:
     """count actd brokers sharing one fresh PostgreSQL database, and an
     example C worker connected to all of them."""
 
-    def __init__(self, count, store_timeout_ms=None):
+    def __init__(self, count, store_timeout_ms=None, lease_ms=LEASE_MS):
         self.url = pg.database()
         self.dir = tempfile.mkdtemp(prefix="actd-multi-")
         self.config = os.path.join(self.dir, "actd.cfg")
         with open(self.config, "w") as handle:
-            handle.write("server\n    lease_ms = %d\n" % LEASE_MS)
+            handle.write("server\n    lease_ms = %d\n" % lease_ms)
             if store_timeout_ms:
                 handle.write("store\n    timeout_ms = %d\n" % store_timeout_ms)
         self.brokers = [Actd(store=self.url, args=["--config", self.config]).start()
@@ -206,6 +206,48 @@ class MultiBrokerTest(unittest.TestCase):
             self.assertEqual(code, 0, error)
             self.assertEqual(json.loads(output)["call_id"], accepted[context])
         self.assertIn("took over context", survivor.log())
+
+    def test_ping_is_answered_while_a_commit_waits_for_a_lock(self):
+        """Issue 16: the commit runs on its own thread. While another
+        session holds the counters table locked, an APPEND's commit waits;
+        PING is answered meanwhile, and the APPEND's OK comes only after
+        its commit."""
+        #  A lease longer than the wait: the commit holds the connection,
+        #  so the lease is not renewed during it
+        self.group = Brokers(1, store_timeout_ms=20000, lease_ms=30000)
+        broker = self.group.brokers[0]
+        writer, pinger = Client(broker.client_endpoint), Client(broker.client_endpoint)
+        try:
+            message = {"type": "data", "kind": "input", "data": {"a": 1}}
+            self.assertEqual(writer.request("APPEND", "locked", message)[0], "OK")
+            locker = subprocess.Popen(
+                [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c",
+                 "BEGIN; LOCK TABLE counters IN EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)     #  psql takes its lock (the test asserts no timing)
+            rid = writer.send("APPEND", "locked", {"type": "data", "kind": "input",
+                                                    "data": {"b": 2}})
+            time.sleep(0.5)     #  A PING read with the APPEND is answered after it
+            pings = []
+            while locker.poll() is None:
+                started = time.time()
+                self.assertEqual(pinger.request("PING", timeout=30), ["PONG"])
+                pings.append(time.time() - started)
+                if locker.poll() is None:
+                    self.assertFalse(writer.socket.poll(0), "OK before its commit")
+                time.sleep(0.05)
+            self.assertEqual(locker.returncode, 0)
+            reply = writer.wait(rid, timeout=30)
+            self.assertEqual(reply[0], "OK", reply)
+            self.assertEqual(json.loads(reply[1])["seq"], 2)
+            print("PING while a commit waited for a lock: %d answered, max %.1f ms" % (
+                len(pings), 1000 * max(pings)))
+            self.assertGreater(len(pings), 5, pings)
+            self.assertLess(max(pings), 2.0)
+        finally:
+            writer.close()
+            pinger.close()
+
 
     def test_a_broker_paused_past_its_lease_stops_writing_and_the_other_takes_over(self):
         """Issue 16: a broker SIGSTOPped, with appends in flight, far past its
