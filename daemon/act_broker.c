@@ -9,6 +9,14 @@
     promises more than the store holds, and one fsync serves the whole
     pass. What happens to a call is in act_flow.c, top to bottom.
 
+    Nobody stalls it (issue 16): the commit runs on its own thread
+    (act_committer; the memory store commits inline) while the loop reads
+    its sockets ahead and answers PING; a pass reads worker messages
+    first and client requests within a time and a byte budget; HISTORY
+    pages are built a bounded piece per pass (act_pages); and a client
+    that does not read its replies is held to max_client_bytes (the
+    outbox).
+
     Layers, each using only those below it: this loop; the protocols
     (act_commands, act_wproto); the call flow (act_flow); its parts (the
     dependency index act_deps, the context cache act_cache, activities and
@@ -20,6 +28,9 @@
 #include "act_notify.h"
 #include "act_commands.h"
 #include "act_wproto.h"
+#include "act_committer.h"
+#include "act_frame.h"
+#include "actd/act_wire.h"
 
 volatile sig_atomic_t act_broker_stop_requested = 0;
 volatile sig_atomic_t act_broker_reload_requested = 0;
@@ -27,6 +38,16 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
 #define S_READ_BATCH    512     //  Messages read per socket per pass
 #define S_ADOPT_BATCH   64      //  Contexts recovered per pass
 #define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
+#define S_READ_MS       50      //  Client requests are read for this long
+                                //  per pass, at most
+#define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
+                                //  replies hold this many bytes
+#define S_PAGE_BUDGET   (256 * 1024)    //  Bytes of HISTORY pages built per pass
+#define S_DEFER_MAX     4096    //  Worker messages read ahead during a commit
+#define S_DEFER_CLIENTS 8       //  Client requests read ahead during a commit
+                                //  (few: handled first after it, they would
+                                //  skip the socket's fair queue)
+#define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
 
 struct _act_broker_t {
     act_settings_t *settings;   //  What it runs with (not owned)
@@ -39,6 +60,12 @@ struct _act_broker_t {
     act_commands_t *commands;   //  The client protocol
     act_wproto_t *wproto;       //  The worker protocol
     act_security_t *security;   //  CURVE and ZAP, NULL without sockets
+    act_pages_t *pages;         //  HISTORY pages built in pieces
+    act_committer_t *committer; //  Commits on a thread (a file or database
+                                //  store with sockets), or NULL: inline
+    zlist_t *deferred [2];      //  Messages read during a commit, to handle
+                                //  after it: [0] clients, [1] workers
+    size_t deferred_bytes [2];  //  Their bytes
     zsock_t *clients;           //  ROUTER for clients, NULL in-process
     zsock_t *workers;           //  ROUTER for workers, NULL in-process
     act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
@@ -130,19 +157,15 @@ s_reset (act_broker_t *self)
     self->recovering = act_cache_recover (self->cache) > 0;
 }
 
-//  Called once per pass. Everything decided in the pass (accepted calls,
-//  appended messages, finished calls) goes to disk in one transaction
-//  before any reply leaves: replies never promise more than the store
-//  holds, and one fsync serves the whole batch.
+//  Take a commit's outcome: on failure nothing durable may be promised,
+//  so what the batch acknowledged is refused and state reloaded from the
+//  store
 static void
-s_commit (act_broker_t *self)
+s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long long started)
 {
-    size_t writes = act_store_batch (self->store);
-    act_err_t err = { 0 };
-    long long started = act_clock_ms ();
-    if (writes && act_store_commit (self->store, &err)) {
+    if (writes && rc) {
         act_log (LOG_ERR, "store commit failed (%s): %zu writes lost; refusing what "
-                 "they acknowledged and reloading state from the store", err.message, writes);
+                 "they acknowledged and reloading state from the store", err->message, writes);
         act_outbox_refuse (self->outbox);
         s_reset (self);
     }
@@ -153,6 +176,19 @@ s_commit (act_broker_t *self)
         act_hist_add (&self->commit_ms, act_clock_ms () - started);
         act_hist_add (&self->batch, (long long) writes);
     }
+}
+
+//  Called once per pass. Everything decided in the pass (accepted calls,
+//  appended messages, finished calls) goes to disk in one transaction
+//  before any reply leaves: replies never promise more than the store
+//  holds, and one fsync serves the whole batch.
+static void
+s_commit (act_broker_t *self)
+{
+    size_t writes = act_store_batch (self->store);
+    act_err_t err = { 0 };
+    long long started = act_clock_ms ();
+    s_committed (self, writes, writes? act_store_commit (self->store, &err): 0, &err, started);
 }
 
 //  Forget every context and call, without recovering them: this broker can
@@ -169,17 +205,47 @@ s_forget_all (act_broker_t *self)
     act_cache_clear (self->cache);
 }
 
-//  Shared store: renew the lease, and adopt what dead brokers left
+//  Shared store: true when this broker's lease may have run out (it was
+//  not renewed for two thirds of it: actd was paused, or lost the store),
+//  so that what it holds may be another broker's now
+static bool
+s_lapsed (act_broker_t *self, long long now)
+{
+    return act_store_shared (self->store)
+        && now - self->renewed > self->settings->lease_ms * 2 / 3;
+}
+
+//  The lease lapsed: nothing more is written. The batch is dropped (what
+//  it acknowledged refused), and every context and call forgotten.
+static void
+s_stop_writing (act_broker_t *self)
+{
+    size_t writes = act_store_batch (self->store);
+    if (writes || act_cache_size (self->cache)) {
+        act_log (LOG_WARNING, "the lease was not renewed for %lld ms: %zu writes dropped, "
+                 "not committed", act_clock_ms () - self->renewed, writes);
+        act_store_abort (self->store);
+        act_outbox_refuse (self->outbox);
+        s_forget_all (self);
+    }
+}
+
+//  Shared store: renew the lease, and adopt what dead brokers left. A
+//  lease that lapsed first stops all writing; once renewed, the contexts
+//  still this broker's are taken back.
 static void
 s_leases (act_broker_t *self, long long now)
 {
     long long lease = self->settings->lease_ms;
     if (now >= self->renew_at) {
-        if (act_store_renew (self->store) == 0)
+        bool lapsed = s_lapsed (self, now);
+        if (lapsed)
+            s_stop_writing (self);
+        if (act_store_renew (self->store) == 0) {
             self->renewed = now;
-        else
-        if (now - self->renewed > lease * 2 / 3 && act_cache_size (self->cache))
-            s_forget_all (self);
+            if (lapsed)
+                self->recovering = act_cache_recover (self->cache) > 0;
+        }
         self->renew_at = now + lease / 3;
     }
     if (now >= self->orphans_at && now - self->renewed < lease / 2) {
@@ -233,8 +299,10 @@ s_liveness (act_broker_t *self, long long now)
     }
 }
 
-size_t
-act_broker_pass (act_broker_t *self)
+//  The work of a pass before its commit: leases, recovery, timers,
+//  watches, liveness, eviction and retention
+static void
+s_pass_work (act_broker_t *self)
 {
     long long now = act_clock_ms ();
     if (act_store_shared (self->store))
@@ -253,14 +321,150 @@ act_broker_pass (act_broker_t *self)
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
         act_log_peer_flush ();
+        act_outbox_sweep (self->outbox);
         self->evict_at = now + 1000;
     }
     s_retain (self, now);
+}
+
+size_t
+act_broker_pass (act_broker_t *self)
+{
+    act_pages_pump (self->pages, SIZE_MAX);
+    s_pass_work (self);
+    if (s_lapsed (self, act_clock_ms ()))
+        s_stop_writing (self);
     s_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
-    act_security_tick (self->security, now);
+    act_security_tick (self->security, act_clock_ms ());
     self->passed = act_clock_ms ();
     return sent;
+}
+
+
+//  --------------------------------------------------------------------------
+//  While a commit is in flight: the sockets are read ahead (bounded), and
+//  a PING whose client is owed nothing before it is answered at once
+
+//  True when socket which (0 clients, 1 workers) may be read ahead more
+static bool
+s_room (act_broker_t *self, int which)
+{
+    return zlist_size (self->deferred [which]) < (which? S_DEFER_MAX: S_DEFER_CLIENTS)
+        && self->deferred_bytes [which] < S_DEFER_BYTES;
+}
+
+//  True when a message read ahead comes from client
+static bool
+s_deferred_from (act_broker_t *self, zframe_t *client)
+{
+    for (zmsg_t *msg = zlist_first (self->deferred [0]); msg; msg = zlist_next (self->deferred [0]))
+        if (zframe_eq (zmsg_first (msg), client))
+            return true;
+    return false;
+}
+
+//  Answer msg at once when it is a well-formed, allowed PING from a client
+//  owed no earlier reply (none in the outbox, none of its requests read
+//  ahead), so that replies to one client keep their order. Returns true
+//  when answered (msg destroyed).
+static bool
+s_ping_now (act_broker_t *self, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    zframe_t *client = zmsg_first (msg);
+    zframe_t *header = zmsg_next (msg);
+    bool from_req = header && zframe_size (header) == 0;
+    if (from_req)
+        header = zmsg_next (msg);
+    zframe_t *verb = zmsg_next (msg);
+    act_grant_t grant;              //  PING needs no right, only a known key
+    zframe_t *request = zmsg_next (msg);
+    if (zmsg_size (msg) != (from_req? 5u: 4u) || !act_frame_is (header, ACT_CLIENT_HEADER)
+    ||  !act_frame_is (verb, "PING") || zframe_size (request) == 0
+    ||  zframe_size (request) > ACT_MAX_REQUEST_ID
+    ||  !act_security_client_grant (self->security, header, &grant)
+    ||  act_outbox_holds (self->outbox, zframe_data (client), zframe_size (client))
+    ||  s_deferred_from (self, client))
+        return false;
+    zmsg_t *pong = zmsg_new ();
+    zmsg_addmem (pong, zframe_data (client), zframe_size (client));
+    if (from_req)
+        zmsg_addmem (pong, "", 0);
+    zmsg_addstr (pong, ACT_CLIENT_HEADER);
+    zmsg_addstr (pong, "PONG");
+    zmsg_addmem (pong, zframe_data (request), zframe_size (request));
+    if (zmsg_send (&pong, self->clients))
+        zmsg_destroy (&pong);
+    zmsg_destroy (msg_p);
+    return true;
+}
+
+//  Read socket which ahead, as far as there is room
+static void
+s_read_ahead (act_broker_t *self, int which)
+{
+    for (int count = 0; count < S_READ_BATCH && s_room (self, which); count++) {
+        zmsg_t *msg = zmsg_recv_nowait (which? self->workers: self->clients);
+        if (!msg)
+            break;
+        if (which == 0 && s_ping_now (self, &msg))
+            continue;
+        self->deferred_bytes [which] += zmsg_content_size (msg);
+        zlist_append (self->deferred [which], msg);
+    }
+}
+
+//  Wait for the commit in flight, reading ahead meanwhile
+static void
+s_await_commit (act_broker_t *self)
+{
+    zsock_t *zap = act_security_zap (self->security);
+    zmq_pollitem_t items [] = {
+        { zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 },
+        { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }
+    };
+    while (true) {
+        items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
+        items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
+        if (zmq_poll (items, zap? 4: 3, -1) < 0 && zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN)
+            break;
+        if (zap && (items [3].revents & ZMQ_POLLIN))
+            act_security_handle (self->security);
+        if (items [2].revents & ZMQ_POLLIN)
+            s_read_ahead (self, 1);
+        if (items [1].revents & ZMQ_POLLIN)
+            s_read_ahead (self, 0);
+    }
+}
+
+//  A pass of the running loop: act_broker_pass, with the commit on the
+//  committer's thread while the sockets are read ahead
+static void
+s_pass_async (act_broker_t *self)
+{
+    act_pages_pump (self->pages, S_PAGE_BUDGET);
+    s_pass_work (self);
+    if (s_lapsed (self, act_clock_ms ()))
+        s_stop_writing (self);
+    size_t writes = act_store_batch (self->store);
+    if (writes && self->committer) {
+        long long started = act_clock_ms ();
+        act_committer_start (self->committer);
+        s_await_commit (self);
+        act_err_t err = { 0 };
+        int rc = act_committer_finish (self->committer, &err);
+        s_committed (self, writes, rc, &err, started);
+    }
+    else
+        s_commit (self);
+    act_outbox_flush (self->outbox, self->send, self->send_arg);
+    act_security_tick (self->security, act_clock_ms ());
+    self->passed = act_clock_ms ();
 }
 
 
@@ -362,9 +566,13 @@ s_join (act_broker_t *self, act_err_t *err)
     if (!settings->broker_id)
         settings->broker_id = zsys_sprintf ("%s/%s", host, settings->advertise);
     free (host);
-    if (act_store_join (self->store, settings->broker_id, settings->advertise,
-                        settings->lease_ms, err))
+    if (act_store_timeout (self->store, settings->store_timeout_ms)
+    ||  act_store_join (self->store, settings->broker_id, settings->advertise,
+                        settings->lease_ms, err)) {
+        if (!err->code)
+            act_err_set (err, ACT_E_INTERNAL, "cannot set the store's timeouts");
         return -1;
+    }
     self->renewed = act_clock_ms ();
     act_log (LOG_NOTICE, "joined the shared store as broker %s (clients are sent to %s; "
              "leases last %lld ms)", settings->broker_id, settings->advertise,
@@ -384,6 +592,9 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     self->outbox = act_outbox_new ();
+    act_outbox_set_max_client_bytes (self->outbox, (size_t) settings->max_client_bytes);
+    self->deferred [0] = zlist_new ();
+    self->deferred [1] = zlist_new ();
     self->watches = act_watches_new (self->store, self->outbox, (size_t) settings->max_watches);
     self->cache = act_cache_new (settings, self->store);
     self->pool = act_pool_new (settings);
@@ -395,9 +606,14 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         act_broker_destroy (&self);
         return NULL;
     }
+    //  The memory store commits in memory: nothing to wait for
+    if (bind && !streq (act_store_backend (self->store), "memory"))
+        self->committer = act_committer_new (self->store);
+    self->pages = act_pages_new (self->store, self->outbox, (size_t) settings->max_reply_bytes);
     self->commands = act_commands_new (settings, self->store, self->cache, self->flow,
                                        self->outbox, self->watches, self->security, s_stats,
                                        self);
+    act_commands_set_pages (self->commands, self->pages);
     self->recovering = act_cache_recover (self->cache) > 0;
     s_commit (self);
     act_outbox_flush (self->outbox, self->send, self->send_arg);
@@ -409,10 +625,18 @@ act_broker_destroy (act_broker_t **self_p)
 {
     if (self_p && *self_p) {
         act_broker_t *self = *self_p;
+        act_committer_destroy (&self->committer);
+        for (int which = 0; which < 2; which++) {
+            zmsg_t *msg;
+            while ((msg = (zmsg_t *) zlist_pop (self->deferred [which])))
+                zmsg_destroy (&msg);
+            zlist_destroy (&self->deferred [which]);
+        }
         zsock_destroy (&self->clients);
         zsock_destroy (&self->workers);
         act_security_destroy (&self->security);
         act_commands_destroy (&self->commands);
+        act_pages_destroy (&self->pages);
         act_wproto_destroy (&self->wproto);
         //  Calls before their contexts: a call unregisters from its
         //  context's dependency index
@@ -459,28 +683,54 @@ s_wait (act_broker_t *self)
     return wait > 250? 250: wait < 0? 0: wait;
 }
 
-//  Read fairly: up to a batch from each socket, alternating. Notes whether
-//  worker messages may be left, so that no worker is judged unread.
+//  The next message of socket which (0 clients, 1 workers): those read
+//  ahead during a commit first, in order
+static zmsg_t *
+s_next (act_broker_t *self, int which)
+{
+    zmsg_t *msg = (zmsg_t *) zlist_pop (self->deferred [which]);
+    if (msg)
+        self->deferred_bytes [which] -= zmsg_content_size (msg);
+    else
+        msg = zmsg_recv_nowait (which? self->workers: self->clients);
+    return msg;
+}
+
+//  Read fairly, within budgets: worker messages first in each round, up
+//  to a batch, and never stopped by client traffic; client requests up to
+//  a batch, for S_READ_MS at most, and until the replies of the pass hold
+//  S_READ_BYTES (a HISTORY page can be megabytes): the rest waits in the
+//  socket for the next pass, after the commit has sent these. Notes
+//  whether worker messages may be left, so that no worker is judged
+//  unread.
 static void
 s_read (act_broker_t *self)
 {
-    self->workers_waiting = false;
-    for (int round = 0; round < S_READ_BATCH; round++) {
-        bool any = false;
-        zmsg_t *msg = zmsg_recv_nowait (self->workers);
-        self->workers_waiting = msg != NULL;
-        if (msg) {
+    long long started = act_clock_ms ();
+    bool workers = true, clients = true;
+    for (int round = 0; round < S_READ_BATCH && (workers || clients); round++) {
+        zmsg_t *msg = workers? s_next (self, 1): NULL;
+        workers = msg != NULL;
+        if (msg)
             act_broker_worker_message (self, &msg);
-            any = true;
+        msg = clients? s_next (self, 0): NULL;
+        clients = msg != NULL;
+        if (msg && act_outbox_client_over (self->outbox, zmsg_first (msg))) {
+            //  Its replies would be dropped: not worth building
+            char *peer = zframe_strhex (zmsg_first (msg));
+            act_log_peer (LOG_WARNING, peer, "client not reading its replies",
+                          "client %s does not read its replies: a request dropped unread "
+                          "(server/max_client_bytes)", peer);
+            free (peer);
+            zmsg_destroy (&msg);
         }
-        msg = zmsg_recv_nowait (self->clients);
         if (msg) {
             act_broker_client_message (self, &msg);
-            any = true;
+            clients = act_clock_ms () - started < S_READ_MS
+                   && act_outbox_bytes (self->outbox) < S_READ_BYTES;
         }
-        if (!any)
-            break;
     }
+    self->workers_waiting = workers;
 }
 
 int
@@ -504,12 +754,14 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         if (self->stopping && (act_flow_running (self->flow) == 0
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
-        if (zmq_poll (items, zap? 3: 2, s_wait (self)) < 0 && zmq_errno () != EINTR)
+        bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1])
+                  || act_pages_size (self->pages);
+        if (zmq_poll (items, zap? 3: 2, ahead? 0: s_wait (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (zap && (items [2].revents & ZMQ_POLLIN))
             act_security_handle (self->security);
         s_read (self);
-        act_broker_pass (self);
+        s_pass_async (self);
     }
     act_broker_pass (self);
     if (act_store_shared (self->store))

@@ -15,6 +15,8 @@ struct _act_commands_t {
     act_security_t *security;   //  Allowed client keys (borrowed)
     act_commands_stats_fn *stats;   //  Builds STATS
     void *stats_arg;            //  Its argument
+    act_pages_t *pages;         //  HISTORY pages built in pieces (borrowed),
+                                //  or NULL: read at once
 };
 
 //  One request, as the dispatcher checked it
@@ -69,7 +71,7 @@ act_commands_new (act_settings_t *settings, act_store_t *store, act_cache_t *cac
     act_commands_t *self = (act_commands_t *) calloc (1, sizeof (act_commands_t));
     if (self)
         *self = (act_commands_t) { settings, store, cache, flow, outbox, watches, security,
-                                   stats, stats_arg };
+                                   stats, stats_arg, NULL };
     return self;
 }
 
@@ -327,10 +329,20 @@ s_history (act_commands_t *self, s_request_t *req)
     act_err_t err = { 0 };
     uint64_t from, limit;
     json_t *page = NULL;
-    if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err) == 0
-    &&  s_decimal_arg (req->args [2], "limit", ACT_HISTORY_LIMIT, &limit, &err) == 0
-    &&  act_cache_get (self->cache, req->context, false, &err)
-    &&  !(page = act_store_history (self->store, req->context, from, limit,
+    if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err)
+    ||  s_decimal_arg (req->args [2], "limit", ACT_HISTORY_LIMIT, &limit, &err)
+    ||  !act_cache_get (self->cache, req->context, false, &err))
+        ;
+    else
+    if (self->pages) {
+        //  Built in pieces over the next passes (act_pages.h)
+        act_pages_start (self->pages, req->client, req->request,
+                         act_outbox_enveloped (self->outbox, req->client), req->context,
+                         from, (size_t) limit);
+        return;
+    }
+    else
+    if (!(page = act_store_history (self->store, req->context, from, limit,
                                     (size_t) self->settings->max_reply_bytes)))
         act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
     if (page)
@@ -694,6 +706,12 @@ s_permitted (const s_command_t *row, s_request_t *req, zframe_t *header, act_err
         return false;
     }
     return true;
+}
+
+void
+act_commands_set_pages (act_commands_t *self, act_pages_t *pages)
+{
+    self->pages = pages;
 }
 
 void

@@ -11,6 +11,7 @@
 
 #include "act_flow.h"
 #include "act_security.h"
+#include "act_pages.h"
 
 typedef struct _act_commands_t act_commands_t;
 
@@ -31,6 +32,10 @@ void act_commands_destroy (act_commands_t **self_p);
 //  [command][request id][args...]: reply through the outbox (a message
 //  too short to carry a request id is logged and dropped). Destroys it.
 void act_commands_message (act_commands_t *self, zmsg_t **msg_p);
+
+//  Build HISTORY pages in pieces through pages (borrowed) instead of at
+//  once (NULL: at once).
+void act_commands_set_pages (act_commands_t *self, act_pages_t *pages);
 
 //  The table, for tests: the number of commands, and the name and the
 //  fewest and most argument frames of command index.

@@ -4,8 +4,21 @@
     Frames are libzmq messages built in place in one array of messages: a
     CZMQ message costs a frame and a list node per frame, which were a
     tenth of the broker's instructions per call.
+
+    Bytes queued to one client. The client socket's high-water mark
+    counts messages (100 000 per peer), not bytes: a client that sends
+    HISTORY requests and never reads would have libzmq hold 100 000
+    replies of up to max_reply_bytes each. So every frame of S_TRACKED
+    bytes or more is handed to libzmq with a free function (zero copy),
+    which libzmq calls once it has written the frame to the connection
+    or dropped it: each client's account knows the bytes libzmq holds for
+    it. A reply that would take a client past max_client_bytes is dropped
+    instead (as the high-water mark drops: PROTOCOL.md 1, a watcher sees a
+    gap in seq), logged once per interval; one reply always goes when
+    nothing is held.
     ========================================================================= */
 
+#include <stdatomic.h>
 #include "act_outbox.h"
 #include "actd/act_err.h"
 #include "actd/act_wire.h"
@@ -14,11 +27,31 @@
 //  The most frames a message of the broker has (a Majordomo 0.1 TASK: 7)
 #define S_PARTS 8
 
+//  Frames this large or larger count in their client's account
+#define S_TRACKED 512
+
+//  The bytes libzmq holds for one client. Its frames' free function runs
+//  on libzmq's I/O thread: the counts are atomic, and the account lives
+//  until the table and every frame have let it go.
+typedef struct {
+    atomic_size_t bytes;        //  Bytes of its frames libzmq holds
+    atomic_size_t refs;         //  The table's reference, and one per frame
+    bool full;                  //  Its last reply was dropped for want of
+                                //  room (the loop's thread only)
+} s_account_t;
+
+//  Before the bytes of a tracked frame: its size and account
+typedef struct {
+    size_t size;                //  The frame's bytes
+    s_account_t *account;       //  Whose, once sent; NULL before
+} s_ticket_t;
+
 struct _act_out_t {
     zmq_msg_t parts [S_PARTS];  //  The frames, routing id first
     size_t nparts;              //  Frames built
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
+    unsigned tracked;           //  Bit n: part n is a tracked frame
     size_t head;                //  Index of a reply's ACTC01 frame (1, or 2
                                 //  after a REQ client's empty frame)
 };
@@ -29,12 +62,81 @@ struct _act_outbox_t {
     size_t room;                //  Slots allocated
     zframe_t *envelope;         //  Client whose replies get an empty frame
                                 //  now (borrowed), or NULL
+    size_t counted;             //  Messages whose bytes are in bytes
+    size_t bytes;               //  Bytes of the first counted messages
+    zhashx_t *accounts;         //  Client routing id (hex) -> s_account_t
+    size_t max_client_bytes;    //  Bytes libzmq may hold for one client
+                                //  (0: no bound)
 };
+
+//  Let an account go; the last reference frees it
+static void
+s_account_release (s_account_t *account)
+{
+    if (atomic_fetch_sub (&account->refs, 1) == 1)
+        free (account);
+}
+
+static void
+s_account_destroy (void **item)
+{
+    if (*item)
+        s_account_release ((s_account_t *) *item);
+    *item = NULL;
+}
+
+//  libzmq is done with a tracked frame (sent, or dropped)
+static void
+s_ticket_free (void *data, void *hint)
+{
+    (void) data;
+    s_ticket_t *ticket = (s_ticket_t *) hint;
+    if (ticket->account) {
+        atomic_fetch_sub (&ticket->account->bytes, ticket->size);
+        s_account_release (ticket->account);
+    }
+    free (ticket);
+}
 
 act_outbox_t *
 act_outbox_new (void)
 {
-    return (act_outbox_t *) calloc (1, sizeof (act_outbox_t));
+    act_outbox_t *self = (act_outbox_t *) calloc (1, sizeof (act_outbox_t));
+    if (self) {
+        self->accounts = zhashx_new ();
+        zhashx_set_destructor (self->accounts, s_account_destroy);
+    }
+    return self;
+}
+
+void
+act_outbox_set_max_client_bytes (act_outbox_t *self, size_t bytes)
+{
+    self->max_client_bytes = bytes;
+}
+
+size_t
+act_outbox_client_bytes (act_outbox_t *self)
+{
+    size_t total = 0;
+    for (s_account_t *account = (s_account_t *) zhashx_first (self->accounts); account;
+         account = (s_account_t *) zhashx_next (self->accounts))
+        total += atomic_load (&account->bytes);
+    return total;
+}
+
+void
+act_outbox_sweep (act_outbox_t *self)
+{
+    zlistx_t *idle = zlistx_new ();
+    for (s_account_t *account = (s_account_t *) zhashx_first (self->accounts); account;
+         account = (s_account_t *) zhashx_next (self->accounts))
+        if (atomic_load (&account->bytes) == 0)
+            zlistx_add_end (idle, (void *) zhashx_cursor (self->accounts));
+    for (const char *key = (const char *) zlistx_first (idle); key;
+         key = (const char *) zlistx_next (idle))
+        zhashx_delete (self->accounts, key);
+    zlistx_destroy (&idle);
 }
 
 //  Free out's frames (sent ones are empty already)
@@ -54,6 +156,7 @@ act_outbox_destroy (act_outbox_t **self_p)
         for (size_t i = 0; i < self->size; i++)
             s_close (&self->messages [i]);
         free (self->messages);
+        zhashx_destroy (&self->accounts);
         free (self);
         *self_p = NULL;
     }
@@ -75,6 +178,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->nparts = 0;
     out->to_worker = to_worker;
     out->durable = durable;
+    out->tracked = 0;
     out->head = 1;
     return out;
 }
@@ -86,6 +190,20 @@ act_out_add (act_out_t *out, const void *data, size_t size)
         return;
     assert (out->nparts < S_PARTS);             //  The broker's own messages
     zmq_msg_t *part = &out->parts [out->nparts++];
+    if (size >= S_TRACKED && !out->to_worker) {
+        //  The frame's bytes after its ticket, freed by s_ticket_free
+        s_ticket_t *ticket = (s_ticket_t *) malloc (sizeof (s_ticket_t) + size);
+        if (!ticket) {
+            zsys_error ("out of memory for a frame of %zu bytes", size);
+            abort ();
+        }
+        ticket->size = size;
+        ticket->account = NULL;
+        memcpy (ticket + 1, data, size);
+        zmq_msg_init_data (part, ticket + 1, size, s_ticket_free, ticket);
+        out->tracked |= 1u << (out->nparts - 1);
+        return;
+    }
     if (zmq_msg_init_size (part, size)) {
         zsys_error ("out of memory for a frame of %zu bytes", size);
         abort ();
@@ -154,6 +272,29 @@ act_outbox_size (act_outbox_t *self)
     return self->size;
 }
 
+size_t
+act_outbox_bytes (act_outbox_t *self)
+{
+    for (; self->counted < self->size; self->counted++) {
+        act_out_t *out = &self->messages [self->counted];
+        for (size_t part = 0; part < out->nparts; part++)
+            self->bytes += zmq_msg_size (&out->parts [part]);
+    }
+    return self->bytes;
+}
+
+bool
+act_outbox_holds (act_outbox_t *self, const void *client, size_t size)
+{
+    for (size_t i = 0; i < self->size; i++) {
+        act_out_t *out = &self->messages [i];
+        if (!out->to_worker && out->nparts && zmq_msg_size (&out->parts [0]) == size
+        &&  memcmp (zmq_msg_data (&out->parts [0]), client, size) == 0)
+            return true;
+    }
+    return false;
+}
+
 //  True when frame part of out holds text
 static bool
 s_part_is (act_out_t *out, size_t part, const char *text)
@@ -197,7 +338,71 @@ act_outbox_refuse (act_outbox_t *self)
             s_close (out);
     }
     self->size = kept;
+    self->counted = self->bytes = 0;
     return refused;
+}
+
+//  A routing id in hex, as the log names peers (the caller frees it)
+static char *
+s_hex (const void *id, size_t size)
+{
+    const byte *data = (const byte *) id;
+    char *hex = (char *) malloc (size * 2 + 1);
+    for (size_t at = 0; at < size; at++)
+        snprintf (hex + at * 2, 3, "%02X", data [at]);
+    hex [size * 2] = 0;
+    return hex;
+}
+
+bool
+act_outbox_client_over (act_outbox_t *self, zframe_t *client)
+{
+    if (self->max_client_bytes == 0 || zhashx_size (self->accounts) == 0)
+        return false;
+    char *hex = s_hex (zframe_data (client), zframe_size (client));
+    s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, hex);
+    free (hex);
+    return account && account->full && atomic_load (&account->bytes) > 0;
+}
+
+//  True when out may go to its client: what libzmq holds for the client
+//  stays within max_client_bytes (or nothing is held). Its tracked frames
+//  are then charged to the client's account.
+static bool
+s_admit (act_outbox_t *self, act_out_t *out)
+{
+    if (!out->tracked || out->nparts == 0)
+        return true;
+    size_t bytes = 0;
+    for (size_t part = 0; part < out->nparts; part++)
+        if (out->tracked & (1u << part))
+            bytes += zmq_msg_size (&out->parts [part]);
+    char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
+    s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, client);
+    if (!account) {
+        account = (s_account_t *) calloc (1, sizeof (s_account_t));
+        atomic_init (&account->bytes, 0);
+        atomic_init (&account->refs, 1);
+        zhashx_insert (self->accounts, client, account);
+    }
+    size_t held = atomic_load (&account->bytes);
+    bool admitted = self->max_client_bytes == 0 || held == 0
+                 || held + bytes <= self->max_client_bytes;
+    for (size_t part = 0; admitted && part < out->nparts; part++)
+        if (out->tracked & (1u << part)) {
+            s_ticket_t *ticket = (s_ticket_t *) zmq_msg_data (&out->parts [part]) - 1;
+            ticket->account = account;
+            atomic_fetch_add (&account->refs, 1);
+            atomic_fetch_add (&account->bytes, ticket->size);
+        }
+    account->full = !admitted;
+    if (!admitted)
+        act_log_peer (LOG_WARNING, client, "client not reading its replies",
+                      "client %s does not read its replies: %zu bytes queued to it "
+                      "(server/max_client_bytes %zu); a reply of %zu bytes dropped",
+                      client, held, self->max_client_bytes, bytes);
+    free (client);
+    return admitted;
 }
 
 size_t
@@ -206,10 +411,11 @@ act_outbox_flush (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
     size_t sent = 0;
     for (size_t i = 0; i < self->size; i++) {
         act_out_t *out = &self->messages [i];
-        if (send && send (arg, out->to_worker, out->parts, out->nparts))
+        if (send && s_admit (self, out) && send (arg, out->to_worker, out->parts, out->nparts))
             sent++;
         s_close (out);
     }
     self->size = 0;
+    self->counted = self->bytes = 0;
     return sent;
 }

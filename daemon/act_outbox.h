@@ -31,6 +31,22 @@ typedef bool (act_outbox_send_fn) (void *arg, bool to_worker, zmq_msg_t *parts,
 //  An empty outbox; NULL when out of memory.
 act_outbox_t *act_outbox_new (void);
 
+//  Bound the bytes libzmq may hold for one client (replies not yet
+//  written to its connection) to bytes (0: no bound): a reply past it is
+//  dropped and logged. One reply always goes when nothing is held.
+void act_outbox_set_max_client_bytes (act_outbox_t *self, size_t bytes);
+
+//  True when a reply to client (its routing id) was dropped for want of
+//  room and libzmq still holds replies for it: its next would be too.
+bool act_outbox_client_over (act_outbox_t *self, zframe_t *client);
+
+//  Bytes libzmq holds for all clients now (tracked frames).
+size_t act_outbox_client_bytes (act_outbox_t *self);
+
+//  Forget the accounts of clients libzmq holds nothing for; call it now
+//  and then.
+void act_outbox_sweep (act_outbox_t *self);
+
 //  Destroy the outbox and what it holds, and null the pointer; safe on NULL.
 void act_outbox_destroy (act_outbox_t **self_p);
 
@@ -67,6 +83,12 @@ void act_out_frame (act_out_t *out, zframe_t *frame);
 
 //  Messages waiting.
 size_t act_outbox_size (act_outbox_t *self);
+
+//  Bytes of the messages waiting (their frames).
+size_t act_outbox_bytes (act_outbox_t *self);
+
+//  True when a message to the client with this routing id is waiting.
+bool act_outbox_holds (act_outbox_t *self, const void *client, size_t size);
 
 //  The commit of the pass failed: nothing durable may be promised. Replies
 //  that promised stored state become ERROR internal to the same request,

@@ -56,11 +56,13 @@ act_settings_new (void)
     self->retain_ms = 0;
     self->max_message_bytes = 1048576;
     self->max_reply_bytes = 8388608;
+    self->max_client_bytes = 64 * 1024 * 1024;
     self->max_queued_calls = 1000000;
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
     self->max_contexts = 10000;
     self->lease_ms = 10000;
+    self->store_timeout_ms = 3000;
     self->log_level = LOG_INFO;
     self->log_syslog = true;
     self->defaults = (act_activity_settings_t) {
@@ -451,6 +453,9 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     if (streq (full, "server/max_reply_bytes"))
         s_integer (reader, item, full, 1024, &self->max_reply_bytes);
     else
+    if (streq (full, "server/max_client_bytes"))
+        s_integer (reader, item, full, 65536, &self->max_client_bytes);
+    else
     if (streq (full, "server/max_queued_calls"))
         s_integer (reader, item, full, 1, &self->max_queued_calls);
     else
@@ -490,6 +495,9 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "store/retain_ms"))
         s_integer (reader, item, full, 0, &self->retain_ms);
+    else
+    if (streq (full, "store/timeout_ms"))
+        s_integer (reader, item, full, 100, &self->store_timeout_ms);
     else
     if (streq (full, "log/level"))
         s_log_level (reader, self, item, full);

@@ -53,6 +53,8 @@ typedef struct {
     long long max_message_bytes;//  Largest frame accepted (too_large above)
     long long max_reply_bytes;  //  HISTORY pages stop here; larger VIEW and
                                 //  RESOLVE values are too_large
+    long long max_client_bytes; //  Replies libzmq may hold for one client
+                                //  not reading them, in bytes
     long long max_queued_calls; //  Calls waiting or queued in all activities
                                 //  before CALL and PLAN get busy
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
@@ -82,6 +84,7 @@ typedef struct {
                                 //  to (default: client_endpoint)
     long long lease_ms;         //  A dead broker's contexts are taken over
                                 //  this long after its last heartbeat
+    long long store_timeout_ms; //  PostgreSQL: longest statement or lock wait
 } act_settings_t;
 
 //  Settings with every default of PROTOCOL.md section 5.

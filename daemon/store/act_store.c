@@ -277,6 +277,24 @@ act_store_renew (act_store_t *self)
 }
 
 int
+act_store_timeout (act_store_t *self, long long ms)
+{
+    return self->backend->timeout? self->backend->timeout (self->impl, ms): 0;
+}
+
+void
+act_store_abort (act_store_t *self)
+{
+    if (self->batch) {
+        act_err_t err = { 0 };
+        self->backend->commit (self->impl, self->deltas, true, &err);
+    }
+    memset (self->deltas, 0, sizeof self->deltas);
+    self->batch = 0;
+    zstr_free (&self->failed);
+}
+
+int
 act_store_leave (act_store_t *self)
 {
     return self->backend->leave? self->backend->leave (self->impl): 0;

@@ -196,6 +196,16 @@ int act_store_claim (act_store_t *self, const char *context, char **owner);
 //  not be reached.
 int act_store_renew (act_store_t *self);
 
+//  Bound every statement, and every wait for a lock another broker holds,
+//  to ms (PostgreSQL's statement_timeout and lock_timeout, for the
+//  session): a broker paused with a transaction open cannot block the
+//  others longer. Returns 0, or -1 on a store error; a store of one
+//  broker does nothing.
+int act_store_timeout (act_store_t *self, long long ms);
+
+//  Drop the batch: none of its writes is kept (as a failed commit).
+void act_store_abort (act_store_t *self);
+
 //  Leave: this broker's leases run out now, so that live brokers take its
 //  contexts over at once (a clean shutdown).
 int act_store_leave (act_store_t *self);

@@ -56,6 +56,8 @@ typedef struct {
     int (*put_append_key) (void *impl, const char *context, const char *key, uint64_t seq);
     int (*idle_contexts) (void *impl, const char *before, size_t limit,
                           act_store_each_fn *fn, void *arg);
+    //  Bound each statement and each lock wait to ms (NULL: no bound)
+    int (*timeout) (void *impl, long long ms);
 } act_store_backend_t;
 
 //  Call fn with text as a JSON string; returns what fn returns

@@ -61,6 +61,7 @@ int act_pg_join (void *impl, const char *id, const char *endpoint, long long lea
 int act_pg_renew (void *impl);
 int act_pg_leave (void *impl);
 int act_pg_claim (void *impl, const char *context, char **owner);
+int act_pg_timeout (void *impl, long long ms);
 int act_pg_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg);
 
 //  act_store_pg_contexts.c

@@ -37,6 +37,19 @@ act_pg_renew (void *impl)
 }
 
 int
+act_pg_timeout (void *impl, long long ms)
+{
+    act_pg_t *self = (act_pg_t *) impl;
+    char *locks = zsys_sprintf ("SET lock_timeout = %lld", ms);
+    char *statements = zsys_sprintf ("SET statement_timeout = %lld", ms);
+    int rc = act_pg_run (self, "cannot set lock_timeout", locks, 0, NULL, NULL)
+          || act_pg_run (self, "cannot set statement_timeout", statements, 0, NULL, NULL);
+    zstr_free (&locks);
+    zstr_free (&statements);
+    return rc? -1: 0;
+}
+
+int
 act_pg_leave (void *impl)
 {
     act_pg_t *self = (act_pg_t *) impl;

@@ -4,8 +4,10 @@ following it, and a dead broker's contexts taken over with their calls."""
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -19,12 +21,14 @@ class Brokers:
     """count actd brokers sharing one fresh PostgreSQL database, and an
     example C worker connected to all of them."""
 
-    def __init__(self, count):
+    def __init__(self, count, store_timeout_ms=None, lease_ms=LEASE_MS):
         self.url = pg.database()
         self.dir = tempfile.mkdtemp(prefix="actd-multi-")
         self.config = os.path.join(self.dir, "actd.cfg")
         with open(self.config, "w") as handle:
-            handle.write("server\n    lease_ms = %d\n" % LEASE_MS)
+            handle.write("server\n    lease_ms = %d\n" % lease_ms)
+            if store_timeout_ms:
+                handle.write("store\n    timeout_ms = %d\n" % store_timeout_ms)
         self.brokers = [Actd(store=self.url, args=["--config", self.config]).start()
                         for _ in range(count)]
         self.worker = None
@@ -202,6 +206,141 @@ class MultiBrokerTest(unittest.TestCase):
             self.assertEqual(code, 0, error)
             self.assertEqual(json.loads(output)["call_id"], accepted[context])
         self.assertIn("took over context", survivor.log())
+
+    def test_ping_is_answered_while_a_commit_waits_for_a_lock(self):
+        """Issue 16: the commit runs on its own thread. While another
+        session holds the counters table locked, an APPEND's commit waits;
+        PING is answered meanwhile, and the APPEND's OK comes only after
+        its commit."""
+        #  A lease longer than the wait: the commit holds the connection,
+        #  so the lease is not renewed during it
+        self.group = Brokers(1, store_timeout_ms=20000, lease_ms=30000)
+        broker = self.group.brokers[0]
+        writer, pinger = Client(broker.client_endpoint), Client(broker.client_endpoint)
+        try:
+            message = {"type": "data", "kind": "input", "data": {"a": 1}}
+            self.assertEqual(writer.request("APPEND", "locked", message)[0], "OK")
+            locker = subprocess.Popen(
+                [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c",
+                 "BEGIN; LOCK TABLE counters IN EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)     #  psql takes its lock (the test asserts no timing)
+            rid = writer.send("APPEND", "locked", {"type": "data", "kind": "input",
+                                                    "data": {"b": 2}})
+            time.sleep(0.5)     #  A PING read with the APPEND is answered after it
+            pings = []
+            while locker.poll() is None:
+                started = time.time()
+                self.assertEqual(pinger.request("PING", timeout=30), ["PONG"])
+                pings.append(time.time() - started)
+                if locker.poll() is None:
+                    self.assertFalse(writer.socket.poll(0), "OK before its commit")
+                time.sleep(0.05)
+            self.assertEqual(locker.returncode, 0)
+            reply = writer.wait(rid, timeout=30)
+            self.assertEqual(reply[0], "OK", reply)
+            self.assertEqual(json.loads(reply[1])["seq"], 2)
+            print("PING while a commit waited for a lock: %d answered, max %.1f ms" % (
+                len(pings), 1000 * max(pings)))
+            self.assertGreater(len(pings), 5, pings)
+            self.assertLess(max(pings), 2.0)
+        finally:
+            writer.close()
+            pinger.close()
+
+
+    def test_a_broker_paused_past_its_lease_stops_writing_and_the_other_takes_over(self):
+        """Issue 16: a broker SIGSTOPped, with appends in flight, far past its
+        lease: the other keeps answering PING, takes its contexts over and
+        runs their calls; the paused one, resumed, commits nothing more;
+        nothing acknowledged is lost and nothing is stored twice."""
+        self.group = Brokers(2, store_timeout_ms=300)
+        endpoints = self.group.client_endpoints()
+        contexts = ["pause-%d" % i for i in range(12)]
+        accepted = {}
+        for context in contexts:
+            code, output, error = actctl(endpoints, "call", context, json.dumps(
+                {"_tool": "upper", "text": context, "_outputPath": "\u2020state.done",
+                 "_id": "once-" + context}))
+            self.assertEqual(code, 0, error)
+            accepted[context] = json.loads(output)["call_id"]
+        owners = {context: owner(self.group.brokers, context) for context in contexts}
+        victim, survivor = self.group.brokers
+        doomed = [context for context in contexts if owners[context] == victim.client_endpoint]
+        self.assertTrue(doomed, "the paused broker owned some contexts")
+        #  PINGs to the survivor all along
+        pings, stop = [], threading.Event()
+
+        def ping():
+            client = Client(survivor.client_endpoint)
+            try:
+                while not stop.is_set():
+                    started = time.time()
+                    self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+                    pings.append(time.time() - started)
+                    time.sleep(0.02)
+            finally:
+                client.close()
+        pinger = threading.Thread(target=ping)
+        pinger.start()
+        #  Appends in flight at the victim when it stops, and more queued
+        writer = Client(victim.client_endpoint)
+        sent = {}
+        for n in range(400):
+            context = doomed[n % len(doomed)]
+            message = {"type": "data", "kind": "input", "data": {"m": "a%d" % n}}
+            sent[writer.send("APPEND", context, message)] = (context, "a%d" % n)
+            if n == 200:
+                victim.process.send_signal(signal.SIGSTOP)
+        try:
+            #  The survivor takes the contexts over and runs their calls
+            self.group.start_worker([survivor])
+            deadline = time.time() + 60
+            for context in doomed:
+                while True:
+                    code, output, _ = actctl([survivor.client_endpoint], "status",
+                                             accepted[context])
+                    if code == 0 and json.loads(output)["state"] == "ok":
+                        break
+                    self.assertLess(time.time(), deadline, "%s not taken over" % context)
+                    time.sleep(0.2)
+        finally:
+            victim.process.send_signal(signal.SIGCONT)
+        #  Every append is answered: OK (kept) or refused
+        kept = {}
+        for rid, (context, marker) in sent.items():
+            reply = writer.wait(rid, timeout=60)
+            if reply[0] == "OK":
+                kept[marker] = (context, json.loads(reply[1])["seq"])
+            else:
+                self.assertEqual(reply[0], "ERROR", reply)
+        writer.close()
+        stop.set()
+        pinger.join(60)
+        self.assertTrue(pings)
+        pings.sort()
+        print("survivor PING during the pause: %d answered, p99 %.1f ms, max %.1f ms" % (
+            len(pings), 1000 * pings[int(len(pings) * 0.99)], 1000 * pings[-1]))
+        self.assertLess(pings[-1], 2.0)
+        #  Nothing acknowledged lost, nothing stored twice, every call's
+        #  output once
+        for context in doomed:
+            messages = history([survivor.client_endpoint], context)
+            self.assertEqual([message["_seq"] for message in messages],
+                             list(range(1, len(messages) + 1)), context)
+            markers = [message["data"]["m"] for message in messages
+                       if isinstance(message.get("data"), dict) and "m" in message["data"]]
+            self.assertEqual(len(markers), len(set(markers)), context)
+            for marker, (where, seq) in kept.items():
+                if where == context:
+                    self.assertIn(marker, markers)
+                    self.assertEqual(messages[seq - 1]["data"], {"m": marker})
+            outputs = [message for message in messages
+                       if message.get("_callId") == accepted[context]]
+            self.assertEqual(len(outputs), 1, messages)
+        self.assertIn("took over context", survivor.log())
+        self.assertIn("the lease was not renewed", victim.log())
+        self.assertNotIn("dropping", survivor.log())
 
 
 if __name__ == "__main__":

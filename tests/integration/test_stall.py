@@ -6,8 +6,10 @@ tests wait for states with generous deadlines.
 """
 
 import json
+import os
 import signal
 import subprocess
+import threading
 import time
 import unittest
 
@@ -241,6 +243,102 @@ class GlobalQueueCap(unittest.TestCase):
             self.assertEqual(reply[0], "ACCEPTED", reply)
             reply = client.request("CALL", "cap", seed_call("a0", "\u2020state.y"))
             self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+            client.close()
+
+
+def rss_kb(process):
+    """The resident set of a process, in kB (/proc/PID/status VmRSS)."""
+    with open("/proc/%d/status" % process.pid) as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class HeavyReaders(unittest.TestCase):
+    """Issue 16: clients reading a big context whole, over and over, some
+    never reading their replies, while a worker serves calls: no worker
+    lost, no call failed, PING answered, actd's memory bounded."""
+
+    def test_heavy_history_readers_beside_a_worker(self):
+        config = "server\n    max_client_bytes = %d\n" % (2 * MIB)
+        #  The sanitizers' quarantine keeps freed memory: small, so that RSS
+        #  shows what actd holds
+        quiet = {"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "detect_leaks=1")
+                 + ":quarantine_size_mb=8"}
+        with actd_with_config(config, heartbeat_ms=200, liveness=3, env=quiet) as actd:
+            client = actd.client()
+            size = 125 * 1000
+            for n in range(4):
+                append(client, "heavy", "k%d" % n, size)    # a 500 KB context
+            worker = Worker(actd.worker_endpoint, ["echo"],
+                            lambda activity, params, meta: {"n": params["n"]}, capacity=4)
+            worker.start()
+            wait_for(worker.ready.is_set, "the worker registered", 30)
+            stop = threading.Event()
+            pages = []
+
+            def reader():
+                #  Reads every reply, 4 requests in flight
+                mine = actd.client()
+                try:
+                    inflight = [mine.send("HISTORY", "heavy", "1", "1000") for _ in range(4)]
+                    while not stop.is_set():
+                        reply = mine.wait(inflight.pop(0), timeout=120)
+                        assert reply[0] == "VALUE", reply[:2]
+                        pages.append(len(json.loads(reply[1])))
+                        inflight.append(mine.send("HISTORY", "heavy", "1", "1000"))
+                finally:
+                    mine.close()
+            readers = [threading.Thread(target=reader) for _ in range(2)]
+            for thread in readers:
+                thread.start()
+            base = rss_kb(actd.process)
+            #  A client that asks for 400 pages (200 MB) and reads none
+            sink = zmq.Context.instance().socket(zmq.DEALER)
+            sink.setsockopt(zmq.LINGER, 0)
+            sink.setsockopt(zmq.RCVHWM, 1)
+            sink.setsockopt(zmq.RCVBUF, 4096)
+            sink.setsockopt(zmq.ROUTING_ID, b"not-reading")
+            sink.connect(actd.client_endpoint)
+            for n in range(400):
+                sink.send_multipart([b"ACTC01", b"HISTORY", b"s%d" % n, b"heavy", b"1",
+                                     b"1000"])
+            #  Meanwhile: calls through the worker, and PINGs
+            pinger, latencies, peak = actd.client(), [], 0
+            for n in range(40):
+                call_id, outcome = client.call("calls", seed_call("echo", "\u2020state.r%d" % n,
+                                                                 n=n), timeout=120)
+                self.assertEqual((outcome["status"], outcome["attempts"], outcome["result"]),
+                                 ("ok", 1, {"n": n}), outcome)
+                started = time.time()
+                self.assertEqual(pinger.request("PING", timeout=60), ["PONG"])
+                latencies.append(time.time() - started)
+                peak = max(peak, rss_kb(actd.process))
+            #  The readers went on reading meanwhile
+            wait_for(lambda: len(pages) >= 10, "pages read", 120)
+            for _ in range(20):
+                peak = max(peak, rss_kb(actd.process))
+                time.sleep(0.1)
+            stop.set()
+            for thread in readers:
+                thread.join(180)
+            latencies.sort()
+            print("PING beside heavy readers: p50 %.1f ms, p99 %.1f ms, max %.1f ms; "
+                  "%d pages read; actd RSS %d kB, peak %d kB" % (
+                      1000 * latencies[len(latencies) // 2],
+                      1000 * latencies[int(len(latencies) * 0.99)], 1000 * latencies[-1],
+                      len(pages), base, peak))
+            self.assertLess(latencies[-1], 2.0)
+            self.assertTrue(all(count == 4 for count in pages), pages)
+            self.assertEqual(worker.disconnects, 0)
+            self.assertNotIn(" lost ", actd.log())
+            #  The 200 MB asked for and not read never were in actd's memory
+            self.assertLess(peak - base, 100 * 1024)
+            self.assertIn("does not read its replies", actd.log())
+            sink.close(0)
+            pinger.close()
+            worker.stop()
             client.close()
 
 

@@ -1,0 +1,91 @@
+/*  =========================================================================
+    act_committer - the store's commits on their own thread (see
+    act_committer.h). A CZMQ actor: the loop sends COMMIT on the actor's
+    pipe, the actor commits and signals the outcome back.
+    ========================================================================= */
+
+#include "act_committer.h"
+
+struct _act_committer_t {
+    zactor_t *actor;            //  The thread and its pipe
+    act_store_t *store;         //  What it commits (borrowed)
+    act_err_t err;              //  The last commit's error, written by the
+                                //  thread, read after its signal
+    bool busy;                  //  A commit is in flight
+};
+
+//  The thread: one commit per COMMIT, its outcome signalled (0 or 1)
+static void
+s_actor (zsock_t *pipe, void *arg)
+{
+    act_committer_t *self = (act_committer_t *) arg;
+    zsock_signal (pipe, 0);
+    while (true) {
+        char *command = zstr_recv (pipe);
+        if (!command || streq (command, "$TERM")) {
+            zstr_free (&command);
+            break;
+        }
+        memset (&self->err, 0, sizeof self->err);
+        int rc = act_store_commit (self->store, &self->err);
+        zstr_free (&command);
+        zsock_signal (pipe, rc == 0? 0: 1);
+    }
+}
+
+act_committer_t *
+act_committer_new (act_store_t *store)
+{
+    act_committer_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->store = store;
+    self->actor = zactor_new (s_actor, self);
+    if (!self->actor) {
+        free (self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+act_committer_destroy (act_committer_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_committer_t *self = *self_p;
+        if (self->busy)
+            zsock_wait (self->actor);
+        zactor_destroy (&self->actor);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+void
+act_committer_start (act_committer_t *self)
+{
+    self->busy = true;
+    zstr_send (self->actor, "COMMIT");
+}
+
+zsock_t *
+act_committer_sock (act_committer_t *self)
+{
+    return zactor_sock (self->actor);
+}
+
+int
+act_committer_finish (act_committer_t *self, act_err_t *err)
+{
+    int status = zsock_wait (self->actor);
+    self->busy = false;
+    if (status != 0 && err)
+        *err = self->err;
+    return status == 0? 0: -1;
+}
+
+bool
+act_committer_busy (act_committer_t *self)
+{
+    return self->busy;
+}
