@@ -214,10 +214,12 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
         act_pool_prune (self->pool);
     }
     else {
+        //  ACCEPTED first: a call may end as it starts (its params refused
+        //  at dispatch), and its DONE must come after
+        s_accepted (self, client, request, ids, records, plan);
         for (size_t i = 0; i < count; i++)
             if (calls [i])
                 act_flow_accept (self, calls [i], evals [i], client, request);
-        s_accepted (self, client, request, ids, records, plan);
     }
     json_decref (ids);
     json_decref (records);
