@@ -31,10 +31,10 @@
     private PostgreSQL server.
 
     With --tool the calls carry 10 parameters of mixed types, and each
-    store mode also runs as "<mode>+tool": the same, with the echo worker
+    store mode also runs as "<mode>-tool": the same, with the echo worker
     declaring a typical params JSON Schema for them (PROTOCOL.md section
     2.1), so actd checks each call at submit and at dispatch. The ratio
-    <mode>+tool/<mode> is the cost of validation.
+    <mode>-tool/<mode> is the cost of validation.
 
     Nothing is asserted: the figures are for reading.
 
@@ -59,7 +59,7 @@ typedef struct {
 } s_options_t;
 
 //  With --tool: the 9 parameters besides "text" (and "i" among them), and
-//  the schema the "+tool" setups declare for them
+//  the schema the "-tool" setups declare for them
 #define S_PARAMS "\"n\":1.5,\"flag\":true,\"kind\":\"alpha\",\"tags\":[\"x\",\"y\"]," \
                  "\"limit\":10,\"lang\":\"en\",\"opts\":{\"deep\":false},\"note\":null,"
 static const char *s_schema =
@@ -399,7 +399,7 @@ s_usage (FILE *stream)
         "  --no-fire        skip the fire-and-forget runs\n"
         "  --repeat R       runs of each kind per setup, the best one summed up (3)\n"
         "  --tool           calls of 10 parameters; each mode also runs with a params\n"
-        "                   schema declared (\"<mode>+tool\"): the cost of validation\n"
+        "                   schema declared (\"<mode>-tool\"): the cost of validation\n"
         "  --help           this help\n"
         "Starts actd (beside this program, or $ACTD_BIN) per setup; the first setup\n"
         "(memory, or the first broker count) is the baseline of the ratios. Prints\n"
@@ -532,7 +532,7 @@ main (int argc, char *argv [])
             for (int tool = 0; tool <= (options.tool? 1: 0); tool++)
                 if (s_listed (modes, names [m]) && nsetups < S_MAX_BROKERS) {
                     snprintf (setups [nsetups].name, sizeof setups [nsetups].name, "%s%s",
-                              names [m], tool? "+tool": "");
+                              names [m], tool? "-tool": "");
                     setups [nsetups].tool = tool;
                     setups [nsetups++].ndaemons = 1;
                 }
@@ -607,7 +607,7 @@ main (int argc, char *argv [])
     }
     printf ("\n");
     for (size_t i = 1; i < nsetups; i++) {
-        //  With --tool, each "+tool" setup against its own mode
+        //  With --tool, each "-tool" setup against its own mode
         s_setup_t *base = setups [i].tool? &setups [i - 1]: &setups [0];
         printf ("ratio %s/%s: durable calls/s %.2f, ACCEPTED->DONE p50 %.2f, CPU/call %.2f",
                 setups [i].name, base->name, setups [i].durable.rate / base->durable.rate,
