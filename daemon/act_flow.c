@@ -207,7 +207,8 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     }
     //  Resolved, the parameters are checked against the activity's tool
     //  (PROTOCOL.md section 2.1): a mismatch ends the call, not retried
-    if (act_tools_check_params (self->tools, call->activity->name, params, &err)) {
+    if (act_tools_check_params (self->tools, call->activity->name, params, call->tool_checked,
+                                &err)) {
         json_decref (params);
         s_call_finish (self, call, "error", s_error_json (err.code, err.message), NULL, NULL, 0);
         return;

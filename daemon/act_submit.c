@@ -91,8 +91,9 @@ s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
 }
 
 //  Prepare the calls of a CALL (one) or PLAN (several), all or none:
-//  validated (against their tools too), numbered, evaluated against the context and earlier calls,
-//  their place in their activity's backlog reserved. Returns 0 and fills,
+//  validated (against their tools too), numbered, evaluated against the
+//  context and earlier calls, their place in their activity's backlog
+//  reserved. Returns 0 and fills,
 //  per entry: calls [i] (a new call, or NULL when the entry repeats an
 //  _id), ids [i], and records [i] (null for a new call, the id of a live
 //  call, or the record of an ended one). Or returns -1 with err naming the
@@ -122,7 +123,8 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char
             break;
         if (calls [index]->call->id && s_prepare_repeat (self, calls, index, ids, records))
             continue;
-        if (act_tools_admit (self->tools, calls [index]->call, calls [index]->activity, err)) {
+        if (act_tools_admit (self->tools, calls [index]->call, calls [index]->activity,
+                             &calls [index]->tool_checked, err)) {
             act_flow_drop (self, &calls [index]);
             break;
         }

@@ -11,6 +11,7 @@ typedef struct {
     char *output_const;         //  Prescribed _outputPath; NULL: none
     act_schema_t *output_pattern;   //  {"type": "string", "pattern": "^(?:RE)$"}; NULL: none
     char *pattern_text;         //  RE as declared, for messages
+    uint64_t version;           //  Its number among the tools recorded (from 1)
 } s_tool_t;
 
 struct _act_tools_t {
@@ -18,6 +19,7 @@ struct _act_tools_t {
     act_pool_t *pool;           //  Workers of each activity (borrowed)
     zhashx_t *tools;            //  Activity -> s_tool_t, the latest declared
     zhashx_t *named;            //  Activities a READY named since the start (value unused)
+    uint64_t versions;          //  Tools recorded so far
 };
 
 static void
@@ -181,6 +183,7 @@ s_tool_record (act_tools_t *self, const char *activity, s_tool_t *tool, const ch
         free (before);
         free (after);
     }
+    tool->version = ++self->versions;
     zhashx_update (self->tools, activity, tool);
 }
 
@@ -188,6 +191,7 @@ int
 act_tools_declare (act_tools_t *self, const json_t *names, const json_t *tools,
                    const char *worker, act_err_t *err)
 {
+    act_err_clear (err);        //  A tool is refused when err is set after it
     if (tools && !json_is_object (tools))
         return act_err_set (err, ACT_E_BAD_ARGUMENT,
                             "tools is an object: {\"<activity>\": {tool description}}");
@@ -265,8 +269,9 @@ s_check_output (s_tool_t *tool, const act_call_t *call, act_err_t *err)
 
 int
 act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *activity,
-                 act_err_t *err)
+                 uint64_t *checked, act_err_t *err)
 {
+    *checked = 0;
     if (self->settings->strict_activities && zlistx_size (activity->workers) == 0
     &&  !act_tools_named (self, call->tool)
     &&  !zhashx_lookup (self->settings->activities, call->tool))
@@ -292,18 +297,21 @@ act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *acti
     if (!act_schema_valid (tool->params, params, &why))
         rc = act_err_set (err, ACT_E_BAD_CALL, "params of %.64s: %s", call->tool,
                           why.message);
+    else
+        *checked = tool->version;
     json_decref (params);
     return rc;
 }
 
 int
 act_tools_check_params (act_tools_t *self, const char *activity, const json_t *params,
-                        act_err_t *err)
+                        uint64_t checked, act_err_t *err)
 {
     s_tool_t *tool = zhashx_size (self->tools)
                    ? (s_tool_t *) zhashx_lookup (self->tools, activity): NULL;
     act_err_t why = { 0 };
-    if (!tool || !tool->params || act_schema_valid (tool->params, params, &why))
+    if (!tool || !tool->params || tool->version == checked
+    ||  act_schema_valid (tool->params, params, &why))
         return 0;
     return act_err_set (err, ACT_E_BAD_PARAMS, "params of %.64s: %s", activity, why.message);
 }

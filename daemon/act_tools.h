@@ -45,15 +45,19 @@ bool act_tools_prescribe (act_tools_t *self, json_t *entry);
 //  (unknown_activity), its _outputPath against the prescribed one or the
 //  pattern, and its parameters against the params schema when they hold
 //  no reference (a call with references is checked whole at dispatch).
-//  Returns 0, or -1 with err (unknown_activity, bad_call).
+//  *checked is set to the version of the tool its params were checked
+//  against, 0 when they were not. Returns 0, or -1 with err
+//  (unknown_activity, bad_call).
 int act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *activity,
-                     act_err_t *err);
+                     uint64_t *checked, act_err_t *err);
 
 //  The resolved parameters of a call of activity at dispatch, against its
-//  params schema. Returns 0, or -1 with err (bad_params) naming the JSON
-//  Pointer of the first offending value and the keyword.
+//  params schema; not checked again when checked (from act_tools_admit)
+//  is the version of the tool in force (params without references are
+//  the same at dispatch). Returns 0, or -1 with err (bad_params) naming
+//  the JSON Pointer of the first offending value and the keyword.
 int act_tools_check_params (act_tools_t *self, const char *activity, const json_t *params,
-                            act_err_t *err);
+                            uint64_t checked, act_err_t *err);
 
 //  TOOLS' body: {"<activity>": {"description"?, "params"?, "outputPath"?,
 //  "workers": N}} for activity (NULL: every activity a READY named since

@@ -20,6 +20,7 @@ typedef struct {
     act_settings_t *settings;   //  Defaults
     act_pool_t *pool;           //  No workers
     act_tools_t *tools;         //  Under test
+    uint64_t checked;           //  The last admit's version checked
 } s_world_t;
 
 static int
@@ -74,8 +75,10 @@ s_admit (s_world_t *world, const char *text, act_err_t *err, bool *changed)
     act_err_t parse = { 0 };
     act_call_t *call = act_call_parse (json, &parse);
     assert_non_null (call);
+    uint64_t checked;
     int rc = act_tools_admit (world->tools, call, act_pool_activity (world->pool, call->tool),
-                              err);
+                              &checked, err);
+    world->checked = checked;
     act_call_destroy (&call);
     json_decref (json);
     return rc;
@@ -225,13 +228,25 @@ test_params (void **state)
                                " \"extra\": 1}", &err, NULL), 0);
     json_t *params = json_pack ("{ss}", "n", "5");
     act_err_clear (&err);
-    assert_int_equal (act_tools_check_params (world->tools, "w", params, &err), -1);
+    assert_int_equal (world->checked, 0);
+    assert_int_equal (act_tools_check_params (world->tools, "w", params, 0, &err), -1);
     assert_string_equal (err.code, ACT_E_BAD_PARAMS);
     assert_string_equal (err.message, "params of w: /n: type: expected integer");
     json_decref (params);
     params = json_pack ("{si}", "n", 5);
-    assert_int_equal (act_tools_check_params (world->tools, "w", params, &err), 0);
-    assert_int_equal (act_tools_check_params (world->tools, "other", params, &err), 0);
+    assert_int_equal (act_tools_check_params (world->tools, "w", params, 0, &err), 0);
+    assert_int_equal (act_tools_check_params (world->tools, "other", params, 0, &err), 0);
+    json_decref (params);
+    //  Checked at submit against this version: not again at dispatch;
+    //  against an older one (the tool changed since): again
+    assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"n\": 1}", &err, NULL), 0);
+    uint64_t version = world->checked;
+    assert_true (version > 0);
+    params = json_pack ("{ss}", "n", "5");
+    assert_int_equal (act_tools_check_params (world->tools, "w", params, version, &err), 0);
+    assert_int_equal (s_declare (world, "[\"w\"]", "{\"w\": {\"params\": {\"properties\":"
+                                 " {\"n\": {\"type\": \"integer\"}}}}}", &err), 0);
+    assert_int_equal (act_tools_check_params (world->tools, "w", params, version, &err), -1);
     json_decref (params);
 }
 
