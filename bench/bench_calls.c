@@ -41,7 +41,8 @@
     bench_calls [--calls N] [--window W] [--capacity C] [--contexts K]
                 [--size BYTES] [--write set|push] [--modes memory,normal,full]
                 [--postgres URL [--brokers 1,2,3]]
-                [--no-fire] [--repeat R] [--tool] [--help]
+                [--no-fire] [--repeat R] [--tool [--only-tool]] [--params10]
+                [--help]
     ========================================================================= */
 
 #include <getopt.h>
@@ -56,6 +57,8 @@ typedef struct {
     size_t size;                //  Bytes per call, about
     bool push;                  //  Push onto †state.log, not set at distinct paths
     bool tool;                  //  10 parameters; setups with and without a schema
+    bool params10;              //  10 parameters (--params10, or --tool)
+    bool only_tool;             //  With --tool, the "-tool" setups only
 } s_options_t;
 
 //  With --tool: the 9 parameters besides "text" (and "i" among them), and
@@ -134,16 +137,16 @@ s_call_json (const s_options_t *options, size_t index, bool output, const char *
     char head [256];
     if (!output)
         snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"i\":%zu,\"run\":\"%s\",%s\"text\":\"",
-                  index, tag, options->tool? S_PARAMS: "");
+                  index, tag, options->params10? S_PARAMS: "");
     else
     if (options->push)
         snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"_outputPath\":\"" BENCH_DAGGER
                   "state.log\",\"_outputMethod\":\"push\",\"i\":%zu,\"run\":\"%s\",%s\"text\":\"",
-                  index, tag, options->tool? S_PARAMS: "");
+                  index, tag, options->params10? S_PARAMS: "");
     else
         snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"_outputPath\":\"" BENCH_DAGGER
                   "state.%s.k%zu\",\"i\":%zu,%s\"text\":\"", tag, index, index,
-                  options->tool? S_PARAMS: "");
+                  options->params10? S_PARAMS: "");
     size_t length = strlen (head);
     size_t pad = options->size > length + 2? options->size - length - 2: 8;
     char *json = malloc (length + pad + 3);
@@ -400,6 +403,9 @@ s_usage (FILE *stream)
         "  --repeat R       runs of each kind per setup, the best one summed up (3)\n"
         "  --tool           calls of 10 parameters; each mode also runs with a params\n"
         "                   schema declared (\"<mode>-tool\"): the cost of validation\n"
+        "  --only-tool      with --tool, only the \"-tool\" setups\n"
+        "  --params10       calls of 10 parameters, no schema (to compare with the\n"
+        "                   former in separate runs, one setup per process)\n"
         "  --help           this help\n"
         "Starts actd (beside this program, or $ACTD_BIN) per setup; the first setup\n"
         "(memory, or the first broker count) is the baseline of the ratios. Prints\n"
@@ -464,7 +470,7 @@ s_setup_stop (s_setup_t *setup)
 int
 main (int argc, char *argv [])
 {
-    s_options_t options = { 20000, 1000, 64, 8, 200, false, false };
+    s_options_t options = { 20000, 1000, 64, 8, 200, false, false, false, false };
     char *modes = strdup ("memory,normal,full");
     char *brokers = strdup ("1,2,3");
     char *postgres = NULL;
@@ -477,6 +483,7 @@ main (int argc, char *argv [])
         { "modes", required_argument, 0, 'm' }, { "no-fire", no_argument, 0, 'F' },
         { "repeat", required_argument, 0, 'r' }, { "postgres", required_argument, 0, 'P' },
         { "brokers", required_argument, 0, 'B' }, { "tool", no_argument, 0, 'T' },
+        { "params10", no_argument, 0, 'p' }, { "only-tool", no_argument, 0, 'o' },
         { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
     };
     int option;
@@ -499,7 +506,9 @@ main (int argc, char *argv [])
             case 'r': repeats = strtoull (optarg, NULL, 10); break;
             case 'P': free (postgres); postgres = strdup (optarg); break;
             case 'B': free (brokers); brokers = strdup (optarg); break;
-            case 'T': options.tool = true; break;
+            case 'T': options.tool = options.params10 = true; break;
+            case 'p': options.params10 = true; break;
+            case 'o': options.only_tool = true; break;
             case 'h': s_usage (stdout); return 0;
             default: s_usage (stderr); return 2;
         }
@@ -529,7 +538,7 @@ main (int argc, char *argv [])
     else {
         const char *names [] = { "memory", "normal", "full" };
         for (int m = 0; m < 3; m++)
-            for (int tool = 0; tool <= (options.tool? 1: 0); tool++)
+            for (int tool = options.only_tool? 1: 0; tool <= (options.tool? 1: 0); tool++)
                 if (s_listed (modes, names [m]) && nsetups < S_MAX_BROKERS) {
                     snprintf (setups [nsetups].name, sizeof setups [nsetups].name, "%s%s",
                               names [m], tool? "-tool": "");
@@ -608,7 +617,7 @@ main (int argc, char *argv [])
     printf ("\n");
     for (size_t i = 1; i < nsetups; i++) {
         //  With --tool, each "-tool" setup against its own mode
-        s_setup_t *base = setups [i].tool? &setups [i - 1]: &setups [0];
+        s_setup_t *base = setups [i].tool && !options.only_tool? &setups [i - 1]: &setups [0];
         printf ("ratio %s/%s: durable calls/s %.2f, ACCEPTED->DONE p50 %.2f, CPU/call %.2f",
                 setups [i].name, base->name, setups [i].durable.rate / base->durable.rate,
                 setups [i].durable.acc_done [0] / base->durable.acc_done [0],
