@@ -38,7 +38,7 @@ typedef struct {
 
 static s_handler_fn s_call, s_plan, s_append, s_resolve, s_view, s_history,
                     s_status, s_cancel, s_stats, s_ping, s_watch, s_unwatch, s_contexts,
-                    s_delete;
+                    s_delete, s_tools;
 
 static const s_command_t s_commands [] = {
     { "CALL",    2, 2, true,  s_call },
@@ -55,6 +55,7 @@ static const s_command_t s_commands [] = {
     { "UNWATCH", 1, 1, false, s_unwatch },
     { "CONTEXTS", 0, 3, false, s_contexts },
     { "DELETE",  1, 1, true,  s_delete },
+    { "TOOLS",   0, 1, false, s_tools },
 };
 #define S_NCOMMANDS (sizeof s_commands / sizeof s_commands [0])
 
@@ -449,6 +450,24 @@ static void
 s_ping (act_commands_t *self, s_request_t *req)
 {
     act_outbox_reply (self->outbox, req->client, req->request, "PONG", false);
+}
+
+//  TOOLS [activity]: the registry of tools (PROTOCOL.md section 2.1)
+static void
+s_tools (act_commands_t *self, s_request_t *req)
+{
+    char *activity = req->args [0]? act_frame_string (req->args [0]): NULL;
+    if (req->args [0] && (!activity || !*activity || strlen (activity) > ACT_MAX_TOOL)) {
+        act_err_t err = { 0 };
+        act_err_set (&err, ACT_E_BAD_ARGUMENT, "an activity is 1 to %d bytes", ACT_MAX_TOOL);
+        s_reply_error (self, req, &err);
+    }
+    else {
+        json_t *tools = act_tools_json (act_flow_tools (self->flow), activity);
+        s_reply_bounded (self, req, act_json_dump (tools));
+        json_decref (tools);
+    }
+    free (activity);
 }
 
 

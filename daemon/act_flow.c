@@ -205,6 +205,13 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
         s_call_unready (self, call, &err);
         return;
     }
+    //  Resolved, the parameters are checked against the activity's tool
+    //  (PROTOCOL.md section 2.1): a mismatch ends the call, not retried
+    if (act_tools_check_params (self->tools, call->activity->name, params, &err)) {
+        json_decref (params);
+        s_call_finish (self, call, "error", s_error_json (err.code, err.message), NULL, NULL, 0);
+        return;
+    }
     act_flow_enter (self, call, ACT_LIVE_RUNNING);
     call->attempts++;
     call->worker = worker;
@@ -604,6 +611,12 @@ s_recover (void *arg, act_context_t *context)
 //  --------------------------------------------------------------------------
 //  Calls by id, for STATUS and CANCEL
 
+act_tools_t *
+act_flow_tools (act_flow_t *self)
+{
+    return self->tools;
+}
+
 act_live_t *
 act_flow_call (act_flow_t *self, uint64_t number)
 {
@@ -711,6 +724,7 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, s_call_destructor);
     self->keys = zhashx_new ();
+    self->tools = act_tools_new (settings, pool);
     act_cache_set_loaded (cache, s_recover, self);
     return self;
 }
@@ -723,6 +737,7 @@ act_flow_destroy (act_flow_t **self_p)
         zhashx_destroy (&self->keys);
         zhashx_destroy (&self->calls);
         act_timers_destroy (&self->timers);
+        act_tools_destroy (&self->tools);
         free (self->todo);
         free (self);
         *self_p = NULL;

@@ -20,6 +20,7 @@
 #include "act_outbox.h"
 #include "act_live.h"
 #include "act_watch.h"
+#include "act_tools.h"
 
 typedef struct _act_flow_t act_flow_t;
 
@@ -37,6 +38,9 @@ void act_flow_destroy (act_flow_t **self_p);
 void act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request,
                       const char *command, const char *context_id, json_t *entries,
                       const char *call_text, bool plan);
+
+//  The registry of tools the workers declared (the flow's).
+act_tools_t *act_flow_tools (act_flow_t *self);
 
 //  The live call numbered number, or NULL (not live here: ended, not
 //  recovered yet, never).

@@ -19,6 +19,7 @@ struct _act_flow_t {
     act_pool_t *pool;           //  Activities and workers (borrowed)
     act_outbox_t *outbox;       //  Replies and tasks of the pass (borrowed)
     act_watches_t *watches;     //  Who follows which context (borrowed)
+    act_tools_t *tools;         //  What each activity takes (PROTOCOL.md 2.1)
     act_timers_t *timers;       //  Deadlines, schedule timeouts, retries
     zhashx_t *calls;            //  Call id -> act_live_t, calls not ended
     zhashx_t *keys;             //  context<US>_id -> act_live_t

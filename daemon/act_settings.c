@@ -407,6 +407,9 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     if (streq (full, "server/max_queued_calls"))
         s_integer (reader, item, full, 1, &self->max_queued_calls);
     else
+    if (streq (full, "server/strict_activities"))
+        s_boolean (reader, item, full, &self->strict_activities);
+    else
     if (streq (full, "server/shutdown_grace_ms"))
         s_integer (reader, item, full, 0, &self->shutdown_grace_ms);
     else

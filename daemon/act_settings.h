@@ -33,6 +33,8 @@ typedef struct {
                                 //  RESOLVE values are too_large
     long long max_queued_calls; //  Calls waiting or queued in all activities
                                 //  before CALL and PLAN get busy
+    bool strict_activities;     //  A call to an activity no READY named and
+                                //  the config does not name: unknown_activity
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
     long long context_idle_ms;  //  Idle contexts leave memory after this
     long long max_contexts;     //  Loaded contexts kept in memory, at most

@@ -91,7 +91,7 @@ s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
 }
 
 //  Prepare the calls of a CALL (one) or PLAN (several), all or none:
-//  validated, numbered, evaluated against the context and earlier calls,
+//  validated (against their tools too), numbered, evaluated against the context and earlier calls,
 //  their place in their activity's backlog reserved. Returns 0 and fills,
 //  per entry: calls [i] (a new call, or NULL when the entry repeats an
 //  _id), ids [i], and records [i] (null for a new call, the id of a live
@@ -113,11 +113,19 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char
     size_t index;
     json_t *entry;
     json_array_foreach (entries, index, entry) {
-        calls [index] = act_live_new (self->pool, context, entry, plan? NULL: call_text, err);
+        //  A prescribed output path is added to the call, which is then
+        //  stored as changed (PROTOCOL.md section 2.1)
+        bool changed = act_tools_prescribe (self->tools, entry);
+        calls [index] = act_live_new (self->pool, context, entry,
+                                      plan || changed? NULL: call_text, err);
         if (!calls [index])
             break;
         if (calls [index]->call->id && s_prepare_repeat (self, calls, index, ids, records))
             continue;
+        if (act_tools_admit (self->tools, calls [index]->call, calls [index]->activity, err)) {
+            act_flow_drop (self, &calls [index]);
+            break;
+        }
         evals [index] = s_prepare_one (self, &calls [index], err);
         if (!calls [index])
             break;
@@ -206,10 +214,12 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
         act_pool_prune (self->pool);
     }
     else {
+        //  ACCEPTED first: a call may end as it starts (its params refused
+        //  at dispatch), and its DONE must come after
+        s_accepted (self, client, request, ids, records, plan);
         for (size_t i = 0; i < count; i++)
             if (calls [i])
                 act_flow_accept (self, calls [i], evals [i], client, request);
-        s_accepted (self, client, request, ids, records, plan);
     }
     json_decref (ids);
     json_decref (records);

@@ -47,7 +47,8 @@ s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const ch
     act_pool_disconnect (self->outbox, identity, protocol, envelope, problem);
 }
 
-//  READY's body: {"activities": [...], "capacity"?, "name"?, "lang"?}
+//  READY's body: {"activities": [...], "capacity"?, "name"?, "lang"?,
+//  "tools"?} (tools are checked by act_tools_declare)
 static int
 s_ready_body (json_t *body, json_t **names, size_t *capacity, const char **name,
               const char **lang, act_err_t *err)
@@ -97,7 +98,9 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
     json_t *names = NULL;
     size_t capacity = 1;
     const char *name = NULL, *lang = NULL;
-    if (body && s_ready_body (body, &names, &capacity, &name, &lang, err) == 0) {
+    if (body && s_ready_body (body, &names, &capacity, &name, &lang, err) == 0
+    &&  act_tools_declare (act_flow_tools (self->flow), names, json_object_get (body, "tools"),
+                           name? name: key, err) == 0) {
         worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, false, names,
                                 capacity, name, lang);
         act_flow_worker_ready (self->flow, worker);
@@ -191,6 +194,8 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char 
             problem = worker? "READY from a worker already registered": "bad service name";
         else {
             json_t *names = json_pack ("[s]", service);
+            act_err_t none = { 0 };     //  Names alone cannot be refused
+            act_tools_declare (act_flow_tools (self->flow), names, NULL, service, &none);
             worker = act_pool_join (self->pool, identity, key, protocol, envelope, names, 1,
                                     NULL, v1? "mdp/0.1": "mdp/0.2");
             act_flow_worker_ready (self->flow, worker);

@@ -47,6 +47,20 @@ void act_worker_destroy (act_worker_t **self_p);
 int act_worker_serve (act_worker_t *self, const char *activity,
                       act_worker_fn *handler, void *arg);
 
+//  Declare the tool of activity (PROTOCOL.md section 2.1), sent in READY:
+//  a description for models (or NULL), the JSON Schema of its parameters
+//  as JSON text (or NULL: any), and its output path, prescribed
+//  (output_const) or constrained (output_pattern, a regular expression
+//  the whole _outputPath must match), or neither (NULL, NULL). The
+//  broker checks every call against it. Call after act_worker_serve for
+//  that activity and before act_worker_run; a second declaration
+//  replaces the first. Returns 0, or -1 when the activity is not served,
+//  the schema is not JSON or not a schema actd implements, or both
+//  output forms are given.
+int act_worker_declare (act_worker_t *self, const char *activity, const char *description,
+                        const char *params_schema, const char *output_const,
+                        const char *output_pattern);
+
 //  Tasks the broker may give at once (default 1).
 void act_worker_set_capacity (act_worker_t *self, size_t capacity);
 

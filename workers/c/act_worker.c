@@ -14,6 +14,7 @@
 #include "actd/act_worker.h"
 #include "actd/act_json.h"
 #include "actd/act_wire.h"
+#include "actd/act_schema.h"
 #include "act_curve_int.h"
 
 //  A handler for one activity
@@ -49,6 +50,7 @@ struct _act_worker_t {
     char *lang;                 //  Language in READY
     zloop_t *loop;              //  The event loop
     zhashx_t *handlers;         //  Activity -> s_handler_t
+    json_t *tools;              //  Activity -> tool description, for READY
     zhashx_t *tasks;            //  Task id -> act_task_t, not answered
     zlistx_t *hooks;            //  s_hook_t of timers and watches
     size_t capacity;            //  Tasks at once, announced in READY
@@ -122,6 +124,7 @@ act_worker_new (const char *endpoint, const char *name)
     self->loop = zloop_new ();
     self->handlers = zhashx_new ();
     zhashx_set_destructor (self->handlers, s_free_item);
+    self->tools = json_object ();
     self->tasks = zhashx_new ();
     self->hooks = zlistx_new ();
     zlistx_set_destructor (self->hooks, s_free_item);
@@ -141,6 +144,7 @@ act_worker_destroy (act_worker_t **self_p)
             s_task_destroy (&task);
         zhashx_destroy (&self->tasks);
         zhashx_destroy (&self->handlers);
+        json_decref (self->tools);
         zloop_destroy (&self->loop);
         zlistx_destroy (&self->hooks);
         zlistx_destroy (&self->links);
@@ -161,6 +165,36 @@ act_worker_serve (act_worker_t *self, const char *activity, act_worker_fn *handl
     s_handler_t *entry = malloc (sizeof *entry);
     *entry = (s_handler_t) { handler, arg };
     zhashx_update (self->handlers, activity, entry);
+    return 0;
+}
+
+int
+act_worker_declare (act_worker_t *self, const char *activity, const char *description,
+                    const char *params_schema, const char *output_const,
+                    const char *output_pattern)
+{
+    if (!activity || !zhashx_lookup (self->handlers, activity) || (output_const && output_pattern))
+        return -1;
+    json_t *tool = json_object ();
+    if (description)
+        json_object_set_new (tool, "description", json_string (description));
+    if (params_schema) {
+        //  Checked here as the broker will, so a mistake shows at once
+        act_err_t err = { 0 };
+        json_t *schema = act_json_parse (params_schema, strlen (params_schema), &err);
+        act_schema_t *compiled = schema? act_schema_new (schema, &err): NULL;
+        act_schema_destroy (&compiled);
+        if (err.code) {
+            json_decref (schema);
+            json_decref (tool);
+            return -1;
+        }
+        json_object_set_new (tool, "params", schema);
+    }
+    if (output_const || output_pattern)
+        json_object_set_new (tool, "outputPath", json_pack ("{ss}", output_const? "const":
+                             "pattern", output_const? output_const: output_pattern));
+    json_object_set_new (self->tools, activity, tool);
     return 0;
 }
 
@@ -252,6 +286,8 @@ s_connect (s_link_t *link)
     json_t *ready = json_pack ("{sosIssss}", "activities", activities,
                                "capacity", (json_int_t) self->capacity,
                                "name", self->name, "lang", self->lang);
+    if (json_object_size (self->tools))
+        json_object_set (ready, "tools", self->tools);
     char *text = act_json_dump (ready);
     zmsg_t *args = zmsg_new ();
     zmsg_addstr (args, text);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "actd_exec.h"
+#include "actd/act_schema.h"
 
 //  Print what the command gets and answers, the second half of the usage
 static void
@@ -80,6 +81,8 @@ s_usage (FILE *stream)
 "    actd-exec --activity NAME [--activity NAME...] [--capacity N]\n"
 "              [--endpoint EP] [--name NAME] [--heartbeat-ms N] [--liveness N]\n"
 "              [--kill-grace-ms N] [--max-output BYTES] [--verbose]\n"
+"              [--description TEXT] [--params-schema JSON|FILE]\n"
+"              [--output-path-const PATH | --output-path-pattern REGEX]\n"
 "              -- CMD [ARGS...]\n"
 "\n"
 "DESCRIPTION\n"
@@ -118,6 +121,17 @@ s_usage (FILE *stream)
 "                           (default %d; 0: SIGKILL at once).\n"
 "        --max-output BYTES Largest stdout, and largest result as JSON\n"
 "                           (default %d, actd's max_message_bytes).\n"
+"        --description TEXT The tool's description for models (PROTOCOL.md 2.1).\n"
+"        --params-schema JSON|FILE  The JSON Schema (draft 2020-12) of the\n"
+"                           params: the text itself when it starts with {,\n"
+"                           else a file holding it. actd refuses calls that\n"
+"                           do not match (bad_call, or bad_params once their\n"
+"                           references are resolved).\n"
+"        --output-path-const PATH  Prescribe _outputPath: a call without one\n"
+"                           gets PATH, a call with another is refused.\n"
+"        --output-path-pattern REGEX  A regular expression the whole\n"
+"                           _outputPath of a call must match.\n"
+"                           These four declare the tool of every --activity.\n"
 "    -v, --verbose          Log each task on stderr.\n"
 "    -h, --help             This text.  --version: the version.\n"
 "\n",
@@ -199,6 +213,43 @@ static const s_number_option_t s_number_options [] = {
       "--max-output takes 1 to 2147483647 bytes" },
 };
 
+//  --params-schema: JSON text (it starts with "{"), or a file holding it;
+//  checked as the broker will check it. Returns NULL, or what is wrong.
+static const char *
+s_params_schema (exec_options_t *self, const char *text)
+{
+    static char problem [320];
+    const char *start = text + strspn (text, " \t\r\n");
+    char *json = NULL;
+    if (*start == '{' || streq (start, "true") || streq (start, "false"))
+        json = strdup (text);
+    else {
+        zfile_t *file = zfile_new (NULL, text);
+        zchunk_t *chunk = file && zfile_input (file) == 0? zfile_read (file, zfile_cursize (file), 0)
+                                                           : NULL;
+        if (chunk)
+            json = zchunk_strdup (chunk);
+        zchunk_destroy (&chunk);
+        zfile_destroy (&file);
+        if (!json) {
+            snprintf (problem, sizeof problem, "--params-schema: cannot read %.200s", text);
+            return problem;
+        }
+    }
+    act_err_t err = { 0 };
+    json_t *schema = act_json_parse (json, strlen (json), &err);
+    act_schema_t *compiled = schema? act_schema_new (schema, &err): NULL;
+    act_schema_destroy (&compiled);
+    json_decref (schema);
+    free (self->params_schema);
+    self->params_schema = json;
+    if (err.code) {
+        snprintf (problem, sizeof problem, "--params-schema: %s", err.message);
+        return problem;
+    }
+    return NULL;
+}
+
 //  Take option (getopt's letter) with optarg into self. Returns NULL, or
 //  what is wrong with it (a field out of range is left as it was).
 static const char *
@@ -227,6 +278,18 @@ s_options_take (exec_options_t *self, int option)
     if (option == 'v')
         self->verbose = true;
     else
+    if (option == 'D')
+        self->description = optarg;
+    else
+    if (option == 'P')
+        return s_params_schema (self, optarg);
+    else
+    if (option == 'O')
+        self->output_const = optarg;
+    else
+    if (option == 'R')
+        self->output_pattern = optarg;
+    else
         return "bad option";    //  getopt has said which
     return NULL;
 }
@@ -246,6 +309,10 @@ s_options_parse (exec_options_t *self, int argc, char *argv [])
         { "liveness", required_argument, 0, 'l' },
         { "kill-grace-ms", required_argument, 0, 'g' },
         { "max-output", required_argument, 0, 'm' },
+        { "description", required_argument, 0, 'D' },
+        { "params-schema", required_argument, 0, 'P' },
+        { "output-path-const", required_argument, 0, 'O' },
+        { "output-path-pattern", required_argument, 0, 'R' },
         { "verbose", no_argument, 0, 'v' },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
@@ -266,6 +333,10 @@ s_options_parse (exec_options_t *self, int argc, char *argv [])
         if (range)
             snprintf (problem, sizeof problem, "%s", range);
     }
+    if (!*problem && self->output_const && self->output_pattern)
+        snprintf (problem, sizeof problem,
+                  "--output-path-const and --output-path-pattern exclude each other");
+    else
     if (!*problem && zlistx_size (self->activities) == 0)
         snprintf (problem, sizeof problem, "--activity NAME is required");
     else
@@ -326,6 +397,7 @@ main (int argc, char *argv [])
     if (rc == -1)
         rc = s_serve (&options);
     free (options.path);
+    free (options.params_schema);
     zlistx_destroy (&options.activities);
     return rc;
 }

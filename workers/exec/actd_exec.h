@@ -50,6 +50,10 @@ typedef struct {
     long long max_output;       //  --max-output
     bool verbose;               //  --verbose
     zlistx_t *activities;       //  --activity names (char *, main's argv)
+    const char *description;    //  --description of the tool, or NULL
+    char *params_schema;        //  --params-schema as JSON text, or NULL; owned
+    const char *output_const;   //  --output-path-const, or NULL
+    const char *output_pattern; //  --output-path-pattern, or NULL
     char *path;                 //  CMD, found on PATH when it has no slash; owned
     char **argv;                //  CMD and ARGS (main's argv)
 } exec_options_t;

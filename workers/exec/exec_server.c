@@ -175,8 +175,16 @@ exec_server_new (exec_options_t *options)
     act_worker_set_capacity (self->worker, (size_t) options->capacity);
     act_worker_set_heartbeat (self->worker, (int) options->heartbeat, (int) options->liveness);
     act_worker_set_lang (self->worker, "exec");
-    for (char *activity = zlistx_first (activities); activity; activity = zlistx_next (activities))
+    bool tool = options->description || options->params_schema || options->output_const
+             || options->output_pattern;
+    for (char *activity = zlistx_first (activities); activity; activity = zlistx_next (activities)) {
         act_worker_serve (self->worker, activity, s_on_task, self);
+        //  Checked by the command line already: it cannot fail here
+        if (tool)
+            act_worker_declare (self->worker, activity, options->description,
+                                options->params_schema, options->output_const,
+                                options->output_pattern);
+    }
     act_worker_watch (self->worker, self->kick [0], s_on_kick, self);
     return self;
 }

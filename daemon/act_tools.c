@@ -1,0 +1,356 @@
+/*  =========================================================================
+    act_tools - the registry of tools (see act_tools.h).
+    ========================================================================= */
+
+#include "act_tools.h"
+
+//  One activity's declared tool, compiled
+typedef struct {
+    json_t *declaration;        //  As the READY declared it (for TOOLS and the log)
+    act_schema_t *params;       //  Compiled params schema; NULL: any params
+    char *output_const;         //  Prescribed _outputPath; NULL: none
+    act_schema_t *output_pattern;   //  {"type": "string", "pattern": "^(?:RE)$"}; NULL: none
+    char *pattern_text;         //  RE as declared, for messages
+} s_tool_t;
+
+struct _act_tools_t {
+    act_settings_t *settings;   //  strict_activities, named activities (borrowed)
+    act_pool_t *pool;           //  Workers of each activity (borrowed)
+    zhashx_t *tools;            //  Activity -> s_tool_t, the latest declared
+    zhashx_t *named;            //  Activities a READY named since the start (value unused)
+};
+
+static void
+s_tool_destroy (s_tool_t **tool_p)
+{
+    s_tool_t *tool = *tool_p;
+    if (tool) {
+        json_decref (tool->declaration);
+        act_schema_destroy (&tool->params);
+        act_schema_destroy (&tool->output_pattern);
+        free (tool->output_const);
+        free (tool->pattern_text);
+        free (tool);
+        *tool_p = NULL;
+    }
+}
+
+static void
+s_tool_destructor (void **item)
+{
+    s_tool_destroy ((s_tool_t **) item);
+}
+
+act_tools_t *
+act_tools_new (act_settings_t *settings, act_pool_t *pool)
+{
+    act_tools_t *self = (act_tools_t *) calloc (1, sizeof (act_tools_t));
+    if (!self)
+        return NULL;
+    self->settings = settings;
+    self->pool = pool;
+    self->tools = zhashx_new ();
+    zhashx_set_destructor (self->tools, s_tool_destructor);
+    self->named = zhashx_new ();
+    return self;
+}
+
+void
+act_tools_destroy (act_tools_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_tools_t *self = *self_p;
+        zhashx_destroy (&self->tools);
+        zhashx_destroy (&self->named);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+
+//  --------------------------------------------------------------------------
+//  Declarations, at READY
+
+//  outputPath: {"const": "<output path>"} or {"pattern": "<regex>"}
+static int
+s_compile_output (s_tool_t *tool, const char *activity, const json_t *output, act_err_t *err)
+{
+    const json_t *constant = json_object_get (output, "const");
+    const json_t *pattern = json_object_get (output, "pattern");
+    if (!json_is_object (output) || json_object_size (output) != 1 || !(constant || pattern)
+    ||  !json_is_string (constant? constant: pattern))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: outputPath must be "
+                            "{\"const\": \"<output path>\"} or {\"pattern\": \"<regex>\"}",
+                            activity);
+    act_err_t why = { 0 };
+    if (constant) {
+        act_expr_t *expr = act_expr_parse (json_string_value (constant), true, &why);
+        if (!expr)
+            return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                                "tool %.64s: outputPath.const is not an output path: %s",
+                                activity, why.message);
+        act_expr_destroy (&expr);
+        tool->output_const = strdup (json_string_value (constant));
+        return 0;
+    }
+    //  The pattern alone first, so that a pattern PCRE2 or the ECMA-262
+    //  rules refuse is named as such, and a balanced one is safe to wrap
+    const char *text = json_string_value (pattern);
+    json_t *alone = json_pack ("{ss}", "pattern", text);
+    act_schema_t *check = act_schema_new (alone, &why);
+    json_decref (alone);
+    if (!check)
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: outputPath.pattern: %s",
+                            activity, why.message);
+    act_schema_destroy (&check);
+    //  The whole _outputPath must match: anchored at both ends
+    char *anchored = zsys_sprintf ("^(?:%s)$", text);
+    json_t *schema = json_pack ("{ssss}", "type", "string", "pattern", anchored);
+    tool->output_pattern = act_schema_new (schema, &why);
+    json_decref (schema);
+    zstr_free (&anchored);
+    if (!tool->output_pattern)
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: outputPath.pattern: %s",
+                            activity, why.message);
+    tool->pattern_text = strdup (text);
+    return 0;
+}
+
+//  Check and compile one tool description. Returns it, or NULL with err.
+static s_tool_t *
+s_tool_new (const char *activity, const json_t *names, const json_t *description,
+            act_err_t *err)
+{
+    size_t index;
+    const json_t *name;
+    bool listed = false;
+    json_array_foreach (names, index, name)
+        listed = listed || streq (json_string_value (name), activity);
+    if (!listed) {
+        act_err_set (err, ACT_E_BAD_ARGUMENT, "tools names %.64s, which is not one of "
+                     "its activities", activity);
+        return NULL;
+    }
+    if (!json_is_object (description)) {
+        act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: a tool description is an object",
+                     activity);
+        return NULL;
+    }
+    s_tool_t *tool = (s_tool_t *) calloc (1, sizeof (s_tool_t));
+    tool->declaration = json_deep_copy (description);
+    const char *key;
+    json_t *value;
+    act_err_t why = { 0 };
+    json_object_foreach ((json_t *) description, key, value) {
+        if (streq (key, "description")) {
+            if (!json_is_string (value))
+                act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: description is a string",
+                             activity);
+        }
+        else
+        if (streq (key, "params")) {
+            tool->params = act_schema_new (value, &why);
+            if (!tool->params)
+                act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: params: %s", activity,
+                             why.message);
+        }
+        else
+        if (streq (key, "outputPath"))
+            s_compile_output (tool, activity, value, err);
+        else
+            act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: unknown field \"%.64s\" (a "
+                         "tool has description, params and outputPath)", activity, key);
+        if (err->code) {
+            s_tool_destroy (&tool);
+            break;
+        }
+    }
+    return tool;
+}
+
+//  Record tool as activity's, logging a change of declaration
+static void
+s_tool_record (act_tools_t *self, const char *activity, s_tool_t *tool, const char *worker)
+{
+    s_tool_t *old = (s_tool_t *) zhashx_lookup (self->tools, activity);
+    if (old && !json_equal (old->declaration, tool->declaration)) {
+        char *before = act_json_dump (old->declaration);
+        char *after = act_json_dump (tool->declaration);
+        act_log (LOG_NOTICE, "tool %s: worker %s declares it differently; the latest READY "
+                 "wins: was %.400s, now %.400s", activity, worker, before, after);
+        free (before);
+        free (after);
+    }
+    zhashx_update (self->tools, activity, tool);
+}
+
+int
+act_tools_declare (act_tools_t *self, const json_t *names, const json_t *tools,
+                   const char *worker, act_err_t *err)
+{
+    if (tools && !json_is_object (tools))
+        return act_err_set (err, ACT_E_BAD_ARGUMENT,
+                            "tools is an object: {\"<activity>\": {tool description}}");
+    size_t count = tools? json_object_size (tools): 0;
+    s_tool_t **compiled = (s_tool_t **) calloc (count + 1, sizeof (s_tool_t *));
+    const char **activities = (const char **) calloc (count + 1, sizeof (char *));
+    size_t done = 0;
+    const char *activity;
+    json_t *description;
+    if (tools)
+        json_object_foreach ((json_t *) tools, activity, description) {
+            compiled [done] = s_tool_new (activity, names, description, err);
+            if (!compiled [done])
+                break;
+            activities [done++] = activity;
+        }
+    if (done < count)
+        for (size_t i = 0; i < done; i++)
+            s_tool_destroy (&compiled [i]);
+    else {
+        for (size_t i = 0; i < done; i++)
+            s_tool_record (self, activities [i], compiled [i], worker);
+        size_t index;
+        const json_t *name;
+        json_array_foreach (names, index, name)
+            zhashx_update (self->named, json_string_value (name), (void *) self);
+    }
+    free (compiled);
+    free (activities);
+    return done < count? -1: 0;
+}
+
+bool
+act_tools_named (act_tools_t *self, const char *activity)
+{
+    return zhashx_lookup (self->named, activity) != NULL;
+}
+
+
+//  --------------------------------------------------------------------------
+//  Calls, at submit and at dispatch
+
+bool
+act_tools_prescribe (act_tools_t *self, json_t *entry)
+{
+    if (zhashx_size (self->tools) == 0 || !json_is_object (entry))
+        return false;
+    const char *name = json_string_value (json_object_get (entry, "_tool"));
+    s_tool_t *tool = name? (s_tool_t *) zhashx_lookup (self->tools, name): NULL;
+    if (!tool || !tool->output_const || json_object_get (entry, "_outputPath"))
+        return false;
+    json_object_set_new (entry, "_outputPath", json_string (tool->output_const));
+    return true;
+}
+
+//  The call's _outputPath against the tool's prescribed one or pattern
+static int
+s_check_output (s_tool_t *tool, const act_call_t *call, act_err_t *err)
+{
+    const json_t *output = json_object_get (call->json, "_outputPath");
+    if (tool->output_const && output
+    &&  !streq (json_string_value (output), tool->output_const))
+        return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s prescribes \"_outputPath\" "
+                            "'%.64s', not '%.64s'", call->tool, tool->output_const,
+                            json_string_value (output));
+    act_err_t why = { 0 };
+    if (tool->output_pattern && !(output && act_schema_valid (tool->output_pattern, output,
+                                                               &why)))
+        return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s takes an \"_outputPath\" that "
+                            "matches '%.64s' whole%s%.64s", call->tool, tool->pattern_text,
+                            output? ", not ": " (the call has none)",
+                            output? json_string_value (output): "");
+    return 0;
+}
+
+int
+act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *activity,
+                 act_err_t *err)
+{
+    if (self->settings->strict_activities && zlistx_size (activity->workers) == 0
+    &&  !act_tools_named (self, call->tool)
+    &&  !zhashx_lookup (self->settings->activities, call->tool))
+        return act_err_set (err, ACT_E_UNKNOWN_ACTIVITY, "no worker serves or has served "
+                            "activity %.64s, and the configuration does not name it "
+                            "(strict_activities)", call->tool);
+    s_tool_t *tool = zhashx_size (self->tools)
+                   ? (s_tool_t *) zhashx_lookup (self->tools, call->tool): NULL;
+    if (!tool)
+        return 0;
+    if (s_check_output (tool, call, err))
+        return -1;
+    //  Parameters that hold a reference are unknown until dispatch: the
+    //  whole call is checked then (a part of them cannot be checked
+    //  alone soundly: not, oneOf, if, uniqueItems see the whole)
+    if (!tool->params || call->nrefs)
+        return 0;
+    json_t *params = act_call_params (call, NULL, err);
+    if (!params)
+        return -1;
+    act_err_t why = { 0 };
+    int rc = 0;
+    if (!act_schema_valid (tool->params, params, &why))
+        rc = act_err_set (err, ACT_E_BAD_CALL, "params of %.64s: %s", call->tool,
+                          why.message);
+    json_decref (params);
+    return rc;
+}
+
+int
+act_tools_check_params (act_tools_t *self, const char *activity, const json_t *params,
+                        act_err_t *err)
+{
+    s_tool_t *tool = zhashx_size (self->tools)
+                   ? (s_tool_t *) zhashx_lookup (self->tools, activity): NULL;
+    act_err_t why = { 0 };
+    if (!tool || !tool->params || act_schema_valid (tool->params, params, &why))
+        return 0;
+    return act_err_set (err, ACT_E_BAD_PARAMS, "params of %.64s: %s", activity, why.message);
+}
+
+
+//  --------------------------------------------------------------------------
+//  TOOLS
+
+//  Connected workers serving activity
+static size_t
+s_workers (act_tools_t *self, const char *activity)
+{
+    size_t count = 0;
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool))
+        for (act_activity_t *served = zlistx_first (worker->activities); served;
+             served = zlistx_next (worker->activities))
+            if (streq (served->name, activity)) {
+                count++;
+                break;
+            }
+    return count;
+}
+
+//  One activity's entry of TOOLS
+static json_t *
+s_tool_json (act_tools_t *self, const char *activity)
+{
+    s_tool_t *tool = (s_tool_t *) zhashx_lookup (self->tools, activity);
+    json_t *entry = tool? json_deep_copy (tool->declaration): json_object ();
+    json_object_set_new (entry, "workers", json_integer ((json_int_t) s_workers (self,
+                                                                              activity)));
+    return entry;
+}
+
+json_t *
+act_tools_json (act_tools_t *self, const char *activity)
+{
+    json_t *body = json_object ();
+    if (activity) {
+        if (act_tools_named (self, activity))
+            json_object_set_new (body, activity, s_tool_json (self, activity));
+        return body;
+    }
+    for (void *item = zhashx_first (self->named); item; item = zhashx_next (self->named)) {
+        const char *name = (const char *) zhashx_cursor (self->named);
+        json_object_set_new (body, name, s_tool_json (self, name));
+    }
+    return body;
+}

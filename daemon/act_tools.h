@@ -1,0 +1,63 @@
+/*  =========================================================================
+    act_tools - the registry of tools (PROTOCOL.md section 2.1): what
+    each activity takes, as the workers declared it in READY. Per
+    activity: its description, its params JSON Schema (compiled once, at
+    READY), and its output path (a prescribed one, or a pattern the whole
+    _outputPath must match). The latest READY that declares a tool for an
+    activity wins (a change is logged). It also remembers every activity
+    a READY named since the broker started, for strict activities.
+
+    Calls are checked at submit (act_tools_prescribe, act_tools_admit)
+    and, after resolution, at dispatch (act_tools_check_params).
+    ========================================================================= */
+
+#ifndef ACT_TOOLS_H_INCLUDED
+#define ACT_TOOLS_H_INCLUDED
+
+#include "act_pool.h"
+
+typedef struct _act_tools_t act_tools_t;
+
+//  An empty registry; settings (strict_activities, the activities the
+//  config names) and pool (workers per activity) are borrowed.
+act_tools_t *act_tools_new (act_settings_t *settings, act_pool_t *pool);
+
+//  Destroy the registry and null the pointer; safe on NULL.
+void act_tools_destroy (act_tools_t **self_p);
+
+//  A READY from worker (its name, for the log) names activities names (a
+//  JSON array of strings) and declares tools (NULL when it has none).
+//  Every declaration is checked and compiled first: returns 0 and
+//  records them all (and the names), or -1 with err (bad_argument, the
+//  message naming the activity and what is wrong) and nothing changed.
+int act_tools_declare (act_tools_t *self, const json_t *names, const json_t *tools,
+                       const char *worker, act_err_t *err);
+
+//  True when a READY since the start named activity.
+bool act_tools_named (act_tools_t *self, const char *activity);
+
+//  Before a call (entry, a CALL's or a PLAN entry's JSON) is parsed: when
+//  its activity prescribes an output path and the call has no
+//  _outputPath, give it that one. Returns true when entry was changed.
+bool act_tools_prescribe (act_tools_t *self, json_t *entry);
+
+//  A parsed call of activity at submit: strict activities
+//  (unknown_activity), its _outputPath against the prescribed one or the
+//  pattern, and its parameters against the params schema when they hold
+//  no reference (a call with references is checked whole at dispatch).
+//  Returns 0, or -1 with err (unknown_activity, bad_call).
+int act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *activity,
+                     act_err_t *err);
+
+//  The resolved parameters of a call of activity at dispatch, against its
+//  params schema. Returns 0, or -1 with err (bad_params) naming the JSON
+//  Pointer of the first offending value and the keyword.
+int act_tools_check_params (act_tools_t *self, const char *activity, const json_t *params,
+                            act_err_t *err);
+
+//  TOOLS' body: {"<activity>": {"description"?, "params"?, "outputPath"?,
+//  "workers": N}} for activity (NULL: every activity a READY named since
+//  the start), as a new object.
+json_t *act_tools_json (act_tools_t *self, const char *activity);
+
+#endif
