@@ -60,7 +60,9 @@ describe ('tools', () => {
                                                    _outputPath: '†state.weather' });
         assert.equal (ok.status, 'ok');
         assert.deepEqual (ok.result, { city: 'Oslo', days: 2 });
-        const prescribed = await client.call ('n-tools', { _tool: 'n-summary', text: 'abcdef' });
+        //  The prescribed output path is given to a call that has none
+        const callId = await client.call ('n-tools', { _tool: 'n-summary', text: 'abcdef' });
+        const prescribed = await client.wait (callId);
         assert.deepEqual (prescribed.written, ['†state.summary']);
         assert.equal (await client.resolve ('n-tools', '†state.summary'), 'abc');
         await assert.rejects (client.call ('n-tools', { _tool: 'n-weather', city: 'Oslo', days: 0,
