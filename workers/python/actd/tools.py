@@ -7,8 +7,10 @@ it, ``{"pattern": regex}`` constrains it). This module builds those
 declarations, deriving the schema from a handler's type hints when none is
 given:
 
-* a handler ``(params, task)`` (the classic form, or untyped) takes the
-  params object as it is; nothing is derived;
+* a handler ``(params, task)`` (the classic form: its first parameter
+  named ``params``, or not annotated, or the one parameter besides the
+  task annotated ``dict``, ``Dict[...]``, ``Mapping[...]`` or ``Any``)
+  takes the params object as it is; nothing is derived;
 * a handler whose parameters are all annotated, e.g.
   ``def weather(city: str, days: int = 3) -> dict``, takes them as keyword
   arguments; the schema is an object with one property per parameter
@@ -142,6 +144,15 @@ def _build(annotation: Any, value: Any) -> Any:
     return value
 
 
+def _is_params_object(annotation: Any) -> bool:
+    """True for the annotation of a handler's one parameter that takes the
+    params object whole: Any, dict, Dict[...], Mapping[...]."""
+    import collections.abc
+    origin = typing.get_origin(annotation) or annotation
+    return annotation is Any or origin in (dict, Dict, collections.abc.Mapping,
+                                           typing.Mapping, collections.abc.MutableMapping)
+
+
 def _is_task(parameter: inspect.Parameter, hints: Dict[str, Any]) -> bool:
     """True for the parameter that receives the task."""
     annotation = hints.get(parameter.name)
@@ -168,6 +179,7 @@ class Tool:
             self.description = doc.strip() if doc else None
         self.output_path = _output_path(output_path)
         self._mode = "classic"
+        self._one_argument = False          # Classic, without the task
         self._task_name: Optional[str] = None
         self._hints: Dict[str, Any] = {}
         derived = self._inspect()
@@ -198,8 +210,10 @@ class Tool:
         if not rest and len(parameters) < 2:
             self._mode = "keywords"         # Takes nothing (but perhaps the task)
             return _object_schema([])
-        if not rest or rest[0].name == "params" or any(p.name not in hints for p in rest):
+        if (not rest or rest[0].name == "params" or any(p.name not in hints for p in rest)
+                or (len(rest) == 1 and _is_params_object(hints[rest[0].name]))):
             self._task_name = None
+            self._one_argument = len(parameters) == 1
             return None
         if len(rest) == 1 and dataclasses.is_dataclass(hints[rest[0].name]):
             self._mode = "dataclass"
@@ -212,7 +226,7 @@ class Tool:
     def call(self, params: Any, task: Any) -> Any:
         """Run the handler for a task's params."""
         if self._mode == "classic":
-            return self.handler(params, task)
+            return self.handler(params) if self._one_argument else self.handler(params, task)
         arguments: Dict[str, Any] = {}
         if self._mode == "dataclass":
             arguments[self._argument] = _build(self._hints[self._argument], params)

@@ -98,7 +98,17 @@ class DerivationTest(unittest.TestCase):
         def classic(params: Dict[str, Any], task: actd.Task) -> Any:
             return params
 
+        def other_names(request: Dict[str, Any], t: actd.Task) -> Any:
+            return request
+
+        def no_task(data: dict) -> Any:
+            return data
+
         self.assertIsNone(Tool(classic).params)
+        self.assertIsNone(Tool(other_names).params)
+        self.assertEqual(Tool(other_names).call({"a": 2}, None), {"a": 2})
+        self.assertIsNone(Tool(no_task).params)
+        self.assertEqual(Tool(no_task).call({"a": 3}, None), {"a": 3})
         self.assertIsNone(Tool(lambda params, task: params).params)
         self.assertEqual(Tool(classic).call({"a": 1}, None), {"a": 1})
 
