@@ -2,6 +2,7 @@
 READY (explicit, or derived from type hints and dataclasses), and what
 Client.tools() reads back from the real actd (TOOLS)."""
 
+import asyncio
 import dataclasses
 import unittest
 from typing import Any, Dict, List, Literal, Optional
@@ -10,6 +11,7 @@ from support import TIMEOUT, Actd, running, wait_until
 from harness import actd_with_config
 
 import actd
+import actd.aio
 from actd.tools import Tool, schema_of
 
 
@@ -181,6 +183,11 @@ class ToolsTest(unittest.TestCase):
             with self.assertRaises(actd.BadCall):
                 self.client.call("tools-ctx", {"_tool": "t-note", "text": "x",
                                                "_outputPath": "†state.note"})
+            async def read_async() -> Any:
+                async with actd.aio.AsyncClient(self.broker.client_endpoint) as client:
+                    return await client.tools("t-weather")
+            self.assertEqual(asyncio.run(asyncio.wait_for(read_async(), TIMEOUT)),
+                             {"t-weather": tools["t-weather"]})
         # Its worker gone, the tool stays known (with 0 workers)
         wait_until(lambda: self.client.tools("t-note")["t-note"]["workers"] == 0,
                    what="t-note without workers")
