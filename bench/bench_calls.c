@@ -30,12 +30,18 @@
     completion is counted per broker). bench/brokers.py runs it on a
     private PostgreSQL server.
 
+    With --tool the calls carry 10 parameters of mixed types, and each
+    store mode also runs as "<mode>+tool": the same, with the echo worker
+    declaring a typical params JSON Schema for them (PROTOCOL.md section
+    2.1), so actd checks each call at submit and at dispatch. The ratio
+    <mode>+tool/<mode> is the cost of validation.
+
     Nothing is asserted: the figures are for reading.
 
     bench_calls [--calls N] [--window W] [--capacity C] [--contexts K]
                 [--size BYTES] [--write set|push] [--modes memory,normal,full]
                 [--postgres URL [--brokers 1,2,3]]
-                [--no-fire] [--repeat R] [--help]
+                [--no-fire] [--repeat R] [--tool] [--help]
     ========================================================================= */
 
 #include <getopt.h>
@@ -49,7 +55,25 @@ typedef struct {
     size_t contexts;            //  Contexts the calls are spread over
     size_t size;                //  Bytes per call, about
     bool push;                  //  Push onto †state.log, not set at distinct paths
+    bool tool;                  //  10 parameters; setups with and without a schema
 } s_options_t;
+
+//  With --tool: the 9 parameters besides "text" (and "i" among them), and
+//  the schema the "+tool" setups declare for them
+#define S_PARAMS "\"n\":1.5,\"flag\":true,\"kind\":\"alpha\",\"tags\":[\"x\",\"y\"]," \
+                 "\"limit\":10,\"lang\":\"en\",\"opts\":{\"deep\":false},\"note\":null,"
+static const char *s_schema =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"i\":{\"type\":\"integer\",\"minimum\":0},\"n\":{\"type\":\"number\"},"
+    "\"flag\":{\"type\":\"boolean\"},\"kind\":{\"enum\":[\"alpha\",\"beta\"]},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":8},"
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},"
+    "\"lang\":{\"type\":\"string\",\"pattern\":\"^[a-z]{2}$\"},"
+    "\"opts\":{\"type\":\"object\",\"properties\":{\"deep\":{\"type\":\"boolean\"}}},"
+    "\"note\":{\"type\":[\"string\",\"null\"]},"
+    "\"text\":{\"type\":\"string\",\"maxLength\":100000},"
+    "\"run\":{\"type\":\"string\"}},"
+    "\"required\":[\"i\",\"kind\",\"text\"],\"additionalProperties\":false}";
 
 typedef struct {
     double rate;                //  Calls per second
@@ -75,6 +99,7 @@ typedef struct {
     act_client_t *client;       //  The client, on every broker
     act_client_t *stats [S_MAX_BROKERS];    //  One STATS client per broker
     bench_worker_t *worker;     //  The echo worker, on every broker
+    bool tool;                  //  Its echo declares s_schema
     s_result_t durable;         //  The best durable run
     s_result_t forget;          //  The best fire-and-forget run
 } s_setup_t;
@@ -108,16 +133,17 @@ s_call_json (const s_options_t *options, size_t index, bool output, const char *
 {
     char head [256];
     if (!output)
-        snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"i\":%zu,\"run\":\"%s\",\"text\":\"",
-                  index, tag);
+        snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"i\":%zu,\"run\":\"%s\",%s\"text\":\"",
+                  index, tag, options->tool? S_PARAMS: "");
     else
     if (options->push)
         snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"_outputPath\":\"" BENCH_DAGGER
-                  "state.log\",\"_outputMethod\":\"push\",\"i\":%zu,\"run\":\"%s\",\"text\":\"",
-                  index, tag);
+                  "state.log\",\"_outputMethod\":\"push\",\"i\":%zu,\"run\":\"%s\",%s\"text\":\"",
+                  index, tag, options->tool? S_PARAMS: "");
     else
         snprintf (head, sizeof head, "{\"_tool\":\"echo\",\"_outputPath\":\"" BENCH_DAGGER
-                  "state.%s.k%zu\",\"i\":%zu,\"text\":\"", tag, index, index);
+                  "state.%s.k%zu\",\"i\":%zu,%s\"text\":\"", tag, index, index,
+                  options->tool? S_PARAMS: "");
     size_t length = strlen (head);
     size_t pad = options->size > length + 2? options->size - length - 2: 8;
     char *json = malloc (length + pad + 3);
@@ -372,6 +398,8 @@ s_usage (FILE *stream)
         "  --brokers LIST   with --postgres: broker counts to run (1,2,3)\n"
         "  --no-fire        skip the fire-and-forget runs\n"
         "  --repeat R       runs of each kind per setup, the best one summed up (3)\n"
+        "  --tool           calls of 10 parameters; each mode also runs with a params\n"
+        "                   schema declared (\"<mode>+tool\"): the cost of validation\n"
         "  --help           this help\n"
         "Starts actd (beside this program, or $ACTD_BIN) per setup; the first setup\n"
         "(memory, or the first broker count) is the baseline of the ratios. Prints\n"
@@ -412,7 +440,8 @@ s_setup_start (s_setup_t *setup, const char *actd, const char *dir, const char *
         setup->stats [i] = act_client_new (daemon->client);
         act_client_set_timeout (setup->stats [i], 60000);
     }
-    setup->worker = bench_worker_start (workers, options->capacity);
+    setup->worker = bench_worker_start_tool (workers, options->capacity,
+                                             setup->tool? s_schema: NULL);
     setup->client = act_client_new (clients);
     act_client_set_timeout (setup->client, 60000);
     for (size_t i = 0; i < setup->ndaemons; i++)
@@ -435,7 +464,7 @@ s_setup_stop (s_setup_t *setup)
 int
 main (int argc, char *argv [])
 {
-    s_options_t options = { 20000, 1000, 64, 8, 200, false };
+    s_options_t options = { 20000, 1000, 64, 8, 200, false, false };
     char *modes = strdup ("memory,normal,full");
     char *brokers = strdup ("1,2,3");
     char *postgres = NULL;
@@ -447,7 +476,7 @@ main (int argc, char *argv [])
         { "size", required_argument, 0, 's' }, { "write", required_argument, 0, 'W' },
         { "modes", required_argument, 0, 'm' }, { "no-fire", no_argument, 0, 'F' },
         { "repeat", required_argument, 0, 'r' }, { "postgres", required_argument, 0, 'P' },
-        { "brokers", required_argument, 0, 'B' },
+        { "brokers", required_argument, 0, 'B' }, { "tool", no_argument, 0, 'T' },
         { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
     };
     int option;
@@ -470,6 +499,7 @@ main (int argc, char *argv [])
             case 'r': repeats = strtoull (optarg, NULL, 10); break;
             case 'P': free (postgres); postgres = strdup (optarg); break;
             case 'B': free (brokers); brokers = strdup (optarg); break;
+            case 'T': options.tool = true; break;
             case 'h': s_usage (stdout); return 0;
             default: s_usage (stderr); return 2;
         }
@@ -499,10 +529,13 @@ main (int argc, char *argv [])
     else {
         const char *names [] = { "memory", "normal", "full" };
         for (int m = 0; m < 3; m++)
-            if (s_listed (modes, names [m])) {
-                snprintf (setups [nsetups].name, sizeof setups [nsetups].name, "%s", names [m]);
-                setups [nsetups++].ndaemons = 1;
-            }
+            for (int tool = 0; tool <= (options.tool? 1: 0); tool++)
+                if (s_listed (modes, names [m]) && nsetups < S_MAX_BROKERS) {
+                    snprintf (setups [nsetups].name, sizeof setups [nsetups].name, "%s%s",
+                              names [m], tool? "+tool": "");
+                    setups [nsetups].tool = tool;
+                    setups [nsetups++].ndaemons = 1;
+                }
     }
     if (nsetups == 0) {
         s_usage (stderr);
@@ -533,10 +566,11 @@ main (int argc, char *argv [])
         if (postgres)
             dbs [i] = strdup (postgres);
         else
-            dbs [i] = streq (setup->name, "memory")? strdup (":memory:")
+            dbs [i] = strncmp (setup->name, "memory", 6) == 0? strdup (":memory:")
                     : zsys_sprintf ("%s/actd-%s.db", dir, setup->name);
         s_setup_start (setup, actd, dir, dbs [i],
-                       postgres || streq (setup->name, "full")? "full": "normal", &options);
+                       postgres || strncmp (setup->name, "full", 4) == 0? "full": "normal",
+                       &options);
     }
     for (size_t rep = 1; rep <= repeats; rep++)
         for (size_t i = 0; i < nsetups; i++) {
@@ -572,8 +606,9 @@ main (int argc, char *argv [])
         }
     }
     printf ("\n");
-    s_setup_t *base = &setups [0];
     for (size_t i = 1; i < nsetups; i++) {
+        //  With --tool, each "+tool" setup against its own mode
+        s_setup_t *base = setups [i].tool? &setups [i - 1]: &setups [0];
         printf ("ratio %s/%s: durable calls/s %.2f, ACCEPTED->DONE p50 %.2f, CPU/call %.2f",
                 setups [i].name, base->name, setups [i].durable.rate / base->durable.rate,
                 setups [i].durable.acc_done [0] / base->durable.acc_done [0],

@@ -306,12 +306,23 @@ s_worker_run (void *arg)
 bench_worker_t *
 bench_worker_start (const char *endpoint, size_t capacity)
 {
+    return bench_worker_start_tool (endpoint, capacity, NULL);
+}
+
+bench_worker_t *
+bench_worker_start_tool (const char *endpoint, size_t capacity, const char *schema)
+{
     bench_worker_t *self = calloc (1, sizeof *self);
     self->worker = act_worker_new (endpoint, "bench");
     act_worker_set_capacity (self->worker, capacity);
     act_worker_set_heartbeat (self->worker, 1000, 5);
     act_worker_serve (self->worker, "echo", s_echo, NULL);
     act_worker_serve (self->worker, "step", s_step, NULL);
+    if (schema && act_worker_declare (self->worker, "echo", "Echoes its params", schema,
+                                      NULL, NULL)) {
+        fprintf (stderr, "bench: the tool's schema is refused\n");
+        exit (1);
+    }
     if (pipe (self->stop) || act_worker_watch (self->worker, self->stop [0], s_on_stop, self)) {
         fprintf (stderr, "bench: cannot make the worker's stop pipe\n");
         exit (1);

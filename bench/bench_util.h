@@ -81,6 +81,9 @@ long long bench_json_int (json_t *object, const char *a, const char *b);
 //      step  params -> {"i": params.i}   (a small result, whatever the params)
 typedef struct _bench_worker_t bench_worker_t;
 bench_worker_t *bench_worker_start (const char *endpoint, size_t capacity);
+//  The same, declaring schema (JSON text) as the params of echo's tool.
+bench_worker_t *bench_worker_start_tool (const char *endpoint, size_t capacity,
+                                         const char *schema);
 void bench_worker_stop (bench_worker_t **self_p);
 
 //  Poll STATS until the worker's READY has been seen (a worker serving

@@ -419,6 +419,7 @@ class ConfigFileTest(unittest.TestCase):
             "store/retain_ms": "0",
             "server/max_message_bytes": "1048576", "server/max_reply_bytes": "8388608",
             "server/max_queued_calls": "1000000", "server/shutdown_grace_ms": "10000",
+            "server/strict_activities": "0",
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",
             "server/lease_ms": "10000",
             "store/path": "actd.db", "store/sync": "full",

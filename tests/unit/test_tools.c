@@ -1,0 +1,269 @@
+/*  =========================================================================
+    test_tools - the registry of tools (daemon/act_tools.c, PROTOCOL.md
+    section 2.1) on its own: declarations checked all or none, the latest
+    one winning, prescribed and pattern output paths, params checked at
+    submit only without references and always at dispatch, strict
+    activities, and TOOLS' body.
+    ========================================================================= */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "act_tools.h"
+
+typedef struct {
+    act_settings_t *settings;   //  Defaults
+    act_pool_t *pool;           //  No workers
+    act_tools_t *tools;         //  Under test
+} s_world_t;
+
+static int
+s_setup (void **state)
+{
+    act_log_threshold = LOG_ERR;
+    act_log_stderr = false;
+    s_world_t *world = calloc (1, sizeof (s_world_t));
+    world->settings = act_settings_new ();
+    world->settings->log_syslog = false;
+    world->pool = act_pool_new (world->settings);
+    world->tools = act_tools_new (world->settings, world->pool);
+    *state = world;
+    return 0;
+}
+
+static int
+s_teardown (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_tools_destroy (&world->tools);
+    act_tools_destroy (&world->tools);     //  Idempotent
+    act_pool_destroy (&world->pool);
+    act_settings_destroy (&world->settings);
+    free (world);
+    return 0;
+}
+
+//  Declare tools (JSON text) for names (JSON text); returns the rc, err kept
+static int
+s_declare (s_world_t *world, const char *names, const char *tools, act_err_t *err)
+{
+    json_t *n = json_loads (names, 0, NULL);
+    json_t *t = tools? json_loads (tools, 0, NULL): NULL;
+    assert_non_null (n);
+    int rc = act_tools_declare (world->tools, n, t, "w1", err);
+    json_decref (n);
+    json_decref (t);
+    return rc;
+}
+
+//  Admit the call (JSON text) after prescribe; returns the rc, err kept;
+//  *changed says whether prescribe changed it
+static int
+s_admit (s_world_t *world, const char *text, act_err_t *err, bool *changed)
+{
+    json_t *json = json_loads (text, 0, NULL);
+    assert_non_null (json);
+    bool was = act_tools_prescribe (world->tools, json);
+    if (changed)
+        *changed = was;
+    act_err_t parse = { 0 };
+    act_call_t *call = act_call_parse (json, &parse);
+    assert_non_null (call);
+    int rc = act_tools_admit (world->tools, call, act_pool_activity (world->pool, call->tool),
+                              err);
+    act_call_destroy (&call);
+    json_decref (json);
+    return rc;
+}
+
+static void
+s_assert_json (json_t *actual, const char *expected)
+{
+    json_t *want = json_loads (expected, 0, NULL);
+    assert_non_null (want);
+    if (!json_equal (actual, want)) {
+        char *text = json_dumps (actual, JSON_SORT_KEYS);
+        fail_msg ("got %s, expected %s", text, expected);
+    }
+    json_decref (want);
+    json_decref (actual);
+}
+
+//  A READY is taken all or none: one bad tool and nothing is recorded
+static void
+test_declare_all_or_none (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_err_t err = { 0 };
+    assert_int_equal (s_declare (world, "[\"a\", \"b\"]",
+                                 "{\"a\": {\"description\": \"A\"},"
+                                 " \"b\": {\"params\": {\"contains\": {}}}}", &err), -1);
+    assert_string_equal (err.code, ACT_E_BAD_ARGUMENT);
+    assert_non_null (strstr (err.message, "tool b: params: "));
+    assert_non_null (strstr (err.message, "not supported"));
+    assert_false (act_tools_named (world->tools, "a"));
+    s_assert_json (act_tools_json (world->tools, NULL), "{}");
+    //  Each kind of bad declaration names what is wrong
+    const char *cases [][2] = {
+        { "[\"a\"]", "tools is an object" },
+        { "{\"x\": {}}", "not one of its activities" },
+        { "{\"a\": 1}", "is an object" },
+        { "{\"a\": {\"description\": 2}}", "description is a string" },
+        { "{\"a\": {\"name\": \"a\"}}", "unknown field \"name\"" },
+        { "{\"a\": {\"outputPath\": {}}}", "outputPath must be" },
+        { "{\"a\": {\"outputPath\": {\"const\": 1}}}", "outputPath must be" },
+        { "{\"a\": {\"outputPath\": {\"const\": \"nope\"}}}", "not an output path" },
+        { "{\"a\": {\"outputPath\": {\"pattern\": \"[\"}}}", "outputPath.pattern" },
+        { "{\"a\": {\"outputPath\": {\"pattern\": \"\\\\Z\"}}}", "outputPath.pattern" },
+        { "{\"a\": {\"params\": {\"type\": \"objet\"}}}", "/type" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        act_err_t why = { 0 };
+        assert_int_equal (s_declare (world, "[\"a\"]", cases [i][0], &why), -1);
+        if (!strstr (why.message, cases [i][1]))
+            fail_msg ("%s: got '%s', expected '%s'", cases [i][0], why.message, cases [i][1]);
+    }
+    s_assert_json (act_tools_json (world->tools, NULL), "{}");
+    //  Names alone are recorded, with no tool
+    assert_int_equal (s_declare (world, "[\"a\", \"b\"]", NULL, &err), 0);
+    s_assert_json (act_tools_json (world->tools, NULL),
+                   "{\"a\": {\"workers\": 0}, \"b\": {\"workers\": 0}}");
+    s_assert_json (act_tools_json (world->tools, "b"), "{\"b\": {\"workers\": 0}}");
+    s_assert_json (act_tools_json (world->tools, "zz"), "{}");
+}
+
+//  The latest declaration wins; one without a tool keeps the declared one
+static void
+test_latest_wins (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_err_t err = { 0 };
+    assert_int_equal (s_declare (world, "[\"t\"]", "{\"t\": {\"description\": \"one\"}}",
+                                 &err), 0);
+    assert_int_equal (s_declare (world, "[\"t\"]", "{\"t\": {\"description\": \"two\"}}",
+                                 &err), 0);
+    assert_int_equal (s_declare (world, "[\"t\"]", NULL, &err), 0);
+    assert_int_equal (s_declare (world, "[\"t\"]", "{}", &err), 0);
+    s_assert_json (act_tools_json (world->tools, "t"),
+                   "{\"t\": {\"description\": \"two\", \"workers\": 0}}");
+}
+
+//  A prescribed output path is given to a call without one; another is
+//  refused, the same one is fine
+static void
+test_prescribed_output (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_err_t err = { 0 };
+    assert_int_equal (s_declare (world, "[\"s\"]", "{\"s\": {\"outputPath\": "
+                                 "{\"const\": \"\xe2\x80\xa0state.sum\"}}}", &err), 0);
+    bool changed = false;
+    assert_int_equal (s_admit (world, "{\"_tool\": \"s\"}", &err, &changed), 0);
+    assert_true (changed);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"s\", \"_outputPath\": "
+                               "\"\xe2\x80\xa0state.sum\"}", &err, &changed), 0);
+    assert_false (changed);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"s\", \"_outputPath\": "
+                               "\"\xe2\x80\xa0other\"}", &err, NULL), -1);
+    assert_string_equal (err.code, ACT_E_BAD_CALL);
+    assert_non_null (strstr (err.message, "prescribes"));
+    //  Other activities are untouched
+    assert_int_equal (s_admit (world, "{\"_tool\": \"free\"}", &err, &changed), 0);
+    assert_false (changed);
+}
+
+//  A pattern must match the whole _outputPath
+static void
+test_pattern_output (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_err_t err = { 0 };
+    assert_int_equal (s_declare (world, "[\"p\"]", "{\"p\": {\"outputPath\": "
+                                 "{\"pattern\": \"\xe2\x80\xa0n\\\\.[a-z]+|\xe2\x80\xa0m\"}}}",
+                                 &err), 0);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"p\", \"_outputPath\": "
+                               "\"\xe2\x80\xa0n.abc\"}", &err, NULL), 0);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"p\", \"_outputPath\": "
+                               "\"\xe2\x80\xa0m\"}", &err, NULL), 0);
+    const char *refused [] = {
+        "{\"_tool\": \"p\", \"_outputPath\": \"\xe2\x80\xa0n.abc.d\"}",
+        "{\"_tool\": \"p\", \"_outputPath\": \"\xe2\x80\xa0mm\"}",
+        "{\"_tool\": \"p\"}",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        act_err_clear (&err);
+        assert_int_equal (s_admit (world, refused [i], &err, NULL), -1);
+        assert_string_equal (err.code, ACT_E_BAD_CALL);
+    }
+}
+
+//  Params: at submit only without references, always at dispatch
+static void
+test_params (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_err_t err = { 0 };
+    assert_int_equal (s_declare (world, "[\"w\"]", "{\"w\": {\"params\": {\"type\": \"object\","
+                                 " \"properties\": {\"n\": {\"type\": \"integer\"},"
+                                 " \"s\": {\"type\": \"string\", \"pattern\": \"^\xe2\x80\xa0\"}},"
+                                 " \"additionalProperties\": false}}}", &err), 0);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"n\": 1, \"_mine\": 2}", &err, NULL),
+                      0);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"n\": \"x\"}", &err, NULL), -1);
+    assert_string_equal (err.code, ACT_E_BAD_CALL);
+    assert_string_equal (err.message, "params of w: /n: type: expected integer");
+    //  "††x" is the literal string "†x"
+    assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"s\": \"\xe2\x80\xa0\xe2\x80\xa0x\"}",
+                               &err, NULL), 0);
+    //  With a reference: not checked at submit, whatever else is wrong
+    assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"n\": \"\xe2\x80\xa0input.n\","
+                               " \"extra\": 1}", &err, NULL), 0);
+    json_t *params = json_pack ("{ss}", "n", "5");
+    act_err_clear (&err);
+    assert_int_equal (act_tools_check_params (world->tools, "w", params, &err), -1);
+    assert_string_equal (err.code, ACT_E_BAD_PARAMS);
+    assert_string_equal (err.message, "params of w: /n: type: expected integer");
+    json_decref (params);
+    params = json_pack ("{si}", "n", 5);
+    assert_int_equal (act_tools_check_params (world->tools, "w", params, &err), 0);
+    assert_int_equal (act_tools_check_params (world->tools, "other", params, &err), 0);
+    json_decref (params);
+}
+
+//  Strict activities: unknown_activity unless named by a READY or the config
+static void
+test_strict (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_err_t err = { 0 };
+    assert_int_equal (s_admit (world, "{\"_tool\": \"nobody\"}", &err, NULL), 0);
+    world->settings->strict_activities = true;
+    assert_int_equal (s_admit (world, "{\"_tool\": \"nobody\"}", &err, NULL), -1);
+    assert_string_equal (err.code, ACT_E_UNKNOWN_ACTIVITY);
+    act_activity_settings_t *own = malloc (sizeof *own);
+    *own = world->settings->defaults;
+    zhashx_insert (world->settings->activities, "configured", own);
+    act_err_clear (&err);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"configured\"}", &err, NULL), 0);
+    assert_int_equal (s_declare (world, "[\"named\"]", NULL, &err), 0);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"named\"}", &err, NULL), 0);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test_setup_teardown (test_declare_all_or_none, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_latest_wins, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_prescribed_output, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_pattern_output, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_params, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_strict, s_setup, s_teardown),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
