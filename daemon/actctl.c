@@ -1,5 +1,8 @@
 /*  =========================================================================
-    actctl - the actd command line, on the C client library.
+    actctl - the actd command line, on the C client library: its options,
+    its usage and its command table. The commands are in actctl_calls.c,
+    actctl_contexts.c, actctl_broker.c and actctl_tools.c, what they print
+    in actctl_print.c (actctl.h joins them).
 
     Human-readable output by default, --json for scripts. A broker ERROR
     prints its code and message and exits 1; no reply in time exits 3;

@@ -101,6 +101,7 @@ class ActdMcp {
         this.tools = new Map ();        //  name -> TOOLS entry, for the served tools
         this.known = new Map ();        //  name -> TOOLS entry, every declared tool
         this._fingerprint = null;       //  s_stable of the served tools
+        this._failure = null;           //  The last TOOLS failure logged
         this._sessions = new Set ();    //  Open sessions (stdio's, or HTTP's)
         this._timer = null;
         this._polling = null;
@@ -115,9 +116,13 @@ class ActdMcp {
         try {
             tools = await this.client.tools ();
         } catch (error) {
-            this.log (`TOOLS failed: ${error.message}`);
+            //  Once per kind of failure, not at every poll
+            if (error.message !== this._failure)
+                this.log (`TOOLS failed: ${error.message}`);
+            this._failure = error.message;
             return false;
         }
+        this._failure = null;
         const served = new Map (Object.entries (tools).filter (([, tool]) => tool.workers > 0)
                                                      .sort (([a], [b]) => (a < b? -1: a > b)));
         const fingerprint = s_stable ([...served].map (([name, tool]) =>
