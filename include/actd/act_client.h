@@ -130,6 +130,12 @@ int act_client_cancel (act_client_t *self, const char *call_id, act_err_t *err);
 //  STATS. A new object, or NULL with err set.
 json_t *act_client_stats (act_client_t *self, act_err_t *err);
 
+//  TOOLS (PROTOCOL.md section 2.1): the tools the workers declared,
+//  {"<activity>": {"description"?, "params"?, "outputPath"?, "workers"}},
+//  for every activity or only activity (when not NULL). A new object, or
+//  NULL with err set (unknown_command from a broker without tools).
+json_t *act_client_tools (act_client_t *self, const char *activity, act_err_t *err);
+
 //  PING. Returns 0 when PONG came, or -1 with err set.
 int act_client_ping (act_client_t *self, act_err_t *err);
 

@@ -110,6 +110,12 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(self.complete("call", "c", "{}", "--w"), ["--wait"])
         self.assertIn("--version", self.complete("--"))
 
+    def test_tools_and_its_formats(self):
+        self.assertEqual(self.complete("t"), ["tail", "tools"])
+        self.assertEqual(self.complete("tools", "--format", ""),
+                         ["anthropic", "json", "mcp", "openai"])
+        self.assertEqual(self.complete("--format", "mcp", "too"), ["tools"])
+
     def test_no_command_after_the_command(self):
         self.assertEqual(self.complete("status", "s"), [])
 
@@ -422,3 +428,88 @@ class StreamsTest(ActdTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ToolsWorker(Worker):
+    """A raw worker whose READY declares tools (PROTOCOL.md section 2.1)."""
+
+    def __init__(self, endpoint, tools, **kwargs):
+        super().__init__(endpoint, sorted(tools), lambda *args: None, **kwargs)
+        self.tools = tools
+
+    def _ready(self, socket):
+        socket.send_multipart([b"ACTW01", b"READY", json.dumps(
+            {"activities": self.activities, "capacity": self.capacity, "name": self.name,
+             "lang": "python-test", "tools": self.tools}).encode()])
+        self.ready.set()
+
+
+WEATHER_PARAMS = {"type": "object", "required": ["city"],
+                  "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}
+
+
+class ToolsTest(ActdTest):
+    """actctl tools: the registry as people read it, and in the shapes of
+    the model APIs (MCP, OpenAI, Anthropic)."""
+
+    def setUp(self):
+        super().setUp()
+        self.worker = ToolsWorker(self.actd.worker_endpoint, {
+            "weather": {"description": "The weather in a city", "params": WEATHER_PARAMS},
+            "summarize": {"outputPath": {"const": DAGGER + "state.summary"}}},
+            name="tools-worker")
+        self.worker.start()
+        self.addCleanup(self.worker.stop)
+        wait_for(lambda: json.loads(self.actctl("tools", "--format", "json").stdout or "{}")
+                 .get("weather", {}).get("workers") == 1, "the worker's tools")
+
+    def test_list_for_people(self):
+        done = self.actctl("tools")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.splitlines(), [
+            "summarize (1 worker)",
+            "    output path: {\"const\":\"%sstate.summary\"}" % DAGGER,
+            "weather (1 worker): The weather in a city",
+            "    params: " + json.dumps(WEATHER_PARAMS, separators=(",", ":"),
+                                        ensure_ascii=False)])
+
+    def test_json_is_tools_answer(self):
+        for args in (("--format", "json"), ("--json",)):
+            done = self.actctl("tools", *args)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(json.loads(done.stdout), {
+                "weather": {"description": "The weather in a city", "params": WEATHER_PARAMS,
+                            "workers": 1},
+                "summarize": {"outputPath": {"const": DAGGER + "state.summary"},
+                              "workers": 1}})
+        done = self.actctl("tools", "weather", "--format", "json")
+        self.assertEqual(list(json.loads(done.stdout)), ["weather"])
+
+    def test_model_formats(self):
+        expected = {
+            "mcp": {"tools": [
+                {"name": "summarize", "inputSchema": {"type": "object"}},
+                {"name": "weather", "description": "The weather in a city",
+                 "inputSchema": WEATHER_PARAMS}]},
+            "openai": [
+                {"type": "function", "function": {"name": "summarize",
+                                                  "parameters": {"type": "object"}}},
+                {"type": "function", "function": {"name": "weather",
+                                                  "description": "The weather in a city",
+                                                  "parameters": WEATHER_PARAMS}}],
+            "anthropic": [
+                {"name": "summarize", "input_schema": {"type": "object"}},
+                {"name": "weather", "description": "The weather in a city",
+                 "input_schema": WEATHER_PARAMS}]}
+        for format, shape in expected.items():
+            done = self.actctl("tools", "--format", format)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(json.loads(done.stdout), shape, format)
+        done = self.actctl("tools", "weather", "--format", "anthropic")
+        self.assertEqual([tool["name"] for tool in json.loads(done.stdout)], ["weather"])
+
+    def test_bad_format_is_a_usage_error(self):
+        done = self.actctl("tools", "--format", "yaml")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("--format is json, mcp, openai or anthropic", done.stderr)
+        self.assertEqual(self.actctl("tools", "a", "b").returncode, 2)

@@ -761,6 +761,12 @@ act_client_stats (act_client_t *self, act_err_t *err)
     return s_request (self, "VALUE", true, err, "STATS", NULL, NULL, NULL);
 }
 
+json_t *
+act_client_tools (act_client_t *self, const char *activity, act_err_t *err)
+{
+    return s_request (self, "VALUE", true, err, "TOOLS", activity, NULL, NULL);
+}
+
 int
 act_client_ping (act_client_t *self, act_err_t *err)
 {

@@ -164,6 +164,34 @@ export interface WorkerEvents {
     warning: [error: Error];
 }
 
+/** A JSON Schema (draft 2020-12), as actd validates it. */
+export type JsonSchema = boolean | { [keyword: string]: Json };
+
+/** How a call's _outputPath is given: prescribed (const) or constrained (pattern). */
+export type OutputPathRule = { const: string } | { pattern: string };
+
+/** An activity's tool, as a worker registers it (PROTOCOL.md section 2.1). */
+export interface ToolOptions {
+    description?: string;
+    /** The call's parameters (without the `_` keys); actd refuses calls that do not match. */
+    params?: JsonSchema;
+    /** A string prescribes the output path (as { const }). */
+    outputPath?: string | OutputPathRule;
+}
+
+/** An activity's tool as READY carries it. */
+export interface ToolDeclaration {
+    description?: string;
+    params?: JsonSchema;
+    outputPath?: OutputPathRule;
+}
+
+/** TOOLS' answer for one activity. */
+export interface Tool extends ToolDeclaration {
+    /** Connected workers serving it now. */
+    workers: number;
+}
+
 export declare class Worker extends EventEmitter {
     constructor(options?: WorkerOptions | string);
     /** The first broker's endpoint. */
@@ -180,8 +208,11 @@ export declare class Worker extends EventEmitter {
     readonly activities: string[];
     /** Tasks running now on the current connections. */
     readonly running: number;
-    /** Register a handler; before run(). */
-    activity<P = any, R = unknown>(name: string, handler: Handler<P, R>): this;
+    /** Register a handler, and optionally its tool (declared in READY); before run(). */
+    activity<P = any, R = unknown>(name: string, handler: Handler<P, R>, tool?: ToolOptions): this;
+    activity<P = any, R = unknown>(name: string, tool: ToolOptions, handler: Handler<P, R>): this;
+    /** What READY declares, by activity. */
+    readonly tools: { [activity: string]: ToolDeclaration };
     /** Connect, send READY and serve until stop(). */
     run(): Promise<void>;
     /** Abort running tasks, send DISCONNECT, close the socket. */
@@ -446,6 +477,8 @@ export declare class Client {
     /** CANCEL: resolves also for a call that has already ended. */
     cancel(callId: string | number): Promise<void>;
     stats(): Promise<Stats>;
+    /** TOOLS: the declared tools, every activity or only one. */
+    tools(activity?: string, options?: RequestOptions): Promise<{ [activity: string]: Tool }>;
     /** PING: the round trip in milliseconds. */
     ping(options?: RequestOptions): Promise<number>;
     /** Any command; ERROR rejects. A CALL or PLAN sent this way gets no DONE. */

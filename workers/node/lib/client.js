@@ -494,6 +494,14 @@ class Client {
         return this._request ('STATS', [], {}, (request, args) => s_parse (args [0]));
     }
 
+    //  TOOLS: the tools the workers declared (PROTOCOL.md section 2.1),
+    //  { activity: { description?, params?, outputPath?, workers } }, all
+    //  of them or only activity's
+    async tools (activity, options = {}) {
+        const args = activity === undefined || activity === null ? [] : [String (activity)];
+        return this._request ('TOOLS', args, options, (request, reply) => s_parse (reply [0]));
+    }
+
     //  PING (the first broker that answers); resolves with the round trip
     //  in milliseconds
     async ping (options = {}) {

@@ -107,6 +107,41 @@ class Task {
     }
 }
 
+//  The tool declaration of an activity from its options (null when none);
+//  throws TypeError for a malformed one, at registration
+function s_tool (tool) {
+    if (tool === undefined || tool === null)
+        return null;
+    if (typeof tool !== 'object' || Array.isArray (tool))
+        throw new TypeError ('a tool is an object { description?, params?, outputPath? }');
+    const declared = {};
+    for (const key of Object.keys (tool))
+        if (!['description', 'params', 'outputPath'].includes (key))
+            throw new TypeError (`a tool has no option "${key}"`);
+    if (tool.description !== undefined) {
+        if (typeof tool.description !== 'string')
+            throw new TypeError ('a tool description is a string');
+        declared.description = tool.description;
+    }
+    if (tool.params !== undefined) {
+        if (typeof tool.params !== 'boolean'
+            && (typeof tool.params !== 'object' || tool.params === null || Array.isArray (tool.params)))
+            throw new TypeError ('a tool\'s params is a JSON Schema (an object)');
+        declared.params = tool.params;
+    }
+    const path = tool.outputPath;
+    if (typeof path === 'string')
+        declared.outputPath = { const: path };
+    else if (path !== undefined) {
+        const keys = path && typeof path === 'object' ? Object.keys (path) : [];
+        if (keys.length !== 1 || !['const', 'pattern'].includes (keys [0])
+            || typeof path [keys [0]] !== 'string')
+            throw new TypeError ('outputPath is a path, { const: path } or { pattern: regex }');
+        declared.outputPath = { [keys [0]]: path [keys [0]] };
+    }
+    return Object.keys (declared).length ? declared : null;
+}
+
 //  JSON text of a value; undefined (a handler that returns nothing) is null
 function s_json (value) {
     const text = JSON.stringify (value === undefined? null: value);
@@ -136,6 +171,7 @@ class Worker extends EventEmitter {
             throw new TypeError ('heartbeatMs is > 0 and liveness an integer >= 1');
         this._curve = curveOptions (options);
         this._handlers = new Map ();    //  activity name -> handler
+        this._tools = new Map ();       //  activity name -> its tool (READY's tools)
         this._connections = this.endpoints.map ((endpoint) => new Connection (endpoint));
         this._generation = 0;           //  Counts links; a Task knows its own
         this._timer = null;
@@ -146,15 +182,31 @@ class Worker extends EventEmitter {
 
     //  Register handler (params, task) => result for activity name. Return
     //  a value (RESULT, branch 0), branch (n, value), or throw (FAIL).
-    activity (name, handler) {
+    //  tool (optional, before or after handler) declares the activity's
+    //  tool in READY (PROTOCOL.md section 2.1): { description, params (a
+    //  JSON Schema actd checks calls against), outputPath (a string
+    //  prescribes it, { const } too; { pattern } constrains it) }.
+    activity (name, handler, tool) {
+        if (typeof handler === 'object' && handler !== null && typeof tool === 'function')
+            [handler, tool] = [tool, handler];
         if (typeof name !== 'string' || !name.length)
             throw new TypeError ('an activity name is a non-empty string');
         if (typeof handler !== 'function')
             throw new TypeError ('a handler is a function (params, task)');
         if (this._running)
             throw new Error ('register activities before run ()');
+        const declared = s_tool (tool);
         this._handlers.set (name, handler);
+        if (declared)
+            this._tools.set (name, declared);
+        else
+            this._tools.delete (name);
         return this;
+    }
+
+    //  What READY declares: { activity: { description?, params?, outputPath? } }
+    get tools () {
+        return Object.fromEntries (this._tools);
     }
 
     get activities () {
@@ -223,6 +275,8 @@ class Worker extends EventEmitter {
         this.connections++;
         const ready = { activities: this.activities, capacity: this.capacity,
                         name: this.name, lang: 'node' };
+        if (this._tools.size)
+            ready.tools = this.tools;
         this._send (connection, ['READY', JSON.stringify (ready)]).catch (() => {});
         this.emit ('ready', { connections: this.connections, endpoint: connection.endpoint });
     }

@@ -3,6 +3,8 @@
 * :class:`Worker` serves activities: ``@worker.activity("name")`` (or
   bare ``@worker.activity``: the function's name) on a function or an
   ``async def`` ``(params, task) -> result``, then ``worker.run()``.
+* A handler's tool (description, params schema, output path) is declared
+  in ``READY``; ``Client.tools()`` reads the registry (``TOOLS``).
 * :class:`Client` submits calls and reads contexts (thread-safe);
   :class:`actd.aio.AsyncClient` does the same with asyncio.
 
@@ -16,7 +18,7 @@ from .client import CallHandle, Client, PlanHandle
 from .errors import (ActdError, ActivityError, BadArgument, BadCall, BadContext, BadFrame,
                      BadJson, BadMethod, BadReference, Busy, CallFailed, Closed, Internal,
                      Moved, NotFound, ProtocolError, Timeout, TooLarge, TypeMismatch, Unauthorized,
-                     UnknownCommand, UnresolvedReference, error_for)
+                     UnknownActivity, UnknownCommand, UnresolvedReference, error_for)
 from .types import (DEFAULT_CLIENT_ENDPOINT, DEFAULT_WORKER_ENDPOINT, ENDED_STATES, Branch,
                     Outcome, Status)
 from .worker import Handler, Task, Worker
@@ -28,7 +30,8 @@ __all__ = [
     "Outcome", "Status", "ENDED_STATES", "DEFAULT_CLIENT_ENDPOINT", "DEFAULT_WORKER_ENDPOINT",
     "ActdError", "ActivityError", "BadArgument", "BadCall", "BadContext", "BadFrame", "BadJson",
     "BadMethod", "BadReference", "Busy", "CallFailed", "Closed", "Internal", "Moved", "NotFound",
-    "ProtocolError", "Timeout", "TooLarge", "TypeMismatch", "Unauthorized", "UnknownCommand",
+    "ProtocolError", "Timeout", "TooLarge", "TypeMismatch", "Unauthorized", "UnknownActivity",
+    "UnknownCommand",
     "UnresolvedReference", "error_for", "__version__",
 ]
 

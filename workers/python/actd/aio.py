@@ -511,6 +511,14 @@ class AsyncClient:
         stats: Dict[str, Any] = await self._request("STATS", [], _wire.parse_value, timeout)
         return stats
 
+    async def tools(self, activity: Optional[str] = None, timeout: Optional[float] = _DEFAULT
+                    ) -> Dict[str, Dict[str, Any]]:
+        """The tools the workers declared (``TOOLS``)."""
+        args = [] if activity is None else [_wire.text_arg(activity)]
+        tools: Dict[str, Dict[str, Any]] = await self._request("TOOLS", args,
+                                                               _wire.parse_value, timeout)
+        return tools
+
     async def ping(self, timeout: Optional[float] = _DEFAULT) -> float:
         """``PING``; returns the round trip in seconds."""
         started = time.monotonic()

@@ -600,6 +600,16 @@ class Client:
         stats: Dict[str, Any] = self._request("STATS", [], _wire.parse_value, timeout)
         return stats
 
+    def tools(self, activity: Optional[str] = None, timeout: Optional[float] = _DEFAULT
+              ) -> Dict[str, Dict[str, Any]]:
+        """The tools the workers declared (``TOOLS``, PROTOCOL.md section
+        2.1): ``{"<activity>": {"description"?, "params"?, "outputPath"?,
+        "workers": N}}``, every activity or only ``activity``."""
+        args = [] if activity is None else [_wire.text_arg(activity)]
+        tools: Dict[str, Dict[str, Any]] = self._request("TOOLS", args, _wire.parse_value,
+                                                         timeout)
+        return tools
+
     def ping(self, timeout: Optional[float] = _DEFAULT) -> float:
         """``PING`` (the first broker that answers); returns the round trip
         in seconds."""

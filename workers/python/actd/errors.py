@@ -108,6 +108,12 @@ class Unauthorized(ActdError):
     default_code = "unauthorized"
 
 
+class UnknownActivity(ActdError):
+    """``unknown_activity``: strict activities (``server/strict_activities``)
+    and no worker has declared the activity."""
+    default_code = "unknown_activity"
+
+
 class Internal(ActdError):
     """``internal``: a bug in actd (it logs the details)."""
     default_code = "internal"
@@ -164,7 +170,7 @@ _BY_CODE: Dict[str, Type[ActdError]] = {
     cls.default_code: cls
     for cls in (BadFrame, UnknownCommand, BadJson, BadContext, BadCall, BadReference,
                 BadMethod, BadArgument, TypeMismatch, UnresolvedReference, NotFound,
-                TooLarge, Busy, Unauthorized, Internal, Moved)
+                TooLarge, Busy, Unauthorized, UnknownActivity, Internal, Moved)
 }
 
 

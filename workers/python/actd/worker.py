@@ -27,6 +27,7 @@ import zmq
 from . import _socket
 from ._socket import Endpoints
 from .errors import ActivityError
+from .tools import Tool
 from .types import DEFAULT_WORKER_ENDPOINT, Branch
 
 __all__ = ["Worker", "Task", "Handler"]
@@ -307,7 +308,7 @@ class Worker:
         self._curve = _socket.curve_option(curve_server, curve_cert)
         self._context = context or zmq.Context.instance()
         self._loop: Optional[_Loop] = None
-        self._handlers: Dict[str, Handler] = {}
+        self._handlers: Dict[str, Tool] = {}
         self._lock = threading.Lock()
         self._outbox: Deque[Tuple[int, str, List[bytes], bool]] = collections.deque()
         self._wake_reader, self._wake_writer = socket.socketpair()
@@ -323,27 +324,57 @@ class Worker:
 
     # -- registration ---------------------------------------------------
 
-    def activity(self, name: Union[str, Handler, None] = None) -> Any:
-        """Decorator registering ``handler(params, task)`` for activity
-        ``name``: ``@worker.activity("name")``, or bare ``@worker.activity``
-        for the function's name. Returns the function unchanged."""
+    def activity(self, name: Union[str, Handler, None] = None, *,
+                 description: Optional[str] = None, params: Optional[Dict[str, Any]] = None,
+                 output_path: Union[str, Dict[str, str], None] = None) -> Any:
+        """Decorator registering a handler for activity ``name``:
+        ``@worker.activity("name", description=..., params=..., output_path=...)``,
+        or bare ``@worker.activity`` for the function's name. Returns the
+        function unchanged. The options declare the activity's tool (see
+        :meth:`add_activity`)."""
         if callable(name):
             self.add_activity(name.__name__, name)
             return name
 
         def register(handler: Handler) -> Handler:
-            self.add_activity(name or handler.__name__, handler)
+            self.add_activity(name or handler.__name__, handler, description=description,
+                              params=params, output_path=output_path)
             return handler
         return register
 
-    def add_activity(self, name: str, handler: Handler) -> None:
-        """Register ``handler(params, task)`` for activity ``name`` (before
-        :meth:`run`: ``READY`` lists the activities)."""
+    def add_activity(self, name: str, handler: Callable[..., Any], *,
+                     description: Optional[str] = None,
+                     params: Optional[Dict[str, Any]] = None,
+                     output_path: Union[str, Dict[str, str], None] = None) -> None:
+        """Register a handler for activity ``name`` (before :meth:`run`:
+        ``READY`` lists the activities and declares their tools, PROTOCOL.md
+        section 2.1).
+
+        ``handler(params, task)`` takes the params object. A handler whose
+        parameters are all annotated (``def weather(city: str, days: int =
+        3)``) takes them as keyword arguments, and one whose only parameter
+        is a dataclass takes an instance of it (a parameter annotated
+        :class:`Task`, or an unannotated ``task``, gets the task): its
+        ``params`` schema is then derived from the annotations (see
+        :mod:`actd.tools`). ``params`` (a JSON Schema) overrides it;
+        ``description`` defaults to the docstring; ``output_path``
+        prescribes the call's ``_outputPath`` (a str, or ``{"const": ...}``)
+        or constrains it (``{"pattern": regex}``)."""
         if not isinstance(name, str) or not name:
             raise ValueError("an activity name is a non-empty string")
         if self._running:
             raise RuntimeError("register activities before run()")
-        self._handlers[name] = handler
+        self._handlers[name] = Tool(handler, description, params, output_path)
+
+    def tools(self) -> Dict[str, Dict[str, Any]]:
+        """What ``READY`` declares: ``{"<activity>": {"description"?,
+        "params"?, "outputPath"?}}`` for the activities that have any."""
+        tools = {}
+        for name, tool in self._handlers.items():
+            entry = tool.declaration()
+            if entry is not None:
+                tools[name] = entry
+        return tools
 
     @property
     def activities(self) -> List[str]:
@@ -497,8 +528,11 @@ class Worker:
         link.socket = sock
         self._connections += 1
         link.heard = time.monotonic()
-        ready = {"activities": self.activities, "capacity": self.capacity,
-                 "name": self.name, "lang": "python"}
+        ready: Dict[str, Any] = {"activities": self.activities, "capacity": self.capacity,
+                                 "name": self.name, "lang": "python"}
+        tools = self.tools()
+        if tools:
+            ready["tools"] = tools
         self._send(link, [_HEADER, b"READY", _json(ready)])
         log.info("worker %s: READY to %s for %s (capacity %d)", self.name, link.endpoint,
                  ", ".join(self.activities), self.capacity)
@@ -641,7 +675,7 @@ class Worker:
             return
         frames: Optional[List[bytes]] = None
         try:
-            value = self._handlers[task.activity](task.params, task)
+            value = self._handlers[task.activity].call(task.params, task)
             if inspect.isawaitable(value):
                 value = self._event_loop().run(value)
             if isinstance(value, Branch):

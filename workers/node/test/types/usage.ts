@@ -5,7 +5,7 @@
 import {
     Worker, Client, branch, Branch, ActivityError, ActdError, NotFoundError, DEFAULTS,
     Task, Outcome, Status, Stats, StoredMessage, ViewEntry, Submitted, SubmittedPlan, Json,
-    Call, Reply, WatchEvent, ContextInfo, Deleted
+    Call, Reply, WatchEvent, ContextInfo, Deleted, Tool, ToolDeclaration, JsonSchema
 } from 'actd';
 
 interface WeatherParams { city: string }
@@ -161,3 +161,21 @@ async function client (): Promise<void> {
 
 void worker;
 void client;
+
+async function tools (): Promise<void> {
+    const worker = new Worker ({ name: 'typed-tools' });
+    worker.activity<{ city: string }, string> ('weather', ({ city }) => city, {
+        description: 'The weather', params: { type: 'object', required: ['city'] },
+        outputPath: '†state.weather' });
+    worker.activity ('note', { outputPath: { pattern: '^†notes\\.' } }, () => 'x');
+    const declared: ToolDeclaration | undefined = worker.tools.weather;
+    void declared;
+    // @ts-expect-error outputPath is a path or { const } / { pattern }
+    worker.activity ('bad', () => 1, { outputPath: { regex: 'x' } });
+    const client = new Client ();
+    const listed: { [activity: string]: Tool } = await client.tools ();
+    const workers: number = listed.weather.workers;
+    const schema: JsonSchema | undefined = (await client.tools ('weather')).weather.params;
+    void workers; void schema;
+}
+void tools;

@@ -1,0 +1,248 @@
+/*  =========================================================================
+    actctl_contexts - actctl's commands about contexts: append, resolve, view, history,
+    tail, contexts, delete.
+    ========================================================================= */
+
+#include "actctl.h"
+
+#include <signal.h>
+
+//  How often tail wakes to see whether a signal came just before it waited
+#define S_TAIL_WAKE_MS      1000
+
+//  A stored message on one line: #seq date type [kind] [@instance]
+//  [output path] [(call id)] body
+static void
+s_print_message (const json_t *message)
+{
+    const char *kind = json_string_value (json_object_get (message, "kind"));
+    const char *instance = json_string_value (json_object_get (message, "_instance"));
+    const char *path = json_string_value (json_object_get (message, "_outputPath"));
+    const char *call = json_string_value (json_object_get (message, "_callId"));
+    json_t *body = json_object_get (message, "data");
+    if (!body)
+        body = json_object_get (message, "error");
+    char *text = body? act_json_dump (body): strdup ("");
+    char *from_call = call? zsys_sprintf (" (call %s)", call): strdup ("");
+    printf ("#%" JSON_INTEGER_FORMAT " %s %s%s%s%s%s%s%s%s %s\n",
+            json_integer_value (json_object_get (message, "_seq")),
+            json_string_value (json_object_get (message, "_date")),
+            json_string_value (json_object_get (message, "type")),
+            kind? " ": "", kind? kind: "",
+            instance? " @": "", instance? instance: "",
+            path? " ": "", path? path: "",
+            from_call, text);
+    free (from_call);
+    free (text);
+}
+
+int
+actctl_history (act_client_t *client, actctl_options_t *options, char **args, int nargs)
+{
+    const char *context = args [0];
+    (void) nargs;
+    act_err_t err = { 0 };
+    uint64_t from = options->from;
+    json_t *all = json_array ();
+    while (true) {
+        json_t *page = act_client_history (client, context, from, options->limit, &err);
+        if (!page) {
+            json_decref (all);
+            return actctl_fail (options, &err);
+        }
+        size_t size = json_array_size (page);
+        json_array_extend (all, page);
+        if (size)
+            from = (uint64_t) json_integer_value (json_object_get (
+                       json_array_get (page, size - 1), "_seq")) + 1;
+        json_decref (page);
+        //  Only an empty page is the end: actd stops a page early at
+        //  max_reply_bytes
+        if (!options->all || size == 0)
+            break;
+    }
+    if (options->json)
+        actctl_print_json (all);
+    else {
+        size_t index;
+        json_t *message;
+        json_array_foreach (all, index, message)
+            s_print_message (message);
+    }
+    json_decref (all);
+    return 0;
+}
+
+//  tail's events, one a line: a message as history prints it, a call's
+//  change of state, the end of the context; or with --json each as the
+//  broker sent it
+static void
+s_print_event (const actctl_options_t *options, act_watch_t *watch, const char *context,
+               const json_t *event)
+{
+    json_t *call = json_object_get (event, "call");
+    if (options->json)
+        printf ("%s\n", act_watch_text (watch));
+    else
+    if (json_object_get (event, "message"))
+        s_print_message (json_object_get (event, "message"));
+    else
+    if (call) {
+        json_int_t attempts = json_integer_value (json_object_get (call, "attempts"));
+        printf ("call %s: %s, %" JSON_INTEGER_FORMAT " attempt%s\n",
+                json_string_value (json_object_get (call, "call_id")),
+                json_string_value (json_object_get (call, "state")), attempts,
+                actctl_plural (attempts));
+    }
+    else
+    if (json_object_get (event, "deleted"))
+        printf ("context %s deleted\n", context);
+    fflush (stdout);
+}
+
+//  Set by SIGINT or SIGTERM during tail: the wait it interrupts returns,
+//  and tail ends as if the stream had
+static volatile sig_atomic_t s_interrupted;
+
+static void
+s_on_signal (int signal)
+{
+    (void) signal;
+    s_interrupted = 1;
+}
+
+//  tail: the context's messages from --from (1: all of them; 0: only new
+//  ones), then each one as it is stored, until Ctrl-C or the context is
+//  deleted; the library watches again after a broker restart
+int
+actctl_tail (act_client_t *client, actctl_options_t *options, char **args, int nargs)
+{
+    const char *context = args [0];
+    (void) nargs;
+    //  No SA_RESTART: the signal ends the poll the watch waits in
+    struct sigaction action = { .sa_handler = s_on_signal };
+    sigemptyset (&action.sa_mask);
+    sigaction (SIGINT, &action, NULL);
+    sigaction (SIGTERM, &action, NULL);
+    act_err_t err = { 0 };
+    act_watch_t *watch = act_client_watch (client, context, options->from, options->calls,
+                                           &err);
+    if (!watch)
+        return actctl_fail (options, &err);
+    int rc = 0;
+    while (!s_interrupted) {
+        //  Waking now and then closes the gap between the test of
+        //  s_interrupted and the poll, where a signal would go unseen
+        json_t *event = act_watch_next (watch, S_TAIL_WAKE_MS, &err);
+        if (!event && err.code) {
+            rc = actctl_fail (options, &err);
+            break;
+        }
+        if (!event)
+            continue;
+        s_print_event (options, watch, context, event);
+        bool deleted = json_object_get (event, "deleted") != NULL;
+        json_decref (event);
+        if (deleted)
+            break;
+    }
+    act_watch_destroy (&watch);
+    return rc;
+}
+
+//  contexts: every page, as a table or one JSON object a line
+int
+actctl_contexts (act_client_t *client, actctl_options_t *options, char **args, int nargs)
+{
+    const char *prefix = nargs? args [0]: NULL;
+    act_err_t err = { 0 };
+    char *after = NULL;
+    if (!options->json)
+        printf ("%-32s %9s %9s %8s  %s\n", "CONTEXT", "MESSAGES", "LAST_SEQ", "PENDING",
+                "UPDATED");
+    do {
+        json_t *page = act_client_contexts (client, prefix, after, options->limit, &err);
+        free (after);
+        after = NULL;
+        if (!page)
+            return actctl_fail (options, &err);
+        size_t index;
+        json_t *entry;
+        json_array_foreach (json_object_get (page, "contexts"), index, entry) {
+            const char *updated = json_string_value (json_object_get (entry, "updated"));
+            if (options->json)
+                actctl_print_line (entry);
+            else
+                printf ("%-32s %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT
+                        " %8" JSON_INTEGER_FORMAT "  %s\n",
+                        json_string_value (json_object_get (entry, "context")),
+                        json_integer_value (json_object_get (entry, "messages")),
+                        json_integer_value (json_object_get (entry, "last_seq")),
+                        json_integer_value (json_object_get (entry, "pending")),
+                        updated? updated: "-");
+        }
+        const char *next = json_string_value (json_object_get (page, "next"));
+        after = next? strdup (next): NULL;
+        json_decref (page);
+    } while (after);
+    return 0;
+}
+
+int
+actctl_delete (act_client_t *client, actctl_options_t *options, char **args, int nargs)
+{
+    const char *context = args [0];
+    (void) nargs;
+    act_err_t err = { 0 };
+    json_t *counts = NULL;
+    if (act_client_delete (client, context, &counts, &err))
+        return actctl_fail (options, &err);
+    json_int_t messages = json_integer_value (json_object_get (counts, "messages"));
+    json_int_t cancelled = json_integer_value (json_object_get (counts, "cancelled"));
+    if (options->json)
+        actctl_print_line (counts);
+    else
+        printf ("deleted context %s: %" JSON_INTEGER_FORMAT " message%s, %"
+                JSON_INTEGER_FORMAT " call%s cancelled\n", context, messages,
+                actctl_plural (messages), cancelled, actctl_plural (cancelled));
+    json_decref (counts);
+    return 0;
+}
+
+int
+actctl_append (act_client_t *client, actctl_options_t *options, char **args, int nargs)
+{
+    (void) nargs;
+    act_err_t err = { 0 };
+    uint64_t seq;
+    if (act_client_append_key (client, args [0], args [1], options->key, &seq, &err))
+        return actctl_fail (options, &err);
+    printf (options->json? "{\"seq\":%" PRIu64 "}\n": "appended: seq %" PRIu64 "\n", seq);
+    return 0;
+}
+
+int
+actctl_resolve (act_client_t *client, actctl_options_t *options, char **args, int nargs)
+{
+    (void) nargs;
+    act_err_t err = { 0 };
+    return actctl_print_answer (options, act_client_resolve (client, args [0], args [1],
+                                                        options->instance, &err), &err);
+}
+
+int
+actctl_view (act_client_t *client, actctl_options_t *options, char **args, int nargs)
+{
+    const char *context = args [0];
+    (void) nargs;
+    act_err_t err = { 0 };
+    if (options->text) {
+        char *text = act_client_view_text (client, context, &err);
+        if (!text)
+            return actctl_fail (options, &err);
+        printf ("%s", text);
+        free (text);
+        return 0;
+    }
+    return actctl_print_answer (options, act_client_view (client, context, &err), &err);
+}

@@ -1,0 +1,55 @@
+/*  =========================================================================
+    actctl_print - what actctl prints: JSON values, failures and their exit codes.
+    ========================================================================= */
+
+#include "actctl.h"
+
+void
+actctl_print_json (const json_t *value)
+{
+    char *text = act_json_dumps (value, JSON_INDENT (2));
+    printf ("%s\n", text);
+    free (text);
+}
+
+//  One JSON value on one line, for scripts that read a line per value
+void
+actctl_print_line (const json_t *value)
+{
+    char *text = act_json_dump (value);
+    printf ("%s\n", text);
+    free (text);
+}
+
+//  Print a failed request; returns the exit code. No reply at all is
+//  mostly a broker that is not there, or one that refused our key at the
+//  CURVE handshake (which a client cannot see), so say what to check.
+int
+actctl_fail (const actctl_options_t *options, act_err_t *err)
+{
+    fprintf (stderr, "actctl: %s: %s\n", err->code, err->message);
+    if (!streq (err->code, "timeout"))
+        return 1;
+    fprintf (stderr, "actctl: no reply: is actd running at %s?\n", options->endpoint);
+    if (options->curve_server)
+        fprintf (stderr, "actctl: with CURVE: is --curve-server the broker's public key, "
+                         "and is this client's key allowed?\n");
+    return 3;
+}
+
+const char *
+actctl_plural (json_int_t count)
+{
+    return count == 1? "": "s";
+}
+
+//  Print a JSON answer and drop it; or, when there is none, the failure
+int
+actctl_print_answer (const actctl_options_t *options, json_t *answer, act_err_t *err)
+{
+    if (!answer)
+        return actctl_fail (options, err);
+    actctl_print_json (answer);
+    json_decref (answer);
+    return 0;
+}
