@@ -315,6 +315,21 @@ class HttpTest(unittest.TestCase):
         self.assertEqual(self.http.error("POST", "/v1/contexts/busy2/calls?wait=1&timeout_ms=300",
                                          {"_tool": "never-served"}), (504, "timeout"))
 
+    def test_unknown_activity_is_422(self):
+        strict = actd_with_config("server\n    strict_activities = 1\n")
+        strict.start()
+        http = ActdHttp(strict.client_endpoint)
+        try:
+            self.assertEqual(http.error("POST", "/v1/contexts/strict/calls",
+                                        {"_tool": "nobody-serves", "_outputPath": STATE + ".x"}),
+                             (422, "unknown_activity"))
+            self.assertEqual(http.error("POST", "/v1/contexts/strict/plans",
+                                        [{"_tool": "nobody-serves"}]),
+                             (422, "unknown_activity"))
+        finally:
+            http.finish()
+            strict.finish()
+
     def test_an_actd_that_does_not_answer_is_504(self):
         silent = ActdHttp("tcp://127.0.0.1:%d" % free_port(),
                           config="http\n    request_timeout_ms = 300\n")
