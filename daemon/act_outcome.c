@@ -15,9 +15,11 @@ s_error_json (const char *code, const char *message)
 //  alternative when there are two or more. May turn an ok into an error
 //  (a bad branch, type_mismatch, bad_path). NULL when an error message
 //  must be appended instead; *branch says which alternative was written.
+//  With result_text, the messages of an ok come without "data": the
+//  caller nests that text in them.
 static json_t *
 s_output_messages (act_live_t *call, const char **status, json_t **error,
-                   const json_t *result, long long *branch)
+                   const json_t *result, const char *result_text, long long *branch)
 {
     act_expr_t *output = call->call->output;
     act_ctx_t *ctx = call->context->ctx;
@@ -30,6 +32,11 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
             *error = s_error_json (ACT_E_ACTIVITY_FAILED, message);
             zstr_free (&message);
         }
+        else
+        if (result_text)
+            messages = act_ctx_output_bare (ctx, &output->alts [*branch], result,
+                                            call->call->method, call->call->instance, NULL,
+                                            call->id, &err);
         else
             messages = act_ctx_output (ctx, &output->alts [*branch], result, call->call->method,
                                        call->call->instance, NULL, call->id, &err);
@@ -55,7 +62,7 @@ static char *
 s_message_text (json_t *message, const char *data_text, const char *call_text)
 {
     if (data_text)
-        json_object_del (message, "data");
+        json_object_del (message, "data");     //  When it has one
     char *text = act_json_dump (message);
     if (data_text) {
         char *joined = act_text_splice (text, "data", data_text);
@@ -77,7 +84,8 @@ s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_endin
     const char **status = &ending->status;
     json_t **error = &ending->error;
     long long branch = ending->branch;
-    json_t *messages = s_output_messages (call, status, error, ending->result, &branch);
+    json_t *messages = s_output_messages (call, status, error, ending->result,
+                                          ending->result_text, &branch);
     json_t *written = json_array ();
     json_t *seqs = json_array ();
     if (messages) {
