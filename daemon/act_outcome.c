@@ -34,7 +34,9 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
         }
         else
         if (result_text)
-            messages = act_ctx_output_bare (ctx, &output->alts [*branch], result,
+            //  The result is the worker's, parsed for this write only and
+            //  dropped after it (act_flow_result): the index may keep it
+            messages = act_ctx_output_bare (ctx, &output->alts [*branch], (json_t *) result,
                                             call->call->method, call->call->instance, NULL,
                                             call->id, &err);
         else

@@ -313,11 +313,12 @@ s_output_message (const act_ref_t *ref, const json_t *value, act_method_t method
 
 //  Apply an output to every target of the fan-out and return the stored
 //  messages, one a target (with their "data" when with_data); NULL with
-//  err set changes nothing
+//  err set changes nothing. shared: value, which the last target may keep
+//  itself rather than a copy (act_ctx_scope_apply_shared), or NULL.
 static json_t *
-s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, act_method_t method,
-          const char *instance, const json_t *call, const char *call_id, bool with_data,
-          act_err_t *err)
+s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, json_t *shared,
+          act_method_t method, const char *instance, const json_t *call,
+          const char *call_id, bool with_data, act_err_t *err)
 {
     if (s_output_check (self, alt, value, method, instance, err))
         return NULL;
@@ -325,8 +326,14 @@ s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, act_method
     for (size_t i = 0; i < alt->nrefs; i++) {
         const act_ref_t *ref = &alt->refs [i];
         act_ctx_kind_t *kind = act_ctx_kind_require (self, ref->kind);
-        act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
-                 method, value);
+        //  Only the last target may share the value: an earlier one could
+        //  see it changed by a later target's write
+        if (shared && i == alt->nrefs - 1)
+            act_ctx_scope_apply_shared (self, kind, instance, self->next_seq, ref->segs,
+                                        ref->nsegs, method, shared);
+        else
+            act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
+                                 method, value);
         json_t *message = s_output_message (ref, value, method, instance, call, call_id,
                                             with_data);
         s_stamp (self, message);
@@ -340,15 +347,15 @@ act_ctx_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
                 act_method_t method, const char *instance, const json_t *call,
                 const char *call_id, act_err_t *err)
 {
-    return s_output (self, alt, value, method, instance, call, call_id, true, err);
+    return s_output (self, alt, value, NULL, method, instance, call, call_id, true, err);
 }
 
 json_t *
-act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
+act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt, json_t *value,
                      act_method_t method, const char *instance, const json_t *call,
                      const char *call_id, act_err_t *err)
 {
-    return s_output (self, alt, value, method, instance, call, call_id, false, err);
+    return s_output (self, alt, value, value, method, instance, call, call_id, false, err);
 }
 
 //  The stored error message of a failed call with no alternative to

@@ -78,9 +78,12 @@ json_t *act_ctx_output (act_ctx_t *self, const act_alt_t *alt,
 //  member: for a caller that has the value's text and adds "data" to the
 //  messages' text itself (act_text_nest), so that the value is not nested
 //  and copied into a tree only to be dropped. Everything else, the index
-//  included, is as act_ctx_output leaves it.
+//  included, is as act_ctx_output leaves it, except that a set in the
+//  global scope may keep value itself (a new reference) rather than a
+//  copy: the caller drops value after this call and neither changes it
+//  nor hands it to anyone else.
 json_t *act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt,
-                             const json_t *value, act_method_t method,
+                             json_t *value, act_method_t method,
                              const char *instance, const json_t *call,
                              const char *call_id, act_err_t *err);
 

@@ -1215,6 +1215,41 @@ test_output_bare (void **state)
     assert_int_equal (act_ctx_next_seq (bare), act_ctx_next_seq (full));
     act_expr_destroy (&expr);
     json_decref (value);
+
+    //  The index may keep the value itself: the caller drops it, and later
+    //  writes below it (in place) and fan-outs that write under their own
+    //  target read back as with a copy
+    const char *paths [] = { "†data.p", "†data.p.q && †data.p", "†data.r && †data.r.q" };
+    for (int p = 0; p < 3; p++) {
+        expr = s_expr (paths [p], true);
+        json_t *shared = s_json ("{\"k\":[1,{\"m\":2}]}");
+        json_t *copied = json_deep_copy (shared);
+        json_decref (act_ctx_output (full, &expr->alts [0], copied, ACT_SET, NULL, NULL,
+                                     "call-3", &err));
+        json_decref (act_ctx_output_bare (bare, &expr->alts [0], shared, ACT_SET, NULL, NULL,
+                                          "call-3", &err));
+        json_decref (shared);
+        json_decref (copied);
+        act_expr_destroy (&expr);
+    }
+    json_t *five = json_integer (5);
+    const char *below [] = { "†data.p.k.1.m", "†data.r.q.k.-", "†data.r.k.0" };
+    for (int b = 0; b < 3; b++) {
+        expr = s_expr (below [b], true);
+        json_decref (act_ctx_output (full, &expr->alts [0], five, ACT_SET, NULL, NULL,
+                                     "call-4", &err));
+        json_decref (act_ctx_output (bare, &expr->alts [0], five, ACT_SET, NULL, NULL,
+                                     "call-4", &err));
+        act_expr_destroy (&expr);
+    }
+    json_decref (five);
+    s_assert_resolves (bare, "†data.p", NULL, "{\"k\":[1,{\"m\":5}]}");
+    s_assert_resolves (bare, "†data.r", NULL,
+                       "{\"k\":[5,{\"m\":2}],\"q\":{\"k\":[1,{\"m\":2},5]}}");
+    json_t *view_full = act_ctx_view (full), *view_bare = act_ctx_view (bare);
+    assert_true (json_equal (view_full, view_bare));
+    json_decref (view_full);
+    json_decref (view_bare);
     act_ctx_destroy (&full);
     act_ctx_destroy (&bare);
 }
