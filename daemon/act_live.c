@@ -254,6 +254,34 @@ act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err)
     return result;
 }
 
+//  Append text to *at, moving it past; returns the new end
+static char *
+s_put (char *at, const char *text)
+{
+    size_t size = strlen (text);
+    memcpy (at, text, size);
+    return at + size;
+}
+
+//  Append number in decimal to *at (snprintf costs more than the rest of
+//  the meta); returns the new end
+static char *
+s_put_number (char *at, long long number)
+{
+    char digits [24];
+    char *digit = digits + sizeof digits;
+    unsigned long long left = number < 0? 0ULL - (unsigned long long) number
+                                        : (unsigned long long) number;
+    do
+        *--digit = (char) ('0' + left % 10);
+    while (left /= 10);
+    if (number < 0)
+        *--digit = '-';
+    size_t size = (size_t) (digits + sizeof digits - digit);
+    memcpy (at, digit, size);
+    return at + size;
+}
+
 char *
 act_live_meta (act_live_t *self)
 {
@@ -270,12 +298,28 @@ act_live_meta (act_live_t *self)
     size_t size = strlen (context) + (instance? strlen (instance): 0)
                 + (trace? ACT_TRACE_LEN + 16: 0) + 200;
     char *meta = malloc (size);
-    snprintf (meta, size, "{\"context\":%s,\"call_id\":\"%s\",\"attempt\":%lld,"
-              "\"deadline_ms\":%lld,\"branches\":%zu,\"discard\":%s%s%s%s%s%s}",
-              context, self->id, self->attempts, self->timeout_ms,
-              output? output->nalts: 0, output? "false": "true",
-              instance? ",\"instance\":": "", instance? instance: "",
-              trace? ",\"trace\":\"": "", trace? trace: "", trace? "\"": "");
+    char *at = s_put (meta, "{\"context\":");
+    at = s_put (at, context);
+    at = s_put (at, ",\"call_id\":\"");
+    at = s_put (at, self->id);
+    at = s_put (at, "\",\"attempt\":");
+    at = s_put_number (at, self->attempts);
+    at = s_put (at, ",\"deadline_ms\":");
+    at = s_put_number (at, self->timeout_ms);
+    at = s_put (at, ",\"branches\":");
+    at = s_put_number (at, output? (long long) output->nalts: 0);
+    at = s_put (at, output? ",\"discard\":false": ",\"discard\":true");
+    if (instance) {
+        at = s_put (at, ",\"instance\":");
+        at = s_put (at, instance);
+    }
+    if (trace) {
+        at = s_put (at, ",\"trace\":\"");
+        at = s_put (at, trace);
+        at = s_put (at, "\"");
+    }
+    at = s_put (at, "}");
+    *at = 0;
     free (context);
     free (instance);
     return meta;

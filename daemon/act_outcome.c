@@ -15,9 +15,11 @@ s_error_json (const char *code, const char *message)
 //  alternative when there are two or more. May turn an ok into an error
 //  (a bad branch, type_mismatch, bad_path). NULL when an error message
 //  must be appended instead; *branch says which alternative was written.
+//  With result_text, the messages of an ok come without "data": the
+//  caller nests that text in them.
 static json_t *
 s_output_messages (act_live_t *call, const char **status, json_t **error,
-                   const json_t *result, long long *branch)
+                   const json_t *result, const char *result_text, long long *branch)
 {
     act_expr_t *output = call->call->output;
     act_ctx_t *ctx = call->context->ctx;
@@ -30,6 +32,13 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
             *error = s_error_json (ACT_E_ACTIVITY_FAILED, message);
             zstr_free (&message);
         }
+        else
+        if (result_text)
+            //  The result is the worker's, parsed for this write only and
+            //  dropped after it (act_flow_result): the index may keep it
+            messages = act_ctx_output_bare (ctx, &output->alts [*branch], (json_t *) result,
+                                            call->call->method, call->call->instance, NULL,
+                                            call->id, &err);
         else
             messages = act_ctx_output (ctx, &output->alts [*branch], result, call->call->method,
                                        call->call->instance, NULL, call->id, &err);
@@ -55,7 +64,7 @@ static char *
 s_message_text (json_t *message, const char *data_text, const char *call_text)
 {
     if (data_text)
-        json_object_del (message, "data");
+        json_object_del (message, "data");     //  When it has one
     char *text = act_json_dump (message);
     if (data_text) {
         char *joined = act_text_splice (text, "data", data_text);
@@ -67,25 +76,27 @@ s_message_text (json_t *message, const char *data_text, const char *call_text)
     return joined;
 }
 
-//  Write the call's output into its context and the store; fill the
-//  outcome's branch, written and seqs
+//  What s_write wrote, for the outcome
+typedef struct {
+    long long branch;           //  The alternative written, -1 for none
+    json_int_t seqs [ACT_MAX_OPERANDS + 1];    //  _seq of each message
+    size_t nseqs;               //  Number of messages
+} s_written_t;
+
+//  Write the call's output into its context and the store; fill written
 static void
 s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_ending_t *ending,
-         json_t *outcome)
+         s_written_t *written)
 {
     act_expr_t *output = call->call->output;
     const char **status = &ending->status;
     json_t **error = &ending->error;
     long long branch = ending->branch;
-    json_t *messages = s_output_messages (call, status, error, ending->result, &branch);
-    json_t *written = json_array ();
-    json_t *seqs = json_array ();
-    if (messages) {
-        json_object_set_new (outcome, "branch", json_integer (branch));
-        for (size_t i = 0; i < output->alts [branch].nrefs; i++)
-            json_array_append_new (written, json_string (output->alts [branch].refs [i].text));
-    }
-    else {
+    json_t *messages = s_output_messages (call, status, error, ending->result,
+                                          ending->result_text, &branch);
+    written->branch = messages? branch: -1;
+    written->nseqs = 0;
+    if (!messages) {
         messages = json_array ();
         json_array_append_new (messages,
                                act_ctx_error (call->context->ctx, *error, NULL, call->id));
@@ -105,38 +116,118 @@ s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_endin
                                strlen (text));
         act_watches_message (watches, call->context->id, (uint64_t) seq, text);
         free (text);
-        json_array_append_new (seqs, json_integer (seq));
+        if (written->nseqs < sizeof written->seqs / sizeof written->seqs [0])
+            written->seqs [written->nseqs++] = seq;
     }
     json_decref (messages);
-    json_object_set_new (outcome, "written", written);
-    json_object_set_new (outcome, "seqs", seqs);
+}
+
+//  A text being built: bytes, length and room
+typedef struct {
+    char *data;                 //  The bytes, NUL-terminated
+    size_t used;                //  Bytes written
+    size_t size;                //  Bytes allocated
+} s_text_t;
+
+//  Append size bytes to text
+static void
+s_add (s_text_t *text, const char *bytes, size_t size)
+{
+    if (text->used + size + 1 > text->size) {
+        while (text->used + size + 1 > text->size)
+            text->size *= 2;
+        text->data = realloc (text->data, text->size);
+    }
+    memcpy (text->data + text->used, bytes, size);
+    text->used += size;
+    text->data [text->used] = 0;
+}
+
+//  Append a C string to text
+static void
+s_add_str (s_text_t *text, const char *string)
+{
+    s_add (text, string, strlen (string));
+}
+
+//  Append a string as a JSON string to text
+static void
+s_add_quoted (s_text_t *text, const char *string)
+{
+    char *quoted = act_json_quote (string);
+    s_add_str (text, quoted);
+    free (quoted);
+}
+
+//  Append an integer in decimal to text
+static void
+s_add_number (s_text_t *text, long long number)
+{
+    char digits [24];
+    char *digit = digits + sizeof digits;
+    unsigned long long left = number < 0? 0ULL - (unsigned long long) number
+                                        : (unsigned long long) number;
+    do
+        *--digit = (char) ('0' + left % 10);
+    while (left /= 10);
+    if (number < 0)
+        *--digit = '-';
+    s_add (text, digit, (size_t) (digits + sizeof digits - digit));
 }
 
 char *
 act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
                    act_ending_t *ending)
 {
+    //  The outcome's text is written by hand, as act_json_dump would lay
+    //  out {call_id, branch, written, seqs, status, error, attempts}: a
+    //  tree of it cost more than the rest of the outcome
     const char **status = &ending->status;
     json_t **error = &ending->error;
-    json_t *outcome = json_pack ("{ss}", "call_id", call->id);
-    bool has_output = call->call->output != NULL;
-    if (has_output && !streq (*status, "cancelled"))
-        s_write (call, store, watches, ending, outcome);
+    act_expr_t *output = call->call->output;
+    s_text_t text = { malloc (256), 0, 256 };
+    s_add_str (&text, "{\"call_id\":");
+    s_add_quoted (&text, call->id);
+    if (output && !streq (*status, "cancelled")) {
+        s_written_t written;
+        s_write (call, store, watches, ending, &written);
+        if (written.branch >= 0) {
+            s_add_str (&text, ",\"branch\":");
+            s_add_number (&text, written.branch);
+        }
+        s_add_str (&text, ",\"written\":[");
+        const act_alt_t *alt = written.branch >= 0? &output->alts [written.branch]: NULL;
+        for (size_t i = 0; alt && i < alt->nrefs; i++) {
+            if (i)
+                s_add (&text, ",", 1);
+            s_add_quoted (&text, alt->refs [i].text);
+        }
+        s_add_str (&text, "],\"seqs\":[");
+        for (size_t i = 0; i < written.nseqs; i++) {
+            if (i)
+                s_add (&text, ",", 1);
+            s_add_number (&text, written.seqs [i]);
+        }
+        s_add (&text, "]", 1);
+    }
     else
-    if (has_output) {
-        json_object_set_new (outcome, "written", json_array ());
-        json_object_set_new (outcome, "seqs", json_array ());
+    if (output)
+        s_add_str (&text, ",\"written\":[],\"seqs\":[]");
+    s_add_str (&text, ",\"status\":");
+    s_add_quoted (&text, *status);
+    if (*error) {
+        char *error_text = act_json_dump (*error);
+        s_add_str (&text, ",\"error\":");
+        s_add_str (&text, error_text);
+        free (error_text);
     }
-    json_object_set_new (outcome, "status", json_string (*status));
-    if (*error)
-        json_object_set (outcome, "error", *error);
-    json_object_set_new (outcome, "attempts", json_integer (call->attempts));
-    char *text = act_json_dump (outcome);
-    json_decref (outcome);
-    if (has_output && streq (*status, "ok") && ending->result_text) {
-        char *joined = act_text_splice (text, "result", ending->result_text);
-        free (text);
-        text = joined;
+    s_add_str (&text, ",\"attempts\":");
+    s_add_number (&text, call->attempts);
+    s_add (&text, "}", 1);
+    if (output && streq (*status, "ok") && ending->result_text) {
+        char *joined = act_text_splice (text.data, "result", ending->result_text);
+        free (text.data);
+        text.data = joined;
     }
-    return text;
+    return text.data;
 }

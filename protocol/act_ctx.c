@@ -288,17 +288,20 @@ act_ctx_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value
     return s_output_check (self, alt, value, method, instance, err);
 }
 
-//  Build the stored message for one target of an output
+//  Build the stored message for one target of an output ("data" left out
+//  unless with_data)
 static json_t *
 s_output_message (const act_ref_t *ref, const json_t *value, act_method_t method,
-                  const char *instance, const json_t *call, const char *call_id)
+                  const char *instance, const json_t *call, const char *call_id,
+                  bool with_data)
 {
     json_t *message = json_object ();
     json_object_set_new (message, "type", json_string ("data"));
     json_object_set_new (message, "kind", json_string (ref->kind));
     if (instance)
         json_object_set_new (message, "_instance", json_string (instance));
-    json_object_set_new (message, "data", act_path_nest (ref->segs, ref->nsegs, value));
+    if (with_data)
+        json_object_set_new (message, "data", act_path_nest (ref->segs, ref->nsegs, value));
     json_object_set_new (message, "_outputPath", json_string (ref->text));
     json_object_set_new (message, "_outputMethod", json_string (act_method_name (method)));
     if (call)
@@ -309,11 +312,13 @@ s_output_message (const act_ref_t *ref, const json_t *value, act_method_t method
 }
 
 //  Apply an output to every target of the fan-out and return the stored
-//  messages, one a target; NULL with err set changes nothing
-json_t *
-act_ctx_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
-                act_method_t method, const char *instance, const json_t *call,
-                const char *call_id, act_err_t *err)
+//  messages, one a target (with their "data" when with_data); NULL with
+//  err set changes nothing. shared: value, which the last target may keep
+//  itself rather than a copy (act_ctx_scope_apply_shared), or NULL.
+static json_t *
+s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, json_t *shared,
+          act_method_t method, const char *instance, const json_t *call,
+          const char *call_id, bool with_data, act_err_t *err)
 {
     if (s_output_check (self, alt, value, method, instance, err))
         return NULL;
@@ -321,13 +326,36 @@ act_ctx_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
     for (size_t i = 0; i < alt->nrefs; i++) {
         const act_ref_t *ref = &alt->refs [i];
         act_ctx_kind_t *kind = act_ctx_kind_require (self, ref->kind);
-        act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
-                 method, value);
-        json_t *message = s_output_message (ref, value, method, instance, call, call_id);
+        //  Only the last target may share the value: an earlier one could
+        //  see it changed by a later target's write
+        if (shared && i == alt->nrefs - 1)
+            act_ctx_scope_apply_shared (self, kind, instance, self->next_seq, ref->segs,
+                                        ref->nsegs, method, shared);
+        else
+            act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
+                                 method, value);
+        json_t *message = s_output_message (ref, value, method, instance, call, call_id,
+                                            with_data);
         s_stamp (self, message);
         json_array_append_new (messages, message);
     }
     return messages;
+}
+
+json_t *
+act_ctx_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
+                act_method_t method, const char *instance, const json_t *call,
+                const char *call_id, act_err_t *err)
+{
+    return s_output (self, alt, value, NULL, method, instance, call, call_id, true, err);
+}
+
+json_t *
+act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt, json_t *value,
+                     act_method_t method, const char *instance, const json_t *call,
+                     const char *call_id, act_err_t *err)
+{
+    return s_output (self, alt, value, value, method, instance, call, call_id, false, err);
 }
 
 //  The stored error message of a failed call with no alternative to

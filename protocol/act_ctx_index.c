@@ -167,3 +167,17 @@ act_ctx_scope_apply (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
     }
 }
 
+void
+act_ctx_scope_apply_shared (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance,
+                            uint64_t seq, const act_seg_t *segs, size_t nsegs,
+                            act_method_t method, json_t *value)
+{
+    if (instance)
+        act_ctx_scope_apply (self, kind, instance, seq, segs, nsegs, method, value);
+    else {
+        act_ctx_ident (self, kind, NULL, true);
+        act_path_write_shared (&kind->doc, segs, nsegs, method, value, NULL);
+        kind->version++;
+    }
+}
+

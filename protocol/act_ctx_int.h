@@ -105,4 +105,11 @@ void act_ctx_scope_apply (act_ctx_t *self, act_ctx_kind_t *kind, const char *ins
                           uint64_t seq, const act_seg_t *segs, size_t nsegs,
                           act_method_t method, const json_t *value);
 
+//  The same, but a global set may keep value itself rather than a copy
+//  (act_path_write_shared): no one else may hold value or change it.
+void act_ctx_scope_apply_shared (act_ctx_t *self, act_ctx_kind_t *kind,
+                                 const char *instance, uint64_t seq,
+                                 const act_seg_t *segs, size_t nsegs,
+                                 act_method_t method, json_t *value);
+
 #endif

@@ -421,9 +421,20 @@ act_date_ago (long long ago_ms, char *buffer)
     clock_gettime (CLOCK_REALTIME, &now);
     long long ms = (long long) now.tv_sec * 1000 + now.tv_nsec / 1000000 - ago_ms;
     time_t seconds = (time_t) (ms / 1000);
-    struct tm utc;
-    gmtime_r (&seconds, &utc);
-    size_t length = strftime (buffer, 21, "%Y-%m-%dT%H:%M:%S", &utc);
+    //  The text of the second is kept per thread: a broker stamps many
+    //  messages a second, and gmtime_r with strftime cost more than the
+    //  rest of a stamp
+    static _Thread_local time_t cached_second = (time_t) -1;
+    static _Thread_local char cached_text [21];
+    static _Thread_local size_t cached_length;
+    if (seconds != cached_second) {
+        struct tm utc;
+        gmtime_r (&seconds, &utc);
+        cached_length = strftime (cached_text, sizeof cached_text, "%Y-%m-%dT%H:%M:%S", &utc);
+        cached_second = seconds;
+    }
+    size_t length = cached_length;
+    memcpy (buffer, cached_text, length);
     unsigned millis = (unsigned) (ms % 1000);
     char *tail = buffer + length;
     tail [0] = '.';

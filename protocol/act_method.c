@@ -125,12 +125,12 @@ s_check_target (act_method_t method, const json_t *target, const json_t *value,
 //  the checks passed. Returns the new value (owned), NULL for erase. Works
 //  in place on target when it can.
 static json_t *
-s_combine (act_method_t method, json_t *target, const json_t *value)
+s_combine (act_method_t method, json_t *target, const json_t *value, bool share)
 {
     switch (method) {
         case ACT_SET:
             json_decref (target);
-            return json_deep_copy (value);
+            return share? json_incref ((json_t *) value): json_deep_copy (value);
         case ACT_MERGE:
             return act_merge_patch (target, value);
         case ACT_ASSIGN: {
@@ -214,10 +214,10 @@ s_store (json_t **doc_p, s_slot_t *slot, json_t *value)
     }
 }
 
-int
-act_path_write (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
-                act_method_t method, const json_t *value, bool dry_run,
-                act_err_t *err)
+//  act_path_write; with share, a set keeps value itself (a new reference)
+static int
+s_path_write (json_t **doc_p, const act_seg_t *segs, size_t nsegs, act_method_t method,
+              const json_t *value, bool dry_run, bool share, act_err_t *err)
 {
     if (act_method_check_value (method, value, err))
         return -1;
@@ -271,7 +271,7 @@ act_path_write (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
                 return -1;
             if (dry_run)
                 return 0;
-            json_t *created = s_combine (method, NULL, value);
+            json_t *created = s_combine (method, NULL, value, share);
             for (size_t j = nsegs; j > i; j--) {
                 json_t *wrapper = json_object ();
                 json_object_set_new (wrapper, segs [j - 1].key, created);
@@ -291,8 +291,23 @@ act_path_write (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
     if (s_check_target (method, current, value, err))
         return -1;
     if (!dry_run)
-        s_store (doc_p, &slot, s_combine (method, json_incref (current), value));
+        s_store (doc_p, &slot, s_combine (method, json_incref (current), value, share));
     return 0;
+}
+
+int
+act_path_write (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
+                act_method_t method, const json_t *value, bool dry_run,
+                act_err_t *err)
+{
+    return s_path_write (doc_p, segs, nsegs, method, value, dry_run, false, err);
+}
+
+int
+act_path_write_shared (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
+                       act_method_t method, json_t *value, act_err_t *err)
+{
+    return s_path_write (doc_p, segs, nsegs, method, value, false, true, err);
 }
 
 json_t *

@@ -74,6 +74,19 @@ json_t *act_ctx_output (act_ctx_t *self, const act_alt_t *alt,
                         const char *instance, const json_t *call,
                         const char *call_id, act_err_t *err);
 
+//  As act_ctx_output, but the stored messages come without their "data"
+//  member: for a caller that has the value's text and adds "data" to the
+//  messages' text itself (act_text_nest), so that the value is not nested
+//  and copied into a tree only to be dropped. Everything else, the index
+//  included, is as act_ctx_output leaves it, except that a set in the
+//  global scope may keep value itself (a new reference) rather than a
+//  copy: the caller drops value after this call and neither changes it
+//  nor hands it to anyone else.
+json_t *act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt,
+                             json_t *value, act_method_t method,
+                             const char *instance, const json_t *call,
+                             const char *call_id, act_err_t *err);
+
 //  Check, without appending, that act_ctx_output would succeed.
 int act_ctx_output_check (act_ctx_t *self, const act_alt_t *alt,
                           const json_t *value, act_method_t method,

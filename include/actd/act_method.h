@@ -59,6 +59,13 @@ int act_path_write (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
                     act_method_t method, const json_t *value, bool dry_run,
                     act_err_t *err);
 
+//  As act_path_write (not a dry run), but a set keeps value itself at the
+//  path, a new reference, instead of a copy: for a caller that drops value
+//  at once. The document may change value in place later, so no one else
+//  may hold it or change it.
+int act_path_write_shared (json_t **doc_p, const act_seg_t *segs, size_t nsegs,
+                           act_method_t method, json_t *value, act_err_t *err);
+
 //  The display form of a value written at segs: the value nested under one
 //  object level per segment (an index as its decimal key, "-" as "-").
 //  Returns a new reference; copies value.

@@ -1160,6 +1160,100 @@ test_stored_output_message (void **state)
     act_ctx_destroy (&ctx);
 }
 
+//  act_ctx_output_bare: the messages of act_ctx_output without "data", the
+//  same _seq and index (global and instance scope); a refusal is the same
+static void
+test_output_bare (void **state)
+{
+    (void) state;
+    act_ctx_t *full = act_ctx_new ("bare");
+    act_ctx_t *bare = act_ctx_new ("bare");
+    json_t *value = s_json ("{\"v\":[1,2],\"s\":\"x\"}");
+    const char *instances [] = { NULL, "i1" };
+    for (int i = 0; i < 2; i++) {
+        act_expr_t *expr = s_expr ("†data.a.b && †data.c", true);
+        act_err_t err = { NULL, "" };
+        json_t *with = act_ctx_output (full, &expr->alts [0], value, ACT_SET, instances [i],
+                                       NULL, "call-1", &err);
+        json_t *without = act_ctx_output_bare (bare, &expr->alts [0], value, ACT_SET,
+                                               instances [i], NULL, "call-1", &err);
+        assert_non_null (with);
+        assert_non_null (without);
+        assert_int_equal (json_array_size (without), 2);
+        for (size_t m = 0; m < 2; m++) {
+            json_t *message = json_deep_copy (json_array_get (with, m));
+            assert_non_null (json_object_get (message, "data"));
+            assert_null (json_object_get (json_array_get (without, m), "data"));
+            json_object_del (message, "data");
+            //  Same members, same order, same _seq; only _date may differ
+            json_object_del (message, "_date");
+            json_t *other = json_deep_copy (json_array_get (without, m));
+            json_object_del (other, "_date");
+            char *a = act_json_dump (message), *b = act_json_dump (other);
+            assert_string_equal (a, b);
+            free (a);
+            free (b);
+            json_decref (message);
+            json_decref (other);
+        }
+        json_decref (with);
+        json_decref (without);
+        s_assert_resolves (bare, "†data.a.b.v", instances [i], "[1,2]");
+        s_assert_resolves (bare, "†data.c.s", instances [i], "\"x\"");
+        json_t *view_full = act_ctx_view (full), *view_bare = act_ctx_view (bare);
+        assert_true (json_equal (view_full, view_bare));
+        json_decref (view_full);
+        json_decref (view_bare);
+        act_expr_destroy (&expr);
+    }
+    //  A refused write appends nothing, with the same code
+    act_expr_t *expr = s_expr ("†data.a.b.v.k", true);
+    act_err_t err = { NULL, "" };
+    assert_null (act_ctx_output_bare (bare, &expr->alts [0], value, ACT_SET, NULL, NULL,
+                                      "call-2", &err));
+    assert_string_equal (s_code (&err), ACT_E_BAD_PATH);
+    assert_int_equal (act_ctx_next_seq (bare), act_ctx_next_seq (full));
+    act_expr_destroy (&expr);
+    json_decref (value);
+
+    //  The index may keep the value itself: the caller drops it, and later
+    //  writes below it (in place) and fan-outs that write under their own
+    //  target read back as with a copy
+    const char *paths [] = { "†data.p", "†data.p.q && †data.p", "†data.r && †data.r.q" };
+    for (int p = 0; p < 3; p++) {
+        expr = s_expr (paths [p], true);
+        json_t *shared = s_json ("{\"k\":[1,{\"m\":2}]}");
+        json_t *copied = json_deep_copy (shared);
+        json_decref (act_ctx_output (full, &expr->alts [0], copied, ACT_SET, NULL, NULL,
+                                     "call-3", &err));
+        json_decref (act_ctx_output_bare (bare, &expr->alts [0], shared, ACT_SET, NULL, NULL,
+                                          "call-3", &err));
+        json_decref (shared);
+        json_decref (copied);
+        act_expr_destroy (&expr);
+    }
+    json_t *five = json_integer (5);
+    const char *below [] = { "†data.p.k.1.m", "†data.r.q.k.-", "†data.r.k.0" };
+    for (int b = 0; b < 3; b++) {
+        expr = s_expr (below [b], true);
+        json_decref (act_ctx_output (full, &expr->alts [0], five, ACT_SET, NULL, NULL,
+                                     "call-4", &err));
+        json_decref (act_ctx_output (bare, &expr->alts [0], five, ACT_SET, NULL, NULL,
+                                     "call-4", &err));
+        act_expr_destroy (&expr);
+    }
+    json_decref (five);
+    s_assert_resolves (bare, "†data.p", NULL, "{\"k\":[1,{\"m\":5}]}");
+    s_assert_resolves (bare, "†data.r", NULL,
+                       "{\"k\":[5,{\"m\":2}],\"q\":{\"k\":[1,{\"m\":2},5]}}");
+    json_t *view_full = act_ctx_view (full), *view_bare = act_ctx_view (bare);
+    assert_true (json_equal (view_full, view_bare));
+    json_decref (view_full);
+    json_decref (view_bare);
+    act_ctx_destroy (&full);
+    act_ctx_destroy (&bare);
+}
+
 //  SEMANTICS 3: a fan-out writes one message per target, in order, and is
 //  all or nothing
 static void
@@ -1339,6 +1433,7 @@ main (void)
         cmocka_unit_test (test_context_ids_and_kinds),
         cmocka_unit_test (test_stored_output_message),
         cmocka_unit_test (test_fan_out),
+        cmocka_unit_test (test_output_bare),
         cmocka_unit_test (test_merged_view),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 #include <jansson.h>
 #include "actd/act.h"
@@ -244,6 +245,57 @@ test_absent_and_cycle (void **state)
     json_decref (array);
 }
 
+//  The seconds since the epoch of a date act_date_ago wrote, after checking
+//  its form: YYYY-MM-DDTHH:MM:SS.mmmZ
+static long long
+s_date_seconds (const char *date)
+{
+    assert_int_equal (strlen (date), 24);
+    for (int i = 0; i < 24; i++) {
+        char c = date [i];
+        if (i == 4 || i == 7)
+            assert_int_equal (c, '-');
+        else if (i == 10)
+            assert_int_equal (c, 'T');
+        else if (i == 13 || i == 16)
+            assert_int_equal (c, ':');
+        else if (i == 19)
+            assert_int_equal (c, '.');
+        else if (i == 23)
+            assert_int_equal (c, 'Z');
+        else
+            assert_true (c >= '0' && c <= '9');
+    }
+    struct tm utc = { 0 };
+    sscanf (date, "%4d-%2d-%2dT%2d:%2d:%2d", &utc.tm_year, &utc.tm_mon, &utc.tm_mday,
+            &utc.tm_hour, &utc.tm_min, &utc.tm_sec);
+    utc.tm_year -= 1900;
+    utc.tm_mon -= 1;
+    return (long long) timegm (&utc);
+}
+
+//  act_date_ago keeps the text of the last second: moving between seconds
+//  (a day back, then now again) still gives each its own text
+static void
+test_dates (void **state)
+{
+    (void) state;
+    char now [32], day_before [32], again [32], second_before [32];
+    act_date_ago (0, now);
+    act_date_ago (86400000, day_before);
+    act_date_ago (1000, second_before);
+    act_date_ago (0, again);
+    long long t_now = s_date_seconds (now), t_again = s_date_seconds (again);
+    long long t_day = s_date_seconds (day_before), t_second = s_date_seconds (second_before);
+    //  Whole seconds apart, give or take the time the calls took
+    assert_true (t_now - t_day >= 86399 && t_now - t_day <= 86401);
+    assert_true (t_again - t_second >= 1 && t_again - t_second <= 2);
+    assert_true (t_again >= t_now && t_again - t_now <= 1);
+    //  The texts compare as the times do
+    assert_true (strcmp (day_before, now) < 0);
+    assert_true (strcmp (now, again) <= 0);
+}
+
 int
 main (void)
 {
@@ -251,6 +303,7 @@ main (void)
         cmocka_unit_test (test_random_values),
         cmocka_unit_test (test_vector_values),
         cmocka_unit_test (test_absent_and_cycle),
+        cmocka_unit_test (test_dates),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
