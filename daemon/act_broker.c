@@ -499,44 +499,6 @@ s_stats (void *arg)
 //  --------------------------------------------------------------------------
 //  The broker
 
-static zsock_t *
-s_bind (act_broker_t *self, const char *endpoint, const char *domain, act_err_t *err)
-{
-    zsock_t *socket = zsock_new (ZMQ_ROUTER);
-    if (!socket) {
-        act_err_set (err, ACT_E_INTERNAL, "cannot create a socket");
-        return NULL;
-    }
-    zsock_set_router_mandatory (socket, 1);
-    zsock_set_sndhwm (socket, 100000);
-    zsock_set_rcvhwm (socket, 100000);
-    zsock_set_sndtimeo (socket, 0);
-    zsock_set_linger (socket, 1000);
-    //  Past max_message_bytes a frame is answered too_large; far past it
-    //  the peer is cut off before the broker holds the whole thing
-    long long hard = self->settings->max_message_bytes * 4 + 65536;
-    zsock_set_maxmsgsize (socket, hard > INT_MAX? INT_MAX: (int) hard);
-    act_security_apply (self->security, socket, domain);
-    //  libzmq binds interfaces, not host names: "localhost" (documented as
-    //  a local endpoint, and what people write) is the loopback address
-    char *bound = strncmp (endpoint, "tcp://localhost:", 16) == 0
-                ? zsys_sprintf ("tcp://127.0.0.1:%s", endpoint + 16): strdup (endpoint);
-    int rc = zsock_bind (socket, "%s", bound);
-    int error = rc < 0? zmq_errno (): 0;
-    free (bound);
-    //  An ipc:// socket file: who may connect is who may write to it
-    //  (server/ipc_mode; the group is actd's own, "actd" under systemd)
-    if (rc >= 0 && strncmp (endpoint, "ipc://", 6) == 0 && endpoint [6] != '@'
-    &&  chmod (endpoint + 6, (mode_t) self->settings->ipc_mode))
-        act_log (LOG_ERR, "cannot set the mode of %s to %o: %s", endpoint + 6,
-                 self->settings->ipc_mode, strerror (errno));
-    if (rc < 0) {
-        act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint, zmq_strerror (error));
-        zsock_destroy (&socket);
-    }
-    return socket;
-}
-
 //  Bind both sockets behind security. Returns 0, or -1 with err.
 static int
 s_bind_all (act_broker_t *self, act_err_t *err)
@@ -545,9 +507,11 @@ s_bind_all (act_broker_t *self, act_err_t *err)
     self->security = act_security_new (settings, err);
     if (!self->security)
         return -1;
-    self->clients = s_bind (self, settings->client_endpoint, ACT_ZAP_CLIENTS, err);
+    self->clients = act_security_bind (self->security, settings, settings->client_endpoint,
+                                      ACT_ZAP_CLIENTS, err);
     self->workers = self->clients
-                  ? s_bind (self, settings->worker_endpoint, ACT_ZAP_WORKERS, err): NULL;
+                  ? act_security_bind (self->security, settings,
+                                        settings->worker_endpoint, ACT_ZAP_WORKERS, err): NULL;
     if (!self->workers)
         return -1;
     act_broker_set_sender (self, s_send_sockets, self);
@@ -777,65 +741,13 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
 //  --------------------------------------------------------------------------
 //  Reload (SIGHUP)
 
-//  Log, at notice, each per-activity setting that differs
-static void
-s_reload_log_activity (const char *prefix, const act_activity_settings_t *old,
-                       const act_activity_settings_t *new)
-{
-    struct { const char *name; long long old, new; } fields [] = {
-        { "timeout_ms", old->timeout_ms, new->timeout_ms },
-        { "max_queue", old->max_queue, new->max_queue },
-        { "schedule_timeout_ms", old->schedule_timeout_ms, new->schedule_timeout_ms },
-        { "retry/max_attempts", old->retry.max_attempts, new->retry.max_attempts },
-        { "retry/initial_ms", old->retry.initial_ms, new->retry.initial_ms },
-        { "retry/max_ms", old->retry.max_ms, new->retry.max_ms }
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof fields [0]; i++)
-        if (fields [i].old != fields [i].new)
-            act_log (LOG_NOTICE, "reload: %s/%s %lld -> %lld", prefix, fields [i].name,
-                     fields [i].old, fields [i].new);
-    if (old->retry.backoff != new->retry.backoff)
-        act_log (LOG_NOTICE, "reload: %s/retry/backoff %g -> %g", prefix,
-                 old->retry.backoff, new->retry.backoff);
-}
-
-//  After the keys were reloaded: a connected worker whose key is gone, or
-//  may no longer serve one of its activities, is lost (its tasks go to
-//  other workers), told to DISCONNECT and cut off; the others take their
-//  keys' new patterns. Revoked clients lose their watches (their
-//  connections are cut by security).
+//  After the keys were reloaded: revoked workers are disconnected (by the
+//  worker protocol); revoked clients lose their watches (their connections
+//  are cut by security).
 static void
 s_revoke (act_broker_t *self)
 {
-    zlistx_t *revoked = zlistx_new ();
-    for (act_worker_t *worker = act_pool_first (self->pool); worker;
-         worker = act_pool_next (self->pool)) {
-        bool allowed;
-        const zlistx_t *patterns = act_security_worker_patterns (self->security, worker->user,
-                                                                 &allowed);
-        for (act_activity_t *activity = zlistx_first (worker->activities);
-             activity && allowed; activity = zlistx_next (worker->activities))
-            allowed = act_security_patterns_match (patterns, activity->name);
-        worker->patterns = patterns;
-        if (!allowed)
-            zlistx_add_end (revoked, worker);
-    }
-    for (act_worker_t *worker = zlistx_first (revoked); worker; worker = zlistx_next (revoked)) {
-        zframe_t *identity = zframe_dup (worker->identity);
-        char *key = strdup (worker->key);
-        act_proto_t protocol = worker->protocol;
-        bool envelope = worker->envelope;
-        act_log (LOG_NOTICE, "reload: worker %s (key %s) may no longer serve its "
-                 "activities: disconnecting it", worker->name,
-                 worker->user? worker->user: "(none)");
-        act_flow_worker_lost (self->flow, worker, "its key was revoked");
-        act_pool_disconnect (self->outbox, identity, protocol, envelope, "key revoked");
-        act_security_cut_worker (self->security, key);
-        zframe_destroy (&identity);
-        free (key);
-    }
-    zlistx_destroy (&revoked);
-    act_flow_settle (self->flow);
+    act_wproto_revoke (self->wproto);
     zframe_t *client;
     while ((client = act_security_revoked_client (self->security))) {
         act_watches_drop_client (self->watches, zframe_data (client), zframe_size (client));
@@ -846,34 +758,9 @@ s_revoke (act_broker_t *self)
 void
 act_broker_reload (act_broker_t *self, act_settings_t *fresh)
 {
-    static const char *levels [] = {
-        "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"
-    };
     act_settings_t *now = self->settings;
     //  Log every change first, while the old log level holds, then apply
-    if (fresh->log_level != now->log_level)
-        act_log (LOG_NOTICE, "reload: log/level %s -> %s", levels [now->log_level & 7],
-                 levels [fresh->log_level & 7]);
-    s_reload_log_activity ("defaults", &now->defaults, &fresh->defaults);
-    for (act_activity_settings_t *own = zhashx_first (fresh->activities); own;
-         own = zhashx_next (fresh->activities)) {
-        const char *name = zhashx_cursor (fresh->activities);
-        char *prefix = zsys_sprintf ("activities/%s", name);
-        if (!zhashx_lookup (now->activities, name))
-            act_log (LOG_NOTICE, "reload: %s added", prefix);
-        s_reload_log_activity (prefix, act_settings_activity (now, name), own);
-        zstr_free (&prefix);
-    }
-    for (act_activity_settings_t *own = zhashx_first (now->activities); own;
-         own = zhashx_next (now->activities)) {
-        const char *name = zhashx_cursor (now->activities);
-        if (zhashx_lookup (fresh->activities, name))
-            continue;
-        char *prefix = zsys_sprintf ("activities/%s", name);
-        act_log (LOG_NOTICE, "reload: %s removed: it takes defaults", prefix);
-        s_reload_log_activity (prefix, own, &fresh->defaults);
-        zstr_free (&prefix);
-    }
+    act_settings_log_changes (now, fresh);
     //  Per-activity settings: swap the tables, then point activities at
     //  their new entries
     now->defaults = fresh->defaults;

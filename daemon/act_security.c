@@ -3,7 +3,10 @@
     (see act_security.h).
     ========================================================================= */
 
+#include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include "act_security.h"
 
 struct _act_security_t {
@@ -443,4 +446,43 @@ act_security_reload (act_security_t *self, act_settings_t *fresh)
     s_revoke_clients (self, old_clients);
     zhashx_destroy (&old_clients);
     zhashx_destroy (&old_workers);
+}
+
+zsock_t *
+act_security_bind (act_security_t *self, act_settings_t *settings, const char *endpoint,
+                   const char *domain, act_err_t *err)
+{
+    zsock_t *socket = zsock_new (ZMQ_ROUTER);
+    if (!socket) {
+        act_err_set (err, ACT_E_INTERNAL, "cannot create a socket");
+        return NULL;
+    }
+    zsock_set_router_mandatory (socket, 1);
+    zsock_set_sndhwm (socket, 100000);
+    zsock_set_rcvhwm (socket, 100000);
+    zsock_set_sndtimeo (socket, 0);
+    zsock_set_linger (socket, 1000);
+    //  Past max_message_bytes a frame is answered too_large; far past it
+    //  the peer is cut off before the broker holds the whole thing
+    long long hard = settings->max_message_bytes * 4 + 65536;
+    zsock_set_maxmsgsize (socket, hard > INT_MAX? INT_MAX: (int) hard);
+    act_security_apply (self, socket, domain);
+    //  libzmq binds interfaces, not host names: "localhost" (documented as
+    //  a local endpoint, and what people write) is the loopback address
+    char *bound = strncmp (endpoint, "tcp://localhost:", 16) == 0
+                ? zsys_sprintf ("tcp://127.0.0.1:%s", endpoint + 16): strdup (endpoint);
+    int rc = zsock_bind (socket, "%s", bound);
+    int error = rc < 0? zmq_errno (): 0;
+    free (bound);
+    //  An ipc:// socket file: who may connect is who may write to it
+    //  (server/ipc_mode; the group is actd's own, "actd" under systemd)
+    if (rc >= 0 && strncmp (endpoint, "ipc://", 6) == 0 && endpoint [6] != '@'
+    &&  chmod (endpoint + 6, (mode_t) settings->ipc_mode))
+        act_log (LOG_ERR, "cannot set the mode of %s to %o: %s", endpoint + 6,
+                 settings->ipc_mode, strerror (errno));
+    if (rc < 0) {
+        act_err_set (err, ACT_E_INTERNAL, "cannot bind %s: %s", endpoint, zmq_strerror (error));
+        zsock_destroy (&socket);
+    }
+    return socket;
 }

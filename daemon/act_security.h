@@ -90,4 +90,10 @@ void act_security_reload (act_security_t *self, act_settings_t *fresh);
 //  caller ends its watches and destroys it), or NULL.
 zframe_t *act_security_revoked_client (act_security_t *self);
 
+//  A ROUTER bound to endpoint behind security (CURVE with ZAP domain when
+//  on), with the broker's socket options, and an ipc:// socket file given
+//  server/ipc_mode. NULL with err when it cannot bind.
+zsock_t *act_security_bind (act_security_t *self, act_settings_t *settings, const char *endpoint,
+                            const char *domain, act_err_t *err);
+
 #endif

@@ -728,3 +728,57 @@ act_settings_load (act_settings_t *self, const char *path, char *message, size_t
     }
     return reader.rc;
 }
+
+
+//  Log, at notice, each per-activity setting that differs
+static void
+s_log_activity (const char *prefix, const act_activity_settings_t *old,
+                       const act_activity_settings_t *new)
+{
+    struct { const char *name; long long old, new; } fields [] = {
+        { "timeout_ms", old->timeout_ms, new->timeout_ms },
+        { "max_queue", old->max_queue, new->max_queue },
+        { "schedule_timeout_ms", old->schedule_timeout_ms, new->schedule_timeout_ms },
+        { "retry/max_attempts", old->retry.max_attempts, new->retry.max_attempts },
+        { "retry/initial_ms", old->retry.initial_ms, new->retry.initial_ms },
+        { "retry/max_ms", old->retry.max_ms, new->retry.max_ms }
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields [0]; i++)
+        if (fields [i].old != fields [i].new)
+            act_log (LOG_NOTICE, "reload: %s/%s %lld -> %lld", prefix, fields [i].name,
+                     fields [i].old, fields [i].new);
+    if (old->retry.backoff != new->retry.backoff)
+        act_log (LOG_NOTICE, "reload: %s/retry/backoff %g -> %g", prefix,
+                 old->retry.backoff, new->retry.backoff);
+}
+
+void
+act_settings_log_changes (const act_settings_t *now, const act_settings_t *fresh)
+{
+    static const char *levels [] = {
+        "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"
+    };
+    if (fresh->log_level != now->log_level)
+        act_log (LOG_NOTICE, "reload: log/level %s -> %s", levels [now->log_level & 7],
+                 levels [fresh->log_level & 7]);
+    s_log_activity ("defaults", &now->defaults, &fresh->defaults);
+    for (act_activity_settings_t *own = zhashx_first (fresh->activities); own;
+         own = zhashx_next (fresh->activities)) {
+        const char *name = zhashx_cursor (fresh->activities);
+        char *prefix = zsys_sprintf ("activities/%s", name);
+        if (!zhashx_lookup (now->activities, name))
+            act_log (LOG_NOTICE, "reload: %s added", prefix);
+        s_log_activity (prefix, act_settings_activity ((act_settings_t *) now, name), own);
+        zstr_free (&prefix);
+    }
+    for (act_activity_settings_t *own = zhashx_first (now->activities); own;
+         own = zhashx_next (now->activities)) {
+        const char *name = zhashx_cursor (now->activities);
+        if (zhashx_lookup (fresh->activities, name))
+            continue;
+        char *prefix = zsys_sprintf ("activities/%s", name);
+        act_log (LOG_NOTICE, "reload: %s removed: it takes defaults", prefix);
+        s_log_activity (prefix, own, &fresh->defaults);
+        zstr_free (&prefix);
+    }
+}

@@ -105,4 +105,8 @@ int act_settings_rights (const char *text);
 //  The settings for activity name (its own, or the defaults).
 const act_activity_settings_t *act_settings_activity (act_settings_t *self, const char *name);
 
+//  Log, at notice, every setting of fresh that differs from now (a
+//  reload's changes), per activity included.
+void act_settings_log_changes (const act_settings_t *now, const act_settings_t *fresh);
+
 #endif

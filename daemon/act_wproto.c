@@ -382,3 +382,41 @@ act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
     }
     zlistx_destroy (&dead);
 }
+
+//  After the keys were reloaded: a connected worker whose key is gone, or
+//  may no longer serve one of its activities, is lost (its tasks go to
+//  other workers), told to DISCONNECT and cut off; the others take their
+//  keys' new patterns.
+void
+act_wproto_revoke (act_wproto_t *self)
+{
+    zlistx_t *revoked = zlistx_new ();
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool)) {
+        bool allowed;
+        const zlistx_t *patterns = act_security_worker_patterns (self->security, worker->user,
+                                                                 &allowed);
+        for (act_activity_t *activity = zlistx_first (worker->activities);
+             activity && allowed; activity = zlistx_next (worker->activities))
+            allowed = act_security_patterns_match (patterns, activity->name);
+        worker->patterns = patterns;
+        if (!allowed)
+            zlistx_add_end (revoked, worker);
+    }
+    for (act_worker_t *worker = zlistx_first (revoked); worker; worker = zlistx_next (revoked)) {
+        zframe_t *identity = zframe_dup (worker->identity);
+        char *key = strdup (worker->key);
+        act_proto_t protocol = worker->protocol;
+        bool envelope = worker->envelope;
+        act_log (LOG_NOTICE, "reload: worker %s (key %s) may no longer serve its "
+                 "activities: disconnecting it", worker->name,
+                 worker->user? worker->user: "(none)");
+        act_flow_worker_lost (self->flow, worker, "its key was revoked");
+        act_pool_disconnect (self->outbox, identity, protocol, envelope, "key revoked");
+        act_security_cut_worker (self->security, key);
+        zframe_destroy (&identity);
+        free (key);
+    }
+    zlistx_destroy (&revoked);
+    act_flow_settle (self->flow);
+}

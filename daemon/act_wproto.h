@@ -40,4 +40,8 @@ void act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge);
 //  liveness window from now instead of all being judged lost.
 void act_wproto_resume (act_wproto_t *self, long long now, long long paused);
 
+//  After a reload of the keys: disconnect every worker whose key may no
+//  longer serve one of its activities (its tasks go to other workers).
+void act_wproto_revoke (act_wproto_t *self);
+
 #endif
