@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_live.h"
+#include "actd/act_wire.h"
 
 static const char *s_state_names [] = {
     "none", "new", "waiting", "queued", "running", "ended"
@@ -268,18 +269,7 @@ s_put (char *at, const char *text)
 static char *
 s_put_number (char *at, long long number)
 {
-    char digits [24];
-    char *digit = digits + sizeof digits;
-    unsigned long long left = number < 0? 0ULL - (unsigned long long) number
-                                        : (unsigned long long) number;
-    do
-        *--digit = (char) ('0' + left % 10);
-    while (left /= 10);
-    if (number < 0)
-        *--digit = '-';
-    size_t size = (size_t) (digits + sizeof digits - digit);
-    memcpy (at, digit, size);
-    return at + size;
+    return at + act_decimal_write (at, number);
 }
 
 char *

@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_outcome.h"
+#include "actd/act_wire.h"
 
 static json_t *
 s_error_json (const char *code, const char *message)
@@ -163,16 +164,8 @@ s_add_quoted (s_text_t *text, const char *string)
 static void
 s_add_number (s_text_t *text, long long number)
 {
-    char digits [24];
-    char *digit = digits + sizeof digits;
-    unsigned long long left = number < 0? 0ULL - (unsigned long long) number
-                                        : (unsigned long long) number;
-    do
-        *--digit = (char) ('0' + left % 10);
-    while (left /= 10);
-    if (number < 0)
-        *--digit = '-';
-    s_add (text, digit, (size_t) (digits + sizeof digits - digit));
+    char digits [ACT_DECIMAL_MAX];
+    s_add (text, digits, act_decimal_write (digits, number));
 }
 
 char *

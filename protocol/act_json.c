@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "actd/act_wire.h"
 #include "actd/act_json.h"
 #include "actd/act_dtoa.h"
 
@@ -299,16 +300,7 @@ s_text_value (s_text_t *self, const json_t *value, int depth)
             return true;
         case JSON_INTEGER: {
             //  By hand: snprintf cost more than the rest of a small object
-            json_int_t integer = json_integer_value (value);
-            unsigned long long left = integer < 0? 0ULL - (unsigned long long) integer
-                                                 : (unsigned long long) integer;
-            char *digit = number + sizeof number;
-            do
-                *--digit = (char) ('0' + left % 10);
-            while (left /= 10);
-            if (integer < 0)
-                *--digit = '-';
-            s_text_add (self, digit, (size_t) (number + sizeof number - digit));
+            s_text_add (self, number, act_decimal_write (number, json_integer_value (value)));
             return true;
         }
         case JSON_REAL:

@@ -41,3 +41,20 @@ act_key_new (const char *context, const char *key)
     memcpy (full + left + 1, key, right + 1);
     return full;
 }
+
+size_t
+act_decimal_write (char *out, long long number)
+{
+    char digits [ACT_DECIMAL_MAX];
+    char *digit = digits + sizeof digits;
+    unsigned long long left = number < 0? 0ULL - (unsigned long long) number
+                                        : (unsigned long long) number;
+    do
+        *--digit = (char) ('0' + left % 10);
+    while (left /= 10);
+    if (number < 0)
+        *--digit = '-';
+    size_t size = (size_t) (digits + sizeof digits - digit);
+    memcpy (out, digit, size);
+    return size;
+}

@@ -211,14 +211,7 @@ s_count_pending (s_memory_t *self, const char *context, int by)
 static void
 s_call_key (char *key, uint64_t call_id)
 {
-    char digits [24];
-    char *digit = digits + sizeof digits;
-    do
-        *--digit = (char) ('0' + call_id % 10);
-    while (call_id /= 10);
-    size_t size = (size_t) (digits + sizeof digits - digit);
-    memcpy (key, digit, size);
-    key [size] = 0;
+    key [act_decimal_write (key, (long long) call_id)] = 0;
 }
 
 //  Store call (taken) under its id, with its _id key

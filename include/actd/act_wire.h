@@ -48,6 +48,13 @@ extern "C" {
 //  *value, or false (and leaves *value alone) for anything else.
 bool act_decimal_parse (const char *text, size_t size, uint64_t limit, uint64_t *value);
 
+//  Write number in decimal (a '-' first when negative) at out, which has
+//  room for ACT_DECIMAL_MAX bytes; no terminating NUL. Returns the bytes
+//  written. By hand: on the hot path snprintf costs more than what it
+//  formats.
+#define ACT_DECIMAL_MAX         20
+size_t act_decimal_write (char *out, long long number);
+
 //  The key of key inside context, "context<US>key", as a new string the
 //  caller frees.
 char *act_key_new (const char *context, const char *key);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include "actd/act_wire.h"
 #include "actd/act.h"
 
 #define S_VECTORS_DIR   ACTD_SOURCE_DIR "/tests/vectors"
@@ -276,6 +277,27 @@ s_date_seconds (const char *date)
 
 //  act_date_ago keeps the text of the last second: moving between seconds
 //  (a day back, then now again) still gives each its own text
+//  Decimals written by hand read back through the project's parser and
+//  match printf's, at the edges of long long
+static void
+test_decimals (void **state)
+{
+    (void) state;
+    const long long cases [] = { 0, 7, -7, 10, 999, 1000, -1000, 1234567890123LL,
+                                 9223372036854775807LL, -9223372036854775807LL - 1 };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        char written [ACT_DECIMAL_MAX + 1], expected [32];
+        written [act_decimal_write (written, cases [i])] = 0;
+        snprintf (expected, sizeof expected, "%lld", cases [i]);
+        assert_string_equal (written, expected);
+        uint64_t back;
+        if (cases [i] >= 0) {
+            assert_true (act_decimal_parse (written, strlen (written), UINT64_MAX, &back));
+            assert_true (back == (uint64_t) cases [i]);
+        }
+    }
+}
+
 static void
 test_dates (void **state)
 {
@@ -304,6 +326,7 @@ main (void)
         cmocka_unit_test (test_vector_values),
         cmocka_unit_test (test_absent_and_cycle),
         cmocka_unit_test (test_dates),
+        cmocka_unit_test (test_decimals),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
