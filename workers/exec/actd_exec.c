@@ -318,7 +318,7 @@ s_options_parse (exec_options_t *self, int argc, char *argv [])
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 }
     };
-    char problem [256] = "";
+    char problem [320] = "";       //  As s_options_take's messages
     int option;
     //  "+": options end at the first non-option (CMD), as after "--"
     while (!*problem && (option = getopt_long (argc, argv, "+a:c:e:n:vh", options, NULL)) != -1) {
