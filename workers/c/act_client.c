@@ -109,6 +109,8 @@ act_client_new (const char *endpoint)
     zhashx_set_destructor (self->pending, s_pending_destroy);
     self->kept = zlistx_new ();
     zlistx_set_destructor (self->kept, s_reply_free);
+    self->lost = zlistx_new ();
+    zlistx_set_destructor (self->lost, s_reply_free);
     self->watches = zhashx_new ();
     self->ignored = zhashx_new ();
     self->timeout = 30000;
@@ -140,6 +142,7 @@ act_client_destroy (act_client_t **self_p)
         zhashx_destroy (&self->accepted);
         zlistx_destroy (&self->links);
         zlistx_destroy (&self->kept);
+        zlistx_destroy (&self->lost);
         act_curve_reset (&self->curve);
         free (self);
         *self_p = NULL;
@@ -388,6 +391,47 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     return reply;
 }
 
+//  link's connection dropped: the requests sent on it and not answered
+//  are lost with it (libzmq forgets what it wrote to the connection, and
+//  the broker's replies go to a routing id that is gone). With several
+//  brokers each goes to the next, as when a broker is silent; otherwise
+//  each gets an ERROR disconnected now, for act_client_read to return,
+//  and its late replies, if any, are dropped
+static void
+s_link_lost (act_client_t *self, act_link_t *link)
+{
+    zlistx_t *requests = zlistx_new ();
+    for (s_pending_t *pending = zhashx_first (self->pending); pending;
+         pending = zhashx_next (self->pending))
+        if (pending->link == link)
+            zlistx_add_end (requests, pending);
+    if (zlistx_size (requests) && zlistx_size (self->links) > 1)
+        link->dead_until = zclock_mono () + S_DEAD_MS;
+    for (s_pending_t *pending = zlistx_first (requests); pending;
+         pending = zlistx_next (requests)) {
+        act_link_t *next = zlistx_size (self->links) > 1 && pending->hops < S_MAX_HOPS
+                         ? s_route (self, pending->context, link): link;
+        if (next != link) {
+            pending->link = next;
+            pending->hops++;
+            s_transmit (pending);
+            continue;
+        }
+        const char *request = pending->request;
+        act_reply_t *reply = calloc (1, sizeof *reply);
+        reply->verb = strdup ("ERROR");
+        reply->request = strdup (request);
+        reply->args = zmsg_new ();
+        zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
+        zmsg_addstrf (reply->args, "the connection to %s dropped before the reply: "
+                      "the request may or may not have been carried out", link->endpoint);
+        zlistx_add_end (self->lost, reply);
+        zhashx_insert (self->ignored, request, self);
+        zhashx_delete (self->pending, request);     //  Frees request: last
+    }
+    zlistx_destroy (&requests);
+}
+
 //  A connection event of link's DEALER (zmq_socket_monitor: the event
 //  number in the first two bytes of the first frame)
 static void
@@ -398,6 +442,8 @@ s_link_event (act_client_t *self, act_link_t *link)
     if (frame && zframe_size (frame) >= 2) {
         uint16_t event;
         memcpy (&event, zframe_data (frame), sizeof event);
+        if (event == ZMQ_EVENT_DISCONNECTED)
+            s_link_lost (self, link);
         if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             act_watch_link_event (self, link, event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
     }
@@ -428,6 +474,11 @@ act_client_read (act_client_t *self, int timeout_ms)
     int64_t deadline = zclock_mono () + (timeout_ms < 0? INT32_MAX: timeout_ms);
     self->woke = false;
     while (!self->woke) {
+        act_reply_t *lost = zlistx_first (self->lost);
+        if (lost) {
+            zlistx_detach_cur (self->lost);
+            return lost;
+        }
         int64_t left = deadline - zclock_mono ();
         if (left < 0)
             left = 0;
@@ -546,7 +597,8 @@ s_code (const char *code)
         ACT_E_BAD_FRAME, ACT_E_UNKNOWN_COMMAND, ACT_E_BAD_JSON, ACT_E_BAD_CONTEXT,
         ACT_E_BAD_CALL, ACT_E_BAD_REFERENCE, ACT_E_BAD_METHOD, ACT_E_BAD_ARGUMENT,
         ACT_E_TYPE_MISMATCH, ACT_E_UNRESOLVED_REFERENCE, ACT_E_NOT_FOUND,
-        ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_INTERNAL, ACT_E_MOVED
+        ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_INTERNAL, ACT_E_MOVED,
+        ACT_CLIENT_DISCONNECTED
     };
     for (size_t i = 0; code && i < sizeof codes / sizeof codes [0]; i++)
         if (streq (code, codes [i]))
