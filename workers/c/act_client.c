@@ -111,6 +111,7 @@ act_client_new (const char *endpoint)
     zlistx_set_destructor (self->kept, s_reply_free);
     self->lost = zlistx_new ();
     zlistx_set_destructor (self->lost, s_reply_free);
+    self->awaiting = zhashx_new ();
     self->watches = zhashx_new ();
     self->ignored = zhashx_new ();
     self->timeout = 30000;
@@ -143,6 +144,7 @@ act_client_destroy (act_client_t **self_p)
         zlistx_destroy (&self->links);
         zlistx_destroy (&self->kept);
         zlistx_destroy (&self->lost);
+        zhashx_destroy (&self->awaiting);
         act_curve_reset (&self->curve);
         free (self);
         *self_p = NULL;
@@ -326,6 +328,21 @@ act_client_ignore (act_client_t *self, const char *request)
     zhashx_insert (self->ignored, request, self);
 }
 
+//  True when pending is a CALL whose DONE is due after its ACCEPTED (it
+//  has _outputPath; text in the call's data may say so too: then the
+//  caller gets an ERROR disconnected it did not need, never less)
+static bool
+s_expects_done (s_pending_t *pending)
+{
+    if (!streq (pending->command, "CALL") || zmsg_size (pending->args) < 2)
+        return false;
+    zmsg_first (pending->args);
+    char *call = zframe_strdup (zmsg_next (pending->args));
+    bool expects = call && strstr (call, "\"_outputPath\"");
+    free (call);
+    return expects;
+}
+
 //  A reply as the caller sees it, or NULL when it was handled here (a
 //  moved reply followed by sending the request again)
 static act_reply_t *
@@ -348,6 +365,8 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     zmsg_destroy (&msg);
     if (!reply)
         return NULL;
+    if (streq (reply->verb, "DONE"))
+        zhashx_delete (self->awaiting, reply->request);
     s_pending_t *pending = zhashx_lookup (self->pending, reply->request);
     char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
     if (pending && code && streq (code, "moved") && pending->hops < S_MAX_HOPS) {
@@ -381,6 +400,8 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
                 zhashx_update (self->accepted, ids, link);
             json_decref (list);
             free (ids);
+            if (s_expects_done (pending))
+                zhashx_update (self->awaiting, reply->request, link);
             if (pending->context)
                 zhashx_update (self->owners, pending->context, link);
         }
@@ -430,6 +451,24 @@ s_link_lost (act_client_t *self, act_link_t *link)
         zhashx_delete (self->pending, request);     //  Frees request: last
     }
     zlistx_destroy (&requests);
+    //  Accepted calls whose DONE was due on it: it is lost (DONE goes to
+    //  the socket identity that submitted them); STATUS tells their state
+    zlistx_t *calls = zlistx_new ();
+    for (act_link_t *on = zhashx_first (self->awaiting); on; on = zhashx_next (self->awaiting))
+        if (on == link)
+            zlistx_add_end (calls, (void *) zhashx_cursor (self->awaiting));
+    for (const char *request = zlistx_first (calls); request; request = zlistx_next (calls)) {
+        act_reply_t *reply = calloc (1, sizeof *reply);
+        reply->verb = strdup ("ERROR");
+        reply->request = strdup (request);
+        reply->args = zmsg_new ();
+        zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
+        zmsg_addstrf (reply->args, "the connection to %s dropped before the DONE of this "
+                      "accepted call: ask STATUS", link->endpoint);
+        zlistx_add_end (self->lost, reply);
+        zhashx_delete (self->awaiting, request);
+    }
+    zlistx_destroy (&calls);
 }
 
 //  A connection event of link's DEALER (zmq_socket_monitor: the event
@@ -683,6 +722,8 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     rc = act_client_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
+    //  Its DONE is awaited here, across a dropped connection (a watch)
+    zhashx_delete (self->awaiting, request);
     if (rc)
         return -1;
     if (wait && has_output && outcome) {
