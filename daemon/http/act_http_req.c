@@ -4,6 +4,7 @@
 
 #include "act_http_req.h"
 #include "actd/act_json.h"
+#include "actd/act_client.h"
 
 //  The error mapping of the API contract (docs/http.md)
 static const struct {
@@ -17,7 +18,8 @@ static const struct {
     { ACT_E_NOT_FOUND, 404 }, { ACT_E_TOO_LARGE, 413 }, { ACT_E_BUSY, 429 },
     { ACT_E_UNKNOWN_ACTIVITY, 422 }, { ACT_E_MOVED, 421 }, { ACT_E_TIMEOUT, 504 },
     { ACT_E_INTERNAL, 500 }, { ACT_E_UNKNOWN_COMMAND, 501 },
-    { "unauthenticated", 401 }, { "method_not_allowed", 405 }
+    { "unauthenticated", 401 }, { "method_not_allowed", 405 },
+    { ACT_CLIENT_DISCONNECTED, 502 }
 };
 
 unsigned

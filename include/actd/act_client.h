@@ -49,9 +49,18 @@ void act_client_set_timeout (act_client_t *self, int timeout_ms);
 int act_client_set_curve (act_client_t *self, const char *server_public,
                           const char *certificate_file);
 
+//  The code of the ERROR this library makes for a request sent on a
+//  connection that dropped before its reply came (a broker restarted, or
+//  silent past the ZMTP heartbeat timeout): the broker may or may not have
+//  carried it out, and its reply, if any, is lost.
+#define ACT_CLIENT_DISCONNECTED "disconnected"
+
 //  Send a request without waiting: command, then args (strings, ended by
 //  NULL). Writes the request id into request (at least 24 bytes). Returns
-//  0. A request that cannot be queued (a broker that refused this client's
+//  0. A request still unanswered when its connection drops gets an ERROR
+//  ACT_CLIENT_DISCONNECTED reply, made here, and any late reply is dropped
+//  (with several brokers it goes to the next instead); so does an accepted
+//  CALL with _outputPath whose DONE was due on it (STATUS tells the rest). A request that cannot be queued (a broker that refused this client's
 //  CURVE key) is treated as one the broker did not answer: waiting for it
 //  times out, or it goes to another broker.
 int act_client_send (act_client_t *self, char *request, const char *command, ...);

@@ -109,6 +109,9 @@ act_client_new (const char *endpoint)
     zhashx_set_destructor (self->pending, s_pending_destroy);
     self->kept = zlistx_new ();
     zlistx_set_destructor (self->kept, s_reply_free);
+    self->lost = zlistx_new ();
+    zlistx_set_destructor (self->lost, s_reply_free);
+    self->awaiting = zhashx_new ();
     self->watches = zhashx_new ();
     self->ignored = zhashx_new ();
     self->timeout = 30000;
@@ -140,6 +143,8 @@ act_client_destroy (act_client_t **self_p)
         zhashx_destroy (&self->accepted);
         zlistx_destroy (&self->links);
         zlistx_destroy (&self->kept);
+        zlistx_destroy (&self->lost);
+        zhashx_destroy (&self->awaiting);
         act_curve_reset (&self->curve);
         free (self);
         *self_p = NULL;
@@ -323,6 +328,21 @@ act_client_ignore (act_client_t *self, const char *request)
     zhashx_insert (self->ignored, request, self);
 }
 
+//  True when pending is a CALL whose DONE is due after its ACCEPTED (it
+//  has _outputPath; text in the call's data may say so too: then the
+//  caller gets an ERROR disconnected it did not need, never less)
+static bool
+s_expects_done (s_pending_t *pending)
+{
+    if (!streq (pending->command, "CALL") || zmsg_size (pending->args) < 2)
+        return false;
+    zmsg_first (pending->args);
+    char *call = zframe_strdup (zmsg_next (pending->args));
+    bool expects = call && strstr (call, "\"_outputPath\"");
+    free (call);
+    return expects;
+}
+
 //  A reply as the caller sees it, or NULL when it was handled here (a
 //  moved reply followed by sending the request again)
 static act_reply_t *
@@ -345,6 +365,8 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     zmsg_destroy (&msg);
     if (!reply)
         return NULL;
+    if (streq (reply->verb, "DONE"))
+        zhashx_delete (self->awaiting, reply->request);
     s_pending_t *pending = zhashx_lookup (self->pending, reply->request);
     char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
     if (pending && code && streq (code, "moved") && pending->hops < S_MAX_HOPS) {
@@ -378,6 +400,8 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
                 zhashx_update (self->accepted, ids, link);
             json_decref (list);
             free (ids);
+            if (s_expects_done (pending))
+                zhashx_update (self->awaiting, reply->request, link);
             if (pending->context)
                 zhashx_update (self->owners, pending->context, link);
         }
@@ -386,6 +410,65 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     }
     free (code);
     return reply;
+}
+
+//  link's connection dropped: the requests sent on it and not answered
+//  are lost with it (libzmq forgets what it wrote to the connection, and
+//  the broker's replies go to a routing id that is gone). With several
+//  brokers each goes to the next, as when a broker is silent; otherwise
+//  each gets an ERROR disconnected now, for act_client_read to return,
+//  and its late replies, if any, are dropped
+static void
+s_link_lost (act_client_t *self, act_link_t *link)
+{
+    zlistx_t *requests = zlistx_new ();
+    for (s_pending_t *pending = zhashx_first (self->pending); pending;
+         pending = zhashx_next (self->pending))
+        if (pending->link == link)
+            zlistx_add_end (requests, pending);
+    if (zlistx_size (requests) && zlistx_size (self->links) > 1)
+        link->dead_until = zclock_mono () + S_DEAD_MS;
+    for (s_pending_t *pending = zlistx_first (requests); pending;
+         pending = zlistx_next (requests)) {
+        act_link_t *next = zlistx_size (self->links) > 1 && pending->hops < S_MAX_HOPS
+                         ? s_route (self, pending->context, link): link;
+        if (next != link) {
+            pending->link = next;
+            pending->hops++;
+            s_transmit (pending);
+            continue;
+        }
+        const char *request = pending->request;
+        act_reply_t *reply = calloc (1, sizeof *reply);
+        reply->verb = strdup ("ERROR");
+        reply->request = strdup (request);
+        reply->args = zmsg_new ();
+        zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
+        zmsg_addstrf (reply->args, "the connection to %s dropped before the reply: "
+                      "the request may or may not have been carried out", link->endpoint);
+        zlistx_add_end (self->lost, reply);
+        zhashx_insert (self->ignored, request, self);
+        zhashx_delete (self->pending, request);     //  Frees request: last
+    }
+    zlistx_destroy (&requests);
+    //  Accepted calls whose DONE was due on it: it is lost (DONE goes to
+    //  the socket identity that submitted them); STATUS tells their state
+    zlistx_t *calls = zlistx_new ();
+    for (act_link_t *on = zhashx_first (self->awaiting); on; on = zhashx_next (self->awaiting))
+        if (on == link)
+            zlistx_add_end (calls, (void *) zhashx_cursor (self->awaiting));
+    for (const char *request = zlistx_first (calls); request; request = zlistx_next (calls)) {
+        act_reply_t *reply = calloc (1, sizeof *reply);
+        reply->verb = strdup ("ERROR");
+        reply->request = strdup (request);
+        reply->args = zmsg_new ();
+        zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
+        zmsg_addstrf (reply->args, "the connection to %s dropped before the DONE of this "
+                      "accepted call: ask STATUS", link->endpoint);
+        zlistx_add_end (self->lost, reply);
+        zhashx_delete (self->awaiting, request);
+    }
+    zlistx_destroy (&calls);
 }
 
 //  A connection event of link's DEALER (zmq_socket_monitor: the event
@@ -398,6 +481,8 @@ s_link_event (act_client_t *self, act_link_t *link)
     if (frame && zframe_size (frame) >= 2) {
         uint16_t event;
         memcpy (&event, zframe_data (frame), sizeof event);
+        if (event == ZMQ_EVENT_DISCONNECTED)
+            s_link_lost (self, link);
         if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             act_watch_link_event (self, link, event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
     }
@@ -428,6 +513,11 @@ act_client_read (act_client_t *self, int timeout_ms)
     int64_t deadline = zclock_mono () + (timeout_ms < 0? INT32_MAX: timeout_ms);
     self->woke = false;
     while (!self->woke) {
+        act_reply_t *lost = zlistx_first (self->lost);
+        if (lost) {
+            zlistx_detach_cur (self->lost);
+            return lost;
+        }
         int64_t left = deadline - zclock_mono ();
         if (left < 0)
             left = 0;
@@ -546,7 +636,8 @@ s_code (const char *code)
         ACT_E_BAD_FRAME, ACT_E_UNKNOWN_COMMAND, ACT_E_BAD_JSON, ACT_E_BAD_CONTEXT,
         ACT_E_BAD_CALL, ACT_E_BAD_REFERENCE, ACT_E_BAD_METHOD, ACT_E_BAD_ARGUMENT,
         ACT_E_TYPE_MISMATCH, ACT_E_UNRESOLVED_REFERENCE, ACT_E_NOT_FOUND,
-        ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_INTERNAL, ACT_E_MOVED
+        ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_INTERNAL, ACT_E_MOVED,
+        ACT_CLIENT_DISCONNECTED
     };
     for (size_t i = 0; code && i < sizeof codes / sizeof codes [0]; i++)
         if (streq (code, codes [i]))
@@ -631,6 +722,8 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     rc = act_client_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
+    //  Its DONE is awaited here, across a dropped connection (a watch)
+    zhashx_delete (self->awaiting, request);
     if (rc)
         return -1;
     if (wait && has_output && outcome) {

@@ -27,6 +27,10 @@ struct _act_client_t {
     zhashx_t *accepted;         //  Call id -> act_link_t that accepted it
     zhashx_t *pending;          //  Request id -> s_pending_t
     zlistx_t *kept;             //  act_reply_t received but not yet taken
+    zlistx_t *lost;             //  act_reply_t: the ERROR disconnected of each
+                                //  request its connection dropped under
+    zhashx_t *awaiting;         //  Request id of an accepted CALL with
+                                //  _outputPath -> act_link_t its DONE is due on
     zhashx_t *watches;          //  Request id of its WATCH -> act_watch_t
     zhashx_t *ignored;          //  Request ids whose replies are dropped (old
                                 //  WATCHes, UNWATCHes)
