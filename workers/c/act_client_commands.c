@@ -1,0 +1,277 @@
+/*  =========================================================================
+    act_client_commands - the client's commands, each one request sent and
+    its reply waited for (see act_client.h). The connection, routing and
+    replies are act_client.c's.
+    ========================================================================= */
+
+#include "actd/act_json.h"
+#include "actd/act_wire.h"
+#include "act_client_int.h"
+
+//  The library's constant for an error code a broker sent, so err->code
+//  stays valid after the reply is gone
+static const char *
+s_code (const char *code)
+{
+    static const char *codes [] = {
+        ACT_E_BAD_FRAME, ACT_E_UNKNOWN_COMMAND, ACT_E_BAD_JSON, ACT_E_BAD_CONTEXT,
+        ACT_E_BAD_CALL, ACT_E_BAD_REFERENCE, ACT_E_BAD_METHOD, ACT_E_BAD_ARGUMENT,
+        ACT_E_TYPE_MISMATCH, ACT_E_UNRESOLVED_REFERENCE, ACT_E_NOT_FOUND,
+        ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_INTERNAL, ACT_E_MOVED,
+        ACT_CLIENT_DISCONNECTED
+    };
+    for (size_t i = 0; code && i < sizeof codes / sizeof codes [0]; i++)
+        if (streq (code, codes [i]))
+            return codes [i];
+    return ACT_E_INTERNAL;
+}
+
+//  The reply's verb must be expected; an ERROR or a timeout sets err
+int
+act_client_check (act_reply_t *reply, const char *expected, act_err_t *err)
+{
+    if (!reply)
+        return act_err_set (err, "timeout", "no reply from the broker in time");
+    if (streq (reply->verb, "ERROR")) {
+        char *code = act_reply_arg (reply, 0);
+        char *message = act_reply_arg (reply, 1);
+        const char *known = s_code (code);
+        if (code && !streq (known, code))
+            act_err_set (err, known, "%s: %s", code, message? message: "");
+        else
+            act_err_set (err, known, "%s", message? message: "");
+        free (code);
+        free (message);
+        return -1;
+    }
+    if (!streq (reply->verb, expected))
+        return act_err_set (err, ACT_E_INTERNAL, "unexpected reply %s", reply->verb);
+    return 0;
+}
+
+//  Send a request and wait for its reply, parsing frame 0 as JSON when
+//  json is set. Returns the JSON (or json_true for replies without one).
+static json_t *
+s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
+           const char *command, const char *a, const char *b, const char *c)
+{
+    char request [24];
+    if (act_client_send (self, request, command, a, b, c, NULL)) {
+        act_err_set (err, "internal", "cannot send to the broker");
+        return NULL;
+    }
+    act_reply_t *reply = act_client_wait (self, request, NULL);
+    json_t *value = NULL;
+    if (act_client_check (reply, expected, err) == 0) {
+        if (json) {
+            char *text = act_reply_arg (reply, 0);
+            value = text? act_json_parse (text, strlen (text), err): NULL;
+            free (text);
+        }
+        else
+            value = json_true ();
+    }
+    act_reply_destroy (&reply);
+    return value;
+}
+
+int
+act_client_call (act_client_t *self, const char *context, const char *call,
+                 bool wait, char **call_id, json_t **outcome, act_err_t *err)
+{
+    if (outcome)
+        *outcome = NULL;
+    json_t *parsed = call? act_json_parse (call, strlen (call), NULL): NULL;
+    bool has_output = json_object_get (parsed, "_outputPath") != NULL;
+    char *text = NULL;
+    if (json_is_object (parsed) && zlistx_size (self->links) > 1
+    &&  !json_object_get (parsed, "_id")) {
+        //  Several brokers: a call sent again to another broker (the first
+        //  did not answer) must not run twice; _id makes it the same call
+        zuuid_t *uuid = zuuid_new ();
+        json_object_set_new (parsed, "_id", json_string (zuuid_str_canonical (uuid)));
+        zuuid_destroy (&uuid);
+        text = act_json_dump (parsed);
+    }
+    json_decref (parsed);
+    char request [24];
+    int rc = act_client_send (self, request, "CALL", context, text? text: call, NULL);
+    free (text);
+    if (rc)
+        return act_err_set (err, "internal", "cannot send to the broker");
+    act_reply_t *reply = act_client_wait (self, request, NULL);
+    rc = act_client_check (reply, "ACCEPTED", err);
+    char *id = rc == 0? act_reply_arg (reply, 0): NULL;
+    act_reply_destroy (&reply);
+    //  Its DONE is awaited here, across a dropped connection (a watch)
+    zhashx_delete (self->awaiting, request);
+    if (rc)
+        return -1;
+    if (wait && has_output && outcome) {
+        json_t *ids = json_pack ("[s]", id);
+        json_t *outcomes = json_object ();
+        rc = act_client_outcomes (self, request, context, ids, outcomes, err);
+        if (rc == 0)
+            *outcome = json_incref (json_object_get (outcomes, id));
+        json_decref (ids);
+        json_decref (outcomes);
+    }
+    if (call_id)
+        *call_id = id;
+    else
+        free (id);
+    return rc;
+}
+
+int
+act_client_plan (act_client_t *self, const char *context, const char *calls,
+                 bool wait, json_t **ids, json_t **outcomes, act_err_t *err)
+{
+    char request [24];
+    *ids = NULL;
+    if (outcomes)
+        *outcomes = NULL;
+    if (act_client_send (self, request, "PLAN", context, calls, NULL))
+        return act_err_set (err, "internal", "cannot send to the broker");
+    act_reply_t *reply = act_client_wait (self, request, NULL);
+    int rc = act_client_check (reply, "ACCEPTED", err);
+    if (rc == 0) {
+        char *text = act_reply_arg (reply, 0);
+        *ids = text? json_loads (text, 0, NULL): NULL;
+        free (text);
+    }
+    act_reply_destroy (&reply);
+    if (rc || !wait || !outcomes)
+        return rc;
+    //  One DONE per call with an output path
+    json_t *entries = calls? act_json_parse (calls, strlen (calls), NULL): NULL;
+    json_t *waited = json_array ();
+    size_t index;
+    json_t *entry;
+    json_array_foreach (entries, index, entry)
+        if (json_object_get (entry, "_outputPath") && json_array_get (*ids, index))
+            json_array_append (waited, json_array_get (*ids, index));
+    *outcomes = json_object ();
+    rc = act_client_outcomes (self, request, context, waited, *outcomes, err);
+    json_decref (waited);
+    json_decref (entries);
+    return rc;
+}
+
+int
+act_client_append (act_client_t *self, const char *context, const char *message,
+                   uint64_t *seq, act_err_t *err)
+{
+    return act_client_append_key (self, context, message, NULL, seq, err);
+}
+
+int
+act_client_append_key (act_client_t *self, const char *context, const char *message,
+                       const char *key, uint64_t *seq, act_err_t *err)
+{
+    json_t *reply = s_request (self, "OK", true, err, "APPEND", context, message, key);
+    if (!reply)
+        return -1;
+    if (seq)
+        *seq = (uint64_t) json_integer_value (json_object_get (reply, "seq"));
+    json_decref (reply);
+    return 0;
+}
+
+json_t *
+act_client_resolve (act_client_t *self, const char *context, const char *expression,
+                    const char *instance, act_err_t *err)
+{
+    return s_request (self, "VALUE", true, err, "RESOLVE", context, expression, instance);
+}
+
+json_t *
+act_client_view (act_client_t *self, const char *context, act_err_t *err)
+{
+    return s_request (self, "VALUE", true, err, "VIEW", context, "json", NULL);
+}
+
+char *
+act_client_view_text (act_client_t *self, const char *context, act_err_t *err)
+{
+    char request [24];
+    if (act_client_send (self, request, "VIEW", context, "text", NULL)) {
+        act_err_set (err, "internal", "cannot send to the broker");
+        return NULL;
+    }
+    act_reply_t *reply = act_client_wait (self, request, NULL);
+    char *text = act_client_check (reply, "VALUE", err) == 0? act_reply_arg (reply, 0): NULL;
+    act_reply_destroy (&reply);
+    return text;
+}
+
+json_t *
+act_client_history (act_client_t *self, const char *context, uint64_t from,
+                    size_t limit, act_err_t *err)
+{
+    char from_text [24], limit_text [24];
+    snprintf (from_text, sizeof from_text, "%" PRIu64, from);
+    snprintf (limit_text, sizeof limit_text, "%zu", limit);
+    return s_request (self, "VALUE", true, err, "HISTORY", context, from_text, limit_text);
+}
+
+json_t *
+act_client_status (act_client_t *self, const char *call_id, act_err_t *err)
+{
+    return s_request (self, "VALUE", true, err, "STATUS", call_id, NULL, NULL);
+}
+
+int
+act_client_cancel (act_client_t *self, const char *call_id, act_err_t *err)
+{
+    json_t *ok = s_request (self, "OK", false, err, "CANCEL", call_id, NULL, NULL);
+    json_decref (ok);
+    return ok? 0: -1;
+}
+
+json_t *
+act_client_stats (act_client_t *self, act_err_t *err)
+{
+    return s_request (self, "VALUE", true, err, "STATS", NULL, NULL, NULL);
+}
+
+json_t *
+act_client_tools (act_client_t *self, const char *activity, act_err_t *err)
+{
+    return s_request (self, "VALUE", true, err, "TOOLS", activity, NULL, NULL);
+}
+
+int
+act_client_ping (act_client_t *self, act_err_t *err)
+{
+    json_t *pong = s_request (self, "PONG", false, err, "PING", NULL, NULL, NULL);
+    json_decref (pong);
+    return pong? 0: -1;
+}
+
+json_t *
+act_client_contexts (act_client_t *self, const char *prefix, const char *after,
+                     size_t limit, act_err_t *err)
+{
+    //  The arguments are positional: an empty one stands for one not
+    //  given before one that is, and those not given at the end are left out
+    char limit_text [24] = "";
+    if (limit)
+        snprintf (limit_text, sizeof limit_text, "%zu", limit);
+    const char *args [3] = { prefix? prefix: "", after? after: "", limit_text };
+    for (int last = 2; last >= 0 && !*args [last]; last--)
+        args [last] = NULL;
+    return s_request (self, "VALUE", true, err, "CONTEXTS", args [0],
+                      args [0]? args [1]: NULL, args [0] && args [1]? args [2]: NULL);
+}
+
+int
+act_client_delete (act_client_t *self, const char *context, json_t **counts,
+                   act_err_t *err)
+{
+    json_t *reply = s_request (self, "OK", true, err, "DELETE", context, NULL, NULL);
+    if (counts)
+        *counts = json_incref (reply);
+    json_decref (reply);
+    return reply? 0: -1;
+}
