@@ -4,12 +4,18 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "actd/act_json.h"
 #include "actd/act_dtoa.h"
+
+//  Bytes of a 64-bit word: some byte is zero, some byte is below n (<= 128)
+#define S_ONES              0x0101010101010101ULL
+#define S_HAS_ZERO(w)       (((w) - S_ONES) & ~(w) & (S_ONES * 0x80))
+#define S_HAS_LESS(w, n)    (((w) - S_ONES * (n)) & ~(w) & (S_ONES * 0x80))
 
 int
 act_json_depth (const json_t *value, int limit)
@@ -376,9 +382,18 @@ s_dump_string (s_dump_t *self)
     const char *data = self->data;
     size_t at = self->at + 1;
     while (at < self->size) {
-        //  The run of bytes written as they are, in one tight loop
+        //  The run of bytes written as they are: eight at a time while
+        //  none of them is a control, '"' or '\\', then one at a time
         const unsigned char *byte = (const unsigned char *) data + at;
         const unsigned char *end = (const unsigned char *) data + self->size;
+        while (end - byte >= 8) {
+            uint64_t word;
+            memcpy (&word, byte, 8);
+            if (S_HAS_LESS (word, 0x20) | S_HAS_ZERO (word ^ (S_ONES * '"'))
+                                        | S_HAS_ZERO (word ^ (S_ONES * '\\')))
+                break;
+            byte += 8;
+        }
         while (byte < end && *byte >= 0x20 && *byte != '"' && *byte != '\\')
             byte++;
         at = (size_t) (byte - (const unsigned char *) data);
@@ -596,6 +611,10 @@ act_utf8_valid (const char *data, size_t size, size_t *offset)
         unsigned int min, code;
         if (c < 0x80) {
             i++;
+            //  ASCII eight bytes at a time
+            uint64_t word;
+            while (size - i >= 8 && (memcpy (&word, s + i, 8), (word & S_ONES * 0x80) == 0))
+                i += 8;
             continue;
         }
         else

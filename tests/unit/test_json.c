@@ -354,6 +354,22 @@ test_is_dump (void **state)
         json_decref (value);
     }
     assert_true (same_count > 1000);
+    //  Long runs (read eight bytes at a time) with a byte of note anywhere
+    for (size_t at = 0; at < 40; at++) {
+        char text [128], bad [48];
+        memset (bad, 'a', sizeof bad);
+        bad [at] = (char) 0xff;
+        size_t offset = 99;
+        assert_false (act_utf8_valid (bad, sizeof bad, &offset));
+        assert_int_equal (offset, at);
+        const char *notes [] = { "\\n", "\\\"", "\\u0001", "\xc3\xa9", "\x01", "\"", "\\u00e9" };
+        for (size_t n = 0; n < sizeof notes / sizeof notes [0]; n++) {
+            snprintf (text, sizeof text, "{\"s\":\"%.*s%s%.*s\"}", (int) at,
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", notes [n], (int) (40 - at),
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+            assert_int_equal (act_json_is_dump (text, strlen (text)), n < 4);
+        }
+    }
 }
 
 int
