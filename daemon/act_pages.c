@@ -106,6 +106,57 @@ s_answer (act_pages_t *self, s_page_t *page, bool failed)
     act_outbox_envelope (self->outbox, NULL);
 }
 
+//  A piece being read into a page
+typedef struct {
+    act_pages_t *pages;         //  The pages' owner
+    s_page_t *page;             //  The page read into
+    size_t added;               //  Bytes added by the piece
+    size_t read;                //  Stored messages read
+    bool done;                  //  The page is whole
+} s_piece_t;
+
+//  Add one stored message to the page: its stored text itself when that
+//  is what writing it again would give (the usual case), else its text
+//  read and written again, as HISTORY always returned it
+static int
+s_piece_message (uint64_t seq, const char *stored, size_t size, void *arg)
+{
+    s_piece_t *piece = (s_piece_t *) arg;
+    s_page_t *page = piece->page;
+    piece->read++;
+    const char *text = stored;
+    char *written = NULL;
+    if (!act_json_is_dump (stored, size)) {
+        json_t *message = json_loadb (stored, size, JSON_DECODE_ANY, NULL);
+        written = act_json_dump (message);
+        json_decref (message);
+        if (!written) {
+            page->next = seq + 1;       //  A text that does not read is left out
+            return 0;
+        }
+        text = written;
+        size = strlen (written);
+    }
+    //  "[" and each message with its "," or "]": the rule of one read
+    if (page->count && zchunk_size (page->text) + size + 1 > piece->pages->max_bytes) {
+        free (written);
+        piece->done = true;
+        return 1;
+    }
+    if (page->count)
+        zchunk_extend (page->text, ",", 1);
+    zchunk_extend (page->text, text, size);
+    free (written);
+    piece->added += size + 1;
+    page->count++;
+    page->next = seq + 1;
+    if (--page->left == 0) {
+        piece->done = true;
+        return 1;
+    }
+    return 0;
+}
+
 //  Add a piece of about budget bytes to page. Returns the bytes added;
 //  *done when the page is whole (or *failed).
 static size_t
@@ -113,36 +164,13 @@ s_piece (act_pages_t *self, s_page_t *page, size_t budget, bool *done, bool *fai
 {
     size_t room = self->max_bytes - zchunk_size (page->text);
     size_t bound = budget < room? budget: room;
-    json_t *piece = act_store_history (self->store, page->context, page->next,
-                                       page->left < S_PIECE_MESSAGES? page->left: S_PIECE_MESSAGES,
-                                       bound? bound: 1);
-    *failed = piece == NULL;
-    *done = !piece || json_array_size (piece) == 0;
-    size_t added = 0, index;
-    json_t *message;
-    json_array_foreach (piece, index, message) {
-        char *text = act_json_dump (message);
-        size_t size = text? strlen (text): 0;
-        //  "[" and each message with its "," or "]": the rule of one read
-        if (!text || (page->count && zchunk_size (page->text) + size + 1 > self->max_bytes)) {
-            free (text);
-            *done = true;
-            break;
-        }
-        if (page->count)
-            zchunk_extend (page->text, ",", 1);
-        zchunk_extend (page->text, text, size);
-        free (text);
-        added += size + 1;
-        page->count++;
-        page->next = (uint64_t) json_integer_value (json_object_get (message, "_seq")) + 1;
-        if (--page->left == 0) {
-            *done = true;
-            break;
-        }
-    }
-    json_decref (piece);
-    return added;
+    s_piece_t piece = { self, page, 0, 0, false };
+    *failed = act_store_history_texts (self->store, page->context, page->next,
+                                       page->left < S_PIECE_MESSAGES? page->left
+                                                                    : S_PIECE_MESSAGES,
+                                       bound? bound: 1, s_piece_message, &piece) != 0;
+    *done = *failed || piece.done || piece.read == 0;
+    return piece.added;
 }
 
 size_t

@@ -3,6 +3,8 @@
     ========================================================================= */
 
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,11 @@
 #include "actd/act_wire.h"
 #include "actd/act_json.h"
 #include "actd/act_dtoa.h"
+
+//  Bytes of a 64-bit word: some byte is zero, some byte is below n (<= 128)
+#define S_ONES              0x0101010101010101ULL
+#define S_HAS_ZERO(w)       (((w) - S_ONES) & ~(w) & (S_ONES * 0x80))
+#define S_HAS_LESS(w, n)    (((w) - S_ONES * (n)) & ~(w) & (S_ONES * 0x80))
 
 int
 act_json_depth (const json_t *value, int limit)
@@ -345,6 +352,236 @@ act_json_dump (const json_t *value)
     return act_json_dumps (value, JSON_COMPACT);
 }
 
+//  A text being checked against what the writer writes (act_json_is_dump)
+typedef struct {
+    const char *data;           //  The text
+    size_t size;                //  Its bytes
+    size_t at;                  //  The next byte to read
+} s_dump_t;
+
+//  One key of an object being checked: its token, quotes included
+typedef struct {
+    const char *bytes;          //  The token's first byte
+    size_t size;                //  Its bytes
+} s_key_t;
+
+static bool s_dump_value (s_dump_t *self, int depth);
+
+//  A string token as s_text_string writes it; moves past it
+static bool
+s_dump_string (s_dump_t *self)
+{
+    const char *data = self->data;
+    size_t at = self->at + 1;
+    while (at < self->size) {
+        //  The run of bytes written as they are: eight at a time while
+        //  none of them is a control, '"' or '\\', then one at a time
+        const unsigned char *byte = (const unsigned char *) data + at;
+        const unsigned char *end = (const unsigned char *) data + self->size;
+        while (end - byte >= 8) {
+            uint64_t word;
+            memcpy (&word, byte, 8);
+            if (S_HAS_LESS (word, 0x20) | S_HAS_ZERO (word ^ (S_ONES * '"'))
+                                        | S_HAS_ZERO (word ^ (S_ONES * '\\')))
+                break;
+            byte += 8;
+        }
+        while (byte < end && *byte >= 0x20 && *byte != '"' && *byte != '\\')
+            byte++;
+        at = (size_t) (byte - (const unsigned char *) data);
+        if (at >= self->size)
+            break;
+        unsigned char c = *byte;
+        if (c == '"') {
+            self->at = at + 1;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c != '\\') {
+            at++;
+            continue;
+        }
+        if (at + 1 >= self->size)
+            return false;
+        char escape = data [at + 1];
+        if (strchr ("\"\\bfnrt", escape) && escape) {
+            at += 2;
+            continue;
+        }
+        //  Else only \u00XX in upper case, for a control without a short form
+        if (escape != 'u' || at + 6 > self->size || data [at + 2] != '0' || data [at + 3] != '0'
+        ||  (data [at + 4] != '0' && data [at + 4] != '1'))
+            return false;
+        char low = data [at + 5];
+        int code = (data [at + 4] - '0') * 16
+                 + (low >= '0' && low <= '9'? low - '0': low >= 'A' && low <= 'F'? low - 'A' + 10: -99);
+        if (code <= 0 || code == '\b' || code == '\f' || code == '\n' || code == '\r'
+        ||  code == '\t')
+            return false;
+        at += 6;
+    }
+    return false;
+}
+
+//  Digits from self->at; returns how many
+static size_t
+s_dump_digits (s_dump_t *self)
+{
+    size_t start = self->at;
+    while (self->at < self->size && self->data [self->at] >= '0' && self->data [self->at] <= '9')
+        self->at++;
+    return self->at - start;
+}
+
+//  A number as s_text_value writes it: an int64 integer, or a real in its
+//  shortest form (what act_dtoa writes of what strtod reads)
+static bool
+s_dump_number (s_dump_t *self)
+{
+    size_t start = self->at;
+    if (self->data [self->at] == '-')
+        self->at++;
+    size_t first = self->at;
+    size_t digits = s_dump_digits (self);
+    if (!digits || (digits > 1 && self->data [first] == '0'))
+        return false;
+    bool real = false;
+    if (self->at < self->size && self->data [self->at] == '.') {
+        self->at++;
+        real = true;
+        if (!s_dump_digits (self))
+            return false;
+    }
+    if (self->at < self->size && (self->data [self->at] == 'e' || self->data [self->at] == 'E')) {
+        self->at++;
+        real = true;
+        if (self->at < self->size && (self->data [self->at] == '+' || self->data [self->at] == '-'))
+            self->at++;
+        if (!s_dump_digits (self))
+            return false;
+    }
+    size_t length = self->at - start;
+    char token [64];
+    if (length >= sizeof token)
+        return false;
+    memcpy (token, self->data + start, length);
+    token [length] = 0;
+    errno = 0;
+    if (!real) {
+        //  "-0" reads as 0; beyond int64 jansson refuses the text
+        long long integer = strtoll (token, NULL, 10);
+        return errno == 0 && !(integer == 0 && token [0] == '-');
+    }
+    double value = strtod (token, NULL);
+    if (isinf (value) || isnan (value))
+        return false;
+    char shortest [ACT_DTOA_SIZE];
+    return act_dtoa (value, shortest) == length && memcmp (shortest, token, length) == 0;
+}
+
+static int
+s_key_compare (const void *left, const void *right)
+{
+    const s_key_t *a = (const s_key_t *) left, *b = (const s_key_t *) right;
+    if (a->size != b->size)
+        return a->size < b->size? -1: 1;
+    return memcmp (a->bytes, b->bytes, a->size);
+}
+
+//  True when two of count keys are the same (their tokens are canonical,
+//  so equal keys are equal bytes)
+static bool
+s_keys_repeat (s_key_t *keys, size_t count)
+{
+    if (count > 16)
+        qsort (keys, count, sizeof *keys, s_key_compare);
+    for (size_t i = 1; i < count; i++)
+        for (size_t j = count > 16? i - 1: 0; j < i; j++)
+            if (s_key_compare (keys + i, keys + j) == 0)
+                return true;
+    return false;
+}
+
+//  An object or an array written compactly; moves past it
+static bool
+s_dump_container (s_dump_t *self, int depth)
+{
+    bool object = self->data [self->at++] == '{';
+    char close = object? '}': ']';
+    if (self->at < self->size && self->data [self->at] == close) {
+        self->at++;
+        return true;
+    }
+    s_key_t local [16], *keys = local;
+    size_t count = 0, room = 16;
+    bool good = false;
+    while (self->at < self->size) {
+        if (object) {
+            if (self->data [self->at] != '"')
+                break;
+            size_t key = self->at;
+            if (!s_dump_string (self) || self->at >= self->size || self->data [self->at++] != ':')
+                break;
+            if (count == room) {
+                s_key_t *more = (s_key_t *) malloc (2 * room * sizeof *keys);
+                if (!more)
+                    break;
+                memcpy (more, keys, count * sizeof *keys);
+                if (keys != local)
+                    free (keys);
+                keys = more;
+                room *= 2;
+            }
+            keys [count++] = (s_key_t) { self->data + key, self->at - 1 - key };
+        }
+        if (!s_dump_value (self, depth) || self->at >= self->size)
+            break;
+        char next = self->data [self->at++];
+        if (next == close) {
+            good = !object || !s_keys_repeat (keys, count);
+            break;
+        }
+        if (next != ',')
+            break;
+    }
+    if (keys != local)
+        free (keys);
+    return good;
+}
+
+static bool
+s_dump_value (s_dump_t *self, int depth)
+{
+    if (self->at >= self->size)
+        return false;
+    char c = self->data [self->at];
+    const char *word = c == 't'? "true": c == 'f'? "false": c == 'n'? "null": NULL;
+    if (word) {
+        size_t length = strlen (word);
+        if (self->size - self->at < length || memcmp (self->data + self->at, word, length))
+            return false;
+        self->at += length;
+        return true;
+    }
+    if (c == '"')
+        return s_dump_string (self);
+    if (c == '{' || c == '[')
+        return depth < ACT_MAX_JSON_DEPTH && s_dump_container (self, depth + 1);
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return s_dump_number (self);
+    return false;
+}
+
+bool
+act_json_is_dump (const char *data, size_t size)
+{
+    if (!size || data [0] != '{' || !act_utf8_valid (data, size, NULL))
+        return false;
+    s_dump_t dump = { data, size, 0 };
+    return s_dump_value (&dump, 0) && dump.at == size;
+}
+
 char *
 act_json_quote (const char *string)
 {
@@ -366,6 +603,10 @@ act_utf8_valid (const char *data, size_t size, size_t *offset)
         unsigned int min, code;
         if (c < 0x80) {
             i++;
+            //  ASCII eight bytes at a time
+            uint64_t word;
+            while (size - i >= 8 && (memcpy (&word, s + i, 8), (word & S_ONES * 0x80) == 0))
+                i += 8;
             continue;
         }
         else

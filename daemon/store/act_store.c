@@ -191,11 +191,37 @@ act_store_messages (act_store_t *self, const char *context, act_store_each_fn *f
     return self->backend->messages (self->impl, context, fn, arg);
 }
 
+//  Add a stored message's text, read as JSON, to the array arg (a text
+//  that does not read is left out)
+static int
+s_history_json (uint64_t seq, const char *text, size_t size, void *arg)
+{
+    (void) seq;
+    json_t *message = json_loadb (text, size, JSON_DECODE_ANY, NULL);
+    if (message)
+        json_array_append_new ((json_t *) arg, message);
+    return 0;
+}
+
 json_t *
 act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit,
                    size_t max_bytes)
 {
-    return self->backend->history (self->impl, context, from, limit, max_bytes);
+    json_t *page = json_array ();
+    if (self->backend->history (self->impl, context, from, limit, max_bytes,
+                                s_history_json, page))
+    {
+        json_decref (page);
+        page = NULL;
+    }
+    return page;
+}
+
+int
+act_store_history_texts (act_store_t *self, const char *context, uint64_t from,
+                         size_t limit, size_t max_bytes, act_store_text_fn *fn, void *arg)
+{
+    return self->backend->history (self->impl, context, from, limit, max_bytes, fn, arg);
 }
 
 json_t *

@@ -58,6 +58,10 @@ typedef enum {
 //  Called for each item a read walks; return non-zero to stop the walk
 typedef int (act_store_each_fn) (const json_t *item, void *arg);
 
+//  Called for each stored message text a read walks (size bytes, not
+//  NUL-terminated, valid only during the call); non-zero stops the walk
+typedef int (act_store_text_fn) (uint64_t seq, const char *text, size_t size, void *arg);
+
 //  Open the store at location (":memory:" or a SQLite file path, created
 //  if missing). Returns NULL with err set (internal) saying why, such as
 //  a file that is not a database, or one another actd has open.
@@ -103,6 +107,13 @@ int act_store_messages (act_store_t *self, const char *context,
 //  page of big messages is never read whole only to be cut.
 json_t *act_store_history (act_store_t *self, const char *context,
                            uint64_t from, size_t limit, size_t max_bytes);
+
+//  The same messages as act_store_history, as their stored texts, each
+//  given to fn with its _seq: no JSON is read. Returns 0, or -1 on a read
+//  error.
+int act_store_history_texts (act_store_t *self, const char *context, uint64_t from,
+                             size_t limit, size_t max_bytes, act_store_text_fn *fn,
+                             void *arg);
 
 //  The record of call call_id, or NULL.
 json_t *act_store_call (act_store_t *self, uint64_t call_id);

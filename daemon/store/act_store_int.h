@@ -29,8 +29,8 @@ typedef struct {
     //  Reads
     bool (*has_context) (void *impl, const char *context);
     int (*messages) (void *impl, const char *context, act_store_each_fn *fn, void *arg);
-    json_t *(*history) (void *impl, const char *context, uint64_t from, size_t limit,
-                        size_t max_bytes);
+    int (*history) (void *impl, const char *context, uint64_t from, size_t limit,
+                    size_t max_bytes, act_store_text_fn *fn, void *arg);
     json_t *(*call) (void *impl, uint64_t call_id);
     uint64_t (*idem) (void *impl, const char *context, const char *key);
     int (*pending) (void *impl, act_store_each_fn *fn, void *arg);

@@ -346,20 +346,22 @@ s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void 
     return 0;
 }
 
-static json_t *
+static int
 s_memory_history (void *impl, const char *context, uint64_t from, size_t limit,
-                  size_t max_bytes)
+                  size_t max_bytes, act_store_text_fn *fn, void *arg)
 {
     s_mctx_t *ctx = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
-    json_t *page = json_array ();
     size_t bytes = 1;           //  "[", then each message and "," or "]"
-    for (size_t i = from? from - 1: 0; ctx && i < ctx->size && limit; i++, limit--) {
-        bytes += strlen (ctx->items [i]) + 1;
-        if (max_bytes && bytes > max_bytes && json_array_size (page))
+    size_t first = from? from - 1: 0;
+    for (size_t i = first; ctx && i < ctx->size && limit; i++, limit--) {
+        size_t size = strlen (ctx->items [i]);
+        bytes += size + 1;
+        if (max_bytes && bytes > max_bytes && i > first)
             break;
-        json_array_append_new (page, json_loads (ctx->items [i], 0, NULL));
+        if (fn ((uint64_t) i + 1, ctx->items [i], size, arg))
+            break;
     }
-    return page;
+    return 0;
 }
 
 static json_t *

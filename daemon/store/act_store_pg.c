@@ -468,12 +468,13 @@ s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
     return 0;
 }
 
-static json_t *
-s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes)
+static int
+s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes,
+           act_store_text_fn *fn, void *arg)
 {
     act_pg_t *self = (act_pg_t *) impl;
     if (act_pg_flush (self, NULL))
-        return NULL;
+        return -1;
     char from_text [24], limit_text [24], bytes_text [24];
     snprintf (from_text, sizeof from_text, "%" PRIu64, from);
     snprintf (limit_text, sizeof limit_text, "%zu", limit);
@@ -483,21 +484,19 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t 
     //  then each body and "," or "]"), so a page of big messages does not
     //  cross the wire whole only to be cut here
     PGresult *result = act_pg_exec (self, "cannot read history",
-        "SELECT body FROM (SELECT body, row_number () OVER w AS n, "
+        "SELECT body, seq FROM (SELECT body, seq, row_number () OVER w AS n, "
         "1 + sum (octet_length (body) + 1) OVER w AS bytes FROM messages "
         "WHERE context = $1 AND seq >= $2::bigint WINDOW w AS (ORDER BY seq) "
         "ORDER BY seq LIMIT $3::bigint) page WHERE n = 1 OR bytes <= $4::bigint "
         "ORDER BY n", 4, params, NULL);
     if (!result)
-        return NULL;
-    json_t *page = json_array ();
-    for (int row = 0; row < PQntuples (result); row++) {
-        json_t *message = json_loads (PQgetvalue (result, row, 0), 0, NULL);
-        if (message)
-            json_array_append_new (page, message);
-    }
+        return -1;
+    for (int row = 0; row < PQntuples (result); row++)
+        if (fn (strtoull (PQgetvalue (result, row, 1), NULL, 10), PQgetvalue (result, row, 0),
+                (size_t) PQgetlength (result, row, 0), arg))
+            break;
     PQclear (result);
-    return page;
+    return 0;
 }
 
 //  The call record in row (columns S_CALL_COLUMNS)

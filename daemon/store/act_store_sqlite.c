@@ -93,7 +93,7 @@ static const char *s_queries [Q_COUNT] = {
     "UPDATE calls SET state = ?, attempts = ?, progress = ? WHERE id = ?",
     "UPDATE counters SET value = value + ? WHERE name = ?",
     "SELECT body FROM messages WHERE context = ? ORDER BY seq",
-    "SELECT body FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
+    "SELECT body, seq FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
     "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = ?",
     "SELECT id FROM calls WHERE context = ? AND idem = ?",
     "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 ORDER BY id",
@@ -436,33 +436,36 @@ s_page (s_sqlite_t *self, sqlite3_stmt *query, s_row_fn *row, const char *what)
     return page;
 }
 
-static json_t *
-s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes)
+static int
+s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes,
+           act_store_text_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_HISTORY];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) from);
     sqlite3_bind_int64 (query, 3, (sqlite3_int64) limit);
-    json_t *page = json_array ();
     size_t bytes = 1;           //  "[", then each message and "," or "]"
+    size_t rows = 0;
     int rc;
     while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
         //  Rows are read one at a time: a full page stops the read
-        bytes += (size_t) sqlite3_column_bytes (query, 0) + 1;
-        if (max_bytes && bytes > max_bytes && json_array_size (page))
+        const char *text = (const char *) sqlite3_column_text (query, 0);
+        size_t size = (size_t) sqlite3_column_bytes (query, 0);
+        bytes += size + 1;
+        if (max_bytes && bytes > max_bytes && rows)
             break;
-        json_t *message = s_column_json (query, 0);
-        if (message)
-            json_array_append_new (page, message);
+        rows++;
+        if (text && fn ((uint64_t) sqlite3_column_int64 (query, 1), text, size, arg))
+            break;
     }
+    int result = 0;
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         s_fail (self, NULL, "cannot read history");
-        json_decref (page);
-        page = NULL;
+        result = -1;
     }
     sqlite3_reset (query);
-    return page;
+    return result;
 }
 
 //  The call record in the current row (columns S_CALL_COLUMNS)

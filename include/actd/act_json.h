@@ -42,6 +42,14 @@ char *act_json_dump (const json_t *value);
 //  value is NULL (or holds a cycle).
 char *act_json_dumps (const json_t *value, size_t flags);
 
+//  True when the size bytes at data are an object that act_json_dump would
+//  write again byte for byte after jansson reads it (json_loads): compact,
+//  strings escaped as the writer escapes them, integers in int64 without
+//  leading zeros, reals in their shortest form, no duplicate keys, valid
+//  UTF-8, no \u0000, nesting up to ACT_MAX_JSON_DEPTH. False says only
+//  "parse and write it to know": such a text may still be valid JSON.
+bool act_json_is_dump (const char *data, size_t size);
+
 //  string as a JSON string text (quoted, escaped as act_json_dump writes
 //  strings), for JSON built around texts; a new string the caller frees.
 char *act_json_quote (const char *string);

@@ -735,6 +735,81 @@ class NumberTest(BrokerCase):
                          ["VALUE", '{"big":1.8446744073709552e+19,"small":-1}'])
 
 
+class CompactWorker(Worker):
+    """A worker that sends its results as act_json_dump writes JSON
+    (compact, UTF-8 as itself), unlike harness.Worker's json.dumps."""
+
+    def _answer(self, socket, task, activity, params, meta):
+        socket.send_multipart([b"ACTW01", b"RESULT", task.encode(),
+                               json.dumps(params, ensure_ascii=False,
+                                          separators=(",", ":")).encode()])
+
+
+def written(value):
+    """value as act_json_dump writes it: compact, UTF-8 as itself, controls
+    as \\u00XX in upper case, reals in their shortest form (as repr)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return re.sub(r"\\u00([0-9a-f]{2})", lambda match: "\\u00" + match.group(1).upper(), text)
+
+
+class HistoryTextTest(BrokerCase):
+    """HISTORY sends each stored message as act_json_dump writes it, also
+    when the stored text is a worker's or a client's own bytes (spaces,
+    \\u escapes, 1e300): built from the stored text when it already is
+    that (act_json_is_dump), else read and written again."""
+
+    DATA = {"s": "\u00e9\u2020/\"\\\b\f\n\r\t\u0001\u0010 \U0001F600",
+            "r": [0.1, 1e300, -0.0, 1.5, 1e-7, 2 ** 63 - 1, -2 ** 63, 0],
+            "n": {"a": {"b": [[], {}, {"c": None, "d": True, "e": False}]}}}
+
+    def expect_history(self, context, count):
+        reply = self.client.request("HISTORY", context, "1", "1000")
+        self.assertEqual(reply[0], "VALUE", reply)
+        messages = json.loads(reply[1])
+        self.assertEqual(len(messages), count, reply)
+        self.assertEqual(reply[1], "[" + ",".join(written(m) for m in messages) + "]")
+        return reply[1], messages
+
+    def test_stored_texts_come_back_as_written(self):
+        data = written(self.DATA)
+        self.assertIn("\\u0001\\u0010", data)
+        self.assertIn("1e+300", data)
+        #  APPEND: the stored text is written by actd
+        self.append("h", {"type": "data", "kind": "m", "data": self.DATA})
+        #  Outputs with _call: the worker's and the client's own texts,
+        #  spaced and escaped as Python writes them
+        call_id, outcome = self.call("h", {"_tool": "echo", "_outputPath": "†o.p",
+                                           "v": self.DATA})
+        self.assertEqual(outcome["status"], "ok", outcome)
+        raw = json.dumps({"_tool": "echo", "_outputPath": "†o.q", "w": self.DATA}).encode()
+        self.assertIn(b"\\u00e9", raw)
+        rid = self.client.send("CALL", "h", raw)
+        self.assertEqual(self.client.wait(rid)[0], "ACCEPTED")
+        self.assertEqual(json.loads(self.client.wait(rid, "DONE", timeout=20)[2])["status"],
+                         "ok")
+        #  Outputs whose stored texts are as actd writes them
+        self.run_worker(CompactWorker(self.actd.worker_endpoint, ["compact"], None,
+                                      name="compact"))
+        compact = written({"_tool": "compact", "_outputPath": "†o.r", "x": self.DATA})
+        rid = self.client.send("CALL", "h", compact.encode())
+        self.assertEqual(self.client.wait(rid)[0], "ACCEPTED")
+        self.assertEqual(json.loads(self.client.wait(rid, "DONE", timeout=20)[2])["status"],
+                         "ok")
+        text, messages = self.expect_history("h", 4)
+        self.assertEqual([m["_seq"] for m in messages], [1, 2, 3, 4])
+        self.assertEqual(text.count('"data":' + data), 1)
+        self.assertEqual(text.count('"v":' + data + "}"), 2)       # data and _call
+        self.assertEqual(text.count('"w":' + data + "}"), 2)
+        self.assertEqual(text.count('"x":' + data), 2)
+        self.assertIn('"_call":' + compact, text)
+        self.assertNotIn("\\u00e9", text)
+        self.assertNotIn(": ", text.replace(data, ""))
+        #  Pages from the middle give the same texts
+        for start in range(1, 5):
+            page = self.client.request("HISTORY", "h", str(start), "1")
+            self.assertEqual(page, ["VALUE", "[" + written(messages[start - 1]) + "]"])
+
+
 # ---------------------------------------------------------------------------
 #  STATS and STATUS
 

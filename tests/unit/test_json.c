@@ -318,6 +318,82 @@ test_dates (void **state)
     assert_true (strcmp (now, again) <= 0);
 }
 
+//  act_json_is_dump says true exactly when writing the text read again
+//  gives the same bytes (HISTORY sends such stored texts as they are)
+static void
+test_is_dump (void **state)
+{
+    (void) state;
+    const char *texts [] = {
+        "{}", "{\"a\":1}", "{\"a\":1,\"b\":[1,2,{\"c\":null}],\"d\":true,\"e\":false}",
+        "{\"s\":\"\xc3\xa9\xe2\x80\xa0/\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001F\\u000B\"}",
+        "{\"r\":[0.1,1e+300,-0.0,1.5,1e-07,123456.789,-2.2250738585072014e-308]}",
+        "{\"i\":[0,-1,9223372036854775807,-9223372036854775808]}",
+        "{\"n\":{\"a\":{\"b\":{\"c\":[[],{}]}}},\"_seq\":3,\"_call\":{\"_tool\":\"x\"}}",
+        //  Not as the writer writes them
+        "{\"a\": 1}", " {\"a\":1}", "{\"a\":1} ", "{\"a\":1,\"a\":2}", "{\"s\":\"\\u00e9\"}",
+        "{\"s\":\"\\/\"}", "{\"s\":\"\\u001f\"}", "{\"s\":\"\\u0009\"}", "{\"s\":\"\\u0000\"}",
+        "{\"r\":1e300}", "{\"r\":0.10000000000000001}", "{\"r\":1E+300}", "{\"r\":1.50}",
+        "{\"i\":-0}", "{\"i\":01}", "{\"i\":9223372036854775808}", "{\"r\":1e400}",
+        "{\"i\":1.}", "{\"a\":tru}", "{\"a\":1,}", "{\"a\"}", "{\"a\":[1,]}", "{",
+        "{\"s\":\"\xc3\"}", "{\"s\":\"a\nb\"}",
+        "{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
+        "\"k9\":9,\"ka\":0,\"kb\":1,\"kc\":2,\"kd\":3,\"ke\":4,\"kf\":5,\"kg\":6,\"k0\":7}",
+        "{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
+        "\"k9\":9,\"ka\":0,\"kb\":1,\"kc\":2,\"kd\":3,\"ke\":4,\"kf\":5,\"kg\":6,\"kh\":7}",
+    };
+    size_t nexts = sizeof texts / sizeof texts [0];
+    size_t yes = 0;
+    for (size_t i = 0; i < nexts; i++) {
+        json_t *value = json_loads (texts [i], 0, NULL);
+        char *again = act_json_dump (value);
+        bool same = again && strcmp (again, texts [i]) == 0;
+        if (act_json_is_dump (texts [i], strlen (texts [i])) != same)
+            fail_msg ("act_json_is_dump (%s) is not %d", texts [i], same);
+        yes += same;
+        free (again);
+        json_decref (value);
+    }
+    assert_int_equal (yes, 8);
+    assert_false (act_json_is_dump ("[1]", 3));      //  Only objects
+    //  Random values as the writer writes them: all but those with a
+    //  \u0000 (which jansson does not read back) are as it writes them
+    uint64_t rng = 42;
+    int same_count = 0;
+    for (int round = 0; round < 2000; round++) {
+        json_t *value = json_object ();
+        json_object_set_new (value, "v", s_random_value (&rng, 0));
+        char *text = act_json_dump (value);
+        json_t *read = json_loads (text, 0, NULL);
+        char *again = act_json_dump (read);
+        bool same = again && strcmp (again, text) == 0;
+        if (act_json_is_dump (text, strlen (text)) != same)
+            fail_msg ("act_json_is_dump (%s) is not %d", text, same);
+        same_count += same;
+        free (again);
+        json_decref (read);
+        free (text);
+        json_decref (value);
+    }
+    assert_true (same_count > 1000);
+    //  Long runs (read eight bytes at a time) with a byte of note anywhere
+    for (size_t at = 0; at < 40; at++) {
+        char text [128], bad [48];
+        memset (bad, 'a', sizeof bad);
+        bad [at] = (char) 0xff;
+        size_t offset = 99;
+        assert_false (act_utf8_valid (bad, sizeof bad, &offset));
+        assert_int_equal (offset, at);
+        const char *notes [] = { "\\n", "\\\"", "\\u0001", "\xc3\xa9", "\x01", "\"", "\\u00e9" };
+        for (size_t n = 0; n < sizeof notes / sizeof notes [0]; n++) {
+            snprintf (text, sizeof text, "{\"s\":\"%.*s%s%.*s\"}", (int) at,
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", notes [n], (int) (40 - at),
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+            assert_int_equal (act_json_is_dump (text, strlen (text)), n < 4);
+        }
+    }
+}
+
 int
 main (void)
 {
@@ -327,6 +403,7 @@ main (void)
         cmocka_unit_test (test_absent_and_cycle),
         cmocka_unit_test (test_dates),
         cmocka_unit_test (test_decimals),
+        cmocka_unit_test (test_is_dump),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
