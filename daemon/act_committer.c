@@ -4,6 +4,8 @@
     pipe, the actor commits and signals the outcome back.
     ========================================================================= */
 
+#include <signal.h>
+#include <pthread.h>
 #include "act_committer.h"
 
 struct _act_committer_t {
@@ -19,9 +21,20 @@ static void
 s_actor (zsock_t *pipe, void *arg)
 {
     act_committer_t *self = (act_committer_t *) arg;
+    //  SIGTERM and SIGHUP are the loop's: delivered here, they would only
+    //  interrupt the wait for COMMIT (which then ended the thread, and the
+    //  loop waited for its commit forever)
+    sigset_t mask;
+    sigemptyset (&mask);
+    sigaddset (&mask, SIGTERM);
+    sigaddset (&mask, SIGINT);
+    sigaddset (&mask, SIGHUP);
+    pthread_sigmask (SIG_BLOCK, &mask, NULL);
     zsock_signal (pipe, 0);
     while (true) {
         char *command = zstr_recv (pipe);
+        if (!command && zmq_errno () == EINTR)
+            continue;
         if (!command || streq (command, "$TERM")) {
             zstr_free (&command);
             break;
@@ -65,7 +78,8 @@ void
 act_committer_start (act_committer_t *self)
 {
     self->busy = true;
-    zstr_send (self->actor, "COMMIT");
+    while (zstr_send (self->actor, "COMMIT") == -1 && zmq_errno () == EINTR)
+        ;
 }
 
 zsock_t *
@@ -77,7 +91,10 @@ act_committer_sock (act_committer_t *self)
 int
 act_committer_finish (act_committer_t *self, act_err_t *err)
 {
-    int status = zsock_wait (self->actor);
+    //  A signal may interrupt the wait; the commit's own signal still comes
+    int status;
+    while ((status = zsock_wait (self->actor)) == -1 && zmq_errno () == EINTR)
+        ;
     self->busy = false;
     if (status != 0 && err)
         *err = self->err;

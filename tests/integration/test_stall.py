@@ -179,6 +179,39 @@ class PausedBroker(unittest.TestCase):
     """Workers are judged only after what they sent was read, and a pause
     of actd itself gives every worker a fresh liveness window."""
 
+    def test_signals_during_commits_keep_the_loop_going(self):
+        """SIGHUPs (reloads) sent while commits run on the committer's
+        thread: the kernel may deliver one to that thread, which must not
+        end it (the loop then waited for its commit forever); APPENDs and
+        PINGs go on, and SIGTERM still stops actd."""
+        with Actd() as actd:
+            client = actd.client()
+            stop = threading.Event()
+            appended = [0]
+
+            def writer():
+                writing = actd.client()
+                while not stop.is_set():
+                    append(writing, "signals", "v", 100)
+                    appended[0] += 1
+                writing.close()
+
+            thread = threading.Thread(target=writer)
+            thread.start()
+            try:
+                wait_for(lambda: appended[0] > 20, "appends under way")
+                for _ in range(300):
+                    os.kill(actd.process.pid, signal.SIGHUP)
+                    time.sleep(0.002)
+                before = appended[0]
+                wait_for(lambda: appended[0] > before + 50, "appends after the signals", 60)
+                self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+            finally:
+                stop.set()
+                thread.join(90)
+            self.assertFalse(thread.is_alive(), "an APPEND never came back")
+            client.close()
+
     def test_sigstop_with_results_queued_loses_nothing(self):
         with Actd(heartbeat_ms=200, liveness=3) as actd:
             held = []

@@ -90,12 +90,24 @@ function gate () {
 //  An activity handler that answers 'released' once hold.gate opens (read
 //  as each task starts, so a test may put a new gate there), or at once
 //  when its task is cancelled
+//  (hold.entered counts the tasks that reached it: release () waits for
+//  one, so that a gate is never opened before its task takes it)
 function held (hold) {
+    hold.entered = hold.entered ?? 0;
     return async (params, task) => {
+        hold.entered++;
         await Promise.race ([hold.gate, new Promise ((resolve) =>
             task.signal.addEventListener ('abort', resolve))]);
         return 'released';
     };
+}
+
+//  Let the held tasks go, once count of them have reached the handler
+//  since entered was read (the handler takes hold.gate as it starts)
+async function release (hold, entered, count = 1) {
+    await until (() => hold.entered >= entered + count, 'the held task to start');
+    hold.gate.open ();
+    hold.gate = gate ();
 }
 
 class Actd {
@@ -221,4 +233,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, until, sleep, gate, held, collect, runProgram, freePort, sibling, ROOT };
+module.exports = { Actd, until, sleep, gate, held, release, collect, runProgram, freePort, sibling, ROOT };

@@ -5,7 +5,7 @@
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker, Client, ActdError, NotFoundError, branch } = require ('..');
-const { Actd, until, gate, held, collect } = require ('./actd');
+const { Actd, until, gate, held, release, collect } = require ('./actd');
 
 describe ('Client', () => {
     let actd, client, worker;
@@ -80,6 +80,7 @@ describe ('Client', () => {
     });
 
     it ('submit () resolves at ACCEPTED with the call id and a promise of DONE', async () => {
+        const entered = hold.entered;
         const { callId, done } = await client.submit ('c-submit', { _tool: 'held',
             _outputPath: '†s.x' });
         assert.match (callId, /^[0-9]+$/);
@@ -89,8 +90,7 @@ describe ('Client', () => {
         }, 'the call to run');
         assert.deepEqual (running, { call_id: callId, context: 'c-submit', state: 'running',
                                      attempts: 1, tool: 'held', output_path: '†s.x' });
-        hold.gate.open ();
-        hold.gate = gate ();
+        await release (hold, entered);
         const outcome = await done;
         assert.equal (outcome.call_id, callId);
         assert.equal (outcome.result, 'released');
@@ -208,6 +208,7 @@ describe ('Client', () => {
     });
 
     it ('status () of a waiting call names what it waits on', async () => {
+        const entered = hold.entered;
         const [producer, consumer] = await client.plan ('c-waiting', [
             { _tool: 'held', _outputPath: '†s.x' },
             { _tool: 'echo', _outputPath: '†s.y', x: '†s.x' }
@@ -219,8 +220,7 @@ describe ('Client', () => {
         assert.deepEqual (status, { call_id: consumer, context: 'c-waiting', state: 'waiting',
                                     attempts: 0, waiting_on: ['†s.x'], tool: 'echo',
                                     output_path: '†s.y', references: ['†s.x'] });
-        hold.gate.open ();
-        hold.gate = gate ();
+        await release (hold, entered);
         const ended = await until (async () => {
             const value = await client.status (consumer);
             return value.outcome && value;
@@ -315,14 +315,14 @@ describe ('Client', () => {
     });
 
     it ('close () rejects what still waits with code "closed", and later requests too', async () => {
+        const entered = hold.entered;
         const other = actd.client ();
         const { done } = await other.submit ('c-close', { _tool: 'held', _outputPath: '†s.x' });
         other.close ();
         await rejects (done, 'closed');
         await rejects (other.ping (), 'closed');
         assert.equal (other.closed, true);
-        hold.gate.open ();
-        hold.gate = gate ();
+        await release (hold, entered);
     });
 
     it ('a request with no reply rejects with request_timeout', async () => {
