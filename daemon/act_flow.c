@@ -4,8 +4,8 @@
     Reading order, which is the order of a call's life: its first step,
     submit (validate, number, evaluate), is in act_submit.c; here, it is
     accepted (stored, indexed, started); queue and dispatch; the worker's
-    answer; failures and retries; the output and the end; recovery of a
-    loaded context's calls; timers.
+    answer; failures and retries; the output and the end; timers. Recovery
+    of a loaded context's calls is in act_recover.c.
     ========================================================================= */
 
 #include "act_flow_int.h"
@@ -19,7 +19,6 @@ static void s_call_finish (act_flow_t *self, act_live_t *call, const char *statu
                            long long branch);
 static void s_call_queue (act_flow_t *self, act_live_t *call, bool front);
 static void s_dispatch_activity (act_flow_t *self, act_activity_t *activity);
-static void s_recover (void *arg, act_context_t *context);
 
 static json_t *
 s_error_json (const char *code, const char *message)
@@ -83,8 +82,8 @@ act_flow_key (act_flow_t *self, act_live_t *call, bool add)
 //  Calls whose producers all ended are evaluated again by act_flow_settle:
 //  a worklist, not recursion, so a chain of 10 000 skipped calls costs no
 //  stack
-static void
-s_todo_add (act_flow_t *self, uint64_t number)
+void
+act_flow_todo (act_flow_t *self, uint64_t number)
 {
     if (self->ntodo == self->todo_size) {
         self->todo_size = self->todo_size? self->todo_size * 2: 64;
@@ -479,7 +478,7 @@ s_call_wake (act_flow_t *self, act_live_t *call)
         act_live_t *other = act_flow_lookup (self, waiter->number);
         if (other && other->state == ACT_LIVE_WAITING && other->round == waiter->round
         &&  --other->waiting_on == 0)
-            s_todo_add (self, other->number);
+            act_flow_todo (self, other->number);
     }
 }
 
@@ -536,6 +535,12 @@ s_call_cancel (act_flow_t *self, act_live_t *call)
 }
 
 void
+act_flow_end_error (act_flow_t *self, act_live_t *call, const char *code, const char *message)
+{
+    s_call_finish (self, call, "error", s_error_json (code, message), NULL, NULL, 0);
+}
+
+void
 act_flow_settle (act_flow_t *self)
 {
     //  First in, first out: calls that become ready together are queued
@@ -557,66 +562,6 @@ act_flow_settle (act_flow_t *self)
                            NULL, NULL, 0);
     }
     self->ntodo = 0;
-}
-
-
-//  --------------------------------------------------------------------------
-//  Recovery: the calls of a loaded context that had not ended run again
-
-//  Bring back one stored call that had not ended
-static int
-s_recover_one (const json_t *record, void *arg)
-{
-    act_flow_t *self = (act_flow_t *) arg;
-    uint64_t number = (uint64_t) json_integer_value (json_object_get (record, "call_id"));
-    const char *context_id = json_string_value (json_object_get (record, "context"));
-    act_context_t *context = context_id? act_cache_lookup (self->cache, context_id): NULL;
-    if (act_flow_lookup (self, number) || !context)
-        return 0;               //  Live already, or not this context's
-    act_err_t err = { 0 };
-    act_live_t *call = act_live_new (self->pool, context, json_object_get (record, "call"), NULL, &err);
-    if (!call) {
-        act_log (LOG_ERR, "stored call %" PRIu64 " cannot be recovered: %s", number,
-                 err.message);
-        return 0;
-    }
-    act_live_number (call, number);
-    call->attempts = json_integer_value (json_object_get (record, "attempts"));
-    json_t *progress = json_object_get (record, "progress");
-    call->progress = progress? json_incref (progress): NULL;
-    const char *client = json_string_value (json_object_get (record, "client"));
-    const char *request = json_string_value (json_object_get (record, "request"));
-    if (client && request && call->call->output)
-        act_live_recipient_hex (call, client, request);
-    zhashx_insert (self->calls, call->id, call);
-    context->live++;
-    act_flow_key (self, call, true);
-    call->producer = act_deps_register (context->deps, call->call->output,
-                                        call->call->instance, call->number, call);
-    act_flow_enter (self, call, ACT_LIVE_WAITING);
-    //  An attempt that was running when actd stopped counts: with the
-    //  attempts used up, the call ends now rather than run once more than
-    //  its _retry allows
-    const char *state = json_string_value (json_object_get (record, "state"));
-    if (state && streq (state, "running") && call->attempts >= call->retry.max_attempts) {
-        char *message = zsys_sprintf ("actd stopped during attempt %lld, the last of %lld "
-                                      "allowed", call->attempts, call->retry.max_attempts);
-        s_call_finish (self, call, "error", s_error_json (ACT_E_WORKER_LOST, message),
-                       NULL, NULL, 0);
-        zstr_free (&message);
-    }
-    else
-        s_todo_add (self, number);
-    return 0;
-}
-
-//  The cache's loaded hook: recover the context's calls, oldest first (an
-//  older call may produce for a newer one, and both are in the context)
-static void
-s_recover (void *arg, act_context_t *context)
-{
-    act_flow_t *self = (act_flow_t *) arg;
-    act_store_pending_in (self->store, context->id, s_recover_one, self);
 }
 
 
@@ -750,7 +695,7 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     zhashx_set_destructor (self->calls, s_call_destructor);
     self->keys = zhashx_new ();
     self->tools = act_tools_new (settings, pool);
-    act_cache_set_loaded (cache, s_recover, self);
+    act_cache_set_loaded (cache, act_flow_recover, self);
     return self;
 }
 

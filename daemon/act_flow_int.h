@@ -50,4 +50,16 @@ void act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
 void act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval,
                       zframe_t *client, zframe_t *request);
 
+//  Queue call number for the next evaluation round (a worklist).
+void act_flow_todo (act_flow_t *self, uint64_t number);
+
+//  End call with status error, code and message (as any ended call: its
+//  output written, its outcome stored and sent).
+void act_flow_end_error (act_flow_t *self, act_live_t *call, const char *code,
+                         const char *message);
+
+//  The cache's loaded hook (act_recover.c): recover context's calls that
+//  had not ended, oldest first (an older call may produce for a newer one).
+void act_flow_recover (void *arg, act_context_t *context);
+
 #endif

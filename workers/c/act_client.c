@@ -2,6 +2,7 @@
     act_client - a C client of actd.
     ========================================================================= */
 
+#include <stdarg.h>
 #include "actd/act_json.h"
 #include "actd/act_wire.h"
 #include "act_client_int.h"
@@ -412,6 +413,25 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     return reply;
 }
 
+//  Queue the library's own ERROR disconnected reply to request, with a
+//  message made of format
+static void
+s_lost (act_client_t *self, const char *request, const char *format, ...)
+{
+    act_reply_t *reply = calloc (1, sizeof *reply);
+    reply->verb = strdup ("ERROR");
+    reply->request = strdup (request);
+    reply->args = zmsg_new ();
+    zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
+    va_list args;
+    va_start (args, format);
+    char *message = zsys_vprintf (format, args);
+    va_end (args);
+    zmsg_addstr (reply->args, message);
+    zstr_free (&message);
+    zlistx_add_end (self->lost, reply);
+}
+
 //  link's connection dropped: the requests sent on it and not answered
 //  are lost with it (libzmq forgets what it wrote to the connection, and
 //  the broker's replies go to a routing id that is gone). With several
@@ -439,14 +459,8 @@ s_link_lost (act_client_t *self, act_link_t *link)
             continue;
         }
         const char *request = pending->request;
-        act_reply_t *reply = calloc (1, sizeof *reply);
-        reply->verb = strdup ("ERROR");
-        reply->request = strdup (request);
-        reply->args = zmsg_new ();
-        zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
-        zmsg_addstrf (reply->args, "the connection to %s dropped before the reply: "
-                      "the request may or may not have been carried out", link->endpoint);
-        zlistx_add_end (self->lost, reply);
+        s_lost (self, request, "the connection to %s dropped before the reply: the request "
+                "may or may not have been carried out", link->endpoint);
         zhashx_insert (self->ignored, request, self);
         zhashx_delete (self->pending, request);     //  Frees request: last
     }
@@ -458,14 +472,8 @@ s_link_lost (act_client_t *self, act_link_t *link)
         if (on == link)
             zlistx_add_end (calls, (void *) zhashx_cursor (self->awaiting));
     for (const char *request = zlistx_first (calls); request; request = zlistx_next (calls)) {
-        act_reply_t *reply = calloc (1, sizeof *reply);
-        reply->verb = strdup ("ERROR");
-        reply->request = strdup (request);
-        reply->args = zmsg_new ();
-        zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
-        zmsg_addstrf (reply->args, "the connection to %s dropped before the DONE of this "
-                      "accepted call: ask STATUS", link->endpoint);
-        zlistx_add_end (self->lost, reply);
+        s_lost (self, request, "the connection to %s dropped before the DONE of this "
+                "accepted call: ask STATUS", link->endpoint);
         zhashx_delete (self->awaiting, request);
     }
     zlistx_destroy (&calls);

@@ -1,0 +1,62 @@
+/*  =========================================================================
+    act_recover - recovery: the calls of a context loaded from the store
+    that had not ended run again (part of act_flow; see act_flow_int.h).
+    ========================================================================= */
+
+#include <inttypes.h>
+#include "act_flow_int.h"
+
+//  Bring back one stored call that had not ended
+static int
+s_recover_one (const json_t *record, void *arg)
+{
+    act_flow_t *self = (act_flow_t *) arg;
+    uint64_t number = (uint64_t) json_integer_value (json_object_get (record, "call_id"));
+    const char *context_id = json_string_value (json_object_get (record, "context"));
+    act_context_t *context = context_id? act_cache_lookup (self->cache, context_id): NULL;
+    if (act_flow_lookup (self, number) || !context)
+        return 0;               //  Live already, or not this context's
+    act_err_t err = { 0 };
+    act_live_t *call = act_live_new (self->pool, context, json_object_get (record, "call"), NULL, &err);
+    if (!call) {
+        act_log (LOG_ERR, "stored call %" PRIu64 " cannot be recovered: %s", number,
+                 err.message);
+        return 0;
+    }
+    act_live_number (call, number);
+    call->attempts = json_integer_value (json_object_get (record, "attempts"));
+    json_t *progress = json_object_get (record, "progress");
+    call->progress = progress? json_incref (progress): NULL;
+    const char *client = json_string_value (json_object_get (record, "client"));
+    const char *request = json_string_value (json_object_get (record, "request"));
+    if (client && request && call->call->output)
+        act_live_recipient_hex (call, client, request);
+    zhashx_insert (self->calls, call->id, call);
+    context->live++;
+    act_flow_key (self, call, true);
+    call->producer = act_deps_register (context->deps, call->call->output,
+                                        call->call->instance, call->number, call);
+    act_flow_enter (self, call, ACT_LIVE_WAITING);
+    //  An attempt that was running when actd stopped counts: with the
+    //  attempts used up, the call ends now rather than run once more than
+    //  its _retry allows
+    const char *state = json_string_value (json_object_get (record, "state"));
+    if (state && streq (state, "running") && call->attempts >= call->retry.max_attempts) {
+        char *message = zsys_sprintf ("actd stopped during attempt %lld, the last of %lld "
+                                      "allowed", call->attempts, call->retry.max_attempts);
+        act_flow_end_error (self, call, ACT_E_WORKER_LOST, message);
+        zstr_free (&message);
+    }
+    else
+        act_flow_todo (self, number);
+    return 0;
+}
+
+//  The cache's loaded hook: recover the context's calls, oldest first (an
+//  older call may produce for a newer one, and both are in the context)
+void
+act_flow_recover (void *arg, act_context_t *context)
+{
+    act_flow_t *self = (act_flow_t *) arg;
+    act_store_pending_in (self->store, context->id, s_recover_one, self);
+}
