@@ -10,6 +10,7 @@ from $ACTD_BIN (set by ctest), else build-asan/bin/actd, else build/bin/actd.
 import json
 import os
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -43,8 +44,37 @@ def find_binary(name):
     raise RuntimeError("cannot find %s; build the project first" % name)
 
 
+def s_ephemeral_low():
+    """The lowest port the kernel hands out to outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+_TAKEN = set()
+
+
 def free_port():
-    """A TCP port nothing listens on right now."""
+    """A TCP port nothing listens on right now, below the kernel's ephemeral
+    range. A port the kernel gave us from port 0 lies inside that range, so
+    any test's outgoing connection (ctest runs two files at once) may take
+    it before actd binds it: seen in CI as 'Address already in use'. Ports
+    below the range are taken only by a listener, and the bind probe sees
+    those; the random pick keeps two files from probing the same one."""
+    low = s_ephemeral_low()
+    for _ in range(200) if low > 12000 else ():
+        port = random.randint(10000, low - 1)
+        if port in _TAKEN:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _TAKEN.add(port)
+        return port
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]

@@ -36,16 +36,47 @@ function sibling (name) {
     return path.join (path.dirname (actdBinary ()), name);
 }
 
-//  A TCP port nothing listens on right now
-function freePort () {
-    return new Promise ((resolve, reject) => {
+//  Whether a listener can bind this port on loopback now (0: any port)
+function s_probe (port) {
+    return new Promise ((resolve) => {
         const server = net.createServer ();
-        server.once ('error', reject);
-        server.listen (0, '127.0.0.1', () => {
-            const { port } = server.address ();
-            server.close (() => resolve (port));
+        server.once ('error', () => resolve (null));
+        server.listen (port, '127.0.0.1', () => {
+            const bound = server.address ().port;
+            server.close (() => resolve (bound));
         });
     });
+}
+
+//  The lowest port the kernel hands out to outgoing connections
+function s_ephemeralLow () {
+    try {
+        return parseInt (fs.readFileSync ('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split (/\s+/) [0], 10) || 0;
+    }
+    catch {
+        return 0;
+    }
+}
+
+const taken = new Set ();
+
+//  A TCP port nothing listens on right now, below the kernel's ephemeral
+//  range: a port from listen (0) lies inside it, where another test's
+//  outgoing connection may take it before actd binds it (ctest runs two
+//  files at once). The harness of tests/integration does the same.
+async function freePort () {
+    const low = s_ephemeralLow ();
+    for (let tries = 0; low > 12000 && tries < 200; tries++) {
+        const port = 10000 + Math.floor (Math.random () * (low - 10000));
+        if (!taken.has (port) && await s_probe (port) === port) {
+            taken.add (port);
+            return port;
+        }
+    }
+    const port = await s_probe (0);
+    if (port === null)
+        throw new Error ('cannot find a free port');
+    return port;
 }
 
 const sleep = (ms) => new Promise ((resolve) => setTimeout (resolve, ms));
