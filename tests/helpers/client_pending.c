@@ -2,12 +2,14 @@
     client_pending - requests left pending on a C client's connection, for
     tests/integration/test_client_drop.py.
 
-    client_pending ENDPOINT PINGS CALLS WAIT_MS
+    client_pending ENDPOINT PINGS CALLS WAIT_MS [PAD]
 
     Connects (a PING answered: the connection is up), sends CALLS calls
     with an _outputPath to an activity no worker serves and waits for
     their ACCEPTED, prints "connected", waits for a line on stdin, then
-    sends PINGS PINGs at once and reads replies until each PING got a
+    sends PINGS PINGs at once (with PAD: as many RESOLVEs of a PAD-byte
+    path in a context that does not exist, each answered ERROR not_found,
+    so that the burst outgrows the socket buffers) and reads replies until each PING got a
     reply and each call its DONE or an ERROR, or WAIT_MS passed. Prints a
     line per distinct final reply ("reply VERB [CODE]: count") and
     "answered N of PINGS+CALLS"; exits 0 when every request got one, 1
@@ -19,9 +21,17 @@
 int
 main (int argc, char *argv [])
 {
-    if (argc != 5) {
-        fprintf (stderr, "usage: client_pending ENDPOINT PINGS CALLS WAIT_MS\n");
+    if (argc != 5 && argc != 6) {
+        fprintf (stderr, "usage: client_pending ENDPOINT PINGS CALLS WAIT_MS [PAD]\n");
         return 2;
+    }
+    size_t pad = argc == 6? (size_t) atol (argv [5]): 0;
+    char *path = NULL;
+    if (pad) {
+        path = (char *) malloc (pad + 1);
+        memcpy (path, "\u2020x.", 5);
+        memset (path + 5, 'p', pad > 5? pad - 5: 0);
+        path [pad > 5? pad: 5] = 0;
     }
     size_t pings = (size_t) atol (argv [2]);
     size_t calls = (size_t) atol (argv [3]);
@@ -54,7 +64,10 @@ main (int argc, char *argv [])
         return 2;
     for (size_t n = 0; n < pings; n++) {
         char request [24];
-        act_client_send (client, request, "PING", NULL);
+        if (path)
+            act_client_send (client, request, "RESOLVE", "burst-nowhere", path, NULL);
+        else
+            act_client_send (client, request, "PING", NULL);
         zhashx_insert (requests, request, client);
     }
     zhashx_t *verbs = zhashx_new ();            //  "VERB CODE" -> count
@@ -85,5 +98,6 @@ main (int argc, char *argv [])
     zhashx_destroy (&verbs);
     zhashx_destroy (&requests);
     act_client_destroy (&client);
+    free (path);
     return answered == count? 0: 1;
 }

@@ -62,5 +62,39 @@ class ClientConnectionDrop(unittest.TestCase):
             client.close()
 
 
+class ClientBurst(unittest.TestCase):
+
+    def test_a_burst_past_the_high_water_mark_to_a_paused_actd_is_answered_whole(self):
+        """5,000 requests of 4 KB (20 MB, more than the socket buffers and
+        past libzmq's default send high-water mark of 1,000 messages) sent
+        at once while actd is paused, for less than the client's heartbeat
+        timeout: every one is answered once actd goes on. Before, each
+        request past the 1,000th queued was dropped by the C client's
+        non-blocking send, and its caller waited for a reply forever."""
+        with Actd() as actd:
+            helper = subprocess.Popen(
+                [find_binary("client_pending"), actd.client_endpoint, "5000", "0", "120000",
+                 "4096"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            try:
+                self.assertEqual(helper.stdout.readline().strip(), "connected")
+                actd.process.send_signal(signal.SIGSTOP)
+                try:
+                    helper.stdin.write("go\n")
+                    helper.stdin.flush()
+                    time.sleep(3)       # the burst fills the buffers meanwhile
+                finally:
+                    actd.process.send_signal(signal.SIGCONT)
+                out, err = helper.communicate(timeout=180)
+            finally:
+                if helper.poll() is None:
+                    helper.kill()
+                    helper.communicate()
+            self.assertEqual(helper.returncode, 0, out + err)
+            self.assertIn("answered 5000 of 5000", out)
+            self.assertIn("reply ERROR not_found: 5000", out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -31,6 +31,13 @@ act_curve_dealer (act_curve_t *self)
 {
     zsock_t *dealer = zsock_new (ZMQ_DEALER);
     zsock_set_linger (dealer, 0);
+    //  Sends never wait (act_curve_send): with libzmq's default high-water
+    //  mark of 1000 messages, a burst to a broker that reads slowly (paused,
+    //  loaded, under valgrind) had every request past the 1000th dropped
+    //  with EAGAIN, its caller left waiting for a reply that could not come.
+    //  The caller holds each request until it is answered anyway, so the
+    //  queue costs at most as much again, and it drains in order
+    zsock_set_sndhwm (dealer, 0);
     if (self->cert) {
         zcert_apply (self->cert, dealer);
         zsock_set_curve_serverkey (dealer, self->server_key);

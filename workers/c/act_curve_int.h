@@ -23,16 +23,17 @@ int act_curve_set (act_curve_t *self, const char *server_public,
 //  Free the keys (the struct itself belongs to the caller).
 void act_curve_reset (act_curve_t *self);
 
-//  A new DEALER socket, linger 0, with the keys applied when there are
-//  any; not connected yet (CURVE must be set before connecting).
+//  A new DEALER socket, linger 0, no send high-water mark, with the keys
+//  applied when there are any; not connected yet (CURVE must be set before
+//  connecting).
 zsock_t *act_curve_dealer (act_curve_t *self);
 
 //  Send *msg_p on dealer without waiting, and destroy it. A DEALER whose
 //  broker refused it at the CURVE handshake has no pipe to send on, and a
 //  waiting send would block forever (a worker could not even stop on
 //  SIGTERM). Returns 0 when the message was queued, -1 when it could not
-//  be (EAGAIN: it is lost, as on the way; the callers' heartbeats and
-//  timeouts already deal with lost messages).
+//  be (EAGAIN, only when there is no pipe: it is lost, as on the way; the
+//  callers' heartbeats and timeouts already deal with lost messages).
 int act_curve_send (zsock_t *dealer, zmsg_t **msg_p);
 
 #endif

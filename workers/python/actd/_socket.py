@@ -130,10 +130,14 @@ def curve_option(server: Optional[str], cert: Optional[str]) -> Optional[Curve]:
 
 def dealer(context: Any, endpoint: str, curve: Optional[Curve]) -> Any:
     """A DEALER socket of ``context`` (``zmq`` or ``zmq.asyncio``), linger 0,
-    with the CURVE keys when given, connected to ``endpoint``; closed again
+    no send high-water mark, with the CURVE keys when given, connected to ``endpoint``; closed again
     if the connect fails."""
     sock = context.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    # No send high-water mark, as in the C library: past libzmq's default
+    # of 1000 queued messages a non-blocking send to a broker that reads
+    # slowly fails, and a worker's result would be dropped
+    sock.setsockopt(zmq.SNDHWM, 0)
     try:
         if curve is not None:
             sock.curve_serverkey = curve.server.encode("ascii")
