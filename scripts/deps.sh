@@ -17,7 +17,9 @@ build=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libjansson-dev l
 test=(python3 python3-zmq python3-venv python3-wheel valgrind clang libclang-rt-14-dev
       libfuzzer-14-dev systemd libpq-dev postgresql json-schema-test-suite
       prometheus chromium)
-bench=(gearman-job-server gearman-tools libgearman-dev)
+#  Benchmarks: Gearman to compare with; valgrind for bench/compare.sh's
+#  instruction counts; Debian's python3 for its fdatasync probe.
+bench=(gearman-job-server gearman-tools libgearman-dev valgrind python3)
 
 wanted=()
 for group in "${@:-build}"; do
