@@ -387,7 +387,7 @@ run_instructions () {   # run_instructions MODE (memory or full)
         || { echo "compare.sh: bench_calls under callgrind failed:" >&2;
              tail -20 "$work/cg-$mode.log" >&2; exit 1; }
     total=$(callgrind_annotate --inclusive=yes "$out" 2>/dev/null \
-            | awk '/act_broker_run$/ { gsub(",", "", $1); print $1; exit }')
+            | awk '/act_broker_run$/ && !seen { gsub(",", "", $1); print $1; seen = 1 }')
     R[cg.$mode]=$(awk -v t="${total:-0}" -v c="$cg_calls" \
                   'BEGIN { printf "%.0f", t / (c + int(c / 10)) }')
     R[cg.$mode.commits]=$(awk '$1 == "'"$mode"'" && $2 == "durable" && $3 == "#1" { print $(NF-3) }' \
