@@ -90,7 +90,23 @@ s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
     return eval;
 }
 
-//  Prepare the calls of a CALL (one) or PLAN (several), all or none:
+//  The call of entry index: a PLAN's entry, made from its tree, or the
+//  CALL's, made already (*first, taken; first_err says why it was not)
+static act_call_t *
+s_make (json_t *entries, size_t index, act_call_t **first, const act_err_t *first_err,
+        act_err_t *err)
+{
+    if (entries)
+        return act_call_parse (json_array_get (entries, index), err);
+    if (!*first)
+        act_err_set (err, first_err->code, "%s", first_err->message);
+    act_call_t *call = *first;
+    *first = NULL;
+    return call;
+}
+
+//  Prepare the calls of a CALL (one: *first, or first_err) or PLAN
+//  (entries, several), all or none:
 //  validated (against their tools too), numbered, evaluated against the
 //  context and earlier calls, their place in their activity's backlog
 //  reserved. Returns 0 and fills,
@@ -100,27 +116,28 @@ s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
 //  entry, keeping nothing. Numbers of refused calls are not reused: a
 //  wait they registered on a live call must never match a later call.
 static int
-s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char *call_text,
-           act_live_t **calls, act_live_eval_t *evals, json_t *ids, json_t *records, bool plan,
-           act_err_t *err)
+s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t **first,
+           const act_err_t *first_err, act_live_t **calls, act_live_eval_t *evals,
+           json_t *ids, json_t *records, act_err_t *err)
 {
     //  The global cap beside each activity's max_queue: many activities,
     //  each under its own limit, must not hold memory without end
+    size_t count = entries? json_array_size (entries): 1;
     size_t backlog = self->counts [ACT_LIVE_WAITING] + self->counts [ACT_LIVE_QUEUED];
-    if (backlog + json_array_size (entries) > (size_t) self->settings->max_queued_calls)
+    if (backlog + count > (size_t) self->settings->max_queued_calls)
         return act_err_set (err, ACT_E_BUSY, "%zu calls are waiting or queued, and %zu more "
                             "would pass max_queued_calls (%lld)", backlog,
-                            json_array_size (entries), self->settings->max_queued_calls);
+                            count, self->settings->max_queued_calls);
     size_t index;
-    json_t *entry;
-    json_array_foreach (entries, index, entry) {
+    for (index = 0; index < count; index++) {
         //  A prescribed output path is added to the call, which is then
         //  stored as changed (PROTOCOL.md section 2.1)
-        bool changed = act_tools_prescribe (self->tools, entry);
-        calls [index] = act_live_new (self->pool, context, entry,
-                                      plan || changed? NULL: call_text, err);
-        if (!calls [index])
+        act_call_t *parsed = s_make (entries, index, first, first_err, err);
+        if (!parsed || act_tools_prescribe (self->tools, &parsed, err) < 0) {
+            act_call_destroy (&parsed);
             break;
+        }
+        calls [index] = act_live_new (self->pool, context, parsed);
         if (calls [index]->call->id && s_prepare_repeat (self, calls, index, ids, records))
             continue;
         if (act_tools_admit (self->tools, calls [index]->call, calls [index]->activity,
@@ -134,9 +151,9 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char
         json_array_append_new (ids, json_string (calls [index]->id));
         json_array_append_new (records, json_null ());
     }
-    if (index == json_array_size (entries))
+    if (index == count)
         return 0;
-    if (plan && json_array_size (entries) > 1) {
+    if (entries && count > 1) {
         char *message = strdup (err->message);
         act_err_set (err, err->code, "call %zu: %s", index, message);
         free (message);
@@ -193,24 +210,35 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, json_t *ids,
 
 void
 act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const char *command,
-                 const char *context_id, json_t *entries, const char *call_text, bool plan)
+                 const char *context_id, json_t *entries, const char *call_text,
+                 size_t call_size)
 {
-    act_err_t err = { 0 };
+    //  A CALL is made from its text in one pass. Its JSON is judged first,
+    //  as a PLAN's is (by its command); the call itself after the
+    //  context, as each of a PLAN's entries
+    act_err_t err = { 0 }, first_err = { 0 };
+    act_call_t *first = entries? NULL
+                      : act_call_new (self->scan, call_text, call_size, &first_err);
     act_context_t *context = NULL;
+    if (!entries && !first && first_err.code && streq (first_err.code, ACT_E_BAD_JSON))
+        err = first_err;
+    else
     if (self->stopping)
         act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
     else
         context = act_cache_get (self->cache, context_id, true, &err);
     if (!context) {
+        act_call_destroy (&first);
         act_outbox_error (self->outbox, client, request, command, &err);
         return;
     }
-    size_t count = json_array_size (entries);
+    size_t count = entries? json_array_size (entries): 1;
     act_live_t **calls = calloc (count, sizeof (act_live_t *));
     act_live_eval_t *evals = calloc (count, sizeof (act_live_eval_t));
     json_t *ids = json_array ();
     json_t *records = json_array ();
-    if (s_prepare (self, context, entries, call_text, calls, evals, ids, records, plan, &err)) {
+    if (s_prepare (self, context, entries, &first, &first_err, calls, evals, ids, records,
+                   &err)) {
         act_outbox_error (self->outbox, client, request, command, &err);
         act_cache_release (self->cache, context);
         act_pool_prune (self->pool);
@@ -218,11 +246,12 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
     else {
         //  ACCEPTED first: a call may end as it starts (its params refused
         //  at dispatch), and its DONE must come after
-        s_accepted (self, client, request, ids, records, plan);
+        s_accepted (self, client, request, ids, records, entries != NULL);
         for (size_t i = 0; i < count; i++)
             if (calls [i])
                 act_flow_accept (self, calls [i], evals [i], client, request);
     }
+    act_call_destroy (&first);
     json_decref (ids);
     json_decref (records);
     free (calls);
