@@ -65,7 +65,8 @@ void
 act_live_number (act_live_t *self, uint64_t number)
 {
     self->number = number;
-    snprintf (self->id, sizeof self->id, "%" PRIu64, number);
+    //  By hand: snprintf costs more than the rest of numbering a call
+    self->id [act_decimal_write (self->id, (long long) number)] = 0;
 }
 
 void

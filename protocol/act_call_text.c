@@ -157,10 +157,21 @@ act_call_numbers_dumped (const char *text, size_t size)
     for (size_t pos = 0; pos < size; ) {
         char c = text [pos];
         if (c == '"') {
-            //  A string: past its closing quote (the text is valid JSON)
-            for (pos++; pos < size && text [pos] != '"'; pos++)
-                pos += text [pos] == '\\';
-            pos++;
+            //  A string: past its closing quote, the first one after an
+            //  even run of backslashes (the text is valid JSON)
+            size_t start = ++pos;
+            while (true) {
+                const char *quote = memchr (text + pos, '"', size - pos);
+                if (!quote)
+                    return true;
+                size_t at = (size_t) (quote - text), slashes = 0;
+                while (at - slashes > start && text [at - slashes - 1] == '\\')
+                    slashes++;
+                pos = at + 1;
+                if (slashes % 2 == 0)
+                    break;
+                start = pos;
+            }
         }
         else
         if (c == '-' || (c >= '0' && c <= '9')) {
@@ -174,7 +185,11 @@ act_call_numbers_dumped (const char *text, size_t size)
                 if (c != '-' && (c < '0' || c > '9'))
                     break;
             }
-            if (!s_number_dumped (text + start, pos - start, real))
+            size_t length = pos - start;
+            bool negative = text [start] == '-';
+            if (!real && length - negative < 19 && !(negative && text [start + 1] == '0'))
+                continue;       //  An int64 integer, written so: the usual case
+            if (!s_number_dumped (text + start, length, real))
                 return false;
         }
         else
