@@ -22,13 +22,10 @@ act_call_destroy (act_call_t **self_p)
         act_call_t *self = *self_p;
         for (size_t i = 0; i < self->nrefs; i++)
             act_expr_destroy (&self->refs [i]);
-        free (self->refs);
-        free (self->spans);
+        free (self->spans);     //  With refs and strings
         act_expr_destroy (&self->output);
         json_decref (self->json);
-        free (self->strings);
-        free (self->text);
-        free (self);
+        free (self);            //  With text
         *self_p = NULL;
     }
 }
@@ -274,12 +271,15 @@ s_members (act_call_t *self, act_scan_t *scan, act_err_t *err)
     size_t count, ndaggers;
     const act_scan_member_t *members = act_scan_members (scan, &count);
     const act_scan_string_t *daggers = act_scan_daggers (scan, &ndaggers);
-    size_t strings = s_strings_size (self->text, members, count);
-    self->strings = strings? malloc (strings): NULL;
-    self->spans = malloc ((count + ndaggers + 1) * sizeof (act_call_span_t));
-    self->refs = ndaggers? malloc (ndaggers * sizeof (act_expr_t *)): NULL;
-    if ((strings && !self->strings) || !self->spans || (ndaggers && !self->refs))
+    //  Spans, refs and strings in one allocation (spans first: it is freed)
+    size_t spans = (count + ndaggers + 1) * sizeof (act_call_span_t);
+    size_t refs = ndaggers * sizeof (act_expr_t *);
+    char *block = malloc (spans + refs + s_strings_size (self->text, members, count));
+    if (!block)
         return act_err_set (err, ACT_E_INTERNAL, "out of memory");
+    self->spans = (act_call_span_t *) block;
+    self->refs = (act_expr_t **) (block + spans);
+    self->strings = block + spans + refs;
     char *next = self->strings;
     size_t d = 0;
     for (size_t i = 0; i < count; i++) {
@@ -306,18 +306,19 @@ s_members (act_call_t *self, act_scan_t *scan, act_err_t *err)
     return 0;
 }
 
-//  The call of size bytes at text (owned, NUL-terminated): see act_call_new
-static act_call_t *
-s_new (act_scan_t *scan, char *text, size_t size, act_err_t *err)
+act_call_t *
+act_call_new (act_scan_t *scan, const char *text, size_t size, act_err_t *err)
 {
-    act_call_t *self = text? calloc (1, sizeof *self): NULL;
+    //  The call and its text in one allocation
+    act_call_t *self = malloc (sizeof *self + size + 1);
     if (!self) {
-        free (text);
         act_err_set (err, ACT_E_INTERNAL, "out of memory");
         return NULL;
     }
-    self->text = text;
-    self->size = size;
+    *self = (act_call_t) { .text = (char *) (self + 1), .size = size };
+    memcpy (self->text, text, size);
+    self->text [size] = 0;
+    text = self->text;
     self->method = ACT_SET;
     self->timeout_ms = -1;
     self->retry = (act_retry_t) { -1, -1, -1.0, -1 };
@@ -347,17 +348,6 @@ s_new (act_scan_t *scan, char *text, size_t size, act_err_t *err)
 }
 
 act_call_t *
-act_call_new (act_scan_t *scan, const char *text, size_t size, act_err_t *err)
-{
-    char *copy = malloc (size + 1);
-    if (copy) {
-        memcpy (copy, text, size);
-        copy [size] = 0;
-    }
-    return s_new (scan, copy, size, err);
-}
-
-act_call_t *
 act_call_parse (json_t *call, act_err_t *err)
 {
     if (!json_is_object (call)) {
@@ -365,7 +355,8 @@ act_call_parse (json_t *call, act_err_t *err)
         return NULL;
     }
     char *text = act_json_dump (call);
-    act_call_t *self = s_new (NULL, text, text? strlen (text): 0, err);
+    act_call_t *self = text? act_call_new (NULL, text, strlen (text), err): NULL;
+    free (text);
     if (self)
         self->json = json_incref (call);
     return self;

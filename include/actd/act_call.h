@@ -41,12 +41,12 @@ typedef struct {
 } act_call_span_t;
 
 typedef struct {
-    char *text;                 //  The call as submitted (JSON text), owned,
-                                //  NUL-terminated
+    char *text;                 //  The call as submitted (JSON text),
+                                //  NUL-terminated, in the call's allocation
     size_t size;                //  Bytes of text
     json_t *json;               //  The call as a tree, NULL until
                                 //  act_call_json builds it
-    char *strings;              //  The decoded meta strings, one allocation
+    char *strings;              //  The decoded meta strings, in spans' allocation
     const char *tool;           //  _tool, in strings
     act_expr_t *output;         //  _outputPath, NULL for fire-and-forget
     act_method_t method;        //  _outputMethod, default ACT_SET
@@ -59,7 +59,8 @@ typedef struct {
     size_t nrefs;               //  Number of refs
     const char *trace;          //  _trace (W3C traceparent), in strings, or NULL
     act_call_span_t *spans;     //  The parameters' members and dagger
-                                //  strings, in the text's order
+                                //  strings, in the text's order (owned,
+                                //  refs and strings in the same block)
     size_t nspans;              //  Number of spans
     bool dumped_numbers;        //  Every number in the parameters is written
                                 //  as act_json_dump writes it
