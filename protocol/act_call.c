@@ -296,7 +296,8 @@ s_members (act_call_t *self, act_scan_t *scan, act_err_t *err)
         else
             self->spans [self->nspans++] = (act_call_span_t) {
                 member->key, member->value + member->value_size - member->key, -2 };
-        free (allocated);
+        if (allocated)
+            free (allocated);   //  Rare: a long key
         for (; rc == 0 && d < ndaggers && daggers [d].member == (int) i; d++)
             if (!meta)
                 rc = s_dagger (self, &daggers [d], err);
