@@ -188,27 +188,26 @@ s_reply_bounded (act_commands_t *self, s_request_t *req, char *text)
 //  --------------------------------------------------------------------------
 //  The handlers, in the table's order
 
-//  CALL and PLAN: the calls go to the flow, all or none
+//  CALL and PLAN: the calls go to the flow, all or none. A CALL goes as
+//  its text, made into a call in one pass; a PLAN as a tree
 static void
 s_submit (act_commands_t *self, s_request_t *req, bool plan)
 {
-    act_err_t err = { 0 };
-    json_t *body = s_frame_json (req->args [1], &err);
-    if (body && plan && (!json_is_array (body) || json_array_size (body) == 0))
-        act_err_set (&err, ACT_E_BAD_CALL, "a plan is a non-empty JSON array of calls");
-    if (err.code) {
-        s_reply_error (self, req, &err);
-        json_decref (body);
+    if (!plan) {
+        act_flow_submit (self->flow, req->client, req->request, req->name, req->context,
+                         NULL, (const char *) zframe_data (req->args [1]),
+                         zframe_size (req->args [1]));
         return;
     }
-    json_t *entries = plan? json_incref (body): json_pack ("[O]", body);
-    //  A CALL's own bytes are the call's text (a frame is not NUL-terminated)
-    char *call_text = plan? NULL: strndup ((const char *) zframe_data (req->args [1]),
-                                           zframe_size (req->args [1]));
-    act_flow_submit (self->flow, req->client, req->request, req->name, req->context,
-                     entries, call_text, plan);
-    free (call_text);
-    json_decref (entries);
+    act_err_t err = { 0 };
+    json_t *body = s_frame_json (req->args [1], &err);
+    if (body && (!json_is_array (body) || json_array_size (body) == 0))
+        act_err_set (&err, ACT_E_BAD_CALL, "a plan is a non-empty JSON array of calls");
+    if (err.code)
+        s_reply_error (self, req, &err);
+    else
+        act_flow_submit (self->flow, req->client, req->request, req->name, req->context,
+                         body, NULL, 0);
     json_decref (body);
 }
 

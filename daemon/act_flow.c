@@ -117,9 +117,8 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
                               "state", status, "attempts", (json_int_t) call->attempts);
     //  As act_live_status: the activity and the output path (additive)
     json_object_set_new (head, "tool", json_string (call->call->tool));
-    json_t *output = json_object_get (call->call->json, "_outputPath");
-    if (call->call->output && json_is_string (output))
-        json_object_set (head, "output_path", output);
+    if (call->call->output)
+        json_object_set_new (head, "output_path", json_string (call->call->output->text));
     json_t *references = act_call_references (call->call);
     if (references)
         json_object_set_new (head, "references", references);
@@ -207,31 +206,43 @@ static void
 s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
 {
     act_err_t err = { 0 };
-    json_t *params = act_call_params (call->call, call->context->ctx, &err);
-    if (!params) {
-        s_call_unready (self, call, &err);
-        return;
-    }
-    //  Resolved, the parameters are checked against the activity's tool
-    //  (PROTOCOL.md section 2.1): a mismatch ends the call, not retried
-    if (act_tools_check_params (self->tools, call->activity->name, params, call->tool_checked,
-                                &err)) {
+    //  The parameters as text, from the call's text; a tree only when the
+    //  activity's tool checks them (PROTOCOL.md section 2.1): resolved,
+    //  they are checked against it, and a mismatch ends the call, not
+    //  retried
+    char *params_text = NULL;
+    if (act_tools_checks (self->tools, call->activity->name, call->tool_checked)) {
+        json_t *params = act_call_params (call->call, call->context->ctx, &err);
+        if (params && act_tools_check_params (self->tools, call->activity->name, params,
+                                              call->tool_checked, &err)) {
+            json_decref (params);
+            s_call_finish (self, call, "error", s_error_json (err.code, err.message),
+                           NULL, NULL, 0);
+            return;
+        }
+        params_text = act_json_dump (params);
         json_decref (params);
-        s_call_finish (self, call, "error", s_error_json (err.code, err.message), NULL, NULL, 0);
+    }
+    else
+        params_text = act_call_params_text (call->call, call->context->ctx, &err);
+    if (!params_text) {
+        s_call_unready (self, call, &err);
         return;
     }
     act_flow_enter (self, call, ACT_LIVE_RUNNING);
     call->attempts++;
     call->worker = worker;
-    snprintf (call->task, sizeof call->task, "%s.%lld", call->id, call->attempts);
+    //  "<call>.<attempt>" by hand: snprintf costs more than the rest
+    size_t id_size = strlen (call->id);
+    memcpy (call->task, call->id, id_size);
+    call->task [id_size] = '.';
+    call->task [id_size + 1 + act_decimal_write (call->task + id_size + 1, call->attempts)] = 0;
     zhashx_insert (worker->tasks, call->task, (void *) call->task);
     worker->used = act_clock_ms ();
-    char *params_text = act_json_dump (params);
     char *meta = act_live_meta (call);
     act_worker_task (self->outbox, worker, call->task, call->activity->name, params_text, meta);
     free (meta);
     free (params_text);
-    json_decref (params);
     s_timer_set (self, call, T_DEADLINE, act_clock_ms () + call->timeout_ms);
     act_live_save (call, self->store);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld sent to worker %s",
@@ -695,6 +706,7 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     zhashx_set_destructor (self->calls, s_call_destructor);
     self->keys = zhashx_new ();
     self->tools = act_tools_new (settings, pool);
+    self->scan = act_scan_new ();
     act_cache_set_loaded (cache, act_flow_recover, self);
     return self;
 }
@@ -708,6 +720,7 @@ act_flow_destroy (act_flow_t **self_p)
         zhashx_destroy (&self->calls);
         act_timers_destroy (&self->timers);
         act_tools_destroy (&self->tools);
+        act_scan_destroy (&self->scan);
         free (self->todo);
         free (self);
         *self_p = NULL;

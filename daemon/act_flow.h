@@ -32,12 +32,12 @@ act_flow_t *act_flow_new (act_settings_t *settings, act_store_t *store, act_cach
 //  Destroy the flow and its live calls; null the pointer; safe on NULL.
 void act_flow_destroy (act_flow_t **self_p);
 
-//  CALL (plan false: entries holds one call, call_text its bytes as sent)
-//  and PLAN (entries, all or none): validate, store, start; ACCEPTED or
-//  ERROR to the client.
+//  CALL (entries NULL: the call is the call_size bytes of JSON at
+//  call_text, as sent, checked here) and PLAN (entries, all or none):
+//  validate, store, start; ACCEPTED or ERROR to the client.
 void act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request,
                       const char *command, const char *context_id, json_t *entries,
-                      const char *call_text, bool plan);
+                      const char *call_text, size_t call_size);
 
 //  The registry of tools the workers declared (the flow's).
 act_tools_t *act_flow_tools (act_flow_t *self);

@@ -29,6 +29,7 @@ struct _act_flow_t {
     uint64_t stamp;             //  Current evaluation's mark
     size_t counts [ACT_LIVE_STATES];   //  Live calls per state (waiting, ...)
     bool stopping;              //  No new calls, no dispatch
+    act_scan_t *scan;           //  The hot path's JSON scanner, reused
 };
 
 

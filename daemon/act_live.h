@@ -33,8 +33,9 @@ typedef struct {
     uint64_t number;            //  Call id as a number; also its order
     char id [24];               //  Call id as text
     act_context_t *context;     //  Context it belongs to
-    act_call_t *call;           //  The parsed call, holding its JSON
-    char *text;                 //  The call as submitted (JSON text)
+    act_call_t *call;           //  The parsed call, holding its text
+    const char *text;           //  The call as submitted (JSON text), the
+                                //  call's own
     act_activity_t *activity;   //  Activity (its _tool)
     act_live_state_t state;     //  Where it is in its life
     bool backoff;               //  Queued, but waiting its retry delay
@@ -71,11 +72,9 @@ typedef struct {
     zframe_t *request;          //  Request id to echo
 } act_live_recipient_t;
 
-//  A call of context from its JSON (text: its bytes as submitted, NULL:
-//  made from the JSON), its activity from pool, in state NONE. NULL with
-//  err set when json is not a valid call.
-act_live_t *act_live_new (act_pool_t *pool, act_context_t *context, json_t *json,
-                          const char *text, act_err_t *err);
+//  A live call of context made of call (which it takes), its activity
+//  from pool, in state NONE.
+act_live_t *act_live_new (act_pool_t *pool, act_context_t *context, act_call_t *call);
 
 //  Free the call and null the pointer; safe on NULL. Its counters must
 //  be settled (state NONE or ENDED).

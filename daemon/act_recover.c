@@ -17,7 +17,8 @@ s_recover_one (const json_t *record, void *arg)
     if (act_flow_lookup (self, number) || !context)
         return 0;               //  Live already, or not this context's
     act_err_t err = { 0 };
-    act_live_t *call = act_live_new (self->pool, context, json_object_get (record, "call"), NULL, &err);
+    act_call_t *parsed = act_call_parse (json_object_get (record, "call"), &err);
+    act_live_t *call = parsed? act_live_new (self->pool, context, parsed): NULL;
     if (!call) {
         act_log (LOG_ERR, "stored call %" PRIu64 " cannot be recovered: %s", number,
                  err.message);

@@ -28,12 +28,20 @@ s_call_by_key (act_flow_t *self, const char *context, const char *key, json_t **
     return call;
 }
 
+//  What ACCEPTED says of one entry, and what follows it
+typedef struct {
+    char id [24];               //  Its call id (a new one, or the earlier
+                                //  call's its _id repeats)
+    bool live;                  //  Its _id repeats a call not ended
+    json_t *record;             //  The record of the ended call its _id
+                                //  repeats, owned, or NULL
+} s_entry_t;
+
 //  An entry whose _id was seen before (in the store, live, or earlier in
-//  this plan): its id and record go to ids and records, and the new call
+//  this plan): what ACCEPTED says of it goes to *entry, and the new call
 //  is dropped. Returns false when the _id is new.
 static bool
-s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, json_t *ids,
-                  json_t *records)
+s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t *entry)
 {
     act_live_t *call = calls [index];
     json_t *record;
@@ -42,16 +50,14 @@ s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, json_t *id
         if (calls [i] && calls [i]->call->id && streq (calls [i]->call->id, call->call->id))
             earlier = calls [i];
     if (earlier) {
-        json_array_append_new (ids, json_string (earlier->id));
-        json_array_append_new (records, json_string (earlier->id));
+        snprintf (entry->id, sizeof entry->id, "%s", earlier->id);
+        entry->live = true;
     }
     else
     if (record) {
-        char id [24];
-        snprintf (id, sizeof id, "%" JSON_INTEGER_FORMAT,
+        snprintf (entry->id, sizeof entry->id, "%" JSON_INTEGER_FORMAT,
                   json_integer_value (json_object_get (record, "call_id")));
-        json_array_append_new (ids, json_string (id));
-        json_array_append_new (records, record);
+        entry->record = record;
     }
     else
         return false;
@@ -90,38 +96,55 @@ s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
     return eval;
 }
 
-//  Prepare the calls of a CALL (one) or PLAN (several), all or none:
+//  The call of entry index: a PLAN's entry, made from its tree, or the
+//  CALL's, made already (*first, taken; first_err says why it was not)
+static act_call_t *
+s_make (json_t *entries, size_t index, act_call_t **first, const act_err_t *first_err,
+        act_err_t *err)
+{
+    if (entries)
+        return act_call_parse (json_array_get (entries, index), err);
+    if (!*first)
+        act_err_set (err, first_err->code, "%s", first_err->message);
+    act_call_t *call = *first;
+    *first = NULL;
+    return call;
+}
+
+//  Prepare the calls of a CALL (one: *first, or first_err) or PLAN
+//  (entries, several), all or none:
 //  validated (against their tools too), numbered, evaluated against the
 //  context and earlier calls, their place in their activity's backlog
 //  reserved. Returns 0 and fills,
 //  per entry: calls [i] (a new call, or NULL when the entry repeats an
-//  _id), ids [i], and records [i] (null for a new call, the id of a live
-//  call, or the record of an ended one). Or returns -1 with err naming the
+//  _id) and entries [i] (its id; for a repeated _id, the earlier call live,
+//  or the record of an ended one). Or returns -1 with err naming the
 //  entry, keeping nothing. Numbers of refused calls are not reused: a
 //  wait they registered on a live call must never match a later call.
 static int
-s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char *call_text,
-           act_live_t **calls, act_live_eval_t *evals, json_t *ids, json_t *records, bool plan,
-           act_err_t *err)
+s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t **first,
+           const act_err_t *first_err, act_live_t **calls, act_live_eval_t *evals,
+           s_entry_t *accepted, act_err_t *err)
 {
     //  The global cap beside each activity's max_queue: many activities,
     //  each under its own limit, must not hold memory without end
+    size_t count = entries? json_array_size (entries): 1;
     size_t backlog = self->counts [ACT_LIVE_WAITING] + self->counts [ACT_LIVE_QUEUED];
-    if (backlog + json_array_size (entries) > (size_t) self->settings->max_queued_calls)
+    if (backlog + count > (size_t) self->settings->max_queued_calls)
         return act_err_set (err, ACT_E_BUSY, "%zu calls are waiting or queued, and %zu more "
                             "would pass max_queued_calls (%lld)", backlog,
-                            json_array_size (entries), self->settings->max_queued_calls);
+                            count, self->settings->max_queued_calls);
     size_t index;
-    json_t *entry;
-    json_array_foreach (entries, index, entry) {
+    for (index = 0; index < count; index++) {
         //  A prescribed output path is added to the call, which is then
         //  stored as changed (PROTOCOL.md section 2.1)
-        bool changed = act_tools_prescribe (self->tools, entry);
-        calls [index] = act_live_new (self->pool, context, entry,
-                                      plan || changed? NULL: call_text, err);
-        if (!calls [index])
+        act_call_t *parsed = s_make (entries, index, first, first_err, err);
+        if (!parsed || act_tools_prescribe (self->tools, &parsed, err) < 0) {
+            act_call_destroy (&parsed);
             break;
-        if (calls [index]->call->id && s_prepare_repeat (self, calls, index, ids, records))
+        }
+        calls [index] = act_live_new (self->pool, context, parsed);
+        if (calls [index]->call->id && s_prepare_repeat (self, calls, index, &accepted [index]))
             continue;
         if (act_tools_admit (self->tools, calls [index]->call, calls [index]->activity,
                              &calls [index]->tool_checked, err)) {
@@ -131,12 +154,11 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, const char
         evals [index] = s_prepare_one (self, &calls [index], err);
         if (!calls [index])
             break;
-        json_array_append_new (ids, json_string (calls [index]->id));
-        json_array_append_new (records, json_null ());
+        memcpy (accepted [index].id, calls [index]->id, sizeof accepted [index].id);
     }
-    if (index == json_array_size (entries))
+    if (index == count)
         return 0;
-    if (plan && json_array_size (entries) > 1) {
+    if (entries && count > 1) {
         char *message = strdup (err->message);
         act_err_set (err, err->code, "call %zu: %s", index, message);
         free (message);
@@ -161,30 +183,34 @@ s_done_from_record (act_flow_t *self, json_t *record, zframe_t *client, zframe_t
     free (text);
 }
 
-//  Answer an accepted CALL or PLAN: ACCEPTED, then for each repeated _id
-//  its DONE now (ended) or when it ends (live)
+//  Answer an accepted CALL or PLAN of count entries: ACCEPTED, then for
+//  each repeated _id its DONE now (ended) or when it ends (live)
 static void
-s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, json_t *ids,
-            json_t *records, bool plan)
+s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *entries,
+            size_t count, bool plan)
 {
     act_out_t *out = act_outbox_reply (self->outbox, client, request, "ACCEPTED", true);
     if (plan) {
-        char *text = act_json_dump (ids);
+        //  The ids are decimal: the array is written as act_json_dump would
+        char *text = malloc (count * (sizeof entries->id + 3) + 3);
+        char *at = text;
+        *at++ = '[';
+        for (size_t i = 0; i < count; i++)
+            at += sprintf (at, "%s\"%s\"", i? ",": "", entries [i].id);
+        strcpy (at, "]");
         act_out_addstr (out, text);
         free (text);
     }
     else
-        act_out_addstr (out, json_string_value (json_array_get (ids, 0)));
-    size_t index;
-    json_t *record;
+        act_out_addstr (out, entries [0].id);
     if (act_outbox_enveloped (self->outbox, client))
         return;                 //  A REQ socket takes ACCEPTED only
-    json_array_foreach (records, index, record) {
-        if (json_is_object (record))
-            s_done_from_record (self, record, client, request);
+    for (size_t i = 0; i < count; i++) {
+        if (entries [i].record)
+            s_done_from_record (self, entries [i].record, client, request);
         else
-        if (json_is_string (record)) {
-            act_live_t *earlier = zhashx_lookup (self->calls, json_string_value (record));
+        if (entries [i].live) {
+            act_live_t *earlier = zhashx_lookup (self->calls, entries [i].id);
             if (earlier && earlier->call->output)
                 act_live_recipient_add (earlier, client, request);
         }
@@ -193,24 +219,34 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, json_t *ids,
 
 void
 act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const char *command,
-                 const char *context_id, json_t *entries, const char *call_text, bool plan)
+                 const char *context_id, json_t *entries, const char *call_text,
+                 size_t call_size)
 {
-    act_err_t err = { 0 };
+    //  A CALL is made from its text in one pass. Its JSON is judged first,
+    //  as a PLAN's is (by its command); the call itself after the
+    //  context, as each of a PLAN's entries
+    act_err_t err = { 0 }, first_err = { 0 };
+    act_call_t *first = entries? NULL
+                      : act_call_new (self->scan, call_text, call_size, &first_err);
     act_context_t *context = NULL;
+    if (!entries && !first && first_err.code && streq (first_err.code, ACT_E_BAD_JSON))
+        err = first_err;
+    else
     if (self->stopping)
         act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
     else
         context = act_cache_get (self->cache, context_id, true, &err);
     if (!context) {
+        act_call_destroy (&first);
         act_outbox_error (self->outbox, client, request, command, &err);
         return;
     }
-    size_t count = json_array_size (entries);
+    size_t count = entries? json_array_size (entries): 1;
     act_live_t **calls = calloc (count, sizeof (act_live_t *));
     act_live_eval_t *evals = calloc (count, sizeof (act_live_eval_t));
-    json_t *ids = json_array ();
-    json_t *records = json_array ();
-    if (s_prepare (self, context, entries, call_text, calls, evals, ids, records, plan, &err)) {
+    s_entry_t *accepted = calloc (count, sizeof (s_entry_t));
+    if (s_prepare (self, context, entries, &first, &first_err, calls, evals, accepted,
+                   &err)) {
         act_outbox_error (self->outbox, client, request, command, &err);
         act_cache_release (self->cache, context);
         act_pool_prune (self->pool);
@@ -218,13 +254,15 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
     else {
         //  ACCEPTED first: a call may end as it starts (its params refused
         //  at dispatch), and its DONE must come after
-        s_accepted (self, client, request, ids, records, plan);
+        s_accepted (self, client, request, accepted, count, entries != NULL);
         for (size_t i = 0; i < count; i++)
             if (calls [i])
                 act_flow_accept (self, calls [i], evals [i], client, request);
     }
-    json_decref (ids);
-    json_decref (records);
+    act_call_destroy (&first);
+    for (size_t i = 0; i < count; i++)
+        json_decref (accepted [i].record);
+    free (accepted);
     free (calls);
     free (evals);
 }

@@ -224,41 +224,53 @@ act_tools_named (act_tools_t *self, const char *activity)
 //  --------------------------------------------------------------------------
 //  Calls, at submit and at dispatch
 
-bool
-act_tools_prescribe (act_tools_t *self, json_t *entry)
+int
+act_tools_prescribe (act_tools_t *self, act_call_t **call_p, act_err_t *err)
 {
-    if (zhashx_size (self->tools) == 0 || !json_is_object (entry))
-        return false;
-    const char *name = json_string_value (json_object_get (entry, "_tool"));
-    s_tool_t *tool = name? (s_tool_t *) zhashx_lookup (self->tools, name): NULL;
-    if (!tool || !tool->output_const || json_object_get (entry, "_outputPath"))
-        return false;
-    json_object_set_new (entry, "_outputPath", json_string (tool->output_const));
-    return true;
+    act_call_t *call = *call_p;
+    if (zhashx_size (self->tools) == 0 || call->output)
+        return 0;
+    s_tool_t *tool = (s_tool_t *) zhashx_lookup (self->tools, call->tool);
+    if (!tool || !tool->output_const)
+        return 0;
+    //  Rare: the call is made again from its tree with the path added
+    json_t *json = act_call_json (call);
+    json_t *changed = json? json_copy (json): NULL;
+    if (!changed)
+        return act_err_set (err, ACT_E_INTERNAL, "out of memory");
+    json_object_set_new (changed, "_outputPath", json_string (tool->output_const));
+    act_call_t *prescribed = act_call_parse (changed, err);
+    json_decref (changed);
+    if (!prescribed)
+        return -1;
+    act_call_destroy (call_p);
+    *call_p = prescribed;
+    return 1;
 }
 
 //  The call's _outputPath against the tool's prescribed one or pattern
 static int
 s_check_output (s_tool_t *tool, const act_call_t *call, act_err_t *err)
 {
-    const json_t *output = json_object_get (call->json, "_outputPath");
-    if (tool->output_const && output
-    &&  !streq (json_string_value (output), tool->output_const))
+    const char *path = call->output? call->output->text: NULL;
+    if (tool->output_const && path && !streq (path, tool->output_const))
         return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s prescribes \"_outputPath\" "
-                            "'%.64s', not '%.64s'", call->tool, tool->output_const,
-                            json_string_value (output));
+                            "'%.64s', not '%.64s'", call->tool, tool->output_const, path);
+    if (!tool->output_pattern)
+        return 0;
     act_err_t why = { 0 };
-    if (tool->output_pattern && !(output && act_schema_valid (tool->output_pattern, output,
-                                                               &why)))
+    json_t *output = path? json_string (path): NULL;
+    bool valid = output && act_schema_valid (tool->output_pattern, output, &why);
+    json_decref (output);
+    if (!valid)
         return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s takes an \"_outputPath\" that "
                             "matches '%.64s' whole%s%.64s", call->tool, tool->pattern_text,
-                            output? ", not ": " (the call has none)",
-                            output? json_string_value (output): "");
+                            path? ", not ": " (the call has none)", path? path: "");
     return 0;
 }
 
 int
-act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *activity,
+act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
                  uint64_t *checked, act_err_t *err)
 {
     *checked = 0;
@@ -291,6 +303,14 @@ act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *acti
         *checked = tool->version;
     json_decref (params);
     return rc;
+}
+
+bool
+act_tools_checks (act_tools_t *self, const char *activity, uint64_t checked)
+{
+    s_tool_t *tool = zhashx_size (self->tools)
+                   ? (s_tool_t *) zhashx_lookup (self->tools, activity): NULL;
+    return tool && tool->params && tool->version != checked;
 }
 
 int

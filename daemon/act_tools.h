@@ -36,10 +36,12 @@ int act_tools_declare (act_tools_t *self, const json_t *names, const json_t *too
 //  True when a READY since the start named activity.
 bool act_tools_named (act_tools_t *self, const char *activity);
 
-//  Before a call (entry, a CALL's or a PLAN entry's JSON) is parsed: when
-//  its activity prescribes an output path and the call has no
-//  _outputPath, give it that one. Returns true when entry was changed.
-bool act_tools_prescribe (act_tools_t *self, json_t *entry);
+//  A call just made (a CALL's or a PLAN entry's): when its activity
+//  prescribes an output path and the call has no _outputPath, *call_p is
+//  replaced by the call with that one added (its text is then
+//  act_json_dump's). Returns 1 when it was, 0 when not, -1 with err
+//  (internal) and *call_p kept.
+int act_tools_prescribe (act_tools_t *self, act_call_t **call_p, act_err_t *err);
 
 //  A parsed call of activity at submit: strict activities
 //  (unknown_activity), its _outputPath against the prescribed one or the
@@ -48,8 +50,13 @@ bool act_tools_prescribe (act_tools_t *self, json_t *entry);
 //  *checked is set to the version of the tool its params were checked
 //  against, 0 when they were not. Returns 0, or -1 with err
 //  (unknown_activity, bad_call).
-int act_tools_admit (act_tools_t *self, const act_call_t *call, act_activity_t *activity,
+int act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
                      uint64_t *checked, act_err_t *err);
+
+//  True when act_tools_check_params would check a call of activity whose
+//  params passed at version checked (0: not checked): its tool has a
+//  params schema, of another version.
+bool act_tools_checks (act_tools_t *self, const char *activity, uint64_t checked);
 
 //  The resolved parameters of a call of activity at dispatch, against its
 //  params schema; not checked again when checked (from act_tools_admit)

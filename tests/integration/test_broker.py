@@ -646,6 +646,34 @@ class IdempotencyTest(BrokerCase):
                                   "attempts": 1})
         self.assertEqual(len(self.worker.tasks), 2)
 
+    def test_same_id_in_a_plan_and_after_it(self):
+        """A PLAN's entry repeating an earlier entry's _id gets its id in
+        ACCEPTED and no call of its own; a later PLAN repeating it after
+        it ended gets its id and its DONE."""
+        context = "idem-plan"
+        call = {"_tool": "value", "_id": "k4", "_outputPath": "†state.r", "value": 4}
+        other = {"_tool": "value", "_outputPath": "†state.s", "value": 5}
+        rid = self.client.send("PLAN", context, enc([call, other, call]))
+        reply = self.client.wait(rid, timeout=20)
+        self.assertEqual(reply[0], "ACCEPTED", reply)
+        ids = json.loads(reply[1])
+        self.assertEqual(len(ids), 3, ids)
+        self.assertEqual(ids[2], ids[0])
+        self.assertNotEqual(ids[1], ids[0])
+        #  Two DONEs, one per call run, in either order
+        outcomes = {}
+        for _ in range(2):
+            frames = self.client.wait(rid, "DONE", timeout=20)
+            outcomes[frames[1]] = json.loads(frames[2])
+        self.assertEqual(sorted(outcomes), sorted(ids[:2]))
+        first = outcomes[ids[0]]
+        self.assertEqual(first["result"], 4)
+        rid = self.client.send("PLAN", context, enc([call]))
+        reply = self.client.wait(rid, timeout=20)
+        self.assertEqual(reply, ["ACCEPTED", json.dumps([ids[0]], separators=(",", ":"))])
+        self.assertEqual(self.done(rid, ids[0]), first)
+        self.assertEqual(len(self.history(context)), 2)
+
 
 class ViewTest(BrokerCase):
 

@@ -67,20 +67,19 @@ s_declare (s_world_t *world, const char *names, const char *tools, act_err_t *er
 static int
 s_admit (s_world_t *world, const char *text, act_err_t *err, bool *changed)
 {
-    json_t *json = json_loads (text, 0, NULL);
-    assert_non_null (json);
-    bool was = act_tools_prescribe (world->tools, json);
-    if (changed)
-        *changed = was;
     act_err_t parse = { 0 };
-    act_call_t *call = act_call_parse (json, &parse);
+    act_call_t *call = act_call_new (NULL, text, strlen (text), &parse);
     assert_non_null (call);
+    int was = act_tools_prescribe (world->tools, &call, &parse);
+    assert_true (was >= 0);
+    assert_non_null (call);
+    if (changed)
+        *changed = was == 1;
     uint64_t checked;
     int rc = act_tools_admit (world->tools, call, act_pool_activity (world->pool, call->tool),
                               &checked, err);
     world->checked = checked;
     act_call_destroy (&call);
-    json_decref (json);
     return rc;
 }
 

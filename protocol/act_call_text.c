@@ -1,0 +1,199 @@
+/*  =========================================================================
+    act_call_text - the parameters a worker receives, written from the
+    call's text without a tree (see act_call_params_text).
+
+    The members that are not meta-properties are copied as they are, in
+    the text's order, each reference string replaced by act_json_dump of
+    its value and each "††" literal by its unescaped string. When every
+    number of the parameters is written as act_json_dump writes it, the
+    result is the same JSON as act_json_dump (act_call_params) gives, and
+    the same bytes when the call's text was in that form.
+    ========================================================================= */
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "actd/act_call.h"
+#include "actd/act_dtoa.h"
+#include "actd/act_json.h"
+
+//  A text being built
+typedef struct {
+    char *data;                 //  Its bytes, NUL-terminated when done
+    size_t size;                //  Bytes written
+    size_t max;                 //  Bytes allocated
+} s_text_t;
+
+//  Append size bytes of bytes; false when memory ran out
+static bool
+s_put (s_text_t *self, const char *bytes, size_t size)
+{
+    if (self->size + size + 1 > self->max) {
+        size_t more = self->max * 2 > self->size + size + 1? self->max * 2
+                                                            : self->size + size + 1;
+        char *bigger = realloc (self->data, more);
+        if (!bigger)
+            return false;
+        self->data = bigger;
+        self->max = more;
+    }
+    memcpy (self->data + self->size, bytes, size);
+    self->size += size;
+    return true;
+}
+
+//  The text of one dagger span: a reference's value, as act_json_dump
+//  writes it, or a literal's string without its first dagger. NULL with
+//  err set (unresolved_reference, internal).
+static char *
+s_replacement (act_call_t *self, const act_call_span_t *span, act_ctx_t *ctx, act_err_t *err)
+{
+    if (span->ref >= 0) {
+        act_expr_t *expr = self->refs [span->ref];
+        json_t *resolved = ctx? act_ctx_resolve (ctx, expr, self->instance): NULL;
+        if (!resolved) {
+            act_err_set (err, ACT_E_UNRESOLVED_REFERENCE, "'%.200s' is absent", expr->text);
+            return NULL;
+        }
+        char *text = act_json_dump (resolved);
+        json_decref (resolved);
+        return text;
+    }
+    char local [256];
+    char *decoded = span->size <= sizeof local? local: malloc (span->size);
+    if (!decoded)
+        return NULL;
+    act_scan_decode (self->text + span->offset, span->size, decoded);
+    char *text = act_json_quote (decoded + ACT_DAGGER_LEN);
+    if (decoded != local)
+        free (decoded);
+    return text;
+}
+
+//  Write the member at spans [*index] and the dagger spans in it
+static int
+s_member (act_call_t *self, size_t *index, act_ctx_t *ctx, s_text_t *out, act_err_t *err)
+{
+    const act_call_span_t *member = &self->spans [(*index)++];
+    size_t at = member->offset, end = member->offset + member->size;
+    for (; *index < self->nspans && self->spans [*index].ref != -2; (*index)++) {
+        const act_call_span_t *span = &self->spans [*index];
+        char *replacement = s_replacement (self, span, ctx, err);
+        if (!replacement)
+            return err->code? -1: act_err_set (err, ACT_E_INTERNAL, "out of memory");
+        bool put = s_put (out, self->text + at, span->offset - at)
+                && s_put (out, replacement, strlen (replacement));
+        free (replacement);
+        if (!put)
+            return act_err_set (err, ACT_E_INTERNAL, "out of memory");
+        at = span->offset + span->size;
+    }
+    if (!s_put (out, self->text + at, end - at))
+        return act_err_set (err, ACT_E_INTERNAL, "out of memory");
+    return 0;
+}
+
+char *
+act_call_params_text (act_call_t *self, act_ctx_t *ctx, act_err_t *err)
+{
+    if (!self->dumped_numbers) {
+        //  jansson would write some number otherwise: the tree decides
+        json_t *params = act_call_params (self, ctx, err);
+        char *text = act_json_dump (params);
+        json_decref (params);
+        return text;
+    }
+    s_text_t out = { malloc (self->size + 64), 0, self->size + 64 };
+    if (!out.data || !s_put (&out, "{", 1)) {
+        free (out.data);
+        act_err_set (err, ACT_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    size_t index = 0;
+    while (index < self->nspans)
+        if ((out.size > 1 && !s_put (&out, ",", 1))
+        ||  s_member (self, &index, ctx, &out, err)) {
+            free (out.data);
+            if (!err->code)
+                act_err_set (err, ACT_E_INTERNAL, "out of memory");
+            return NULL;
+        }
+    if (!s_put (&out, "}", 1)) {
+        free (out.data);
+        act_err_set (err, ACT_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    out.data [out.size] = 0;
+    return out.data;
+}
+
+//  The number token of size bytes at token is written as act_json_dump
+//  writes what jansson reads of it
+static bool
+s_number_dumped (const char *token, size_t size, bool real)
+{
+    char copy [64];
+    if (size >= sizeof copy)
+        return false;
+    memcpy (copy, token, size);
+    copy [size] = 0;
+    errno = 0;
+    if (!real) {
+        //  "-0" reads as 0; beyond int64 it is read as a double
+        long long integer = strtoll (copy, NULL, 10);
+        return errno == 0 && !(integer == 0 && copy [0] == '-');
+    }
+    double value = strtod (copy, NULL);
+    if (isinf (value) || isnan (value))
+        return false;
+    char shortest [ACT_DTOA_SIZE];
+    return act_dtoa (value, shortest) == size && memcmp (shortest, copy, size) == 0;
+}
+
+bool
+act_call_numbers_dumped (const char *text, size_t size)
+{
+    for (size_t pos = 0; pos < size; ) {
+        char c = text [pos];
+        if (c == '"') {
+            //  A string: past its closing quote, the first one after an
+            //  even run of backslashes (the text is valid JSON)
+            size_t start = ++pos;
+            while (true) {
+                const char *quote = memchr (text + pos, '"', size - pos);
+                if (!quote)
+                    return true;
+                size_t at = (size_t) (quote - text), slashes = 0;
+                while (at - slashes > start && text [at - slashes - 1] == '\\')
+                    slashes++;
+                pos = at + 1;
+                if (slashes % 2 == 0)
+                    break;
+                start = pos;
+            }
+        }
+        else
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t start = pos;
+            bool real = false;
+            for (; pos < size; pos++) {
+                c = text [pos];
+                if (c == '.' || c == 'e' || c == 'E' || c == '+')
+                    real = true;
+                else
+                if (c != '-' && (c < '0' || c > '9'))
+                    break;
+            }
+            size_t length = pos - start;
+            bool negative = text [start] == '-';
+            if (!real && length - negative < 19 && !(negative && text [start + 1] == '0'))
+                continue;       //  An int64 integer, written so: the usual case
+            if (!s_number_dumped (text + start, length, real))
+                return false;
+        }
+        else
+            pos++;
+    }
+    return true;
+}
