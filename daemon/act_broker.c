@@ -7,11 +7,15 @@
     everything the pass decided in one store transaction, and only then
     sends the replies and tasks the pass produced. So no reply ever
     promises more than the store holds, and one fsync serves the whole
-    pass. What happens to a call is in act_flow.c, top to bottom.
+    pass (and, while a commit is in flight, every pass until it ends). What happens to a call is in act_flow.c, top to bottom.
 
     Nobody stalls it (issue 16): the commit runs on its own thread
-    (act_committer; the memory store commits inline) while the loop reads
-    its sockets ahead and answers PING; a pass reads worker messages
+    (act_committer; the memory store commits inline), and the loop does
+    not wait for it: the pass's batch is sealed and handed over, and the
+    next passes fill the next batch (its writes held in the store's
+    journal) while the replies of the sealed one wait for its commit;
+    only a read of the store waits for the commit in flight (reading its
+    sockets ahead and answering PING meanwhile); a pass reads worker messages
     first and client requests within a time and a byte budget; HISTORY
     pages are built a bounded piece per pass (act_pages); and a client
     that does not read its replies is held to max_client_bytes (the
@@ -48,6 +52,9 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
                                 //  (few: handled first after it, they would
                                 //  skip the socket's fair queue)
 #define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
+#define S_NEXT_WRITES   20000   //  While a commit is in flight, client
+                                //  requests wait in the socket once the next
+                                //  batch holds this many writes
 
 struct _act_broker_t {
     act_settings_t *settings;   //  What it runs with (not owned)
@@ -63,6 +70,11 @@ struct _act_broker_t {
     act_pages_t *pages;         //  HISTORY pages built in pieces
     act_committer_t *committer; //  Commits on a thread (a file or database
                                 //  store with sockets), or NULL: inline
+    size_t sealed_writes;       //  Writes of the commit in flight
+    long long sealed_at;        //  When it began
+    bool landed;                //  It ended, its replies not sent yet
+    int landed_rc;              //  Its result (0, or -1 with landed_err)
+    act_err_t landed_err;       //  Why it failed
     zlist_t *deferred [2];      //  Messages read during a commit, to handle
                                 //  after it: [0] clients, [1] workers
     size_t deferred_bytes [2];  //  Their bytes
@@ -159,13 +171,16 @@ s_reset (act_broker_t *self)
 
 //  Take a commit's outcome: on failure nothing durable may be promised,
 //  so what the batch acknowledged is refused and state reloaded from the
-//  store
+//  store; a batch begun since (while the commit was in flight) was built
+//  on it, and is dropped and refused too
 static void
 s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long long started)
 {
     if (writes && rc) {
-        act_log (LOG_ERR, "store commit failed (%s): %zu writes lost; refusing what "
-                 "they acknowledged and reloading state from the store", err->message, writes);
+        act_log (LOG_ERR, "store commit failed (%s): %zu writes lost, and %zu since; "
+                 "refusing what they acknowledged and reloading state from the store",
+                 err->message, writes, act_store_batch (self->store));
+        act_store_abort (self->store);
         act_outbox_refuse (self->outbox);
         s_reset (self);
     }
@@ -217,9 +232,15 @@ s_lapsed (act_broker_t *self, long long now)
 
 //  The lease lapsed: nothing more is written. The batch is dropped (what
 //  it acknowledged refused), and every context and call forgotten.
+static void s_settle (void *arg);
+static void s_land (act_broker_t *self);
+
 static void
 s_stop_writing (act_broker_t *self)
 {
+    //  A commit that ended in time keeps its replies
+    s_settle (self);
+    s_land (self);
     size_t writes = act_store_batch (self->store);
     if (writes || act_cache_size (self->cache)) {
         act_log (LOG_WARNING, "the lease was not renewed for %lld ms: %zu writes dropped, "
@@ -334,6 +355,8 @@ act_broker_pass (act_broker_t *self)
     s_pass_work (self);
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
+    s_settle (self);
+    s_land (self);
     s_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
     act_security_tick (self->security, act_clock_ms ());
@@ -442,8 +465,40 @@ s_await_commit (act_broker_t *self)
     }
 }
 
-//  A pass of the running loop: act_broker_pass, with the commit on the
-//  committer's thread while the sockets are read ahead
+//  The store's settle function: wait for the commit in flight, if any
+//  (reading ahead meanwhile), and keep its outcome for s_land. Its replies
+//  cannot go from here: a handler may be building one in the outbox.
+static void
+s_settle (void *arg)
+{
+    act_broker_t *self = (act_broker_t *) arg;
+    if (!self->committer || !act_committer_busy (self->committer))
+        return;
+    s_await_commit (self);
+    memset (&self->landed_err, 0, sizeof self->landed_err);
+    self->landed_rc = act_committer_finish (self->committer, &self->landed_err);
+    act_store_sealed_end (self->store, self->landed_rc);
+    self->landed = true;
+}
+
+//  The commit that ended: its replies go, or on failure are refused
+//  (s_committed)
+static void
+s_land (act_broker_t *self)
+{
+    if (!self->landed)
+        return;
+    self->landed = false;
+    s_committed (self, self->sealed_writes, self->landed_rc, &self->landed_err,
+                 self->sealed_at);
+    if (self->landed_rc == 0)
+        act_outbox_flush_sealed (self->outbox, self->send, self->send_arg);
+}
+
+//  A pass of the running loop, as act_broker_pass, but with the commit on
+//  the committer's thread: the batch is sealed and handed over, and the
+//  loop goes on with the next one; its replies leave when it has ended
+//  (s_land). With a commit still in flight, the batch grows until it ends.
 static void
 s_pass_async (act_broker_t *self)
 {
@@ -451,18 +506,22 @@ s_pass_async (act_broker_t *self)
     s_pass_work (self);
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
-    size_t writes = act_store_batch (self->store);
-    if (writes && self->committer) {
-        long long started = act_clock_ms ();
-        act_committer_start (self->committer);
-        s_await_commit (self);
-        act_err_t err = { 0 };
-        int rc = act_committer_finish (self->committer, &err);
-        s_committed (self, writes, rc, &err, started);
+    s_land (self);
+    if (!self->committer) {
+        s_commit (self);
+        act_outbox_flush (self->outbox, self->send, self->send_arg);
     }
     else
-        s_commit (self);
-    act_outbox_flush (self->outbox, self->send, self->send_arg);
+    if (!act_committer_busy (self->committer)) {
+        if (act_store_batch (self->store)) {
+            act_outbox_seal (self->outbox);
+            self->sealed_writes = act_store_seal (self->store);
+            self->sealed_at = act_clock_ms ();
+            act_committer_start (self->committer);
+        }
+        else
+            act_outbox_flush (self->outbox, self->send, self->send_arg);
+    }
     act_security_tick (self->security, act_clock_ms ());
     self->passed = act_clock_ms ();
 }
@@ -571,8 +630,11 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     //  The memory store commits in memory: nothing to wait for
-    if (bind && !streq (act_store_backend (self->store), "memory"))
+    if (bind && !streq (act_store_backend (self->store), "memory")) {
         self->committer = act_committer_new (self->store);
+        if (self->committer)
+            act_store_journal (self->store, s_settle, self);
+    }
     self->pages = act_pages_new (self->store, self->outbox, (size_t) settings->max_reply_bytes);
     self->commands = act_commands_new (settings, self->store, self->cache, self->flow,
                                        self->outbox, self->watches, self->security, s_stats,
@@ -660,6 +722,17 @@ s_next (act_broker_t *self, int which)
     return msg;
 }
 
+//  False while a commit is in flight and the next batch is already big:
+//  client requests then wait in the socket (TCP pushes back on their
+//  senders) instead of growing the batch without bound, as during a
+//  commit stalled on a locked database
+static bool
+s_more_clients (act_broker_t *self)
+{
+    return !self->committer || !act_committer_busy (self->committer)
+        || act_store_batch (self->store) < S_NEXT_WRITES;
+}
+
 //  Read fairly, within budgets: worker messages first in each round, up
 //  to a batch, and never stopped by client traffic; client requests up to
 //  a batch, for S_READ_MS at most, and until the replies of the pass hold
@@ -671,7 +744,7 @@ static void
 s_read (act_broker_t *self)
 {
     long long started = act_clock_ms ();
-    bool workers = true, clients = true;
+    bool workers = true, clients = s_more_clients (self);
     for (int round = 0; round < S_READ_BATCH && (workers || clients); round++) {
         zmsg_t *msg = workers? s_next (self, 1): NULL;
         workers = msg != NULL;
@@ -679,6 +752,8 @@ s_read (act_broker_t *self)
             act_broker_worker_message (self, &msg);
         msg = clients? s_next (self, 0): NULL;
         clients = msg != NULL;
+        if (msg && self->committer && act_committer_busy (self->committer))
+            s_ping_now (self, &msg);
         if (msg && act_outbox_client_over (self->outbox, zmsg_first (msg))) {
             //  Its replies would be dropped: not worth building
             char *peer = zframe_strhex (zmsg_first (msg));
@@ -691,7 +766,7 @@ s_read (act_broker_t *self)
         if (msg) {
             act_broker_client_message (self, &msg);
             clients = act_clock_ms () - started < S_READ_MS
-                   && act_outbox_bytes (self->outbox) < S_READ_BYTES;
+                   && act_outbox_bytes (self->outbox) < S_READ_BYTES && s_more_clients (self);
         }
     }
     self->workers_waiting = workers;
@@ -701,11 +776,18 @@ int
 act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t *settings)
 {
     zsock_t *zap = act_security_zap (self->security);
-    zmq_pollitem_t items [] = {
+    //  The sockets, the ZAP socket when there is one, and the committer's
+    //  while a commit is in flight (its end sends the batch's replies)
+    zmq_pollitem_t items [4] = {
         { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
-        { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 },
-        { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }
+        { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 }
     };
+    int zap_at = zap? 2: -1, commit_at = zap? 3: 2;
+    if (zap)
+        items [zap_at] = (zmq_pollitem_t) { zsock_resolve (zap), 0, ZMQ_POLLIN, 0 };
+    if (self->committer)
+        items [commit_at] = (zmq_pollitem_t) {
+            zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 };
     act_log (LOG_NOTICE, "actd %s ready: clients %s, workers %s, store %s (%s)",
              ACTD_VERSION, self->settings->client_endpoint, self->settings->worker_endpoint,
              self->settings->store, act_store_backend (self->store));
@@ -720,10 +802,16 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
             break;
         bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1])
                   || act_pages_size (self->pages);
-        if (zmq_poll (items, zap? 3: 2, ahead? 0: s_wait (self)) < 0 && zmq_errno () != EINTR)
+        bool busy = self->committer && act_committer_busy (self->committer);
+        if (zmq_poll (items, busy? commit_at + 1: commit_at, ahead? 0: s_wait (self)) < 0
+        &&  zmq_errno () != EINTR)
             break;
-        if (zap && (items [2].revents & ZMQ_POLLIN))
+        if (zap && (items [zap_at].revents & ZMQ_POLLIN))
             act_security_handle (self->security);
+        if (busy && (items [commit_at].revents & ZMQ_POLLIN)) {
+            s_settle (self);
+            s_land (self);
+        }
         s_read (self);
         s_pass_async (self);
     }

@@ -40,7 +40,7 @@ s_actor (zsock_t *pipe, void *arg)
             break;
         }
         memset (&self->err, 0, sizeof self->err);
-        int rc = act_store_commit (self->store, &self->err);
+        int rc = act_store_commit_sealed (self->store, &self->err);
         zstr_free (&command);
         zsock_signal (pipe, rc == 0? 0: 1);
     }

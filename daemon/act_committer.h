@@ -3,10 +3,10 @@
 
     A commit (SQLite's fsync, PostgreSQL's round trips) can take
     milliseconds or, on a busy disk or a locked database, seconds. The
-    committer runs act_store_commit on a thread of its own so that the
-    broker's loop goes on reading its sockets and answering PING while the
-    commit is in flight. The loop does not touch the store between
-    act_committer_start and act_committer_finish: the thread owns it then.
+    committer runs act_store_commit_sealed on a thread of its own: the
+    broker's loop seals a batch, hands it over, and goes on with the next
+    one (its writes held in the store's journal) while this one is
+    committed; the replies of a batch leave when its commit has ended.
     ========================================================================= */
 
 #ifndef ACT_COMMITTER_H_INCLUDED
@@ -24,8 +24,9 @@ act_committer_t *act_committer_new (act_store_t *store);
 //  pointer; safe on NULL.
 void act_committer_destroy (act_committer_t **self_p);
 
-//  Start committing the store's batch on the thread. The store is the
-//  thread's until act_committer_finish.
+//  Start committing the store's sealed batch (act_store_seal) on the
+//  thread. The store's backend is the thread's until act_committer_finish;
+//  the loop may fill the next batch meanwhile (act_store_journal).
 void act_committer_start (act_committer_t *self);
 
 //  The socket that becomes readable when the commit in flight has ended
@@ -33,7 +34,7 @@ void act_committer_start (act_committer_t *self);
 zsock_t *act_committer_sock (act_committer_t *self);
 
 //  Wait for the commit in flight to end (at once when the socket was
-//  readable). Returns what act_store_commit returned, with err set.
+//  readable). Returns what act_store_commit_sealed returned, with err set.
 int act_committer_finish (act_committer_t *self, act_err_t *err);
 
 //  True between act_committer_start and act_committer_finish.

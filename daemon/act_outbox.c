@@ -62,6 +62,8 @@ struct _act_outbox_t {
     size_t room;                //  Slots allocated
     zframe_t *envelope;         //  Client whose replies get an empty frame
                                 //  now (borrowed), or NULL
+    size_t sealed;              //  The first messages, whose commit is in
+                                //  flight (act_outbox_seal)
     size_t counted;             //  Messages whose bytes are in bytes
     size_t bytes;               //  Bytes of the first counted messages
     zhashx_t *accounts;         //  Client routing id (hex) -> s_account_t
@@ -338,6 +340,7 @@ act_outbox_refuse (act_outbox_t *self)
             s_close (out);
     }
     self->size = kept;
+    self->sealed = 0;
     self->counted = self->bytes = 0;
     return refused;
 }
@@ -405,17 +408,40 @@ s_admit (act_outbox_t *self, act_out_t *out)
     return admitted;
 }
 
-size_t
-act_outbox_flush (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
+//  Send the first count messages and close them; the others move up
+static size_t
+s_flush (act_outbox_t *self, size_t count, act_outbox_send_fn *send, void *arg)
 {
     size_t sent = 0;
-    for (size_t i = 0; i < self->size; i++) {
+    for (size_t i = 0; i < count; i++) {
         act_out_t *out = &self->messages [i];
         if (send && s_admit (self, out) && send (arg, out->to_worker, out->parts, out->nparts))
             sent++;
         s_close (out);
     }
-    self->size = 0;
+    if (count < self->size)
+        memmove (self->messages, self->messages + count,
+                 (self->size - count) * sizeof (act_out_t));
+    self->size -= count;
+    self->sealed = 0;
     self->counted = self->bytes = 0;
     return sent;
+}
+
+size_t
+act_outbox_flush (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
+{
+    return s_flush (self, self->size, send, arg);
+}
+
+void
+act_outbox_seal (act_outbox_t *self)
+{
+    self->sealed = self->size;
+}
+
+size_t
+act_outbox_flush_sealed (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
+{
+    return s_flush (self, self->sealed, send, arg);
 }

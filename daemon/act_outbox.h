@@ -102,4 +102,12 @@ size_t act_outbox_refuse (act_outbox_t *self);
 //  Returns how many went.
 size_t act_outbox_flush (act_outbox_t *self, act_outbox_send_fn *send, void *arg);
 
+//  The messages held now wait for the commit being started; those added
+//  from now on wait for a later one.
+void act_outbox_seal (act_outbox_t *self);
+
+//  That commit has ended: send the sealed messages in order, as
+//  act_outbox_flush does, and keep the later ones. Returns how many went.
+size_t act_outbox_flush_sealed (act_outbox_t *self, act_outbox_send_fn *send, void *arg);
+
 #endif

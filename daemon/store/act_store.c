@@ -21,6 +21,17 @@ struct _act_store_t {
     char *failed;                           //  First failed write of the
                                             //  batch (what), or NULL
     uint64_t last_call;                     //  Call ids given out (one broker)
+    act_journal_t *journal;                 //  Writes of the batch not given to
+                                            //  the backend yet, or NULL: writes
+                                            //  go to the backend at once
+    act_journal_t *sealed;                  //  The sealed batch's writes, for
+                                            //  the commit thread
+    int64_t sealed_deltas [S_COUNTERS];     //  The sealed batch's changes
+    size_t sealed_batch;                    //  Its writes
+    char *sealed_failed;                    //  Its first failed write, or NULL
+    act_store_settle_fn *settle;            //  Ends the commit in flight
+    void *settle_arg;                       //  Its argument
+    bool settling;                          //  In settle (no recursion)
 };
 
 static const char *s_outcomes [] = { "ok", "error", "timeout", "skipped", "cancelled" };
@@ -86,6 +97,9 @@ act_store_destroy (act_store_t **self_p)
         act_store_t *self = *self_p;
         self->backend->destroy (self->impl);
         free (self->failed);
+        free (self->sealed_failed);
+        act_journal_destroy (&self->journal);
+        act_journal_destroy (&self->sealed);
         free (self);
         *self_p = NULL;
     }
@@ -110,9 +124,47 @@ s_counted (act_store_t *self, int rc, const char *what)
     return rc < 0? -1: 0;
 }
 
+//  The commit in flight, if any, ends (the backend's connection is the
+//  commit thread's until then)
+static void
+s_settle (act_store_t *self)
+{
+    if (self->settle && !self->settling) {
+        self->settling = true;
+        self->settle (self->settle_arg);
+        self->settling = false;
+    }
+}
+
+//  Before the loop uses the backend itself: the commit in flight ends,
+//  then the batch's journaled writes go to the backend, so that reads see
+//  them
+static void
+s_direct (act_store_t *self)
+{
+    if (!self->journal)
+        return;
+    s_settle (self);
+    const char *failed = act_journal_apply (self->journal, self->backend, self->impl);
+    if (failed && !self->failed)
+        self->failed = strdup (failed);
+}
+
+void
+act_store_journal (act_store_t *self, act_store_settle_fn *settle, void *arg)
+{
+    if (!self->journal) {
+        self->journal = act_journal_new ();
+        self->sealed = act_journal_new ();
+    }
+    self->settle = settle;
+    self->settle_arg = arg;
+}
+
 int
 act_store_put_context (act_store_t *self, const char *context)
 {
+    s_direct (self);
     int rc = self->backend->put_context (self->impl, context);
     if (rc < 0)
         return s_counted (self, rc, "a new context");
@@ -125,7 +177,8 @@ int
 act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
                        const char *text, size_t size)
 {
-    int rc = self->backend->put_message (self->impl, context, seq, text, size);
+    int rc = self->journal? act_journal_message (self->journal, context, seq, text, size)
+                          : self->backend->put_message (self->impl, context, seq, text, size);
     if (rc == 0)
         self->deltas [S_MESSAGES]++;
     return s_counted (self, rc, "a message");
@@ -134,7 +187,8 @@ act_store_put_message (act_store_t *self, const char *context, uint64_t seq,
 int
 act_store_put_call (act_store_t *self, const act_call_record_t *record)
 {
-    int rc = self->backend->put_call (self->impl, record);
+    int rc = self->journal? act_journal_call (self->journal, true, record)
+                          : self->backend->put_call (self->impl, record);
     if (rc == 0)
         self->deltas [S_ACCEPTED]++;
     return s_counted (self, rc, "a new call");
@@ -143,7 +197,8 @@ act_store_put_call (act_store_t *self, const act_call_record_t *record)
 int
 act_store_update_call (act_store_t *self, const act_call_record_t *record)
 {
-    int rc = self->backend->update_call (self->impl, record);
+    int rc = self->journal? act_journal_call (self->journal, false, record)
+                          : self->backend->update_call (self->impl, record);
     const char *state = record->state;
     for (int i = 0; rc == 0 && i < 5; i++)
         if (state && streq (state, s_outcomes [i]))
@@ -156,6 +211,7 @@ act_store_commit (act_store_t *self, act_err_t *err)
 {
     if (self->batch == 0)
         return 0;
+    s_direct (self);
     bool doomed = self->failed != NULL;
     int rc = self->backend->commit (self->impl, self->deltas, doomed, err);
     if (doomed) {
@@ -178,9 +234,56 @@ act_store_batch (act_store_t *self)
     return self->batch;
 }
 
+size_t
+act_store_seal (act_store_t *self)
+{
+    act_journal_t *swap = self->sealed;
+    self->sealed = self->journal;
+    self->journal = swap;
+    memcpy (self->sealed_deltas, self->deltas, sizeof self->deltas);
+    memset (self->deltas, 0, sizeof self->deltas);
+    self->sealed_batch = self->batch;
+    self->batch = 0;
+    free (self->sealed_failed);
+    self->sealed_failed = self->failed;
+    self->failed = NULL;
+    return self->sealed_batch;
+}
+
+int
+act_store_commit_sealed (act_store_t *self, act_err_t *err)
+{
+    if (self->sealed_batch == 0)
+        return 0;
+    const char *failed = act_journal_apply (self->sealed, self->backend, self->impl);
+    if (failed && !self->sealed_failed)
+        self->sealed_failed = strdup (failed);
+    bool doomed = self->sealed_failed != NULL;
+    int rc = self->backend->commit (self->impl, self->sealed_deltas, doomed, err);
+    if (doomed) {
+        act_err_set (err, ACT_E_INTERNAL, "the store could not write %s; "
+                     "the batch was rolled back", self->sealed_failed);
+        rc = -1;
+    }
+    return rc;
+}
+
+void
+act_store_sealed_end (act_store_t *self, int rc)
+{
+    if (rc == 0)
+        for (int i = 0; i < S_COUNTERS; i++)
+            self->counts [i] += self->sealed_deltas [i];
+    memset (self->sealed_deltas, 0, sizeof self->sealed_deltas);
+    self->sealed_batch = 0;
+    zstr_free (&self->sealed_failed);
+    act_journal_clear (self->sealed);
+}
+
 bool
 act_store_has_context (act_store_t *self, const char *context)
 {
+    s_direct (self);
     return self->backend->has_context (self->impl, context);
 }
 
@@ -188,6 +291,7 @@ int
 act_store_messages (act_store_t *self, const char *context, act_store_each_fn *fn,
                     void *arg)
 {
+    s_direct (self);
     return self->backend->messages (self->impl, context, fn, arg);
 }
 
@@ -207,6 +311,7 @@ json_t *
 act_store_history (act_store_t *self, const char *context, uint64_t from, size_t limit,
                    size_t max_bytes)
 {
+    s_direct (self);
     json_t *page = json_array ();
     if (self->backend->history (self->impl, context, from, limit, max_bytes,
                                 s_history_json, page))
@@ -221,30 +326,35 @@ int
 act_store_history_texts (act_store_t *self, const char *context, uint64_t from,
                          size_t limit, size_t max_bytes, act_store_text_fn *fn, void *arg)
 {
+    s_direct (self);
     return self->backend->history (self->impl, context, from, limit, max_bytes, fn, arg);
 }
 
 json_t *
 act_store_call (act_store_t *self, uint64_t call_id)
 {
+    s_direct (self);
     return self->backend->call (self->impl, call_id);
 }
 
 uint64_t
 act_store_idem (act_store_t *self, const char *context, const char *key)
 {
+    s_direct (self);
     return self->backend->idem (self->impl, context, key);
 }
 
 int
 act_store_pending (act_store_t *self, act_store_each_fn *fn, void *arg)
 {
+    s_direct (self);
     return self->backend->pending (self->impl, fn, arg);
 }
 
 uint64_t
 act_store_last_call (act_store_t *self)
 {
+    s_direct (self);
     return self->backend->last_call (self->impl);
 }
 
@@ -254,13 +364,14 @@ act_store_counts (act_store_t *self)
     //  A shared store: other brokers commit too, so the committed totals
     //  are read again (one small query); if that fails, the last ones read
     if (act_store_shared (self)) {
+        s_direct (self);
         int64_t fresh [S_COUNTERS];
         if (self->backend->counters (self->impl, fresh) == 0)
             memcpy (self->counts, fresh, sizeof fresh);
     }
     int64_t total [S_COUNTERS];
     for (int i = 0; i < S_COUNTERS; i++)
-        total [i] = self->counts [i] + self->deltas [i];
+        total [i] = self->counts [i] + self->sealed_deltas [i] + self->deltas [i];
     json_t *calls = json_object ();
     for (int i = S_ACCEPTED; i <= S_CANCELLED; i++)
         json_object_set_new (calls, act_store_counter_names [i], json_integer (total [i]));
@@ -272,8 +383,10 @@ act_store_counts (act_store_t *self)
 uint64_t
 act_store_next_call (act_store_t *self)
 {
-    if (self->backend->next_call)
+    if (self->backend->next_call) {
+        s_direct (self);
         return self->backend->next_call (self->impl);
+    }
     return ++self->last_call;
 }
 
@@ -287,30 +400,40 @@ int
 act_store_join (act_store_t *self, const char *id, const char *endpoint,
                 long long lease_ms, act_err_t *err)
 {
+    s_direct (self);
     return self->backend->join? self->backend->join (self->impl, id, endpoint, lease_ms, err): 0;
 }
 
 int
 act_store_claim (act_store_t *self, const char *context, char **owner)
 {
+    s_direct (self);
     return self->backend->claim? self->backend->claim (self->impl, context, owner): 1;
 }
 
 int
 act_store_renew (act_store_t *self)
 {
+    s_direct (self);
     return self->backend->renew? self->backend->renew (self->impl): 0;
 }
 
 int
 act_store_timeout (act_store_t *self, long long ms)
 {
+    s_direct (self);
     return self->backend->timeout? self->backend->timeout (self->impl, ms): 0;
 }
 
 void
 act_store_abort (act_store_t *self)
 {
+    if (self->journal) {
+        //  The commit in flight ends first; what was not given to the
+        //  backend is simply forgotten
+        s_settle (self);
+        act_journal_clear (self->journal);
+    }
     if (self->batch) {
         act_err_t err = { 0 };
         self->backend->commit (self->impl, self->deltas, true, &err);
@@ -323,12 +446,14 @@ act_store_abort (act_store_t *self)
 int
 act_store_leave (act_store_t *self)
 {
+    s_direct (self);
     return self->backend->leave? self->backend->leave (self->impl): 0;
 }
 
 int
 act_store_contexts_pending (act_store_t *self, bool mine, act_store_each_fn *fn, void *arg)
 {
+    s_direct (self);
     return self->backend->contexts_pending (self->impl, mine, fn, arg);
 }
 
@@ -351,6 +476,7 @@ int
 act_store_pending_in (act_store_t *self, const char *context, act_store_each_fn *fn,
                       void *arg)
 {
+    s_direct (self);
     if (self->backend->pending_in)
         return self->backend->pending_in (self->impl, context, fn, arg);
     s_filter_t filter = { context, fn, arg };
@@ -364,6 +490,7 @@ act_store_pending_in (act_store_t *self, const char *context, act_store_each_fn 
 json_t *
 act_store_contexts (act_store_t *self, const char *prefix, const char *after, size_t limit)
 {
+    s_direct (self);
     prefix = prefix? prefix: "";
     after = after? after: "";
     //  Context ids are printable ASCII (SEMANTICS.md 1): a prefix with any
@@ -389,6 +516,7 @@ act_store_contexts (act_store_t *self, const char *prefix, const char *after, si
 int
 act_store_delete_context (act_store_t *self, const char *context, size_t *messages)
 {
+    s_direct (self);
     size_t held = 0;
     int rc = self->backend->delete_context (self->impl, context, &held);
     if (rc == 1) {
@@ -404,6 +532,7 @@ act_store_delete_context (act_store_t *self, const char *context, size_t *messag
 uint64_t
 act_store_append_key (act_store_t *self, const char *context, const char *key)
 {
+    s_direct (self);
     size_t length = key? strlen (key): 0;
     if (length == 0 || length > 128)
         return 0;
@@ -417,7 +546,8 @@ act_store_put_append_key (act_store_t *self, const char *context, const char *ke
     size_t length = key? strlen (key): 0;
     if (length == 0 || length > 128 || !context)
         return -1;              //  Refused: nothing written, the batch is whole
-    int rc = self->backend->put_append_key (self->impl, context, key, seq);
+    int rc = self->journal? act_journal_append_key (self->journal, context, key, seq)
+                          : self->backend->put_append_key (self->impl, context, key, seq);
     return s_counted (self, rc, "an APPEND key");
 }
 
@@ -425,6 +555,7 @@ int
 act_store_idle_contexts (act_store_t *self, const char *before_date, size_t limit,
                          act_store_each_fn *fn, void *arg)
 {
+    s_direct (self);
     if (!before_date || limit == 0)
         return 0;
     return self->backend->idle_contexts (self->impl, before_date, limit, fn, arg);

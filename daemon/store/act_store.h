@@ -93,6 +93,33 @@ int act_store_commit (act_store_t *self, act_err_t *err);
 //  Number of writes in the current batch.
 size_t act_store_batch (act_store_t *self);
 
+//  Called when the loop must use the store while a commit may be in
+//  flight on another thread: it returns once no commit is in flight.
+typedef void (act_store_settle_fn) (void *arg);
+
+//  From now on, hold the batch's writes in memory (copies) instead of
+//  giving them to the backend at once, so that a batch can be sealed and
+//  committed on another thread (act_store_seal, act_store_commit_sealed)
+//  while the loop fills the next one. Before anything else uses the
+//  backend from the loop (a read, a new context, a lease), settle is
+//  called and the held writes are given to it: reads see them.
+void act_store_journal (act_store_t *self, act_store_settle_fn *settle, void *arg);
+
+//  The current batch becomes the sealed one, and a new, empty batch
+//  begins. Returns the sealed batch's writes. Call it only when no sealed
+//  batch is left (after act_store_sealed_end).
+size_t act_store_seal (act_store_t *self);
+
+//  On the commit thread: give the sealed batch to the backend and commit
+//  it. Returns 0, or -1 with err set (then none of it was kept). Nothing
+//  else may use the backend meanwhile; the loop uses only the batch.
+int act_store_commit_sealed (act_store_t *self, act_err_t *err);
+
+//  Back on the loop, after act_store_commit_sealed returned rc: the
+//  committed totals take the sealed batch's changes when rc is 0, and the
+//  sealed batch is gone.
+void act_store_sealed_end (act_store_t *self, int rc);
+
 //  True when the context exists.
 bool act_store_has_context (act_store_t *self, const char *context);
 

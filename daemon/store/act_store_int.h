@@ -60,6 +60,34 @@ typedef struct {
     int (*timeout) (void *impl, long long ms);
 } act_store_backend_t;
 
+//  A batch's writes held in memory for a backend (act_store_journal.c)
+typedef struct _act_journal_t act_journal_t;
+
+//  An empty journal; NULL when out of memory.
+act_journal_t *act_journal_new (void);
+
+//  Destroy the journal and what it holds; null the pointer; safe on NULL.
+void act_journal_destroy (act_journal_t **self_p);
+
+//  Writes held.
+size_t act_journal_size (act_journal_t *self);
+
+//  Forget every write held.
+void act_journal_clear (act_journal_t *self);
+
+//  Hold a write, copying what it writes. Each returns 0, or -1 when out of
+//  memory (nothing held).
+int act_journal_message (act_journal_t *self, const char *context, uint64_t seq,
+                         const char *text, size_t size);
+int act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record);
+int act_journal_append_key (act_journal_t *self, const char *context, const char *key,
+                            uint64_t seq);
+
+//  Give every write held to backend (impl), in order, and forget them.
+//  Returns NULL, or what the first failed write was ("a message", ...).
+const char *act_journal_apply (act_journal_t *self, const act_store_backend_t *backend,
+                               void *impl);
+
 //  Call fn with text as a JSON string; returns what fn returns
 int act_store_give_text (act_store_each_fn *fn, void *arg, const char *text);
 

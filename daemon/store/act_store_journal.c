@@ -1,0 +1,191 @@
+/*  =========================================================================
+    act_store_journal - a batch's writes held in memory, given to the
+    backend later (see act_store_int.h).
+
+    With a commit thread, the loop goes on with the next batch while the
+    last one is committed; the backend's connection is the thread's then.
+    So the loop's writes are kept here, as copies, and handed to the
+    backend in their order: by the thread, just before it commits them, or
+    by the loop itself, once no commit is in flight, when it must read the
+    store (reads see every write of the batch, as without a journal).
+    ========================================================================= */
+
+#include <czmq.h>
+#include "act_store_int.h"
+
+typedef enum {
+    S_MESSAGE,                  //  put_message
+    S_PUT_CALL,                 //  put_call
+    S_UPDATE_CALL,              //  update_call
+    S_APPEND_KEY                //  put_append_key
+} s_kind_t;
+
+//  One write, with copies of what it writes
+typedef struct {
+    s_kind_t kind;              //  Which write
+    char *context;              //  Context (message, append key)
+    uint64_t seq;               //  _seq of the message or of the APPEND
+    char *text;                 //  The message's text, or the APPEND key
+    size_t size;                //  Bytes of the message's text
+    act_call_record_t record;   //  The call (put_call, update_call); its
+                                //  strings point into strings
+    char *strings;              //  The record's strings, one allocation
+} s_op_t;
+
+struct _act_journal_t {
+    s_op_t *ops;                //  The writes, in order
+    size_t size;                //  Writes held
+    size_t room;                //  Slots allocated
+};
+
+act_journal_t *
+act_journal_new (void)
+{
+    return (act_journal_t *) calloc (1, sizeof (act_journal_t));
+}
+
+void
+act_journal_destroy (act_journal_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_journal_clear (*self_p);
+        free ((*self_p)->ops);
+        free (*self_p);
+        *self_p = NULL;
+    }
+}
+
+size_t
+act_journal_size (act_journal_t *self)
+{
+    return self->size;
+}
+
+void
+act_journal_clear (act_journal_t *self)
+{
+    for (size_t i = 0; i < self->size; i++) {
+        free (self->ops [i].context);
+        free (self->ops [i].text);
+        free (self->ops [i].strings);
+    }
+    self->size = 0;
+}
+
+//  A new, zeroed slot at the end; NULL when out of memory
+static s_op_t *
+s_add (act_journal_t *self, s_kind_t kind)
+{
+    if (self->size == self->room) {
+        size_t room = self->room? self->room * 2: 256;
+        s_op_t *ops = (s_op_t *) realloc (self->ops, room * sizeof (s_op_t));
+        if (!ops)
+            return NULL;
+        self->ops = ops;
+        self->room = room;
+    }
+    s_op_t *op = &self->ops [self->size++];
+    memset (op, 0, sizeof *op);
+    op->kind = kind;
+    return op;
+}
+
+//  The last write could not be copied whole (out of memory): forget it.
+//  Returns -1, for the caller to return
+static int
+s_drop_last (act_journal_t *self)
+{
+    s_op_t *op = &self->ops [--self->size];
+    free (op->context);
+    free (op->text);
+    free (op->strings);
+    return -1;
+}
+
+int
+act_journal_message (act_journal_t *self, const char *context, uint64_t seq,
+                     const char *text, size_t size)
+{
+    s_op_t *op = s_add (self, S_MESSAGE);
+    if (!op)
+        return -1;
+    op->context = strdup (context);
+    op->seq = seq;
+    op->size = size;
+    op->text = (char *) malloc (size + 1);
+    if (op->text) {
+        memcpy (op->text, text, size);
+        op->text [size] = 0;
+    }
+    return op->context && op->text? 0: s_drop_last (self);
+}
+
+int
+act_journal_append_key (act_journal_t *self, const char *context, const char *key,
+                        uint64_t seq)
+{
+    s_op_t *op = s_add (self, S_APPEND_KEY);
+    if (!op)
+        return -1;
+    op->context = strdup (context);
+    op->text = strdup (key);
+    op->seq = seq;
+    return op->context && op->text? 0: s_drop_last (self);
+}
+
+int
+act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record)
+{
+    s_op_t *op = s_add (self, put? S_PUT_CALL: S_UPDATE_CALL);
+    if (!op)
+        return -1;
+    op->record = *record;
+    //  The record's strings, copied into one allocation
+    const char **fields [] = {
+        &op->record.context, &op->record.state, &op->record.call, &op->record.id,
+        &op->record.outcome, &op->record.progress, &op->record.client, &op->record.request
+    };
+    size_t nfields = sizeof fields / sizeof fields [0];
+    size_t total = 0;
+    for (size_t i = 0; i < nfields; i++)
+        total += *fields [i]? strlen (*fields [i]) + 1: 0;
+    op->strings = (char *) malloc (total? total: 1);
+    if (!op->strings)
+        return s_drop_last (self);
+    char *at = op->strings;
+    for (size_t i = 0; i < nfields; i++)
+        if (*fields [i]) {
+            size_t length = strlen (*fields [i]) + 1;
+            memcpy (at, *fields [i], length);
+            *fields [i] = at;
+            at += length;
+        }
+    return 0;
+}
+
+const char *
+act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void *impl)
+{
+    static const char *whats [] = {
+        "a message", "a new call", "a call's state", "an APPEND key"
+    };
+    const char *failed = NULL;
+    for (size_t i = 0; i < self->size; i++) {
+        s_op_t *op = &self->ops [i];
+        int rc = -1;
+        if (op->kind == S_MESSAGE)
+            rc = backend->put_message (impl, op->context, op->seq, op->text, op->size);
+        else
+        if (op->kind == S_PUT_CALL)
+            rc = backend->put_call (impl, &op->record);
+        else
+        if (op->kind == S_UPDATE_CALL)
+            rc = backend->update_call (impl, &op->record);
+        else
+            rc = backend->put_append_key (impl, op->context, op->text, op->seq);
+        if (rc < 0 && !failed)
+            failed = whats [op->kind];
+    }
+    act_journal_clear (self);
+    return failed;
+}

@@ -1,0 +1,188 @@
+/*  =========================================================================
+    test_store_journal - a store that holds its batch in a journal
+    (act_store_journal), as actd's does with a commit thread: a sealed
+    batch is committed while the next one fills, reads and new contexts
+    settle the commit in flight first and see every write of the batch,
+    and a failed write dooms its batch only. On a SQLite file.
+    ========================================================================= */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <czmq.h>
+#include "actd/act.h"
+#include "act_store.h"
+
+//  The settle function's record: how often it ran, and the sealed batch
+//  it ends (a commit "in flight" until then), as the broker's does
+typedef struct {
+    act_store_t *store;         //  The store
+    int calls;                  //  Times settle ran
+    bool in_flight;             //  A sealed batch waits for its commit
+    int rc;                     //  Its result, once ended
+} s_settle_t;
+
+static void
+s_settle (void *arg)
+{
+    s_settle_t *settle = (s_settle_t *) arg;
+    settle->calls++;
+    if (settle->in_flight) {
+        act_err_t err = { 0 };
+        settle->rc = act_store_commit_sealed (settle->store, &err);
+        act_store_sealed_end (settle->store, settle->rc);
+        settle->in_flight = false;
+    }
+}
+
+static int
+s_each (const json_t *item, void *arg)
+{
+    json_array_append ((json_t *) arg, (json_t *) item);
+    return 0;
+}
+
+//  A fresh store file in a new directory; *dir set (the caller removes it)
+static act_store_t *
+s_open (char **dir, s_settle_t *settle)
+{
+    char template [] = "/tmp/test_store_journal-XXXXXX";
+    assert_non_null (mkdtemp (template));
+    *dir = strdup (template);
+    char *path = zsys_sprintf ("%s/actd.db", template);
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    zstr_free (&path);
+    assert_non_null (store);
+    *settle = (s_settle_t) { store, 0, false, 0 };
+    act_store_journal (store, s_settle, settle);
+    return store;
+}
+
+static void
+s_close (act_store_t **store, char *dir)
+{
+    act_store_destroy (store);
+    char *command = zsys_sprintf ("rm -rf '%s'", dir);
+    assert_int_equal (system (command), 0);
+    zstr_free (&command);
+    free (dir);
+}
+
+static act_call_record_t
+s_record (uint64_t id, const char *state)
+{
+    return (act_call_record_t) { id, "c", state, 0, "{\"_tool\":\"t\"}", NULL,
+                                 NULL, NULL, NULL, NULL };
+}
+
+//  The number of messages of context c in the store
+static size_t
+s_messages (act_store_t *store)
+{
+    json_t *all = json_array ();
+    assert_int_equal (act_store_messages (store, "c", s_each, all), 0);
+    size_t count = json_array_size (all);
+    json_decref (all);
+    return count;
+}
+
+//  A batch is sealed and committed "on the thread" while the next one
+//  fills; a read settles the commit in flight first and sees both
+static void
+test_sealed_batch_commits_while_the_next_fills (void **state)
+{
+    (void) state;
+    char *dir;
+    s_settle_t settle;
+    act_store_t *store = s_open (&dir, &settle);
+    assert_int_equal (act_store_put_context (store, "c"), 0);
+    assert_int_equal (act_store_put_message (store, "c", 1, "{\"type\":\"data\"}", 15), 0);
+    act_call_record_t call = s_record (1, "queued");
+    assert_int_equal (act_store_put_call (store, &call), 0);
+    size_t writes = act_store_seal (store);
+    assert_int_equal (writes, 3);
+    settle.in_flight = true;
+    assert_int_equal (act_store_batch (store), 0);
+    //  The next batch fills without touching the backend: no settle
+    int calls = settle.calls;
+    assert_int_equal (act_store_put_message (store, "c", 2, "{\"type\":\"text\"}", 15), 0);
+    call = s_record (1, "ok");
+    assert_int_equal (act_store_update_call (store, &call), 0);
+    assert_int_equal (settle.calls, calls);
+    assert_int_equal (act_store_batch (store), 2);
+    //  A read: the commit in flight ends first, then the batch is seen
+    assert_int_equal (s_messages (store), 2);
+    assert_true (settle.calls > calls);
+    assert_false (settle.in_flight);
+    assert_int_equal (settle.rc, 0);
+    json_t *record = act_store_call (store, 1);
+    assert_string_equal (json_string_value (json_object_get (record, "state")), "ok");
+    json_decref (record);
+    //  The committed totals took the sealed batch; the current one counts
+    //  as pending in act_store_counts
+    json_t *counts = act_store_counts (store);
+    assert_int_equal (json_integer_value (json_object_get (counts, "messages")), 2);
+    json_decref (counts);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    s_close (&store, dir);
+}
+
+//  Abort forgets the batch held in the journal; the sealed one committed
+static void
+test_abort_drops_the_journal_only (void **state)
+{
+    (void) state;
+    char *dir;
+    s_settle_t settle;
+    act_store_t *store = s_open (&dir, &settle);
+    assert_int_equal (act_store_put_context (store, "c"), 0);
+    assert_int_equal (act_store_put_message (store, "c", 1, "{\"type\":\"data\"}", 15), 0);
+    act_store_seal (store);
+    settle.in_flight = true;
+    assert_int_equal (act_store_put_message (store, "c", 2, "{\"type\":\"data\"}", 15), 0);
+    act_store_abort (store);
+    assert_false (settle.in_flight);
+    assert_int_equal (act_store_batch (store), 0);
+    assert_int_equal (s_messages (store), 1);
+    s_close (&store, dir);
+}
+
+//  A write the backend refuses (a message _seq written twice) dooms the
+//  sealed batch whole: its commit fails and keeps none of it
+static void
+test_a_failed_write_dooms_the_sealed_batch (void **state)
+{
+    (void) state;
+    char *dir;
+    s_settle_t settle;
+    act_store_t *store = s_open (&dir, &settle);
+    assert_int_equal (act_store_put_context (store, "c"), 0);
+    assert_int_equal (act_store_put_message (store, "c", 1, "{\"type\":\"data\"}", 15), 0);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_int_equal (act_store_put_message (store, "c", 2, "{\"type\":\"data\"}", 15), 0);
+    //  Held, so accepted now; refused by the backend at the commit
+    assert_int_equal (act_store_put_message (store, "c", 1, "{\"type\":\"text\"}", 15), 0);
+    act_store_seal (store);
+    memset (&err, 0, sizeof err);
+    int rc = act_store_commit_sealed (store, &err);
+    act_store_sealed_end (store, rc);
+    assert_int_equal (rc, -1);
+    assert_string_equal (err.code, ACT_E_INTERNAL);
+    assert_int_equal (s_messages (store), 1);
+    s_close (&store, dir);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test (test_sealed_batch_commits_while_the_next_fills),
+        cmocka_unit_test (test_abort_drops_the_journal_only),
+        cmocka_unit_test (test_a_failed_write_dooms_the_sealed_batch),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
