@@ -35,11 +35,11 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
         }
         else
         if (result_text)
-            //  The result is the worker's, parsed for this write only and
-            //  dropped after it (act_flow_result): the index may keep it
-            messages = act_ctx_output_bare (ctx, &output->alts [*branch], (json_t *) result,
-                                            call->call->method, call->call->instance, NULL,
-                                            call->id, &err);
+            //  The worker's text, validated by act_flow_result: the index
+            //  keeps it as text until something reads it
+            messages = act_ctx_output_text (ctx, &output->alts [*branch], result_text,
+                                            strlen (result_text), call->call->method,
+                                            call->call->instance, NULL, call->id, &err);
         else
             messages = act_ctx_output (ctx, &output->alts [*branch], result, call->call->method,
                                        call->call->instance, NULL, call->id, &err);

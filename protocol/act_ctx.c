@@ -249,6 +249,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         else {
             saved [applied] = json_deep_copy (kind->doc);
             act_path_write (&kind->doc, ref->segs, ref->nsegs, method, value, false, NULL);
+            kind->lazy |= act_ctx_lazy_is (value);
             kind->version++;
         }
     }
@@ -358,6 +359,27 @@ act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt, json_t *value,
     return s_output (self, alt, value, value, method, instance, call, call_id, false, err);
 }
 
+json_t *
+act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt, const char *text, size_t size,
+                     act_method_t method, const char *instance, const json_t *call,
+                     const char *call_id, act_err_t *err)
+{
+    //  A global set needs nothing of its value: keep the text, parsed when
+    //  something reads it. Any other write combines with what is there
+    json_t *value = method == ACT_SET && !instance
+                  ? act_ctx_lazy_new (text, size)
+                  : act_json_parse (text, size, err);
+    if (!value) {
+        if (err && !err->code)
+            act_err_set (err, ACT_E_INTERNAL, "out of memory keeping a result");
+        return NULL;
+    }
+    json_t *messages = s_output (self, alt, value, value, method, instance, call, call_id,
+                                 false, err);
+    json_decref (value);
+    return messages;
+}
+
 //  The stored error message of a failed call with no alternative to
 //  write its error to
 json_t *
@@ -455,8 +477,10 @@ act_ctx_has (act_ctx_t *self, const act_ref_t *ref, const char *instance)
     if (!kind)
         return false;
     act_ctx_ident_t *ident = instance? act_ctx_ident (self, kind, instance, false): NULL;
-    if (!ident)
+    if (!ident) {
+        act_ctx_lazy_force (kind, ref->segs, ref->nsegs, false);
         return act_path_get (kind->doc, ref->segs, ref->nsegs) != NULL;
+    }
     json_t *value = act_ctx_scope_read (kind, ident, ref->segs, ref->nsegs);
     json_decref (value);
     return value != NULL;

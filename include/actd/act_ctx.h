@@ -87,6 +87,17 @@ json_t *act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt,
                              const char *instance, const json_t *call,
                              const char *call_id, act_err_t *err);
 
+//  As act_ctx_output_bare, for a value given as its JSON text (size bytes
+//  that act_json_parse, or act_scan, accepts). A set in the global scope
+//  keeps the text in the index, and parses it only when something needs
+//  what it holds (a read at or below its path, a write that combines with
+//  it, the view): a result nobody reads is never parsed. Other writes parse
+//  it here. Returns as act_ctx_output_bare.
+json_t *act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt,
+                             const char *text, size_t size, act_method_t method,
+                             const char *instance, const json_t *call,
+                             const char *call_id, act_err_t *err);
+
 //  Check, without appending, that act_ctx_output would succeed.
 int act_ctx_output_check (act_ctx_t *self, const act_alt_t *alt,
                           const json_t *value, act_method_t method,
