@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include "actd/act_ctx.h"
 #include "actd/act_json.h"
+#include "actd/act_text.h"
+#include "actd/act_wire.h"
 #include "act_ctx_int.h"
 
 
@@ -312,10 +314,28 @@ s_output_message (const act_ref_t *ref, const json_t *value, act_method_t method
     return message;
 }
 
+//  Apply target i of a fan-out that s_output_check accepted, as the
+//  message next_seq. shared: value, which the last target may keep itself
+//  rather than a copy (act_ctx_scope_apply_shared), or NULL
+static void
+s_output_apply (act_ctx_t *self, const act_alt_t *alt, size_t i, const json_t *value,
+                json_t *shared, act_method_t method, const char *instance)
+{
+    const act_ref_t *ref = &alt->refs [i];
+    act_ctx_kind_t *kind = act_ctx_kind_require (self, ref->kind);
+    //  Only the last target may share the value: an earlier one could see
+    //  it changed by a later target's write
+    if (shared && i == alt->nrefs - 1)
+        act_ctx_scope_apply_shared (self, kind, instance, self->next_seq, ref->segs,
+                                    ref->nsegs, method, shared);
+    else
+        act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
+                             method, value);
+}
+
 //  Apply an output to every target of the fan-out and return the stored
 //  messages, one a target (with their "data" when with_data); NULL with
-//  err set changes nothing. shared: value, which the last target may keep
-//  itself rather than a copy (act_ctx_scope_apply_shared), or NULL.
+//  err set changes nothing. shared: as s_output_apply
 static json_t *
 s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, json_t *shared,
           act_method_t method, const char *instance, const json_t *call,
@@ -325,18 +345,9 @@ s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, json_t *sh
         return NULL;
     json_t *messages = json_array ();
     for (size_t i = 0; i < alt->nrefs; i++) {
-        const act_ref_t *ref = &alt->refs [i];
-        act_ctx_kind_t *kind = act_ctx_kind_require (self, ref->kind);
-        //  Only the last target may share the value: an earlier one could
-        //  see it changed by a later target's write
-        if (shared && i == alt->nrefs - 1)
-            act_ctx_scope_apply_shared (self, kind, instance, self->next_seq, ref->segs,
-                                        ref->nsegs, method, shared);
-        else
-            act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
-                                 method, value);
-        json_t *message = s_output_message (ref, value, method, instance, call, call_id,
-                                            with_data);
+        s_output_apply (self, alt, i, value, shared, method, instance);
+        json_t *message = s_output_message (&alt->refs [i], value, method, instance, call,
+                                            call_id, with_data);
         s_stamp (self, message);
         json_array_append_new (messages, message);
     }
@@ -359,10 +370,81 @@ act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt, json_t *value,
     return s_output (self, alt, value, value, method, instance, call, call_id, false, err);
 }
 
-json_t *
+//  A text being built: bytes, length and room
+typedef struct {
+    char *data;                 //  The bytes, NUL-terminated
+    size_t used;                //  Bytes written
+    size_t size;                //  Bytes allocated
+} s_text_t;
+
+//  Append size bytes to text
+static void
+s_add (s_text_t *text, const char *bytes, size_t size)
+{
+    if (text->used + size + 1 > text->size) {
+        while (text->used + size + 1 > text->size)
+            text->size *= 2;
+        text->data = realloc (text->data, text->size);
+    }
+    memcpy (text->data + text->used, bytes, size);
+    text->used += size;
+    text->data [text->used] = 0;
+}
+
+//  Append ,"name": (name needs no escaping) and string as a JSON string
+static void
+s_add_member (s_text_t *text, const char *name, const char *string)
+{
+    s_add (text, ",\"", 2);
+    s_add (text, name, strlen (name));
+    s_add (text, "\":", 2);
+    char *quoted = act_json_quote (string);
+    s_add (text, quoted, strlen (quoted));
+    free (quoted);
+}
+
+//  The stored text of the output message of target ref, stamped seq: what
+//  act_json_dump writes of s_output_message's message without "data" and
+//  call, stamped, with "data" (the value's text nested at ref's path, as
+//  act_text_nest) and "_call" (call_text, when not NULL) then added last,
+//  as act_text_splice adds them. Written by hand: the tree cost more than
+//  the rest of the write
+static char *
+s_output_text (const act_ref_t *ref, const char *value_text, act_method_t method,
+               const char *instance, const char *call_text, const char *call_id,
+               uint64_t seq)
+{
+    s_text_t text = { malloc (256), 0, 256 };
+    s_add (&text, "{\"type\":\"data\"", 14);
+    s_add_member (&text, "kind", ref->kind);
+    if (instance)
+        s_add_member (&text, "_instance", instance);
+    s_add_member (&text, "_outputPath", ref->text);
+    s_add_member (&text, "_outputMethod", act_method_name (method));
+    if (call_id)
+        s_add_member (&text, "_callId", call_id);
+    char digits [ACT_DECIMAL_MAX];
+    s_add (&text, ",\"_seq\":", 8);
+    s_add (&text, digits, act_decimal_write (digits, (long long) seq));
+    char date [32];
+    act_date_now (date);
+    s_add_member (&text, "_date", date);
+    char *data = act_text_nest (ref, value_text);
+    s_add (&text, ",\"data\":", 8);
+    s_add (&text, data, strlen (data));
+    free (data);
+    if (call_text) {
+        s_add (&text, ",\"_call\":", 9);
+        s_add (&text, call_text, strlen (call_text));
+    }
+    s_add (&text, "}", 1);
+    return text.data;
+}
+
+char **
 act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt, const char *text, size_t size,
-                     act_method_t method, const char *instance, const json_t *call,
-                     const char *call_id, act_err_t *err)
+                     act_method_t method, const char *instance, const char *call_text,
+                     const char *call_id, uint64_t *first_seq, act_err_t *err)
 {
     //  A global set needs nothing of its value: keep the text, parsed when
     //  something reads it. Any other write combines with what is there
@@ -374,10 +456,21 @@ act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt, const char *text, si
             act_err_set (err, ACT_E_INTERNAL, "out of memory keeping a result");
         return NULL;
     }
-    json_t *messages = s_output (self, alt, value, value, method, instance, call, call_id,
-                                 false, err);
+    char **texts = NULL;
+    if (s_output_check (self, alt, value, method, instance, err) == 0) {
+        //  The value's text, NUL-terminated, for the messages
+        char *value_text = strndup (text, size);
+        texts = calloc (alt->nrefs + 1, sizeof (char *));
+        *first_seq = self->next_seq;
+        for (size_t i = 0; i < alt->nrefs; i++) {
+            s_output_apply (self, alt, i, value, value, method, instance);
+            texts [i] = s_output_text (&alt->refs [i], value_text, method, instance,
+                                       call_text, call_id, self->next_seq++);
+        }
+        free (value_text);
+    }
     json_decref (value);
-    return messages;
+    return texts;
 }
 
 //  The stored error message of a failed call with no alternative to

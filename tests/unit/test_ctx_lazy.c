@@ -67,26 +67,59 @@ s_write (s_twins_t *twins, const s_write_t *write)
     json_t *tree = act_ctx_output (twins->tree, &expr->alts [0], value, method,
                                    write->instance, NULL, "c1", &tree_err);
     act_err_t text_err = { NULL, "" };
-    json_t *text = act_ctx_output_text (twins->text, &expr->alts [0], write->value,
-                                        strlen (write->value), method, write->instance,
-                                        NULL, "c1", &text_err);
+    uint64_t first_seq = 0;
+    const char *call_text = "{\"_tool\":\"t\",\"q\":\"caf\u00e9\"}";
+    char **text = act_ctx_output_text (twins->text, &expr->alts [0], write->value,
+                                       strlen (write->value), method, write->instance,
+                                       call_text, "c1", &first_seq, &text_err);
     assert_int_equal (!tree, !text);
     if (tree) {
-        assert_int_equal (json_array_size (tree), json_array_size (text));
-        //  The text's messages come without "data": the caller nests it
-        for (size_t i = 0; i < json_array_size (text); i++)
-            assert_null (json_object_get (json_array_get (text, i), "data"));
+        //  Each stored text is the tree's message with "_call" added, both
+        //  last, laid out as act_json_dump writes it
+        size_t count = 0;
+        for (; text [count]; count++) {
+            json_t *message = act_json_parse (text [count], strlen (text [count]), &err);
+            assert_non_null (message);
+            //  The head as act_json_dump writes it; "data" (the text as
+            //  given) and "_call" spliced after it
+            json_t *head = json_deep_copy (message);
+            json_object_del (head, "data");
+            json_object_del (head, "_call");
+            char *head_text = act_json_dump (head);
+            char *data = act_text_nest (&expr->alts [0].refs [count], write->value);
+            char *with_data = act_text_splice (head_text, "data", data);
+            char *again = act_text_splice (with_data, "_call", call_text);
+            assert_string_equal (again, text [count]);
+            free (again);
+            free (with_data);
+            free (data);
+            free (head_text);
+            json_decref (head);
+            json_t *want = json_deep_copy (json_array_get (tree, count));
+            json_object_set_new (want, "_call", act_json_parse (call_text, strlen (call_text),
+                                                                &err));
+            assert_int_equal (json_integer_value (json_object_get (message, "_seq")),
+                              first_seq + count);
+            json_object_del (want, "_date");
+            json_object_del (message, "_date");
+            assert_true (json_equal (want, message));
+            json_decref (want);
+            json_decref (message);
+            free (text [count]);
+        }
+        assert_int_equal (count, json_array_size (tree));
+        free (text);
     }
     else {
         assert_string_equal (tree_err.code, text_err.code);
         assert_string_equal (tree_err.message, text_err.message);
     }
     assert_int_equal (act_ctx_next_seq (twins->tree), act_ctx_next_seq (twins->text));
-    json_decref (tree);
-    json_decref (text);
     json_decref (value);
     act_expr_destroy (&expr);
-    return tree != NULL;
+    bool accepted = tree != NULL;
+    json_decref (tree);
+    return accepted;
 }
 
 //  Both contexts read the same at reference (in instance); returns the

@@ -749,9 +749,20 @@ s_run_op (act_ctx_t *ctx, s_model_t *model, const s_op_t *op, size_t step,
             json_object_set_new (call, "_instance", json_string (instance));
         if (s_text_outputs) {
             char *value = json_dumps (op->value, JSON_ENCODE_ANY | JSON_COMPACT);
-            stored = act_ctx_output_text (ctx, &expr->alts [0], value, strlen (value),
-                                          op->method, instance, call, "call-1", &err);
+            uint64_t first_seq;
+            char **texts = act_ctx_output_text (ctx, &expr->alts [0], value, strlen (value),
+                                                op->method, instance, NULL, "call-1",
+                                                &first_seq, &err);
             free (value);
+            //  The stored texts as the messages, for the checks below
+            if (texts) {
+                stored = json_array ();
+                for (size_t i = 0; texts [i]; i++) {
+                    json_array_append_new (stored, json_loads (texts [i], 0, NULL));
+                    free (texts [i]);
+                }
+                free (texts);
+            }
         }
         else
             stored = act_ctx_output (ctx, &expr->alts [0], op->value, op->method,
