@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include "actd/act_ctx.h"
 #include "actd/act_json.h"
-#include "actd/act_text.h"
 #include "actd/act_wire.h"
 #include "act_ctx_int.h"
 
@@ -391,6 +390,24 @@ s_add (s_text_t *text, const char *bytes, size_t size)
     text->data [text->used] = 0;
 }
 
+//  Append string as a JSON string, escaped as act_json_dump escapes (only
+//  '"', '\\' and bytes below 0x20, which most strings do not hold)
+static void
+s_add_quoted (s_text_t *text, const char *string)
+{
+    size_t length = 0;
+    for (unsigned char c; (c = (unsigned char) string [length]); length++)
+        if (c < 0x20 || c == '"' || c == '\\') {
+            char *quoted = act_json_quote (string);
+            s_add (text, quoted, strlen (quoted));
+            free (quoted);
+            return;
+        }
+    s_add (text, "\"", 1);
+    s_add (text, string, length);
+    s_add (text, "\"", 1);
+}
+
 //  Append ,"name": (name needs no escaping) and string as a JSON string
 static void
 s_add_member (s_text_t *text, const char *name, const char *string)
@@ -398,9 +415,7 @@ s_add_member (s_text_t *text, const char *name, const char *string)
     s_add (text, ",\"", 2);
     s_add (text, name, strlen (name));
     s_add (text, "\":", 2);
-    char *quoted = act_json_quote (string);
-    s_add (text, quoted, strlen (quoted));
-    free (quoted);
+    s_add_quoted (text, string);
 }
 
 //  The stored text of the output message of target ref, stamped seq: what
@@ -410,11 +425,12 @@ s_add_member (s_text_t *text, const char *name, const char *string)
 //  as act_text_splice adds them. Written by hand: the tree cost more than
 //  the rest of the write
 static char *
-s_output_text (const act_ref_t *ref, const char *value_text, act_method_t method,
-               const char *instance, const char *call_text, const char *call_id,
-               uint64_t seq)
+s_output_text (const act_ref_t *ref, const char *value_text, size_t value_size,
+               act_method_t method, const char *instance, const char *call_text,
+               const char *call_id, uint64_t seq)
 {
-    s_text_t text = { malloc (256), 0, 256 };
+    size_t size = 256 + value_size + (call_text? strlen (call_text): 0);
+    s_text_t text = { malloc (size), 0, size };
     s_add (&text, "{\"type\":\"data\"", 14);
     s_add_member (&text, "kind", ref->kind);
     if (instance)
@@ -429,10 +445,16 @@ s_output_text (const act_ref_t *ref, const char *value_text, act_method_t method
     char date [32];
     act_date_now (date);
     s_add_member (&text, "_date", date);
-    char *data = act_text_nest (ref, value_text);
+    //  The display form: one object level per segment, as act_text_nest
     s_add (&text, ",\"data\":", 8);
-    s_add (&text, data, strlen (data));
-    free (data);
+    for (size_t i = 0; i < ref->nsegs; i++) {
+        s_add (&text, "{", 1);
+        s_add_quoted (&text, ref->segs [i].key);
+        s_add (&text, ":", 1);
+    }
+    s_add (&text, value_text, value_size);
+    for (size_t i = 0; i < ref->nsegs; i++)
+        s_add (&text, "}", 1);
     if (call_text) {
         s_add (&text, ",\"_call\":", 9);
         s_add (&text, call_text, strlen (call_text));
@@ -458,16 +480,13 @@ act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt, const char *text, si
     }
     char **texts = NULL;
     if (s_output_check (self, alt, value, method, instance, err) == 0) {
-        //  The value's text, NUL-terminated, for the messages
-        char *value_text = strndup (text, size);
         texts = calloc (alt->nrefs + 1, sizeof (char *));
         *first_seq = self->next_seq;
         for (size_t i = 0; i < alt->nrefs; i++) {
             s_output_apply (self, alt, i, value, value, method, instance);
-            texts [i] = s_output_text (&alt->refs [i], value_text, method, instance,
+            texts [i] = s_output_text (&alt->refs [i], text, size, method, instance,
                                        call_text, call_id, self->next_seq++);
         }
-        free (value_text);
     }
     json_decref (value);
     return texts;

@@ -186,6 +186,12 @@ test_set_reads_back (void **state)
     s_write_t scalar = { DAGGER "s.q", "set", "\"plain\"", NULL };
     assert_true (s_write (&twins, &scalar));
     s_expect (&twins, DAGGER "s.q", NULL, "\"plain\"");
+    //  Keys and instances that need escaping in the stored text
+    s_write_t escaped = { DAGGER "s[\"q\\\"t\\n\\\\\"].u", "set", "[\"v\"]", NULL };
+    assert_true (s_write (&twins, &escaped));
+    s_expect (&twins, DAGGER "s[\"q\\\"t\\n\\\\\"].u.0", NULL, "\"v\"");
+    s_write_t instance = { DAGGER "s.w", "set", "{}", "in\"st\tx\\" };
+    assert_true (s_write (&twins, &instance));
     s_same_view (&twins);
     char *whole = s_read (&twins, DAGGER "s", NULL);
     free (whole);
