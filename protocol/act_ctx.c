@@ -468,9 +468,10 @@ act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt, const char *text, si
                      act_method_t method, const char *instance, const char *call_text,
                      const char *call_id, uint64_t *first_seq, act_err_t *err)
 {
-    //  A global set needs nothing of its value: keep the text, parsed when
-    //  something reads it. Any other write combines with what is there
-    json_t *value = method == ACT_SET && !instance
+    //  A global set or push needs nothing of its value: keep the text,
+    //  parsed when something reads it. Other writes combine with what is
+    //  there; an instance's writes are folded again at each read
+    json_t *value = (method == ACT_SET || method == ACT_PUSH) && !instance
                   ? act_ctx_lazy_new (text, size)
                   : act_json_parse (text, size, err);
     if (!value) {
@@ -590,7 +591,7 @@ act_ctx_has (act_ctx_t *self, const act_ref_t *ref, const char *instance)
         return false;
     act_ctx_ident_t *ident = instance? act_ctx_ident (self, kind, instance, false): NULL;
     if (!ident) {
-        act_ctx_lazy_force (kind, ref->segs, ref->nsegs, false);
+        act_ctx_lazy_force (kind, ref->segs, ref->nsegs, ACT_CTX_LAZY_ABOVE);
         return act_path_get (kind->doc, ref->segs, ref->nsegs) != NULL;
     }
     json_t *value = act_ctx_scope_read (kind, ident, ref->segs, ref->nsegs);

@@ -7,6 +7,8 @@
     written with set goes into the document as a stand-in holding the
     result's JSON text, and becomes a jansson tree only when a read, a
     check or a write needs what is at or below it (act_ctx_lazy_force).
+    A push is the same: it needs only the type of its target, and appends
+    the stand-in.
 
     The stand-in is a JSON string whose first byte is 0xFF, followed by the
     text. No JSON text decodes to such a string (0xFF is never UTF-8, and
@@ -126,11 +128,13 @@ s_force_at (json_t **root_p, json_t *parent, const char *key, size_t index, bool
 
 //  Make the kind's global document a tree where a path reads it: each
 //  level segs walks through (the document and the containers down to the
-//  parent of segs' end), and when deep also the value at segs and
-//  everything below it. Changes how the document is held, never what it
+//  parent of segs' end), and then as reach says the value at segs
+//  (ACT_CTX_LAZY_NODE) or that value and everything below it
+//  (ACT_CTX_LAZY_DEEP). Changes how the document is held, never what it
 //  means. Nothing to do when the kind never held a stand-in
 void
-act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs, bool deep)
+act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
+                    act_ctx_lazy_reach_t reach)
 {
     if (!kind->lazy)
         return;
@@ -151,6 +155,6 @@ act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs, b
             return;                     //  Nothing there: nothing below
         parent = current;
     }
-    if (deep)
-        s_force_at (&kind->doc, parent, key, index, true);
+    if (reach != ACT_CTX_LAZY_ABOVE)
+        s_force_at (&kind->doc, parent, key, index, reach == ACT_CTX_LAZY_DEEP);
 }

@@ -89,7 +89,7 @@ json_t *act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt,
 
 //  As act_ctx_output_bare, for a value given as its JSON text (size bytes
 //  that act_json_parse, or act_scan, accepts), and with the stored messages
-//  returned as text. A set in the global scope keeps the text in the
+//  returned as text. A set or push in the global scope keeps the text in the
 //  index, and parses it only when something needs what it holds (a read at
 //  or below its path, a write that combines with it, the view): a result
 //  nobody reads is never parsed. Other writes parse it here.

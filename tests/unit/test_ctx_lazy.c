@@ -1,7 +1,7 @@
 /*  =========================================================================
     test_ctx_lazy - outputs given as JSON text (act_ctx_output_text): a
-    global set keeps the text in the index and parses it when something
-    needs it. Each case runs the same writes on two contexts, one given
+    global set or push keeps the text in the index and parses it when
+    something needs it. Each case runs the same writes on two contexts, one given
     trees (act_ctx_output), one given text, and requires the same verdicts,
     error codes and messages, reads and merged view from both.
     (test_property runs random sequences the same way against its model.)
@@ -243,6 +243,41 @@ test_later_writes_meet_text (void **state)
     s_twins_destroy (&twins);
 }
 
+//  Pushes onto a log keep their texts in the array; whatever reads or
+//  combines with the array, or an element, sees them parsed
+static void
+test_pushes_keep_text (void **state)
+{
+    (void) state;
+    s_twins_t twins = s_twins_new ();
+    const s_write_t writes [] = {
+        { DAGGER "s.log", "push", "{\"n\":1}", NULL },
+        { DAGGER "s.log", "push", "[2]", NULL },
+        { DAGGER "s.log.1", "push", "3", NULL },          //  Into a kept element
+        { DAGGER "s.log", "push", "\"x\"", NULL },
+        { DAGGER "s.log.0.n", "set", "4", NULL },         //  Through a kept element
+        { DAGGER "s.log.k", "set", "5", NULL },           //  A key into it: bad_path
+        { DAGGER "s.one", "set", "[0]", NULL },
+        { DAGGER "s.one", "push", "[1]", NULL },          //  Onto a kept set
+        { DAGGER "s.one", "concat", "[{\"c\":2}]", NULL },
+        { DAGGER "s.str", "set", "\"s\"", NULL },
+        { DAGGER "s.str", "push", "1", NULL },            //  type_mismatch
+        { DAGGER "s.tail", "push", "{\"t\":1}", NULL },
+        { DAGGER "s.tail", "merge", "{\"m\":1}", NULL },   //  An array becomes an object
+    };
+    size_t accepted = 0;
+    for (size_t i = 0; i < sizeof writes / sizeof writes [0]; i++)
+        accepted += s_write (&twins, &writes [i]);
+    assert_int_equal (accepted, sizeof writes / sizeof writes [0] - 2);
+    s_expect (&twins, DAGGER "s.log.2", NULL, "\"x\"");
+    s_expect (&twins, DAGGER "s.log", NULL, "[{\"n\":4},[2,3],\"x\"]");
+    s_expect (&twins, DAGGER "s.one", NULL, "[0,[1],{\"c\":2}]");
+    s_expect (&twins, DAGGER "s.tail", NULL, "{\"m\":1}");
+    s_expect (&twins, DAGGER "s.log.0", "i1", "{\"n\":4}");
+    s_same_view (&twins);
+    s_twins_destroy (&twins);
+}
+
 //  Instances read the global document under their own writes: a value
 //  kept as text there is parsed for them; their own outputs are parsed
 //  when written
@@ -325,6 +360,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_set_reads_back),
         cmocka_unit_test (test_later_writes_meet_text),
+        cmocka_unit_test (test_pushes_keep_text),
         cmocka_unit_test (test_instances_see_text),
         cmocka_unit_test (test_fanout_with_text),
         cmocka_unit_test (test_append_over_text),

@@ -945,7 +945,7 @@ test_writes_match_naive_fold (void **state)
 }
 
 //  The same with every output given as JSON text (act_ctx_output_text: a
-//  global set keeps it as text until read) and reads only now and then, so
+//  global set or push keeps it as text until read) and reads only now and then, so
 //  that such values meet later writes, fan-outs and instance reads before
 //  anything parses them: nothing may differ from the fold.
 static void
