@@ -233,6 +233,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
     }
     json_t *saved [ACT_MAX_OPERANDS];  //  Global: each kind document before
     bool created [ACT_MAX_OPERANDS];   //  Instance: identity made for the try
+    bool lazy [ACT_MAX_OPERANDS];      //  Global: kind's lazy before
     size_t applied = 0;
     int rc = 0;
     for (; applied < alt->nrefs; applied++) {
@@ -249,6 +250,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         }
         else {
             saved [applied] = json_deep_copy (kind->doc);
+            lazy [applied] = kind->lazy;
             act_path_write (&kind->doc, ref->segs, ref->nsegs, method, value, false, NULL);
             kind->lazy |= act_ctx_lazy_is (value);
             kind->version++;
@@ -276,6 +278,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         else {
             json_decref (kind->doc);
             kind->doc = saved [applied];
+            kind->lazy |= lazy [applied];       //  It may hold stand-ins again
             kind->version++;
         }
     }

@@ -31,7 +31,7 @@ struct _act_ctx_kind_t {
     char *name;                 //  The kind, such as "state"
     json_t *doc;                //  Fold of its global writes; NULL: absent
     uint64_t version;           //  Changes whenever doc changes
-    bool lazy;                  //  doc has held a stand-in (act_ctx_lazy.c)
+    bool lazy;                  //  doc may hold a stand-in (act_ctx_lazy.c)
     act_ctx_ident_t *global;    //  Global identity, once it has a message
     zhashx_t *instances;        //  Instance -> act_ctx_ident_t, NULL if none
 };

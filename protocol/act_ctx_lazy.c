@@ -131,7 +131,7 @@ s_force_at (json_t **root_p, json_t *parent, const char *key, size_t index, bool
 //  parent of segs' end), and then as reach says the value at segs
 //  (ACT_CTX_LAZY_NODE) or that value and everything below it
 //  (ACT_CTX_LAZY_DEEP). Changes how the document is held, never what it
-//  means. Nothing to do when the kind never held a stand-in
+//  means. Nothing to do when the kind holds no stand-in
 void
 act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
                     act_ctx_lazy_reach_t reach)
@@ -157,4 +157,6 @@ act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
     }
     if (reach != ACT_CTX_LAZY_ABOVE)
         s_force_at (&kind->doc, parent, key, index, reach == ACT_CTX_LAZY_DEEP);
+    if (nsegs == 0 && reach == ACT_CTX_LAZY_DEEP)
+        kind->lazy = false;             //  The whole document is a tree
 }
