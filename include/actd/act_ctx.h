@@ -10,6 +10,8 @@
     The index. For each kind, the global scope is kept as the document the
     fold of its global writes gives, updated in place by each write: a
     resolution walks the path, O(depth), whatever the context's length.
+    A worker's result set or pushed there (act_ctx_output_text) stays in
+    it as the worker's text until something reads it.
     Each instance keeps its own writes in a trie by path; reading in an
     instance starts from the global document and applies only the instance
     writes on the path, its ancestors and its descendants. The cost of one
