@@ -321,6 +321,18 @@ s_frame_json (act_flow_t *self, zframe_t *frame, act_err_t *err)
 static void s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error,
                                    bool retryable, bool delay);
 
+//  Validate a result frame no larger than max_message_bytes with the
+//  scanner (the verdicts of act_json_parse, without a tree): 0, or -1 with
+//  err
+static int
+s_frame_scan (act_flow_t *self, zframe_t *frame, act_err_t *err)
+{
+    if (zframe_size (frame) > (size_t) self->settings->max_message_bytes)
+        return act_err_set (err, ACT_E_TOO_LARGE, "%zu bytes is over max_message_bytes",
+                            zframe_size (frame));
+    return act_scan (self->scan, (const char *) zframe_data (frame), zframe_size (frame), err);
+}
+
 void
 act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zframe_t *body,
                  zframe_t *branch_frame)
@@ -328,7 +340,7 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zfram
     act_live_t *call = s_task_call (self, worker, task);
     zhashx_delete (worker->tasks, task);        //  Its slot is free again
     act_err_t err = { 0 };
-    json_t *result = NULL;
+    bool valid = false;
     uint64_t branch = 0;
     if (!call)
         act_log (LOG_DEBUG, "late or repeated result for task %s from %s dropped",
@@ -339,23 +351,23 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zfram
         //  (PROTOCOL.md section 2) and it is not even parsed
         s_call_finish (self, call, "ok", NULL, NULL, NULL, 0);
     else
-    if ((result = s_frame_json (self, body, &err))
+    if ((valid = s_frame_scan (self, body, &err) == 0)
     &&  (!branch_frame || act_decimal_parse ((const char *) zframe_data (branch_frame),
                                              zframe_size (branch_frame), 1000000, &branch))) {
-        //  The worker's bytes are the written value: stored as they came
+        //  The worker's bytes are the written value: stored as they came,
+        //  and parsed only when something reads them (act_ctx_output_text)
         char *text = strndup ((const char *) zframe_data (body), zframe_size (body));
-        s_call_finish (self, call, "ok", NULL, result, text, (long long) branch);
+        s_call_finish (self, call, "ok", NULL, NULL, text, (long long) branch);
         free (text);
     }
     else {
         char *message = zsys_sprintf ("worker %s sent a bad result: %s", worker->name,
-                                      result? "the branch is not a decimal number up to 1000000"
-                                            : err.message);
+                                      valid? "the branch is not a decimal number up to 1000000"
+                                           : err.message);
         s_call_attempt_failed (self, call, s_error_json (ACT_E_ACTIVITY_FAILED, message),
                                false, false);
         zstr_free (&message);
     }
-    json_decref (result);
     act_flow_worker_ready (self, worker);
 }
 
@@ -695,6 +707,11 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     act_flow_t *self = (act_flow_t *) calloc (1, sizeof (act_flow_t));
     if (!self)
         return NULL;
+    self->scan = act_scan_new ();
+    if (!self->scan) {
+        free (self);
+        return NULL;
+    }
     self->settings = settings;
     self->store = store;
     self->cache = cache;
@@ -706,7 +723,6 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     zhashx_set_destructor (self->calls, s_call_destructor);
     self->keys = zhashx_new ();
     self->tools = act_tools_new (settings, pool);
-    self->scan = act_scan_new ();
     act_cache_set_loaded (cache, act_flow_recover, self);
     return self;
 }
@@ -719,8 +735,8 @@ act_flow_destroy (act_flow_t **self_p)
         zhashx_destroy (&self->keys);
         zhashx_destroy (&self->calls);
         act_timers_destroy (&self->timers);
-        act_tools_destroy (&self->tools);
         act_scan_destroy (&self->scan);
+        act_tools_destroy (&self->tools);
         free (self->todo);
         free (self);
         *self_p = NULL;

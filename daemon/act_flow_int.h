@@ -8,6 +8,7 @@
 #define ACT_FLOW_INT_H_INCLUDED
 
 #include "act_flow.h"
+#include "actd/act_scan.h"
 #include "act_live.h"
 #include "act_timers.h"
 #include "act_watch.h"
@@ -21,6 +22,7 @@ struct _act_flow_t {
     act_watches_t *watches;     //  Who follows which context (borrowed)
     act_tools_t *tools;         //  What each activity takes (PROTOCOL.md 2.1)
     act_timers_t *timers;       //  Deadlines, schedule timeouts, retries
+    act_scan_t *scan;           //  The hot path's JSON scanner, reused
     zhashx_t *calls;            //  Call id -> act_live_t, calls not ended
     zhashx_t *keys;             //  context<US>_id -> act_live_t
     uint64_t *todo;             //  Calls to evaluate again (numbers)
@@ -29,7 +31,6 @@ struct _act_flow_t {
     uint64_t stamp;             //  Current evaluation's mark
     size_t counts [ACT_LIVE_STATES];   //  Live calls per state (waiting, ...)
     bool stopping;              //  No new calls, no dispatch
-    act_scan_t *scan;           //  The hot path's JSON scanner, reused
 };
 
 

@@ -16,11 +16,12 @@ s_error_json (const char *code, const char *message)
 //  alternative when there are two or more. May turn an ok into an error
 //  (a bad branch, type_mismatch, bad_path). NULL when an error message
 //  must be appended instead; *branch says which alternative was written.
-//  With result_text, the messages of an ok come without "data": the
-//  caller nests that text in them.
+//  An ok with result_text writes that text and sets *texts to the stored
+//  texts instead (act_ctx_output_text, *first_seq the first one's _seq).
 static json_t *
 s_output_messages (act_live_t *call, const char **status, json_t **error,
-                   const json_t *result, const char *result_text, long long *branch)
+                   const json_t *result, const char *result_text, long long *branch,
+                   char ***texts, uint64_t *first_seq)
 {
     act_expr_t *output = call->call->output;
     act_ctx_t *ctx = call->context->ctx;
@@ -35,17 +36,18 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
         }
         else
         if (result_text)
-            //  The result is the worker's, parsed for this write only and
-            //  dropped after it (act_flow_result): the index may keep it
-            messages = act_ctx_output_bare (ctx, &output->alts [*branch], (json_t *) result,
-                                            call->call->method, call->call->instance, NULL,
-                                            call->id, &err);
+            //  The worker's text, validated by act_flow_result: the index
+            //  keeps it as text until something reads it
+            *texts = act_ctx_output_text (ctx, &output->alts [*branch], result_text,
+                                          strlen (result_text), call->call->method,
+                                          call->call->instance, call->text, call->id,
+                                          first_seq, &err);
         else
             messages = act_ctx_output (ctx, &output->alts [*branch], result, call->call->method,
                                        call->call->instance, NULL, call->id, &err);
-        if (!messages && !*error)
+        if (!messages && !*texts && !*error)
             *error = s_error_json (err.code, err.message);
-        if (!messages)
+        if (!messages && !*texts)
             *status = "error";
     }
     if (!streq (*status, "ok") && output->nalts >= 2) {
@@ -58,20 +60,12 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
     return messages;
 }
 
-//  The stored text of a message of call: the message, then "data" (when
-//  data_text is given: the display form, made without serializing the
-//  value again), then "_call" with the call's own text (as submitted)
+//  The stored text of a message of call: the message, then "_call" with
+//  the call's own text (as submitted)
 static char *
-s_message_text (json_t *message, const char *data_text, const char *call_text)
+s_message_text (json_t *message, const char *call_text)
 {
-    if (data_text)
-        json_object_del (message, "data");     //  When it has one
     char *text = act_json_dump (message);
-    if (data_text) {
-        char *joined = act_text_splice (text, "data", data_text);
-        free (text);
-        text = joined;
-    }
     char *joined = act_text_splice (text, "_call", call_text);
     free (text);
     return joined;
@@ -84,41 +78,52 @@ typedef struct {
     size_t nseqs;               //  Number of messages
 } s_written_t;
 
+//  Store one message of call, tell its watches, and note its _seq
+static void
+s_put (act_live_t *call, act_store_t *store, act_watches_t *watches, uint64_t seq,
+       const char *text, s_written_t *written)
+{
+    act_store_put_message (store, call->context->id, seq, text, strlen (text));
+    act_watches_message (watches, call->context->id, seq, text);
+    if (written->nseqs < sizeof written->seqs / sizeof written->seqs [0])
+        written->seqs [written->nseqs++] = (json_int_t) seq;
+}
+
 //  Write the call's output into its context and the store; fill written
 static void
 s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_ending_t *ending,
          s_written_t *written)
 {
-    act_expr_t *output = call->call->output;
     const char **status = &ending->status;
     json_t **error = &ending->error;
     long long branch = ending->branch;
+    char **texts = NULL;
+    uint64_t first_seq = 0;
     json_t *messages = s_output_messages (call, status, error, ending->result,
-                                          ending->result_text, &branch);
-    written->branch = messages? branch: -1;
+                                          ending->result_text, &branch, &texts, &first_seq);
+    written->branch = messages || texts? branch: -1;
     written->nseqs = 0;
+    if (texts) {
+        //  The worker's result, its text nested as it came
+        for (size_t i = 0; texts [i]; i++) {
+            s_put (call, store, watches, first_seq + i, texts [i], written);
+            free (texts [i]);
+        }
+        free (texts);
+        return;
+    }
     if (!messages) {
         messages = json_array ();
         json_array_append_new (messages,
                                act_ctx_error (call->context->ctx, *error, NULL, call->id));
     }
-    //  The worker's result text is the written value: nest it as it is
-    bool spliced = ending->result_text && streq (*status, "ok");
     size_t index;
     json_t *message;
     json_array_foreach (messages, index, message) {
         json_int_t seq = json_integer_value (json_object_get (message, "_seq"));
-        char *data = spliced? act_text_nest (&output->alts [branch].refs [index],
-                                                   ending->result_text)
-                            : NULL;
-        char *text = s_message_text (message, data, call->text);
-        free (data);
-        act_store_put_message (store, call->context->id, (uint64_t) seq, text,
-                               strlen (text));
-        act_watches_message (watches, call->context->id, (uint64_t) seq, text);
+        char *text = s_message_text (message, call->text);
+        s_put (call, store, watches, (uint64_t) seq, text, written);
         free (text);
-        if (written->nseqs < sizeof written->seqs / sizeof written->seqs [0])
-            written->seqs [written->nseqs++] = seq;
     }
     json_decref (messages);
 }

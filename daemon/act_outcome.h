@@ -21,8 +21,10 @@ typedef struct {
                                 //  an ok whose write is refused turns error
     json_t *error;              //  Error object, or NULL (the caller's;
                                 //  set when an ok turns error)
-    const json_t *result;       //  For ok with an output: the result
-    const char *result_text;    //  For ok: the worker's text of it
+    const json_t *result;       //  For ok with an output and no text: the
+                                //  result as a tree
+    const char *result_text;    //  For ok: the worker's text of the result
+                                //  (valid JSON; the index keeps it as text)
     long long branch;           //  For ok: the alternative it chose
 } act_ending_t;
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include "actd/act_ctx.h"
 #include "actd/act_json.h"
+#include "actd/act_wire.h"
 #include "act_ctx_int.h"
 
 
@@ -232,6 +233,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
     }
     json_t *saved [ACT_MAX_OPERANDS];  //  Global: each kind document before
     bool created [ACT_MAX_OPERANDS];   //  Instance: identity made for the try
+    bool lazy [ACT_MAX_OPERANDS];      //  Global: kind's lazy before
     size_t applied = 0;
     int rc = 0;
     for (; applied < alt->nrefs; applied++) {
@@ -248,7 +250,9 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         }
         else {
             saved [applied] = json_deep_copy (kind->doc);
+            lazy [applied] = kind->lazy;
             act_path_write (&kind->doc, ref->segs, ref->nsegs, method, value, false, NULL);
+            kind->lazy |= act_ctx_lazy_is (value);
             kind->version++;
         }
     }
@@ -274,6 +278,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
         else {
             json_decref (kind->doc);
             kind->doc = saved [applied];
+            kind->lazy |= lazy [applied];       //  It may hold stand-ins again
             kind->version++;
         }
     }
@@ -311,10 +316,28 @@ s_output_message (const act_ref_t *ref, const json_t *value, act_method_t method
     return message;
 }
 
+//  Apply target i of a fan-out that s_output_check accepted, as the
+//  message next_seq. shared: value, which the last target may keep itself
+//  rather than a copy (act_ctx_scope_apply_shared), or NULL
+static void
+s_output_apply (act_ctx_t *self, const act_alt_t *alt, size_t i, const json_t *value,
+                json_t *shared, act_method_t method, const char *instance)
+{
+    const act_ref_t *ref = &alt->refs [i];
+    act_ctx_kind_t *kind = act_ctx_kind_require (self, ref->kind);
+    //  Only the last target may share the value: an earlier one could see
+    //  it changed by a later target's write
+    if (shared && i == alt->nrefs - 1)
+        act_ctx_scope_apply_shared (self, kind, instance, self->next_seq, ref->segs,
+                                    ref->nsegs, method, shared);
+    else
+        act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
+                             method, value);
+}
+
 //  Apply an output to every target of the fan-out and return the stored
 //  messages, one a target (with their "data" when with_data); NULL with
-//  err set changes nothing. shared: value, which the last target may keep
-//  itself rather than a copy (act_ctx_scope_apply_shared), or NULL.
+//  err set changes nothing. shared: as s_output_apply
 static json_t *
 s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, json_t *shared,
           act_method_t method, const char *instance, const json_t *call,
@@ -324,18 +347,9 @@ s_output (act_ctx_t *self, const act_alt_t *alt, const json_t *value, json_t *sh
         return NULL;
     json_t *messages = json_array ();
     for (size_t i = 0; i < alt->nrefs; i++) {
-        const act_ref_t *ref = &alt->refs [i];
-        act_ctx_kind_t *kind = act_ctx_kind_require (self, ref->kind);
-        //  Only the last target may share the value: an earlier one could
-        //  see it changed by a later target's write
-        if (shared && i == alt->nrefs - 1)
-            act_ctx_scope_apply_shared (self, kind, instance, self->next_seq, ref->segs,
-                                        ref->nsegs, method, shared);
-        else
-            act_ctx_scope_apply (self, kind, instance, self->next_seq, ref->segs, ref->nsegs,
-                                 method, value);
-        json_t *message = s_output_message (ref, value, method, instance, call, call_id,
-                                            with_data);
+        s_output_apply (self, alt, i, value, shared, method, instance);
+        json_t *message = s_output_message (&alt->refs [i], value, method, instance, call,
+                                            call_id, with_data);
         s_stamp (self, message);
         json_array_append_new (messages, message);
     }
@@ -356,6 +370,130 @@ act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt, json_t *value,
                      const char *call_id, act_err_t *err)
 {
     return s_output (self, alt, value, value, method, instance, call, call_id, false, err);
+}
+
+//  A text being built: bytes, length and room
+typedef struct {
+    char *data;                 //  The bytes, NUL-terminated
+    size_t used;                //  Bytes written
+    size_t size;                //  Bytes allocated
+} s_text_t;
+
+//  Append size bytes to text
+static void
+s_add (s_text_t *text, const char *bytes, size_t size)
+{
+    if (text->used + size + 1 > text->size) {
+        while (text->used + size + 1 > text->size)
+            text->size *= 2;
+        text->data = realloc (text->data, text->size);
+    }
+    memcpy (text->data + text->used, bytes, size);
+    text->used += size;
+    text->data [text->used] = 0;
+}
+
+//  Append string as a JSON string, escaped as act_json_dump escapes (only
+//  '"', '\\' and bytes below 0x20, which most strings do not hold)
+static void
+s_add_quoted (s_text_t *text, const char *string)
+{
+    size_t length = 0;
+    for (unsigned char c; (c = (unsigned char) string [length]); length++)
+        if (c < 0x20 || c == '"' || c == '\\') {
+            char *quoted = act_json_quote (string);
+            s_add (text, quoted, strlen (quoted));
+            free (quoted);
+            return;
+        }
+    s_add (text, "\"", 1);
+    s_add (text, string, length);
+    s_add (text, "\"", 1);
+}
+
+//  Append ,"name": (name needs no escaping) and string as a JSON string
+static void
+s_add_member (s_text_t *text, const char *name, const char *string)
+{
+    s_add (text, ",\"", 2);
+    s_add (text, name, strlen (name));
+    s_add (text, "\":", 2);
+    s_add_quoted (text, string);
+}
+
+//  The stored text of the output message of target ref, stamped seq: what
+//  act_json_dump writes of s_output_message's message without "data" and
+//  call, stamped, with "data" (the value's text nested at ref's path, as
+//  act_text_nest) and "_call" (call_text, when not NULL) then added last,
+//  as act_text_splice adds them. Written by hand: the tree cost more than
+//  the rest of the write
+static char *
+s_output_text (const act_ref_t *ref, const char *value_text, size_t value_size,
+               act_method_t method, const char *instance, const char *call_text,
+               const char *call_id, uint64_t seq)
+{
+    size_t size = 256 + value_size + (call_text? strlen (call_text): 0);
+    s_text_t text = { malloc (size), 0, size };
+    s_add (&text, "{\"type\":\"data\"", 14);
+    s_add_member (&text, "kind", ref->kind);
+    if (instance)
+        s_add_member (&text, "_instance", instance);
+    s_add_member (&text, "_outputPath", ref->text);
+    s_add_member (&text, "_outputMethod", act_method_name (method));
+    if (call_id)
+        s_add_member (&text, "_callId", call_id);
+    char digits [ACT_DECIMAL_MAX];
+    s_add (&text, ",\"_seq\":", 8);
+    s_add (&text, digits, act_decimal_write (digits, (long long) seq));
+    char date [32];
+    act_date_now (date);
+    s_add_member (&text, "_date", date);
+    //  The display form: one object level per segment, as act_text_nest
+    s_add (&text, ",\"data\":", 8);
+    for (size_t i = 0; i < ref->nsegs; i++) {
+        s_add (&text, "{", 1);
+        s_add_quoted (&text, ref->segs [i].key);
+        s_add (&text, ":", 1);
+    }
+    s_add (&text, value_text, value_size);
+    for (size_t i = 0; i < ref->nsegs; i++)
+        s_add (&text, "}", 1);
+    if (call_text) {
+        s_add (&text, ",\"_call\":", 9);
+        s_add (&text, call_text, strlen (call_text));
+    }
+    s_add (&text, "}", 1);
+    return text.data;
+}
+
+char **
+act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt, const char *text, size_t size,
+                     act_method_t method, const char *instance, const char *call_text,
+                     const char *call_id, uint64_t *first_seq, act_err_t *err)
+{
+    //  A global set or push needs nothing of its value: keep the text,
+    //  parsed when something reads it. Other writes combine with what is
+    //  there; an instance's writes are folded again at each read
+    json_t *value = (method == ACT_SET || method == ACT_PUSH) && !instance
+                  ? act_ctx_lazy_new (text, size)
+                  : act_json_parse (text, size, err);
+    if (!value) {
+        if (err && !err->code)
+            act_err_set (err, ACT_E_INTERNAL, "out of memory keeping a result");
+        return NULL;
+    }
+    char **texts = NULL;
+    if (s_output_check (self, alt, value, method, instance, err) == 0) {
+        texts = calloc (alt->nrefs + 1, sizeof (char *));
+        *first_seq = self->next_seq;
+        for (size_t i = 0; i < alt->nrefs; i++) {
+            s_output_apply (self, alt, i, value, value, method, instance);
+            texts [i] = s_output_text (&alt->refs [i], text, size, method, instance,
+                                       call_text, call_id, self->next_seq++);
+        }
+    }
+    json_decref (value);
+    return texts;
 }
 
 //  The stored error message of a failed call with no alternative to
@@ -455,8 +593,10 @@ act_ctx_has (act_ctx_t *self, const act_ref_t *ref, const char *instance)
     if (!kind)
         return false;
     act_ctx_ident_t *ident = instance? act_ctx_ident (self, kind, instance, false): NULL;
-    if (!ident)
+    if (!ident) {
+        act_ctx_lazy_force (kind, ref->segs, ref->nsegs, ACT_CTX_LAZY_ABOVE);
         return act_path_get (kind->doc, ref->segs, ref->nsegs) != NULL;
+    }
     json_t *value = act_ctx_scope_read (kind, ident, ref->segs, ref->nsegs);
     json_decref (value);
     return value != NULL;

@@ -104,6 +104,7 @@ act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     if (!kind)
         return NULL;
     if (!ident || !ident->root) {
+        act_ctx_lazy_force (kind, segs, nsegs, ACT_CTX_LAZY_DEEP);
         json_t *value = act_path_get (kind->doc, segs, nsegs);
         return value? json_deep_copy (value): NULL;
     }
@@ -119,6 +120,15 @@ act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     return value;
 }
 
+//  What a global write by method reads at its path: set and erase replace
+//  it, push needs only its type; the others combine with all of it
+static act_ctx_lazy_reach_t
+s_reach (act_method_t method)
+{
+    return method == ACT_SET || method == ACT_ERASE? ACT_CTX_LAZY_ABOVE
+         : method == ACT_PUSH? ACT_CTX_LAZY_NODE: ACT_CTX_LAZY_DEEP;
+}
+
 //  Check a write in scope (kind, instance), without changing anything: 0,
 //  or -1 with err set
 int
@@ -127,8 +137,10 @@ act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
                      const json_t *value, act_err_t *err)
 {
     act_ctx_ident_t *ident = instance? act_ctx_ident (self, kind, instance, false): NULL;
-    if (!ident)
+    if (!ident) {
+        act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
         return act_path_write (&kind->doc, segs, nsegs, method, value, true, err);
+    }
     //  The value's own rules come first, as in the global scope: a refused
     //  write gets the same code in every scope
     if (act_method_check_value (method, value, err))
@@ -162,7 +174,9 @@ act_ctx_scope_apply (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
     if (instance)
         act_ctx_node_add (ident->root, seq, segs, nsegs, method, value);
     else {
+        act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
         act_path_write (&kind->doc, segs, nsegs, method, value, false, NULL);
+        kind->lazy |= act_ctx_lazy_is (value);
         kind->version++;
     }
 }
@@ -176,7 +190,9 @@ act_ctx_scope_apply_shared (act_ctx_t *self, act_ctx_kind_t *kind, const char *i
         act_ctx_scope_apply (self, kind, instance, seq, segs, nsegs, method, value);
     else {
         act_ctx_ident (self, kind, NULL, true);
+        act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
         act_path_write_shared (&kind->doc, segs, nsegs, method, value, NULL);
+        kind->lazy |= act_ctx_lazy_is (value);
         kind->version++;
     }
 }

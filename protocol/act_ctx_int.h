@@ -31,6 +31,7 @@ struct _act_ctx_kind_t {
     char *name;                 //  The kind, such as "state"
     json_t *doc;                //  Fold of its global writes; NULL: absent
     uint64_t version;           //  Changes whenever doc changes
+    bool lazy;                  //  doc may hold a stand-in (act_ctx_lazy.c)
     act_ctx_ident_t *global;    //  Global identity, once it has a message
     zhashx_t *instances;        //  Instance -> act_ctx_ident_t, NULL if none
 };
@@ -71,6 +72,30 @@ int act_ctx_instance_blocked (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
 bool act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
                             const act_seg_t *segs, size_t nsegs,
                             json_t **base, size_t *depth);
+
+//  --------------------------------------------------------------------------
+//  Values kept as text until read (act_ctx_lazy.c)
+
+//  A stand-in for a value given as JSON text (one act_json_parse accepts),
+//  to be written with set or push in a kind's global document; NULL when out of
+//  memory. Put in a document, it makes the kind's lazy true.
+json_t *act_ctx_lazy_new (const char *text, size_t size);
+
+//  True when value is a stand-in.
+bool act_ctx_lazy_is (const json_t *value);
+
+//  How far below the levels it walks through a use of a path reads
+typedef enum {
+    ACT_CTX_LAZY_ABOVE,         //  Only the levels above the path's end
+    ACT_CTX_LAZY_NODE,          //  And the value at its end (its type)
+    ACT_CTX_LAZY_DEEP           //  And that value with all below it
+} act_ctx_lazy_reach_t;
+
+//  Parse the stand-ins of kind's global document that a use of path segs
+//  sees: on each level it walks through and at segs as reach says. Call
+//  before anything interprets those levels (reads, checks, writes).
+void act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
+                         act_ctx_lazy_reach_t reach);
 
 //  --------------------------------------------------------------------------
 //  Kinds, identities and writes in a scope (act_ctx_index.c)

@@ -438,6 +438,7 @@ act_ctx_instance_blocked (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     }
     bool arrays [ACT_MAX_SEGMENTS];
     s_track_t track = { segs, nsegs, arrays, NULL, false };
+    act_ctx_lazy_force (kind, segs, nsegs, ACT_CTX_LAZY_ABOVE);
     s_track_reset (&track, kind->doc);
     s_items_apply (&track, &list);
     free (list.items);
@@ -590,11 +591,13 @@ act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     size_t reached = s_chain (ident, segs, length, chain);
     size_t shallowest;
     if (s_chain_complex (chain, reached, length, &shallowest)) {
+        act_ctx_lazy_force (kind, segs, shallowest, ACT_CTX_LAZY_DEEP);
         if (!s_fold_below (kind, chain, shallowest, segs, base))
             return false;
         *depth = shallowest;
         return true;
     }
+    act_ctx_lazy_force (kind, segs, length, ACT_CTX_LAZY_DEEP);
     s_cache_t *cache = s_cache_fold (kind, ident, segs, length, chain, reached);
     s_track_t done = { segs, length, cache->arrays, cache->value, true };
     if (s_track_blocked (&done, length))

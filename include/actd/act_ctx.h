@@ -10,6 +10,8 @@
     The index. For each kind, the global scope is kept as the document the
     fold of its global writes gives, updated in place by each write: a
     resolution walks the path, O(depth), whatever the context's length.
+    A worker's result set or pushed there (act_ctx_output_text) stays in
+    it as the worker's text until something reads it.
     Each instance keeps its own writes in a trie by path; reading in an
     instance starts from the global document and applies only the instance
     writes on the path, its ancestors and its descendants. The cost of one
@@ -86,6 +88,25 @@ json_t *act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt,
                              json_t *value, act_method_t method,
                              const char *instance, const json_t *call,
                              const char *call_id, act_err_t *err);
+
+//  As act_ctx_output_bare, for a value given as its JSON text (size bytes
+//  that act_json_parse, or act_scan, accepts), and with the stored messages
+//  returned as text. A set or push in the global scope keeps the text in the
+//  index, and parses it only when something needs what it holds (a read at
+//  or below its path, a write that combines with it, the view): a result
+//  nobody reads is never parsed. Other writes parse it here.
+//  Returns a NULL-terminated array of the stored messages' texts, one a
+//  target (the caller frees each and the array), with *first_seq set to
+//  the first one's _seq (the others follow); each is the text
+//  act_json_dump gives of act_ctx_output_bare's message, with "data" (the
+//  value nested at its path, as act_text_nest) and, when call_text is not
+//  NULL, "_call" (call_text, the call's JSON) added last, as
+//  act_text_splice adds them. NULL with err set and nothing changed as
+//  act_ctx_output_bare.
+char **act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt,
+                            const char *text, size_t size, act_method_t method,
+                            const char *instance, const char *call_text,
+                            const char *call_id, uint64_t *first_seq, act_err_t *err);
 
 //  Check, without appending, that act_ctx_output would succeed.
 int act_ctx_output_check (act_ctx_t *self, const act_alt_t *alt,

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""A worker's RESULT body, from outside (issue 21): actd validates it with
+its scanner, which accepts and refuses what its JSON parser does, keeps
+the worker's text (a global set or push is parsed only when something
+reads it) and reads it back as the value it is."""
+
+import json
+import unittest
+
+from harness import Absent, Worker
+from test_broker import BrokerCase
+
+
+class RawWorker(Worker):
+    """Answers each task with the bytes whose hex is params["hex"]."""
+
+    def _answer(self, socket, task, activity, params, meta):
+        socket.send_multipart([b"ACTW01", b"RESULT", task.encode(),
+                               bytes.fromhex(params["hex"])])
+
+
+class ResultTest(BrokerCase):
+    standard = False
+
+    def setUp(self):
+        super().setUp()
+        self.run_worker(RawWorker(self.actd.worker_endpoint, ["raw"], None, name="raw"))
+
+    def raw_call(self, context, body, path="†out.v", method="set"):
+        return self.call(context, {"_tool": "raw", "_outputPath": path,
+                                   "_outputMethod": method, "hex": body.hex()})
+
+    def test_bad_bodies_fail_the_call(self):
+        """PROTOCOL 2: a RESULT body that is not JSON ends the call
+        activity_failed, "worker X sent a bad result: ...", and writes
+        nothing to its output."""
+        bodies = [b'{"a":1,}', b'{"a":1,"a":2}', b'"\xff"', b'1\x00', b'', b'tru',
+                  b'"\\ud800"', b'[' * 65 + b']' * 65, b'{"a":1} x', b'01']
+        for index, body in enumerate(bodies):
+            context = "bad%d" % index
+            call_id, outcome = self.raw_call(context, body)
+            self.assertEqual(outcome["status"], "error", (body, outcome))
+            self.assertEqual(outcome["error"]["code"], "activity_failed", (body, outcome))
+            self.assertTrue(outcome["error"]["message"].startswith(
+                "worker raw sent a bad result: "), (body, outcome))
+            self.assertNotIn("result", outcome)
+            self.assertIs(self.resolve(context, "†out.v"), Absent)
+
+    def test_kept_text_reads_back_as_its_value(self):
+        """A set keeps the worker's bytes: resolution, a later merge, the
+        view and the history see the value they hold."""
+        body = (b' {"k": [1, 2.50, "caf\\u00e9", {"d": null}],\n'
+                b'  "big": 9223372036854775807, "s": "\xe2\x80\xa0x"} ')
+        value = {"k": [1, 2.5, "caf\u00e9", {"d": None}], "big": 9223372036854775807,
+                 "s": "\u2020x"}
+        call_id, outcome = self.raw_call("keep", body)
+        self.assertEqual(outcome["status"], "ok", outcome)
+        self.assertEqual(outcome["result"], value)
+        #  The stored message nests the bytes as they came
+        history = self.client.request("HISTORY", "keep", "1", "10")
+        self.assertEqual(history[0], "VALUE", history)
+        self.assertEqual(json.loads(history[1])[0]["data"], {"v": value}, history)
+        self.assertEqual(self.resolve("keep", "†out.v.k.2"), "caf\u00e9")
+        self.assertEqual(self.resolve("keep", "†out.v.big"), 9223372036854775807)
+        #  A second set beside it, unread, and a merge into the first
+        call_id, outcome = self.raw_call("keep", b'[true]', path="†out.w")
+        self.assertEqual(outcome["status"], "ok", outcome)
+        call_id, outcome = self.raw_call("keep", b'{"k": null, "m": 1}', method="merge")
+        self.assertEqual(outcome["status"], "ok", outcome)
+        merged = {"big": 9223372036854775807, "s": "\u2020x", "m": 1}
+        self.assertEqual(self.resolve("keep", "†out"), {"v": merged, "w": [True]})
+        view = json.loads(self.client.request("VIEW", "keep", "json")[1])
+        self.assertEqual([entry["data"] for entry in view], [{"v": merged, "w": [True]}])
+
+    def test_integer_beyond_int64_is_a_double(self):
+        """SEMANTICS 1: in a kept result too, read when resolved."""
+        call_id, outcome = self.raw_call("big", b'{"b": 18446744073709551616}')
+        self.assertEqual(outcome["status"], "ok", outcome)
+        self.assertEqual(self.client.request("RESOLVE", "big", "†out.v"),
+                         ["VALUE", '{"b":1.8446744073709552e+19}'])
+
+    def test_pushes_and_writes_through_kept_text(self):
+        """Pushes keep their texts too; writes through them, and writes
+        that a kept value refuses, behave as on a parsed one."""
+        for body in (b'{"n": 1}', b'"two"', b'[3]'):
+            call_id, outcome = self.raw_call("log", body, path="†out.log", method="push")
+            self.assertEqual(outcome["status"], "ok", outcome)
+        call_id, outcome = self.raw_call("log", b'4', path="†out.log.0.n")
+        self.assertEqual(outcome["status"], "ok", outcome)
+        #  A key into the kept array is bad_path, as on a parsed array
+        call_id, outcome = self.raw_call("log", b'5', path="†out.log.k")
+        self.assertEqual(outcome["status"], "error", outcome)
+        self.assertEqual(outcome["error"]["code"], "bad_path", outcome)
+        call_id, outcome = self.raw_call("log", b'"x"', path="†out.str")
+        call_id, outcome = self.raw_call("log", b'1', path="†out.str", method="push")
+        self.assertEqual(outcome["error"]["code"], "type_mismatch", outcome)
+        self.assertEqual(self.resolve("log", "†out.log"), [{"n": 4}, "two", [3]])
+        self.assertEqual(self.resolve("log", "†out.str"), "x")
+
+
+if __name__ == "__main__":
+    unittest.main()
