@@ -13,9 +13,10 @@
     (act_committer; the memory store commits inline) while the loop reads
     its sockets ahead and answers PING; a pass reads worker messages
     first and client requests within a time and a byte budget; HISTORY
-    pages are built a bounded piece per pass (act_pages); and a client
-    that does not read its replies is held to max_client_bytes (the
-    outbox).
+    pages are built a bounded piece per pass (act_pages); a client that
+    does not read its replies loses its connection once libzmq holds
+    max_client_bytes for it (the outbox says who, security cuts it); and
+    the workers' heartbeats go out during a commit too.
 
     Layers, each using only those below it: this loop; the protocols
     (act_commands, act_wproto); the call flow (act_flow); its parts (the
@@ -327,6 +328,23 @@ s_pass_work (act_broker_t *self)
     s_retain (self, now);
 }
 
+//  After a flush: cut the connections of the clients that went past
+//  max_client_bytes (libzmq then frees what it held for them); their
+//  watches end
+static void
+s_cut_clients (act_broker_t *self)
+{
+    zframe_t *client;
+    while ((client = act_outbox_next_cut (self->outbox))) {
+        char *key = zframe_strhex (client);
+        if (!act_security_cut_client (self->security, key))
+            act_log (LOG_DEBUG, "client %s: connection not known, not cut", key);
+        act_watches_drop_client (self->watches, zframe_data (client), zframe_size (client));
+        zstr_free (&key);
+        zframe_destroy (&client);
+    }
+}
+
 size_t
 act_broker_pass (act_broker_t *self)
 {
@@ -336,6 +354,7 @@ act_broker_pass (act_broker_t *self)
         s_stop_writing (self);
     s_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
+    s_cut_clients (self);
     act_security_tick (self->security, act_clock_ms ());
     self->passed = act_clock_ms ();
     return sent;
@@ -463,6 +482,7 @@ s_pass_async (act_broker_t *self)
     else
         s_commit (self);
     act_outbox_flush (self->outbox, self->send, self->send_arg);
+    s_cut_clients (self);
     act_security_tick (self->security, act_clock_ms ());
     self->passed = act_clock_ms ();
 }
@@ -492,6 +512,11 @@ s_stats (void *arg)
         "writes", (json_int_t) self->committed,
         "commit_ms", act_hist_json (&self->commit_ms),
         "batch", act_hist_json (&self->batch)));
+    //  Also beyond it: reply bytes libzmq holds for clients now, and the
+    //  clients cut off for not reading theirs (server/max_client_bytes)
+    json_object_set_new (stats, "clients", json_pack ("{sIsI}",
+        "held_bytes", (json_int_t) act_outbox_client_bytes (self->outbox),
+        "cut", (json_int_t) act_outbox_cuts (self->outbox)));
     return stats;
 }
 
@@ -680,11 +705,11 @@ s_read (act_broker_t *self)
         msg = clients? s_next (self, 0): NULL;
         clients = msg != NULL;
         if (msg && act_outbox_client_over (self->outbox, zmsg_first (msg))) {
-            //  Its replies would be dropped: not worth building
+            //  Its connection is being cut: not worth building a reply
             char *peer = zframe_strhex (zmsg_first (msg));
             act_log_peer (LOG_WARNING, peer, "client not reading its replies",
                           "client %s does not read its replies: a request dropped unread "
-                          "(server/max_client_bytes)", peer);
+                          "while its connection is cut (server/max_client_bytes)", peer);
             free (peer);
             zmsg_destroy (&msg);
         }

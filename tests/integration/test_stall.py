@@ -14,6 +14,7 @@ import time
 import unittest
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from harness import (Actd, NoAnswer, Worker, actd_with_config, find_binary, seed_call,
                      wait_for)
@@ -291,7 +292,8 @@ def rss_kb(process):
 class HeavyReaders(unittest.TestCase):
     """Issue 16: clients reading a big context whole, over and over, some
     never reading their replies, while a worker serves calls: no worker
-    lost, no call failed, PING answered, actd's memory bounded."""
+    lost, no call failed, PING answered, actd's memory bounded, and the
+    client that does not read loses its connection (max_client_bytes)."""
 
     def test_heavy_history_readers_beside_a_worker(self):
         config = "server\n    max_client_bytes = %d\n" % (2 * MIB)
@@ -333,6 +335,10 @@ class HeavyReaders(unittest.TestCase):
             sink.setsockopt(zmq.RCVHWM, 1)
             sink.setsockopt(zmq.RCVBUF, 4096)
             sink.setsockopt(zmq.ROUTING_ID, b"not-reading")
+            sink.setsockopt(zmq.RECONNECT_IVL, -1)
+            #  Its connection's events: actd cuts it once it holds
+            #  max_client_bytes for it
+            events = sink.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
             sink.connect(actd.client_endpoint)
             for n in range(400):
                 sink.send_multipart([b"ACTC01", b"HISTORY", b"s%d" % n, b"heavy", b"1",
@@ -369,9 +375,80 @@ class HeavyReaders(unittest.TestCase):
             #  The 200 MB asked for and not read never were in actd's memory
             self.assertLess(peak - base, 100 * 1024)
             self.assertIn("does not read its replies", actd.log())
+            #  ... because actd cut its connection, and said so once. The
+            #  client, reading now, gets what was on the way, then sees its
+            #  connection closed (its own socket's monitor)
+            wait_for(lambda: "its connection cut" in actd.log(), "the cut logged", 60)
+            seen, received = [], 0
+            deadline = time.time() + 60
+            while zmq.EVENT_DISCONNECTED not in seen and time.time() < deadline:
+                while sink.poll(0):
+                    sink.recv_multipart()
+                    received += 1
+                if events.poll(100):
+                    seen.append(recv_monitor_message(events)["event"])
+            self.assertEqual(seen[:2], [zmq.EVENT_CONNECTED, zmq.EVENT_DISCONNECTED], seen)
+            self.assertLess(received, 400)
+            self.assertEqual(actd.log().count("its connection cut"), 1)
+            stats = json.loads(pinger.request("STATS", timeout=60)[1])
+            self.assertEqual(stats["clients"]["cut"], 1, stats["clients"])
+            #  libzmq let go of what it held for it
+            wait_for(lambda: json.loads(pinger.request("STATS", timeout=60)[1])
+                     ["clients"]["held_bytes"] == 0, "nothing held for the client", 60)
+            sink.disable_monitor()
+            events.close(0)
             sink.close(0)
+            #  A client that connects again (the same routing id) starts clean
+            sink = actd.client(identity=b"not-reading")
+            reply = sink.request("HISTORY", "heavy", "1", "1000", timeout=60)
+            self.assertEqual(reply[0], "VALUE", reply[:2])
+            self.assertEqual(len(json.loads(reply[1])), 4)
+            sink.close()
             pinger.close()
             worker.stop()
+            client.close()
+
+    def test_c_client_that_stops_reading_fails_its_requests_disconnected(self):
+        """The C client, stopped while its HISTORY replies pile up in actd,
+        is cut off: once running again it gets what was on the way, then
+        ERROR disconnected for every other request, as on any drop."""
+        config = "server\n    max_client_bytes = %d\n" % (2 * MIB)
+        with actd_with_config(config) as actd:
+            client = actd.client()
+            for n in range(4):
+                append(client, "heavy", "k%d" % n, 125 * 1000)    # 500 KB pages
+            helper = subprocess.Popen(
+                [find_binary("client_unread"), actd.client_endpoint, "heavy", "200", "90000"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            try:
+                self.assertEqual(helper.stdout.readline().strip(), "connected")
+                helper.stdin.write("go\n")
+                helper.stdin.flush()
+                #  actd has read the 200 requests (100 MB of replies)
+                self.assertEqual(helper.stdout.readline().strip(), "sent")
+                helper.send_signal(signal.SIGSTOP)
+                try:
+                    wait_for(lambda: "its connection cut" in actd.log(), "the cut logged", 60)
+                    #  Served throughout
+                    self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+                finally:
+                    helper.send_signal(signal.SIGCONT)
+                helper.stdin.write("read\n")
+                helper.stdin.flush()
+                out, err = helper.communicate(timeout=120)
+            finally:
+                if helper.poll() is None:
+                    helper.kill()
+                    helper.communicate()
+            self.assertEqual(helper.returncode, 0, out + err)
+            self.assertIn("answered 200 of 200", out)
+            counts = dict(line[len("reply "):].split(": ")
+                          for line in out.splitlines() if line.startswith("reply "))
+            self.assertEqual(set(counts) - {"VALUE", "ERROR disconnected"}, set(), out)
+            self.assertGreaterEqual(int(counts.get("ERROR disconnected", 0)), 100, out)
+            stats = json.loads(client.request("STATS", timeout=60)[1])
+            self.assertEqual(stats["clients"]["cut"], 1, stats["clients"])
             client.close()
 
 
