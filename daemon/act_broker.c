@@ -64,6 +64,8 @@ struct _act_broker_t {
     act_pages_t *pages;         //  HISTORY pages built in pieces
     act_committer_t *committer; //  Commits on a thread (a file or database
                                 //  store with sockets), or NULL: inline
+    act_outbox_t *beats;        //  Heartbeats to workers sent during a
+                                //  commit (they promise no stored state)
     zlist_t *deferred [2];      //  Messages read during a commit, to handle
                                 //  after it: [0] clients, [1] workers
     size_t deferred_bytes [2];  //  Their bytes
@@ -434,7 +436,23 @@ s_read_ahead (act_broker_t *self, int which)
     }
 }
 
-//  Wait for the commit in flight, reading ahead meanwhile
+//  During a commit: the heartbeats due go to the workers at once, so that
+//  none judges actd lost during a slow fsync or database commit. (Workers
+//  are judged after it, on what they sent meanwhile: read ahead, then
+//  read before any judgement.) Returns the ms until the next round.
+static long long
+s_beat (act_broker_t *self)
+{
+    long long now = act_clock_ms ();
+    if (now >= self->heartbeat_at) {
+        act_pool_heartbeat (self->pool, self->beats, now, self->settings->heartbeat_ms);
+        act_outbox_flush (self->beats, self->send, self->send_arg);
+        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
+    }
+    return self->heartbeat_at - now;
+}
+
+//  Wait for the commit in flight, reading ahead and heartbeating meanwhile
 static void
 s_await_commit (act_broker_t *self)
 {
@@ -448,7 +466,7 @@ s_await_commit (act_broker_t *self)
     while (true) {
         items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
         items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
-        if (zmq_poll (items, zap? 4: 3, -1) < 0 && zmq_errno () != EINTR)
+        if (zmq_poll (items, zap? 4: 3, (long) s_beat (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (items [0].revents & ZMQ_POLLIN)
             break;
@@ -581,6 +599,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     self->outbox = act_outbox_new ();
+    self->beats = act_outbox_new ();
     act_outbox_set_max_client_bytes (self->outbox, (size_t) settings->max_client_bytes);
     self->deferred [0] = zlist_new ();
     self->deferred [1] = zlist_new ();
@@ -634,6 +653,7 @@ act_broker_destroy (act_broker_t **self_p)
         act_cache_destroy (&self->cache);
         act_watches_destroy (&self->watches);
         act_outbox_destroy (&self->outbox);
+        act_outbox_destroy (&self->beats);
         act_store_destroy (&self->store);
         free (self);
         *self_p = NULL;
