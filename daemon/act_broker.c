@@ -764,7 +764,7 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
         bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1])
-                  || act_pages_size (self->pages);
+                  || act_pages_size (self->pages) || act_watches_behind (self->watches);
         if (zmq_poll (items, zap? 3: 2, ahead? 0: s_wait (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (zap && (items [2].revents & ZMQ_POLLIN))
