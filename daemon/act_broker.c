@@ -347,6 +347,18 @@ s_cut_clients (act_broker_t *self)
     }
 }
 
+//  The end of a pass, after its commit: send what it produced, cut the
+//  connections due. Returns the messages sent.
+static size_t
+s_pass_end (act_broker_t *self)
+{
+    size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
+    s_cut_clients (self);
+    act_security_tick (self->security, act_clock_ms ());
+    self->passed = act_clock_ms ();
+    return sent;
+}
+
 size_t
 act_broker_pass (act_broker_t *self)
 {
@@ -355,11 +367,7 @@ act_broker_pass (act_broker_t *self)
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
     s_commit (self);
-    size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
-    s_cut_clients (self);
-    act_security_tick (self->security, act_clock_ms ());
-    self->passed = act_clock_ms ();
-    return sent;
+    return s_pass_end (self);
 }
 
 
@@ -499,10 +507,7 @@ s_pass_async (act_broker_t *self)
     }
     else
         s_commit (self);
-    act_outbox_flush (self->outbox, self->send, self->send_arg);
-    s_cut_clients (self);
-    act_security_tick (self->security, act_clock_ms ());
-    self->passed = act_clock_ms ();
+    s_pass_end (self);
 }
 
 
