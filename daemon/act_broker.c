@@ -83,6 +83,9 @@ struct _act_broker_t {
     long long retain_at;        //  Next look for contexts idle past retain_ms
     long long passed;           //  End of the last pass, 0 before the first
     bool workers_waiting;       //  The last read left worker messages unread
+    size_t pumped;              //  Stored messages the last pass sent to
+                                //  watches (none: a store that fails is not
+                                //  retried without a pause)
     bool recovering;            //  Contexts with calls left to adopt
     bool stopping;              //  Shutting down
     long long stop_deadline;    //  End of the shutdown grace period
@@ -319,7 +322,7 @@ s_pass_work (act_broker_t *self)
                      act_flow_waiting (self->flow));
     }
     act_flow_timers (self->flow, now);
-    act_watches_pump (self->watches, S_PUMP_BUDGET);
+    self->pumped = act_watches_pump (self->watches, S_PUMP_BUDGET);
     s_liveness (self, now);
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
@@ -769,7 +772,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
         bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1])
-                  || act_pages_size (self->pages) || act_watches_behind (self->watches);
+                  || act_pages_size (self->pages)
+                  || (self->pumped && act_watches_behind (self->watches));
         if (zmq_poll (items, zap? 3: 2, ahead? 0: s_wait (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (zap && (items [2].revents & ZMQ_POLLIN))
