@@ -446,6 +446,7 @@ class HeavyReaders(unittest.TestCase):
             self.assertIn("answered 200 of 200", out)
             counts = dict(line[len("reply "):].split(": ")
                           for line in out.splitlines() if line.startswith("reply "))
+            print("C client cut off: %s" % counts)
             self.assertEqual(set(counts) - {"VALUE", "ERROR disconnected"}, set(), out)
             self.assertGreaterEqual(int(counts.get("ERROR disconnected", 0)), 100, out)
             stats = json.loads(client.request("STATS", timeout=60)[1])
