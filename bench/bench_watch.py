@@ -9,7 +9,14 @@ latency from an APPEND's OK to the same message's EVENT at the first
 watcher (p50, p99), with the ratio of appends/s to the run without
 watchers. Nothing here is a test: the figures move with the machine.
 
+With --replay N it measures instead the replay of a stored backlog: N
+messages appended first, then each count of watchers opens WATCH from 1
+and reads the N messages back; it prints the events per second delivered
+while the backlog is replayed (the store's texts sent as they are when
+they are already in reply form).
+
     /usr/bin/python3 bench/bench_watch.py [--appends N] [--watchers 0,1,10,100]
+                                          [--replay N]
 """
 
 import argparse
@@ -108,13 +115,71 @@ def run(actd_bin, appends, watchers, window=200):
         process.wait(10)
 
 
+def replay(actd_bin, backlog, watchers, window=200):
+    """Events per second while watchers watchers replay backlog stored
+    messages (WATCH from 1 on a context of backlog messages)."""
+    port = free_port()
+    endpoint = "tcp://127.0.0.1:%d" % port
+    workdir = tempfile.mkdtemp(prefix="bench-watch-")
+    process = subprocess.Popen([actd_bin, "--db", ":memory:", "--client-endpoint", endpoint,
+                                "--worker-endpoint", "tcp://127.0.0.1:%d" % free_port(),
+                                "--log-level", "error"], cwd=workdir,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    context = zmq.Context.instance()
+    try:
+        client = dealer(context, endpoint)
+        body = json.dumps({"type": "data", "kind": "log", "data": {"text": "x" * 150}}).encode()
+        sent = acked = 0
+        while acked < backlog:
+            while sent < backlog and sent - acked < window:
+                client.send_multipart([b"ACTC01", b"APPEND", b"a%d" % sent, b"bench", body])
+                sent += 1
+            if not client.poll(10000):
+                raise SystemExit("bench_watch: actd did not answer")
+            if client.recv_multipart()[1] == b"OK":
+                acked += 1
+        socks = [dealer(context, endpoint) for _ in range(watchers)]
+        start = time.perf_counter()
+        for sock in socks:
+            sock.send_multipart([b"ACTC01", b"WATCH", b"w", b"bench", b"1"])
+        events = 0
+        poller = zmq.Poller()
+        for sock in socks:
+            poller.register(sock, zmq.POLLIN)
+        while events < backlog * watchers:
+            ready = poller.poll(10000)
+            if not ready:
+                raise SystemExit("bench_watch: the backlog stopped coming after %d events" % events)
+            for sock, _ in ready:
+                while True:
+                    try:
+                        frames = sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    events += frames[1] == b"EVENT"
+        return events / (time.perf_counter() - start)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--appends", type=int, default=5000)
     parser.add_argument("--watchers", default="0,1,10,100")
     parser.add_argument("--actd", default=os.path.join(ROOT, "build", "bin", "actd"))
+    parser.add_argument("--replay", type=int, default=0)
     options = parser.parse_args()
     counts = [int(n) for n in options.watchers.split(",")]
+    if options.replay:
+        print("bench_watch: replay of %d stored messages of ~200 bytes; actd %s"
+              % (options.replay, options.actd))
+        print("%9s %12s" % ("watchers", "events/s"))
+        for count in counts:
+            if count:
+                print("%9d %12.0f" % (count, replay(options.actd, options.replay, count)))
+                sys.stdout.flush()
+        return
     print("bench_watch: %d APPENDs of ~200 bytes to one context, 200 in flight; actd %s"
           % (options.appends, options.actd))
     print("%9s %12s %12s %13s %13s %8s" % ("watchers", "appends/s", "events/s",

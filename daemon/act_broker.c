@@ -17,9 +17,10 @@
     only a read of the store waits for the commit in flight (reading its
     sockets ahead and answering PING meanwhile); a pass reads worker messages
     first and client requests within a time and a byte budget; HISTORY
-    pages are built a bounded piece per pass (act_pages); and a client
-    that does not read its replies is held to max_client_bytes (the
-    outbox).
+    pages are built a bounded piece per pass (act_pages); a client that
+    does not read its replies loses its connection once libzmq holds
+    max_client_bytes for it (the outbox says who, security cuts it); and
+    the workers' heartbeats go out during a commit too.
 
     Layers, each using only those below it: this loop; the protocols
     (act_commands, act_wproto); the call flow (act_flow); its parts (the
@@ -75,6 +76,8 @@ struct _act_broker_t {
     bool landed;                //  It ended, its replies not sent yet
     int landed_rc;              //  Its result (0, or -1 with landed_err)
     act_err_t landed_err;       //  Why it failed
+    act_outbox_t *beats;        //  Heartbeats to workers sent during a
+                                //  commit (they promise no stored state)
     zlist_t *deferred [2];      //  Messages read during a commit, to handle
                                 //  after it: [0] clients, [1] workers
     size_t deferred_bytes [2];  //  Their bytes
@@ -92,6 +95,9 @@ struct _act_broker_t {
     long long retain_at;        //  Next look for contexts idle past retain_ms
     long long passed;           //  End of the last pass, 0 before the first
     bool workers_waiting;       //  The last read left worker messages unread
+    size_t pumped;              //  Stored messages the last pass sent to
+                                //  watches (none: a store that fails is not
+                                //  retried without a pause)
     bool recovering;            //  Contexts with calls left to adopt
     bool stopping;              //  Shutting down
     long long stop_deadline;    //  End of the shutdown grace period
@@ -314,6 +320,12 @@ s_liveness (act_broker_t *self, long long now)
     if (self->passed && now - self->passed > self->settings->heartbeat_ms)
         act_wproto_resume (self->wproto, now, now - self->passed);
     if (now >= self->heartbeat_at) {
+        //  While a commit is in flight the outbox waits for it: heartbeats
+        //  go at once (they promise no stored state)
+        if (self->committer && act_committer_busy (self->committer)) {
+            act_pool_heartbeat (self->pool, self->beats, now, self->settings->heartbeat_ms);
+            act_outbox_flush (self->beats, self->send, self->send_arg);
+        }
         act_wproto_heartbeat (self->wproto, now, !self->workers_waiting);
         act_flow_settle (self->flow);
         self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
@@ -337,7 +349,7 @@ s_pass_work (act_broker_t *self)
                      act_flow_waiting (self->flow));
     }
     act_flow_timers (self->flow, now);
-    act_watches_pump (self->watches, S_PUMP_BUDGET);
+    self->pumped = act_watches_pump (self->watches, S_PUMP_BUDGET);
     s_liveness (self, now);
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
@@ -346,6 +358,33 @@ s_pass_work (act_broker_t *self)
         self->evict_at = now + 1000;
     }
     s_retain (self, now);
+}
+
+//  After a flush: cut the connections of the clients that went past
+//  max_client_bytes (libzmq then frees what it held for them); their
+//  watches end
+static void
+s_cut_clients (act_broker_t *self)
+{
+    zframe_t *client;
+    while ((client = act_outbox_next_cut (self->outbox))) {
+        char *key = zframe_strhex (client);
+        if (!act_security_cut_client (self->security, key))
+            act_log (LOG_DEBUG, "client %s: connection not known, not cut", key);
+        act_watches_drop_client (self->watches, zframe_data (client), zframe_size (client));
+        zstr_free (&key);
+        zframe_destroy (&client);
+    }
+}
+
+//  The end of a pass, once what it sends has gone (or waits for its
+//  commit): cut the connections due
+static void
+s_pass_end (act_broker_t *self)
+{
+    s_cut_clients (self);
+    act_security_tick (self->security, act_clock_ms ());
+    self->passed = act_clock_ms ();
 }
 
 size_t
@@ -359,8 +398,7 @@ act_broker_pass (act_broker_t *self)
     s_land (self);
     s_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
-    act_security_tick (self->security, act_clock_ms ());
-    self->passed = act_clock_ms ();
+    s_pass_end (self);
     return sent;
 }
 
@@ -438,7 +476,23 @@ s_read_ahead (act_broker_t *self, int which)
     }
 }
 
-//  Wait for the commit in flight, reading ahead meanwhile
+//  During a commit: the heartbeats due go to the workers at once, so that
+//  none judges actd lost during a slow fsync or database commit. (Workers
+//  are judged after it, on what they sent meanwhile: read ahead, then
+//  read before any judgement.) Returns the ms until the next round.
+static long long
+s_beat (act_broker_t *self)
+{
+    long long now = act_clock_ms ();
+    if (now >= self->heartbeat_at) {
+        act_pool_heartbeat (self->pool, self->beats, now, self->settings->heartbeat_ms);
+        act_outbox_flush (self->beats, self->send, self->send_arg);
+        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
+    }
+    return self->heartbeat_at - now;
+}
+
+//  Wait for the commit in flight, reading ahead and heartbeating meanwhile
 static void
 s_await_commit (act_broker_t *self)
 {
@@ -452,7 +506,7 @@ s_await_commit (act_broker_t *self)
     while (true) {
         items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
         items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
-        if (zmq_poll (items, zap? 4: 3, -1) < 0 && zmq_errno () != EINTR)
+        if (zmq_poll (items, zap? 4: 3, (long) s_beat (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (items [0].revents & ZMQ_POLLIN)
             break;
@@ -522,8 +576,7 @@ s_pass_async (act_broker_t *self)
         else
             act_outbox_flush (self->outbox, self->send, self->send_arg);
     }
-    act_security_tick (self->security, act_clock_ms ());
-    self->passed = act_clock_ms ();
+    s_pass_end (self);
 }
 
 
@@ -551,6 +604,11 @@ s_stats (void *arg)
         "writes", (json_int_t) self->committed,
         "commit_ms", act_hist_json (&self->commit_ms),
         "batch", act_hist_json (&self->batch)));
+    //  Also beyond it: reply bytes libzmq holds for clients now, and the
+    //  clients cut off for not reading theirs (server/max_client_bytes)
+    json_object_set_new (stats, "clients", json_pack ("{sIsI}",
+        "held_bytes", (json_int_t) act_outbox_client_bytes (self->outbox),
+        "cut", (json_int_t) act_outbox_cuts (self->outbox)));
     return stats;
 }
 
@@ -615,6 +673,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
         return NULL;
     }
     self->outbox = act_outbox_new ();
+    self->beats = act_outbox_new ();
     act_outbox_set_max_client_bytes (self->outbox, (size_t) settings->max_client_bytes);
     self->deferred [0] = zlist_new ();
     self->deferred [1] = zlist_new ();
@@ -671,6 +730,7 @@ act_broker_destroy (act_broker_t **self_p)
         act_cache_destroy (&self->cache);
         act_watches_destroy (&self->watches);
         act_outbox_destroy (&self->outbox);
+        act_outbox_destroy (&self->beats);
         act_store_destroy (&self->store);
         free (self);
         *self_p = NULL;
@@ -755,11 +815,11 @@ s_read (act_broker_t *self)
         if (msg && self->committer && act_committer_busy (self->committer))
             s_ping_now (self, &msg);
         if (msg && act_outbox_client_over (self->outbox, zmsg_first (msg))) {
-            //  Its replies would be dropped: not worth building
+            //  Its connection is being cut: not worth building a reply
             char *peer = zframe_strhex (zmsg_first (msg));
             act_log_peer (LOG_WARNING, peer, "client not reading its replies",
                           "client %s does not read its replies: a request dropped unread "
-                          "(server/max_client_bytes)", peer);
+                          "while its connection is cut (server/max_client_bytes)", peer);
             free (peer);
             zmsg_destroy (&msg);
         }
@@ -801,7 +861,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
         bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1])
-                  || act_pages_size (self->pages);
+                  || act_pages_size (self->pages)
+                  || (self->pumped && act_watches_behind (self->watches));
         bool busy = self->committer && act_committer_busy (self->committer);
         if (zmq_poll (items, busy? commit_at + 1: commit_at, ahead? 0: s_wait (self)) < 0
         &&  zmq_errno () != EINTR)

@@ -12,10 +12,12 @@
     bytes or more is handed to libzmq with a free function (zero copy),
     which libzmq calls once it has written the frame to the connection
     or dropped it: each client's account knows the bytes libzmq holds for
-    it. A reply that would take a client past max_client_bytes is dropped
-    instead (as the high-water mark drops: PROTOCOL.md 1, a watcher sees a
-    gap in seq), logged once per interval; one reply always goes when
-    nothing is held.
+    it. A client that a reply would take past max_client_bytes does not
+    read: that reply and every later one are dropped, and the broker cuts
+    its connection (act_outbox_next_cut), so that libzmq frees what it
+    held for it; logged once. One reply always goes when nothing is held,
+    and once libzmq holds nothing more for it (its connection gone) the
+    client starts clean.
     ========================================================================= */
 
 #include <stdatomic.h>
@@ -36,8 +38,9 @@
 typedef struct {
     atomic_size_t bytes;        //  Bytes of its frames libzmq holds
     atomic_size_t refs;         //  The table's reference, and one per frame
-    bool full;                  //  Its last reply was dropped for want of
-                                //  room (the loop's thread only)
+    bool cut;                   //  Over max_client_bytes: its replies are
+                                //  dropped until libzmq holds nothing for
+                                //  it (the loop's thread only)
 } s_account_t;
 
 //  Before the bytes of a tracked frame: its size and account
@@ -69,6 +72,9 @@ struct _act_outbox_t {
     zhashx_t *accounts;         //  Client routing id (hex) -> s_account_t
     size_t max_client_bytes;    //  Bytes libzmq may hold for one client
                                 //  (0: no bound)
+    zlistx_t *cuts;             //  Routing ids (zframe_t) of clients that
+                                //  went over, for act_outbox_next_cut
+    uint64_t cut;               //  Clients that went over, since the start
 };
 
 //  Let an account go; the last reference frees it
@@ -107,6 +113,8 @@ act_outbox_new (void)
     if (self) {
         self->accounts = zhashx_new ();
         zhashx_set_destructor (self->accounts, s_account_destroy);
+        self->cuts = zlistx_new ();
+        zlistx_set_destructor (self->cuts, (czmq_destructor *) zframe_destroy);
     }
     return self;
 }
@@ -159,6 +167,7 @@ act_outbox_destroy (act_outbox_t **self_p)
             s_close (&self->messages [i]);
         free (self->messages);
         zhashx_destroy (&self->accounts);
+        zlistx_destroy (&self->cuts);
         free (self);
         *self_p = NULL;
     }
@@ -365,12 +374,54 @@ act_outbox_client_over (act_outbox_t *self, zframe_t *client)
     char *hex = s_hex (zframe_data (client), zframe_size (client));
     s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, hex);
     free (hex);
-    return account && account->full && atomic_load (&account->bytes) > 0;
+    return account && account->cut && atomic_load (&account->bytes) > 0;
+}
+
+zframe_t *
+act_outbox_next_cut (act_outbox_t *self)
+{
+    return (zframe_t *) zlistx_detach (self->cuts, NULL);
+}
+
+uint64_t
+act_outbox_cuts (act_outbox_t *self)
+{
+    return self->cut;
+}
+
+//  The account of the client out goes to, made when it has none
+static s_account_t *
+s_account (act_outbox_t *self, const char *client)
+{
+    s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, client);
+    if (!account) {
+        account = (s_account_t *) calloc (1, sizeof (s_account_t));
+        atomic_init (&account->bytes, 0);
+        atomic_init (&account->refs, 1);
+        zhashx_insert (self->accounts, client, account);
+    }
+    return account;
+}
+
+//  A reply of bytes would take the client of out past max_client_bytes
+//  (held already): it does not read. Its connection is to be cut, once.
+static void
+s_over (act_outbox_t *self, act_out_t *out, const char *client, size_t held, size_t bytes)
+{
+    self->cut++;
+    zlistx_add_end (self->cuts, zframe_new (zmq_msg_data (&out->parts [0]),
+                                             zmq_msg_size (&out->parts [0])));
+    act_log_peer (LOG_WARNING, client, "client not reading its replies",
+                  "client %s does not read its replies: %zu bytes queued to it, a reply "
+                  "of %zu more would pass server/max_client_bytes (%zu): its replies are "
+                  "dropped and its connection cut", client, held, bytes,
+                  self->max_client_bytes);
 }
 
 //  True when out may go to its client: what libzmq holds for the client
 //  stays within max_client_bytes (or nothing is held). Its tracked frames
-//  are then charged to the client's account.
+//  are then charged to the client's account. A client past it is cut, and
+//  gets nothing until libzmq holds nothing for it.
 static bool
 s_admit (act_outbox_t *self, act_out_t *out)
 {
@@ -381,16 +432,13 @@ s_admit (act_outbox_t *self, act_out_t *out)
         if (out->tracked & (1u << part))
             bytes += zmq_msg_size (&out->parts [part]);
     char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
-    s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, client);
-    if (!account) {
-        account = (s_account_t *) calloc (1, sizeof (s_account_t));
-        atomic_init (&account->bytes, 0);
-        atomic_init (&account->refs, 1);
-        zhashx_insert (self->accounts, client, account);
-    }
+    s_account_t *account = s_account (self, client);
     size_t held = atomic_load (&account->bytes);
-    bool admitted = self->max_client_bytes == 0 || held == 0
-                 || held + bytes <= self->max_client_bytes;
+    if (held == 0)
+        account->cut = false;       //  Its connection is gone, or it read
+    bool admitted = !account->cut
+                 && (self->max_client_bytes == 0 || held == 0
+                 ||  held + bytes <= self->max_client_bytes);
     for (size_t part = 0; admitted && part < out->nparts; part++)
         if (out->tracked & (1u << part)) {
             s_ticket_t *ticket = (s_ticket_t *) zmq_msg_data (&out->parts [part]) - 1;
@@ -398,12 +446,10 @@ s_admit (act_outbox_t *self, act_out_t *out)
             atomic_fetch_add (&account->refs, 1);
             atomic_fetch_add (&account->bytes, ticket->size);
         }
-    account->full = !admitted;
-    if (!admitted)
-        act_log_peer (LOG_WARNING, client, "client not reading its replies",
-                      "client %s does not read its replies: %zu bytes queued to it "
-                      "(server/max_client_bytes %zu); a reply of %zu bytes dropped",
-                      client, held, self->max_client_bytes, bytes);
+    if (!admitted && !account->cut) {
+        account->cut = true;
+        s_over (self, out, client, held, bytes);
+    }
     free (client);
     return admitted;
 }

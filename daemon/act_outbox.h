@@ -32,13 +32,24 @@ typedef bool (act_outbox_send_fn) (void *arg, bool to_worker, zmq_msg_t *parts,
 act_outbox_t *act_outbox_new (void);
 
 //  Bound the bytes libzmq may hold for one client (replies not yet
-//  written to its connection) to bytes (0: no bound): a reply past it is
-//  dropped and logged. One reply always goes when nothing is held.
+//  written to its connection) to bytes (0: no bound). A client that a
+//  reply would take past it does not read: the reply and all later ones
+//  are dropped, it is logged once and listed for act_outbox_next_cut,
+//  until libzmq holds nothing for it (then it starts clean). One reply
+//  always goes when nothing is held.
 void act_outbox_set_max_client_bytes (act_outbox_t *self, size_t bytes);
 
-//  True when a reply to client (its routing id) was dropped for want of
-//  room and libzmq still holds replies for it: its next would be too.
+//  True when client (its routing id) went past max_client_bytes and
+//  libzmq still holds replies for it: its next replies would be dropped.
 bool act_outbox_client_over (act_outbox_t *self, zframe_t *client);
+
+//  The routing id of the next client that went past max_client_bytes
+//  since the last call, whose connection is to be cut (the caller
+//  destroys it), or NULL.
+zframe_t *act_outbox_next_cut (act_outbox_t *self);
+
+//  Clients that went past max_client_bytes since the outbox was made.
+uint64_t act_outbox_cuts (act_outbox_t *self);
 
 //  Bytes libzmq holds for all clients now (tracked frames).
 size_t act_outbox_client_bytes (act_outbox_t *self);

@@ -15,6 +15,8 @@ typedef struct {
     dev_t dev;                  //  That descriptor's device and inode, to
     ino_t ino;                  //  tell it from a later one with its number
     long long cut_at;           //  When to shut the connection (0: never)
+    const char *why;            //  Why, for the log (static), or NULL: the
+                                //  cut was logged where it was decided
 } s_peer_t;
 
 struct _act_peers_t {
@@ -63,20 +65,43 @@ s_same_socket (s_peer_t *peer)
         && now.st_dev == peer->dev && now.st_ino == peer->ino;
 }
 
+//  Longest name: the side, a routing id (at most 255 bytes) in hex, a NUL
+#define S_NAME_MAX (2 + 2 * 255)
+
+//  A peer's name in the table: its side, then its routing id in hex
 static char *
 s_name (bool worker, const char *key)
 {
     return zsys_sprintf ("%c%s", worker? 'w': 'c', key);
 }
 
+//  s_name of a routing id frame, into name (S_NAME_MAX bytes); the name,
+//  or NULL for a routing id too long to be one
+static char *
+s_frame_name (bool worker, zframe_t *routing, char *name)
+{
+    static const char digits [] = "0123456789ABCDEF";
+    size_t size = zframe_size (routing);
+    const byte *data = zframe_data (routing);
+    if (size > 255)
+        return NULL;
+    name [0] = worker? 'w': 'c';
+    for (size_t at = 0; at < size; at++) {
+        name [1 + at * 2] = digits [data [at] >> 4];
+        name [2 + at * 2] = digits [data [at] & 15];
+    }
+    name [1 + size * 2] = 0;
+    return name;
+}
+
 void
 act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame)
 {
-    const char *fd_text = frame? zframe_meta (frame, "__fd"): NULL;
-    if (!self || !fd_text)
+    const char *fd_text = self && frame? zframe_meta (frame, "__fd"): NULL;
+    char buffer [S_NAME_MAX];
+    char *name = fd_text? s_frame_name (worker, routing, buffer): NULL;
+    if (!name)
         return;
-    char *key = zframe_strhex (routing);
-    char *name = s_name (worker, key);
     int fd = atoi (fd_text);
     s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
     if (!peer || peer->fd != fd) {
@@ -85,14 +110,12 @@ act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *fra
             const char *user = zframe_meta (frame, "User-Id");
             s_peer_t *fresh = calloc (1, sizeof *fresh);
             *fresh = (s_peer_t) { zframe_dup (routing), user && *user? strdup (user): NULL,
-                                  fd, status.st_dev, status.st_ino, 0 };
+                                  fd, status.st_dev, status.st_ino, 0, NULL };
             if (peer && peer->cut_at)
                 self->cuts--;
             zhashx_update (self->peers, name, fresh);
         }
     }
-    free (name);
-    free (key);
 }
 
 //  The next client peer from the table's cursor on, or NULL
@@ -118,13 +141,15 @@ act_peers_next_client (act_peers_t *self, const char **user)
 }
 
 bool
-act_peers_cut (act_peers_t *self, bool worker, const char *key, long long at)
+act_peers_cut (act_peers_t *self, bool worker, const char *key, long long at,
+               const char *why)
 {
     char *name = s_name (worker, key);
     s_peer_t *peer = self? (s_peer_t *) zhashx_lookup (self->peers, name): NULL;
     free (name);
     if (peer && !peer->cut_at) {
         peer->cut_at = at? at: 1;
+        peer->why = why;
         self->cuts++;
     }
     return peer != NULL;
@@ -144,10 +169,12 @@ act_peers_tick (act_peers_t *self, long long now)
         if (same && peer->cut_at && now >= peer->cut_at) {
             //  libzmq sees end of file and drops the connection and its pipe
             if (shutdown (peer->fd, SHUT_RDWR) == 0)
-                act_log (LOG_NOTICE, "connection of %s peer %s cut (key %s revoked)",
+                act_log (peer->why? LOG_NOTICE: LOG_DEBUG,
+                         "connection of %s peer %s cut (key %s%s%s)",
                          *(const char *) zhashx_cursor (self->peers) == 'w'? "worker": "client",
                          (const char *) zhashx_cursor (self->peers) + 1,
-                         peer->user? peer->user: "(none)");
+                         peer->user? peer->user: "(none)", peer->why? ": ": "",
+                         peer->why? peer->why: "");
             same = false;
         }
         if (!same && (prune || peer->cut_at))

@@ -1,7 +1,8 @@
 /*  =========================================================================
     act_peers - the connections behind the routing ids of the two ROUTER
     sockets: the CURVE key each peer authenticated with and the file
-    descriptor libzmq reads it from, so that a revoked peer can be cut off.
+    descriptor libzmq reads it from, so that a revoked peer, or a client
+    that does not read its replies, can be cut off.
 
     A ROUTER socket cannot close one peer's connection, and ZAP runs only
     at the handshake. libzmq names, in each message's metadata, the CURVE
@@ -41,8 +42,11 @@ zframe_t *act_peers_next_client (act_peers_t *self, const char **user);
 
 //  Shut the connection of the peer with routing id key (hex) at the
 //  monotonic time at (so that what was queued for it, a DISCONNECT, goes
-//  first). Returns false when the peer is not known.
-bool act_peers_cut (act_peers_t *self, bool worker, const char *key, long long at);
+//  first; 0: at the next tick). why (static) is logged with the cut, or
+//  NULL when the caller logged it. Returns false when the peer is not
+//  known.
+bool act_peers_cut (act_peers_t *self, bool worker, const char *key, long long at,
+                    const char *why);
 
 //  Cut the connections due by now; forget, once a second, the peers whose
 //  connection libzmq has closed.

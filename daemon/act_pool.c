@@ -263,6 +263,18 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
     return out;
 }
 
+size_t
+act_pool_heartbeat (act_pool_t *self, act_outbox_t *outbox, long long now, long long interval)
+{
+    size_t sent = 0;
+    for (act_worker_t *worker = act_pool_first (self); worker; worker = act_pool_next (self))
+        if (now - worker->sent >= interval) {
+            act_worker_send (outbox, worker, "HEARTBEAT");
+            sent++;
+        }
+    return sent;
+}
+
 void
 act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
                  const char *activity, const char *params, const char *meta)

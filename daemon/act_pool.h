@@ -128,6 +128,11 @@ act_worker_t *act_worker_pick (act_activity_t *activity);
 act_out_t *act_worker_send (act_outbox_t *outbox, act_worker_t *worker,
                             const char *command);
 
+//  HEARTBEAT, through outbox, to each worker sent nothing for interval ms
+//  by now. Returns how many.
+size_t act_pool_heartbeat (act_pool_t *self, act_outbox_t *outbox, long long now,
+                           long long interval);
+
 //  TASK to worker in its protocol: ACT/1 [task][activity][params][meta];
 //  Majordomo's REQUEST [task as the client address][empty][params], the
 //  task id coming back as the address of the reply.

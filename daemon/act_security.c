@@ -134,6 +134,8 @@ static int
 s_setup (act_security_t *self, act_err_t *err)
 {
     act_settings_t *settings = self->settings;
+    //  With CURVE or without: a client that does not read is cut off too
+    self->peers = act_peers_new ();
     if (!settings->server_key) {
         const char *endpoints [] = { settings->client_endpoint, settings->worker_endpoint };
         for (int i = 0; i < 2; i++)
@@ -159,7 +161,6 @@ s_setup (act_security_t *self, act_err_t *err)
                             "(make one with: actctl keygen server)", settings->server_key);
     if (s_keys_load (self, err))
         return -1;
-    self->peers = act_peers_new ();
     self->zap = zsock_new_rep ("inproc://zeromq.zap.01");
     if (!self->zap)
         return act_err_set (err, ACT_E_INTERNAL, "cannot start the ZAP handler");
@@ -292,7 +293,7 @@ s_revoke_clients (act_security_t *self, zhashx_t *old)
         }
     }
     for (const char *key = zlistx_first (keys); key; key = zlistx_next (keys))
-        act_peers_cut (self->peers, false, key, at);
+        act_peers_cut (self->peers, false, key, at, "revoked");
     zlistx_destroy (&keys);
 }
 
@@ -334,7 +335,13 @@ act_security_cut_worker (act_security_t *self, const char *key)
 {
     if (self)
         act_peers_cut (self->peers, true, key,
-                       act_clock_ms () + self->settings->heartbeat_ms / 4);
+                       act_clock_ms () + self->settings->heartbeat_ms / 4, "revoked");
+}
+
+bool
+act_security_cut_client (act_security_t *self, const char *key)
+{
+    return self && act_peers_cut (self->peers, false, key, 0, NULL);
 }
 
 

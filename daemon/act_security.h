@@ -3,7 +3,8 @@
     the broker's certificate, client keys in tenants (a context prefix and
     rights) or with every right, worker keys in groups (the activities
     they may serve) or serving anything, the ZAP handler that admits them,
-    and revocation on reload.
+    revocation on reload, and the connections behind routing ids (with
+    CURVE or without), to cut one off.
 
     CZMQ's zauth checks every socket against one key directory, and a
     client key must not open the worker socket, so actd answers ZAP itself
@@ -76,6 +77,11 @@ void act_security_seen (act_security_t *self, bool worker, zmsg_t *msg);
 //  Cut the connection of the worker with routing id key (hex) shortly,
 //  once what was queued for it (its DISCONNECT) has gone.
 void act_security_cut_worker (act_security_t *self, const char *key);
+
+//  Cut the connection of the client with routing id key (hex) at the
+//  next tick (the caller logged why). False when its connection is not
+//  known (a libzmq that does not name descriptors).
+bool act_security_cut_client (act_security_t *self, const char *key);
 
 //  Cut the connections due; call it every pass.
 void act_security_tick (act_security_t *self, long long now);

@@ -23,6 +23,7 @@ struct _act_watches_t {
     act_outbox_t *outbox;       //  Events go out through it (borrowed)
     zhashx_t *contexts;         //  Context id -> zlistx_t of s_watch_t
     size_t size;                //  Watches open
+    size_t behind;              //  Watches with a backlog left to send
     size_t max;                 //  At most this many (max_watches)
 };
 
@@ -67,6 +68,22 @@ act_watches_destroy (act_watches_t **self_p)
     }
 }
 
+//  A stored message (size bytes at text) as HISTORY gives it: the stored
+//  text itself when writing it again would give the same bytes (the usual
+//  case: no JSON is read), else the text read and written again, in
+//  *written (the caller frees it). False for a text that does not read.
+static bool
+s_form (const char *text, size_t size, char **written)
+{
+    *written = NULL;
+    if (act_json_is_dump (text, size))
+        return true;
+    json_t *message = json_loadb (text, size, JSON_DECODE_ANY, NULL);
+    *written = act_json_dump (message);
+    json_decref (message);
+    return *written != NULL;
+}
+
 //  An EVENT with body to watch
 static void
 s_event (act_watches_t *self, s_watch_t *watch, const char *body)
@@ -78,13 +95,13 @@ s_event (act_watches_t *self, s_watch_t *watch, const char *body)
     act_out_addstr (out, body);
 }
 
-//  The message event {"seq": N, "message": <text>} to watch
+//  The message event {"seq": N, "message": <text of size bytes>} to watch
 static void
-s_send_message (act_watches_t *self, s_watch_t *watch, uint64_t seq, const char *text)
+s_send_message (act_watches_t *self, s_watch_t *watch, uint64_t seq, const char *text,
+                size_t size)
 {
     char head [48];
     int length = snprintf (head, sizeof head, "{\"seq\":%" PRIu64 ",\"message\":", seq);
-    size_t size = strlen (text);
     char *body = malloc ((size_t) length + size + 2);
     memcpy (body, head, (size_t) length);
     memcpy (body + length, text, size);
@@ -113,6 +130,7 @@ act_watches_open (act_watches_t *self, zframe_t *client, zframe_t *request,
     watch->context = strdup (context);
     watch->next = next;
     watch->behind = backlog;
+    self->behind += backlog;
     watch->calls = calls;
     watch->handle = zlistx_add_end (list, watch);
     self->size++;
@@ -125,6 +143,7 @@ static void
 s_end (act_watches_t *self, zlistx_t *list, s_watch_t *watch)
 {
     char *context = strdup (watch->context);
+    self->behind -= watch->behind;
     zlistx_delete (list, watch->handle);
     self->size--;
     if (zlistx_size (list) == 0)
@@ -149,19 +168,22 @@ act_watches_message (act_watches_t *self, const char *context, uint64_t seq,
                      const char *text)
 {
     zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
-    char *again = NULL;
+    char *written = NULL;
+    bool formed = false;
+    size_t size = strlen (text);
     for (s_watch_t *watch = list? zlistx_first (list): NULL; watch; watch = zlistx_next (list))
         if (!watch->behind && seq >= watch->next) {
-            //  The message as HISTORY gives it: the stored text holds the
-            //  call as the client wrote it, white space included
-            if (!again) {
-                json_t *message = act_json_parse (text, strlen (text), NULL);
-                again = message? act_json_dump (message): strdup (text);
-                json_decref (message);
+            //  The message as HISTORY gives it (the stored text holds the
+            //  call as the client wrote it, white space included); a text
+            //  that does not read goes as it is
+            if (!formed && s_form (text, size, &written) && written) {
+                text = written;
+                size = strlen (written);
             }
-            s_send_message (self, watch, seq, again);
+            formed = true;
+            s_send_message (self, watch, seq, text, size);
         }
-    free (again);
+    free (written);
 }
 
 bool
@@ -203,8 +225,10 @@ act_watches_deleted (act_watches_t *self, const char *context)
     zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
     if (!list)
         return;
-    for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list))
+    for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list)) {
         s_event (self, watch, "{\"deleted\":true}");
+        self->behind -= watch->behind;
+    }
     self->size -= zlistx_size (list);
     zhashx_delete (self->contexts, context);
 }
@@ -224,27 +248,45 @@ act_watches_drop_client (act_watches_t *self, const void *id, size_t size)
     zlistx_destroy (&ended);
 }
 
-//  Send one page of watch's backlog; returns the messages sent
+//  A backlog being replayed to a watch
+typedef struct {
+    act_watches_t *watches;     //  The watches' owner
+    s_watch_t *watch;           //  The watch replayed to
+    size_t read;                //  Stored messages read
+} s_replay_t;
+
+//  One stored message of a backlog to its watch, from its stored text (a
+//  text that does not read is left out, as HISTORY leaves it out)
+static int
+s_replay_message (uint64_t seq, const char *text, size_t size, void *arg)
+{
+    s_replay_t *replay = (s_replay_t *) arg;
+    replay->read++;
+    char *written;
+    if (s_form (text, size, &written))
+        s_send_message (replay->watches, replay->watch, seq, written? written: text,
+                        written? strlen (written): size);
+    else
+        replay->watch->next = seq + 1;
+    free (written);
+    return 0;
+}
+
+//  Send one page of watch's backlog; returns the messages read
 static size_t
 s_pump_one (act_watches_t *self, s_watch_t *watch, size_t budget)
 {
     size_t limit = budget < S_PAGE? budget: S_PAGE;
-    json_t *page = act_store_history (self->store, watch->context, watch->next, limit, 0);
-    size_t index;
-    json_t *message;
-    json_array_foreach (page, index, message) {
-        char *text = act_json_dump (message);
-        json_int_t seq = json_integer_value (json_object_get (message, "_seq"));
-        s_send_message (self, watch, (uint64_t) seq, text);
-        free (text);
-    }
-    size_t sent = json_array_size (page);
+    s_replay_t replay = { self, watch, 0 };
+    int rc = act_store_history_texts (self->store, watch->context, watch->next, limit, 0,
+                                      s_replay_message, &replay);
     //  A short page: what follows is live (a store that could not be read
     //  gives no page: the watch tries again at the next pump)
-    if (page && sent < limit)
+    if (rc == 0 && replay.read < limit) {
         watch->behind = false;
-    json_decref (page);
-    return sent;
+        self->behind--;
+    }
+    return replay.read;
 }
 
 size_t
@@ -258,6 +300,12 @@ act_watches_pump (act_watches_t *self, size_t budget)
             if (watch->behind)
                 sent += s_pump_one (self, watch, budget - sent);
     return sent;
+}
+
+size_t
+act_watches_behind (act_watches_t *self)
+{
+    return self->behind;
 }
 
 size_t

@@ -64,6 +64,10 @@ void act_watches_drop_client (act_watches_t *self, const void *id, size_t size);
 //  that are behind. Returns how many were sent.
 size_t act_watches_pump (act_watches_t *self, size_t budget);
 
+//  Watches with a backlog left to send (the loop does not sleep while
+//  there are).
+size_t act_watches_behind (act_watches_t *self);
+
 //  Watches open.
 size_t act_watches_size (act_watches_t *self);
 

@@ -114,10 +114,14 @@ class BrokerCase(unittest.TestCase):
 
     def stats(self):
         """STATS without uptime_ms (which changes by itself) and without
-        actd's extra "store" object (commit figures, beyond PROTOCOL.md
-        section 4), whose shape is checked here."""
+        actd's extra "store" and "clients" objects (commit figures, reply
+        bytes held for clients, beyond PROTOCOL.md section 4), whose shapes
+        are checked here."""
         stats = self.client.value("STATS")
         self.assertIsInstance(stats.pop("uptime_ms"), int)
+        clients = stats.pop("clients")
+        self.assertEqual(sorted(clients), ["cut", "held_bytes"])
+        self.assertEqual(clients["cut"], 0)
         store = stats.pop("store")
         self.assertEqual(sorted(store), ["backend", "batch", "commit_ms", "commits", "sync",
                                          "writes"])

@@ -1,7 +1,8 @@
 """actd never stalls: bounded replies (PROTOCOL.md section 1), a log that
 a misbehaving peer cannot flood, workers judged only after what they sent
-was read (also after actd itself was paused), and a global cap on queued
-calls. Every test drives the real actd from outside; nothing is timed:
+was read (also after actd itself was paused), heartbeats to workers during
+a slow commit, a client that does not read cut off (max_client_bytes), and
+a global cap on queued calls. Every test drives the real actd from outside; nothing is timed:
 tests wait for states with generous deadlines.
 """
 
@@ -14,6 +15,7 @@ import time
 import unittest
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from harness import (Actd, NoAnswer, Worker, actd_with_config, find_binary, seed_call,
                      wait_for)
@@ -291,7 +293,8 @@ def rss_kb(process):
 class HeavyReaders(unittest.TestCase):
     """Issue 16: clients reading a big context whole, over and over, some
     never reading their replies, while a worker serves calls: no worker
-    lost, no call failed, PING answered, actd's memory bounded."""
+    lost, no call failed, PING answered, actd's memory bounded, and the
+    client that does not read loses its connection (max_client_bytes)."""
 
     def test_heavy_history_readers_beside_a_worker(self):
         config = "server\n    max_client_bytes = %d\n" % (2 * MIB)
@@ -333,6 +336,10 @@ class HeavyReaders(unittest.TestCase):
             sink.setsockopt(zmq.RCVHWM, 1)
             sink.setsockopt(zmq.RCVBUF, 4096)
             sink.setsockopt(zmq.ROUTING_ID, b"not-reading")
+            sink.setsockopt(zmq.RECONNECT_IVL, -1)
+            #  Its connection's events: actd cuts it once it holds
+            #  max_client_bytes for it
+            events = sink.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
             sink.connect(actd.client_endpoint)
             for n in range(400):
                 sink.send_multipart([b"ACTC01", b"HISTORY", b"s%d" % n, b"heavy", b"1",
@@ -369,8 +376,191 @@ class HeavyReaders(unittest.TestCase):
             #  The 200 MB asked for and not read never were in actd's memory
             self.assertLess(peak - base, 100 * 1024)
             self.assertIn("does not read its replies", actd.log())
+            #  ... because actd cut its connection, and said so once. The
+            #  client, reading now, gets what was on the way, then sees its
+            #  connection closed (its own socket's monitor)
+            wait_for(lambda: "its connection cut" in actd.log(), "the cut logged", 60)
+            seen, received = [], 0
+            deadline = time.time() + 60
+            while zmq.EVENT_DISCONNECTED not in seen and time.time() < deadline:
+                while sink.poll(0):
+                    sink.recv_multipart()
+                    received += 1
+                if events.poll(100):
+                    seen.append(recv_monitor_message(events)["event"])
+            self.assertEqual(seen[:2], [zmq.EVENT_CONNECTED, zmq.EVENT_DISCONNECTED], seen)
+            self.assertLess(received, 400)
+            self.assertEqual(actd.log().count("its connection cut"), 1)
+            stats = json.loads(pinger.request("STATS", timeout=60)[1])
+            self.assertEqual(stats["clients"]["cut"], 1, stats["clients"])
+            #  libzmq let go of what it held for it
+            wait_for(lambda: json.loads(pinger.request("STATS", timeout=60)[1])
+                     ["clients"]["held_bytes"] == 0, "nothing held for the client", 60)
+            sink.disable_monitor()
+            events.close(0)
             sink.close(0)
+            #  A client that connects again (the same routing id) starts clean
+            sink = actd.client(identity=b"not-reading")
+            reply = sink.request("HISTORY", "heavy", "1", "1000", timeout=60)
+            self.assertEqual(reply[0], "VALUE", reply[:2])
+            self.assertEqual(len(json.loads(reply[1])), 4)
+            sink.close()
             pinger.close()
+            worker.stop()
+            client.close()
+
+    def test_c_client_that_stops_reading_fails_its_requests_disconnected(self):
+        """The C client, stopped while its HISTORY replies pile up in actd,
+        is cut off: once running again it gets what was on the way, then
+        ERROR disconnected for every other request, as on any drop."""
+        config = "server\n    max_client_bytes = %d\n" % (2 * MIB)
+        with actd_with_config(config) as actd:
+            client = actd.client()
+            for n in range(4):
+                append(client, "heavy", "k%d" % n, 125 * 1000)    # 500 KB pages
+            helper = subprocess.Popen(
+                [find_binary("client_unread"), actd.client_endpoint, "heavy", "200", "90000"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            try:
+                self.assertEqual(helper.stdout.readline().strip(), "connected")
+                helper.stdin.write("go\n")
+                helper.stdin.flush()
+                #  actd has read the 200 requests (100 MB of replies)
+                self.assertEqual(helper.stdout.readline().strip(), "sent")
+                helper.send_signal(signal.SIGSTOP)
+                try:
+                    wait_for(lambda: "its connection cut" in actd.log(), "the cut logged", 60)
+                    #  Served throughout
+                    self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+                finally:
+                    helper.send_signal(signal.SIGCONT)
+                helper.stdin.write("read\n")
+                helper.stdin.flush()
+                out, err = helper.communicate(timeout=120)
+            finally:
+                if helper.poll() is None:
+                    helper.kill()
+                    helper.communicate()
+            self.assertEqual(helper.returncode, 0, out + err)
+            self.assertIn("answered 200 of 200", out)
+            counts = dict(line[len("reply "):].split(": ")
+                          for line in out.splitlines() if line.startswith("reply "))
+            print("C client cut off: %s" % counts)
+            self.assertEqual(set(counts) - {"VALUE", "ERROR disconnected"}, set(), out)
+            self.assertGreaterEqual(int(counts.get("ERROR disconnected", 0)), 100, out)
+            stats = json.loads(client.request("STATS", timeout=60)[1])
+            self.assertEqual(stats["clients"]["cut"], 1, stats["clients"])
+            client.close()
+
+
+def pg_processes(server):
+    """The PIDs of a PostgreSQL server: its postmaster and its children."""
+    with open(os.path.join(server.data, "postmaster.pid")) as handle:
+        master = int(handle.readline())
+    pids = [master]
+    for entry in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % entry) as stat:
+                if int(stat.read().rsplit(")", 1)[1].split()[1]) == master:
+                    pids.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            pass
+    return pids
+
+
+class RawWorker(threading.Thread):
+    """A worker socket that serves nothing: it heartbeats every 100 ms and
+    notes when each HEARTBEAT from actd came (time.monotonic)."""
+
+    def __init__(self, endpoint):
+        super().__init__(daemon=True)
+        self.endpoint = endpoint
+        self.beats = []
+        self.other = []
+        self.stopping = threading.Event()
+
+    def run(self):
+        socket = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.connect(self.endpoint)
+        socket.send_multipart([b"ACTW01", b"READY", json.dumps(
+            {"activities": ["idle"], "capacity": 1, "name": "raw", "lang": "test"}).encode()])
+        while not self.stopping.is_set():
+            if socket.poll(100):
+                frames = socket.recv_multipart()
+                if frames[1] == b"HEARTBEAT":
+                    self.beats.append(time.monotonic())
+                else:
+                    self.other.append(frames)
+            socket.send_multipart([b"ACTW01", b"HEARTBEAT"])
+        socket.close(0)
+
+
+class SlowCommit(unittest.TestCase):
+    """Issue 16: while a commit waits for the store (here PostgreSQL,
+    paused), actd goes on heartbeating its workers, judges none lost for
+    the time the commit took, and then ends every call once."""
+
+    def test_workers_get_heartbeats_while_the_database_is_paused(self):
+        import pg
+        server = pg.server()
+        #  Neither the lease nor a statement timeout runs out in the pause
+        config = "server\n    lease_ms = 60000\nstore\n    timeout_ms = 60000\n"
+        with actd_with_config(config, store=server.database(), heartbeat_ms=200,
+                              liveness=3) as actd:
+            client = actd.client()
+            worker = Worker(actd.worker_endpoint, ["slow"], lambda *task: NoAnswer,
+                            capacity=10)
+            worker.start()
+            raw = RawWorker(actd.worker_endpoint)
+            raw.start()
+            wait_for(lambda: len(json.loads(client.request("STATS")[1])["workers"]) == 2,
+                     "both workers registered", 30)
+            calls = {}
+            for n in range(10):
+                rid = client.send("CALL", "slow", seed_call("slow", "\u2020state.r%d" % n, n=n))
+                reply = client.wait(rid, timeout=60)
+                self.assertEqual(reply[0], "ACCEPTED", reply)
+                calls[rid] = (reply[1], n)
+            wait_for(lambda: len(worker.tasks) == 10, "the tasks running", 60)
+            pids = pg_processes(server)
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+            paused = time.monotonic()
+            try:
+                #  The results reach actd; their commit waits for the database
+                for task, activity, params, meta in worker.tasks:
+                    worker.send_result(task, {"n": params["n"]})
+                #  Five times the workers' liveness (600 ms): no DONE meanwhile,
+                #  the commit is in flight
+                self.assertFalse(client.socket.poll(3000), "a reply during the pause")
+            finally:
+                resumed = time.monotonic()
+                for pid in pids:
+                    os.kill(pid, signal.SIGCONT)
+            for rid, (call_id, n) in calls.items():
+                done = client.wait(rid, "DONE", timeout=60)
+                outcome = json.loads(done[2])
+                self.assertEqual((done[1], outcome["status"], outcome["attempts"],
+                                  outcome["result"]), (call_id, "ok", 1, {"n": n}), outcome)
+            #  Each DONE once: nothing else came before this PONG
+            self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+            self.assertEqual(client.pending, [])
+            #  The raw worker was heartbeaten all through the pause
+            beats = [paused] + [t for t in raw.beats if paused < t < resumed] + [resumed]
+            gaps = [later - earlier for earlier, later in zip(beats, beats[1:])]
+            print("heartbeats during a %.1f s commit: %d, longest gap %.0f ms" % (
+                resumed - paused, len(beats) - 2, 1000 * max(gaps)))
+            self.assertGreaterEqual(len(beats) - 2, 3, beats)
+            self.assertLess(max(gaps), 1.5, gaps)
+            #  Nobody lost: the workers were judged on what they sent
+            self.assertEqual(raw.other, [])
+            self.assertEqual(worker.disconnects, 0)
+            self.assertNotIn(" lost ", actd.log())
+            self.assertEqual(len(json.loads(client.request("STATS")[1])["workers"]), 2)
+            raw.stopping.set()
+            raw.join(10)
             worker.stop()
             client.close()
 

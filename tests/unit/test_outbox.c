@@ -4,7 +4,8 @@
     as built; after a failed commit nothing durable is promised (ACCEPTED
     and OK become ERROR internal to the same request, DONE and messages to
     workers are dropped, the rest stays in order); a send that fails counts
-    as not sent.
+    as not sent; a client past max_client_bytes is listed once to be cut,
+    gets nothing more while libzmq holds its replies, then starts clean.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -288,6 +289,83 @@ test_refuse_keeps_order_across_many_messages (void **state)
     act_outbox_destroy (&outbox);
 }
 
+//  A send function that holds what it is given, as libzmq holds what it
+//  has not written to a connection yet
+typedef struct {
+    zmq_msg_t parts [64];       //  Frames held
+    size_t size;                //  Frames held
+    size_t messages;            //  Messages taken
+    size_t to [2];              //  Messages taken per client ("slow", "fast")
+} s_held_t;
+
+static bool
+s_hold (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
+{
+    (void) to_worker;
+    s_held_t *held = (s_held_t *) arg;
+    held->to [*(char *) zmq_msg_data (&parts [0]) == 'f']++;
+    for (size_t part = 0; part < nparts && held->size < 64; part++) {
+        zmq_msg_init (&held->parts [held->size]);
+        zmq_msg_move (&held->parts [held->size++], &parts [part]);
+    }
+    held->messages++;
+    return true;
+}
+
+//  libzmq lets go of everything it held (written, or the connection gone)
+static void
+s_release (s_held_t *held)
+{
+    for (size_t part = 0; part < held->size; part++)
+        zmq_msg_close (&held->parts [part]);
+    held->size = 0;
+}
+
+static void
+test_a_client_past_max_client_bytes_is_cut_once (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    act_outbox_set_max_client_bytes (outbox, 65536);
+    char *body = malloc (40001);
+    memset (body, 'x', 40000);
+    body [40000] = 0;
+    zframe_t *slow = zframe_from ("slow");
+    s_held_t held = { .size = 0 };
+    //  The first reply goes (nothing held); the second would pass the bound
+    s_reply (outbox, "slow", "r1", "VALUE", body, false);
+    s_reply (outbox, "slow", "r2", "VALUE", body, false);
+    s_reply (outbox, "fast", "r3", "VALUE", body, false);
+    assert_int_equal (act_outbox_flush (outbox, s_hold, &held), 2);
+    assert_int_equal (held.to [0], 1);
+    assert_int_equal (held.to [1], 1);
+    assert_true (act_outbox_client_over (outbox, slow));
+    assert_int_equal (act_outbox_cuts (outbox), 1);
+    zframe_t *cut = act_outbox_next_cut (outbox);
+    assert_non_null (cut);
+    assert_true (zframe_eq (cut, slow));
+    zframe_destroy (&cut);
+    assert_null (act_outbox_next_cut (outbox));
+    //  While libzmq holds its replies it gets none, even small ones, and
+    //  is not listed again
+    s_reply (outbox, "slow", "r4", "VALUE", body, false);
+    assert_int_equal (act_outbox_flush (outbox, s_hold, &held), 0);
+    assert_null (act_outbox_next_cut (outbox));
+    assert_int_equal (act_outbox_cuts (outbox), 1);
+    //  Its connection gone, libzmq frees what it held: it starts clean
+    s_release (&held);
+    assert_int_equal (act_outbox_client_bytes (outbox), 0);
+    assert_false (act_outbox_client_over (outbox, slow));
+    s_reply (outbox, "slow", "r5", "VALUE", body, false);
+    assert_int_equal (act_outbox_flush (outbox, s_hold, &held), 1);
+    assert_int_equal (held.to [0], 2);
+    assert_int_equal (act_outbox_cuts (outbox), 1);
+    s_release (&held);
+    zframe_destroy (&slow);
+    free (body);
+    act_outbox_destroy (&outbox);
+}
+
 int
 main (void)
 {
@@ -300,6 +378,7 @@ main (void)
         cmocka_unit_test (test_refuse_after_a_failed_commit),
         cmocka_unit_test (test_refuse_twice_changes_nothing_more),
         cmocka_unit_test (test_refuse_keeps_order_across_many_messages),
+        cmocka_unit_test (test_a_client_past_max_client_bytes_is_cut_once),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -244,10 +244,11 @@ describe ('Client', () => {
 
     it ('stats () reports counts, activities and workers', async () => {
         const stats = await client.stats ();
-        //  PROTOCOL.md section 4, plus actd's own "store" object (commit figures)
+        //  PROTOCOL.md section 4, plus actd's own "store" object (commit
+        //  figures) and "clients" (reply bytes held, clients cut off)
         assert.deepEqual (Object.keys (stats).sort (),
-                          ['activities', 'calls', 'contexts', 'deleted', 'messages', 'store',
-                           'uptime_ms', 'workers']);
+                          ['activities', 'calls', 'clients', 'contexts', 'deleted', 'messages',
+                           'store', 'uptime_ms', 'workers']);
         assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'batch', 'commit_ms',
                                                               'commits', 'sync', 'writes']);
         assert.deepEqual (Object.keys (stats.calls).sort (), ['accepted', 'cancelled', 'error',
