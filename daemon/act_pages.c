@@ -127,7 +127,7 @@ s_piece_message (uint64_t seq, const char *stored, size_t size, void *arg)
     const char *text = stored;
     char *written = NULL;
     if (!act_json_is_dump (stored, size)) {
-        json_t *message = json_loadb (stored, size, JSON_DECODE_ANY, NULL);
+        json_t *message = act_json_parse (stored, size, NULL);
         written = act_json_dump (message);
         json_decref (message);
         if (!written) {

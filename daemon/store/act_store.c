@@ -6,6 +6,7 @@
 #include <czmq.h>
 #include "act_store.h"
 #include "act_store_int.h"
+#include "actd/act_json.h"
 
 const char *act_store_counter_names [S_COUNTERS] = {
     "contexts", "messages", "accepted", "ok", "error", "timeout", "skipped", "cancelled",
@@ -301,7 +302,7 @@ static int
 s_history_json (uint64_t seq, const char *text, size_t size, void *arg)
 {
     (void) seq;
-    json_t *message = json_loadb (text, size, JSON_DECODE_ANY, NULL);
+    json_t *message = act_json_parse (text, size, NULL);
     if (message)
         json_array_append_new ((json_t *) arg, message);
     return 0;

@@ -369,7 +369,7 @@ static json_t *
 s_column_json (sqlite3_stmt *query, int column)
 {
     const char *text = (const char *) sqlite3_column_text (query, column);
-    return text? json_loads (text, JSON_DECODE_ANY, NULL): NULL;
+    return text? act_json_parse (text, strlen (text), NULL): NULL;
 }
 
 //  Turns the current row of a query into JSON (NULL: skip the row)

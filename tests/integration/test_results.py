@@ -78,6 +78,26 @@ class ResultTest(BrokerCase):
         self.assertEqual(outcome["status"], "ok", outcome)
         self.assertEqual(self.client.request("RESOLVE", "big", "†out.v"),
                          ["VALUE", '{"b":1.8446744073709552e+19}'])
+        #  An APPEND with such a number, written with white space
+        reply = self.client.request("APPEND", "big",
+                                    '{"type": "data", "data": {"a": 18446744073709551616}}')
+        self.assertEqual(reply[0], "OK", reply)
+        #  HISTORY reads both messages with that double (a stored text
+        #  holding such a number was once left out), and so does the
+        #  context loaded again from the store after a restart
+        history = self.client.request("HISTORY", "big", "1", "10")
+        self.assertEqual(history[0], "VALUE", history)
+        self.assertEqual([message["data"] for message in json.loads(history[1])],
+                         [{"v": {"b": 1.8446744073709552e+19}}, {"a": 1.8446744073709552e+19}])
+        self.client.close()
+        self.assertEqual(self.actd.stop(), 0, self.actd.log()[-3000:])
+        self.actd.start()
+        self.client = self.actd.client()
+        self.addCleanup(self.client.close)
+        self.assertEqual(self.client.request("RESOLVE", "big", "†out.v"),
+                         ["VALUE", '{"b":1.8446744073709552e+19}'])
+        self.assertEqual(self.client.request("RESOLVE", "big", "†data.a"),
+                         ["VALUE", '1.8446744073709552e+19'])
 
     def test_pushes_and_writes_through_kept_text(self):
         """Pushes keep their texts too; writes through them, and writes
