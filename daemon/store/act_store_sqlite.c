@@ -69,7 +69,22 @@ static const char *s_migrations [] = {
     "CREATE INDEX calls_by_context ON calls (context);"
     "CREATE TABLE append_keys (context TEXT NOT NULL, key TEXT NOT NULL,"
     "  seq INTEGER NOT NULL, PRIMARY KEY (context, key)) WITHOUT ROWID;"
-    "INSERT INTO counters VALUES ('deleted', 0);"
+    "INSERT INTO counters VALUES ('deleted', 0);",
+    //  4 -> 5: messages in a rowid table, in the order they were stored,
+    //  found by (context, seq) through an index. Clustered by context (a
+    //  table WITHOUT ROWID), each message of ~500 bytes went into the
+    //  middle of the tree, one of as many places as contexts were written,
+    //  and split a page every second insert or so (SQLite's full
+    //  rebalance of three pages, every page of it written at the commit);
+    //  appended, a full page only starts the next one, and the index's
+    //  small entries seldom fill theirs
+    "CREATE TABLE messages_by_row (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL, body TEXT NOT NULL);"
+    "INSERT INTO messages_by_row (context, seq, body)"
+    "  SELECT context, seq, body FROM messages ORDER BY context, seq;"
+    "DROP TABLE messages;"
+    "ALTER TABLE messages_by_row RENAME TO messages;"
+    "CREATE UNIQUE INDEX messages_by_seq ON messages (context, seq);"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 

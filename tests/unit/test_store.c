@@ -238,6 +238,9 @@ static const char *s_schema_v1 =
     "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);"
     "INSERT INTO contexts VALUES ('old', '2026-01-01T00:00:00.000Z');"
     "INSERT INTO messages VALUES ('old', 1, '{\"type\":\"text\",\"_seq\":1}');"
+    "INSERT INTO contexts VALUES ('other', '2026-01-01T00:00:00.000Z');"
+    "INSERT INTO messages VALUES ('other', 2, '{\"type\":\"text\",\"_seq\":2}');"
+    "INSERT INTO messages VALUES ('other', 1, '{\"type\":\"text\",\"_seq\":1}');"
     "INSERT INTO calls (id, context, state, attempts, call) VALUES"
     "  (7, 'old', 'running', 1, '{\"_tool\":\"t\"}');"
     "INSERT INTO calls (id, context, state, attempts, call, outcome, ended) VALUES"
@@ -295,7 +298,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     act_store_destroy (&store);
 
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 4);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 5);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
                                           " WHERE name = 'calls_pending'"), 0);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM calls WHERE ended = 0"), 0);
@@ -312,6 +315,15 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (json_integer_value (json_object_get (old, "pending")), 0);
     assert_true (json_is_null (json_object_get (old, "updated")));
     json_decref (listed);
+    //  Version 5: messages in a rowid table; (context, seq) still unique
+    //  and read in _seq order
+    page = act_store_history (store, "other", 1, 10, 0);
+    assert_int_equal (json_array_size (page), 2);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 0), "_seq")), 1);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 1), "_seq")), 2);
+    json_decref (page);
+    assert_int_equal (act_store_put_message (store, "other", 2, "{}", 2), -1);
+    act_store_abort (store);
     size_t messages = 0;
     assert_int_equal (act_store_delete_context (store, "old", &messages), 0);
     assert_int_equal (messages, 1);
