@@ -4,6 +4,9 @@
     One transaction per batch: the first write of a batch opens it and
     act_store_commit closes it, so one fsync (synchronous=FULL) serves
     every message and call the broker decided in one pass of its loop.
+    Calls and messages are held (act_sqlite_batch) and written at the
+    commit, or before a read, by multi-row statements; a call accepted
+    and dispatched or ended in one pass is one row.
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
@@ -32,6 +35,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include "act_store_int.h"
+#include "act_sqlite_batch.h"
 #include "actd/act_json.h"
 
 static const char *s_migrations [] = {
@@ -90,8 +94,7 @@ static const char *s_migrations [] = {
 
 //  Prepared statements, by what they do
 enum {
-    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_PUT_MESSAGE, Q_PUT_CALL, Q_UPDATE_CALL, Q_UPDATE_LIVE,
-    Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
+    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
     Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS, Q_CONTEXTS, Q_DELETE_MESSAGES,
     Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
     Q_IDLE, Q_COUNT
@@ -102,10 +105,6 @@ enum {
 static const char *s_queries [Q_COUNT] = {
     "INSERT OR IGNORE INTO contexts (id, created) VALUES (?, ?)",
     "SELECT 1 FROM contexts WHERE id = ?",
-    "INSERT INTO messages (context, seq, body) VALUES (?, ?, ?)",
-    "INSERT INTO calls (" S_CALL_COLUMNS ", ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    "UPDATE calls SET state = ?, attempts = ?, outcome = ?, progress = ?, ended = ? WHERE id = ?",
-    "UPDATE calls SET state = ?, attempts = ?, progress = ? WHERE id = ?",
     "UPDATE counters SET value = value + ? WHERE name = ?",
     "SELECT body FROM messages WHERE context = ? ORDER BY seq",
     "SELECT body, seq FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
@@ -154,6 +153,9 @@ typedef struct {
     bool open_batch;                //  A transaction is open
     char *path;                     //  The file, for messages
     zhashx_t *added;                //  Context -> s_added_t, this batch
+    act_sqlite_batch_t *held;       //  Calls and messages not written yet
+    bool doomed;                    //  Writing what was held failed: the
+                                    //  commit rolls the batch back
     bool deleted;                   //  This batch deleted a context
     bool incremental;               //  auto_vacuum is INCREMENTAL
     bool reclaim;                   //  Free pages are left to hand back
@@ -165,6 +167,7 @@ s_destroy (void *impl)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize (self->queries [i]);
+    act_sqlite_batch_destroy (&self->held);
     if (self->open_batch)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close (self->db);
@@ -209,16 +212,6 @@ s_run (s_sqlite_t *self, sqlite3_stmt *query, const char *what)
     return 0;
 }
 
-//  Bind a text, or NULL (the statement runs before the text is freed)
-static void
-s_bind_text (sqlite3_stmt *query, int column, const char *text)
-{
-    if (text)
-        sqlite3_bind_text (query, column, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null (query, column);
-}
-
 static int
 s_put_context (void *impl, const char *context)
 {
@@ -250,13 +243,7 @@ static int
 s_put_message (void *impl, const char *context, uint64_t seq, const char *text, size_t size)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
-    if (s_batch (self))
-        return -1;
-    sqlite3_stmt *query = self->queries [Q_PUT_MESSAGE];
-    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (query, 2, (sqlite3_int64) seq);
-    sqlite3_bind_text (query, 3, text, (int) size, SQLITE_STATIC);
-    if (s_run (self, query, "cannot store a message"))
+    if (s_batch (self) || act_sqlite_batch_message (self->held, context, seq, text, size))
         return -1;
     s_added_t *added = zhashx_lookup (self->added, context);
     if (!added) {
@@ -293,19 +280,7 @@ s_put_call (void *impl, const act_call_record_t *record)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
         return -1;
-    sqlite3_stmt *query = self->queries [Q_PUT_CALL];
-    sqlite3_bind_int64 (query, 1, (sqlite3_int64) record->call_id);
-    s_bind_text (query, 2, record->context);
-    s_bind_text (query, 3, record->state);
-    sqlite3_bind_int64 (query, 4, record->attempts);
-    s_bind_text (query, 5, record->call);
-    s_bind_text (query, 6, record->id);
-    s_bind_text (query, 7, record->outcome);
-    s_bind_text (query, 8, record->progress);
-    s_bind_text (query, 9, record->client);
-    s_bind_text (query, 10, record->request);
-    sqlite3_bind_int (query, 11, act_state_ended (record->state));
-    return s_run (self, query, "cannot store a call");
+    return act_sqlite_batch_call (self->held, record, true);
 }
 
 static int
@@ -314,21 +289,18 @@ s_update_call (void *impl, const act_call_record_t *record)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
         return -1;
-    //  A call still running leaves ended (and its outcome) alone, so SQLite
-    //  need not touch the partial index of pending calls, whose condition
-    //  reads ended
-    bool ended = act_state_ended (record->state);
-    sqlite3_stmt *query = self->queries [ended? Q_UPDATE_CALL: Q_UPDATE_LIVE];
-    int column = 1;
-    s_bind_text (query, column++, record->state);
-    sqlite3_bind_int64 (query, column++, record->attempts);
-    if (ended)
-        s_bind_text (query, column++, record->outcome);
-    s_bind_text (query, column++, record->progress);
-    if (ended)
-        sqlite3_bind_int (query, column++, 1);
-    sqlite3_bind_int64 (query, column, (sqlite3_int64) record->call_id);
-    return s_run (self, query, "cannot update a call");
+    return act_sqlite_batch_call (self->held, record, false);
+}
+
+//  Write the held calls and messages before a read, so that it sees them.
+//  A failure dooms the batch: its commit rolls it back.
+static void
+s_flush_held (s_sqlite_t *self)
+{
+    if (act_sqlite_batch_size (self->held) && act_sqlite_batch_flush (self->held)) {
+        s_fail (self, NULL, "cannot write the batch's calls and messages");
+        self->doomed = true;
+    }
 }
 
 //  Hand free pages back to the file system, a bounded number per commit,
@@ -355,7 +327,11 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (!self->open_batch)
         return rollback? -1: 0;
-    int rc = rollback? -1: s_flush_added (self);
+    if (!rollback)
+        s_flush_held (self);
+    act_sqlite_batch_drop (self->held);
+    int rc = rollback || self->doomed? -1: s_flush_added (self);
+    self->doomed = false;
     for (int i = 0; i < S_COUNTERS && rc == 0; i++)
         if (deltas [i]) {
             sqlite3_stmt *query = self->queries [Q_COUNTER];
@@ -425,6 +401,7 @@ static int
 s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_MESSAGES];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     return s_each (self, query, s_row_message, fn, arg, "cannot read messages");
@@ -456,6 +433,7 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t 
            act_store_text_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_HISTORY];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) from);
@@ -511,6 +489,7 @@ static json_t *
 s_call (void *impl, uint64_t call_id)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_CALL];
     sqlite3_bind_int64 (query, 1, (sqlite3_int64) call_id);
     json_t *record = sqlite3_step (query) == SQLITE_ROW? s_call_record (query): NULL;
@@ -534,6 +513,7 @@ s_number (s_sqlite_t *self, int which, const char *context, const char *key)
 static uint64_t
 s_idem (void *impl, const char *context, const char *key)
 {
+    s_flush_held ((s_sqlite_t *) impl);
     return s_number ((s_sqlite_t *) impl, Q_IDEM, context, key);
 }
 
@@ -541,6 +521,7 @@ static int
 s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_PENDING_IN];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_TRANSIENT);
     return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
@@ -552,6 +533,7 @@ static int
 s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (!mine)
         return 0;
     sqlite3_stmt *query = self->queries [Q_CONTEXTS_PENDING];
@@ -562,6 +544,7 @@ static int
 s_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_PENDING];
     return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
@@ -570,6 +553,7 @@ static uint64_t
 s_last_call (void *impl)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_LAST_CALL];
     uint64_t id = sqlite3_step (query) == SQLITE_ROW
                 ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
@@ -614,6 +598,7 @@ static json_t *
 s_contexts (void *impl, const char *from, const char *end, const char *after, size_t limit)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (s_flush_added (self))
         return NULL;
     sqlite3_stmt *query = self->queries [Q_CONTEXTS];
@@ -639,6 +624,7 @@ static int
 s_delete_context (void *impl, const char *context, size_t *messages)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (s_batch (self))
         return -1;
     zhashx_delete (self->added, context);
@@ -679,6 +665,7 @@ s_idle_contexts (void *impl, const char *before, size_t limit, act_store_each_fn
                  void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (s_flush_added (self))
         return -1;
     sqlite3_stmt *query = self->queries [Q_IDLE];
@@ -791,6 +778,11 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
             s_fail (self, err, "cannot prepare statements");
             goto failed;
         }
+    self->held = act_sqlite_batch_new (self->db);
+    if (!self->held) {
+        act_err_set (err, ACT_E_INTERNAL, "store %s: out of memory", self->path);
+        goto failed;
+    }
     return self;
 
 failed:
