@@ -15,14 +15,14 @@
 #include "act_sqlite_batch.h"
 
 //  The kinds of rows, each its own statements
-enum { K_INSERT, K_LIVE, K_ENDED, K_MESSAGE, K_KINDS };
+enum { K_INSERT, K_LIVE, K_ENDED, K_DISPATCH, K_MESSAGE, K_KINDS };
 
 //  Rows per statement, largest first
 static const size_t s_sizes [] = { 64, 16, 4, 1 };
 #define S_SIZES (sizeof s_sizes / sizeof s_sizes [0])
 
 //  Bound values per row, by kind
-static const int s_columns [K_KINDS] = { 11, 4, 5, 3 };
+static const int s_columns [K_KINDS] = { 11, 4, 5, 2, 3 };
 
 //  Each kind's statement, before and after its rows of "(?,...)"; an
 //  UPDATE (no tail) writes one row
@@ -32,9 +32,10 @@ static const char *s_heads [K_KINDS] = {
     "UPDATE calls SET state = ?2, attempts = ?3, progress = ?4 WHERE id = ?1",
     "UPDATE calls SET state = ?2, attempts = ?3, outcome = ?4, progress = ?5, ended = 1"
     " WHERE id = ?1",
+    "INSERT OR REPLACE INTO dispatched (id, attempts) VALUES ",
     "INSERT INTO messages (context, seq, body) VALUES "
 };
-static const char *s_tails [K_KINDS] = { "", NULL, NULL, "" };
+static const char *s_tails [K_KINDS] = { "", NULL, NULL, "", "" };
 
 //  A call's row, as last written in the batch
 typedef struct {
@@ -329,6 +330,10 @@ s_bind (sqlite3_stmt *query, int kind, int column, const void *item)
     }
     const s_call_t *call = (const s_call_t *) item;
     sqlite3_bind_int64 (query, column++, (sqlite3_int64) call->id);
+    if (kind == K_DISPATCH) {
+        sqlite3_bind_int64 (query, column, call->attempts);
+        return;
+    }
     if (kind == K_INSERT)
         s_text (query, column++, call->context);
     s_text (query, column++, call->state);
@@ -373,6 +378,22 @@ s_write (act_sqlite_batch_t *self, int kind, s_array_t *rows)
     return 0;
 }
 
+//  The kind of row a held call is written as. A call dispatched (running,
+//  with no progress to keep) is a small row of the table dispatched, its
+//  attempts: SQLite appends it where an UPDATE would rewrite the call's
+//  whole row; its reads take the greater attempts (see act_store_sqlite.c)
+static int
+s_kind (const s_call_t *call)
+{
+    if (call->insert)
+        return K_INSERT;
+    if (act_state_ended (call->state))
+        return K_ENDED;
+    if (call->state && streq (call->state, "running") && !call->progress)
+        return K_DISPATCH;
+    return K_LIVE;
+}
+
 //  Gather the held calls of kind into self->rows and write them
 static int
 s_write_calls (act_sqlite_batch_t *self, int kind)
@@ -380,8 +401,7 @@ s_write_calls (act_sqlite_batch_t *self, int kind)
     self->rows.count = 0;
     for (size_t i = 0; i < self->calls.count; i++) {
         s_call_t *call = (s_call_t *) self->calls.items [i];
-        int its = call->insert? K_INSERT: act_state_ended (call->state)? K_ENDED: K_LIVE;
-        if (its == kind && s_push (&self->rows, call))
+        if (s_kind (call) == kind && s_push (&self->rows, call))
             return -1;
     }
     return s_write (self, kind, &self->rows);
@@ -391,7 +411,7 @@ int
 act_sqlite_batch_flush (act_sqlite_batch_t *self)
 {
     int rc = 0;
-    for (int kind = K_INSERT; kind <= K_ENDED && rc == 0; kind++)
+    for (int kind = K_INSERT; kind <= K_DISPATCH && rc == 0; kind++)
         rc = s_write_calls (self, kind);
     if (rc == 0)
         rc = s_write (self, K_MESSAGE, &self->messages);

@@ -6,13 +6,14 @@
     every message and call the broker decided in one pass of its loop.
     Calls and messages are held (act_sqlite_batch) and written at the
     commit, or before a read, by multi-row statements; a call accepted
-    and dispatched or ended in one pass is one row.
+    and dispatched or ended in one pass is one row. A dispatch of a call
+    stored before is a row of its attempts in the table dispatched (see
+    version 6 in act_sqlite_schema.c).
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
 
-    Schema versions live in PRAGMA user_version; s_migrations [v] takes a
-    store from version v to v + 1.
+    Schema versions live in PRAGMA user_version (act_sqlite_schema.c).
 
     Each context row keeps its number of messages, last _seq and the _date
     of its last message, so that CONTEXTS lists a page with one range scan
@@ -36,71 +37,25 @@
 #include <sys/stat.h>
 #include "act_store_int.h"
 #include "act_sqlite_batch.h"
+#include "act_sqlite_schema.h"
 #include "actd/act_json.h"
-
-static const char *s_migrations [] = {
-    //  0 -> 1: the first schema
-    "CREATE TABLE contexts (id TEXT PRIMARY KEY, created TEXT NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE messages (context TEXT NOT NULL, seq INTEGER NOT NULL,"
-    "  body TEXT NOT NULL, PRIMARY KEY (context, seq)) WITHOUT ROWID;"
-    "CREATE TABLE calls (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
-    "  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, call TEXT NOT NULL,"
-    "  idem TEXT, outcome TEXT, progress TEXT, client TEXT, request TEXT,"
-    "  ended INTEGER NOT NULL DEFAULT 0);"
-    "CREATE UNIQUE INDEX calls_by_key ON calls (context, idem) WHERE idem IS NOT NULL;"
-    "CREATE INDEX calls_pending ON calls (id) WHERE ended = 0;"
-    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
-    "INSERT INTO counters VALUES ('contexts', 0), ('messages', 0), ('accepted', 0),"
-    "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);",
-    //  1 -> 2: recovery goes context by context
-    "CREATE INDEX calls_pending_by_context ON calls (context, id) WHERE ended = 0;",
-    //  2 -> 3: recovery no longer reads every pending call in id order, and
-    //  each index costs every call an insert and a delete
-    "DROP INDEX calls_pending;",
-    //  3 -> 4: CONTEXTS, DELETE, retention and APPEND keys. A context's
-    //  counts and last date, kept in its row; calls by context, to delete
-    //  them (a plain index: calls change state without touching it)
-    "ALTER TABLE contexts ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE contexts ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE contexts ADD COLUMN updated TEXT;"
-    "UPDATE contexts SET"
-    "  messages = (SELECT COUNT(*) FROM messages WHERE context = contexts.id),"
-    "  last_seq = (SELECT COALESCE (MAX (seq), 0) FROM messages WHERE context = contexts.id),"
-    "  updated = (SELECT CASE WHEN json_valid (body) THEN json_extract (body, '$._date') END"
-    "    FROM messages WHERE context = contexts.id ORDER BY seq DESC LIMIT 1);"
-    "CREATE INDEX contexts_by_updated ON contexts (updated) WHERE updated IS NOT NULL;"
-    "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
-    "CREATE INDEX calls_by_context ON calls (context);"
-    "CREATE TABLE append_keys (context TEXT NOT NULL, key TEXT NOT NULL,"
-    "  seq INTEGER NOT NULL, PRIMARY KEY (context, key)) WITHOUT ROWID;"
-    "INSERT INTO counters VALUES ('deleted', 0);",
-    //  4 -> 5: messages in a rowid table, in the order they were stored,
-    //  found by (context, seq) through an index. Clustered by context (a
-    //  table WITHOUT ROWID), each message of ~500 bytes went into the
-    //  middle of the tree, one of as many places as contexts were written,
-    //  and split a page every second insert or so (SQLite's full
-    //  rebalance of three pages, every page of it written at the commit);
-    //  appended, a full page only starts the next one, and the index's
-    //  small entries seldom fill theirs
-    "CREATE TABLE messages_by_row (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
-    "  seq INTEGER NOT NULL, body TEXT NOT NULL);"
-    "INSERT INTO messages_by_row (context, seq, body)"
-    "  SELECT context, seq, body FROM messages ORDER BY context, seq;"
-    "DROP TABLE messages;"
-    "ALTER TABLE messages_by_row RENAME TO messages;"
-    "CREATE UNIQUE INDEX messages_by_seq ON messages (context, seq);"
-};
-#define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
 //  Prepared statements, by what they do
 enum {
-    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
-    Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS, Q_CONTEXTS, Q_DELETE_MESSAGES,
-    Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
+    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM,
+    Q_PENDING, Q_LAST_CALL, Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS,
+    Q_CONTEXTS, Q_DELETE_MESSAGES, Q_DELETE_DISPATCHED, Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
     Q_IDLE, Q_COUNT
 };
 
-#define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
+//  A call's record, as s_call_record reads it: a call not ended that was
+//  dispatched since its row was last written is running, with the
+//  attempts of its row in dispatched. index: an INDEXED BY clause, or ""
+#define S_CALL_SELECT(index) "SELECT c.id, c.context,"                                     \
+    " CASE WHEN c.ended = 0 AND d.attempts > c.attempts THEN 'running' ELSE c.state END," \
+    " CASE WHEN c.ended = 0 AND d.attempts > c.attempts THEN d.attempts"            \
+    " ELSE c.attempts END, c.call, c.idem, c.outcome, c.progress, c.client, c.request" \
+    " FROM calls AS c " index " LEFT JOIN dispatched AS d ON d.id = c.id"
 
 static const char *s_queries [Q_COUNT] = {
     "INSERT OR IGNORE INTO contexts (id, created) VALUES (?, ?)",
@@ -108,12 +63,13 @@ static const char *s_queries [Q_COUNT] = {
     "UPDATE counters SET value = value + ? WHERE name = ?",
     "SELECT body FROM messages WHERE context = ? ORDER BY seq",
     "SELECT body, seq FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
-    "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = ?",
+    S_CALL_SELECT ("") " WHERE c.id = ?",
     "SELECT id FROM calls WHERE context = ? AND idem = ?",
-    "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 ORDER BY id",
+    S_CALL_SELECT ("") " WHERE c.ended = 0 ORDER BY c.id",
     "SELECT MAX(id) FROM calls",
     "SELECT name, value FROM counters",
-    "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 AND context = ? ORDER BY id",
+    S_CALL_SELECT ("INDEXED BY calls_pending_by_context")
+        " WHERE c.ended = 0 AND c.context = ? ORDER BY c.id",
     "SELECT DISTINCT context FROM calls WHERE ended = 0",
     "UPDATE contexts SET messages = messages + ?1, last_seq = MAX (last_seq, ?2),"
     "  updated = COALESCE ((SELECT CASE WHEN json_valid (body)"
@@ -124,6 +80,7 @@ static const char *s_queries [Q_COUNT] = {
     "  FROM contexts"
     "  WHERE id >= ?1 AND id < ?2 AND id <> ?3 ORDER BY id LIMIT ?4",
     "DELETE FROM messages WHERE context = ?",
+    "DELETE FROM dispatched WHERE id IN (SELECT id FROM calls WHERE context = ?)",
     "DELETE FROM calls WHERE context = ?",
     "DELETE FROM append_keys WHERE context = ?",
     "DELETE FROM contexts WHERE id = ?",
@@ -461,7 +418,7 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t 
     return result;
 }
 
-//  The call record in the current row (columns S_CALL_COLUMNS)
+//  The call record in the current row (columns of S_CALL_SELECT)
 static json_t *
 s_call_record (sqlite3_stmt *query)
 {
@@ -631,6 +588,7 @@ s_delete_context (void *impl, const char *context, size_t *messages)
     int64_t held = s_delete (self, Q_DELETE_MESSAGES, context);
     int64_t existed = -1;
     if (held >= 0
+    &&  s_delete (self, Q_DELETE_DISPATCHED, context) >= 0
     &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
     &&  s_delete (self, Q_DELETE_KEYS, context) >= 0)
         existed = s_delete (self, Q_DELETE_CONTEXT, context);
@@ -681,37 +639,6 @@ const act_store_backend_t act_store_sqlite = {
     s_contexts, s_delete_context, s_append_key, s_put_append_key, s_idle_contexts,
     NULL
 };
-
-//  Bring the schema to S_VERSION, one migration per transaction
-static int
-s_migrate (s_sqlite_t *self, act_err_t *err)
-{
-    sqlite3_stmt *query;
-    int version = -1;
-    if (sqlite3_prepare_v2 (self->db, "PRAGMA user_version", -1, &query, NULL) == SQLITE_OK
-    &&  sqlite3_step (query) == SQLITE_ROW)
-        version = sqlite3_column_int (query, 0);
-    sqlite3_finalize (query);
-    if (version < 0)
-        return s_fail (self, err, "cannot read the schema version");
-    if (version > S_VERSION)
-        return act_err_set (err, ACT_E_INTERNAL,
-                            "store %s has schema version %d; this actd knows up to %d",
-                            self->path, version, S_VERSION);
-    for (; version < S_VERSION; version++) {
-        char *sql = zsys_sprintf ("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;",
-                                  s_migrations [version], version + 1);
-        int rc = sqlite3_exec (self->db, sql, NULL, NULL, NULL);
-        zstr_free (&sql);
-        if (rc != SQLITE_OK) {
-            s_fail (self, err, "cannot migrate the schema");
-            sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
-            return -1;
-        }
-        zsys_info ("store %s: schema migrated to version %d", self->path, version + 1);
-    }
-    return 0;
-}
 
 void *
 act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
@@ -765,7 +692,7 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
         s_fail (self, err, "not a usable database");
         goto failed;
     }
-    if (s_migrate (self, err))
+    if (act_sqlite_schema_migrate (self->db, self->path, err))
         goto failed;
     sqlite3_stmt *query;
     if (sqlite3_prepare_v2 (self->db, "PRAGMA auto_vacuum", -1, &query, NULL) == SQLITE_OK

@@ -389,7 +389,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     act_store_destroy (&store);
 
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 5);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 6);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
                                           " WHERE name = 'calls_pending'"), 0);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM calls WHERE ended = 0"), 0);
@@ -1055,6 +1055,77 @@ test_deleting_gives_the_space_back (void **state)
     zstr_free (&path);
 }
 
+//  The state and attempts of a call as its record, and its pending walk,
+//  read them
+static void
+s_assert_call (act_store_t *store, const char *context, uint64_t id, const char *state,
+               long long attempts)
+{
+    json_t *stored = act_store_call (store, id);
+    assert_non_null (stored);
+    assert_string_equal (json_string_value (json_object_get (stored, "state")), state);
+    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), attempts);
+    json_decref (stored);
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
+    if (act_state_ended (state))
+        assert_int_equal (json_array_size (pending), 0);
+    else {
+        assert_int_equal (json_array_size (pending), 1);
+        json_t *record = json_array_get (pending, 0);
+        assert_string_equal (json_string_value (json_object_get (record, "state")), state);
+        assert_int_equal (json_integer_value (json_object_get (record, "attempts")), attempts);
+    }
+    json_decref (pending);
+}
+
+//  A call dispatched, put back in the queue, dispatched again (each in a
+//  batch of its own) reads back with its state and attempts, also from a
+//  store opened again (what recovery reads after a kill -9)
+static void
+test_dispatches_are_read_back_with_their_attempts (void **state)
+{
+    char *context = s_context ("dispatch");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    act_err_t err = { 0 };
+    uint64_t id = act_store_next_call (store);
+    act_call_record_t record = s_record (id, context, "queued", NULL);
+    act_store_put_call (store, &record);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    const char *states [] = { "running", "queued", "running" };
+    long long attempts [] = { 1, 1, 2 };
+    for (int step = 0; step < 3; step++) {
+        record = s_record (id, context, states [step], NULL);
+        record.attempts = attempts [step];
+        assert_int_equal (act_store_update_call (store, &record), 0);
+        s_assert_call (store, context, id, states [step], attempts [step]);
+        assert_int_equal (act_store_commit (store, &err), 0);
+        s_assert_call (store, context, id, states [step], attempts [step]);
+    }
+    if (!streq (s_location, ":memory:")) {
+        act_store_destroy (&store);
+        store = s_open_owning (context);
+        s_assert_call (store, context, id, "running", 2);
+    }
+    record = s_record (id, context, "error", NULL);
+    record.attempts = 2;
+    record.outcome = "{\"status\":\"error\"}";
+    act_store_update_call (store, &record);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    s_assert_call (store, context, id, "error", 2);
+    assert_int_equal (act_store_delete_context (store, context, NULL), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_null (act_store_call (store, id));
+    act_store_destroy (&store);
+    if (!streq (s_location, ":memory:") && !strstr (s_location, "://")) {
+        char *sql = zsys_sprintf ("SELECT COUNT(*) FROM dispatched WHERE id = %" PRIu64, id);
+        assert_int_equal (s_sql_number (s_location, sql), 0);
+        zstr_free (&sql);
+    }
+    zstr_free (&context);
+}
+
 int
 main (void)
 {
@@ -1062,6 +1133,7 @@ main (void)
         cmocka_unit_test (test_reads_see_the_batch_and_commit_keeps_it),
         cmocka_unit_test (test_calls_are_recorded_updated_and_counted),
         cmocka_unit_test (test_a_batch_keeps_each_calls_last_write),
+        cmocka_unit_test (test_dispatches_are_read_back_with_their_attempts),
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
         cmocka_unit_test (test_leases_take_over_and_fence),
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
