@@ -268,6 +268,21 @@ act_sqlite_batch_message (act_sqlite_batch_t *self, const char *context, uint64_
     return 0;
 }
 
+const char *
+act_sqlite_batch_text (act_sqlite_batch_t *self, const char *context, uint64_t seq,
+                       size_t *size)
+{
+    //  From the last: a context's last message is the one asked for
+    for (size_t i = self->messages.count; i > 0; i--) {
+        const s_message_t *message = (const s_message_t *) self->messages.items [i - 1];
+        if (message->seq == seq && streq (message->context, context)) {
+            *size = message->size;
+            return message->data;
+        }
+    }
+    return NULL;
+}
+
 size_t
 act_sqlite_batch_size (act_sqlite_batch_t *self)
 {

@@ -34,6 +34,11 @@ int act_sqlite_batch_call (act_sqlite_batch_t *self, const act_call_record_t *re
 int act_sqlite_batch_message (act_sqlite_batch_t *self, const char *context, uint64_t seq,
                               const char *text, size_t size);
 
+//  The text of the message of context with _seq seq, if it is held (valid
+//  until the batch is flushed or dropped; *size set), else NULL.
+const char *act_sqlite_batch_text (act_sqlite_batch_t *self, const char *context,
+                                   uint64_t seq, size_t *size);
+
 //  Rows held.
 size_t act_sqlite_batch_size (act_sqlite_batch_t *self);
 

@@ -39,6 +39,7 @@
 #include "act_sqlite_batch.h"
 #include "act_sqlite_schema.h"
 #include "actd/act_json.h"
+#include "actd/act_scan.h"
 
 //  Prepared statements, by what they do
 enum {
@@ -72,7 +73,7 @@ static const char *s_queries [Q_COUNT] = {
         " WHERE c.ended = 0 AND c.context = ? ORDER BY c.id",
     "SELECT DISTINCT context FROM calls WHERE ended = 0",
     "UPDATE contexts SET messages = messages + ?1, last_seq = MAX (last_seq, ?2),"
-    "  updated = COALESCE ((SELECT CASE WHEN json_valid (body)"
+    "  updated = COALESCE (?4, (SELECT CASE WHEN json_valid (body)"
     "    THEN json_extract (body, '$._date') END FROM messages WHERE context = ?3"
     "    AND seq = ?2), updated) WHERE id = ?3",
     "SELECT id, messages, last_seq, updated, (SELECT COUNT(*) FROM calls"
@@ -101,6 +102,10 @@ static const char *s_queries [Q_COUNT] = {
 typedef struct {
     int64_t added;                  //  Messages
     int64_t last_seq;               //  Highest _seq
+    char date [40];                 //  The _date of that message, read from
+                                    //  its text while it was held
+    size_t date_size;               //  Its bytes; 0: not read (SQLite reads
+                                    //  it from the stored message)
 } s_added_t;
 
 typedef struct {
@@ -111,6 +116,7 @@ typedef struct {
     char *path;                     //  The file, for messages
     zhashx_t *added;                //  Context -> s_added_t, this batch
     act_sqlite_batch_t *held;       //  Calls and messages not written yet
+    act_scan_t *scan;               //  Reads a held message's _date
     bool doomed;                    //  Writing what was held failed: the
                                     //  commit rolls the batch back
     bool deleted;                   //  This batch deleted a context
@@ -125,6 +131,7 @@ s_destroy (void *impl)
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize (self->queries [i]);
     act_sqlite_batch_destroy (&self->held);
+    act_scan_destroy (&self->scan);
     if (self->open_batch)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close (self->db);
@@ -208,8 +215,10 @@ s_put_message (void *impl, const char *context, uint64_t seq, const char *text, 
         zhashx_insert (self->added, context, added);
     }
     added->added++;
-    if ((int64_t) seq > added->last_seq)
+    if ((int64_t) seq > added->last_seq) {
         added->last_seq = (int64_t) seq;
+        added->date_size = 0;
+    }
     return 0;
 }
 
@@ -225,6 +234,10 @@ s_flush_added (s_sqlite_t *self)
         sqlite3_bind_int64 (query, 2, added->last_seq);
         sqlite3_bind_text (query, 3, (const char *) zhashx_cursor (self->added), -1,
                            SQLITE_STATIC);
+        if (added->date_size)
+            sqlite3_bind_text (query, 4, added->date, (int) added->date_size, SQLITE_STATIC);
+        else
+            sqlite3_bind_null (query, 4);
         rc = s_run (self, query, "cannot count a context's messages");
     }
     zhashx_purge (self->added);
@@ -249,11 +262,37 @@ s_update_call (void *impl, const act_call_record_t *record)
     return act_sqlite_batch_call (self->held, record, false);
 }
 
+//  Read the _date of each context's last message of the batch from its
+//  text while it is held (act_scan: as SQLite's json_extract would, for a
+//  string; anything else is left to SQLite): the contexts' UPDATE then
+//  parses no message
+static void
+s_read_dates (s_sqlite_t *self)
+{
+    for (s_added_t *added = zhashx_first (self->added); added;
+         added = zhashx_next (self->added)) {
+        size_t size;
+        const char *context = (const char *) zhashx_cursor (self->added);
+        const char *text = added->date_size? NULL
+                         : act_sqlite_batch_text (self->held, context,
+                                                  (uint64_t) added->last_seq, &size);
+        if (!text || act_scan (self->scan, text, size, NULL)
+        ||  act_scan_type (self->scan) != JSON_OBJECT)
+            continue;
+        const act_scan_member_t *date = act_scan_find (self->scan, text, "_date");
+        if (date && text [date->value] == '"' && date->value_size <= sizeof added->date)
+            added->date_size = act_scan_decode (text + date->value, date->value_size,
+                                                added->date);
+    }
+}
+
 //  Write the held calls and messages before a read, so that it sees them.
 //  A failure dooms the batch: its commit rolls it back.
 static void
 s_flush_held (s_sqlite_t *self)
 {
+    if (act_sqlite_batch_size (self->held))
+        s_read_dates (self);
     if (act_sqlite_batch_size (self->held) && act_sqlite_batch_flush (self->held)) {
         s_fail (self, NULL, "cannot write the batch's calls and messages");
         self->doomed = true;
@@ -706,7 +745,8 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
             goto failed;
         }
     self->held = act_sqlite_batch_new (self->db);
-    if (!self->held) {
+    self->scan = act_scan_new ();
+    if (!self->held || !self->scan) {
         act_err_set (err, ACT_E_INTERNAL, "store %s: out of memory", self->path);
         goto failed;
     }
