@@ -4,12 +4,16 @@
     One transaction per batch: the first write of a batch opens it and
     act_store_commit closes it, so one fsync (synchronous=FULL) serves
     every message and call the broker decided in one pass of its loop.
+    Calls and messages are held (act_sqlite_batch) and written at the
+    commit, or before a read, by multi-row statements; a call accepted
+    and dispatched or ended in one pass is one row. A dispatch of a call
+    stored before is a row of its attempts in the table dispatched (see
+    version 6 in act_sqlite_schema.c).
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
 
-    Schema versions live in PRAGMA user_version; s_migrations [v] takes a
-    store from version v to v + 1.
+    Schema versions live in PRAGMA user_version (act_sqlite_schema.c).
 
     Each context row keeps its number of messages, last _seq and the _date
     of its last message, so that CONTEXTS lists a page with one range scan
@@ -32,77 +36,44 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include "act_store_int.h"
+#include "act_sqlite_batch.h"
+#include "act_sqlite_schema.h"
 #include "actd/act_json.h"
-
-static const char *s_migrations [] = {
-    //  0 -> 1: the first schema
-    "CREATE TABLE contexts (id TEXT PRIMARY KEY, created TEXT NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE messages (context TEXT NOT NULL, seq INTEGER NOT NULL,"
-    "  body TEXT NOT NULL, PRIMARY KEY (context, seq)) WITHOUT ROWID;"
-    "CREATE TABLE calls (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
-    "  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, call TEXT NOT NULL,"
-    "  idem TEXT, outcome TEXT, progress TEXT, client TEXT, request TEXT,"
-    "  ended INTEGER NOT NULL DEFAULT 0);"
-    "CREATE UNIQUE INDEX calls_by_key ON calls (context, idem) WHERE idem IS NOT NULL;"
-    "CREATE INDEX calls_pending ON calls (id) WHERE ended = 0;"
-    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
-    "INSERT INTO counters VALUES ('contexts', 0), ('messages', 0), ('accepted', 0),"
-    "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);",
-    //  1 -> 2: recovery goes context by context
-    "CREATE INDEX calls_pending_by_context ON calls (context, id) WHERE ended = 0;",
-    //  2 -> 3: recovery no longer reads every pending call in id order, and
-    //  each index costs every call an insert and a delete
-    "DROP INDEX calls_pending;",
-    //  3 -> 4: CONTEXTS, DELETE, retention and APPEND keys. A context's
-    //  counts and last date, kept in its row; calls by context, to delete
-    //  them (a plain index: calls change state without touching it)
-    "ALTER TABLE contexts ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE contexts ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE contexts ADD COLUMN updated TEXT;"
-    "UPDATE contexts SET"
-    "  messages = (SELECT COUNT(*) FROM messages WHERE context = contexts.id),"
-    "  last_seq = (SELECT COALESCE (MAX (seq), 0) FROM messages WHERE context = contexts.id),"
-    "  updated = (SELECT CASE WHEN json_valid (body) THEN json_extract (body, '$._date') END"
-    "    FROM messages WHERE context = contexts.id ORDER BY seq DESC LIMIT 1);"
-    "CREATE INDEX contexts_by_updated ON contexts (updated) WHERE updated IS NOT NULL;"
-    "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
-    "CREATE INDEX calls_by_context ON calls (context);"
-    "CREATE TABLE append_keys (context TEXT NOT NULL, key TEXT NOT NULL,"
-    "  seq INTEGER NOT NULL, PRIMARY KEY (context, key)) WITHOUT ROWID;"
-    "INSERT INTO counters VALUES ('deleted', 0);"
-};
-#define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
+#include "actd/act_scan.h"
 
 //  Prepared statements, by what they do
 enum {
-    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_PUT_MESSAGE, Q_PUT_CALL, Q_UPDATE_CALL, Q_UPDATE_LIVE,
-    Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM, Q_PENDING, Q_LAST_CALL,
-    Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS, Q_CONTEXTS, Q_DELETE_MESSAGES,
-    Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
+    Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM,
+    Q_PENDING, Q_LAST_CALL, Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS,
+    Q_CONTEXTS, Q_DELETE_MESSAGES, Q_DELETE_DISPATCHED, Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
     Q_IDLE, Q_COUNT
 };
 
-#define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
+//  A call's record, as s_call_record reads it: a call not ended that was
+//  dispatched since its row was last written is running, with the
+//  attempts of its row in dispatched. index: an INDEXED BY clause, or ""
+#define S_CALL_SELECT(index) "SELECT c.id, c.context,"                                     \
+    " CASE WHEN c.ended = 0 AND d.attempts > c.attempts THEN 'running' ELSE c.state END," \
+    " CASE WHEN c.ended = 0 AND d.attempts > c.attempts THEN d.attempts"            \
+    " ELSE c.attempts END, c.call, c.idem, c.outcome, c.progress, c.client, c.request" \
+    " FROM calls AS c " index " LEFT JOIN dispatched AS d ON d.id = c.id"
 
 static const char *s_queries [Q_COUNT] = {
     "INSERT OR IGNORE INTO contexts (id, created) VALUES (?, ?)",
     "SELECT 1 FROM contexts WHERE id = ?",
-    "INSERT INTO messages (context, seq, body) VALUES (?, ?, ?)",
-    "INSERT INTO calls (" S_CALL_COLUMNS ", ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    "UPDATE calls SET state = ?, attempts = ?, outcome = ?, progress = ?, ended = ? WHERE id = ?",
-    "UPDATE calls SET state = ?, attempts = ?, progress = ? WHERE id = ?",
     "UPDATE counters SET value = value + ? WHERE name = ?",
     "SELECT body FROM messages WHERE context = ? ORDER BY seq",
     "SELECT body, seq FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
-    "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = ?",
+    S_CALL_SELECT ("") " WHERE c.id = ?",
     "SELECT id FROM calls WHERE context = ? AND idem = ?",
-    "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 ORDER BY id",
+    S_CALL_SELECT ("") " WHERE c.ended = 0 ORDER BY c.id",
     "SELECT MAX(id) FROM calls",
     "SELECT name, value FROM counters",
-    "SELECT " S_CALL_COLUMNS " FROM calls WHERE ended = 0 AND context = ? ORDER BY id",
+    S_CALL_SELECT ("INDEXED BY calls_pending_by_context")
+        " WHERE c.ended = 0 AND c.context = ? ORDER BY c.id",
     "SELECT DISTINCT context FROM calls WHERE ended = 0",
     "UPDATE contexts SET messages = messages + ?1, last_seq = MAX (last_seq, ?2),"
-    "  updated = COALESCE ((SELECT CASE WHEN json_valid (body)"
+    "  updated = COALESCE (?4, (SELECT CASE WHEN json_valid (body)"
     "    THEN json_extract (body, '$._date') END FROM messages WHERE context = ?3"
     "    AND seq = ?2), updated) WHERE id = ?3",
     "SELECT id, messages, last_seq, updated, (SELECT COUNT(*) FROM calls"
@@ -110,6 +81,7 @@ static const char *s_queries [Q_COUNT] = {
     "  FROM contexts"
     "  WHERE id >= ?1 AND id < ?2 AND id <> ?3 ORDER BY id LIMIT ?4",
     "DELETE FROM messages WHERE context = ?",
+    "DELETE FROM dispatched WHERE id IN (SELECT id FROM calls WHERE context = ?)",
     "DELETE FROM calls WHERE context = ?",
     "DELETE FROM append_keys WHERE context = ?",
     "DELETE FROM contexts WHERE id = ?",
@@ -130,6 +102,10 @@ static const char *s_queries [Q_COUNT] = {
 typedef struct {
     int64_t added;                  //  Messages
     int64_t last_seq;               //  Highest _seq
+    char date [40];                 //  The _date of that message, read from
+                                    //  its text while it was held
+    size_t date_size;               //  Its bytes; 0: not read (SQLite reads
+                                    //  it from the stored message)
 } s_added_t;
 
 typedef struct {
@@ -139,6 +115,10 @@ typedef struct {
     bool open_batch;                //  A transaction is open
     char *path;                     //  The file, for messages
     zhashx_t *added;                //  Context -> s_added_t, this batch
+    act_sqlite_batch_t *held;       //  Calls and messages not written yet
+    act_scan_t *scan;               //  Reads a held message's _date
+    bool doomed;                    //  Writing what was held failed: the
+                                    //  commit rolls the batch back
     bool deleted;                   //  This batch deleted a context
     bool incremental;               //  auto_vacuum is INCREMENTAL
     bool reclaim;                   //  Free pages are left to hand back
@@ -150,6 +130,8 @@ s_destroy (void *impl)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize (self->queries [i]);
+    act_sqlite_batch_destroy (&self->held);
+    act_scan_destroy (&self->scan);
     if (self->open_batch)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close (self->db);
@@ -194,16 +176,6 @@ s_run (s_sqlite_t *self, sqlite3_stmt *query, const char *what)
     return 0;
 }
 
-//  Bind a text, or NULL (the statement runs before the text is freed)
-static void
-s_bind_text (sqlite3_stmt *query, int column, const char *text)
-{
-    if (text)
-        sqlite3_bind_text (query, column, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null (query, column);
-}
-
 static int
 s_put_context (void *impl, const char *context)
 {
@@ -235,13 +207,7 @@ static int
 s_put_message (void *impl, const char *context, uint64_t seq, const char *text, size_t size)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
-    if (s_batch (self))
-        return -1;
-    sqlite3_stmt *query = self->queries [Q_PUT_MESSAGE];
-    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (query, 2, (sqlite3_int64) seq);
-    sqlite3_bind_text (query, 3, text, (int) size, SQLITE_STATIC);
-    if (s_run (self, query, "cannot store a message"))
+    if (s_batch (self) || act_sqlite_batch_message (self->held, context, seq, text, size))
         return -1;
     s_added_t *added = zhashx_lookup (self->added, context);
     if (!added) {
@@ -249,8 +215,10 @@ s_put_message (void *impl, const char *context, uint64_t seq, const char *text, 
         zhashx_insert (self->added, context, added);
     }
     added->added++;
-    if ((int64_t) seq > added->last_seq)
+    if ((int64_t) seq > added->last_seq) {
         added->last_seq = (int64_t) seq;
+        added->date_size = 0;
+    }
     return 0;
 }
 
@@ -266,6 +234,10 @@ s_flush_added (s_sqlite_t *self)
         sqlite3_bind_int64 (query, 2, added->last_seq);
         sqlite3_bind_text (query, 3, (const char *) zhashx_cursor (self->added), -1,
                            SQLITE_STATIC);
+        if (added->date_size)
+            sqlite3_bind_text (query, 4, added->date, (int) added->date_size, SQLITE_STATIC);
+        else
+            sqlite3_bind_null (query, 4);
         rc = s_run (self, query, "cannot count a context's messages");
     }
     zhashx_purge (self->added);
@@ -278,19 +250,7 @@ s_put_call (void *impl, const act_call_record_t *record)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
         return -1;
-    sqlite3_stmt *query = self->queries [Q_PUT_CALL];
-    sqlite3_bind_int64 (query, 1, (sqlite3_int64) record->call_id);
-    s_bind_text (query, 2, record->context);
-    s_bind_text (query, 3, record->state);
-    sqlite3_bind_int64 (query, 4, record->attempts);
-    s_bind_text (query, 5, record->call);
-    s_bind_text (query, 6, record->id);
-    s_bind_text (query, 7, record->outcome);
-    s_bind_text (query, 8, record->progress);
-    s_bind_text (query, 9, record->client);
-    s_bind_text (query, 10, record->request);
-    sqlite3_bind_int (query, 11, act_state_ended (record->state));
-    return s_run (self, query, "cannot store a call");
+    return act_sqlite_batch_call (self->held, record, true);
 }
 
 static int
@@ -299,21 +259,44 @@ s_update_call (void *impl, const act_call_record_t *record)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (s_batch (self))
         return -1;
-    //  A call still running leaves ended (and its outcome) alone, so SQLite
-    //  need not touch the partial index of pending calls, whose condition
-    //  reads ended
-    bool ended = act_state_ended (record->state);
-    sqlite3_stmt *query = self->queries [ended? Q_UPDATE_CALL: Q_UPDATE_LIVE];
-    int column = 1;
-    s_bind_text (query, column++, record->state);
-    sqlite3_bind_int64 (query, column++, record->attempts);
-    if (ended)
-        s_bind_text (query, column++, record->outcome);
-    s_bind_text (query, column++, record->progress);
-    if (ended)
-        sqlite3_bind_int (query, column++, 1);
-    sqlite3_bind_int64 (query, column, (sqlite3_int64) record->call_id);
-    return s_run (self, query, "cannot update a call");
+    return act_sqlite_batch_call (self->held, record, false);
+}
+
+//  Read the _date of each context's last message of the batch from its
+//  text while it is held (act_scan: as SQLite's json_extract would, for a
+//  string; anything else is left to SQLite): the contexts' UPDATE then
+//  parses no message
+static void
+s_read_dates (s_sqlite_t *self)
+{
+    for (s_added_t *added = zhashx_first (self->added); added;
+         added = zhashx_next (self->added)) {
+        size_t size;
+        const char *context = (const char *) zhashx_cursor (self->added);
+        const char *text = added->date_size? NULL
+                         : act_sqlite_batch_text (self->held, context,
+                                                  (uint64_t) added->last_seq, &size);
+        if (!text || act_scan (self->scan, text, size, NULL)
+        ||  act_scan_type (self->scan) != JSON_OBJECT)
+            continue;
+        const act_scan_member_t *date = act_scan_find (self->scan, text, "_date");
+        if (date && text [date->value] == '"' && date->value_size <= sizeof added->date)
+            added->date_size = act_scan_decode (text + date->value, date->value_size,
+                                                added->date);
+    }
+}
+
+//  Write the held calls and messages before a read, so that it sees them.
+//  A failure dooms the batch: its commit rolls it back.
+static void
+s_flush_held (s_sqlite_t *self)
+{
+    if (act_sqlite_batch_size (self->held))
+        s_read_dates (self);
+    if (act_sqlite_batch_size (self->held) && act_sqlite_batch_flush (self->held)) {
+        s_fail (self, NULL, "cannot write the batch's calls and messages");
+        self->doomed = true;
+    }
 }
 
 //  Hand free pages back to the file system, a bounded number per commit,
@@ -340,7 +323,11 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     s_sqlite_t *self = (s_sqlite_t *) impl;
     if (!self->open_batch)
         return rollback? -1: 0;
-    int rc = rollback? -1: s_flush_added (self);
+    if (!rollback)
+        s_flush_held (self);
+    act_sqlite_batch_drop (self->held);
+    int rc = rollback || self->doomed? -1: s_flush_added (self);
+    self->doomed = false;
     for (int i = 0; i < S_COUNTERS && rc == 0; i++)
         if (deltas [i]) {
             sqlite3_stmt *query = self->queries [Q_COUNTER];
@@ -410,6 +397,7 @@ static int
 s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_MESSAGES];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     return s_each (self, query, s_row_message, fn, arg, "cannot read messages");
@@ -441,6 +429,7 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t 
            act_store_text_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_HISTORY];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) from);
@@ -468,7 +457,7 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t 
     return result;
 }
 
-//  The call record in the current row (columns S_CALL_COLUMNS)
+//  The call record in the current row (columns of S_CALL_SELECT)
 static json_t *
 s_call_record (sqlite3_stmt *query)
 {
@@ -496,6 +485,7 @@ static json_t *
 s_call (void *impl, uint64_t call_id)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_CALL];
     sqlite3_bind_int64 (query, 1, (sqlite3_int64) call_id);
     json_t *record = sqlite3_step (query) == SQLITE_ROW? s_call_record (query): NULL;
@@ -519,6 +509,7 @@ s_number (s_sqlite_t *self, int which, const char *context, const char *key)
 static uint64_t
 s_idem (void *impl, const char *context, const char *key)
 {
+    s_flush_held ((s_sqlite_t *) impl);
     return s_number ((s_sqlite_t *) impl, Q_IDEM, context, key);
 }
 
@@ -526,6 +517,7 @@ static int
 s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_PENDING_IN];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_TRANSIENT);
     return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
@@ -537,6 +529,7 @@ static int
 s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (!mine)
         return 0;
     sqlite3_stmt *query = self->queries [Q_CONTEXTS_PENDING];
@@ -547,6 +540,7 @@ static int
 s_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_PENDING];
     return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
@@ -555,6 +549,7 @@ static uint64_t
 s_last_call (void *impl)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_LAST_CALL];
     uint64_t id = sqlite3_step (query) == SQLITE_ROW
                 ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
@@ -599,6 +594,7 @@ static json_t *
 s_contexts (void *impl, const char *from, const char *end, const char *after, size_t limit)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (s_flush_added (self))
         return NULL;
     sqlite3_stmt *query = self->queries [Q_CONTEXTS];
@@ -624,12 +620,14 @@ static int
 s_delete_context (void *impl, const char *context, size_t *messages)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (s_batch (self))
         return -1;
     zhashx_delete (self->added, context);
     int64_t held = s_delete (self, Q_DELETE_MESSAGES, context);
     int64_t existed = -1;
     if (held >= 0
+    &&  s_delete (self, Q_DELETE_DISPATCHED, context) >= 0
     &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
     &&  s_delete (self, Q_DELETE_KEYS, context) >= 0)
         existed = s_delete (self, Q_DELETE_CONTEXT, context);
@@ -664,6 +662,7 @@ s_idle_contexts (void *impl, const char *before, size_t limit, act_store_each_fn
                  void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
     if (s_flush_added (self))
         return -1;
     sqlite3_stmt *query = self->queries [Q_IDLE];
@@ -679,37 +678,6 @@ const act_store_backend_t act_store_sqlite = {
     s_contexts, s_delete_context, s_append_key, s_put_append_key, s_idle_contexts,
     NULL
 };
-
-//  Bring the schema to S_VERSION, one migration per transaction
-static int
-s_migrate (s_sqlite_t *self, act_err_t *err)
-{
-    sqlite3_stmt *query;
-    int version = -1;
-    if (sqlite3_prepare_v2 (self->db, "PRAGMA user_version", -1, &query, NULL) == SQLITE_OK
-    &&  sqlite3_step (query) == SQLITE_ROW)
-        version = sqlite3_column_int (query, 0);
-    sqlite3_finalize (query);
-    if (version < 0)
-        return s_fail (self, err, "cannot read the schema version");
-    if (version > S_VERSION)
-        return act_err_set (err, ACT_E_INTERNAL,
-                            "store %s has schema version %d; this actd knows up to %d",
-                            self->path, version, S_VERSION);
-    for (; version < S_VERSION; version++) {
-        char *sql = zsys_sprintf ("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;",
-                                  s_migrations [version], version + 1);
-        int rc = sqlite3_exec (self->db, sql, NULL, NULL, NULL);
-        zstr_free (&sql);
-        if (rc != SQLITE_OK) {
-            s_fail (self, err, "cannot migrate the schema");
-            sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
-            return -1;
-        }
-        zsys_info ("store %s: schema migrated to version %d", self->path, version + 1);
-    }
-    return 0;
-}
 
 void *
 act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
@@ -763,7 +731,7 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
         s_fail (self, err, "not a usable database");
         goto failed;
     }
-    if (s_migrate (self, err))
+    if (act_sqlite_schema_migrate (self->db, self->path, err))
         goto failed;
     sqlite3_stmt *query;
     if (sqlite3_prepare_v2 (self->db, "PRAGMA auto_vacuum", -1, &query, NULL) == SQLITE_OK
@@ -776,6 +744,12 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
             s_fail (self, err, "cannot prepare statements");
             goto failed;
         }
+    self->held = act_sqlite_batch_new (self->db);
+    self->scan = act_scan_new ();
+    if (!self->held || !self->scan) {
+        act_err_set (err, ACT_E_INTERNAL, "store %s: out of memory", self->path);
+        goto failed;
+    }
     return self;
 
 failed:

@@ -193,6 +193,97 @@ test_calls_are_recorded_updated_and_counted (void **state)
     zstr_free (&context);
 }
 
+//  A call written several times in one batch (accepted, dispatched, ended)
+//  reads back as its last write, before and after the commit, with what
+//  only its first write had; many calls and messages in one batch are all
+//  kept; an aborted batch keeps none of them
+static void
+test_a_batch_keeps_each_calls_last_write (void **state)
+{
+    char *context = s_context ("last");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    act_err_t err = { 0 };
+    uint64_t first = act_store_next_call (store);
+    act_call_record_t record = s_record (first, context, "queued", NULL);
+    record.client = "00ab";
+    record.request = "0102";
+    assert_int_equal (act_store_put_call (store, &record), 0);
+    record = s_record (first, context, "running", NULL);
+    record.attempts = 1;
+    record.progress = "{\"done\":1}";
+    assert_int_equal (act_store_update_call (store, &record), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_t *stored = act_store_call (store, first);
+    assert_string_equal (json_string_value (json_object_get (stored, "state")), "running");
+    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
+    assert_string_equal (json_string_value (json_object_get (stored, "client")), "00ab");
+    assert_string_equal (json_string_value (json_object_get (stored, "request")), "0102");
+    assert_int_equal (json_integer_value (json_object_get (json_object_get (stored, "progress"),
+                                                           "done")), 1);
+    json_decref (stored);
+
+    //  Many in one batch: a read in the middle sees the first ones
+    enum { CALLS = 100 };
+    uint64_t ids [CALLS];
+    for (int i = 0; i < CALLS; i++) {
+        ids [i] = act_store_next_call (store);
+        record = s_record (ids [i], context, "queued", NULL);
+        assert_int_equal (act_store_put_call (store, &record), 0);
+        char text [64];
+        snprintf (text, sizeof text, "{\"_seq\":%d,\"n\":%d}", i + 1, i);
+        assert_int_equal (act_store_put_message (store, context, (uint64_t) i + 1, text,
+                                                 strlen (text)), 0);
+        if (i == CALLS / 2) {
+            stored = act_store_call (store, ids [0]);
+            assert_string_equal (json_string_value (json_object_get (stored, "state")),
+                                 "queued");
+            json_decref (stored);
+        }
+    }
+    for (int i = 0; i < CALLS; i += 2) {
+        record = s_record (ids [i], context, i % 4? "running": "ok", NULL);
+        record.attempts = 1;
+        record.outcome = i % 4? NULL: "{\"status\":\"ok\"}";
+        assert_int_equal (act_store_update_call (store, &record), 0);
+    }
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
+    assert_int_equal (json_array_size (pending), 1 + CALLS - CALLS / 4);
+    json_decref (pending);
+    for (int i = 0; i < CALLS; i++) {
+        stored = act_store_call (store, ids [i]);
+        const char *expected = i % 2? "queued": i % 4? "running": "ok";
+        assert_string_equal (json_string_value (json_object_get (stored, "state")), expected);
+        assert_int_equal (json_is_object (json_object_get (stored, "outcome")), i % 4 == 0);
+        json_decref (stored);
+    }
+    json_t *page = act_store_history (store, context, 1, 1000, 0);
+    assert_int_equal (json_array_size (page), CALLS);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (page, CALLS - 1),
+                                                           "n")), CALLS - 1);
+    json_decref (page);
+
+    //  Aborted: nothing of the batch (the memory store keeps what it
+    //  wrote, by design: see act_store_memory.c)
+    if (streq (s_location, ":memory:")) {
+        act_store_destroy (&store);
+        zstr_free (&context);
+        return;
+    }
+    uint64_t gone = act_store_next_call (store);
+    record = s_record (gone, context, "queued", NULL);
+    act_store_put_call (store, &record);
+    record.state = "ok";
+    record.outcome = "{}";
+    act_store_update_call (store, &record);
+    act_store_abort (store);
+    assert_null (act_store_call (store, gone));
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
 //  What one store holds, the next one opened on the same place reads
 static void
 test_a_reopened_store_has_what_was_committed (void **state)
@@ -238,6 +329,9 @@ static const char *s_schema_v1 =
     "  ('ok', 0), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0);"
     "INSERT INTO contexts VALUES ('old', '2026-01-01T00:00:00.000Z');"
     "INSERT INTO messages VALUES ('old', 1, '{\"type\":\"text\",\"_seq\":1}');"
+    "INSERT INTO contexts VALUES ('other', '2026-01-01T00:00:00.000Z');"
+    "INSERT INTO messages VALUES ('other', 2, '{\"type\":\"text\",\"_seq\":2}');"
+    "INSERT INTO messages VALUES ('other', 1, '{\"type\":\"text\",\"_seq\":1}');"
     "INSERT INTO calls (id, context, state, attempts, call) VALUES"
     "  (7, 'old', 'running', 1, '{\"_tool\":\"t\"}');"
     "INSERT INTO calls (id, context, state, attempts, call, outcome, ended) VALUES"
@@ -295,7 +389,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     act_store_destroy (&store);
 
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 4);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 6);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
                                           " WHERE name = 'calls_pending'"), 0);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM calls WHERE ended = 0"), 0);
@@ -312,6 +406,16 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (json_integer_value (json_object_get (old, "pending")), 0);
     assert_true (json_is_null (json_object_get (old, "updated")));
     json_decref (listed);
+    //  Version 5: messages in a rowid table; (context, seq) still unique
+    //  and read in _seq order
+    page = act_store_history (store, "other", 1, 10, 0);
+    assert_int_equal (json_array_size (page), 2);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 0), "_seq")), 1);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (page, 1), "_seq")), 2);
+    json_decref (page);
+    act_store_put_message (store, "other", 2, "{}", 2);
+    assert_int_equal (act_store_commit (store, &err), -1);
+    memset (&err, 0, sizeof err);
     size_t messages = 0;
     assert_int_equal (act_store_delete_context (store, "old", &messages), 0);
     assert_int_equal (messages, 1);
@@ -951,12 +1055,85 @@ test_deleting_gives_the_space_back (void **state)
     zstr_free (&path);
 }
 
+//  The state and attempts of a call as its record, and its pending walk,
+//  read them
+static void
+s_assert_call (act_store_t *store, const char *context, uint64_t id, const char *state,
+               long long attempts)
+{
+    json_t *stored = act_store_call (store, id);
+    assert_non_null (stored);
+    assert_string_equal (json_string_value (json_object_get (stored, "state")), state);
+    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), attempts);
+    json_decref (stored);
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
+    if (act_state_ended (state))
+        assert_int_equal (json_array_size (pending), 0);
+    else {
+        assert_int_equal (json_array_size (pending), 1);
+        json_t *record = json_array_get (pending, 0);
+        assert_string_equal (json_string_value (json_object_get (record, "state")), state);
+        assert_int_equal (json_integer_value (json_object_get (record, "attempts")), attempts);
+    }
+    json_decref (pending);
+}
+
+//  A call dispatched, put back in the queue, dispatched again (each in a
+//  batch of its own) reads back with its state and attempts, also from a
+//  store opened again (what recovery reads after a kill -9)
+static void
+test_dispatches_are_read_back_with_their_attempts (void **state)
+{
+    char *context = s_context ("dispatch");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    act_err_t err = { 0 };
+    uint64_t id = act_store_next_call (store);
+    act_call_record_t record = s_record (id, context, "queued", NULL);
+    act_store_put_call (store, &record);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    const char *states [] = { "running", "queued", "running" };
+    long long attempts [] = { 1, 1, 2 };
+    for (int step = 0; step < 3; step++) {
+        record = s_record (id, context, states [step], NULL);
+        record.attempts = attempts [step];
+        assert_int_equal (act_store_update_call (store, &record), 0);
+        s_assert_call (store, context, id, states [step], attempts [step]);
+        assert_int_equal (act_store_commit (store, &err), 0);
+        s_assert_call (store, context, id, states [step], attempts [step]);
+    }
+    if (!streq (s_location, ":memory:")) {
+        act_store_destroy (&store);
+        store = s_open_owning (context);
+        s_assert_call (store, context, id, "running", 2);
+    }
+    record = s_record (id, context, "error", NULL);
+    record.attempts = 2;
+    record.outcome = "{\"status\":\"error\"}";
+    act_store_update_call (store, &record);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    s_assert_call (store, context, id, "error", 2);
+    assert_int_equal (act_store_delete_context (store, context, NULL), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_null (act_store_call (store, id));
+    act_store_destroy (&store);
+    if (!streq (s_location, ":memory:") && !strstr (s_location, "://")) {
+        char *sql = zsys_sprintf ("SELECT COUNT(*) FROM dispatched WHERE id = %" PRIu64, id);
+        assert_int_equal (s_sql_number (s_location, sql), 0);
+        zstr_free (&sql);
+    }
+    zstr_free (&context);
+}
+
 int
 main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_reads_see_the_batch_and_commit_keeps_it),
         cmocka_unit_test (test_calls_are_recorded_updated_and_counted),
+        cmocka_unit_test (test_a_batch_keeps_each_calls_last_write),
+        cmocka_unit_test (test_dispatches_are_read_back_with_their_attempts),
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
         cmocka_unit_test (test_leases_take_over_and_fence),
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),

@@ -1,0 +1,435 @@
+/*  =========================================================================
+    act_sqlite_batch - a SQLite store's batch of calls and messages, held
+    and written by multi-row statements (see act_sqlite_batch.h).
+
+    Each statement costs SQLite a fixed part (its program's start, the
+    cursors it opens on the table and each index, its end) besides the
+    rows it writes: new rows go in INSERTs of 64, 16, 4 and 1 rows (the
+    largest that fit first), each prepared once. Changed calls are one
+    UPDATE each: an UPDATE ... FROM (VALUES ...) of many rows costs more
+    (SQLite materializes the join and the new rows in two temporary
+    b-trees before it writes one).
+    ========================================================================= */
+
+#include <czmq.h>
+#include "act_sqlite_batch.h"
+
+//  The kinds of rows, each its own statements
+enum { K_INSERT, K_LIVE, K_ENDED, K_DISPATCH, K_MESSAGE, K_KINDS };
+
+//  Rows per statement, largest first
+static const size_t s_sizes [] = { 64, 16, 4, 1 };
+#define S_SIZES (sizeof s_sizes / sizeof s_sizes [0])
+
+//  Bound values per row, by kind
+static const int s_columns [K_KINDS] = { 11, 4, 5, 2, 3 };
+
+//  Each kind's statement, before and after its rows of "(?,...)"; an
+//  UPDATE (no tail) writes one row
+static const char *s_heads [K_KINDS] = {
+    "INSERT INTO calls (id, context, state, attempts, call, idem, outcome, progress,"
+    " client, request, ended) VALUES ",
+    "UPDATE calls SET state = ?2, attempts = ?3, progress = ?4 WHERE id = ?1",
+    "UPDATE calls SET state = ?2, attempts = ?3, outcome = ?4, progress = ?5, ended = 1"
+    " WHERE id = ?1",
+    "INSERT OR REPLACE INTO dispatched (id, attempts) VALUES ",
+    "INSERT INTO messages (context, seq, body) VALUES "
+};
+static const char *s_tails [K_KINDS] = { "", NULL, NULL, "", "" };
+
+//  A call's row, as last written in the batch
+typedef struct {
+    uint64_t id;                //  Call id
+    bool insert;                //  A new call (INSERT), else a change (UPDATE)
+    long long attempts;         //  Dispatches so far
+    char *fixed;                //  One block holding the texts below that
+                                //  only a new call has (NUL-separated)
+    const char *context;        //  Its context (new call)
+    const char *call;           //  The call as submitted (new call)
+    const char *idem;           //  Its _id, or NULL (new call)
+    const char *client;         //  Submitter's routing id, or NULL (new call)
+    const char *request;        //  Submitter's request id, or NULL (new call)
+    char *state;                //  Its state
+    char *outcome;              //  Its outcome, or NULL
+    char *progress;             //  Its latest progress, or NULL
+} s_call_t;
+
+//  A new message
+typedef struct {
+    uint64_t seq;               //  Its _seq
+    size_t size;                //  Bytes of text
+    const char *context;        //  Its context (in data, after the text)
+    char data [];               //  The text, NUL, the context, NUL
+} s_message_t;
+
+//  A growing array of pointers
+typedef struct {
+    void **items;               //  The pointers
+    size_t count;               //  Used
+    size_t room;                //  Allocated
+} s_array_t;
+
+struct _act_sqlite_batch_t {
+    sqlite3 *db;                                //  Where rows go (borrowed)
+    sqlite3_stmt *queries [K_KINDS][S_SIZES];   //  Statements, prepared on
+                                                //  first use
+    s_array_t calls;                            //  s_call_t, in order held
+    zhashx_t *by_id;                            //  Call id -> s_call_t
+    s_array_t messages;                         //  s_message_t, in order
+    s_array_t rows;                             //  Scratch: one kind's rows
+};
+
+static int
+s_push (s_array_t *array, void *item)
+{
+    if (array->count == array->room) {
+        size_t room = array->room? array->room * 2: 64;
+        void **items = realloc (array->items, room * sizeof *items);
+        if (!items)
+            return -1;
+        array->items = items;
+        array->room = room;
+    }
+    array->items [array->count++] = item;
+    return 0;
+}
+
+//  Call ids are the hash's keys, held in the key pointer itself
+static size_t
+s_id_hash (const void *key)
+{
+    uint64_t id = (uint64_t) (uintptr_t) key;
+    return (size_t) (id * 0x9E3779B97F4A7C15ull >> 17);
+}
+
+static int
+s_id_compare (const void *a, const void *b)
+{
+    return a == b? 0: (uintptr_t) a < (uintptr_t) b? -1: 1;
+}
+
+act_sqlite_batch_t *
+act_sqlite_batch_new (sqlite3 *db)
+{
+    act_sqlite_batch_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->db = db;
+    self->by_id = zhashx_new ();
+    if (!self->by_id) {
+        free (self);
+        return NULL;
+    }
+    zhashx_set_key_hasher (self->by_id, s_id_hash);
+    zhashx_set_key_comparator (self->by_id, s_id_compare);
+    zhashx_set_key_duplicator (self->by_id, NULL);
+    zhashx_set_key_destructor (self->by_id, NULL);
+    return self;
+}
+
+static void
+s_call_free (s_call_t *call)
+{
+    free (call->fixed);
+    free (call->state);
+    free (call->outcome);
+    free (call->progress);
+    free (call);
+}
+
+void
+act_sqlite_batch_drop (act_sqlite_batch_t *self)
+{
+    for (size_t i = 0; i < self->calls.count; i++)
+        s_call_free ((s_call_t *) self->calls.items [i]);
+    for (size_t i = 0; i < self->messages.count; i++)
+        free (self->messages.items [i]);
+    self->calls.count = 0;
+    self->messages.count = 0;
+    zhashx_purge (self->by_id);
+}
+
+void
+act_sqlite_batch_destroy (act_sqlite_batch_t **self_p)
+{
+    if (self_p && *self_p) {
+        act_sqlite_batch_t *self = *self_p;
+        act_sqlite_batch_drop (self);
+        for (int kind = 0; kind < K_KINDS; kind++)
+            for (size_t s = 0; s < S_SIZES; s++)
+                sqlite3_finalize (self->queries [kind][s]);
+        zhashx_destroy (&self->by_id);
+        free (self->calls.items);
+        free (self->messages.items);
+        free (self->rows.items);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+//  Copy text into a new string (NULL stays NULL); *failed set when out of
+//  memory
+static char *
+s_copy (const char *text, bool *failed)
+{
+    char *copy = text? strdup (text): NULL;
+    *failed |= text && !copy;
+    return copy;
+}
+
+//  Copy a new call's fixed texts into one block
+static int
+s_fix (s_call_t *call, const act_call_record_t *record)
+{
+    const char *texts [5] = { record->context, record->call, record->id, record->client,
+                              record->request };
+    size_t sizes [5], total = 0;
+    for (int i = 0; i < 5; i++) {
+        sizes [i] = texts [i]? strlen (texts [i]) + 1: 0;
+        total += sizes [i];
+    }
+    call->fixed = malloc (total? total: 1);
+    if (!call->fixed)
+        return -1;
+    const char **fields [5] = { &call->context, &call->call, &call->idem, &call->client,
+                                &call->request };
+    char *at = call->fixed;
+    for (int i = 0; i < 5; i++) {
+        *fields [i] = texts [i]? at: NULL;
+        if (texts [i])
+            memcpy (at, texts [i], sizes [i]);
+        at += sizes [i];
+    }
+    return 0;
+}
+
+int
+act_sqlite_batch_call (act_sqlite_batch_t *self, const act_call_record_t *record,
+                       bool insert)
+{
+    void *key = (void *) (uintptr_t) record->call_id;
+    s_call_t *call = (s_call_t *) zhashx_lookup (self->by_id, key);
+    if (call && insert)
+        return -1;
+    bool failed = false;
+    char *state = s_copy (record->state, &failed);
+    char *outcome = s_copy (record->outcome, &failed);
+    char *progress = s_copy (record->progress, &failed);
+    bool fresh = !call;
+    if (fresh && !failed) {
+        call = calloc (1, sizeof *call);
+        failed = !call || (insert && s_fix (call, record))
+              || s_push (&self->calls, call)
+              || zhashx_insert (self->by_id, key, call);
+        if (failed && call) {
+            if (self->calls.count && self->calls.items [self->calls.count - 1] == call)
+                self->calls.count--;
+            s_call_free (call);
+        }
+    }
+    if (failed) {
+        free (state);
+        free (outcome);
+        free (progress);
+        return -1;
+    }
+    if (fresh) {
+        call->id = record->call_id;
+        call->insert = insert;
+    }
+    free (call->state);
+    free (call->outcome);
+    free (call->progress);
+    call->state = state;
+    call->outcome = outcome;
+    call->progress = progress;
+    call->attempts = record->attempts;
+    return 0;
+}
+
+int
+act_sqlite_batch_message (act_sqlite_batch_t *self, const char *context, uint64_t seq,
+                          const char *text, size_t size)
+{
+    size_t context_size = strlen (context) + 1;
+    s_message_t *message = malloc (sizeof *message + size + 1 + context_size);
+    if (!message)
+        return -1;
+    message->seq = seq;
+    message->size = size;
+    memcpy (message->data, text, size);
+    message->data [size] = 0;
+    memcpy (message->data + size + 1, context, context_size);
+    message->context = message->data + size + 1;
+    if (s_push (&self->messages, message)) {
+        free (message);
+        return -1;
+    }
+    return 0;
+}
+
+const char *
+act_sqlite_batch_text (act_sqlite_batch_t *self, const char *context, uint64_t seq,
+                       size_t *size)
+{
+    //  From the last: a context's last message is the one asked for
+    for (size_t i = self->messages.count; i > 0; i--) {
+        const s_message_t *message = (const s_message_t *) self->messages.items [i - 1];
+        if (message->seq == seq && streq (message->context, context)) {
+            *size = message->size;
+            return message->data;
+        }
+    }
+    return NULL;
+}
+
+size_t
+act_sqlite_batch_size (act_sqlite_batch_t *self)
+{
+    return self->calls.count + self->messages.count;
+}
+
+//  The statement writing s_sizes [size] rows of kind, prepared on first use
+static sqlite3_stmt *
+s_query (act_sqlite_batch_t *self, int kind, size_t size)
+{
+    if (!self->queries [kind][size] && !s_tails [kind])
+        sqlite3_prepare_v3 (self->db, s_heads [kind], -1, SQLITE_PREPARE_PERSISTENT,
+                            &self->queries [kind][size], NULL);
+    if (!self->queries [kind][size]) {
+        size_t rows = s_sizes [size];
+        size_t row_bytes = 2 + 2 * (size_t) s_columns [kind];
+        size_t bytes = strlen (s_heads [kind]) + rows * row_bytes + strlen (s_tails [kind]) + 1;
+        char *sql = malloc (bytes);
+        if (!sql)
+            return NULL;
+        char *at = sql + sprintf (sql, "%s", s_heads [kind]);
+        for (size_t row = 0; row < rows; row++) {
+            *at++ = row? ',': '(';
+            if (row)
+                *at++ = '(';
+            for (int column = 0; column < s_columns [kind]; column++) {
+                *at++ = '?';
+                *at++ = column + 1 < s_columns [kind]? ',': ')';
+            }
+        }
+        strcpy (at, s_tails [kind]);
+        sqlite3_prepare_v3 (self->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                            &self->queries [kind][size], NULL);
+        free (sql);
+    }
+    return self->queries [kind][size];
+}
+
+//  Bind a text, or NULL (the statement runs before the text is freed)
+static void
+s_text (sqlite3_stmt *query, int column, const char *text)
+{
+    if (text)
+        sqlite3_bind_text (query, column, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null (query, column);
+}
+
+//  Bind one row of kind from its first column on
+static void
+s_bind (sqlite3_stmt *query, int kind, int column, const void *item)
+{
+    if (kind == K_MESSAGE) {
+        const s_message_t *message = (const s_message_t *) item;
+        s_text (query, column, message->context);
+        sqlite3_bind_int64 (query, column + 1, (sqlite3_int64) message->seq);
+        sqlite3_bind_text (query, column + 2, message->data, (int) message->size,
+                           SQLITE_STATIC);
+        return;
+    }
+    const s_call_t *call = (const s_call_t *) item;
+    sqlite3_bind_int64 (query, column++, (sqlite3_int64) call->id);
+    if (kind == K_DISPATCH) {
+        sqlite3_bind_int64 (query, column, call->attempts);
+        return;
+    }
+    if (kind == K_INSERT)
+        s_text (query, column++, call->context);
+    s_text (query, column++, call->state);
+    sqlite3_bind_int64 (query, column++, call->attempts);
+    if (kind == K_INSERT) {
+        s_text (query, column++, call->call);
+        s_text (query, column++, call->idem);
+    }
+    if (kind != K_LIVE)
+        s_text (query, column++, call->outcome);
+    s_text (query, column++, call->progress);
+    if (kind == K_INSERT) {
+        s_text (query, column++, call->client);
+        s_text (query, column++, call->request);
+        sqlite3_bind_int (query, column, act_state_ended (call->state));
+    }
+}
+
+//  Write the rows, all of kind, by statements of the largest sizes that
+//  fit; 0 or -1
+static int
+s_write (act_sqlite_batch_t *self, int kind, s_array_t *rows)
+{
+    size_t done = 0, count = rows->count;
+    for (size_t size = s_tails [kind]? 0: S_SIZES - 1; size < S_SIZES && done < count; ) {
+        if (count - done < s_sizes [size]) {
+            size++;
+            continue;
+        }
+        sqlite3_stmt *query = s_query (self, kind, size);
+        if (!query)
+            return -1;
+        for (size_t row = 0; row < s_sizes [size]; row++)
+            s_bind (query, kind, 1 + (int) row * s_columns [kind],
+                    rows->items [done + row]);
+        int rc = sqlite3_step (query);
+        sqlite3_reset (query);
+        if (rc != SQLITE_DONE)
+            return -1;
+        done += s_sizes [size];
+    }
+    return 0;
+}
+
+//  The kind of row a held call is written as. A call dispatched (running,
+//  with no progress to keep) is a small row of the table dispatched, its
+//  attempts: SQLite appends it where an UPDATE would rewrite the call's
+//  whole row; its reads take the greater attempts (see act_store_sqlite.c)
+static int
+s_kind (const s_call_t *call)
+{
+    if (call->insert)
+        return K_INSERT;
+    if (act_state_ended (call->state))
+        return K_ENDED;
+    if (call->state && streq (call->state, "running") && !call->progress)
+        return K_DISPATCH;
+    return K_LIVE;
+}
+
+//  Gather the held calls of kind into self->rows and write them
+static int
+s_write_calls (act_sqlite_batch_t *self, int kind)
+{
+    self->rows.count = 0;
+    for (size_t i = 0; i < self->calls.count; i++) {
+        s_call_t *call = (s_call_t *) self->calls.items [i];
+        if (s_kind (call) == kind && s_push (&self->rows, call))
+            return -1;
+    }
+    return s_write (self, kind, &self->rows);
+}
+
+int
+act_sqlite_batch_flush (act_sqlite_batch_t *self)
+{
+    int rc = 0;
+    for (int kind = K_INSERT; kind <= K_DISPATCH && rc == 0; kind++)
+        rc = s_write_calls (self, kind);
+    if (rc == 0)
+        rc = s_write (self, K_MESSAGE, &self->messages);
+    act_sqlite_batch_drop (self);
+    return rc;
+}
