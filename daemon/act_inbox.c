@@ -20,12 +20,17 @@ act_msg_recv (act_msg_t *msg, void *socket)
         zmq_msg_t *part = msg->held < ACT_MSG_MAX? &msg->part [msg->held]: &scratch;
         zmq_msg_init (part);
         //  The first frame may be absent; the rest of a message arrive
-        //  with it (ZeroMQ delivers messages whole)
-        if (zmq_msg_recv (part, socket, msg->size? 0: ZMQ_DONTWAIT) < 0) {
+        //  with it (ZeroMQ delivers messages whole), so they are waited
+        //  for, again when a signal interrupts (the rest must not be read
+        //  as the next message)
+        int rc = zmq_msg_recv (part, socket, msg->size? 0: ZMQ_DONTWAIT);
+        while (rc < 0 && msg->size && zmq_errno () == EINTR)
+            rc = zmq_msg_recv (part, socket, 0);
+        if (rc < 0) {
             zmq_msg_close (part);
             if (msg->size == 0)
                 return -1;
-            break;              //  Interrupted mid-message: keep what came
+            break;              //  The socket closed mid-message
         }
         more = zmq_msg_more (part);
         msg->size++;
