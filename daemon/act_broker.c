@@ -78,9 +78,8 @@ struct _act_broker_t {
     act_err_t landed_err;       //  Why it failed
     act_outbox_t *beats;        //  Heartbeats to workers sent during a
                                 //  commit (they promise no stored state)
-    zlist_t *deferred [2];      //  Messages read during a commit, to handle
-                                //  after it: [0] clients, [1] workers
-    size_t deferred_bytes [2];  //  Their bytes
+    act_inbox_t *inbox [2];     //  Messages read during a commit, to handle
+                                //  after it, per socket (0 clients, 1 workers)
     zsock_t *clients;           //  ROUTER for clients, NULL in-process
     zsock_t *workers;           //  ROUTER for workers, NULL in-process
     act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
@@ -111,20 +110,42 @@ struct _act_broker_t {
 //  --------------------------------------------------------------------------
 //  Messages in, messages out
 
+//  Handle one message of the client socket (the caller closes it)
+static void
+s_client_message (act_broker_t *self, act_msg_t *msg)
+{
+    act_security_seen (self->security, false, msg);
+    act_commands_message (self->commands, msg);
+    act_flow_settle (self->flow);
+}
+
+//  Handle one message of the worker socket (the caller closes it)
+static void
+s_worker_message (act_broker_t *self, act_msg_t *msg)
+{
+    act_security_seen (self->security, true, msg);
+    act_wproto_message (self->wproto, msg);
+    act_flow_settle (self->flow);
+}
+
 void
 act_broker_client_message (act_broker_t *self, zmsg_t **msg_p)
 {
-    act_security_seen (self->security, false, *msg_p);
-    act_commands_message (self->commands, msg_p);
-    act_flow_settle (self->flow);
+    act_msg_t msg;
+    act_msg_from_zmsg (&msg, *msg_p);
+    zmsg_destroy (msg_p);
+    s_client_message (self, &msg);
+    act_msg_close (&msg);
 }
 
 void
 act_broker_worker_message (act_broker_t *self, zmsg_t **msg_p)
 {
-    act_security_seen (self->security, true, *msg_p);
-    act_wproto_message (self->wproto, msg_p);
-    act_flow_settle (self->flow);
+    act_msg_t msg;
+    act_msg_from_zmsg (&msg, *msg_p);
+    zmsg_destroy (msg_p);
+    s_worker_message (self, &msg);
+    act_msg_close (&msg);
 }
 
 //  The sockets' sender: a message that cannot go at once (a client gone,
@@ -411,53 +432,42 @@ act_broker_pass (act_broker_t *self)
 static bool
 s_room (act_broker_t *self, int which)
 {
-    return zlist_size (self->deferred [which]) < (which? S_DEFER_MAX: S_DEFER_CLIENTS)
-        && self->deferred_bytes [which] < S_DEFER_BYTES;
-}
-
-//  True when a message read ahead comes from client
-static bool
-s_deferred_from (act_broker_t *self, zframe_t *client)
-{
-    for (zmsg_t *msg = zlist_first (self->deferred [0]); msg; msg = zlist_next (self->deferred [0]))
-        if (zframe_eq (zmsg_first (msg), client))
-            return true;
-    return false;
+    return act_inbox_size (self->inbox [which]) < (which? S_DEFER_MAX: S_DEFER_CLIENTS)
+        && act_inbox_bytes (self->inbox [which]) < S_DEFER_BYTES;
 }
 
 //  Answer msg at once when it is a well-formed, allowed PING from a client
 //  owed no earlier reply (none in the outbox, none of its requests read
-//  ahead), so that replies to one client keep their order. Returns true
-//  when answered (msg destroyed).
+//  ahead before it: those up to skip are), so that replies to one client
+//  keep their order. Returns true when answered (the caller closes msg).
 static bool
-s_ping_now (act_broker_t *self, zmsg_t **msg_p)
+s_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
 {
-    zmsg_t *msg = *msg_p;
-    zframe_t *client = zmsg_first (msg);
-    zframe_t *header = zmsg_next (msg);
-    bool from_req = header && zframe_size (header) == 0;
-    if (from_req)
-        header = zmsg_next (msg);
-    zframe_t *verb = zmsg_next (msg);
+    zmq_msg_t *client = act_msg_part (msg, 0);
+    zmq_msg_t *header = act_msg_part (msg, 1);
+    bool from_req = header && zmq_msg_size (header) == 0;
+    size_t at = from_req? 2: 1;
+    header = act_msg_part (msg, at);
+    zmq_msg_t *verb = act_msg_part (msg, at + 1);
     act_grant_t grant;              //  PING needs no right, only a known key
-    zframe_t *request = zmsg_next (msg);
-    if (zmsg_size (msg) != (from_req? 5u: 4u) || !act_frame_is (header, ACT_CLIENT_HEADER)
-    ||  !act_frame_is (verb, "PING") || zframe_size (request) == 0
-    ||  zframe_size (request) > ACT_MAX_REQUEST_ID
+    zmq_msg_t *request = act_msg_part (msg, at + 2);
+    if (msg->size != (from_req? 5u: 4u) || !act_part_is (header, ACT_CLIENT_HEADER)
+    ||  !act_part_is (verb, "PING") || zmq_msg_size (request) == 0
+    ||  zmq_msg_size (request) > ACT_MAX_REQUEST_ID
     ||  !act_security_client_grant (self->security, header, &grant)
-    ||  act_outbox_holds (self->outbox, zframe_data (client), zframe_size (client))
-    ||  s_deferred_from (self, client))
+    ||  act_outbox_holds (self->outbox, zmq_msg_data (client), zmq_msg_size (client))
+    ||  act_inbox_holds_from (self->inbox [0], zmq_msg_data (client), zmq_msg_size (client),
+                              skip_last))
         return false;
     zmsg_t *pong = zmsg_new ();
-    zmsg_addmem (pong, zframe_data (client), zframe_size (client));
+    zmsg_addmem (pong, zmq_msg_data (client), zmq_msg_size (client));
     if (from_req)
         zmsg_addmem (pong, "", 0);
     zmsg_addstr (pong, ACT_CLIENT_HEADER);
     zmsg_addstr (pong, "PONG");
-    zmsg_addmem (pong, zframe_data (request), zframe_size (request));
+    zmsg_addmem (pong, zmq_msg_data (request), zmq_msg_size (request));
     if (zmsg_send (&pong, self->clients))
         zmsg_destroy (&pong);
-    zmsg_destroy (msg_p);
     return true;
 }
 
@@ -466,13 +476,12 @@ static void
 s_read_ahead (act_broker_t *self, int which)
 {
     for (int count = 0; count < S_READ_BATCH && s_room (self, which); count++) {
-        zmsg_t *msg = zmsg_recv_nowait (which? self->workers: self->clients);
+        act_msg_t *msg = act_inbox_read (self->inbox [which],
+                                         zsock_resolve (which? self->workers: self->clients));
         if (!msg)
             break;
-        if (which == 0 && s_ping_now (self, &msg))
-            continue;
-        self->deferred_bytes [which] += zmsg_content_size (msg);
-        zlist_append (self->deferred [which], msg);
+        if (which == 0 && s_ping_now (self, msg, true))
+            act_inbox_drop_last (self->inbox [which]);
     }
 }
 
@@ -675,8 +684,8 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     self->outbox = act_outbox_new ();
     self->beats = act_outbox_new ();
     act_outbox_set_max_client_bytes (self->outbox, (size_t) settings->max_client_bytes);
-    self->deferred [0] = zlist_new ();
-    self->deferred [1] = zlist_new ();
+    self->inbox [0] = act_inbox_new ();
+    self->inbox [1] = act_inbox_new ();
     self->watches = act_watches_new (self->store, self->outbox, (size_t) settings->max_watches);
     self->cache = act_cache_new (settings, self->store);
     self->pool = act_pool_new (settings);
@@ -711,12 +720,8 @@ act_broker_destroy (act_broker_t **self_p)
     if (self_p && *self_p) {
         act_broker_t *self = *self_p;
         act_committer_destroy (&self->committer);
-        for (int which = 0; which < 2; which++) {
-            zmsg_t *msg;
-            while ((msg = (zmsg_t *) zlist_pop (self->deferred [which])))
-                zmsg_destroy (&msg);
-            zlist_destroy (&self->deferred [which]);
-        }
+        act_inbox_destroy (&self->inbox [0]);
+        act_inbox_destroy (&self->inbox [1]);
         zsock_destroy (&self->clients);
         zsock_destroy (&self->workers);
         act_security_destroy (&self->security);
@@ -769,17 +774,13 @@ s_wait (act_broker_t *self)
     return wait > 250? 250: wait < 0? 0: wait;
 }
 
-//  The next message of socket which (0 clients, 1 workers): those read
-//  ahead during a commit first, in order
-static zmsg_t *
-s_next (act_broker_t *self, int which)
+//  The next message of socket which (0 clients, 1 workers) into msg:
+//  those read ahead during a commit first, in order. False when none.
+static bool
+s_next (act_broker_t *self, int which, act_msg_t *msg)
 {
-    zmsg_t *msg = (zmsg_t *) zlist_pop (self->deferred [which]);
-    if (msg)
-        self->deferred_bytes [which] -= zmsg_content_size (msg);
-    else
-        msg = zmsg_recv_nowait (which? self->workers: self->clients);
-    return msg;
+    return act_inbox_pop (self->inbox [which], msg)
+        || act_msg_recv (msg, zsock_resolve (which? self->workers: self->clients)) == 0;
 }
 
 //  False while a commit is in flight and the next batch is already big:
@@ -806,28 +807,32 @@ s_read (act_broker_t *self)
     long long started = act_clock_ms ();
     bool workers = true, clients = s_more_clients (self);
     for (int round = 0; round < S_READ_BATCH && (workers || clients); round++) {
-        zmsg_t *msg = workers? s_next (self, 1): NULL;
-        workers = msg != NULL;
-        if (msg)
-            act_broker_worker_message (self, &msg);
-        msg = clients? s_next (self, 0): NULL;
-        clients = msg != NULL;
-        if (msg && self->committer && act_committer_busy (self->committer))
-            s_ping_now (self, &msg);
-        if (msg && act_outbox_client_over (self->outbox, zmsg_first (msg))) {
+        act_msg_t msg;
+        workers = workers && s_next (self, 1, &msg);
+        if (workers) {
+            s_worker_message (self, &msg);
+            act_msg_close (&msg);
+        }
+        bool got = clients && s_next (self, 0, &msg);
+        bool handle = clients = got;
+        if (handle && self->committer && act_committer_busy (self->committer))
+            handle = !s_ping_now (self, &msg, false);
+        if (handle && msg.held && act_outbox_client_over (self->outbox, act_msg_routing (&msg))) {
             //  Its connection is being cut: not worth building a reply
-            char *peer = zframe_strhex (zmsg_first (msg));
+            char *peer = act_msg_strhex (act_msg_part (&msg, 0));
             act_log_peer (LOG_WARNING, peer, "client not reading its replies",
                           "client %s does not read its replies: a request dropped unread "
                           "while its connection is cut (server/max_client_bytes)", peer);
             free (peer);
-            zmsg_destroy (&msg);
+            handle = false;
         }
-        if (msg) {
-            act_broker_client_message (self, &msg);
+        if (handle) {
+            s_client_message (self, &msg);
             clients = act_clock_ms () - started < S_READ_MS
                    && act_outbox_bytes (self->outbox) < S_READ_BYTES && s_more_clients (self);
         }
+        if (got)
+            act_msg_close (&msg);
     }
     self->workers_waiting = workers;
 }
@@ -860,7 +865,7 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         if (self->stopping && (act_flow_running (self->flow) == 0
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
-        bool ahead = zlist_size (self->deferred [0]) || zlist_size (self->deferred [1])
+        bool ahead = act_inbox_size (self->inbox [0]) || act_inbox_size (self->inbox [1])
                   || act_pages_size (self->pages)
                   || (self->pumped && act_watches_behind (self->watches));
         bool busy = self->committer && act_committer_busy (self->committer);

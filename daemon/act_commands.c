@@ -25,7 +25,7 @@ typedef struct {
     zframe_t *client;           //  Routing id of the client socket
     zframe_t *request;          //  Request id to echo
     const char *context;        //  First argument as a context id, or NULL
-    zframe_t *args [3];         //  Argument frames (NULL past nargs)
+    zmq_msg_t *args [3];        //  Argument frames (NULL past nargs)
     size_t nargs;               //  Number of argument frames
     act_grant_t grant;          //  What the peer may do (its tenant)
 } s_request_t;
@@ -107,18 +107,17 @@ act_commands_name (size_t index, size_t *least, size_t *most)
 
 
 static json_t *
-s_frame_json (zframe_t *frame, act_err_t *err)
+s_frame_json (zmq_msg_t *frame, act_err_t *err)
 {
-    return act_json_parse ((const char *) zframe_data (frame), zframe_size (frame), err);
+    return act_json_parse (act_part_data (frame), act_part_size (frame), err);
 }
 
 //  A decimal argument no larger than limit; -1 with err when it is not one
 static int
-s_decimal_arg (zframe_t *frame, const char *name, uint64_t limit, uint64_t *value,
+s_decimal_arg (zmq_msg_t *frame, const char *name, uint64_t limit, uint64_t *value,
                act_err_t *err)
 {
-    if (!act_decimal_parse ((const char *) zframe_data (frame), zframe_size (frame), limit,
-                            value))
+    if (!act_decimal_parse (act_part_data (frame), act_part_size (frame), limit, value))
         return act_err_set (err, ACT_E_BAD_ARGUMENT,
                             "%s must be a decimal number up to %" PRIu64, name, limit);
     return 0;
@@ -126,12 +125,12 @@ s_decimal_arg (zframe_t *frame, const char *name, uint64_t limit, uint64_t *valu
 
 //  An optional instance frame: 1 to 128 bytes of UTF-8 without NUL
 static int
-s_instance_arg (zframe_t *frame, char **instance, act_err_t *err)
+s_instance_arg (zmq_msg_t *frame, char **instance, act_err_t *err)
 {
     *instance = NULL;
     if (!frame)
         return 0;
-    *instance = act_frame_string (frame);
+    *instance = act_part_string (frame);
     if (!*instance || !**instance || strlen (*instance) > ACT_MAX_INSTANCE
     ||  !act_utf8_valid (*instance, strlen (*instance), NULL)) {
         zstr_free (instance);
@@ -195,8 +194,8 @@ s_submit (act_commands_t *self, s_request_t *req, bool plan)
 {
     if (!plan) {
         act_flow_submit (self->flow, req->client, req->request, req->name, req->context,
-                         NULL, (const char *) zframe_data (req->args [1]),
-                         zframe_size (req->args [1]));
+                         NULL, act_part_data (req->args [1]),
+                         act_part_size (req->args [1]));
         return;
     }
     act_err_t err = { 0 };
@@ -232,7 +231,7 @@ s_append (act_commands_t *self, s_request_t *req)
     act_err_t err = { 0 };
     json_t *message = NULL, *stored = NULL;
     act_context_t *context = NULL;
-    char *key = req->args [2]? act_frame_string (req->args [2]): NULL;
+    char *key = req->args [2]? act_part_string (req->args [2]): NULL;
     uint64_t seq = 0;
     if (act_flow_stopping (self->flow))
         act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
@@ -276,7 +275,7 @@ s_resolve (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     char *instance = NULL;
-    char *text = act_frame_string (req->args [1]);
+    char *text = act_part_string (req->args [1]);
     act_expr_t *expr = NULL;
     if (!text || !act_utf8_valid (text, strlen (text), NULL) || !act_ref_is_reference (text))
         act_err_set (&err, ACT_E_BAD_REFERENCE,
@@ -304,10 +303,10 @@ static void
 s_view (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
-    zframe_t *format = req->args [1];
-    bool text = format && act_frame_is (format, "text");
+    zmq_msg_t *format = req->args [1];
+    bool text = format && act_part_is (format, "text");
     act_context_t *context = NULL;
-    if (format && !text && !act_frame_is (format, "json"))
+    if (format && !text && !act_part_is (format, "json"))
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "VIEW format is json or text");
     else
         context = act_cache_get (self->cache, req->context, false, &err);
@@ -451,7 +450,7 @@ static void
 s_status (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
-    char *id = act_frame_string (req->args [0]);
+    char *id = act_part_string (req->args [0]);
     json_t *status = s_status_of (self, req, id, &err);
     if (status)
         s_reply_json (self, req, "VALUE", status, false);
@@ -465,7 +464,7 @@ static void
 s_cancel (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
-    char *id = act_frame_string (req->args [0]);
+    char *id = act_part_string (req->args [0]);
     int rc = s_cancel_of (self, req, id, &err);
     if (rc < 0)
         s_reply_error (self, req, &err);
@@ -492,7 +491,7 @@ s_ping (act_commands_t *self, s_request_t *req)
 static void
 s_tools (act_commands_t *self, s_request_t *req)
 {
-    char *activity = req->args [0]? act_frame_string (req->args [0]): NULL;
+    char *activity = req->args [0]? act_part_string (req->args [0]): NULL;
     if (req->args [0] && (!activity || !*activity || strlen (activity) > ACT_MAX_TOOL)) {
         act_err_t err = { 0 };
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "an activity is 1 to %d bytes", ACT_MAX_TOOL);
@@ -531,8 +530,8 @@ s_watch (act_commands_t *self, s_request_t *req)
 {
     act_err_t err = { 0 };
     uint64_t from = 0;
-    zframe_t *what = req->args [2];
-    bool calls = what && act_frame_is (what, "all");
+    zmq_msg_t *what = req->args [2];
+    bool calls = what && act_part_is (what, "all");
     act_context_t *context = NULL;
     if (s_decimal_arg (req->args [1], "from-seq", UINT64_MAX / 2, &from, &err))
         ;
@@ -542,7 +541,7 @@ s_watch (act_commands_t *self, s_request_t *req)
                      "WATCH streams events: a REQ socket takes one reply per request "
                      "(use a DEALER socket)");
     else
-    if (what && !calls && !act_frame_is (what, "messages"))
+    if (what && !calls && !act_part_is (what, "messages"))
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "WATCH follows messages or all");
     else
         context = act_cache_get (self->cache, req->context, true, &err);
@@ -561,9 +560,9 @@ s_watch (act_commands_t *self, s_request_t *req)
 //  An optional argument that is a context id or a prefix of one (empty
 //  allowed); true when absent or valid
 static bool
-s_prefix_arg (zframe_t *frame, char **text)
+s_prefix_arg (zmq_msg_t *frame, char **text)
 {
-    *text = frame? act_frame_string (frame): NULL;
+    *text = frame? act_part_string (frame): NULL;
     if (!frame)
         return true;
     if (!*text || strlen (*text) > ACT_MAX_CONTEXT_ID)
@@ -651,7 +650,9 @@ s_delete (act_commands_t *self, s_request_t *req)
 static void
 s_unwatch (act_commands_t *self, s_request_t *req)
 {
-    act_watches_close (self->watches, req->client, req->args [0]);
+    zframe_t *request = zframe_new (zmq_msg_data (req->args [0]), zmq_msg_size (req->args [0]));
+    act_watches_close (self->watches, req->client, request);
+    zframe_destroy (&request);
     act_outbox_reply (self->outbox, req->client, req->request, "OK", false);
 }
 
@@ -662,12 +663,12 @@ s_unwatch (act_commands_t *self, s_request_t *req)
 //  Check the request against its row: request id, arity, frame sizes and
 //  the context id. Returns the row, or NULL with err set.
 static const s_command_t *
-s_check (act_commands_t *self, zframe_t *command, s_request_t *req, zmsg_t *msg,
-         char **context, act_err_t *err)
+s_check (act_commands_t *self, zmq_msg_t *command, s_request_t *req, char **context,
+         act_err_t *err)
 {
     const s_command_t *row = NULL;
     for (size_t i = 0; i < S_NCOMMANDS && !row; i++)
-        if (act_frame_is (command, s_commands [i].name))
+        if (act_part_is (command, s_commands [i].name))
             row = &s_commands [i];
     req->name = row? row->name: "?";
     if (zframe_size (req->request) == 0 || zframe_size (req->request) > ACT_MAX_REQUEST_ID)
@@ -679,13 +680,13 @@ s_check (act_commands_t *self, zframe_t *command, s_request_t *req, zmsg_t *msg,
     if (req->nargs < row->least || req->nargs > row->most)
         act_err_set (err, ACT_E_BAD_FRAME, "%s takes %zu to %zu argument frames, not %zu",
                      row->name, row->least, row->most, req->nargs);
-    for (zframe_t *frame = zmsg_first (msg); frame && !err->code; frame = zmsg_next (msg))
-        if (zframe_size (frame) > (size_t) self->settings->max_message_bytes)
+    for (size_t index = 0; index < req->nargs && !err->code; index++)
+        if (act_part_size (req->args [index]) > (size_t) self->settings->max_message_bytes)
             act_err_set (err, ACT_E_TOO_LARGE,
                          "a frame of %zu bytes is over max_message_bytes (%lld)",
-                         zframe_size (frame), self->settings->max_message_bytes);
+                         act_part_size (req->args [index]), self->settings->max_message_bytes);
     if (!err->code && row->context) {
-        *context = act_frame_string (req->args [0]);
+        *context = act_part_string (req->args [0]);
         if (!*context || !act_ctx_id_valid (*context)) {
             zstr_free (context);
             act_err_set (err, ACT_E_BAD_CONTEXT,
@@ -700,11 +701,11 @@ s_check (act_commands_t *self, zframe_t *command, s_request_t *req, zmsg_t *msg,
 //  within the tenant's prefix); else false with err unauthorized, logged
 //  at most once in a while per key and reason (a flood costs a few lines)
 static bool
-s_permitted (const s_command_t *row, s_request_t *req, zframe_t *header, act_err_t *err)
+s_permitted (const s_command_t *row, s_request_t *req, zmq_msg_t *header, act_err_t *err)
 {
     static const char *names [] = { "", "read", "write", "", "admin" };
     int right = row->right? row->right: ACT_RIGHT_ADMIN;
-    const char *user = zframe_meta (header, "User-Id");
+    const char *user = act_part_meta (header, "User-Id");
     const char *tenant = req->grant.tenant? req->grant.tenant: "(client_keys)";
     if (!(req->grant.rights & right)) {
         act_log_peer (LOG_WARNING, user? user: "(none)", "right missing",
@@ -732,42 +733,45 @@ act_commands_set_pages (act_commands_t *self, act_pages_t *pages)
     self->pages = pages;
 }
 
-void
-act_commands_message (act_commands_t *self, zmsg_t **msg_p)
+//  Log and drop a client message too short to carry a request id
+static void
+s_drop_short (act_msg_t *msg)
 {
-    zmsg_t *msg = *msg_p;
-    *msg_p = NULL;
-    zframe_t *client = zmsg_pop (msg);
-    //  A REQ socket's empty delimiter frame is read as if absent; the
-    //  replies get it back (PROTOCOL.md section 1)
-    zframe_t *delimiter = zmsg_first (msg);
-    bool from_req = delimiter && zframe_size (delimiter) == 0;
-    if (from_req) {
-        delimiter = zmsg_pop (msg);
-        zframe_destroy (&delimiter);
-    }
-    if (!client || zmsg_size (msg) < 3 || !act_frame_is (zmsg_first (msg), ACT_CLIENT_HEADER)) {
-        char *peer = client? zframe_strhex (client): strdup ("?");
-        act_log_peer (LOG_INFO, peer, "client message without a request id or ACTC01 header",
-                      "client message without a request id or ACTC01 header from %s dropped",
-                      peer);
-        free (peer);
-        zframe_destroy (&client);
-        zmsg_destroy (&msg);
+    char *peer = msg->held? act_msg_strhex (act_msg_part (msg, 0)): strdup ("?");
+    act_log_peer (LOG_INFO, peer, "client message without a request id or ACTC01 header",
+                  "client message without a request id or ACTC01 header from %s dropped",
+                  peer);
+    free (peer);
+}
+
+void
+act_commands_message (act_commands_t *self, act_msg_t *msg)
+{
+    //  [routing id][ACTC01][command][request id][args...]; a REQ socket's
+    //  empty delimiter frame after the routing id is read as if absent;
+    //  the replies get it back (PROTOCOL.md section 1)
+    zmq_msg_t *delimiter = act_msg_part (msg, 1);
+    bool from_req = delimiter && zmq_msg_size (delimiter) == 0;
+    size_t at = from_req? 2: 1;
+    if (msg->held == 0 || msg->size < at + 3
+    ||  !act_part_is (act_msg_part (msg, at), ACT_CLIENT_HEADER)) {
+        s_drop_short (msg);
         return;
     }
-    zframe_t *header = zmsg_pop (msg);
-    zframe_t *command = zmsg_pop (msg);
-    s_request_t req = { .client = client, .request = zmsg_pop (msg), .name = "(any)" };
-    req.nargs = zmsg_size (msg);
+    zframe_t *client = act_msg_routing (msg);
+    zmq_msg_t *header = act_msg_part (msg, at);
+    zmq_msg_t *command = act_msg_part (msg, at + 1);
+    s_request_t req = { .client = client, .request = act_msg_frame (msg, at + 2),
+                        .name = "(any)" };
+    req.nargs = msg->size - at - 3;
     for (size_t i = 0; i < req.nargs && i < 3; i++)
-        req.args [i] = i? zmsg_next (msg): zmsg_first (msg);
+        req.args [i] = act_msg_part (msg, at + 3 + i);
     act_err_t err = { 0 };
     char *context = NULL;
     act_outbox_envelope (self->outbox, from_req? client: NULL);
     //  Metadata rides on the frames the peer sent, not on the routing id
     if (!act_security_client_grant (self->security, header, &req.grant)) {
-        const char *user = zframe_meta (header, "User-Id");
+        const char *user = act_part_meta (header, "User-Id");
         act_log_peer (LOG_WARNING, user? user: "(none)", "CURVE client refused",
                       "CURVE: client refused: key %s is not in %s nor in a tenant",
                       user? user: "(none)", self->settings->client_keys?
@@ -776,7 +780,7 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
         s_reply_error (self, &req, &err);
     }
     else {
-        const s_command_t *row = s_check (self, command, &req, msg, &context, &err);
+        const s_command_t *row = s_check (self, command, &req, &context, &err);
         req.context = context;
         if (row && s_permitted (row, &req, header, &err))
             row->handler (self, &req);
@@ -785,9 +789,5 @@ act_commands_message (act_commands_t *self, zmsg_t **msg_p)
     }
     act_outbox_envelope (self->outbox, NULL);
     free (context);
-    zframe_destroy (&client);
-    zframe_destroy (&header);
-    zframe_destroy (&command);
     zframe_destroy (&req.request);
-    zmsg_destroy (&msg);
 }

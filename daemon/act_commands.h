@@ -12,6 +12,7 @@
 #include "act_flow.h"
 #include "act_security.h"
 #include "act_pages.h"
+#include "act_inbox.h"
 
 typedef struct _act_commands_t act_commands_t;
 
@@ -30,8 +31,9 @@ void act_commands_destroy (act_commands_t **self_p);
 
 //  Handle one message from the client socket, [routing id][ACTC01]
 //  [command][request id][args...]: reply through the outbox (a message
-//  too short to carry a request id is logged and dropped). Destroys it.
-void act_commands_message (act_commands_t *self, zmsg_t **msg_p);
+//  too short to carry a request id is logged and dropped). The message
+//  stays the caller's (it closes it).
+void act_commands_message (act_commands_t *self, act_msg_t *msg);
 
 //  Build HISTORY pages in pieces through pages (borrowed) instead of at
 //  once (NULL: at once).

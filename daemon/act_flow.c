@@ -308,14 +308,14 @@ s_task_call (act_flow_t *self, act_worker_t *worker, const char *task)
 
 //  Parse a JSON frame no larger than max_message_bytes; NULL with err
 static json_t *
-s_frame_json (act_flow_t *self, zframe_t *frame, act_err_t *err)
+s_frame_json (act_flow_t *self, zmq_msg_t *frame, act_err_t *err)
 {
-    if (zframe_size (frame) > (size_t) self->settings->max_message_bytes) {
+    if (zmq_msg_size (frame) > (size_t) self->settings->max_message_bytes) {
         act_err_set (err, ACT_E_TOO_LARGE, "%zu bytes is over max_message_bytes",
-                     zframe_size (frame));
+                     zmq_msg_size (frame));
         return NULL;
     }
-    return act_json_parse ((const char *) zframe_data (frame), zframe_size (frame), err);
+    return act_json_parse ((const char *) zmq_msg_data (frame), zmq_msg_size (frame), err);
 }
 
 static void s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error,
@@ -325,17 +325,17 @@ static void s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *e
 //  scanner (the verdicts of act_json_parse, without a tree): 0, or -1 with
 //  err
 static int
-s_frame_scan (act_flow_t *self, zframe_t *frame, act_err_t *err)
+s_frame_scan (act_flow_t *self, zmq_msg_t *frame, act_err_t *err)
 {
-    if (zframe_size (frame) > (size_t) self->settings->max_message_bytes)
+    if (zmq_msg_size (frame) > (size_t) self->settings->max_message_bytes)
         return act_err_set (err, ACT_E_TOO_LARGE, "%zu bytes is over max_message_bytes",
-                            zframe_size (frame));
-    return act_scan (self->scan, (const char *) zframe_data (frame), zframe_size (frame), err);
+                            zmq_msg_size (frame));
+    return act_scan (self->scan, (const char *) zmq_msg_data (frame), zmq_msg_size (frame), err);
 }
 
 void
-act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zframe_t *body,
-                 zframe_t *branch_frame)
+act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body,
+                 zmq_msg_t *branch_frame)
 {
     act_live_t *call = s_task_call (self, worker, task);
     zhashx_delete (worker->tasks, task);        //  Its slot is free again
@@ -352,11 +352,11 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zfram
         s_call_finish (self, call, "ok", NULL, NULL, NULL, 0);
     else
     if ((valid = s_frame_scan (self, body, &err) == 0)
-    &&  (!branch_frame || act_decimal_parse ((const char *) zframe_data (branch_frame),
-                                             zframe_size (branch_frame), 1000000, &branch))) {
+    &&  (!branch_frame || act_decimal_parse ((const char *) zmq_msg_data (branch_frame),
+                                             zmq_msg_size (branch_frame), 1000000, &branch))) {
         //  The worker's bytes are the written value: stored as they came,
         //  and parsed only when something reads them (act_ctx_output_text)
-        char *text = strndup ((const char *) zframe_data (body), zframe_size (body));
+        char *text = strndup ((const char *) zmq_msg_data (body), zmq_msg_size (body));
         s_call_finish (self, call, "ok", NULL, NULL, text, (long long) branch);
         free (text);
     }
@@ -372,7 +372,7 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zfram
 }
 
 void
-act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task, zframe_t *body)
+act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body)
 {
     act_live_t *call = s_task_call (self, worker, task);
     zhashx_delete (worker->tasks, task);
@@ -400,7 +400,7 @@ act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task, zframe_
 }
 
 void
-act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task, zframe_t *body)
+act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body)
 {
     act_live_t *call = s_task_call (self, worker, task);
     act_err_t err = { 0 };

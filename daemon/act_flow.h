@@ -61,11 +61,11 @@ void act_flow_worker_ready (act_flow_t *self, act_worker_t *worker);
 //  NULL), FAIL (body: the error object) or PROGRESS (body: details). The
 //  task is one the worker holds; its slot is freed by RESULT and FAIL.
 void act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task,
-                      zframe_t *body, zframe_t *branch);
+                      zmq_msg_t *body, zmq_msg_t *branch);
 void act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task,
-                    zframe_t *body);
+                    zmq_msg_t *body);
 void act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task,
-                        zframe_t *body);
+                        zmq_msg_t *body);
 
 //  True when worker holds a task whose attempt is still running (not
 //  timed out, cancelled or dispatched again since).

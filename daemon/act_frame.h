@@ -28,4 +28,42 @@ act_frame_string (zframe_t *frame)
     return strndup ((const char *) zframe_data (frame), zframe_size (frame));
 }
 
+//  True when part (a raw libzmq frame, NULL allowed) holds exactly text
+static inline bool
+act_part_is (zmq_msg_t *part, const char *text)
+{
+    return part && zmq_msg_size (part) == strlen (text)
+        && memcmp (zmq_msg_data (part), text, zmq_msg_size (part)) == 0;
+}
+
+//  The part as a C string the caller frees; NULL when part is NULL or
+//  holds a NUL byte
+static inline char *
+act_part_string (zmq_msg_t *part)
+{
+    if (!part || memchr (zmq_msg_data (part), 0, zmq_msg_size (part)))
+        return NULL;
+    return strndup ((const char *) zmq_msg_data (part), zmq_msg_size (part));
+}
+
+//  The part's bytes and size (NULL allowed: no bytes)
+static inline const char *
+act_part_data (zmq_msg_t *part)
+{
+    return part? (const char *) zmq_msg_data (part): NULL;
+}
+
+static inline size_t
+act_part_size (zmq_msg_t *part)
+{
+    return part? zmq_msg_size (part): 0;
+}
+
+//  Metadata property of part ("User-Id", "__fd"), NULL when none
+static inline const char *
+act_part_meta (zmq_msg_t *part, const char *property)
+{
+    return part? zmq_msg_gets (part, property): NULL;
+}
+
 #endif

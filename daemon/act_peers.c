@@ -78,11 +78,11 @@ s_name (bool worker, const char *key)
 //  s_name of a routing id frame, into name (S_NAME_MAX bytes); the name,
 //  or NULL for a routing id too long to be one
 static char *
-s_frame_name (bool worker, zframe_t *routing, char *name)
+s_frame_name (bool worker, zmq_msg_t *routing, char *name)
 {
     static const char digits [] = "0123456789ABCDEF";
-    size_t size = zframe_size (routing);
-    const byte *data = zframe_data (routing);
+    size_t size = zmq_msg_size (routing);
+    const byte *data = (const byte *) zmq_msg_data (routing);
     if (size > 255)
         return NULL;
     name [0] = worker? 'w': 'c';
@@ -95,9 +95,9 @@ s_frame_name (bool worker, zframe_t *routing, char *name)
 }
 
 void
-act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame)
+act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *frame)
 {
-    const char *fd_text = self && frame? zframe_meta (frame, "__fd"): NULL;
+    const char *fd_text = self && frame? zmq_msg_gets (frame, "__fd"): NULL;
     char buffer [S_NAME_MAX];
     char *name = fd_text? s_frame_name (worker, routing, buffer): NULL;
     if (!name)
@@ -107,9 +107,9 @@ act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *fra
     if (!peer || peer->fd != fd) {
         struct stat status;
         if (fstat (fd, &status) == 0) {
-            const char *user = zframe_meta (frame, "User-Id");
+            const char *user = zmq_msg_gets (frame, "User-Id");
             s_peer_t *fresh = calloc (1, sizeof *fresh);
-            *fresh = (s_peer_t) { zframe_dup (routing), user && *user? strdup (user): NULL,
+            *fresh = (s_peer_t) { zframe_new (zmq_msg_data (routing), zmq_msg_size (routing)), user && *user? strdup (user): NULL,
                                   fd, status.st_dev, status.st_ino, 0, NULL };
             if (peer && peer->cut_at)
                 self->cuts--;

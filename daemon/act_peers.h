@@ -33,7 +33,7 @@ void act_peers_destroy (act_peers_t **self_p);
 //  Note the peer of a message that arrived on the worker (or client)
 //  socket: routing is its routing id frame, frame one the peer sent (the
 //  metadata rides on those, not always on the routing id).
-void act_peers_seen (act_peers_t *self, bool worker, zframe_t *routing, zframe_t *frame);
+void act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *frame);
 
 //  Iterate over the client peers: the routing id of each (borrowed), and
 //  its key in *user. Not safe against act_peers_seen while iterating.

@@ -242,12 +242,12 @@ s_grant (zhashx_t *clients, const char *user, act_grant_t *grant)
 }
 
 bool
-act_security_client_grant (act_security_t *self, zframe_t *frame, act_grant_t *grant)
+act_security_client_grant (act_security_t *self, zmq_msg_t *frame, act_grant_t *grant)
 {
     *grant = (act_grant_t) { ACT_RIGHTS_ALL | ACT_RIGHT_NONE, "", NULL };
     if (!self || !self->server_cert)
         return true;
-    return s_grant (self->clients, zframe_meta (frame, "User-Id"), grant);
+    return s_grant (self->clients, frame? zmq_msg_gets (frame, "User-Id"): NULL, grant);
 }
 
 bool
@@ -395,11 +395,10 @@ act_security_zap (act_security_t *self)
 }
 
 void
-act_security_seen (act_security_t *self, bool worker, zmsg_t *msg)
+act_security_seen (act_security_t *self, bool worker, act_msg_t *msg)
 {
-    if (self && self->peers && msg && zmsg_size (msg) > 1) {
-        zframe_t *routing = zmsg_first (msg);
-        act_peers_seen (self->peers, worker, routing, zmsg_next (msg));
+    if (self && self->peers && msg && msg->held > 1) {
+        act_peers_seen (self->peers, worker, act_msg_part (msg, 0), act_msg_part (msg, 1));
     }
 }
 

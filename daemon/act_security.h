@@ -18,6 +18,7 @@
 
 #include "act_settings.h"
 #include "act_peers.h"
+#include "act_inbox.h"
 
 typedef struct _act_security_t act_security_t;
 
@@ -55,7 +56,7 @@ void act_security_handle (act_security_t *self);
 //  without CURVE (or without security); with it, its tenant's, or every
 //  right for a key of security/client_keys. False (nothing) when its key
 //  is not allowed.
-bool act_security_client_grant (act_security_t *self, zframe_t *frame, act_grant_t *grant);
+bool act_security_client_grant (act_security_t *self, zmq_msg_t *frame, act_grant_t *grant);
 
 //  True when grant reaches context (its prefix, or admin).
 bool act_grant_reaches (const act_grant_t *grant, const char *context);
@@ -72,7 +73,7 @@ bool act_security_patterns_match (const zlistx_t *patterns, const char *activity
 
 //  Note the peer behind a message (msg: its routing id, then frames the
 //  peer sent), for revocation.
-void act_security_seen (act_security_t *self, bool worker, zmsg_t *msg);
+void act_security_seen (act_security_t *self, bool worker, act_msg_t *msg);
 
 //  Cut the connection of the worker with routing id key (hex) shortly,
 //  once what was queued for it (its DISCONNECT) has gone.

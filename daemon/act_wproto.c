@@ -94,11 +94,11 @@ s_ready_body (json_t *body, json_t **names, size_t *capacity, const char **name,
 //  not serve every activity of names, else NULL with *patterns, what it
 //  may serve (the worker keeps them to be checked at each dispatch)
 static const char *
-s_may_serve (act_wproto_t *self, zframe_t *frame, const json_t *names,
+s_may_serve (act_wproto_t *self, zmq_msg_t *frame, const json_t *names,
              const zlistx_t **patterns, act_err_t *err)
 {
     bool allowed;
-    *patterns = act_security_worker_patterns (self->security, zframe_meta (frame, "User-Id"),
+    *patterns = act_security_worker_patterns (self->security, act_part_meta (frame, "User-Id"),
                                               &allowed);
     if (!allowed)
         return act_err_set (err, ACT_E_UNAUTHORIZED, "its key is no longer a worker key"),
@@ -117,24 +117,24 @@ s_may_serve (act_wproto_t *self, zframe_t *frame, const json_t *names,
 
 //  Note the CURVE key worker sent frame with (checked again on reload)
 static void
-s_set_user (act_worker_t *worker, zframe_t *frame)
+s_set_user (act_worker_t *worker, zmq_msg_t *frame)
 {
-    const char *user = zframe_meta (frame, "User-Id");
+    const char *user = act_part_meta (frame, "User-Id");
     worker->user = user && *user? strdup (user): NULL;
 }
 
-//  ACT/1 READY: register the worker and give it calls. Returns the
-//  problem (a static or err's text) when it is refused, else NULL.
+//  ACT/1 READY (frame its one frame, NULL when it had another count):
+//  register the worker and give it calls. Returns the problem (a static
+//  or err's text) when it is refused, else NULL.
 static const char *
 s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
-              const char *key, zmsg_t *msg, act_err_t *err)
+              const char *key, zmq_msg_t *frame, act_err_t *err)
 {
     if (worker)
         return "READY from a worker already registered";
-    if (zmsg_size (msg) != 1)
+    if (!frame)
         return "READY takes one frame";
-    zframe_t *frame = zmsg_first (msg);
-    json_t *body = act_json_parse ((const char *) zframe_data (frame), zframe_size (frame), err);
+    json_t *body = act_json_parse (act_part_data (frame), act_part_size (frame), err);
     json_t *names = NULL;
     size_t capacity = 1;
     const char *name = NULL, *lang = NULL;
@@ -153,62 +153,66 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
     return err->code? err->message: NULL;
 }
 
-//  The ACT/1 worker sub-protocol; msg holds [command][args...]. Returns
-//  the problem when the peer must be refused, else NULL.
+//  The ACT/1 worker sub-protocol; msg holds [command][args...] from frame
+//  at on. Returns the problem when the peer must be refused, else NULL.
 static const char *
-s_actw (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
-        zmsg_t *msg, act_err_t *err)
+s_actw (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at,
+        const char *key, act_err_t *err)
 {
-    zframe_t *command = zmsg_pop (msg);
+    zmq_msg_t *command = act_msg_part (msg, at);
     const char *problem = NULL;
-    size_t nargs = zmsg_size (msg);
-    bool result = act_frame_is (command, "RESULT");
+    size_t nargs = msg->size - at - 1;
+    bool result = act_part_is (command, "RESULT");
     char *task = NULL;
-    if (act_frame_is (command, "READY"))
-        problem = s_actw_ready (self, worker, identity, key, msg, err);
+    if (act_part_is (command, "READY"))
+        problem = s_actw_ready (self, worker, act_msg_routing (msg), key,
+                                nargs == 1? act_msg_part (msg, at + 1): NULL, err);
     else
     if (!worker)
         problem = "not registered: send READY first";
     else
-    if (act_frame_is (command, "HEARTBEAT"))
+    if (act_part_is (command, "HEARTBEAT"))
         ;                       //  Being heard is all it does
     else
-    if (act_frame_is (command, "DISCONNECT"))
+    if (act_part_is (command, "DISCONNECT"))
         act_flow_worker_lost (self->flow, worker, "it disconnected");
     else
-    if (!result && !act_frame_is (command, "FAIL") && !act_frame_is (command, "PROGRESS"))
+    if (!result && !act_part_is (command, "FAIL") && !act_part_is (command, "PROGRESS"))
         problem = "unknown command";
     else
     if (nargs < 2 || nargs > (result? 3u: 2u))
         problem = "wrong number of frames";
     else
-    if (!(task = act_frame_string (zmsg_first (msg))) || !zhashx_lookup (worker->tasks, task))
+    if (!(task = act_part_string (act_msg_part (msg, at + 1)))
+    ||  !zhashx_lookup (worker->tasks, task))
         problem = "a task it does not hold";
     else {
-        zframe_t *body = zmsg_next (msg);
+        zmq_msg_t *body = act_msg_part (msg, at + 2);
         if (result)
-            act_flow_result (self->flow, worker, task, body, zmsg_next (msg));
+            act_flow_result (self->flow, worker, task, body,
+                             nargs == 3? act_msg_part (msg, at + 3): NULL);
         else
-        if (act_frame_is (command, "FAIL"))
+        if (act_part_is (command, "FAIL"))
             act_flow_fail (self->flow, worker, task, body);
         else
             act_flow_progress (self->flow, worker, task, body);
     }
     free (task);
-    zframe_destroy (&command);
     return problem;
 }
 
-//  A Majordomo reply, [address][empty][body]: REPLY (0.1), PARTIAL or
-//  FINAL (0.2). Returns the problem when refused, else NULL.
+//  A Majordomo reply, [address][empty][body] from frame at on: REPLY
+//  (0.1), PARTIAL or FINAL (0.2). Returns the problem when refused, else
+//  NULL.
 static const char *
-s_mdp_reply (act_wproto_t *self, act_worker_t *worker, zmsg_t *msg, bool partial)
+s_mdp_reply (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at,
+             bool partial)
 {
     const char *problem = NULL;
-    char *task = act_frame_string (zmsg_first (msg));
-    zframe_t *empty = zmsg_next (msg);
-    zframe_t *body = zmsg_next (msg);
-    if (!task || !empty || zframe_size (empty) || !body)
+    char *task = act_part_string (act_msg_part (msg, at));
+    zmq_msg_t *empty = act_msg_part (msg, at + 1);
+    zmq_msg_t *body = act_msg_part (msg, at + 2);
+    if (!task || !empty || zmq_msg_size (empty) || !body)
         problem = "malformed reply";
     else
     if (!zhashx_lookup (worker->tasks, task))
@@ -222,30 +226,33 @@ s_mdp_reply (act_wproto_t *self, act_worker_t *worker, zmsg_t *msg, bool partial
     return problem;
 }
 
-//  Majordomo workers (7/MDP and 18/MDP); msg holds [command byte][args].
-//  Returns the problem when refused, else NULL.
+//  Majordomo workers (7/MDP and 18/MDP); msg holds [command byte][args]
+//  from frame at on. Returns the problem when refused, else NULL.
 static const char *
-s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
-       act_proto_t protocol, bool envelope, zmsg_t *msg, act_err_t *err)
+s_mdp (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at, const char *key,
+       act_proto_t protocol, bool envelope, act_err_t *err)
 {
-    zframe_t *command = zmsg_pop (msg);
-    byte code = command && zframe_size (command) == 1? zframe_data (command) [0]: 0;
+    zmq_msg_t *command = act_msg_part (msg, at);
+    byte code = command && zmq_msg_size (command) == 1?
+                ((const byte *) zmq_msg_data (command)) [0]: 0;
+    zmq_msg_t *service_frame = act_msg_part (msg, at + 1);
     bool v1 = protocol == ACT_PROTO_MDP1;
     const char *problem = NULL;
     if (code == ACT_MDP_READY) {
-        char *service = act_frame_string (zmsg_first (msg));
+        char *service = act_part_string (service_frame);
         const zlistx_t *patterns = NULL;
         json_t *names = service? json_pack ("[s]", service): NULL;
         if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL)
             problem = worker? "READY from a worker already registered": "bad service name";
         else
-        if (!(problem = s_may_serve (self, zmsg_first (msg), names, &patterns, err))) {
+        if (!(problem = s_may_serve (self, service_frame, names, &patterns, err))) {
             act_err_t none = { 0 };     //  Names alone cannot be refused
             act_tools_declare (act_flow_tools (self->flow), names, NULL, service, &none);
-            worker = act_pool_join (self->pool, identity, key, protocol, envelope, names, 1,
+            worker = act_pool_join (self->pool, act_msg_routing (msg), key, protocol,
+                                    envelope, names, 1,
                                     NULL, v1? "mdp/0.1": "mdp/0.2");
             worker->patterns = patterns;
-            s_set_user (worker, zmsg_first (msg));
+            s_set_user (worker, service_frame);
             act_flow_worker_ready (self->flow, worker);
         }
         json_decref (names);
@@ -262,55 +269,38 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char 
         act_flow_worker_lost (self->flow, worker, "it disconnected");
     else
     if (code == ACT_MDP1_REPLY || (!v1 && code == ACT_MDP2_FINAL))
-        problem = s_mdp_reply (self, worker, msg, !v1 && code == ACT_MDP2_PARTIAL);
+        problem = s_mdp_reply (self, worker, msg, at + 1, !v1 && code == ACT_MDP2_PARTIAL);
     else
         problem = "unknown command";
-    zframe_destroy (&command);
     return problem;
 }
 
-//  Drop the first count frames of msg (headers already read)
-static void
-s_drop_frames (zmsg_t *msg, int count)
-{
-    for (int i = 0; i < count; i++) {
-        zframe_t *frame = zmsg_pop (msg);
-        zframe_destroy (&frame);
-    }
-}
-
 void
-act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
+act_wproto_message (act_wproto_t *self, act_msg_t *msg)
 {
-    zmsg_t *msg = *msg_p;
-    *msg_p = NULL;
-    zframe_t *identity = zmsg_pop (msg);
-    if (!identity) {
-        zmsg_destroy (&msg);
+    zmq_msg_t *identity = act_msg_part (msg, 0);
+    if (!identity)
         return;
-    }
-    char *key = zframe_strhex (identity);
+    char *key = act_msg_strhex (identity);
     act_worker_t *worker = act_pool_worker (self->pool, key);
     if (worker)
         worker->heard = act_clock_ms ();
     //  Majordomo workers may put an empty frame first (PROTOCOL.md section
     //  2): it is read as if absent and sent back to them
-    zframe_t *first = zmsg_first (msg);
-    bool envelope = first && zframe_size (first) == 0;
-    zframe_t *header = envelope? zmsg_next (msg): first;
+    zmq_msg_t *first = act_msg_part (msg, 1);
+    bool envelope = first && zmq_msg_size (first) == 0;
+    zmq_msg_t *header = envelope? act_msg_part (msg, 2): first;
+    size_t rest = msg->size - 1;    //  Frames after the routing id
     act_proto_t protocol = ACT_PROTO_ACTW;
     const char *problem = NULL;
     act_err_t err = { 0 };
-    if (!envelope && act_frame_is (header, ACT_WORKER_HEADER) && zmsg_size (msg) > 1) {
-        s_drop_frames (msg, 1);
-        problem = s_actw (self, worker, identity, key, msg, &err);
-    }
+    if (!envelope && act_part_is (header, ACT_WORKER_HEADER) && rest > 1)
+        problem = s_actw (self, worker, msg, 2, key, &err);
     else
-    if ((act_frame_is (header, ACT_MDPW01) || act_frame_is (header, ACT_MDPW02))
-    &&  zmsg_size (msg) > (envelope? 2u: 1u)) {
-        protocol = act_frame_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
-        s_drop_frames (msg, envelope? 2: 1);
-        problem = s_mdp (self, worker, identity, key, protocol, envelope, msg, &err);
+    if ((act_part_is (header, ACT_MDPW01) || act_part_is (header, ACT_MDPW02))
+    &&  rest > (envelope? 2u: 1u)) {
+        protocol = act_part_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
+        problem = s_mdp (self, worker, msg, envelope? 3: 2, key, protocol, envelope, &err);
     }
     else {
         act_log_peer (LOG_INFO, key, "message without a worker protocol header",
@@ -318,11 +308,9 @@ act_wproto_message (act_wproto_t *self, zmsg_t **msg_p)
         protocol = (act_proto_t) -1;
     }
     if (problem)
-        s_refuse (self, act_pool_worker (self->pool, key), identity, key, protocol, envelope,
-                  problem);
+        s_refuse (self, act_pool_worker (self->pool, key), act_msg_routing (msg), key,
+                  protocol, envelope, problem);
     free (key);
-    zframe_destroy (&identity);
-    zmsg_destroy (&msg);
 }
 
 //  How long worker may stay silent before it is lost. A Majordomo worker

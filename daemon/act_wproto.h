@@ -11,6 +11,7 @@
 
 #include "act_flow.h"
 #include "act_security.h"
+#include "act_inbox.h"
 
 typedef struct _act_wproto_t act_wproto_t;
 
@@ -25,9 +26,9 @@ void act_wproto_destroy (act_wproto_t **self_p);
 //  borrowed; NULL: anything).
 void act_wproto_set_security (act_wproto_t *self, act_security_t *security);
 
-//  Handle one message from the worker socket, [routing id][frames...].
-//  Destroys the message.
-void act_wproto_message (act_wproto_t *self, zmsg_t **msg_p);
+//  Handle one message from the worker socket, [routing id][frames...]
+//  (the caller's: it closes it).
+void act_wproto_message (act_wproto_t *self, act_msg_t *msg);
 
 //  Heartbeats (every heartbeat_ms a message to each worker that heard
 //  nothing else) and, when judge is set, liveness (a worker silent for

@@ -1038,6 +1038,17 @@ class ErrorTest(BrokerCase):
         rid = self.client.send("PING", request_id="p" * 255)
         self.assertEqual(self.client.wait(rid), ["PONG"])
 
+    def test_many_frames_are_read_to_the_end_and_refused(self):
+        """A request of more frames than any command takes is refused as a
+        wrong frame count with its true count; its last frames are not
+        read as a next request (the next one is answered in turn)."""
+        call = enc({"_tool": "value", "value": 1})
+        reply = self.refuse("bad_frame", "CALL", "new1", call, *([b"x"] * 30),
+                            contexts=["new1"])
+        self.assertEqual(reply[2], "CALL takes 2 to 2 argument frames, not 32")
+        rid = self.client.send("PING")
+        self.assertEqual(self.client.wait(rid), ["PONG"])
+
     def test_empty_request_id_is_bad_frame(self):
         before = self.snapshot([self.kept])
         self.client.send_raw([b"ACTC01", b"PING", b""])

@@ -344,6 +344,20 @@ test_every_wrong_arity_is_bad_frame_naming_the_command (void **state)
     assert_int_equal (checked, 2 * act_commands_count () - none);
 }
 
+//  A message with more frames than any command takes (more than the
+//  receive path keeps) is refused with its true count, and the request id
+//  is echoed.
+static void
+test_many_frames_are_bad_frame_with_their_count (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    const char *args [3] = { "ctx", "{}", "x" };
+    s_request_args (world, "CALL", "many", args, 40);
+    s_expect_error (world, "many", "bad_frame", "CALL takes 2 to 2 argument frames, not 40");
+    s_request_args (world, "PING", "many2", args, 12);
+    s_expect_error (world, "many2", "bad_frame", "PING takes 0 to 0 argument frames, not 12");
+}
+
 //  A command not in the table is unknown_command (names are upper case,
 //  exactly as in the table).
 static void
@@ -883,6 +897,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_every_command_at_its_smallest_arity_is_served,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_every_wrong_arity_is_bad_frame_naming_the_command,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_many_frames_are_bad_frame_with_their_count,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unknown_command, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_request_id_is_1_to_255_bytes, s_setup, s_teardown),
