@@ -524,8 +524,9 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
     if (call->call->output)
         for (size_t i = 0; i < call->nrecipients; i++) {
             act_live_recipient_t *to = &call->recipients [i];
-            act_out_t *out = act_outbox_reply (self->outbox, to->client, to->request, "DONE",
-                                               true);
+            act_out_t *out = act_outbox_reply_to (self->outbox, to->client, to->client_size,
+                                                  to->request, to->request_size, "DONE",
+                                                  true);
             act_out_addstr (out, call->id);
             act_out_addstr (out, outcome);
         }

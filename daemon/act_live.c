@@ -44,10 +44,8 @@ act_live_destroy (act_live_t **self_p)
     act_call_destroy (&self->call);
     json_decref (self->progress);
     zlistx_destroy (&self->waiters);
-    for (size_t i = 0; i < self->nrecipients; i++) {
-        zframe_destroy (&self->recipients [i].client);
-        zframe_destroy (&self->recipients [i].request);
-    }
+    for (size_t i = 0; i < self->nrecipients; i++)
+        free (self->recipients [i].client);
     free (self->recipients);
     free (self);
     *self_p = NULL;
@@ -127,19 +125,28 @@ act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request)
 {
     if (!client)
         return;
-    for (size_t i = 0; i < self->nrecipients; i++)
-        if (zframe_eq (self->recipients [i].client, client)
-        &&  zframe_eq (self->recipients [i].request, request))
+    size_t client_size = zframe_size (client), request_size = zframe_size (request);
+    const byte *client_data = zframe_data (client), *request_data = zframe_data (request);
+    for (size_t i = 0; i < self->nrecipients; i++) {
+        act_live_recipient_t *known = &self->recipients [i];
+        if (known->client_size == client_size && known->request_size == request_size
+        &&  memcmp (known->client, client_data, client_size) == 0
+        &&  memcmp (known->request, request_data, request_size) == 0)
             return;
+    }
     act_live_recipient_t *grown = realloc (self->recipients,
                                            (self->nrecipients + 1) * sizeof *grown);
-    if (!grown) {
+    byte *bytes = malloc (client_size + request_size + 1);
+    if (!grown || !bytes) {
         zsys_error ("out of memory for a recipient");
         abort ();                               //  As CZMQ's allocations do
     }
     self->recipients = grown;
-    grown [self->nrecipients++] = (act_live_recipient_t) { zframe_dup (client),
-                                                          zframe_dup (request) };
+    memcpy (bytes, client_data, client_size);
+    memcpy (bytes + client_size, request_data, request_size);
+    grown [self->nrecipients++] = (act_live_recipient_t) {
+        bytes, client_size, bytes + client_size, request_size
+    };
 }
 
 void

@@ -70,8 +70,11 @@ typedef struct {
 
 //  Where a DONE goes
 typedef struct _act_live_recipient_t {
-    zframe_t *client;           //  Routing id of the client socket
-    zframe_t *request;          //  Request id to echo
+    byte *client;               //  Routing id of the client socket, then
+                                //  the request id (one allocation)
+    size_t client_size;         //  Bytes of the routing id
+    byte *request;              //  Request id to echo (after the client's)
+    size_t request_size;        //  Bytes of the request id
 } act_live_recipient_t;
 
 //  A live call of context made of call (which it takes), its activity
