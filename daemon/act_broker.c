@@ -157,14 +157,14 @@ s_send_sockets (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
     void *socket = zsock_resolve (to_worker? self->workers: self->clients);
     for (size_t part = 0; part < nparts; part++) {
         int flags = part + 1 < nparts? ZMQ_SNDMORE: 0;
-        size_t size = zmq_msg_size (&parts [part]);
         int rc = zmq_msg_send (&parts [part], socket, flags);
         while (rc < 0 && zmq_errno () == EINTR)
             rc = zmq_msg_send (&parts [part], socket, flags);
         //  A client the socket cannot route to is gone: its watches end
         //  (the routing id is the first frame, untouched when it failed)
         if (rc < 0 && part == 0 && !to_worker && zmq_errno () == EHOSTUNREACH)
-            act_watches_drop_client (self->watches, zmq_msg_data (&parts [0]), size);
+            act_watches_drop_client (self->watches, zmq_msg_data (&parts [0]),
+                                     zmq_msg_size (&parts [0]));
         if (rc < 0) {
             act_log (LOG_DEBUG, "a message to a %s was not sent: %s",
                      to_worker? "worker": "client", zmq_strerror (zmq_errno ()));

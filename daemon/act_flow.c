@@ -496,7 +496,7 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
 static void
 s_call_wake (act_flow_t *self, act_live_t *call)
 {
-    for (act_live_waiter_t *waiter = zlistx_first (call->waiters); waiter;
+    for (act_live_waiter_t *waiter = call->waiters? zlistx_first (call->waiters): NULL; waiter;
          waiter = zlistx_next (call->waiters)) {
         act_live_t *other = act_flow_lookup (self, waiter->number);
         if (other && other->state == ACT_LIVE_WAITING && other->round == waiter->round
@@ -522,10 +522,11 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
     act_store_update_call (self->store, &record);
     free (progress);
     if (call->call->output)
-        for (act_live_recipient_t *to = zlistx_first (call->recipients); to;
-             to = zlistx_next (call->recipients)) {
-            act_out_t *out = act_outbox_reply (self->outbox, to->client, to->request, "DONE",
-                                               true);
+        for (size_t i = 0; i < call->nrecipients; i++) {
+            act_live_recipient_t *to = &call->recipients [i];
+            act_out_t *out = act_outbox_reply_to (self->outbox, to->client, to->client_size,
+                                                  to->request, to->request_size, "DONE",
+                                                  true);
             act_out_addstr (out, call->id);
             act_out_addstr (out, outcome);
         }

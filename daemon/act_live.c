@@ -9,16 +9,6 @@ static const char *s_state_names [] = {
     "none", "new", "waiting", "queued", "running", "ended"
 };
 
-static void
-s_recipient_destroy (void **item)
-{
-    act_live_recipient_t *recipient = (act_live_recipient_t *) *item;
-    zframe_destroy (&recipient->client);
-    zframe_destroy (&recipient->request);
-    free (recipient);
-    *item = NULL;
-}
-
 act_live_t *
 act_live_new (act_pool_t *pool, act_context_t *context, act_call_t *parsed)
 {
@@ -39,10 +29,8 @@ act_live_new (act_pool_t *pool, act_context_t *context, act_call_t *parsed)
     if (parsed->retry.max_ms >= 0)
         self->retry.max_ms = parsed->retry.max_ms;
     self->timeout_ms = parsed->timeout_ms > 0? parsed->timeout_ms: defaults->timeout_ms;
-    self->waiters = zlistx_new ();
-    zlistx_set_destructor (self->waiters, (zlistx_destructor_fn *) zstr_free);
-    self->recipients = zlistx_new ();
-    zlistx_set_destructor (self->recipients, s_recipient_destroy);
+    //  The waiters list is made when the first one comes: most calls
+    //  have none
     return self;
 }
 
@@ -56,7 +44,9 @@ act_live_destroy (act_live_t **self_p)
     act_call_destroy (&self->call);
     json_decref (self->progress);
     zlistx_destroy (&self->waiters);
-    zlistx_destroy (&self->recipients);
+    for (size_t i = 0; i < self->nrecipients; i++)
+        free (self->recipients [i].client);
+    free (self->recipients);
     free (self);
     *self_p = NULL;
 }
@@ -135,14 +125,28 @@ act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request)
 {
     if (!client)
         return;
-    for (act_live_recipient_t *known = zlistx_first (self->recipients); known;
-         known = zlistx_next (self->recipients))
-        if (zframe_eq (known->client, client) && zframe_eq (known->request, request))
+    size_t client_size = zframe_size (client), request_size = zframe_size (request);
+    const byte *client_data = zframe_data (client), *request_data = zframe_data (request);
+    for (size_t i = 0; i < self->nrecipients; i++) {
+        act_live_recipient_t *known = &self->recipients [i];
+        if (known->client_size == client_size && known->request_size == request_size
+        &&  memcmp (known->client, client_data, client_size) == 0
+        &&  memcmp (known->request, request_data, request_size) == 0)
             return;
-    act_live_recipient_t *recipient = malloc (sizeof *recipient);
-    recipient->client = zframe_dup (client);
-    recipient->request = zframe_dup (request);
-    zlistx_add_end (self->recipients, recipient);
+    }
+    act_live_recipient_t *grown = realloc (self->recipients,
+                                           (self->nrecipients + 1) * sizeof *grown);
+    byte *bytes = malloc (client_size + request_size + 1);
+    if (!grown || !bytes) {
+        zsys_error ("out of memory for a recipient");
+        abort ();                               //  As CZMQ's allocations do
+    }
+    self->recipients = grown;
+    memcpy (bytes, client_data, client_size);
+    memcpy (bytes + client_size, request_data, request_size);
+    grown [self->nrecipients++] = (act_live_recipient_t) {
+        bytes, client_size, bytes + client_size, request_size
+    };
 }
 
 void
@@ -242,6 +246,11 @@ act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err)
             producer->stamp = mark;
             act_live_waiter_t *waiter = malloc (sizeof (act_live_waiter_t));
             *waiter = (act_live_waiter_t) { self->number, self->round };
+            if (!producer->waiters) {
+                producer->waiters = zlistx_new ();
+                zlistx_set_destructor (producer->waiters,
+                                       (zlistx_destructor_fn *) zstr_free);
+            }
             zlistx_add_end (producer->waiters, waiter);
             self->waiting_on++;
         }
@@ -268,6 +277,31 @@ s_put_number (char *at, long long number)
     return at + act_decimal_write (at, number);
 }
 
+//  string as a JSON string, as act_json_dump writes it: NULL when it is
+//  NULL or needs no escaping (only '"', '\\' and bytes below 0x20 do), to
+//  be written between quotes as it is; else a fresh quoted copy
+static char *
+s_quote (const char *string)
+{
+    for (const unsigned char *at = (const unsigned char *) string; at && *at; at++)
+        if (*at < 0x20 || *at == '"' || *at == '\\')
+            return act_json_quote (string);
+    return NULL;
+}
+
+//  Append string as a JSON string: quoted (from s_quote) or plain between
+//  quotes; returns the new end
+static char *
+s_put_quoted (char *at, const char *string, const char *quoted)
+{
+    if (quoted)
+        return s_put (at, quoted);
+    *at++ = '"';
+    at = s_put (at, string);
+    *at++ = '"';
+    return at;
+}
+
 char *
 act_live_meta (act_live_t *self)
 {
@@ -275,17 +309,19 @@ act_live_meta (act_live_t *self)
     //  bytes of UTF-8, control characters included), the rest as numbers,
     //  without a DOM: this is built once per dispatch
     act_expr_t *output = self->call->output;
-    char *context = act_json_quote (self->context->id);
-    char *instance = self->call->instance? act_json_quote (self->call->instance): NULL;
+    const char *instance_text = self->call->instance;
+    char *context = s_quote (self->context->id);
+    char *instance = s_quote (instance_text);
     //  Room for the quoted strings, the names and the numbers (digits of
     //  the call id and three 64-bit numbers: under 200 bytes), and the
     //  trace, which the call's parser checked is 55 bytes of hex and '-'
     const char *trace = self->call->trace;
-    size_t size = strlen (context) + (instance? strlen (instance): 0)
+    size_t size = strlen (context? context: self->context->id)
+                + (instance? strlen (instance): instance_text? strlen (instance_text): 0)
                 + (trace? ACT_TRACE_LEN + 16: 0) + 200;
     char *meta = malloc (size);
     char *at = s_put (meta, "{\"context\":");
-    at = s_put (at, context);
+    at = s_put_quoted (at, self->context->id, context);
     at = s_put (at, ",\"call_id\":\"");
     at = s_put (at, self->id);
     at = s_put (at, "\",\"attempt\":");
@@ -295,9 +331,9 @@ act_live_meta (act_live_t *self)
     at = s_put (at, ",\"branches\":");
     at = s_put_number (at, output? (long long) output->nalts: 0);
     at = s_put (at, output? ",\"discard\":false": ",\"discard\":true");
-    if (instance) {
+    if (instance_text) {
         at = s_put (at, ",\"instance\":");
-        at = s_put (at, instance);
+        at = s_put_quoted (at, instance_text, instance);
     }
     if (trace) {
         at = s_put (at, ",\"trace\":\"");

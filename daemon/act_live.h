@@ -48,9 +48,11 @@ typedef struct {
     uint32_t timer;             //  Generation: timers of older ones are void
     uint32_t round;             //  Evaluation round (dependencies)
     size_t waiting_on;          //  Producers not ended in this round
-    zlistx_t *waiters;          //  act_live_waiter_t * waiting for it
+    zlistx_t *waiters;          //  act_live_waiter_t * waiting for it, or NULL
     act_producer_t *producer;   //  Its targets in the dependency index
-    zlistx_t *recipients;       //  act_live_recipient_t * getting its DONE
+    struct _act_live_recipient_t *recipients;  //  Where its DONE goes (an
+                                //  array, most calls have one), or NULL
+    size_t nrecipients;         //  Entries in recipients
     json_t *progress;           //  Latest PROGRESS details, or NULL
     uint64_t stamp;             //  Marks it found in one evaluation
     long long accepted_at;      //  When it was accepted (or recovered)
@@ -67,9 +69,12 @@ typedef struct {
 } act_live_waiter_t;
 
 //  Where a DONE goes
-typedef struct {
-    zframe_t *client;           //  Routing id of the client socket
-    zframe_t *request;          //  Request id to echo
+typedef struct _act_live_recipient_t {
+    byte *client;               //  Routing id of the client socket, then
+                                //  the request id (one allocation)
+    size_t client_size;         //  Bytes of the routing id
+    byte *request;              //  Request id to echo (after the client's)
+    size_t request_size;        //  Bytes of the request id
 } act_live_recipient_t;
 
 //  A live call of context made of call (which it takes), its activity

@@ -239,15 +239,25 @@ act_out_t *
 act_outbox_reply (act_outbox_t *self, zframe_t *client, zframe_t *request,
                   const char *verb, bool durable)
 {
+    return act_outbox_reply_to (self, zframe_data (client), zframe_size (client),
+                                zframe_data (request), zframe_size (request), verb, durable);
+}
+
+act_out_t *
+act_outbox_reply_to (act_outbox_t *self, const void *client, size_t client_size,
+                     const void *request, size_t request_size, const char *verb,
+                     bool durable)
+{
     act_out_t *out = act_outbox_add (self, false, durable);
-    act_out_frame (out, client);
-    if (act_outbox_enveloped (self, client)) {
+    act_out_add (out, client, client_size);
+    if (self->envelope && zframe_size (self->envelope) == client_size
+    &&  memcmp (zframe_data (self->envelope), client, client_size) == 0) {
         act_out_add (out, "", 0);
         out->head = 2;
     }
     act_out_addstr (out, ACT_CLIENT_HEADER);
     act_out_addstr (out, verb);
-    act_out_frame (out, request);
+    act_out_add (out, request, request_size);
     return out;
 }
 

@@ -72,6 +72,11 @@ act_out_t *act_outbox_add (act_outbox_t *self, bool to_worker, bool durable);
 act_out_t *act_outbox_reply (act_outbox_t *self, zframe_t *client, zframe_t *request,
                              const char *verb, bool durable);
 
+//  act_outbox_reply to a client and request given as bytes.
+act_out_t *act_outbox_reply_to (act_outbox_t *self, const void *client, size_t client_size,
+                                const void *request, size_t request_size,
+                                const char *verb, bool durable);
+
 //  While a request from a REQ socket is served (PROTOCOL.md section 1: it
 //  starts with an empty frame), every reply to client starts with an
 //  empty frame after the routing id; NULL ends that. DONE is not sent to

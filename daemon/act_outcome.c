@@ -135,15 +135,22 @@ typedef struct {
     size_t size;                //  Bytes allocated
 } s_text_t;
 
-//  Append size bytes to text
-static void
-s_add (s_text_t *text, const char *bytes, size_t size)
+//  Make room in text for size more bytes and a NUL
+static inline void
+s_reserve (s_text_t *text, size_t size)
 {
     if (text->used + size + 1 > text->size) {
         while (text->used + size + 1 > text->size)
             text->size *= 2;
         text->data = realloc (text->data, text->size);
     }
+}
+
+//  Append size bytes to text
+static inline void
+s_add (s_text_t *text, const char *bytes, size_t size)
+{
+    s_reserve (text, size);
     memcpy (text->data + text->used, bytes, size);
     text->used += size;
     text->data [text->used] = 0;
@@ -156,13 +163,27 @@ s_add_str (s_text_t *text, const char *string)
     s_add (text, string, strlen (string));
 }
 
-//  Append a string as a JSON string to text
+//  Append a string as a JSON string to text, escaped as act_json_dump
+//  escapes (only '"', '\\' and bytes below 0x20, which ids, paths and
+//  statuses do not hold: those few go through act_json_quote)
 static void
 s_add_quoted (s_text_t *text, const char *string)
 {
-    char *quoted = act_json_quote (string);
-    s_add_str (text, quoted);
-    free (quoted);
+    size_t length = 0;
+    for (unsigned char c; (c = (unsigned char) string [length]); length++)
+        if (c < 0x20 || c == '"' || c == '\\') {
+            char *quoted = act_json_quote (string);
+            s_add_str (text, quoted);
+            free (quoted);
+            return;
+        }
+    s_reserve (text, length + 2);
+    char *at = text->data + text->used;
+    at [0] = '"';
+    memcpy (at + 1, string, length);
+    at [length + 1] = '"';
+    at [length + 2] = 0;
+    text->used += length + 2;
 }
 
 //  Append an integer in decimal to text
@@ -183,7 +204,9 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     const char **status = &ending->status;
     json_t **error = &ending->error;
     act_expr_t *output = call->call->output;
-    s_text_t text = { malloc (256), 0, 256 };
+    bool with_result = output && streq (*status, "ok") && ending->result_text;
+    size_t size = 256 + (with_result? strlen (ending->result_text): 0);
+    s_text_t text = { malloc (size), 0, size };
     s_add_str (&text, "{\"call_id\":");
     s_add_quoted (&text, call->id);
     if (output && !streq (*status, "cancelled")) {
@@ -221,11 +244,13 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     }
     s_add_str (&text, ",\"attempts\":");
     s_add_number (&text, call->attempts);
-    s_add (&text, "}", 1);
-    if (output && streq (*status, "ok") && ending->result_text) {
-        char *joined = act_text_splice (text.data, "result", ending->result_text);
-        free (text.data);
-        text.data = joined;
+    //  The worker's result text last, as act_text_splice would add it;
+    //  with_result is read again: s_write may have turned the ok into
+    //  an error
+    if (with_result && streq (*status, "ok")) {
+        s_add_str (&text, ",\"result\":");
+        s_add_str (&text, ending->result_text);
     }
+    s_add (&text, "}", 1);
     return text.data;
 }

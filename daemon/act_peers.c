@@ -19,10 +19,18 @@ typedef struct {
                                 //  cut was logged where it was decided
 } s_peer_t;
 
+//  The peer a side last saw: its next messages skip the table
+typedef struct {
+    s_peer_t *peer;             //  That peer (in the table), or NULL
+    size_t size;                //  Its routing id's size
+    byte id [255];              //  Its routing id
+} s_last_t;
+
 struct _act_peers_t {
     zhashx_t *peers;            //  "w" or "c" + routing id hex -> s_peer_t
     size_t cuts;                //  Peers with cut_at set
     long long pruned;           //  Last look for closed connections
+    s_last_t last [2];          //  Peer last seen per side (client, worker)
 };
 
 static void
@@ -94,27 +102,55 @@ s_frame_name (bool worker, zmq_msg_t *routing, char *name)
     return name;
 }
 
+//  Drop peer, about to be destroyed, from the last seen ones
+static void
+s_forget (act_peers_t *self, s_peer_t *peer)
+{
+    for (int side = 0; side < 2; side++)
+        if (self->last [side].peer == peer)
+            self->last [side].peer = NULL;
+}
+
 void
 act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *frame)
 {
     const char *fd_text = self && frame? zmq_msg_gets (frame, "__fd"): NULL;
-    char buffer [S_NAME_MAX];
-    char *name = fd_text? s_frame_name (worker, routing, buffer): NULL;
-    if (!name)
+    if (!fd_text)
         return;
     int fd = atoi (fd_text);
+    //  The same peer as last time on this side, on the same descriptor:
+    //  nothing changed, no need to name it or look it up
+    s_last_t *last = &self->last [worker];
+    size_t size = zmq_msg_size (routing);
+    const byte *data = (const byte *) zmq_msg_data (routing);
+    if (last->peer && last->peer->fd == fd && last->size == size
+    &&  memcmp (last->id, data, size) == 0)
+        return;
+    char buffer [S_NAME_MAX];
+    char *name = s_frame_name (worker, routing, buffer);
+    if (!name)
+        return;
     s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
     if (!peer || peer->fd != fd) {
         struct stat status;
         if (fstat (fd, &status) == 0) {
             const char *user = zmq_msg_gets (frame, "User-Id");
             s_peer_t *fresh = calloc (1, sizeof *fresh);
-            *fresh = (s_peer_t) { zframe_new (zmq_msg_data (routing), zmq_msg_size (routing)), user && *user? strdup (user): NULL,
+            *fresh = (s_peer_t) { zframe_new (data, size), user && *user? strdup (user): NULL,
                                   fd, status.st_dev, status.st_ino, 0, NULL };
             if (peer && peer->cut_at)
                 self->cuts--;
+            s_forget (self, peer);
             zhashx_update (self->peers, name, fresh);
+            peer = fresh;
         }
+        else
+            peer = NULL;
+    }
+    last->peer = peer;
+    if (peer) {
+        last->size = size;              //  At most 255: s_frame_name said so
+        memcpy (last->id, data, size);
     }
 }
 
@@ -184,6 +220,8 @@ act_peers_tick (act_peers_t *self, long long now)
         s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
         if (peer && peer->cut_at)
             self->cuts--;
+        if (peer)
+            s_forget (self, peer);
         zhashx_delete (self->peers, name);
     }
     zlistx_destroy (&gone);

@@ -27,6 +27,7 @@ typedef struct {
 typedef struct {
     uint64_t call_id;           //  Call id
     long long attempts;         //  Dispatches so far
+    bool ended;                 //  Its state is an outcome (act_state_ended)
     char *fields [8];           //  context, state, call, id, outcome,
                                 //  progress, client, request (or NULL)
 } s_mcall_t;
@@ -177,8 +178,11 @@ s_memory_put_message (void *impl, const char *context, uint64_t seq,
                       const char *text, size_t size)
 {
     s_memory_t *self = (s_memory_t *) impl;
-    s_add_context (self, context, NULL);
     s_mctx_t *ctx = (s_mctx_t *) zhashx_lookup (self->contexts, context);
+    if (!ctx) {
+        s_add_context (self, context, NULL);
+        ctx = (s_mctx_t *) zhashx_lookup (self->contexts, context);
+    }
     if (seq != ctx->size + 1)
         return -1;              //  _seq must grow by one
     if (ctx->size == ctx->capacity) {
@@ -222,7 +226,7 @@ s_add_call (s_memory_t *self, s_mcall_t *call)
     s_call_key (key, call->call_id);
     s_mcall_t *old = zhashx_lookup (self->calls, key);
     if (old) {
-        if (!act_state_ended (old->fields [1]))
+        if (!old->ended)
             s_count_pending (self, old->fields [0], -1);
         s_mcall_destroy (&old);
     }
@@ -232,7 +236,7 @@ s_add_call (s_memory_t *self, s_mcall_t *call)
         zhashx_update (self->keys, full, strdup (key));
         free (full);
     }
-    if (!act_state_ended (call->fields [1]))
+    if (!call->ended)
         s_count_pending (self, call->fields [0], 1);
     if (call->call_id > self->last_call)
         self->last_call = call->call_id;
@@ -251,6 +255,7 @@ s_memory_put_call (void *impl, const act_call_record_t *record)
         call->fields [i] = s_copy (fields [i]);
     if (!call->fields [0])
         call->fields [0] = strdup ("");
+    call->ended = act_state_ended (call->fields [1]);
     s_add_call ((s_memory_t *) impl, call);
     return 0;
 }
@@ -264,12 +269,16 @@ s_memory_update_call (void *impl, const act_call_record_t *record)
     s_mcall_t *call = (s_mcall_t *) zhashx_lookup (self->calls, key);
     if (!call)
         return -1;
-    int was = act_state_ended (call->fields [1]), is = act_state_ended (record->state);
-    if (was != is)
-        s_count_pending (self, call->fields [0], was - is);
     call->attempts = record->attempts;
-    free (call->fields [1]);
-    call->fields [1] = s_copy (record->state);
+    //  A state is rewritten only when it changes (and so is its count)
+    if (!call->fields [1] || !record->state || strcmp (call->fields [1], record->state)) {
+        int was = call->ended, is = act_state_ended (record->state);
+        if (was != is)
+            s_count_pending (self, call->fields [0], was - is);
+        call->ended = is;
+        free (call->fields [1]);
+        call->fields [1] = s_copy (record->state);
+    }
     free (call->fields [4]);
     call->fields [4] = s_copy (record->outcome);
     free (call->fields [5]);
@@ -397,7 +406,7 @@ s_memory_pending (void *impl, act_store_each_fn *fn, void *arg)
     size_t size = 0;
     s_mcall_t **list = malloc ((zhashx_size (self->calls) + 1) * sizeof (s_mcall_t *));
     for (s_mcall_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
-        if (!act_state_ended (call->fields [1]))
+        if (!call->ended)
             list [size++] = call;
     qsort (list, size, sizeof (s_mcall_t *), s_compare_ids);
     for (size_t i = 0; i < size; i++) {
