@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import zmq
+import zmq.utils.monitor
 
 #: The client endpoints when none are given (as for actctl): one, or a
 #: comma-separated list.
@@ -128,12 +129,28 @@ def curve_option(server: Optional[str], cert: Optional[str]) -> Optional[Curve]:
     return Curve(server, public, secret)
 
 
-def dealer(context: Any, endpoint: str, curve: Optional[Curve]) -> Any:
+#: ZMTP heartbeat interval of a client's DEALER (ms), as in the C library.
+HEARTBEAT_IVL = 1000
+#: A client's connection silent this long (ms) drops, as in the C library.
+HEARTBEAT_TIMEOUT = 10000
+
+
+def dealer(context: Any, endpoint: str, curve: Optional[Curve],
+           heartbeat: bool = False) -> Any:
     """A DEALER socket of ``context`` (``zmq`` or ``zmq.asyncio``), linger 0,
     no send high-water mark, with the CURVE keys when given, connected to ``endpoint``; closed again
-    if the connect fails."""
+    if the connect fails. With ``heartbeat`` (clients), ZMTP heartbeats
+    drop a connection to a broker silent for :data:`HEARTBEAT_TIMEOUT`."""
     sock = context.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    if heartbeat:
+        # A broker that dies without closing the connection (its machine
+        # went away, or it is stopped) is noticed: the connection drops,
+        # and the client fails the requests it lost (see ``disconnects``).
+        # Generous, as in C: a dropped connection loses the replies in
+        # flight on it, and a loaded broker may answer late
+        sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL)
+        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT)
     # No send high-water mark, as in the C library: past libzmq's default
     # of 1000 queued messages a non-blocking send to a broker that reads
     # slowly fails, and a worker's result would be dropped
@@ -148,3 +165,29 @@ def dealer(context: Any, endpoint: str, curve: Optional[Curve]) -> Any:
         sock.close(0)
         raise
     return sock
+
+
+def disconnects(sock: Any) -> Any:
+    """A PAIR socket (of ``sock``'s class) that receives ``sock``'s
+    ``EVENT_DISCONNECTED`` events (``zmq_socket_monitor``): read each with
+    ``recv_multipart`` and pass it to :func:`is_disconnect`. Stop with
+    :func:`stop_monitor`."""
+    return sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+
+def is_disconnect(frames: List[bytes]) -> bool:
+    """True when a monitor message says a connection dropped."""
+    try:
+        event: int = zmq.utils.monitor.parse_monitor_message(frames)["event"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return event == zmq.EVENT_DISCONNECTED
+
+
+def stop_monitor(sock: Any, monitor: Any) -> None:
+    """Stop monitoring ``sock`` (before closing it) and close ``monitor``."""
+    try:
+        sock.disable_monitor()
+    except zmq.ZMQError:
+        pass
+    monitor.close(0)
