@@ -19,6 +19,7 @@ import unittest
 from typing import Any, Callable, Dict, List
 
 from support import TIMEOUT, Actd, Gate, serving, wait_until
+from test_watch import Collector
 
 import actd
 import actd.aio
@@ -193,6 +194,55 @@ class Restarted(unittest.TestCase):
 
         with Actd() as broker:
             asyncio.run(main(broker))
+
+
+class WatchAcrossAPause(unittest.TestCase):
+    """A watch whose connection dropped watches again: the broker's events
+    for the old one go to a connection that is gone."""
+
+    def test_a_watch_resumes_after_its_connection_dropped(self) -> None:
+        with Actd() as broker, actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client:
+            self.assertEqual(client.append("d-watch", note("m1")), 1)
+            collector = Collector(client.watch("d-watch", probe=None))   # No STATS probes
+            collector.until(1)
+            broker.process.send_signal(signal.SIGSTOP)
+            try:
+                with self.assertRaises(actd.Disconnected):
+                    client.ping(LONG)           # Returns once the connection dropped
+            finally:
+                broker.process.send_signal(signal.SIGCONT)
+            self.assertEqual(client.append("d-watch", note("m2")), 2)
+            self.assertEqual([event["seq"] for event in collector.until(2)], [1, 2])
+
+
+class TwoBrokers(unittest.TestCase):
+    """Several endpoints: the requests pending on a connection that drops
+    go to the next broker, as after ``request_timeout`` (here None)."""
+
+    def test_pings_pending_at_a_crash_go_to_the_next_broker(self) -> None:
+        async def main(first: Actd, second: Actd) -> List[Any]:
+            async with actd.aio.AsyncClient([first.client_endpoint, second.client_endpoint],
+                                            timeout=LONG, request_timeout=None) as client:
+                await client.ping()             # Both connected
+                first.process.send_signal(signal.SIGSTOP)
+                before = queued(first.client_port)
+                pings = asyncio.gather(*(client.ping(LONG) for _ in range(REQUESTS)),
+                                       return_exceptions=True)
+                # Each PING is at least 16 bytes on the wire (the heartbeats
+                # that also reach a stopped actd: 9 a second)
+                deadline = time.monotonic() + TIMEOUT
+                while queued(first.client_port) < before + 16 * REQUESTS:
+                    self.assertLess(time.monotonic(), deadline, "the PINGs never reached actd")
+                    await asyncio.sleep(0.02)
+                first.kill()
+                results: List[Any] = await asyncio.wait_for(pings, LONG + TIMEOUT)
+                return results
+
+        first = Actd().start()
+        self.addCleanup(first.cleanup)          # Killed: no clean stop
+        with Actd() as second:
+            for result in asyncio.run(main(first, second)):
+                self.assertIsInstance(result, float)
 
 
 if __name__ == "__main__":
