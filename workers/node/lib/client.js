@@ -634,9 +634,9 @@ class Client {
         if (this.closed)
             return Promise.reject (new ActdError ('closed', 'the client was closed'));
         return new Promise ((resolve, reject) => {
+            const pinned = options.endpoint !== undefined;      //  Never another broker
             const request = this._track (command, args, { resolve, reject, onReply,
-                                                          endpoint: options.endpoint,
-                                                          pinned: options.endpoint !== undefined });
+                                                          endpoint: options.endpoint, pinned });
             const timeout = options.timeoutMs ?? this.timeoutMs;
             if (timeout > 0)
                 request.timer = setTimeout (() => {

@@ -13,7 +13,7 @@
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
 const fs = require ('node:fs');
-const { Worker, ActdError } = require ('..');
+const { Worker, Client, ActdError } = require ('..');
 const { Actd, until, gate, held } = require ('./actd');
 
 const LONG_MS = 90000;                  //  Past the heartbeat timeout and a loaded machine's slack
@@ -119,5 +119,35 @@ describe ('A dropped connection', { timeout: 300000 }, () => {
         await pending;
         await actd.start ();
         assert.equal (await client.append ('n-restart', { type: 'text', text: 'two' }), 2);
+    });
+});
+
+describe ('A dropped connection, with several brokers', { timeout: 120000 }, () => {
+    it ('sends the requests pending on it to the next broker', async () => {
+        const first = await new Actd ().start ();
+        const second = await new Actd ().start ();
+        const client = new Client ({ endpoints: [first.clientEndpoint, second.clientEndpoint],
+                                     timeoutMs: LONG_MS, requestTimeoutMs: 0 });
+        try {
+            await client.ping ();       //  Both connected
+            first.process.kill ('SIGSTOP');
+            const port = Number (first.clientEndpoint.split (':').pop ());
+            const before = queued (port);
+            const pings = [];
+            for (let n = 0; n < REQUESTS; n++)
+                pings.push (client.ping ());
+            //  Each PING is at least 16 bytes on the wire (the heartbeats
+            //  that also reach a stopped actd: 9 a second)
+            await until (() => queued (port) >= before + 16 * REQUESTS,
+                         'the PINGs in actd\'s socket');
+            await first.kill ();
+            for (const rtt of await Promise.all (pings))
+                assert.equal (typeof rtt, 'number');
+        }
+        finally {
+            client.close ();
+            first.cleanup ();           //  Killed: no clean stop
+            await second.finish ();
+        }
     });
 });
