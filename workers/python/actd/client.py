@@ -258,11 +258,11 @@ class Client:
                 _socket.stop_monitor(sock, monitor)
             sock.close(0)
 
-    def _events(self) -> None:
-        """Read the sockets' monitors: a dropped connection fails the
-        requests it lost (see ``_wire.Tracker.lost``)."""
+    def _events(self, ready: Dict[Any, int]) -> None:
+        """Read the monitors that ``poll`` found ``ready``: a dropped
+        connection fails the requests it lost (see ``_wire.Tracker.lost``)."""
         for endpoint, monitor in list(self._monitors.items()):
-            while True:
+            while monitor in ready:
                 try:
                     frames = monitor.recv_multipart(zmq.NOBLOCK)
                 except zmq.Again:
@@ -336,7 +336,7 @@ class Client:
                             actions = self._tracker.dispatch(endpoint, frames)
                         for action in actions:
                             action()
-                self._events()
+                self._events(events)
         finally:
             self._close_sockets()
 
