@@ -252,6 +252,7 @@ class Client:
         return sock
 
     def _close_sockets(self) -> None:
+        """Close the sockets and their monitors."""
         for endpoint, sock in self._sockets.items():
             monitor = self._monitors.get(endpoint)
             if monitor is not None:
