@@ -546,7 +546,8 @@ class Client {
         if (!link) {
             link = new Link (endpoint, {
                 onMessage: (frames) => this._message (endpoint, frames),
-                onDisconnect: () => this._disconnected (endpoint),
+                onDisconnect: (dropped) => dropped? this._disconnected (endpoint)
+                                                  : this._lost (endpoint),
                 curve: this._curve,
                 heartbeat: true
             });

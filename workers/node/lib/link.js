@@ -15,7 +15,7 @@ const HEARTBEAT_MS = 1000;              //  ZMTP heartbeat interval (as in C)
 const HEARTBEAT_TIMEOUT_MS = 10000;     //  A connection silent this long drops
 
 class Link {
-    //  options: { onMessage (frames), onDisconnect (), onConnect (),
+    //  options: { onMessage (frames), onDisconnect (dropped), onConnect (),
     //  onRefused (), onError (error), linger, curve (socket options of
     //  ./curve.js), heartbeat (true: ZMTP heartbeats, HEARTBEAT_MS, and a
     //  connection silent HEARTBEAT_TIMEOUT_MS drops) }
@@ -39,11 +39,23 @@ class Link {
         //  Socket events tell a client its broker went away (so DONE
         //  replies may never come) and came back, and a worker that the
         //  broker refused its CURVE key (it would hear nothing else)
+        //  onDisconnect (dropped): dropped is true when the connection had
+        //  come up (its handshake succeeded), so requests written to it are
+        //  lost; a handshake that fails (a plain client to a CURVE broker)
+        //  also ends in a disconnect, with nothing written
+        this.up = false;                //  Connected, handshake done
+        this.socket.events.on ('handshake', () => { this.up = true; });
         const watched = { disconnect: options.onDisconnect, connect: options.onConnect,
                           'handshake:error:auth': options.onRefused };
         for (const [event, callback] of Object.entries (watched))
             if (callback)
-                this.socket.events.on (event, () => { if (!this.closed) callback (); });
+                this.socket.events.on (event, () => {
+                    const dropped = this.up;
+                    if (event === 'disconnect')
+                        this.up = false;
+                    if (!this.closed)
+                        callback (dropped);
+                });
         this.socket.connect (endpoint);
         this._receive ().catch (options.onError || ((error) => { throw error; }));
     }

@@ -143,6 +143,7 @@ def dealer(context: Any, endpoint: str, curve: Optional[Curve],
     drop a connection to a broker silent for :data:`HEARTBEAT_TIMEOUT`."""
     sock = context.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    monitor = None
     if heartbeat:
         # A broker that dies without closing the connection (its machine
         # went away, or it is stopped) is noticed: the connection drops,
@@ -151,6 +152,9 @@ def dealer(context: Any, endpoint: str, curve: Optional[Curve],
         # flight on it, and a loaded broker may answer late
         sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL)
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT)
+        # Monitored before it connects, so that no event is missed
+        # (:func:`disconnects` returns the same monitor socket later)
+        monitor = disconnects(sock)
     # No send high-water mark, as in the C library: past libzmq's default
     # of 1000 queued messages a non-blocking send to a broker that reads
     # slowly fails, and a worker's result would be dropped
@@ -162,6 +166,8 @@ def dealer(context: Any, endpoint: str, curve: Optional[Curve],
             sock.curve_secretkey = curve.secret.encode("ascii")
         sock.connect(endpoint)
     except zmq.ZMQError:
+        if monitor is not None:
+            stop_monitor(sock, monitor)
         sock.close(0)
         raise
     return sock
@@ -169,19 +175,27 @@ def dealer(context: Any, endpoint: str, curve: Optional[Curve],
 
 def disconnects(sock: Any) -> Any:
     """A PAIR socket (of ``sock``'s class) that receives ``sock``'s
-    ``EVENT_DISCONNECTED`` events (``zmq_socket_monitor``): read each with
-    ``recv_multipart`` and pass it to :func:`is_disconnect`. Stop with
-    :func:`stop_monitor`."""
-    return sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+    connection events (``zmq_socket_monitor``): read each with
+    ``recv_multipart`` and pass it to :func:`link_event`. Stop with
+    :func:`stop_monitor`. The same socket each time (pyzmq keeps it)."""
+    return sock.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
 
 
-def is_disconnect(frames: List[bytes]) -> bool:
-    """True when a monitor message says a connection dropped."""
+def link_event(frames: List[bytes]) -> Optional[bool]:
+    """What a monitor message says: True when a connection came up (its
+    handshake succeeded), False when one dropped, None for anything else.
+    Only a drop after a handshake loses requests: libzmq writes nothing
+    to a connection before (a handshake that fails, say a plain client to
+    a CURVE broker, also ends in a drop)."""
     try:
         event: int = zmq.utils.monitor.parse_monitor_message(frames)["event"]
     except (ValueError, KeyError, TypeError):
+        return None
+    if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+        return True
+    if event == zmq.EVENT_DISCONNECTED:
         return False
-    return event == zmq.EVENT_DISCONNECTED
+    return None
 
 
 def stop_monitor(sock: Any, monitor: Any) -> None:

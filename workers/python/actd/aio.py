@@ -157,7 +157,7 @@ class AsyncClient:
         self._auto_id = len(endpoints) > 1
         self._context = context or zmq.asyncio.Context.instance()
         self._sockets: Dict[str, zmq.asyncio.Socket] = {}
-        self._monitors: Dict[str, zmq.asyncio.Socket] = {}  # endpoint -> its disconnect events
+        self._monitors: Dict[str, zmq.asyncio.Socket] = {}  # endpoint -> its connection events
         self._tasks: "List[asyncio.Task[None]]" = []
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._timer: Optional[asyncio.TimerHandle] = None
@@ -281,13 +281,16 @@ class AsyncClient:
     async def _watch_link(self, endpoint: str, monitor: zmq.asyncio.Socket) -> None:
         """Read the socket's monitor: a dropped connection fails the
         requests it lost (see ``_wire.Tracker.lost``)."""
+        up = False                          # Connected (handshake done)
         while True:
-            frames = await monitor.recv_multipart()
-            if _socket.is_disconnect(frames):
+            event = _socket.link_event(await monitor.recv_multipart())
+            if event is False and up:
                 _wire.log.info("the connection to %s dropped", endpoint)
                 for action in self._tracker.lost(endpoint):
                     action()
                 self._flush()
+            if event is not None:
+                up = event
 
     async def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
         self._start()

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 import warnings
-from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import zmq
 
@@ -179,7 +179,8 @@ class Client:
         self._auto_id = len(endpoints) > 1
         self._context = context or zmq.Context.instance()
         self._sockets: Dict[str, zmq.Socket] = {}
-        self._monitors: Dict[str, zmq.Socket] = {}     # endpoint -> its disconnect events
+        self._monitors: Dict[str, zmq.Socket] = {}     # endpoint -> its connection events
+        self._up: Set[str] = set()                      # Endpoints connected (handshake done)
         try:
             for listed in endpoints:
                 self._connect(listed)
@@ -268,8 +269,12 @@ class Client:
                     frames = monitor.recv_multipart(zmq.NOBLOCK)
                 except zmq.Again:
                     break
-                if not _socket.is_disconnect(frames):
+                up = _socket.link_event(frames)
+                if up:
+                    self._up.add(endpoint)
+                if up is not False or endpoint not in self._up:
                     continue
+                self._up.discard(endpoint)
                 log.info("the connection to %s dropped", endpoint)
                 with self._lock:
                     actions = self._tracker.lost(endpoint)
