@@ -62,7 +62,7 @@ class Paused(unittest.TestCase):
             self.assertTrue(gate.entered.wait(TIMEOUT))
             self.pause(broker)
             refused = client.submit("d-pause", call("b"))
-            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            with concurrent.futures.ThreadPoolExecutor(REQUESTS) as pool:   # All sent at once
                 stats = [pool.submit(client.stats, LONG) for _ in range(REQUESTS)]
                 for future in stats:
                     with self.assertRaises(actd.Disconnected) as raised:
