@@ -19,7 +19,10 @@ export declare const DEFAULTS: {
 
 /** The broker answered ERROR (PROTOCOL.md section 3), or the client gave up
  *  on a request: code "request_timeout" (no first reply within timeoutMs),
- *  "closed" (the client was closed), "bad_reply" (a reply did not parse).
+ *  "closed" (the client was closed), "bad_reply" (a reply did not parse),
+ *  "disconnected" (the connection to the broker dropped before the reply:
+ *  the request may or may not have been carried out; also a DONE awaited
+ *  on it when statusPollMs is 0).
  *  Code "moved" (the message is the owner's client endpoint) reaches the
  *  caller only after the client has followed 5 moved replies. */
 export declare class ActdError extends Error {

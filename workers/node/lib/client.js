@@ -313,7 +313,7 @@ class Client {
                                  () => undefined);
         }
         catch (error) {
-            if (error.code === 'request_timeout')
+            if (error.code === 'request_timeout' || error.code === 'disconnected')
                 watch.lost = true;
         }
     }
@@ -546,8 +546,10 @@ class Client {
         if (!link) {
             link = new Link (endpoint, {
                 onMessage: (frames) => this._message (endpoint, frames),
-                onDisconnect: () => this._lost (endpoint),
-                curve: this._curve
+                onDisconnect: (dropped) => dropped? this._disconnected (endpoint)
+                                                  : this._lost (endpoint),
+                curve: this._curve,
+                heartbeat: true
             });
             this._links.set (endpoint, link);
         }
@@ -633,8 +635,9 @@ class Client {
         if (this.closed)
             return Promise.reject (new ActdError ('closed', 'the client was closed'));
         return new Promise ((resolve, reject) => {
+            const pinned = options.endpoint !== undefined;      //  Never another broker
             const request = this._track (command, args, { resolve, reject, onReply,
-                                                          endpoint: options.endpoint });
+                                                          endpoint: options.endpoint, pinned });
             const timeout = options.timeoutMs ?? this.timeoutMs;
             if (timeout > 0)
                 request.timer = setTimeout (() => {
@@ -799,6 +802,50 @@ class Client {
     //  and follow the calls it accepted at once
     _silent (endpoint, now) {
         this._dead.set (endpoint, now + DEAD_MS);
+        this._lost (endpoint);
+    }
+
+    //  The connection to endpoint dropped (its socket's disconnect event:
+    //  the broker restarted, or was silent past the ZMTP heartbeat
+    //  timeout): the requests sent on it and not answered are lost with it
+    //  (libzmq forgets what it wrote to the connection, and the broker's
+    //  replies go to a routing id that is gone). With several brokers each
+    //  goes to the next, as when a broker is silent; otherwise each rejects
+    //  with code "disconnected", and its late reply is dropped. A DONE
+    //  awaited on it is followed with a watch (_lost) when statusPollMs is
+    //  set, else rejects the same way
+    _disconnected (endpoint) {
+        const lost = [...this._pending.values ()].filter ((request) =>
+            request.endpoint === endpoint && !request.replied && !request.stream);
+        if (lost.length && this.endpoints.length > 1)
+            this._dead.set (endpoint, Date.now () + DEAD_MS);
+        for (const request of lost) {
+            const next = request.pinned || request.hops >= MAX_HOPS
+                       ? endpoint: this._route (request, endpoint);
+            if (next !== endpoint) {
+                request.hops++;
+                request.endpoint = next;
+                this._transmit (request);
+                continue;
+            }
+            this._pending.delete (request.id);
+            this._settle (request, new ActdError ('disconnected', `the connection to ${endpoint} `
+                + 'dropped before the reply: the request may or may not have been carried out'));
+        }
+        if (this.statusPollMs === 0)
+            for (const [key, wait] of [...this._waits])
+                if (wait.endpoint === endpoint) {
+                    const request = wait.request;
+                    const waiting = request.dones.get (wait.callId) ?? [];
+                    request.dones.delete (wait.callId);
+                    this._waits.delete (key);
+                    if (!request.dones.size)
+                        this._pending.delete (request.id);
+                    const error = new ActdError ('disconnected', `the connection to ${endpoint} `
+                        + 'dropped before the DONE of this accepted call: ask STATUS');
+                    for (const deferred of waiting)
+                        deferred.reject (error);
+                }
         this._lost (endpoint);
     }
 

@@ -11,10 +11,14 @@
 const zmq = require ('zeromq');
 const { ActdError } = require ('./errors');
 
+const HEARTBEAT_MS = 1000;              //  ZMTP heartbeat interval (as in C)
+const HEARTBEAT_TIMEOUT_MS = 10000;     //  A connection silent this long drops
+
 class Link {
-    //  options: { onMessage (frames), onDisconnect (), onConnect (),
+    //  options: { onMessage (frames), onDisconnect (dropped), onConnect (),
     //  onRefused (), onError (error), linger, curve (socket options of
-    //  ./curve.js) }
+    //  ./curve.js), heartbeat (true: ZMTP heartbeats, HEARTBEAT_MS, and a
+    //  connection silent HEARTBEAT_TIMEOUT_MS drops) }
     constructor (endpoint, options = {}) {
         this.endpoint = endpoint;
         this.closed = false;
@@ -22,15 +26,36 @@ class Link {
         this._queue = [];               //  { frames, resolve, reject }
         this._pumping = false;
         this._onMessage = options.onMessage || (() => {});
-        this.socket = new zmq.Dealer ({ linger: options.linger ?? 500, ...options.curve });
+        //  Heartbeats (clients): a broker that dies without closing the
+        //  connection (its machine went away, or it is stopped) is noticed,
+        //  the connection drops (onDisconnect) and the requests lost with
+        //  it can be failed. Generous, as in the C library: a dropped
+        //  connection loses the replies in flight on it, and a loaded
+        //  broker may answer late
+        const heartbeat = options.heartbeat
+            ? { heartbeatInterval: HEARTBEAT_MS, heartbeatTimeout: HEARTBEAT_TIMEOUT_MS }: {};
+        this.socket = new zmq.Dealer ({ linger: options.linger ?? 500, ...heartbeat,
+                                        ...options.curve });
         //  Socket events tell a client its broker went away (so DONE
         //  replies may never come) and came back, and a worker that the
         //  broker refused its CURVE key (it would hear nothing else)
+        //  onDisconnect (dropped): dropped is true when the connection had
+        //  come up (its handshake succeeded), so requests written to it are
+        //  lost; a handshake that fails (a plain client to a CURVE broker)
+        //  also ends in a disconnect, with nothing written
+        this.up = false;                //  Connected, handshake done
+        this.socket.events.on ('handshake', () => { this.up = true; });
         const watched = { disconnect: options.onDisconnect, connect: options.onConnect,
                           'handshake:error:auth': options.onRefused };
         for (const [event, callback] of Object.entries (watched))
             if (callback)
-                this.socket.events.on (event, () => { if (!this.closed) callback (); });
+                this.socket.events.on (event, () => {
+                    const dropped = this.up;
+                    if (event === 'disconnect')
+                        this.up = false;
+                    if (!this.closed)
+                        callback (dropped);
+                });
         this.socket.connect (endpoint);
         this._receive ().catch (options.onError || ((error) => { throw error; }));
     }
@@ -89,4 +114,4 @@ class Link {
     }
 }
 
-module.exports = { Link };
+module.exports = { Link, HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS };

@@ -16,7 +16,8 @@ import logging
 
 from .client import CallHandle, Client, PlanHandle
 from .errors import (ActdError, ActivityError, BadArgument, BadCall, BadContext, BadFrame,
-                     BadJson, BadMethod, BadReference, Busy, CallFailed, Closed, Internal,
+                     BadJson, BadMethod, BadReference, Busy, CallFailed, Closed, Disconnected,
+                     Internal,
                      Moved, NotFound, ProtocolError, Timeout, TooLarge, TypeMismatch, Unauthorized,
                      UnknownActivity, UnknownCommand, UnresolvedReference, error_for)
 from .types import (DEFAULT_CLIENT_ENDPOINT, DEFAULT_WORKER_ENDPOINT, ENDED_STATES, Branch,
@@ -29,7 +30,8 @@ __all__ = [
     "Worker", "Task", "Handler", "Branch", "Client", "CallHandle", "PlanHandle",
     "Outcome", "Status", "ENDED_STATES", "DEFAULT_CLIENT_ENDPOINT", "DEFAULT_WORKER_ENDPOINT",
     "ActdError", "ActivityError", "BadArgument", "BadCall", "BadContext", "BadFrame", "BadJson",
-    "BadMethod", "BadReference", "Busy", "CallFailed", "Closed", "Internal", "Moved", "NotFound",
+    "BadMethod", "BadReference", "Busy", "CallFailed", "Closed", "Disconnected", "Internal",
+    "Moved", "NotFound",
     "ProtocolError", "Timeout", "TooLarge", "TypeMismatch", "Unauthorized", "UnknownActivity",
     "UnknownCommand",
     "UnresolvedReference", "error_for", "__version__",

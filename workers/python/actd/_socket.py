@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import zmq
+import zmq.utils.monitor
 
 #: The client endpoints when none are given (as for actctl): one, or a
 #: comma-separated list.
@@ -128,12 +129,32 @@ def curve_option(server: Optional[str], cert: Optional[str]) -> Optional[Curve]:
     return Curve(server, public, secret)
 
 
-def dealer(context: Any, endpoint: str, curve: Optional[Curve]) -> Any:
+#: ZMTP heartbeat interval of a client's DEALER (ms), as in the C library.
+HEARTBEAT_IVL = 1000
+#: A client's connection silent this long (ms) drops, as in the C library.
+HEARTBEAT_TIMEOUT = 10000
+
+
+def dealer(context: Any, endpoint: str, curve: Optional[Curve],
+           heartbeat: bool = False) -> Any:
     """A DEALER socket of ``context`` (``zmq`` or ``zmq.asyncio``), linger 0,
     no send high-water mark, with the CURVE keys when given, connected to ``endpoint``; closed again
-    if the connect fails."""
+    if the connect fails. With ``heartbeat`` (clients), ZMTP heartbeats
+    drop a connection to a broker silent for :data:`HEARTBEAT_TIMEOUT`."""
     sock = context.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    monitor = None
+    if heartbeat:
+        # A broker that dies without closing the connection (its machine
+        # went away, or it is stopped) is noticed: the connection drops,
+        # and the client fails the requests it lost (see ``disconnects``).
+        # Generous, as in C: a dropped connection loses the replies in
+        # flight on it, and a loaded broker may answer late
+        sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL)
+        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT)
+        # Monitored before it connects, so that no event is missed
+        # (:func:`disconnects` returns the same monitor socket later)
+        monitor = disconnects(sock)
     # No send high-water mark, as in the C library: past libzmq's default
     # of 1000 queued messages a non-blocking send to a broker that reads
     # slowly fails, and a worker's result would be dropped
@@ -145,6 +166,42 @@ def dealer(context: Any, endpoint: str, curve: Optional[Curve]) -> Any:
             sock.curve_secretkey = curve.secret.encode("ascii")
         sock.connect(endpoint)
     except zmq.ZMQError:
+        if monitor is not None:
+            stop_monitor(sock, monitor)
         sock.close(0)
         raise
     return sock
+
+
+def disconnects(sock: Any) -> Any:
+    """A PAIR socket (of ``sock``'s class) that receives ``sock``'s
+    connection events (``zmq_socket_monitor``): read each with
+    ``recv_multipart`` and pass it to :func:`link_event`. Stop with
+    :func:`stop_monitor`. The same socket each time (pyzmq keeps it)."""
+    return sock.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+
+
+def link_event(frames: List[bytes]) -> Optional[bool]:
+    """What a monitor message says: True when a connection came up (its
+    handshake succeeded), False when one dropped, None for anything else.
+    Only a drop after a handshake loses requests: libzmq writes nothing
+    to a connection before (a handshake that fails, say a plain client to
+    a CURVE broker, also ends in a drop)."""
+    try:
+        event: int = zmq.utils.monitor.parse_monitor_message(frames)["event"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+        return True
+    if event == zmq.EVENT_DISCONNECTED:
+        return False
+    return None
+
+
+def stop_monitor(sock: Any, monitor: Any) -> None:
+    """Stop monitoring ``sock`` (before closing it) and close ``monitor``."""
+    try:
+        sock.disable_monitor()
+    except zmq.ZMQError:
+        pass
+    monitor.close(0)

@@ -27,7 +27,7 @@ import time
 import uuid
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from .errors import ActdError, ProtocolError, Timeout, error_for
+from .errors import ActdError, Disconnected, ProtocolError, Timeout, error_for
 from .types import Outcome, Status
 
 log = logging.getLogger("actd.client")
@@ -409,6 +409,62 @@ class Tracker:
         """Number of requests still waiting for a reply or a DONE (not
         counting the tracker's own STATUS polls)."""
         return sum(1 for pending in self._pending.values() if pending.kind != "poll")
+
+    def lost(self, endpoint: str) -> List[Action]:
+        """The connection to the broker at ``endpoint`` dropped (its socket's
+        monitor said so): the requests sent on it and not answered are lost
+        with it (libzmq forgets what it wrote to the connection, and the
+        broker's replies go to a routing id that is gone). With several
+        brokers each goes to the next, as when a broker is silent;
+        otherwise each fails with :class:`actd.Disconnected`, and its late
+        replies are dropped. A call accepted on it whose ``DONE`` is
+        awaited is polled at once when ``status_poll`` is set (its outcome
+        still comes), else fails the same way. A watch on it is told
+        :data:`WATCH_LOST` (its iterator watches again)."""
+        now = self._clock()
+        actions: List[Action] = []
+        lost = [(request_id, pending) for request_id, pending in self._pending.items()
+                if pending.endpoint == endpoint and not pending.accepted]
+        if lost and len(self.endpoints) > 1:
+            self._dead[endpoint] = now + DEAD_FOR
+        for request_id, pending in lost:
+            if pending.kind == "watch":
+                actions.append(_to_sink(pending.reply, WATCH_LOST))
+                continue
+            if pending.kind == "poll":
+                self._pending.pop(request_id, None)
+                if pending.wait is not None:
+                    pending.wait.polling = False
+                continue
+            target = (self._route(pending, endpoint) if pending.hops < MAX_HOPS
+                      else endpoint)
+            if target != endpoint:
+                log.info("the connection to %s dropped before the reply to %s: sent to %s",
+                         endpoint, pending.command, target)
+                pending.hops += 1
+                pending.endpoint = target
+                self._transmit(request_id, pending)
+                continue
+            self._pending.pop(request_id, None)
+            error = Disconnected("the connection to %s dropped before the reply: the request "
+                                 "may or may not have been carried out" % endpoint)
+            actions += [_set_exception(future, error)
+                        for future in [pending.reply] + pending.outcomes if future is not None]
+        for wait in list(self._waits.values()):
+            if wait.endpoint != endpoint:
+                continue
+            if self.status_poll is not None:
+                wait.heard = float("-inf")
+                self._next_poll = now
+                continue
+            pending = self._pending.get(wait.request_id)
+            if pending is None:
+                continue
+            error = Disconnected("the connection to %s dropped before the DONE of this "
+                                 "accepted call: ask STATUS" % endpoint)
+            actions += [_set_exception(future, error)
+                        for future in self._ended(wait.request_id, pending, wait.call_id)]
+        return actions
 
     def fail_all(self, error: BaseException) -> List[Action]:
         """Fail every pending request (the client is closing)."""
@@ -831,6 +887,11 @@ def call_outcome(event: Optional[Dict[str, Any]], call_id: str) -> Optional[Outc
     return None
 
 
+#: What a watch's sink gets when the connection it was sent on dropped: the
+#: broker's events for it are lost, and the iterator watches again.
+WATCH_LOST: Any = object()
+
+
 class Subscription:
     """One ``WATCH`` of a ``watch()`` iterator, and the ``STATS`` asked of
     its broker whose reply is awaited (None once it came)."""
@@ -878,9 +939,12 @@ class Watch:
 
     def take(self, item: Any) -> Optional[bool]:
         """An event: True to yield it, False when it was yielded already,
-        None for a gap (watch again). Raises the error that ended the watch."""
+        None for a gap or :data:`WATCH_LOST` (watch again). Raises the
+        error that ended the watch."""
         if isinstance(item, BaseException):
             raise item
+        if item is WATCH_LOST:
+            return None
         if item.get("deleted"):
             self.ended = True
         elif "seq" in item:

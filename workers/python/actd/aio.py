@@ -31,7 +31,7 @@ import zmq.asyncio
 from . import _socket, _wire
 from ._socket import Endpoints
 from .client import _DEFAULT, PROBE, _options
-from .errors import Closed, NotFound, Timeout
+from .errors import Closed, Disconnected, NotFound, Timeout
 from .types import Outcome, Status
 
 __all__ = ["AsyncClient", "AsyncCallHandle", "AsyncPlanHandle", "AsyncWatch"]
@@ -157,6 +157,7 @@ class AsyncClient:
         self._auto_id = len(endpoints) > 1
         self._context = context or zmq.asyncio.Context.instance()
         self._sockets: Dict[str, zmq.asyncio.Socket] = {}
+        self._monitors: Dict[str, zmq.asyncio.Socket] = {}  # endpoint -> its connection events
         self._tasks: "List[asyncio.Task[None]]" = []
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._timer: Optional[asyncio.TimerHandle] = None
@@ -189,9 +190,13 @@ class AsyncClient:
                 await task
             except asyncio.CancelledError:
                 pass
-        for sock in self._sockets.values():
+        for endpoint, sock in self._sockets.items():
+            monitor = self._monitors.get(endpoint)
+            if monitor is not None:
+                _socket.stop_monitor(sock, monitor)
             sock.close(0)
         self._sockets = {}
+        self._monitors = {}
         for action in self._tracker.fail_all(Closed("the client was closed")):
             action()
 
@@ -213,9 +218,12 @@ class AsyncClient:
         """The socket to endpoint (connected, with its reader task, on first use)."""
         sock = self._sockets.get(endpoint)
         if sock is None:
-            sock = _socket.dealer(self._context, endpoint, self._curve)
+            sock = _socket.dealer(self._context, endpoint, self._curve, heartbeat=True)
             self._sockets[endpoint] = sock
+            monitor = _socket.disconnects(sock)
+            self._monitors[endpoint] = monitor
             self._tasks.append(asyncio.ensure_future(self._read(endpoint, sock)))
+            self._tasks.append(asyncio.ensure_future(self._watch_link(endpoint, monitor)))
         return sock
 
     def _start(self) -> None:
@@ -269,6 +277,20 @@ class AsyncClient:
         except Exception as error:  # noqa: BLE001 - the socket failed: nobody will be answered
             for action in self._tracker.fail_all(Closed("the client's socket failed: %s" % error)):
                 action()
+
+    async def _watch_link(self, endpoint: str, monitor: zmq.asyncio.Socket) -> None:
+        """Read the socket's monitor: a dropped connection fails the
+        requests it lost (see ``_wire.Tracker.lost``)."""
+        up = False                          # Connected (handshake done)
+        while True:
+            event = _socket.link_event(await monitor.recv_multipart())
+            if event is False and up:
+                _wire.log.info("the connection to %s dropped", endpoint)
+                for action in self._tracker.lost(endpoint):
+                    action()
+                self._flush()
+            if event is not None:
+                up = event
 
     async def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
         self._start()
@@ -426,6 +448,8 @@ class AsyncClient:
         except Timeout:
             self._tracker.drop(sub.stats_id)
             return False
+        except Disconnected:
+            return False                    # Sent on a connection that dropped
         finally:
             sub.stats = None
         return not state.restarted(stats, sub.sent, time.monotonic())

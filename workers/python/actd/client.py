@@ -15,13 +15,13 @@ import socket
 import threading
 import time
 import warnings
-from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import zmq
 
 from . import _socket, _wire
 from ._socket import Endpoints
-from .errors import Closed, NotFound, Timeout
+from .errors import Closed, Disconnected, NotFound, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
 
 __all__ = ["Client", "CallHandle", "PlanHandle"]
@@ -179,12 +179,13 @@ class Client:
         self._auto_id = len(endpoints) > 1
         self._context = context or zmq.Context.instance()
         self._sockets: Dict[str, zmq.Socket] = {}
+        self._monitors: Dict[str, zmq.Socket] = {}     # endpoint -> its connection events
+        self._up: Set[str] = set()                      # Endpoints connected (handshake done)
         try:
             for listed in endpoints:
                 self._connect(listed)
         except zmq.ZMQError:
-            for sock in self._sockets.values():
-                sock.close(0)
+            self._close_sockets()
             raise
         self._lock = threading.Lock()
         self._tracker = _wire.Tracker(endpoints, request_timeout, status_poll)
@@ -246,15 +247,47 @@ class Client:
             pass
 
     def _connect(self, endpoint: str) -> zmq.Socket:
-        sock = _socket.dealer(self._context, endpoint, self._curve)
+        sock = _socket.dealer(self._context, endpoint, self._curve, heartbeat=True)
         self._sockets[endpoint] = sock
+        self._monitors[endpoint] = _socket.disconnects(sock)
         return sock
+
+    def _close_sockets(self) -> None:
+        """Close the sockets and their monitors."""
+        for endpoint, sock in self._sockets.items():
+            monitor = self._monitors.get(endpoint)
+            if monitor is not None:
+                _socket.stop_monitor(sock, monitor)
+            sock.close(0)
+
+    def _events(self, ready: Dict[Any, int]) -> None:
+        """Read the monitors that ``poll`` found ``ready``: a dropped
+        connection fails the requests it lost (see ``_wire.Tracker.lost``)."""
+        for endpoint, monitor in list(self._monitors.items()):
+            while monitor in ready:
+                try:
+                    frames = monitor.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                up = _socket.link_event(frames)
+                if up:
+                    self._up.add(endpoint)
+                if up is not False or endpoint not in self._up:
+                    continue
+                self._up.discard(endpoint)
+                log.info("the connection to %s dropped", endpoint)
+                with self._lock:
+                    actions = self._tracker.lost(endpoint)
+                for action in actions:
+                    action()
 
     def _io(self) -> None:
         poller = zmq.Poller()
         poller.register(self._wake_reader, zmq.POLLIN)
         for sock in self._sockets.values():
             poller.register(sock, zmq.POLLIN)
+        for monitor in self._monitors.values():
+            poller.register(monitor, zmq.POLLIN)
         backlogs: Dict[str, Deque[List[bytes]]] = {}
         try:
             while not self._closing:
@@ -286,6 +319,7 @@ class Client:
                     if endpoint not in self._sockets:
                         try:
                             poller.register(self._connect(endpoint), zmq.POLLIN)
+                            poller.register(self._monitors[endpoint], zmq.POLLIN)
                         except zmq.ZMQError as error:
                             log.warning("cannot connect to %s: %s", endpoint, error)
                             continue
@@ -308,9 +342,9 @@ class Client:
                             actions = self._tracker.dispatch(endpoint, frames)
                         for action in actions:
                             action()
+                self._events(events)
         finally:
-            for sock in self._sockets.values():
-                sock.close(0)
+            self._close_sockets()
 
     def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
         with self._lock:
@@ -498,6 +532,8 @@ class Client:
         except Timeout:
             self._forget(sub.stats_id)
             return False
+        except Disconnected:
+            return False                    # Sent on a connection that dropped
         finally:
             sub.stats = None
         return not state.restarted(stats, sub.sent, time.monotonic())

@@ -5,7 +5,7 @@ Two families:
 * :class:`ActdError` and its subclasses: a request the broker refused with
   an ``ERROR`` reply (one subclass per code of PROTOCOL.md section 3), or a
   client-side failure (:class:`Timeout`, :class:`Closed`,
-  :class:`ProtocolError`). Each carries ``.code`` and ``.message``.
+  :class:`Disconnected`, :class:`ProtocolError`). Each carries ``.code`` and ``.message``.
 * :class:`ActivityError`: raised by an activity handler to answer ``FAIL``
   with its own error code, message and details.
 """
@@ -16,7 +16,8 @@ __all__ = [
     "ActdError", "BadFrame", "UnknownCommand", "BadJson", "BadContext", "BadCall",
     "BadReference", "BadMethod", "BadArgument", "TypeMismatch", "UnresolvedReference",
     "NotFound", "TooLarge", "Busy", "Unauthorized", "Internal", "Moved",
-    "Timeout", "Closed", "ProtocolError", "CallFailed", "ActivityError", "error_for",
+    "Timeout", "Closed", "Disconnected", "ProtocolError", "CallFailed", "ActivityError",
+    "error_for",
 ]
 
 
@@ -24,8 +25,8 @@ class ActdError(Exception):
     """An error about a request to actd.
 
     ``code`` is the ASCII token of the broker's ``ERROR`` reply (for example
-    ``"bad_call"``) or, for client-side failures, ``"timeout"``, ``"closed"``
-    or ``"protocol"``; ``message`` is the human-readable text.
+    ``"bad_call"``) or, for client-side failures, ``"timeout"``, ``"closed"``,
+    ``"disconnected"`` or ``"protocol"``; ``message`` is the human-readable text.
     """
 
     #: The code this class stands for (subclasses set it).
@@ -146,6 +147,17 @@ class Closed(ActdError):
     default_code = "closed"
 
 
+class Disconnected(ActdError):
+    """``disconnected``: made by the client, not the broker. The connection
+    to the broker dropped (it restarted, or was silent past the ZMTP
+    heartbeat timeout of 10 s) before the reply came: the request may or
+    may not have been carried out, and its reply, if any, is lost. Also
+    raised for the ``DONE`` of an accepted call awaited on that connection
+    when the client does not follow calls (``status_poll=None``): ask
+    :meth:`actd.Client.status`."""
+    default_code = "disconnected"
+
+
 class ProtocolError(ActdError):
     """actd answered something this library does not understand."""
     default_code = "protocol"
@@ -170,7 +182,7 @@ _BY_CODE: Dict[str, Type[ActdError]] = {
     cls.default_code: cls
     for cls in (BadFrame, UnknownCommand, BadJson, BadContext, BadCall, BadReference,
                 BadMethod, BadArgument, TypeMismatch, UnresolvedReference, NotFound,
-                TooLarge, Busy, Unauthorized, UnknownActivity, Internal, Moved)
+                TooLarge, Busy, Unauthorized, UnknownActivity, Internal, Moved, Disconnected)
 }
 
 

@@ -1,0 +1,130 @@
+'use strict';
+//  A dropped connection rejects the requests it lost, at once, with code
+//  "disconnected", instead of leaving their callers waiting forever: libzmq
+//  forgets what it wrote to the dropped connection, and actd's replies go
+//  to a routing id that is gone.
+//
+//  actd is stopped (SIGSTOP) past the client's ZMTP heartbeat timeout
+//  (10 s) with requests and an accepted call pending, or killed (SIGKILL)
+//  with a request pending and started again on the same ports. Nothing is
+//  timed: requests get a timeoutMs longer than the pause, so a drop not
+//  noticed would end them with "request_timeout", not "disconnected".
+
+const { describe, it, afterEach } = require ('node:test');
+const assert = require ('node:assert/strict');
+const { Worker, Client, ActdError } = require ('..');
+const { Actd, until, gate, held } = require ('./actd');
+
+const LONG_MS = 90000;                  //  Past the heartbeat timeout and a loaded machine's slack
+const REQUESTS = 20;                    //  Requests pending when the connection drops
+
+async function disconnected (promise, words) {
+    await assert.rejects (promise, (error) => {
+        assert.ok (error instanceof ActdError, 'not an ActdError: ' + error);
+        assert.equal (error.code, 'disconnected', error.message);
+        assert.ok (error.message.includes (words), error.message);
+        return true;
+    });
+}
+
+describe ('A dropped connection', { timeout: 300000 }, () => {
+    let actd, worker, client;
+    const hold = { gate: gate () };
+
+    afterEach (async () => {
+        if (actd.process)
+            actd.process.kill ('SIGCONT');
+        hold.gate.open ();
+        hold.gate = gate ();
+        if (worker)
+            await worker.stop ();
+        worker = null;
+        if (client)
+            client.close ();
+        await actd.finish ();
+    });
+
+    async function serving (name) {
+        actd = await new Actd ().start ();
+        worker = new Worker ({ endpoint: actd.workerEndpoint, heartbeatMs: 200, liveness: 3,
+                               capacity: 4, name });
+        worker.activity ('held', held (hold));
+        worker.run ();
+    }
+
+    const call = { _tool: 'held', _outputPath: '†s.out' };
+
+    it ('rejects the pending requests and an awaited DONE (statusPollMs 0) with disconnected', async () => {
+        await serving ('drop-worker');
+        client = actd.client ({ timeoutMs: LONG_MS, statusPollMs: 0 });
+        const entered = hold.entered ?? 0;
+        const { callId, done } = await client.submit ('n-pause', call);
+        await until (() => hold.entered > entered, 'the call to run');
+        actd.process.kill ('SIGSTOP');
+        const pending = [];
+        for (let n = 0; n < REQUESTS; n++)
+            pending.push (disconnected (client.stats (), 'may or may not have been carried out'));
+        pending.push (disconnected (client.submit ('n-pause', call), 'may or may not'));
+        pending.push (disconnected (done, 'ask STATUS'));
+        await Promise.all (pending);
+        //  actd goes on: the client is answered on the new connection
+        actd.process.kill ('SIGCONT');
+        assert.ok (Array.isArray ((await client.stats ()).workers));
+        hold.gate.open ();              //  Open for good: actd may run the call again
+        const outcome = await client.wait (callId, { timeout: 30000 });
+        assert.equal (outcome.result, 'released');
+    });
+
+    it ('follows an awaited DONE across the drop when statusPollMs is set', async () => {
+        await serving ('drop-worker-poll');
+        client = actd.client ({ timeoutMs: LONG_MS });
+        const entered = hold.entered ?? 0;
+        const { callId, done } = await client.submit ('n-poll', call);
+        await until (() => hold.entered > entered, 'the call to run');
+        actd.process.kill ('SIGSTOP');
+        await disconnected (client.ping (), 'may or may not');
+        actd.process.kill ('SIGCONT');
+        hold.gate.open ();              //  Open for good: actd may run the call again
+        const outcome = await done;
+        assert.equal (outcome.call_id, callId);
+        assert.equal (outcome.result, 'released');
+    });
+
+    it ('rejects a request pending when actd is killed; the next after its restart is answered', async () => {
+        actd = await new Actd ().start ();
+        client = actd.client ({ timeoutMs: LONG_MS });
+        assert.equal (await client.append ('n-restart', { type: 'text', text: 'one' }), 1);
+        //  Stopped first, so that the APPEND is surely not answered
+        actd.process.kill ('SIGSTOP');
+        const pending = disconnected (client.append ('n-restart', { type: 'text', text: 'lost' }),
+                                      'may or may not');
+        await actd.kill ();
+        await pending;
+        await actd.start ();
+        assert.equal (await client.append ('n-restart', { type: 'text', text: 'two' }), 2);
+    });
+});
+
+describe ('A dropped connection, with several brokers', { timeout: 120000 }, () => {
+    it ('sends the requests pending on it to the next broker', async () => {
+        const first = await new Actd ().start ();
+        const second = await new Actd ().start ();
+        const client = new Client ({ endpoints: [first.clientEndpoint, second.clientEndpoint],
+                                     timeoutMs: LONG_MS, requestTimeoutMs: 0 });
+        try {
+            await client.ping ();       //  Both connected
+            first.process.kill ('SIGSTOP');
+            const pings = [];
+            for (let n = 0; n < REQUESTS; n++)
+                pings.push (client.ping ());    //  Sent to the first broker
+            await first.kill ();
+            for (const rtt of await Promise.all (pings))
+                assert.equal (typeof rtt, 'number');
+        }
+        finally {
+            client.close ();
+            first.cleanup ();           //  Killed: no clean stop
+            await second.finish ();
+        }
+    });
+});

@@ -1,0 +1,221 @@
+"""A dropped connection fails the requests it lost, at once, with
+:class:`actd.Disconnected`, instead of leaving their callers waiting
+forever: libzmq forgets what it wrote to the dropped connection, and
+actd's replies go to a routing id that is gone.
+
+actd is stopped (SIGSTOP) past the client's ZMTP heartbeat timeout (10 s)
+with requests and an accepted call pending, or killed (SIGKILL) with a
+request pending and started again on the same ports. Nothing is timed:
+each wait has a generous bound, and a request given a timeout longer than
+the pause would end with :class:`actd.Timeout`, not
+:class:`actd.Disconnected`, were the drop not noticed.
+"""
+
+import asyncio
+import concurrent.futures
+import signal
+import unittest
+from typing import Any, Callable, Dict, List
+
+from support import TIMEOUT, Actd, Gate, serving, wait_until
+from test_watch import Collector
+
+import actd
+import actd.aio
+
+#: Longer than the heartbeat timeout (10 s) and the slack of a loaded
+#: machine: a request still waiting this long was not failed by the drop.
+LONG = 90.0
+
+#: Requests pending on the connection when it drops.
+REQUESTS = 20
+
+
+def gated(gate: Gate) -> Dict[str, Callable[..., Any]]:
+    """A worker's activities: "gate" waits at ``gate``."""
+    def run(params: Dict[str, Any], task: actd.Task) -> Any:
+        gate.enter()
+        return params.get("value")
+    return {"gate": run}
+
+
+def call(value: str) -> Dict[str, Any]:
+    """A call of "gate" whose DONE is awaited."""
+    return {"_tool": "gate", "_outputPath": "†out.v", "value": value}
+
+
+class Paused(unittest.TestCase):
+    """actd stopped past the heartbeat timeout, then continued."""
+
+    def pause(self, broker: Actd) -> None:
+        broker.process.send_signal(signal.SIGSTOP)
+        self.addCleanup(broker.process.send_signal, signal.SIGCONT)
+
+    def test_pending_requests_and_an_awaited_done_fail_disconnected(self) -> None:
+        gate = Gate()
+        self.addCleanup(gate.release)
+        with Actd() as broker, \
+                actd.Client(broker.client_endpoint, timeout=TIMEOUT, status_poll=None) as client, \
+                serving(broker, client, gated(gate), "drop-worker"):
+            accepted = client.submit("d-pause", call("a"))
+            accepted.accepted(TIMEOUT)
+            self.assertTrue(gate.entered.wait(TIMEOUT))
+            self.pause(broker)
+            refused = client.submit("d-pause", call("b"))
+            with concurrent.futures.ThreadPoolExecutor(REQUESTS) as pool:   # All sent at once
+                stats = [pool.submit(client.stats, LONG) for _ in range(REQUESTS)]
+                for future in stats:
+                    with self.assertRaises(actd.Disconnected) as raised:
+                        future.result(LONG + TIMEOUT)
+                    self.assertEqual(raised.exception.code, "disconnected")
+                    self.assertIn("may or may not have been carried out",
+                                  raised.exception.message)
+            with self.assertRaises(actd.Disconnected):
+                refused.accepted(LONG)
+            with self.assertRaises(actd.Disconnected) as raised:
+                accepted.outcome(LONG)
+            self.assertIn("ask STATUS", raised.exception.message)
+            self.assertEqual(client.pending, 0)
+            # actd goes on: the client is answered on the new connection
+            broker.process.send_signal(signal.SIGCONT)
+            self.assertIn("workers", client.stats())
+            gate.release()
+            call_id = accepted.accepted(0)
+            self.assertEqual(client.wait(call_id, timeout=TIMEOUT).result, "a")
+
+    def test_an_awaited_done_is_followed_across_the_drop_with_status_poll(self) -> None:
+        gate = Gate()
+        self.addCleanup(gate.release)
+        with Actd() as broker, \
+                actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client, \
+                serving(broker, client, gated(gate), "drop-worker-poll"):
+            handle = client.submit("d-poll", call("c"))
+            handle.accepted(TIMEOUT)
+            self.assertTrue(gate.entered.wait(TIMEOUT))
+            self.pause(broker)
+            with self.assertRaises(actd.Disconnected):
+                client.ping(LONG)
+            self.assertFalse(handle.done())
+            broker.process.send_signal(signal.SIGCONT)
+            gate.release()
+            self.assertEqual(handle.outcome(TIMEOUT).result, "c")
+
+    def test_async_pending_requests_and_an_awaited_done_fail_disconnected(self) -> None:
+        gate = Gate()
+        self.addCleanup(gate.release)
+
+        async def main(broker: Actd) -> None:
+            async with actd.aio.AsyncClient(broker.client_endpoint, timeout=TIMEOUT,
+                                            status_poll=None) as client:
+                accepted = await client.submit("d-apause", call("a"))
+                await accepted.accepted(TIMEOUT)
+                loop = asyncio.get_running_loop()
+                self.assertTrue(await loop.run_in_executor(None, gate.entered.wait, TIMEOUT))
+                self.pause(broker)
+                refused = await client.submit("d-apause", call("b"))
+                results: List[Any] = await asyncio.wait_for(asyncio.gather(
+                    *(client.stats(LONG) for _ in range(REQUESTS)),
+                    refused.accepted(LONG), accepted.outcome(LONG),
+                    return_exceptions=True), LONG + TIMEOUT)
+                for result in results:
+                    self.assertIsInstance(result, actd.Disconnected)
+                self.assertIn("ask STATUS", results[-1].message)
+                self.assertEqual(client.pending, 0)
+                broker.process.send_signal(signal.SIGCONT)
+                self.assertIn("workers", await client.stats())
+
+        with Actd() as broker, actd.Client(broker.client_endpoint, timeout=TIMEOUT) as sync, \
+                serving(broker, sync, gated(gate), "drop-worker-aio"):
+            asyncio.run(main(broker))
+
+
+def note(text: str) -> Dict[str, Any]:
+    """A message to append."""
+    return {"type": "text", "text": text}
+
+
+class Restarted(unittest.TestCase):
+    """actd killed (stopped first, so that the request is surely not
+    answered) with a request pending, and started again on the same ports:
+    the request fails with :class:`actd.Disconnected` as soon as the
+    connection drops; the next request is answered."""
+
+    def test_a_request_pending_at_a_crash_fails_and_the_next_is_answered(self) -> None:
+        with Actd() as broker, actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client:
+            self.assertEqual(client.append("d-restart", note("one")), 1)
+            broker.process.send_signal(signal.SIGSTOP)
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(client.append, "d-restart", note("lost"), None, LONG)
+                wait_until(lambda: client.pending == 1, what="the APPEND pending")
+                broker.kill()
+                with self.assertRaises(actd.Disconnected):
+                    pending.result(LONG + TIMEOUT)
+            broker.start()
+            self.assertEqual(client.append("d-restart", note("two")), 2)
+
+    def test_async_a_request_pending_at_a_crash_fails_and_the_next_is_answered(self) -> None:
+        async def main(broker: Actd) -> None:
+            async with actd.aio.AsyncClient(broker.client_endpoint, timeout=TIMEOUT) as client:
+                self.assertEqual(await client.append("d-arestart", note("one")), 1)
+                broker.process.send_signal(signal.SIGSTOP)
+                pending = asyncio.ensure_future(
+                    client.append("d-arestart", note("lost"), None, LONG))
+                while client.pending == 0:
+                    await asyncio.sleep(0)      # The APPEND is sent
+                broker.kill()
+                with self.assertRaises(actd.Disconnected):
+                    await asyncio.wait_for(pending, LONG + TIMEOUT)
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, broker.start)
+                self.assertEqual(await client.append("d-arestart", note("two")), 2)
+
+        with Actd() as broker:
+            asyncio.run(main(broker))
+
+
+class WatchAcrossAPause(unittest.TestCase):
+    """A watch whose connection dropped watches again: the broker's events
+    for the old one go to a connection that is gone."""
+
+    def test_a_watch_resumes_after_its_connection_dropped(self) -> None:
+        with Actd() as broker, actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client:
+            self.assertEqual(client.append("d-watch", note("m1")), 1)
+            collector = Collector(client.watch("d-watch", probe=None))   # No STATS probes
+            collector.until(1)
+            broker.process.send_signal(signal.SIGSTOP)
+            try:
+                with self.assertRaises(actd.Disconnected):
+                    client.ping(LONG)           # Returns once the connection dropped
+            finally:
+                broker.process.send_signal(signal.SIGCONT)
+            self.assertEqual(client.append("d-watch", note("m2")), 2)
+            self.assertEqual([event["seq"] for event in collector.until(2)], [1, 2])
+
+
+class TwoBrokers(unittest.TestCase):
+    """Several endpoints: the requests pending on a connection that drops
+    go to the next broker, as after ``request_timeout`` (here None)."""
+
+    def test_pings_pending_at_a_crash_go_to_the_next_broker(self) -> None:
+        async def main(first: Actd, second: Actd) -> List[Any]:
+            async with actd.aio.AsyncClient([first.client_endpoint, second.client_endpoint],
+                                            timeout=LONG, request_timeout=None) as client:
+                await client.ping()             # Both connected
+                first.process.send_signal(signal.SIGSTOP)
+                pings = asyncio.gather(*(client.ping(LONG) for _ in range(REQUESTS)),
+                                       return_exceptions=True)
+                while client.pending < REQUESTS:
+                    await asyncio.sleep(0)      # The PINGs are sent to the first
+                first.kill()
+                results: List[Any] = await asyncio.wait_for(pings, LONG + TIMEOUT)
+                return results
+
+        first = Actd().start()
+        self.addCleanup(first.cleanup)          # Killed: no clean stop
+        with Actd() as second:
+            for result in asyncio.run(main(first, second)):
+                self.assertIsInstance(result, float)
+
+
+if __name__ == "__main__":
+    unittest.main()
