@@ -7,7 +7,9 @@
     everything the pass decided in one store transaction, and only then
     sends the replies and tasks the pass produced. So no reply ever
     promises more than the store holds, and one fsync serves the whole
-    pass (and, while a commit is in flight, every pass until it ends). What happens to a call is in act_flow.c, top to bottom.
+    pass (and, while a commit is in flight, every pass until it ends). The
+    commits are act_broker_commit.c; what happens to a call is in
+    act_flow.c, top to bottom.
 
     Nobody stalls it (issue 16): the commit runs on its own thread
     (act_committer; the memory store commits inline), and the loop does
@@ -28,83 +30,14 @@
     workers act_pool, the outbox, the timers); the store and libactd.
     ========================================================================= */
 
-#include "act_broker.h"
-#include "act_hist.h"
+#include "act_broker_int.h"
 #include "act_notify.h"
-#include "act_commands.h"
-#include "act_wproto.h"
-#include "act_committer.h"
-#include "act_frame.h"
 #include "actd/act_wire.h"
 
 volatile sig_atomic_t act_broker_stop_requested = 0;
 volatile sig_atomic_t act_broker_reload_requested = 0;
 
-#define S_READ_BATCH    512     //  Messages read per socket per pass
-#define S_ADOPT_BATCH   64      //  Contexts recovered per pass
-#define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
-#define S_READ_MS       50      //  Client requests are read for this long
-                                //  per pass, at most
-#define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
-                                //  replies hold this many bytes
-#define S_PAGE_BUDGET   (256 * 1024)    //  Bytes of HISTORY pages built per pass
-#define S_DEFER_MAX     4096    //  Worker messages read ahead during a commit
-#define S_DEFER_CLIENTS 8       //  Client requests read ahead during a commit
-                                //  (few: handled first after it, they would
-                                //  skip the socket's fair queue)
-#define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
-#define S_NEXT_WRITES   20000   //  While a commit is in flight, client
-                                //  requests wait in the socket once the next
-                                //  batch holds this many writes
 
-struct _act_broker_t {
-    act_settings_t *settings;   //  What it runs with (not owned)
-    act_store_t *store;         //  Durable state
-    act_outbox_t *outbox;       //  What the pass sends, after its commit
-    act_watches_t *watches;     //  Open WATCHes
-    act_cache_t *cache;         //  Contexts in memory
-    act_pool_t *pool;           //  Activities and workers
-    act_flow_t *flow;           //  Calls through their life
-    act_commands_t *commands;   //  The client protocol
-    act_wproto_t *wproto;       //  The worker protocol
-    act_security_t *security;   //  CURVE and ZAP, NULL without sockets
-    act_pages_t *pages;         //  HISTORY pages built in pieces
-    act_committer_t *committer; //  Commits on a thread (a file or database
-                                //  store with sockets), or NULL: inline
-    size_t sealed_writes;       //  Writes of the commit in flight
-    long long sealed_at;        //  When it began
-    bool landed;                //  It ended, its replies not sent yet
-    int landed_rc;              //  Its result (0, or -1 with landed_err)
-    act_err_t landed_err;       //  Why it failed
-    act_outbox_t *beats;        //  Heartbeats to workers sent during a
-                                //  commit (they promise no stored state)
-    act_inbox_t *inbox [2];     //  Messages read during a commit, to handle
-                                //  after it, per socket (0 clients, 1 workers)
-    zsock_t *clients;           //  ROUTER for clients, NULL in-process
-    zsock_t *workers;           //  ROUTER for workers, NULL in-process
-    act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
-                                //  test's observer)
-    void *send_arg;             //  Its argument
-    long long started;          //  Start time (monotonic ms)
-    long long heartbeat_at;     //  Next heartbeat round
-    long long evict_at;         //  Next eviction round
-    long long renew_at;         //  Shared store: next lease renewal
-    long long renewed;          //  Shared store: last successful renewal
-    long long orphans_at;       //  Shared store: next look for orphans
-    long long retain_at;        //  Next look for contexts idle past retain_ms
-    long long passed;           //  End of the last pass, 0 before the first
-    bool workers_waiting;       //  The last read left worker messages unread
-    size_t pumped;              //  Stored messages the last pass sent to
-                                //  watches (none: a store that fails is not
-                                //  retried without a pause)
-    bool recovering;            //  Contexts with calls left to adopt
-    bool stopping;              //  Shutting down
-    long long stop_deadline;    //  End of the shutdown grace period
-    uint64_t commits;           //  Commits done
-    uint64_t committed;         //  Writes committed, for batch sizes
-    act_hist_t commit_ms;       //  Time each commit took
-    act_hist_t batch;           //  Writes each commit carried
-};
 
 
 //  --------------------------------------------------------------------------
@@ -187,50 +120,13 @@ act_broker_set_sender (act_broker_t *self, act_outbox_send_fn *send, void *arg)
 
 //  Drop all state and take it again from the store: after a failed
 //  commit, memory may hold what the store does not
-static void
-s_reset (act_broker_t *self)
+void
+act_broker_reset (act_broker_t *self)
 {
     act_flow_forget (self->flow);
     act_pool_clear (self->pool, self->outbox);
     act_cache_clear (self->cache);
     self->recovering = act_cache_recover (self->cache) > 0;
-}
-
-//  Take a commit's outcome: on failure nothing durable may be promised,
-//  so what the batch acknowledged is refused and state reloaded from the
-//  store; a batch begun since (while the commit was in flight) was built
-//  on it, and is dropped and refused too
-static void
-s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long long started)
-{
-    if (writes && rc) {
-        act_log (LOG_ERR, "store commit failed (%s): %zu writes lost, and %zu since; "
-                 "refusing what they acknowledged and reloading state from the store",
-                 err->message, writes, act_store_batch (self->store));
-        act_store_abort (self->store);
-        act_outbox_refuse (self->outbox);
-        s_reset (self);
-    }
-    else
-    if (writes) {
-        self->commits++;
-        self->committed += writes;
-        act_hist_add (&self->commit_ms, act_clock_ms () - started);
-        act_hist_add (&self->batch, (long long) writes);
-    }
-}
-
-//  Called once per pass. Everything decided in the pass (accepted calls,
-//  appended messages, finished calls) goes to disk in one transaction
-//  before any reply leaves: replies never promise more than the store
-//  holds, and one fsync serves the whole batch.
-static void
-s_commit (act_broker_t *self)
-{
-    size_t writes = act_store_batch (self->store);
-    act_err_t err = { 0 };
-    long long started = act_clock_ms ();
-    s_committed (self, writes, writes? act_store_commit (self->store, &err): 0, &err, started);
 }
 
 //  Forget every context and call, without recovering them: this broker can
@@ -259,15 +155,13 @@ s_lapsed (act_broker_t *self, long long now)
 
 //  The lease lapsed: nothing more is written. The batch is dropped (what
 //  it acknowledged refused), and every context and call forgotten.
-static void s_settle (void *arg);
-static void s_land (act_broker_t *self);
 
 static void
 s_stop_writing (act_broker_t *self)
 {
     //  A commit that ended in time keeps its replies
-    s_settle (self);
-    s_land (self);
+    act_broker_settle (self);
+    act_broker_land (self);
     size_t writes = act_store_batch (self->store);
     if (writes || act_cache_size (self->cache)) {
         act_log (LOG_WARNING, "the lease was not renewed for %lld ms: %zu writes dropped, "
@@ -415,148 +309,14 @@ act_broker_pass (act_broker_t *self)
     s_pass_work (self);
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
-    s_settle (self);
-    s_land (self);
-    s_commit (self);
+    act_broker_settle (self);
+    act_broker_land (self);
+    act_broker_commit (self);
     size_t sent = act_outbox_flush (self->outbox, self->send, self->send_arg);
     s_pass_end (self);
     return sent;
 }
 
-
-//  --------------------------------------------------------------------------
-//  While a commit is in flight: the sockets are read ahead (bounded), and
-//  a PING whose client is owed nothing before it is answered at once
-
-//  True when socket which (0 clients, 1 workers) may be read ahead more
-static bool
-s_room (act_broker_t *self, int which)
-{
-    return act_inbox_size (self->inbox [which]) < (which? S_DEFER_MAX: S_DEFER_CLIENTS)
-        && act_inbox_bytes (self->inbox [which]) < S_DEFER_BYTES;
-}
-
-//  Answer msg at once when it is a well-formed, allowed PING from a client
-//  owed no earlier reply (none in the outbox, none of its requests read
-//  ahead before it: those up to skip are), so that replies to one client
-//  keep their order. Returns true when answered (the caller closes msg).
-static bool
-s_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
-{
-    zmq_msg_t *client = act_msg_part (msg, 0);
-    zmq_msg_t *header = act_msg_part (msg, 1);
-    bool from_req = header && zmq_msg_size (header) == 0;
-    size_t at = from_req? 2: 1;
-    header = act_msg_part (msg, at);
-    zmq_msg_t *verb = act_msg_part (msg, at + 1);
-    act_grant_t grant;              //  PING needs no right, only a known key
-    zmq_msg_t *request = act_msg_part (msg, at + 2);
-    if (msg->size != (from_req? 5u: 4u) || !act_part_is (header, ACT_CLIENT_HEADER)
-    ||  !act_part_is (verb, "PING") || zmq_msg_size (request) == 0
-    ||  zmq_msg_size (request) > ACT_MAX_REQUEST_ID
-    ||  !act_security_client_grant (self->security, header, &grant)
-    ||  act_outbox_holds (self->outbox, zmq_msg_data (client), zmq_msg_size (client))
-    ||  act_inbox_holds_from (self->inbox [0], zmq_msg_data (client), zmq_msg_size (client),
-                              skip_last))
-        return false;
-    zmsg_t *pong = zmsg_new ();
-    zmsg_addmem (pong, zmq_msg_data (client), zmq_msg_size (client));
-    if (from_req)
-        zmsg_addmem (pong, "", 0);
-    zmsg_addstr (pong, ACT_CLIENT_HEADER);
-    zmsg_addstr (pong, "PONG");
-    zmsg_addmem (pong, zmq_msg_data (request), zmq_msg_size (request));
-    if (zmsg_send (&pong, self->clients))
-        zmsg_destroy (&pong);
-    return true;
-}
-
-//  Read socket which ahead, as far as there is room
-static void
-s_read_ahead (act_broker_t *self, int which)
-{
-    for (int count = 0; count < S_READ_BATCH && s_room (self, which); count++) {
-        act_msg_t *msg = act_inbox_read (self->inbox [which],
-                                         zsock_resolve (which? self->workers: self->clients));
-        if (!msg)
-            break;
-        if (which == 0 && s_ping_now (self, msg, true))
-            act_inbox_drop_last (self->inbox [which]);
-    }
-}
-
-//  During a commit: the heartbeats due go to the workers at once, so that
-//  none judges actd lost during a slow fsync or database commit. (Workers
-//  are judged after it, on what they sent meanwhile: read ahead, then
-//  read before any judgement.) Returns the ms until the next round.
-static long long
-s_beat (act_broker_t *self)
-{
-    long long now = act_clock_ms ();
-    if (now >= self->heartbeat_at) {
-        act_pool_heartbeat (self->pool, self->beats, now, self->settings->heartbeat_ms);
-        act_outbox_flush (self->beats, self->send, self->send_arg);
-        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
-    }
-    return self->heartbeat_at - now;
-}
-
-//  Wait for the commit in flight, reading ahead and heartbeating meanwhile
-static void
-s_await_commit (act_broker_t *self)
-{
-    zsock_t *zap = act_security_zap (self->security);
-    zmq_pollitem_t items [] = {
-        { zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 },
-        { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
-        { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 },
-        { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }
-    };
-    while (true) {
-        items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
-        items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
-        if (zmq_poll (items, zap? 4: 3, (long) s_beat (self)) < 0 && zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN)
-            break;
-        if (zap && (items [3].revents & ZMQ_POLLIN))
-            act_security_handle (self->security);
-        if (items [2].revents & ZMQ_POLLIN)
-            s_read_ahead (self, 1);
-        if (items [1].revents & ZMQ_POLLIN)
-            s_read_ahead (self, 0);
-    }
-}
-
-//  The store's settle function: wait for the commit in flight, if any
-//  (reading ahead meanwhile), and keep its outcome for s_land. Its replies
-//  cannot go from here: a handler may be building one in the outbox.
-static void
-s_settle (void *arg)
-{
-    act_broker_t *self = (act_broker_t *) arg;
-    if (!self->committer || !act_committer_busy (self->committer))
-        return;
-    s_await_commit (self);
-    memset (&self->landed_err, 0, sizeof self->landed_err);
-    self->landed_rc = act_committer_finish (self->committer, &self->landed_err);
-    act_store_sealed_end (self->store, self->landed_rc);
-    self->landed = true;
-}
-
-//  The commit that ended: its replies go, or on failure are refused
-//  (s_committed)
-static void
-s_land (act_broker_t *self)
-{
-    if (!self->landed)
-        return;
-    self->landed = false;
-    s_committed (self, self->sealed_writes, self->landed_rc, &self->landed_err,
-                 self->sealed_at);
-    if (self->landed_rc == 0)
-        act_outbox_flush_sealed (self->outbox, self->send, self->send_arg);
-}
 
 //  A pass of the running loop, as act_broker_pass, but with the commit on
 //  the committer's thread: the batch is sealed and handed over, and the
@@ -569,9 +329,9 @@ s_pass_async (act_broker_t *self)
     s_pass_work (self);
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
-    s_land (self);
+    act_broker_land (self);
     if (!self->committer) {
-        s_commit (self);
+        act_broker_commit (self);
         act_outbox_flush (self->outbox, self->send, self->send_arg);
     }
     else
@@ -701,7 +461,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     if (bind && !streq (act_store_backend (self->store), "memory")) {
         self->committer = act_committer_new (self->store);
         if (self->committer)
-            act_store_journal (self->store, s_settle, self);
+            act_store_journal (self->store, act_broker_settle, self);
     }
     self->pages = act_pages_new (self->store, self->outbox, (size_t) settings->max_reply_bytes);
     self->commands = act_commands_new (settings, self->store, self->cache, self->flow,
@@ -709,7 +469,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
                                        self);
     act_commands_set_pages (self->commands, self->pages);
     self->recovering = act_cache_recover (self->cache) > 0;
-    s_commit (self);
+    act_broker_commit (self);
     act_outbox_flush (self->outbox, self->send, self->send_arg);
     return self;
 }
@@ -816,7 +576,7 @@ s_read (act_broker_t *self)
         bool got = clients && s_next (self, 0, &msg);
         bool handle = clients = got;
         if (handle && self->committer && act_committer_busy (self->committer))
-            handle = !s_ping_now (self, &msg, false);
+            handle = !act_broker_ping_now (self, &msg, false);
         if (handle && msg.held && act_outbox_client_over (self->outbox, act_msg_routing (&msg))) {
             //  Its connection is being cut: not worth building a reply
             char *peer = act_msg_strhex (act_msg_part (&msg, 0));
@@ -875,8 +635,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         if (zap && (items [zap_at].revents & ZMQ_POLLIN))
             act_security_handle (self->security);
         if (busy && (items [commit_at].revents & ZMQ_POLLIN)) {
-            s_settle (self);
-            s_land (self);
+            act_broker_settle (self);
+            act_broker_land (self);
         }
         s_read (self);
         s_pass_async (self);

@@ -1,0 +1,177 @@
+/*  =========================================================================
+    act_broker_commit - the broker's commits (see act_broker_int.h): inline
+    for the memory store; else on the committer's thread, while the loop
+    goes on with the next batch. When the loop must wait for one (a read
+    of the store, the last pass), it reads its sockets ahead, bounded,
+    answers PING and sends the workers' heartbeats meanwhile.
+    ========================================================================= */
+
+#include "act_broker_int.h"
+
+//  Take a commit's outcome: on failure nothing durable may be promised,
+//  so what the batch acknowledged is refused and state reloaded from the
+//  store; a batch begun since (while the commit was in flight) was built
+//  on it, and is dropped and refused too
+static void
+s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long long started)
+{
+    if (writes && rc) {
+        act_log (LOG_ERR, "store commit failed (%s): %zu writes lost, and %zu since; "
+                 "refusing what they acknowledged and reloading state from the store",
+                 err->message, writes, act_store_batch (self->store));
+        act_store_abort (self->store);
+        act_outbox_refuse (self->outbox);
+        act_broker_reset (self);
+    }
+    else
+    if (writes) {
+        self->commits++;
+        self->committed += writes;
+        act_hist_add (&self->commit_ms, act_clock_ms () - started);
+        act_hist_add (&self->batch, (long long) writes);
+    }
+}
+
+//  Called once per pass. Everything decided in the pass (accepted calls,
+//  appended messages, finished calls) goes to disk in one transaction
+//  before any reply leaves: replies never promise more than the store
+//  holds, and one fsync serves the whole batch.
+void
+act_broker_commit (act_broker_t *self)
+{
+    size_t writes = act_store_batch (self->store);
+    act_err_t err = { 0 };
+    long long started = act_clock_ms ();
+    s_committed (self, writes, writes? act_store_commit (self->store, &err): 0, &err, started);
+}
+
+
+//  True when socket which (0 clients, 1 workers) may be read ahead more
+static bool
+s_room (act_broker_t *self, int which)
+{
+    return act_inbox_size (self->inbox [which]) < (which? S_DEFER_MAX: S_DEFER_CLIENTS)
+        && act_inbox_bytes (self->inbox [which]) < S_DEFER_BYTES;
+}
+
+//  Answer msg at once when it is a well-formed, allowed PING from a client
+//  owed no earlier reply (none in the outbox, none of its requests read
+//  ahead before it: those up to skip are), so that replies to one client
+//  keep their order. Returns true when answered (the caller closes msg).
+bool
+act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
+{
+    zmq_msg_t *client = act_msg_part (msg, 0);
+    zmq_msg_t *header = act_msg_part (msg, 1);
+    bool from_req = header && zmq_msg_size (header) == 0;
+    size_t at = from_req? 2: 1;
+    header = act_msg_part (msg, at);
+    zmq_msg_t *verb = act_msg_part (msg, at + 1);
+    act_grant_t grant;              //  PING needs no right, only a known key
+    zmq_msg_t *request = act_msg_part (msg, at + 2);
+    if (msg->size != (from_req? 5u: 4u) || !act_part_is (header, ACT_CLIENT_HEADER)
+    ||  !act_part_is (verb, "PING") || zmq_msg_size (request) == 0
+    ||  zmq_msg_size (request) > ACT_MAX_REQUEST_ID
+    ||  !act_security_client_grant (self->security, header, &grant)
+    ||  act_outbox_holds (self->outbox, zmq_msg_data (client), zmq_msg_size (client))
+    ||  act_inbox_holds_from (self->inbox [0], zmq_msg_data (client), zmq_msg_size (client),
+                              skip_last))
+        return false;
+    zmsg_t *pong = zmsg_new ();
+    zmsg_addmem (pong, zmq_msg_data (client), zmq_msg_size (client));
+    if (from_req)
+        zmsg_addmem (pong, "", 0);
+    zmsg_addstr (pong, ACT_CLIENT_HEADER);
+    zmsg_addstr (pong, "PONG");
+    zmsg_addmem (pong, zmq_msg_data (request), zmq_msg_size (request));
+    if (zmsg_send (&pong, self->clients))
+        zmsg_destroy (&pong);
+    return true;
+}
+
+//  Read socket which ahead, as far as there is room
+static void
+s_read_ahead (act_broker_t *self, int which)
+{
+    for (int count = 0; count < S_READ_BATCH && s_room (self, which); count++) {
+        act_msg_t *msg = act_inbox_read (self->inbox [which],
+                                         zsock_resolve (which? self->workers: self->clients));
+        if (!msg)
+            break;
+        if (which == 0 && act_broker_ping_now (self, msg, true))
+            act_inbox_drop_last (self->inbox [which]);
+    }
+}
+
+//  During a commit: the heartbeats due go to the workers at once, so that
+//  none judges actd lost during a slow fsync or database commit. (Workers
+//  are judged after it, on what they sent meanwhile: read ahead, then
+//  read before any judgement.) Returns the ms until the next round.
+static long long
+s_beat (act_broker_t *self)
+{
+    long long now = act_clock_ms ();
+    if (now >= self->heartbeat_at) {
+        act_pool_heartbeat (self->pool, self->beats, now, self->settings->heartbeat_ms);
+        act_outbox_flush (self->beats, self->send, self->send_arg);
+        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
+    }
+    return self->heartbeat_at - now;
+}
+
+//  Wait for the commit in flight, reading ahead and heartbeating meanwhile
+static void
+s_await_commit (act_broker_t *self)
+{
+    zsock_t *zap = act_security_zap (self->security);
+    zmq_pollitem_t items [] = {
+        { zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 },
+        { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }
+    };
+    while (true) {
+        items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
+        items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
+        if (zmq_poll (items, zap? 4: 3, (long) s_beat (self)) < 0 && zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN)
+            break;
+        if (zap && (items [3].revents & ZMQ_POLLIN))
+            act_security_handle (self->security);
+        if (items [2].revents & ZMQ_POLLIN)
+            s_read_ahead (self, 1);
+        if (items [1].revents & ZMQ_POLLIN)
+            s_read_ahead (self, 0);
+    }
+}
+
+//  The store's settle function: wait for the commit in flight, if any
+//  (reading ahead meanwhile), and keep its outcome for act_broker_land. Its replies
+//  cannot go from here: a handler may be building one in the outbox.
+void
+act_broker_settle (void *arg)
+{
+    act_broker_t *self = (act_broker_t *) arg;
+    if (!self->committer || !act_committer_busy (self->committer))
+        return;
+    s_await_commit (self);
+    memset (&self->landed_err, 0, sizeof self->landed_err);
+    self->landed_rc = act_committer_finish (self->committer, &self->landed_err);
+    act_store_sealed_end (self->store, self->landed_rc);
+    self->landed = true;
+}
+
+//  The commit that ended: its replies go, or on failure are refused
+//  (s_committed)
+void
+act_broker_land (act_broker_t *self)
+{
+    if (!self->landed)
+        return;
+    self->landed = false;
+    s_committed (self, self->sealed_writes, self->landed_rc, &self->landed_err,
+                 self->sealed_at);
+    if (self->landed_rc == 0)
+        act_outbox_flush_sealed (self->outbox, self->send, self->send_arg);
+}

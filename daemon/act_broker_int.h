@@ -1,0 +1,104 @@
+/*  =========================================================================
+    act_broker_int - the broker's state, shared by its two files: the loop
+    (act_broker.c) and its commits (act_broker_commit.c).
+    ========================================================================= */
+
+#ifndef ACT_BROKER_INT_H_INCLUDED
+#define ACT_BROKER_INT_H_INCLUDED
+
+#include "act_broker.h"
+#include "act_hist.h"
+#include "act_commands.h"
+#include "act_wproto.h"
+#include "act_committer.h"
+#include "act_frame.h"
+
+#define S_READ_BATCH    512     //  Messages read per socket per pass
+#define S_ADOPT_BATCH   64      //  Contexts recovered per pass
+#define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
+#define S_READ_MS       50      //  Client requests are read for this long
+                                //  per pass, at most
+#define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
+                                //  replies hold this many bytes
+#define S_PAGE_BUDGET   (256 * 1024)    //  Bytes of HISTORY pages built per pass
+#define S_DEFER_MAX     4096    //  Worker messages read ahead during a commit
+#define S_DEFER_CLIENTS 8       //  Client requests read ahead during a commit
+                                //  (few: handled first after it, they would
+                                //  skip the socket's fair queue)
+#define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
+#define S_NEXT_WRITES   20000   //  While a commit is in flight, client
+                                //  requests wait in the socket once the next
+                                //  batch holds this many writes
+
+struct _act_broker_t {
+    act_settings_t *settings;   //  What it runs with (not owned)
+    act_store_t *store;         //  Durable state
+    act_outbox_t *outbox;       //  What the pass sends, after its commit
+    act_watches_t *watches;     //  Open WATCHes
+    act_cache_t *cache;         //  Contexts in memory
+    act_pool_t *pool;           //  Activities and workers
+    act_flow_t *flow;           //  Calls through their life
+    act_commands_t *commands;   //  The client protocol
+    act_wproto_t *wproto;       //  The worker protocol
+    act_security_t *security;   //  CURVE and ZAP, NULL without sockets
+    act_pages_t *pages;         //  HISTORY pages built in pieces
+    act_committer_t *committer; //  Commits on a thread (a file or database
+                                //  store with sockets), or NULL: inline
+    size_t sealed_writes;       //  Writes of the commit in flight
+    long long sealed_at;        //  When it began
+    bool landed;                //  It ended, its replies not sent yet
+    int landed_rc;              //  Its result (0, or -1 with landed_err)
+    act_err_t landed_err;       //  Why it failed
+    act_outbox_t *beats;        //  Heartbeats to workers sent during a
+                                //  commit (they promise no stored state)
+    act_inbox_t *inbox [2];     //  Messages read during a commit, to handle
+                                //  after it, per socket (0 clients, 1 workers)
+    zsock_t *clients;           //  ROUTER for clients, NULL in-process
+    zsock_t *workers;           //  ROUTER for workers, NULL in-process
+    act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
+                                //  test's observer)
+    void *send_arg;             //  Its argument
+    long long started;          //  Start time (monotonic ms)
+    long long heartbeat_at;     //  Next heartbeat round
+    long long evict_at;         //  Next eviction round
+    long long renew_at;         //  Shared store: next lease renewal
+    long long renewed;          //  Shared store: last successful renewal
+    long long orphans_at;       //  Shared store: next look for orphans
+    long long retain_at;        //  Next look for contexts idle past retain_ms
+    long long passed;           //  End of the last pass, 0 before the first
+    bool workers_waiting;       //  The last read left worker messages unread
+    size_t pumped;              //  Stored messages the last pass sent to
+                                //  watches (none: a store that fails is not
+                                //  retried without a pause)
+    bool recovering;            //  Contexts with calls left to adopt
+    bool stopping;              //  Shutting down
+    long long stop_deadline;    //  End of the shutdown grace period
+    uint64_t commits;           //  Commits done
+    uint64_t committed;         //  Writes committed, for batch sizes
+    act_hist_t commit_ms;       //  Time each commit took
+    act_hist_t batch;           //  Writes each commit carried
+};
+
+//  Drop all state and take it again from the store (after a failed
+//  commit: nothing of what it held may be trusted).
+void act_broker_reset (act_broker_t *self);
+
+//  Commit the batch inline (no commit thread, or at the last pass) and
+//  take its outcome; on failure what the batch acknowledged is refused
+//  and state reloaded.
+void act_broker_commit (act_broker_t *self);
+
+//  The store's settle function (act_store_journal): wait for the commit in
+//  flight, if any, reading the sockets ahead, answering PING and sending
+//  heartbeats meanwhile, and keep its outcome for act_broker_land.
+void act_broker_settle (void *arg);
+
+//  The commit that ended, if any: its replies go, or on failure are
+//  refused with those of the batch built on it, and state reloaded.
+void act_broker_land (act_broker_t *self);
+
+//  Answer msg at once when it is a well-formed, allowed PING from a
+//  client owed no earlier reply. Returns true when answered (msg closed).
+bool act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last);
+
+#endif
