@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_outcome.h"
+#include "actd/act_text.h"
 #include "actd/act_wire.h"
 
 static json_t *
@@ -128,72 +129,6 @@ s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_endin
     json_decref (messages);
 }
 
-//  A text being built: bytes, length and room
-typedef struct {
-    char *data;                 //  The bytes, NUL-terminated
-    size_t used;                //  Bytes written
-    size_t size;                //  Bytes allocated
-} s_text_t;
-
-//  Make room in text for size more bytes and a NUL
-static inline void
-s_reserve (s_text_t *text, size_t size)
-{
-    if (text->used + size + 1 > text->size) {
-        while (text->used + size + 1 > text->size)
-            text->size *= 2;
-        text->data = realloc (text->data, text->size);
-    }
-}
-
-//  Append size bytes to text
-static inline void
-s_add (s_text_t *text, const char *bytes, size_t size)
-{
-    s_reserve (text, size);
-    memcpy (text->data + text->used, bytes, size);
-    text->used += size;
-    text->data [text->used] = 0;
-}
-
-//  Append a C string to text
-static void
-s_add_str (s_text_t *text, const char *string)
-{
-    s_add (text, string, strlen (string));
-}
-
-//  Append a string as a JSON string to text, escaped as act_json_dump
-//  escapes (only '"', '\\' and bytes below 0x20, which ids, paths and
-//  statuses do not hold: those few go through act_json_quote)
-static void
-s_add_quoted (s_text_t *text, const char *string)
-{
-    size_t length = 0;
-    for (unsigned char c; (c = (unsigned char) string [length]); length++)
-        if (c < 0x20 || c == '"' || c == '\\') {
-            char *quoted = act_json_quote (string);
-            s_add_str (text, quoted);
-            free (quoted);
-            return;
-        }
-    s_reserve (text, length + 2);
-    char *at = text->data + text->used;
-    at [0] = '"';
-    memcpy (at + 1, string, length);
-    at [length + 1] = '"';
-    at [length + 2] = 0;
-    text->used += length + 2;
-}
-
-//  Append an integer in decimal to text
-static void
-s_add_number (s_text_t *text, long long number)
-{
-    char digits [ACT_DECIMAL_MAX];
-    s_add (text, digits, act_decimal_write (digits, number));
-}
-
 char *
 act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
                    act_ending_t *ending)
@@ -206,51 +141,52 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     act_expr_t *output = call->call->output;
     bool with_result = output && streq (*status, "ok") && ending->result_text;
     size_t size = 256 + (with_result? strlen (ending->result_text): 0);
-    s_text_t text = { malloc (size), 0, size };
-    s_add_str (&text, "{\"call_id\":");
-    s_add_quoted (&text, call->id);
+    act_buf_t text = { 0 };
+    act_buf_reserve (&text, size);
+    act_buf_add_str (&text, "{\"call_id\":");
+    act_buf_add_quoted (&text, call->id);
     if (output && !streq (*status, "cancelled")) {
         s_written_t written;
         s_write (call, store, watches, ending, &written);
         if (written.branch >= 0) {
-            s_add_str (&text, ",\"branch\":");
-            s_add_number (&text, written.branch);
+            act_buf_add_str (&text, ",\"branch\":");
+            act_buf_add_number (&text, written.branch);
         }
-        s_add_str (&text, ",\"written\":[");
+        act_buf_add_str (&text, ",\"written\":[");
         const act_alt_t *alt = written.branch >= 0? &output->alts [written.branch]: NULL;
         for (size_t i = 0; alt && i < alt->nrefs; i++) {
             if (i)
-                s_add (&text, ",", 1);
-            s_add_quoted (&text, alt->refs [i].text);
+                act_buf_add (&text, ",", 1);
+            act_buf_add_quoted (&text, alt->refs [i].text);
         }
-        s_add_str (&text, "],\"seqs\":[");
+        act_buf_add_str (&text, "],\"seqs\":[");
         for (size_t i = 0; i < written.nseqs; i++) {
             if (i)
-                s_add (&text, ",", 1);
-            s_add_number (&text, written.seqs [i]);
+                act_buf_add (&text, ",", 1);
+            act_buf_add_number (&text, written.seqs [i]);
         }
-        s_add (&text, "]", 1);
+        act_buf_add (&text, "]", 1);
     }
     else
     if (output)
-        s_add_str (&text, ",\"written\":[],\"seqs\":[]");
-    s_add_str (&text, ",\"status\":");
-    s_add_quoted (&text, *status);
+        act_buf_add_str (&text, ",\"written\":[],\"seqs\":[]");
+    act_buf_add_str (&text, ",\"status\":");
+    act_buf_add_quoted (&text, *status);
     if (*error) {
         char *error_text = act_json_dump (*error);
-        s_add_str (&text, ",\"error\":");
-        s_add_str (&text, error_text);
+        act_buf_add_str (&text, ",\"error\":");
+        act_buf_add_str (&text, error_text);
         free (error_text);
     }
-    s_add_str (&text, ",\"attempts\":");
-    s_add_number (&text, call->attempts);
+    act_buf_add_str (&text, ",\"attempts\":");
+    act_buf_add_number (&text, call->attempts);
     //  The worker's result text last, as act_text_splice would add it;
     //  with_result is read again: s_write may have turned the ok into
     //  an error
     if (with_result && streq (*status, "ok")) {
-        s_add_str (&text, ",\"result\":");
-        s_add_str (&text, ending->result_text);
+        act_buf_add_str (&text, ",\"result\":");
+        act_buf_add_str (&text, ending->result_text);
     }
-    s_add (&text, "}", 1);
-    return text.data;
+    act_buf_add (&text, "}", 1);
+    return act_buf_take (&text);
 }

@@ -17,31 +17,7 @@
 #include "actd/act_call.h"
 #include "actd/act_dtoa.h"
 #include "actd/act_json.h"
-
-//  A text being built
-typedef struct {
-    char *data;                 //  Its bytes, NUL-terminated when done
-    size_t size;                //  Bytes written
-    size_t max;                 //  Bytes allocated
-} s_text_t;
-
-//  Append size bytes of bytes; false when memory ran out
-static bool
-s_put (s_text_t *self, const char *bytes, size_t size)
-{
-    if (self->size + size + 1 > self->max) {
-        size_t more = self->max * 2 > self->size + size + 1? self->max * 2
-                                                            : self->size + size + 1;
-        char *bigger = realloc (self->data, more);
-        if (!bigger)
-            return false;
-        self->data = bigger;
-        self->max = more;
-    }
-    memcpy (self->data + self->size, bytes, size);
-    self->size += size;
-    return true;
-}
+#include "actd/act_text.h"
 
 //  The text of one dagger span: a reference's value, as act_json_dump
 //  writes it, or a literal's string without its first dagger. NULL with
@@ -73,7 +49,7 @@ s_replacement (act_call_t *self, const act_call_span_t *span, act_ctx_t *ctx, ac
 
 //  Write the member at spans [*index] and the dagger spans in it
 static int
-s_member (act_call_t *self, size_t *index, act_ctx_t *ctx, s_text_t *out, act_err_t *err)
+s_member (act_call_t *self, size_t *index, act_ctx_t *ctx, act_buf_t *out, act_err_t *err)
 {
     const act_call_span_t *member = &self->spans [(*index)++];
     size_t at = member->offset, end = member->offset + member->size;
@@ -82,14 +58,14 @@ s_member (act_call_t *self, size_t *index, act_ctx_t *ctx, s_text_t *out, act_er
         char *replacement = s_replacement (self, span, ctx, err);
         if (!replacement)
             return err->code? -1: act_err_set (err, ACT_E_INTERNAL, "out of memory");
-        bool put = s_put (out, self->text + at, span->offset - at)
-                && s_put (out, replacement, strlen (replacement));
+        bool put = act_buf_add (out, self->text + at, span->offset - at)
+                && act_buf_add (out, replacement, strlen (replacement));
         free (replacement);
         if (!put)
             return act_err_set (err, ACT_E_INTERNAL, "out of memory");
         at = span->offset + span->size;
     }
-    if (!s_put (out, self->text + at, end - at))
+    if (!act_buf_add (out, self->text + at, end - at))
         return act_err_set (err, ACT_E_INTERNAL, "out of memory");
     return 0;
 }
@@ -104,28 +80,19 @@ act_call_params_text (act_call_t *self, act_ctx_t *ctx, act_err_t *err)
         json_decref (params);
         return text;
     }
-    s_text_t out = { malloc (self->size + 64), 0, self->size + 64 };
-    if (!out.data || !s_put (&out, "{", 1)) {
-        free (out.data);
-        act_err_set (err, ACT_E_INTERNAL, "out of memory");
-        return NULL;
-    }
+    act_buf_t out = { 0 };
+    bool written = act_buf_reserve (&out, self->size + 64) && act_buf_add (&out, "{", 1);
     size_t index = 0;
-    while (index < self->nspans)
-        if ((out.size > 1 && !s_put (&out, ",", 1))
-        ||  s_member (self, &index, ctx, &out, err)) {
-            free (out.data);
-            if (!err->code)
-                act_err_set (err, ACT_E_INTERNAL, "out of memory");
-            return NULL;
-        }
-    if (!s_put (&out, "}", 1)) {
-        free (out.data);
-        act_err_set (err, ACT_E_INTERNAL, "out of memory");
+    while (written && index < self->nspans)
+        written = (out.size == 1 || act_buf_add (&out, ",", 1))
+               && s_member (self, &index, ctx, &out, err) == 0;
+    if (!written || !act_buf_add (&out, "}", 1)) {
+        free (act_buf_take (&out));
+        if (!err->code)
+            act_err_set (err, ACT_E_INTERNAL, "out of memory");
         return NULL;
     }
-    out.data [out.size] = 0;
-    return out.data;
+    return act_buf_take (&out);
 }
 
 //  The number token of size bytes at token is written as act_json_dump

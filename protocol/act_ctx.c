@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include "actd/act_ctx.h"
 #include "actd/act_json.h"
+#include "actd/act_text.h"
 #include "actd/act_wire.h"
 #include "act_ctx_int.h"
 
@@ -372,53 +373,14 @@ act_ctx_output_bare (act_ctx_t *self, const act_alt_t *alt, json_t *value,
     return s_output (self, alt, value, value, method, instance, call, call_id, false, err);
 }
 
-//  A text being built: bytes, length and room
-typedef struct {
-    char *data;                 //  The bytes, NUL-terminated
-    size_t used;                //  Bytes written
-    size_t size;                //  Bytes allocated
-} s_text_t;
-
-//  Append size bytes to text
-static void
-s_add (s_text_t *text, const char *bytes, size_t size)
-{
-    if (text->used + size + 1 > text->size) {
-        while (text->used + size + 1 > text->size)
-            text->size *= 2;
-        text->data = realloc (text->data, text->size);
-    }
-    memcpy (text->data + text->used, bytes, size);
-    text->used += size;
-    text->data [text->used] = 0;
-}
-
-//  Append string as a JSON string, escaped as act_json_dump escapes (only
-//  '"', '\\' and bytes below 0x20, which most strings do not hold)
-static void
-s_add_quoted (s_text_t *text, const char *string)
-{
-    size_t length = 0;
-    for (unsigned char c; (c = (unsigned char) string [length]); length++)
-        if (c < 0x20 || c == '"' || c == '\\') {
-            char *quoted = act_json_quote (string);
-            s_add (text, quoted, strlen (quoted));
-            free (quoted);
-            return;
-        }
-    s_add (text, "\"", 1);
-    s_add (text, string, length);
-    s_add (text, "\"", 1);
-}
-
 //  Append ,"name": (name needs no escaping) and string as a JSON string
 static void
-s_add_member (s_text_t *text, const char *name, const char *string)
+s_add_member (act_buf_t *text, const char *name, const char *string)
 {
-    s_add (text, ",\"", 2);
-    s_add (text, name, strlen (name));
-    s_add (text, "\":", 2);
-    s_add_quoted (text, string);
+    act_buf_add (text, ",\"", 2);
+    act_buf_add (text, name, strlen (name));
+    act_buf_add (text, "\":", 2);
+    act_buf_add_quoted (text, string);
 }
 
 //  The stored text of the output message of target ref, stamped seq: what
@@ -433,8 +395,9 @@ s_output_text (const act_ref_t *ref, const char *value_text, size_t value_size,
                const char *call_id, uint64_t seq)
 {
     size_t size = 256 + value_size + (call_text? strlen (call_text): 0);
-    s_text_t text = { malloc (size), 0, size };
-    s_add (&text, "{\"type\":\"data\"", 14);
+    act_buf_t text = { 0 };
+    act_buf_reserve (&text, size);
+    act_buf_add (&text, "{\"type\":\"data\"", 14);
     s_add_member (&text, "kind", ref->kind);
     if (instance)
         s_add_member (&text, "_instance", instance);
@@ -443,27 +406,27 @@ s_output_text (const act_ref_t *ref, const char *value_text, size_t value_size,
     if (call_id)
         s_add_member (&text, "_callId", call_id);
     char digits [ACT_DECIMAL_MAX];
-    s_add (&text, ",\"_seq\":", 8);
-    s_add (&text, digits, act_decimal_write (digits, (long long) seq));
+    act_buf_add (&text, ",\"_seq\":", 8);
+    act_buf_add (&text, digits, act_decimal_write (digits, (long long) seq));
     char date [32];
     act_date_now (date);
     s_add_member (&text, "_date", date);
     //  The display form: one object level per segment, as act_text_nest
-    s_add (&text, ",\"data\":", 8);
+    act_buf_add (&text, ",\"data\":", 8);
     for (size_t i = 0; i < ref->nsegs; i++) {
-        s_add (&text, "{", 1);
-        s_add_quoted (&text, ref->segs [i].key);
-        s_add (&text, ":", 1);
+        act_buf_add (&text, "{", 1);
+        act_buf_add_quoted (&text, ref->segs [i].key);
+        act_buf_add (&text, ":", 1);
     }
-    s_add (&text, value_text, value_size);
+    act_buf_add (&text, value_text, value_size);
     for (size_t i = 0; i < ref->nsegs; i++)
-        s_add (&text, "}", 1);
+        act_buf_add (&text, "}", 1);
     if (call_text) {
-        s_add (&text, ",\"_call\":", 9);
-        s_add (&text, call_text, strlen (call_text));
+        act_buf_add (&text, ",\"_call\":", 9);
+        act_buf_add (&text, call_text, strlen (call_text));
     }
-    s_add (&text, "}", 1);
-    return text.data;
+    act_buf_add (&text, "}", 1);
+    return act_buf_take (&text);
 }
 
 char **

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "actd/act_text.h"
 #include "actd/act_json.h"
+#include "actd/act_wire.h"
 
 char *
 act_text_splice (const char *object, const char *name, const char *value)
@@ -62,4 +63,69 @@ act_text_nest (const act_ref_t *ref, const char *value_text)
     text [used] = 0;
     free (keys);
     return text;
+}
+
+
+//  --------------------------------------------------------------------------
+//  A text being built
+
+bool
+act_buf_reserve (act_buf_t *self, size_t size)
+{
+    if (self->failed)
+        return false;
+    if (self->size + size + 1 <= self->room)
+        return true;
+    size_t room = self->room? self->room: 64;
+    while (room < self->size + size + 1)
+        room *= 2;
+    char *bigger = (char *) realloc (self->data, room);
+    if (!bigger) {
+        free (self->data);
+        *self = (act_buf_t) { .failed = true };
+        return false;
+    }
+    self->data = bigger;
+    self->room = room;
+    return true;
+}
+
+bool
+act_buf_add_quoted (act_buf_t *self, const char *string)
+{
+    //  Most strings (ids, paths, states) need no escape: copied at once
+    size_t length = 0;
+    for (unsigned char c; (c = (unsigned char) string [length]); length++)
+        if (c < 0x20 || c == '"' || c == '\\') {
+            char *quoted = act_json_quote (string);
+            bool added = quoted && act_buf_add_str (self, quoted);
+            free (quoted);
+            return added;
+        }
+    if (!act_buf_reserve (self, length + 2))
+        return false;
+    char *at = self->data + self->size;
+    at [0] = '"';
+    memcpy (at + 1, string, length);
+    at [length + 1] = '"';
+    at [length + 2] = 0;
+    self->size += length + 2;
+    return true;
+}
+
+bool
+act_buf_add_number (act_buf_t *self, long long number)
+{
+    char digits [24];
+    return act_buf_add (self, digits, act_decimal_write (digits, number));
+}
+
+char *
+act_buf_take (act_buf_t *self)
+{
+    char *data = self->data;
+    if (!data && !self->failed)
+        data = strdup ("");
+    *self = (act_buf_t) { 0 };
+    return data;
 }

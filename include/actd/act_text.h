@@ -9,11 +9,57 @@
 #ifndef ACT_TEXT_H_INCLUDED
 #define ACT_TEXT_H_INCLUDED
 
+#include <stdbool.h>
+#include <string.h>
 #include "act_ref.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+//  A text being built: it grows as it is written to. Start with
+//  act_buf_t text = { 0 }, end with act_buf_take.
+typedef struct {
+    char *data;                 //  The bytes, NUL-terminated; NULL before the
+                                //  first write, or after memory ran out
+    size_t size;                //  Bytes written
+    size_t room;                //  Bytes allocated
+    bool failed;                //  Memory ran out: every later write fails
+} act_buf_t;
+
+//  Make room for size more bytes (and the NUL). Returns false when memory
+//  ran out: the text is then dropped.
+bool act_buf_reserve (act_buf_t *self, size_t size);
+
+//  Append size bytes. Returns false when memory ran out.
+static inline bool
+act_buf_add (act_buf_t *self, const void *bytes, size_t size)
+{
+    if (self->size + size + 1 > self->room && !act_buf_reserve (self, size))
+        return false;
+    memcpy (self->data + self->size, bytes, size);
+    self->size += size;
+    self->data [self->size] = 0;
+    return true;
+}
+
+//  Append a C string. Returns false when memory ran out.
+static inline bool
+act_buf_add_str (act_buf_t *self, const char *string)
+{
+    return act_buf_add (self, string, strlen (string));
+}
+
+//  Append string as a JSON string, escaped as act_json_dump escapes.
+//  Returns false when memory ran out.
+bool act_buf_add_quoted (act_buf_t *self, const char *string);
+
+//  Append an integer in decimal. Returns false when memory ran out.
+bool act_buf_add_number (act_buf_t *self, long long number);
+
+//  The text built, for the caller to free (NULL when memory ran out); the
+//  buffer is empty again.
+char *act_buf_take (act_buf_t *self);
 
 //  The text of JSON object object (compact, ending in '}') with the member
 //  "name": value added last, value being JSON text. name must need no
