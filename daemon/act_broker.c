@@ -326,6 +326,7 @@ static void
 s_pass_async (act_broker_t *self)
 {
     act_pages_pump (self->pages, S_PAGE_BUDGET);
+    act_broker_land (self);             //  The pages waited for a commit
     s_pass_work (self);
     if (s_lapsed (self, act_clock_ms ()))
         s_stop_writing (self);
@@ -593,6 +594,9 @@ s_read (act_broker_t *self)
         }
         if (got)
             act_msg_close (&msg);
+        //  A commit that a read of the store waited for: its replies go
+        //  now, between two messages, not at the end of the pass
+        act_broker_land (self);
     }
     self->workers_waiting = workers;
 }
