@@ -95,29 +95,6 @@ act_call_params_text (act_call_t *self, act_ctx_t *ctx, act_err_t *err)
     return act_buf_take (&out);
 }
 
-//  The number token of size bytes at token is written as act_json_dump
-//  writes what jansson reads of it
-static bool
-s_number_dumped (const char *token, size_t size, bool real)
-{
-    char copy [64];
-    if (size >= sizeof copy)
-        return false;
-    memcpy (copy, token, size);
-    copy [size] = 0;
-    errno = 0;
-    if (!real) {
-        //  "-0" reads as 0; beyond int64 it is read as a double
-        long long integer = strtoll (copy, NULL, 10);
-        return errno == 0 && !(integer == 0 && copy [0] == '-');
-    }
-    double value = strtod (copy, NULL);
-    if (isinf (value) || isnan (value))
-        return false;
-    char shortest [ACT_DTOA_SIZE];
-    return act_dtoa (value, shortest) == size && memcmp (shortest, copy, size) == 0;
-}
-
 bool
 act_call_numbers_dumped (const char *text, size_t size)
 {
@@ -142,22 +119,10 @@ act_call_numbers_dumped (const char *text, size_t size)
         }
         else
         if (c == '-' || (c >= '0' && c <= '9')) {
-            size_t start = pos;
-            bool real = false;
-            for (; pos < size; pos++) {
-                c = text [pos];
-                if (c == '.' || c == 'e' || c == 'E' || c == '+')
-                    real = true;
-                else
-                if (c != '-' && (c < '0' || c > '9'))
-                    break;
-            }
-            size_t length = pos - start;
-            bool negative = text [start] == '-';
-            if (!real && length - negative < 19 && !(negative && text [start + 1] == '0'))
-                continue;       //  An int64 integer, written so: the usual case
-            if (!s_number_dumped (text + start, length, real))
+            size_t length;
+            if (!act_json_number_dumped (text + pos, size - pos, &length))
                 return false;
+            pos += length;
         }
         else
             pos++;

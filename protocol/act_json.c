@@ -424,60 +424,60 @@ s_dump_string (s_dump_t *self)
     return false;
 }
 
-//  Digits from self->at; returns how many
+//  How many decimal digits start the size bytes at data
 static size_t
-s_dump_digits (s_dump_t *self)
+s_digits (const char *data, size_t size)
 {
-    size_t start = self->at;
-    while (self->at < self->size && self->data [self->at] >= '0' && self->data [self->at] <= '9')
-        self->at++;
-    return self->at - start;
+    size_t count = 0;
+    while (count < size && data [count] >= '0' && data [count] <= '9')
+        count++;
+    return count;
 }
 
-//  A number as s_text_value writes it: an int64 integer, or a real in its
-//  shortest form (what act_dtoa writes of what strtod reads)
-static bool
-s_dump_number (s_dump_t *self)
+bool
+act_json_number_dumped (const char *text, size_t size, size_t *length)
 {
-    size_t start = self->at;
-    if (self->data [self->at] == '-')
-        self->at++;
-    size_t first = self->at;
-    size_t digits = s_dump_digits (self);
-    if (!digits || (digits > 1 && self->data [first] == '0'))
+    bool negative = size && text [0] == '-';
+    size_t digits = s_digits (text + negative, size - negative);
+    size_t at = negative + digits;
+    *length = at;
+    if (!digits || (digits > 1 && text [negative] == '0'))
         return false;
-    bool real = false;
-    if (self->at < self->size && self->data [self->at] == '.') {
-        self->at++;
-        real = true;
-        if (!s_dump_digits (self))
+    bool real = at < size && (text [at] == '.' || text [at] == 'e' || text [at] == 'E');
+    if (!real && digits < 19)
+        return !(negative && text [negative] == '0');      //  The usual case
+    if (at < size && text [at] == '.') {
+        size_t decimals = s_digits (text + at + 1, size - at - 1);
+        if (!decimals)
             return false;
+        at += 1 + decimals;
     }
-    if (self->at < self->size && (self->data [self->at] == 'e' || self->data [self->at] == 'E')) {
-        self->at++;
-        real = true;
-        if (self->at < self->size && (self->data [self->at] == '+' || self->data [self->at] == '-'))
-            self->at++;
-        if (!s_dump_digits (self))
+    if (at < size && (text [at] == 'e' || text [at] == 'E')) {
+        at++;
+        if (at < size && (text [at] == '+' || text [at] == '-'))
+            at++;
+        size_t exponent = s_digits (text + at, size - at);
+        if (!exponent)
             return false;
+        at += exponent;
     }
-    size_t length = self->at - start;
+    *length = at;
     char token [64];
-    if (length >= sizeof token)
+    if (at >= sizeof token)
         return false;
-    memcpy (token, self->data + start, length);
-    token [length] = 0;
+    memcpy (token, text, at);
+    token [at] = 0;
     errno = 0;
     if (!real) {
         //  "-0" reads as 0; beyond int64 jansson refuses the text
         long long integer = strtoll (token, NULL, 10);
-        return errno == 0 && !(integer == 0 && token [0] == '-');
+        return errno == 0 && !(integer == 0 && negative);
     }
     double value = strtod (token, NULL);
     if (isinf (value) || isnan (value))
         return false;
     char shortest [ACT_DTOA_SIZE];
-    return act_dtoa (value, shortest) == length && memcmp (shortest, token, length) == 0;
+    return act_dtoa (value, shortest) == at && memcmp (shortest, token, at) == 0;
 }
 
 static int
@@ -568,8 +568,12 @@ s_dump_value (s_dump_t *self, int depth)
         return s_dump_string (self);
     if (c == '{' || c == '[')
         return depth < ACT_MAX_JSON_DEPTH && s_dump_container (self, depth + 1);
-    if (c == '-' || (c >= '0' && c <= '9'))
-        return s_dump_number (self);
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        size_t length;
+        bool dumped = act_json_number_dumped (self->data + self->at, self->size - self->at, &length);
+        self->at += length;
+        return dumped;
+    }
     return false;
 }
 

@@ -50,6 +50,13 @@ char *act_json_dumps (const json_t *value, size_t flags);
 //  "parse and write it to know": such a text may still be valid JSON.
 bool act_json_is_dump (const char *data, size_t size);
 
+//  True when the size bytes at text start with a JSON number written as
+//  act_json_dump writes what jansson reads of it: an int64 integer other
+//  than "-0", or a real in act_dtoa's shortest form ("0.1", "1.0",
+//  "1e+16"; not "1e5", "1E5" or "0.10"). Sets *length to the bytes its
+//  number grammar took (the whole number when true).
+bool act_json_number_dumped (const char *text, size_t size, size_t *length);
+
 //  string as a JSON string text (quoted, escaped as act_json_dump writes
 //  strings), for JSON built around texts; a new string the caller frees.
 char *act_json_quote (const char *string);

@@ -394,6 +394,51 @@ test_is_dump (void **state)
     }
 }
 
+//  act_json_number_dumped says of a number what jansson's reading and
+//  act_json_dump's writing say: the same text again, or not
+static void
+test_number_dumped (void **state)
+{
+    (void) state;
+    struct { const char *text; bool dumped; } cases [] = {
+        { "0", true }, { "-0", false }, { "100", true }, { "-7", true }, { "01", false },
+        { "1e5", false }, { "1E5", false }, { "1e+16", true }, { "1E+16", false },
+        { "0.1", true }, { "0.10", false }, { "1.0", true }, { "1.", false }, { "-0.0", true },
+        { "1.5e-323", true }, { "5e-324", true }, { "1e400", false }, { "-", false },
+        { "9223372036854775807", true }, { "9223372036854775808", false },
+        { "-9223372036854775808", true }, { "-9223372036854775809", false },
+        { "1000000000000000000", true }, { "0000000000000000001", false },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        const char *text = cases [i].text;
+        size_t length = 99;
+        if (act_json_number_dumped (text, strlen (text), &length) != cases [i].dumped)
+            fail_msg ("act_json_number_dumped (%s) is not %d", text, cases [i].dumped);
+        if (cases [i].dumped)
+            assert_int_equal (length, strlen (text));
+        //  The same answer as jansson and the writer give
+        char array [64], *again = NULL;
+        snprintf (array, sizeof array, "[%s]", text);
+        json_t *value = json_loads (array, 0, NULL);
+        if (value)
+            again = act_json_dump (value);
+        assert_int_equal (again && strcmp (again, array) == 0, cases [i].dumped);
+        free (again);
+        json_decref (value);
+    }
+    //  The number ends where its grammar does, what follows is not read
+    size_t length = 0;
+    assert_true (act_json_number_dumped ("12,3", 4, &length));
+    assert_int_equal (length, 2);
+    assert_true (act_json_number_dumped ("0.5]", 4, &length));
+    assert_int_equal (length, 3);
+    assert_true (act_json_number_dumped ("1e+16}", 6, &length));
+    assert_int_equal (length, 5);
+    assert_true (act_json_number_dumped ("42", 1, &length));     //  Only size bytes
+    assert_int_equal (length, 1);
+    assert_false (act_json_number_dumped ("", 0, &length));
+}
+
 int
 main (void)
 {
@@ -404,6 +449,7 @@ main (void)
         cmocka_unit_test (test_dates),
         cmocka_unit_test (test_decimals),
         cmocka_unit_test (test_is_dump),
+        cmocka_unit_test (test_number_dumped),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
