@@ -212,6 +212,10 @@ s_run (s_setup_t *setup, const s_options_t *options, size_t calls, bool output,
     double start = bench_now ();
     double last_reply = start;
     while (done < calls) {
+        if (zsys_interrupted) {
+            fprintf (stderr, "bench_calls: interrupted\n");
+            exit (1);
+        }
         //  Fill the window
         while (sent < calls && sent - done < options->window) {
             char request [24];
@@ -467,6 +471,19 @@ s_setup_stop (s_setup_t *setup)
     }
 }
 
+//  The setups of main, for s_stop_all
+static s_setup_t *s_setups = NULL;
+static size_t s_nsetups = 0;
+
+//  At exit, an error's exit (1) included: stop every setup's brokers and
+//  worker (those already stopped are skipped), so no actd outlives us
+static void
+s_stop_all (void)
+{
+    for (size_t i = 0; i < s_nsetups; i++)
+        s_setup_stop (&s_setups [i]);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -552,6 +569,10 @@ main (int argc, char *argv [])
     }
     zsys_init ();
     zsys_set_logstream (stderr);
+    //  After zsys_init, so it runs before CZMQ's own shutdown at exit
+    s_setups = setups;
+    s_nsetups = nsetups;
+    atexit (s_stop_all);
     char *actd = bench_actd_path ();
     char *dir = bench_tmpdir ("bench_calls");
     printf ("bench_calls: %zu calls of ~%zu bytes (%s), %zu outstanding at most, "
