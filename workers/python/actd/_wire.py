@@ -1,7 +1,8 @@
-"""ACT/1 client framing, and the routing of requests and replies among one
-or several brokers, shared by the threaded and the asyncio clients with
-what their handles have in common (it does no I/O: the client sends what
-it queues in ``outbox`` and hands it what the sockets receive). Futures
+"""The bookkeeping of requests and the routing of them and their replies
+among one or several brokers (:class:`Tracker`), shared by the threaded
+and the asyncio clients (it does no I/O: the client sends what it queues
+in ``outbox`` and hands it what the sockets receive). The frames are
+:mod:`actd._codec`'s, a watch's state :mod:`actd._watch`'s. Futures
 are whatever the client passes in (a ``concurrent.futures.Future`` or an
 ``asyncio.Future``): both have ``set_result``, ``set_exception``,
 ``done`` and ``exception``.
@@ -24,112 +25,17 @@ import itertools
 import json
 import logging
 import time
-import uuid
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
-from .errors import ActdError, Disconnected, ProtocolError, Timeout, error_for
-from .types import Outcome, Status
+from .errors import ActdError, Disconnected, ProtocolError, error_for
+from .types import Outcome
+from ._codec import HEADER, decode_frame, parse_status, parse_value, request_frames, text_arg
+from ._watch import WATCH_LOST, Subscription, Watch
 
 log = logging.getLogger("actd.client")
 
-HEADER = b"ACTC01"
-
-#: A JSON argument: a value to encode, or JSON text already encoded.
-JsonArg = Union[Dict[str, Any], List[Any], str, bytes]
-
 #: A deferred action: settle one future (run outside any lock).
 Action = Callable[[], None]
-
-
-def encode_json(value: Any) -> bytes:
-    """UTF-8 JSON text of ``value`` (strict: NaN and Infinity are refused)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":")).encode("utf-8")
-
-
-def json_arg(value: JsonArg) -> bytes:
-    """A json frame: dicts and lists are encoded; str/bytes are taken as JSON text."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return encode_json(value)
-
-
-def text_arg(value: Union[str, bytes, int]) -> bytes:
-    """A plain frame (context id, call id, expression, number)."""
-    if isinstance(value, bytes):
-        return value
-    return str(value).encode("utf-8")
-
-
-def has_output(call: JsonArg) -> bool:
-    """True when a call carries ``_outputPath`` (so a ``DONE`` will follow)."""
-    if isinstance(call, (str, bytes)):
-        try:
-            call = json.loads(call)
-        except ValueError:
-            return False
-    return isinstance(call, dict) and "_outputPath" in call
-
-
-def _decode(frame: bytes) -> str:
-    return frame.decode("utf-8", "replace")
-
-
-def _json_reply(expected: str, verb: str, args: List[bytes]) -> Any:
-    """The JSON of a reply ``expected`` with one argument."""
-    if verb != expected or len(args) != 1:
-        raise ProtocolError("expected %s with a value, got %s" % (expected, verb))
-    try:
-        return json.loads(args[0])
-    except ValueError as error:
-        raise ProtocolError("%s does not parse: %s" % (expected, error)) from None
-
-
-def parse_value(verb: str, args: List[bytes]) -> Any:
-    """A ``VALUE`` reply holding JSON."""
-    return _json_reply("VALUE", verb, args)
-
-
-def parse_text(verb: str, args: List[bytes]) -> str:
-    """A ``VALUE`` reply holding text."""
-    if verb != "VALUE" or len(args) != 1:
-        raise ProtocolError("expected VALUE, got %s" % verb)
-    return _decode(args[0])
-
-
-def parse_status(verb: str, args: List[bytes]) -> Status:
-    """A ``STATUS`` reply."""
-    value = parse_value(verb, args)
-    if not isinstance(value, dict):
-        raise ProtocolError("STATUS value is not an object")
-    return Status(value)
-
-
-def parse_ok_value(verb: str, args: List[bytes]) -> Any:
-    """An ``OK`` reply holding JSON (``APPEND``'s, ``DELETE``'s)."""
-    return _json_reply("OK", verb, args)
-
-
-def parse_seq(verb: str, args: List[bytes]) -> int:
-    """An ``APPEND``'s ``OK {"seq": N}``."""
-    try:
-        return int(parse_ok_value(verb, args)["seq"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise ProtocolError("OK does not carry a seq: %s" % error) from None
-
-
-def parse_ok(verb: str, args: List[bytes]) -> None:
-    """A bare ``OK``."""
-    if verb != "OK":
-        raise ProtocolError("expected OK, got %s" % verb)
-
-
-def parse_pong(verb: str, args: List[bytes]) -> None:
-    """``PONG``."""
-    if verb != "PONG":
-        raise ProtocolError("expected PONG, got %s" % verb)
 
 
 #: ``moved`` replies followed for one request; one more fails it with
@@ -185,37 +91,6 @@ def rendezvous(endpoints: Sequence[str], context: str) -> List[str]:
     """``endpoints`` in the order requests about ``context`` try them: the
     highest :func:`score` first, ties broken by the smaller endpoint."""
     return sorted(endpoints, key=lambda endpoint: (-score(endpoint, context), endpoint))
-
-
-def _with_id(call: Any) -> Any:
-    """A call object with an ``_id`` (a random UUID) when it has none."""
-    if isinstance(call, dict) and "_id" not in call:
-        call = dict(call)
-        call["_id"] = str(uuid.uuid4())
-    return call
-
-
-def with_ids(body: Any, plan: bool) -> Any:
-    """A CALL's call, or a PLAN's calls, each given an ``_id`` (a random
-    UUID) when it lacks one, so that sending it again to another broker
-    after a timeout does not run it twice. JSON text is parsed and encoded
-    again; text that does not parse is left as it is (actd refuses it)."""
-    text = isinstance(body, (str, bytes))
-    value = body
-    if text:
-        try:
-            value = json.loads(body)
-        except ValueError:
-            return body
-    if plan:
-        if not isinstance(value, list):
-            return body
-        value = [_with_id(item) for item in value]
-    else:
-        if not isinstance(value, dict) or "_id" in value:
-            return body
-        value = _with_id(value)
-    return encode_json(value) if text else value
 
 
 class Pending:
@@ -285,8 +160,8 @@ def _to_sink(sink: Callable[[Any], None], item: Any) -> Action:
 
 def _error(args: List[bytes]) -> ActdError:
     """The exception of an ``ERROR`` reply's arguments."""
-    return error_for(_decode(args[0]) if args else "internal",
-                     _decode(args[1]) if len(args) > 1 else "")
+    return error_for(decode_frame(args[0]) if args else "internal",
+                     decode_frame(args[1]) if len(args) > 1 else "")
 
 
 def _remember(table: "collections.OrderedDict[str, str]", key: str, endpoint: str) -> None:
@@ -342,9 +217,9 @@ class Tracker:
         pending.command = command
         pending.args = list(args)
         if command in CONTEXT_COMMANDS and args:
-            pending.context = _decode(args[0])
+            pending.context = decode_frame(args[0])
         elif command in CALL_COMMANDS and args:
-            pending.call_id = _decode(args[0])
+            pending.call_id = decode_frame(args[0])
         pending.endpoint = self._route(pending, None)
         self._pending[request_id] = pending
         self._transmit(request_id, pending)
@@ -526,7 +401,7 @@ class Tracker:
     def _follow(self, request_id: bytes, pending: Pending, args: List[bytes]) -> bool:
         """An ``ERROR moved``: send the request again to the owner it names;
         False when it cannot (no owner named, or too many hops)."""
-        owner = _decode(args[1]) if len(args) > 1 else ""
+        owner = decode_frame(args[1]) if len(args) > 1 else ""
         if not owner or pending.hops >= MAX_HOPS:
             return False
         if owner not in self.endpoints:
@@ -550,7 +425,7 @@ class Tracker:
         if len(frames) < 3 or frames[0] != HEADER:
             log.warning("a reply that is not ACT/1 dropped")
             return []
-        verb = _decode(frames[1])
+        verb = decode_frame(frames[1])
         request_id = frames[2]
         args = frames[3:]
         pending = self._pending.get(request_id)
@@ -617,7 +492,7 @@ class Tracker:
     def _accepted_reply(self, request_id: bytes, pending: Pending, endpoint: str,
                         body: bytes) -> List[Action]:
         if pending.kind == "call":
-            ids: List[str] = [_decode(body)]
+            ids: List[str] = [decode_frame(body)]
             value: Any = ids[0]
         else:
             try:
@@ -651,10 +526,10 @@ class Tracker:
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
         except ValueError as error:
-            futures = self._ended(request_id, pending, _decode(args[0]))
+            futures = self._ended(request_id, pending, decode_frame(args[0]))
             problem = ProtocolError("DONE outcome does not parse: %s" % error)
             return [_set_exception(future, problem) for future in futures]
-        return self._outcome(request_id, pending, _decode(args[0]), raw)
+        return self._outcome(request_id, pending, decode_frame(args[0]), raw)
 
     def _ended(self, request_id: bytes, pending: Pending, call_id: str) -> List[Any]:
         """The futures waiting for call_id's outcome, no longer pending."""
@@ -750,292 +625,3 @@ class Tracker:
             return []
         log.debug("call %s ended (STATUS)", wait.call_id)
         return self._outcome(wait.request_id, pending, wait.call_id, status.outcome.raw)
-
-
-def request_frames(command: str, request_id: bytes, args: Sequence[bytes]) -> List[bytes]:
-    """``["ACTC01"][COMMAND][request-id][args...]``."""
-    return [HEADER, command.encode("ascii"), request_id] + list(args)
-
-
-def call_args(context: str, call: JsonArg, auto_id: bool) -> List[bytes]:
-    """CALL's arguments (the call given an ``_id`` when ``auto_id``)."""
-    if auto_id:
-        call = with_ids(call, plan=False)
-    return [text_arg(context), json_arg(call)]
-
-
-def plan_args(context: str, calls: Union[Sequence[Dict[str, Any]], str, bytes],
-              auto_id: bool) -> Tuple[List[bytes], List[Any]]:
-    """PLAN's arguments (each call given an ``_id`` when ``auto_id``), and
-    the plan's calls as a list (empty when JSON text is not a list): a
-    ``DONE`` is awaited for each of them that has an output path."""
-    parsed: Any = calls
-    if isinstance(calls, (str, bytes)):
-        try:
-            parsed = json.loads(calls)
-        except ValueError:
-            parsed = []
-    items = list(parsed) if isinstance(parsed, list) else []
-    body = calls if isinstance(calls, (str, bytes)) else list(calls)
-    if auto_id:
-        body = with_ids(body, plan=True)
-    return [text_arg(context), json_arg(body)], items
-
-
-def resolve_args(context: str, expression: str, instance: Optional[str]) -> List[bytes]:
-    """RESOLVE's arguments."""
-    args = [text_arg(context), text_arg(expression)]
-    if instance is not None:
-        args.append(text_arg(instance))
-    return args
-
-
-def view_args(context: str, format: str) -> Tuple[List[bytes], Callable[[str, List[bytes]], Any]]:
-    """VIEW's arguments and the parser of its reply."""
-    parse = parse_text if format == "text" else parse_value
-    return [text_arg(context), text_arg(format)], parse
-
-
-class HistoryPages:
-    """The ``HISTORY`` requests reading ``context`` from ``from_seq`` on,
-    ``page_size`` messages at a time and at most ``limit`` (None: all), for
-    both clients' ``history()``: send :meth:`args` while it is not None,
-    and pass each reply to :meth:`take`."""
-
-    def __init__(self, context: str, from_seq: int, limit: Optional[int],
-                 page_size: int) -> None:
-        """Nothing is sent yet."""
-        if page_size < 1 or (limit is not None and limit < 0):
-            raise ValueError("page_size is at least 1, and limit None or at least 0")
-        self.context = context
-        self.seq = from_seq
-        self.left = limit
-        self.page_size = page_size
-        self.done = limit == 0
-
-    def args(self) -> Optional[List[bytes]]:
-        """The next request's arguments, or None when all was read."""
-        if self.done:
-            return None
-        size = self.page_size if self.left is None else min(self.page_size, self.left)
-        return [text_arg(self.context), text_arg(self.seq), text_arg(size)]
-
-    def take(self, page: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        """A reply's messages; an empty page is the last (a page may be
-        short before the end: actd stops one at ``max_reply_bytes``)."""
-        if self.left is not None:
-            self.left -= len(page)
-        self.done = not page or self.left == 0
-        if page:
-            self.seq = int(page[-1]["_seq"]) + 1
-        return page
-
-
-def append_args(context: str, message: JsonArg, key: Optional[str]) -> List[bytes]:
-    """APPEND's arguments, with the idempotency key when given."""
-    args = [text_arg(context), json_arg(message)]
-    if key is not None:
-        args.append(text_arg(key))
-    return args
-
-
-class ContextPages:
-    """The ``CONTEXTS`` requests listing the contexts whose id starts with
-    ``prefix``, ``page_size`` at a time and at most ``limit`` (None: all),
-    for both clients' ``contexts()``: send :meth:`args` while it is not None, and pass each
-    reply to :meth:`take`."""
-
-    def __init__(self, prefix: str, limit: Optional[int], page_size: int) -> None:
-        """Nothing is sent yet."""
-        if not 1 <= page_size <= 1000 or (limit is not None and limit < 0):
-            raise ValueError("page_size is 1 to 1000, and limit None or at least 0")
-        self.prefix = prefix
-        self.page_size = page_size
-        self.left = limit
-        self.after: Optional[str] = ""
-        self.done = limit == 0
-
-    def args(self) -> Optional[List[bytes]]:
-        """The next request's arguments, or None when all was read."""
-        if self.done or self.after is None:
-            return None
-        size = self.page_size if self.left is None else min(self.page_size, self.left)
-        return [text_arg(self.prefix), text_arg(self.after), text_arg(size)]
-
-    def take(self, page: Dict[str, Any]) -> List[Dict[str, Any]]:
-        """A reply's contexts; without ``next``, the last page."""
-        contexts = list(page.get("contexts", []))
-        if self.left is not None:
-            contexts = contexts[:self.left]
-            self.left -= len(contexts)
-        self.after = page.get("next")
-        self.done = self.left == 0 or not contexts
-        return contexts
-
-
-#: Seconds the broker's start time, estimated from two ``STATS`` replies,
-#: may differ before it counts as a restart (uptime_ms is in whole ms).
-START_SLACK = 0.05
-
-
-def call_outcome(event: Optional[Dict[str, Any]], call_id: str) -> Optional[Outcome]:
-    """The outcome in a watch's ``{"call": ...}`` event when it is call_id's
-    and the call has ended, else None."""
-    call = event.get("call") if event else None
-    if isinstance(call, dict) and str(call.get("call_id")) == call_id:
-        return Status(call).outcome
-    return None
-
-
-#: What a watch's sink gets when the connection it was sent on dropped: the
-#: broker's events for it are lost, and the iterator watches again.
-WATCH_LOST: Any = object()
-
-
-class Subscription:
-    """One ``WATCH`` of a ``watch()`` iterator, and the ``STATS`` asked of
-    its broker whose reply is awaited (None once it came)."""
-
-    __slots__ = ("watch_id", "stats_id", "stats", "sent", "events")
-
-    def __init__(self, sent: float, stats: Any) -> None:
-        """Set by :meth:`Tracker.subscribe`."""
-        self.watch_id = b""
-        self.stats_id = b""
-        self.stats: Optional[Any] = stats   # A future
-        self.sent = sent                    # When the STATS was sent
-        self.events: Any = None             # The client's queue of events
-
-
-class Watch:
-    """What one ``watch()`` iterator knows, for both clients: the context,
-    the last ``seq`` it yielded, and the broker's start time.
-
-    Before each ``WATCH`` (:meth:`args`) the iterator asks ``STATS`` of the
-    broker it goes to and passes it to :meth:`restarted` (so the broker
-    that answered is the one that got the watch, or one that died before
-    it), then passes each event to :meth:`take`. When
-    nothing came for a while it asks ``STATS`` of the watch's broker
-    again: no reply, or a broker that started since (its uptime says so),
-    means the watch is lost, and the iterator watches again (``UNWATCH``
-    for the old one, then :meth:`args`: from the seq after the last one).
-    """
-
-    def __init__(self, context: str, from_seq: int, calls: bool) -> None:
-        """No watch sent yet."""
-        if from_seq < 0:
-            raise ValueError("from_seq is 0 (only new messages) or more")
-        self.context = context
-        self.calls = calls
-        self.last: Optional[int] = from_seq - 1 if from_seq > 0 else None
-        self.ended = False
-        self._start: Optional[Tuple[float, float]] = None
-
-    def args(self) -> List[bytes]:
-        """The next ``WATCH``'s arguments: from the seq after the last one
-        (0, only new ones, while none came after ``from_seq`` 0)."""
-        return [text_arg(self.context), text_arg(0 if self.last is None else self.last + 1),
-                b"all" if self.calls else b"messages"]
-
-    def take(self, item: Any) -> Optional[bool]:
-        """An event: True to yield it, False when it was yielded already,
-        None for a gap or :data:`WATCH_LOST` (watch again). Raises the
-        error that ended the watch."""
-        if isinstance(item, BaseException):
-            raise item
-        if item is WATCH_LOST:
-            return None
-        if item.get("deleted"):
-            self.ended = True
-        elif "seq" in item:
-            seq = int(item["seq"])
-            if self.last is not None:
-                if seq <= self.last:
-                    return False
-                if seq != self.last + 1:
-                    return None
-            self.last = seq
-        return True
-
-    def restarted(self, stats: Dict[str, Any], sent: float, received: float) -> bool:
-        """A ``STATS`` reply sent at ``sent`` and received at ``received``
-        (``time.monotonic()``): True when its broker started after the one
-        of the earlier replies (so the watch is gone)."""
-        uptime = float(stats.get("uptime_ms", 0)) / 1000.0
-        low, high = sent - uptime, received - uptime
-        known = self._start
-        if known is not None and low <= known[1] + START_SLACK:
-            return False
-        self._start = (low, high)
-        return known is not None
-
-
-def deadline_after(timeout: Optional[float]) -> Optional[float]:
-    """The ``time.monotonic()`` ``timeout`` seconds from now (None: no limit)."""
-    return None if timeout is None else time.monotonic() + timeout
-
-
-def wait_time(probe: Optional[float], deadline: Optional[float]) -> Optional[float]:
-    """Seconds to wait: ``probe`` (None: no limit), at most until ``deadline``."""
-    left = time_left(deadline)
-    if left is None or (probe is not None and probe < left):
-        return probe
-    return left
-
-
-def check_deadline(deadline: Optional[float]) -> None:
-    """Raise :class:`actd.Timeout` once ``deadline`` has passed."""
-    if deadline is not None and time.monotonic() >= deadline:
-        raise Timeout("no outcome in time")
-
-
-def time_left(deadline: Optional[float]) -> Optional[float]:
-    """Seconds left until ``deadline``, 0 once past (None: no limit)."""
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-class CallHandleBase:
-    """What a call's handle holds, for both clients (their handles differ
-    in how they wait): the futures of the call's reply and of its ``DONE``
-    (None without ``_outputPath``)."""
-
-    def __init__(self, client: Any, request_id: bytes, reply: Any, done: Any) -> None:
-        """Created by the client's ``submit``."""
-        self._client = client
-        self._request_id = request_id
-        self._reply = reply
-        self._done = done
-
-    @property
-    def has_output(self) -> bool:
-        """True when the call has an ``_outputPath`` (a ``DONE`` will come)."""
-        return self._done is not None
-
-    def done(self) -> bool:
-        """True when nothing more will arrive for this call (its outcome, or
-        its refusal; for a fire-and-forget call, its ``ACCEPTED``)."""
-        if self._reply.done() and self._reply.exception() is not None:
-            return True
-        return (self._done or self._reply).done()
-
-    def forget(self) -> None:
-        """Stop waiting: a ``DONE`` arriving later is dropped."""
-        self._client._forget(self._request_id)
-
-
-class PlanHandleBase:
-    """What a plan's handle holds, for both clients: the futures of the
-    plan's reply and of each call's ``DONE`` (None for a call without
-    ``_outputPath``)."""
-
-    def __init__(self, client: Any, request_id: bytes, reply: Any,
-                 outcomes: List[Any]) -> None:
-        """Created by the client's ``submit_plan``."""
-        self._client = client
-        self._request_id = request_id
-        self._reply = reply
-        self._outcomes = outcomes
-
-    def forget(self) -> None:
-        """Stop waiting: ``DONE`` replies arriving later are dropped."""
-        self._client._forget(self._request_id)

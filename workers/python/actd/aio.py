@@ -28,7 +28,7 @@ from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Union
 import zmq
 import zmq.asyncio
 
-from . import _socket, _wire
+from . import _codec, _handles, _socket, _watch, _wire
 from ._socket import Endpoints
 from .client import _DEFAULT, PROBE, _options
 from .errors import Closed, Disconnected, NotFound, Timeout
@@ -51,7 +51,7 @@ async def _wait(future: "asyncio.Future[Any]", timeout: Optional[float], what: s
         raise Timeout("no %s within %s s" % (what, timeout)) from None
 
 
-class AsyncCallHandle(_wire.CallHandleBase):
+class AsyncCallHandle(_handles.CallHandleBase):
     """A submitted call (from :meth:`AsyncClient.submit`)."""
 
     async def accepted(self, timeout: Optional[float] = None) -> str:
@@ -78,7 +78,7 @@ class AsyncCallHandle(_wire.CallHandleBase):
         return self.result().__await__()
 
 
-class AsyncPlanHandle(_wire.PlanHandleBase):
+class AsyncPlanHandle(_handles.PlanHandleBase):
     """A submitted plan (from :meth:`AsyncClient.submit_plan`)."""
 
     async def accepted(self, timeout: Optional[float] = None) -> List[str]:
@@ -88,14 +88,14 @@ class AsyncPlanHandle(_wire.PlanHandleBase):
 
     async def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
         """For each call: its outcome (calls with an output path) or its id."""
-        deadline = _wire.deadline_after(timeout)
+        deadline = _handles.deadline_after(timeout)
         ids = await self.accepted(timeout)
         results: List[Union[Outcome, str]] = []
         for call_id, future in zip(ids, self._outcomes):
             if future is None:
                 results.append(call_id)
             else:
-                results.append(await _wait(future, _wire.time_left(deadline),
+                results.append(await _wait(future, _handles.time_left(deadline),
                                            "DONE for call %s" % call_id))
         return results
 
@@ -312,17 +312,17 @@ class AsyncClient:
 
     # -- calls ----------------------------------------------------------
 
-    async def submit(self, context: str, call: _wire.JsonArg) -> AsyncCallHandle:
+    async def submit(self, context: str, call: _codec.JsonArg) -> AsyncCallHandle:
         """Send ``CALL`` without waiting for its replies; returns a handle."""
         loop = asyncio.get_running_loop()
         reply: "asyncio.Future[Any]" = loop.create_future()
         done: "Optional[asyncio.Future[Any]]" = (
-            loop.create_future() if _wire.has_output(call) else None)
-        request_id = await self._send("CALL", _wire.call_args(context, call, self._auto_id),
+            loop.create_future() if _codec.has_output(call) else None)
+        request_id = await self._send("CALL", _codec.call_args(context, call, self._auto_id),
                                       _wire.Pending("call", reply, outcomes=[done]))
         return AsyncCallHandle(self, request_id, reply, done)
 
-    async def call(self, context: str, call: _wire.JsonArg, wait: bool = True,
+    async def call(self, context: str, call: _codec.JsonArg, wait: bool = True,
                    timeout: Optional[float] = None) -> Union[Outcome, str]:
         """As :meth:`actd.Client.call`: the outcome (``wait`` and an output
         path) or the call id."""
@@ -330,9 +330,9 @@ class AsyncClient:
         try:
             accept_timeout = self.timeout if timeout is None else timeout
             if wait and handle.has_output:
-                deadline = _wire.deadline_after(timeout)
+                deadline = _handles.deadline_after(timeout)
                 await handle.accepted(accept_timeout)
-                return await handle.outcome(_wire.time_left(deadline))
+                return await handle.outcome(_handles.time_left(deadline))
             return await handle.accepted(accept_timeout)
         finally:
             handle.forget()
@@ -340,11 +340,11 @@ class AsyncClient:
     async def submit_plan(self, context: str,
                           calls: Union[Sequence[Dict[str, Any]], str, bytes]) -> AsyncPlanHandle:
         """Send ``PLAN`` without waiting; returns a handle."""
-        args, items = _wire.plan_args(context, calls, self._auto_id)
+        args, items = _codec.plan_args(context, calls, self._auto_id)
         loop = asyncio.get_running_loop()
         reply: "asyncio.Future[Any]" = loop.create_future()
         outcomes: "List[Optional[asyncio.Future[Any]]]" = [
-            loop.create_future() if _wire.has_output(item) else None for item in items]
+            loop.create_future() if _codec.has_output(item) else None for item in items]
         request_id = await self._send("PLAN", args,
                                       _wire.Pending("plan", reply, outcomes=outcomes))
         return AsyncPlanHandle(self, request_id, reply, outcomes)
@@ -370,14 +370,14 @@ class AsyncClient:
         if done is not None:
             outcome: Outcome = await _wait(done, timeout, "DONE for call %s" % call_id)
             return outcome
-        deadline = _wire.deadline_after(timeout)
-        state = _wire.Watch((await self.status(call_id)).context, 0, True)
+        deadline = _handles.deadline_after(timeout)
+        state = _watch.Watch((await self.status(call_id)).context, 0, True)
         stream = self._stream(state, probe, deadline)
         try:
             async for event in stream:
                 # None: a watch was just opened, so an end before it shows in STATUS
                 found = ((await self.status(call_id)).outcome if event is None
-                         else _wire.call_outcome(event, call_id))
+                         else _watch.call_outcome(event, call_id))
                 if found is not None:
                     return found
         finally:
@@ -391,13 +391,13 @@ class AsyncClient:
         """As :meth:`actd.Client.watch`, for ``async for`` (call it in the
         event loop: the ``WATCH`` is sent at once); ``aclose()``, or
         leaving the loop once the iterator is collected, sends ``UNWATCH``."""
-        state = _wire.Watch(context, from_seq, calls)
+        state = _watch.Watch(context, from_seq, calls)
         first = self._subscribe(state)
         return AsyncWatch(self, self._stream(state, probe, first=first), first.watch_id)
 
-    async def _stream(self, state: _wire.Watch, probe: Optional[float],
+    async def _stream(self, state: _watch.Watch, probe: Optional[float],
                       deadline: Optional[float] = None,
-                      first: Optional[_wire.Subscription] = None) -> AsyncIterator[Any]:
+                      first: Optional[_watch.Subscription] = None) -> AsyncIterator[Any]:
         """:meth:`watch`'s iterator (from subscription ``first`` when
         given), yielding None after each WATCH sent; :class:`actd.Timeout`
         at ``deadline``."""
@@ -414,9 +414,9 @@ class AsyncClient:
                     continue
                 try:
                     item = await asyncio.wait_for(sub.events.get(),
-                                                  _wire.wait_time(probe, deadline))
+                                                  _handles.wait_time(probe, deadline))
                 except asyncio.TimeoutError:
-                    _wire.check_deadline(deadline)
+                    _handles.check_deadline(deadline)
                     self._tracker.probe(sub, asyncio.get_running_loop().create_future())
                     self._flush()
                     continue
@@ -430,7 +430,7 @@ class AsyncClient:
             if sub is not None:
                 self._unwatch(sub.watch_id)
 
-    def _subscribe(self, state: _wire.Watch) -> _wire.Subscription:
+    def _subscribe(self, state: _watch.Watch) -> _watch.Subscription:
         self._start()
         events: "asyncio.Queue[Any]" = asyncio.Queue()
         assert self._loop is not None
@@ -439,12 +439,12 @@ class AsyncClient:
         self._flush()
         return sub
 
-    async def _answered(self, state: _wire.Watch, sub: _wire.Subscription,
+    async def _answered(self, state: _watch.Watch, sub: _watch.Subscription,
                         probe: Optional[float], deadline: Optional[float]) -> bool:
         """As :meth:`actd.Client._answered`."""
-        _wire.check_deadline(deadline)
+        _handles.check_deadline(deadline)
         try:
-            stats = await _wait(sub.stats, _wire.wait_time(probe, deadline), "STATS")
+            stats = await _wait(sub.stats, _handles.wait_time(probe, deadline), "STATS")
         except Timeout:
             self._tracker.drop(sub.stats_id)
             return False
@@ -462,34 +462,34 @@ class AsyncClient:
 
     # -- contexts -------------------------------------------------------
 
-    async def append(self, context: str, message: _wire.JsonArg, key: Optional[str] = None,
+    async def append(self, context: str, message: _codec.JsonArg, key: Optional[str] = None,
                      timeout: Optional[float] = _DEFAULT) -> int:
         """Append a message (once per ``key`` when given); returns its ``_seq``."""
-        seq: int = await self._request("APPEND", _wire.append_args(context, message, key),
-                                       _wire.parse_seq, timeout)
+        seq: int = await self._request("APPEND", _codec.append_args(context, message, key),
+                                       _codec.parse_seq, timeout)
         return seq
 
     def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,
                  timeout: Optional[float] = _DEFAULT) -> AsyncIterator[Dict[str, Any]]:
         """As :meth:`actd.Client.contexts` (``async for``)."""
-        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit, page_size), timeout)
+        return self._pages("CONTEXTS", _codec.ContextPages(prefix, limit, page_size), timeout)
 
     async def delete(self, context: str, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
         """As :meth:`actd.Client.delete`: ``{"messages", "cancelled"}``."""
-        counts: Dict[str, Any] = await self._request("DELETE", [_wire.text_arg(context)],
-                                                     _wire.parse_ok_value, timeout)
+        counts: Dict[str, Any] = await self._request("DELETE", [_codec.text_arg(context)],
+                                                     _codec.parse_ok_value, timeout)
         return counts
 
     async def resolve(self, context: str, expression: str, instance: Optional[str] = None,
                       timeout: Optional[float] = _DEFAULT) -> Any:
         """The value of an expression; :class:`actd.NotFound` when absent."""
-        return await self._request("RESOLVE", _wire.resolve_args(context, expression, instance),
-                                   _wire.parse_value, timeout)
+        return await self._request("RESOLVE", _codec.resolve_args(context, expression, instance),
+                                   _codec.parse_value, timeout)
 
     async def view(self, context: str, format: str = "json",
                    timeout: Optional[float] = _DEFAULT) -> Any:
         """The merged view: a list (``"json"``) or a string (``"text"``)."""
-        args, parse = _wire.view_args(context, format)
+        args, parse = _codec.view_args(context, format)
         return await self._request("VIEW", args, parse, timeout)
 
     def history(self, context: str, from_seq: int = 1, limit: Optional[int] = None,
@@ -497,7 +497,7 @@ class AsyncClient:
                 ) -> AsyncIterator[Dict[str, Any]]:
         """The stored messages from ``from_seq`` on, at most ``limit``
         (None: all), read ``page_size`` at a time (``async for``)."""
-        return self._pages("HISTORY", _wire.HistoryPages(context, from_seq, limit, page_size),
+        return self._pages("HISTORY", _codec.HistoryPages(context, from_seq, limit, page_size),
                            timeout)
 
     async def _pages(self, command: str, pages: Any, timeout: Optional[float]
@@ -507,7 +507,7 @@ class AsyncClient:
             args = pages.args()
             if args is None:
                 return
-            for item in pages.take(await self._request(command, args, _wire.parse_value,
+            for item in pages.take(await self._request(command, args, _codec.parse_value,
                                                        timeout)):
                 yield item
 
@@ -522,29 +522,29 @@ class AsyncClient:
 
     async def status(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> Status:
         """A call's :class:`actd.Status`."""
-        status: Status = await self._request("STATUS", [_wire.text_arg(call_id)],
-                                             _wire.parse_status, timeout)
+        status: Status = await self._request("STATUS", [_codec.text_arg(call_id)],
+                                             _codec.parse_status, timeout)
         return status
 
     async def cancel(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> None:
         """Cancel a call."""
-        await self._request("CANCEL", [_wire.text_arg(call_id)], _wire.parse_ok, timeout)
+        await self._request("CANCEL", [_codec.text_arg(call_id)], _codec.parse_ok, timeout)
 
     async def stats(self, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
         """The broker's counters."""
-        stats: Dict[str, Any] = await self._request("STATS", [], _wire.parse_value, timeout)
+        stats: Dict[str, Any] = await self._request("STATS", [], _codec.parse_value, timeout)
         return stats
 
     async def tools(self, activity: Optional[str] = None, timeout: Optional[float] = _DEFAULT
                     ) -> Dict[str, Dict[str, Any]]:
         """The tools the workers declared (``TOOLS``)."""
-        args = [] if activity is None else [_wire.text_arg(activity)]
+        args = [] if activity is None else [_codec.text_arg(activity)]
         tools: Dict[str, Dict[str, Any]] = await self._request("TOOLS", args,
-                                                               _wire.parse_value, timeout)
+                                                               _codec.parse_value, timeout)
         return tools
 
     async def ping(self, timeout: Optional[float] = _DEFAULT) -> float:
         """``PING``; returns the round trip in seconds."""
         started = time.monotonic()
-        await self._request("PING", [], _wire.parse_pong, timeout)
+        await self._request("PING", [], _codec.parse_pong, timeout)
         return time.monotonic() - started

@@ -19,7 +19,7 @@ from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tu
 
 import zmq
 
-from . import _socket, _wire
+from . import _codec, _handles, _socket, _watch, _wire
 from ._socket import Endpoints
 from .errors import Closed, Disconnected, NotFound, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
@@ -61,7 +61,7 @@ def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], wh
         raise Timeout("no %s within %s s" % (what, timeout)) from None
 
 
-class CallHandle(_wire.CallHandleBase):
+class CallHandle(_handles.CallHandleBase):
     """A submitted call (from :meth:`Client.submit`): wait for its
     ``ACCEPTED`` with :meth:`accepted` and its ``DONE`` with
     :meth:`outcome`. Waiting again after a :class:`actd.Timeout` is fine."""
@@ -94,7 +94,7 @@ class CallHandle(_wire.CallHandleBase):
         return self.outcome(timeout)
 
 
-class PlanHandle(_wire.PlanHandleBase):
+class PlanHandle(_handles.PlanHandleBase):
     """A submitted plan (from :meth:`Client.submit_plan`)."""
 
     def accepted(self, timeout: Optional[float] = None) -> List[str]:
@@ -105,14 +105,14 @@ class PlanHandle(_wire.PlanHandleBase):
     def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
         """For each call in order: its :class:`actd.Outcome` when it has an
         output path, else its call id. ``timeout`` bounds the whole wait."""
-        deadline = _wire.deadline_after(timeout)
+        deadline = _handles.deadline_after(timeout)
         ids = self.accepted(timeout)
         results: List[Union[Outcome, str]] = []
         for call_id, future in zip(ids, self._outcomes):
             if future is None:
                 results.append(call_id)
             else:
-                results.append(_wait(future, _wire.time_left(deadline),
+                results.append(_wait(future, _handles.time_left(deadline),
                                      "DONE for call %s" % call_id))
         return results
 
@@ -373,18 +373,18 @@ class Client:
 
     # -- calls ----------------------------------------------------------
 
-    def submit(self, context: str, call: _wire.JsonArg) -> CallHandle:
+    def submit(self, context: str, call: _codec.JsonArg) -> CallHandle:
         """Send ``CALL`` without waiting; returns a :class:`CallHandle`.
         Submit many calls, then wait for them: they are pipelined.
         ``call`` is a dict (or JSON text)."""
         reply: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
         done: "Optional[concurrent.futures.Future[Any]]" = (
-            concurrent.futures.Future() if _wire.has_output(call) else None)
-        request_id = self._send("CALL", _wire.call_args(context, call, self._auto_id),
+            concurrent.futures.Future() if _codec.has_output(call) else None)
+        request_id = self._send("CALL", _codec.call_args(context, call, self._auto_id),
                                 _wire.Pending("call", reply, outcomes=[done]))
         return CallHandle(self, request_id, reply, done)
 
-    def call(self, context: str, call: _wire.JsonArg, wait: bool = True,
+    def call(self, context: str, call: _codec.JsonArg, wait: bool = True,
              timeout: Optional[float] = None) -> Union[Outcome, str]:
         """Submit a call (``CALL``) in ``context``.
 
@@ -398,9 +398,9 @@ class Client:
         handle = self.submit(context, call)
         try:
             if wait and handle.has_output:
-                deadline = _wire.deadline_after(timeout)
+                deadline = _handles.deadline_after(timeout)
                 handle.accepted(self.timeout if timeout is None else timeout)
-                return handle.outcome(_wire.time_left(deadline))
+                return handle.outcome(_handles.time_left(deadline))
             call_id = handle.accepted(self.timeout if timeout is None else timeout)
             return call_id
         finally:
@@ -410,10 +410,10 @@ class Client:
                     ) -> PlanHandle:
         """Send ``PLAN`` (many calls accepted together, in order) without
         waiting; returns a :class:`PlanHandle`."""
-        args, items = _wire.plan_args(context, calls, self._auto_id)
+        args, items = _codec.plan_args(context, calls, self._auto_id)
         reply: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
         outcomes: "List[Optional[concurrent.futures.Future[Any]]]" = [
-            concurrent.futures.Future() if _wire.has_output(item) else None for item in items]
+            concurrent.futures.Future() if _codec.has_output(item) else None for item in items]
         request_id = self._send("PLAN", args, _wire.Pending("plan", reply, outcomes=outcomes))
         return PlanHandle(self, request_id, reply, outcomes)
 
@@ -445,14 +445,14 @@ class Client:
         if done is not None:
             outcome: Outcome = _wait(done, timeout, "DONE for call %s" % call_id)
             return outcome
-        deadline = _wire.deadline_after(timeout)
-        state = _wire.Watch(self.status(call_id).context, 0, True)
+        deadline = _handles.deadline_after(timeout)
+        state = _watch.Watch(self.status(call_id).context, 0, True)
         stream = self._stream(state, probe, deadline)
         try:
             for event in stream:
                 # None: a watch was just opened, so an end before it shows in STATUS
                 found = (self.status(call_id).outcome if event is None
-                         else _wire.call_outcome(event, call_id))
+                         else _watch.call_outcome(event, call_id))
                 if found is not None:
                     return found
         finally:
@@ -476,15 +476,15 @@ class Client:
         ``probe`` seconds or has restarted since. Call events while no
         watch was open are not sent again. Closing the iterator (``break``
         out of the loop, or ``close()``) sends ``UNWATCH``."""
-        stream = self._stream(_wire.Watch(context, from_seq, calls), probe)
+        stream = self._stream(_watch.Watch(context, from_seq, calls), probe)
         next(stream)                        # The WATCH is sent
         return (event for event in stream if event is not None)
 
-    def _stream(self, state: _wire.Watch, probe: Optional[float],
+    def _stream(self, state: _watch.Watch, probe: Optional[float],
                 deadline: Optional[float] = None) -> Iterator[Any]:
         """:meth:`watch`'s iterator, yielding None after each WATCH sent;
         :class:`actd.Timeout` at ``deadline``."""
-        sub: Optional[_wire.Subscription] = None
+        sub: Optional[_watch.Subscription] = None
         try:
             while not state.ended:
                 if sub is None:
@@ -495,9 +495,9 @@ class Client:
                     sub = None
                     continue
                 try:
-                    item = sub.events.get(timeout=_wire.wait_time(probe, deadline))
+                    item = sub.events.get(timeout=_handles.wait_time(probe, deadline))
                 except queue.Empty:
-                    _wire.check_deadline(deadline)
+                    _handles.check_deadline(deadline)
                     with self._lock:
                         self._tracker.probe(sub, concurrent.futures.Future())
                     self._wake()
@@ -512,7 +512,7 @@ class Client:
             if sub is not None:
                 self._unwatch(sub.watch_id)
 
-    def _subscribe(self, state: _wire.Watch) -> _wire.Subscription:
+    def _subscribe(self, state: _watch.Watch) -> _watch.Subscription:
         events: "queue.Queue[Any]" = queue.Queue()
         with self._lock:
             if self._closed:
@@ -522,13 +522,13 @@ class Client:
         self._wake()
         return sub
 
-    def _answered(self, state: _wire.Watch, sub: _wire.Subscription, probe: Optional[float],
+    def _answered(self, state: _watch.Watch, sub: _watch.Subscription, probe: Optional[float],
                   deadline: Optional[float]) -> bool:
         """The ``STATS`` asked of the watch's broker: False when it gives
         no reply within ``probe`` seconds or restarted since the last time."""
-        _wire.check_deadline(deadline)
+        _handles.check_deadline(deadline)
         try:
-            stats = _wait(sub.stats, _wire.wait_time(probe, deadline), "STATS")
+            stats = _wait(sub.stats, _handles.wait_time(probe, deadline), "STATS")
         except Timeout:
             self._forget(sub.stats_id)
             return False
@@ -548,13 +548,13 @@ class Client:
 
     # -- contexts -------------------------------------------------------
 
-    def append(self, context: str, message: _wire.JsonArg, key: Optional[str] = None,
+    def append(self, context: str, message: _codec.JsonArg, key: Optional[str] = None,
                timeout: Optional[float] = _DEFAULT) -> int:
         """Append a message to ``context`` (``APPEND``); returns its
         ``_seq``. With ``key`` (1 to 128 bytes), a second append with the
         same key in the context appends nothing and returns the first's."""
-        seq: int = self._request("APPEND", _wire.append_args(context, message, key),
-                                 _wire.parse_seq, timeout)
+        seq: int = self._request("APPEND", _codec.append_args(context, message, key),
+                                 _codec.parse_seq, timeout)
         return seq
 
     def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,
@@ -564,15 +564,15 @@ class Client:
         ``{"context", "messages", "last_seq", "updated", "pending"}`` that
         sends ``CONTEXTS`` for ``page_size`` of them (at most 1000) at a
         time, as it is consumed."""
-        return self._pages("CONTEXTS", _wire.ContextPages(prefix, limit, page_size), timeout)
+        return self._pages("CONTEXTS", _codec.ContextPages(prefix, limit, page_size), timeout)
 
     def delete(self, context: str, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
         """Delete a context (``DELETE``): its calls not ended are cancelled,
         then it is removed with its messages and calls. Returns
         ``{"messages": N, "cancelled": N}``; :class:`actd.NotFound` when
         there is no such context."""
-        counts: Dict[str, Any] = self._request("DELETE", [_wire.text_arg(context)],
-                                               _wire.parse_ok_value, timeout)
+        counts: Dict[str, Any] = self._request("DELETE", [_codec.text_arg(context)],
+                                               _codec.parse_ok_value, timeout)
         return counts
 
     def resolve(self, context: str, expression: str, instance: Optional[str] = None,
@@ -580,14 +580,14 @@ class Client:
         """The value of a reference or expression (``RESOLVE``), in
         ``instance``'s scope when given. Raises :class:`actd.NotFound` when
         the value is absent."""
-        return self._request("RESOLVE", _wire.resolve_args(context, expression, instance),
-                             _wire.parse_value, timeout)
+        return self._request("RESOLVE", _codec.resolve_args(context, expression, instance),
+                             _codec.parse_value, timeout)
 
     def view(self, context: str, format: str = "json", timeout: Optional[float] = _DEFAULT
              ) -> Any:
         """The merged view (``VIEW``): a list of entries for ``"json"``, a
         string for ``"text"``."""
-        args, parse = _wire.view_args(context, format)
+        args, parse = _codec.view_args(context, format)
         return self._request("VIEW", args, parse, timeout)
 
     def history(self, context: str, from_seq: int = 1, limit: Optional[int] = None,
@@ -597,7 +597,7 @@ class Client:
         ``limit`` (None: all): an iterator that sends ``HISTORY`` for
         ``page_size`` messages (actd allows up to 1000) at a time, as it is
         consumed."""
-        return self._pages("HISTORY", _wire.HistoryPages(context, from_seq, limit, page_size),
+        return self._pages("HISTORY", _codec.HistoryPages(context, from_seq, limit, page_size),
                            timeout)
 
     def _pages(self, command: str, pages: Any, timeout: Optional[float]) -> Iterator[Any]:
@@ -607,7 +607,7 @@ class Client:
             args = pages.args()
             if args is None:
                 return
-            yield from pages.take(self._request(command, args, _wire.parse_value, timeout))
+            yield from pages.take(self._request(command, args, _codec.parse_value, timeout))
 
     def iter_history(self, context: str, from_seq: int = 1, page_size: int = 1000
                      ) -> Iterator[Dict[str, Any]]:
@@ -621,19 +621,19 @@ class Client:
     def status(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> Status:
         """A call's :class:`actd.Status` (``STATUS``); :class:`actd.NotFound`
         for an unknown call."""
-        status: Status = self._request("STATUS", [_wire.text_arg(call_id)],
-                                       _wire.parse_status, timeout)
+        status: Status = self._request("STATUS", [_codec.text_arg(call_id)],
+                                       _codec.parse_status, timeout)
         return status
 
     def cancel(self, call_id: str, timeout: Optional[float] = _DEFAULT) -> None:
         """Cancel a call (``CANCEL``); nothing changes for a call that has
         ended. :class:`actd.NotFound` for an unknown call."""
-        self._request("CANCEL", [_wire.text_arg(call_id)], _wire.parse_ok, timeout)
+        self._request("CANCEL", [_codec.text_arg(call_id)], _codec.parse_ok, timeout)
 
     def stats(self, timeout: Optional[float] = _DEFAULT) -> Dict[str, Any]:
         """The broker's counters (``STATS``, PROTOCOL.md section 4); with
         several brokers, those of the first one that answers."""
-        stats: Dict[str, Any] = self._request("STATS", [], _wire.parse_value, timeout)
+        stats: Dict[str, Any] = self._request("STATS", [], _codec.parse_value, timeout)
         return stats
 
     def tools(self, activity: Optional[str] = None, timeout: Optional[float] = _DEFAULT
@@ -641,8 +641,8 @@ class Client:
         """The tools the workers declared (``TOOLS``, PROTOCOL.md section
         2.1): ``{"<activity>": {"description"?, "params"?, "outputPath"?,
         "workers": N}}``, every activity or only ``activity``."""
-        args = [] if activity is None else [_wire.text_arg(activity)]
-        tools: Dict[str, Dict[str, Any]] = self._request("TOOLS", args, _wire.parse_value,
+        args = [] if activity is None else [_codec.text_arg(activity)]
+        tools: Dict[str, Dict[str, Any]] = self._request("TOOLS", args, _codec.parse_value,
                                                          timeout)
         return tools
 
@@ -650,5 +650,5 @@ class Client:
         """``PING`` (the first broker that answers); returns the round trip
         in seconds."""
         started = time.monotonic()
-        self._request("PING", [], _wire.parse_pong, timeout)
+        self._request("PING", [], _codec.parse_pong, timeout)
         return time.monotonic() - started

@@ -1,0 +1,78 @@
+"""What both clients' handles share (:class:`CallHandleBase`,
+:class:`PlanHandleBase`), and the deadlines their waits keep.
+"""
+
+import time
+from typing import Any, List, Optional
+
+from .errors import Timeout
+
+def deadline_after(timeout: Optional[float]) -> Optional[float]:
+    """The ``time.monotonic()`` ``timeout`` seconds from now (None: no limit)."""
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def wait_time(probe: Optional[float], deadline: Optional[float]) -> Optional[float]:
+    """Seconds to wait: ``probe`` (None: no limit), at most until ``deadline``."""
+    left = time_left(deadline)
+    if left is None or (probe is not None and probe < left):
+        return probe
+    return left
+
+
+def check_deadline(deadline: Optional[float]) -> None:
+    """Raise :class:`actd.Timeout` once ``deadline`` has passed."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise Timeout("no outcome in time")
+
+
+def time_left(deadline: Optional[float]) -> Optional[float]:
+    """Seconds left until ``deadline``, 0 once past (None: no limit)."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+class CallHandleBase:
+    """What a call's handle holds, for both clients (their handles differ
+    in how they wait): the futures of the call's reply and of its ``DONE``
+    (None without ``_outputPath``)."""
+
+    def __init__(self, client: Any, request_id: bytes, reply: Any, done: Any) -> None:
+        """Created by the client's ``submit``."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._done = done
+
+    @property
+    def has_output(self) -> bool:
+        """True when the call has an ``_outputPath`` (a ``DONE`` will come)."""
+        return self._done is not None
+
+    def done(self) -> bool:
+        """True when nothing more will arrive for this call (its outcome, or
+        its refusal; for a fire-and-forget call, its ``ACCEPTED``)."""
+        if self._reply.done() and self._reply.exception() is not None:
+            return True
+        return (self._done or self._reply).done()
+
+    def forget(self) -> None:
+        """Stop waiting: a ``DONE`` arriving later is dropped."""
+        self._client._forget(self._request_id)
+
+
+class PlanHandleBase:
+    """What a plan's handle holds, for both clients: the futures of the
+    plan's reply and of each call's ``DONE`` (None for a call without
+    ``_outputPath``)."""
+
+    def __init__(self, client: Any, request_id: bytes, reply: Any,
+                 outcomes: List[Any]) -> None:
+        """Created by the client's ``submit_plan``."""
+        self._client = client
+        self._request_id = request_id
+        self._reply = reply
+        self._outcomes = outcomes
+
+    def forget(self) -> None:
+        """Stop waiting: ``DONE`` replies arriving later are dropped."""
+        self._client._forget(self._request_id)
