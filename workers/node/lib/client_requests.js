@@ -1,0 +1,362 @@
+'use strict';
+//  Client's requests (methods of Client, ./client.js): where each goes
+//  among the brokers, sending it, matching the replies by request id,
+//  and the timers and dropped connections that send it elsewhere.
+
+const { Link } = require ('./link');
+const { ActdError, errorFromReply } = require ('./errors');
+const { rendezvous } = require ('./route');
+
+const HEADER = 'ACTC01';
+const MAX_HOPS = 5;                     //  moved replies followed per request
+const DEAD_MS = 10000;                  //  A broker that did not answer is skipped this long
+const ROUTES_KEPT = 10000;              //  Contexts and call ids whose broker is kept
+
+//  Commands about a context (their first argument), and about a call
+const CONTEXT_COMMANDS = new Set (['CALL', 'PLAN', 'APPEND', 'RESOLVE', 'VIEW', 'HISTORY',
+                                   'WATCH', 'DELETE']);
+const CALL_COMMANDS = new Set (['STATUS', 'CANCEL']);
+
+//  The JSON of a reply's frame
+function parseFrame (frame) {
+    return JSON.parse (frame.toString ());
+}
+
+//  map.set (key, value) as the newest entry, keeping at most ROUTES_KEPT
+function s_remember (map, key, value) {
+    map.delete (key);
+    map.set (key, value);
+    if (map.size > ROUTES_KEPT)
+        map.delete (map.keys ().next ().value);
+}
+
+class ClientRequests {
+    //  ------------------------------------------------------------------
+    //  Where requests go
+
+    //  The Link to endpoint, connected on first use
+    _link (endpoint) {
+        let link = this._links.get (endpoint);
+        if (!link) {
+            link = new Link (endpoint, {
+                onMessage: (frames) => this._message (endpoint, frames),
+                onDisconnect: (dropped) => dropped? this._disconnected (endpoint)
+                                                  : this._lost (endpoint),
+                curve: this._curve,
+                heartbeat: true
+            });
+            this._links.set (endpoint, link);
+        }
+        return link;
+    }
+
+    _live (endpoint, now) {
+        return (this._dead.get (endpoint) ?? 0) <= now;
+    }
+
+    //  The broker request goes to next: its context's (or call's) known
+    //  broker if live, else the first live broker of the context's
+    //  rendezvous order (the list's order for the others) not tried yet;
+    //  never avoid when there is another
+    _route (request, avoid) {
+        const now = Date.now ();
+        let known, order;
+        if (request.context !== undefined) {
+            known = this._owners.get (request.context);
+            order = rendezvous (this.endpoints, request.context);
+        }
+        else {
+            if (request.callId !== undefined)
+                known = this._accepted.get (request.callId);
+            order = this.endpoints;
+        }
+        if (known !== undefined && known !== avoid && this._live (known, now))
+            return known;
+        const fits = [
+            (endpoint) => endpoint !== avoid && this._live (endpoint, now)
+                       && !request.tried.has (endpoint),
+            (endpoint) => endpoint !== avoid && this._live (endpoint, now),
+            (endpoint) => endpoint !== avoid];
+        for (const fit of fits) {
+            const found = order.find (fit);
+            if (found !== undefined)
+                return found;
+        }
+        return order [0];
+    }
+
+    _transmit (request) {
+        request.sentAt = Date.now ();
+        request.tried.add (request.endpoint);
+        const endpoint = request.endpoint;
+        this._link (endpoint).send ([HEADER, request.command, request.id, ...request.args])
+            .catch ((error) => {
+                if (this.closed || this._pending.get (request.id) !== request
+                ||  request.replied || request.endpoint !== endpoint)
+                    return;
+                this._pending.delete (request.id);
+                clearTimeout (request.timer);
+                request.reject (error);
+            });
+        this._arm ();
+    }
+
+    //  ERROR moved: send request again to the owner it names; false when
+    //  it cannot (no owner named, or too many hops)
+    _follow (request, args) {
+        const owner = args [1]? args [1].toString (): '';
+        if (!owner || request.hops >= MAX_HOPS)
+            return false;
+        if (!this.endpoints.includes (owner))
+            this.endpoints.push (owner);
+        if (request.context !== undefined)
+            s_remember (this._owners, request.context, owner);
+        if (request.callId !== undefined)
+            s_remember (this._accepted, request.callId, owner);
+        request.hops++;
+        request.endpoint = owner;
+        this._transmit (request);
+        return true;
+    }
+
+    //  ------------------------------------------------------------------
+    //  Requests and replies
+
+    //  Send command; onReply (request, args, verb) turns the first reply
+    //  (not ERROR) into the result. A request that expects DONE replies
+    //  stays pending until the last one.
+    _request (command, args, options, onReply) {
+        if (this.closed)
+            return Promise.reject (new ActdError ('closed', 'the client was closed'));
+        return new Promise ((resolve, reject) => {
+            const pinned = options.endpoint !== undefined;      //  Never another broker
+            const request = this._track (command, args, { resolve, reject, onReply,
+                                                          endpoint: options.endpoint, pinned });
+            const timeout = options.timeoutMs ?? this.timeoutMs;
+            if (timeout > 0)
+                request.timer = setTimeout (() => {
+                    this._pending.delete (request.id);
+                    reject (new ActdError ('request_timeout',
+                        `no reply to ${command} within ${timeout} ms`));
+                }, timeout);
+            this._transmit (request);
+        });
+    }
+
+    //  A new request, pending, routed (not sent yet)
+    _track (command, args, fields) {
+        const id = (++this._counter).toString (36);
+        const request = { id, command, args, replied: false, dones: new Map (), timer: null,
+                          hops: 0, tried: new Set (), sentAt: 0, ...fields };
+        if (CONTEXT_COMMANDS.has (command) && args.length)
+            request.context = String (args [0]);
+        else
+        if (CALL_COMMANDS.has (command) && args.length)
+            request.callId = String (args [0]);
+        request.endpoint ??= this._route (request, null);
+        this._pending.set (id, request);
+        return request;
+    }
+
+    _message (endpoint, frames) {
+        this._dead.delete (endpoint);   //  It answers
+        if (frames.length < 3 || frames [0].toString () !== HEADER)
+            return;
+        const verb = frames [1].toString ();
+        const request = this._pending.get (frames [2].toString ());
+        if (!request)
+            return;                     //  Timed out, or DONE nobody waits for
+        const args = frames.slice (3);
+        if (request.stream) {
+            if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
+            &&  this._follow (request, args))
+                return;
+            if (verb !== 'ERROR')
+                s_remember (this._owners, request.context, endpoint);
+            request.stream ({ verb, args });
+            return;
+        }
+        if (verb === 'DONE') {
+            if (args.length >= 2)
+                this._done (request, args [0].toString (), parseFrame (args [1]));
+            return;
+        }
+        if (request.replied)
+            return;
+        if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
+        &&  this._follow (request, args))
+            return;
+        if (verb !== 'ERROR') {
+            if (request.context !== undefined)
+                s_remember (this._owners, request.context, endpoint);
+            if (request.callId !== undefined)
+                s_remember (this._accepted, request.callId, endpoint);
+        }
+        request.replied = true;
+        request.endpoint = endpoint;
+        clearTimeout (request.timer);
+        if (verb === 'ERROR') {
+            this._pending.delete (request.id);
+            request.reject (errorFromReply (args [0]? args [0].toString (): 'internal',
+                                            args [1]? args [1].toString (): ''));
+            return;
+        }
+        try {
+            request.resolve (request.onReply (request, args, verb));
+            if (verb === 'ACCEPTED' && args [0])
+                this._acceptedBy (endpoint, args [0].toString ());
+        }
+        catch (error) {
+            request.reject (new ActdError ('bad_reply', `${verb} reply to ${request.command}: `
+                                           + error.message));
+        }
+        if (!request.dones.size)
+            this._pending.delete (request.id);
+    }
+
+    //  STATUS and CANCEL of these calls start at the broker that accepted them
+    _acceptedBy (endpoint, body) {
+        let ids = [body];
+        if (body.startsWith ('[')) {
+            try {
+                ids = JSON.parse (body).map (String);
+            }
+            catch (error) {
+                return;
+            }
+        }
+        for (const id of ids)
+            s_remember (this._accepted, id, endpoint);
+    }
+
+    //  The DONE of call id for request
+    _done (request, id, outcome) {
+        const waiting = request.dones.get (id);
+        if (!waiting)
+            return;
+        request.dones.delete (id);
+        const wait = this._waits.get (request.id + '\n' + id);
+        this._waits.delete (request.id + '\n' + id);
+        if (wait && wait.rescue)
+            wait.rescue.drop (wait);
+        for (const deferred of waiting)
+            deferred.resolve (outcome);
+        if (!request.dones.size)
+            this._pending.delete (request.id);
+    }
+
+    _settle (request, error) {
+        clearTimeout (request.timer);
+        if (!request.replied)
+            request.reject (error);
+        for (const waiting of request.dones.values ())
+            for (const deferred of waiting)
+                deferred.reject (error);
+    }
+
+    //  ------------------------------------------------------------------
+    //  Timers: brokers that do not answer, and DONE that does not come
+
+    //  Scan every _scanMs while requests are pending
+    _arm () {
+        if (!this._scanTimer && !this.closed && this._pending.size
+        &&  (this.requestTimeoutMs > 0 || this.statusPollMs > 0))
+            this._scanTimer = setTimeout (() => {
+                this._scanTimer = null;
+                this._scan ();
+                this._arm ();
+            }, this._scanMs);
+    }
+
+    _scan () {
+        const now = Date.now ();
+        for (const request of [...this._pending.values ()]) {
+            if (request.replied)
+                continue;
+            if (this.requestTimeoutMs > 0 && now - request.sentAt >= this.requestTimeoutMs) {
+                this._silent (request.endpoint, now);
+                const next = this._route (request, request.endpoint);
+                if (next !== request.endpoint) {
+                    request.endpoint = next;
+                    this._transmit (request);
+                }
+                else
+                    request.sentAt = now;
+            }
+        }
+        if (this.statusPollMs > 0)
+            for (const wait of this._waits.values ())
+                if (!wait.rescue && now - wait.heard >= this.statusPollMs) {
+                    wait.heard = now;   //  Again after statusPollMs if its watch fails
+                    this._rescue (wait.request.context, wait);
+                }
+    }
+
+    //  The broker at endpoint did not answer in time: skip it for a while,
+    //  and follow the calls it accepted at once
+    _silent (endpoint, now) {
+        this._dead.set (endpoint, now + DEAD_MS);
+        this._lost (endpoint);
+    }
+
+    //  The connection to endpoint dropped (its socket's disconnect event:
+    //  the broker restarted, or was silent past the ZMTP heartbeat
+    //  timeout): the requests sent on it and not answered are lost with it
+    //  (libzmq forgets what it wrote to the connection, and the broker's
+    //  replies go to a routing id that is gone). With several brokers each
+    //  goes to the next, as when a broker is silent; otherwise each rejects
+    //  with code "disconnected", and its late reply is dropped. A DONE
+    //  awaited on it is followed with a watch (_lost) when statusPollMs is
+    //  set, else rejects the same way
+    _disconnected (endpoint) {
+        const lost = [...this._pending.values ()].filter ((request) =>
+            request.endpoint === endpoint && !request.replied && !request.stream);
+        if (lost.length && this.endpoints.length > 1)
+            this._dead.set (endpoint, Date.now () + DEAD_MS);
+        for (const request of lost) {
+            const next = request.pinned || request.hops >= MAX_HOPS
+                       ? endpoint: this._route (request, endpoint);
+            if (next !== endpoint) {
+                request.hops++;
+                request.endpoint = next;
+                this._transmit (request);
+                continue;
+            }
+            this._pending.delete (request.id);
+            this._settle (request, new ActdError ('disconnected', `the connection to ${endpoint} `
+                + 'dropped before the reply: the request may or may not have been carried out'));
+        }
+        if (this.statusPollMs === 0)
+            for (const [key, wait] of [...this._waits])
+                if (wait.endpoint === endpoint) {
+                    const request = wait.request;
+                    const waiting = request.dones.get (wait.callId) ?? [];
+                    request.dones.delete (wait.callId);
+                    this._waits.delete (key);
+                    if (!request.dones.size)
+                        this._pending.delete (request.id);
+                    const error = new ActdError ('disconnected', `the connection to ${endpoint} `
+                        + 'dropped before the DONE of this accepted call: ask STATUS');
+                    for (const deferred of waiting)
+                        deferred.reject (error);
+                }
+        this._lost (endpoint);
+    }
+
+    //  The connection to endpoint dropped (or it does not answer): DONE
+    //  replies awaited from it may never come
+    _lost (endpoint) {
+        for (const wait of this._waits.values ())
+            if (wait.endpoint === endpoint)
+                wait.heard = -Infinity;
+        for (const watch of this._watches)
+            if (watch.request && watch.request.endpoint === endpoint) {
+                watch.lost = true;
+                if (watch.wake)
+                    watch.wake ();
+            }
+        this._arm ();
+    }
+}
+
+module.exports = { ClientRequests, MAX_HOPS, parseFrame };
