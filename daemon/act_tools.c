@@ -264,7 +264,7 @@ s_check_output (s_tool_t *tool, const act_call_t *call, act_err_t *err)
     json_decref (output);
     if (!valid)
         return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s takes an \"_outputPath\" that "
-                            "matches '%.64s' whole%s%.64s", call->tool, tool->pattern_text,
+                            "contains a match of '%.64s'%s%.64s", call->tool, tool->pattern_text,
                             path? ", not ": " (the call has none)", path? path: "");
     return 0;
 }

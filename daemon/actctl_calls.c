@@ -91,12 +91,11 @@ s_live_wait (act_client_t *client, actctl_options_t *options, const char *call_i
 
 //  Wait for a call to end: a fire-and-forget call, which has no DONE, from
 //  a watch of its calls (act_client_wait_call), or any call under --wait
-//  on a terminal, showing its state meanwhile. With outcome, print the
-//  outcome as DONE carries it (STATUS holds the same object), else the
-//  final state.
+//  on a terminal, showing its state meanwhile. A call with an output path
+//  (its own, or the one its tool prescribes) prints the outcome as DONE
+//  carries it (STATUS holds the same object), else the final state.
 static int
-s_wait_status (act_client_t *client, actctl_options_t *options, const char *call_id,
-               bool outcome)
+s_wait_status (act_client_t *client, actctl_options_t *options, const char *call_id)
 {
     act_err_t err = { 0 };
     json_t *status = options->live? s_live_wait (client, options, call_id, &err)
@@ -110,7 +109,7 @@ s_wait_status (act_client_t *client, actctl_options_t *options, const char *call
         rc = 3;
     }
     else
-    if (outcome && json_object_get (status, "outcome"))
+    if (json_object_get (status, "output_path") && json_object_get (status, "outcome"))
         rc = s_outcome (options, json_object_get (status, "outcome"));
     else {
         if (options->json)
@@ -121,15 +120,6 @@ s_wait_status (act_client_t *client, actctl_options_t *options, const char *call
     }
     json_decref (status);
     return rc;
-}
-
-static bool
-s_has_output (const char *call)
-{
-    json_t *parsed = act_json_parse (call, strlen (call), NULL);
-    bool has_output = json_object_get (parsed, "_outputPath") != NULL;
-    json_decref (parsed);
-    return has_output;
 }
 
 int
@@ -151,7 +141,7 @@ actctl_call (act_client_t *client, actctl_options_t *options, char **args, int n
         rc = s_outcome (options, outcome);
     else
     if (options->wait)
-        rc = s_wait_status (client, options, call_id, options->live && s_has_output (args [1]));
+        rc = s_wait_status (client, options, call_id);
     else
     if (options->json)
         printf ("{\"call_id\":\"%s\"}\n", call_id);

@@ -97,22 +97,27 @@ def problems(root, path):
             elif anchor and linked.endswith(".md") and \
                     anchor not in {slug(heading) for heading in headings(linked)}:
                 found.append("%s: %s has no heading for #%s" % (where, file_part or name, anchor))
-        for match in SECTION.finditer(line):
-            named = NAMED_BEFORE.search(line[:match.start()])
-            document = (named.group(1) or named.group(2)) if named else None
-            cited = resolve(root, path, document) if document else os.path.realpath(path)
-            if not cited:
-                found.append("%s: cites %s of %s, which is not in the repository"
-                             % (where, match.group(0), document))
-                continue
-            numbers = [match.group(1)] + re.findall(r"\d+(?:\.\d+)*", match.group(2))
-            missing = [n for n in numbers if n not in section_numbers(cited)]
-            if missing:
-                found.append("%s: cites %s, but %s has no section %s"
-                             % (where, match.group(0), os.path.relpath(cited, root),
-                                ", ".join(missing)))
         if (name == "README.md" or name.startswith("docs" + os.sep)) and OUTSIDE.search(line):
             found.append("%s: points outside the repository: %s" % (where, line.strip()))
+    #  Citations, on the text with its line breaks as spaces (offsets kept):
+    #  "(PROTOCOL.md" at the end of one line and "section 2.1)" at the start
+    #  of the next is one citation
+    flat = text.replace("\n", " ")
+    for match in SECTION.finditer(flat):
+        where = "%s:%d" % (name, text.count("\n", 0, match.start()) + 1)
+        named = NAMED_BEFORE.search(flat[max(0, match.start() - 300):match.start()])
+        document = (named.group(1) or named.group(2)) if named else None
+        cited = resolve(root, path, document) if document else os.path.realpath(path)
+        if not cited:
+            found.append("%s: cites %s of %s, which is not in the repository"
+                         % (where, match.group(0), document))
+            continue
+        numbers = [match.group(1)] + re.findall(r"\d+(?:\.\d+)*", match.group(2))
+        missing = [n for n in numbers if n not in section_numbers(cited)]
+        if missing:
+            found.append("%s: cites %s, but %s has no section %s"
+                         % (where, match.group(0), os.path.relpath(cited, root),
+                            ", ".join(missing)))
     return found
 
 
@@ -155,6 +160,12 @@ class CheckerTest(unittest.TestCase):
                              "`PROTOCOL.md` section 2.\n",
                              "links to ../outside.md", "points outside the repository",
                              "cites section 2 of PROTOCOL.md")
+
+    def test_a_citation_across_a_line_break(self):
+        self.assert_problems("docs/b.md", "# B\n\n## 1. Only\n\nAs it says (PROTOCOL.md\n"
+                             "section 2.1), and [a.md](a.md)\nsection 1.5, and this\nsection 1.\n",
+                             "b.md:6: cites section 2.1 of PROTOCOL.md",
+                             "b.md:7: cites section 1.5, but docs/a.md has no section 1.5")
 
 
 class RepositoryTest(unittest.TestCase):

@@ -426,15 +426,13 @@ class StreamsTest(ActdTest):
         self.assertTrue(again.stderr.startswith("actctl: not_found: "), again.stderr)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class ToolsWorker(Worker):
     """A raw worker whose READY declares tools (PROTOCOL.md section 2.1)."""
 
     def __init__(self, endpoint, tools, **kwargs):
-        super().__init__(endpoint, sorted(tools), lambda *args: None, **kwargs)
+        super().__init__(endpoint, sorted(tools), lambda activity, params, meta: params,
+                         **kwargs)
         self.tools = tools
 
     def _ready(self, socket):
@@ -508,8 +506,22 @@ class ToolsTest(ActdTest):
         done = self.actctl("tools", "weather", "--format", "anthropic")
         self.assertEqual([tool["name"] for tool in json.loads(done.stdout)], ["weather"])
 
+    def test_call_wait_prints_the_outcome_of_a_prescribed_output_path(self):
+        #  Sent without _outputPath: the tool's path is the call's, so a
+        #  DONE-like outcome, not the bare state of a fire-and-forget call
+        done = self.actctl("call", "c", json.dumps({"_tool": "summarize", "text": "x"}),
+                           "--wait")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.splitlines()[0], "call 1: ok, branch 0, wrote "
+                         "[\"%sstate.summary\"] at seqs [1] (1 attempt)" % DAGGER)
+        self.assertEqual(json.loads(done.stdout.split("\n", 1)[1]), {"text": "x"})
+
     def test_bad_format_is_a_usage_error(self):
         done = self.actctl("tools", "--format", "yaml")
         self.assertEqual(done.returncode, 2)
         self.assertIn("--format is json, mcp, openai or anthropic", done.stderr)
         self.assertEqual(self.actctl("tools", "a", "b").returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -184,10 +184,13 @@ class ToolsTest(unittest.TestCase):
             #  Not an output path at all: bad_reference, before any tool
             self.assertEqual(code, "bad_call" if path[0] == DAGGER else "bad_reference", path)
             if code == "bad_call":
-                self.assertIn("matches", message)
+                #  The message says what is checked: a search, not a whole match
+                self.assertEqual(message, "tool note takes an \"_outputPath\" that contains "
+                                 "a match of '^%snotes\\.[a-z]+$', not %s" % (DAGGER, path))
         #  Fire-and-forget has no _outputPath to match
-        code, _ = self.refused("CALL", "c4", {"_tool": "note"})
+        code, message = self.refused("CALL", "c4", {"_tool": "note"})
         self.assertEqual(code, "bad_call")
+        self.assertIn("(the call has none)", message)
 
     def test_bad_declarations_refused_at_ready(self):
         endpoint = self.actd.worker_endpoint

@@ -26,7 +26,8 @@
 //    session uses a new context.
 //
 //  Transports: stdio (connectStdio), or Streamable HTTP on a loopback
-//  address (listenHttp), a Server and a context per MCP session.
+//  address (listenHttp), a Server and a context per MCP session; HTTP
+//  requests whose Host or Origin is not a loopback name are refused.
 
 const crypto = require ('node:crypto');
 const http = require ('node:http');
@@ -44,6 +45,8 @@ const { version } = require ('../package.json');
 
 const URI_PREFIX = 'actd://context/';
 const LOOPBACK = new Set (['127.0.0.1', '::1', 'localhost']);
+//  The host names (as URL reads them) a request to the HTTP server may use
+const LOOPBACK_NAMES = new Set (['127.0.0.1', '[::1]', 'localhost']);
 
 //  The JSON text of value with object keys sorted (a stable fingerprint)
 function s_stable (value) {
@@ -76,6 +79,27 @@ function s_mcp_tool (name, tool) {
     if (typeof tool.description === 'string')
         entry.description = tool.description;
     return entry;
+}
+
+//  True when req names a loopback host in Host, and in Origin when it has
+//  one. A web page whose name an attacker resolves to 127.0.0.1 (DNS
+//  rebinding) reaches a loopback server with its own name in both; the
+//  MCP specification has servers check Origin for that reason.
+function s_from_loopback (req) {
+    const names = (text) => {
+        try {
+            const url = new URL (text);
+            return (url.protocol === 'http:' || url.protocol === 'https:')
+                && LOOPBACK_NAMES.has (url.hostname);
+        } catch {
+            return false;
+        }
+    };
+    const host = req.headers.host;
+    if (typeof host !== 'string' || !names (`http://${host}`))
+        return false;
+    const origin = req.headers.origin;
+    return origin === undefined || names (origin);
 }
 
 //  What an MCP client reads of an outcome that is not ok, or a refusal
@@ -248,8 +272,9 @@ class ActdMcp {
     }
 
     //  Serve Streamable HTTP at http://host:port/mcp; host must be a
-    //  loopback address (the server has no authentication). Resolves with
-    //  the port (useful with port 0).
+    //  loopback address (the server has no authentication), and a request
+    //  whose Host or Origin is not a loopback name gets 403 (DNS
+    //  rebinding). Resolves with the port (useful with port 0).
     listenHttp (port, host = '127.0.0.1') {
         if (!LOOPBACK.has (host))
             throw new Error (`actd-mcp listens on loopback only (127.0.0.1, ::1), not ${host}`);
@@ -270,6 +295,15 @@ class ActdMcp {
     async _http_request (transports, req, res) {
         if (new URL (req.url, 'http://localhost').pathname !== '/mcp') {
             res.writeHead (404).end ();
+            return;
+        }
+        if (!s_from_loopback (req)) {
+            this.log (`HTTP: refused a request for host ${req.headers.host}, origin `
+                      + `${req.headers.origin ?? 'none'}: loopback names only`);
+            res.writeHead (403, { 'content-type': 'application/json' }).end (JSON.stringify (
+                { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: the Host and '
+                  + 'Origin of a request must be loopback names (127.0.0.1, [::1], localhost)' },
+                  id: null }));
             return;
         }
         const id = req.headers ['mcp-session-id'];

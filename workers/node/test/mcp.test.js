@@ -8,6 +8,7 @@
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
+const http = require ('node:http');
 const path = require ('node:path');
 const { Client: McpClient } = require ('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require ('@modelcontextprotocol/sdk/client/stdio.js');
@@ -25,6 +26,27 @@ const WEATHER = {
     params: { type: 'object', required: ['city'], additionalProperties: false,
               properties: { city: { type: 'string' } } }
 };
+
+//  A raw initialize request to actd-mcp's HTTP server with these headers
+//  (Host among them): { status, body }
+function s_initialize (port, headers) {
+    const body = JSON.stringify ({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+        protocolVersion: '2025-06-18', capabilities: {},
+        clientInfo: { name: 'rebinding', version: '1' } } });
+    return new Promise ((resolve, reject) => {
+        const request = http.request ({ host: '127.0.0.1', port, path: '/mcp', method: 'POST',
+            headers: { 'content-type': 'application/json',
+                       accept: 'application/json, text/event-stream', ...headers } },
+        (response) => {
+            let text = '';
+            response.setEncoding ('utf8');
+            response.on ('data', (chunk) => { text += chunk; });
+            response.on ('end', () => resolve ({ status: response.statusCode, body: text }));
+        });
+        request.on ('error', reject);
+        request.end (body);
+    });
+}
 
 describe ('actd-mcp', () => {
     let actd, client, transport, worker, stderr = '';
@@ -181,6 +203,18 @@ describe ('actd-mcp', () => {
             assert.equal (resources [0].uri, `actd://context/mcp/${httpTransport.sessionId}`);
             const read = await httpClient.readResource ({ uri: resources [0].uri });
             assert.match (read.contents [0].text, /Rome/);
+            //  DNS rebinding: a page at another name that resolves to
+            //  127.0.0.1 sends its own name as Host and Origin; refused
+            for (const [headers, status] of [
+                    [{ host: `evil.example:${port}` }, 403],
+                    [{ host: `127.0.0.1:${port}`, origin: `http://evil.example:${port}` }, 403],
+                    [{ host: `127.0.0.1:${port}`, origin: 'null' }, 403],
+                    [{ host: `localhost:${port}`, origin: `http://localhost:${port}` }, 200]]) {
+                const reply = await s_initialize (port, headers);
+                assert.equal (reply.status, status, JSON.stringify (headers));
+                if (status === 403)
+                    assert.match (reply.body, /loopback names/);
+            }
         } finally {
             await httpClient.close ();
             await mcp.close ();
