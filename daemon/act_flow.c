@@ -33,8 +33,9 @@ s_error_json (const char *code, const char *message)
 act_live_t *
 act_flow_lookup (act_flow_t *self, uint64_t number)
 {
-    char id [24];
-    snprintf (id, sizeof id, "%" PRIu64, number);
+    //  By hand: snprintf costs more than the lookup
+    char id [ACT_DECIMAL_MAX + 1];
+    id [act_decimal_write (id, (long long) number)] = 0;
     return (act_live_t *) zhashx_lookup (self->calls, id);
 }
 
@@ -93,11 +94,20 @@ act_flow_todo (act_flow_t *self, uint64_t number)
 }
 
 
+//  True when a watch follows the calls of call's context (most of the
+//  time none is open at all: no lookup then)
+static bool
+s_call_watched (act_flow_t *self, act_live_t *call)
+{
+    return act_watches_size (self->watches)
+        && act_watches_calls (self->watches, call->context->id);
+}
+
 void
 act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
 {
     act_live_enter (call, state, self->counts);
-    if (act_watches_calls (self->watches, call->context->id)) {
+    if (s_call_watched (self, call)) {
         json_t *status = act_live_status (call);
         char *text = act_json_dump (status);
         act_watches_call (self->watches, call->context->id, text);
@@ -111,7 +121,7 @@ act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
 static void
 s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char *outcome)
 {
-    if (!act_watches_calls (self->watches, call->context->id))
+    if (!s_call_watched (self, call))
         return;
     json_t *head = json_pack ("{sssssssI}", "call_id", call->id, "context", call->context->id,
                               "state", status, "attempts", (json_int_t) call->attempts);
@@ -132,6 +142,20 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
     json_decref (head);
 }
 
+//  Room for a routing id's hex (5 bytes by default, at most 255)
+#define S_HEX_ROOM (2 * 32 + 1)
+
+//  frame in hex: into buffer (S_HEX_ROOM bytes) when it fits, else into a
+//  new string put in *heap for the caller to free
+static const char *
+s_frame_hex (zframe_t *frame, char *buffer, char **heap)
+{
+    size_t size = zframe_size (frame);
+    if (2 * size + 1 > S_HEX_ROOM)
+        buffer = *heap = (char *) malloc (2 * size + 1);
+    return buffer? act_hex_write (buffer, zframe_data (frame), size): NULL;
+}
+
 //  Make a prepared call live: store it, index it, start it
 void
 act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zframe_t *client,
@@ -149,13 +173,15 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
     char *progress;
     act_call_record_t record = act_live_record (call, eval == ACT_LIVE_WAIT? "waiting": "queued",
                                                 NULL, &progress);
-    char *client_hex = client? zframe_strhex (client): NULL;
-    char *request_hex = client? zframe_strhex (request): NULL;
-    record.client = client_hex;
-    record.request = request_hex;
+    char client_hex [S_HEX_ROOM], request_hex [S_HEX_ROOM];
+    char *client_heap = NULL, *request_heap = NULL;
+    if (client) {
+        record.client = s_frame_hex (client, client_hex, &client_heap);
+        record.request = s_frame_hex (request, request_hex, &request_heap);
+    }
     act_store_put_call (self->store, &record);
-    free (client_hex);
-    free (request_hex);
+    free (client_heap);
+    free (request_heap);
     free (progress);
     act_flow_enter (self, call, ACT_LIVE_WAITING);
     if (eval == ACT_LIVE_READY)

@@ -24,6 +24,7 @@
 #include "act_outbox.h"
 #include "actd/act_err.h"
 #include "actd/act_wire.h"
+#include "actd/act_text.h"
 #include "act_log.h"
 
 //  The most frames a message of the broker has (a Majordomo 0.1 TASK: 7)
@@ -368,12 +369,8 @@ act_outbox_refuse (act_outbox_t *self)
 static char *
 s_hex (const void *id, size_t size)
 {
-    const byte *data = (const byte *) id;
     char *hex = (char *) malloc (size * 2 + 1);
-    for (size_t at = 0; at < size; at++)
-        snprintf (hex + at * 2, 3, "%02X", data [at]);
-    hex [size * 2] = 0;
-    return hex;
+    return hex? act_hex_write (hex, id, size): NULL;
 }
 
 bool
@@ -381,9 +378,12 @@ act_outbox_client_over (act_outbox_t *self, zframe_t *client)
 {
     if (self->max_client_bytes == 0 || zhashx_size (self->accounts) == 0)
         return false;
-    char *hex = s_hex (zframe_data (client), zframe_size (client));
+    //  A routing id has at most 255 bytes
+    char hex [2 * 255 + 1];
+    if (zframe_size (client) > 255)
+        return false;
+    act_hex_write (hex, zframe_data (client), zframe_size (client));
     s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, hex);
-    free (hex);
     return account && account->cut && atomic_load (&account->bytes) > 0;
 }
 

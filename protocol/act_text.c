@@ -33,6 +33,19 @@ act_text_splice (const char *object, const char *name, const char *value)
 }
 
 char *
+act_hex_write (char *out, const void *bytes, size_t size)
+{
+    static const char digits [] = "0123456789ABCDEF";
+    const unsigned char *data = (const unsigned char *) bytes;
+    for (size_t at = 0; at < size; at++) {
+        out [at * 2] = digits [data [at] >> 4];
+        out [at * 2 + 1] = digits [data [at] & 15];
+    }
+    out [size * 2] = 0;
+    return out;
+}
+
+char *
 act_text_nest (const act_ref_t *ref, const char *value_text)
 {
     //  Keys are written by the JSON writer: a segment may hold any text

@@ -61,6 +61,10 @@ bool act_buf_add_number (act_buf_t *self, long long number);
 //  buffer is empty again.
 char *act_buf_take (act_buf_t *self);
 
+//  size bytes in upper-case hex (as zframe_strhex writes them) at out,
+//  which has room for 2 * size + 1 bytes, NUL-terminated. Returns out.
+char *act_hex_write (char *out, const void *bytes, size_t size);
+
 //  The text of JSON object object (compact, ending in '}') with the member
 //  "name": value added last, value being JSON text. name must need no
 //  escaping. Returns a new string the caller frees.
