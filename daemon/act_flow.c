@@ -15,7 +15,7 @@
 typedef enum { T_DEADLINE, T_SCHEDULE, T_RETRY } s_timer_type_t;
 
 static void s_call_finish (act_flow_t *self, act_live_t *call, const char *status,
-                           json_t *error, const json_t *result, const char *result_text,
+                           json_t *error, const char *result_text, size_t result_size,
                            long long branch);
 static void s_call_queue (act_flow_t *self, act_live_t *call, bool front);
 static void s_dispatch_activity (act_flow_t *self, act_activity_t *activity);
@@ -224,7 +224,7 @@ s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
         return;
     if (eval == ACT_LIVE_READY)
         act_err_set (err, ACT_E_UNRESOLVED_REFERENCE, "%s", "a reference became absent");
-    s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, NULL, 0);
+    s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, 0, 0);
 }
 
 //  Send the call's next attempt to worker
@@ -243,7 +243,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
                                               call->tool_checked, &err)) {
             json_decref (params);
             s_call_finish (self, call, "error", s_error_json (err.code, err.message),
-                           NULL, NULL, 0);
+                           NULL, 0, 0);
             return;
         }
         params_text = act_json_dump (params);
@@ -375,16 +375,15 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_m
     if (!call->call->output)
         //  Fire-and-forget: the result is thrown away, so any body will do
         //  (PROTOCOL.md section 2) and it is not even parsed
-        s_call_finish (self, call, "ok", NULL, NULL, NULL, 0);
+        s_call_finish (self, call, "ok", NULL, NULL, 0, 0);
     else
     if ((valid = s_frame_scan (self, body, &err) == 0)
     &&  (!branch_frame || act_decimal_parse ((const char *) zmq_msg_data (branch_frame),
                                              zmq_msg_size (branch_frame), 1000000, &branch))) {
         //  The worker's bytes are the written value: stored as they came,
         //  and parsed only when something reads them (act_ctx_output_text)
-        char *text = strndup ((const char *) zmq_msg_data (body), zmq_msg_size (body));
-        s_call_finish (self, call, "ok", NULL, NULL, text, (long long) branch);
-        free (text);
+        s_call_finish (self, call, "ok", NULL, (const char *) zmq_msg_data (body),
+                       zmq_msg_size (body), (long long) branch);
     }
     else {
         char *message = zsys_sprintf ("worker %s sent a bad result: %s", worker->name,
@@ -511,7 +510,7 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
         act_log (LOG_WARNING, "call %s (%s) failed after %lld attempts: %s: %s",
                  call->id, call->activity->name, call->attempts, code, message);
     bool timed_out = code && (streq (code, ACT_E_TIMEOUT) || streq (code, ACT_E_NO_WORKER));
-    s_call_finish (self, call, timed_out? "timeout": "error", error, NULL, NULL, 0);
+    s_call_finish (self, call, timed_out? "timeout": "error", error, NULL, 0, 0);
 }
 
 
@@ -531,15 +530,16 @@ s_call_wake (act_flow_t *self, act_live_t *call)
     }
 }
 
-//  End the call with status (for ok: result, and the worker's text of it):
+//  End the call with status (for ok: the worker's text of its result,
+//  result_size bytes, valid JSON, not NUL-terminated):
 //  write its output, store the outcome, send DONE, wake the calls that
 //  waited for it, and forget it. Takes ownership of error.
 static void
 s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *error,
-               const json_t *result, const char *result_text, long long branch)
+               const char *result_text, size_t result_size, long long branch)
 {
     act_live_enter (call, ACT_LIVE_ENDED, self->counts);
-    act_ending_t ending = { status, error, result, result_text, branch };
+    act_ending_t ending = { status, error, NULL, result_text, result_size, branch };
     char *outcome = act_outcome_write (call, self->store, self->watches, &ending);
     status = ending.status;
     error = ending.error;
@@ -581,13 +581,13 @@ s_call_cancel (act_flow_t *self, act_live_t *call)
     if (call->state == ACT_LIVE_RUNNING)
         act_out_addstr (act_worker_send (self->outbox, call->worker, "CANCEL"), call->task);
     s_call_finish (self, call, "cancelled",
-                   s_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, NULL, 0);
+                   s_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, 0, 0);
 }
 
 void
 act_flow_end_error (act_flow_t *self, act_live_t *call, const char *code, const char *message)
 {
-    s_call_finish (self, call, "error", s_error_json (code, message), NULL, NULL, 0);
+    s_call_finish (self, call, "error", s_error_json (code, message), NULL, 0, 0);
 }
 
 void
@@ -609,7 +609,7 @@ act_flow_settle (act_flow_t *self)
         else
         if (eval == ACT_LIVE_UNRESOLVED)
             s_call_finish (self, call, "skipped", s_error_json (err.code, err.message),
-                           NULL, NULL, 0);
+                           NULL, 0, 0);
     }
     self->ntodo = 0;
 }
@@ -705,7 +705,7 @@ act_flow_timers (act_flow_t *self, long long now)
             char *message = zsys_sprintf ("no worker took it within %lld ms",
                                           call->activity->settings->schedule_timeout_ms);
             s_call_finish (self, call, "timeout", s_error_json (ACT_E_NO_WORKER, message),
-                           NULL, NULL, 0);
+                           NULL, 0, 0);
             zstr_free (&message);
         }
         else
@@ -748,6 +748,10 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     self->timers = act_timers_new ();
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, s_call_destructor);
+    //  Keyed by each call's own id text, which lives as long as its entry
+    //  (deleting the entry destroys the call): no copy of the key
+    zhashx_set_key_duplicator (self->calls, NULL);
+    zhashx_set_key_destructor (self->calls, NULL);
     self->keys = zhashx_new ();
     self->tools = act_tools_new (settings, pool);
     act_cache_set_loaded (cache, act_flow_recover, self);

@@ -45,8 +45,10 @@ act_live_destroy (act_live_t **self_p)
     json_decref (self->progress);
     zlistx_destroy (&self->waiters);
     for (size_t i = 0; i < self->nrecipients; i++)
-        free (self->recipients [i].client);
-    free (self->recipients);
+        if (self->recipients [i].client != self->first_bytes)
+            free (self->recipients [i].client);
+    if (self->recipients != &self->first)
+        free (self->recipients);
     free (self);
     *self_p = NULL;
 }
@@ -134,9 +136,18 @@ act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request)
         &&  memcmp (known->request, request_data, request_size) == 0)
             return;
     }
-    act_live_recipient_t *grown = realloc (self->recipients,
-                                           (self->nrecipients + 1) * sizeof *grown);
-    byte *bytes = malloc (client_size + request_size + 1);
+    //  The first one, and its ids when they fit, in the call itself
+    act_live_recipient_t *grown = &self->first;
+    if (self->nrecipients == 1) {
+        grown = malloc (2 * sizeof *grown);
+        if (grown)
+            grown [0] = self->first;
+    }
+    else
+    if (self->nrecipients > 1)
+        grown = realloc (self->recipients, (self->nrecipients + 1) * sizeof *grown);
+    byte *bytes = self->nrecipients == 0 && client_size + request_size <= ACT_LIVE_FIRST_BYTES
+                ? self->first_bytes: malloc (client_size + request_size + 1);
     if (!grown || !bytes) {
         zsys_error ("out of memory for a recipient");
         abort ();                               //  As CZMQ's allocations do

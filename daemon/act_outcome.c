@@ -21,8 +21,8 @@ s_error_json (const char *code, const char *message)
 //  texts instead (act_ctx_output_text, *first_seq the first one's _seq).
 static json_t *
 s_output_messages (act_live_t *call, const char **status, json_t **error,
-                   const json_t *result, const char *result_text, long long *branch,
-                   char ***texts, uint64_t *first_seq)
+                   const json_t *result, const char *result_text, size_t result_size,
+                   long long *branch, char ***texts, uint64_t *first_seq)
 {
     act_expr_t *output = call->call->output;
     act_ctx_t *ctx = call->context->ctx;
@@ -40,7 +40,7 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
             //  The worker's text, validated by act_flow_result: the index
             //  keeps it as text until something reads it
             *texts = act_ctx_output_text (ctx, &output->alts [*branch], result_text,
-                                          strlen (result_text), call->call->method,
+                                          result_size, call->call->method,
                                           call->call->instance, call->text, call->id,
                                           first_seq, &err);
         else
@@ -102,7 +102,8 @@ s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_endin
     char **texts = NULL;
     uint64_t first_seq = 0;
     json_t *messages = s_output_messages (call, status, error, ending->result,
-                                          ending->result_text, &branch, &texts, &first_seq);
+                                          ending->result_text, ending->result_size, &branch,
+                                          &texts, &first_seq);
     written->branch = messages || texts? branch: -1;
     written->nseqs = 0;
     if (texts) {
@@ -141,11 +142,12 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     json_t **error = &ending->error;
     act_expr_t *output = call->call->output;
     bool with_result = output && streq (*status, "ok") && ending->result_text;
-    size_t size = 256 + (with_result? strlen (ending->result_text): 0);
+    size_t size = 256 + (with_result? ending->result_size: 0);
     act_buf_t text = { 0 };
     act_buf_reserve (&text, size);
+    //  The call id (digits) and the status need no escape
     act_buf_add_str (&text, "{\"call_id\":");
-    act_buf_add_quoted (&text, call->id);
+    act_buf_add_plain (&text, call->id, strlen (call->id));
     if (output && !streq (*status, "cancelled")) {
         s_written_t written;
         s_write (call, store, watches, ending, &written);
@@ -172,7 +174,7 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     if (output)
         act_buf_add_str (&text, ",\"written\":[],\"seqs\":[]");
     act_buf_add_str (&text, ",\"status\":");
-    act_buf_add_quoted (&text, *status);
+    act_buf_add_plain (&text, *status, strlen (*status));
     if (*error) {
         char *error_text = act_json_dump (*error);
         act_buf_add_str (&text, ",\"error\":");
@@ -186,7 +188,7 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     //  an error
     if (with_result && streq (*status, "ok")) {
         act_buf_add_str (&text, ",\"result\":");
-        act_buf_add_str (&text, ending->result_text);
+        act_buf_add (&text, ending->result_text, ending->result_size);
     }
     act_buf_add (&text, "}", 1);
     return act_buf_take (&text);

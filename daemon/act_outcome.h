@@ -24,7 +24,9 @@ typedef struct {
     const json_t *result;       //  For ok with an output and no text: the
                                 //  result as a tree
     const char *result_text;    //  For ok: the worker's text of the result
-                                //  (valid JSON; the index keeps it as text)
+                                //  (valid JSON; the index keeps it as text),
+                                //  not NUL-terminated
+    size_t result_size;         //  Bytes of result_text
     long long branch;           //  For ok: the alternative it chose
 } act_ending_t;
 

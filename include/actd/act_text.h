@@ -54,6 +54,11 @@ act_buf_add_str (act_buf_t *self, const char *string)
 //  Returns false when memory ran out.
 bool act_buf_add_quoted (act_buf_t *self, const char *string);
 
+//  Append length bytes at string between quotes, as they are: for a
+//  string known to need no escape (digits, a date, a fixed name). Returns
+//  false when memory ran out.
+bool act_buf_add_plain (act_buf_t *self, const char *string, size_t length);
+
 //  Append an integer in decimal. Returns false when memory ran out.
 bool act_buf_add_number (act_buf_t *self, long long number);
 
