@@ -265,9 +265,11 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     call->task [id_size + 1 + act_decimal_write (call->task + id_size + 1, call->attempts)] = 0;
     zhashx_insert (worker->tasks, call->task, (void *) call->task);
     worker->used = act_clock_ms ();
-    char *meta = act_live_meta (call);
+    char local [512];
+    char *meta = act_live_meta (call, local, sizeof local);
     act_worker_task (self->outbox, worker, call->task, call->activity->name, params_text, meta);
-    free (meta);
+    if (meta != local)
+        free (meta);
     free (params_text);
     s_timer_set (self, call, T_DEADLINE, act_clock_ms () + call->timeout_ms);
     act_live_save (call, self->store);

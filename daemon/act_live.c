@@ -235,6 +235,9 @@ act_live_eval_t
 act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err)
 {
     self->round++;
+    //  Most calls have no reference: ready at once, nothing to list
+    if (self->call->nrefs == 0)
+        return ACT_LIVE_READY;
     zlistx_t *found = zlistx_new ();
     act_live_eval_t result = ACT_LIVE_READY;
     for (size_t i = 0; i < self->call->nrefs; i++) {
@@ -314,7 +317,7 @@ s_put_quoted (char *at, const char *string, const char *quoted)
 }
 
 char *
-act_live_meta (act_live_t *self)
+act_live_meta (act_live_t *self, char *local, size_t room)
 {
     //  Its strings written by the JSON writer (the instance is any 1-128
     //  bytes of UTF-8, control characters included), the rest as numbers,
@@ -330,7 +333,7 @@ act_live_meta (act_live_t *self)
     size_t size = strlen (context? context: self->context->id)
                 + (instance? strlen (instance): instance_text? strlen (instance_text): 0)
                 + (trace? ACT_TRACE_LEN + 16: 0) + 200;
-    char *meta = malloc (size);
+    char *meta = size <= room? local: malloc (size);
     char *at = s_put (meta, "{\"context\":");
     at = s_put_quoted (at, self->context->id, context);
     at = s_put (at, ",\"call_id\":\"");

@@ -123,9 +123,9 @@ void act_live_save (act_live_t *self, act_store_t *store);
 //  marks them). On UNRESOLVED err says which reference.
 act_live_eval_t act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err);
 
-//  The meta of its TASK (PROTOCOL.md section 2) as JSON text; the
-//  caller frees it.
-char *act_live_meta (act_live_t *self);
+//  The meta of its TASK (PROTOCOL.md section 2) as JSON text: in local
+//  (room bytes) when it fits, else a new string the caller frees.
+char *act_live_meta (act_live_t *self, char *local, size_t room);
 
 //  STATUS of the call (PROTOCOL.md section 1), as a new object.
 json_t *act_live_status (act_live_t *self);

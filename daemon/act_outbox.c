@@ -53,6 +53,7 @@ typedef struct {
 struct _act_out_t {
     zmq_msg_t parts [S_PARTS];  //  The frames, routing id first
     size_t nparts;              //  Frames built
+    size_t bytes;               //  Bytes of the frames built
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
     unsigned tracked;           //  Bit n: part n is a tracked frame
@@ -188,6 +189,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     }
     act_out_t *out = &self->messages [self->size++];
     out->nparts = 0;
+    out->bytes = 0;
     out->to_worker = to_worker;
     out->durable = durable;
     out->tracked = 0;
@@ -202,6 +204,7 @@ act_out_add (act_out_t *out, const void *data, size_t size)
         return;
     assert (out->nparts < S_PARTS);             //  The broker's own messages
     zmq_msg_t *part = &out->parts [out->nparts++];
+    out->bytes += size;
     if (size >= S_TRACKED && !out->to_worker) {
         //  The frame's bytes after its ticket, freed by s_ticket_free
         s_ticket_t *ticket = (s_ticket_t *) malloc (sizeof (s_ticket_t) + size);
@@ -297,11 +300,8 @@ act_outbox_size (act_outbox_t *self)
 size_t
 act_outbox_bytes (act_outbox_t *self)
 {
-    for (; self->counted < self->size; self->counted++) {
-        act_out_t *out = &self->messages [self->counted];
-        for (size_t part = 0; part < out->nparts; part++)
-            self->bytes += zmq_msg_size (&out->parts [part]);
-    }
+    for (; self->counted < self->size; self->counted++)
+        self->bytes += self->messages [self->counted].bytes;
     return self->bytes;
 }
 
