@@ -532,6 +532,9 @@ s_call_wake (act_flow_t *self, act_live_t *call)
     }
 }
 
+//  Room of the outcome text kept from one call to the next
+#define S_OUTCOME_ROOM 65536
+
 //  End the call with status (for ok: the worker's text of its result,
 //  result_size bytes, valid JSON, not NUL-terminated):
 //  write its output, store the outcome, send DONE, wake the calls that
@@ -542,7 +545,8 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
 {
     act_live_enter (call, ACT_LIVE_ENDED, self->counts);
     act_ending_t ending = { status, error, NULL, result_text, result_size, branch };
-    char *outcome = act_outcome_write (call, self->store, self->watches, &ending);
+    const char *outcome = act_outcome_write (call, self->store, self->watches, &ending,
+                                             &self->outcome);
     status = ending.status;
     error = ending.error;
     char *progress;
@@ -559,7 +563,10 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
             act_out_addstr (out, outcome);
         }
     s_call_told (self, call, status, outcome);
-    free (outcome);
+    if (self->outcome.room > S_OUTCOME_ROOM) {
+        free (self->outcome.data);              //  Not held after a large one
+        self->outcome = (act_buf_t) { 0 };
+    }
     if (!streq (status, "ok"))
         act_log (LOG_INFO, "call %s (%s) ended %s: %s", call->id, call->activity->name,
                  status, json_string_value (json_object_get (error, "message")));
@@ -569,8 +576,10 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
     call->context->live--;
     call->context->used = act_clock_ms ();
     call->activity->done++;
+    //  The names differ in their first byte: one comparison of a string
     for (size_t i = 0; i < ACT_POOL_OUTCOMES; i++)
-        if (streq (status, act_pool_outcome_names [i]))
+        if (status [0] == act_pool_outcome_names [i][0]
+        &&  streq (status, act_pool_outcome_names [i]))
             call->activity->outcomes [i]++;
     zhashx_delete (self->calls, call->id);      //  Destroys the call
 }
@@ -769,6 +778,7 @@ act_flow_destroy (act_flow_t **self_p)
         zhashx_destroy (&self->calls);
         act_timers_destroy (&self->timers);
         act_scan_destroy (&self->scan);
+        free (self->outcome.data);
         act_tools_destroy (&self->tools);
         free (self->todo);
         free (self);

@@ -356,8 +356,10 @@ act_live_meta (act_live_t *self, char *local, size_t room)
     }
     at = s_put (at, "}");
     *at = 0;
-    free (context);
-    free (instance);
+    if (context)                //  Rare: most need no escape
+        free (context);
+    if (instance)
+        free (instance);
     return meta;
 }
 

@@ -228,6 +228,18 @@ act_out_add (act_out_t *out, const void *data, size_t size)
 }
 
 void
+act_out_literal (act_out_t *out, const char *literal)
+{
+    if (!out)
+        return;
+    assert (out->nparts < S_PARTS);
+    size_t size = strlen (literal);
+    out->bytes += size;
+    //  No free function: libzmq takes it as constant data
+    zmq_msg_init_data (&out->parts [out->nparts++], (void *) literal, size, NULL, NULL);
+}
+
+void
 act_out_addstr (act_out_t *out, const char *string)
 {
     act_out_add (out, string, strlen (string));
@@ -259,8 +271,8 @@ act_outbox_reply_to (act_outbox_t *self, const void *client, size_t client_size,
         act_out_add (out, "", 0);
         out->head = 2;
     }
-    act_out_addstr (out, ACT_CLIENT_HEADER);
-    act_out_addstr (out, verb);
+    act_out_literal (out, ACT_CLIENT_HEADER);
+    act_out_literal (out, verb);
     act_out_add (out, request, request_size);
     return out;
 }

@@ -131,9 +131,9 @@ s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_endin
     json_decref (messages);
 }
 
-char *
+const char *
 act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
-                   act_ending_t *ending)
+                   act_ending_t *ending, act_buf_t *text)
 {
     //  The outcome's text is written by hand, as act_json_dump would lay
     //  out {call_id, branch, written, seqs, status, error, attempts}: a
@@ -143,53 +143,53 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     act_expr_t *output = call->call->output;
     bool with_result = output && streq (*status, "ok") && ending->result_text;
     size_t size = 256 + (with_result? ending->result_size: 0);
-    act_buf_t text = { 0 };
-    act_buf_reserve (&text, size);
+    act_buf_clear (text);
+    act_buf_reserve (text, size);
     //  The call id (digits) and the status need no escape
-    act_buf_add_str (&text, "{\"call_id\":");
-    act_buf_add_plain (&text, call->id, strlen (call->id));
+    act_buf_add_str (text, "{\"call_id\":");
+    act_buf_add_plain (text, call->id, strlen (call->id));
     if (output && !streq (*status, "cancelled")) {
         s_written_t written;
         s_write (call, store, watches, ending, &written);
         if (written.branch >= 0) {
-            act_buf_add_str (&text, ",\"branch\":");
-            act_buf_add_number (&text, written.branch);
+            act_buf_add_str (text, ",\"branch\":");
+            act_buf_add_number (text, written.branch);
         }
-        act_buf_add_str (&text, ",\"written\":[");
+        act_buf_add_str (text, ",\"written\":[");
         const act_alt_t *alt = written.branch >= 0? &output->alts [written.branch]: NULL;
         for (size_t i = 0; alt && i < alt->nrefs; i++) {
             if (i)
-                act_buf_add (&text, ",", 1);
-            act_buf_add_quoted (&text, alt->refs [i].text);
+                act_buf_add (text, ",", 1);
+            act_buf_add_quoted (text, alt->refs [i].text);
         }
-        act_buf_add_str (&text, "],\"seqs\":[");
+        act_buf_add_str (text, "],\"seqs\":[");
         for (size_t i = 0; i < written.nseqs; i++) {
             if (i)
-                act_buf_add (&text, ",", 1);
-            act_buf_add_number (&text, written.seqs [i]);
+                act_buf_add (text, ",", 1);
+            act_buf_add_number (text, written.seqs [i]);
         }
-        act_buf_add (&text, "]", 1);
+        act_buf_add (text, "]", 1);
     }
     else
     if (output)
-        act_buf_add_str (&text, ",\"written\":[],\"seqs\":[]");
-    act_buf_add_str (&text, ",\"status\":");
-    act_buf_add_plain (&text, *status, strlen (*status));
+        act_buf_add_str (text, ",\"written\":[],\"seqs\":[]");
+    act_buf_add_str (text, ",\"status\":");
+    act_buf_add_plain (text, *status, strlen (*status));
     if (*error) {
         char *error_text = act_json_dump (*error);
-        act_buf_add_str (&text, ",\"error\":");
-        act_buf_add_str (&text, error_text);
+        act_buf_add_str (text, ",\"error\":");
+        act_buf_add_str (text, error_text);
         free (error_text);
     }
-    act_buf_add_str (&text, ",\"attempts\":");
-    act_buf_add_number (&text, call->attempts);
+    act_buf_add_str (text, ",\"attempts\":");
+    act_buf_add_number (text, call->attempts);
     //  The worker's result text last, as act_text_splice would add it;
     //  with_result is read again: s_write may have turned the ok into
     //  an error
     if (with_result && streq (*status, "ok")) {
-        act_buf_add_str (&text, ",\"result\":");
-        act_buf_add (&text, ending->result_text, ending->result_size);
+        act_buf_add_str (text, ",\"result\":");
+        act_buf_add (text, ending->result_text, ending->result_size);
     }
-    act_buf_add (&text, "}", 1);
-    return act_buf_take (&text);
+    act_buf_add (text, "}", 1);
+    return text->data;
 }

@@ -43,6 +43,17 @@ act_buf_add (act_buf_t *self, const void *bytes, size_t size)
     return true;
 }
 
+//  Empty the text, keeping its room for the next one (and forgetting a
+//  lack of memory).
+static inline void
+act_buf_clear (act_buf_t *self)
+{
+    self->size = 0;
+    self->failed = false;
+    if (self->data)
+        self->data [0] = 0;
+}
+
 //  Append a C string. Returns false when memory ran out.
 static inline bool
 act_buf_add_str (act_buf_t *self, const char *string)
