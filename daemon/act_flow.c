@@ -143,7 +143,8 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
     json_decref (head);
 }
 
-//  Room for a routing id's hex (5 bytes by default, at most 255)
+//  Room on the stack for the hex of an id of up to 32 bytes (a routing id
+//  has 5 by default); a longer one is allocated
 #define S_HEX_ROOM (2 * 32 + 1)
 
 //  frame in hex: into buffer (S_HEX_ROOM bytes) when it fits, else into a

@@ -402,13 +402,11 @@ s_output_text (const act_ref_t *ref, const char *value_text, size_t value_size,
     if (instance)
         s_add_member (&text, "_instance", instance);
     s_add_member (&text, "_outputPath", ref->text);
-    //  A method's name, a call id (digits) and a date need no escape
+    //  A method's name and a date need no escape
     act_buf_add (&text, ",\"_outputMethod\":", 17);
     act_buf_add_plain (&text, act_method_name (method), strlen (act_method_name (method)));
-    if (call_id) {
-        act_buf_add (&text, ",\"_callId\":", 11);
-        act_buf_add_plain (&text, call_id, strlen (call_id));
-    }
+    if (call_id)
+        s_add_member (&text, "_callId", call_id);
     char digits [ACT_DECIMAL_MAX];
     act_buf_add (&text, ",\"_seq\":", 8);
     act_buf_add (&text, digits, act_decimal_write (digits, (long long) seq));
