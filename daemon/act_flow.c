@@ -5,7 +5,8 @@
     submit (validate, number, evaluate), is in act_submit.c; here, it is
     accepted (stored, indexed, started); queue and dispatch; the worker's
     answer; failures and retries; the output and the end; timers. Recovery
-    of a loaded context's calls is in act_recover.c.
+    of a loaded context's calls is in act_recover.c; STATUS of the live
+    calls and the end of a context in act_flow_calls.c.
     ========================================================================= */
 
 #include "act_flow_int.h"
@@ -15,7 +16,7 @@
 typedef enum { T_DEADLINE, T_SCHEDULE, T_RETRY } s_timer_type_t;
 
 static void s_call_finish (act_flow_t *self, act_live_t *call, const char *status,
-                           json_t *error, const json_t *result, const char *result_text,
+                           json_t *error, const char *result_text, size_t result_size,
                            long long branch);
 static void s_call_queue (act_flow_t *self, act_live_t *call, bool front);
 static void s_dispatch_activity (act_flow_t *self, act_activity_t *activity);
@@ -33,8 +34,9 @@ s_error_json (const char *code, const char *message)
 act_live_t *
 act_flow_lookup (act_flow_t *self, uint64_t number)
 {
-    char id [24];
-    snprintf (id, sizeof id, "%" PRIu64, number);
+    //  By hand: snprintf costs more than the lookup
+    char id [ACT_DECIMAL_MAX + 1];
+    id [act_decimal_write (id, (long long) number)] = 0;
     return (act_live_t *) zhashx_lookup (self->calls, id);
 }
 
@@ -93,11 +95,20 @@ act_flow_todo (act_flow_t *self, uint64_t number)
 }
 
 
+//  True when a watch follows the calls of call's context (most of the
+//  time none is open at all: no lookup then)
+static bool
+s_call_watched (act_flow_t *self, act_live_t *call)
+{
+    return act_watches_size (self->watches)
+        && act_watches_calls (self->watches, call->context->id);
+}
+
 void
 act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
 {
     act_live_enter (call, state, self->counts);
-    if (act_watches_calls (self->watches, call->context->id)) {
+    if (s_call_watched (self, call)) {
         json_t *status = act_live_status (call);
         char *text = act_json_dump (status);
         act_watches_call (self->watches, call->context->id, text);
@@ -111,7 +122,7 @@ act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
 static void
 s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char *outcome)
 {
-    if (!act_watches_calls (self->watches, call->context->id))
+    if (!s_call_watched (self, call))
         return;
     json_t *head = json_pack ("{sssssssI}", "call_id", call->id, "context", call->context->id,
                               "state", status, "attempts", (json_int_t) call->attempts);
@@ -132,6 +143,21 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
     json_decref (head);
 }
 
+//  Room on the stack for the hex of an id of up to 32 bytes (a routing id
+//  has 5 by default); a longer one is allocated
+#define S_HEX_ROOM (2 * 32 + 1)
+
+//  frame in hex: into buffer (S_HEX_ROOM bytes) when it fits, else into a
+//  new string put in *heap for the caller to free
+static const char *
+s_frame_hex (zframe_t *frame, char *buffer, char **heap)
+{
+    size_t size = zframe_size (frame);
+    if (2 * size + 1 > S_HEX_ROOM)
+        buffer = *heap = (char *) malloc (2 * size + 1);
+    return buffer? act_hex_write (buffer, zframe_data (frame), size): NULL;
+}
+
 //  Make a prepared call live: store it, index it, start it
 void
 act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zframe_t *client,
@@ -149,13 +175,15 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
     char *progress;
     act_call_record_t record = act_live_record (call, eval == ACT_LIVE_WAIT? "waiting": "queued",
                                                 NULL, &progress);
-    char *client_hex = client? zframe_strhex (client): NULL;
-    char *request_hex = client? zframe_strhex (request): NULL;
-    record.client = client_hex;
-    record.request = request_hex;
+    char client_hex [S_HEX_ROOM], request_hex [S_HEX_ROOM];
+    char *client_heap = NULL, *request_heap = NULL;
+    if (client) {
+        record.client = s_frame_hex (client, client_hex, &client_heap);
+        record.request = s_frame_hex (request, request_hex, &request_heap);
+    }
     act_store_put_call (self->store, &record);
-    free (client_hex);
-    free (request_hex);
+    free (client_heap);
+    free (request_heap);
     free (progress);
     act_flow_enter (self, call, ACT_LIVE_WAITING);
     if (eval == ACT_LIVE_READY)
@@ -198,7 +226,7 @@ s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
         return;
     if (eval == ACT_LIVE_READY)
         act_err_set (err, ACT_E_UNRESOLVED_REFERENCE, "%s", "a reference became absent");
-    s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, NULL, 0);
+    s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, 0, 0);
 }
 
 //  Send the call's next attempt to worker
@@ -217,7 +245,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
                                               call->tool_checked, &err)) {
             json_decref (params);
             s_call_finish (self, call, "error", s_error_json (err.code, err.message),
-                           NULL, NULL, 0);
+                           NULL, 0, 0);
             return;
         }
         params_text = act_json_dump (params);
@@ -239,9 +267,11 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     call->task [id_size + 1 + act_decimal_write (call->task + id_size + 1, call->attempts)] = 0;
     zhashx_insert (worker->tasks, call->task, (void *) call->task);
     worker->used = act_clock_ms ();
-    char *meta = act_live_meta (call);
+    char local [512];
+    char *meta = act_live_meta (call, local, sizeof local);
     act_worker_task (self->outbox, worker, call->task, call->activity->name, params_text, meta);
-    free (meta);
+    if (meta != local)
+        free (meta);
     free (params_text);
     s_timer_set (self, call, T_DEADLINE, act_clock_ms () + call->timeout_ms);
     act_live_save (call, self->store);
@@ -349,16 +379,15 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_m
     if (!call->call->output)
         //  Fire-and-forget: the result is thrown away, so any body will do
         //  (PROTOCOL.md section 2) and it is not even parsed
-        s_call_finish (self, call, "ok", NULL, NULL, NULL, 0);
+        s_call_finish (self, call, "ok", NULL, NULL, 0, 0);
     else
     if ((valid = s_frame_scan (self, body, &err) == 0)
     &&  (!branch_frame || act_decimal_parse ((const char *) zmq_msg_data (branch_frame),
                                              zmq_msg_size (branch_frame), 1000000, &branch))) {
         //  The worker's bytes are the written value: stored as they came,
         //  and parsed only when something reads them (act_ctx_output_text)
-        char *text = strndup ((const char *) zmq_msg_data (body), zmq_msg_size (body));
-        s_call_finish (self, call, "ok", NULL, NULL, text, (long long) branch);
-        free (text);
+        s_call_finish (self, call, "ok", NULL, (const char *) zmq_msg_data (body),
+                       zmq_msg_size (body), (long long) branch);
     }
     else {
         char *message = zsys_sprintf ("worker %s sent a bad result: %s", worker->name,
@@ -485,7 +514,7 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
         act_log (LOG_WARNING, "call %s (%s) failed after %lld attempts: %s: %s",
                  call->id, call->activity->name, call->attempts, code, message);
     bool timed_out = code && (streq (code, ACT_E_TIMEOUT) || streq (code, ACT_E_NO_WORKER));
-    s_call_finish (self, call, timed_out? "timeout": "error", error, NULL, NULL, 0);
+    s_call_finish (self, call, timed_out? "timeout": "error", error, NULL, 0, 0);
 }
 
 
@@ -505,16 +534,21 @@ s_call_wake (act_flow_t *self, act_live_t *call)
     }
 }
 
-//  End the call with status (for ok: result, and the worker's text of it):
+//  Room of the outcome text kept from one call to the next
+#define S_OUTCOME_ROOM 65536
+
+//  End the call with status (for ok: the worker's text of its result,
+//  result_size bytes, valid JSON, not NUL-terminated):
 //  write its output, store the outcome, send DONE, wake the calls that
 //  waited for it, and forget it. Takes ownership of error.
 static void
 s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *error,
-               const json_t *result, const char *result_text, long long branch)
+               const char *result_text, size_t result_size, long long branch)
 {
     act_live_enter (call, ACT_LIVE_ENDED, self->counts);
-    act_ending_t ending = { status, error, result, result_text, branch };
-    char *outcome = act_outcome_write (call, self->store, self->watches, &ending);
+    act_ending_t ending = { status, error, NULL, result_text, result_size, branch };
+    const char *outcome = act_outcome_write (call, self->store, self->watches, &ending,
+                                             &self->outcome);
     status = ending.status;
     error = ending.error;
     char *progress;
@@ -531,7 +565,10 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
             act_out_addstr (out, outcome);
         }
     s_call_told (self, call, status, outcome);
-    free (outcome);
+    if (self->outcome.room > S_OUTCOME_ROOM) {
+        free (self->outcome.data);              //  Not held after a large one
+        self->outcome = (act_buf_t) { 0 };
+    }
     if (!streq (status, "ok"))
         act_log (LOG_INFO, "call %s (%s) ended %s: %s", call->id, call->activity->name,
                  status, json_string_value (json_object_get (error, "message")));
@@ -541,8 +578,10 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
     call->context->live--;
     call->context->used = act_clock_ms ();
     call->activity->done++;
+    //  The names differ in their first byte: one comparison of a string
     for (size_t i = 0; i < ACT_POOL_OUTCOMES; i++)
-        if (streq (status, act_pool_outcome_names [i]))
+        if (status [0] == act_pool_outcome_names [i][0]
+        &&  streq (status, act_pool_outcome_names [i]))
             call->activity->outcomes [i]++;
     zhashx_delete (self->calls, call->id);      //  Destroys the call
 }
@@ -555,13 +594,13 @@ s_call_cancel (act_flow_t *self, act_live_t *call)
     if (call->state == ACT_LIVE_RUNNING)
         act_out_addstr (act_worker_send (self->outbox, call->worker, "CANCEL"), call->task);
     s_call_finish (self, call, "cancelled",
-                   s_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, NULL, 0);
+                   s_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, 0, 0);
 }
 
 void
 act_flow_end_error (act_flow_t *self, act_live_t *call, const char *code, const char *message)
 {
-    s_call_finish (self, call, "error", s_error_json (code, message), NULL, NULL, 0);
+    s_call_finish (self, call, "error", s_error_json (code, message), NULL, 0, 0);
 }
 
 void
@@ -583,76 +622,20 @@ act_flow_settle (act_flow_t *self)
         else
         if (eval == ACT_LIVE_UNRESOLVED)
             s_call_finish (self, call, "skipped", s_error_json (err.code, err.message),
-                           NULL, NULL, 0);
+                           NULL, 0, 0);
     }
     self->ntodo = 0;
 }
 
 
 //  --------------------------------------------------------------------------
-//  Calls by id, for STATUS and CANCEL
-
-act_tools_t *
-act_flow_tools (act_flow_t *self)
-{
-    return self->tools;
-}
-
-act_live_t *
-act_flow_call (act_flow_t *self, uint64_t number)
-{
-    return act_flow_lookup (self, number);
-}
-
-json_t *
-act_flow_statuses (act_flow_t *self, act_context_t *context)
-{
-    //  A context knows how many live calls it has, not which: the live
-    //  calls are looked through only when it has some
-    json_t *statuses = json_array ();
-    for (act_live_t *call = context->live? zhashx_first (self->calls): NULL; call;
-         call = zhashx_next (self->calls))
-        if (call->context == context)
-            json_array_append_new (statuses, act_live_status (call));
-    return statuses;
-}
+//  Cancel by id (STATUS, the tools and the end of a context are in
+//  act_flow_calls.c)
 
 void
 act_flow_cancel (act_flow_t *self, act_live_t *call)
 {
     s_call_cancel (self, call);
-}
-
-
-//  --------------------------------------------------------------------------
-//  The end of a context
-
-json_t *
-act_flow_delete (act_flow_t *self, const char *context_id, act_err_t *err)
-{
-    //  Loading it recovers its calls that had not ended, to cancel them
-    act_context_t *context = act_cache_get (self->cache, context_id, false, err);
-    if (!context)
-        return NULL;
-    zlistx_t *doomed = zlistx_new ();
-    for (act_live_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
-        if (call->context == context)
-            zlistx_add_end (doomed, call);
-    size_t cancelled = zlistx_size (doomed);
-    for (act_live_t *call = zlistx_first (doomed); call; call = zlistx_next (doomed))
-        s_call_cancel (self, call);
-    zlistx_destroy (&doomed);
-    size_t messages = 0;
-    if (act_store_delete_context (self->store, context_id, &messages)) {
-        act_err_set (err, ACT_E_INTERNAL, "the store could not delete context %s", context_id);
-        return NULL;            //  The batch is doomed: the commit refuses
-    }
-    act_cache_forget (self->cache, context_id);
-    act_watches_deleted (self->watches, context_id);
-    act_log (LOG_INFO, "context %s deleted: %zu messages, %zu calls cancelled", context_id,
-             messages, cancelled);
-    return json_pack ("{sIsI}", "messages", (json_int_t) messages,
-                      "cancelled", (json_int_t) cancelled);
 }
 
 
@@ -679,7 +662,7 @@ act_flow_timers (act_flow_t *self, long long now)
             char *message = zsys_sprintf ("no worker took it within %lld ms",
                                           call->activity->settings->schedule_timeout_ms);
             s_call_finish (self, call, "timeout", s_error_json (ACT_E_NO_WORKER, message),
-                           NULL, NULL, 0);
+                           NULL, 0, 0);
             zstr_free (&message);
         }
         else
@@ -722,6 +705,10 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     self->timers = act_timers_new ();
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, s_call_destructor);
+    //  Keyed by each call's own id text, which lives as long as its entry
+    //  (deleting the entry destroys the call): no copy of the key
+    zhashx_set_key_duplicator (self->calls, NULL);
+    zhashx_set_key_destructor (self->calls, NULL);
     self->keys = zhashx_new ();
     self->tools = act_tools_new (settings, pool);
     act_cache_set_loaded (cache, act_flow_recover, self);
@@ -737,6 +724,7 @@ act_flow_destroy (act_flow_t **self_p)
         zhashx_destroy (&self->calls);
         act_timers_destroy (&self->timers);
         act_scan_destroy (&self->scan);
+        free (self->outcome.data);
         act_tools_destroy (&self->tools);
         free (self->todo);
         free (self);

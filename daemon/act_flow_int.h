@@ -9,6 +9,7 @@
 
 #include "act_flow.h"
 #include "actd/act_scan.h"
+#include "actd/act_text.h"
 #include "act_live.h"
 #include "act_timers.h"
 #include "act_watch.h"
@@ -23,6 +24,8 @@ struct _act_flow_t {
     act_tools_t *tools;         //  What each activity takes (PROTOCOL.md 2.1)
     act_timers_t *timers;       //  Deadlines, schedule timeouts, retries
     act_scan_t *scan;           //  The hot path's JSON scanner, reused
+    act_buf_t outcome;          //  An ending call's outcome text, its room
+                                //  reused from one call to the next
     zhashx_t *calls;            //  Call id -> act_live_t, calls not ended
     zhashx_t *keys;             //  context<US>_id -> act_live_t
     uint64_t *todo;             //  Calls to evaluate again (numbers)

@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_inbox.h"
+#include "actd/act_text.h"
 
 struct _act_inbox_t {
     zlistx_t *queue;            //  act_msg_t read ahead, oldest first
@@ -93,18 +94,9 @@ act_msg_frame (act_msg_t *msg, size_t index)
 char *
 act_msg_strhex (zmq_msg_t *part)
 {
-    static const char digits [] = "0123456789ABCDEF";
     size_t size = zmq_msg_size (part);
-    const byte *data = (const byte *) zmq_msg_data (part);
     char *hex = (char *) malloc (size * 2 + 1);
-    if (!hex)
-        return NULL;
-    for (size_t index = 0; index < size; index++) {
-        hex [index * 2] = digits [data [index] >> 4];
-        hex [index * 2 + 1] = digits [data [index] & 15];
-    }
-    hex [size * 2] = 0;
-    return hex;
+    return hex? act_hex_write (hex, zmq_msg_data (part), size): NULL;
 }
 
 //  A queued message's destructor

@@ -45,8 +45,10 @@ act_live_destroy (act_live_t **self_p)
     json_decref (self->progress);
     zlistx_destroy (&self->waiters);
     for (size_t i = 0; i < self->nrecipients; i++)
-        free (self->recipients [i].client);
-    free (self->recipients);
+        if (self->recipients [i].client != self->first_bytes)
+            free (self->recipients [i].client);
+    if (self->recipients != &self->first)
+        free (self->recipients);
     free (self);
     *self_p = NULL;
 }
@@ -134,9 +136,18 @@ act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request)
         &&  memcmp (known->request, request_data, request_size) == 0)
             return;
     }
-    act_live_recipient_t *grown = realloc (self->recipients,
-                                           (self->nrecipients + 1) * sizeof *grown);
-    byte *bytes = malloc (client_size + request_size + 1);
+    //  The first one, and its ids when they fit, in the call itself
+    act_live_recipient_t *grown = &self->first;
+    if (self->nrecipients == 1) {
+        grown = malloc (2 * sizeof *grown);
+        if (grown)
+            grown [0] = self->first;
+    }
+    else
+    if (self->nrecipients > 1)
+        grown = realloc (self->recipients, (self->nrecipients + 1) * sizeof *grown);
+    byte *bytes = self->nrecipients == 0 && client_size + request_size <= ACT_LIVE_FIRST_BYTES
+                ? self->first_bytes: malloc (client_size + request_size + 1);
     if (!grown || !bytes) {
         zsys_error ("out of memory for a recipient");
         abort ();                               //  As CZMQ's allocations do
@@ -224,6 +235,9 @@ act_live_eval_t
 act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err)
 {
     self->round++;
+    //  Most calls have no reference: ready at once, nothing to list
+    if (self->call->nrefs == 0)
+        return ACT_LIVE_READY;
     zlistx_t *found = zlistx_new ();
     act_live_eval_t result = ACT_LIVE_READY;
     for (size_t i = 0; i < self->call->nrefs; i++) {
@@ -303,7 +317,7 @@ s_put_quoted (char *at, const char *string, const char *quoted)
 }
 
 char *
-act_live_meta (act_live_t *self)
+act_live_meta (act_live_t *self, char *local, size_t room)
 {
     //  Its strings written by the JSON writer (the instance is any 1-128
     //  bytes of UTF-8, control characters included), the rest as numbers,
@@ -319,7 +333,7 @@ act_live_meta (act_live_t *self)
     size_t size = strlen (context? context: self->context->id)
                 + (instance? strlen (instance): instance_text? strlen (instance_text): 0)
                 + (trace? ACT_TRACE_LEN + 16: 0) + 200;
-    char *meta = malloc (size);
+    char *meta = size <= room? local: malloc (size);
     char *at = s_put (meta, "{\"context\":");
     at = s_put_quoted (at, self->context->id, context);
     at = s_put (at, ",\"call_id\":\"");
@@ -342,8 +356,10 @@ act_live_meta (act_live_t *self)
     }
     at = s_put (at, "}");
     *at = 0;
-    free (context);
-    free (instance);
+    if (context)                //  Rare: most need no escape
+        free (context);
+    if (instance)
+        free (instance);
     return meta;
 }
 

@@ -29,6 +29,19 @@ typedef enum {
     ACT_LIVE_UNRESOLVED         //  One is absent and nothing can write it
 } act_live_eval_t;
 
+//  Where a DONE goes
+typedef struct _act_live_recipient_t {
+    byte *client;               //  Routing id of the client socket, then
+                                //  the request id (one allocation, or the
+                                //  call's first_bytes)
+    size_t client_size;         //  Bytes of the routing id
+    byte *request;              //  Request id to echo (after the client's)
+    size_t request_size;        //  Bytes of the request id
+} act_live_recipient_t;
+
+//  Bytes of a first recipient's ids kept in the call itself
+#define ACT_LIVE_FIRST_BYTES 32
+
 typedef struct {
     uint64_t number;            //  Call id as a number; also its order
     char id [24];               //  Call id as text
@@ -51,8 +64,12 @@ typedef struct {
     zlistx_t *waiters;          //  act_live_waiter_t * waiting for it, or NULL
     act_producer_t *producer;   //  Its targets in the dependency index
     struct _act_live_recipient_t *recipients;  //  Where its DONE goes (an
-                                //  array, most calls have one), or NULL
+                                //  array, most calls have one: then it is
+                                //  first), or NULL
     size_t nrecipients;         //  Entries in recipients
+    act_live_recipient_t first; //  The first recipient, while it is the
+                                //  only one (no allocation then)
+    byte first_bytes [ACT_LIVE_FIRST_BYTES];   //  Its ids, when they fit
     json_t *progress;           //  Latest PROGRESS details, or NULL
     uint64_t stamp;             //  Marks it found in one evaluation
     long long accepted_at;      //  When it was accepted (or recovered)
@@ -67,15 +84,6 @@ typedef struct {
     uint64_t number;            //  The waiting call
     uint32_t round;             //  Its round when it started waiting
 } act_live_waiter_t;
-
-//  Where a DONE goes
-typedef struct _act_live_recipient_t {
-    byte *client;               //  Routing id of the client socket, then
-                                //  the request id (one allocation)
-    size_t client_size;         //  Bytes of the routing id
-    byte *request;              //  Request id to echo (after the client's)
-    size_t request_size;        //  Bytes of the request id
-} act_live_recipient_t;
 
 //  A live call of context made of call (which it takes), its activity
 //  from pool, in state NONE.
@@ -115,9 +123,9 @@ void act_live_save (act_live_t *self, act_store_t *store);
 //  marks them). On UNRESOLVED err says which reference.
 act_live_eval_t act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err);
 
-//  The meta of its TASK (PROTOCOL.md section 2) as JSON text; the
-//  caller frees it.
-char *act_live_meta (act_live_t *self);
+//  The meta of its TASK (PROTOCOL.md section 2) as JSON text: in local
+//  (room bytes) when it fits, else a new string the caller frees.
+char *act_live_meta (act_live_t *self, char *local, size_t room);
 
 //  STATUS of the call (PROTOCOL.md section 1), as a new object.
 json_t *act_live_status (act_live_t *self);

@@ -24,6 +24,7 @@
 #include "act_outbox.h"
 #include "actd/act_err.h"
 #include "actd/act_wire.h"
+#include "actd/act_text.h"
 #include "act_log.h"
 
 //  The most frames a message of the broker has (a Majordomo 0.1 TASK: 7)
@@ -52,6 +53,7 @@ typedef struct {
 struct _act_out_t {
     zmq_msg_t parts [S_PARTS];  //  The frames, routing id first
     size_t nparts;              //  Frames built
+    size_t bytes;               //  Bytes of the frames built
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
     unsigned tracked;           //  Bit n: part n is a tracked frame
@@ -187,6 +189,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     }
     act_out_t *out = &self->messages [self->size++];
     out->nparts = 0;
+    out->bytes = 0;
     out->to_worker = to_worker;
     out->durable = durable;
     out->tracked = 0;
@@ -201,6 +204,7 @@ act_out_add (act_out_t *out, const void *data, size_t size)
         return;
     assert (out->nparts < S_PARTS);             //  The broker's own messages
     zmq_msg_t *part = &out->parts [out->nparts++];
+    out->bytes += size;
     if (size >= S_TRACKED && !out->to_worker) {
         //  The frame's bytes after its ticket, freed by s_ticket_free
         s_ticket_t *ticket = (s_ticket_t *) malloc (sizeof (s_ticket_t) + size);
@@ -221,6 +225,18 @@ act_out_add (act_out_t *out, const void *data, size_t size)
     }
     if (size)
         memcpy (zmq_msg_data (part), data, size);
+}
+
+void
+act_out_literal (act_out_t *out, const char *literal)
+{
+    if (!out)
+        return;
+    assert (out->nparts < S_PARTS);
+    size_t size = strlen (literal);
+    out->bytes += size;
+    //  No free function: libzmq takes it as constant data
+    zmq_msg_init_data (&out->parts [out->nparts++], (void *) literal, size, NULL, NULL);
 }
 
 void
@@ -255,8 +271,8 @@ act_outbox_reply_to (act_outbox_t *self, const void *client, size_t client_size,
         act_out_add (out, "", 0);
         out->head = 2;
     }
-    act_out_addstr (out, ACT_CLIENT_HEADER);
-    act_out_addstr (out, verb);
+    act_out_literal (out, ACT_CLIENT_HEADER);
+    act_out_literal (out, verb);
     act_out_add (out, request, request_size);
     return out;
 }
@@ -296,11 +312,8 @@ act_outbox_size (act_outbox_t *self)
 size_t
 act_outbox_bytes (act_outbox_t *self)
 {
-    for (; self->counted < self->size; self->counted++) {
-        act_out_t *out = &self->messages [self->counted];
-        for (size_t part = 0; part < out->nparts; part++)
-            self->bytes += zmq_msg_size (&out->parts [part]);
-    }
+    for (; self->counted < self->size; self->counted++)
+        self->bytes += self->messages [self->counted].bytes;
     return self->bytes;
 }
 
@@ -368,12 +381,8 @@ act_outbox_refuse (act_outbox_t *self)
 static char *
 s_hex (const void *id, size_t size)
 {
-    const byte *data = (const byte *) id;
     char *hex = (char *) malloc (size * 2 + 1);
-    for (size_t at = 0; at < size; at++)
-        snprintf (hex + at * 2, 3, "%02X", data [at]);
-    hex [size * 2] = 0;
-    return hex;
+    return hex? act_hex_write (hex, id, size): NULL;
 }
 
 bool
@@ -381,9 +390,12 @@ act_outbox_client_over (act_outbox_t *self, zframe_t *client)
 {
     if (self->max_client_bytes == 0 || zhashx_size (self->accounts) == 0)
         return false;
-    char *hex = s_hex (zframe_data (client), zframe_size (client));
+    //  A routing id has at most 255 bytes
+    char hex [2 * 255 + 1];
+    if (zframe_size (client) > 255)
+        return false;
+    act_hex_write (hex, zframe_data (client), zframe_size (client));
     s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, hex);
-    free (hex);
     return account && account->cut && atomic_load (&account->bytes) > 0;
 }
 

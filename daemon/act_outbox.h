@@ -68,7 +68,8 @@ void act_outbox_destroy (act_outbox_t **self_p);
 act_out_t *act_outbox_add (act_outbox_t *self, bool to_worker, bool durable);
 
 //  A reply to a client, [client][ACTC01][verb][request], at the end of
-//  the outbox; the caller adds its body frames.
+//  the outbox; the caller adds its body frames. verb is a string literal
+//  (act_out_literal: it is not copied).
 act_out_t *act_outbox_reply (act_outbox_t *self, zframe_t *client, zframe_t *request,
                              const char *verb, bool durable);
 
@@ -96,6 +97,11 @@ void act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
 void act_out_add (act_out_t *out, const void *data, size_t size);
 void act_out_addstr (act_out_t *out, const char *string);
 void act_out_frame (act_out_t *out, zframe_t *frame);
+
+//  Add a frame of literal, a string that lives as long as the program (a
+//  string literal, a protocol header): handed to libzmq as it is, not
+//  copied. Nothing when out is NULL.
+void act_out_literal (act_out_t *out, const char *literal);
 
 //  Messages waiting.
 size_t act_outbox_size (act_outbox_t *self);

@@ -21,8 +21,8 @@ s_error_json (const char *code, const char *message)
 //  texts instead (act_ctx_output_text, *first_seq the first one's _seq).
 static json_t *
 s_output_messages (act_live_t *call, const char **status, json_t **error,
-                   const json_t *result, const char *result_text, long long *branch,
-                   char ***texts, uint64_t *first_seq)
+                   const json_t *result, const char *result_text, size_t result_size,
+                   long long *branch, char ***texts, uint64_t *first_seq)
 {
     act_expr_t *output = call->call->output;
     act_ctx_t *ctx = call->context->ctx;
@@ -40,7 +40,7 @@ s_output_messages (act_live_t *call, const char **status, json_t **error,
             //  The worker's text, validated by act_flow_result: the index
             //  keeps it as text until something reads it
             *texts = act_ctx_output_text (ctx, &output->alts [*branch], result_text,
-                                          strlen (result_text), call->call->method,
+                                          result_size, call->call->method,
                                           call->call->instance, call->text, call->id,
                                           first_seq, &err);
         else
@@ -85,7 +85,8 @@ s_put (act_live_t *call, act_store_t *store, act_watches_t *watches, uint64_t se
        const char *text, s_written_t *written)
 {
     act_store_put_message (store, call->context->id, seq, text, strlen (text));
-    act_watches_message (watches, call->context->id, seq, text);
+    if (act_watches_size (watches))             //  No lookup when none is open
+        act_watches_message (watches, call->context->id, seq, text);
     if (written->nseqs < sizeof written->seqs / sizeof written->seqs [0])
         written->seqs [written->nseqs++] = (json_int_t) seq;
 }
@@ -101,7 +102,8 @@ s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_endin
     char **texts = NULL;
     uint64_t first_seq = 0;
     json_t *messages = s_output_messages (call, status, error, ending->result,
-                                          ending->result_text, &branch, &texts, &first_seq);
+                                          ending->result_text, ending->result_size, &branch,
+                                          &texts, &first_seq);
     written->branch = messages || texts? branch: -1;
     written->nseqs = 0;
     if (texts) {
@@ -129,9 +131,9 @@ s_write (act_live_t *call, act_store_t *store, act_watches_t *watches, act_endin
     json_decref (messages);
 }
 
-char *
+const char *
 act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
-                   act_ending_t *ending)
+                   act_ending_t *ending, act_buf_t *text)
 {
     //  The outcome's text is written by hand, as act_json_dump would lay
     //  out {call_id, branch, written, seqs, status, error, attempts}: a
@@ -140,53 +142,54 @@ act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
     json_t **error = &ending->error;
     act_expr_t *output = call->call->output;
     bool with_result = output && streq (*status, "ok") && ending->result_text;
-    size_t size = 256 + (with_result? strlen (ending->result_text): 0);
-    act_buf_t text = { 0 };
-    act_buf_reserve (&text, size);
-    act_buf_add_str (&text, "{\"call_id\":");
-    act_buf_add_quoted (&text, call->id);
+    size_t size = 256 + (with_result? ending->result_size: 0);
+    act_buf_clear (text);
+    act_buf_reserve (text, size);
+    //  The call id (digits) and the status need no escape
+    act_buf_add_str (text, "{\"call_id\":");
+    act_buf_add_plain (text, call->id, strlen (call->id));
     if (output && !streq (*status, "cancelled")) {
         s_written_t written;
         s_write (call, store, watches, ending, &written);
         if (written.branch >= 0) {
-            act_buf_add_str (&text, ",\"branch\":");
-            act_buf_add_number (&text, written.branch);
+            act_buf_add_str (text, ",\"branch\":");
+            act_buf_add_number (text, written.branch);
         }
-        act_buf_add_str (&text, ",\"written\":[");
+        act_buf_add_str (text, ",\"written\":[");
         const act_alt_t *alt = written.branch >= 0? &output->alts [written.branch]: NULL;
         for (size_t i = 0; alt && i < alt->nrefs; i++) {
             if (i)
-                act_buf_add (&text, ",", 1);
-            act_buf_add_quoted (&text, alt->refs [i].text);
+                act_buf_add (text, ",", 1);
+            act_buf_add_quoted (text, alt->refs [i].text);
         }
-        act_buf_add_str (&text, "],\"seqs\":[");
+        act_buf_add_str (text, "],\"seqs\":[");
         for (size_t i = 0; i < written.nseqs; i++) {
             if (i)
-                act_buf_add (&text, ",", 1);
-            act_buf_add_number (&text, written.seqs [i]);
+                act_buf_add (text, ",", 1);
+            act_buf_add_number (text, written.seqs [i]);
         }
-        act_buf_add (&text, "]", 1);
+        act_buf_add (text, "]", 1);
     }
     else
     if (output)
-        act_buf_add_str (&text, ",\"written\":[],\"seqs\":[]");
-    act_buf_add_str (&text, ",\"status\":");
-    act_buf_add_quoted (&text, *status);
+        act_buf_add_str (text, ",\"written\":[],\"seqs\":[]");
+    act_buf_add_str (text, ",\"status\":");
+    act_buf_add_plain (text, *status, strlen (*status));
     if (*error) {
         char *error_text = act_json_dump (*error);
-        act_buf_add_str (&text, ",\"error\":");
-        act_buf_add_str (&text, error_text);
+        act_buf_add_str (text, ",\"error\":");
+        act_buf_add_str (text, error_text);
         free (error_text);
     }
-    act_buf_add_str (&text, ",\"attempts\":");
-    act_buf_add_number (&text, call->attempts);
+    act_buf_add_str (text, ",\"attempts\":");
+    act_buf_add_number (text, call->attempts);
     //  The worker's result text last, as act_text_splice would add it;
     //  with_result is read again: s_write may have turned the ok into
     //  an error
     if (with_result && streq (*status, "ok")) {
-        act_buf_add_str (&text, ",\"result\":");
-        act_buf_add_str (&text, ending->result_text);
+        act_buf_add_str (text, ",\"result\":");
+        act_buf_add (text, ending->result_text, ending->result_size);
     }
-    act_buf_add (&text, "}", 1);
-    return act_buf_take (&text);
+    act_buf_add (text, "}", 1);
+    return text->data;
 }

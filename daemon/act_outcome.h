@@ -14,6 +14,7 @@
 
 #include "act_live.h"
 #include "act_watch.h"
+#include "actd/act_text.h"
 
 //  How a call ends
 typedef struct {
@@ -24,14 +25,17 @@ typedef struct {
     const json_t *result;       //  For ok with an output and no text: the
                                 //  result as a tree
     const char *result_text;    //  For ok: the worker's text of the result
-                                //  (valid JSON; the index keeps it as text)
+                                //  (valid JSON; the index keeps it as text),
+                                //  not NUL-terminated
+    size_t result_size;         //  Bytes of result_text
     long long branch;           //  For ok: the alternative it chose
 } act_ending_t;
 
 //  Write the ending of call into its context and into store's batch (each
-//  message also to the watches of its context), and return the outcome's
-//  JSON text (the caller frees it).
-char *act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
-                         act_ending_t *ending);
+//  message also to the watches of its context), and the outcome's JSON
+//  text into text (emptied first, its room reused). Returns that text
+//  (text's own), or NULL when memory ran out.
+const char *act_outcome_write (act_live_t *call, act_store_t *store, act_watches_t *watches,
+                               act_ending_t *ending, act_buf_t *text);
 
 #endif

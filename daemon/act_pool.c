@@ -233,8 +233,8 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
     if (worker->protocol == ACT_PROTO_ACTW) {
         out = act_outbox_add (outbox, true, false);
         act_out_frame (out, worker->identity);
-        act_out_addstr (out, ACT_WORKER_HEADER);
-        act_out_addstr (out, command);
+        act_out_literal (out, ACT_WORKER_HEADER);
+        act_out_literal (out, command);
     }
     else {
         //  Majordomo: commands are one byte, after an empty frame for a

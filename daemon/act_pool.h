@@ -124,7 +124,8 @@ act_worker_t *act_worker_pick (act_activity_t *activity);
 //  A message to worker in its own protocol in outbox: ACT/1 commands
 //  TASK, CANCEL, HEARTBEAT, DISCONNECT; the caller adds the argument
 //  frames. NULL (adding to it does nothing) for a command the worker's
-//  protocol does not have (Majordomo has no CANCEL).
+//  protocol does not have (Majordomo has no CANCEL). command is a string
+//  literal (act_out_literal: it is not copied).
 act_out_t *act_worker_send (act_outbox_t *outbox, act_worker_t *worker,
                             const char *command);
 

@@ -28,6 +28,9 @@ s_call_by_key (act_flow_t *self, const char *context, const char *key, json_t **
     return call;
 }
 
+//  Entries a request may have for its arrays to be on the stack
+#define S_LOCAL_ENTRIES 4
+
 //  What ACCEPTED says of one entry, and what follows it
 typedef struct {
     char id [24];               //  Its call id (a new one, or the earlier
@@ -241,10 +244,15 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
         act_outbox_error (self->outbox, client, request, command, &err);
         return;
     }
+    //  A CALL's entry (or a short PLAN's) on the stack, no allocation
     size_t count = entries? json_array_size (entries): 1;
-    act_live_t **calls = calloc (count, sizeof (act_live_t *));
-    act_live_eval_t *evals = calloc (count, sizeof (act_live_eval_t));
-    s_entry_t *accepted = calloc (count, sizeof (s_entry_t));
+    act_live_t *local_calls [S_LOCAL_ENTRIES] = { NULL };
+    act_live_eval_t local_evals [S_LOCAL_ENTRIES] = { ACT_LIVE_READY };
+    s_entry_t local_accepted [S_LOCAL_ENTRIES] = { { { 0 }, false, NULL } };
+    bool local = count <= S_LOCAL_ENTRIES;
+    act_live_t **calls = local? local_calls: calloc (count, sizeof (act_live_t *));
+    act_live_eval_t *evals = local? local_evals: calloc (count, sizeof (act_live_eval_t));
+    s_entry_t *accepted = local? local_accepted: calloc (count, sizeof (s_entry_t));
     if (s_prepare (self, context, entries, &first, &first_err, calls, evals, accepted,
                    &err)) {
         act_outbox_error (self->outbox, client, request, command, &err);
@@ -262,7 +270,9 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
     act_call_destroy (&first);
     for (size_t i = 0; i < count; i++)
         json_decref (accepted [i].record);
-    free (accepted);
-    free (calls);
-    free (evals);
+    if (!local) {
+        free (accepted);
+        free (calls);
+        free (evals);
+    }
 }

@@ -402,7 +402,9 @@ s_output_text (const act_ref_t *ref, const char *value_text, size_t value_size,
     if (instance)
         s_add_member (&text, "_instance", instance);
     s_add_member (&text, "_outputPath", ref->text);
-    s_add_member (&text, "_outputMethod", act_method_name (method));
+    //  A method's name and a date need no escape
+    act_buf_add (&text, ",\"_outputMethod\":", 17);
+    act_buf_add_plain (&text, act_method_name (method), strlen (act_method_name (method)));
     if (call_id)
         s_add_member (&text, "_callId", call_id);
     char digits [ACT_DECIMAL_MAX];
@@ -410,7 +412,8 @@ s_output_text (const act_ref_t *ref, const char *value_text, size_t value_size,
     act_buf_add (&text, digits, act_decimal_write (digits, (long long) seq));
     char date [32];
     act_date_now (date);
-    s_add_member (&text, "_date", date);
+    act_buf_add (&text, ",\"_date\":", 9);
+    act_buf_add_plain (&text, date, strlen (date));
     //  The display form: one object level per segment, as act_text_nest
     act_buf_add (&text, ",\"data\":", 8);
     for (size_t i = 0; i < ref->nsegs; i++) {
@@ -446,6 +449,27 @@ act_ctx_output_text (act_ctx_t *self, const act_alt_t *alt, const char *text, si
         return NULL;
     }
     char **texts = NULL;
+    //  One target in the global scope (the common case): checked and
+    //  applied in one walk down its path
+    const act_ref_t *ref = &alt->refs [0];
+    if (alt->nrefs == 1 && !instance) {
+        act_ctx_kind_t *kind = act_ctx_kind_require (self, ref->kind);
+        texts = calloc (2, sizeof (char *));
+        if (!texts)
+            act_err_set (err, ACT_E_INTERNAL, "out of memory keeping a result");
+        else
+        if (act_ctx_scope_write_shared (self, kind, ref->segs, ref->nsegs, method, value,
+                                        err) == 0) {
+            *first_seq = self->next_seq;
+            texts [0] = s_output_text (ref, text, size, method, NULL, call_text, call_id,
+                                       self->next_seq++);
+        }
+        else {
+            free (texts);
+            texts = NULL;
+        }
+    }
+    else
     if (s_output_check (self, alt, value, method, instance, err) == 0) {
         texts = calloc (alt->nrefs + 1, sizeof (char *));
         *first_seq = self->next_seq;

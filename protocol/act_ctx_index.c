@@ -197,3 +197,16 @@ act_ctx_scope_apply_shared (act_ctx_t *self, act_ctx_kind_t *kind, const char *i
     }
 }
 
+
+int
+act_ctx_scope_write_shared (act_ctx_t *self, act_ctx_kind_t *kind, const act_seg_t *segs,
+                            size_t nsegs, act_method_t method, json_t *value, act_err_t *err)
+{
+    act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
+    if (act_path_write_shared (&kind->doc, segs, nsegs, method, value, err))
+        return -1;
+    act_ctx_ident (self, kind, NULL, true);
+    kind->lazy |= act_ctx_lazy_is (value);
+    kind->version++;
+    return 0;
+}

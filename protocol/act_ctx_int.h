@@ -137,4 +137,12 @@ void act_ctx_scope_apply_shared (act_ctx_t *self, act_ctx_kind_t *kind,
                                  const act_seg_t *segs, size_t nsegs,
                                  act_method_t method, json_t *value);
 
+//  Check and apply at once a write in the global scope that keeps value
+//  itself (as act_ctx_scope_apply_shared): 0, or -1 with err set and
+//  nothing changed (act_path_write changes nothing when it refuses). For
+//  a write with one target, which no other target of its own can see.
+int act_ctx_scope_write_shared (act_ctx_t *self, act_ctx_kind_t *kind,
+                                const act_seg_t *segs, size_t nsegs,
+                                act_method_t method, json_t *value, act_err_t *err);
+
 #endif

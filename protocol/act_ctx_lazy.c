@@ -31,13 +31,16 @@
 json_t *
 act_ctx_lazy_new (const char *text, size_t size)
 {
-    char *marked = malloc (size + 1);
+    //  jansson copies the string: a short one is marked on the stack
+    char local [1024];
+    char *marked = size < sizeof local? local: malloc (size + 1);
     if (!marked)
         return NULL;
     marked [0] = S_MARK;
     memcpy (marked + 1, text, size);
     json_t *lazy = json_stringn_nocheck (marked, size + 1);
-    free (marked);
+    if (marked != local)
+        free (marked);
     return lazy;
 }
 

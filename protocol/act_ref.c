@@ -69,9 +69,14 @@ s_is_key_byte (s_scan_t *scan)
     unsigned char c = (unsigned char) scan->text [scan->pos];
     if (c < 0x20 || c == 0x7F || s_is_space ((char) c))
         return false;
-    if (strchr (".[]\"|&<>*", c))
-        return false;
-    return !s_at_dagger (scan) && !s_wide_space (scan);
+    switch (c) {
+        case '.': case '[': case ']': case '"': case '|': case '&': case '<': case '>':
+        case '*':
+            return false;
+        default:
+            //  A dagger and wide white space start with a byte above 0x7F
+            return c < 0x80 || (!s_at_dagger (scan) && !s_wide_space (scan));
+    }
 }
 
 //  Length of the operator at pos (||, &&, and in output paths <|> and *>),
@@ -249,11 +254,12 @@ s_parse_index (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
     return 0;
 }
 
-//  Parse one segment after '.' or '['; appends it to ref. Returns 0 or -1.
+//  Parse one segment after '.' or '['; appends it to segs (*nsegs of
+//  them, room for ACT_MAX_SEGMENTS). Returns 0 or -1.
 static int
-s_parse_segment (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
+s_parse_segment (s_scan_t *scan, act_seg_t *segs, size_t *nsegs, act_err_t *err)
 {
-    if (ref->nsegs == ACT_MAX_SEGMENTS)
+    if (*nsegs == ACT_MAX_SEGMENTS)
         return s_fail (scan, err, "too many path segments");
     act_seg_t seg = { ACT_SEG_KEY, NULL, 0 };
     char opener = scan->text [scan->pos++];
@@ -267,13 +273,7 @@ s_parse_segment (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
         rc = s_parse_index (scan, &seg, err);
     if (rc)
         return rc;
-    act_seg_t *segs = realloc (ref->segs, (ref->nsegs + 1) * sizeof *segs);
-    if (!segs) {
-        free (seg.key);
-        return act_err_set (err, ACT_E_INTERNAL, "out of memory");
-    }
-    ref->segs = segs;
-    ref->segs [ref->nsegs++] = seg;
+    segs [(*nsegs)++] = seg;
     return 0;
 }
 
@@ -306,24 +306,29 @@ s_parse_ref (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
         return s_fail (scan, err, "expected a kind ([A-Za-z_][A-Za-z0-9_-]*)");
     ref->kind = strndup (scan->text + start, scan->pos - start);
 
-    while (scan->pos < scan->size) {
-        char c = scan->text [scan->pos];
-        if (c == '.' || c == '[') {
-            if (s_parse_segment (scan, ref, err)) {
-                s_ref_free (ref);
-                return -1;
-            }
-        }
-        else
-            break;
-    }
+    //  The segments are gathered here, then allocated once
+    act_seg_t segs [ACT_MAX_SEGMENTS];
+    size_t nsegs = 0;
+    int rc = 0;
+    while (rc == 0 && scan->pos < scan->size
+       &&  (scan->text [scan->pos] == '.' || scan->text [scan->pos] == '['))
+        rc = s_parse_segment (scan, segs, &nsegs, err);
     //  A reference ends at white space, an operator or the end
     bool is_or;
-    if (scan->pos < scan->size
-    &&  !s_is_space (scan->text [scan->pos]) && !s_operator (scan, &is_or)) {
+    if (rc == 0 && scan->pos < scan->size
+    &&  !s_is_space (scan->text [scan->pos]) && !s_operator (scan, &is_or))
+        rc = s_fail (scan, err, "unexpected character in reference");
+    if (rc == 0 && nsegs && !(ref->segs = malloc (nsegs * sizeof *segs)))
+        rc = act_err_set (err, ACT_E_INTERNAL, "out of memory");
+    if (rc) {
+        for (size_t i = 0; i < nsegs; i++)
+            free (segs [i].key);
         s_ref_free (ref);
-        return s_fail (scan, err, "unexpected character in reference");
+        return -1;
     }
+    if (nsegs)
+        memcpy (ref->segs, segs, nsegs * sizeof *segs);
+    ref->nsegs = nsegs;
     ref->text = strndup (scan->text + ref->offset, scan->pos - ref->offset);
     return 0;
 }

@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include "actd/act_text.h"
 #include "actd/act_json.h"
@@ -30,6 +31,19 @@ act_text_splice (const char *object, const char *name, const char *value)
     joined [at++] = '}';
     joined [at] = 0;
     return joined;
+}
+
+char *
+act_hex_write (char *out, const void *bytes, size_t size)
+{
+    static const char digits [] = "0123456789ABCDEF";
+    const unsigned char *data = (const unsigned char *) bytes;
+    for (size_t at = 0; at < size; at++) {
+        out [at * 2] = digits [data [at] >> 4];
+        out [at * 2 + 1] = digits [data [at] & 15];
+    }
+    out [size * 2] = 0;
+    return out;
 }
 
 char *
@@ -90,18 +104,58 @@ act_buf_reserve (act_buf_t *self, size_t size)
     return true;
 }
 
+//  A word of eight bytes, each of them byte
+#define S_BYTES(byte) ((uint64_t) (byte) * 0x0101010101010101ull)
+
+//  True when a word of eight bytes may hold a byte that JSON escapes (a
+//  control character, '"' or '\\'); false means it holds none. The
+//  zero-byte tests of "Bit Twiddling Hacks": a true may be a byte after a
+//  real one, never a word with none
+static inline bool
+s_word_escapes (uint64_t word)
+{
+    uint64_t quote = word ^ S_BYTES ('"'), backslash = word ^ S_BYTES ('\\');
+    return (((word - S_BYTES (0x20)) & ~word)
+          | ((quote - S_BYTES (1)) & ~quote)
+          | ((backslash - S_BYTES (1)) & ~backslash)) & S_BYTES (0x80);
+}
+
+//  True when string (length bytes) holds a byte JSON escapes: eight bytes
+//  at a time, then byte by byte from the first word that may
+static bool
+s_escapes (const char *string, size_t length)
+{
+    size_t at = 0;
+    for (uint64_t word; at + 8 <= length; at += 8) {
+        memcpy (&word, string + at, 8);
+        if (s_word_escapes (word))
+            break;
+    }
+    for (; at < length; at++) {
+        unsigned char c = (unsigned char) string [at];
+        if (c < 0x20 || c == '"' || c == '\\')
+            return true;
+    }
+    return false;
+}
+
 bool
 act_buf_add_quoted (act_buf_t *self, const char *string)
 {
     //  Most strings (ids, paths, states) need no escape: copied at once
-    size_t length = 0;
-    for (unsigned char c; (c = (unsigned char) string [length]); length++)
-        if (c < 0x20 || c == '"' || c == '\\') {
-            char *quoted = act_json_quote (string);
-            bool added = quoted && act_buf_add_str (self, quoted);
-            free (quoted);
-            return added;
-        }
+    size_t length = strlen (string);
+    if (s_escapes (string, length)) {
+        char *quoted = act_json_quote (string);
+        bool added = quoted && act_buf_add_str (self, quoted);
+        free (quoted);
+        return added;
+    }
+    return act_buf_add_plain (self, string, length);
+}
+
+bool
+act_buf_add_plain (act_buf_t *self, const char *string, size_t length)
+{
     if (!act_buf_reserve (self, length + 2))
         return false;
     char *at = self->data + self->size;

@@ -43,6 +43,17 @@ act_buf_add (act_buf_t *self, const void *bytes, size_t size)
     return true;
 }
 
+//  Empty the text, keeping its room for the next one (and forgetting a
+//  lack of memory).
+static inline void
+act_buf_clear (act_buf_t *self)
+{
+    self->size = 0;
+    self->failed = false;
+    if (self->data)
+        self->data [0] = 0;
+}
+
 //  Append a C string. Returns false when memory ran out.
 static inline bool
 act_buf_add_str (act_buf_t *self, const char *string)
@@ -54,12 +65,21 @@ act_buf_add_str (act_buf_t *self, const char *string)
 //  Returns false when memory ran out.
 bool act_buf_add_quoted (act_buf_t *self, const char *string);
 
+//  Append length bytes at string between quotes, as they are: for a
+//  string known to need no escape (digits, a date, a fixed name). Returns
+//  false when memory ran out.
+bool act_buf_add_plain (act_buf_t *self, const char *string, size_t length);
+
 //  Append an integer in decimal. Returns false when memory ran out.
 bool act_buf_add_number (act_buf_t *self, long long number);
 
 //  The text built, for the caller to free (NULL when memory ran out); the
 //  buffer is empty again.
 char *act_buf_take (act_buf_t *self);
+
+//  size bytes in upper-case hex (as zframe_strhex writes them) at out,
+//  which has room for 2 * size + 1 bytes, NUL-terminated. Returns out.
+char *act_hex_write (char *out, const void *bytes, size_t size);
 
 //  The text of JSON object object (compact, ending in '}') with the member
 //  "name": value added last, value being JSON text. name must need no
