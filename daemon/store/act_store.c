@@ -139,7 +139,7 @@ s_settle (act_store_t *self)
 
 //  Before the loop uses the backend itself: the commit in flight ends,
 //  then the batch's journaled writes go to the backend, so that reads see
-//  them
+//  them (they stay in the journal until the batch's commit ends)
 static void
 s_direct (act_store_t *self)
 {
@@ -157,6 +157,9 @@ act_store_journal (act_store_t *self, act_store_settle_fn *settle, void *arg)
     if (!self->journal) {
         self->journal = act_journal_new ();
         self->sealed = act_journal_new ();
+        //  Every text the backend's batch holds comes from a journal now
+        if (self->backend->borrow)
+            self->backend->borrow (self->impl);
     }
     self->settle = settle;
     self->settle_arg = arg;
@@ -226,6 +229,8 @@ act_store_commit (act_store_t *self, act_err_t *err)
     memset (self->deltas, 0, sizeof self->deltas);
     self->batch = 0;
     zstr_free (&self->failed);
+    if (self->journal)
+        act_journal_clear (self->journal);
     return rc;
 }
 
@@ -429,16 +434,16 @@ act_store_timeout (act_store_t *self, long long ms)
 void
 act_store_abort (act_store_t *self)
 {
-    if (self->journal) {
-        //  The commit in flight ends first; what was not given to the
-        //  backend is simply forgotten
-        s_settle (self);
-        act_journal_clear (self->journal);
-    }
+    //  The commit in flight ends first; what was not given to the backend
+    //  is simply forgotten, after the backend's rollback (which may hold
+    //  the journal's texts)
+    s_settle (self);
     if (self->batch) {
         act_err_t err = { 0 };
         self->backend->commit (self->impl, self->deltas, true, &err);
     }
+    if (self->journal)
+        act_journal_clear (self->journal);
     memset (self->deltas, 0, sizeof self->deltas);
     self->batch = 0;
     zstr_free (&self->failed);

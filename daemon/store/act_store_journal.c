@@ -8,6 +8,10 @@
     backend in their order: by the thread, just before it commits them, or
     by the loop itself, once no commit is in flight, when it must read the
     store (reads see every write of the batch, as without a journal).
+
+    The writes stay here after they are given to the backend, until the
+    batch is committed or rolled back: a backend that borrows (see
+    act_store_int.h) keeps pointers to their texts, not copies.
     ========================================================================= */
 
 #include <czmq.h>
@@ -36,6 +40,7 @@ struct _act_journal_t {
     s_op_t *ops;                //  The writes, in order
     size_t size;                //  Writes held
     size_t room;                //  Slots allocated
+    size_t applied;             //  Writes given to the backend already
 };
 
 act_journal_t *
@@ -70,6 +75,7 @@ act_journal_clear (act_journal_t *self)
         free (self->ops [i].strings);
     }
     self->size = 0;
+    self->applied = 0;
 }
 
 //  A new, zeroed slot at the end; NULL when out of memory
@@ -170,7 +176,7 @@ act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void
         "a message", "a new call", "a call's state", "an APPEND key"
     };
     const char *failed = NULL;
-    for (size_t i = 0; i < self->size; i++) {
+    for (size_t i = self->applied; i < self->size; i++) {
         s_op_t *op = &self->ops [i];
         int rc = -1;
         if (op->kind == S_MESSAGE)
@@ -186,6 +192,6 @@ act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void
         if (rc < 0 && !failed)
             failed = whats [op->kind];
     }
-    act_journal_clear (self);
+    self->applied = self->size;
     return failed;
 }
