@@ -31,16 +31,20 @@ static const int s_columns [K_KINDS] = { 11, 2, 4, 5, 2, 2, 3 };
 //  Each kind's statement, before and after its rows of "(?,...)"; an
 //  UPDATE (no tail) writes one row
 static const char *s_heads [K_KINDS] = {
-    "INSERT INTO calls (id, context, state, attempts, call, idem, outcome, progress,"
+    "INSERT OR FAIL INTO calls (id, context, state, attempts, call, idem, outcome, progress,"
     " client, request, ended) VALUES ",
-    "INSERT INTO live (id, context) VALUES ",
+    "INSERT OR FAIL INTO live (id, context) VALUES ",
     "UPDATE calls SET state = ?2, attempts = ?3, progress = ?4 WHERE id = ?1",
-    "INSERT OR REPLACE INTO ends (id, state, attempts, outcome, progress) VALUES ",
+    "INSERT OR FAIL INTO ends (id, state, attempts, outcome, progress) VALUES ",
     "DELETE FROM live WHERE context = ?2 AND id = ?1",
     "INSERT OR REPLACE INTO dispatched (id, attempts) VALUES ",
-    "INSERT INTO messages (context, seq, body) VALUES "
+    "INSERT OR FAIL INTO messages (context, seq, body) VALUES "
 };
-static const char *s_tails [K_KINDS] = { "", "", NULL, "", NULL, "", "" };
+static const char *s_tails [K_KINDS] = {
+    "", "", NULL, " ON CONFLICT (id) DO UPDATE SET state = excluded.state,"
+    " attempts = excluded.attempts, outcome = excluded.outcome,"
+    " progress = excluded.progress", NULL, "", ""
+};
 
 //  A call's row, as last written in the batch
 typedef struct {
@@ -59,6 +63,7 @@ typedef struct {
     const char *outcome;        //  Its outcome, or NULL
     const char *progress;       //  Its latest progress, or NULL
     bool owned;                 //  state, outcome and progress are copies
+    bool ended;                 //  Its state is an outcome
 } s_call_t;
 
 //  A new message
@@ -283,6 +288,7 @@ act_sqlite_batch_call (act_sqlite_batch_t *self, const act_call_record_t *record
     call->outcome = outcome;
     call->progress = progress;
     call->owned = !self->borrow;
+    call->ended = act_state_ended (state);
     call->attempts = record->attempts;
     return 0;
 }
@@ -412,7 +418,7 @@ s_bind (sqlite3_stmt *query, int kind, int column, const void *item)
     if (kind == K_INSERT) {
         s_text (query, column++, call->client);
         s_text (query, column++, call->request);
-        sqlite3_bind_int (query, column, act_state_ended (call->state));
+        sqlite3_bind_int (query, column, call->ended);
     }
 }
 
@@ -453,10 +459,9 @@ s_write (act_sqlite_batch_t *self, int kind, s_array_t *rows)
 static bool
 s_writes (const s_call_t *call, int kind)
 {
-    bool ended = act_state_ended (call->state);
     if (call->insert)
-        return kind == K_INSERT || (kind == K_ADMIT && !ended);
-    if (ended)
+        return kind == K_INSERT || (kind == K_ADMIT && !call->ended);
+    if (call->ended)
         return kind == K_ENDED || kind == K_RELEASE;
     if (call->state && streq (call->state, "running") && !call->progress)
         return kind == K_DISPATCH;

@@ -67,9 +67,12 @@ static const char *s_migrations [] = {
     //  ended are rows of live (context, id), written at accept and deleted
     //  at the end, instead of a partial index on calls.ended (which a call
     //  ended in ends no longer changes). A call's row keeps ended = 1 only
-    //  when it was accepted and ended in one batch, or before version 7
-    "CREATE TABLE ends (id INTEGER PRIMARY KEY, state TEXT NOT NULL,"
-    "  attempts INTEGER NOT NULL, outcome TEXT, progress TEXT);"
+    //  when it was accepted and ended in one batch, or before version 7.
+    //  No column of ends is NOT NULL (the store writes none NULL): a
+    //  constraint that can abort makes SQLite keep a statement journal
+    //  for each multi-row INSERT
+    "CREATE TABLE ends (id INTEGER PRIMARY KEY, state TEXT, attempts INTEGER,"
+    "  outcome TEXT, progress TEXT);"
     "CREATE TABLE live (context TEXT NOT NULL, id INTEGER NOT NULL,"
     "  PRIMARY KEY (context, id)) WITHOUT ROWID;"
     "INSERT INTO live (context, id) SELECT context, id FROM calls WHERE ended = 0;"

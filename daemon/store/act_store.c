@@ -46,13 +46,26 @@ act_store_give_text (act_store_each_fn *fn, void *arg, const char *text)
     return stop;
 }
 
+//  The index of state in s_outcomes, or -1 (by its first letter: this
+//  runs for every write of a call)
+static int
+s_outcome (const char *state)
+{
+    int index = -1;
+    switch (state? state [0]: 0) {
+        case 'o': index = 0; break;
+        case 'e': index = 1; break;
+        case 't': index = 2; break;
+        case 's': index = 3; break;
+        case 'c': index = 4; break;
+    }
+    return index >= 0 && streq (state, s_outcomes [index])? index: -1;
+}
+
 bool
 act_state_ended (const char *state)
 {
-    for (size_t i = 0; state && i < 5; i++)
-        if (streq (state, s_outcomes [i]))
-            return true;
-    return false;
+    return s_outcome (state) >= 0;
 }
 
 
@@ -203,10 +216,9 @@ act_store_update_call (act_store_t *self, const act_call_record_t *record)
 {
     int rc = self->journal? act_journal_call (self->journal, false, record)
                           : self->backend->update_call (self->impl, record);
-    const char *state = record->state;
-    for (int i = 0; rc == 0 && i < 5; i++)
-        if (state && streq (state, s_outcomes [i]))
-            self->deltas [S_OK + i]++;
+    int outcome = s_outcome (record->state);
+    if (rc == 0 && outcome >= 0)
+        self->deltas [S_OK + outcome]++;
     return s_counted (self, rc, "a call's state");
 }
 
