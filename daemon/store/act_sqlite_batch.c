@@ -87,7 +87,9 @@ struct _act_sqlite_batch_t {
     sqlite3_stmt *queries [K_KINDS][S_SIZES];   //  Statements, prepared on
                                                 //  first use
     s_array_t calls;                            //  s_call_t, in order held
-    zhashx_t *by_id;                            //  Call id -> s_call_t
+    s_call_t **slots;                           //  The held calls by id (open
+                                                //  addressing; NULL: empty)
+    size_t nslots;                              //  Slots, a power of two
     s_array_t messages;                         //  s_message_t, in order
     s_array_t rows;                             //  Scratch: one kind's rows
     bool borrow;                                //  Texts are borrowed, not
@@ -109,18 +111,61 @@ s_push (s_array_t *array, void *item)
     return 0;
 }
 
-//  Call ids are the hash's keys, held in the key pointer itself
-static size_t
-s_id_hash (const void *key)
+//  The slot of the held call with id, or the empty slot where it would
+//  go (self->nslots > 0)
+static s_call_t **
+s_slot (act_sqlite_batch_t *self, uint64_t id)
 {
-    uint64_t id = (uint64_t) (uintptr_t) key;
-    return (size_t) (id * 0x9E3779B97F4A7C15ull >> 17);
+    size_t mask = self->nslots - 1;
+    size_t at = (size_t) (id * 0x9E3779B97F4A7C15ull >> 17) & mask;
+    while (self->slots [at] && self->slots [at]->id != id)
+        at = (at + 1) & mask;
+    return &self->slots [at];
 }
 
-static int
-s_id_compare (const void *a, const void *b)
+//  The held call with id, or NULL
+static s_call_t *
+s_lookup (act_sqlite_batch_t *self, uint64_t id)
 {
-    return a == b? 0: (uintptr_t) a < (uintptr_t) b? -1: 1;
+    return self->nslots? *s_slot (self, id): NULL;
+}
+
+//  Forget the index of the call with id (and keep every other one
+//  findable: the run of slots after it is placed again)
+static void
+s_unindex (act_sqlite_batch_t *self, uint64_t id)
+{
+    s_call_t **slot = s_slot (self, id);
+    *slot = NULL;
+    size_t mask = self->nslots - 1;
+    for (size_t at = ((size_t) (slot - self->slots) + 1) & mask; self->slots [at];
+         at = (at + 1) & mask) {
+        s_call_t *moved = self->slots [at];
+        self->slots [at] = NULL;
+        *s_slot (self, moved->id) = moved;
+    }
+}
+
+//  Index a new call by its id (the calls held so far are in self->calls);
+//  the slots stay at most half full. 0, or -1 when out of memory
+static int
+s_index (act_sqlite_batch_t *self, s_call_t *call)
+{
+    if ((self->calls.count + 1) * 2 > self->nslots) {
+        size_t nslots = self->nslots? self->nslots * 2: 256;
+        s_call_t **slots = calloc (nslots, sizeof *slots);
+        if (!slots)
+            return -1;
+        free (self->slots);
+        self->slots = slots;
+        self->nslots = nslots;
+        for (size_t i = 0; i < self->calls.count; i++) {
+            s_call_t *held = (s_call_t *) self->calls.items [i];
+            *s_slot (self, held->id) = held;
+        }
+    }
+    *s_slot (self, call->id) = call;
+    return 0;
 }
 
 act_sqlite_batch_t *
@@ -130,15 +175,6 @@ act_sqlite_batch_new (sqlite3 *db)
     if (!self)
         return NULL;
     self->db = db;
-    self->by_id = zhashx_new ();
-    if (!self->by_id) {
-        free (self);
-        return NULL;
-    }
-    zhashx_set_key_hasher (self->by_id, s_id_hash);
-    zhashx_set_key_comparator (self->by_id, s_id_compare);
-    zhashx_set_key_duplicator (self->by_id, NULL);
-    zhashx_set_key_destructor (self->by_id, NULL);
     return self;
 }
 
@@ -171,7 +207,8 @@ act_sqlite_batch_drop (act_sqlite_batch_t *self)
         free (self->messages.items [i]);
     self->calls.count = 0;
     self->messages.count = 0;
-    zhashx_purge (self->by_id);
+    if (self->nslots)
+        memset (self->slots, 0, self->nslots * sizeof self->slots [0]);
 }
 
 void
@@ -183,7 +220,7 @@ act_sqlite_batch_destroy (act_sqlite_batch_t **self_p)
         for (int kind = 0; kind < K_KINDS; kind++)
             for (size_t s = 0; s < S_SIZES; s++)
                 sqlite3_finalize (self->queries [kind][s]);
-        zhashx_destroy (&self->by_id);
+        free (self->slots);
         free (self->calls.items);
         free (self->messages.items);
         free (self->rows.items);
@@ -247,8 +284,7 @@ int
 act_sqlite_batch_call (act_sqlite_batch_t *self, const act_call_record_t *record,
                        bool insert)
 {
-    void *key = (void *) (uintptr_t) record->call_id;
-    s_call_t *call = (s_call_t *) zhashx_lookup (self->by_id, key);
+    s_call_t *call = s_lookup (self, record->call_id);
     if (call && insert)
         return -1;
     bool failed = false;
@@ -262,12 +298,13 @@ act_sqlite_batch_call (act_sqlite_batch_t *self, const act_call_record_t *record
     bool fresh = !call;
     if (fresh && !failed) {
         call = calloc (1, sizeof *call);
-        failed = !call || s_fix (self, call, record)
-              || s_push (&self->calls, call)
-              || zhashx_insert (self->by_id, key, call);
+        if (call)
+            call->id = record->call_id;
+        failed = !call || s_fix (self, call, record) || s_index (self, call)
+              || s_push (&self->calls, call);
         if (failed && call) {
-            if (self->calls.count && self->calls.items [self->calls.count - 1] == call)
-                self->calls.count--;
+            if (self->nslots && *s_slot (self, call->id) == call)
+                s_unindex (self, call->id);
             s_call_free (call);
         }
     }
