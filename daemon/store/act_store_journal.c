@@ -146,6 +146,14 @@ act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record
     if (!op)
         return -1;
     op->record = *record;
+    //  An update replaces the state, attempts, outcome and progress alone
+    //  (act_store_update_call): the call's other texts are not copied
+    if (!put) {
+        op->record.call = NULL;
+        op->record.id = NULL;
+        op->record.client = NULL;
+        op->record.request = NULL;
+    }
     //  The record's strings, copied into one allocation
     const char **fields [] = {
         &op->record.context, &op->record.state, &op->record.call, &op->record.id,
