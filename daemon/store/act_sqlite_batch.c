@@ -417,12 +417,13 @@ s_query (act_sqlite_batch_t *self, int kind, size_t size)
     return self->queries [kind][size];
 }
 
-//  Bind a text, or NULL (the statement runs before the text is freed)
+//  Bind a text, or NULL (the statement runs before the text is freed).
+//  Its length is given: told -1, SQLite counts the bytes one at a time
 static void
 s_text (sqlite3_stmt *query, int column, const char *text)
 {
     if (text)
-        sqlite3_bind_text (query, column, text, -1, SQLITE_STATIC);
+        sqlite3_bind_text (query, column, text, (int) strlen (text), SQLITE_STATIC);
     else
         sqlite3_bind_null (query, column);
 }
