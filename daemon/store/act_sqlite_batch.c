@@ -5,37 +5,54 @@
     Each statement costs SQLite a fixed part (its program's start, the
     cursors it opens on the table and each index, its end) besides the
     rows it writes: new rows go in INSERTs of 64, 16, 4 and 1 rows (the
-    largest that fit first), each prepared once. Changed calls are one
-    UPDATE each: an UPDATE ... FROM (VALUES ...) of many rows costs more
-    (SQLite materializes the join and the new rows in two temporary
-    b-trees before it writes one).
+    largest that fit first), each prepared once. A call that ends is a new
+    row of ends (see version 7 in act_sqlite_schema.c). Other changes of a
+    call, and a call's row deleted from live, are one statement each: an
+    UPDATE ... FROM (VALUES ...) of many rows costs more (SQLite
+    materializes the join and the new rows in two temporary b-trees before
+    it writes one), and so does a DELETE of many (context, id) IN (VALUES
+    ...) (measured: 7.5k instructions a row against 5.4k).
+
+    The INSERTs are OR FAIL, not the default ABORT: a statement that may
+    abort after writing some rows makes SQLite keep a statement journal (a
+    copy of each page it touches) to undo them, and a failed write fails
+    the whole batch anyway (its commit rolls it back).
+
+    A borrowing batch (act_sqlite_batch_borrow) keeps pointers to the
+    texts it is given, which outlive it (the store's journal holds them),
+    instead of copies.
     ========================================================================= */
 
 #include <czmq.h>
 #include "act_sqlite_batch.h"
 
-//  The kinds of rows, each its own statements
-enum { K_INSERT, K_LIVE, K_ENDED, K_DISPATCH, K_MESSAGE, K_KINDS };
+//  The kinds of rows, each its own statements, in the order written
+enum { K_INSERT, K_ADMIT, K_LIVE, K_ENDED, K_RELEASE, K_DISPATCH, K_MESSAGE, K_KINDS };
 
 //  Rows per statement, largest first
 static const size_t s_sizes [] = { 64, 16, 4, 1 };
 #define S_SIZES (sizeof s_sizes / sizeof s_sizes [0])
 
 //  Bound values per row, by kind
-static const int s_columns [K_KINDS] = { 11, 4, 5, 2, 3 };
+static const int s_columns [K_KINDS] = { 11, 2, 4, 5, 2, 2, 3 };
 
-//  Each kind's statement, before and after its rows of "(?,...)"; an
-//  UPDATE (no tail) writes one row
+//  Each kind's statement, before and after its rows of "(?,...)"; one
+//  with no tail (UPDATE, DELETE) writes one row
 static const char *s_heads [K_KINDS] = {
-    "INSERT INTO calls (id, context, state, attempts, call, idem, outcome, progress,"
+    "INSERT OR FAIL INTO calls (id, context, state, attempts, call, idem, outcome, progress,"
     " client, request, ended) VALUES ",
+    "INSERT OR FAIL INTO live (id, context) VALUES ",
     "UPDATE calls SET state = ?2, attempts = ?3, progress = ?4 WHERE id = ?1",
-    "UPDATE calls SET state = ?2, attempts = ?3, outcome = ?4, progress = ?5, ended = 1"
-    " WHERE id = ?1",
+    "INSERT OR FAIL INTO ends (id, state, attempts, outcome, progress) VALUES ",
+    "DELETE FROM live WHERE context = ?2 AND id = ?1",
     "INSERT OR REPLACE INTO dispatched (id, attempts) VALUES ",
-    "INSERT INTO messages (context, seq, body) VALUES "
+    "INSERT OR FAIL INTO messages (context, seq, body) VALUES "
 };
-static const char *s_tails [K_KINDS] = { "", NULL, NULL, "", "" };
+static const char *s_tails [K_KINDS] = {
+    "", "", NULL, " ON CONFLICT (id) DO UPDATE SET state = excluded.state,"
+    " attempts = excluded.attempts, outcome = excluded.outcome,"
+    " progress = excluded.progress", NULL, "", ""
+};
 
 //  A call's row, as last written in the batch
 typedef struct {
@@ -43,23 +60,27 @@ typedef struct {
     bool insert;                //  A new call (INSERT), else a change (UPDATE)
     long long attempts;         //  Dispatches so far
     char *fixed;                //  One block holding the texts below that
-                                //  only a new call has (NUL-separated)
-    const char *context;        //  Its context (new call)
+                                //  only a new call writes (NUL-separated),
+                                //  or NULL when they are borrowed
+    const char *context;        //  Its context
     const char *call;           //  The call as submitted (new call)
     const char *idem;           //  Its _id, or NULL (new call)
     const char *client;         //  Submitter's routing id, or NULL (new call)
     const char *request;        //  Submitter's request id, or NULL (new call)
-    char *state;                //  Its state
-    char *outcome;              //  Its outcome, or NULL
-    char *progress;             //  Its latest progress, or NULL
+    const char *state;          //  Its state
+    const char *outcome;        //  Its outcome, or NULL
+    const char *progress;       //  Its latest progress, or NULL
+    bool owned;                 //  state, outcome and progress are copies
+    bool ended;                 //  Its state is an outcome
 } s_call_t;
 
 //  A new message
 typedef struct {
     uint64_t seq;               //  Its _seq
     size_t size;                //  Bytes of text
-    const char *context;        //  Its context (in data, after the text)
-    char data [];               //  The text, NUL, the context, NUL
+    const char *text;           //  The text (borrowed, or in data)
+    const char *context;        //  Its context (borrowed, or in data)
+    char data [];               //  A copy: the text, NUL, the context, NUL
 } s_message_t;
 
 //  A growing array of pointers
@@ -74,9 +95,13 @@ struct _act_sqlite_batch_t {
     sqlite3_stmt *queries [K_KINDS][S_SIZES];   //  Statements, prepared on
                                                 //  first use
     s_array_t calls;                            //  s_call_t, in order held
-    zhashx_t *by_id;                            //  Call id -> s_call_t
+    s_call_t **slots;                           //  The held calls by id (open
+                                                //  addressing; NULL: empty)
+    size_t nslots;                              //  Slots, a power of two
     s_array_t messages;                         //  s_message_t, in order
     s_array_t rows;                             //  Scratch: one kind's rows
+    bool borrow;                                //  Texts are borrowed, not
+                                                //  copied
 };
 
 static int
@@ -94,18 +119,61 @@ s_push (s_array_t *array, void *item)
     return 0;
 }
 
-//  Call ids are the hash's keys, held in the key pointer itself
-static size_t
-s_id_hash (const void *key)
+//  The slot of the held call with id, or the empty slot where it would
+//  go (self->nslots > 0)
+static s_call_t **
+s_slot (act_sqlite_batch_t *self, uint64_t id)
 {
-    uint64_t id = (uint64_t) (uintptr_t) key;
-    return (size_t) (id * 0x9E3779B97F4A7C15ull >> 17);
+    size_t mask = self->nslots - 1;
+    size_t at = (size_t) (id * 0x9E3779B97F4A7C15ull >> 17) & mask;
+    while (self->slots [at] && self->slots [at]->id != id)
+        at = (at + 1) & mask;
+    return &self->slots [at];
 }
 
-static int
-s_id_compare (const void *a, const void *b)
+//  The held call with id, or NULL
+static s_call_t *
+s_lookup (act_sqlite_batch_t *self, uint64_t id)
 {
-    return a == b? 0: (uintptr_t) a < (uintptr_t) b? -1: 1;
+    return self->nslots? *s_slot (self, id): NULL;
+}
+
+//  Forget the index of the call with id (and keep every other one
+//  findable: the run of slots after it is placed again)
+static void
+s_unindex (act_sqlite_batch_t *self, uint64_t id)
+{
+    s_call_t **slot = s_slot (self, id);
+    *slot = NULL;
+    size_t mask = self->nslots - 1;
+    for (size_t at = ((size_t) (slot - self->slots) + 1) & mask; self->slots [at];
+         at = (at + 1) & mask) {
+        s_call_t *moved = self->slots [at];
+        self->slots [at] = NULL;
+        *s_slot (self, moved->id) = moved;
+    }
+}
+
+//  Index a new call by its id (the calls held so far are in self->calls);
+//  the slots stay at most half full. 0, or -1 when out of memory
+static int
+s_index (act_sqlite_batch_t *self, s_call_t *call)
+{
+    if ((self->calls.count + 1) * 2 > self->nslots) {
+        size_t nslots = self->nslots? self->nslots * 2: 256;
+        s_call_t **slots = calloc (nslots, sizeof *slots);
+        if (!slots)
+            return -1;
+        free (self->slots);
+        self->slots = slots;
+        self->nslots = nslots;
+        for (size_t i = 0; i < self->calls.count; i++) {
+            s_call_t *held = (s_call_t *) self->calls.items [i];
+            *s_slot (self, held->id) = held;
+        }
+    }
+    *s_slot (self, call->id) = call;
+    return 0;
 }
 
 act_sqlite_batch_t *
@@ -115,25 +183,26 @@ act_sqlite_batch_new (sqlite3 *db)
     if (!self)
         return NULL;
     self->db = db;
-    self->by_id = zhashx_new ();
-    if (!self->by_id) {
-        free (self);
-        return NULL;
-    }
-    zhashx_set_key_hasher (self->by_id, s_id_hash);
-    zhashx_set_key_comparator (self->by_id, s_id_compare);
-    zhashx_set_key_duplicator (self->by_id, NULL);
-    zhashx_set_key_destructor (self->by_id, NULL);
     return self;
+}
+
+//  Free the copies of a call's state, outcome and progress, if it has
+static void
+s_call_unown (s_call_t *call)
+{
+    if (call->owned) {
+        free ((char *) call->state);
+        free ((char *) call->outcome);
+        free ((char *) call->progress);
+        call->owned = false;
+    }
 }
 
 static void
 s_call_free (s_call_t *call)
 {
     free (call->fixed);
-    free (call->state);
-    free (call->outcome);
-    free (call->progress);
+    s_call_unown (call);
     free (call);
 }
 
@@ -146,7 +215,8 @@ act_sqlite_batch_drop (act_sqlite_batch_t *self)
         free (self->messages.items [i]);
     self->calls.count = 0;
     self->messages.count = 0;
-    zhashx_purge (self->by_id);
+    if (self->nslots)
+        memset (self->slots, 0, self->nslots * sizeof self->slots [0]);
 }
 
 void
@@ -158,7 +228,7 @@ act_sqlite_batch_destroy (act_sqlite_batch_t **self_p)
         for (int kind = 0; kind < K_KINDS; kind++)
             for (size_t s = 0; s < S_SIZES; s++)
                 sqlite3_finalize (self->queries [kind][s]);
-        zhashx_destroy (&self->by_id);
+        free (self->slots);
         free (self->calls.items);
         free (self->messages.items);
         free (self->rows.items);
@@ -177,12 +247,21 @@ s_copy (const char *text, bool *failed)
     return copy;
 }
 
-//  Copy a new call's fixed texts into one block
+//  Copy a call's fixed texts into one block, when it is first held (point
+//  to them when the batch borrows)
 static int
-s_fix (s_call_t *call, const act_call_record_t *record)
+s_fix (act_sqlite_batch_t *self, s_call_t *call, const act_call_record_t *record)
 {
     const char *texts [5] = { record->context, record->call, record->id, record->client,
                               record->request };
+    if (self->borrow) {
+        call->context = texts [0];
+        call->call = texts [1];
+        call->idem = texts [2];
+        call->client = texts [3];
+        call->request = texts [4];
+        return 0;
+    }
     size_t sizes [5], total = 0;
     for (int i = 0; i < 5; i++) {
         sizes [i] = texts [i]? strlen (texts [i]) + 1: 0;
@@ -203,46 +282,58 @@ s_fix (s_call_t *call, const act_call_record_t *record)
     return 0;
 }
 
+void
+act_sqlite_batch_borrow (act_sqlite_batch_t *self)
+{
+    self->borrow = true;
+}
+
 int
 act_sqlite_batch_call (act_sqlite_batch_t *self, const act_call_record_t *record,
                        bool insert)
 {
-    void *key = (void *) (uintptr_t) record->call_id;
-    s_call_t *call = (s_call_t *) zhashx_lookup (self->by_id, key);
+    s_call_t *call = s_lookup (self, record->call_id);
     if (call && insert)
         return -1;
     bool failed = false;
-    char *state = s_copy (record->state, &failed);
-    char *outcome = s_copy (record->outcome, &failed);
-    char *progress = s_copy (record->progress, &failed);
+    const char *state = record->state, *outcome = record->outcome;
+    const char *progress = record->progress;
+    if (!self->borrow) {
+        state = s_copy (record->state, &failed);
+        outcome = s_copy (record->outcome, &failed);
+        progress = s_copy (record->progress, &failed);
+    }
     bool fresh = !call;
     if (fresh && !failed) {
         call = calloc (1, sizeof *call);
-        failed = !call || (insert && s_fix (call, record))
-              || s_push (&self->calls, call)
-              || zhashx_insert (self->by_id, key, call);
+        if (call)
+            call->id = record->call_id;
+        failed = !call || s_fix (self, call, record) || s_index (self, call)
+              || s_push (&self->calls, call);
         if (failed && call) {
-            if (self->calls.count && self->calls.items [self->calls.count - 1] == call)
-                self->calls.count--;
+            if (self->nslots && *s_slot (self, call->id) == call)
+                s_unindex (self, call->id);
             s_call_free (call);
         }
     }
     if (failed) {
-        free (state);
-        free (outcome);
-        free (progress);
+        if (!self->borrow) {
+            free ((char *) state);
+            free ((char *) outcome);
+            free ((char *) progress);
+        }
         return -1;
     }
     if (fresh) {
         call->id = record->call_id;
         call->insert = insert;
     }
-    free (call->state);
-    free (call->outcome);
-    free (call->progress);
+    s_call_unown (call);
     call->state = state;
     call->outcome = outcome;
     call->progress = progress;
+    call->owned = !self->borrow;
+    call->ended = act_state_ended (state);
     call->attempts = record->attempts;
     return 0;
 }
@@ -251,16 +342,21 @@ int
 act_sqlite_batch_message (act_sqlite_batch_t *self, const char *context, uint64_t seq,
                           const char *text, size_t size)
 {
-    size_t context_size = strlen (context) + 1;
-    s_message_t *message = malloc (sizeof *message + size + 1 + context_size);
+    size_t context_size = self->borrow? 0: strlen (context) + 1;
+    s_message_t *message = malloc (sizeof *message + (self->borrow? 0: size + 1 + context_size));
     if (!message)
         return -1;
     message->seq = seq;
     message->size = size;
-    memcpy (message->data, text, size);
-    message->data [size] = 0;
-    memcpy (message->data + size + 1, context, context_size);
-    message->context = message->data + size + 1;
+    message->text = text;
+    message->context = context;
+    if (!self->borrow) {
+        memcpy (message->data, text, size);
+        message->data [size] = 0;
+        memcpy (message->data + size + 1, context, context_size);
+        message->text = message->data;
+        message->context = message->data + size + 1;
+    }
     if (s_push (&self->messages, message)) {
         free (message);
         return -1;
@@ -277,7 +373,7 @@ act_sqlite_batch_text (act_sqlite_batch_t *self, const char *context, uint64_t s
         const s_message_t *message = (const s_message_t *) self->messages.items [i - 1];
         if (message->seq == seq && streq (message->context, context)) {
             *size = message->size;
-            return message->data;
+            return message->text;
         }
     }
     return NULL;
@@ -321,12 +417,13 @@ s_query (act_sqlite_batch_t *self, int kind, size_t size)
     return self->queries [kind][size];
 }
 
-//  Bind a text, or NULL (the statement runs before the text is freed)
+//  Bind a text, or NULL (the statement runs before the text is freed).
+//  Its length is given: told -1, SQLite counts the bytes one at a time
 static void
 s_text (sqlite3_stmt *query, int column, const char *text)
 {
     if (text)
-        sqlite3_bind_text (query, column, text, -1, SQLITE_STATIC);
+        sqlite3_bind_text (query, column, text, (int) strlen (text), SQLITE_STATIC);
     else
         sqlite3_bind_null (query, column);
 }
@@ -339,7 +436,7 @@ s_bind (sqlite3_stmt *query, int kind, int column, const void *item)
         const s_message_t *message = (const s_message_t *) item;
         s_text (query, column, message->context);
         sqlite3_bind_int64 (query, column + 1, (sqlite3_int64) message->seq);
-        sqlite3_bind_text (query, column + 2, message->data, (int) message->size,
+        sqlite3_bind_text (query, column + 2, message->text, (int) message->size,
                            SQLITE_STATIC);
         return;
     }
@@ -347,6 +444,10 @@ s_bind (sqlite3_stmt *query, int kind, int column, const void *item)
     sqlite3_bind_int64 (query, column++, (sqlite3_int64) call->id);
     if (kind == K_DISPATCH) {
         sqlite3_bind_int64 (query, column, call->attempts);
+        return;
+    }
+    if (kind == K_ADMIT || kind == K_RELEASE) {
+        s_text (query, column, call->context);
         return;
     }
     if (kind == K_INSERT)
@@ -363,7 +464,7 @@ s_bind (sqlite3_stmt *query, int kind, int column, const void *item)
     if (kind == K_INSERT) {
         s_text (query, column++, call->client);
         s_text (query, column++, call->request);
-        sqlite3_bind_int (query, column, act_state_ended (call->state));
+        sqlite3_bind_int (query, column, call->ended);
     }
 }
 
@@ -393,30 +494,35 @@ s_write (act_sqlite_batch_t *self, int kind, s_array_t *rows)
     return 0;
 }
 
-//  The kind of row a held call is written as. A call dispatched (running,
-//  with no progress to keep) is a small row of the table dispatched, its
-//  attempts: SQLite appends it where an UPDATE would rewrite the call's
-//  whole row; its reads take the greater attempts (see act_store_sqlite.c)
-static int
-s_kind (const s_call_t *call)
+//  Whether a held call writes a row of kind (see version 7 in
+//  act_sqlite_schema.c). A new call is a row of calls, and of live unless
+//  it ended in the batch; a stored call that ends is a row of ends and
+//  leaves live (rows appended and a small one deleted, where an UPDATE
+//  would rewrite the call's whole row and its indexes). A call dispatched
+//  (running, with no progress to keep) is a small row of the table
+//  dispatched, its attempts, for the same reason; its reads take the
+//  greater attempts (see act_store_sqlite.c)
+static bool
+s_writes (const s_call_t *call, int kind)
 {
     if (call->insert)
-        return K_INSERT;
-    if (act_state_ended (call->state))
-        return K_ENDED;
+        return kind == K_INSERT || (kind == K_ADMIT && !call->ended);
+    if (call->ended)
+        return kind == K_ENDED || kind == K_RELEASE;
     if (call->state && streq (call->state, "running") && !call->progress)
-        return K_DISPATCH;
-    return K_LIVE;
+        return kind == K_DISPATCH;
+    return kind == K_LIVE;
 }
 
-//  Gather the held calls of kind into self->rows and write them
+//  Gather the held calls that write a row of kind into self->rows and
+//  write them
 static int
 s_write_calls (act_sqlite_batch_t *self, int kind)
 {
     self->rows.count = 0;
     for (size_t i = 0; i < self->calls.count; i++) {
         s_call_t *call = (s_call_t *) self->calls.items [i];
-        if (s_kind (call) == kind && s_push (&self->rows, call))
+        if (s_writes (call, kind) && s_push (&self->rows, call))
             return -1;
     }
     return s_write (self, kind, &self->rows);

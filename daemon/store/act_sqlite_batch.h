@@ -24,13 +24,19 @@ act_sqlite_batch_t *act_sqlite_batch_new (sqlite3 *db);
 //  Destroy the batch (what it holds is dropped) and null the pointer.
 void act_sqlite_batch_destroy (act_sqlite_batch_t **self_p);
 
+//  From now on, keep pointers to the texts given instead of copies: they
+//  outlive the batch (until it is flushed or dropped). Call it on an empty
+//  batch.
+void act_sqlite_batch_borrow (act_sqlite_batch_t *self);
+
 //  Hold a call's row: a new call (insert) or a change of a stored one.
-//  Its texts are copied. Returns 0, or -1 (out of memory, or a new call
+//  Its texts are copied (unless borrowed). Returns 0, or -1 (out of memory, or a new call
 //  already held: the write fails as a second INSERT of its id would).
 int act_sqlite_batch_call (act_sqlite_batch_t *self, const act_call_record_t *record,
                            bool insert);
 
-//  Hold a new message (size bytes of text, copied). Returns 0 or -1.
+//  Hold a new message (size bytes of text, copied unless borrowed).
+//  Returns 0 or -1.
 int act_sqlite_batch_message (act_sqlite_batch_t *self, const char *context, uint64_t seq,
                               const char *text, size_t size);
 

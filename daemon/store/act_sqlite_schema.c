@@ -61,7 +61,22 @@ static const char *s_migrations [] = {
     //  5 -> 6: a dispatch writes the call's attempts in a row of its own
     //  (small, appended) instead of rewriting the call's row; a call not
     //  ended whose row there has more attempts than its own is running
-    "CREATE TABLE dispatched (id INTEGER PRIMARY KEY, attempts INTEGER NOT NULL);"
+    "CREATE TABLE dispatched (id INTEGER PRIMARY KEY, attempts INTEGER NOT NULL);",
+    //  6 -> 7: a call's end is a row of its own in ends (appended) instead
+    //  of an UPDATE of the call's wide row and its indexes; the calls not
+    //  ended are rows of live (context, id), written at accept and deleted
+    //  at the end, instead of a partial index on calls.ended (which a call
+    //  ended in ends no longer changes). A call's row keeps ended = 1 only
+    //  when it was accepted and ended in one batch, or before version 7.
+    //  No column of ends is NOT NULL (the store writes none NULL): a
+    //  constraint that can abort makes SQLite keep a statement journal
+    //  for each multi-row INSERT
+    "CREATE TABLE ends (id INTEGER PRIMARY KEY, state TEXT, attempts INTEGER,"
+    "  outcome TEXT, progress TEXT);"
+    "CREATE TABLE live (context TEXT NOT NULL, id INTEGER NOT NULL,"
+    "  PRIMARY KEY (context, id)) WITHOUT ROWID;"
+    "INSERT INTO live (context, id) SELECT context, id FROM calls WHERE ended = 0;"
+    "DROP INDEX calls_pending_by_context;"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 

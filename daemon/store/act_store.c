@@ -46,13 +46,26 @@ act_store_give_text (act_store_each_fn *fn, void *arg, const char *text)
     return stop;
 }
 
+//  The index of state in s_outcomes, or -1 (by its first letter: this
+//  runs for every write of a call)
+static int
+s_outcome (const char *state)
+{
+    int index = -1;
+    switch (state? state [0]: 0) {
+        case 'o': index = 0; break;
+        case 'e': index = 1; break;
+        case 't': index = 2; break;
+        case 's': index = 3; break;
+        case 'c': index = 4; break;
+    }
+    return index >= 0 && streq (state, s_outcomes [index])? index: -1;
+}
+
 bool
 act_state_ended (const char *state)
 {
-    for (size_t i = 0; state && i < 5; i++)
-        if (streq (state, s_outcomes [i]))
-            return true;
-    return false;
+    return s_outcome (state) >= 0;
 }
 
 
@@ -139,7 +152,7 @@ s_settle (act_store_t *self)
 
 //  Before the loop uses the backend itself: the commit in flight ends,
 //  then the batch's journaled writes go to the backend, so that reads see
-//  them
+//  them (they stay in the journal until the batch's commit ends)
 static void
 s_direct (act_store_t *self)
 {
@@ -157,6 +170,9 @@ act_store_journal (act_store_t *self, act_store_settle_fn *settle, void *arg)
     if (!self->journal) {
         self->journal = act_journal_new ();
         self->sealed = act_journal_new ();
+        //  Every text the backend's batch holds comes from a journal now
+        if (self->backend->borrow)
+            self->backend->borrow (self->impl);
     }
     self->settle = settle;
     self->settle_arg = arg;
@@ -200,10 +216,9 @@ act_store_update_call (act_store_t *self, const act_call_record_t *record)
 {
     int rc = self->journal? act_journal_call (self->journal, false, record)
                           : self->backend->update_call (self->impl, record);
-    const char *state = record->state;
-    for (int i = 0; rc == 0 && i < 5; i++)
-        if (state && streq (state, s_outcomes [i]))
-            self->deltas [S_OK + i]++;
+    int outcome = s_outcome (record->state);
+    if (rc == 0 && outcome >= 0)
+        self->deltas [S_OK + outcome]++;
     return s_counted (self, rc, "a call's state");
 }
 
@@ -226,6 +241,8 @@ act_store_commit (act_store_t *self, act_err_t *err)
     memset (self->deltas, 0, sizeof self->deltas);
     self->batch = 0;
     zstr_free (&self->failed);
+    if (self->journal)
+        act_journal_clear (self->journal);
     return rc;
 }
 
@@ -429,16 +446,16 @@ act_store_timeout (act_store_t *self, long long ms)
 void
 act_store_abort (act_store_t *self)
 {
-    if (self->journal) {
-        //  The commit in flight ends first; what was not given to the
-        //  backend is simply forgotten
-        s_settle (self);
-        act_journal_clear (self->journal);
-    }
+    //  The commit in flight ends first; what was not given to the backend
+    //  is simply forgotten, after the backend's rollback (which may hold
+    //  the journal's texts)
+    s_settle (self);
     if (self->batch) {
         act_err_t err = { 0 };
         self->backend->commit (self->impl, self->deltas, true, &err);
     }
+    if (self->journal)
+        act_journal_clear (self->journal);
     memset (self->deltas, 0, sizeof self->deltas);
     self->batch = 0;
     zstr_free (&self->failed);

@@ -58,6 +58,11 @@ typedef struct {
                           act_store_each_fn *fn, void *arg);
     //  Bound each statement and each lock wait to ms (NULL: no bound)
     int (*timeout) (void *impl, long long ms);
+    //  From now on the texts of put_message, put_call and update_call
+    //  outlive the batch (they are the journal's, kept until its commit or
+    //  rollback ends): the backend may keep pointers instead of copies
+    //  (NULL: the backend copies what it keeps)
+    void (*borrow) (void *impl);
 } act_store_backend_t;
 
 //  A batch's writes held in memory for a backend (act_store_journal.c)
@@ -72,7 +77,7 @@ void act_journal_destroy (act_journal_t **self_p);
 //  Writes held.
 size_t act_journal_size (act_journal_t *self);
 
-//  Forget every write held.
+//  Forget every write held, given to the backend or not.
 void act_journal_clear (act_journal_t *self);
 
 //  Hold a write, copying what it writes. Each returns 0, or -1 when out of
@@ -83,8 +88,11 @@ int act_journal_call (act_journal_t *self, bool put, const act_call_record_t *re
 int act_journal_append_key (act_journal_t *self, const char *context, const char *key,
                             uint64_t seq);
 
-//  Give every write held to backend (impl), in order, and forget them.
-//  Returns NULL, or what the first failed write was ("a message", ...).
+//  Give every write held and not given yet to backend (impl), in order.
+//  The writes stay held (the backend may borrow their texts) until
+//  act_journal_clear, which the store calls once the backend's batch is
+//  committed or rolled back. Returns NULL, or what the first failed write
+//  was ("a message", ...).
 const char *act_journal_apply (act_journal_t *self, const act_store_backend_t *backend,
                                void *impl);
 

@@ -8,6 +8,10 @@
     backend in their order: by the thread, just before it commits them, or
     by the loop itself, once no commit is in flight, when it must read the
     store (reads see every write of the batch, as without a journal).
+
+    The writes stay here after they are given to the backend, until the
+    batch is committed or rolled back: a backend that borrows (see
+    act_store_int.h) keeps pointers to their texts, not copies.
     ========================================================================= */
 
 #include <czmq.h>
@@ -36,6 +40,7 @@ struct _act_journal_t {
     s_op_t *ops;                //  The writes, in order
     size_t size;                //  Writes held
     size_t room;                //  Slots allocated
+    size_t applied;             //  Writes given to the backend already
 };
 
 act_journal_t *
@@ -70,6 +75,7 @@ act_journal_clear (act_journal_t *self)
         free (self->ops [i].strings);
     }
     self->size = 0;
+    self->applied = 0;
 }
 
 //  A new, zeroed slot at the end; NULL when out of memory
@@ -140,6 +146,14 @@ act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record
     if (!op)
         return -1;
     op->record = *record;
+    //  An update replaces the state, attempts, outcome and progress alone
+    //  (act_store_update_call): the call's other texts are not copied
+    if (!put) {
+        op->record.call = NULL;
+        op->record.id = NULL;
+        op->record.client = NULL;
+        op->record.request = NULL;
+    }
     //  The record's strings, copied into one allocation
     const char **fields [] = {
         &op->record.context, &op->record.state, &op->record.call, &op->record.id,
@@ -170,7 +184,7 @@ act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void
         "a message", "a new call", "a call's state", "an APPEND key"
     };
     const char *failed = NULL;
-    for (size_t i = 0; i < self->size; i++) {
+    for (size_t i = self->applied; i < self->size; i++) {
         s_op_t *op = &self->ops [i];
         int rc = -1;
         if (op->kind == S_MESSAGE)
@@ -186,6 +200,6 @@ act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void
         if (rc < 0 && !failed)
             failed = whats [op->kind];
     }
-    act_journal_clear (self);
+    self->applied = self->size;
     return failed;
 }

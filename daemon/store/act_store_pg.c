@@ -661,7 +661,8 @@ const act_store_backend_t act_store_pg = {
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
     s_last_call, s_counters, s_next_call, act_pg_join, act_pg_claim, act_pg_renew,
     act_pg_leave, act_pg_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
-    act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts, act_pg_timeout
+    act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts, act_pg_timeout,
+    NULL
 };
 
 //  Bring the schema to S_VERSION, each step in a transaction, under an

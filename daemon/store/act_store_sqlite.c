@@ -8,7 +8,8 @@
     commit, or before a read, by multi-row statements; a call accepted
     and dispatched or ended in one pass is one row. A dispatch of a call
     stored before is a row of its attempts in the table dispatched (see
-    version 6 in act_sqlite_schema.c).
+    version 6 in act_sqlite_schema.c); its end is a row of ends, and the
+    calls not ended are the rows of live (version 7).
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
@@ -45,18 +46,27 @@
 enum {
     Q_PUT_CONTEXT, Q_HAS_CONTEXT, Q_COUNTER, Q_MESSAGES, Q_HISTORY, Q_CALL, Q_IDEM,
     Q_PENDING, Q_LAST_CALL, Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS,
-    Q_CONTEXTS, Q_DELETE_MESSAGES, Q_DELETE_DISPATCHED, Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
-    Q_IDLE, Q_COUNT
+    Q_CONTEXTS, Q_DELETE_MESSAGES, Q_DELETE_DISPATCHED, Q_DELETE_ENDS, Q_DELETE_LIVE,
+    Q_DELETE_CALLS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
+    Q_IDLE, Q_BEGIN, Q_COMMIT, Q_COUNT
 };
 
-//  A call's record, as s_call_record reads it: a call not ended that was
-//  dispatched since its row was last written is running, with the
-//  attempts of its row in dispatched. index: an INDEXED BY clause, or ""
-#define S_CALL_SELECT(index) "SELECT c.id, c.context,"                                     \
-    " CASE WHEN c.ended = 0 AND d.attempts > c.attempts THEN 'running' ELSE c.state END," \
-    " CASE WHEN c.ended = 0 AND d.attempts > c.attempts THEN d.attempts"            \
-    " ELSE c.attempts END, c.call, c.idem, c.outcome, c.progress, c.client, c.request" \
-    " FROM calls AS c " index " LEFT JOIN dispatched AS d ON d.id = c.id"
+//  A call's record, as s_call_record reads it, from calls (c), ends (e)
+//  and dispatched (d): a call with a row in ends ended as that row says;
+//  one not ended that was dispatched since its row was last written is
+//  running, with the attempts of its row in dispatched. from: the FROM
+//  clause's first table(s), joined to c
+#define S_CALL_ENDED "e.id IS NOT NULL"
+#define S_CALL_RAN "c.ended = 0 AND d.attempts > c.attempts"
+#define S_CALL_SELECT(from) "SELECT c.id, c.context,"                                 \
+    " CASE WHEN " S_CALL_ENDED " THEN e.state WHEN " S_CALL_RAN " THEN 'running'"     \
+    " ELSE c.state END,"                                                              \
+    " CASE WHEN " S_CALL_ENDED " THEN e.attempts WHEN " S_CALL_RAN " THEN d.attempts"  \
+    " ELSE c.attempts END, c.call, c.idem,"                                           \
+    " CASE WHEN " S_CALL_ENDED " THEN e.outcome ELSE c.outcome END,"                  \
+    " CASE WHEN " S_CALL_ENDED " THEN e.progress ELSE c.progress END,"                \
+    " c.client, c.request FROM " from                                                 \
+    " LEFT JOIN ends AS e ON e.id = c.id LEFT JOIN dispatched AS d ON d.id = c.id"
 
 static const char *s_queries [Q_COUNT] = {
     "INSERT OR IGNORE INTO contexts (id, created) VALUES (?, ?)",
@@ -64,24 +74,26 @@ static const char *s_queries [Q_COUNT] = {
     "UPDATE counters SET value = value + ? WHERE name = ?",
     "SELECT body FROM messages WHERE context = ? ORDER BY seq",
     "SELECT body, seq FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
-    S_CALL_SELECT ("") " WHERE c.id = ?",
+    S_CALL_SELECT ("calls AS c") " WHERE c.id = ?",
     "SELECT id FROM calls WHERE context = ? AND idem = ?",
-    S_CALL_SELECT ("") " WHERE c.ended = 0 ORDER BY c.id",
+    S_CALL_SELECT ("live AS l JOIN calls AS c ON c.id = l.id") " ORDER BY c.id",
     "SELECT MAX(id) FROM calls",
     "SELECT name, value FROM counters",
-    S_CALL_SELECT ("INDEXED BY calls_pending_by_context")
-        " WHERE c.ended = 0 AND c.context = ? ORDER BY c.id",
-    "SELECT DISTINCT context FROM calls WHERE ended = 0",
+    S_CALL_SELECT ("live AS l JOIN calls AS c ON c.id = l.id")
+        " WHERE l.context = ? ORDER BY l.id",
+    "SELECT DISTINCT context FROM live",
     "UPDATE contexts SET messages = messages + ?1, last_seq = MAX (last_seq, ?2),"
     "  updated = COALESCE (?4, (SELECT CASE WHEN json_valid (body)"
     "    THEN json_extract (body, '$._date') END FROM messages WHERE context = ?3"
     "    AND seq = ?2), updated) WHERE id = ?3",
-    "SELECT id, messages, last_seq, updated, (SELECT COUNT(*) FROM calls"
-    "  INDEXED BY calls_pending_by_context WHERE context = contexts.id AND ended = 0)"
+    "SELECT id, messages, last_seq, updated,"
+    "  (SELECT COUNT(*) FROM live WHERE context = contexts.id)"
     "  FROM contexts"
     "  WHERE id >= ?1 AND id < ?2 AND id <> ?3 ORDER BY id LIMIT ?4",
     "DELETE FROM messages WHERE context = ?",
     "DELETE FROM dispatched WHERE id IN (SELECT id FROM calls WHERE context = ?)",
+    "DELETE FROM ends WHERE id IN (SELECT id FROM calls WHERE context = ?)",
+    "DELETE FROM live WHERE context = ?",
     "DELETE FROM calls WHERE context = ?",
     "DELETE FROM append_keys WHERE context = ?",
     "DELETE FROM contexts WHERE id = ?",
@@ -89,9 +101,10 @@ static const char *s_queries [Q_COUNT] = {
     "INSERT OR REPLACE INTO append_keys (context, key, seq) VALUES (?, ?, ?)",
     "SELECT id FROM (SELECT id FROM contexts WHERE updated < ?1 UNION ALL"
     "  SELECT id FROM contexts WHERE updated IS NULL AND created < ?1) AS idle"
-    "  WHERE NOT EXISTS (SELECT 1 FROM calls INDEXED BY calls_pending_by_context"
-    "    WHERE calls.context = idle.id AND ended = 0)"
-    "  LIMIT ?2"
+    "  WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.context = idle.id)"
+    "  LIMIT ?2",
+    "BEGIN IMMEDIATE",
+    "COMMIT"
 };
 
 //  Pages handed back to the file system after a commit, at most (4 MiB
@@ -157,7 +170,10 @@ static int
 s_batch (s_sqlite_t *self)
 {
     if (!self->open_batch) {
-        if (sqlite3_exec (self->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        sqlite3_stmt *query = self->queries [Q_BEGIN];
+        int rc = sqlite3_step (query);
+        sqlite3_reset (query);
+        if (rc != SQLITE_DONE)
             return s_fail (self, NULL, "cannot begin a transaction");
         self->open_batch = true;
     }
@@ -335,8 +351,13 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
             sqlite3_bind_text (query, 2, act_store_counter_names [i], -1, SQLITE_STATIC);
             rc = s_run (self, query, "cannot update counters");
         }
-    if (rc == 0 && sqlite3_exec (self->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = s_fail (self, err, "commit failed");
+    if (rc == 0) {
+        sqlite3_stmt *query = self->queries [Q_COMMIT];
+        int step = sqlite3_step (query);
+        sqlite3_reset (query);
+        if (step != SQLITE_DONE)
+            rc = s_fail (self, err, "commit failed");
+    }
     if (rc) {
         if (err && !err->code)
             s_fail (self, err, "commit failed");
@@ -628,6 +649,8 @@ s_delete_context (void *impl, const char *context, size_t *messages)
     int64_t existed = -1;
     if (held >= 0
     &&  s_delete (self, Q_DELETE_DISPATCHED, context) >= 0
+    &&  s_delete (self, Q_DELETE_ENDS, context) >= 0
+    &&  s_delete (self, Q_DELETE_LIVE, context) >= 0
     &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
     &&  s_delete (self, Q_DELETE_KEYS, context) >= 0)
         existed = s_delete (self, Q_DELETE_CONTEXT, context);
@@ -671,12 +694,22 @@ s_idle_contexts (void *impl, const char *before, size_t limit, act_store_each_fn
     return s_each (self, query, s_row_text, fn, arg, "cannot read contexts");
 }
 
+//  The batch's texts are the store's journal's from now on: what is held
+//  (copies) is written first, then the batch borrows
+static void
+s_borrow (void *impl)
+{
+    s_sqlite_t *self = (s_sqlite_t *) impl;
+    s_flush_held (self);
+    act_sqlite_batch_borrow (self->held);
+}
+
 const act_store_backend_t act_store_sqlite = {
     "sqlite", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
     s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in,
     s_contexts, s_delete_context, s_append_key, s_put_append_key, s_idle_contexts,
-    NULL
+    NULL, s_borrow
 };
 
 void *

@@ -224,7 +224,7 @@ test_a_batch_keeps_each_calls_last_write (void **state)
     json_decref (stored);
 
     //  Many in one batch: a read in the middle sees the first ones
-    enum { CALLS = 100 };
+    enum { CALLS = 300 };       //  More than a batch first indexes (256 slots)
     uint64_t ids [CALLS];
     for (int i = 0; i < CALLS; i++) {
         ids [i] = act_store_next_call (store);
@@ -389,11 +389,12 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     act_store_destroy (&store);
 
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 6);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 7);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
                                           " WHERE name = 'calls_pending'"), 0);
-    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM calls WHERE ended = 0"), 0);
-    assert_int_equal (s_sql_number (path, "SELECT attempts FROM calls WHERE id = 7"), 2);
+    //  Version 7: the call's end is a row of ends, and it left live
+    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM live"), 0);
+    assert_int_equal (s_sql_number (path, "SELECT attempts FROM ends WHERE id = 7"), 2);
     //  Version 4: the old context's row has its counts, and it can go
     store = act_store_open (path, ACT_SYNC_NORMAL, &err);
     assert_non_null (store);
@@ -426,6 +427,166 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     //  A file made before version 4 keeps auto_vacuum NONE (see act_store_sqlite.c)
     assert_int_equal (s_sql_number (path, "PRAGMA auto_vacuum"), 0);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM calls"), 0);
+    const char *endings [] = { "", "-wal", "-shm" };
+    for (int i = 0; i < 3; i++) {
+        char *file = zsys_sprintf ("%s%s", path, endings [i]);
+        zsys_file_delete (file);
+        zstr_free (&file);
+    }
+    zstr_free (&path);
+}
+
+//  Schema version 6 as actd wrote it before version 7 (a call's end an
+//  UPDATE of its row, pending calls by a partial index on calls.ended): a
+//  fixture for the 6 -> 7 test, not to be changed with the migrations.
+//  Call 1 is queued, 2 was dispatched again (its row in dispatched has
+//  more attempts), 3 ended, 4 is running and has an _id.
+static const char *s_schema_v6 =
+    "CREATE TABLE contexts (id TEXT PRIMARY KEY, created TEXT NOT NULL,"
+    "  messages INTEGER NOT NULL DEFAULT 0, last_seq INTEGER NOT NULL DEFAULT 0,"
+    "  updated TEXT) WITHOUT ROWID;"
+    "CREATE TABLE calls (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
+    "  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, call TEXT NOT NULL,"
+    "  idem TEXT, outcome TEXT, progress TEXT, client TEXT, request TEXT,"
+    "  ended INTEGER NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX calls_by_key ON calls (context, idem) WHERE idem IS NOT NULL;"
+    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX calls_pending_by_context ON calls (context, id) WHERE ended = 0;"
+    "CREATE INDEX contexts_by_updated ON contexts (updated) WHERE updated IS NOT NULL;"
+    "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
+    "CREATE INDEX calls_by_context ON calls (context);"
+    "CREATE TABLE append_keys (context TEXT NOT NULL, key TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL, PRIMARY KEY (context, key)) WITHOUT ROWID;"
+    "CREATE TABLE messages (id INTEGER PRIMARY KEY, context TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL, body TEXT NOT NULL);"
+    "CREATE UNIQUE INDEX messages_by_seq ON messages (context, seq);"
+    "CREATE TABLE dispatched (id INTEGER PRIMARY KEY, attempts INTEGER NOT NULL);"
+    "INSERT INTO counters VALUES ('contexts', 1), ('messages', 1), ('accepted', 4),"
+    "  ('ok', 1), ('error', 0), ('timeout', 0), ('skipped', 0), ('cancelled', 0),"
+    "  ('deleted', 0);"
+    "INSERT INTO contexts VALUES ('six', '2026-01-01T00:00:00.000Z', 1, 1,"
+    "  '2026-01-01T00:00:01.000Z');"
+    "INSERT INTO messages (context, seq, body) VALUES"
+    "  ('six', 1, '{\"type\":\"text\",\"_seq\":1,\"_date\":\"2026-01-01T00:00:01.000Z\"}');"
+    "INSERT INTO calls (id, context, state, attempts, call) VALUES"
+    "  (1, 'six', 'queued', 0, '{\"_tool\":\"t\"}'),"
+    "  (2, 'six', 'queued', 1, '{\"_tool\":\"t\"}');"
+    "INSERT INTO dispatched VALUES (2, 2);"
+    "INSERT INTO calls (id, context, state, attempts, call, outcome, ended) VALUES"
+    "  (3, 'six', 'ok', 1, '{\"_tool\":\"t\"}', '{\"status\":\"ok\"}', 1);"
+    "INSERT INTO calls (id, context, state, attempts, call, idem) VALUES"
+    "  (4, 'six', 'running', 1, '{\"_tool\":\"t\"}', 'k4');"
+    "PRAGMA user_version = 6;";
+
+//  The state and attempts of each of context's pending calls, as
+//  "id:state:attempts,..." (a new string)
+static char *
+s_pending_list (act_store_t *store, const char *context)
+{
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
+    char *list = strdup ("");
+    size_t index;
+    json_t *record;
+    json_array_foreach (pending, index, record) {
+        char *longer = zsys_sprintf ("%s%s%" JSON_INTEGER_FORMAT ":%s:%" JSON_INTEGER_FORMAT,
+            list, index? ",": "", json_integer_value (json_object_get (record, "call_id")),
+            json_string_value (json_object_get (record, "state")),
+            json_integer_value (json_object_get (record, "attempts")));
+        free (list);
+        list = longer;
+    }
+    json_decref (pending);
+    return list;
+}
+
+//  A store of schema version 6 (the last before a call's end became a row
+//  of its own) opens with its pending calls, their attempts, and its ended
+//  calls as they were; calls then end, and are dispatched, as recovery
+//  reads them after a restart
+static void
+test_a_version_6_store_is_migrated (void **state)
+{
+    if (streq (s_location, ":memory:") || strstr (s_location, "://"))
+        skip ();                //  SQLite files only
+    char *path = zsys_sprintf ("%s-v6", s_location);
+    sqlite3 *db;
+    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
+    assert_int_equal (sqlite3_exec (db, s_schema_v6, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close (db);
+
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    if (!store)
+        fail_msg ("cannot open %s: %s", path, err.message);
+    char *list = s_pending_list (store, "six");
+    assert_string_equal (list, "1:queued:0,2:running:2,4:running:1");
+    zstr_free (&list);
+    json_t *ended = act_store_call (store, 3);
+    assert_string_equal (json_string_value (json_object_get (ended, "state")), "ok");
+    assert_string_equal (json_string_value (json_object_get (json_object_get (ended, "outcome"),
+                                                            "status")), "ok");
+    json_decref (ended);
+    assert_int_equal (act_store_idem (store, "six", "k4"), 4);
+    json_t *listed = act_store_contexts (store, "six", NULL, 10);
+    assert_int_equal (json_array_size (listed), 1);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (listed, 0),
+                                                           "pending")), 3);
+    json_decref (listed);
+
+    //  Call 2 ends and call 1 is dispatched, in one batch; the store is
+    //  opened again, as after a kill -9
+    act_call_record_t record = s_record (2, "six", "error", NULL);
+    record.attempts = 2;
+    record.outcome = "{\"status\":\"error\"}";
+    assert_int_equal (act_store_update_call (store, &record), 0);
+    record = s_record (1, "six", "running", NULL);
+    record.attempts = 1;
+    assert_int_equal (act_store_update_call (store, &record), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    act_store_destroy (&store);
+    store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    assert_non_null (store);
+    list = s_pending_list (store, "six");
+    assert_string_equal (list, "1:running:1,4:running:1");
+    zstr_free (&list);
+    ended = act_store_call (store, 2);
+    assert_string_equal (json_string_value (json_object_get (ended, "state")), "error");
+    assert_int_equal (json_integer_value (json_object_get (ended, "attempts")), 2);
+    assert_string_equal (json_string_value (json_object_get (json_object_get (ended, "outcome"),
+                                                            "status")), "error");
+    json_decref (ended);
+    //  Not idle while calls are pending; the others end, and it is
+    json_t *idle = json_array ();
+    assert_int_equal (act_store_idle_contexts (store, "2099-01-01T00:00:00.000Z", 10,
+                                               s_count, idle), 0);
+    assert_int_equal (json_array_size (idle), 0);
+    for (uint64_t id = 1; id <= 4; id += 3) {
+        record = s_record (id, "six", "ok", NULL);
+        record.attempts = 1;
+        record.outcome = "{\"status\":\"ok\"}";
+        assert_int_equal (act_store_update_call (store, &record), 0);
+    }
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_int_equal (act_store_idle_contexts (store, "2099-01-01T00:00:00.000Z", 10,
+                                               s_count, idle), 0);
+    assert_int_equal (json_array_size (idle), 1);
+    json_decref (idle);
+    list = s_pending_list (store, "six");
+    assert_string_equal (list, "");
+    zstr_free (&list);
+    //  Deleting the context deletes its calls' rows in every table
+    size_t messages = 0;
+    assert_int_equal (act_store_delete_context (store, "six", &messages), 0);
+    assert_int_equal (messages, 1);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_null (act_store_call (store, 2));
+    act_store_destroy (&store);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 7);
+    assert_int_equal (s_sql_number (path, "SELECT (SELECT COUNT(*) FROM calls)"
+                                          " + (SELECT COUNT(*) FROM ends)"
+                                          " + (SELECT COUNT(*) FROM live)"
+                                          " + (SELECT COUNT(*) FROM dispatched)"), 0);
     const char *endings [] = { "", "-wal", "-shm" };
     for (int i = 0; i < 3; i++) {
         char *file = zsys_sprintf ("%s%s", path, endings [i]);
@@ -1137,6 +1298,7 @@ main (void)
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
         cmocka_unit_test (test_leases_take_over_and_fence),
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
+        cmocka_unit_test (test_a_version_6_store_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
         cmocka_unit_test (test_contexts_are_listed_in_pages),
         cmocka_unit_test (test_contexts_read_the_date_of_a_message_with_a_nul),

@@ -176,6 +176,86 @@ test_a_failed_write_dooms_the_sealed_batch (void **state)
     s_close (&store, dir);
 }
 
+//  Write a call record whose texts are in buffers the caller reuses at
+//  once (overwritten after the write)
+static void
+s_write_call (act_store_t *store, bool put, uint64_t id, const char *state,
+              long long attempts, const char *outcome)
+{
+    char state_text [16], call_text [32], outcome_text [32];
+    snprintf (state_text, sizeof state_text, "%s", state);
+    snprintf (call_text, sizeof call_text, "{\"_tool\":\"t%d\"}", (int) id);
+    snprintf (outcome_text, sizeof outcome_text, "%s", outcome? outcome: "");
+    act_call_record_t call = { id, "c", state_text, attempts, call_text, NULL,
+                               outcome? outcome_text: NULL, NULL, NULL, NULL };
+    assert_int_equal (put? act_store_put_call (store, &call)
+                         : act_store_update_call (store, &call), 0);
+    memset (state_text, 'x', sizeof state_text);
+    memset (call_text, 'x', sizeof call_text);
+    memset (outcome_text, 'x', sizeof outcome_text);
+}
+
+//  The SQLite backend keeps pointers to the journal's copies of what is
+//  written, not copies of its own: the caller's buffers are reused at
+//  once, a read gives the first writes of a batch to the backend before
+//  the next ones are written, and what the file keeps, opened again (as
+//  recovery reads it), is what was written
+static void
+test_the_backend_borrows_the_journals_copies (void **state)
+{
+    (void) state;
+    char *dir;
+    s_settle_t settle;
+    act_store_t *store = s_open (&dir, &settle);
+    assert_int_equal (act_store_put_context (store, "c"), 0);
+    for (uint64_t id = 1; id <= 3; id++)
+        s_write_call (store, true, id, "queued", 0, NULL);
+    act_store_seal (store);
+    settle.in_flight = true;
+    //  The next batch: call 1 ends, a read, call 2 ends, call 3 runs
+    s_write_call (store, false, 1, "ok", 1, "{\"status\":\"ok\"}");
+    json_t *record = act_store_call (store, 1);
+    assert_string_equal (json_string_value (json_object_get (record, "state")), "ok");
+    json_decref (record);
+    s_write_call (store, false, 2, "error", 1, "{\"status\":\"error\"}");
+    s_write_call (store, false, 3, "running", 1, NULL);
+    char text [32];
+    snprintf (text, sizeof text, "{\"type\":\"data\"}");
+    assert_int_equal (act_store_put_message (store, "c", 1, text, strlen (text)), 0);
+    memset (text, 'x', sizeof text);
+    act_store_seal (store);
+    settle.in_flight = true;
+    s_settle (&settle);
+    assert_int_equal (settle.rc, 0);
+    char *path = zsys_sprintf ("%s/actd.db", dir);
+    act_store_destroy (&store);
+    act_err_t err = { 0 };
+    store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    assert_non_null (store);
+    const char *states [] = { NULL, "ok", "error", "running" };
+    const char *tools [] = { NULL, "t1", "t2", "t3" };
+    for (uint64_t id = 1; id <= 3; id++) {
+        record = act_store_call (store, id);
+        assert_string_equal (json_string_value (json_object_get (record, "state")), states [id]);
+        assert_string_equal (json_string_value (json_object_get (json_object_get (record, "call"),
+                                                                "_tool")), tools [id]);
+        if (id < 3)
+            assert_string_equal (json_string_value (json_object_get (json_object_get (
+                record, "outcome"), "status")), states [id]);
+        json_decref (record);
+    }
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, "c", s_each, pending), 0);
+    assert_int_equal (json_array_size (pending), 1);
+    json_decref (pending);
+    json_t *page = act_store_history (store, "c", 1, 10, 0);
+    assert_string_equal (json_string_value (json_object_get (json_array_get (page, 0), "type")),
+                         "data");
+    json_decref (page);
+    zstr_free (&path);
+    s_close (&store, dir);
+}
+
 int
 main (void)
 {
@@ -183,6 +263,7 @@ main (void)
         cmocka_unit_test (test_sealed_batch_commits_while_the_next_fills),
         cmocka_unit_test (test_abort_drops_the_journal_only),
         cmocka_unit_test (test_a_failed_write_dooms_the_sealed_batch),
+        cmocka_unit_test (test_the_backend_borrows_the_journals_copies),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
