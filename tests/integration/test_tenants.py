@@ -129,7 +129,9 @@ class TenantsTest(unittest.TestCase):
         return None
 
     def workers(self):
-        return {w["name"] for w in self.client("ops").value("STATS")["workers"]}
+        if "ops" not in self.clients:       # one socket, however often polled
+            self.clients["ops"] = self.client("ops")
+        return {w["name"] for w in self.clients["ops"].value("STATS")["workers"]}
 
     def wait_log(self, pattern, timeout=10, log=False):
         wait_for(lambda: re.search(pattern, self.actd.log()), "log line %r" % pattern
@@ -312,6 +314,34 @@ class TenantsTest(unittest.TestCase):
             client.close()
             worker.stop(wait=True, timeout=10)
             thread.join(10)
+
+    def test_c_client_and_worker_from_the_environment(self):
+        """libactd given no endpoint reads $ACTD_ENDPOINT (a worker
+        $ACTD_WORKER_ENDPOINT), $ACTD_SERVER_KEY and $ACTD_CERT, as actctl,
+        Python and Node do."""
+        helper = find_binary("env_peers")
+        base = {k: v for k, v in os.environ.items() if not k.startswith("ACTD_")}
+        base.update(ACTD_ENDPOINT=self.actd.client_endpoint,
+                    ACTD_WORKER_ENDPOINT=self.actd.worker_endpoint,
+                    ACTD_SERVER_KEY=self.keys["server"][0])
+        worker = subprocess.Popen([helper, "worker", "c-env-summarizer", "summarize"],
+                                  env=dict(base, ACTD_CERT=self.keys["summarizer.file"]),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_for(lambda: "c-env-summarizer" in self.workers(), "the C worker over CURVE")
+            run = subprocess.run([helper, "client", "acme/c", "summarize", "globex/c"],
+                                 env=dict(base, ACTD_CERT=self.keys["acme.file"]),
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual((run.returncode, run.stdout), (0, "ok HELLO\nother unauthorized\n"),
+                             run.stderr)
+            #  Half of CURVE would talk in plain text: no client at all
+            run = subprocess.run([helper, "client", "acme/c", "summarize", "globex/c"],
+                                 env=base, capture_output=True, text=True, timeout=60)
+            self.assertEqual((run.returncode, run.stdout), (3, "no peer\n"), run.stderr)
+        finally:
+            worker.terminate()
+            output = worker.communicate(timeout=30)[0]
+        self.assertEqual(worker.returncode, 0, output)
 
     def test_node_client_and_worker_with_tenant_and_group_keys(self):
         self.assertTrue(shutil.which("node"), "node is needed (Node.js 20 or later)")

@@ -18,6 +18,22 @@ act_curve_set (act_curve_t *self, const char *server_public,
     return 0;
 }
 
+int
+act_curve_from_env (act_curve_t *self)
+{
+    const char *server = getenv ("ACTD_SERVER_KEY");
+    const char *cert = getenv ("ACTD_CERT");
+    if (server && !*server)
+        server = NULL;
+    if (cert && !*cert)
+        cert = NULL;
+    if (!server && !cert)
+        return 0;
+    if (!server || !cert)
+        return -1;
+    return act_curve_set (self, server, cert);
+}
+
 void
 act_curve_reset (act_curve_t *self)
 {
