@@ -476,6 +476,9 @@ class MetricsTest(unittest.TestCase):
                 outcome = server.json("POST", "/v1/contexts/m/calls?wait=1",
                                       {"_tool": "count_fail", "_outputPath": STATE + ".f%d" % n})
                 self.assertEqual(outcome["status"], "error")
+            #  Two calls no worker serves: the queue depth
+            for n in range(2):
+                server.json("POST", "/v1/contexts/m/calls", {"_tool": "unserved"}, status=202)
             status, headers, text = server.request("GET", "/metrics")
             self.assertEqual(status, 200)
             self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
@@ -489,7 +492,7 @@ class MetricsTest(unittest.TestCase):
                              0)
             self.assertEqual(
                 samples['actd_activity_calls_total{activity="count_fail",outcome="error"}'], failed)
-            self.assertEqual(samples['actd_calls_accepted_total'], ok + failed)
+            self.assertEqual(samples['actd_calls_accepted_total'], ok + failed + 2)
             self.assertEqual(samples['actd_calls_ended_total{outcome="ok"}'], ok)
             self.assertEqual(samples['actd_calls_ended_total{outcome="error"}'], failed)
             self.assertEqual(samples['actd_activity_total_seconds_count{activity="count_ok"}'], ok)
@@ -498,6 +501,15 @@ class MetricsTest(unittest.TestCase):
                 failed)
             self.assertEqual(samples['actd_activity_workers{activity="count_ok"}'], 1)
             self.assertEqual(samples['actd_activity_running{activity="count_ok"}'], 0)
+            self.assertEqual(samples['actd_activity_queued{activity="count_ok"}'], 0)
+            self.assertEqual(samples['actd_activity_queued{activity="unserved"}'], 2)
+            self.assertEqual(samples['actd_calls{state="queued"}'], 2)
+            #  Each call was dispatched once: one queue wait each
+            self.assertEqual(
+                samples['actd_activity_queue_seconds_count{activity="count_ok"}'], ok)
+            self.assertEqual(
+                samples['actd_activity_queue_seconds_bucket{activity="count_fail",le="+Inf"}'],
+                failed)
             self.assertEqual(samples['actd_workers'], 2)
             self.assertEqual(sorted([samples['actd_worker_capacity{worker="metrics-worker"}'],
                                      samples['actd_worker_capacity{worker="metrics-worker#2"}']]),
