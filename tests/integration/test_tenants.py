@@ -266,6 +266,29 @@ class TenantsTest(unittest.TestCase):
         self.assertEqual(self.workers(), {"anyworker-worker"})
         monitor.close(0)
 
+    def test_revocation_takes_less_than_one_heartbeat(self):
+        """With a heartbeat of 5 s (liveness would take 15 s), SIGHUP cuts a
+        revoked client and worker within that one heartbeat."""
+        heartbeat = 5.0
+        self.assertEqual(self.actd.stop(), 0)
+        self.actd.heartbeat_ms = int(heartbeat * 1000)
+        self.actd.start(wait=False)
+        self.clients.clear()
+        self.wait_up()
+        held = self.worker_socket("summarizer", ["summarize"])
+        wait_for(lambda: "summarizer-worker" in self.workers(), "the summarizer")
+        acme = self.client("acme")
+        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.assertEqual(acme.request("PING"), ["PONG"])
+        deadline = time.time() + heartbeat
+        self.rewrite(tenants=[t for t in TENANTS if t[0] != "acme"], groups=())
+        frames = self.next_command(held, b"DISCONNECT", timeout=deadline - time.time())
+        self.assertIsNotNone(frames, "the revoked worker was not told within a heartbeat")
+        self.assertTrue(monitor.poll(max(0, int((deadline - time.time()) * 1000))),
+                        "the revoked client was not cut within a heartbeat")
+        self.assertEqual(recv_monitor_message(monitor)["event"], zmq.EVENT_DISCONNECTED)
+        monitor.close(0)
+
     def test_sighup_shrinking_rights_drops_watches(self):
         globex = self.client("globex")
         watch = globex.send("WATCH", "globex/w", "0")
