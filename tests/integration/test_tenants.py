@@ -289,6 +289,24 @@ class TenantsTest(unittest.TestCase):
         self.assertEqual(recv_monitor_message(monitor)["event"], zmq.EVENT_DISCONNECTED)
         monitor.close(0)
 
+    def test_sighup_narrowing_a_group_disconnects_only_the_workers_beyond_it(self):
+        wide = self.worker_socket("summarizer", ["summarize", "translate-fr"])
+        narrow = self.worker_socket("summarizer2", ["summarize"])
+        wait_for(lambda: {"summarizer-worker", "summarizer2-worker"} <= self.workers(),
+                 "both summarizers")
+        self.rewrite(groups=(("summarizers", "summarize"),))
+        frames = self.next_command(wide, b"DISCONNECT", timeout=5)
+        self.assertIsNotNone(frames, "a worker beyond its narrowed group was not disconnected")
+        self.assertEqual(frames[2], b"key revoked")
+        wait_for(lambda: self.workers() == {"summarizer2-worker"}, "only the narrow one to stay")
+        #  The one still within its group serves on
+        acme = self.client("acme")
+        rid = acme.send("CALL", "acme/n", {"_tool": "summarize", "_outputPath": "\u2020n"})
+        task = self.next_command(narrow, b"TASK")
+        self.assertIsNotNone(task)
+        narrow.send_multipart([b"ACTW01", b"RESULT", task[2], b'"short"'])
+        self.assertEqual(json.loads(acme.wait(rid, "DONE")[2])["status"], "ok")
+
     def test_sighup_shrinking_rights_drops_watches(self):
         globex = self.client("globex")
         watch = globex.send("WATCH", "globex/w", "0")
