@@ -473,6 +473,10 @@ act_security_bind (act_security_t *self, act_settings_t *settings, const char *e
     long long hard = settings->max_message_bytes * 4 + 65536;
     zsock_set_maxmsgsize (socket, hard > INT_MAX? INT_MAX: (int) hard);
     act_security_apply (self, socket, domain);
+    //  An IPv6 address ("tcp://[::1]:5555", a local endpoint as documented)
+    //  binds only with IPv6 on
+    if (strncmp (endpoint, "tcp://[", 7) == 0)
+        zsock_set_ipv6 (socket, 1);
     //  libzmq binds interfaces, not host names: "localhost" (documented as
     //  a local endpoint, and what people write) is the loopback address
     char *bound = strncmp (endpoint, "tcp://localhost:", 16) == 0

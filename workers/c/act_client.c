@@ -68,7 +68,7 @@ s_link_add (act_client_t *self, const char *endpoint)
             return link;
     act_link_t *link = calloc (1, sizeof *link);
     link->endpoint = strdup (endpoint);
-    link->socket = act_curve_dealer (&self->curve);
+    link->socket = act_curve_dealer (&self->curve, endpoint);
     //  A broker that dies without closing the connection (its machine went
     //  away) is noticed by ZMTP heartbeats: the connection drops, and the
     //  watches on it are sent again when it is back. Generous: a dropped

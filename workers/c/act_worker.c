@@ -286,7 +286,7 @@ s_connect (s_link_t *link)
         }
     }
     zlistx_destroy (&ids);
-    link->socket = act_curve_dealer (&self->curve);
+    link->socket = act_curve_dealer (&self->curve, link->endpoint);
     zsock_connect (link->socket, "%s", link->endpoint);
     zloop_reader (self->loop, link->socket, s_on_message, link);
     json_t *activities = json_array ();
