@@ -831,6 +831,15 @@ class ErrorMappingTest(unittest.TestCase):
 class ConfigTest(unittest.TestCase):
     """etc/actd-http.cfg as shipped loads; a bad setting stops at start."""
 
+    @staticmethod
+    def loopback_log(actd):
+        """What actd-http on 127.0.0.1, without tokens, says at start."""
+        server = ActdHttp(actd.client_endpoint)
+        try:
+            return server.log()
+        finally:
+            server.finish()
+
     def test_example_config_loads_and_bad_settings_stop(self):
         actd = Actd().start()
         try:
@@ -842,6 +851,23 @@ class ConfigTest(unittest.TestCase):
                 self.assertEqual(server.request("GET", "/healthz")[0], 200)
             finally:
                 server.finish()
+            #  Beyond loopback without tokens: said plainly at start
+            port = free_port()
+            with tempfile.TemporaryFile("w+") as log:
+                exposed = subprocess.Popen([find_binary("actd-http"), "--listen",
+                                            "0.0.0.0:%d" % port, "--endpoint",
+                                            actd.client_endpoint], stdout=log,
+                                           stderr=subprocess.STDOUT)
+                try:
+                    wait_for(lambda: log.seek(0) == 0 and "listening on" in log.read(),
+                             "actd-http on 0.0.0.0")
+                    log.seek(0)
+                    self.assertIn("WARNING: no bearer tokens and 0.0.0.0 is not loopback",
+                                  log.read())
+                finally:
+                    exposed.terminate()
+                    self.assertEqual(exposed.wait(30), 0)
+            self.assertNotIn("WARNING", self.loopback_log(actd))
             for text in ("http\n    request_timeout_ms = soon\n", "http\n    nope = 1\n",
                          "tokens\n    short\n        token = abc\n", "elsewhere\n"):
                 with tempfile.NamedTemporaryFile("w", suffix=".cfg") as config:
