@@ -520,6 +520,8 @@ class MetricsTest(unittest.TestCase):
             self.assertGreaterEqual(samples['actd_store_commits_total'], 1)
             self.assertEqual(samples['actd_store_commit_seconds_count'],
                              samples['actd_store_commits_total'])
+            #  Timed to the microsecond: a commit of a SQLite file takes some
+            self.assertGreater(samples['actd_store_commit_seconds_sum'], 0)
             self.assertEqual(samples['actd_store_batch_writes_sum'],
                              samples['actd_store_writes_total'])
             self.assertEqual(samples['actd_up'], 1)
