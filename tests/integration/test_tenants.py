@@ -460,6 +460,44 @@ class TenantConfigTest(unittest.TestCase):
             self.assertEqual(code, 2, (text, stderr))
             self.assertIn(message, stderr)
 
+    def test_a_key_in_two_tenants_is_logged_and_the_first_applies(self):
+        """A key copied into a second tenant (say an admin one) does not
+        silently get that tenant's rights: the first tenant's apply, and
+        the log says so."""
+        directory = tempfile.mkdtemp(prefix="actd-tenant-twice-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        server = keygen("server", directory)
+        for name in ("acme", "ops"):
+            os.makedirs(os.path.join(directory, "tenants", name))
+        public = keygen("agent", os.path.join(directory, "tenants", "acme"))
+        shutil.copy(os.path.join(directory, "tenants", "acme", "agent.key"),
+                    os.path.join(directory, "tenants", "ops", "agent.key"))
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write(config_text(directory, tenants=(("acme", "acme/", "read,write"),
+                                                         ("ops", "ops/", "read,admin")),
+                                     groups=()))
+        os.makedirs(os.path.join(directory, "clients"))
+        os.makedirs(os.path.join(directory, "anyworkers"))
+        broker = Actd(args=["--config", config]).start(wait=False)
+        agent = CurveClient(broker.client_endpoint, server[0], public)
+        try:
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                try:
+                    if agent.request("PING", timeout=0.5) == ["PONG"]:
+                        break
+                except TimeoutError:
+                    pass
+            self.assertEqual(agent.request("STATS")[:2], ["ERROR", "unauthorized"])
+            self.assertEqual(agent.request("APPEND", "acme/x", {"type": "note"})[0], "OK")
+            self.assertIn("CURVE: key %s (%s) is in tenants/acme and in tenants/ops: only "
+                          "tenants/acme applies" % (public[0], os.path.join(
+                              directory, "tenants", "ops", "agent.key")), broker.log())
+        finally:
+            agent.close()
+            broker.finish()
+
     def test_tenants_without_curve_are_ignored_and_said_to_be(self):
         directory = tempfile.mkdtemp(prefix="actd-tenant-plain-")
         self.addCleanup(shutil.rmtree, directory, True)
