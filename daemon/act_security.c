@@ -81,9 +81,12 @@ s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
 }
 
 //  (Re)load the allowed keys: the tenants' and groups' first (a key in a
-//  tenant belongs to it), then security/client_keys and worker_keys
+//  tenant belongs to it), then security/client_keys and worker_keys. At a
+//  reload, keys that cannot be read any more are revoked, not kept: a
+//  tenant's (group's) directory removed leaves it no key (logged), where at
+//  start it stops actd.
 static int
-s_keys_load (act_security_t *self, act_err_t *err)
+s_keys_load (act_security_t *self, bool reload, act_err_t *err)
 {
     act_settings_t *settings = self->settings;
     zhashx_t *clients = zhashx_new (), *workers = zhashx_new ();
@@ -93,12 +96,24 @@ s_keys_load (act_security_t *self, act_err_t *err)
         if ((rc = s_keys_read (tenant->keys, clients, tenant, "tenants")) >= 0)
             tenanted += rc, rc = 0;
         else
+        if (reload) {
+            act_log (LOG_ERR, "reload: tenants/%s/keys: cannot read %s: the tenant has no "
+                     "key now", tenant->name, tenant->keys);
+            rc = 0;
+        }
+        else
             act_err_set (err, ACT_E_INTERNAL, "tenants/%s/keys: cannot read %s",
                          tenant->name, tenant->keys);
     for (act_group_settings_t *group = zlistx_first (settings->worker_groups); group && !rc;
          group = zlistx_next (settings->worker_groups))
         if ((rc = s_keys_read (group->keys, workers, group, "workers")) >= 0)
             grouped += rc, rc = 0;
+        else
+        if (reload) {
+            act_log (LOG_ERR, "reload: workers/%s/keys: cannot read %s: the group has no "
+                     "key now", group->name, group->keys);
+            rc = 0;
+        }
         else
             act_err_set (err, ACT_E_INTERNAL, "workers/%s/keys: cannot read %s",
                          group->name, group->keys);
@@ -110,10 +125,17 @@ s_keys_load (act_security_t *self, act_err_t *err)
         if ((dirs [i] || !sets [i])
         &&  (plain [i] = s_keys_read (dirs [i], i? workers: clients,
                                       i? (void *) &s_anything: (void *) &s_everything,
-                                      NULL)) < 0)
-            rc = act_err_set (err, ACT_E_INTERNAL,
-                              "security/%s_keys must name a directory of public keys (%s)",
-                              i? "worker": "client", dirs [i]? dirs [i]: "not set");
+                                      NULL)) < 0) {
+            if (reload && dirs [i]) {
+                act_log (LOG_ERR, "reload: security/%s_keys: cannot read %s: none of its "
+                         "keys is allowed now", i? "worker": "client", dirs [i]);
+                plain [i] = 0;
+            }
+            else
+                rc = act_err_set (err, ACT_E_INTERNAL,
+                                  "security/%s_keys must name a directory of public keys (%s)",
+                                  i? "worker": "client", dirs [i]? dirs [i]: "not set");
+        }
     if (rc) {
         zhashx_destroy (&clients);
         zhashx_destroy (&workers);
@@ -173,7 +195,7 @@ s_setup (act_security_t *self, act_err_t *err)
     if (!self->server_cert)
         return act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s "
                             "(make one with: actctl keygen server)", settings->server_key);
-    if (s_keys_load (self, err))
+    if (s_keys_load (self, false, err))
         return -1;
     self->zap = zsock_new_rep ("inproc://zeromq.zap.01");
     if (!self->zap)
@@ -453,7 +475,7 @@ act_security_reload (act_security_t *self, act_settings_t *fresh)
     zhashx_t *old_clients = self->clients, *old_workers = self->workers;
     self->clients = self->workers = NULL;
     act_err_t err = { 0 };
-    if (s_keys_load (self, &err)) {
+    if (s_keys_load (self, true, &err)) {
         act_log (LOG_ERR, "reload: allowed keys not reloaded, the old ones stay: %s",
                  err.message);
         //  Back to the old settings and tables

@@ -307,6 +307,20 @@ class TenantsTest(unittest.TestCase):
         narrow.send_multipart([b"ACTW01", b"RESULT", task[2], b'"short"'])
         self.assertEqual(json.loads(acme.wait(rid, "DONE")[2])["status"], "ok")
 
+    def test_sighup_after_a_tenants_keys_are_removed_revokes_them(self):
+        """Removing a tenant's key directory and reloading revokes its
+        keys (logged), rather than failing the reload and keeping them."""
+        acme = self.client("acme")
+        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.assertEqual(acme.request("PING"), ["PONG"])
+        shutil.rmtree(os.path.join(self.dir, "tenants", "acme"))
+        self.rewrite()
+        self.wait_log(r"reload: tenants/acme/keys: cannot read .*: the tenant has no key now")
+        self.assertTrue(monitor.poll(5000), "the revoked client was not cut")
+        self.assertEqual(acme.request("PING")[:2], ["ERROR", "unauthorized"])
+        self.assertEqual(self.client("globex").request("PING"), ["PONG"])
+        monitor.close(0)
+
     def test_sighup_shrinking_rights_drops_watches(self):
         globex = self.client("globex")
         watch = globex.send("WATCH", "globex/w", "0")
