@@ -340,7 +340,7 @@ s_pass_async (act_broker_t *self)
         if (act_store_batch (self->store)) {
             act_outbox_seal (self->outbox);
             self->sealed_writes = act_store_seal (self->store);
-            self->sealed_at = act_clock_ms ();
+            self->sealed_at = act_hist_clock_us ();
             act_committer_start (self->committer);
         }
         else

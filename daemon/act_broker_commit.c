@@ -27,7 +27,7 @@ s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long lon
     if (writes) {
         self->commits++;
         self->committed += writes;
-        act_hist_add (&self->commit_ms, act_clock_ms () - started);
+        act_hist_add_us (&self->commit_ms, act_hist_clock_us () - started);
         act_hist_add (&self->batch, (long long) writes);
     }
 }
@@ -41,7 +41,7 @@ act_broker_commit (act_broker_t *self)
 {
     size_t writes = act_store_batch (self->store);
     act_err_t err = { 0 };
-    long long started = act_clock_ms ();
+    long long started = act_hist_clock_us ();
     s_committed (self, writes, writes? act_store_commit (self->store, &err): 0, &err, started);
 }
 

@@ -45,7 +45,7 @@ struct _act_broker_t {
     act_committer_t *committer; //  Commits on a thread (a file or database
                                 //  store with sockets), or NULL: inline
     size_t sealed_writes;       //  Writes of the commit in flight
-    long long sealed_at;        //  When it began
+    long long sealed_at;        //  When it began (act_hist_clock_us)
     bool landed;                //  It ended, its replies not sent yet
     int landed_rc;              //  Its result (0, or -1 with landed_err)
     act_err_t landed_err;       //  Why it failed

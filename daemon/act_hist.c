@@ -2,6 +2,7 @@
     act_hist - latency histograms (see act_hist.h).
     ========================================================================= */
 
+#include <time.h>
 #include "act_hist.h"
 
 //  From a millisecond (a store round trip) to a minute (a long tool)
@@ -12,14 +13,28 @@ static const long long s_bounds [ACT_HIST_BOUNDS] = {
 void
 act_hist_add (act_hist_t *self, long long ms)
 {
-    if (ms < 0)
-        ms = 0;
+    act_hist_add_us (self, ms * 1000);
+}
+
+void
+act_hist_add_us (act_hist_t *self, long long us)
+{
+    if (us < 0)
+        us = 0;
     size_t bucket = 0;
-    while (bucket < ACT_HIST_BOUNDS && ms > s_bounds [bucket])
+    while (bucket < ACT_HIST_BOUNDS && us > s_bounds [bucket] * 1000)
         bucket++;
     self->counts [bucket]++;
     self->count++;
-    self->sum += (double) ms;
+    self->sum += (double) us / 1000.0;
+}
+
+long long
+act_hist_clock_us (void)
+{
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    return (long long) now.tv_sec * 1000000 + now.tv_nsec / 1000;
 }
 
 json_t *

@@ -23,6 +23,14 @@ typedef struct {
 //  Count one sample of ms milliseconds (negative counts as 0).
 void act_hist_add (act_hist_t *self, long long ms);
 
+//  Count one sample of us microseconds (negative counts as 0): for what
+//  often takes less than a millisecond (a store commit), whose bucket and
+//  sum whole milliseconds would get wrong.
+void act_hist_add_us (act_hist_t *self, long long us);
+
+//  A monotonic clock in microseconds, for act_hist_add_us.
+long long act_hist_clock_us (void);
+
 //  The histogram as {"le": [bounds..., "+Inf"], "counts": [cumulative...],
 //  "count": N, "sum": S}, a new object.
 json_t *act_hist_json (const act_hist_t *self);

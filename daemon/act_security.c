@@ -4,6 +4,7 @@
     ========================================================================= */
 
 #include <errno.h>
+#include <stddef.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -21,6 +22,10 @@ struct _act_security_t {
                                 //  the last reload, for the caller
 };
 
+//  s_keys_read reads a tenant's or a group's name through a pointer to it
+_Static_assert (offsetof (act_tenant_settings_t, name) == 0, "a tenant begins with its name");
+_Static_assert (offsetof (act_group_settings_t, name) == 0, "a group begins with its name");
+
 //  The "tenant" of the keys in security/client_keys: every right, every
 //  context (as before tenants existed)
 static act_tenant_settings_t s_everything = { "(client_keys)", "", ACT_RIGHTS_ALL, NULL };
@@ -30,9 +35,12 @@ static act_group_settings_t s_anything = { "(worker_keys)", NULL, NULL };
 
 //  Read the public keys at path (a directory of *.key files, or one key
 //  file) into keys, each mapped to value (a key already there keeps its
-//  first value). Returns how many, or -1 when path cannot be read.
+//  first value). kind is "tenants" or "workers" when value is a tenant or a
+//  group (a struct whose first field is its name), else NULL: a key
+//  already in another tenant (group) is logged, as only the first applies.
+//  Returns how many, or -1 when path cannot be read.
 static int
-s_keys_read (const char *path, zhashx_t *keys, void *value)
+s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
 {
     if (!path || !zsys_file_exists (path))
         return -1;
@@ -56,6 +64,11 @@ s_keys_read (const char *path, zhashx_t *keys, void *value)
     for (const char *file = zlistx_first (files); file; file = zlistx_next (files)) {
         zcert_t *cert = zcert_load (file);
         if (cert) {
+            const char *const *first = zhashx_lookup (keys, zcert_public_txt (cert));
+            if (first && kind && first != value)
+                act_log (LOG_WARNING, "CURVE: key %s (%s) is in %s/%s and in %s/%s: only "
+                         "%s/%s applies", zcert_public_txt (cert), file, kind, *first, kind,
+                         *(const char *const *) value, kind, *first);
             zhashx_insert (keys, zcert_public_txt (cert), value);
             count++;
         }
@@ -68,24 +81,39 @@ s_keys_read (const char *path, zhashx_t *keys, void *value)
 }
 
 //  (Re)load the allowed keys: the tenants' and groups' first (a key in a
-//  tenant belongs to it), then security/client_keys and worker_keys
+//  tenant belongs to it), then security/client_keys and worker_keys. At a
+//  reload, keys that cannot be read any more are revoked, not kept: a
+//  tenant's (group's) directory removed leaves it no key (logged), where at
+//  start it stops actd.
 static int
-s_keys_load (act_security_t *self, act_err_t *err)
+s_keys_load (act_security_t *self, bool reload, act_err_t *err)
 {
     act_settings_t *settings = self->settings;
     zhashx_t *clients = zhashx_new (), *workers = zhashx_new ();
     int rc = 0, tenanted = 0, grouped = 0;
     for (act_tenant_settings_t *tenant = zlistx_first (settings->tenants); tenant && !rc;
          tenant = zlistx_next (settings->tenants))
-        if ((rc = s_keys_read (tenant->keys, clients, tenant)) >= 0)
+        if ((rc = s_keys_read (tenant->keys, clients, tenant, "tenants")) >= 0)
             tenanted += rc, rc = 0;
+        else
+        if (reload) {
+            act_log (LOG_ERR, "reload: tenants/%s/keys: cannot read %s: the tenant has no "
+                     "key now", tenant->name, tenant->keys);
+            rc = 0;
+        }
         else
             act_err_set (err, ACT_E_INTERNAL, "tenants/%s/keys: cannot read %s",
                          tenant->name, tenant->keys);
     for (act_group_settings_t *group = zlistx_first (settings->worker_groups); group && !rc;
          group = zlistx_next (settings->worker_groups))
-        if ((rc = s_keys_read (group->keys, workers, group)) >= 0)
+        if ((rc = s_keys_read (group->keys, workers, group, "workers")) >= 0)
             grouped += rc, rc = 0;
+        else
+        if (reload) {
+            act_log (LOG_ERR, "reload: workers/%s/keys: cannot read %s: the group has no "
+                     "key now", group->name, group->keys);
+            rc = 0;
+        }
         else
             act_err_set (err, ACT_E_INTERNAL, "workers/%s/keys: cannot read %s",
                          group->name, group->keys);
@@ -96,10 +124,18 @@ s_keys_load (act_security_t *self, act_err_t *err)
     for (int i = 0; i < 2 && !rc; i++)
         if ((dirs [i] || !sets [i])
         &&  (plain [i] = s_keys_read (dirs [i], i? workers: clients,
-                                      i? (void *) &s_anything: (void *) &s_everything)) < 0)
-            rc = act_err_set (err, ACT_E_INTERNAL,
-                              "security/%s_keys must name a directory of public keys (%s)",
-                              i? "worker": "client", dirs [i]? dirs [i]: "not set");
+                                      i? (void *) &s_anything: (void *) &s_everything,
+                                      NULL)) < 0) {
+            if (reload && dirs [i]) {
+                act_log (LOG_ERR, "reload: security/%s_keys: cannot read %s: none of its "
+                         "keys is allowed now", i? "worker": "client", dirs [i]);
+                plain [i] = 0;
+            }
+            else
+                rc = act_err_set (err, ACT_E_INTERNAL,
+                                  "security/%s_keys must name a directory of public keys (%s)",
+                                  i? "worker": "client", dirs [i]? dirs [i]: "not set");
+        }
     if (rc) {
         zhashx_destroy (&clients);
         zhashx_destroy (&workers);
@@ -159,7 +195,7 @@ s_setup (act_security_t *self, act_err_t *err)
     if (!self->server_cert)
         return act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s "
                             "(make one with: actctl keygen server)", settings->server_key);
-    if (s_keys_load (self, err))
+    if (s_keys_load (self, false, err))
         return -1;
     self->zap = zsock_new_rep ("inproc://zeromq.zap.01");
     if (!self->zap)
@@ -439,7 +475,7 @@ act_security_reload (act_security_t *self, act_settings_t *fresh)
     zhashx_t *old_clients = self->clients, *old_workers = self->workers;
     self->clients = self->workers = NULL;
     act_err_t err = { 0 };
-    if (s_keys_load (self, &err)) {
+    if (s_keys_load (self, true, &err)) {
         act_log (LOG_ERR, "reload: allowed keys not reloaded, the old ones stay: %s",
                  err.message);
         //  Back to the old settings and tables
@@ -473,6 +509,10 @@ act_security_bind (act_security_t *self, act_settings_t *settings, const char *e
     long long hard = settings->max_message_bytes * 4 + 65536;
     zsock_set_maxmsgsize (socket, hard > INT_MAX? INT_MAX: (int) hard);
     act_security_apply (self, socket, domain);
+    //  An IPv6 address ("tcp://[::1]:5555", a local endpoint as documented)
+    //  binds only with IPv6 on
+    if (strncmp (endpoint, "tcp://[", 7) == 0)
+        zsock_set_ipv6 (socket, 1);
     //  libzmq binds interfaces, not host names: "localhost" (documented as
     //  a local endpoint, and what people write) is the loopback address
     char *bound = strncmp (endpoint, "tcp://localhost:", 16) == 0

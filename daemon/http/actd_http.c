@@ -41,6 +41,14 @@ main (int argc, char *argv [])
             ipv6? "[": "", config->address, ipv6? "]": "", act_http_server_port (server),
             config->broker, config->server_key? ", CURVE": "",
             config->ntokens? ", bearer tokens": "");
+    //  Without tokens whoever reaches the port acts as actd-http's own
+    //  identity: fine on loopback, said plainly anywhere else
+    if (!config->ntokens && strncmp (config->address, "127.", 4) != 0
+    &&  strcmp (config->address, "::1") != 0)
+        printf ("actd-http: WARNING: no bearer tokens and %s is not loopback: anyone who "
+                "reaches this port has every right actd gives actd-http's %s (set tokens, "
+                "or listen on 127.0.0.1)\n", config->address,
+                config->certificate? "certificate": "connection");
     fflush (stdout);
     int signal_number;
     sigwait (&signals, &signal_number);

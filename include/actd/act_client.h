@@ -34,8 +34,14 @@ typedef struct {
 //  Default client endpoint (PROTOCOL.md section 5)
 #define ACT_CLIENT_ENDPOINT "tcp://127.0.0.1:5555"
 
-//  Connect to the broker at endpoint. Returns NULL if the endpoint is not
-//  valid. Connecting is asynchronous: nothing waits for the broker.
+//  Connect to the broker at endpoint (several: "tcp://a:5555,tcp://b:5555").
+//  With endpoint NULL, the environment decides, as for actctl: the
+//  endpoints of $ACTD_ENDPOINT (else ACT_CLIENT_ENDPOINT), and CURVE when
+//  $ACTD_SERVER_KEY (the broker's public key) and $ACTD_CERT (this
+//  client's certificate file) are set. Returns NULL if an endpoint is not
+//  valid, or (endpoint NULL) if only one of the two variables is set or
+//  the certificate does not load. Connecting is asynchronous: nothing
+//  waits for the broker.
 act_client_t *act_client_new (const char *endpoint);
 
 //  Close the connection and null the pointer; safe on NULL.

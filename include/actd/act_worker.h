@@ -37,7 +37,12 @@ typedef void (act_worker_timer_fn) (act_worker_t *worker, void *arg);
 //  The broker cancelled the task (it is still to be answered, to free its slot)
 typedef void (act_task_cancel_fn) (act_task_t *task, void *arg);
 
-//  A worker connecting to endpoint, called name in the broker's STATS.
+//  A worker connecting to endpoint (several: "tcp://a:5556,tcp://b:5556"),
+//  called name in the broker's STATS. With endpoint NULL, the environment
+//  decides: the endpoints of $ACTD_WORKER_ENDPOINT (else
+//  ACT_WORKER_ENDPOINT), and CURVE when $ACTD_SERVER_KEY and $ACTD_CERT
+//  (this worker's certificate file) are set; NULL if only one of the two
+//  is set or the certificate does not load.
 act_worker_t *act_worker_new (const char *endpoint, const char *name);
 
 //  Destroy the worker and null the pointer; safe on NULL.

@@ -14,6 +14,8 @@ import threading
 import unittest
 import urllib.parse
 
+import zmq
+
 from harness import (DAGGER, Actd, Fail, NoAnswer, Worker, actd_with_config, end_process,
                      find_binary, free_port, wait_for)
 
@@ -292,6 +294,12 @@ class HttpTest(unittest.TestCase):
             (("POST", "/v1/contexts/e/messages", {"type": "note", "text": "x" * (2 << 20)}),
              (413, "too_large")),
             (("POST", "/metrics", ""), (405, "method_not_allowed")),
+            (("POST", "/v1/contexts/e/calls", {"_tool": "upper", "text": STATE + ".[",
+                                               "_outputPath": STATE + ".z"}),
+             (400, "bad_reference")),
+            (("POST", "/v1/contexts/e/calls", {"_tool": "upper", "_outputPath": STATE + ".z",
+                                               "_outputMethod": "frobnicate"}),
+             (400, "bad_method")),
         ]
         for (method, path, body), expected in cases:
             with self.subTest(path=path):
@@ -468,6 +476,9 @@ class MetricsTest(unittest.TestCase):
                 outcome = server.json("POST", "/v1/contexts/m/calls?wait=1",
                                       {"_tool": "count_fail", "_outputPath": STATE + ".f%d" % n})
                 self.assertEqual(outcome["status"], "error")
+            #  Two calls no worker serves: the queue depth
+            for n in range(2):
+                server.json("POST", "/v1/contexts/m/calls", {"_tool": "unserved"}, status=202)
             status, headers, text = server.request("GET", "/metrics")
             self.assertEqual(status, 200)
             self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
@@ -481,7 +492,7 @@ class MetricsTest(unittest.TestCase):
                              0)
             self.assertEqual(
                 samples['actd_activity_calls_total{activity="count_fail",outcome="error"}'], failed)
-            self.assertEqual(samples['actd_calls_accepted_total'], ok + failed)
+            self.assertEqual(samples['actd_calls_accepted_total'], ok + failed + 2)
             self.assertEqual(samples['actd_calls_ended_total{outcome="ok"}'], ok)
             self.assertEqual(samples['actd_calls_ended_total{outcome="error"}'], failed)
             self.assertEqual(samples['actd_activity_total_seconds_count{activity="count_ok"}'], ok)
@@ -490,6 +501,15 @@ class MetricsTest(unittest.TestCase):
                 failed)
             self.assertEqual(samples['actd_activity_workers{activity="count_ok"}'], 1)
             self.assertEqual(samples['actd_activity_running{activity="count_ok"}'], 0)
+            self.assertEqual(samples['actd_activity_queued{activity="count_ok"}'], 0)
+            self.assertEqual(samples['actd_activity_queued{activity="unserved"}'], 2)
+            self.assertEqual(samples['actd_calls{state="queued"}'], 2)
+            #  Each call was dispatched once: one queue wait each
+            self.assertEqual(
+                samples['actd_activity_queue_seconds_count{activity="count_ok"}'], ok)
+            self.assertEqual(
+                samples['actd_activity_queue_seconds_bucket{activity="count_fail",le="+Inf"}'],
+                failed)
             self.assertEqual(samples['actd_workers'], 2)
             self.assertEqual(sorted([samples['actd_worker_capacity{worker="metrics-worker"}'],
                                      samples['actd_worker_capacity{worker="metrics-worker#2"}']]),
@@ -500,6 +520,8 @@ class MetricsTest(unittest.TestCase):
             self.assertGreaterEqual(samples['actd_store_commits_total'], 1)
             self.assertEqual(samples['actd_store_commit_seconds_count'],
                              samples['actd_store_commits_total'])
+            #  Timed to the microsecond: a commit of a SQLite file takes some
+            self.assertGreater(samples['actd_store_commit_seconds_sum'], 0)
             self.assertEqual(samples['actd_store_batch_writes_sum'],
                              samples['actd_store_writes_total'])
             self.assertEqual(samples['actd_up'], 1)
@@ -719,8 +741,106 @@ class WatchCleanupTest(unittest.TestCase):
             server.finish()
             actd.finish()
 
+class FakeActd(threading.Thread):
+    """A stand-in for actd on a ROUTER socket: PONG to PING, and to every
+    other request ERROR with the code set in .code (a moved names this
+    very endpoint, so that actd-http's client follows it to its hop
+    limit). For the codes a real actd is hard to make answer."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+        self.code = "internal"
+        self.requests = []          # (command, error code answered)
+        self.running = True
+        self.socket = zmq.Context.instance().socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.bind(self.endpoint)
+        self.start()
+
+    def run(self):
+        while self.running:
+            if not self.socket.poll(50):
+                continue
+            frames = self.socket.recv_multipart()
+            identity, command, request = frames[0], frames[2], frames[3]
+            if command == b"PING":
+                reply = [b"PONG"]
+            else:
+                message = self.endpoint if self.code == "moved" else "the fake's " + self.code
+                reply = [b"ERROR", self.code.encode(), message.encode()]
+                self.requests.append((command.decode(), self.code))
+            self.socket.send_multipart([identity, b"ACTC01", reply[0], request] + reply[1:])
+
+    def stop(self):
+        self.running = False
+        self.join(10)
+        self.socket.close(0)
+
+
+class ErrorMappingTest(unittest.TestCase):
+    """Every ACT/1 error code of docs/http.md's table gets its HTTP status,
+    those a real actd hardly gives included (moved past the hop limit,
+    internal, unknown_command); a connection that drops before the DONE
+    of a waited call is 502 disconnected."""
+
+    STATUSES = {"bad_frame": 400, "bad_json": 400, "bad_context": 400, "bad_call": 400,
+                "bad_reference": 400, "bad_method": 400, "bad_argument": 400,
+                "type_mismatch": 409, "unresolved_reference": 409, "unauthorized": 403,
+                "not_found": 404, "too_large": 413, "busy": 429, "unknown_activity": 422,
+                "moved": 421, "internal": 500, "unknown_command": 501}
+
+    def test_every_code_of_actd(self):
+        fake = FakeActd()
+        server = None
+        try:
+            server = ActdHttp(fake.endpoint)
+            for code, status in self.STATUSES.items():
+                with self.subTest(code=code):
+                    fake.code = code
+                    self.assertEqual(server.error("GET", "/v1/contexts/e/view"), (status, code))
+            #  moved was followed to the hop limit, then given up
+            self.assertGreater([c for _, c in fake.requests].count("moved"), 1)
+        finally:
+            if server:
+                server.finish()
+            fake.stop()
+
+    def test_a_dropped_connection_is_502(self):
+        actd = Actd().start()
+        server = ActdHttp(actd.client_endpoint)
+        try:
+            answers = []
+            waiting = threading.Thread(target=lambda: answers.append(server.request(
+                "POST", "/v1/contexts/drop/calls?wait=1&timeout_ms=600000",
+                {"_tool": "nobody-serves-this", "_outputPath": STATE + ".x"}, timeout=120)))
+            waiting.start()
+            client = actd.client()
+            wait_for(lambda: json.loads(client.request("STATS")[1])["calls"]["queued"] == 1,
+                     "the call to be queued")
+            client.close()
+            actd.kill()
+            waiting.join(120)
+            self.assertEqual(len(answers), 1)
+            self.assertEqual(answers[0][0], 502, answers[0][2])
+            self.assertEqual(json.loads(answers[0][2])["error"]["code"], "disconnected")
+            actd.start()
+        finally:
+            server.finish()
+            actd.finish()
+
+
 class ConfigTest(unittest.TestCase):
     """etc/actd-http.cfg as shipped loads; a bad setting stops at start."""
+
+    @staticmethod
+    def loopback_log(actd):
+        """What actd-http on 127.0.0.1, without tokens, says at start."""
+        server = ActdHttp(actd.client_endpoint)
+        try:
+            return server.log()
+        finally:
+            server.finish()
 
     def test_example_config_loads_and_bad_settings_stop(self):
         actd = Actd().start()
@@ -733,6 +853,23 @@ class ConfigTest(unittest.TestCase):
                 self.assertEqual(server.request("GET", "/healthz")[0], 200)
             finally:
                 server.finish()
+            #  Beyond loopback without tokens: said plainly at start
+            port = free_port()
+            with tempfile.TemporaryFile("w+") as log:
+                exposed = subprocess.Popen([find_binary("actd-http"), "--listen",
+                                            "0.0.0.0:%d" % port, "--endpoint",
+                                            actd.client_endpoint], stdout=log,
+                                           stderr=subprocess.STDOUT)
+                try:
+                    wait_for(lambda: log.seek(0) == 0 and "listening on" in log.read(),
+                             "actd-http on 0.0.0.0")
+                    log.seek(0)
+                    self.assertIn("WARNING: no bearer tokens and 0.0.0.0 is not loopback",
+                                  log.read())
+                finally:
+                    exposed.terminate()
+                    self.assertEqual(exposed.wait(30), 0)
+            self.assertNotIn("WARNING", self.loopback_log(actd))
             for text in ("http\n    request_timeout_ms = soon\n", "http\n    nope = 1\n",
                          "tokens\n    short\n        token = abc\n", "elsewhere\n"):
                 with tempfile.NamedTemporaryFile("w", suffix=".cfg") as config:

@@ -405,6 +405,41 @@ class ConfigFileTest(unittest.TestCase):
             self.assertEqual(ping(actd), ["PONG"])
             self.assertNotIn("plain TCP", actd.log())
 
+    def test_an_ipv6_loopback_endpoint_binds_and_the_libraries_reach_it(self):
+        """tcp://[::1]:PORT is documented as a local endpoint too: actd
+        binds it, and the C and Python libraries connect to it (libzmq
+        needs IPv6 on for both)."""
+        actd = Actd()
+        actd.client_endpoint = "tcp://[::1]:%d" % actd.client_port
+        actd.worker_endpoint = "tcp://[::1]:%d" % actd.worker_port
+        actd.start(wait=False)
+        process = None
+        try:
+            actctl = [find_binary("actctl"), "--endpoint", actd.client_endpoint]
+            wait_for(lambda: actd.process.poll() is None and subprocess.run(
+                actctl + ["--timeout", "500", "ping"], capture_output=True).returncode == 0,
+                "actctl to reach actd on [::1]" + actd.log(), timeout=60)
+            self.assertNotIn("plain TCP", actd.log())
+            #  A C worker there, a Python client calling it
+            process = subprocess.Popen([find_binary("actd-example-worker"), "--endpoint",
+                                        actd.worker_endpoint, "--name", "v6-worker"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            import sys
+            sys.path.insert(0, os.path.join(ROOT, "workers", "python"))
+            import actd as library
+            with library.Client(actd.client_endpoint) as client:
+                outcome = client.call("v6", {"_tool": "upper", "text": "six",
+                                             "_outputPath": "\u2020v6"}, timeout=30)
+                self.assertEqual((outcome.status, outcome.result), ("ok", "SIX"))
+        finally:
+            if process:
+                process.terminate()
+                process.wait(30)
+            code = actd.stop()
+            log = actd.log()
+            actd.cleanup()
+        self.assertEqual(code, 0, log)
+
     def test_the_example_config_loads_and_changes_nothing(self):
         """etc/actd.cfg as shipped starts actd (the harness's flags give it
         its own ports and store)."""

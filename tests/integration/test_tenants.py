@@ -129,7 +129,9 @@ class TenantsTest(unittest.TestCase):
         return None
 
     def workers(self):
-        return {w["name"] for w in self.client("ops").value("STATS")["workers"]}
+        if "ops" not in self.clients:       # one socket, however often polled
+            self.clients["ops"] = self.client("ops")
+        return {w["name"] for w in self.clients["ops"].value("STATS")["workers"]}
 
     def wait_log(self, pattern, timeout=10, log=False):
         wait_for(lambda: re.search(pattern, self.actd.log()), "log line %r" % pattern
@@ -264,6 +266,61 @@ class TenantsTest(unittest.TestCase):
         self.assertEqual(self.workers(), {"anyworker-worker"})
         monitor.close(0)
 
+    def test_revocation_takes_less_than_one_heartbeat(self):
+        """With a heartbeat of 5 s (liveness would take 15 s), SIGHUP cuts a
+        revoked client and worker within that one heartbeat."""
+        heartbeat = 5.0
+        self.assertEqual(self.actd.stop(), 0)
+        self.actd.heartbeat_ms = int(heartbeat * 1000)
+        self.actd.start(wait=False)
+        self.clients.clear()
+        self.wait_up()
+        held = self.worker_socket("summarizer", ["summarize"])
+        wait_for(lambda: "summarizer-worker" in self.workers(), "the summarizer")
+        acme = self.client("acme")
+        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.assertEqual(acme.request("PING"), ["PONG"])
+        deadline = time.time() + heartbeat
+        self.rewrite(tenants=[t for t in TENANTS if t[0] != "acme"], groups=())
+        frames = self.next_command(held, b"DISCONNECT", timeout=deadline - time.time())
+        self.assertIsNotNone(frames, "the revoked worker was not told within a heartbeat")
+        self.assertTrue(monitor.poll(max(0, int((deadline - time.time()) * 1000))),
+                        "the revoked client was not cut within a heartbeat")
+        self.assertEqual(recv_monitor_message(monitor)["event"], zmq.EVENT_DISCONNECTED)
+        monitor.close(0)
+
+    def test_sighup_narrowing_a_group_disconnects_only_the_workers_beyond_it(self):
+        wide = self.worker_socket("summarizer", ["summarize", "translate-fr"])
+        narrow = self.worker_socket("summarizer2", ["summarize"])
+        wait_for(lambda: {"summarizer-worker", "summarizer2-worker"} <= self.workers(),
+                 "both summarizers")
+        self.rewrite(groups=(("summarizers", "summarize"),))
+        frames = self.next_command(wide, b"DISCONNECT", timeout=5)
+        self.assertIsNotNone(frames, "a worker beyond its narrowed group was not disconnected")
+        self.assertEqual(frames[2], b"key revoked")
+        wait_for(lambda: self.workers() == {"summarizer2-worker"}, "only the narrow one to stay")
+        #  The one still within its group serves on
+        acme = self.client("acme")
+        rid = acme.send("CALL", "acme/n", {"_tool": "summarize", "_outputPath": "\u2020n"})
+        task = self.next_command(narrow, b"TASK")
+        self.assertIsNotNone(task)
+        narrow.send_multipart([b"ACTW01", b"RESULT", task[2], b'"short"'])
+        self.assertEqual(json.loads(acme.wait(rid, "DONE")[2])["status"], "ok")
+
+    def test_sighup_after_a_tenants_keys_are_removed_revokes_them(self):
+        """Removing a tenant's key directory and reloading revokes its
+        keys (logged), rather than failing the reload and keeping them."""
+        acme = self.client("acme")
+        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.assertEqual(acme.request("PING"), ["PONG"])
+        shutil.rmtree(os.path.join(self.dir, "tenants", "acme"))
+        self.rewrite()
+        self.wait_log(r"reload: tenants/acme/keys: cannot read .*: the tenant has no key now")
+        self.assertTrue(monitor.poll(5000), "the revoked client was not cut")
+        self.assertEqual(acme.request("PING")[:2], ["ERROR", "unauthorized"])
+        self.assertEqual(self.client("globex").request("PING"), ["PONG"])
+        monitor.close(0)
+
     def test_sighup_shrinking_rights_drops_watches(self):
         globex = self.client("globex")
         watch = globex.send("WATCH", "globex/w", "0")
@@ -312,6 +369,34 @@ class TenantsTest(unittest.TestCase):
             client.close()
             worker.stop(wait=True, timeout=10)
             thread.join(10)
+
+    def test_c_client_and_worker_from_the_environment(self):
+        """libactd given no endpoint reads $ACTD_ENDPOINT (a worker
+        $ACTD_WORKER_ENDPOINT), $ACTD_SERVER_KEY and $ACTD_CERT, as actctl,
+        Python and Node do."""
+        helper = find_binary("env_peers")
+        base = {k: v for k, v in os.environ.items() if not k.startswith("ACTD_")}
+        base.update(ACTD_ENDPOINT=self.actd.client_endpoint,
+                    ACTD_WORKER_ENDPOINT=self.actd.worker_endpoint,
+                    ACTD_SERVER_KEY=self.keys["server"][0])
+        worker = subprocess.Popen([helper, "worker", "c-env-summarizer", "summarize"],
+                                  env=dict(base, ACTD_CERT=self.keys["summarizer.file"]),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_for(lambda: "c-env-summarizer" in self.workers(), "the C worker over CURVE")
+            run = subprocess.run([helper, "client", "acme/c", "summarize", "globex/c"],
+                                 env=dict(base, ACTD_CERT=self.keys["acme.file"]),
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual((run.returncode, run.stdout), (0, "ok HELLO\nother unauthorized\n"),
+                             run.stderr)
+            #  Half of CURVE would talk in plain text: no client at all
+            run = subprocess.run([helper, "client", "acme/c", "summarize", "globex/c"],
+                                 env=base, capture_output=True, text=True, timeout=60)
+            self.assertEqual((run.returncode, run.stdout), (3, "no peer\n"), run.stderr)
+        finally:
+            worker.terminate()
+            output = worker.communicate(timeout=30)[0]
+        self.assertEqual(worker.returncode, 0, output)
 
     def test_node_client_and_worker_with_tenant_and_group_keys(self):
         self.assertTrue(shutil.which("node"), "node is needed (Node.js 20 or later)")
@@ -388,6 +473,44 @@ class TenantConfigTest(unittest.TestCase):
             code, stderr = self.start(text)
             self.assertEqual(code, 2, (text, stderr))
             self.assertIn(message, stderr)
+
+    def test_a_key_in_two_tenants_is_logged_and_the_first_applies(self):
+        """A key copied into a second tenant (say an admin one) does not
+        silently get that tenant's rights: the first tenant's apply, and
+        the log says so."""
+        directory = tempfile.mkdtemp(prefix="actd-tenant-twice-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        server = keygen("server", directory)
+        for name in ("acme", "ops"):
+            os.makedirs(os.path.join(directory, "tenants", name))
+        public = keygen("agent", os.path.join(directory, "tenants", "acme"))
+        shutil.copy(os.path.join(directory, "tenants", "acme", "agent.key"),
+                    os.path.join(directory, "tenants", "ops", "agent.key"))
+        config = os.path.join(directory, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write(config_text(directory, tenants=(("acme", "acme/", "read,write"),
+                                                         ("ops", "ops/", "read,admin")),
+                                     groups=()))
+        os.makedirs(os.path.join(directory, "clients"))
+        os.makedirs(os.path.join(directory, "anyworkers"))
+        broker = Actd(args=["--config", config]).start(wait=False)
+        agent = CurveClient(broker.client_endpoint, server[0], public)
+        try:
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                try:
+                    if agent.request("PING", timeout=0.5) == ["PONG"]:
+                        break
+                except TimeoutError:
+                    pass
+            self.assertEqual(agent.request("STATS")[:2], ["ERROR", "unauthorized"])
+            self.assertEqual(agent.request("APPEND", "acme/x", {"type": "note"})[0], "OK")
+            self.assertIn("CURVE: key %s (%s) is in tenants/acme and in tenants/ops: only "
+                          "tenants/acme applies" % (public[0], os.path.join(
+                              directory, "tenants", "ops", "agent.key")), broker.log())
+        finally:
+            agent.close()
+            broker.finish()
 
     def test_tenants_without_curve_are_ignored_and_said_to_be(self):
         directory = tempfile.mkdtemp(prefix="actd-tenant-plain-")

@@ -68,7 +68,7 @@ s_link_add (act_client_t *self, const char *endpoint)
             return link;
     act_link_t *link = calloc (1, sizeof *link);
     link->endpoint = strdup (endpoint);
-    link->socket = act_curve_dealer (&self->curve);
+    link->socket = act_curve_dealer (&self->curve, endpoint);
     //  A broker that dies without closing the connection (its machine went
     //  away) is noticed by ZMTP heartbeats: the connection drops, and the
     //  watches on it are sent again when it is back. Generous: a dropped
@@ -116,8 +116,18 @@ act_client_new (const char *endpoint)
     self->watches = zhashx_new ();
     self->ignored = zhashx_new ();
     self->timeout = 30000;
+    //  No endpoint: the environment's, as actctl reads it (CURVE too)
+    if (!endpoint) {
+        endpoint = getenv ("ACTD_ENDPOINT");
+        if (!endpoint || !*endpoint)
+            endpoint = ACT_CLIENT_ENDPOINT;
+        if (act_curve_from_env (&self->curve)) {
+            act_client_destroy (&self);
+            return NULL;
+        }
+    }
     //  A list of brokers: "tcp://a:5555,tcp://b:5555"
-    char *list = strdup (endpoint? endpoint: ACT_CLIENT_ENDPOINT);
+    char *list = strdup (endpoint);
     for (char *item = strtok (list, ", "); item; item = strtok (NULL, ", "))
         if (!s_link_add (self, item)) {
             free (list);

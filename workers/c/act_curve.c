@@ -18,6 +18,22 @@ act_curve_set (act_curve_t *self, const char *server_public,
     return 0;
 }
 
+int
+act_curve_from_env (act_curve_t *self)
+{
+    const char *server = getenv ("ACTD_SERVER_KEY");
+    const char *cert = getenv ("ACTD_CERT");
+    if (server && !*server)
+        server = NULL;
+    if (cert && !*cert)
+        cert = NULL;
+    if (!server && !cert)
+        return 0;
+    if (!server || !cert)
+        return -1;
+    return act_curve_set (self, server, cert);
+}
+
 void
 act_curve_reset (act_curve_t *self)
 {
@@ -27,10 +43,14 @@ act_curve_reset (act_curve_t *self)
 }
 
 zsock_t *
-act_curve_dealer (act_curve_t *self)
+act_curve_dealer (act_curve_t *self, const char *endpoint)
 {
     zsock_t *dealer = zsock_new (ZMQ_DEALER);
     zsock_set_linger (dealer, 0);
+    //  Only for a bracketed address: with IPv6 on, a host name such as
+    //  localhost may resolve to ::1 where the broker listens on 127.0.0.1
+    if (strncmp (endpoint, "tcp://[", 7) == 0)
+        zsock_set_ipv6 (dealer, 1);
     //  Sends never wait (act_curve_send): with libzmq's default high-water
     //  mark of 1000 messages, a burst to a broker that reads slowly (paused,
     //  loaded, under valgrind) had every request past the 1000th dropped

@@ -20,13 +20,21 @@ typedef struct {
 int act_curve_set (act_curve_t *self, const char *server_public,
                    const char *certificate_file);
 
+//  The keys of the environment, as actctl reads them: $ACTD_SERVER_KEY
+//  (the broker's public key) and $ACTD_CERT (this side's certificate
+//  file). Returns 0 when both are set and the file loads, or when neither
+//  is set (no CURVE); -1 when only one is set (half of CURVE would talk in
+//  plain text) or the file does not load.
+int act_curve_from_env (act_curve_t *self);
+
 //  Free the keys (the struct itself belongs to the caller).
 void act_curve_reset (act_curve_t *self);
 
-//  A new DEALER socket, linger 0, no send high-water mark, with the keys
-//  applied when there are any; not connected yet (CURVE must be set before
-//  connecting).
-zsock_t *act_curve_dealer (act_curve_t *self);
+//  A new DEALER socket for endpoint, linger 0, no send high-water mark,
+//  with the keys applied when there are any, and IPv6 on for an IPv6
+//  address ("tcp://[::1]:5555": libzmq connects to none without it); not
+//  connected yet (CURVE must be set before connecting).
+zsock_t *act_curve_dealer (act_curve_t *self, const char *endpoint);
 
 //  Send *msg_p on dealer without waiting, and destroy it. A DEALER whose
 //  broker refused it at the CURVE handshake has no pipe to send on, and a

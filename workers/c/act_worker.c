@@ -110,8 +110,15 @@ act_worker_new (const char *endpoint, const char *name)
     act_worker_t *self = calloc (1, sizeof *self);
     self->links = zlistx_new ();
     zlistx_set_destructor (self->links, s_link_destroy);
+    //  No endpoint: the environment's, as actd-exec reads it (CURVE too)
+    bool from_env = !endpoint;
+    if (from_env) {
+        endpoint = getenv ("ACTD_WORKER_ENDPOINT");
+        if (!endpoint || !*endpoint)
+            endpoint = ACT_WORKER_ENDPOINT;
+    }
     //  A list of brokers: "tcp://a:5556,tcp://b:5556"
-    char *list = strdup (endpoint? endpoint: ACT_WORKER_ENDPOINT);
+    char *list = strdup (endpoint);
     for (char *item = strtok (list, ", "); item; item = strtok (NULL, ", ")) {
         s_link_t *link = calloc (1, sizeof *link);
         link->worker = self;
@@ -131,6 +138,8 @@ act_worker_new (const char *endpoint, const char *name)
     self->capacity = 1;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
+    if (from_env && act_curve_from_env (&self->curve))
+        act_worker_destroy (&self);
     return self;
 }
 
@@ -277,7 +286,7 @@ s_connect (s_link_t *link)
         }
     }
     zlistx_destroy (&ids);
-    link->socket = act_curve_dealer (&self->curve);
+    link->socket = act_curve_dealer (&self->curve, link->endpoint);
     zsock_connect (link->socket, "%s", link->endpoint);
     zloop_reader (self->loop, link->socket, s_on_message, link);
     json_t *activities = json_array ();

@@ -34,7 +34,10 @@ class Link {
         //  broker may answer late
         const heartbeat = options.heartbeat
             ? { heartbeatInterval: HEARTBEAT_MS, heartbeatTimeout: HEARTBEAT_TIMEOUT_MS }: {};
-        this.socket = new zmq.Dealer ({ linger: options.linger ?? 500, ...heartbeat,
+        //  An IPv6 address needs IPv6 on, or libzmq connects to nothing
+        //  (not for host names: localhost could resolve to ::1)
+        const ipv6 = endpoint.startsWith ('tcp://[')? { ipv6: true }: {};
+        this.socket = new zmq.Dealer ({ linger: options.linger ?? 500, ...heartbeat, ...ipv6,
                                         ...options.curve });
         //  Socket events tell a client its broker went away (so DONE
         //  replies may never come) and came back, and a worker that the

@@ -5,7 +5,7 @@
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker, Client, ActdError, NotFoundError, branch } = require ('..');
-const { Actd, until, gate, held, release, collect } = require ('./actd');
+const { Actd, until, gate, held, release, collect, freePort } = require ('./actd');
 
 describe ('Client', () => {
     let actd, client, worker;
@@ -330,5 +330,28 @@ describe ('Client', () => {
         const nowhere = new Client ({ endpoint: 'tcp://127.0.0.1:1', timeoutMs: 200 });
         await rejects (nowhere.ping (), 'request_timeout');
         nowhere.close ();
+    });
+});
+
+describe ('an IPv6 loopback endpoint', () => {
+    it ('a Worker and a Client reach actd on tcp://[::1] (libzmq needs IPv6 on)', async () => {
+        const actd = new Actd ();
+        actd.clientEndpoint = 'tcp://[::1]:' + await freePort ();
+        actd.workerEndpoint = 'tcp://[::1]:' + await freePort ();
+        await actd.start ();
+        const client = actd.client ();
+        const worker = new Worker ({ endpoint: actd.workerEndpoint, heartbeatMs: 200, name: 'v6' });
+        worker.activity ('upper', async ({ text }) => text.toUpperCase ());
+        const running = worker.run ();
+        try {
+            const outcome = await client.call ('v6', { _tool: 'upper', text: 'six', _outputPath: '†v6' });
+            assert.equal (outcome.result, 'SIX');
+        }
+        finally {
+            client.close ();
+            await worker.stop ();
+            await running;
+            await actd.finish ();
+        }
     });
 });

@@ -143,6 +143,11 @@ def dealer(context: Any, endpoint: str, curve: Optional[Curve],
     drop a connection to a broker silent for :data:`HEARTBEAT_TIMEOUT`."""
     sock = context.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    if endpoint.startswith("tcp://["):
+        # An IPv6 address: libzmq connects to none without IPv6 on (not
+        # set for host names: localhost could then resolve to ::1 where
+        # the broker listens on 127.0.0.1)
+        sock.setsockopt(zmq.IPV6, 1)
     monitor = None
     if heartbeat:
         # A broker that dies without closing the connection (its machine
