@@ -375,16 +375,26 @@ s_stats (void *arg)
         "commit_ms", act_hist_json (&self->commit_ms),
         "batch", act_hist_json (&self->batch)));
     //  Also beyond it: reply bytes libzmq holds for clients now, and the
-    //  clients cut off for not reading theirs (server/max_client_bytes)
-    json_object_set_new (stats, "clients", json_pack ("{sIsI}",
+    //  clients cut off for not reading theirs (server/max_client_bytes),
+    //  and DONEs and EVENTs not sent to a connection of another key
+    json_object_set_new (stats, "clients", json_pack ("{sIsIsI}",
         "held_bytes", (json_int_t) act_outbox_client_bytes (self->outbox),
-        "cut", (json_int_t) act_outbox_cuts (self->outbox)));
+        "cut", (json_int_t) act_outbox_cuts (self->outbox),
+        "unowned", (json_int_t) act_outbox_unowned (self->outbox)));
     return stats;
 }
 
 
 //  --------------------------------------------------------------------------
 //  The broker
+
+//  The outbox's guard: whether the connection behind a routing id is the
+//  one of the client a DONE or EVENT is owed to (act_out_owner)
+static bool
+s_owner_holds (void *security, const void *id, size_t size, const char *owner)
+{
+    return act_security_client_holds ((act_security_t *) security, id, size, owner);
+}
 
 //  Bind both sockets behind security. Returns 0, or -1 with err.
 static int
@@ -403,6 +413,7 @@ s_bind_all (act_broker_t *self, act_err_t *err)
         return -1;
     act_broker_set_sender (self, s_send_sockets, self);
     act_wproto_set_security (self->wproto, self->security);
+    act_outbox_set_guard (self->outbox, s_owner_holds, self->security);
     return 0;
 }
 

@@ -769,6 +769,7 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
     act_err_t err = { 0 };
     char *context = NULL;
     act_outbox_envelope (self->outbox, from_req? client: NULL);
+    act_outbox_serving (self->outbox, act_part_meta (header, "User-Id"));
     //  Metadata rides on the frames the peer sent, not on the routing id
     if (!act_security_client_grant (self->security, header, &req.grant)) {
         const char *user = act_part_meta (header, "User-Id");
@@ -788,6 +789,7 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
             s_reply_error (self, &req, &err);
     }
     act_outbox_envelope (self->outbox, NULL);
+    act_outbox_serving (self->outbox, NULL);
     free (context);
     zframe_destroy (&req.request);
 }

@@ -170,8 +170,9 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
     //  A REQ socket takes one reply per request (ACCEPTED): no DONE for it
     if (act_outbox_enveloped (self->outbox, client))
         client = NULL;
+    const char *owner = act_outbox_serving_owner (self->outbox);
     if (call->call->output)
-        act_live_recipient_add (call, client, request);
+        act_live_recipient_add (call, client, request, owner);
     char *progress;
     act_call_record_t record = act_live_record (call, eval == ACT_LIVE_WAIT? "waiting": "queued",
                                                 NULL, &progress);
@@ -179,6 +180,12 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
     char *client_heap = NULL, *request_heap = NULL;
     if (client) {
         record.client = s_frame_hex (client, client_hex, &client_heap);
+        if (owner && record.client) {
+            //  The owner's key rides after the routing id, for recovery
+            char *owned = zsys_sprintf ("%s %s", record.client, owner);
+            free (client_heap);
+            record.client = client_heap = owned;
+        }
         record.request = s_frame_hex (request, request_hex, &request_heap);
     }
     act_store_put_call (self->store, &record);
@@ -561,6 +568,7 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
             act_out_t *out = act_outbox_reply_to (self->outbox, to->client, to->client_size,
                                                   to->request, to->request_size, "DONE",
                                                   true);
+            act_out_owner (out, to->owner);
             act_out_addstr (out, call->id);
             act_out_addstr (out, outcome);
         }

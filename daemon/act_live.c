@@ -123,7 +123,8 @@ act_live_state_name (act_live_state_t state)
 }
 
 void
-act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request)
+act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request,
+                        const char *owner)
 {
     if (!client)
         return;
@@ -155,21 +156,26 @@ act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request)
     self->recipients = grown;
     memcpy (bytes, client_data, client_size);
     memcpy (bytes + client_size, request_data, request_size);
-    grown [self->nrecipients++] = (act_live_recipient_t) {
-        bytes, client_size, bytes + client_size, request_size
+    act_live_recipient_t *added = &grown [self->nrecipients++];
+    *added = (act_live_recipient_t) {
+        bytes, client_size, bytes + client_size, request_size, ""
     };
+    if (owner && strlen (owner) < ACT_OWNER_SIZE)
+        strcpy (added->owner, owner);
 }
 
 void
 act_live_recipient_hex (act_live_t *self, const char *client, const char *request)
 {
-    zframe_t *frames [2] = { zframe_new (NULL, strlen (client) / 2),
+    const char *owner = strchr (client, ' ');
+    size_t client_hex = owner? (size_t) (owner - client): strlen (client);
+    zframe_t *frames [2] = { zframe_new (NULL, client_hex / 2),
                              zframe_new (NULL, strlen (request) / 2) };
     const char *hex [2] = { client, request };
     for (int f = 0; f < 2; f++)
         for (size_t i = 0; i < zframe_size (frames [f]); i++)
             sscanf (hex [f] + 2 * i, "%2hhx", zframe_data (frames [f]) + i);
-    act_live_recipient_add (self, frames [0], frames [1]);
+    act_live_recipient_add (self, frames [0], frames [1], owner? owner + 1: NULL);
     zframe_destroy (&frames [0]);
     zframe_destroy (&frames [1]);
 }

@@ -14,6 +14,7 @@
 
 #include "act_cache.h"
 #include "act_pool.h"
+#include "act_outbox.h"
 
 //  A live call's state. NONE: made, nothing counted; NEW: prepared, its
 //  place in its activity's backlog reserved until it is accepted or not
@@ -37,6 +38,9 @@ typedef struct _act_live_recipient_t {
     size_t client_size;         //  Bytes of the routing id
     byte *request;              //  Request id to echo (after the client's)
     size_t request_size;        //  Bytes of the request id
+    char owner [ACT_OWNER_SIZE];    //  CURVE key the client authenticated
+                                //  with; its DONE goes only to a
+                                //  connection of that key ("": no CURVE)
 } act_live_recipient_t;
 
 //  Bytes of a first recipient's ids kept in the call itself
@@ -105,8 +109,11 @@ void act_live_enter (act_live_t *self, act_live_state_t state, size_t *counts);
 const char *act_live_state_name (act_live_state_t state);
 
 //  Its DONE goes (also) to this client's request; once per request.
-//  With hex, client and request are hex texts (a stored record's).
-void act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request);
+//  owner is the CURVE key the client authenticated with, or NULL. With
+//  hex, client and request are hex texts (a stored record's; client may
+//  be followed by a space and the owner's key).
+void act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request,
+                             const char *owner);
 void act_live_recipient_hex (act_live_t *self, const char *client, const char *request);
 
 //  The call's record for the store, in state (texts borrowed; *progress

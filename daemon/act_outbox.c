@@ -59,6 +59,8 @@ struct _act_out_t {
     unsigned tracked;           //  Bit n: part n is a tracked frame
     size_t head;                //  Index of a reply's ACTC01 frame (1, or 2
                                 //  after a REQ client's empty frame)
+    char owner [ACT_OWNER_SIZE];    //  CURVE key of the client it is owed
+                                //  to, or "": whoever holds the routing id
 };
 
 struct _act_outbox_t {
@@ -74,6 +76,10 @@ struct _act_outbox_t {
     zhashx_t *accounts;         //  Client routing id (hex) -> s_account_t
     size_t max_client_bytes;    //  Bytes libzmq may hold for one client
                                 //  (0: no bound)
+    const char *serving;        //  Key of the client served now, or NULL
+    act_outbox_guard_fn *guard; //  Judges messages with an owner, or NULL
+    void *guard_arg;            //  Its argument
+    uint64_t unowned;           //  Messages the guard dropped
     zlistx_t *cuts;             //  Routing ids (zframe_t) of clients that
                                 //  went over, for act_outbox_next_cut
     uint64_t cut;               //  Clients that went over, since the start
@@ -194,6 +200,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->durable = durable;
     out->tracked = 0;
     out->head = 1;
+    out->owner [0] = 0;
     return out;
 }
 
@@ -275,6 +282,38 @@ act_outbox_reply_to (act_outbox_t *self, const void *client, size_t client_size,
     act_out_literal (out, verb);
     act_out_add (out, request, request_size);
     return out;
+}
+
+void
+act_out_owner (act_out_t *out, const char *owner)
+{
+    if (out && owner && strlen (owner) < ACT_OWNER_SIZE)
+        strcpy (out->owner, owner);
+}
+
+void
+act_outbox_serving (act_outbox_t *self, const char *owner)
+{
+    self->serving = owner && *owner? owner: NULL;
+}
+
+const char *
+act_outbox_serving_owner (act_outbox_t *self)
+{
+    return self? self->serving: NULL;
+}
+
+void
+act_outbox_set_guard (act_outbox_t *self, act_outbox_guard_fn *guard, void *arg)
+{
+    self->guard = guard;
+    self->guard_arg = arg;
+}
+
+uint64_t
+act_outbox_unowned (act_outbox_t *self)
+{
+    return self? self->unowned: 0;
 }
 
 void
@@ -476,6 +515,25 @@ s_admit (act_outbox_t *self, act_out_t *out)
     return admitted;
 }
 
+//  True when out has no owner, or the guard says its owner holds its
+//  routing id now; counts and logs the others
+static bool
+s_owned (act_outbox_t *self, act_out_t *out)
+{
+    if (!out->owner [0] || !self->guard || out->nparts == 0
+    ||  self->guard (self->guard_arg, zmq_msg_data (&out->parts [0]),
+                     zmq_msg_size (&out->parts [0]), out->owner))
+        return true;
+    self->unowned++;
+    char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
+    act_log_peer (LOG_INFO, client, "reply owed to another key",
+                  "reply owed to key %s not sent to routing id %s: its connection is not "
+                  "that key's (it left, or has not spoken since it connected)",
+                  out->owner, client);
+    free (client);
+    return false;
+}
+
 //  Send the first count messages and close them; the others move up
 static size_t
 s_flush (act_outbox_t *self, size_t count, act_outbox_send_fn *send, void *arg)
@@ -483,7 +541,7 @@ s_flush (act_outbox_t *self, size_t count, act_outbox_send_fn *send, void *arg)
     size_t sent = 0;
     for (size_t i = 0; i < count; i++) {
         act_out_t *out = &self->messages [i];
-        if (send && s_admit (self, out) && send (arg, out->to_worker, out->parts, out->nparts))
+        if (send && s_owned (self, out) && s_admit (self, out) && send (arg, out->to_worker, out->parts, out->nparts))
             sent++;
         s_close (out);
     }

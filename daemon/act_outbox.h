@@ -28,6 +28,14 @@ typedef struct _act_out_t act_out_t;
 typedef bool (act_outbox_send_fn) (void *arg, bool to_worker, zmq_msg_t *parts,
                                    size_t nparts);
 
+//  True when a message owed to the client that authenticated with CURVE
+//  key owner (Z85) may go to routing id (size bytes) now (act_out_owner).
+typedef bool (act_outbox_guard_fn) (void *arg, const void *id, size_t size,
+                                    const char *owner);
+
+//  Bytes of a CURVE key in Z85 and its NUL
+#define ACT_OWNER_SIZE 41
+
 //  An empty outbox; NULL when out of memory.
 act_outbox_t *act_outbox_new (void);
 
@@ -84,6 +92,15 @@ act_out_t *act_outbox_reply_to (act_outbox_t *self, const void *client, size_t c
 //  such a client: a REQ socket takes one reply per request.
 void act_outbox_envelope (act_outbox_t *self, zframe_t *client);
 
+//  While a request is served: the CURVE key (Z85) its client
+//  authenticated with, or NULL (none, or no request served). What is
+//  owed to that client later (DONE, EVENT) is sent to its connection only
+//  (act_out_owner); owner is borrowed until the next call.
+void act_outbox_serving (act_outbox_t *self, const char *owner);
+
+//  The key act_outbox_serving set, or NULL.
+const char *act_outbox_serving_owner (act_outbox_t *self);
+
 //  True when replies to client get an envelope now (act_outbox_envelope).
 bool act_outbox_enveloped (act_outbox_t *self, zframe_t *client);
 
@@ -91,6 +108,19 @@ bool act_outbox_enveloped (act_outbox_t *self, zframe_t *client);
 //  names the request in the log line: a refusal is logged at info).
 void act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
                        const char *command, const act_err_t *err);
+
+//  out is owed to the client that authenticated with CURVE key owner
+//  (Z85; NULL or "": to whoever holds its routing id). It is sent only if
+//  the outbox's guard says the connection behind its routing id is that
+//  client's; else it is dropped (act_outbox_unowned).
+void act_out_owner (act_out_t *out, const char *owner);
+
+//  Judge messages with an owner by guard (NULL: send them all).
+void act_outbox_set_guard (act_outbox_t *self, act_outbox_guard_fn *guard, void *arg);
+
+//  Messages dropped so far because their owner's connection was not the
+//  one behind their routing id.
+uint64_t act_outbox_unowned (act_outbox_t *self);
 
 //  Add a frame of size bytes (a string, a CZMQ frame) to out; nothing
 //  when out is NULL.

@@ -119,19 +119,24 @@ act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *f
         return;
     int fd = atoi (fd_text);
     //  The same peer as last time on this side, on the same descriptor:
-    //  nothing changed, no need to name it or look it up
+    //  nothing changed, no need to name it or look it up. With CURVE a
+    //  descriptor number may have been closed and reused by a connection
+    //  of another key since: act_peers_holds relies on the entry being the
+    //  connection's own, so its socket is checked (CURVE costs far more
+    //  per message than that fstat)
     s_last_t *last = &self->last [worker];
     size_t size = zmq_msg_size (routing);
     const byte *data = (const byte *) zmq_msg_data (routing);
     if (last->peer && last->peer->fd == fd && last->size == size
-    &&  memcmp (last->id, data, size) == 0)
+    &&  memcmp (last->id, data, size) == 0
+    &&  (!last->peer->user || s_same_socket (last->peer)))
         return;
     char buffer [S_NAME_MAX];
     char *name = s_frame_name (worker, routing, buffer);
     if (!name)
         return;
     s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
-    if (!peer || peer->fd != fd) {
+    if (!peer || peer->fd != fd || (peer->user && !s_same_socket (peer))) {
         struct stat status;
         if (fstat (fd, &status) == 0) {
             const char *user = zmq_msg_gets (frame, "User-Id");
@@ -225,6 +230,23 @@ act_peers_tick (act_peers_t *self, long long now)
         zhashx_delete (self->peers, name);
     }
     zlistx_destroy (&gone);
+}
+
+bool
+act_peers_holds (act_peers_t *self, bool worker, const void *id, size_t size,
+                 const char *user)
+{
+    if (!self || size > 255)
+        return false;
+    s_peer_t *peer = self->last [worker].peer;
+    if (!peer || self->last [worker].size != size || memcmp (self->last [worker].id, id, size)) {
+        char name [S_NAME_MAX];
+        zmq_msg_t routing;
+        zmq_msg_init_data (&routing, (void *) id, size, NULL, NULL);
+        peer = (s_peer_t *) zhashx_lookup (self->peers, s_frame_name (worker, &routing, name));
+        zmq_msg_close (&routing);
+    }
+    return peer && peer->user && user && streq (peer->user, user) && s_same_socket (peer);
 }
 
 size_t

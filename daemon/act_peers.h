@@ -52,6 +52,14 @@ bool act_peers_cut (act_peers_t *self, bool worker, const char *key, long long a
 //  connection libzmq has closed.
 void act_peers_tick (act_peers_t *self, long long now);
 
+//  True when the connection now behind routing id (size bytes) on the
+//  client (or worker) side is one actd has seen speak, still open, and
+//  authenticated with CURVE key user (Z85). A connection that took over a
+//  routing id after its first owner left, and has not spoken since, is
+//  not: what is owed to the first owner must not reach it.
+bool act_peers_holds (act_peers_t *self, bool worker, const void *id, size_t size,
+                      const char *user);
+
 //  Peers known.
 size_t act_peers_size (act_peers_t *self);
 

@@ -380,6 +380,13 @@ act_security_cut_client (act_security_t *self, const char *key)
     return self && act_peers_cut (self->peers, false, key, 0, NULL);
 }
 
+bool
+act_security_client_holds (act_security_t *self, const void *id, size_t size,
+                           const char *key)
+{
+    return self && act_peers_holds (self->peers, false, id, size, key);
+}
+
 
 //  --------------------------------------------------------------------------
 //  The object

@@ -84,6 +84,14 @@ void act_security_cut_worker (act_security_t *self, const char *key);
 //  known (a libzmq that does not name descriptors).
 bool act_security_cut_client (act_security_t *self, const char *key);
 
+//  True when a reply owed to the client that authenticated with key (Z85)
+//  may go to routing id (size bytes): the connection behind it now is one
+//  that spoke with that key and is still open (act_peers_holds). A
+//  DONE or EVENT is sent only then, so a peer that took a left client's
+//  routing id gets nothing of its calls or watches.
+bool act_security_client_holds (act_security_t *self, const void *id, size_t size,
+                                const char *key);
+
 //  Cut the connections due; call it every pass.
 void act_security_tick (act_security_t *self, long long now);
 

@@ -215,7 +215,8 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *en
         if (entries [i].live) {
             act_live_t *earlier = zhashx_lookup (self->calls, entries [i].id);
             if (earlier && earlier->call->output)
-                act_live_recipient_add (earlier, client, request);
+                act_live_recipient_add (earlier, client, request,
+                                        act_outbox_serving_owner (self->outbox));
         }
     }
 }

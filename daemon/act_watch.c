@@ -16,6 +16,9 @@ typedef struct {
                                 //  live ones: the pump reads them
     bool calls;                 //  Also the calls' changes of state
     void *handle;               //  Its handle in its context's list
+    char owner [ACT_OWNER_SIZE];    //  CURVE key of the client that opened
+                                //  it: events go to that key's connection
+                                //  only ("": no CURVE)
 } s_watch_t;
 
 struct _act_watches_t {
@@ -92,6 +95,7 @@ s_event (act_watches_t *self, s_watch_t *watch, const char *body)
     //  commit drops it
     act_out_t *out = act_outbox_reply (self->outbox, watch->client, watch->request, "EVENT",
                                        true);
+    act_out_owner (out, watch->owner);
     act_out_addstr (out, body);
 }
 
@@ -132,6 +136,9 @@ act_watches_open (act_watches_t *self, zframe_t *client, zframe_t *request,
     watch->behind = backlog;
     self->behind += backlog;
     watch->calls = calls;
+    const char *owner = act_outbox_serving_owner (self->outbox);
+    if (owner && strlen (owner) < ACT_OWNER_SIZE)
+        strcpy (watch->owner, owner);
     watch->handle = zlistx_add_end (list, watch);
     self->size++;
     return 0;

@@ -198,6 +198,118 @@ class TenantsTest(unittest.TestCase):
         self.assertEqual(acme.wait(rid, "DONE")[0], "DONE")
         self.assertEqual(acme.request("DELETE", "acme/a")[0], "OK")
 
+    def fixed_client(self, name, routing_id):
+        """A CurveClient with key name whose socket picks routing_id (as a
+        client may, and as libzmq lets any peer do once the id is free)."""
+        client = CurveClient.__new__(CurveClient)
+        client.context = zmq.Context.instance()
+        client.socket = client.context.socket(zmq.DEALER)
+        client.socket.setsockopt(zmq.LINGER, 0)
+        client.socket.setsockopt(zmq.ROUTING_ID, routing_id)
+        client.socket.curve_publickey = self.keys[name][0].encode()
+        client.socket.curve_secretkey = self.keys[name][1].encode()
+        client.socket.curve_serverkey = self.keys["server"][0].encode()
+        client.pending = []
+        self.sockets.append(client.socket)
+        return client
+
+    def take_routing_id(self, name, routing_id):
+        """A client of key name holding routing_id at actd: retried until
+        actd answers its PING (while the id's earlier connection is still
+        known, libzmq refuses a second one)."""
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            client = self.fixed_client(name, routing_id)
+            client.socket.connect(self.actd.client_endpoint)
+            try:
+                if client.request("PING", timeout=1.0)[0] == "PONG":
+                    return client
+            except TimeoutError:
+                pass
+            client.socket.close(0)
+            self.sockets.remove(client.socket)
+        self.fail("routing id %r never became free" % routing_id)
+
+    def unowned(self):
+        if "ops" not in self.clients:
+            self.clients["ops"] = self.client("ops")
+        return self.clients["ops"].value("STATS")["clients"]["unowned"]
+
+    def test_a_routing_id_taken_over_by_another_key_gets_nothing_owed(self):
+        """acme's DONE and watch events are owed to acme's connection: a
+        globex client that connects with acme's routing id after acme left
+        (and speaks) gets neither; acme, back on that id, gets its next."""
+        worker = self.worker_socket("anyworker", ["hold"])
+        wait_for(lambda: "anyworker-worker" in self.workers(), "the worker")
+        acme = self.take_routing_id("acme", b"agent-1")
+        rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
+        call_id = acme.wait(rid, "ACCEPTED")[1]
+        acme.send("WATCH", "acme/a", "1")
+        self.assertEqual(acme.request("PING")[0], "PONG")   # the WATCH was served
+        task = self.next_command(worker, b"TASK")
+        self.assertIsNotNone(task, "the call was not dispatched")
+        acme.socket.close(0)
+        self.sockets.remove(acme.socket)
+        globex = self.take_routing_id("globex", b"agent-1")
+        worker.send_multipart([b"ACTW01", b"RESULT", task[2], b'"acme secret result"'])
+        wait_for(lambda: self.unowned() >= 1, "the DONE owed to acme dropped")
+        other = self.client("acme")
+        self.assertEqual(other.request("APPEND", "acme/a", {"type": "note", "text": "private"})[0],
+                         "OK")
+        wait_for(lambda: self.unowned() >= 2, "the EVENT owed to acme dropped")
+        self.assertFalse(globex.socket.poll(300), "globex received what was owed to acme")
+        status = json.loads(other.request("STATUS", call_id)[1])
+        self.assertEqual(status["state"], "ok")
+        self.assertEqual(json.loads(other.request("RESOLVE", "acme/a", "\u2020secret")[1]),
+                         "acme secret result")
+        self.wait_log(r"reply owed to key %s not sent" % re.escape(self.keys["acme"][0]))
+        #  acme back on its routing id, once it spoke, gets its DONEs again
+        globex.socket.close(0)
+        self.sockets.remove(globex.socket)
+        acme = self.take_routing_id("acme", b"agent-1")
+        rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020again"})
+        acme.wait(rid, "ACCEPTED")
+        task = self.next_command(worker, b"TASK")
+        worker.send_multipart([b"ACTW01", b"RESULT", task[2], b'"second"'])
+        self.assertEqual(json.loads(acme.wait(rid, "DONE")[2])["status"], "ok")
+
+    def test_a_silent_connection_on_a_left_clients_routing_id_gets_nothing_owed(self):
+        """A connection that takes a left client's routing id and never
+        speaks is not known to be that client's: its DONE is not sent."""
+        worker = self.worker_socket("anyworker", ["hold"])
+        wait_for(lambda: "anyworker-worker" in self.workers(), "the worker")
+        acme = self.take_routing_id("acme", b"agent-2")
+        rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
+        acme.wait(rid, "ACCEPTED")
+        task = self.next_command(worker, b"TASK")
+        self.assertIsNotNone(task, "the call was not dispatched")
+        acme.socket.close(0)
+        self.sockets.remove(acme.socket)
+        #  Make sure actd let the id go: a globex client takes it, then leaves
+        taker = self.take_routing_id("globex", b"agent-2")
+        taker.socket.close(0)
+        self.sockets.remove(taker.socket)
+        deadline = time.time() + 20
+        while True:
+            silent = self.fixed_client("globex", b"agent-2")
+            monitor = silent.socket.get_monitor_socket(
+                zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+            silent.socket.connect(self.actd.client_endpoint)
+            self.assertTrue(monitor.poll(10000), "no handshake")
+            self.assertEqual(recv_monitor_message(monitor)["event"], zmq.EVENT_HANDSHAKE_SUCCEEDED)
+            if not monitor.poll(500):
+                break               # attached, not refused as a duplicate id
+            silent.socket.disable_monitor()
+            silent.socket.close(0)
+            self.sockets.remove(silent.socket)
+            self.assertLess(time.time(), deadline, "routing id never free")
+        worker.send_multipart([b"ACTW01", b"RESULT", task[2], b'"acme secret result"'])
+        wait_for(lambda: self.unowned() >= 1, "the DONE owed to acme dropped")
+        self.assertFalse(silent.socket.poll(300), "a silent taker received acme's DONE")
+        #  It was attached all along: it is answered, on the same connection
+        self.assertEqual(silent.request("PING")[0], "PONG")
+        self.assertFalse(monitor.poll(0), "the silent socket was disconnected")
+
     def test_a_worker_key_serves_only_its_groups_activities(self):
         refused = self.worker_socket("summarizer", ["summarize", "payments"])
         frames = self.next_command(refused, b"DISCONNECT")
