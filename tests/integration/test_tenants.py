@@ -230,6 +230,13 @@ class TenantsTest(unittest.TestCase):
             self.sockets.remove(client.socket)
         self.fail("routing id %r never became free" % routing_id)
 
+    @staticmethod
+    def answers(client):
+        try:
+            return client.request("PING", timeout=0.5)[0] == "PONG"
+        except TimeoutError:
+            return False
+
     def unowned(self):
         if "ops" not in self.clients:
             self.clients["ops"] = self.client("ops")
@@ -309,6 +316,39 @@ class TenantsTest(unittest.TestCase):
         #  It was attached all along: it is answered, on the same connection
         self.assertEqual(silent.request("PING")[0], "PONG")
         self.assertFalse(monitor.poll(0), "the silent socket was disconnected")
+
+    def test_after_a_crash_the_owner_key_still_guards_the_done(self):
+        """The owner's key is stored with the call: after kill -9 and a
+        restart, a globex client on acme's routing id gets nothing of the
+        recovered calls, and acme back on it (once it spoke) gets its DONE."""
+        acme = self.take_routing_id("acme", b"agent-3")
+        first = acme.send("CALL", "acme/k", {"_tool": "hold", "_outputPath": "\u2020one"})
+        second = acme.send("CALL", "acme/k", {"_tool": "hold", "_outputPath": "\u2020two"})
+        ids = {acme.wait(first, "ACCEPTED")[1]: first, acme.wait(second, "ACCEPTED")[1]: second}
+        acme.socket.close(0)
+        self.sockets.remove(acme.socket)
+        self.actd.kill()
+        self.clients.clear()
+        self.actd.start(wait=False)
+        self.wait_up()
+        worker = self.worker_socket("anyworker", ["hold"])
+
+        def finish(result):
+            task = self.next_command(worker, b"TASK")
+            self.assertIsNotNone(task, "a recovered call was not dispatched")
+            worker.send_multipart([b"ACTW01", b"RESULT", task[2], result])
+            return task[2].decode().split(".")[0]
+
+        globex = self.take_routing_id("globex", b"agent-3")
+        finish(b'"for acme only"')
+        wait_for(lambda: self.unowned() >= 1, "the recovered DONE owed to acme dropped")
+        self.assertFalse(globex.socket.poll(300), "globex received acme's recovered DONE")
+        globex.socket.close(0)
+        self.sockets.remove(globex.socket)
+        acme = self.take_routing_id("acme", b"agent-3")
+        call_id = finish(b'"back"')
+        done = acme.wait(ids[call_id], "DONE")
+        self.assertEqual((done[1], json.loads(done[2])["status"]), (call_id, "ok"))
 
     def test_a_worker_key_serves_only_its_groups_activities(self):
         refused = self.worker_socket("summarizer", ["summarize", "payments"])
