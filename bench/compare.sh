@@ -12,13 +12,16 @@
 #  against the performance issue's targets.
 #
 #  bench/compare.sh [--quick] [--repeat R] [--workers LIST] [--no-gearman]
-#                   [--no-rss] [--no-instructions] [--profile DIR]
+#                   [--no-rss] [--no-instructions] [--latency-only] [--profile DIR]
 #    --quick        small runs (a smoke run: counts divided by ten or so)
 #    --repeat R     run each measurement R times, keep the best (1)
 #    --workers LIST worker counts to run (1,4)
 #    --no-gearman   skip Gearman
 #    --no-rss       skip the memory figure (the slowest part)
 #    --no-instructions  skip the callgrind counts (needs valgrind)
+#    --latency-only the one-at-a-time runs alone (null relay, actd FULL and
+#                   NORMAL; no pipelined runs, Gearman, RSS or callgrind),
+#                   with each run's ratios printed, for their spread
 #    --profile DIR  then profile actd (perf record, needs linux-perf) during
 #                   durable and fire-and-forget runs: summaries printed,
 #                   data and reports in DIR
@@ -34,7 +37,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$root/build}"
-quick=0 repeat=1 worker_counts="1,4" gearman=1 rss=1 instructions=1 profile=""
+quick=0 repeat=1 worker_counts="1,4" gearman=1 rss=1 instructions=1 profile="" latency_only=0
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -43,8 +46,9 @@ while (($#)); do
         --no-gearman) gearman=0 ;;
         --no-rss) rss=0 ;;
         --no-instructions) instructions=0 ;;
+        --latency-only) latency_only=1 gearman=0 rss=0 instructions=0 ;;
         --profile) profile="$2"; shift ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
         *) echo "compare.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -156,6 +160,7 @@ measure () {            # measure KEY command...: run, record, show progress
     line=$(grep '^RESULT' <<<"$out" | tail -1)
     echo "  $1: ${line#RESULT }" >&2
     record "$1" "$line"
+    last_p50=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
 }
 
 echo "compare.sh: $calls pipelined calls per run ($null_calls for the null relay), at most" \
@@ -176,12 +181,14 @@ run_null () {           # run_null K
         workers+=("$started")
     done
     for ((r = 0; r < repeat; r++)); do
+        [ "$latency_only" = 1 ] ||
         measure "null.$k.durable" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
             --mode durable --calls "$null_calls" --window "$window" --size "$size" \
             --workers "$k" --pid "$relay" --tag "n$r"
         measure "null.$k.latency" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
             --mode latency --calls "$latency_calls" --size "$size" --workers "$k" \
             --pid "$relay" --tag "nl$r"
+        R[null.$k.latency.$r]=$last_p50
     done
     stop_bg "${workers[@]}" "$relay"
 }
@@ -237,10 +244,19 @@ run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
         done
     else
         for ((r = 0; r < repeat; r++)); do
-            measure "$key.durable" "${client[@]}" --mode durable --calls "$calls" --tag "d$r"
-            measure "$key.forget" "${client[@]}" --mode forget --calls "$calls" --tag "f$r"
+            if [ "$latency_only" = 0 ]; then
+                measure "$key.durable" "${client[@]}" --mode durable --calls "$calls" --tag "d$r"
+                measure "$key.forget" "${client[@]}" --mode forget --calls "$calls" --tag "f$r"
+            fi
             measure "$key.latency" "${client[@]}" --mode latency --calls "$latency_calls" \
                 --tag "l$r"
+            R[$key.latency.$r]=$last_p50
+            #  The disk's fdatasync varies by the minute on a shared machine:
+            #  measured right after each FULL run, for that run's ratio
+            if [ "$sync" = full ]; then
+                run_fsync
+                R[fsync.$k.$r]=$last_fsync
+            fi
         done
         R[$key.hwm_kb]=$(status_kb "$actd" VmHWM)
     fi
@@ -349,7 +365,9 @@ run_rss () {
 #  The fdatasync of the disk the SQLite stores live on ($work): 4 KiB
 #  appended to a file and fdatasync'd, as a WAL commit does; the median
 #  of 200 (the performance issue bounds FULL's one-at-a-time p50 by the
-#  null relay's plus two of these)
+#  null relay's plus two of these). Probed after each FULL one-at-a-time
+#  run and once at the end; sets last_fsync, and the table's figure (the
+#  median of the probes)
 run_fsync () {
     local line
     line=$(/usr/bin/python3 - "$work/fsync.probe" <<'PY'
@@ -369,8 +387,17 @@ print("RESULT p50_ms=%.4f p99_ms=%.4f" % (times[100], times[197]))
 PY
 )
     echo "  fdatasync: ${line#RESULT }" >&2
-    R[fsync.p50_ms]=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
-    R[fsync.p99_ms]=$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$line")
+    last_fsync=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
+    fsync_p50s+=("$last_fsync")
+    fsync_p99s+=("$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$line")")
+    #  The figure of the table: the median of every probe of the run
+    R[fsync.p50_ms]=$(median "${fsync_p50s[@]}")
+    R[fsync.p99_ms]=$(median "${fsync_p99s[@]}")
+}
+fsync_p50s=() fsync_p99s=()
+median () {             # median VALUE...
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+        END { if (NR) print (NR % 2? v[(NR + 1) / 2]: (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
 #  actd's instructions per durable call (bench/README.md, "Counting
@@ -544,8 +571,35 @@ if [ "$gearman" = 1 ]; then
         "actd-full.@.durable.rate" "gearman-sqlite.@.bg.rate"
 fi
 echo
-printf "fdatasync of the stores' disk (4 KiB appended): p50 %s ms, p99 %s ms\n" \
+printf "fdatasync of the stores' disk (4 KiB appended): p50 %s ms, p99 %s ms" \
     "$(get fsync.p50_ms)" "$(get fsync.p99_ms)"
+printf " (medians of %d probes; their p50s: %s)\n" "${#fsync_p50s[@]}" "${fsync_p50s[*]}"
+#  One at a time, run by run (each FULL run against the fdatasync probed
+#  right after it), for the spread of the noisy machine
+echo
+echo "one at a time, run by run (p50s in ms; the ratios of the targets above):"
+for k in "${counts[@]}"; do
+    normal_ratios=() full_ratios=()
+    for ((r = 0; r < repeat; r++)); do
+        n=$(get "null.$k.latency.$r") a=$(get "actd-normal.$k.latency.$r")
+        f=$(get "actd-full.$k.latency.$r") d=$(get "fsync.$k.$r")
+        [ -n "$n" ] && [ -n "$a" ] && [ -n "$f" ] && [ -n "$d" ] || continue
+        nr=$(ratio "$a" "$n")
+        fr=$(awk -v f="$f" -v n="$n" -v d="$d" 'BEGIN { printf "%.2f", (f - n) / d }')
+        normal_ratios+=("$nr") full_ratios+=("$fr")
+        printf "  %d worker(s), run %d: null %s, NORMAL %s (x%s), FULL %s, fdatasync %s: (FULL - null) / fdatasync %s\n" \
+            "$k" "$((r + 1))" "$n" "$a" "$nr" "$f" "$d" "$fr"
+    done
+    if ((${#normal_ratios[@]})); then
+        printf "  %d worker(s): NORMAL / null median %s (%s-%s); (FULL - null) / fdatasync median %s (%s-%s)\n" \
+            "$k" "$(median "${normal_ratios[@]}")" \
+            "$(printf '%s\n' "${normal_ratios[@]}" | sort -g | head -1)" \
+            "$(printf '%s\n' "${normal_ratios[@]}" | sort -g | tail -1)" \
+            "$(median "${full_ratios[@]}")" \
+            "$(printf '%s\n' "${full_ratios[@]}" | sort -g | head -1)" \
+            "$(printf '%s\n' "${full_ratios[@]}" | sort -g | tail -1)"
+    fi
+done
 if [ "$instructions" = 1 ]; then
     for mode in memory full; do
         limit=$([ "$mode" = memory ] && echo 50000 || echo 80000)
