@@ -20,8 +20,9 @@
 #    --no-rss       skip the memory figure (the slowest part)
 #    --no-instructions  skip the callgrind counts (needs valgrind)
 #    --latency-only the one-at-a-time runs alone (null relay, actd FULL and
-#                   NORMAL; no pipelined runs, Gearman, RSS or callgrind),
-#                   with each run's ratios printed, for their spread
+#                   NORMAL, all up at once, their runs interleaved round by
+#                   round; no pipelined runs, Gearman, RSS or callgrind),
+#                   with each round's ratios printed, for their spread
 #    --profile DIR  then profile actd (perf record, needs linux-perf) during
 #                   durable and fire-and-forget runs: summaries printed,
 #                   data and reports in DIR
@@ -48,7 +49,7 @@ while (($#)); do
         --no-instructions) instructions=0 ;;
         --latency-only) latency_only=1 gearman=0 rss=0 instructions=0 ;;
         --profile) profile="$2"; shift ;;
-        -h|--help) sed -n '2,33p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
         *) echo "compare.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -181,7 +182,6 @@ run_null () {           # run_null K
         workers+=("$started")
     done
     for ((r = 0; r < repeat; r++)); do
-        [ "$latency_only" = 1 ] ||
         measure "null.$k.durable" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
             --mode durable --calls "$null_calls" --window "$window" --size "$size" \
             --workers "$k" --pid "$relay" --tag "n$r"
@@ -244,10 +244,8 @@ run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
         done
     else
         for ((r = 0; r < repeat; r++)); do
-            if [ "$latency_only" = 0 ]; then
-                measure "$key.durable" "${client[@]}" --mode durable --calls "$calls" --tag "d$r"
-                measure "$key.forget" "${client[@]}" --mode forget --calls "$calls" --tag "f$r"
-            fi
+            measure "$key.durable" "${client[@]}" --mode durable --calls "$calls" --tag "d$r"
+            measure "$key.forget" "${client[@]}" --mode forget --calls "$calls" --tag "f$r"
             measure "$key.latency" "${client[@]}" --mode latency --calls "$latency_calls" \
                 --tag "l$r"
             R[$key.latency.$r]=$last_p50
@@ -261,6 +259,65 @@ run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
         R[$key.hwm_kb]=$(status_kb "$actd" VmHWM)
     fi
     stop_bg "${workers[@]}" "$actd"
+}
+
+#  --latency-only: the null relay, actd FULL and actd NORMAL up at once,
+#  each with K workers, and their one-at-a-time runs interleaved round by
+#  round (null, FULL, the fdatasync probe, NORMAL), so that each round's
+#  ratios compare figures taken within seconds of each other
+run_latency_rounds () { # run_latency_rounds K
+    local k=$1 fe be relay ce we actd i db counter sync workers=() servers=()
+    declare -A endpoint pid_of
+    fe=$(free_port); be=$(free_port)
+    start_bg "$work/null_relay.log" "$bin/null_relay" --frontend "tcp://127.0.0.1:$fe" \
+        --backend "tcp://127.0.0.1:$be"
+    relay=$started
+    servers+=("$relay")
+    for ((i = 0; i < k; i++)); do
+        start_bg "$work/null_worker_$i.log" "$bin/cmp_worker" --proto null \
+            --endpoint "tcp://127.0.0.1:$be" --capacity "$capacity"
+        workers+=("$started")
+    done
+    actd_config
+    for sync in full normal; do
+        ce=$(free_port); we=$(free_port)
+        db="$work/actd-$sync-$k.db"
+        counter="$work/counter-actd-$sync-$k"
+        rm -f "$db" "$db-wal" "$db-shm" "$counter"
+        start_bg "$work/actd-$sync-$k.log" "$bin/actd" --config "$work/actd.cfg" \
+            --client-endpoint "tcp://127.0.0.1:$ce" --worker-endpoint "tcp://127.0.0.1:$we" \
+            --db "$db" --sync "$sync"
+        actd=$started
+        servers+=("$actd")
+        for ((i = 0; i < k; i++)); do
+            start_bg "$work/actd_worker_${sync}_$i.log" "$bin/cmp_worker" --proto actd \
+                --endpoint "tcp://127.0.0.1:$we" --capacity "$capacity" --counter "$counter" \
+                --slot "$i"
+            workers+=("$started")
+        done
+        endpoint[$sync]="tcp://127.0.0.1:$ce"
+        pid_of[$sync]=$actd
+    done
+    for ((r = 0; r < repeat; r++)); do
+        measure "null.$k.latency" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
+            --mode latency --calls "$latency_calls" --size "$size" --workers "$k" \
+            --pid "$relay" --tag "nl$r"
+        R[null.$k.latency.$r]=$last_p50
+        for sync in full normal; do
+            measure "actd-$sync.$k.latency" "$bin/cmp_client" --proto actd \
+                --endpoint "${endpoint[$sync]}" --size "$size" --workers "$k" \
+                --pid "${pid_of[$sync]}" --counter "$work/counter-actd-$sync-$k" \
+                --mode latency --calls "$latency_calls" --tag "l$sync$r"
+            R[actd-$sync.$k.latency.$r]=$last_p50
+            if [ "$sync" = full ]; then
+                run_fsync
+                R[fsync.$k.$r]=$last_fsync
+            fi
+        done
+    done
+    R[actd-full.$k.hwm_kb]=$(status_kb "${pid_of[full]}" VmHWM)
+    R[actd-normal.$k.hwm_kb]=$(status_kb "${pid_of[normal]}" VmHWM)
+    stop_bg "${workers[@]}" "${servers[@]}"
 }
 
 #  Gearman: gearmand on 127.0.0.1, in memory or with its SQLite queue
@@ -431,6 +488,10 @@ run_instructions () {   # run_instructions MODE (memory or full)
 IFS=, read -r -a counts <<<"$worker_counts"
 for k in "${counts[@]}"; do
     echo "--- $k worker(s) of capacity $capacity ---" >&2
+    if [ "$latency_only" = 1 ]; then
+        run_latency_rounds "$k"
+        continue
+    fi
     run_null "$k"
     run_actd "$k" full
     run_actd "$k" normal
