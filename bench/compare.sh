@@ -12,13 +12,17 @@
 #  against the performance issue's targets.
 #
 #  bench/compare.sh [--quick] [--repeat R] [--workers LIST] [--no-gearman]
-#                   [--no-rss] [--no-instructions] [--profile DIR]
+#                   [--no-rss] [--no-instructions] [--latency-only] [--profile DIR]
 #    --quick        small runs (a smoke run: counts divided by ten or so)
 #    --repeat R     run each measurement R times, keep the best (1)
 #    --workers LIST worker counts to run (1,4)
 #    --no-gearman   skip Gearman
 #    --no-rss       skip the memory figure (the slowest part)
 #    --no-instructions  skip the callgrind counts (needs valgrind)
+#    --latency-only the one-at-a-time runs alone (null relay, actd FULL and
+#                   NORMAL, all up at once, their runs interleaved round by
+#                   round; no pipelined runs, Gearman, RSS or callgrind),
+#                   with each round's ratios printed, for their spread
 #    --profile DIR  then profile actd (perf record, needs linux-perf) during
 #                   durable and fire-and-forget runs: summaries printed,
 #                   data and reports in DIR
@@ -34,7 +38,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$root/build}"
-quick=0 repeat=1 worker_counts="1,4" gearman=1 rss=1 instructions=1 profile=""
+quick=0 repeat=1 worker_counts="1,4" gearman=1 rss=1 instructions=1 profile="" latency_only=0
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -43,8 +47,9 @@ while (($#)); do
         --no-gearman) gearman=0 ;;
         --no-rss) rss=0 ;;
         --no-instructions) instructions=0 ;;
+        --latency-only) latency_only=1 gearman=0 rss=0 instructions=0 ;;
         --profile) profile="$2"; shift ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
         *) echo "compare.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -156,6 +161,7 @@ measure () {            # measure KEY command...: run, record, show progress
     line=$(grep '^RESULT' <<<"$out" | tail -1)
     echo "  $1: ${line#RESULT }" >&2
     record "$1" "$line"
+    last_p50=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
 }
 
 echo "compare.sh: $calls pipelined calls per run ($null_calls for the null relay), at most" \
@@ -182,6 +188,7 @@ run_null () {           # run_null K
         measure "null.$k.latency" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
             --mode latency --calls "$latency_calls" --size "$size" --workers "$k" \
             --pid "$relay" --tag "nl$r"
+        R[null.$k.latency.$r]=$last_p50
     done
     stop_bg "${workers[@]}" "$relay"
 }
@@ -241,10 +248,76 @@ run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
             measure "$key.forget" "${client[@]}" --mode forget --calls "$calls" --tag "f$r"
             measure "$key.latency" "${client[@]}" --mode latency --calls "$latency_calls" \
                 --tag "l$r"
+            R[$key.latency.$r]=$last_p50
+            #  The disk's fdatasync varies by the minute on a shared machine:
+            #  measured right after each FULL run, for that run's ratio
+            if [ "$sync" = full ]; then
+                run_fsync
+                R[fsync.$k.$r]=$last_fsync
+            fi
         done
         R[$key.hwm_kb]=$(status_kb "$actd" VmHWM)
     fi
     stop_bg "${workers[@]}" "$actd"
+}
+
+#  --latency-only: the null relay, actd FULL and actd NORMAL up at once,
+#  each with K workers, and their one-at-a-time runs interleaved round by
+#  round (null, FULL, the fdatasync probe, NORMAL), so that each round's
+#  ratios compare figures taken within seconds of each other
+run_latency_rounds () { # run_latency_rounds K
+    local k=$1 fe be relay ce we actd i db counter sync workers=() servers=()
+    declare -A endpoint pid_of
+    fe=$(free_port); be=$(free_port)
+    start_bg "$work/null_relay.log" "$bin/null_relay" --frontend "tcp://127.0.0.1:$fe" \
+        --backend "tcp://127.0.0.1:$be"
+    relay=$started
+    servers+=("$relay")
+    for ((i = 0; i < k; i++)); do
+        start_bg "$work/null_worker_$i.log" "$bin/cmp_worker" --proto null \
+            --endpoint "tcp://127.0.0.1:$be" --capacity "$capacity"
+        workers+=("$started")
+    done
+    actd_config
+    for sync in full normal; do
+        ce=$(free_port); we=$(free_port)
+        db="$work/actd-$sync-$k.db"
+        counter="$work/counter-actd-$sync-$k"
+        rm -f "$db" "$db-wal" "$db-shm" "$counter"
+        start_bg "$work/actd-$sync-$k.log" "$bin/actd" --config "$work/actd.cfg" \
+            --client-endpoint "tcp://127.0.0.1:$ce" --worker-endpoint "tcp://127.0.0.1:$we" \
+            --db "$db" --sync "$sync"
+        actd=$started
+        servers+=("$actd")
+        for ((i = 0; i < k; i++)); do
+            start_bg "$work/actd_worker_${sync}_$i.log" "$bin/cmp_worker" --proto actd \
+                --endpoint "tcp://127.0.0.1:$we" --capacity "$capacity" --counter "$counter" \
+                --slot "$i"
+            workers+=("$started")
+        done
+        endpoint[$sync]="tcp://127.0.0.1:$ce"
+        pid_of[$sync]=$actd
+    done
+    for ((r = 0; r < repeat; r++)); do
+        measure "null.$k.latency" "$bin/cmp_client" --proto null --endpoint "tcp://127.0.0.1:$fe" \
+            --mode latency --calls "$latency_calls" --size "$size" --workers "$k" \
+            --pid "$relay" --tag "nl$r"
+        R[null.$k.latency.$r]=$last_p50
+        for sync in full normal; do
+            measure "actd-$sync.$k.latency" "$bin/cmp_client" --proto actd \
+                --endpoint "${endpoint[$sync]}" --size "$size" --workers "$k" \
+                --pid "${pid_of[$sync]}" --counter "$work/counter-actd-$sync-$k" \
+                --mode latency --calls "$latency_calls" --tag "l$sync$r"
+            R[actd-$sync.$k.latency.$r]=$last_p50
+            if [ "$sync" = full ]; then
+                run_fsync
+                R[fsync.$k.$r]=$last_fsync
+            fi
+        done
+    done
+    R[actd-full.$k.hwm_kb]=$(status_kb "${pid_of[full]}" VmHWM)
+    R[actd-normal.$k.hwm_kb]=$(status_kb "${pid_of[normal]}" VmHWM)
+    stop_bg "${workers[@]}" "${servers[@]}"
 }
 
 #  Gearman: gearmand on 127.0.0.1, in memory or with its SQLite queue
@@ -349,7 +422,9 @@ run_rss () {
 #  The fdatasync of the disk the SQLite stores live on ($work): 4 KiB
 #  appended to a file and fdatasync'd, as a WAL commit does; the median
 #  of 200 (the performance issue bounds FULL's one-at-a-time p50 by the
-#  null relay's plus two of these)
+#  null relay's plus two of these). Probed after each FULL one-at-a-time
+#  run and once at the end; sets last_fsync, and the table's figure (the
+#  median of the probes)
 run_fsync () {
     local line
     line=$(/usr/bin/python3 - "$work/fsync.probe" <<'PY'
@@ -369,8 +444,17 @@ print("RESULT p50_ms=%.4f p99_ms=%.4f" % (times[100], times[197]))
 PY
 )
     echo "  fdatasync: ${line#RESULT }" >&2
-    R[fsync.p50_ms]=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
-    R[fsync.p99_ms]=$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$line")
+    last_fsync=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
+    fsync_p50s+=("$last_fsync")
+    fsync_p99s+=("$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$line")")
+    #  The figure of the table: the median of every probe of the run
+    R[fsync.p50_ms]=$(median "${fsync_p50s[@]}")
+    R[fsync.p99_ms]=$(median "${fsync_p99s[@]}")
+}
+fsync_p50s=() fsync_p99s=()
+median () {             # median VALUE...
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+        END { if (NR) print (NR % 2? v[(NR + 1) / 2]: (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
 #  actd's instructions per durable call (bench/README.md, "Counting
@@ -404,6 +488,10 @@ run_instructions () {   # run_instructions MODE (memory or full)
 IFS=, read -r -a counts <<<"$worker_counts"
 for k in "${counts[@]}"; do
     echo "--- $k worker(s) of capacity $capacity ---" >&2
+    if [ "$latency_only" = 1 ]; then
+        run_latency_rounds "$k"
+        continue
+    fi
     run_null "$k"
     run_actd "$k" full
     run_actd "$k" normal
@@ -544,8 +632,35 @@ if [ "$gearman" = 1 ]; then
         "actd-full.@.durable.rate" "gearman-sqlite.@.bg.rate"
 fi
 echo
-printf "fdatasync of the stores' disk (4 KiB appended): p50 %s ms, p99 %s ms\n" \
+printf "fdatasync of the stores' disk (4 KiB appended): p50 %s ms, p99 %s ms" \
     "$(get fsync.p50_ms)" "$(get fsync.p99_ms)"
+printf " (medians of %d probes; their p50s: %s)\n" "${#fsync_p50s[@]}" "${fsync_p50s[*]}"
+#  One at a time, run by run (each FULL run against the fdatasync probed
+#  right after it), for the spread of the noisy machine
+echo
+echo "one at a time, run by run (p50s in ms; the ratios of the targets above):"
+for k in "${counts[@]}"; do
+    normal_ratios=() full_ratios=()
+    for ((r = 0; r < repeat; r++)); do
+        n=$(get "null.$k.latency.$r") a=$(get "actd-normal.$k.latency.$r")
+        f=$(get "actd-full.$k.latency.$r") d=$(get "fsync.$k.$r")
+        [ -n "$n" ] && [ -n "$a" ] && [ -n "$f" ] && [ -n "$d" ] || continue
+        nr=$(ratio "$a" "$n")
+        fr=$(awk -v f="$f" -v n="$n" -v d="$d" 'BEGIN { printf "%.2f", (f - n) / d }')
+        normal_ratios+=("$nr") full_ratios+=("$fr")
+        printf "  %d worker(s), run %d: null %s, NORMAL %s (x%s), FULL %s, fdatasync %s: (FULL - null) / fdatasync %s\n" \
+            "$k" "$((r + 1))" "$n" "$a" "$nr" "$f" "$d" "$fr"
+    done
+    if ((${#normal_ratios[@]})); then
+        printf "  %d worker(s): NORMAL / null median %s (%s-%s); (FULL - null) / fdatasync median %s (%s-%s)\n" \
+            "$k" "$(median "${normal_ratios[@]}")" \
+            "$(printf '%s\n' "${normal_ratios[@]}" | sort -g | head -1)" \
+            "$(printf '%s\n' "${normal_ratios[@]}" | sort -g | tail -1)" \
+            "$(median "${full_ratios[@]}")" \
+            "$(printf '%s\n' "${full_ratios[@]}" | sort -g | head -1)" \
+            "$(printf '%s\n' "${full_ratios[@]}" | sort -g | tail -1)"
+    fi
+done
 if [ "$instructions" = 1 ]; then
     for mode in memory full; do
         limit=$([ "$mode" = memory ] && echo 50000 || echo 80000)

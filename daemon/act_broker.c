@@ -644,13 +644,16 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
                   || act_pages_size (self->pages)
                   || (self->pumped && act_watches_behind (self->watches));
         bool busy = self->committer && act_committer_busy (self->committer);
+        //  zmq_poll leaves revents as they were when a signal interrupts it
+        for (int item = 0; item < 4; item++)
+            items [item].revents = 0;
         if (zmq_poll (items, busy? commit_at + 1: commit_at, ahead? 0: s_wait (self)) < 0
         &&  zmq_errno () != EINTR)
             break;
         if (zap && (items [zap_at].revents & ZMQ_POLLIN))
             act_security_handle (self->security);
         if (busy && (items [commit_at].revents & ZMQ_POLLIN)) {
-            act_broker_settle (self);
+            act_broker_settle_ended (self);
             act_broker_land (self);
         }
         s_read (self);

@@ -93,6 +93,10 @@ void act_broker_commit (act_broker_t *self);
 //  heartbeats meanwhile, and keep its outcome for act_broker_land.
 void act_broker_settle (void *arg);
 
+//  As act_broker_settle, when the committer's socket was seen readable
+//  (the commit has ended): its outcome is taken at once, without waiting.
+void act_broker_settle_ended (act_broker_t *self);
+
 //  The commit that ended, if any: its replies go, or on failure are
 //  refused with those of the batch built on it, and state reloaded.
 void act_broker_land (act_broker_t *self);
