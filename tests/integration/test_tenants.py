@@ -125,7 +125,12 @@ class TenantsTest(unittest.TestCase):
                 frames = socket.recv_multipart()
                 if frames[1] == command:
                     return frames
-            socket.send_multipart([b"ACTW01", b"HEARTBEAT"])
+            try:
+                #  Never blocking: a DEALER whose connection was cut (and
+                #  whose reconnection is refused) would wait for ever
+                socket.send_multipart([b"ACTW01", b"HEARTBEAT"], zmq.NOBLOCK)
+            except zmq.Again:
+                pass
         return None
 
     def workers(self):
