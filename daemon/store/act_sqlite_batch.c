@@ -7,7 +7,8 @@
     rows it writes: new rows go in INSERTs of 64, 16, 4 and 1 rows (the
     largest that fit first), each prepared once. A call that ends is a new
     row of ends (see version 7 in act_sqlite_schema.c). Other changes of a
-    call, and a call's row deleted from live, are one statement each: an
+    call, and a call's row deleted from live (only a call below the mark
+    of act_sqlite_live.h has one), are one statement each: an
     UPDATE ... FROM (VALUES ...) of many rows costs more (SQLite
     materializes the join and the new rows in two temporary b-trees before
     it writes one), and so does a DELETE of many (context, id) IN (VALUES
