@@ -7,7 +7,8 @@
     rows it writes: new rows go in INSERTs of 64, 16, 4 and 1 rows (the
     largest that fit first), each prepared once. A call that ends is a new
     row of ends (see version 7 in act_sqlite_schema.c). Other changes of a
-    call, and a call's row deleted from live, are one statement each: an
+    call, and a call's row deleted from live (only a call below the mark
+    of act_sqlite_live.h has one), are one statement each: an
     UPDATE ... FROM (VALUES ...) of many rows costs more (SQLite
     materializes the join and the new rows in two temporary b-trees before
     it writes one), and so does a DELETE of many (context, id) IN (VALUES
@@ -72,6 +73,8 @@ typedef struct {
     const char *progress;       //  Its latest progress, or NULL
     bool owned;                 //  state, outcome and progress are copies
     bool ended;                 //  Its state is an outcome
+    bool below;                 //  Its id is below the mark of live (set
+                                //  at the flush; see act_sqlite_live.h)
 } s_call_t;
 
 //  A new message
@@ -92,6 +95,8 @@ typedef struct {
 
 struct _act_sqlite_batch_t {
     sqlite3 *db;                                //  Where rows go (borrowed)
+    act_sqlite_live_t *live;                    //  Which calls are alive
+                                                //  (borrowed)
     sqlite3_stmt *queries [K_KINDS][S_SIZES];   //  Statements, prepared on
                                                 //  first use
     s_array_t calls;                            //  s_call_t, in order held
@@ -177,12 +182,13 @@ s_index (act_sqlite_batch_t *self, s_call_t *call)
 }
 
 act_sqlite_batch_t *
-act_sqlite_batch_new (sqlite3 *db)
+act_sqlite_batch_new (sqlite3 *db, act_sqlite_live_t *live)
 {
     act_sqlite_batch_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
     self->db = db;
+    self->live = live;
     return self;
 }
 
@@ -494,11 +500,11 @@ s_write (act_sqlite_batch_t *self, int kind, s_array_t *rows)
     return 0;
 }
 
-//  Whether a held call writes a row of kind (see version 7 in
-//  act_sqlite_schema.c). A new call is a row of calls, and of live unless
-//  it ended in the batch; a stored call that ends is a row of ends and
-//  leaves live (rows appended and a small one deleted, where an UPDATE
-//  would rewrite the call's whole row and its indexes). A call dispatched
+//  Whether a held call writes a row of kind (see versions 7 and 8 in
+//  act_sqlite_schema.c). A new call is a row of calls (and of live, were
+//  it below the mark and not ended); a stored call that ends is a row of
+//  ends (appended, where an UPDATE would rewrite the call's whole row and
+//  its indexes), and leaves live if it is below the mark. A call dispatched
 //  (running, with no progress to keep) is a small row of the table
 //  dispatched, its attempts, for the same reason; its reads take the
 //  greater attempts (see act_store_sqlite.c)
@@ -506,9 +512,9 @@ static bool
 s_writes (const s_call_t *call, int kind)
 {
     if (call->insert)
-        return kind == K_INSERT || (kind == K_ADMIT && !call->ended);
+        return kind == K_INSERT || (kind == K_ADMIT && !call->ended && call->below);
     if (call->ended)
-        return kind == K_ENDED || kind == K_RELEASE;
+        return kind == K_ENDED || (kind == K_RELEASE && call->below);
     if (call->state && streq (call->state, "running") && !call->progress)
         return kind == K_DISPATCH;
     return kind == K_LIVE;
@@ -528,10 +534,30 @@ s_write_calls (act_sqlite_batch_t *self, int kind)
     return s_write (self, kind, &self->rows);
 }
 
+//  Tell the tracker of live calls which calls the batch admits and ends,
+//  and mark those below its mark; 0 or -1
+static int
+s_track (act_sqlite_batch_t *self)
+{
+    for (size_t i = 0; i < self->calls.count; i++) {
+        s_call_t *call = (s_call_t *) self->calls.items [i];
+        int below = 0;
+        if (call->insert)
+            below = act_sqlite_live_admit (self->live, call->id, call->ended);
+        else
+        if (call->ended)
+            below = act_sqlite_live_end (self->live, call->id);
+        if (below < 0)
+            return -1;
+        call->below = below == 1;
+    }
+    return 0;
+}
+
 int
 act_sqlite_batch_flush (act_sqlite_batch_t *self)
 {
-    int rc = 0;
+    int rc = s_track (self);
     for (int kind = K_INSERT; kind <= K_DISPATCH && rc == 0; kind++)
         rc = s_write_calls (self, kind);
     if (rc == 0)

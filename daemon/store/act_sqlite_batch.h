@@ -14,12 +14,14 @@
 
 #include <sqlite3.h>
 #include "act_store.h"
+#include "act_sqlite_live.h"
 
 typedef struct _act_sqlite_batch_t act_sqlite_batch_t;
 
-//  A batch writing into db (borrowed: it must outlive the batch). Returns
-//  NULL when out of memory.
-act_sqlite_batch_t *act_sqlite_batch_new (sqlite3 *db);
+//  A batch writing into db, telling live which calls it admits and ends
+//  (both borrowed: they must outlive the batch). Returns NULL when out of
+//  memory.
+act_sqlite_batch_t *act_sqlite_batch_new (sqlite3 *db, act_sqlite_live_t *live);
 
 //  Destroy the batch (what it holds is dropped) and null the pointer.
 void act_sqlite_batch_destroy (act_sqlite_batch_t **self_p);

@@ -8,8 +8,9 @@
     commit, or before a read, by multi-row statements; a call accepted
     and dispatched or ended in one pass is one row. A dispatch of a call
     stored before is a row of its attempts in the table dispatched (see
-    version 6 in act_sqlite_schema.c); its end is a row of ends, and the
-    calls not ended are the rows of live (version 7).
+    version 6 in act_sqlite_schema.c); its end is a row of ends (version
+    7). The calls not ended are those from a mark on with no end, and the
+    rows of live below it (version 8, act_sqlite_live.c).
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
@@ -57,6 +58,11 @@ enum {
 //  running, with the attempts of its row in dispatched. from: the FROM
 //  clause's first table(s), joined to c
 #define S_CALL_ENDED "e.id IS NOT NULL"
+//  Calls c not ended from the mark (bound as ?9) on (act_sqlite_live.h)
+#define S_ALIVE "c.id >= ?9 AND c.ended = 0"                                   \
+    " AND NOT EXISTS (SELECT 1 FROM ends AS e WHERE e.id = c.id)"
+#define S_ALIVE_CALLS(where) " UNION ALL " S_CALL_SELECT ("calls AS c")        \
+    " WHERE " where " c.id >= ?9 AND c.ended = 0 AND e.id IS NULL ORDER BY 1"
 #define S_CALL_RAN "c.ended = 0 AND d.attempts > c.attempts"
 #define S_CALL_SELECT(from) "SELECT c.id, c.context,"                                 \
     " CASE WHEN " S_CALL_ENDED " THEN e.state WHEN " S_CALL_RAN " THEN 'running'"     \
@@ -76,18 +82,19 @@ static const char *s_queries [Q_COUNT] = {
     "SELECT body, seq FROM messages WHERE context = ? AND seq >= ? ORDER BY seq LIMIT ?",
     S_CALL_SELECT ("calls AS c") " WHERE c.id = ?",
     "SELECT id FROM calls WHERE context = ? AND idem = ?",
-    S_CALL_SELECT ("live AS l JOIN calls AS c ON c.id = l.id") " ORDER BY c.id",
+    S_CALL_SELECT ("live AS l JOIN calls AS c ON c.id = l.id") S_ALIVE_CALLS (""),
     "SELECT MAX(id) FROM calls",
     "SELECT name, value FROM counters",
     S_CALL_SELECT ("live AS l JOIN calls AS c ON c.id = l.id")
-        " WHERE l.context = ? ORDER BY l.id",
-    "SELECT DISTINCT context FROM live",
+        " WHERE l.context = ?1" S_ALIVE_CALLS ("c.context = ?1 AND"),
+    "SELECT context FROM live UNION SELECT c.context FROM calls AS c WHERE " S_ALIVE,
     "UPDATE contexts SET messages = messages + ?1, last_seq = MAX (last_seq, ?2),"
     "  updated = COALESCE (?4, (SELECT CASE WHEN json_valid (body)"
     "    THEN json_extract (body, '$._date') END FROM messages WHERE context = ?3"
     "    AND seq = ?2), updated) WHERE id = ?3",
     "SELECT id, messages, last_seq, updated,"
-    "  (SELECT COUNT(*) FROM live WHERE context = contexts.id)"
+    "  (SELECT COUNT(*) FROM live WHERE context = contexts.id) + (SELECT COUNT(*)"
+    "  FROM calls AS c WHERE c.context = contexts.id AND " S_ALIVE ")"
     "  FROM contexts"
     "  WHERE id >= ?1 AND id < ?2 AND id <> ?3 ORDER BY id LIMIT ?4",
     "DELETE FROM messages WHERE context = ?",
@@ -101,7 +108,8 @@ static const char *s_queries [Q_COUNT] = {
     "INSERT OR REPLACE INTO append_keys (context, key, seq) VALUES (?, ?, ?)",
     "SELECT id FROM (SELECT id FROM contexts WHERE updated < ?1 UNION ALL"
     "  SELECT id FROM contexts WHERE updated IS NULL AND created < ?1) AS idle"
-    "  WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.context = idle.id)"
+    "  WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.context = idle.id) AND NOT EXISTS"
+    "  (SELECT 1 FROM calls AS c WHERE c.context = idle.id AND " S_ALIVE ")"
     "  LIMIT ?2",
     "BEGIN IMMEDIATE",
     "COMMIT"
@@ -129,6 +137,7 @@ typedef struct {
     char *path;                     //  The file, for messages
     zhashx_t *added;                //  Context -> s_added_t, this batch
     act_sqlite_batch_t *held;       //  Calls and messages not written yet
+    act_sqlite_live_t *live;        //  Which calls are alive
     act_scan_t *scan;               //  Reads a held message's _date
     bool doomed;                    //  Writing what was held failed: the
                                     //  commit rolls the batch back
@@ -144,6 +153,7 @@ s_destroy (void *impl)
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize (self->queries [i]);
     act_sqlite_batch_destroy (&self->held);
+    act_sqlite_live_destroy (&self->live);
     act_scan_destroy (&self->scan);
     if (self->open_batch)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
@@ -343,6 +353,8 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         s_flush_held (self);
     act_sqlite_batch_drop (self->held);
     int rc = rollback || self->doomed? -1: s_flush_added (self);
+    if (rc == 0 && act_sqlite_live_advance (self->live))
+        rc = s_fail (self, err, "cannot move the mark of live calls");
     self->doomed = false;
     for (int i = 0; i < S_COUNTERS && rc == 0; i++)
         if (deltas [i]) {
@@ -362,6 +374,8 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         if (err && !err->code)
             s_fail (self, err, "commit failed");
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+        if (act_sqlite_live_load (self->live))
+            s_fail (self, NULL, "cannot read the live calls");
     }
     self->open_batch = false;
     zhashx_purge (self->added);
@@ -393,6 +407,14 @@ static json_t *
 s_row_text (sqlite3_stmt *query)
 {
     return json_string ((const char *) sqlite3_column_text (query, 0));
+}
+
+//  Bind the mark of live as ?9 (see S_ALIVE); returns query
+static sqlite3_stmt *
+s_mark (s_sqlite_t *self, sqlite3_stmt *query)
+{
+    sqlite3_bind_int64 (query, 9, (sqlite3_int64) act_sqlite_live_from (self->live));
+    return query;
 }
 
 //  Call fn with each row of the (bound) query until it returns non-zero;
@@ -539,7 +561,7 @@ s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     s_flush_held (self);
-    sqlite3_stmt *query = self->queries [Q_PENDING_IN];
+    sqlite3_stmt *query = s_mark (self, self->queries [Q_PENDING_IN]);
     sqlite3_bind_text (query, 1, context, -1, SQLITE_TRANSIENT);
     return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
@@ -553,7 +575,7 @@ s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
     s_flush_held (self);
     if (!mine)
         return 0;
-    sqlite3_stmt *query = self->queries [Q_CONTEXTS_PENDING];
+    sqlite3_stmt *query = s_mark (self, self->queries [Q_CONTEXTS_PENDING]);
     return s_each (self, query, s_row_text, fn, arg, "cannot read calls");
 }
 
@@ -562,7 +584,7 @@ s_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
     s_sqlite_t *self = (s_sqlite_t *) impl;
     s_flush_held (self);
-    sqlite3_stmt *query = self->queries [Q_PENDING];
+    sqlite3_stmt *query = s_mark (self, self->queries [Q_PENDING]);
     return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
 
@@ -623,7 +645,7 @@ s_contexts (void *impl, const char *from, const char *end, const char *after, si
     sqlite3_bind_text (query, 2, end, -1, SQLITE_STATIC);
     sqlite3_bind_text (query, 3, after, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 4, (sqlite3_int64) limit);
-    return s_page (self, query, s_row_context, "cannot list contexts");
+    return s_page (self, s_mark (self, query), s_row_context, "cannot list contexts");
 }
 
 //  Run one of the DELETE queries for context; the rows it removed, or -1
@@ -688,7 +710,7 @@ s_idle_contexts (void *impl, const char *before, size_t limit, act_store_each_fn
     s_flush_held (self);
     if (s_flush_added (self))
         return -1;
-    sqlite3_stmt *query = self->queries [Q_IDLE];
+    sqlite3_stmt *query = s_mark (self, self->queries [Q_IDLE]);
     sqlite3_bind_text (query, 1, before, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) limit);
     return s_each (self, query, s_row_text, fn, arg, "cannot read contexts");
@@ -777,7 +799,12 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
             s_fail (self, err, "cannot prepare statements");
             goto failed;
         }
-    self->held = act_sqlite_batch_new (self->db);
+    self->live = act_sqlite_live_new (self->db);
+    if (!self->live || act_sqlite_live_load (self->live)) {
+        s_fail (self, err, "cannot read the live calls");
+        goto failed;
+    }
+    self->held = act_sqlite_batch_new (self->db, self->live);
     self->scan = act_scan_new ();
     if (!self->held || !self->scan) {
         act_err_set (err, ACT_E_INTERNAL, "store %s: out of memory", self->path);

@@ -389,7 +389,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     act_store_destroy (&store);
 
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 7);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 8);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
                                           " WHERE name = 'calls_pending'"), 0);
     //  Version 7: the call's end is a row of ends, and it left live
@@ -582,7 +582,7 @@ test_a_version_6_store_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_null (act_store_call (store, 2));
     act_store_destroy (&store);
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 7);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 8);
     assert_int_equal (s_sql_number (path, "SELECT (SELECT COUNT(*) FROM calls)"
                                           " + (SELECT COUNT(*) FROM ends)"
                                           " + (SELECT COUNT(*) FROM live)"
@@ -594,6 +594,105 @@ test_a_version_6_store_is_migrated (void **state)
         zstr_free (&file);
     }
     zstr_free (&path);
+}
+
+//  The number of context's pending calls, from its CONTEXTS row
+static int64_t
+s_pending_count (act_store_t *store, const char *context)
+{
+    json_t *page = act_store_contexts (store, context, NULL, 10);
+    assert_int_equal (json_array_size (page), 1);
+    int64_t pending = json_integer_value (json_object_get (json_array_get (page, 0),
+                                                           "pending"));
+    json_decref (page);
+    return pending;
+}
+
+//  Accept count calls in context, a batch of 50 at a time, and end each
+//  batch in the next; returns the first id
+static uint64_t
+s_churn (act_store_t *store, const char *context, int count)
+{
+    act_err_t err = { 0 };
+    uint64_t first = act_store_next_call (store);
+    for (int done = 0; done < count; done += 50) {
+        act_call_record_t records [50];
+        for (int i = 0; i < 50; i++) {
+            records [i] = s_record (act_store_next_call (store), context, "queued", NULL);
+            assert_int_equal (act_store_put_call (store, &records [i]), 0);
+        }
+        assert_int_equal (act_store_commit (store, &err), 0);
+        for (int i = 0; i < 50; i++) {
+            records [i].state = "ok";
+            records [i].outcome = "{}";
+            assert_int_equal (act_store_update_call (store, &records [i]), 0);
+        }
+        assert_int_equal (act_store_commit (store, &err), 0);
+    }
+    return first;
+}
+
+//  A call that stays pending while thousands of later calls come and go
+//  is still pending in every read and after a restart, even when its end
+//  was rolled back; once it ends, it is pending nowhere
+static void
+test_a_call_outliving_thousands_stays_pending (void **state)
+{
+    if (streq (s_location, ":memory:"))
+        skip ();                //  No restart, and no rollback of an update
+    char *context = s_context ("outlive");
+    act_store_t *store = s_open_owning (context);
+    act_err_t err = { 0 };
+    act_store_put_context (store, context);
+    act_call_record_t old = s_record (act_store_next_call (store), context, "queued", NULL);
+    assert_int_equal (act_store_put_call (store, &old), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    //  Its end, read in the batch, then rolled back
+    old.state = "ok";
+    old.outcome = "{}";
+    assert_int_equal (act_store_update_call (store, &old), 0);
+    char *list = s_pending_list (store, context);
+    assert_string_equal (list, "");
+    zstr_free (&list);
+    act_store_abort (store);
+    s_churn (store, context, 6000);
+    act_call_record_t young = s_record (act_store_next_call (store), context, "queued", NULL);
+    assert_int_equal (act_store_put_call (store, &young), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    char *expected = zsys_sprintf ("%" PRIu64 ":queued:0,%" PRIu64 ":queued:0",
+                                   old.call_id, young.call_id);
+    if (zsys_file_exists (s_location)) {
+        //  SQLite: the old call, thousands of ids back, is a row of live
+        char *sql = zsys_sprintf ("SELECT COUNT(*) FROM live WHERE id = %" PRIu64,
+                                  old.call_id);
+        assert_int_equal (s_sql_number (s_location, sql), 1);
+        zstr_free (&sql);
+    }
+    for (int round = 0; round < 2; round++) {
+        list = s_pending_list (store, context);
+        assert_string_equal (list, expected);
+        zstr_free (&list);
+        assert_int_equal (s_pending_count (store, context), 2);
+        //  And again after a restart
+        act_store_destroy (&store);
+        store = s_open_owning (context);
+    }
+    old.state = "ok";
+    old.outcome = "{}";
+    assert_int_equal (act_store_update_call (store, &old), 0);
+    young.state = "ok";
+    young.outcome = "{}";
+    assert_int_equal (act_store_update_call (store, &young), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    act_store_destroy (&store);
+    store = s_open_owning (context);
+    list = s_pending_list (store, context);
+    assert_string_equal (list, "");
+    zstr_free (&list);
+    assert_int_equal (s_pending_count (store, context), 0);
+    zstr_free (&expected);
+    act_store_destroy (&store);
+    zstr_free (&context);
 }
 
 //  Several brokers on one store: one owner per context, takeover after
@@ -1296,6 +1395,7 @@ main (void)
         cmocka_unit_test (test_a_batch_keeps_each_calls_last_write),
         cmocka_unit_test (test_dispatches_are_read_back_with_their_attempts),
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
+        cmocka_unit_test (test_a_call_outliving_thousands_stays_pending),
         cmocka_unit_test (test_leases_take_over_and_fence),
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
         cmocka_unit_test (test_a_version_6_store_is_migrated),
