@@ -40,8 +40,8 @@ static const int s_columns [K_KINDS] = { 11, 2, 4, 5, 2, 2, 3 };
 //  Each kind's statement, before and after its rows of "(?,...)"; one
 //  with no tail (UPDATE, DELETE) writes one row
 static const char *s_heads [K_KINDS] = {
-    "INSERT OR FAIL INTO calls (id, context, state, attempts, call, idem, outcome, progress,"
-    " client, request, ended) VALUES ",
+    ("INSERT OR FAIL INTO calls (id, context, state, attempts, call, idem, outcome, progress,"
+     " client, request, ended) VALUES "),
     "INSERT OR FAIL INTO live (id, context) VALUES ",
     "UPDATE calls SET state = ?2, attempts = ?3, progress = ?4 WHERE id = ?1",
     "INSERT OR FAIL INTO ends (id, state, attempts, outcome, progress) VALUES ",
@@ -50,9 +50,9 @@ static const char *s_heads [K_KINDS] = {
     "INSERT OR FAIL INTO messages (context, seq, body) VALUES "
 };
 static const char *s_tails [K_KINDS] = {
-    "", "", NULL, " ON CONFLICT (id) DO UPDATE SET state = excluded.state,"
-    " attempts = excluded.attempts, outcome = excluded.outcome,"
-    " progress = excluded.progress", NULL, "", ""
+    "", "", NULL, (" ON CONFLICT (id) DO UPDATE SET state = excluded.state,"
+                   " attempts = excluded.attempts, outcome = excluded.outcome,"
+                   " progress = excluded.progress"), NULL, "", ""
 };
 
 //  A call's row, as last written in the batch

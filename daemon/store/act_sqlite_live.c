@@ -22,8 +22,8 @@ enum { Q_FROM, Q_TOP, Q_ALIVE, Q_LEAVE, Q_MARK, Q_COUNT };
 static const char *s_queries [Q_COUNT] = {
     "SELECT id FROM live_from",
     "SELECT MAX(id) FROM calls",
-    "SELECT c.id FROM calls AS c WHERE c.id >= ?1 AND c.ended = 0"
-    "  AND NOT EXISTS (SELECT 1 FROM ends AS e WHERE e.id = c.id)",
+    ("SELECT c.id FROM calls AS c WHERE c.id >= ?1 AND c.ended = 0"
+     "  AND NOT EXISTS (SELECT 1 FROM ends AS e WHERE e.id = c.id)"),
     "INSERT OR IGNORE INTO live (context, id) SELECT context, id FROM calls WHERE id = ?1",
     "UPDATE live_from SET id = ?1"
 };

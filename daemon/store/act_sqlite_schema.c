@@ -83,8 +83,8 @@ static const char *s_migrations [] = {
     //  the end cost a call more than its row of calls; the mark moves
     //  once per few hundred calls (see act_sqlite_live.c). Every call of
     //  a version 7 store is below the mark
-    "CREATE TABLE live_from (id INTEGER NOT NULL);"
-    "INSERT INTO live_from SELECT COALESCE (MAX (id), 0) + 1 FROM calls;"
+    ("CREATE TABLE live_from (id INTEGER NOT NULL);"
+     "INSERT INTO live_from SELECT COALESCE (MAX (id), 0) + 1 FROM calls;")
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
