@@ -50,7 +50,8 @@ typedef struct {
     size_t capacity;            //  Slots allocated
     zhashx_t *calls;            //  Call id (decimal) -> s_mcall_t (freed here)
     zhashx_t *keys;             //  context + "\x1f" + _id -> call id (decimal)
-    zhashx_t *pending;          //  Context id -> calls not ended (uintptr_t)
+    zhashx_t *pending;          //  Context id -> calls not ended (a
+                                //  size_t of its own, counted in place)
     zlistx_t *graves;           //  Contexts deleted in the batch (s_grave_t *)
     uint64_t last_call;         //  Highest call id stored
     int64_t counts [S_COUNTERS];//  Committed totals
@@ -203,11 +204,35 @@ s_copy (const char *text)
 static void
 s_count_pending (s_memory_t *self, const char *context, int by)
 {
-    uintptr_t count = (uintptr_t) zhashx_lookup (self->pending, context) + by;
-    if (count)
-        zhashx_update (self->pending, context, (void *) count);
+    //  One lookup while the context has calls pending: the count is
+    //  changed where it is kept
+    size_t *count = (size_t *) zhashx_lookup (self->pending, context);
+    if (count) {
+        *count += (size_t) (ptrdiff_t) by;
+        if (*count == 0)
+            zhashx_delete (self->pending, context);
+    }
     else
-        zhashx_delete (self->pending, context);
+    if (by > 0 && (count = (size_t *) malloc (sizeof *count))) {
+        *count = (size_t) by;
+        zhashx_insert (self->pending, context, count);
+    }
+}
+
+//  Free a pending count (the pending table's destructor)
+static void
+s_count_free (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+//  The number of calls of context not ended
+static size_t
+s_pending_of (s_memory_t *self, const char *context)
+{
+    size_t *count = (size_t *) zhashx_lookup (self->pending, context);
+    return count? *count: 0;
 }
 
 //  The calls table's key of call_id, its decimal digits, into key (24
@@ -224,13 +249,14 @@ s_add_call (s_memory_t *self, s_mcall_t *call)
 {
     char key [24];
     s_call_key (key, call->call_id);
-    s_mcall_t *old = zhashx_lookup (self->calls, key);
-    if (old) {
+    //  A new id (the usual case) is stored with one lookup
+    if (zhashx_insert (self->calls, key, call) != 0) {
+        s_mcall_t *old = zhashx_lookup (self->calls, key);
         if (!old->ended)
             s_count_pending (self, old->fields [0], -1);
         s_mcall_destroy (&old);
+        zhashx_update (self->calls, key, call);
     }
-    zhashx_update (self->calls, key, call);
     if (call->fields [3]) {
         char *full = act_key_new (call->fields [0], call->fields [3]);
         zhashx_update (self->keys, full, strdup (key));
@@ -478,7 +504,7 @@ s_memory_contexts (void *impl, const char *from, const char *end, const char *af
         json_array_append_new (page, json_pack ("{sssIsIsosI}", "context", id,
             "messages", (json_int_t) ctx->size, "last_seq", (json_int_t) ctx->size,
             "updated", s_updated (ctx),
-            "pending", (json_int_t) (uintptr_t) zhashx_lookup (self->pending, id)));
+            "pending", (json_int_t) s_pending_of (self, id)));
     }
     return page;
 }
@@ -575,6 +601,7 @@ act_store_memory_open (void)
     self->keys = zhashx_new ();
     zhashx_set_destructor (self->keys, (zhashx_destructor_fn *) zstr_free);
     self->pending = zhashx_new ();
+    zhashx_set_destructor (self->pending, s_count_free);
     self->graves = zlistx_new ();
     zlistx_set_destructor (self->graves, s_grave_destroy);
     return self;
