@@ -120,7 +120,7 @@ class BrokerCase(unittest.TestCase):
         stats = self.client.value("STATS")
         self.assertIsInstance(stats.pop("uptime_ms"), int)
         clients = stats.pop("clients")
-        self.assertEqual(sorted(clients), ["cut", "held_bytes"])
+        self.assertEqual(sorted(clients), ["cut", "held_bytes", "unowned"])
         self.assertEqual(clients["cut"], 0)
         store = stats.pop("store")
         self.assertEqual(sorted(store), ["backend", "batch", "commit_ms", "commits", "sync",
