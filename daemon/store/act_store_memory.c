@@ -29,8 +29,17 @@ typedef struct {
     long long attempts;         //  Dispatches so far
     bool ended;                 //  Its state is an outcome (act_state_ended)
     char *fields [8];           //  context, state, call, id, outcome,
-                                //  progress, client, request (or NULL)
+                                //  progress, client, request (or NULL);
+                                //  those an update never changes (context,
+                                //  call, id, client, request) are in the
+                                //  call's own allocation
+    char state [16];            //  The state when it fits (fields [1]
+                                //  points here then)
 } s_mcall_t;
+
+//  True for a field an update replaces (state, outcome, progress): it is
+//  allocated apart
+#define S_MUTABLE(field) ((field) == 1 || (field) == 4 || (field) == 5)
 
 static const char *s_field_names [8] = {
     "context", "state", "call", "id", "outcome", "progress", "client", "request"
@@ -76,7 +85,8 @@ s_mcall_destroy (s_mcall_t **self_p)
 {
     s_mcall_t *self = *self_p;
     for (int i = 0; i < 8; i++)
-        free (self->fields [i]);
+        if (S_MUTABLE (i) && self->fields [i] != self->state)
+            free (self->fields [i]);
     free (self);
     *self_p = NULL;
 }
@@ -268,19 +278,52 @@ s_add_call (s_memory_t *self, s_mcall_t *call)
         self->last_call = call->call_id;
 }
 
+//  Set call's state to a copy of state (NULL: none); in the call itself
+//  when it fits, as every state actd writes does
+static void
+s_set_state (s_mcall_t *call, const char *state)
+{
+    if (call->fields [1] != call->state)
+        free (call->fields [1]);
+    size_t length = state? strlen (state): 0;
+    if (state && length < sizeof call->state) {
+        memcpy (call->state, state, length + 1);
+        call->fields [1] = call->state;
+    }
+    else
+        call->fields [1] = s_copy (state);
+}
+
 static int
 s_memory_put_call (void *impl, const act_call_record_t *record)
 {
-    s_mcall_t *call = calloc (1, sizeof *call);
+    const char *fields [8] = { record->context? record->context: "", record->state,
+                               record->call, record->id, record->outcome,
+                               record->progress, record->client, record->request };
+    //  The fields an update never changes follow the call, in one block
+    size_t lengths [8] = { 0 };
+    size_t total = 0;
+    for (int i = 0; i < 8; i++)
+        if (fields [i] && !S_MUTABLE (i))
+            total += lengths [i] = strlen (fields [i]) + 1;
+    s_mcall_t *call = calloc (1, sizeof *call + total);
+    if (!call)
+        return -1;
     call->call_id = record->call_id;
     call->attempts = record->attempts;
-    const char *fields [8] = { record->context, record->state, record->call, record->id,
-                               record->outcome, record->progress, record->client,
-                               record->request };
+    char *at = (char *) (call + 1);
     for (int i = 0; i < 8; i++)
-        call->fields [i] = s_copy (fields [i]);
-    if (!call->fields [0])
-        call->fields [0] = strdup ("");
+        if (i == 1)
+            s_set_state (call, fields [i]);
+        else
+        if (S_MUTABLE (i))
+            call->fields [i] = s_copy (fields [i]);
+        else
+        if (fields [i]) {
+            memcpy (at, fields [i], lengths [i]);
+            call->fields [i] = at;
+            at += lengths [i];
+        }
     call->ended = act_state_ended (call->fields [1]);
     s_add_call ((s_memory_t *) impl, call);
     return 0;
@@ -302,8 +345,7 @@ s_memory_update_call (void *impl, const act_call_record_t *record)
         if (was != is)
             s_count_pending (self, call->fields [0], was - is);
         call->ended = is;
-        free (call->fields [1]);
-        call->fields [1] = s_copy (record->state);
+        s_set_state (call, record->state);
     }
     free (call->fields [4]);
     call->fields [4] = s_copy (record->outcome);
