@@ -701,11 +701,10 @@ s_check (act_commands_t *self, zmq_msg_t *command, s_request_t *req, char **cont
 //  within the tenant's prefix); else false with err unauthorized, logged
 //  at most once in a while per key and reason (a flood costs a few lines)
 static bool
-s_permitted (const s_command_t *row, s_request_t *req, zmq_msg_t *header, act_err_t *err)
+s_permitted (const s_command_t *row, s_request_t *req, const char *user, act_err_t *err)
 {
     static const char *names [] = { "", "read", "write", "", "admin" };
     int right = row->right? row->right: ACT_RIGHT_ADMIN;
-    const char *user = act_part_meta (header, "User-Id");
     const char *tenant = req->grant.tenant? req->grant.tenant: "(client_keys)";
     if (!(req->grant.rights & right)) {
         act_log_peer (LOG_WARNING, user? user: "(none)", "right missing",
@@ -769,10 +768,11 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
     act_err_t err = { 0 };
     char *context = NULL;
     act_outbox_envelope (self->outbox, from_req? client: NULL);
-    act_outbox_serving (self->outbox, act_part_meta (header, "User-Id"));
-    //  Metadata rides on the frames the peer sent, not on the routing id
+    //  Metadata rides on the frames the peer sent, not on the routing id;
+    //  its key is read once (each read is a lookup in libzmq)
+    const char *user = act_part_meta (header, "User-Id");
+    act_outbox_serving (self->outbox, user);
     if (!act_security_client_grant (self->security, header, &req.grant)) {
-        const char *user = act_part_meta (header, "User-Id");
         act_log_peer (LOG_WARNING, user? user: "(none)", "CURVE client refused",
                       "CURVE: client refused: key %s is not in %s nor in a tenant",
                       user? user: "(none)", self->settings->client_keys?
@@ -783,7 +783,7 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
     else {
         const s_command_t *row = s_check (self, command, &req, &context, &err);
         req.context = context;
-        if (row && s_permitted (row, &req, header, &err))
+        if (row && s_permitted (row, &req, user, &err))
             row->handler (self, &req);
         else
             s_reply_error (self, &req, &err);

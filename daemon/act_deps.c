@@ -6,20 +6,26 @@
 
 typedef struct _s_node_t s_node_t;
 
+typedef struct _s_target_t s_target_t;
+
 //  One output target of a registered call
-typedef struct {
+struct _s_target_t {
     act_producer_t *producer;   //  The call that may write there
     s_node_t *node;             //  Node it is registered at
-    void *handle;               //  Its handle in node->targets
-} s_target_t;
+    s_target_t *prev;           //  The one registered before it there
+    s_target_t *next;           //  The one registered after it there
+};
 
 //  A node of the trie: one path of one kind
 struct _s_node_t {
     s_node_t *parent;           //  NULL for a kind's root
-    char *key;                  //  Key in the parent (NULL: root or "-")
-    zhashx_t *children;         //  Segment text -> s_node_t, NULL if none
+    char *key;                  //  Key in the parent (NULL: root or "-"),
+                                //  in the node's allocation
+    zhashx_t *children;         //  Segment text -> s_node_t, NULL if none;
+                                //  keyed by each child's own key
     s_node_t *append;           //  The "-" child, NULL if none
-    zlistx_t *targets;          //  s_target_t * registered at this path
+    s_target_t *first;          //  Targets registered at this path, in
+    s_target_t *last;           //  order of registration
     size_t count;               //  Targets at this node and below
 };
 
@@ -51,8 +57,6 @@ s_node_destroy (s_node_t **self_p)
         zhashx_destroy (&self->children);
     }
     s_node_destroy (&self->append);
-    zlistx_destroy (&self->targets);
-    free (self->key);
     free (self);
     *self_p = NULL;
 }
@@ -97,12 +101,17 @@ s_child (s_node_t *node, const act_seg_t *seg, bool create)
     }
     s_node_t *child = node->children? zhashx_lookup (node->children, seg->key): NULL;
     if (!child && create) {
-        if (!node->children)
+        if (!node->children) {
             node->children = zhashx_new ();
-        child = calloc (1, sizeof (s_node_t));
+            zhashx_set_key_duplicator (node->children, NULL);
+            zhashx_set_key_destructor (node->children, NULL);
+        }
+        size_t length = strlen (seg->key);
+        child = calloc (1, sizeof (s_node_t) + length + 1);
         child->parent = node;
-        child->key = strdup (seg->key);
-        zhashx_insert (node->children, seg->key, child);
+        child->key = (char *) (child + 1);
+        memcpy (child->key, seg->key, length + 1);
+        zhashx_insert (node->children, child->key, child);
     }
     return child;
 }
@@ -121,12 +130,13 @@ s_register (act_deps_t *self, act_producer_t *producer, const act_ref_t *ref)
         node = s_child (node, &ref->segs [s], true);
         node->count++;
     }
-    if (!node->targets)
-        node->targets = zlistx_new ();
     s_target_t *target = &producer->targets [producer->ntargets++];
-    target->producer = producer;
-    target->node = node;
-    target->handle = zlistx_add_end (node->targets, target);
+    *target = (s_target_t) { producer, node, node->last, NULL };
+    if (node->last)
+        node->last->next = target;
+    else
+        node->first = target;
+    node->last = target;
 }
 
 act_producer_t *
@@ -138,11 +148,13 @@ act_deps_register (act_deps_t *self, const act_expr_t *output, const char *insta
     size_t total = 0;
     for (size_t a = 0; a < output->nalts; a++)
         total += output->alts [a].nrefs;
-    act_producer_t *producer = calloc (1, sizeof (act_producer_t));
+    //  The producer and its targets are one allocation
+    act_producer_t *producer = calloc (1, sizeof (act_producer_t)
+                                          + total * sizeof (s_target_t));
     producer->number = number;
     producer->instance = instance? strdup (instance): NULL;
     producer->owner = owner;
-    producer->targets = calloc (total, sizeof (s_target_t));
+    producer->targets = (s_target_t *) (producer + 1);
     for (size_t a = 0; a < output->nalts; a++)
         for (size_t r = 0; r < output->alts [a].nrefs; r++)
             s_register (self, producer, &output->alts [a].refs [r]);
@@ -157,8 +169,16 @@ act_deps_unregister (act_deps_t *self, act_producer_t **producer_p)
     if (!producer)
         return;
     for (size_t i = 0; i < producer->ntargets; i++) {
-        s_node_t *node = producer->targets [i].node;
-        zlistx_delete (node->targets, producer->targets [i].handle);
+        s_target_t *target = &producer->targets [i];
+        s_node_t *node = target->node;
+        if (target->prev)
+            target->prev->next = target->next;
+        else
+            node->first = target->next;
+        if (target->next)
+            target->next->prev = target->prev;
+        else
+            node->last = target->prev;
         //  Walk up, dropping nodes nothing is registered under any more; a
         //  kind's root stays (it is small and reused)
         while (node) {
@@ -173,7 +193,6 @@ act_deps_unregister (act_deps_t *self, act_producer_t **producer_p)
             node = parent;
         }
     }
-    free (producer->targets);
     free (producer->instance);
     free (producer);
     self->size--;
@@ -187,8 +206,7 @@ s_at (act_deps_t *self, s_node_t *node, const char *instance, uint64_t reader,
       zlistx_t *found)
 {
     size_t matched = 0;
-    for (s_target_t *target = node->targets? zlistx_first (node->targets): NULL; target;
-         target = zlistx_next (node->targets)) {
+    for (s_target_t *target = node->first; target; target = target->next) {
         act_producer_t *producer = target->producer;
         if (producer->number >= reader)
             continue;           //  Only earlier calls produce for a call

@@ -115,30 +115,36 @@ s_fail (s_scan_t *scan, act_err_t *err, const char *what)
                         "%s at byte %zu (end) of '%.80s'", what, scan->pos, scan->text);
 }
 
+//  A segment's key while its reference is parsed: a run of the source
+//  text, or a decoded quoted key of its own
+typedef struct {
+    const char *text;           //  The key's bytes (not terminated)
+    size_t length;              //  Their number
+    char *owned;                //  A decoded key to free, or NULL
+} s_piece_t;
+
+//  A reference's segments, kind, keys and text share one block: it starts
+//  at the segments, or at the kind when there are none
 static void
 s_ref_free (act_ref_t *ref)
 {
-    for (size_t i = 0; i < ref->nsegs; i++)
-        free (ref->segs [i].key);
-    free (ref->segs);
-    free (ref->kind);
-    free (ref->text);
+    free (ref->nsegs? (void *) ref->segs: (void *) ref->kind);
     memset (ref, 0, sizeof *ref);
 }
 
 //  Classify a run of digits: an index when it has no leading zero (or is
 //  "0"), else a key such as "007".
 static void
-s_set_numeric (act_seg_t *seg)
+s_set_numeric (act_seg_t *seg, const char *digits, size_t length)
 {
     seg->type = ACT_SEG_INDEX;
     seg->index = 0;
-    for (const char *d = seg->key; *d; d++) {
+    for (size_t i = 0; i < length; i++) {
         if (seg->index > (SIZE_MAX - 9) / 10) {
             seg->index = SIZE_MAX;  //  Too large for any array: a key only
             return;
         }
-        seg->index = seg->index * 10 + (size_t) (*d - '0');
+        seg->index = seg->index * 10 + (size_t) (digits [i] - '0');
     }
 }
 
@@ -153,9 +159,9 @@ s_all_digits (const char *s, size_t n)
 
 //  A key after '.': a run of key bytes, "-" (the append position, output
 //  paths only) or digits (an index unless it has a leading zero). Sets
-//  seg's key and type; returns 0, or -1 with err set and no key kept.
+//  seg's type and the key's piece; returns 0, or -1 with err set.
 static int
-s_parse_dotted (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
+s_parse_dotted (s_scan_t *scan, act_seg_t *seg, s_piece_t *piece, act_err_t *err)
 {
     size_t start = scan->pos;
     while (scan->pos < scan->size && s_is_key_byte (scan))
@@ -174,11 +180,9 @@ s_parse_dotted (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
         scan->pos = start;
         return s_fail (scan, err, "invalid UTF-8 in key");
     }
-    seg->key = strndup (run, length);
     if (length == 1 && run [0] == '-') {
         if (!scan->output) {
             scan->pos = start;
-            free (seg->key);
             return s_fail (scan, err,
                 "'-' (the append position) is only allowed in output paths");
         }
@@ -186,14 +190,15 @@ s_parse_dotted (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
     }
     else
     if (s_all_digits (run, length) && (length == 1 || run [0] != '0'))
-        s_set_numeric (seg);
+        s_set_numeric (seg, run, length);
+    *piece = (s_piece_t) { run, length, NULL };
     return 0;
 }
 
-//  A quoted key after '[', up to and past its ']'. Sets seg's key; returns
-//  0, or -1 with err set and no key kept.
+//  A quoted key after '[', up to and past its ']'. Sets the key's piece
+//  (a decoded copy); returns 0, or -1 with err set and no key kept.
 static int
-s_parse_quoted (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
+s_parse_quoted (s_scan_t *scan, s_piece_t *piece, act_err_t *err)
 {
     //  A JSON string: find its closing quote, then let jansson decode it
     size_t start = scan->pos++;
@@ -214,25 +219,29 @@ s_parse_quoted (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
     }
     //  [""] names the key "" (the grammar allows any json-string);
     //  a key with a NUL in it could not be told from a shorter one
-    if (strlen (json_string_value (string)) != json_string_length (string)) {
+    size_t length = json_string_length (string);
+    if (strlen (json_string_value (string)) != length) {
         json_decref (string);
         scan->pos = start;
         return s_fail (scan, err, "quoted key with a NUL (\\u0000)");
     }
-    seg->key = strdup (json_string_value (string));
+    char *key = strdup (json_string_value (string));
     json_decref (string);
+    if (!key)
+        return act_err_set (err, ACT_E_INTERNAL, "out of memory");
     if (scan->pos >= scan->size || scan->text [scan->pos] != ']') {
-        free (seg->key);
+        free (key);
         return s_fail (scan, err, "expected ']'");
     }
     scan->pos++;
+    *piece = (s_piece_t) { key, length, key };
     return 0;
 }
 
-//  An index after '[', up to and past its ']'. Sets seg's key and index;
-//  returns 0, or -1 with err set and no key kept.
+//  An index after '[', up to and past its ']'. Sets seg's index and the
+//  key's piece; returns 0, or -1 with err set.
 static int
-s_parse_index (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
+s_parse_index (s_scan_t *scan, act_seg_t *seg, s_piece_t *piece, act_err_t *err)
 {
     size_t start = scan->pos;
     while (scan->pos < scan->size
@@ -248,32 +257,70 @@ s_parse_index (s_scan_t *scan, act_seg_t *seg, act_err_t *err)
     }
     if (scan->pos >= scan->size || scan->text [scan->pos] != ']')
         return s_fail (scan, err, "expected ']'");
-    seg->key = strndup (scan->text + start, length);
-    s_set_numeric (seg);
+    *piece = (s_piece_t) { scan->text + start, length, NULL };
+    s_set_numeric (seg, scan->text + start, length);
     scan->pos++;
     return 0;
 }
 
-//  Parse one segment after '.' or '['; appends it to segs (*nsegs of
-//  them, room for ACT_MAX_SEGMENTS). Returns 0 or -1.
+//  Parse one segment after '.' or '['; appends it to segs and its key to
+//  pieces (*nsegs of them, room for ACT_MAX_SEGMENTS). Returns 0 or -1.
 static int
-s_parse_segment (s_scan_t *scan, act_seg_t *segs, size_t *nsegs, act_err_t *err)
+s_parse_segment (s_scan_t *scan, act_seg_t *segs, s_piece_t *pieces, size_t *nsegs,
+                 act_err_t *err)
 {
     if (*nsegs == ACT_MAX_SEGMENTS)
         return s_fail (scan, err, "too many path segments");
     act_seg_t seg = { ACT_SEG_KEY, NULL, 0 };
+    s_piece_t piece;
     char opener = scan->text [scan->pos++];
     int rc;
     if (opener == '.')
-        rc = s_parse_dotted (scan, &seg, err);
+        rc = s_parse_dotted (scan, &seg, &piece, err);
     else
     if (scan->pos < scan->size && scan->text [scan->pos] == '"')
-        rc = s_parse_quoted (scan, &seg, err);
+        rc = s_parse_quoted (scan, &piece, err);
     else
-        rc = s_parse_index (scan, &seg, err);
+        rc = s_parse_index (scan, &seg, &piece, err);
     if (rc)
         return rc;
+    pieces [*nsegs] = piece;
     segs [(*nsegs)++] = seg;
+    return 0;
+}
+
+//  Give ref one block: its segments, then its kind, keys and text, each
+//  terminated. Returns 0, or -1 when out of memory.
+static int
+s_ref_block (act_ref_t *ref, const char *source, size_t kind_start, size_t kind_length,
+             act_seg_t *segs, const s_piece_t *pieces, size_t nsegs, size_t end)
+{
+    size_t text_length = end - ref->offset;
+    size_t bytes = nsegs * sizeof *segs + kind_length + 1 + text_length + 1;
+    for (size_t i = 0; i < nsegs; i++)
+        bytes += pieces [i].length + 1;
+    char *block = malloc (bytes);
+    if (!block)
+        return -1;
+    //  The segments first (the block is aligned for them), the strings after
+    char *next = block + nsegs * sizeof *segs;
+    ref->kind = next;
+    memcpy (next, source + kind_start, kind_length);
+    next [kind_length] = 0;
+    next += kind_length + 1;
+    for (size_t i = 0; i < nsegs; i++) {
+        segs [i].key = next;
+        memcpy (next, pieces [i].text, pieces [i].length);
+        next [pieces [i].length] = 0;
+        next += pieces [i].length + 1;
+    }
+    ref->text = next;
+    memcpy (next, source + ref->offset, text_length);
+    next [text_length] = 0;
+    if (nsegs)
+        memcpy (block, segs, nsegs * sizeof *segs);
+    ref->segs = nsegs? (act_seg_t *) block: NULL;
+    ref->nsegs = nsegs;
     return 0;
 }
 
@@ -304,33 +351,50 @@ s_parse_ref (s_scan_t *scan, act_ref_t *ref, act_err_t *err)
     }
     if (scan->pos == start)
         return s_fail (scan, err, "expected a kind ([A-Za-z_][A-Za-z0-9_-]*)");
-    ref->kind = strndup (scan->text + start, scan->pos - start);
+    size_t kind_length = scan->pos - start;
 
-    //  The segments are gathered here, then allocated once
+    //  The segments and their keys are gathered here, then copied into
+    //  the reference's one block
     act_seg_t segs [ACT_MAX_SEGMENTS];
+    s_piece_t pieces [ACT_MAX_SEGMENTS];
     size_t nsegs = 0;
     int rc = 0;
     while (rc == 0 && scan->pos < scan->size
        &&  (scan->text [scan->pos] == '.' || scan->text [scan->pos] == '['))
-        rc = s_parse_segment (scan, segs, &nsegs, err);
+        rc = s_parse_segment (scan, segs, pieces, &nsegs, err);
     //  A reference ends at white space, an operator or the end
     bool is_or;
     if (rc == 0 && scan->pos < scan->size
     &&  !s_is_space (scan->text [scan->pos]) && !s_operator (scan, &is_or))
         rc = s_fail (scan, err, "unexpected character in reference");
-    if (rc == 0 && nsegs && !(ref->segs = malloc (nsegs * sizeof *segs)))
+    if (rc == 0 && s_ref_block (ref, scan->text, start, kind_length, segs, pieces,
+                                nsegs, scan->pos))
         rc = act_err_set (err, ACT_E_INTERNAL, "out of memory");
-    if (rc) {
-        for (size_t i = 0; i < nsegs; i++)
-            free (segs [i].key);
-        s_ref_free (ref);
-        return -1;
-    }
-    if (nsegs)
-        memcpy (ref->segs, segs, nsegs * sizeof *segs);
-    ref->nsegs = nsegs;
-    ref->text = strndup (scan->text + ref->offset, scan->pos - ref->offset);
-    return 0;
+    for (size_t i = 0; i < nsegs; i++)
+        free (pieces [i].owned);
+    if (rc)
+        memset (ref, 0, sizeof *ref);
+    return rc? -1: 0;
+}
+
+//  An expression, its first alternative, its first reference and its text
+//  are one allocation; more alternatives and references grow apart
+typedef struct {
+    act_expr_t expr;            //  The expression
+    act_alt_t alt;              //  Its first alternative
+    act_ref_t ref;              //  That alternative's first reference
+} s_expr_block_t;
+
+//  Room for one more item in an array that may still be the inline one
+static void *
+s_grow (void *array, void *inline_one, size_t count, size_t size)
+{
+    if (array != inline_one)
+        return realloc (array, (count + 1) * size);
+    void *grown = malloc ((count + 1) * size);
+    if (grown && count)
+        memcpy (grown, array, count * size);
+    return grown;
 }
 
 void
@@ -338,13 +402,15 @@ act_expr_destroy (act_expr_t **self_p)
 {
     if (self_p && *self_p) {
         act_expr_t *self = *self_p;
+        s_expr_block_t *block = (s_expr_block_t *) self;
         for (size_t a = 0; a < self->nalts; a++) {
             for (size_t r = 0; r < self->alts [a].nrefs; r++)
                 s_ref_free (&self->alts [a].refs [r]);
-            free (self->alts [a].refs);
+            if (self->alts [a].refs != &block->ref)
+                free (self->alts [a].refs);
         }
-        free (self->alts);
-        free (self->text);
+        if (self->alts != &block->alt)
+            free (self->alts);
         free (self);
         *self_p = NULL;
     }
@@ -358,27 +424,30 @@ act_expr_parse (const char *text, bool output, act_err_t *err)
         act_err_set (err, ACT_E_BAD_REFERENCE, "empty expression at byte 0");
         return NULL;
     }
-    act_expr_t *self = calloc (1, sizeof *self);
-    if (!self)
+    s_expr_block_t *block = malloc (sizeof *block + scan.size + 1);
+    if (!block)
         return NULL;
-    self->output = output;
-    self->text = strdup (text);
+    act_expr_t *self = &block->expr;
+    *self = (act_expr_t) { NULL, 0, output, (char *) (block + 1) };
+    memcpy (self->text, text, scan.size + 1);
     size_t operands = 0;
     bool new_alternative = true;
     while (true) {
         if (new_alternative) {
-            act_alt_t *alts = realloc (self->alts, (self->nalts + 1) * sizeof *alts);
+            act_alt_t *alts = self->nalts? s_grow (self->alts, &block->alt, self->nalts,
+                                                   sizeof *alts): &block->alt;
             if (!alts)
                 goto failed;
             self->alts = alts;
-            memset (&self->alts [self->nalts++], 0, sizeof (act_alt_t));
+            self->alts [self->nalts++] = (act_alt_t) { NULL, 0 };
         }
         act_alt_t *alt = &self->alts [self->nalts - 1];
         if (++operands > ACT_MAX_OPERANDS) {
             s_fail (&scan, err, "too many references in one expression");
             goto failed;
         }
-        act_ref_t *refs = realloc (alt->refs, (alt->nrefs + 1) * sizeof *refs);
+        act_ref_t *refs = operands == 1? &block->ref
+                        : s_grow (alt->refs, &block->ref, alt->nrefs, sizeof *refs);
         if (!refs)
             goto failed;
         alt->refs = refs;

@@ -45,16 +45,32 @@ act_key_new (const char *context, const char *key)
 size_t
 act_decimal_write (char *out, long long number)
 {
-    char digits [ACT_DECIMAL_MAX];
-    char *digit = digits + sizeof digits;
+    static const char pairs [201] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     unsigned long long left = number < 0? 0ULL - (unsigned long long) number
                                         : (unsigned long long) number;
-    do
-        *--digit = (char) ('0' + left % 10);
-    while (left /= 10);
-    if (number < 0)
-        *--digit = '-';
-    size_t size = (size_t) (digits + sizeof digits - digit);
-    memcpy (out, digit, size);
-    return size;
+    //  The digits are counted first, then written from the last, two at a
+    //  time, straight into out
+    size_t size = 1;
+    for (unsigned long long bound = 10; size < 20 && left >= bound; bound *= 10)
+        size++;
+    if (number < 0) {
+        *out++ = '-';
+    }
+    char *digit = out + size;
+    while (left >= 100) {
+        unsigned pair = (unsigned) (left % 100) * 2;
+        left /= 100;
+        *--digit = pairs [pair + 1];
+        *--digit = pairs [pair];
+    }
+    if (left >= 10) {
+        *--digit = pairs [left * 2 + 1];
+        *--digit = pairs [left * 2];
+    }
+    else
+        *--digit = (char) ('0' + left);
+    return size + (number < 0);
 }

@@ -160,16 +160,17 @@ act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record
         &op->record.outcome, &op->record.progress, &op->record.client, &op->record.request
     };
     size_t nfields = sizeof fields / sizeof fields [0];
+    size_t lengths [sizeof fields / sizeof fields [0]];
     size_t total = 0;
     for (size_t i = 0; i < nfields; i++)
-        total += *fields [i]? strlen (*fields [i]) + 1: 0;
+        total += lengths [i] = *fields [i]? strlen (*fields [i]) + 1: 0;
     op->strings = (char *) malloc (total? total: 1);
     if (!op->strings)
         return s_drop_last (self);
     char *at = op->strings;
     for (size_t i = 0; i < nfields; i++)
         if (*fields [i]) {
-            size_t length = strlen (*fields [i]) + 1;
+            size_t length = lengths [i];    //  Measured once, above
             memcpy (at, *fields [i], length);
             *fields [i] = at;
             at += length;

@@ -29,8 +29,17 @@ typedef struct {
     long long attempts;         //  Dispatches so far
     bool ended;                 //  Its state is an outcome (act_state_ended)
     char *fields [8];           //  context, state, call, id, outcome,
-                                //  progress, client, request (or NULL)
+                                //  progress, client, request (or NULL);
+                                //  those an update never changes (context,
+                                //  call, id, client, request) are in the
+                                //  call's own allocation
+    char state [16];            //  The state when it fits (fields [1]
+                                //  points here then)
 } s_mcall_t;
+
+//  True for a field an update replaces (state, outcome, progress): it is
+//  allocated apart
+#define S_MUTABLE(field) ((field) == 1 || (field) == 4 || (field) == 5)
 
 static const char *s_field_names [8] = {
     "context", "state", "call", "id", "outcome", "progress", "client", "request"
@@ -50,7 +59,8 @@ typedef struct {
     size_t capacity;            //  Slots allocated
     zhashx_t *calls;            //  Call id (decimal) -> s_mcall_t (freed here)
     zhashx_t *keys;             //  context + "\x1f" + _id -> call id (decimal)
-    zhashx_t *pending;          //  Context id -> calls not ended (uintptr_t)
+    zhashx_t *pending;          //  Context id -> calls not ended (a
+                                //  size_t of its own, counted in place)
     zlistx_t *graves;           //  Contexts deleted in the batch (s_grave_t *)
     uint64_t last_call;         //  Highest call id stored
     int64_t counts [S_COUNTERS];//  Committed totals
@@ -75,7 +85,8 @@ s_mcall_destroy (s_mcall_t **self_p)
 {
     s_mcall_t *self = *self_p;
     for (int i = 0; i < 8; i++)
-        free (self->fields [i]);
+        if (S_MUTABLE (i) && self->fields [i] != self->state)
+            free (self->fields [i]);
     free (self);
     *self_p = NULL;
 }
@@ -203,11 +214,35 @@ s_copy (const char *text)
 static void
 s_count_pending (s_memory_t *self, const char *context, int by)
 {
-    uintptr_t count = (uintptr_t) zhashx_lookup (self->pending, context) + by;
-    if (count)
-        zhashx_update (self->pending, context, (void *) count);
+    //  One lookup while the context has calls pending: the count is
+    //  changed where it is kept
+    size_t *count = (size_t *) zhashx_lookup (self->pending, context);
+    if (count) {
+        *count += (size_t) (ptrdiff_t) by;
+        if (*count == 0)
+            zhashx_delete (self->pending, context);
+    }
     else
-        zhashx_delete (self->pending, context);
+    if (by > 0 && (count = (size_t *) malloc (sizeof *count))) {
+        *count = (size_t) by;
+        zhashx_insert (self->pending, context, count);
+    }
+}
+
+//  Free a pending count (the pending table's destructor)
+static void
+s_count_free (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+//  The number of calls of context not ended
+static size_t
+s_pending_of (s_memory_t *self, const char *context)
+{
+    size_t *count = (size_t *) zhashx_lookup (self->pending, context);
+    return count? *count: 0;
 }
 
 //  The calls table's key of call_id, its decimal digits, into key (24
@@ -224,13 +259,14 @@ s_add_call (s_memory_t *self, s_mcall_t *call)
 {
     char key [24];
     s_call_key (key, call->call_id);
-    s_mcall_t *old = zhashx_lookup (self->calls, key);
-    if (old) {
+    //  A new id (the usual case) is stored with one lookup
+    if (zhashx_insert (self->calls, key, call) != 0) {
+        s_mcall_t *old = zhashx_lookup (self->calls, key);
         if (!old->ended)
             s_count_pending (self, old->fields [0], -1);
         s_mcall_destroy (&old);
+        zhashx_update (self->calls, key, call);
     }
-    zhashx_update (self->calls, key, call);
     if (call->fields [3]) {
         char *full = act_key_new (call->fields [0], call->fields [3]);
         zhashx_update (self->keys, full, strdup (key));
@@ -242,19 +278,52 @@ s_add_call (s_memory_t *self, s_mcall_t *call)
         self->last_call = call->call_id;
 }
 
+//  Set call's state to a copy of state (NULL: none); in the call itself
+//  when it fits, as every state actd writes does
+static void
+s_set_state (s_mcall_t *call, const char *state)
+{
+    if (call->fields [1] != call->state)
+        free (call->fields [1]);
+    size_t length = state? strlen (state): 0;
+    if (state && length < sizeof call->state) {
+        memcpy (call->state, state, length + 1);
+        call->fields [1] = call->state;
+    }
+    else
+        call->fields [1] = s_copy (state);
+}
+
 static int
 s_memory_put_call (void *impl, const act_call_record_t *record)
 {
-    s_mcall_t *call = calloc (1, sizeof *call);
+    const char *fields [8] = { record->context? record->context: "", record->state,
+                               record->call, record->id, record->outcome,
+                               record->progress, record->client, record->request };
+    //  The fields an update never changes follow the call, in one block
+    size_t lengths [8] = { 0 };
+    size_t total = 0;
+    for (int i = 0; i < 8; i++)
+        if (fields [i] && !S_MUTABLE (i))
+            total += lengths [i] = strlen (fields [i]) + 1;
+    s_mcall_t *call = calloc (1, sizeof *call + total);
+    if (!call)
+        return -1;
     call->call_id = record->call_id;
     call->attempts = record->attempts;
-    const char *fields [8] = { record->context, record->state, record->call, record->id,
-                               record->outcome, record->progress, record->client,
-                               record->request };
+    char *at = (char *) (call + 1);
     for (int i = 0; i < 8; i++)
-        call->fields [i] = s_copy (fields [i]);
-    if (!call->fields [0])
-        call->fields [0] = strdup ("");
+        if (i == 1)
+            s_set_state (call, fields [i]);
+        else
+        if (S_MUTABLE (i))
+            call->fields [i] = s_copy (fields [i]);
+        else
+        if (fields [i]) {
+            memcpy (at, fields [i], lengths [i]);
+            call->fields [i] = at;
+            at += lengths [i];
+        }
     call->ended = act_state_ended (call->fields [1]);
     s_add_call ((s_memory_t *) impl, call);
     return 0;
@@ -276,8 +345,7 @@ s_memory_update_call (void *impl, const act_call_record_t *record)
         if (was != is)
             s_count_pending (self, call->fields [0], was - is);
         call->ended = is;
-        free (call->fields [1]);
-        call->fields [1] = s_copy (record->state);
+        s_set_state (call, record->state);
     }
     free (call->fields [4]);
     call->fields [4] = s_copy (record->outcome);
@@ -478,7 +546,7 @@ s_memory_contexts (void *impl, const char *from, const char *end, const char *af
         json_array_append_new (page, json_pack ("{sssIsIsosI}", "context", id,
             "messages", (json_int_t) ctx->size, "last_seq", (json_int_t) ctx->size,
             "updated", s_updated (ctx),
-            "pending", (json_int_t) (uintptr_t) zhashx_lookup (self->pending, id)));
+            "pending", (json_int_t) s_pending_of (self, id)));
     }
     return page;
 }
@@ -575,6 +643,7 @@ act_store_memory_open (void)
     self->keys = zhashx_new ();
     zhashx_set_destructor (self->keys, (zhashx_destructor_fn *) zstr_free);
     self->pending = zhashx_new ();
+    zhashx_set_destructor (self->pending, s_count_free);
     self->graves = zlistx_new ();
     zlistx_set_destructor (self->graves, s_grave_destroy);
     return self;
