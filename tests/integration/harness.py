@@ -339,9 +339,10 @@ class Worker(threading.Thread):
     stays open)."""
 
     def __init__(self, endpoint, activities, handler, capacity=1, name=None,
-                 heartbeat_ms=200, delay=0.0, poll_ms=50):
+                 heartbeat_ms=200, delay=0.0, poll_ms=50, curve=None):
         super().__init__(daemon=True)
         self.endpoint = endpoint
+        self.curve = curve           # (public, secret, server public) Z85 keys, or None
         self.activities = list(activities)
         self.handler = handler
         self.capacity = capacity
@@ -357,12 +358,19 @@ class Worker(threading.Thread):
         self.disconnects = 0
         self.ready = threading.Event()
 
-    def run(self):
-        context = zmq.Context.instance()
+    def _connect(self, context):
         socket = context.socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
+        if self.curve:
+            socket.curve_publickey, socket.curve_secretkey, socket.curve_serverkey = (
+                key.encode() for key in self.curve)
         socket.connect(self.endpoint)
         self._ready(socket)
+        return socket
+
+    def run(self):
+        context = zmq.Context.instance()
+        socket = self._connect(context)
         last = time.time()
         while not self.stopping:
             while True:
@@ -385,10 +393,7 @@ class Worker(threading.Thread):
                 elif command == b"DISCONNECT":
                     self.disconnects += 1
                     socket.close(0)
-                    socket = context.socket(zmq.DEALER)
-                    socket.setsockopt(zmq.LINGER, 0)
-                    socket.connect(self.endpoint)
-                    self._ready(socket)
+                    socket = self._connect(context)
             if self.heartbeat and time.time() - last > self.heartbeat_ms / 1000.0:
                 socket.send_multipart([b"ACTW01", b"HEARTBEAT"])
                 last = time.time()

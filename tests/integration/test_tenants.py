@@ -18,7 +18,7 @@ import unittest
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from harness import Actd, NoAnswer, find_binary, wait_for
+from harness import Actd, NoAnswer, Worker, find_binary, wait_for
 from test_security import CurveClient, keygen
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -242,6 +242,23 @@ class TenantsTest(unittest.TestCase):
         except TimeoutError:
             return False
 
+    def holding_worker(self):
+        """A worker of key anyworker serving "hold" that keeps every task
+        until the test answers it (it heartbeats on its own thread, so a
+        long wait of the test does not make it lost)."""
+        worker = Worker(self.actd.worker_endpoint, ["hold"], lambda *task: NoAnswer,
+                        name="holder", curve=(self.keys["anyworker"][0],
+                                              self.keys["anyworker"][1], self.keys["server"][0]))
+        worker.start()
+        self.addCleanup(worker.stop)
+        wait_for(lambda: "holder" in self.workers(), "the holding worker")
+        return worker
+
+    def task_of(self, worker, count):
+        """The id of the count-th task worker received."""
+        wait_for(lambda: len(worker.tasks) >= count, "task %d" % count)
+        return worker.tasks[count - 1][0]
+
     def unowned(self):
         if "ops" not in self.clients:
             self.clients["ops"] = self.client("ops")
@@ -251,19 +268,17 @@ class TenantsTest(unittest.TestCase):
         """acme's DONE and watch events are owed to acme's connection: a
         globex client that connects with acme's routing id after acme left
         (and speaks) gets neither; acme, back on that id, gets its next."""
-        worker = self.worker_socket("anyworker", ["hold"])
-        wait_for(lambda: "anyworker-worker" in self.workers(), "the worker")
+        worker = self.holding_worker()
         acme = self.take_routing_id("acme", b"agent-1")
         rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
         call_id = acme.wait(rid, "ACCEPTED")[1]
         acme.send("WATCH", "acme/a", "1")
         self.assertEqual(acme.request("PING")[0], "PONG")   # the WATCH was served
-        task = self.next_command(worker, b"TASK")
-        self.assertIsNotNone(task, "the call was not dispatched")
+        task = self.task_of(worker, 1)
         acme.socket.close(0)
         self.sockets.remove(acme.socket)
         globex = self.take_routing_id("globex", b"agent-1")
-        worker.send_multipart([b"ACTW01", b"RESULT", task[2], b'"acme secret result"'])
+        worker.send_result(task, "acme secret result")
         wait_for(lambda: self.unowned() >= 1, "the DONE owed to acme dropped")
         other = self.client("acme")
         self.assertEqual(other.request("APPEND", "acme/a", {"type": "note", "text": "private"})[0],
@@ -281,20 +296,17 @@ class TenantsTest(unittest.TestCase):
         acme = self.take_routing_id("acme", b"agent-1")
         rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020again"})
         acme.wait(rid, "ACCEPTED")
-        task = self.next_command(worker, b"TASK")
-        worker.send_multipart([b"ACTW01", b"RESULT", task[2], b'"second"'])
+        worker.send_result(self.task_of(worker, 2), "second")
         self.assertEqual(json.loads(acme.wait(rid, "DONE")[2])["status"], "ok")
 
     def test_a_silent_connection_on_a_left_clients_routing_id_gets_nothing_owed(self):
         """A connection that takes a left client's routing id and never
         speaks is not known to be that client's: its DONE is not sent."""
-        worker = self.worker_socket("anyworker", ["hold"])
-        wait_for(lambda: "anyworker-worker" in self.workers(), "the worker")
+        worker = self.holding_worker()
         acme = self.take_routing_id("acme", b"agent-2")
         rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
         acme.wait(rid, "ACCEPTED")
-        task = self.next_command(worker, b"TASK")
-        self.assertIsNotNone(task, "the call was not dispatched")
+        task = self.task_of(worker, 1)
         acme.socket.close(0)
         self.sockets.remove(acme.socket)
         #  Make sure actd let the id go: a globex client takes it, then leaves
@@ -315,7 +327,7 @@ class TenantsTest(unittest.TestCase):
             silent.socket.close(0)
             self.sockets.remove(silent.socket)
             self.assertLess(time.time(), deadline, "routing id never free")
-        worker.send_multipart([b"ACTW01", b"RESULT", task[2], b'"acme secret result"'])
+        worker.send_result(task, "acme secret result")
         wait_for(lambda: self.unowned() >= 1, "the DONE owed to acme dropped")
         self.assertFalse(silent.socket.poll(300), "a silent taker received acme's DONE")
         #  It was attached all along: it is answered, on the same connection
@@ -336,22 +348,21 @@ class TenantsTest(unittest.TestCase):
         self.clients.clear()
         self.actd.start(wait=False)
         self.wait_up()
-        worker = self.worker_socket("anyworker", ["hold"])
+        worker = self.holding_worker()
 
-        def finish(result):
-            task = self.next_command(worker, b"TASK")
-            self.assertIsNotNone(task, "a recovered call was not dispatched")
-            worker.send_multipart([b"ACTW01", b"RESULT", task[2], result])
-            return task[2].decode().split(".")[0]
+        def finish(count, result):
+            task = self.task_of(worker, count)
+            worker.send_result(task, result)
+            return task.split(".")[0]
 
         globex = self.take_routing_id("globex", b"agent-3")
-        finish(b'"for acme only"')
+        finish(1, "for acme only")
         wait_for(lambda: self.unowned() >= 1, "the recovered DONE owed to acme dropped")
         self.assertFalse(globex.socket.poll(300), "globex received acme's recovered DONE")
         globex.socket.close(0)
         self.sockets.remove(globex.socket)
         acme = self.take_routing_id("acme", b"agent-3")
-        call_id = finish(b'"back"')
+        call_id = finish(2, "back")
         done = acme.wait(ids[call_id], "DONE")
         self.assertEqual((done[1], json.loads(done[2])["status"]), (call_id, "ok"))
 
