@@ -291,7 +291,7 @@ act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
     //  alone soundly: not, oneOf, if, uniqueItems see the whole)
     if (!tool->params || call->nrefs)
         return 0;
-    json_t *params = act_call_params (call, NULL, err);
+    json_t *params = act_call_params_tree (call, err);
     if (!params)
         return -1;
     act_err_t why = { 0 };
