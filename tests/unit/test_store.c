@@ -354,6 +354,22 @@ s_sql_number (const char *path, const char *sql)
     return value;
 }
 
+//  The store at path, made by running schema (an older actd's SQL) and
+//  then opened by this one: migrated
+static act_store_t *
+s_open_old (const char *path, const char *schema)
+{
+    sqlite3 *db;
+    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
+    assert_int_equal (sqlite3_exec (db, schema, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close (db);
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    if (!store)
+        fail_msg ("cannot open %s: %s", path, err.message);
+    return store;
+}
+
 //  A store written by an older actd is brought to the current schema when
 //  opened, with its messages and its pending calls intact
 static void
@@ -362,15 +378,8 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     if (streq (s_location, ":memory:") || strstr (s_location, "://"))
         skip ();                //  SQLite files only
     char *path = zsys_sprintf ("%s-v1", s_location);
-    sqlite3 *db;
-    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
-    assert_int_equal (sqlite3_exec (db, s_schema_v1, NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close (db);
-
     act_err_t err = { 0 };
-    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
-    if (!store)
-        fail_msg ("cannot open %s: %s", path, err.message);
+    act_store_t *store = s_open_old (path, s_schema_v1);
     json_t *pending = json_array ();
     assert_int_equal (act_store_pending_in (store, "old", s_count, pending), 0);
     assert_int_equal (json_array_size (pending), 1);
@@ -510,15 +519,8 @@ test_a_version_6_store_is_migrated (void **state)
     if (streq (s_location, ":memory:") || strstr (s_location, "://"))
         skip ();                //  SQLite files only
     char *path = zsys_sprintf ("%s-v6", s_location);
-    sqlite3 *db;
-    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
-    assert_int_equal (sqlite3_exec (db, s_schema_v6, NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close (db);
-
     act_err_t err = { 0 };
-    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
-    if (!store)
-        fail_msg ("cannot open %s: %s", path, err.message);
+    act_store_t *store = s_open_old (path, s_schema_v6);
     char *list = s_pending_list (store, "six");
     assert_string_equal (list, "1:queued:0,2:running:2,4:running:1");
     zstr_free (&list);
