@@ -12,6 +12,10 @@
 
     A tool without params takes any object ({"type": "object"}): every
     model API wants an object schema. Tools come in byte order of name.
+    OpenAI and Anthropic refuse a whole request when one tool's name is
+    not 1 to 64 of [A-Za-z0-9_-], while activity names may hold any byte:
+    such a tool is left out of those two formats, with a warning, rather
+    than printed where it would make every tool unusable.
     ========================================================================= */
 
 #include "actctl.h"
@@ -60,15 +64,35 @@ s_names (const json_t *tools)
     return names;
 }
 
-//  tools in format (mcp, openai or anthropic): a new JSON value
+//  Whether format's model API takes name as a tool name (OpenAI's and
+//  Anthropic's rule: 1 to 64 of [A-Za-z0-9_-]; MCP sets none)
+static bool
+s_name_taken (const char *format, const char *name)
+{
+    if (streq (format, "mcp"))
+        return true;
+    size_t length = strlen (name);
+    return length >= 1 && length <= 64
+        && strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                         "0123456789_-") == length;
+}
+
+//  tools in format (mcp, openai or anthropic): a new JSON value; a tool
+//  whose name the format's API refuses is left out, with a warning
 static json_t *
 s_for_models (const char *format, const json_t *tools)
 {
     json_t *list = json_array ();
     zlist_t *names = s_names (tools);
-    for (const char *name = zlist_first (names); name; name = zlist_next (names))
-        json_array_append_new (list, s_model_tool (format, name,
-                                                   json_object_get (tools, name)));
+    for (const char *name = zlist_first (names); name; name = zlist_next (names)) {
+        if (s_name_taken (format, name))
+            json_array_append_new (list, s_model_tool (format, name,
+                                                       json_object_get (tools, name)));
+        else
+            fprintf (stderr, "actctl: tool %.80s left out: %s takes tool names of 1 to 64 "
+                     "characters of A-Z, a-z, 0-9, '_' and '-'\n", name,
+                     streq (format, "openai")? "OpenAI": "Anthropic");
+    }
     zlist_destroy (&names);
     if (streq (format, "mcp"))
         return json_pack ("{s:o}", "tools", list);

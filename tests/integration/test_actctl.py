@@ -516,6 +516,30 @@ class ToolsTest(ActdTest):
                          "[\"%sstate.summary\"] at seqs [1] (1 attempt)" % DAGGER)
         self.assertEqual(json.loads(done.stdout.split("\n", 1)[1]), {"text": "x"})
 
+    def test_names_a_model_api_refuses_are_left_out_with_a_warning(self):
+        #  OpenAI and Anthropic refuse a request whose tools hold one name
+        #  outside [A-Za-z0-9_-]{1,64}; MCP takes it
+        other = ToolsWorker(self.actd.worker_endpoint, {
+            "translate.fr": {"description": "To French"}, "x" * 65: {}}, name="dotted")
+        other.start()
+        self.addCleanup(other.stop)
+        wait_for(lambda: "translate.fr" in json.loads(
+            self.actctl("tools", "--format", "json").stdout or "{}"), "the dotted tool")
+        for format, api in (("openai", "OpenAI"), ("anthropic", "Anthropic")):
+            done = self.actctl("tools", "--format", format)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            names = [tool.get("name") or tool["function"]["name"]
+                     for tool in json.loads(done.stdout)]
+            self.assertEqual(names, ["summarize", "weather"], format)
+            self.assertEqual(done.stderr.splitlines(), [
+                "actctl: tool %s left out: %s takes tool names of 1 to 64 characters "
+                "of A-Z, a-z, 0-9, '_' and '-'" % (name, api)
+                for name in ("translate.fr", "x" * 65)], format)
+        done = self.actctl("tools", "--format", "mcp")
+        self.assertEqual([tool["name"] for tool in json.loads(done.stdout)["tools"]],
+                         ["summarize", "translate.fr", "weather", "x" * 65])
+        self.assertEqual(done.stderr, "")
+
     def test_bad_format_is_a_usage_error(self):
         done = self.actctl("tools", "--format", "yaml")
         self.assertEqual(done.returncode, 2)
