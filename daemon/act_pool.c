@@ -9,6 +9,7 @@ struct _act_pool_t {
     act_settings_t *settings;   //  Per-activity limits (borrowed)
     zhashx_t *activities;       //  Name -> act_activity_t
     zhashx_t *workers;          //  Routing id hex -> act_worker_t
+    uint64_t joins;             //  Workers joined since the start
 };
 
 static void
@@ -29,6 +30,7 @@ s_worker_destroy (void **item)
     zframe_destroy (&worker->identity);
     zhashx_destroy (&worker->tasks);
     zlistx_destroy (&worker->activities);
+    json_decref (worker->tools);
     free (worker->key);
     free (worker->user);
     free (worker->name);
@@ -122,6 +124,7 @@ act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_
     worker->tasks = zhashx_new ();
     worker->activities = zlistx_new ();
     worker->heard = worker->sent = act_clock_ms ();
+    worker->joined = ++self->joins;
     size_t index;
     json_t *activity_name;
     json_array_foreach (names, index, activity_name) {

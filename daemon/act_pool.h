@@ -63,6 +63,8 @@ typedef struct {
     char *user;                 //  Its CURVE key (Z85), or NULL
     const zlistx_t *patterns;   //  Activities its key may serve (fnmatch;
                                 //  security's, renewed on reload), NULL: any
+    json_t *tools;              //  The tools its READY declared; NULL: none
+    uint64_t joined;            //  Its READY's place among all READYs (from 1)
 } act_worker_t;
 
 //  An empty pool taking per-activity limits from settings (borrowed).

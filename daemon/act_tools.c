@@ -160,16 +160,16 @@ s_tool_new (const char *activity, const json_t *names, const json_t *description
     return tool;
 }
 
-//  Record tool as activity's, logging a change of declaration
+//  Record tool as activity's, logging a change of declaration with why
 static void
-s_tool_record (act_tools_t *self, const char *activity, s_tool_t *tool, const char *worker)
+s_tool_record (act_tools_t *self, const char *activity, s_tool_t *tool, const char *why)
 {
     s_tool_t *old = (s_tool_t *) zhashx_lookup (self->tools, activity);
     if (old && !json_equal (old->declaration, tool->declaration)) {
         char *before = act_json_dump (old->declaration);
         char *after = act_json_dump (tool->declaration);
-        act_log (LOG_NOTICE, "tool %s: worker %s declares it differently; the latest READY "
-                 "wins: was %.400s, now %.400s", activity, worker, before, after);
+        act_log (LOG_NOTICE, "tool %s: %s: was %.400s, now %.400s", activity, why,
+                 before, after);
         free (before);
         free (after);
     }
@@ -202,8 +202,11 @@ act_tools_declare (act_tools_t *self, const json_t *names, const json_t *tools,
         for (size_t i = 0; i < done; i++)
             s_tool_destroy (&compiled [i]);
     else {
+        char *why = zsys_sprintf ("worker %s declares it differently; the latest READY "
+                                  "wins", worker);
         for (size_t i = 0; i < done; i++)
-            s_tool_record (self, activities [i], compiled [i], worker);
+            s_tool_record (self, activities [i], compiled [i], why);
+        zstr_free (&why);
         size_t index;
         const json_t *name;
         json_array_foreach (names, index, name)
@@ -212,6 +215,53 @@ act_tools_declare (act_tools_t *self, const json_t *names, const json_t *tools,
     free (compiled);
     free (activities);
     return done < count? -1: 0;
+}
+
+//  The tool of activity that the latest READY of a connected worker other
+//  than gone declared (borrowed), with that worker; NULL: none did
+static const json_t *
+s_latest_declared (act_tools_t *self, const char *activity, act_worker_t *gone,
+                   act_worker_t **declarer)
+{
+    const json_t *latest = NULL;
+    *declarer = NULL;
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool)) {
+        const json_t *declared = json_object_get (worker->tools, activity);
+        if (worker != gone && declared && (!*declarer || worker->joined > (*declarer)->joined)) {
+            latest = declared;
+            *declarer = worker;
+        }
+    }
+    return latest;
+}
+
+void
+act_tools_left (act_tools_t *self, act_worker_t *worker)
+{
+    const char *activity;
+    json_t *declared;
+    json_object_foreach (worker->tools, activity, declared) {
+        s_tool_t *now = (s_tool_t *) zhashx_lookup (self->tools, activity);
+        act_worker_t *declarer;
+        const json_t *latest = s_latest_declared (self, activity, worker, &declarer);
+        //  Only when its declaration is in force, and another connected
+        //  worker declared another (it compiled at that one's READY)
+        if (!now || !json_equal (now->declaration, declared)
+        ||  !latest || json_equal (latest, declared))
+            continue;
+        act_err_t err = { 0 };
+        json_t *names = json_pack ("[s]", activity);
+        s_tool_t *tool = s_tool_new (activity, names, latest, &err);
+        json_decref (names);
+        if (!tool)
+            continue;
+        char *why = zsys_sprintf ("worker %s, whose READY declared it, left; the declaration "
+                                  "of worker %s, the latest READY of those connected, applies "
+                                  "again", worker->name, declarer->name);
+        s_tool_record (self, activity, tool, why);
+        zstr_free (&why);
+    }
 }
 
 bool

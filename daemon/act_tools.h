@@ -33,6 +33,13 @@ void act_tools_destroy (act_tools_t **self_p);
 int act_tools_declare (act_tools_t *self, const json_t *names, const json_t *tools,
                        const char *worker, act_err_t *err);
 
+//  worker, which declared worker->tools at its READY, is leaving: for
+//  each of them that is in force and that a connected worker other than
+//  it declared otherwise, the declaration of the latest READY among those
+//  applies again (logged). A tool no connected worker declares stays as
+//  the last READY left it.
+void act_tools_left (act_tools_t *self, act_worker_t *worker);
+
 //  True when a READY since the start named activity.
 bool act_tools_named (act_tools_t *self, const char *activity);
 

@@ -39,6 +39,15 @@ act_wproto_destroy (act_wproto_t **self_p)
 }
 
 
+//  worker is gone (why): the tools it declared give way to those of the
+//  workers left, and its tasks go back
+static void
+s_lost (act_wproto_t *self, act_worker_t *worker, const char *why)
+{
+    act_tools_left (act_flow_tools (self->flow), worker);
+    act_flow_worker_lost (self->flow, worker, why);
+}
+
 //  Refuse a peer: log, forget it if it was registered (its tasks go
 //  back), and tell it to DISCONNECT in its own protocol
 static void
@@ -50,7 +59,7 @@ s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const ch
     act_log_peer (LOG_WARNING, key, problem, "worker %s: %s; disconnecting it",
                   worker? worker->name: key, problem);
     if (worker)
-        act_flow_worker_lost (self->flow, worker, problem);
+        s_lost (self, worker, problem);
     act_pool_disconnect (self->outbox, identity, protocol, envelope, problem);
 }
 
@@ -146,6 +155,7 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
         worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, false, names,
                                 capacity, name, lang);
         worker->patterns = patterns;
+        worker->tools = json_incref (json_object_get (body, "tools"));
         s_set_user (worker, frame);
         act_flow_worker_ready (self->flow, worker);
     }
@@ -175,7 +185,7 @@ s_actw (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at,
         ;                       //  Being heard is all it does
     else
     if (act_part_is (command, "DISCONNECT"))
-        act_flow_worker_lost (self->flow, worker, "it disconnected");
+        s_lost (self, worker, "it disconnected");
     else
     if (!result && !act_part_is (command, "FAIL") && !act_part_is (command, "PROGRESS"))
         problem = "unknown command";
@@ -266,7 +276,7 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at, cons
         ;
     else
     if (code == (v1? ACT_MDP1_DISCONNECT: ACT_MDP2_DISCONNECT))
-        act_flow_worker_lost (self->flow, worker, "it disconnected");
+        s_lost (self, worker, "it disconnected");
     else
     if (code == ACT_MDP1_REPLY || (!v1 && code == ACT_MDP2_FINAL))
         problem = s_mdp_reply (self, worker, msg, at + 1, !v1 && code == ACT_MDP2_PARTIAL);
@@ -363,7 +373,7 @@ act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
         zframe_t *identity = zframe_dup (worker->identity);
         act_proto_t protocol = worker->protocol;
         bool envelope = worker->envelope;
-        act_flow_worker_lost (self->flow, worker, "silent for too long");
+        s_lost (self, worker, "silent for too long");
         //  If it is still there, it must start again
         act_pool_disconnect (self->outbox, identity, protocol, envelope, "silent for too long");
         zframe_destroy (&identity);
@@ -399,7 +409,7 @@ act_wproto_revoke (act_wproto_t *self)
         act_log (LOG_NOTICE, "reload: worker %s (key %s) may no longer serve its "
                  "activities: disconnecting it", worker->name,
                  worker->user? worker->user: "(none)");
-        act_flow_worker_lost (self->flow, worker, "its key was revoked");
+        s_lost (self, worker, "its key was revoked");
         act_pool_disconnect (self->outbox, identity, protocol, envelope, "key revoked");
         act_security_cut_worker (self->security, key);
         zframe_destroy (&identity);

@@ -231,6 +231,34 @@ class ToolsTest(unittest.TestCase):
         self.assertEqual(self.client.request("CALL", "c5", {"_tool": "echo", "b": 1})[0],
                          "ACCEPTED")
 
+    def test_when_the_declarer_leaves_the_latest_connected_declaration_applies(self):
+        one = {"description": "one", "params": {"type": "object", "required": ["a"]}}
+        two = {"description": "two", "params": {"type": "object", "required": ["b"]}}
+        first = self.worker(["echo"], {"echo": one}, name="first")
+        self.worker(["echo"], {}, name="silent")      # serves echo, declares nothing
+        last = self.worker(["echo"], {"echo": two}, name="last")
+        self.assertEqual(self.client.value("TOOLS"), {"echo": dict(two, workers=3)})
+        last.stop()
+        self.workers.remove(last)
+        wait_for(lambda: self.client.value("TOOLS")["echo"].get("workers") == 2,
+                 "the last declarer to leave")
+        #  The canary with the new schema left: the schema the workers that
+        #  remain declared is the one calls are checked against again
+        self.assertEqual(self.client.value("TOOLS"), {"echo": dict(one, workers=2)})
+        self.assertIn("tool echo: worker last, whose READY declared it, left; the declaration "
+                      "of worker first, the latest READY of those connected, applies again",
+                      self.actd.log())
+        self.assertIn("a", self.refused("CALL", "c6", {"_tool": "echo", "b": 1})[1])
+        self.assertEqual(self.done("c6", {"_tool": "echo", "a": 1, "_outputPath": ref("x")})
+                         ["status"], "ok")
+        #  No connected worker declares it: the tool stays as the last READY
+        #  left it
+        first.stop()
+        self.workers.remove(first)
+        wait_for(lambda: self.client.value("TOOLS")["echo"].get("workers") == 1,
+                 "the first declarer to leave")
+        self.assertEqual(self.client.value("TOOLS"), {"echo": dict(one, workers=1)})
+
     def test_tools_listing(self):
         self.worker(["a", "b"], {"a": {"description": "A", "params": {"type": "object"}}},
                     capacity=2)
