@@ -28,10 +28,10 @@ from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Union
 import zmq
 import zmq.asyncio
 
-from . import _codec, _handles, _socket, _watch, _wire
+from . import _codec, _handles, _prescribed, _socket, _watch, _wire
 from ._socket import Endpoints
 from .client import _DEFAULT, PROBE, _options
-from .errors import Closed, Disconnected, NotFound, Timeout
+from .errors import ActdError, Closed, Disconnected, NotFound, Timeout
 from .types import Outcome, Status
 
 __all__ = ["AsyncClient", "AsyncCallHandle", "AsyncPlanHandle", "AsyncWatch"]
@@ -155,6 +155,7 @@ class AsyncClient:
         self.request_timeout: Optional[float] = request_timeout
         self.status_poll: Optional[float] = status_poll
         self._auto_id = len(endpoints) > 1
+        self._prescriptions = _prescribed.Prescriptions()   # TOOLS answers, kept 2 s
         self._context = context or zmq.asyncio.Context.instance()
         self._sockets: Dict[str, zmq.asyncio.Socket] = {}
         self._monitors: Dict[str, zmq.asyncio.Socket] = {}  # endpoint -> its connection events
@@ -325,7 +326,9 @@ class AsyncClient:
     async def call(self, context: str, call: _codec.JsonArg, wait: bool = True,
                    timeout: Optional[float] = None) -> Union[Outcome, str]:
         """As :meth:`actd.Client.call`: the outcome (``wait`` and an output
-        path) or the call id."""
+        path, or a tool that prescribes one: see there) or the call id."""
+        if wait:
+            call = (await self._prescribe([call]))[0]
         handle = await self.submit(context, call)
         try:
             accept_timeout = self.timeout if timeout is None else timeout
@@ -351,7 +354,12 @@ class AsyncClient:
 
     async def plan(self, context: str, calls: Sequence[Dict[str, Any]], wait: bool = True,
                    timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
-        """As :meth:`actd.Client.plan`."""
+        """As :meth:`actd.Client.plan` (with ``wait``, calls to a tool that
+        prescribes an output path are given it)."""
+        if wait:
+            items = _prescribed.plan_items(calls)
+            if items is not None:
+                calls = await self._prescribe(items)
         handle = await self.submit_plan(context, calls)
         try:
             accept_timeout = self.timeout if timeout is None else timeout
@@ -361,6 +369,21 @@ class AsyncClient:
             return list(await handle.accepted(accept_timeout))
         finally:
             handle.forget()
+
+    async def _prescribe(self, calls: List[Any]) -> List[Any]:
+        """As ``actd.Client._prescribe``: ``calls``, those without
+        ``_outputPath`` whose tool prescribes one given it (``TOOLS``
+        answers kept 2 s per activity)."""
+        paths: Dict[str, Optional[str]] = {}
+        for activity in self._prescriptions.unknown(calls, paths):
+            try:
+                answer: Any = await self.tools(activity)
+            except ActdError as error:
+                if not _prescribed.not_served(error):
+                    raise
+                answer = {}
+            paths[activity] = self._prescriptions.store(activity, answer)
+        return [_prescribed.apply(call, paths) for call in calls]
 
     async def wait(self, call_id: str, timeout: Optional[float] = None,
                    probe: Optional[float] = PROBE) -> Outcome:

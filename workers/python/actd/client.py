@@ -19,9 +19,9 @@ from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tu
 
 import zmq
 
-from . import _codec, _handles, _socket, _watch, _wire
+from . import _codec, _handles, _prescribed, _socket, _watch, _wire
 from ._socket import Endpoints
-from .errors import Closed, Disconnected, NotFound, Timeout
+from .errors import ActdError, Closed, Disconnected, NotFound, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
 
 __all__ = ["Client", "CallHandle", "PlanHandle"]
@@ -177,6 +177,7 @@ class Client:
         self.request_timeout: Optional[float] = request_timeout
         self.status_poll: Optional[float] = status_poll
         self._auto_id = len(endpoints) > 1
+        self._prescriptions = _prescribed.Prescriptions()   # TOOLS answers, kept 2 s
         self._context = context or zmq.Context.instance()
         self._sockets: Dict[str, zmq.Socket] = {}
         self._monitors: Dict[str, zmq.Socket] = {}     # endpoint -> its connection events
@@ -391,10 +392,19 @@ class Client:
         With ``wait`` and an ``_outputPath``, returns the call's
         :class:`actd.Outcome` once it has ended (``timeout`` seconds at
         most, None for no limit; a failed call is an outcome too, see
-        :meth:`actd.Outcome.raise_for_error`). Otherwise returns the call id
-        as soon as actd accepted it (waiting at most ``timeout``, or the
-        client's timeout when None). Raises :class:`actd.ActdError` when
-        actd refuses the call, :class:`actd.Timeout` on timeout."""
+        :meth:`actd.Outcome.raise_for_error`). With ``wait`` and no
+        ``_outputPath``, the client asks ``TOOLS <activity>`` (the answer
+        is kept 2 s per client and activity) whether the tool prescribes
+        an output path (``"outputPath": {"const": ...}``); when it does,
+        the call is sent with that ``_outputPath`` and its outcome is
+        returned (a call given as JSON text is parsed for this). Otherwise
+        returns the call id as soon as actd accepted it (waiting at most
+        ``timeout``, or the client's timeout when None). Raises
+        :class:`actd.ActdError` when actd refuses the call (``bad_call``
+        when the registry prescribes another path by the time it
+        arrives), :class:`actd.Timeout` on timeout."""
+        if wait:
+            call = self._prescribe([call])[0]
         handle = self.submit(context, call)
         try:
             if wait and handle.has_output:
@@ -422,7 +432,14 @@ class Client:
         """Submit calls together (``PLAN``). With ``wait``, returns for each
         call in order its :class:`actd.Outcome` (calls with an output path)
         or its call id (fire-and-forget calls); without, the call ids.
-        ``timeout`` as for :meth:`call`."""
+        With ``wait``, a call without ``_outputPath`` whose tool prescribes
+        one is given it first, as :meth:`call` does (one ``TOOLS`` per
+        activity not asked about in the last 2 s), and its outcome is
+        returned. ``timeout`` as for :meth:`call`."""
+        if wait:
+            items = _prescribed.plan_items(calls)
+            if items is not None:
+                calls = self._prescribe(items)
         handle = self.submit_plan(context, calls)
         try:
             if wait:
@@ -431,6 +448,21 @@ class Client:
             return list(handle.accepted(self.timeout if timeout is None else timeout))
         finally:
             handle.forget()
+
+    def _prescribe(self, calls: List[Any]) -> List[Any]:
+        """``calls``, those without ``_outputPath`` whose tool prescribes
+        one given it (``TOOLS`` asked for each activity whose answer is not
+        kept; a broker without ``TOOLS`` prescribes nothing)."""
+        paths: Dict[str, Optional[str]] = {}
+        for activity in self._prescriptions.unknown(calls, paths):
+            try:
+                answer: Any = self.tools(activity)
+            except ActdError as error:
+                if not _prescribed.not_served(error):
+                    raise
+                answer = {}
+            paths[activity] = self._prescriptions.store(activity, answer)
+        return [_prescribed.apply(call, paths) for call in calls]
 
     def wait(self, call_id: str, timeout: Optional[float] = None,
              probe: Optional[float] = PROBE) -> Outcome:

@@ -168,9 +168,10 @@ class ToolsTest(unittest.TestCase):
                                               "units": "metric", "scale": None, "tags": None,
                                               "extra": None})
             # The prescribed output path is given to a call that has none
-            call_id = self.client.call("tools-ctx", {"_tool": "t-forecast",
-                                                     "place": {"city": "Oslo"}, "days": 2})
-            outcome = self.client.wait(call_id, timeout=TIMEOUT)
+            # (call() learns it from TOOLS and waits for the outcome)
+            outcome = self.client.call("tools-ctx", {"_tool": "t-forecast",
+                                                     "place": {"city": "Oslo"}, "days": 2},
+                                       timeout=TIMEOUT)
             self.assertEqual(outcome.status, "ok")
             self.assertEqual(outcome.written, ["†state.forecast"])
             self.assertEqual(outcome.result["is_place"], True)
