@@ -37,10 +37,26 @@ const { ClientWatch } = require ('./client_watch');
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5555';
 const HISTORY_LIMIT = 1000;             //  Most messages one HISTORY returns
 const MULTI_REQUEST_TIMEOUT_MS = 5000;  //  Default requestTimeoutMs with several brokers
+const PRESCRIBED_MS = 2000;             //  How long a TOOLS answer is used (see _prescribe)
 
 function s_has_output (call) {
     return call !== null && typeof call === 'object' && !Array.isArray (call)
         && typeof call._outputPath === 'string';
+}
+
+//  The activity of a call without _outputPath (call () with wait asks
+//  whether its tool prescribes one), else null
+function s_lacking (call) {
+    if (call === null || typeof call !== 'object' || Array.isArray (call)
+    ||  call._outputPath !== undefined || typeof call._tool !== 'string')
+        return null;
+    return call._tool;
+}
+
+//  The output path TOOLS activity's answer prescribes (outputPath.const), or null
+function s_prescribed (answer, activity) {
+    const path = answer?.[activity]?.outputPath?.const;
+    return typeof path === 'string'? path: null;
 }
 
 function s_json (value, what) {
@@ -85,6 +101,7 @@ class Client {
         this._watches = new Set ();     //  Open watch () states
         this._rescues = new Map ();     //  context -> calls followed with a watch
         this._counter = 0;
+        this._prescriptions = new Map ();   //  activity -> { until, path } (TOOLS answers)
         this._scanTimer = null;
         this._scanMs = Math.max (10, Math.min (250,
             ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
@@ -98,9 +115,16 @@ class Client {
     //  Calls
 
     //  CALL. Resolves with the DONE outcome when wait (default true) and
-    //  the call has an _outputPath, else with the call id.
+    //  the call has an _outputPath, else with the call id. With wait and
+    //  no _outputPath, the client asks TOOLS <activity> (the answer is
+    //  kept 2 s per client and activity) whether the tool prescribes an
+    //  output path ("outputPath": {"const": ...}); when it does, the call
+    //  is sent with that _outputPath and resolves with its outcome (a
+    //  different prescription by the time it arrives: ERROR bad_call).
     async call (context, call, options = {}) {
         const wait = options.wait ?? true;
+        if (wait)
+            [call] = await this._prescribe ([call]);
         const { callId, done } = await this._submit ('CALL', context, call, wait, options);
         return done? done: callId;
     }
@@ -113,8 +137,12 @@ class Client {
 
     //  PLAN. Resolves with one entry per call, in order: its DONE outcome
     //  when wait (default true) and it has an _outputPath, else its call id.
+    //  With wait, a call without _outputPath whose tool prescribes one is
+    //  given it first, as call () does.
     async plan (context, calls, options = {}) {
         const wait = options.wait ?? true;
+        if (wait && Array.isArray (calls))
+            calls = await this._prescribe (calls);
         const { callIds, done } = await this._submit ('PLAN', context, calls, wait, options);
         return Promise.all (callIds.map ((id, index) => done [index] || id));
     }
@@ -123,6 +151,39 @@ class Client {
     //  for calls without _outputPath)
     async submitPlan (context, calls, options = {}) {
         return this._submit ('PLAN', context, calls, true, options);
+    }
+
+    //  calls, those without _outputPath whose tool prescribes one given it
+    //  (copies: the caller's objects are not changed). TOOLS is asked for
+    //  each activity whose answer is older than PRESCRIBED_MS; a broker
+    //  without TOOLS (unknown_command) prescribes nothing.
+    async _prescribe (calls) {
+        const paths = new Map ();
+        for (const call of calls) {
+            const activity = s_lacking (call);
+            if (activity === null || paths.has (activity))
+                continue;
+            const known = this._prescriptions.get (activity);
+            if (known && known.until > Date.now ()) {
+                paths.set (activity, known.path);
+                continue;
+            }
+            let answer = {};
+            try {
+                answer = await this.tools (activity);
+            }
+            catch (error) {
+                if (!(error instanceof ActdError) || error.code !== 'unknown_command')
+                    throw error;
+            }
+            const path = s_prescribed (answer, activity);
+            this._prescriptions.set (activity, { until: Date.now () + PRESCRIBED_MS, path });
+            paths.set (activity, path);
+        }
+        return calls.map ((call) => {
+            const path = paths.get (s_lacking (call));
+            return path? { ...call, _outputPath: path }: call;
+        });
     }
 
     _submit (command, context, body, track, options) {
@@ -315,4 +376,4 @@ for (const part of [ClientRequests, ClientWatch])
             Object.defineProperty (Client.prototype, name,
                                    Object.getOwnPropertyDescriptor (part.prototype, name));
 
-module.exports = { Client, DEFAULT_ENDPOINT, MAX_HOPS };
+module.exports = { Client, DEFAULT_ENDPOINT, MAX_HOPS, PRESCRIBED_MS };

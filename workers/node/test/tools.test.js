@@ -61,8 +61,8 @@ describe ('tools', () => {
         assert.equal (ok.status, 'ok');
         assert.deepEqual (ok.result, { city: 'Oslo', days: 2 });
         //  The prescribed output path is given to a call that has none
-        const callId = await client.call ('n-tools', { _tool: 'n-summary', text: 'abcdef' });
-        const prescribed = await client.wait (callId);
+        //  (call () learns it from TOOLS and resolves with the outcome)
+        const prescribed = await client.call ('n-tools', { _tool: 'n-summary', text: 'abcdef' });
         assert.deepEqual (prescribed.written, ['†state.summary']);
         assert.equal (await client.resolve ('n-tools', '†state.summary'), 'abc');
         await assert.rejects (client.call ('n-tools', { _tool: 'n-weather', city: 'Oslo', days: 0,
