@@ -115,6 +115,7 @@ act_client_new (const char *endpoint)
     self->awaiting = zhashx_new ();
     self->watches = zhashx_new ();
     self->ignored = zhashx_new ();
+    self->prescribed = json_object ();
     self->timeout = 30000;
     //  No endpoint: the environment's, as actctl reads it (CURVE too)
     if (!endpoint) {
@@ -156,6 +157,7 @@ act_client_destroy (act_client_t **self_p)
         zlistx_destroy (&self->kept);
         zlistx_destroy (&self->lost);
         zhashx_destroy (&self->awaiting);
+        json_decref (self->prescribed);
         act_curve_reset (&self->curve);
         free (self);
         *self_p = NULL;

@@ -75,6 +75,52 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
     return value;
 }
 
+//  The output path activity's tool prescribes (TOOLS' outputPath.const),
+//  or NULL: from the answer kept for ACT_CLIENT_PRESCRIBED_MS, else from a
+//  TOOLS request (a broker without TOOLS prescribes nothing). Returns -1
+//  with err set when TOOLS fails otherwise.
+static int
+s_prescribed (act_client_t *self, const char *activity, const char **path, act_err_t *err)
+{
+    json_t *known = json_object_get (self->prescribed, activity);
+    if (!known || json_integer_value (json_array_get (known, 0)) <= zclock_mono ()) {
+        act_err_t why = { NULL, "" };
+        json_t *answer = act_client_tools (self, activity, &why);
+        if (!answer && !streq (why.code? why.code: "", ACT_E_UNKNOWN_COMMAND)) {
+            if (err)
+                *err = why;
+            return -1;
+        }
+        json_t *declared = json_object_get (json_object_get (answer, activity), "outputPath");
+        json_t *prescribed = json_object_get (declared, "const");
+        known = json_pack ("[IO]", (json_int_t) (zclock_mono () + ACT_CLIENT_PRESCRIBED_MS),
+                           json_is_string (prescribed)? prescribed: json_null ());
+        json_object_set_new (self->prescribed, activity, known);
+        json_decref (answer);
+    }
+    *path = json_string_value (json_array_get (known, 1));
+    return 0;
+}
+
+//  Give call (a JSON object) its tool's prescribed _outputPath when it has
+//  none and the tool prescribes one; *changed is set when it was given.
+//  Returns -1 with err set when TOOLS fails.
+static int
+s_prescribe (act_client_t *self, json_t *call, bool *changed, act_err_t *err)
+{
+    const char *activity = json_string_value (json_object_get (call, "_tool"));
+    if (!json_is_object (call) || json_object_get (call, "_outputPath") || !activity)
+        return 0;
+    const char *path = NULL;
+    if (s_prescribed (self, activity, &path, err))
+        return -1;
+    if (path) {
+        json_object_set_new (call, "_outputPath", json_string (path));
+        *changed = true;
+    }
+    return 0;
+}
+
 int
 act_client_call (act_client_t *self, const char *context, const char *call,
                  bool wait, char **call_id, json_t **outcome, act_err_t *err)
@@ -82,8 +128,13 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     if (outcome)
         *outcome = NULL;
     json_t *parsed = call? act_json_parse (call, strlen (call), NULL): NULL;
+    bool changed = false;
+    //  With wait, a call without _outputPath gets its tool's prescribed one
+    if (wait && outcome && s_prescribe (self, parsed, &changed, err)) {
+        json_decref (parsed);
+        return -1;
+    }
     bool has_output = json_object_get (parsed, "_outputPath") != NULL;
-    char *text = NULL;
     if (json_is_object (parsed) && zlistx_size (self->links) > 1
     &&  !json_object_get (parsed, "_id")) {
         //  Several brokers: a call sent again to another broker (the first
@@ -91,8 +142,9 @@ act_client_call (act_client_t *self, const char *context, const char *call,
         zuuid_t *uuid = zuuid_new ();
         json_object_set_new (parsed, "_id", json_string (zuuid_str_canonical (uuid)));
         zuuid_destroy (&uuid);
-        text = act_json_dump (parsed);
+        changed = true;
     }
+    char *text = changed? act_json_dump (parsed): NULL;
     json_decref (parsed);
     char request [24];
     int rc = act_client_send (self, request, "CALL", context, text? text: call, NULL);
@@ -131,8 +183,24 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
     *ids = NULL;
     if (outcomes)
         *outcomes = NULL;
-    if (act_client_send (self, request, "PLAN", context, calls, NULL))
+    //  With wait, each call without _outputPath gets its tool's prescribed one
+    json_t *entries = wait && outcomes && calls? act_json_parse (calls, strlen (calls), NULL)
+                                               : NULL;
+    bool changed = false;
+    size_t index;
+    json_t *entry;
+    json_array_foreach (entries, index, entry)
+        if (s_prescribe (self, entry, &changed, err)) {
+            json_decref (entries);
+            return -1;
+        }
+    char *text = changed? act_json_dump (entries): NULL;
+    int sent = act_client_send (self, request, "PLAN", context, text? text: calls, NULL);
+    free (text);
+    if (sent) {
+        json_decref (entries);
         return act_err_set (err, "internal", "cannot send to the broker");
+    }
     act_reply_t *reply = act_client_wait (self, request, NULL);
     int rc = act_client_check (reply, "ACCEPTED", err);
     if (rc == 0) {
@@ -141,13 +209,12 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
         free (text);
     }
     act_reply_destroy (&reply);
-    if (rc || !wait || !outcomes)
+    if (rc || !wait || !outcomes) {
+        json_decref (entries);
         return rc;
+    }
     //  One DONE per call with an output path
-    json_t *entries = calls? act_json_parse (calls, strlen (calls), NULL): NULL;
     json_t *waited = json_array ();
-    size_t index;
-    json_t *entry;
     json_array_foreach (entries, index, entry)
         if (json_object_get (entry, "_outputPath") && json_array_get (*ids, index))
             json_array_append (waited, json_array_get (*ids, index));

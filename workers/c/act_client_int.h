@@ -20,6 +20,10 @@ typedef struct {
     int64_t dead_until;         //  Skipped until then (it did not answer)
 } act_link_t;
 
+//  Milliseconds a TOOLS <activity> answer is used for by act_client_call
+//  and act_client_plan with wait (whether the tool prescribes an output path)
+#define ACT_CLIENT_PRESCRIBED_MS 2000
+
 struct _act_client_t {
     zlistx_t *links;            //  act_link_t, the endpoints given, then learned
     zpoller_t *poller;          //  Polls every link's socket and monitor
@@ -34,6 +38,8 @@ struct _act_client_t {
     zhashx_t *watches;          //  Request id of its WATCH -> act_watch_t
     zhashx_t *ignored;          //  Request ids whose replies are dropped (old
                                 //  WATCHes, UNWATCHes)
+    json_t *prescribed;         //  Activity -> [until (zclock_mono), path or null]:
+                                //  TOOLS answers, kept ACT_CLIENT_PRESCRIBED_MS
     bool woke;                  //  An event was queued on a watch
     int timeout;                //  Milliseconds a synchronous request waits
     uint64_t sequence;          //  Makes request ids
