@@ -99,14 +99,22 @@ char *act_reply_arg (act_reply_t *self, size_t index);
 
 //  CALL: submit call (JSON text) in context. Sets *call_id (caller frees).
 //  With wait and an _outputPath, waits for DONE and sets *outcome (a new
-//  reference). Returns 0, or -1 with err set: the broker's ERROR code and
-//  message, or "timeout".
+//  reference). With wait (and outcome not NULL) and no _outputPath, asks
+//  TOOLS <activity> whether the call's tool prescribes an output path
+//  ("outputPath": {"const": ...}; the answer is kept 2 s per client and
+//  activity, ACT_CLIENT_PRESCRIBED_MS): when it does, the call is sent with
+//  that _outputPath and *outcome is set as above; otherwise *outcome stays
+//  NULL (fire-and-forget). Returns 0, or -1 with err set: the broker's
+//  ERROR code and message (of TOOLS too; bad_call when the registry
+//  prescribes another path by the time the call arrives), or "timeout".
 int act_client_call (act_client_t *self, const char *context, const char *call,
                      bool wait, char **call_id, json_t **outcome, act_err_t *err);
 
 //  PLAN: submit an array of calls (JSON text). Sets *ids (a new array of
 //  call ids); with wait, waits for every DONE and sets *outcomes (an
-//  object: call id -> outcome). Returns 0 or -1 with err set.
+//  object: call id -> outcome of each call with an output path; a call
+//  without one whose tool prescribes one is given it first, as
+//  act_client_call does). Returns 0 or -1 with err set.
 int act_client_plan (act_client_t *self, const char *context, const char *calls,
                      bool wait, json_t **ids, json_t **outcomes, act_err_t *err);
 

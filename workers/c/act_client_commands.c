@@ -77,8 +77,9 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
 
 //  The output path activity's tool prescribes (TOOLS' outputPath.const),
 //  or NULL: from the answer kept for ACT_CLIENT_PRESCRIBED_MS, else from a
-//  TOOLS request (a broker without TOOLS prescribes nothing). Returns -1
-//  with err set when TOOLS fails otherwise.
+//  TOOLS request (a broker without TOOLS, or that refuses this client TOOLS:
+//  no read right, prescribes nothing). Returns -1 with err set when TOOLS
+//  fails otherwise.
 static int
 s_prescribed (act_client_t *self, const char *activity, const char **path, act_err_t *err)
 {
@@ -86,7 +87,8 @@ s_prescribed (act_client_t *self, const char *activity, const char **path, act_e
     if (!known || json_integer_value (json_array_get (known, 0)) <= zclock_mono ()) {
         act_err_t why = { NULL, "" };
         json_t *answer = act_client_tools (self, activity, &why);
-        if (!answer && !streq (why.code? why.code: "", ACT_E_UNKNOWN_COMMAND)) {
+        const char *code = why.code? why.code: "";
+        if (!answer && !streq (code, ACT_E_UNKNOWN_COMMAND) && !streq (code, ACT_E_UNAUTHORIZED)) {
             if (err)
                 *err = why;
             return -1;

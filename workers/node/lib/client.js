@@ -156,7 +156,8 @@ class Client {
     //  calls, those without _outputPath whose tool prescribes one given it
     //  (copies: the caller's objects are not changed). TOOLS is asked for
     //  each activity whose answer is older than PRESCRIBED_MS; a broker
-    //  without TOOLS (unknown_command) prescribes nothing.
+    //  without TOOLS (unknown_command), or that refuses this client TOOLS
+    //  (unauthorized: no read right), prescribes nothing.
     async _prescribe (calls) {
         const paths = new Map ();
         for (const call of calls) {
@@ -173,7 +174,8 @@ class Client {
                 answer = await this.tools (activity);
             }
             catch (error) {
-                if (!(error instanceof ActdError) || error.code !== 'unknown_command')
+                if (!(error instanceof ActdError)
+                ||  !['unknown_command', 'unauthorized'].includes (error.code))
                     throw error;
             }
             const path = s_prescribed (answer, activity);

@@ -49,9 +49,10 @@ def lacking(call: Any) -> Optional[Tuple[Dict[str, Any], str]]:
 
 
 def not_served(error: ActdError) -> bool:
-    """True for a ``TOOLS`` refusal that means "no registry" (a broker
-    that does not know the command): no tool prescribes a path there."""
-    return error.code == "unknown_command"
+    """True for a ``TOOLS`` refusal that leaves the registry unknown (a
+    broker without the command, a client without the read right): the
+    call is then sent as it is, as before."""
+    return error.code in ("unknown_command", "unauthorized")
 
 
 class Prescriptions:

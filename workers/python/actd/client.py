@@ -452,7 +452,8 @@ class Client:
     def _prescribe(self, calls: List[Any]) -> List[Any]:
         """``calls``, those without ``_outputPath`` whose tool prescribes
         one given it (``TOOLS`` asked for each activity whose answer is not
-        kept; a broker without ``TOOLS`` prescribes nothing)."""
+        kept; a broker without ``TOOLS``, or that refuses this client
+        ``TOOLS`` (``unauthorized``), prescribes nothing)."""
         paths: Dict[str, Optional[str]] = {}
         for activity in self._prescriptions.unknown(calls, paths):
             try:
