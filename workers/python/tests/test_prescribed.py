@@ -5,11 +5,15 @@ sends the call with it, and returns the outcome; against a real actd and a
 real worker, with the sync and the asyncio clients."""
 
 import asyncio
+import os
+import tempfile
 import time
 import unittest
 from typing import Any, Dict, List
 
-from support import TIMEOUT, Actd, running
+from support import TIMEOUT, Actd, running, wait_until
+from test_security import keygen
+from test_tenants import config_text
 
 import actd
 import actd.aio
@@ -140,6 +144,65 @@ class PrescribedTest(unittest.TestCase):
                 self.assertIsInstance(results[1], str)
                 self.assertEqual(sent.count("TOOLS"), 2)
         asyncio.run(asyncio.wait_for(scenario(), TIMEOUT * 2))
+
+
+class WithoutReadRightTest(unittest.TestCase):
+    """A client whose CURVE key may write but not read (a tenant with
+    ``rights = write``) is refused ``TOOLS`` (``unauthorized``): its call
+    is sent as it is, as before (the call id), rather than failing; a
+    client of a read,write tenant gets the outcome."""
+
+    def test_a_refused_tools_leaves_the_call_as_it_was(self) -> None:
+        with tempfile.TemporaryDirectory(prefix="actd-py-presc-") as folder:
+            tenants = (("scribe", "scribe/", "write"), ("clerk", "scribe/", "read,write"))
+            keys = {"server": keygen("server", folder)}
+            for name in ("scribe", "clerk", "anyworker"):
+                path = os.path.join(folder, "anyworkers" if name == "anyworker"
+                                    else os.path.join("tenants", name))
+                os.makedirs(path, exist_ok=True)
+                keygen(name, path)
+                keys[name] = os.path.join(path, name + ".key_secret")
+            os.makedirs(os.path.join(folder, "clients"))
+            config = os.path.join(folder, "actd.cfg")
+            with open(config, "w") as handle:
+                handle.write(config_text(folder, tenants, groups=()))
+            broker = Actd(args=["--config", config])
+            broker.start(wait=False)
+            server = keys["server"][0]
+            try:
+                clerk = actd.Client(broker.client_endpoint, timeout=TIMEOUT,
+                                    curve_server=server, curve_cert=keys["clerk"])
+                scribe = actd.Client(broker.client_endpoint, timeout=TIMEOUT,
+                                     curve_server=server, curve_cert=keys["scribe"])
+                worker = actd.Worker(broker.worker_endpoint, name="presc-curve",
+                                     curve_server=server, curve_cert=keys["anyworker"],
+                                     heartbeat_ms=broker.heartbeat_ms, liveness=broker.liveness)
+                worker.activity("summarize", output_path="†state.summary")(summarize)
+                thread = worker.start()
+                try:
+                    wait_until(lambda: clerk.tools("summarize").get("summarize", {})
+                               .get("workers") == 1, what="the worker over CURVE")
+                    with self.assertRaises(actd.ActdError) as refused:
+                        scribe.tools("summarize")
+                    self.assertEqual(refused.exception.code, "unauthorized")
+                    call_id = scribe.call("scribe/a", {"_tool": "summarize", "text": "s"})
+                    self.assertIsInstance(call_id, str)
+                    outcome = clerk.call("scribe/a", {"_tool": "summarize", "text": "c"},
+                                         timeout=TIMEOUT)
+                    self.assertEqual(outcome.written, ["†state.summary"])
+                    self.assertEqual(clerk.wait(call_id, timeout=TIMEOUT).written,
+                                     ["†state.summary"])
+                finally:
+                    worker.stop(wait=True, timeout=TIMEOUT)
+                    worker.close()
+                    thread.join(TIMEOUT)
+                    clerk.close()
+                    scribe.close()
+            finally:
+                code = broker.stop()
+                log = broker.log()
+                broker.cleanup()
+            self.assertEqual(code, 0, log)
 
 
 if __name__ == "__main__":
