@@ -409,7 +409,9 @@ export interface RequestOptions {
 }
 
 export interface CallOptions extends RequestOptions {
-    /** Wait for DONE (default true; only calls with _outputPath have one). */
+    /** Wait for DONE (default true; only calls with _outputPath have one, or
+     *  calls to a tool that prescribes one: with wait, call() and plan() add
+     *  the prescribed path, from TOOLS kept 2 s). */
     wait?: boolean;
 }
 
@@ -440,13 +442,15 @@ export declare class Client {
     readonly statusPollMs: number;
     readonly closed: boolean;
 
-    /** CALL: the outcome when waiting and the call has _outputPath, else the call id. */
+    /** CALL: the outcome when waiting and the call has _outputPath (its own, or
+     *  the one its tool prescribes), else the call id. */
     call(context: string, call: Call & { _outputPath: string }, options?: CallOptions & { wait?: true }): Promise<Outcome>;
     call(context: string, call: Call, options: CallOptions & { wait: false }): Promise<string>;
     call(context: string, call: Call, options?: CallOptions): Promise<Outcome | string>;
     /** CALL, resolving at ACCEPTED. */
     submit(context: string, call: Call, options?: RequestOptions): Promise<Submitted>;
-    /** PLAN: per call, its outcome when waiting and it has _outputPath, else its id. */
+    /** PLAN: per call, its outcome when waiting and it has _outputPath (its own,
+     *  or the one its tool prescribes), else its id. */
     plan(context: string, calls: Call[], options: CallOptions & { wait: false }): Promise<string[]>;
     plan(context: string, calls: Call[], options?: CallOptions): Promise<(Outcome | string)[]>;
     /** PLAN, resolving at ACCEPTED. */
