@@ -7,7 +7,11 @@
     pointers and equality one by one.
 
     A suite group whose schema compiles is run, and every case of it must
-    agree. A group whose schema does not compile must have been refused
+    agree. Every case runs through both readers of the validator: the tree
+    (act_schema_valid) and the text (act_schema_valid_text on the case's
+    data written compact and indented, scanned by act_scan; and, for an
+    object, act_schema_valid_call on a call made of its members): the
+    verdicts and the messages must be the same. A group whose schema does not compile must have been refused
     for a keyword or form act_schema does not implement (the message says
     "not supported"): it is counted "not applicable", per keyword. A test
     case may carry "error": the exact message act_schema_valid must give.
@@ -76,7 +80,81 @@ s_reason (const char *message)
     return reason;
 }
 
-//  Run one case; print it when it disagrees
+//  The message ("" when valid) of instance, when read as text: written by
+//  act_json_dumps with flags, scanned, then validated in place; NULL when
+//  the text is one the broker refuses (a \u0000), as act_json_parse does
+static char *
+s_text_message (act_schema_t *schema, const json_t *instance, size_t flags)
+{
+    char *text = act_json_dumps (instance, flags | JSON_ENCODE_ANY);
+    assert_non_null (text);
+    act_scan_t *scan = act_scan_new ();
+    act_err_t err = { 0 };
+    int scanned = act_scan (scan, text, strlen (text), &err);
+    act_scan_destroy (&scan);
+    if (scanned) {
+        assert_non_null (strstr (err.message, "\\u0000 is not allowed"));
+        json_t *parsed = act_json_parse (text, strlen (text), &err);
+        assert_null (parsed);
+        free (text);
+        return NULL;
+    }
+    bool valid = act_schema_valid_text (schema, text, strlen (text), &err);
+    assert_true (valid || (err.code && !strcmp (err.code, ACT_E_BAD_CALL)));
+    free (text);
+    return strdup (valid? "": err.message);
+}
+
+//  The message ("" when valid) of the object instance as a call's
+//  parameters (its members after a "_tool"), validated in place; NULL when
+//  it cannot be a call's (a member is a meta-property, or a reference)
+static char *
+s_call_message (act_schema_t *schema, const json_t *instance)
+{
+    char *members = act_json_dumps (instance, JSON_COMPACT);
+    assert_non_null (members);
+    size_t size = strlen (members) + 32;
+    char *text = malloc (size);
+    assert_non_null (text);
+    snprintf (text, size, "{\"_tool\": \"t\"%s%s", members [1] == '}'? "": ", ", members + 1);
+    free (members);
+    act_err_t err = { 0 };
+    act_call_t *call = act_call_new (NULL, text, strlen (text), &err);
+    free (text);
+    if (!call)
+        return NULL;
+    bool valid = act_schema_valid_call (schema, call, &err);
+    act_call_destroy (&call);
+    return strdup (valid? "": err.message);
+}
+
+//  Cases compared on each reader: compact text, indented text, call
+static int s_compared [3];
+
+//  Both readers of the validator give message (empty: valid) for instance
+static bool
+s_readers_agree (act_schema_t *schema, const json_t *instance, const char *message,
+                 const char *where)
+{
+    char *found [3] = {
+        s_text_message (schema, instance, JSON_COMPACT),
+        s_text_message (schema, instance, JSON_INDENT (2)),
+        json_is_object (instance)? s_call_message (schema, instance): NULL
+    };
+    bool agree = true;
+    for (size_t index = 0; index < 3; index++) {
+        s_compared [index] += found [index] != NULL;
+        if (found [index] && strcmp (found [index], message)) {
+            print_message ("READERS DIFFER %s: tree \"%s\", text %zu \"%s\"\n", where,
+                           message, index, found [index]);
+            agree = false;
+        }
+        free (found [index]);
+    }
+    return agree;
+}
+
+//  Run one case through both readers; print it when it disagrees
 static void
 s_run_case (act_schema_t *schema, const json_t *test, const char *where, s_counts_t *counts)
 {
@@ -91,6 +169,7 @@ s_run_case (act_schema_t *schema, const json_t *test, const char *where, s_count
         agrees = !strcmp (err.code, ACT_E_BAD_CALL) && (!error || !strcmp (err.message, error));
         assert_true (err.code && *err.message);
     }
+    assert_true (s_readers_agree (schema, data, valid? "": err.message, where));
     if (agrees)
         counts->cases_passed++;
     else
@@ -171,6 +250,11 @@ test_official_suite_draft7 (void **state)
     }
     s_print_counts ("draft7 suite", &counts);
     assert_int_equal (counts.cases_passed, counts.cases_run);
+    //  Every case was read as text too, and the objects as calls
+    print_message ("read as text: %d compact, %d indented, %d as calls\n",
+                   s_compared [0], s_compared [1], s_compared [2]);
+    assert_int_equal (s_compared [0], counts.cases_run);
+    assert_true (s_compared [2] > counts.cases_run / 4);
     //  Most of the suite applies: a refusal of everything would not pass
     assert_true (counts.groups_run > 3 * counts.groups_skipped);
     //  Only what act_schema does not implement makes a group not
@@ -302,6 +386,7 @@ s_message (const char *schema_text, const char *text)
         err.message [0] = 0;
     else
         assert_string_equal (err.code, ACT_E_BAD_CALL);
+    assert_true (s_readers_agree (schema, instance, err.message, text));
     act_schema_destroy (&schema);
     act_schema_destroy (&schema);
     json_decref (instance);
