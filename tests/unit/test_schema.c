@@ -485,6 +485,117 @@ test_equality_by_value (void **state)
     }
 }
 
+//  A call's params checked in place (act_schema_valid_call, as at submit)
+//  give the message of the tree path (act_call_params, act_schema_valid)
+static void
+test_calls_read_in_place (void **state)
+{
+    #define S_CALL_SCHEMA                                                           \
+        "{\"type\": \"object\", \"required\": [\"i\", \"kind\"], "                  \
+        "\"properties\": {\"i\": {\"type\": \"integer\", \"minimum\": 0}, "         \
+        "\"n\": {\"type\": \"number\", \"exclusiveMaximum\": 2.5}, "                \
+        "\"kind\": {\"enum\": [\"alpha\", \"beta\", [1, {\"a\": 2}]]}, "            \
+        "\"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, "       \
+        "\"maxItems\": 2, \"uniqueItems\": true}, "                                 \
+        "\"lang\": {\"type\": \"string\", \"pattern\": \"^[a-z]{2}$\", \"minLength\": 2}, " \
+        "\"opts\": {\"type\": \"object\", \"properties\": {\"deep\": {\"const\": false}}, " \
+        "\"additionalProperties\": false}, \"a/~b\": {\"type\": \"null\"}, "        \
+        "\"m\": {\"multipleOf\": 0.5}}, "                                           \
+        "\"patternProperties\": {\"^x-\": {\"type\": \"string\", \"maxLength\": 3}}, " \
+        "\"additionalProperties\": false}"
+    //  Call texts (after the "_tool" member), and the message ("" when valid)
+    static const char *cases [][2] = {
+        { "\"i\": 1, \"kind\": \"alpha\"", "" },
+        { "\"i\" :\t1 ,\n \"kind\" : \"beta\" ", "" },
+        { "\"\\u0069\": 1, \"k\\u0069nd\": \"alpha\"", "" },
+        { "\"i\": 1, \"kind\": \"al\\u0070ha\"", "" },
+        { "\"i\": 1, \"kind\": [1, {\"a\": 2.0}]", "" },
+        { "\"i\": 1, \"kind\": [1, {\"a\": 3}]", "/kind: enum: not one of the 3 values allowed" },
+        { "\"kind\": \"alpha\"", "(root): required: missing \"i\"" },
+        { "\"i\": 1", "(root): required: missing \"kind\"" },
+        { "\"i\": -1, \"kind\": \"alpha\"", "/i: minimum: expected at least 0" },
+        { "\"i\": 1.0, \"kind\": \"alpha\"", "" },
+        { "\"i\": 1.5, \"kind\": \"alpha\"", "/i: type: expected integer" },
+        { "\"i\": 1e2, \"kind\": \"alpha\"", "" },
+        { "\"i\": 99999999999999999999, \"kind\": \"alpha\"", "" },
+        { "\"i\": -99999999999999999999, \"kind\": \"alpha\"", "/i: minimum: expected at least 0" },
+        { "\"i\": -9223372036854775808, \"kind\": \"alpha\"", "/i: minimum: expected at least 0" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"n\": 2.5", "/n: exclusiveMaximum: expected less than 2.5" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"n\": \"2\"", "/n: type: expected number" },
+        { "\"i\": 1, \"kind\": \"gamma\"", "/kind: enum: not one of the 3 values allowed" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [\"x\", \"y\", \"z\"]",
+          "/tags: maxItems: expected at most 2 items, not 3" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [\"x\", 2]", "/tags/1: type: expected string" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [\"x\", \"\\u0078\"]",
+          "/tags: uniqueItems: items 0 and 1 are equal" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [ ]", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"lang\": \"EN\"", "/lang: pattern: does not match ^[a-z]{2}$" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"lang\": \"e\"",
+          "/lang: minLength: expected at least 2 characters, not 1" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"lang\": \"\\u0065n\"", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"opts\": {\"deep\": true}", "/opts/deep: const: not the value required" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"opts\": {\"deep\": false, \"x\": {}}",
+          "/opts/x: additionalProperties: not allowed" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"a/~b\": 0", "/a~1~0b: type: expected null" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"a\\/~b\": null", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"m\": 1.5", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"m\": 1.25", "/m: multipleOf: expected a multiple of 0.5" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"x-a\": \"abcd\"",
+          "/x-a: maxLength: expected at most 3 characters, not 4" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"x-\\u00e9\": \"\\u00e9\\u00e9\\u00e9\"", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"y\": 1", "/y: additionalProperties: not allowed" },
+        { ("\"i\": 1, \"kind\": \"alpha\", \"lang\": \"\xe2\x80\xa0\xe2\x80\xa0" "xy\""),
+          "/lang: pattern: does not match ^[a-z]{2}$" },
+        { ("\"i\": 1, \"kind\": \"alpha\", \"x-\\u0041\": \"\xe2\x80\xa0\xe2\x80\xa0" "abcd\""),
+          "/x-A: maxLength: expected at most 3 characters, not 5" },
+    };
+    json_t *json = json_loads (S_CALL_SCHEMA, 0, NULL);
+    assert_non_null (json);
+    act_err_t err = { 0 };
+    act_schema_t *schema = act_schema_new (json, &err);
+    assert_non_null (schema);
+    json_decref (json);
+    for (size_t index = 0; index < sizeof cases / sizeof cases [0]; index++) {
+        char text [1024];
+        snprintf (text, sizeof text, "{\"_tool\": \"t\", \"_id\": \"x\", %s}", cases [index][0]);
+        act_call_t *call = act_call_new (NULL, text, strlen (text), &err);
+        if (!call)
+            print_message ("%s: %s\n", text, err.message);
+        assert_non_null (call);
+        json_t *params = act_call_params (call, NULL, &err);
+        assert_non_null (params);
+        act_err_t tree = { 0 }, in_place = { 0 };
+        bool tree_valid = act_schema_valid (schema, params, &tree);
+        bool valid = act_schema_valid_call (schema, call, &in_place);
+        if (strcmp (tree.message, cases [index][1]) || strcmp (in_place.message, cases [index][1]))
+            print_message ("%s: tree \"%s\", in place \"%s\"\n", text, tree.message,
+                           in_place.message);
+        assert_true (tree_valid == !*cases [index][1] && valid == tree_valid);
+        assert_string_equal (tree.message, cases [index][1]);
+        assert_string_equal (in_place.message, cases [index][1]);
+        json_decref (params);
+        act_call_destroy (&call);
+    }
+    //  A string longer than the decoding buffer, with an escape, and a key too
+    char *text = malloc (4096);
+    assert_non_null (text);
+    int used = snprintf (text, 4096, "{\"_tool\": \"t\", \"i\": 1, \"kind\": \"alpha\", \"x-");
+    for (int index = 0; index < 300; index++)
+        used += snprintf (text + used, 4096 - (size_t) used, "\\u00e9");
+    used += snprintf (text + used, 4096 - (size_t) used, "\": \"\\u0041");
+    for (int index = 0; index < 300; index++)
+        used += snprintf (text + used, 4096 - (size_t) used, "\\n");
+    snprintf (text + used, 4096 - (size_t) used, "\"}");
+    act_call_t *call = act_call_new (NULL, text, strlen (text), &err);
+    assert_non_null (call);
+    act_err_t in_place = { 0 };
+    assert_false (act_schema_valid_call (schema, call, &in_place));
+    assert_non_null (strstr (in_place.message, ": maxLength: expected at most 3 characters, not 301"));
+    act_call_destroy (&call);
+    free (text);
+    act_schema_destroy (&schema);
+}
+
 int
 main (void)
 {
@@ -494,6 +605,7 @@ main (void)
         cmocka_unit_test (test_refusals_name_the_place_and_why),
         cmocka_unit_test (test_messages_name_pointer_and_keyword),
         cmocka_unit_test (test_equality_by_value),
+        cmocka_unit_test (test_calls_read_in_place),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
