@@ -324,8 +324,14 @@ s_property (const act_snode_t *node, const act_skey_t *key, size_t *guess)
     if (!node->property_count)
         return -1;
     const act_sname_t *name = &node->property_names [*guess % node->property_count];
-    if (name->length == key->length && !memcmp (name->name, key->name, key->length))
-        return (long) (*guess % node->property_count);
+    if (name->length == key->length) {
+        //  Names are short: a loop costs less than a call to memcmp
+        size_t same = 0;
+        while (same < key->length && name->name [same] == key->name [same])
+            same++;
+        if (same == key->length)
+            return (long) (*guess % node->property_count);
+    }
     json_t *slot = json_object_getn (node->property_index, key->name, key->length);
     return slot? (long) json_integer_value (slot): -1;
 }

@@ -329,8 +329,10 @@ act_sval_has (const act_sval_t *self, const char *name)
     size_t length = strlen (name);
     if (self->members) {
         for (size_t index = 0; index < self->count; index++) {
-            const act_call_span_t *member = &self->members [index];
-            if (s_key_is (self->text + member->offset, member->size, name, length))
+            const char *key = self->text + self->members [index].offset;
+            if (key [1] != '\\' && key [1] != (length? name [0]: '"'))
+                continue;       //  Another first byte: not the name (s_key_is)
+            if (s_key_is (key, self->members [index].size, name, length))
                 return true;
         }
         return false;
