@@ -279,6 +279,54 @@ s_check_unique (s_state_t *st, const json_t *array)
     return true;
 }
 
+//  JSON Schema equality of two scalars of text
+static bool
+s_equal_scalars (const act_sval_t *a, const act_sval_t *b)
+{
+    unsigned kind = act_sval_kind (a);
+    if (kind != act_sval_kind (b))
+        return false;
+    if (kind == ACT_ST_NUMBER) {
+        act_snum_t x, y;
+        act_sval_number (a, &x);
+        act_sval_number (b, &y);
+        return act_snum_compare (&x, &y) == 0;
+    }
+    if (kind != ACT_ST_STRING)
+        return kind == ACT_ST_NULL || a->text [0] == b->text [0];
+    act_sbuf_t one, other;
+    size_t size, other_size;
+    const char *text = act_sval_string (a, &one, &size);
+    const char *other_text = act_sval_string (b, &other, &other_size);
+    bool equal = text && other_text && size == other_size && !memcmp (text, other_text, size);
+    act_sbuf_release (&one);
+    act_sbuf_release (&other);
+    return equal;
+}
+
+//  uniqueItems on an array of text whose items are all scalars (up to 64
+//  of them): compared in place. -1 when it is not such an array.
+static int
+s_check_unique_text (s_state_t *st, const act_sval_t *instance)
+{
+    act_sval_t items [64];
+    size_t count = 0;
+    act_siter_t iter;
+    act_siter_start (&iter, instance);
+    while (count < 64 && act_siter_item (&iter, &items [count])) {
+        unsigned kind = act_sval_kind (&items [count++]);
+        if (kind == ACT_ST_OBJECT || kind == ACT_ST_ARRAY)
+            return -1;
+    }
+    if (count == 64)
+        return -1;
+    for (size_t index = 1; index < count; index++)
+        for (size_t before = 0; before < index; before++)
+            if (s_equal_scalars (&items [before], &items [index]))
+                return s_fail (st, "uniqueItems", "items %zu and %zu are equal", before, index);
+    return 1;
+}
+
 //  minItems, maxItems, prefixItems, items, uniqueItems, in that order
 static bool
 s_check_array (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
@@ -307,6 +355,9 @@ s_check_array (s_state_t *st, const act_snode_t *node, const act_sval_t *instanc
     }
     if (!node->unique_items)
         return true;
+    int unique = instance->json? -1: s_check_unique_text (st, instance);
+    if (unique >= 0)
+        return unique == 1;
     json_t *tree = act_sval_tree (instance);
     if (!tree)
         return s_fail (st, "(internal)", "out of memory");
