@@ -304,35 +304,83 @@ s_equal_scalars (const act_sval_t *a, const act_sval_t *b)
     return equal;
 }
 
-//  uniqueItems on an array of text whose items are all scalars (up to 64
-//  of them): compared in place. -1 when it is not such an array.
-static int
-s_check_unique_text (s_state_t *st, const act_sval_t *instance)
+//  The items of an array of text, read once
+typedef struct {
+    act_sval_t items [64];      //  The first 64 items
+    size_t count;               //  How many items in all
+} s_items_t;
+
+//  Read the items of the array of text instance
+static void
+s_items (const act_sval_t *instance, s_items_t *items)
 {
-    act_sval_t items [64];
-    size_t count = 0;
     act_siter_t iter;
     act_siter_start (&iter, instance);
-    while (count < 64 && act_siter_item (&iter, &items [count])) {
-        unsigned kind = act_sval_kind (&items [count++]);
+    act_sval_t item;
+    items->count = 0;
+    while (act_siter_item (&iter, items->count < 64? &items->items [items->count]: &item))
+        items->count++;
+}
+
+//  uniqueItems on an array of text whose items (up to 64) are all
+//  scalars: compared in place. -1 when it is not such an array.
+static int
+s_check_unique_text (s_state_t *st, const s_items_t *items)
+{
+    if (items->count > 64)
+        return -1;
+    for (size_t index = 0; index < items->count; index++) {
+        unsigned kind = act_sval_kind (&items->items [index]);
         if (kind == ACT_ST_OBJECT || kind == ACT_ST_ARRAY)
             return -1;
     }
-    if (count == 64)
-        return -1;
-    for (size_t index = 1; index < count; index++)
+    for (size_t index = 1; index < items->count; index++)
         for (size_t before = 0; before < index; before++)
-            if (s_equal_scalars (&items [before], &items [index]))
+            if (s_equal_scalars (&items->items [before], &items->items [index]))
                 return s_fail (st, "uniqueItems", "items %zu and %zu are equal", before, index);
     return 1;
 }
 
-//  minItems, maxItems, prefixItems, items, uniqueItems, in that order
+//  prefixItems and items on the item at index
+static bool
+s_check_item (s_state_t *st, const act_snode_t *node, const act_sval_t *item, size_t index)
+{
+    bool prefix = index < node->prefix_items.count;
+    return s_valid_at (st, prefix? node->prefix_items.nodes [index]: node->items, item, NULL,
+                       index, prefix? "prefixItems": "items");
+}
+
+//  prefixItems and items on each item: from items when it holds them all
+static bool
+s_check_items (s_state_t *st, const act_snode_t *node, const act_sval_t *instance,
+               const s_items_t *items)
+{
+    size_t last = node->items? SIZE_MAX: node->prefix_items.count;
+    if (items && items->count <= 64) {
+        for (size_t index = 0; index < items->count && index < last; index++)
+            if (!s_check_item (st, node, &items->items [index], index))
+                return false;
+        return true;
+    }
+    act_siter_t iter;
+    act_siter_start (&iter, instance);
+    act_sval_t item;
+    for (size_t index = 0; index < last && act_siter_item (&iter, &item); index++)
+        if (!s_check_item (st, node, &item, index))
+            return false;
+    return true;
+}
+
+//  minItems, maxItems, prefixItems, items, uniqueItems, in that order. An
+//  array of text is walked once (64 items kept), a tree read by index.
 static bool
 s_check_array (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
+    s_items_t items;
+    if (!instance->json)
+        s_items (instance, &items);
     if (node->min_items >= 0 || node->max_items >= 0) {
-        size_t size = act_sval_count (instance);
+        size_t size = instance->json? act_sval_count (instance): items.count;
         if (node->min_items >= 0 && size < (unsigned long long) node->min_items)
             return s_fail (st, "minItems", "expected at least %lld items, not %zu",
                            node->min_items, size);
@@ -340,22 +388,12 @@ s_check_array (s_state_t *st, const act_snode_t *node, const act_sval_t *instanc
             return s_fail (st, "maxItems", "expected at most %lld items, not %zu",
                            node->max_items, size);
     }
-    if (node->prefix_items.count || node->items) {
-        act_siter_t iter;
-        act_siter_start (&iter, instance);
-        act_sval_t item;
-        for (size_t index = 0; act_siter_item (&iter, &item); index++) {
-            bool prefix = index < node->prefix_items.count;
-            if (!prefix && !node->items)
-                break;
-            if (!s_valid_at (st, prefix? node->prefix_items.nodes [index]: node->items,
-                             &item, NULL, index, prefix? "prefixItems": "items"))
-                return false;
-        }
-    }
+    if ((node->prefix_items.count || node->items)
+    &&  !s_check_items (st, node, instance, instance->json? NULL: &items))
+        return false;
     if (!node->unique_items)
         return true;
-    int unique = instance->json? -1: s_check_unique_text (st, instance);
+    int unique = instance->json? -1: s_check_unique_text (st, &items);
     if (unique >= 0)
         return unique == 1;
     json_t *tree = act_sval_tree (instance);
@@ -366,8 +404,7 @@ s_check_array (s_state_t *st, const act_snode_t *node, const act_sval_t *instanc
     return valid;
 }
 
-//  properties, patternProperties and additionalProperties on one member
-//  The index in properties of the one named key, or -1. *guess: where to
+//  The index in properties in properties of the one named key, or -1. *guess: where to
 //  look first (members mostly come in the schema's order), then after it.
 static long
 s_property (const act_snode_t *node, const act_skey_t *key, size_t *guess)
@@ -387,6 +424,7 @@ s_property (const act_snode_t *node, const act_skey_t *key, size_t *guess)
     return slot? (long) json_integer_value (slot): -1;
 }
 
+//  properties, patternProperties and additionalProperties on one member
 static bool
 s_check_member (s_state_t *st, const act_snode_t *node, const act_sval_t *value,
                 const act_skey_t *key, size_t *guess)

@@ -78,14 +78,6 @@ s_value_end (const char *text, size_t pos, size_t end)
     return pos;
 }
 
-bool
-act_sval_integral (const act_sval_t *self)
-{
-    act_snum_t number;
-    act_sval_number (self, &number);
-    return number.integer || (isfinite (number.d) && number.d == floor (number.d));
-}
-
 //  The integer literal of size bytes at text, when it is one (no '.',
 //  'e' or 'E') and fits int64
 static bool
@@ -103,6 +95,17 @@ s_integer (const char *text, size_t size, json_int_t *value)
     }
     *value = negative? (json_int_t) (0 - magnitude): (json_int_t) magnitude;
     return true;
+}
+
+bool
+act_sval_integral (const act_sval_t *self)
+{
+    json_int_t integer;
+    if (!self->json && s_integer (self->text, self->size, &integer))
+        return true;            //  An int64 integer: no need to read it twice
+    act_snum_t number;
+    act_sval_number (self, &number);
+    return number.integer || (isfinite (number.d) && number.d == floor (number.d));
 }
 
 void
@@ -250,6 +253,20 @@ act_siter_member (act_siter_t *self, act_sval_t *value, act_skey_t *key, bool *o
             return false;
         at = of->members [self->index].offset;
         end = at + of->members [self->index].size;
+        //  The usual member, "key":value with no escape in the key, read
+        //  here; any other through s_key_end and s_key
+        const char *quote = text + at + 1;
+        while (*quote != '"' && *quote != '\\')
+            quote++;
+        if (*quote == '"' && quote [1] == ':' && quote [2] > ' ') {
+            key->name = text + at + 1;
+            key->length = key->full = (size_t) (quote - key->name);
+            key->buffer.allocated = NULL;
+            value->text = quote + 2;
+            value->size = (size_t) (text + end - value->text);
+            self->index++;
+            return true;
+        }
         size_t after = s_key_end (text, at, end, &start, &escaped);
         value->size = end - start;
         *oom = !s_key (key, text + at, after - at, escaped);

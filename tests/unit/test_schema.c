@@ -435,6 +435,21 @@ test_messages_name_pointer_and_keyword (void **state)
     };
     for (size_t index = 0; index < sizeof cases / sizeof cases [0]; index++)
         assert_string_equal (s_message (cases [index][0], cases [index][1]), cases [index][2]);
+    //  Arrays longer than the 64 items the text reader keeps: items, maxItems
+    //  and uniqueItems read past them
+    char long_array [512] = "[";
+    for (int index = 0; index < 70; index++)
+        snprintf (long_array + strlen (long_array), sizeof long_array - strlen (long_array),
+                  "%s%d", index? ", ": "", index == 66? -1: index == 68? 65: index);
+    strcat (long_array, "]");
+    assert_string_equal (s_message ("{\"items\": {\"minimum\": 0}}", long_array),
+                         "/66: minimum: expected at least 0");
+    assert_string_equal (s_message ("{\"maxItems\": 69}", long_array),
+                         "(root): maxItems: expected at most 69 items, not 70");
+    assert_string_equal (s_message ("{\"uniqueItems\": true}", long_array),
+                         "(root): uniqueItems: items 65 and 68 are equal");
+    assert_string_equal (s_message ("{\"prefixItems\": [{}, {\"maximum\": 0}]}", long_array),
+                         "/1: maximum: expected at most 0");
     //  A value nested deeper than the validator follows is refused, not crashed on
     json_t *deep = json_integer (1);
     for (int level = 0; level < 300; level++) {
