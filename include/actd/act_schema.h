@@ -71,8 +71,10 @@ bool act_schema_valid_text (act_schema_t *self, const char *text, size_t size,
 //  The same verdict and message as act_schema_valid on the call's
 //  parameters (act_call_params (call, NULL, err)), read from the call's
 //  text in place: its members that are not meta-properties, in the
-//  call's order. A call with references or "††" literals is checked on
-//  its parameters' tree (references must resolve first: at dispatch).
+//  call's order. A call with "††" literals is checked on its parameters'
+//  tree; one with references cannot be checked before they resolve (false,
+//  err set to unresolved_reference): check its resolved parameters with
+//  act_schema_valid at dispatch.
 bool act_schema_valid_call (act_schema_t *self, act_call_t *call, act_err_t *err);
 
 //  JSON Schema equality: numbers by value (1 == 1.0), objects regardless
