@@ -6,7 +6,10 @@
     Prints the cost of a valid call, of an invalid one (its message is
     written), and of compiling the schema; as a baseline, the cost of
     looking up the call's 10 parameters with json_object_get, the least
-    any validation must do.
+    any validation must do. Each validation is timed on both readers: the
+    tree (act_schema_valid, as at dispatch), and the call's JSON text read
+    in place (act_schema_valid_text, as at submit), beside what the text
+    would cost through a tree (act_json_parse, then act_schema_valid).
 
     bench_schema [--seconds S]
     ========================================================================= */
@@ -14,6 +17,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "actd/act.h"
 
@@ -64,22 +68,49 @@ s_parse (const char *text)
     return json;
 }
 
+//  How a validation reads the call
+typedef enum {
+    S_TREE,                     //  act_schema_valid on the tree
+    S_TEXT,                     //  act_schema_valid_text on the text
+    S_PARSED                    //  act_json_parse of the text, then act_schema_valid
+} s_reader_t;
+
+//  One validation of call (text: its JSON text) as reader reads it
+static bool
+s_validate (act_schema_t *schema, const json_t *call, const char *text, s_reader_t reader,
+            act_err_t *err)
+{
+    if (reader == S_TREE)
+        return act_schema_valid (schema, call, err);
+    if (reader == S_TEXT)
+        return act_schema_valid_text (schema, text, strlen (text), err);
+    json_t *tree = act_json_parse (text, strlen (text), err);
+    bool valid = tree && act_schema_valid (schema, tree, err);
+    json_decref (tree);
+    return valid;
+}
+
 //  Validate call against schema for about seconds; ns per validation
 static double
-s_time_valid (act_schema_t *schema, const json_t *call, bool expected, double seconds)
+s_time_valid (act_schema_t *schema, const json_t *call, s_reader_t reader, bool expected,
+              double seconds)
 {
     long count = 0;
     double start = s_now (), elapsed;
     act_err_t err = { 0 };
+    char *text = act_json_dump (call);
+    if (!text)
+        exit (1);
     do {
         for (int round = 0; round < 1000; round++)
-            if (act_schema_valid (schema, call, &err) != expected) {
+            if (s_validate (schema, call, text, reader, &err) != expected) {
                 fprintf (stderr, "bench_schema: unexpected outcome: %s\n", err.message);
                 exit (1);
             }
         count += 1000;
         elapsed = s_now () - start;
     } while (elapsed < seconds);
+    free (text);
     return elapsed * 1e9 / count;
 }
 
@@ -149,13 +180,21 @@ main (int argc, char *argv [])
     json_object_set_new (json_object_get (bad, "filter"), "max_age", json_string ("30"));
 
     double lookups = s_time_lookups (call, seconds);
-    double valid = s_time_valid (schema, call, true, seconds);
-    double invalid = s_time_valid (schema, bad, false, seconds);
+    double valid = s_time_valid (schema, call, S_TREE, true, seconds);
+    double invalid = s_time_valid (schema, bad, S_TREE, false, seconds);
+    double valid_text = s_time_valid (schema, call, S_TEXT, true, seconds);
+    double invalid_text = s_time_valid (schema, bad, S_TEXT, false, seconds);
+    double valid_parsed = s_time_valid (schema, call, S_PARSED, true, seconds);
     double compile = s_time_compile (json, seconds);
     printf ("10 x json_object_get (baseline)   %8.0f ns\n", lookups);
-    printf ("valid 10-parameter call           %8.0f ns   (%.1fx baseline)\n",
+    printf ("valid 10-parameter call, tree     %8.0f ns   (%.1fx baseline)\n",
             valid, valid / lookups);
-    printf ("invalid call (last parameter)     %8.0f ns   (message written)\n", invalid);
+    printf ("valid call, text in place         %8.0f ns   (%.1fx baseline)\n",
+            valid_text, valid_text / lookups);
+    printf ("valid call, text parsed to a tree %8.0f ns   (%.1fx baseline)\n",
+            valid_parsed, valid_parsed / lookups);
+    printf ("invalid call (last parameter)     %8.0f ns   (tree; message written)\n", invalid);
+    printf ("invalid call, text in place       %8.0f ns   (message written)\n", invalid_text);
     printf ("compile the schema                %8.0f ns\n", compile);
 
     json_decref (bad);

@@ -341,18 +341,13 @@ act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
     //  alone soundly: not, oneOf, if, uniqueItems see the whole)
     if (!tool->params || call->nrefs)
         return 0;
-    json_t *params = act_call_params_tree (call, err);
-    if (!params)
-        return -1;
+    //  Read from the call's text in place: no tree
     act_err_t why = { 0 };
-    int rc = 0;
-    if (!act_schema_valid (tool->params, params, &why))
-        rc = act_err_set (err, ACT_E_BAD_CALL, "params of %.64s: %s", call->tool,
-                          why.message);
-    else
-        *checked = tool->version;
-    json_decref (params);
-    return rc;
+    if (!act_schema_valid_call (tool->params, call, &why))
+        return act_err_set (err, why.code,
+                            "params of %.64s: %s", call->tool, why.message);
+    *checked = tool->version;
+    return 0;
 }
 
 bool

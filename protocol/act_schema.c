@@ -301,13 +301,15 @@ s_kw_properties (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     if (!json_is_object (value))
         return s_error (c, "expected an object of schemas");
     node->properties = calloc (json_object_size (value) + 1, sizeof (act_snode_t *));
+    node->property_names = calloc (json_object_size (value) + 1, sizeof (act_sname_t));
     node->property_index = json_object ();
-    if (!node->properties || !node->property_index)
+    if (!node->properties || !node->property_names || !node->property_index)
         return s_oom (c);
     const char *name;
     json_t *member;
     json_object_foreach ((json_t *) value, name, member) {
         node->properties [node->property_count] = s_compile_at (c, member, name);
+        node->property_names [node->property_count] = (act_sname_t) { name, strlen (name) };
         if (!node->properties [node->property_count])
             return -1;
         if (json_object_set_new (node->property_index, name,
@@ -737,6 +739,7 @@ s_node_destroy (act_snode_t *node)
     pcre2_code_free (node->pattern);
     free (node->patterns);
     free (node->properties);
+    free (node->property_names);
     json_decref (node->property_index);
     free (node->required);
     free (node->prefix_items.nodes);

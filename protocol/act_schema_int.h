@@ -10,7 +10,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include "actd/act_schema.h"
+#include "actd/act_call.h"
 
 //  Bits of the type keyword, and of an instance's kinds (a number with no
 //  fractional part is both a number and an integer)
@@ -35,6 +37,12 @@ extern const char *const act_schema_type_names [ACT_ST_COUNT];
 #define ACT_SH_APPLY    0x10    //  allOf, anyOf, oneOf, not, if, $ref
 
 typedef struct _act_snode_t act_snode_t;
+
+//  A property's name, as a C string reads it
+typedef struct {
+    const char *name;           //  In the schema copy
+    size_t length;              //  strlen (name)
+} act_sname_t;
 
 //  A list of subschemas (allOf, anyOf, oneOf, prefixItems)
 typedef struct {
@@ -73,6 +81,7 @@ struct _act_snode_t {
     bool unique_items;          //  uniqueItems: true
     act_snode_t **properties;   //  properties' schemas, in the schema's order
     size_t property_count;      //  How many
+    act_sname_t *property_names;    //  properties' names, in the same order
     json_t *property_index;     //  Owned: name -> index in properties (one lookup per member)
     act_spattern_t *patterns;   //  patternProperties
     size_t pattern_count;       //  How many
@@ -100,5 +109,128 @@ struct _act_schema_t {
     pcre2_match_data *match;    //  Scratch for pattern matches: no allocation per check
     pcre2_match_context *limits;    //  The match limit against runaway backtracking
 };
+
+//  --------------------------------------------------------------------------
+//  The instances the validator reads (act_schema_value.c): a jansson value,
+//  or JSON text that act_scan accepted, walked in place
+
+//  An instance: exactly one of json, members or text says where it is
+typedef struct {
+    const json_t *json;         //  A tree; NULL: text
+    const char *text;           //  The value's first byte, or the text the
+                                //  members are offsets into
+    size_t size;                //  Bytes of the value (0 with members)
+    const act_call_span_t *members; //  An object made of these members of
+                                //  text (key to end of value); NULL: none
+    size_t count;               //  How many members
+} act_sval_t;
+
+//  A number as jansson holds it
+typedef struct {
+    bool integer;               //  An int64 integer (else a real)
+    json_int_t i;               //  Its value when integer
+    double d;                   //  Its value when real
+} act_snum_t;
+
+//  Room for a decoded string or key: local unless it is longer
+typedef struct {
+    char local [256];           //  Most strings and keys
+    char *allocated;            //  A longer one (freed by act_sbuf_release)
+} act_sbuf_t;
+
+//  A member's key, read by act_siter_member: length bytes at name (not
+//  NUL-terminated for text), as a C string reads it (up to a \u0000)
+typedef struct {
+    const char *name;           //  Its bytes
+    size_t length;              //  How many
+    size_t full;                //  Its decoded length, past any \u0000
+    act_sbuf_t buffer;          //  Where an escaped key is decoded
+} act_skey_t;
+
+//  A walk over an array's items or an object's members
+typedef struct {
+    const act_sval_t *of;       //  The container
+    size_t index;               //  Items or members read so far
+    size_t pos;                 //  Text: offset of the next one
+    void *iter;                 //  Tree object: jansson's iterator
+} act_siter_t;
+
+//  The instance's kind: one ACT_ST_ bit, never ACT_ST_INTEGER
+static inline unsigned
+act_sval_kind (const act_sval_t *self)
+{
+    if (self->json) {
+        switch (json_typeof (self->json)) {
+            case JSON_OBJECT:  return ACT_ST_OBJECT;
+            case JSON_ARRAY:   return ACT_ST_ARRAY;
+            case JSON_STRING:  return ACT_ST_STRING;
+            case JSON_INTEGER:
+            case JSON_REAL:    return ACT_ST_NUMBER;
+            case JSON_TRUE:
+            case JSON_FALSE:   return ACT_ST_BOOLEAN;
+            default:           return ACT_ST_NULL;
+        }
+    }
+    if (self->members)
+        return ACT_ST_OBJECT;
+    switch (self->text [0]) {
+        case '{': return ACT_ST_OBJECT;
+        case '[': return ACT_ST_ARRAY;
+        case '"': return ACT_ST_STRING;
+        case 't':
+        case 'f': return ACT_ST_BOOLEAN;
+        case 'n': return ACT_ST_NULL;
+        default:  return ACT_ST_NUMBER;
+    }
+}
+
+//  A number (kind ACT_ST_NUMBER) without a fractional part
+bool act_sval_integral (const act_sval_t *self);
+
+//  The number (kind ACT_ST_NUMBER), read as act_json_parse reads it
+void act_sval_number (const act_sval_t *self, act_snum_t *number);
+
+//  The string (kind ACT_ST_STRING), decoded into buffer when it must be:
+//  its bytes, *length set. NULL when out of memory.
+const char *act_sval_string (const act_sval_t *self, act_sbuf_t *buffer, size_t *length);
+
+//  At least the string's decoded length in bytes, without decoding it
+size_t act_sval_string_bound (const act_sval_t *self);
+
+//  Items of an array, members of an object
+size_t act_sval_count (const act_sval_t *self);
+
+//  True when the object has a member named name (a C string)
+bool act_sval_has (const act_sval_t *self, const char *name);
+
+//  The instance as a new tree (containers compared by value); NULL when
+//  out of memory
+json_t *act_sval_tree (const act_sval_t *self);
+
+//  Start a walk over the container
+void act_siter_start (act_siter_t *self, const act_sval_t *of);
+
+//  The next item of an array; false at the end
+bool act_siter_item (act_siter_t *self, act_sval_t *item);
+
+//  The next member of an object, its key in key (act_sbuf_release
+//  (&key->buffer) after); false at the end or when out of memory (*oom)
+bool act_siter_member (act_siter_t *self, act_sval_t *value, act_skey_t *key, bool *oom);
+
+//  Free what buffer allocated
+static inline void
+act_sbuf_release (act_sbuf_t *self)
+{
+    if (self->allocated) {
+        free (self->allocated);
+        self->allocated = NULL;
+    }
+}
+
+//  A jansson number as an act_snum_t
+void act_snum_of (const json_t *number, act_snum_t *out);
+
+//  Compare numbers exactly: -1, 0 or 1 as a is below, at or above b
+int act_snum_compare (const act_snum_t *a, const act_snum_t *b);
 
 #endif

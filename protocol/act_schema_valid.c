@@ -1,6 +1,9 @@
 /*  =========================================================================
     act_schema_valid - validating an instance against a compiled schema
-    (act_schema.c compiles it), and JSON Schema equality.
+    (act_schema.c compiles it), and JSON Schema equality. The instance is
+    read through act_schema_value.c: a jansson tree, or JSON text that
+    act_scan accepted (a call's parameters at submit, without a tree); the
+    same keywords, in the same order, with the same messages, for both.
 
     The walk stops at the first failure, so a valid call costs one visit of
     each keyword and an invalid one less. The path to the current value is
@@ -25,6 +28,7 @@
 //  One step from the instance's root to the current value
 typedef struct {
     const char *key;            //  Member name; NULL: an array item
+    size_t length;              //  Bytes of key
     size_t index;               //  The item's index when key is NULL
 } s_step_t;
 
@@ -38,7 +42,7 @@ typedef struct {
     s_step_t path [S_MAX_DEPTH];    //  Where the current value is
 } s_state_t;
 
-static bool s_valid (s_state_t *st, const act_snode_t *node, const json_t *instance);
+static bool s_valid (s_state_t *st, const act_snode_t *node, const act_sval_t *instance);
 
 //  Write the JSON Pointer of the current value into buffer
 static void
@@ -54,7 +58,8 @@ s_pointer (const s_state_t *st, char *buffer, size_t size)
                 used = size - 1;
             continue;
         }
-        for (const char *p = st->path [step].key; *p && used + 3 < size; p++) {
+        const char *key = st->path [step].key;
+        for (const char *p = key; p < key + st->path [step].length && used + 3 < size; p++) {
             if (*p == '~' || *p == '/') {
                 buffer [used++] = '~';
                 buffer [used++] = *p == '~'? '0': '1';
@@ -94,12 +99,13 @@ s_fail (s_state_t *st, const char *keyword, const char *format, ...)
 //  value against node. A false node is reported as the keyword that
 //  brought it (additionalProperties: false says more than "false").
 static bool
-s_valid_at (s_state_t *st, const act_snode_t *node, const json_t *instance,
-            const char *key, size_t index, const char *keyword)
+s_valid_at (s_state_t *st, const act_snode_t *node, const act_sval_t *instance,
+            const act_skey_t *key, size_t index, const char *keyword)
 {
     if (st->depth == S_MAX_DEPTH)
         return s_fail (st, keyword, "nested deeper than %d levels", S_MAX_DEPTH);
-    st->path [st->depth].key = key;
+    st->path [st->depth].key = key? key->name: NULL;
+    st->path [st->depth].length = key? key->length: 0;
     st->path [st->depth].index = index;
     st->depth++;
     bool valid = node->boolean == 0? s_fail (st, keyword, "not allowed")
@@ -108,31 +114,15 @@ s_valid_at (s_state_t *st, const act_snode_t *node, const json_t *instance,
     return valid;
 }
 
-//  The ACT_ST_ kinds of an instance
-static unsigned
-s_kinds (const json_t *instance)
-{
-    switch (json_typeof (instance)) {
-        case JSON_OBJECT:  return ACT_ST_OBJECT;
-        case JSON_ARRAY:   return ACT_ST_ARRAY;
-        case JSON_STRING:  return ACT_ST_STRING;
-        case JSON_INTEGER: return ACT_ST_NUMBER | ACT_ST_INTEGER;
-        case JSON_REAL: {
-            double value = json_real_value (instance);
-            return isfinite (value) && value == floor (value)?
-                   ACT_ST_NUMBER | ACT_ST_INTEGER: ACT_ST_NUMBER;
-        }
-        case JSON_TRUE:
-        case JSON_FALSE:   return ACT_ST_BOOLEAN;
-        default:           return ACT_ST_NULL;
-    }
-}
-
 //  type: true when one of the instance's kinds is named
 static bool
-s_check_type (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_type (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
-    if (s_kinds (instance) & node->types)
+    unsigned kind = act_sval_kind (instance);
+    if (kind & node->types)
+        return true;
+    if (kind == ACT_ST_NUMBER && (node->types & ACT_ST_INTEGER)
+    &&  act_sval_integral (instance))
         return true;
     char expected [80] = "";
     for (size_t kind = 0; kind < ACT_ST_COUNT; kind++)
@@ -144,37 +134,13 @@ s_check_type (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return s_fail (st, "type", "expected %s", expected);
 }
 
-//  Compare an integer and a double exactly. Not through long double: it
-//  is no wider than double under valgrind, which would call 2^53 + 1 and
-//  2^53 equal. |real| < 2^63 truncates to an integer that fits.
+//  Compare a number with a bound of the schema
 static int
-s_compare_mixed (json_int_t integer, double real)
+s_compare (const act_snum_t *number, const json_t *bound)
 {
-    if (real >= 9223372036854775808.0)
-        return -1;
-    if (real < -9223372036854775808.0)
-        return 1;
-    double whole = trunc (real);
-    json_int_t truncated = (json_int_t) whole;
-    if (integer != truncated)
-        return integer < truncated? -1: 1;
-    return real > whole? -1: real < whole;
-}
-
-//  Compare two numbers exactly: -1, 0 or 1 as a is below, at or above b
-static int
-s_compare (const json_t *a, const json_t *b)
-{
-    if (json_is_integer (a) && json_is_integer (b)) {
-        json_int_t x = json_integer_value (a), y = json_integer_value (b);
-        return x < y? -1: x > y;
-    }
-    if (json_is_integer (a))
-        return s_compare_mixed (json_integer_value (a), json_real_value (b));
-    if (json_is_integer (b))
-        return -s_compare_mixed (json_integer_value (b), json_real_value (a));
-    double x = json_real_value (a), y = json_real_value (b);
-    return x < y? -1: x > y;
+    act_snum_t other;
+    act_snum_of (bound, &other);
+    return act_snum_compare (number, &other);
 }
 
 //  A number as text, for messages
@@ -199,11 +165,12 @@ s_number (const json_t *number, char *buffer, size_t size)
 //  so 0.0075 / 0.0001 = 74.99999999999999 counts as 75 while 75.1 never
 //  does. A quotient that overflows is no multiple.
 static bool
-s_multiple (const json_t *instance, const json_t *divisor)
+s_multiple (const act_snum_t *instance, const json_t *divisor)
 {
-    if (json_is_integer (instance) && json_is_integer (divisor))
-        return json_integer_value (instance) % json_integer_value (divisor) == 0;
-    double quotient = json_number_value (instance) / json_number_value (divisor);
+    if (instance->integer && json_is_integer (divisor))
+        return instance->i % json_integer_value (divisor) == 0;
+    double value = instance->integer? (double) instance->i: instance->d;
+    double quotient = value / json_number_value (divisor);
     if (!isfinite (quotient))
         return false;
     double nearest = nearbyint (quotient);
@@ -212,8 +179,10 @@ s_multiple (const json_t *instance, const json_t *divisor)
 
 //  minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf
 static bool
-s_check_number (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_number (s_state_t *st, const act_snode_t *node, const act_sval_t *value)
 {
+    act_snum_t number, *instance = &number;
+    act_sval_number (value, &number);
     char bound [40];
     if (node->minimum && s_compare (instance, node->minimum) < 0)
         return s_fail (st, "minimum", "expected at least %s",
@@ -249,13 +218,13 @@ s_match (s_state_t *st, pcre2_code *regex, const char *text, size_t size,
     return s_fail (st, keyword, "the pattern could not be matched: %s", why);
 }
 
-//  minLength, maxLength (in code points) and pattern
+//  minLength, maxLength (in code points, when counted) and pattern on the
+//  size bytes at text
 static bool
-s_check_string (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_text (s_state_t *st, const act_snode_t *node, const char *text, size_t size,
+              bool counted)
 {
-    const char *text = json_string_value (instance);
-    size_t size = json_string_length (instance);
-    if (node->min_length >= 0 || node->max_length >= 0) {
+    if (counted) {
         //  Code points: every byte that does not continue a UTF-8 sequence
         long long length = 0;
         for (size_t index = 0; index < size; index++)
@@ -277,32 +246,208 @@ s_check_string (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return true;
 }
 
-//  minItems, maxItems, prefixItems, items, uniqueItems, in that order
+//  minLength, maxLength and pattern
 static bool
-s_check_array (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_string (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
-    size_t size = json_array_size (instance);
-    if (node->min_items >= 0 && size < (unsigned long long) node->min_items)
-        return s_fail (st, "minItems", "expected at least %lld items, not %zu",
-                       node->min_items, size);
-    if (node->max_items >= 0 && size > (unsigned long long) node->max_items)
-        return s_fail (st, "maxItems", "expected at most %lld items, not %zu",
-                       node->max_items, size);
-    for (size_t index = 0; index < size && index < node->prefix_items.count; index++)
-        if (!s_valid_at (st, node->prefix_items.nodes [index],
-                         json_array_get (instance, index), NULL, index, "prefixItems"))
-            return false;
-    for (size_t index = node->prefix_items.count; node->items && index < size; index++)
-        if (!s_valid_at (st, node->items, json_array_get (instance, index), NULL, index,
-                         "items"))
-            return false;
-    //  Quadratic, and meant for the short arrays of tool parameters
-    for (size_t index = 1; node->unique_items && index < size; index++)
+    //  No more bytes than maxLength (nor less than the characters): no count
+    bool counted = node->min_length > 0
+               || (node->max_length >= 0
+                   && act_sval_string_bound (instance) > (unsigned long long) node->max_length);
+    if (!counted && !node->pattern)
+        return true;
+    act_sbuf_t buffer;
+    size_t size;
+    const char *text = act_sval_string (instance, &buffer, &size);
+    if (!text)
+        return s_fail (st, "(internal)", "out of memory");
+    bool valid = s_check_text (st, node, text, size, counted);
+    act_sbuf_release (&buffer);
+    return valid;
+}
+
+//  uniqueItems on the array as a tree. Quadratic, and meant for the
+//  short arrays of tool parameters
+static bool
+s_check_unique (s_state_t *st, const json_t *array)
+{
+    size_t size = json_array_size (array);
+    for (size_t index = 1; index < size; index++)
         for (size_t before = 0; before < index; before++)
-            if (act_schema_equal (json_array_get (instance, before),
-                                  json_array_get (instance, index)))
-                return s_fail (st, "uniqueItems", "items %zu and %zu are equal",
-                               before, index);
+            if (act_schema_equal (json_array_get (array, before), json_array_get (array, index)))
+                return s_fail (st, "uniqueItems", "items %zu and %zu are equal", before, index);
+    return true;
+}
+
+//  JSON Schema equality of two scalars of text
+static bool
+s_equal_scalars (const act_sval_t *a, const act_sval_t *b)
+{
+    unsigned kind = act_sval_kind (a);
+    if (kind != act_sval_kind (b))
+        return false;
+    if (kind == ACT_ST_NUMBER) {
+        act_snum_t x, y;
+        act_sval_number (a, &x);
+        act_sval_number (b, &y);
+        return act_snum_compare (&x, &y) == 0;
+    }
+    if (kind != ACT_ST_STRING)
+        return kind == ACT_ST_NULL || a->text [0] == b->text [0];
+    act_sbuf_t one, other;
+    size_t size, other_size;
+    const char *text = act_sval_string (a, &one, &size);
+    const char *other_text = act_sval_string (b, &other, &other_size);
+    bool equal = text && other_text && size == other_size && !memcmp (text, other_text, size);
+    act_sbuf_release (&one);
+    act_sbuf_release (&other);
+    return equal;
+}
+
+//  The items of an array of text, read once
+typedef struct {
+    act_sval_t items [64];      //  The first 64 items
+    size_t count;               //  How many items in all
+} s_items_t;
+
+//  Read the items of the array of text instance
+static void
+s_items (const act_sval_t *instance, s_items_t *items)
+{
+    act_siter_t iter;
+    act_siter_start (&iter, instance);
+    act_sval_t item;
+    items->count = 0;
+    while (act_siter_item (&iter, items->count < 64? &items->items [items->count]: &item))
+        items->count++;
+}
+
+//  uniqueItems on an array of text whose items (up to 64) are all
+//  scalars: compared in place. -1 when it is not such an array.
+static int
+s_check_unique_text (s_state_t *st, const s_items_t *items)
+{
+    if (items->count > 64)
+        return -1;
+    for (size_t index = 0; index < items->count; index++) {
+        unsigned kind = act_sval_kind (&items->items [index]);
+        if (kind == ACT_ST_OBJECT || kind == ACT_ST_ARRAY)
+            return -1;
+    }
+    for (size_t index = 1; index < items->count; index++)
+        for (size_t before = 0; before < index; before++)
+            if (s_equal_scalars (&items->items [before], &items->items [index]))
+                return s_fail (st, "uniqueItems", "items %zu and %zu are equal", before, index);
+    return 1;
+}
+
+//  prefixItems and items on the item at index
+static bool
+s_check_item (s_state_t *st, const act_snode_t *node, const act_sval_t *item, size_t index)
+{
+    bool prefix = index < node->prefix_items.count;
+    return s_valid_at (st, prefix? node->prefix_items.nodes [index]: node->items, item, NULL,
+                       index, prefix? "prefixItems": "items");
+}
+
+//  prefixItems and items on each item: from items when it holds them all
+static bool
+s_check_items (s_state_t *st, const act_snode_t *node, const act_sval_t *instance,
+               const s_items_t *items)
+{
+    size_t last = node->items? SIZE_MAX: node->prefix_items.count;
+    if (items && items->count <= 64) {
+        for (size_t index = 0; index < items->count && index < last; index++)
+            if (!s_check_item (st, node, &items->items [index], index))
+                return false;
+        return true;
+    }
+    act_siter_t iter;
+    act_siter_start (&iter, instance);
+    act_sval_t item;
+    for (size_t index = 0; index < last && act_siter_item (&iter, &item); index++)
+        if (!s_check_item (st, node, &item, index))
+            return false;
+    return true;
+}
+
+//  minItems, maxItems, prefixItems, items, uniqueItems, in that order. An
+//  array of text is walked once (64 items kept), a tree read by index.
+static bool
+s_check_array (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
+{
+    s_items_t items;
+    if (!instance->json)
+        s_items (instance, &items);
+    if (node->min_items >= 0 || node->max_items >= 0) {
+        size_t size = instance->json? act_sval_count (instance): items.count;
+        if (node->min_items >= 0 && size < (unsigned long long) node->min_items)
+            return s_fail (st, "minItems", "expected at least %lld items, not %zu",
+                           node->min_items, size);
+        if (node->max_items >= 0 && size > (unsigned long long) node->max_items)
+            return s_fail (st, "maxItems", "expected at most %lld items, not %zu",
+                           node->max_items, size);
+    }
+    if ((node->prefix_items.count || node->items)
+    &&  !s_check_items (st, node, instance, instance->json? NULL: &items))
+        return false;
+    if (!node->unique_items)
+        return true;
+    int unique = instance->json? -1: s_check_unique_text (st, &items);
+    if (unique >= 0)
+        return unique == 1;
+    json_t *tree = act_sval_tree (instance);
+    if (!tree)
+        return s_fail (st, "(internal)", "out of memory");
+    bool valid = s_check_unique (st, tree);
+    json_decref (tree);
+    return valid;
+}
+
+//  The index in properties in properties of the one named key, or -1. *guess: where to
+//  look first (members mostly come in the schema's order), then after it.
+static long
+s_property (const act_snode_t *node, const act_skey_t *key, size_t *guess)
+{
+    if (!node->property_count)
+        return -1;
+    const act_sname_t *name = &node->property_names [*guess % node->property_count];
+    if (name->length == key->length) {
+        //  Names are short: a loop costs less than a call to memcmp
+        size_t same = 0;
+        while (same < key->length && name->name [same] == key->name [same])
+            same++;
+        if (same == key->length)
+            return (long) (*guess % node->property_count);
+    }
+    json_t *slot = json_object_getn (node->property_index, key->name, key->length);
+    return slot? (long) json_integer_value (slot): -1;
+}
+
+//  properties, patternProperties and additionalProperties on one member
+static bool
+s_check_member (s_state_t *st, const act_snode_t *node, const act_sval_t *value,
+                const act_skey_t *key, size_t *guess)
+{
+    long slot = s_property (node, key, guess);
+    if (slot >= 0)
+        *guess = (size_t) slot + 1;
+    if (slot >= 0 && !s_valid_at (st, node->properties [slot], value, key, 0, "properties"))
+        return false;
+    bool named = slot >= 0;
+    for (size_t index = 0; index < node->pattern_count; index++) {
+        bool matched;
+        if (!s_match (st, node->patterns [index].regex, key->name, key->length,
+                      "patternProperties", &matched))
+            return false;
+        if (matched && !s_valid_at (st, node->patterns [index].schema, value, key, 0,
+                                    "patternProperties"))
+            return false;
+        named |= matched;
+    }
+    if (!named && node->additional
+    &&  !s_valid_at (st, node->additional, value, key, 0, "additionalProperties"))
+        return false;
     return true;
 }
 
@@ -311,39 +456,31 @@ s_check_array (s_state_t *st, const act_snode_t *node, const json_t *instance)
 //  member (in properties' index) rather than one per property and another
 //  per member to tell the additional ones
 static bool
-s_check_object (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_object (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
     for (size_t index = 0; index < node->required_count; index++)
-        if (!json_object_get (instance, node->required [index]))
+        if (!act_sval_has (instance, node->required [index]))
             return s_fail (st, "required", "missing \"%s\"", node->required [index]);
-    const char *key;
-    json_t *value;
-    json_object_foreach ((json_t *) instance, key, value) {
-        json_t *slot = node->property_index? json_object_get (node->property_index, key): NULL;
-        if (slot && !s_valid_at (st, node->properties [json_integer_value (slot)],
-                                 value, key, 0, "properties"))
-            return false;
-        bool named = slot != NULL;
-        for (size_t index = 0; index < node->pattern_count; index++) {
-            bool matched;
-            if (!s_match (st, node->patterns [index].regex, key, strlen (key),
-                          "patternProperties", &matched))
-                return false;
-            if (matched && !s_valid_at (st, node->patterns [index].schema, value, key, 0,
-                                        "patternProperties"))
-                return false;
-            named |= matched;
-        }
-        if (!named && node->additional
-        &&  !s_valid_at (st, node->additional, value, key, 0, "additionalProperties"))
+    if (!node->property_index && !node->pattern_count && !node->additional)
+        return true;
+    act_siter_t iter;
+    act_siter_start (&iter, instance);
+    act_sval_t value;
+    act_skey_t key;
+    bool oom;
+    size_t guess = 0;
+    while (act_siter_member (&iter, &value, &key, &oom)) {
+        bool valid = s_check_member (st, node, &value, &key, &guess);
+        act_sbuf_release (&key.buffer);
+        if (!valid)
             return false;
     }
-    return true;
+    return oom? s_fail (st, "(internal)", "out of memory"): true;
 }
 
 //  Validate against node without reporting (inside anyOf, oneOf, not, if)
 static bool
-s_quietly (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_quietly (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
     st->quiet++;
     bool valid = s_valid (st, node, instance);
@@ -355,7 +492,7 @@ s_quietly (s_state_t *st, const act_snode_t *node, const json_t *instance)
 //  the same value. Only allOf, then/else and $ref report their inner
 //  failure; the others say which of their own rules failed.
 static bool
-s_check_apply (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_apply (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
     for (size_t index = 0; index < node->all_of.count; index++)
         if (!s_valid (st, node->all_of.nodes [index], instance))
@@ -393,14 +530,54 @@ s_check_apply (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return true;
 }
 
+//  JSON Schema equality of the instance and a value of the schema. Text
+//  scalars compare in place; a text object or array is made a tree first
+//  (rare: enum and const of containers).
+static bool
+s_equal (const act_sval_t *instance, const json_t *value)
+{
+    if (instance->json)
+        return act_schema_equal (value, instance->json);
+    unsigned kind = act_sval_kind (instance);
+    if (kind == ACT_ST_NUMBER) {
+        if (!json_is_number (value))
+            return false;
+        act_snum_t number, other;
+        act_sval_number (instance, &number);
+        act_snum_of (value, &other);
+        return act_snum_compare (&number, &other) == 0;
+    }
+    if (kind == ACT_ST_STRING) {
+        if (!json_is_string (value))
+            return false;
+        act_sbuf_t buffer;
+        size_t size;
+        const char *text = act_sval_string (instance, &buffer, &size);
+        bool equal = text && size == json_string_length (value)
+                  && !memcmp (text, json_string_value (value), size);
+        act_sbuf_release (&buffer);
+        return equal;
+    }
+    if (kind == ACT_ST_BOOLEAN)
+        return instance->text [0] == 't'? json_is_true (value): json_is_false (value);
+    if (kind == ACT_ST_NULL)
+        return json_is_null (value);
+    if (!(kind == ACT_ST_OBJECT? json_is_object (value): json_is_array (value)))
+        return false;
+    json_t *tree = act_sval_tree (instance);
+    bool equal = tree && act_schema_equal (value, tree);
+    json_decref (tree);
+    return equal;
+}
+
 //  enum: the instance equals one of the values (JSON Schema equality)
 static bool
-s_check_enum (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_check_enum (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
     size_t index;
     json_t *value;
     json_array_foreach (node->enum_values, index, value)
-        if (act_schema_equal (value, instance))
+        if (s_equal (instance, value))
             return true;
     return s_fail (st, "enum", "not one of the %zu values allowed",
                    json_array_size (node->enum_values));
@@ -410,7 +587,7 @@ s_check_enum (s_state_t *st, const act_snode_t *node, const json_t *instance)
 //  branch of the chain runs only when the ones before it passed; of the
 //  four kind-specific groups at most one applies to an instance.
 static bool
-s_valid (s_state_t *st, const act_snode_t *node, const json_t *instance)
+s_valid (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
 {
     if (node->boolean >= 0)
         return node->boolean || s_fail (st, "false", "no value is allowed here");
@@ -419,25 +596,26 @@ s_valid (s_state_t *st, const act_snode_t *node, const json_t *instance)
     st->nesting++;
     bool valid = true;
     unsigned has = node->has;
+    unsigned kind = act_sval_kind (instance);
     if (node->types && !s_check_type (st, node, instance))
         valid = false;
     else
-    if (node->const_value && !act_schema_equal (node->const_value, instance))
+    if (node->const_value && !s_equal (instance, node->const_value))
         valid = s_fail (st, "const", "not the value required");
     else
     if (node->enum_values && !s_check_enum (st, node, instance))
         valid = false;
     else
-    if ((has & ACT_SH_NUMBER) && json_is_number (instance))
+    if ((has & ACT_SH_NUMBER) && kind == ACT_ST_NUMBER)
         valid = s_check_number (st, node, instance);
     else
-    if ((has & ACT_SH_STRING) && json_is_string (instance))
+    if ((has & ACT_SH_STRING) && kind == ACT_ST_STRING)
         valid = s_check_string (st, node, instance);
     else
-    if ((has & ACT_SH_ARRAY) && json_is_array (instance))
+    if ((has & ACT_SH_ARRAY) && kind == ACT_ST_ARRAY)
         valid = s_check_array (st, node, instance);
     else
-    if ((has & ACT_SH_OBJECT) && json_is_object (instance))
+    if ((has & ACT_SH_OBJECT) && kind == ACT_ST_OBJECT)
         valid = s_check_object (st, node, instance);
     if (valid && (has & ACT_SH_APPLY))
         valid = s_check_apply (st, node, instance);
@@ -445,14 +623,10 @@ s_valid (s_state_t *st, const act_snode_t *node, const json_t *instance)
     return valid;
 }
 
-bool
-act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err)
+//  Validate instance from the root of self
+static bool
+s_validate (act_schema_t *self, const act_sval_t *instance, act_err_t *err)
 {
-    if (!self || !instance) {
-        act_err_set (err, ACT_E_BAD_CALL, "(root): no %s to validate",
-                     self? "value": "schema");
-        return false;
-    }
     s_state_t st;
     st.schema = self;
     st.err = err;
@@ -463,12 +637,69 @@ act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err)
 }
 
 bool
+act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err)
+{
+    if (!self || !instance) {
+        act_err_set (err, ACT_E_BAD_CALL, "(root): no %s to validate",
+                     self? "value": "schema");
+        return false;
+    }
+    return s_validate (self, &(act_sval_t) { .json = instance }, err);
+}
+
+bool
+act_schema_valid_text (act_schema_t *self, const char *text, size_t size, act_err_t *err)
+{
+    if (!self || !text || !size) {
+        act_err_set (err, ACT_E_BAD_CALL, "(root): no %s to validate",
+                     self? "value": "schema");
+        return false;
+    }
+    //  The value without the white space around it
+    size_t start = 0;
+    while (start < size && strchr (" \t\n\r", text [start]))
+        start++;
+    while (size > start && strchr (" \t\n\r", text [size - 1]))
+        size--;
+    return s_validate (self, &(act_sval_t) { .text = text + start, .size = size - start },
+                       err);
+}
+
+bool
+act_schema_valid_call (act_schema_t *self, act_call_t *call, act_err_t *err)
+{
+    bool literals = false;
+    for (size_t index = 0; index < call->nspans; index++)
+        literals |= call->spans [index].ref != -2;
+    if (!self || !literals)
+        return self? s_validate (self, &(act_sval_t) { .text = call->text,
+                                                       .members = call->spans,
+                                                       .count = call->nspans }, err)
+                   : act_schema_valid (self, NULL, err);
+    //  References or "††" literals: on the parameters as the worker gets them
+    act_err_t why = { 0 };
+    json_t *params = act_call_params (call, NULL, &why);
+    if (!params) {
+        act_err_set (err, why.code? why.code: ACT_E_INTERNAL, "(root): %s",
+                     why.code? why.message: "out of memory");
+        return false;
+    }
+    bool valid = act_schema_valid (self, params, err);
+    json_decref (params);
+    return valid;
+}
+
+bool
 act_schema_equal (const json_t *a, const json_t *b)
 {
     if (!a || !b)
         return a == b;
-    if (json_is_number (a) && json_is_number (b))
-        return s_compare (a, b) == 0;
+    if (json_is_number (a) && json_is_number (b)) {
+        act_snum_t x, y;
+        act_snum_of (a, &x);
+        act_snum_of (b, &y);
+        return act_snum_compare (&x, &y) == 0;
+    }
     if (json_typeof (a) != json_typeof (b))
         return false;
     if (json_is_string (a))

@@ -28,6 +28,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include "act_err.h"
+#include "act_call.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,24 @@ void act_schema_destroy (act_schema_t **self_p);
 //  A pattern that needs more than a million backtracking steps on a value
 //  fails the validation ("match limit exceeded") instead of stalling.
 bool act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err);
+
+//  The same verdict and message as act_schema_valid on act_json_parse of
+//  text, read from the size bytes at text in place: the text must be one
+//  that act_scan accepted (it is not checked again). Allocates nothing
+//  for scalars, objects and arrays, except to decode a string or key
+//  longer than 255 bytes that holds an escape, and to make a tree of an
+//  object or array that enum, const or uniqueItems compare.
+bool act_schema_valid_text (act_schema_t *self, const char *text, size_t size,
+                            act_err_t *err);
+
+//  The same verdict and message as act_schema_valid on the call's
+//  parameters (act_call_params (call, NULL, err)), read from the call's
+//  text in place: its members that are not meta-properties, in the
+//  call's order. A call with "††" literals is checked on its parameters'
+//  tree; one with references cannot be checked before they resolve (false,
+//  err set to unresolved_reference): check its resolved parameters with
+//  act_schema_valid at dispatch.
+bool act_schema_valid_call (act_schema_t *self, act_call_t *call, act_err_t *err);
 
 //  JSON Schema equality: numbers by value (1 == 1.0), objects regardless
 //  of key order, arrays element by element. As enum, const and

@@ -285,6 +285,27 @@ def scans():
 
 
 # ---------------------------------------------------------------------------
+# fuzz_schema: a schema's line, then an instance (the suite's cases, ours)
+
+def schemas():
+    clear("fuzz_schema")
+    sources = [os.path.join(ROOT, "tests", "schema", "2020-12", name)
+               for name in sorted(os.listdir(os.path.join(ROOT, "tests", "schema", "2020-12")))]
+    suite = "/usr/share/json-schema-test-suite/tests/draft7"
+    for name in ("properties", "required", "enum", "const", "uniqueItems", "pattern",
+                 "patternProperties", "additionalProperties", "type", "multipleOf"):
+        if os.path.exists(os.path.join(suite, name + ".json")):
+            sources.append(os.path.join(suite, name + ".json"))
+    for source in sources:
+        base = os.path.basename(source)[:-5]
+        for group_index, group in enumerate(json.load(open(source, encoding="utf-8"))):
+            for index, test in enumerate(group["tests"]):
+                schema = j(group["schema"])
+                write("fuzz_schema", "%s-%02d-%02d" % (base, group_index, index),
+                      schema + "\n" + json.dumps(test["data"], indent=1, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------------------
 # fuzz_methods: write sequences
 
 def methods():
@@ -474,6 +495,7 @@ if __name__ == "__main__":
     references()
     calls()
     scans()
+    schemas()
     methods()
     clients()
     workers()

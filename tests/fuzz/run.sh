@@ -27,7 +27,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="${ACTD_FUZZ_BUILD:-$ROOT/build-fuzz}"
 CRASHES="$HERE/crashes"
-TARGETS=(fuzz_reference fuzz_call fuzz_methods fuzz_scan fuzz_client_frames fuzz_worker_frames)
+TARGETS=(fuzz_reference fuzz_call fuzz_methods fuzz_scan fuzz_schema fuzz_client_frames fuzz_worker_frames)
 
 usage () {
     echo "usage: $0 TARGET|all SECONDS   or   $0 minimize TARGET FILE" >&2

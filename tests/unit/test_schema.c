@@ -7,7 +7,11 @@
     pointers and equality one by one.
 
     A suite group whose schema compiles is run, and every case of it must
-    agree. A group whose schema does not compile must have been refused
+    agree. Every case runs through both readers of the validator: the tree
+    (act_schema_valid) and the text (act_schema_valid_text on the case's
+    data written compact and indented, scanned by act_scan; and, for an
+    object, act_schema_valid_call on a call made of its members): the
+    verdicts and the messages must be the same. A group whose schema does not compile must have been refused
     for a keyword or form act_schema does not implement (the message says
     "not supported"): it is counted "not applicable", per keyword. A test
     case may carry "error": the exact message act_schema_valid must give.
@@ -76,7 +80,81 @@ s_reason (const char *message)
     return reason;
 }
 
-//  Run one case; print it when it disagrees
+//  The message ("" when valid) of instance, when read as text: written by
+//  act_json_dumps with flags, scanned, then validated in place; NULL when
+//  the text is one the broker refuses (a \u0000), as act_json_parse does
+static char *
+s_text_message (act_schema_t *schema, const json_t *instance, size_t flags)
+{
+    char *text = act_json_dumps (instance, flags | JSON_ENCODE_ANY);
+    assert_non_null (text);
+    act_scan_t *scan = act_scan_new ();
+    act_err_t err = { 0 };
+    int scanned = act_scan (scan, text, strlen (text), &err);
+    act_scan_destroy (&scan);
+    if (scanned) {
+        assert_non_null (strstr (err.message, "\\u0000 is not allowed"));
+        json_t *parsed = act_json_parse (text, strlen (text), &err);
+        assert_null (parsed);
+        free (text);
+        return NULL;
+    }
+    bool valid = act_schema_valid_text (schema, text, strlen (text), &err);
+    assert_true (valid || (err.code && !strcmp (err.code, ACT_E_BAD_CALL)));
+    free (text);
+    return strdup (valid? "": err.message);
+}
+
+//  The message ("" when valid) of the object instance as a call's
+//  parameters (its members after a "_tool"), validated in place; NULL when
+//  it cannot be a call's (a member is a meta-property, or a reference)
+static char *
+s_call_message (act_schema_t *schema, const json_t *instance)
+{
+    char *members = act_json_dumps (instance, JSON_COMPACT);
+    assert_non_null (members);
+    size_t size = strlen (members) + 32;
+    char *text = malloc (size);
+    assert_non_null (text);
+    snprintf (text, size, "{\"_tool\": \"t\"%s%s", members [1] == '}'? "": ", ", members + 1);
+    free (members);
+    act_err_t err = { 0 };
+    act_call_t *call = act_call_new (NULL, text, strlen (text), &err);
+    free (text);
+    if (!call)
+        return NULL;
+    bool valid = act_schema_valid_call (schema, call, &err);
+    act_call_destroy (&call);
+    return strdup (valid? "": err.message);
+}
+
+//  Cases compared on each reader: compact text, indented text, call
+static int s_compared [3];
+
+//  Both readers of the validator give message (empty: valid) for instance
+static bool
+s_readers_agree (act_schema_t *schema, const json_t *instance, const char *message,
+                 const char *where)
+{
+    char *found [3] = {
+        s_text_message (schema, instance, JSON_COMPACT),
+        s_text_message (schema, instance, JSON_INDENT (2)),
+        json_is_object (instance)? s_call_message (schema, instance): NULL
+    };
+    bool agree = true;
+    for (size_t index = 0; index < 3; index++) {
+        s_compared [index] += found [index] != NULL;
+        if (found [index] && strcmp (found [index], message)) {
+            print_message ("READERS DIFFER %s: tree \"%s\", text %zu \"%s\"\n", where,
+                           message, index, found [index]);
+            agree = false;
+        }
+        free (found [index]);
+    }
+    return agree;
+}
+
+//  Run one case through both readers; print it when it disagrees
 static void
 s_run_case (act_schema_t *schema, const json_t *test, const char *where, s_counts_t *counts)
 {
@@ -91,6 +169,7 @@ s_run_case (act_schema_t *schema, const json_t *test, const char *where, s_count
         agrees = !strcmp (err.code, ACT_E_BAD_CALL) && (!error || !strcmp (err.message, error));
         assert_true (err.code && *err.message);
     }
+    assert_true (s_readers_agree (schema, data, valid? "": err.message, where));
     if (agrees)
         counts->cases_passed++;
     else
@@ -171,6 +250,11 @@ test_official_suite_draft7 (void **state)
     }
     s_print_counts ("draft7 suite", &counts);
     assert_int_equal (counts.cases_passed, counts.cases_run);
+    //  Every case was read as text too, and the objects as calls
+    print_message ("read as text: %d compact, %d indented, %d as calls\n",
+                   s_compared [0], s_compared [1], s_compared [2]);
+    assert_int_equal (s_compared [0], counts.cases_run);
+    assert_true (s_compared [2] > counts.cases_run / 4);
     //  Most of the suite applies: a refusal of everything would not pass
     assert_true (counts.groups_run > 3 * counts.groups_skipped);
     //  Only what act_schema does not implement makes a group not
@@ -302,6 +386,7 @@ s_message (const char *schema_text, const char *text)
         err.message [0] = 0;
     else
         assert_string_equal (err.code, ACT_E_BAD_CALL);
+    assert_true (s_readers_agree (schema, instance, err.message, text));
     act_schema_destroy (&schema);
     act_schema_destroy (&schema);
     json_decref (instance);
@@ -350,6 +435,21 @@ test_messages_name_pointer_and_keyword (void **state)
     };
     for (size_t index = 0; index < sizeof cases / sizeof cases [0]; index++)
         assert_string_equal (s_message (cases [index][0], cases [index][1]), cases [index][2]);
+    //  Arrays longer than the 64 items the text reader keeps: items, maxItems
+    //  and uniqueItems read past them
+    char long_array [512] = "[";
+    for (int index = 0; index < 70; index++)
+        snprintf (long_array + strlen (long_array), sizeof long_array - strlen (long_array),
+                  "%s%d", index? ", ": "", index == 66? -1: index == 68? 65: index);
+    strcat (long_array, "]");
+    assert_string_equal (s_message ("{\"items\": {\"minimum\": 0}}", long_array),
+                         "/66: minimum: expected at least 0");
+    assert_string_equal (s_message ("{\"maxItems\": 69}", long_array),
+                         "(root): maxItems: expected at most 69 items, not 70");
+    assert_string_equal (s_message ("{\"uniqueItems\": true}", long_array),
+                         "(root): uniqueItems: items 65 and 68 are equal");
+    assert_string_equal (s_message ("{\"prefixItems\": [{}, {\"maximum\": 0}]}", long_array),
+                         "/1: maximum: expected at most 0");
     //  A value nested deeper than the validator follows is refused, not crashed on
     json_t *deep = json_integer (1);
     for (int level = 0; level < 300; level++) {
@@ -400,6 +500,117 @@ test_equality_by_value (void **state)
     }
 }
 
+//  A call's params checked in place (act_schema_valid_call, as at submit)
+//  give the message of the tree path (act_call_params, act_schema_valid)
+static void
+test_calls_read_in_place (void **state)
+{
+    #define S_CALL_SCHEMA                                                           \
+        "{\"type\": \"object\", \"required\": [\"i\", \"kind\"], "                  \
+        "\"properties\": {\"i\": {\"type\": \"integer\", \"minimum\": 0}, "         \
+        "\"n\": {\"type\": \"number\", \"exclusiveMaximum\": 2.5}, "                \
+        "\"kind\": {\"enum\": [\"alpha\", \"beta\", [1, {\"a\": 2}]]}, "            \
+        "\"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, "       \
+        "\"maxItems\": 2, \"uniqueItems\": true}, "                                 \
+        "\"lang\": {\"type\": \"string\", \"pattern\": \"^[a-z]{2}$\", \"minLength\": 2}, " \
+        "\"opts\": {\"type\": \"object\", \"properties\": {\"deep\": {\"const\": false}}, " \
+        "\"additionalProperties\": false}, \"a/~b\": {\"type\": \"null\"}, "        \
+        "\"m\": {\"multipleOf\": 0.5}}, "                                           \
+        "\"patternProperties\": {\"^x-\": {\"type\": \"string\", \"maxLength\": 3}}, " \
+        "\"additionalProperties\": false}"
+    //  Call texts (after the "_tool" member), and the message ("" when valid)
+    static const char *cases [][2] = {
+        { "\"i\": 1, \"kind\": \"alpha\"", "" },
+        { "\"i\" :\t1 ,\n \"kind\" : \"beta\" ", "" },
+        { "\"\\u0069\": 1, \"k\\u0069nd\": \"alpha\"", "" },
+        { "\"i\": 1, \"kind\": \"al\\u0070ha\"", "" },
+        { "\"i\": 1, \"kind\": [1, {\"a\": 2.0}]", "" },
+        { "\"i\": 1, \"kind\": [1, {\"a\": 3}]", "/kind: enum: not one of the 3 values allowed" },
+        { "\"kind\": \"alpha\"", "(root): required: missing \"i\"" },
+        { "\"i\": 1", "(root): required: missing \"kind\"" },
+        { "\"i\": -1, \"kind\": \"alpha\"", "/i: minimum: expected at least 0" },
+        { "\"i\": 1.0, \"kind\": \"alpha\"", "" },
+        { "\"i\": 1.5, \"kind\": \"alpha\"", "/i: type: expected integer" },
+        { "\"i\": 1e2, \"kind\": \"alpha\"", "" },
+        { "\"i\": 99999999999999999999, \"kind\": \"alpha\"", "" },
+        { "\"i\": -99999999999999999999, \"kind\": \"alpha\"", "/i: minimum: expected at least 0" },
+        { "\"i\": -9223372036854775808, \"kind\": \"alpha\"", "/i: minimum: expected at least 0" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"n\": 2.5", "/n: exclusiveMaximum: expected less than 2.5" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"n\": \"2\"", "/n: type: expected number" },
+        { "\"i\": 1, \"kind\": \"gamma\"", "/kind: enum: not one of the 3 values allowed" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [\"x\", \"y\", \"z\"]",
+          "/tags: maxItems: expected at most 2 items, not 3" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [\"x\", 2]", "/tags/1: type: expected string" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [\"x\", \"\\u0078\"]",
+          "/tags: uniqueItems: items 0 and 1 are equal" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"tags\": [ ]", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"lang\": \"EN\"", "/lang: pattern: does not match ^[a-z]{2}$" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"lang\": \"e\"",
+          "/lang: minLength: expected at least 2 characters, not 1" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"lang\": \"\\u0065n\"", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"opts\": {\"deep\": true}", "/opts/deep: const: not the value required" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"opts\": {\"deep\": false, \"x\": {}}",
+          "/opts/x: additionalProperties: not allowed" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"a/~b\": 0", "/a~1~0b: type: expected null" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"a\\/~b\": null", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"m\": 1.5", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"m\": 1.25", "/m: multipleOf: expected a multiple of 0.5" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"x-a\": \"abcd\"",
+          "/x-a: maxLength: expected at most 3 characters, not 4" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"x-\\u00e9\": \"\\u00e9\\u00e9\\u00e9\"", "" },
+        { "\"i\": 1, \"kind\": \"alpha\", \"y\": 1", "/y: additionalProperties: not allowed" },
+        { ("\"i\": 1, \"kind\": \"alpha\", \"lang\": \"\xe2\x80\xa0\xe2\x80\xa0" "xy\""),
+          "/lang: pattern: does not match ^[a-z]{2}$" },
+        { ("\"i\": 1, \"kind\": \"alpha\", \"x-\\u0041\": \"\xe2\x80\xa0\xe2\x80\xa0" "abcd\""),
+          "/x-A: maxLength: expected at most 3 characters, not 5" },
+    };
+    json_t *json = json_loads (S_CALL_SCHEMA, 0, NULL);
+    assert_non_null (json);
+    act_err_t err = { 0 };
+    act_schema_t *schema = act_schema_new (json, &err);
+    assert_non_null (schema);
+    json_decref (json);
+    for (size_t index = 0; index < sizeof cases / sizeof cases [0]; index++) {
+        char text [1024];
+        snprintf (text, sizeof text, "{\"_tool\": \"t\", \"_id\": \"x\", %s}", cases [index][0]);
+        act_call_t *call = act_call_new (NULL, text, strlen (text), &err);
+        if (!call)
+            print_message ("%s: %s\n", text, err.message);
+        assert_non_null (call);
+        json_t *params = act_call_params (call, NULL, &err);
+        assert_non_null (params);
+        act_err_t tree = { 0 }, in_place = { 0 };
+        bool tree_valid = act_schema_valid (schema, params, &tree);
+        bool valid = act_schema_valid_call (schema, call, &in_place);
+        if (strcmp (tree.message, cases [index][1]) || strcmp (in_place.message, cases [index][1]))
+            print_message ("%s: tree \"%s\", in place \"%s\"\n", text, tree.message,
+                           in_place.message);
+        assert_true (tree_valid == !*cases [index][1] && valid == tree_valid);
+        assert_string_equal (tree.message, cases [index][1]);
+        assert_string_equal (in_place.message, cases [index][1]);
+        json_decref (params);
+        act_call_destroy (&call);
+    }
+    //  A string longer than the decoding buffer, with an escape, and a key too
+    char *text = malloc (4096);
+    assert_non_null (text);
+    int used = snprintf (text, 4096, "{\"_tool\": \"t\", \"i\": 1, \"kind\": \"alpha\", \"x-");
+    for (int index = 0; index < 300; index++)
+        used += snprintf (text + used, 4096 - (size_t) used, "\\u00e9");
+    used += snprintf (text + used, 4096 - (size_t) used, "\": \"\\u0041");
+    for (int index = 0; index < 300; index++)
+        used += snprintf (text + used, 4096 - (size_t) used, "\\n");
+    snprintf (text + used, 4096 - (size_t) used, "\"}");
+    act_call_t *call = act_call_new (NULL, text, strlen (text), &err);
+    assert_non_null (call);
+    act_err_t in_place = { 0 };
+    assert_false (act_schema_valid_call (schema, call, &in_place));
+    assert_non_null (strstr (in_place.message, ": maxLength: expected at most 3 characters, not 301"));
+    act_call_destroy (&call);
+    free (text);
+    act_schema_destroy (&schema);
+}
+
 int
 main (void)
 {
@@ -409,6 +620,7 @@ main (void)
         cmocka_unit_test (test_refusals_name_the_place_and_why),
         cmocka_unit_test (test_messages_name_pointer_and_keyword),
         cmocka_unit_test (test_equality_by_value),
+        cmocka_unit_test (test_calls_read_in_place),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

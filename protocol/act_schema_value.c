@@ -1,0 +1,437 @@
+/*  =========================================================================
+    act_schema_value - the instances act_schema_valid reads, behind one
+    small interface with two backends: a jansson value, and JSON text that
+    act_scan has accepted (walked in place: nothing allocated, strings and
+    keys decoded only when asked for and only when they hold an escape,
+    numbers read as act_json_parse reads them). A text object may also be
+    a list of members of a larger text: a call's parameters are its
+    top-level members that are not meta-properties (act_call_t spans).
+
+    The text is trusted to be valid JSON: the walks below do not check it.
+    ========================================================================= */
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "act_schema_int.h"
+#include "actd/act_json.h"
+
+//  Past JSON white space from pos
+static size_t
+s_space (const char *text, size_t pos, size_t end)
+{
+    while (pos < end && (text [pos] == ' ' || text [pos] == '\t' || text [pos] == '\n'
+                     ||  text [pos] == '\r'))
+        pos++;
+    return pos;
+}
+
+//  Past the string token at pos (its '"'); *escaped set when it holds a '\'
+static size_t
+s_string_end (const char *text, size_t pos, size_t end, bool *escaped)
+{
+    *escaped = false;
+    for (pos++; pos < end; ) {
+        const char *stop = text + pos;
+        while (stop < text + end && *stop != '"' && *stop != '\\')
+            stop++;
+        pos = (size_t) (stop - text);
+        if (pos >= end)
+            break;
+        if (text [pos] == '"')
+            return pos + 1;
+        *escaped = true;
+        pos += 2;
+    }
+    return end;
+}
+
+//  Past the value at pos
+static size_t
+s_value_end (const char *text, size_t pos, size_t end)
+{
+    bool escaped;
+    char c = text [pos];
+    if (c == '"')
+        return s_string_end (text, pos, end, &escaped);
+    if (c == '{' || c == '[') {
+        int depth = 0;
+        while (pos < end) {
+            c = text [pos];
+            if (c == '"') {
+                pos = s_string_end (text, pos, end, &escaped);
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else
+            if ((c == '}' || c == ']') && --depth == 0)
+                return pos + 1;
+            pos++;
+        }
+        return end;
+    }
+    while (pos < end && text [pos] != ',' && text [pos] != ']' && text [pos] != '}'
+       &&  text [pos] != ' ' && text [pos] != '\t' && text [pos] != '\n' && text [pos] != '\r')
+        pos++;
+    return pos;
+}
+
+//  The integer literal of size bytes at text, when it is one (no '.',
+//  'e' or 'E') and fits int64
+static bool
+s_integer (const char *text, size_t size, json_int_t *value)
+{
+    bool negative = text [0] == '-';
+    unsigned long long magnitude = 0;
+    unsigned long long limit = negative? 9223372036854775808ULL: 9223372036854775807ULL;
+    for (size_t pos = negative; pos < size; pos++) {
+        unsigned digit = (unsigned) (text [pos] - '0');
+        if (digit > 9 || (magnitude >= 922337203685477580ULL
+                          && magnitude > (limit - digit) / 10))
+            return false;       //  A fraction, an exponent, or too large
+        magnitude = magnitude * 10 + digit;
+    }
+    *value = negative? (json_int_t) (0 - magnitude): (json_int_t) magnitude;
+    return true;
+}
+
+bool
+act_sval_integral (const act_sval_t *self)
+{
+    json_int_t integer;
+    if (!self->json && s_integer (self->text, self->size, &integer))
+        return true;            //  An int64 integer: no need to read it twice
+    act_snum_t number;
+    act_sval_number (self, &number);
+    return number.integer || (isfinite (number.d) && number.d == floor (number.d));
+}
+
+void
+act_sval_number (const act_sval_t *self, act_snum_t *number)
+{
+    if (self->json) {
+        act_snum_of (self->json, number);
+        return;
+    }
+    //  An integer unless it has a fraction or an exponent or does not fit
+    //  int64 (SEMANTICS.md section 1): as act_json_parse reads it
+    number->integer = s_integer (self->text, self->size, &number->i);
+    if (number->integer)
+        return;
+    char local [64];
+    char *copy = self->size < sizeof local? local: malloc (self->size + 1);
+    if (!copy) {
+        number->d = NAN;        //  Out of memory: no bound holds
+        return;
+    }
+    memcpy (copy, self->text, self->size);
+    copy [self->size] = 0;
+    number->d = strtod (copy, NULL);
+    if (copy != local)
+        free (copy);
+}
+
+const char *
+act_sval_string (const act_sval_t *self, act_sbuf_t *buffer, size_t *length)
+{
+    buffer->allocated = NULL;
+    if (self->json) {
+        *length = json_string_length (self->json);
+        return json_string_value (self->json);
+    }
+    if (!memchr (self->text + 1, '\\', self->size - 2)) {
+        *length = self->size - 2;
+        return self->text + 1;
+    }
+    char *out = buffer->local;
+    if (self->size - 1 > sizeof buffer->local)
+        out = buffer->allocated = malloc (self->size - 1);
+    if (!out)
+        return NULL;
+    *length = act_scan_decode (self->text, self->size, out);
+    return out;
+}
+
+size_t
+act_sval_string_bound (const act_sval_t *self)
+{
+    return self->json? json_string_length (self->json): self->size - 2;
+}
+
+//  The key token of the member whose text starts at pos, and its value:
+//  *value set to the value's offset, *escaped when the key holds a '\'
+static size_t
+s_key_end (const char *text, size_t pos, size_t end, size_t *value, bool *escaped)
+{
+    size_t after = s_string_end (text, pos, end, escaped);
+    if (after + 1 < end && text [after] == ':' && text [after + 1] > ' ')
+        *value = after + 1;     //  The usual "key":value
+    else
+        *value = s_space (text, s_space (text, after, end) + 1, end);
+    return after;
+}
+
+void
+act_siter_start (act_siter_t *self, const act_sval_t *of)
+{
+    self->of = of;
+    self->index = 0;
+    self->iter = of->json && json_is_object (of->json)? json_object_iter ((json_t *) of->json)
+                                                     : NULL;
+    self->pos = of->json || of->members? 0: s_space (of->text, 1, of->size);
+}
+
+bool
+act_siter_item (act_siter_t *self, act_sval_t *item)
+{
+    const act_sval_t *of = self->of;
+    *item = (act_sval_t) { 0 };
+    if (of->json) {
+        if (self->index >= json_array_size (of->json))
+            return false;
+        item->json = json_array_get (of->json, self->index++);
+        return true;
+    }
+    if (of->text [self->pos] == ']')
+        return false;
+    size_t end = s_value_end (of->text, self->pos, of->size);
+    item->text = of->text + self->pos;
+    item->size = end - self->pos;
+    self->pos = s_space (of->text, end, of->size);
+    if (of->text [self->pos] == ',')
+        self->pos = s_space (of->text, self->pos + 1, of->size);
+    self->index++;
+    return true;
+}
+
+//  Set key from the key token of size bytes at token
+static bool
+s_key (act_skey_t *key, const char *token, size_t size, bool escaped)
+{
+    key->buffer.allocated = NULL;
+    if (!escaped) {
+        key->name = token + 1;
+        key->length = key->full = size - 2;
+        return true;
+    }
+    char *out = key->buffer.local;
+    if (size - 1 > sizeof key->buffer.local)
+        out = key->buffer.allocated = malloc (size - 1);
+    if (!out)
+        return false;
+    key->full = act_scan_decode (token, size, out);
+    key->name = out;
+    key->length = strlen (out);     //  As a C string: the tree's keys are read so
+    return true;
+}
+
+bool
+act_siter_member (act_siter_t *self, act_sval_t *value, act_skey_t *key, bool *oom)
+{
+    const act_sval_t *of = self->of;
+    *value = (act_sval_t) { 0 };
+    *oom = false;
+    if (of->json) {
+        if (!self->iter)
+            return false;
+        key->name = json_object_iter_key (self->iter);
+        key->length = strlen (key->name);
+        key->full = json_object_iter_key_len (self->iter);
+        key->buffer.allocated = NULL;
+        value->json = json_object_iter_value (self->iter);
+        self->iter = json_object_iter_next ((json_t *) of->json, self->iter);
+        self->index++;
+        return true;
+    }
+    const char *text = of->text;
+    size_t at, end, start;
+    bool escaped;
+    if (of->members) {
+        if (self->index >= of->count)
+            return false;
+        at = of->members [self->index].offset;
+        end = at + of->members [self->index].size;
+        //  The usual member, "key":value with no escape in the key, read
+        //  here; any other through s_key_end and s_key
+        const char *quote = text + at + 1;
+        while (*quote != '"' && *quote != '\\')
+            quote++;
+        if (*quote == '"' && quote [1] == ':' && quote [2] > ' ') {
+            key->name = text + at + 1;
+            key->length = key->full = (size_t) (quote - key->name);
+            key->buffer.allocated = NULL;
+            value->text = quote + 2;
+            value->size = (size_t) (text + end - value->text);
+            self->index++;
+            return true;
+        }
+        size_t after = s_key_end (text, at, end, &start, &escaped);
+        value->size = end - start;
+        *oom = !s_key (key, text + at, after - at, escaped);
+    }
+    else {
+        if (text [self->pos] == '}')
+            return false;
+        at = self->pos;
+        size_t after = s_key_end (text, at, of->size, &start, &escaped);
+        end = s_value_end (text, start, of->size);
+        value->size = end - start;
+        *oom = !s_key (key, text + at, after - at, escaped);
+        self->pos = s_space (text, end, of->size);
+        if (text [self->pos] == ',')
+            self->pos = s_space (text, self->pos + 1, of->size);
+    }
+    value->text = text + start;
+    self->index++;
+    return !*oom;
+}
+
+size_t
+act_sval_count (const act_sval_t *self)
+{
+    if (self->json)
+        return json_is_array (self->json)? json_array_size (self->json)
+                                         : json_object_size (self->json);
+    if (self->members)
+        return self->count;
+    act_siter_t iter;
+    act_siter_start (&iter, self);
+    act_sval_t item;
+    act_skey_t key;
+    bool oom;
+    if (self->text [0] == '[')
+        while (act_siter_item (&iter, &item));
+    else
+        while (act_siter_member (&iter, &item, &key, &oom))
+            act_sbuf_release (&key.buffer);
+    return iter.index;
+}
+
+//  True when the key token at text holds an escape and decodes to the
+//  length bytes at name (apart: its buffer stays off the common path)
+static __attribute__ ((noinline)) bool
+s_key_is_decoded (const char *text, size_t end, const char *name, size_t length)
+{
+    bool escaped;
+    size_t size = s_string_end (text, 0, end, &escaped);
+    if (!escaped)
+        return false;
+    act_skey_t key;
+    bool equal = s_key (&key, text, size, true)
+              && key.full == length && !memcmp (key.name, name, length);
+    act_sbuf_release (&key.buffer);
+    return equal;
+}
+
+//  True when the key token at text (its '"') decodes to the length bytes
+//  at name. Compared in place unless the key holds an escape.
+static bool
+s_key_is (const char *text, size_t end, const char *name, size_t length)
+{
+    if (text [1] != '\\' && (length == 0? text [1] != '"': text [1] != name [0]))
+        return false;           //  The common case: another first byte
+    if (length + 2 <= end && !memcmp (text + 1, name, length) && text [length + 1] == '"'
+    &&  !memchr (name, '\\', length))
+        return true;
+    return s_key_is_decoded (text, end, name, length);
+}
+
+bool
+act_sval_has (const act_sval_t *self, const char *name)
+{
+    if (self->json)
+        return json_object_get (self->json, name) != NULL;
+    size_t length = strlen (name);
+    if (self->members) {
+        for (size_t index = 0; index < self->count; index++) {
+            const char *key = self->text + self->members [index].offset;
+            if (key [1] != '\\' && key [1] != (length? name [0]: '"'))
+                continue;       //  Another first byte: not the name (s_key_is)
+            if (s_key_is (key, self->members [index].size, name, length))
+                return true;
+        }
+        return false;
+    }
+    act_siter_t iter;
+    act_siter_start (&iter, self);
+    while (self->text [iter.pos] != '}') {
+        size_t at = iter.pos, start;
+        bool escaped;
+        s_key_end (self->text, at, self->size, &start, &escaped);
+        if (s_key_is (self->text + at, self->size - at, name, length))
+            return true;
+        iter.pos = s_space (self->text, s_value_end (self->text, start, self->size),
+                            self->size);
+        if (self->text [iter.pos] == ',')
+            iter.pos = s_space (self->text, iter.pos + 1, self->size);
+    }
+    return false;
+}
+
+json_t *
+act_sval_tree (const act_sval_t *self)
+{
+    if (self->json)
+        return json_incref ((json_t *) self->json);
+    act_err_t err = { 0 };
+    if (!self->members)
+        return act_json_parse (self->text, self->size, &err);
+    size_t size = 2;
+    for (size_t index = 0; index < self->count; index++)
+        size += self->members [index].size + 1;
+    char *text = malloc (size);
+    if (!text)
+        return NULL;
+    size_t used = 0;
+    text [used++] = '{';
+    for (size_t index = 0; index < self->count; index++) {
+        if (index)
+            text [used++] = ',';
+        memcpy (text + used, self->text + self->members [index].offset,
+                self->members [index].size);
+        used += self->members [index].size;
+    }
+    text [used++] = '}';
+    json_t *tree = act_json_parse (text, used, &err);
+    free (text);
+    return tree;
+}
+
+void
+act_snum_of (const json_t *number, act_snum_t *out)
+{
+    out->integer = json_is_integer (number);
+    out->i = out->integer? json_integer_value (number): 0;
+    out->d = out->integer? 0: json_real_value (number);
+}
+
+//  Compare an integer and a double exactly. Not through long double: it
+//  is no wider than double under valgrind, which would call 2^53 + 1 and
+//  2^53 equal. |real| < 2^63 truncates to an integer that fits.
+static int
+s_compare_mixed (json_int_t integer, double real)
+{
+    if (real >= 9223372036854775808.0)
+        return -1;
+    if (real < -9223372036854775808.0)
+        return 1;
+    double whole = trunc (real);
+    json_int_t truncated = (json_int_t) whole;
+    if (integer != truncated)
+        return integer < truncated? -1: 1;
+    return real > whole? -1: real < whole;
+}
+
+int
+act_snum_compare (const act_snum_t *a, const act_snum_t *b)
+{
+    if (a->integer && b->integer)
+        return a->i < b->i? -1: a->i > b->i;
+    if (a->integer)
+        return s_compare_mixed (a->i, b->d);
+    if (b->integer)
+        return -s_compare_mixed (b->i, a->d);
+    return a->d < b->d? -1: a->d > b->d;
+}
