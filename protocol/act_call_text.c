@@ -1,7 +1,6 @@
 /*  =========================================================================
     act_call_text - the parameters a worker receives, written from the
-    call's text without a tree (see act_call_params_text), and the
-    parameters as a tree made from that text (act_call_params_tree).
+    call's text without a tree (see act_call_params_text).
 
     The members that are not meta-properties are copied as they are, in
     the text's order, each reference string replaced by act_json_dump of
@@ -131,83 +130,3 @@ act_call_numbers_dumped (const char *text, size_t size)
     return true;
 }
 
-
-//  The scalar or container of size bytes at value (valid JSON, as the
-//  call's scan accepted it) as act_json_parse reads it: an integer that
-//  fits int64 is an integer, any other number a real (SEMANTICS.md
-//  section 1), strings decoded; objects and arrays go to act_json_parse
-static json_t *
-s_tree_value (const char *value, size_t size, act_err_t *err)
-{
-    switch (value [0]) {
-        case 't': return json_true ();
-        case 'f': return json_false ();
-        case 'n': return json_null ();
-        case '{':
-        case '[': return act_json_parse (value, size, err);
-        case '"': {
-            char local [256];
-            char *decoded = size <= sizeof local? local: malloc (size);
-            if (!decoded)
-                return NULL;
-            size_t length = act_scan_decode (value, size, decoded);
-            json_t *string = json_stringn (decoded, length);
-            if (decoded != local)
-                free (decoded);
-            return string;
-        }
-        default: {
-            //  The text is NUL-terminated and the number ends before the
-            //  ',' or '}' that follows it: strtoll and strtod stop there
-            bool real = memchr (value, '.', size) || memchr (value, 'e', size)
-                     || memchr (value, 'E', size);
-            if (!real) {
-                errno = 0;
-                long long integer = strtoll (value, NULL, 10);
-                if (errno != ERANGE)
-                    return json_integer (integer);
-            }
-            return json_real (strtod (value, NULL));
-        }
-    }
-}
-
-json_t *
-act_call_params_tree (act_call_t *self, act_err_t *err)
-{
-    for (size_t i = 0; i < self->nspans; i++)
-        if (self->spans [i].ref != -2)
-            return act_call_params (self, NULL, err);
-    json_t *params = json_object ();
-    for (size_t i = 0; params && i < self->nspans; i++) {
-        //  A member: its key's token, white space, ':', white space, value
-        const char *key = self->text + self->spans [i].offset;
-        const char *end = key + self->spans [i].size;
-        const char *quote = key + 1;
-        while (*quote != '"')
-            quote += *quote == '\\'? 2: 1;
-        size_t key_size = (size_t) (quote + 1 - key);
-        const char *value = quote + 1;
-        while (*value == ' ' || *value == '\t' || *value == '\n' || *value == '\r'
-           ||  *value == ':')
-            value++;
-        char local [128];
-        char *name = key_size <= sizeof local? local: malloc (key_size);
-        json_t *tree = name? s_tree_value (value, (size_t) (end - value), err): NULL;
-        size_t length = name? act_scan_decode (key, key_size, name): 0;
-        bool kept = false;
-        if (tree && name [0] == '_')
-            json_decref (tree);             //  A meta-property: not a parameter
-        else                                //  (setn_new releases tree if it fails)
-            kept = tree && json_object_setn_new (params, name, length, tree) == 0;
-        if (!kept && !(tree && name [0] == '_')) {
-            json_decref (params);
-            params = NULL;
-        }
-        if (name && name != local)
-            free (name);
-    }
-    if (!params && !err->code)
-        act_err_set (err, ACT_E_INTERNAL, "out of memory");
-    return params;
-}

@@ -102,15 +102,6 @@ json_t *act_call_params (act_call_t *self, act_ctx_t *ctx, act_err_t *err);
 //  tree is dumped instead. Returns a new string, or NULL with err set.
 char *act_call_params_text (act_call_t *self, act_ctx_t *ctx, act_err_t *err);
 
-//  The call's parameters (its members that are not meta-properties) as a
-//  tree, equal to act_call_params (self, NULL, err) for a call without
-//  references, but built from the call's text member by member: jansson
-//  reads only the objects and arrays among them, scalars are made
-//  directly (a tool's params schema is checked on it at submit). A call
-//  with references or "††" literals takes act_call_params. NULL with err
-//  set when out of memory.
-json_t *act_call_params_tree (act_call_t *self, act_err_t *err);
-
 //  True when every number in the size bytes of valid JSON at text is
 //  written as act_json_dump writes it (an int64 integer other than "-0",
 //  or a real in act_dtoa's shortest form).

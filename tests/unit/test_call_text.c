@@ -104,22 +104,6 @@ s_compare (act_ctx_t *ctx, const char *text)
             fail_msg ("%s (dump form): params %s, the tree's %s", text, params_text,
                       params_dump);
     }
-    //  The tree made from the text for a schema's check (no references):
-    //  the same as the tree path's parameters, types of numbers included
-    if (made->nrefs == 0) {
-        act_err_t plain_err = { 0 }, full_err = { 0 };
-        json_t *plain = act_call_params_tree (made, &plain_err);
-        json_t *full = act_call_params (parsed, NULL, &full_err);
-        if (!plain || !full || !json_equal (plain, full)) {
-            char *plain_dump = plain? act_json_dump (plain): NULL;
-            fail_msg ("%s: params tree %s, the tree path's %s", text,
-                      plain_dump? plain_dump: plain_err.message,
-                      params_dump? params_dump: full_err.message);
-        }
-        //  json_equal takes 1 and 1.0 as different: so are they here
-        json_decref (plain);
-        json_decref (full);
-    }
     free (params_text);
     free (params_dump);
     json_decref (params);
