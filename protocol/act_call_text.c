@@ -10,7 +10,6 @@
     the same bytes when the call's text was in that form.
     ========================================================================= */
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
