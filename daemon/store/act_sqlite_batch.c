@@ -212,17 +212,31 @@ s_call_free (s_call_t *call)
     free (call);
 }
 
+//  Empty the index of the held calls. Few in many slots: each call's slot
+//  is emptied, the newest first (a call's probe only passes slots taken
+//  by calls held before it, which are still there when it goes), instead
+//  of clearing every slot (the table keeps the size of the largest batch)
+static void
+s_unindex_all (act_sqlite_batch_t *self)
+{
+    if (self->calls.count * 4 < self->nslots)
+        for (size_t i = self->calls.count; i > 0; i--)
+            *s_slot (self, ((s_call_t *) self->calls.items [i - 1])->id) = NULL;
+    else
+    if (self->nslots)
+        memset (self->slots, 0, self->nslots * sizeof self->slots [0]);
+}
+
 void
 act_sqlite_batch_drop (act_sqlite_batch_t *self)
 {
+    s_unindex_all (self);
     for (size_t i = 0; i < self->calls.count; i++)
         s_call_free ((s_call_t *) self->calls.items [i]);
     for (size_t i = 0; i < self->messages.count; i++)
         free (self->messages.items [i]);
     self->calls.count = 0;
     self->messages.count = 0;
-    if (self->nslots)
-        memset (self->slots, 0, self->nslots * sizeof self->slots [0]);
 }
 
 void

@@ -934,6 +934,41 @@ test_contexts_are_listed_in_pages (void **state)
     zstr_free (&prefix);
 }
 
+//  CONTEXTS gives the top-level _date of a context's last message, not a
+//  "_date" in its data (nested, or in a string), written before it
+static void
+test_contexts_read_the_top_level_date (void **state)
+{
+    char *context = s_context ("topdate");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    const char *texts [] = {
+        ("{\"type\":\"data\",\"data\":{\"_date\":\"1999-01-01T00:00:00.000Z\","
+         "\"s\":\"x\\\",\\\"_date\\\":\\\"bad\",\"a\":[{\"_date\":\"no\"}]},"
+         "\"_seq\":1,\"_date\":\"2026-05-04T10:00:00.000Z\"}"),
+        //  Not plainly written: SQLite reads it
+        "{\"type\":\"data\",\"_seq\":2,\"_date\" : \"2026-05-05T10:00:00.000Z\"}",
+        "{\"type\":\"data\",\"_seq\":3,\"_date\":\"2026-05-06T10:00:00\\u002e000Z\"}"
+    };
+    const char *dates [] = {
+        "2026-05-04T10:00:00.000Z", "2026-05-05T10:00:00.000Z", "2026-05-06T10:00:00.000Z"
+    };
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal (act_store_put_message (store, context, (uint64_t) i + 1, texts [i],
+                                                 strlen (texts [i])), 0);
+        act_err_t err = { 0 };
+        assert_int_equal (act_store_commit (store, &err), 0);
+        json_t *page = act_store_contexts (store, context, NULL, 1);
+        assert_int_equal (json_array_size (page), 1);
+        json_t *item = json_array_get (page, 0);
+        assert_int_equal (json_integer_value (json_object_get (item, "messages")), i + 1);
+        assert_string_equal (json_string_value (json_object_get (item, "updated")), dates [i]);
+        json_decref (page);
+    }
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
 //  A message's _date is read for CONTEXTS even when the message holds a
 //  \u0000 (which PostgreSQL's json type refuses to convert)
 static void
@@ -1403,6 +1438,7 @@ main (void)
         cmocka_unit_test (test_a_version_6_store_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
         cmocka_unit_test (test_contexts_are_listed_in_pages),
+        cmocka_unit_test (test_contexts_read_the_top_level_date),
         cmocka_unit_test (test_contexts_read_the_date_of_a_message_with_a_nul),
         cmocka_unit_test (test_a_deleted_context_is_gone_and_its_id_starts_again),
         cmocka_unit_test (test_a_delete_in_a_failed_batch_keeps_the_context),
