@@ -10,7 +10,8 @@
     stored before is a row of its attempts in the table dispatched (see
     version 6 in act_sqlite_schema.c); its end is a row of ends (version
     7). The calls not ended are those from a mark on with no end, and the
-    rows of live below it (version 8, act_sqlite_live.c).
+    rows of live below it (version 8, act_sqlite_live.c). A context's
+    calls are found through the blocks of ids that hold some (version 9).
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
@@ -344,6 +345,7 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         if (err && !err->code)
             s_fail (self, err, "commit failed");
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+        act_sqlite_batch_forget (self->held);
         if (act_sqlite_live_load (self->live))
             s_fail (self, NULL, "cannot read the live calls");
     }
@@ -644,8 +646,10 @@ s_delete_context (void *impl, const char *context, size_t *messages)
     &&  s_delete (self, Q_DELETE_ENDS, context) >= 0
     &&  s_delete (self, Q_DELETE_LIVE, context) >= 0
     &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
+    &&  s_delete (self, Q_DELETE_BLOCKS, context) >= 0
     &&  s_delete (self, Q_DELETE_KEYS, context) >= 0)
         existed = s_delete (self, Q_DELETE_CONTEXT, context);
+    act_sqlite_batch_forget (self->held);
     if (existed < 0)
         return -1;
     self->deleted = true;
