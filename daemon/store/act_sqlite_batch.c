@@ -107,6 +107,11 @@ struct _act_sqlite_batch_t {
     s_array_t rows;                             //  Scratch: one kind's rows
     bool borrow;                                //  Texts are borrowed, not
                                                 //  copied
+    zhashx_t *blocks;                           //  Context -> 1 + the block
+                                                //  of its last new call
+                                                //  whose call_blocks row is
+                                                //  written (as a pointer)
+    sqlite3_stmt *block_query;                  //  Writes a call_blocks row
 };
 
 static int
@@ -189,6 +194,11 @@ act_sqlite_batch_new (sqlite3 *db, act_sqlite_live_t *live)
         return NULL;
     self->db = db;
     self->live = live;
+    self->blocks = zhashx_new ();
+    if (!self->blocks) {
+        free (self);
+        return NULL;
+    }
     return self;
 }
 
@@ -212,17 +222,31 @@ s_call_free (s_call_t *call)
     free (call);
 }
 
+//  Empty the index of the held calls. Few in many slots: each call's slot
+//  is emptied, the newest first (a call's probe only passes slots taken
+//  by calls held before it, which are still there when it goes), instead
+//  of clearing every slot (the table keeps the size of the largest batch)
+static void
+s_unindex_all (act_sqlite_batch_t *self)
+{
+    if (self->calls.count * 4 < self->nslots)
+        for (size_t i = self->calls.count; i > 0; i--)
+            *s_slot (self, ((s_call_t *) self->calls.items [i - 1])->id) = NULL;
+    else
+    if (self->nslots)
+        memset (self->slots, 0, self->nslots * sizeof self->slots [0]);
+}
+
 void
 act_sqlite_batch_drop (act_sqlite_batch_t *self)
 {
+    s_unindex_all (self);
     for (size_t i = 0; i < self->calls.count; i++)
         s_call_free ((s_call_t *) self->calls.items [i]);
     for (size_t i = 0; i < self->messages.count; i++)
         free (self->messages.items [i]);
     self->calls.count = 0;
     self->messages.count = 0;
-    if (self->nslots)
-        memset (self->slots, 0, self->nslots * sizeof self->slots [0]);
 }
 
 void
@@ -234,6 +258,8 @@ act_sqlite_batch_destroy (act_sqlite_batch_t **self_p)
         for (int kind = 0; kind < K_KINDS; kind++)
             for (size_t s = 0; s < S_SIZES; s++)
                 sqlite3_finalize (self->queries [kind][s]);
+        sqlite3_finalize (self->block_query);
+        zhashx_destroy (&self->blocks);
         free (self->slots);
         free (self->calls.items);
         free (self->messages.items);
@@ -554,10 +580,47 @@ s_track (act_sqlite_batch_t *self)
     return 0;
 }
 
+void
+act_sqlite_batch_forget (act_sqlite_batch_t *self)
+{
+    zhashx_purge (self->blocks);
+}
+
+//  Write the row of call_blocks of each new call's context and block of
+//  ids (ACT_SQLITE_BLOCK_IDS) unless it is known to be written: a few per
+//  thousand calls. 0 or -1
+static int
+s_write_blocks (act_sqlite_batch_t *self)
+{
+    for (size_t i = 0; i < self->calls.count; i++) {
+        s_call_t *call = (s_call_t *) self->calls.items [i];
+        if (!call->insert)
+            continue;
+        uintptr_t block = (uintptr_t) (call->id / ACT_SQLITE_BLOCK_IDS) + 1;
+        if ((uintptr_t) zhashx_lookup (self->blocks, call->context) == block)
+            continue;
+        if (!self->block_query
+        &&  sqlite3_prepare_v3 (self->db, ("INSERT OR IGNORE INTO call_blocks (context, block)"
+                                           " VALUES (?, ?)"), -1, SQLITE_PREPARE_PERSISTENT,
+                                &self->block_query, NULL) != SQLITE_OK)
+            return -1;
+        s_text (self->block_query, 1, call->context);
+        sqlite3_bind_int64 (self->block_query, 2, (sqlite3_int64) (block - 1));
+        int rc = sqlite3_step (self->block_query);
+        sqlite3_reset (self->block_query);
+        if (rc != SQLITE_DONE)
+            return -1;
+        zhashx_update (self->blocks, call->context, (void *) block);
+    }
+    return 0;
+}
+
 int
 act_sqlite_batch_flush (act_sqlite_batch_t *self)
 {
     int rc = s_track (self);
+    if (rc == 0)
+        rc = s_write_blocks (self);
     for (int kind = K_INSERT; kind <= K_DISPATCH && rc == 0; kind++)
         rc = s_write_calls (self, kind);
     if (rc == 0)

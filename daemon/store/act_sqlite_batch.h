@@ -16,6 +16,11 @@
 #include "act_store.h"
 #include "act_sqlite_live.h"
 
+//  Call ids a row of call_blocks stands for (schema 9): the block of a
+//  call is its id / ACT_SQLITE_BLOCK_IDS (the 4096 in act_sqlite_queries.c
+//  and in the migration to version 9 must be the same)
+#define ACT_SQLITE_BLOCK_IDS 4096
+
 typedef struct _act_sqlite_batch_t act_sqlite_batch_t;
 
 //  A batch writing into db, telling live which calls it admits and ends
@@ -57,5 +62,10 @@ int act_sqlite_batch_flush (act_sqlite_batch_t *self);
 
 //  Forget what is held, unwritten.
 void act_sqlite_batch_drop (act_sqlite_batch_t *self);
+
+//  Forget which blocks of call ids each context is known to have a row
+//  of call_blocks for (after a rollback, or a context deleted): the next
+//  new call of each writes its block's row again (INSERT OR IGNORE).
+void act_sqlite_batch_forget (act_sqlite_batch_t *self);
 
 #endif

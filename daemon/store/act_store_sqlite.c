@@ -10,7 +10,8 @@
     stored before is a row of its attempts in the table dispatched (see
     version 6 in act_sqlite_schema.c); its end is a row of ends (version
     7). The calls not ended are those from a mark on with no end, and the
-    rows of live below it (version 8, act_sqlite_live.c).
+    rows of live below it (version 8, act_sqlite_live.c). A context's
+    calls are found through the blocks of ids that hold some (version 9).
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
@@ -42,7 +43,6 @@
 #include "act_sqlite_queries.h"
 #include "act_sqlite_schema.h"
 #include "actd/act_json.h"
-#include "actd/act_scan.h"
 
 //  Pages handed back to the file system after a commit, at most (4 MiB
 //  of 4 KiB pages: a bounded pause; the rest at the next commits)
@@ -67,7 +67,6 @@ typedef struct {
     zhashx_t *added;                //  Context -> s_added_t, this batch
     act_sqlite_batch_t *held;       //  Calls and messages not written yet
     act_sqlite_live_t *live;        //  Which calls are alive
-    act_scan_t *scan;               //  Reads a held message's _date
     bool doomed;                    //  Writing what was held failed: the
                                     //  commit rolls the batch back
     bool deleted;                   //  This batch deleted a context
@@ -83,7 +82,6 @@ s_destroy (void *impl)
         sqlite3_finalize (self->queries [i]);
     act_sqlite_batch_destroy (&self->held);
     act_sqlite_live_destroy (&self->live);
-    act_scan_destroy (&self->scan);
     if (self->open_batch)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close (self->db);
@@ -217,10 +215,58 @@ s_update_call (void *impl, const act_call_record_t *record)
     return act_sqlite_batch_call (self->held, record, false);
 }
 
+//  The _date of a message the store is given (a JSON object the broker
+//  wrote and checked: it is not checked again): its top-level members are
+//  walked up to the key "_date", nested values skipped by their depth,
+//  strings by their quotes (the broker writes _date early, so a message's
+//  data is seldom walked). Copies its value into date (room bytes) and
+//  returns its length, or 0 when it is not there as a string with no
+//  escape and no space around its colon (SQLite then reads it)
+static size_t
+s_message_date (const char *text, size_t size, char *date, size_t room)
+{
+    int depth = 0;
+    bool key = true;            //  At depth 1, the next string is a key
+    for (size_t at = 0; at < size; at++) {
+        char c = text [at];
+        if (c == '"') {
+            size_t start = ++at;
+            while (at < size && text [at] != '"')
+                at += text [at] == '\\'? 2: 1;
+            if (at >= size || depth != 1 || !key)
+                continue;
+            key = false;
+            if (at - start != 5 || memcmp (text + start, "_date", 5) != 0)
+                continue;
+            size_t value = at + 3, end = value;
+            if (value > size || text [at + 1] != ':' || text [at + 2] != '"')
+                return 0;
+            while (end < size && text [end] != '"' && text [end] != '\\')
+                end++;
+            if (end >= size || text [end] != '"' || end - value > room)
+                return 0;
+            memcpy (date, text + value, end - value);
+            return end - value;
+        }
+        else
+        if (c == '{' || c == '[')
+            depth++;
+        else
+        if (c == '}' || c == ']') {
+            if (--depth <= 0)
+                return 0;
+        }
+        else
+        if (c == ',' && depth == 1)
+            key = true;
+    }
+    return 0;
+}
+
 //  Read the _date of each context's last message of the batch from its
-//  text while it is held (act_scan: as SQLite's json_extract would, for a
-//  string; anything else is left to SQLite): the contexts' UPDATE then
-//  parses no message
+//  text while it is held (as SQLite's json_extract would, for a string
+//  written plainly; anything else is left to SQLite): the contexts'
+//  UPDATE then parses no message
 static void
 s_read_dates (s_sqlite_t *self)
 {
@@ -231,13 +277,9 @@ s_read_dates (s_sqlite_t *self)
         const char *text = added->date_size? NULL
                          : act_sqlite_batch_text (self->held, context,
                                                   (uint64_t) added->last_seq, &size);
-        if (!text || act_scan (self->scan, text, size, NULL)
-        ||  act_scan_type (self->scan) != JSON_OBJECT)
-            continue;
-        const act_scan_member_t *date = act_scan_find (self->scan, text, "_date");
-        if (date && text [date->value] == '"' && date->value_size <= sizeof added->date)
-            added->date_size = act_scan_decode (text + date->value, date->value_size,
-                                                added->date);
+        if (text && size && text [0] == '{')
+            added->date_size = s_message_date (text, size, added->date,
+                                               sizeof added->date);
     }
 }
 
@@ -303,6 +345,7 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         if (err && !err->code)
             s_fail (self, err, "commit failed");
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+        act_sqlite_batch_forget (self->held);
         if (act_sqlite_live_load (self->live))
             s_fail (self, NULL, "cannot read the live calls");
     }
@@ -603,8 +646,10 @@ s_delete_context (void *impl, const char *context, size_t *messages)
     &&  s_delete (self, Q_DELETE_ENDS, context) >= 0
     &&  s_delete (self, Q_DELETE_LIVE, context) >= 0
     &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
+    &&  s_delete (self, Q_DELETE_BLOCKS, context) >= 0
     &&  s_delete (self, Q_DELETE_KEYS, context) >= 0)
         existed = s_delete (self, Q_DELETE_CONTEXT, context);
+    act_sqlite_batch_forget (self->held);
     if (existed < 0)
         return -1;
     self->deleted = true;
@@ -734,8 +779,7 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
         goto failed;
     }
     self->held = act_sqlite_batch_new (self->db, self->live);
-    self->scan = act_scan_new ();
-    if (!self->held || !self->scan) {
+    if (!self->held) {
         act_err_set (err, ACT_E_INTERNAL, "store %s: out of memory", self->path);
         goto failed;
     }

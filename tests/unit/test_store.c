@@ -398,7 +398,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     act_store_destroy (&store);
 
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 8);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 9);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
                                           " WHERE name = 'calls_pending'"), 0);
     //  Version 7: the call's end is a row of ends, and it left live
@@ -509,6 +509,77 @@ s_pending_list (act_store_t *store, const char *context)
     return list;
 }
 
+//  A context's calls in several blocks of 4,096 ids (schema 9: found
+//  through call_blocks, not an index by context) are all counted pending,
+//  read after a restart, and deleted with it; another context's call in
+//  one of those blocks is not
+static void
+test_calls_in_several_blocks_of_ids (void **state)
+{
+    if (streq (s_location, ":memory:") || strstr (s_location, "://"))
+        skip ();                //  SQLite files only (reopened)
+    char *path = zsys_sprintf ("%s-blocks", s_location);
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    assert_non_null (store);
+    act_store_put_context (store, "blk");
+    act_store_put_context (store, "oth");
+    const uint64_t ids [] = { 1, 4095, 4096, 4097, 9000 };
+    for (int i = 0; i < 5; i++) {
+        act_call_record_t record = s_record (ids [i], ids [i] == 4097? "oth": "blk",
+                                             "queued", NULL);
+        assert_int_equal (act_store_put_call (store, &record), 0);
+        //  One block's row written in one batch, another in the next
+        if (i == 2)
+            assert_int_equal (act_store_commit (store, &err), 0);
+    }
+    assert_int_equal (act_store_commit (store, &err), 0);
+    act_call_record_t record = s_record (4095, "blk", "ok", NULL);
+    record.outcome = "{\"status\":\"ok\"}";
+    assert_int_equal (act_store_update_call (store, &record), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    act_store_destroy (&store);
+    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM call_blocks"), 4);
+
+    store = act_store_open (path, ACT_SYNC_NORMAL, &err);
+    assert_non_null (store);
+    char *list = s_pending_list (store, "blk");
+    assert_string_equal (list, "1:queued:0,4096:queued:0,9000:queued:0");
+    zstr_free (&list);
+    json_t *listed = act_store_contexts (store, "blk", NULL, 1);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (listed, 0),
+                                                           "pending")), 3);
+    json_decref (listed);
+    size_t messages = 0;
+    assert_int_equal (act_store_delete_context (store, "blk", &messages), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    for (int i = 0; i < 5; i++) {
+        json_t *call = act_store_call (store, ids [i]);
+        if (ids [i] == 4097)
+            assert_non_null (call);
+        else
+            assert_null (call);
+        json_decref (call);
+    }
+    //  A context made again with that name writes its block's row again
+    act_store_put_context (store, "blk");
+    record = s_record (9001, "blk", "queued", NULL);
+    assert_int_equal (act_store_put_call (store, &record), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    list = s_pending_list (store, "blk");
+    assert_string_equal (list, "9001:queued:0");
+    zstr_free (&list);
+    act_store_destroy (&store);
+    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM call_blocks"), 2);
+    const char *endings [] = { "", "-wal", "-shm" };
+    for (int i = 0; i < 3; i++) {
+        char *file = zsys_sprintf ("%s%s", path, endings [i]);
+        zsys_file_delete (file);
+        zstr_free (&file);
+    }
+    zstr_free (&path);
+}
+
 //  A store of schema version 6 (the last before a call's end became a row
 //  of its own) opens with its pending calls, their attempts, and its ended
 //  calls as they were; calls then end, and are dispatched, as recovery
@@ -584,11 +655,12 @@ test_a_version_6_store_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_null (act_store_call (store, 2));
     act_store_destroy (&store);
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 8);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 9);
     assert_int_equal (s_sql_number (path, "SELECT (SELECT COUNT(*) FROM calls)"
                                           " + (SELECT COUNT(*) FROM ends)"
                                           " + (SELECT COUNT(*) FROM live)"
-                                          " + (SELECT COUNT(*) FROM dispatched)"), 0);
+                                          " + (SELECT COUNT(*) FROM dispatched)"
+                                          " + (SELECT COUNT(*) FROM call_blocks)"), 0);
     const char *endings [] = { "", "-wal", "-shm" };
     for (int i = 0; i < 3; i++) {
         char *file = zsys_sprintf ("%s%s", path, endings [i]);
@@ -932,6 +1004,41 @@ test_contexts_are_listed_in_pages (void **state)
     act_store_destroy (&store);
     zstr_free (&other);
     zstr_free (&prefix);
+}
+
+//  CONTEXTS gives the top-level _date of a context's last message, not a
+//  "_date" in its data (nested, or in a string), written before it
+static void
+test_contexts_read_the_top_level_date (void **state)
+{
+    char *context = s_context ("topdate");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    const char *texts [] = {
+        ("{\"type\":\"data\",\"data\":{\"_date\":\"1999-01-01T00:00:00.000Z\","
+         "\"s\":\"x\\\",\\\"_date\\\":\\\"bad\",\"a\":[{\"_date\":\"no\"}]},"
+         "\"_seq\":1,\"_date\":\"2026-05-04T10:00:00.000Z\"}"),
+        //  Not plainly written: SQLite reads it
+        "{\"type\":\"data\",\"_seq\":2,\"_date\" : \"2026-05-05T10:00:00.000Z\"}",
+        "{\"type\":\"data\",\"_seq\":3,\"_date\":\"2026-05-06T10:00:00\\u002e000Z\"}"
+    };
+    const char *dates [] = {
+        "2026-05-04T10:00:00.000Z", "2026-05-05T10:00:00.000Z", "2026-05-06T10:00:00.000Z"
+    };
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal (act_store_put_message (store, context, (uint64_t) i + 1, texts [i],
+                                                 strlen (texts [i])), 0);
+        act_err_t err = { 0 };
+        assert_int_equal (act_store_commit (store, &err), 0);
+        json_t *page = act_store_contexts (store, context, NULL, 1);
+        assert_int_equal (json_array_size (page), 1);
+        json_t *item = json_array_get (page, 0);
+        assert_int_equal (json_integer_value (json_object_get (item, "messages")), i + 1);
+        assert_string_equal (json_string_value (json_object_get (item, "updated")), dates [i]);
+        json_decref (page);
+    }
+    act_store_destroy (&store);
+    zstr_free (&context);
 }
 
 //  A message's _date is read for CONTEXTS even when the message holds a
@@ -1403,6 +1510,8 @@ main (void)
         cmocka_unit_test (test_a_version_6_store_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
         cmocka_unit_test (test_contexts_are_listed_in_pages),
+        cmocka_unit_test (test_contexts_read_the_top_level_date),
+        cmocka_unit_test (test_calls_in_several_blocks_of_ids),
         cmocka_unit_test (test_contexts_read_the_date_of_a_message_with_a_nul),
         cmocka_unit_test (test_a_deleted_context_is_gone_and_its_id_starts_again),
         cmocka_unit_test (test_a_delete_in_a_failed_batch_keeps_the_context),
