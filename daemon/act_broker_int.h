@@ -54,6 +54,11 @@ struct _act_broker_t {
     act_inbox_t *inbox [2];     //  Messages read during a commit, to handle
                                 //  after it, per socket (0 clients, 1 workers)
     zsock_t *clients;           //  ROUTER for clients, NULL in-process
+    bool unsure [3];            //  The client, worker or ZAP socket was used
+                                //  since it was last seen empty: it may hold
+                                //  messages its ZMQ_FD (edge-triggered) did
+                                //  not signal, so ZMQ_EVENTS is asked before
+                                //  the loop sleeps on that fd
     zsock_t *workers;           //  ROUTER for workers, NULL in-process
     act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
                                 //  test's observer)
