@@ -626,6 +626,17 @@ s_read (act_broker_t *self)
     self->workers_waiting = workers;
 }
 
+//  True when socket holds a message (ZMQ_EVENTS), or cannot tell (a
+//  signal interrupted the ask: zsock_events would return garbage)
+static bool
+s_readable (zsock_t *socket)
+{
+    int events = 0;
+    size_t size = sizeof events;
+    return zmq_getsockopt (zsock_resolve (socket), ZMQ_EVENTS, &events, &size) != 0
+        || (events & ZMQ_POLLIN);
+}
+
 //  Before the loop sleeps: true when a socket used since it was last seen
 //  empty holds a message (ZMQ_EVENTS: its fd would not signal it). The
 //  client socket is left out while its requests are to wait (in that case
@@ -636,7 +647,7 @@ s_waiting (act_broker_t *self, zsock_t *socket [3], bool clients)
     for (int which = 0; which < 3; which++) {
         if (!socket [which] || !self->unsure [which] || (which == 0 && !clients))
             continue;
-        if (zsock_events (socket [which]) & ZMQ_POLLIN)
+        if (s_readable (socket [which]))
             return true;
         self->unsure [which] = false;
     }
@@ -650,7 +661,11 @@ s_zap (act_broker_t *self, zsock_t *zap)
     //  Asked after each request's reply: the last ask that finds none
     //  leaves the socket known empty
     for (int count = 0; count < S_ADOPT_BATCH; count++) {
-        self->unsure [2] = (zsock_events (zap) & ZMQ_POLLIN) != 0;
+        int events = 0;
+        size_t size = sizeof events;
+        if (zmq_getsockopt (zsock_resolve (zap), ZMQ_EVENTS, &events, &size) != 0)
+            return;                     //  Interrupted: asked again next pass
+        self->unsure [2] = (events & ZMQ_POLLIN) != 0;
         if (!self->unsure [2])
             break;
         act_security_handle (self->security);
