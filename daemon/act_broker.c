@@ -660,7 +660,7 @@ s_zap (act_broker_t *self, zsock_t *zap)
 {
     //  Asked after each request's reply: the last ask that finds none
     //  leaves the socket known empty
-    for (int count = 0; count < S_ADOPT_BATCH; count++) {
+    for (int count = 0; count < S_ZAP_BATCH; count++) {
         int events = 0;
         size_t size = sizeof events;
         if (zmq_getsockopt (zsock_resolve (zap), ZMQ_EVENTS, &events, &size) != 0)

@@ -15,6 +15,7 @@
 
 #define S_READ_BATCH    512     //  Messages read per socket per pass
 #define S_ADOPT_BATCH   64      //  Contexts recovered per pass
+#define S_ZAP_BATCH     64      //  ZAP requests handled per pass
 #define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
 #define S_READ_MS       50      //  Client requests are read for this long
                                 //  per pass, at most
