@@ -30,7 +30,6 @@
     workers act_pool, the outbox, the timers); the store and libactd.
     ========================================================================= */
 
-#include <poll.h>
 #include "act_broker_int.h"
 #include "act_notify.h"
 #include "actd/act_wire.h"
@@ -89,9 +88,6 @@ s_send_sockets (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
 {
     act_broker_t *self = (act_broker_t *) arg;
     void *socket = zsock_resolve (to_worker? self->workers: self->clients);
-    //  A send may take the socket's commands (a message come in), and its
-    //  ZMQ_FD's signal with them
-    self->unsure [to_worker? 1: 0] = true;
     for (size_t part = 0; part < nparts; part++) {
         int flags = part + 1 < nparts? ZMQ_SNDMORE: 0;
         int rc = zmq_msg_send (&parts [part], socket, flags);
@@ -552,21 +548,11 @@ s_wait (act_broker_t *self)
 
 //  The next message of socket which (0 clients, 1 workers) into msg:
 //  those read ahead during a commit first, in order. False when none.
-//  The socket is read only when it may hold one (its fd was readable, or
-//  it was used since it was last seen empty): an empty read costs a
-//  getpid and a poll in libzmq, and a call woken by its commit has none.
 static bool
 s_next (act_broker_t *self, int which, act_msg_t *msg)
 {
-    if (act_inbox_pop (self->inbox [which], msg))
-        return true;
-    if (!self->unsure [which])
-        return false;
-    //  A read that finds nothing has taken the socket's commands: it is
-    //  known empty, and its fd will signal the next message
-    self->unsure [which] =
-        act_msg_recv (msg, zsock_resolve (which? self->workers: self->clients)) == 0;
-    return self->unsure [which];
+    return act_inbox_pop (self->inbox [which], msg)
+        || act_msg_recv (msg, zsock_resolve (which? self->workers: self->clients)) == 0;
 }
 
 //  False while a commit is in flight and the next batch is already big:
@@ -626,70 +612,22 @@ s_read (act_broker_t *self)
     self->workers_waiting = workers;
 }
 
-//  True when socket holds a message (ZMQ_EVENTS), or cannot tell (a
-//  signal interrupted the ask: zsock_events would return garbage)
-static bool
-s_readable (zsock_t *socket)
-{
-    int events = 0;
-    size_t size = sizeof events;
-    return zmq_getsockopt (zsock_resolve (socket), ZMQ_EVENTS, &events, &size) != 0
-        || (events & ZMQ_POLLIN);
-}
-
-//  Before the loop sleeps: true when a socket used since it was last seen
-//  empty holds a message (ZMQ_EVENTS: its fd would not signal it). The
-//  client socket is left out while its requests are to wait (in that case
-//  it is not polled either, and the commit's end wakes the loop).
-static bool
-s_waiting (act_broker_t *self, zsock_t *socket [3], bool clients)
-{
-    for (int which = 0; which < 3; which++) {
-        if (!socket [which] || !self->unsure [which] || (which == 0 && !clients))
-            continue;
-        if (s_readable (socket [which]))
-            return true;
-        self->unsure [which] = false;
-    }
-    return false;
-}
-
-//  ZAP requests, while the ZAP socket has them
-static void
-s_zap (act_broker_t *self, zsock_t *zap)
-{
-    //  Asked after each request's reply: the last ask that finds none
-    //  leaves the socket known empty
-    for (int count = 0; count < S_ZAP_BATCH; count++) {
-        int events = 0;
-        size_t size = sizeof events;
-        if (zmq_getsockopt (zsock_resolve (zap), ZMQ_EVENTS, &events, &size) != 0)
-            return;                     //  Interrupted: asked again next pass
-        self->unsure [2] = (events & ZMQ_POLLIN) != 0;
-        if (!self->unsure [2])
-            break;
-        act_security_handle (self->security);
-        self->unsure [2] = true;
-    }
-}
-
-//  The loop sleeps in poll(2) on the sockets' ZMQ_FDs and the committer's
-//  eventfd, not in zmq_poll: zmq_poll asks ZMQ_EVENTS of every socket
-//  before and after it polls (a getpid and a poll each), and a pass then
-//  read every socket to EAGAIN (as many again). Edge-triggered rules: a
-//  socket is asked ZMQ_EVENTS before sleeping only when used since it was
-//  last seen empty, and read only when its fd signalled or it was so used.
 int
 act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t *settings)
 {
     zsock_t *zap = act_security_zap (self->security);
-    zsock_t *socket [3] = { self->clients, self->workers, zap };
-    //  The sockets' fds, the ZAP socket's when there is one, and the
-    //  committer's while a commit is in flight (its end sends the
-    //  batch's replies); -1 is left out by poll
-    struct pollfd fds [4];
-    for (int which = 0; which < 3; which++)
-        self->unsure [which] = true;
+    //  The sockets, the ZAP socket when there is one, and the committer's
+    //  while a commit is in flight (its end sends the batch's replies)
+    zmq_pollitem_t items [4] = {
+        { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
+        { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 }
+    };
+    int zap_at = zap? 2: -1, commit_at = zap? 3: 2;
+    if (zap)
+        items [zap_at] = (zmq_pollitem_t) { zsock_resolve (zap), 0, ZMQ_POLLIN, 0 };
+    if (self->committer)
+        items [commit_at] = (zmq_pollitem_t) {
+            zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 };
     act_log (LOG_NOTICE, "actd %s ready: clients %s, workers %s, store %s (%s)",
              ACTD_VERSION, self->settings->client_endpoint, self->settings->worker_endpoint,
              self->settings->store, act_store_backend (self->store));
@@ -702,25 +640,19 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         if (self->stopping && (act_flow_running (self->flow) == 0
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
-        bool busy = self->committer && act_committer_busy (self->committer);
-        bool clients = s_more_clients (self);
         bool ahead = act_inbox_size (self->inbox [0]) || act_inbox_size (self->inbox [1])
                   || act_pages_size (self->pages)
-                  || (self->pumped && act_watches_behind (self->watches))
-                  || s_waiting (self, socket, clients);
-        for (int which = 0; which < 3; which++)
-            fds [which] = (struct pollfd) {
-                which == 0 && !clients? -1: socket [which]? zsock_fd (socket [which]): -1,
-                POLLIN, 0 };
-        fds [3] = (struct pollfd) { busy? act_committer_fd (self->committer): -1, POLLIN, 0 };
-        if (poll (fds, 4, ahead? 0: (int) s_wait (self)) < 0 && errno != EINTR)
+                  || (self->pumped && act_watches_behind (self->watches));
+        bool busy = self->committer && act_committer_busy (self->committer);
+        //  zmq_poll leaves revents as they were when a signal interrupts it
+        for (int item = 0; item < 4; item++)
+            items [item].revents = 0;
+        if (zmq_poll (items, busy? commit_at + 1: commit_at, ahead? 0: s_wait (self)) < 0
+        &&  zmq_errno () != EINTR)
             break;
-        for (int which = 0; which < 3; which++)
-            if (fds [which].revents)
-                self->unsure [which] = true;
-        if (zap && self->unsure [2])
-            s_zap (self, zap);
-        if (busy && (fds [3].revents & POLLIN)) {
+        if (zap && (items [zap_at].revents & ZMQ_POLLIN))
+            act_security_handle (self->security);
+        if (busy && (items [commit_at].revents & ZMQ_POLLIN)) {
             act_broker_settle_ended (self);
             act_broker_land (self);
         }

@@ -86,7 +86,6 @@ act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
     zmsg_addmem (pong, zmq_msg_data (request), zmq_msg_size (request));
     if (zmsg_send (&pong, self->clients))
         zmsg_destroy (&pong);
-    self->unsure [0] = true;
     return true;
 }
 
@@ -126,7 +125,7 @@ s_await_commit (act_broker_t *self)
 {
     zsock_t *zap = act_security_zap (self->security);
     zmq_pollitem_t items [] = {
-        { NULL, act_committer_fd (self->committer), ZMQ_POLLIN, 0 },
+        { zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 },
         { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
         { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 },
         { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }
@@ -145,8 +144,6 @@ s_await_commit (act_broker_t *self)
         if (items [1].revents & ZMQ_POLLIN)
             s_read_ahead (self, 0);
     }
-    //  The sockets were used: what they hold is known again by ZMQ_EVENTS
-    self->unsure [0] = self->unsure [1] = self->unsure [2] = true;
 }
 
 //  Take the outcome of the commit in flight, which has ended or ends now

@@ -15,7 +15,6 @@
 
 #define S_READ_BATCH    512     //  Messages read per socket per pass
 #define S_ADOPT_BATCH   64      //  Contexts recovered per pass
-#define S_ZAP_BATCH     64      //  ZAP requests handled per pass
 #define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
 #define S_READ_MS       50      //  Client requests are read for this long
                                 //  per pass, at most
@@ -55,11 +54,6 @@ struct _act_broker_t {
     act_inbox_t *inbox [2];     //  Messages read during a commit, to handle
                                 //  after it, per socket (0 clients, 1 workers)
     zsock_t *clients;           //  ROUTER for clients, NULL in-process
-    bool unsure [3];            //  The client, worker or ZAP socket was used
-                                //  since it was last seen empty: it may hold
-                                //  messages its ZMQ_FD (edge-triggered) did
-                                //  not signal, so ZMQ_EVENTS is asked before
-                                //  the loop sleeps on that fd
     zsock_t *workers;           //  ROUTER for workers, NULL in-process
     act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
                                 //  test's observer)
