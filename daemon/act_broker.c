@@ -627,7 +627,7 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         items [zap_at] = (zmq_pollitem_t) { zsock_resolve (zap), 0, ZMQ_POLLIN, 0 };
     if (self->committer)
         items [commit_at] = (zmq_pollitem_t) {
-            zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 };
+            NULL, act_committer_fd (self->committer), ZMQ_POLLIN, 0 };
     act_log (LOG_NOTICE, "actd %s ready: clients %s, workers %s, store %s (%s)",
              ACTD_VERSION, self->settings->client_endpoint, self->settings->worker_endpoint,
              self->settings->store, act_store_backend (self->store));
@@ -647,6 +647,10 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         //  zmq_poll leaves revents as they were when a signal interrupts it
         for (int item = 0; item < 4; item++)
             items [item].revents = 0;
+        //  While client requests are to wait in their socket (a commit in
+        //  flight and the next batch full), their arrival must not wake the
+        //  loop: it would spin until the commit ends
+        items [0].events = s_more_clients (self)? ZMQ_POLLIN: 0;
         if (zmq_poll (items, busy? commit_at + 1: commit_at, ahead? 0: s_wait (self)) < 0
         &&  zmq_errno () != EINTR)
             break;
