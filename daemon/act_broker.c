@@ -627,7 +627,7 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         items [zap_at] = (zmq_pollitem_t) { zsock_resolve (zap), 0, ZMQ_POLLIN, 0 };
     if (self->committer)
         items [commit_at] = (zmq_pollitem_t) {
-            NULL, act_committer_fd (self->committer), ZMQ_POLLIN, 0 };
+            zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 };
     act_log (LOG_NOTICE, "actd %s ready: clients %s, workers %s, store %s (%s)",
              ACTD_VERSION, self->settings->client_endpoint, self->settings->worker_endpoint,
              self->settings->store, act_store_backend (self->store));

@@ -125,7 +125,7 @@ s_await_commit (act_broker_t *self)
 {
     zsock_t *zap = act_security_zap (self->security);
     zmq_pollitem_t items [] = {
-        { NULL, act_committer_fd (self->committer), ZMQ_POLLIN, 0 },
+        { zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 },
         { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
         { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 },
         { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }

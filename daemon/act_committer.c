@@ -1,63 +1,49 @@
 /*  =========================================================================
     act_committer - the store's commits on their own thread (see
-    act_committer.h). A thread and two eventfds: the loop writes "go", the
-    thread commits and writes "done". Not a CZMQ actor: a commit handed
-    over and its end told back cost the loop two syscalls and one wake-up
-    each way (an actor's pipe costs a dozen, with ZMQ_EVENTS checks), and
-    a one-at-a-time call makes two commits.
+    act_committer.h). A CZMQ actor: the loop sends COMMIT on the actor's
+    pipe, the actor commits and signals the outcome back.
     ========================================================================= */
 
 #include <signal.h>
 #include <pthread.h>
-#include <stdatomic.h>
-#include <sys/eventfd.h>
 #include "act_committer.h"
 
 struct _act_committer_t {
-    pthread_t thread;           //  The thread that commits
-    int go;                     //  eventfd: a commit is handed over (or stop)
-    int done;                   //  eventfd: the commit handed over has ended
+    zactor_t *actor;            //  The thread and its pipe
     act_store_t *store;         //  What it commits (borrowed)
     act_err_t err;              //  The last commit's error, written by the
-                                //  thread before rc
-    atomic_int rc;              //  The last commit's result (0 or -1)
-    atomic_bool stop;           //  The thread is to end at its next "go"
-    bool busy;                  //  A commit is in flight (the loop's)
+                                //  thread, read after its signal
+    bool busy;                  //  A commit is in flight
 };
 
-//  Add one to eventfd fd (never fails but for EINTR)
+//  The thread: one commit per COMMIT, its outcome signalled (0 or 1)
 static void
-s_post (int fd)
-{
-    uint64_t one = 1;
-    while (write (fd, &one, sizeof one) < 0 && errno == EINTR)
-        ;
-}
-
-//  Wait until eventfd fd is non-zero and reset it
-static void
-s_take (int fd)
-{
-    uint64_t count;
-    while (read (fd, &count, sizeof count) < 0 && errno == EINTR)
-        ;
-}
-
-//  The thread: one commit per "go", its end told on "done"
-static void *
-s_thread (void *arg)
+s_actor (zsock_t *pipe, void *arg)
 {
     act_committer_t *self = (act_committer_t *) arg;
+    //  SIGTERM and SIGHUP are the loop's: delivered here, they would only
+    //  interrupt the wait for COMMIT (which then ended the thread, and the
+    //  loop waited for its commit forever)
+    sigset_t mask;
+    sigemptyset (&mask);
+    sigaddset (&mask, SIGTERM);
+    sigaddset (&mask, SIGINT);
+    sigaddset (&mask, SIGHUP);
+    pthread_sigmask (SIG_BLOCK, &mask, NULL);
+    zsock_signal (pipe, 0);
     while (true) {
-        s_take (self->go);
-        if (atomic_load (&self->stop))
+        char *command = zstr_recv (pipe);
+        if (!command && zmq_errno () == EINTR)
+            continue;
+        if (!command || streq (command, "$TERM")) {
+            zstr_free (&command);
             break;
+        }
         memset (&self->err, 0, sizeof self->err);
         int rc = act_store_commit_sealed (self->store, &self->err);
-        atomic_store (&self->rc, rc == 0? 0: -1);
-        s_post (self->done);
+        zstr_free (&command);
+        zsock_signal (pipe, rc == 0? 0: 1);
     }
-    return NULL;
 }
 
 act_committer_t *
@@ -67,24 +53,8 @@ act_committer_new (act_store_t *store)
     if (!self)
         return NULL;
     self->store = store;
-    self->go = eventfd (0, EFD_CLOEXEC);
-    self->done = eventfd (0, EFD_CLOEXEC);
-    //  SIGTERM and SIGHUP are the loop's: the thread is made with them
-    //  blocked (it inherits the mask), so they never interrupt a commit
-    sigset_t mask, old;
-    sigemptyset (&mask);
-    sigaddset (&mask, SIGTERM);
-    sigaddset (&mask, SIGINT);
-    sigaddset (&mask, SIGHUP);
-    pthread_sigmask (SIG_BLOCK, &mask, &old);
-    int rc = self->go >= 0 && self->done >= 0
-           ? pthread_create (&self->thread, NULL, s_thread, self): -1;
-    pthread_sigmask (SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        if (self->go >= 0)
-            close (self->go);
-        if (self->done >= 0)
-            close (self->done);
+    self->actor = zactor_new (s_actor, self);
+    if (!self->actor) {
         free (self);
         return NULL;
     }
@@ -97,12 +67,8 @@ act_committer_destroy (act_committer_t **self_p)
     if (self_p && *self_p) {
         act_committer_t *self = *self_p;
         if (self->busy)
-            s_take (self->done);
-        atomic_store (&self->stop, true);
-        s_post (self->go);
-        pthread_join (self->thread, NULL);
-        close (self->go);
-        close (self->done);
+            zsock_wait (self->actor);
+        zactor_destroy (&self->actor);
         free (self);
         *self_p = NULL;
     }
@@ -112,24 +78,27 @@ void
 act_committer_start (act_committer_t *self)
 {
     self->busy = true;
-    s_post (self->go);
+    while (zstr_send (self->actor, "COMMIT") == -1 && zmq_errno () == EINTR)
+        ;
 }
 
-int
-act_committer_fd (act_committer_t *self)
+zsock_t *
+act_committer_sock (act_committer_t *self)
 {
-    return self->done;
+    return zactor_sock (self->actor);
 }
 
 int
 act_committer_finish (act_committer_t *self, act_err_t *err)
 {
-    s_take (self->done);
+    //  A signal may interrupt the wait; the commit's own signal still comes
+    int status;
+    while ((status = zsock_wait (self->actor)) == -1 && zmq_errno () == EINTR)
+        ;
     self->busy = false;
-    int rc = atomic_load (&self->rc);
-    if (rc != 0 && err)
+    if (status != 0 && err)
         *err = self->err;
-    return rc;
+    return status == 0? 0: -1;
 }
 
 bool

@@ -29,9 +29,9 @@ void act_committer_destroy (act_committer_t **self_p);
 //  the loop may fill the next batch meanwhile (act_store_journal).
 void act_committer_start (act_committer_t *self);
 
-//  The file descriptor that becomes readable when the commit in flight has
-//  ended (to poll beside the broker's sockets, as a zmq_pollitem_t fd).
-int act_committer_fd (act_committer_t *self);
+//  The socket that becomes readable when the commit in flight has ended
+//  (to poll beside the broker's sockets).
+zsock_t *act_committer_sock (act_committer_t *self);
 
 //  Wait for the commit in flight to end (at once when the socket was
 //  readable). Returns what act_store_commit_sealed returned, with err set.
