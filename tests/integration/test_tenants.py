@@ -75,10 +75,28 @@ class TenantsTest(unittest.TestCase):
         self.actd = Actd(args=["--config", self.config])
         self.actd.start(wait=False)
         self.sockets = []
+        self.monitors = []          # (socket, its monitor), closed in tearDown
         self.clients = {}
-        self.wait_up()
+        try:
+            self.wait_up()
+        except BaseException:
+            #  tearDown does not run after a failed setUp: actd would be left
+            #  running (and loading the machine for the tests after)
+            for socket in self.sockets:
+                socket.close(0)
+            self.actd.stop()
+            self.actd.cleanup()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
 
     def tearDown(self):
+        #  Monitors first: a monitor left open (a test that failed before
+        #  closing its own) would be closed later by the garbage collector,
+        #  while its socket's events may still be queued to it
+        for socket, monitor in self.monitors:
+            if not socket.closed:
+                socket.disable_monitor()
+            monitor.close(0)
         for socket in self.sockets:
             socket.close(0)
         code = self.actd.stop()
@@ -86,6 +104,12 @@ class TenantsTest(unittest.TestCase):
         self.actd.cleanup()
         shutil.rmtree(self.dir, ignore_errors=True)
         self.assertEqual(code, 0, log)
+
+    def monitor(self, socket, events):
+        """A monitor of socket's events, closed in tearDown whatever happens."""
+        monitor = socket.get_monitor_socket(events)
+        self.monitors.append((socket, monitor))
+        return monitor
 
     def client(self, name):
         client = CurveClient(self.actd.client_endpoint, self.keys["server"][0], self.keys[name])
@@ -316,8 +340,8 @@ class TenantsTest(unittest.TestCase):
         deadline = time.time() + 20
         while True:
             silent = self.fixed_client("globex", b"agent-2")
-            monitor = silent.socket.get_monitor_socket(
-                zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+            monitor = self.monitor(silent.socket,
+                                   zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
             silent.socket.connect(self.actd.client_endpoint)
             self.assertTrue(monitor.poll(10000), "no handshake")
             self.assertEqual(recv_monitor_message(monitor)["event"], zmq.EVENT_HANDSHAKE_SUCCEEDED)
@@ -400,7 +424,7 @@ class TenantsTest(unittest.TestCase):
         held = self.worker_socket("summarizer", ["summarize"])
         wait_for(lambda: "summarizer-worker" in self.workers(), "the summarizer")
         acme = self.client("acme")
-        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        monitor = self.monitor(acme.socket, zmq.EVENT_DISCONNECTED)
         watch = acme.send("WATCH", "acme/r", "1")
         rid = acme.send("CALL", "acme/r", {"_tool": "summarize", "text": "t", "_outputPath": "\u2020s"})
         self.assertEqual(acme.wait(rid, "ACCEPTED")[0], "ACCEPTED")
@@ -446,7 +470,7 @@ class TenantsTest(unittest.TestCase):
         held = self.worker_socket("summarizer", ["summarize"])
         wait_for(lambda: "summarizer-worker" in self.workers(), "the summarizer")
         acme = self.client("acme")
-        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        monitor = self.monitor(acme.socket, zmq.EVENT_DISCONNECTED)
         self.assertEqual(acme.request("PING"), ["PONG"])
         deadline = time.time() + heartbeat
         self.rewrite(tenants=[t for t in TENANTS if t[0] != "acme"], groups=())
@@ -479,7 +503,7 @@ class TenantsTest(unittest.TestCase):
         """Removing a tenant's key directory and reloading revokes its
         keys (logged), rather than failing the reload and keeping them."""
         acme = self.client("acme")
-        monitor = acme.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        monitor = self.monitor(acme.socket, zmq.EVENT_DISCONNECTED)
         self.assertEqual(acme.request("PING"), ["PONG"])
         shutil.rmtree(os.path.join(self.dir, "tenants", "acme"))
         self.rewrite()
