@@ -338,6 +338,20 @@ static const char *s_schema_v1 =
     "  (8, 'old', 'ok', 1, '{\"_tool\":\"t\"}', '{}', 1);"
     "PRAGMA user_version = 1;";
 
+//  Delete a SQLite store's files (the database, its -wal and -shm) and
+//  free the path, nulling it
+static void
+s_remove_store (char **path_p)
+{
+    const char *endings [] = { "", "-wal", "-shm" };
+    for (int i = 0; i < 3; i++) {
+        char *file = zsys_sprintf ("%s%s", *path_p, endings [i]);
+        zsys_file_delete (file);
+        zstr_free (&file);
+    }
+    zstr_free (path_p);
+}
+
 //  A scalar read with the sqlite3 library, outside the store
 static long long
 s_sql_number (const char *path, const char *sql)
@@ -436,13 +450,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     //  A file made before version 4 keeps auto_vacuum NONE (see act_store_sqlite.c)
     assert_int_equal (s_sql_number (path, "PRAGMA auto_vacuum"), 0);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM calls"), 0);
-    const char *endings [] = { "", "-wal", "-shm" };
-    for (int i = 0; i < 3; i++) {
-        char *file = zsys_sprintf ("%s%s", path, endings [i]);
-        zsys_file_delete (file);
-        zstr_free (&file);
-    }
-    zstr_free (&path);
+    s_remove_store (&path);
 }
 
 //  Schema version 6 as actd wrote it before version 7 (a call's end an
@@ -571,13 +579,7 @@ test_calls_in_several_blocks_of_ids (void **state)
     zstr_free (&list);
     act_store_destroy (&store);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM call_blocks"), 2);
-    const char *endings [] = { "", "-wal", "-shm" };
-    for (int i = 0; i < 3; i++) {
-        char *file = zsys_sprintf ("%s%s", path, endings [i]);
-        zsys_file_delete (file);
-        zstr_free (&file);
-    }
-    zstr_free (&path);
+    s_remove_store (&path);
 }
 
 //  A store of schema version 6 (the last before a call's end became a row
@@ -661,13 +663,7 @@ test_a_version_6_store_is_migrated (void **state)
                                           " + (SELECT COUNT(*) FROM live)"
                                           " + (SELECT COUNT(*) FROM dispatched)"
                                           " + (SELECT COUNT(*) FROM call_blocks)"), 0);
-    const char *endings [] = { "", "-wal", "-shm" };
-    for (int i = 0; i < 3; i++) {
-        char *file = zsys_sprintf ("%s%s", path, endings [i]);
-        zsys_file_delete (file);
-        zstr_free (&file);
-    }
-    zstr_free (&path);
+    s_remove_store (&path);
 }
 
 //  The number of context's pending calls, from its CONTEXTS row
@@ -1415,13 +1411,7 @@ test_deleting_gives_the_space_back (void **state)
     assert_int_equal (s_sql_number (path, "PRAGMA auto_vacuum"), 2);
     assert_true (again <= written);
     assert_true (deleted < written / 2);
-    const char *endings [] = { "", "-wal", "-shm" };
-    for (int i = 0; i < 3; i++) {
-        char *file = zsys_sprintf ("%s%s", path, endings [i]);
-        zsys_file_delete (file);
-        zstr_free (&file);
-    }
-    zstr_free (&path);
+    s_remove_store (&path);
 }
 
 //  The state and attempts of a call as its record, and its pending walk,
@@ -1535,13 +1525,7 @@ main (void)
     failed += cmocka_run_group_tests_name ("store (memory)", tests, NULL, NULL);
     s_location = file;
     failed += cmocka_run_group_tests_name ("store (sqlite)", tests, NULL, NULL);
-    const char *endings [] = { "", "-wal", "-shm" };
-    for (int i = 0; i < 3; i++) {
-        char *path = zsys_sprintf ("%s%s", file, endings [i]);
-        zsys_file_delete (path);
-        zstr_free (&path);
-    }
+    s_remove_store (&file);
     rmdir (directory);
-    zstr_free (&file);
     return failed;
 }
