@@ -402,8 +402,13 @@ uint64_t
 act_store_next_call (act_store_t *self)
 {
     if (self->backend->next_call) {
+        //  From the block of ids in hand, with no statement: a commit in
+        //  flight is not waited for, but once a block
+        uint64_t id = self->backend->next_call (self->impl, false);
+        if (id)
+            return id;
         s_direct (self);
-        return self->backend->next_call (self->impl);
+        return self->backend->next_call (self->impl, true);
     }
     return ++self->last_call;
 }

@@ -37,7 +37,9 @@ typedef struct {
     uint64_t (*last_call) (void *impl);
     int (*counters) (void *impl, int64_t *counts);
     //  Shared stores only (NULL otherwise)
-    uint64_t (*next_call) (void *impl);
+    //  The next call id; 0 when it takes the database (a new block of
+    //  ids) and reserve is false, or on an error
+    uint64_t (*next_call) (void *impl, bool reserve);
     int (*join) (void *impl, const char *id, const char *endpoint, long long lease_ms,
                  act_err_t *err);
     int (*claim) (void *impl, const char *context, char **owner);

@@ -624,10 +624,12 @@ s_last_call (void *impl)
 }
 
 static uint64_t
-s_next_call (void *impl)
+s_next_call (void *impl, bool reserve)
 {
     act_pg_t *self = (act_pg_t *) impl;
     if (self->next_id == 0 || self->next_id > self->block_end) {
+        if (!reserve)
+            return 0;
         PGresult *result = act_pg_exec (self, "cannot reserve call ids",
                                    "SELECT nextval ('call_ids')", 0, NULL, NULL);
         if (!result)
