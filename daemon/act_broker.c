@@ -28,6 +28,15 @@
     (act_commands, act_wproto); the call flow (act_flow); its parts (the
     dependency index act_deps, the context cache act_cache, activities and
     workers act_pool, the outbox, the timers); the store and libactd.
+
+    One kind of message does not wait for its commit: the first attempt
+    of a call accepted in this run, with no reference in its parameters
+    (act_flow's s_task_early), leaves for its worker at the end of the
+    pass that made it, so that the worker runs while the store commits.
+    Such a TASK reveals nothing the store must hold first: the client is
+    told ACCEPTED only after the commit, and a crash before it either
+    loses a call nobody acknowledged or leaves a stored call that runs
+    again (at least once, PROTOCOL.md section 1).
     ========================================================================= */
 
 #include "act_broker_int.h"
@@ -335,16 +344,21 @@ s_pass_async (act_broker_t *self)
         act_broker_commit (self);
         act_outbox_flush (self->outbox, self->send, self->send_arg);
     }
-    else
-    if (!act_committer_busy (self->committer)) {
-        if (act_store_batch (self->store)) {
-            act_outbox_seal (self->outbox);
-            self->sealed_writes = act_store_seal (self->store);
-            self->sealed_at = act_hist_clock_us ();
-            act_committer_start (self->committer);
+    else {
+        if (!act_committer_busy (self->committer)) {
+            if (act_store_batch (self->store)) {
+                act_outbox_seal (self->outbox);
+                self->sealed_writes = act_store_seal (self->store);
+                self->sealed_at = act_hist_clock_us ();
+                act_committer_start (self->committer);
+            }
+            else
+                act_outbox_flush (self->outbox, self->send, self->send_arg);
         }
-        else
-            act_outbox_flush (self->outbox, self->send, self->send_arg);
+        //  The tasks that promise nothing stored go now, while their
+        //  commit runs (act_flow's s_task_early): the worker's time and
+        //  the commit's overlap
+        act_outbox_flush_early (self->outbox, self->send, self->send_arg);
     }
     s_pass_end (self);
 }

@@ -236,6 +236,25 @@ s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
     s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, 0, 0);
 }
 
+//  True when the call's TASK may leave before the commit that stores its
+//  acceptance and this attempt, so that the worker runs while the store
+//  commits (the commit then costs a call no time of its own). Only the
+//  first attempt of a call accepted in this run, with no reference in
+//  its parameters: a TASK then reveals nothing but the call the client
+//  sent, which the client was not yet told is stored. A crash before
+//  that commit loses the call unacknowledged (the client was never
+//  ACCEPTED), or finds it stored but not yet sent, and it runs again;
+//  either way at least once, as PROTOCOL.md asks. A recovered call or a
+//  retry waits for the commit that counts its attempt, so a call whose
+//  run crashes actd ends worker_lost after its attempts, not in a loop
+//  of restarts; a call with references waits, as what it read may not
+//  be durable yet.
+static bool
+s_task_early (act_live_t *call)
+{
+    return !call->recovered && call->attempts == 1 && call->call->nrefs == 0;
+}
+
 //  Send the call's next attempt to worker
 static void
 s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
@@ -276,7 +295,10 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     worker->used = act_clock_ms ();
     char local [512];
     char *meta = act_live_meta (call, local, sizeof local);
-    act_worker_task (self->outbox, worker, call->task, call->activity->name, params_text, meta);
+    act_out_t *task = act_worker_task (self->outbox, worker, call->task, call->activity->name,
+                                       params_text, meta);
+    if (s_task_early (call))
+        act_out_early (task);
     if (meta != local)
         free (meta);
     free (params_text);

@@ -56,6 +56,8 @@ typedef struct {
     act_activity_t *activity;   //  Activity (its _tool)
     act_live_state_t state;     //  Where it is in its life
     bool backoff;               //  Queued, but waiting its retry delay
+    bool recovered;             //  Loaded from the store (a restart, a
+                                //  failed commit), not accepted in this run
     long long attempts;         //  Dispatches to a worker so far
     act_retry_t retry;          //  Retry policy, every field set
     long long timeout_ms;       //  Start-to-close limit of one attempt

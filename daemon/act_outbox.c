@@ -56,6 +56,7 @@ struct _act_out_t {
     size_t bytes;               //  Bytes of the frames built
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
+    bool early;                 //  To a worker, may leave before its commit
     unsigned tracked;           //  Bit n: part n is a tracked frame
     size_t head;                //  Index of a reply's ACTC01 frame (1, or 2
                                 //  after a REQ client's empty frame)
@@ -198,6 +199,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->bytes = 0;
     out->to_worker = to_worker;
     out->durable = durable;
+    out->early = false;
     out->tracked = 0;
     out->head = 1;
     out->owner [0] = 0;
@@ -282,6 +284,13 @@ act_outbox_reply_to (act_outbox_t *self, const void *client, size_t client_size,
     act_out_literal (out, verb);
     act_out_add (out, request, request_size);
     return out;
+}
+
+void
+act_out_early (act_out_t *out)
+{
+    if (out && out->to_worker)
+        out->early = true;
 }
 
 void
@@ -570,4 +579,58 @@ size_t
 act_outbox_flush_sealed (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
 {
     return s_flush (self, self->sealed, send, arg);
+}
+
+//  Most workers with held messages act_outbox_flush_early tells apart in a
+//  pass; past them, the rest of the outbox waits (rare: a recovery)
+#define S_HELD_WORKERS 16
+
+//  True when out goes to the same routing id as one of held [0..nheld)
+static bool
+s_held_before (act_out_t *out, act_out_t **held, size_t nheld)
+{
+    zmq_msg_t *id = &out->parts [0];
+    for (size_t i = 0; i < nheld; i++) {
+        zmq_msg_t *other = &held [i]->parts [0];
+        if (zmq_msg_size (other) == zmq_msg_size (id)
+        &&  memcmp (zmq_msg_data (other), zmq_msg_data (id), zmq_msg_size (id)) == 0)
+            return true;
+    }
+    return false;
+}
+
+size_t
+act_outbox_flush_early (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
+{
+    act_out_t *held [S_HELD_WORKERS];
+    size_t nheld = 0, sent = 0, kept = 0, sealed = self->sealed, size = self->size;
+    bool open = true;               //  False once the held ones are too many
+    for (size_t i = 0; i < size; i++) {
+        act_out_t *out = &self->messages [i];
+        bool leaves = open && out->early && out->nparts
+                   && !s_held_before (out, held, nheld);
+        if (leaves) {
+            if (send && send (arg, true, out->parts, out->nparts))
+                sent++;
+            s_close (out);
+            if (i < self->sealed)
+                sealed--;
+            continue;
+        }
+        if (kept != i)
+            self->messages [kept] = *out;       //  Moves the frames
+        if (out->to_worker && open) {
+            if (nheld < S_HELD_WORKERS)
+                held [nheld++] = &self->messages [kept];
+            else
+                open = false;
+        }
+        kept++;
+    }
+    if (kept < size) {
+        self->size = kept;
+        self->sealed = sealed;
+        self->counted = self->bytes = 0;
+    }
+    return sent;
 }

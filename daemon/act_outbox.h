@@ -5,7 +5,9 @@
     leave only after the store has committed what they report (group
     commit): no reply ever promises more than the store holds. If the
     commit fails, act_outbox_refuse turns every promise into a refusal
-    before anything leaves.
+    before anything leaves. A message to a worker marked early
+    (act_out_early: a TASK that promises nothing stored) may leave before
+    its commit, but never ahead of a held message to the same worker.
 
     The outbox does not own sockets: act_outbox_flush hands each message
     to a send function, which is the broker's sockets in actd and an
@@ -109,6 +111,11 @@ bool act_outbox_enveloped (act_outbox_t *self, zframe_t *client);
 void act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
                        const char *command, const act_err_t *err);
 
+//  out, a message to a worker, promises nothing the store holds: it may
+//  leave before the commit of its pass (act_outbox_flush_early). Nothing
+//  for a reply to a client or NULL.
+void act_out_early (act_out_t *out);
+
 //  out is owed to the client that authenticated with CURVE key owner
 //  (Z85; NULL or "": to whoever holds its routing id). It is sent only if
 //  the outbox's guard says the connection behind its routing id is that
@@ -161,5 +168,12 @@ void act_outbox_seal (act_outbox_t *self);
 //  That commit has ended: send the sealed messages in order, as
 //  act_outbox_flush does, and keep the later ones. Returns how many went.
 size_t act_outbox_flush_sealed (act_outbox_t *self, act_outbox_send_fn *send, void *arg);
+
+//  Send now the messages marked early (act_out_early), in order, whether
+//  sealed or not, but none after a message held for its commit to the
+//  same worker (a CANCEL never overtakes its TASK, nor a TASK a
+//  DISCONNECT); the others keep their order and their commits. Returns
+//  how many went.
+size_t act_outbox_flush_early (act_outbox_t *self, act_outbox_send_fn *send, void *arg);
 
 #endif

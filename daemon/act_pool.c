@@ -278,7 +278,7 @@ act_pool_heartbeat (act_pool_t *self, act_outbox_t *outbox, long long now, long 
     return sent;
 }
 
-void
+act_out_t *
 act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
                  const char *activity, const char *params, const char *meta)
 {
@@ -293,6 +293,7 @@ act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
         act_out_add (out, "", 0);
         act_out_addstr (out, params);
     }
+    return out;
 }
 
 void

@@ -138,8 +138,9 @@ size_t act_pool_heartbeat (act_pool_t *self, act_outbox_t *outbox, long long now
 
 //  TASK to worker in its protocol: ACT/1 [task][activity][params][meta];
 //  Majordomo's REQUEST [task as the client address][empty][params], the
-//  task id coming back as the address of the reply.
-void act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
+//  task id coming back as the address of the reply. Returns the message
+//  (NULL for a protocol without TASK, which is none now).
+act_out_t *act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const char *task,
                       const char *activity, const char *params, const char *meta);
 
 //  DISCONNECT with reason to any peer (registered or not) of protocol,

@@ -25,6 +25,7 @@ s_recover_one (const json_t *record, void *arg)
         return 0;
     }
     act_live_number (call, number);
+    call->recovered = true;
     call->attempts = json_integer_value (json_object_get (record, "attempts"));
     json_t *progress = json_object_get (record, "progress");
     call->progress = progress? json_incref (progress): NULL;

@@ -3,8 +3,10 @@
     messages leave in order through the send function with their frames
     as built; after a failed commit nothing durable is promised (ACCEPTED
     and OK become ERROR internal to the same request, DONE and messages to
-    workers are dropped, the rest stays in order); a send that fails counts
-    as not sent; a client past max_client_bytes is listed once to be cut,
+    workers are dropped, the rest stays in order); tasks marked early
+    leave before their commit, sealed or not, but never ahead of a message
+    held for its commit to the same worker; a send that fails counts as
+    not sent; a client past max_client_bytes is listed once to be cut,
     gets nothing more while libzmq holds its replies, then starts clean.
     ========================================================================= */
 
@@ -40,7 +42,7 @@ s_reply (act_outbox_t *outbox, const char *client, const char *request, const ch
 }
 
 //  A task [worker][ACTW01][TASK][task id][body] added to outbox
-static void
+static act_out_t *
 s_task (act_outbox_t *outbox, const char *worker, const char *task, bool durable)
 {
     act_out_t *out = act_outbox_add (outbox, true, durable);
@@ -50,6 +52,7 @@ s_task (act_outbox_t *outbox, const char *worker, const char *task, bool durable
     act_out_addstr (out, "TASK");
     act_out_addstr (out, task);
     act_out_addstr (out, "{}");
+    return out;
 }
 
 
@@ -181,6 +184,107 @@ test_adders_are_null_safe (void **state)
     act_outbox_t *outbox = NULL;
     act_outbox_destroy (&outbox);
     assert_null (outbox);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Tasks that leave before their commit
+
+//  Early tasks leave at once, from the sealed part and after it, in
+//  order; what is held keeps its order and its commit: the sealed ones
+//  still leave at that commit's end, the later ones at the next.
+static void
+test_early_tasks_leave_before_their_commit (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    s_reply (outbox, "client-1", "r1", "ACCEPTED", "7", true);
+    act_out_early (s_task (outbox, "worker-1", "7.1", false));
+    s_reply (outbox, "client-2", "r2", "VALUE", "1", false);
+    act_outbox_seal (outbox);                   //  The commit starts
+    s_reply (outbox, "client-1", "r3", "ACCEPTED", "8", true);
+    act_out_early (s_task (outbox, "worker-2", "8.1", false));
+    s_task (outbox, "worker-3", "9.2", false);  //  Held: a retry
+    //  A reply is never early
+    act_out_t *reply = act_outbox_reply_to (outbox, "client-3", 8, "r4", 2, "PONG", false);
+    act_out_early (reply);
+    act_out_early (NULL);
+    assert_int_equal (act_outbox_size (outbox), 7);
+
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 2);
+    unit_assert_sent (&sent, 0, true, "worker-1", "ACTW01", "TASK", "7.1", "{}", NULL);
+    unit_assert_sent (&sent, 1, true, "worker-2", "ACTW01", "TASK", "8.1", "{}", NULL);
+    unit_sent_release (&sent);
+    assert_int_equal (act_outbox_size (outbox), 5);
+    //  Nothing more is early
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 0);
+    assert_int_equal (sent.size, 0);
+
+    //  The commit ends: the two sealed replies, in order, and only them
+    assert_int_equal (act_outbox_flush_sealed (outbox, unit_sent_capture, &sent), 2);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ACCEPTED", "r1", "7", NULL);
+    unit_assert_sent (&sent, 1, false, "client-2", "ACTC01", "VALUE", "r2", "1", NULL);
+    unit_sent_release (&sent);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 3);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ACCEPTED", "r3", "8", NULL);
+    unit_assert_sent (&sent, 1, true, "worker-3", "ACTW01", "TASK", "9.2", "{}", NULL);
+    unit_assert_sent (&sent, 2, false, "client-3", "ACTC01", "PONG", "r4", NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+//  An early task waits behind a message held for its commit to the same
+//  worker (a DISCONNECT, a recovered call's TASK), and so does every later
+//  early one to that worker; other workers' early tasks still go. A
+//  failed commit drops what waited, and what had left stays sent.
+static void
+test_early_tasks_keep_their_order_per_worker (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    s_task (outbox, "worker-1", "1.3", false);                  //  Held
+    act_out_early (s_task (outbox, "worker-1", "2.1", false));  //  Behind it
+    act_out_early (s_task (outbox, "worker-2", "3.1", false));
+    act_out_early (s_task (outbox, "worker-1", "4.1", false));  //  Behind it
+    s_reply (outbox, "client-1", "r1", "ACCEPTED", "3", true);
+    act_outbox_seal (outbox);
+
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 1);
+    unit_assert_sent (&sent, 0, true, "worker-2", "ACTW01", "TASK", "3.1", "{}", NULL);
+    unit_sent_release (&sent);
+    assert_int_equal (act_outbox_size (outbox), 4);
+
+    //  The commit fails: the tasks that waited are dropped with it
+    assert_int_equal (act_outbox_refuse (outbox), 4);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 1);
+    unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "r1", "internal",
+                      S_REFUSED, NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+//  Past 16 workers with held messages, the rest of the outbox waits for
+//  its commit (a bound on the work of a pass, in a recovery), in order.
+static void
+test_early_tasks_wait_past_many_held_workers (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    char worker [32];
+    for (int n = 0; n < 17; n++) {
+        snprintf (worker, sizeof worker, "held-%d", n);
+        s_task (outbox, worker, "1.2", false);
+    }
+    act_out_early (s_task (outbox, "other", "5.1", false));
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 0);
+    assert_int_equal (act_outbox_size (outbox), 18);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 18);
+    unit_assert_sent (&sent, 17, true, "other", "ACTW01", "TASK", "5.1", "{}", NULL);
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
 }
 
 
@@ -379,6 +483,9 @@ main (void)
         cmocka_unit_test (test_refuse_twice_changes_nothing_more),
         cmocka_unit_test (test_refuse_keeps_order_across_many_messages),
         cmocka_unit_test (test_a_client_past_max_client_bytes_is_cut_once),
+        cmocka_unit_test (test_early_tasks_leave_before_their_commit),
+        cmocka_unit_test (test_early_tasks_keep_their_order_per_worker),
+        cmocka_unit_test (test_early_tasks_wait_past_many_held_workers),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
