@@ -111,6 +111,10 @@ act_cache_get (act_cache_t *self, const char *id, bool create, act_err_t *err)
     context->stored = stored;
     context->deps = act_deps_new ();
     context->used = act_clock_ms ();
+    //  Read with the writes of the batch not committed yet (a context
+    //  evicted and loaded again at once): none counts as durable before
+    //  the current batch is
+    context->written = act_store_generation (self->store);
     if (stored)
         act_store_messages (self->store, id, s_replay, context->ctx);
     zhashx_insert (self->contexts, id, context);

@@ -26,6 +26,9 @@ typedef struct {
     act_deps_t *deps;           //  Live output targets of its calls
     size_t live;                //  Its calls not ended (it stays while any)
     long long used;             //  Last use, for eviction
+    uint64_t written;           //  The store's batch (act_store_generation)
+                                //  that last wrote a message of it, or
+                                //  the batch in which it was loaded
 } act_context_t;
 
 //  Called when a stored context has been loaded, to recover its calls

@@ -252,6 +252,7 @@ s_append (act_commands_t *self, s_request_t *req)
         seq = (uint64_t) json_integer_value (json_object_get (stored, "_seq"));
         char *text = act_json_dump (stored);
         act_store_put_message (self->store, req->context, seq, text, strlen (text));
+        context->written = act_store_generation (self->store);
         if (key)
             act_store_put_append_key (self->store, req->context, key, seq);
         act_watches_message (self->watches, req->context, seq, text);

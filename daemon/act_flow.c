@@ -239,20 +239,21 @@ s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
 //  True when the call's TASK may leave before the commit that stores its
 //  acceptance and this attempt, so that the worker runs while the store
 //  commits (the commit then costs a call no time of its own). Only the
-//  first attempt of a call accepted in this run, with no reference in
-//  its parameters: a TASK then reveals nothing but the call the client
-//  sent, which the client was not yet told is stored. A crash before
-//  that commit loses the call unacknowledged (the client was never
-//  ACCEPTED), or finds it stored but not yet sent, and it runs again;
-//  either way at least once, as PROTOCOL.md asks. A recovered call or a
-//  retry waits for the commit that counts its attempt, so a call whose
-//  run crashes actd ends worker_lost after its attempts, not in a loop
-//  of restarts; a call with references waits, as what it read may not
-//  be durable yet.
+//  first attempt of a call accepted in this run, whose parameters read
+//  nothing of its context that is not durable yet (no reference, or
+//  every message of the context committed): a TASK then reveals nothing
+//  but the call the client sent, which the client was not yet told is
+//  stored, and stored values. A crash before that commit loses the call
+//  unacknowledged (the client was never ACCEPTED), or finds it stored
+//  but not yet sent, and it runs again; either way at least once, as
+//  PROTOCOL.md asks. A recovered call or a retry waits for the commit
+//  that counts its attempt, so a call whose run crashes actd ends
+//  worker_lost after its attempts, not in a loop of restarts.
 static bool
-s_task_early (act_live_t *call)
+s_task_early (act_flow_t *self, act_live_t *call)
 {
-    return !call->recovered && call->attempts == 1 && call->call->nrefs == 0;
+    return !call->recovered && call->attempts == 1
+        && (call->call->nrefs == 0 || act_store_durable (self->store, call->context->written));
 }
 
 //  Send the call's next attempt to worker
@@ -297,7 +298,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     char *meta = act_live_meta (call, local, sizeof local);
     act_out_t *task = act_worker_task (self->outbox, worker, call->task, call->activity->name,
                                        params_text, meta);
-    if (s_task_early (call))
+    if (s_task_early (self, call))
         act_out_early (task);
     if (meta != local)
         free (meta);

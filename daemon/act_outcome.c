@@ -85,6 +85,7 @@ s_put (act_live_t *call, act_store_t *store, act_watches_t *watches, uint64_t se
        const char *text, s_written_t *written)
 {
     act_store_put_message (store, call->context->id, seq, text, strlen (text));
+    call->context->written = act_store_generation (store);
     if (act_watches_size (watches))             //  No lookup when none is open
         act_watches_message (watches, call->context->id, seq, text);
     if (written->nseqs < sizeof written->seqs / sizeof written->seqs [0])

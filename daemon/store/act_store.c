@@ -33,6 +33,10 @@ struct _act_store_t {
     act_store_settle_fn *settle;            //  Ends the commit in flight
     void *settle_arg;                       //  Its argument
     bool settling;                          //  In settle (no recursion)
+    uint64_t generation;                    //  Number of the current batch
+    uint64_t sealed_generation;             //  Number of the sealed batch
+    uint64_t durable;                       //  Batches up to this number
+                                            //  are committed
 };
 
 static const char *s_outcomes [] = { "ok", "error", "timeout", "skipped", "cancelled" };
@@ -76,6 +80,8 @@ act_store_t *
 act_store_open (const char *location, act_sync_t sync, act_err_t *err)
 {
     act_store_t *self = calloc (1, sizeof *self);
+    if (self)
+        self->generation = 1;
     if (!self)
         return NULL;
     if (location && streq (location, ":memory:")) {
@@ -235,9 +241,11 @@ act_store_commit (act_store_t *self, act_err_t *err)
                      "the batch was rolled back", self->failed);
         rc = -1;
     }
-    if (rc == 0)
+    if (rc == 0) {
         for (int i = 0; i < S_COUNTERS; i++)
             self->counts [i] += self->deltas [i];
+        self->durable = self->generation++;
+    }
     memset (self->deltas, 0, sizeof self->deltas);
     self->batch = 0;
     zstr_free (&self->failed);
@@ -252,6 +260,18 @@ act_store_batch (act_store_t *self)
     return self->batch;
 }
 
+uint64_t
+act_store_generation (act_store_t *self)
+{
+    return self->generation;
+}
+
+bool
+act_store_durable (act_store_t *self, uint64_t generation)
+{
+    return generation <= self->durable;
+}
+
 size_t
 act_store_seal (act_store_t *self)
 {
@@ -261,6 +281,7 @@ act_store_seal (act_store_t *self)
     memcpy (self->sealed_deltas, self->deltas, sizeof self->deltas);
     memset (self->deltas, 0, sizeof self->deltas);
     self->sealed_batch = self->batch;
+    self->sealed_generation = self->generation++;
     self->batch = 0;
     free (self->sealed_failed);
     self->sealed_failed = self->failed;
@@ -289,9 +310,11 @@ act_store_commit_sealed (act_store_t *self, act_err_t *err)
 void
 act_store_sealed_end (act_store_t *self, int rc)
 {
-    if (rc == 0)
+    if (rc == 0) {
         for (int i = 0; i < S_COUNTERS; i++)
             self->counts [i] += self->sealed_deltas [i];
+        self->durable = self->sealed_generation;
+    }
     memset (self->sealed_deltas, 0, sizeof self->sealed_deltas);
     self->sealed_batch = 0;
     zstr_free (&self->sealed_failed);

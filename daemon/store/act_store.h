@@ -105,6 +105,14 @@ typedef void (act_store_settle_fn) (void *arg);
 //  called and the held writes are given to it: reads see them.
 void act_store_journal (act_store_t *self, act_store_settle_fn *settle, void *arg);
 
+//  The number of the current batch: batches are numbered from 1, in the
+//  order they are committed. A write made now is durable once
+//  act_store_durable says so of this number.
+uint64_t act_store_generation (act_store_t *self);
+
+//  True when every batch up to generation has been committed (0: always).
+bool act_store_durable (act_store_t *self, uint64_t generation);
+
 //  The current batch becomes the sealed one, and a new, empty batch
 //  begins. Returns the sealed batch's writes. Call it only when no sealed
 //  batch is left (after act_store_sealed_end).

@@ -1,9 +1,11 @@
 """A call's first attempt leaves for its worker while the commit that
 stores it runs (issue 21): the worker's time and the commit's overlap.
-Only for the first attempt of a call accepted in this run with no
-reference in its parameters; every other TASK (a call with references,
-a retry, a recovered call) waits for the commit that counts its attempt,
-and no reply to a client leaves before its commit.
+Only for the first attempt of a call accepted in this run whose
+parameters read nothing that is not durable (no reference, or none of
+its context's messages waiting for a commit); every other TASK (a call
+of a context written in a batch not committed yet, a retry, a recovered
+call) waits for the commit that counts its attempt, and no reply to a
+client leaves before its commit.
 
 The commit is held in flight by pausing the PostgreSQL server behind
 actd (SIGSTOP), so what leaves before it is seen from outside, with no
@@ -86,7 +88,7 @@ class EarlyTasks(unittest.TestCase):
             print(self.actd.log()[-6000:])
         self.actd.cleanup()
 
-    def test_a_first_attempt_leaves_before_its_commit_a_call_with_references_after(self):
+    def test_a_first_attempt_leaves_before_its_commit_unless_it_reads_what_is_not(self):
         client = self.actd.client()
         worker = Worker(self.actd.worker_endpoint, ["hold"], lambda *task: NoAnswer,
                         capacity=10)
@@ -110,28 +112,39 @@ class EarlyTasks(unittest.TestCase):
                 wait_for(lambda: len(worker.tasks) == 1, "the plain call's TASK", 30)
                 task, activity, params, meta = worker.tasks[0]
                 self.assertEqual((activity, params, meta["attempt"]), ("hold", {"n": 1}, 1))
-                referring = client.send("CALL", "early", {
+                #  A reference to what is stored: sent too
+                durable = client.send("CALL", "early", {
                     "_tool": "hold", "v": DAGGER + "input.x",
                     "_outputPath": DAGGER + "state.b"})
-                #  No reply (ACCEPTED promises a commit), and the call with
-                #  a reference is not sent
+                wait_for(lambda: len(worker.tasks) == 2, "the durable reference's TASK", 30)
+                self.assertEqual(worker.tasks[1][2], {"v": 41})
+                #  A message appended now is not durable before the commit
+                #  after this one: a call of that context waits for it,
+                #  whatever it reads
+                appended = client.send("APPEND", "early", {"type": "data", "kind": "input",
+                                                           "data": {"y": 7}})
+                fresh = client.send("CALL", "early", {
+                    "_tool": "hold", "v": DAGGER + "input.y",
+                    "_outputPath": DAGGER + "state.c"})
+                #  No reply (ACCEPTED and OK promise a commit), and the call
+                #  is not sent
                 self.assertFalse(client.socket.poll(2000), "a reply during the pause")
-                self.assertEqual(len(worker.tasks), 1, worker.tasks)
-            accepted = client.wait(plain, timeout=60)
-            self.assertEqual(accepted[0], "ACCEPTED", accepted)
-            self.assertEqual(task.split(".")[0], accepted[1])
-            second = client.wait(referring, timeout=60)
-            self.assertEqual(second[0], "ACCEPTED", second)
-            wait_for(lambda: len(worker.tasks) == 2, "the referring call's TASK", 60)
-            self.assertEqual(worker.tasks[1][2], {"v": 41})
+                self.assertEqual(len(worker.tasks), 2, worker.tasks)
+            replies = [client.wait(rid, timeout=60) for rid in (plain, durable, appended, fresh)]
+            self.assertEqual([reply[0] for reply in replies],
+                             ["ACCEPTED", "ACCEPTED", "OK", "ACCEPTED"], replies)
+            self.assertEqual(task.split(".")[0], replies[0][1])
+            wait_for(lambda: len(worker.tasks) == 3, "the last call's TASK", 60)
+            self.assertEqual(worker.tasks[2][2], {"v": 7})
             for task, activity, params, meta in list(worker.tasks):
                 worker.send_result(task, {"echo": params})
-            for rid, call_id, params in ((plain, accepted[1], {"n": 1}),
-                                         (referring, second[1], {"v": 41})):
+            for rid, reply, params in ((plain, replies[0], {"n": 1}),
+                                       (durable, replies[1], {"v": 41}),
+                                       (fresh, replies[3], {"v": 7})):
                 done = client.wait(rid, "DONE", timeout=60)
                 outcome = json.loads(done[2])
                 self.assertEqual((done[1], outcome["status"], outcome["attempts"],
-                                  outcome["result"]), (call_id, "ok", 1, {"echo": params}))
+                                  outcome["result"]), (reply[1], "ok", 1, {"echo": params}))
             self.assertEqual(client.resolve("early", DAGGER + "state.a"), {"echo": {"n": 1}})
         finally:
             worker.stop()

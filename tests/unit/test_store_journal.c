@@ -3,7 +3,8 @@
     (act_store_journal), as actd's does with a commit thread: a sealed
     batch is committed while the next one fills, reads and new contexts
     settle the commit in flight first and see every write of the batch,
-    and a failed write dooms its batch only. On a SQLite file.
+    and a failed write dooms its batch only; batches are numbered and
+    known durable in commit order. On a SQLite file.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -176,6 +177,47 @@ test_a_failed_write_dooms_the_sealed_batch (void **state)
     s_close (&store, dir);
 }
 
+//  Batches are numbered in commit order: a write made in batch g is
+//  durable once every batch up to g has committed, by an inline commit
+//  or a sealed one; a failed commit makes nothing durable
+static void
+test_batches_are_durable_in_order_once_committed (void **state)
+{
+    (void) state;
+    char *dir;
+    s_settle_t settle;
+    act_store_t *store = s_open (&dir, &settle);
+    assert_true (act_store_durable (store, 0));
+    uint64_t first = act_store_generation (store);
+    assert_false (act_store_durable (store, first));
+    assert_int_equal (act_store_put_context (store, "c"), 0);
+    assert_int_equal (act_store_put_message (store, "c", 1, "{\"type\":\"data\"}", 15), 0);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_true (act_store_durable (store, first));
+    //  Sealed: the next batch fills while it commits
+    uint64_t second = act_store_generation (store);
+    assert_true (second > first);
+    assert_int_equal (act_store_put_message (store, "c", 2, "{\"type\":\"data\"}", 15), 0);
+    act_store_seal (store);
+    uint64_t third = act_store_generation (store);
+    assert_true (third > second);
+    assert_int_equal (act_store_put_message (store, "c", 3, "{\"type\":\"data\"}", 15), 0);
+    assert_false (act_store_durable (store, second));
+    assert_int_equal (act_store_commit_sealed (store, &err), 0);
+    act_store_sealed_end (store, 0);
+    assert_true (act_store_durable (store, second));
+    assert_false (act_store_durable (store, third));
+    //  The third fails (a _seq written twice): still not durable
+    assert_int_equal (act_store_put_message (store, "c", 1, "{\"type\":\"text\"}", 15), 0);
+    act_store_seal (store);
+    int rc = act_store_commit_sealed (store, &err);
+    act_store_sealed_end (store, rc);
+    assert_int_equal (rc, -1);
+    assert_false (act_store_durable (store, third));
+    s_close (&store, dir);
+}
+
 //  Write a call record whose texts are in buffers the caller reuses at
 //  once (overwritten after the write)
 static void
@@ -264,6 +306,7 @@ main (void)
         cmocka_unit_test (test_abort_drops_the_journal_only),
         cmocka_unit_test (test_a_failed_write_dooms_the_sealed_batch),
         cmocka_unit_test (test_the_backend_borrows_the_journals_copies),
+        cmocka_unit_test (test_batches_are_durable_in_order_once_committed),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
