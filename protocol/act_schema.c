@@ -144,8 +144,12 @@ s_kw_count (s_compiler_t *c, act_snode_t *node, const s_keyword_t *keyword,
     if (json_is_integer (value))
         count = json_integer_value (value);
     else
-    if (json_is_real (value) && json_real_value (value) == floor (json_real_value (value)))
-        count = json_real_value (value) >= 9.2e18? LLONG_MAX: (long long) json_real_value (value);
+    if (json_is_real (value) && json_real_value (value) == floor (json_real_value (value))) {
+        //  Negative ones are refused before the conversion, which a value
+        //  below LLONG_MIN would make undefined
+        double real = json_real_value (value);
+        count = real < 0? -1: real >= 9.2e18? LLONG_MAX: (long long) real;
+    }
     else
         return s_error (c, "expected a non-negative integer");
     if (count < 0)

@@ -340,6 +340,11 @@ test_refusals_name_the_place_and_why (void **state)
     s_assert_refused ("{\"type\": [\"string\", \"string\"]}", "/type: a type is named twice");
     s_assert_refused ("{\"minLength\": -1}", "/minLength: expected a non-negative integer");
     s_assert_refused ("{\"minLength\": 1.5}", "/minLength: expected a non-negative integer");
+    //  A negative real below LLONG_MIN (found by fuzz_schema: its
+    //  conversion was undefined)
+    s_assert_refused ("{\"minLength\": -3555555555555555555555.0}",
+                      "/minLength: expected a non-negative integer");
+    s_assert_refused ("{\"maxItems\": -1e300}", "/maxItems: expected a non-negative integer");
     s_assert_refused ("{\"multipleOf\": 0}", "/multipleOf: expected a number above 0");
     s_assert_refused ("{\"required\": [\"a\", \"a\"]}", "/required: a name is listed twice");
     s_assert_refused ("{\"allOf\": []}", "/allOf: expected a non-empty array of schemas");
