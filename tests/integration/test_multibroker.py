@@ -339,7 +339,13 @@ class MultiBrokerTest(unittest.TestCase):
                        if message.get("_callId") == accepted[context]]
             self.assertEqual(len(outputs), 1, messages)
         self.assertIn("took over context", survivor.log())
-        self.assertIn("the lease was not renewed", victim.log())
+        #  The victim dropped what it held: at its first pass after the
+        #  pause (the lease lapsed), or, when the commit it had in flight
+        #  ended first, by that commit's failure (the survivor had written
+        #  the same _seq), which reloads its state before the lapse is seen
+        log = victim.log()
+        self.assertTrue("the lease was not renewed" in log or
+                        ("store commit failed" in log and "already exists" in log), log)
         self.assertNotIn("dropping", survivor.log())
 
 
