@@ -29,6 +29,9 @@
 
 //  The most frames a message of the broker has (a Majordomo 0.1 TASK: 7)
 #define S_PARTS 8
+//  Workers with held messages act_outbox_flush_early tells apart between
+//  two flushes; past them, no more messages leave early (rare: a recovery)
+#define S_HELD_WORKERS 16
 
 //  Frames this large or larger count in their client's account
 #define S_TRACKED 512
@@ -57,6 +60,8 @@ struct _act_out_t {
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
     bool early;                 //  To a worker, may leave before its commit
+    bool gone;                  //  Left early: an empty slot until the
+                                //  messages before it leave
     unsigned tracked;           //  Bit n: part n is a tracked frame
     size_t head;                //  Index of a reply's ACTC01 frame (1, or 2
                                 //  after a REQ client's empty frame)
@@ -84,6 +89,14 @@ struct _act_outbox_t {
     zlistx_t *cuts;             //  Routing ids (zframe_t) of clients that
                                 //  went over, for act_outbox_next_cut
     uint64_t cut;               //  Clients that went over, since the start
+    size_t gone;                //  Slots of messages that left early
+    size_t scanned;             //  Messages act_outbox_flush_early has
+                                //  judged (the later ones are new)
+    size_t held [S_HELD_WORKERS];   //  Indexes of the messages to workers
+                                //  among those, held for their commit
+    size_t nheld;               //  Entries in held
+    bool crowded;               //  Too many held to tell apart: nothing
+                                //  more leaves early before a flush
 };
 
 //  Let an account go; the last reference frees it
@@ -200,6 +213,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->to_worker = to_worker;
     out->durable = durable;
     out->early = false;
+    out->gone = false;
     out->tracked = 0;
     out->head = 1;
     out->owner [0] = 0;
@@ -354,7 +368,7 @@ act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
 size_t
 act_outbox_size (act_outbox_t *self)
 {
-    return self->size;
+    return self->size - self->gone;
 }
 
 size_t
@@ -385,12 +399,22 @@ s_part_is (act_out_t *out, size_t part, const char *text)
         && memcmp (zmq_msg_data (&out->parts [part]), text, strlen (text)) == 0;
 }
 
+//  The messages move: act_outbox_flush_early judges them all again
+static void
+s_rescan (act_outbox_t *self)
+{
+    self->scanned = self->nheld = 0;
+    self->crowded = false;
+}
+
 size_t
 act_outbox_refuse (act_outbox_t *self)
 {
     size_t refused = 0, kept = 0;
     for (size_t i = 0; i < self->size; i++) {
         act_out_t *out = &self->messages [i];
+        if (out->gone)
+            continue;                           //  It left: nothing to undo
         if (!out->to_worker && !out->durable) {
             self->messages [kept++] = *out;     //  Moves the frames
             continue;
@@ -422,6 +446,8 @@ act_outbox_refuse (act_outbox_t *self)
     self->size = kept;
     self->sealed = 0;
     self->counted = self->bytes = 0;
+    self->gone = 0;
+    s_rescan (self);
     return refused;
 }
 
@@ -550,6 +576,10 @@ s_flush (act_outbox_t *self, size_t count, act_outbox_send_fn *send, void *arg)
     size_t sent = 0;
     for (size_t i = 0; i < count; i++) {
         act_out_t *out = &self->messages [i];
+        if (out->gone) {
+            self->gone--;
+            continue;
+        }
         if (send && s_owned (self, out) && s_admit (self, out) && send (arg, out->to_worker, out->parts, out->nparts))
             sent++;
         s_close (out);
@@ -560,6 +590,7 @@ s_flush (act_outbox_t *self, size_t count, act_outbox_send_fn *send, void *arg)
     self->size -= count;
     self->sealed = 0;
     self->counted = self->bytes = 0;
+    s_rescan (self);
     return sent;
 }
 
@@ -581,17 +612,13 @@ act_outbox_flush_sealed (act_outbox_t *self, act_outbox_send_fn *send, void *arg
     return s_flush (self, self->sealed, send, arg);
 }
 
-//  Most workers with held messages act_outbox_flush_early tells apart in a
-//  pass; past them, the rest of the outbox waits (rare: a recovery)
-#define S_HELD_WORKERS 16
-
-//  True when out goes to the same routing id as one of held [0..nheld)
+//  True when out goes to the same worker as a message held before it
 static bool
-s_held_before (act_out_t *out, act_out_t **held, size_t nheld)
+s_held_before (act_outbox_t *self, act_out_t *out)
 {
     zmq_msg_t *id = &out->parts [0];
-    for (size_t i = 0; i < nheld; i++) {
-        zmq_msg_t *other = &held [i]->parts [0];
+    for (size_t i = 0; i < self->nheld; i++) {
+        zmq_msg_t *other = &self->messages [self->held [i]].parts [0];
         if (zmq_msg_size (other) == zmq_msg_size (id)
         &&  memcmp (zmq_msg_data (other), zmq_msg_data (id), zmq_msg_size (id)) == 0)
             return true;
@@ -599,38 +626,33 @@ s_held_before (act_out_t *out, act_out_t **held, size_t nheld)
     return false;
 }
 
+//  Each message is judged once between two flushes: what left becomes an
+//  empty slot (nothing moves), what is held to a worker is remembered for
+//  the messages after it
 size_t
 act_outbox_flush_early (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
 {
-    act_out_t *held [S_HELD_WORKERS];
-    size_t nheld = 0, sent = 0, kept = 0, sealed = self->sealed, size = self->size;
-    bool open = true;               //  False once the held ones are too many
-    for (size_t i = 0; i < size; i++) {
-        act_out_t *out = &self->messages [i];
-        bool leaves = open && out->early && out->nparts
-                   && !s_held_before (out, held, nheld);
-        if (leaves) {
+    size_t sent = 0;
+    for (; self->scanned < self->size && !self->crowded; self->scanned++) {
+        size_t index = self->scanned;
+        act_out_t *out = &self->messages [index];
+        if (!out->to_worker || out->gone)
+            continue;
+        if (out->early && out->nparts && !s_held_before (self, out)) {
             if (send && send (arg, true, out->parts, out->nparts))
                 sent++;
             s_close (out);
-            if (i < self->sealed)
-                sealed--;
-            continue;
+            if (index < self->counted)
+                self->bytes -= out->bytes;
+            out->bytes = 0;
+            out->gone = true;
+            self->gone++;
         }
-        if (kept != i)
-            self->messages [kept] = *out;       //  Moves the frames
-        if (out->to_worker && open) {
-            if (nheld < S_HELD_WORKERS)
-                held [nheld++] = &self->messages [kept];
-            else
-                open = false;
-        }
-        kept++;
-    }
-    if (kept < size) {
-        self->size = kept;
-        self->sealed = sealed;
-        self->counted = self->bytes = 0;
+        else
+        if (self->nheld < S_HELD_WORKERS)
+            self->held [self->nheld++] = index;
+        else
+            self->crowded = true;
     }
     return sent;
 }

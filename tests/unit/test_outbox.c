@@ -265,6 +265,43 @@ test_early_tasks_keep_their_order_per_worker (void **state)
     act_outbox_destroy (&outbox);
 }
 
+//  Once the held message to a worker has left with its commit, that
+//  worker's next early tasks leave at once again; a task judged once is
+//  not sent twice, and the slots of those that left are not sent either
+static void
+test_early_tasks_go_again_after_the_held_ones_left (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    unit_sent_t sent = { .size = 0 };
+    s_task (outbox, "worker-1", "1.2", false);                  //  Held
+    act_out_early (s_task (outbox, "worker-2", "2.1", false));
+    act_outbox_seal (outbox);
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 1);
+    act_out_early (s_task (outbox, "worker-1", "3.1", false));  //  Behind 1.2
+    act_out_early (s_task (outbox, "worker-2", "4.1", false));
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 1);
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 0);
+    unit_assert_sent (&sent, 0, true, "worker-2", "ACTW01", "TASK", "2.1", "{}", NULL);
+    unit_assert_sent (&sent, 1, true, "worker-2", "ACTW01", "TASK", "4.1", "{}", NULL);
+    unit_sent_release (&sent);
+    //  The commit ends: the held one goes, and what waited behind it stays
+    //  for the next commit, in order
+    assert_int_equal (act_outbox_flush_sealed (outbox, unit_sent_capture, &sent), 1);
+    unit_assert_sent (&sent, 0, true, "worker-1", "ACTW01", "TASK", "1.2", "{}", NULL);
+    unit_sent_release (&sent);
+    assert_int_equal (act_outbox_size (outbox), 1);
+    act_out_early (s_task (outbox, "worker-1", "5.1", false));
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 2);
+    unit_assert_sent (&sent, 0, true, "worker-1", "ACTW01", "TASK", "3.1", "{}", NULL);
+    unit_assert_sent (&sent, 1, true, "worker-1", "ACTW01", "TASK", "5.1", "{}", NULL);
+    unit_sent_release (&sent);
+    assert_int_equal (act_outbox_size (outbox), 0);
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 0);
+    assert_int_equal (sent.size, 0);
+    act_outbox_destroy (&outbox);
+}
+
 //  Past 16 workers with held messages, the rest of the outbox waits for
 //  its commit (a bound on the work of a pass, in a recovery), in order.
 static void
@@ -485,6 +522,7 @@ main (void)
         cmocka_unit_test (test_a_client_past_max_client_bytes_is_cut_once),
         cmocka_unit_test (test_early_tasks_leave_before_their_commit),
         cmocka_unit_test (test_early_tasks_keep_their_order_per_worker),
+        cmocka_unit_test (test_early_tasks_go_again_after_the_held_ones_left),
         cmocka_unit_test (test_early_tasks_wait_past_many_held_workers),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
