@@ -30,13 +30,13 @@
     workers act_pool, the outbox, the timers); the store and libactd.
 
     One kind of message does not wait for its commit: the first attempt
-    of a call accepted in this run, with no reference in its parameters
-    (act_flow's s_task_early), leaves for its worker at the end of the
-    pass that made it, so that the worker runs while the store commits.
-    Such a TASK reveals nothing the store must hold first: the client is
-    told ACCEPTED only after the commit, and a crash before it either
-    loses a call nobody acknowledged or leaves a stored call that runs
-    again (at least once, PROTOCOL.md section 1).
+    of a call accepted in this run, whose parameters read nothing that is
+    not committed (act_flow's s_task_early), leaves for its worker at the
+    end of the pass that made it, so that the worker runs while the store
+    commits. Such a TASK reveals nothing the store must hold first: the
+    client is told ACCEPTED only after the commit, and a crash before it
+    either loses a call nobody acknowledged or leaves a stored call that
+    runs again (at least once, PROTOCOL.md section 1).
     ========================================================================= */
 
 #include "act_broker_int.h"
