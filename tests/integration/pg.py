@@ -13,7 +13,6 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-import time
 import uuid
 
 _server = None
@@ -80,6 +79,20 @@ class Server:
         self._run([_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port),
                    "-U", "postgres", name])
         return self.url(name)
+
+    def processes(self):
+        """The PIDs of the server: its postmaster and its children."""
+        with open(os.path.join(self.data, "postmaster.pid")) as handle:
+            master = int(handle.readline())
+        pids = [master]
+        for entry in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % entry) as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == master:
+                        pids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+        return pids
 
     def stop(self):
         if self.data and os.path.exists(self.data):

@@ -26,26 +26,11 @@ from harness import DAGGER, Actd, Client, NoAnswer, Worker, wait_for
 CONFIG = "server\n    lease_ms = 60000\nstore\n    timeout_ms = 60000\n"
 
 
-def pg_processes(server):
-    """The PIDs of a PostgreSQL server: its postmaster and its children."""
-    with open(os.path.join(server.data, "postmaster.pid")) as handle:
-        master = int(handle.readline())
-    pids = [master]
-    for entry in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/stat" % entry) as stat:
-                if int(stat.read().rsplit(")", 1)[1].split()[1]) == master:
-                    pids.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            pass
-    return pids
-
-
 class Paused:
     """The server stopped (SIGSTOP) inside the with block, resumed after."""
 
     def __init__(self, server):
-        self.pids = pg_processes(server)
+        self.pids = server.processes()
 
     def __enter__(self):
         for pid in self.pids:
@@ -84,8 +69,6 @@ class EarlyTasks(unittest.TestCase):
             raise
 
     def tearDown(self):
-        if os.environ.get("SHOWLOG"):
-            print(self.actd.log()[-6000:])
         self.actd.cleanup()
 
     def test_a_first_attempt_leaves_before_its_commit_unless_it_reads_what_is_not(self):

@@ -454,21 +454,6 @@ class HeavyReaders(unittest.TestCase):
             client.close()
 
 
-def pg_processes(server):
-    """The PIDs of a PostgreSQL server: its postmaster and its children."""
-    with open(os.path.join(server.data, "postmaster.pid")) as handle:
-        master = int(handle.readline())
-    pids = [master]
-    for entry in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/stat" % entry) as stat:
-                if int(stat.read().rsplit(")", 1)[1].split()[1]) == master:
-                    pids.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            pass
-    return pids
-
-
 class RawWorker(threading.Thread):
     """A worker socket that serves nothing: it heartbeats every 100 ms and
     notes when each HEARTBEAT from actd came (time.monotonic)."""
@@ -524,7 +509,7 @@ class SlowCommit(unittest.TestCase):
                 self.assertEqual(reply[0], "ACCEPTED", reply)
                 calls[rid] = (reply[1], n)
             wait_for(lambda: len(worker.tasks) == 10, "the tasks running", 60)
-            pids = pg_processes(server)
+            pids = server.processes()
             for pid in pids:
                 os.kill(pid, signal.SIGSTOP)
             paused = time.monotonic()
