@@ -785,27 +785,3 @@ act_flow_forget (act_flow_t *self)
     memset (self->counts, 0, sizeof self->counts);
     act_pool_forget_calls (self->pool);
 }
-
-size_t
-act_flow_waiting (act_flow_t *self)
-{
-    return self->counts [ACT_LIVE_WAITING];
-}
-
-size_t
-act_flow_queued (act_flow_t *self)
-{
-    return self->counts [ACT_LIVE_QUEUED];
-}
-
-size_t
-act_flow_running (act_flow_t *self)
-{
-    return self->counts [ACT_LIVE_RUNNING];
-}
-
-size_t
-act_flow_live (act_flow_t *self)
-{
-    return zhashx_size (self->calls);
-}

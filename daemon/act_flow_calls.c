@@ -1,6 +1,7 @@
 /*  =========================================================================
-    act_flow_calls - the live calls by id, for STATUS and CANCEL, and the
-    end of a context, whose live calls are cancelled (see act_flow.h).
+    act_flow_calls - the live calls by id, for STATUS and CANCEL, their
+    counts by state, and the end of a context, whose live calls are
+    cancelled (see act_flow.h).
     ========================================================================= */
 
 #include "act_flow_int.h"
@@ -62,4 +63,32 @@ act_flow_delete (act_flow_t *self, const char *context_id, act_err_t *err)
              messages, cancelled);
     return json_pack ("{sIsI}", "messages", (json_int_t) messages,
                       "cancelled", (json_int_t) cancelled);
+}
+
+
+//  --------------------------------------------------------------------------
+//  Counts of the live calls, by state
+
+size_t
+act_flow_waiting (act_flow_t *self)
+{
+    return self->counts [ACT_LIVE_WAITING];
+}
+
+size_t
+act_flow_queued (act_flow_t *self)
+{
+    return self->counts [ACT_LIVE_QUEUED];
+}
+
+size_t
+act_flow_running (act_flow_t *self)
+{
+    return self->counts [ACT_LIVE_RUNNING];
+}
+
+size_t
+act_flow_live (act_flow_t *self)
+{
+    return zhashx_size (self->calls);
 }
