@@ -85,7 +85,16 @@ class SecurityTest(unittest.TestCase):
             keys(os.path.join(self.dir, path)) for path in CURVE_KEYS)
         self.actd.start(wait=False)
         self.sockets = []
-        self.wait_up()
+        try:
+            self.wait_up()
+        except BaseException:
+            #  tearDown does not run after a failed setUp: actd would be left
+            #  running (and loading the machine for the tests after)
+            for socket in self.sockets:
+                socket.close(0)
+            self.actd.stop()
+            self.actd.cleanup()
+            raise
 
     def tearDown(self):
         for socket in self.sockets:
