@@ -449,6 +449,18 @@ class Fail(Exception):
 NoAnswer = object()   # return from a handler to send nothing (a hung task)
 
 
+def abandon(actd, sockets, directory=None):
+    """After a failed setUp, which tearDown does not follow: close the
+    test's sockets, stop actd (left running, it would load the machine for
+    the tests after) and remove its files, and directory if given."""
+    for sock in sockets:
+        sock.close(0)
+    actd.stop()
+    actd.cleanup()
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def end_process(process, grace=10.0):
     """SIGTERM a child process, then SIGKILL it if it is still there after
     grace seconds; safe on one that has ended."""

@@ -13,7 +13,7 @@ import unittest
 
 import zmq
 
-from harness import Actd, Client, find_binary, free_port
+from harness import Actd, Client, abandon, find_binary, free_port
 
 
 def keygen(name, directory):
@@ -88,12 +88,7 @@ class SecurityTest(unittest.TestCase):
         try:
             self.wait_up()
         except BaseException:
-            #  tearDown does not run after a failed setUp: actd would be left
-            #  running (and loading the machine for the tests after)
-            for socket in self.sockets:
-                socket.close(0)
-            self.actd.stop()
-            self.actd.cleanup()
+            abandon(self.actd, self.sockets)
             raise
 
     def tearDown(self):

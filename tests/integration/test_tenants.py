@@ -18,7 +18,7 @@ import unittest
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from harness import Actd, NoAnswer, Worker, find_binary, wait_for
+from harness import Actd, NoAnswer, Worker, abandon, find_binary, wait_for
 from test_security import CurveClient, keygen
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,13 +80,7 @@ class TenantsTest(unittest.TestCase):
         try:
             self.wait_up()
         except BaseException:
-            #  tearDown does not run after a failed setUp: actd would be left
-            #  running (and loading the machine for the tests after)
-            for socket in self.sockets:
-                socket.close(0)
-            self.actd.stop()
-            self.actd.cleanup()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            abandon(self.actd, self.sockets, self.dir)
             raise
 
     def tearDown(self):
