@@ -156,11 +156,11 @@ class BrokerTest(ActdTest):
         wait_for(lambda: self.client.status("1").get("progress") == details, "the progress")
         return task
 
-    def submit(self, stdout):
+    def submit(self, stdout, *options):
         """actctl call --wait of a slow call with an output path, writing to stdout."""
         call = {"_tool": "slow", "_outputPath": DAGGER + "state.s"}
-        return subprocess.Popen([ACTCTL, "--endpoint", self.actd.client_endpoint, "call",
-                                 "ctx", json.dumps(call), "--wait"],
+        return subprocess.Popen([ACTCTL, "--endpoint", self.actd.client_endpoint] +
+                                list(options) + ["call", "ctx", json.dumps(call), "--wait"],
                                 stdout=stdout, stderr=subprocess.PIPE)
 
     def test_wait_on_a_terminal_shows_state_attempts_and_progress(self):
@@ -207,8 +207,16 @@ class BrokerTest(ActdTest):
     def test_wait_survives_a_crash_of_actd(self):
         """DONE goes to the socket that submitted the call, which a restarted
         actd no longer knows: --wait learns the end from a watch instead."""
-        process = self.submit(subprocess.PIPE)
+        #  The end must come from STATUS, asked when the watch opens: with
+        #  a timeout longer than the test's, waiting for the watch instead
+        #  (which tells nothing of a call that has already ended) fails here
+        process = self.submit(subprocess.PIPE, "--timeout", "600000")
         wait_for(lambda: self.worker.tasks, "the task")
+        #  A first attempt may reach the worker before its commit, and so
+        #  before ACCEPTED (docs/protocol.md section 8). A reply to STATUS
+        #  waits for the commit of its own pass, which comes after the
+        #  call's: once it is here, the call is stored and acknowledged.
+        self.assertIn("running", self.actctl("status", "1").stdout)
         self.actd.kill()
         self.actd.start()
         #  The call is recovered and dispatched again to the worker, which

@@ -374,14 +374,17 @@ s_wait_ended (act_client_t *self, const char *request, const char *context, json
             act_watch_destroy (&watch);
             return act_err_set (err, ACT_E_TIMEOUT, "no outcome from the broker in time");
         }
+        //  After asking, the loop's test comes first: STATUS may have said
+        //  every call ended, and the watch has nothing more to tell then
         if (!watch && now >= watch_at) {
             watch = s_watch_open (self, context, 0, true);
             s_ask (self, ids, ended);
+            continue;
         }
-        else
         if (watch && watch->resumes != resumes) {
             resumes = watch->resumes;
             s_ask (self, ids, ended);
+            continue;
         }
         act_reply_t *reply = s_next_done (self, request, watch,
                                           watch || watch_at > deadline? deadline: watch_at);
