@@ -248,11 +248,12 @@ s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
 //  but not yet sent, and it runs again; either way at least once, as
 //  PROTOCOL.md asks. A recovered call or a retry waits for the commit
 //  that counts its attempt, so a call whose run crashes actd ends
-//  worker_lost after its attempts, not in a loop of restarts.
+//  worker_lost after its attempts, not in a loop of restarts. With
+//  store/early_tasks = 0 every TASK waits: a worker sees stored calls only.
 static bool
 s_task_early (act_flow_t *self, act_live_t *call)
 {
-    return !call->recovered && call->attempts == 1
+    return self->settings->early_tasks && !call->recovered && call->attempts == 1
         && (call->call->nrefs == 0 || act_store_durable (self->store, call->context->written));
 }
 

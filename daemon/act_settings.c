@@ -48,6 +48,7 @@ act_settings_new (void)
     self->worker_endpoint = strdup ("tcp://127.0.0.1:5556");
     self->store = strdup ("actd.db");
     self->sync = ACT_SYNC_FULL;
+    self->early_tasks = true;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
     self->mdp_heartbeat_ms = 2500;
@@ -495,6 +496,9 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "store/sync"))
         s_sync (reader, self, item, full);
+    else
+    if (streq (full, "store/early_tasks"))
+        s_boolean (reader, item, full, &self->early_tasks);
     else
     if (streq (full, "store/retain_ms"))
         s_integer (reader, item, full, 0, &self->retain_ms);

@@ -5,7 +5,8 @@ parameters read nothing that is not durable (no reference, or none of
 its context's messages waiting for a commit); every other TASK (a call
 of a context written in a batch not committed yet, a retry, a recovered
 call) waits for the commit that counts its attempt, and no reply to a
-client leaves before its commit.
+client leaves before its commit. With store/early_tasks = 0 every TASK
+waits.
 
 The commit is held in flight by pausing the PostgreSQL server behind
 actd (SIGSTOP), so what leaves before it is seen from outside, with no
@@ -43,11 +44,12 @@ class Paused:
         return False
 
 
-def new_actd(server):
-    """An actd on a fresh database of server, with the config above."""
+def new_actd(server, store_settings=""):
+    """An actd on a fresh database of server, with the config above and
+    store_settings (lines of the store section)."""
     actd = Actd(store=server.database())
     with open(os.path.join(actd.dir, "actd.cfg"), "w") as handle:
-        handle.write(CONFIG)
+        handle.write(CONFIG + store_settings)
     actd.args = ["--config", os.path.join(actd.dir, "actd.cfg")]
     return actd
 
@@ -191,6 +193,56 @@ class EarlyTasks(unittest.TestCase):
             after.stop()
             client.close()
         self.assertEqual(self.actd.stop(), 0)
+
+
+class NoEarlyTasks(unittest.TestCase):
+    """store/early_tasks = 0: every TASK waits for the commit that stores
+    its call, so a worker never sees a call that is not stored."""
+
+    def setUp(self):
+        import pg
+        self.server = pg.server()
+        self.actd = new_actd(self.server, "    early_tasks = 0\n")
+        try:
+            self.actd.start()
+        except Exception:
+            self.actd.cleanup()
+            raise
+
+    def tearDown(self):
+        self.actd.cleanup()
+
+    def test_a_first_attempt_waits_for_its_commit(self):
+        client = self.actd.client()
+        worker = Worker(self.actd.worker_endpoint, ["hold"], lambda *task: NoAnswer,
+                        capacity=10)
+        worker.start()
+        try:
+            wait_for(lambda: len(json.loads(client.request("STATS")[1])["workers"]) == 1,
+                     "the worker registered", 30)
+            #  The first call takes a block of call ids from the database
+            warm = client.send("CALL", "late", {"_tool": "hold", "_outputPath": DAGGER + "w"})
+            wait_for(lambda: len(worker.tasks) == 1, "the first call's TASK", 30)
+            worker.send_result(worker.tasks.pop()[0], 0)
+            self.assertEqual(client.wait(warm, "DONE", timeout=30)[0], "DONE")
+            with Paused(self.server):
+                plain = client.send("CALL", "late", {
+                    "_tool": "hold", "n": 1, "_outputPath": DAGGER + "state.a"})
+                #  The plain call EarlyTasks sees at once: here neither its
+                #  TASK nor its ACCEPTED comes during the pause
+                self.assertFalse(client.socket.poll(2000), "a reply during the pause")
+                self.assertEqual(worker.tasks, [])
+            reply = client.wait(plain, timeout=60)
+            self.assertEqual(reply[0], "ACCEPTED", reply)
+            wait_for(lambda: len(worker.tasks) == 1, "the TASK after the commit", 60)
+            task, activity, params, meta = worker.tasks[0]
+            self.assertEqual((task, params, meta["attempt"]), (reply[1] + ".1", {"n": 1}, 1))
+            worker.send_result(task, "done")
+            outcome = json.loads(client.wait(plain, "DONE", timeout=60)[2])
+            self.assertEqual((outcome["status"], outcome["result"]), ("ok", "done"))
+        finally:
+            worker.stop()
+            client.close()
 
 
 if __name__ == "__main__":

@@ -319,6 +319,10 @@ class ConfigFileTest(unittest.TestCase):
                 sync = sometimes
             """, "FILE line 2: store/sync: must be full or normal")
         self.check_refused("""
+            store
+                early_tasks = sometimes
+            """, "FILE line 2: store/early_tasks: must be 1 or 0")
+        self.check_refused("""
             log
                 syslog = maybe
             """, "FILE line 2: log/syslog: must be 1 or 0")
@@ -459,7 +463,7 @@ class ConfigFileTest(unittest.TestCase):
             "server/strict_activities": "0",
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",
             "server/lease_ms": "10000",
-            "store/path": "actd.db", "store/sync": "full",
+            "store/path": "actd.db", "store/sync": "full", "store/early_tasks": "1",
             "log/level": "info", "log/syslog": "1", "log/stderr": "0",
             "defaults/timeout_ms": "300000", "defaults/max_queue": "100000",
             "defaults/schedule_timeout_ms": "60000",
