@@ -381,9 +381,10 @@ s_stats (void *arg)
     json_object_set_new (stats, "workers", act_pool_workers_json (self->pool));
     //  Beyond PROTOCOL.md section 4: how the group commit batches writes
     //  and how long a commit takes (histograms, as act_hist_json)
-    json_object_set_new (stats, "store", json_pack ("{sssssIsIsoso}",
+    json_object_set_new (stats, "store", json_pack ("{sssssbsIsIsoso}",
         "backend", act_store_backend (self->store),
         "sync", self->settings->sync == ACT_SYNC_FULL? "full": "normal",
+        "early_tasks", self->settings->early_tasks,
         "commits", (json_int_t) self->commits,
         "writes", (json_int_t) self->committed,
         "commit_ms", act_hist_json (&self->commit_ms),

@@ -123,9 +123,10 @@ class BrokerCase(unittest.TestCase):
         self.assertEqual(sorted(clients), ["cut", "held_bytes", "unowned"])
         self.assertEqual(clients["cut"], 0)
         store = stats.pop("store")
-        self.assertEqual(sorted(store), ["backend", "batch", "commit_ms", "commits", "sync",
-                                         "writes"])
-        self.assertEqual((store["backend"], store["sync"]), (harness.STORE, "full"))
+        self.assertEqual(sorted(store), ["backend", "batch", "commit_ms", "commits",
+                                         "early_tasks", "sync", "writes"])
+        self.assertEqual((store["backend"], store["sync"], store["early_tasks"]),
+                         (harness.STORE, "full", True))
         self.assertGreaterEqual(store["writes"], store["commits"])
         #  Histograms of each commit's time and writes
         self.assertEqual(store["commit_ms"]["count"], store["commits"])

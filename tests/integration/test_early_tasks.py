@@ -220,6 +220,7 @@ class NoEarlyTasks(unittest.TestCase):
         try:
             wait_for(lambda: len(json.loads(client.request("STATS")[1])["workers"]) == 1,
                      "the worker registered", 30)
+            self.assertIs(json.loads(client.request("STATS")[1])["store"]["early_tasks"], False)
             #  The first call takes a block of call ids from the database
             warm = client.send("CALL", "late", {"_tool": "hold", "_outputPath": DAGGER + "w"})
             wait_for(lambda: len(worker.tasks) == 1, "the first call's TASK", 30)
