@@ -49,6 +49,7 @@ act_settings_new (void)
     self->store = strdup ("actd.db");
     self->sync = ACT_SYNC_FULL;
     self->early_tasks = true;
+    self->io_batch = true;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
     self->mdp_heartbeat_ms = 2500;
@@ -462,6 +463,9 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "server/strict_activities"))
         s_boolean (reader, item, full, &self->strict_activities);
+    else
+    if (streq (full, "server/io_batch"))
+        s_boolean (reader, item, full, &self->io_batch);
     else
     if (streq (full, "server/shutdown_grace_ms"))
         s_integer (reader, item, full, 0, &self->shutdown_grace_ms);

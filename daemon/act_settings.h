@@ -59,6 +59,7 @@ typedef struct {
                                 //  not reading them, in bytes
     long long max_queued_calls; //  Calls waiting or queued in all activities
                                 //  before CALL and PLAN get busy
+    bool io_batch;              //  libzmq's I/O threads under SCHED_BATCH
     bool strict_activities;     //  A call to an activity no READY named and
                                 //  the config does not name: unknown_activity
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish

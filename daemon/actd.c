@@ -3,7 +3,9 @@
     SIGTERM or SIGINT stops it cleanly, SIGHUP reloads its config file.
     ========================================================================= */
 
+#include <dirent.h>
 #include <getopt.h>
+#include <sched.h>
 #include <syslog.h>
 #include "act_broker.h"
 #include "act_notify.h"
@@ -189,6 +191,45 @@ s_second_pass (int argc, char *argv [], act_settings_t *settings)
     return 0;
 }
 
+//  Put libzmq's I/O threads (named ZMQbg/IO/N) under SCHED_BATCH
+//  (server/io_batch). The loop hands them messages at the end of each
+//  pass; under SCHED_OTHER each such wake preempts the loop, on a busy
+//  machine once per pass and socket. Under SCHED_BATCH a woken I/O thread
+//  waits for a free core or the end of the running thread's slice, and
+//  sends more at each wake: fewer context switches, pipelined calls
+//  6-15% faster on 2 cores (bench/README.md). Any thread may ask this
+//  for itself without privileges; a refusal (a seccomp filter) is logged
+//  and changes nothing else.
+static void
+s_batch_io_threads (void)
+{
+    DIR *tasks = opendir ("/proc/self/task");
+    if (!tasks) {
+        act_log (LOG_WARNING, "server/io_batch: cannot list the threads: %s", strerror (errno));
+        return;
+    }
+    size_t batched = 0;
+    struct dirent *entry;
+    while ((entry = readdir (tasks))) {
+        char path [300], name [32] = "";
+        snprintf (path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+        FILE *file = entry->d_name [0] == '.'? NULL: fopen (path, "r");
+        if (!file)
+            continue;
+        bool io = fgets (name, sizeof name, file) && strncmp (name, "ZMQbg/IO/", 9) == 0;
+        fclose (file);
+        struct sched_param param = { 0 };
+        if (io && sched_setscheduler ((pid_t) atoi (entry->d_name), SCHED_BATCH, &param))
+            act_log (LOG_WARNING, "server/io_batch: thread %s stays SCHED_OTHER: %s",
+                     entry->d_name, strerror (errno));
+        else
+        if (io)
+            batched++;
+    }
+    closedir (tasks);
+    act_log (LOG_DEBUG, "server/io_batch: %zu libzmq I/O threads under SCHED_BATCH", batched);
+}
+
 //  SIGTERM and SIGINT stop the broker, SIGHUP reloads the config file
 static void
 s_catch_signals (void)
@@ -240,6 +281,9 @@ main (int argc, char *argv [])
         act_settings_destroy (&settings);
         return 1;
     }
+    //  The sockets are bound: libzmq's I/O threads run
+    if (settings->io_batch)
+        s_batch_io_threads ();
     char *summary = act_broker_summary (broker);
     act_notify_ready (summary);
     free (summary);

@@ -460,7 +460,7 @@ class ConfigFileTest(unittest.TestCase):
             "server/max_message_bytes": "1048576", "server/max_reply_bytes": "8388608",
             "server/max_client_bytes": "67108864",
             "server/max_queued_calls": "1000000", "server/shutdown_grace_ms": "10000",
-            "server/strict_activities": "0",
+            "server/strict_activities": "0", "server/io_batch": "1",
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",
             "server/lease_ms": "10000",
             "store/path": "actd.db", "store/sync": "full", "store/early_tasks": "1",
@@ -507,6 +507,43 @@ class ConfigFileTest(unittest.TestCase):
             self.assertNotIn(path, actd.log())
         finally:
             actd.cleanup()
+
+
+def thread_policies(pid):
+    """{thread name: [scheduling policy of each thread of that name]} of pid."""
+    policies = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as handle:
+            name = handle.read().strip()
+        policies.setdefault(name, []).append(os.sched_getscheduler(int(tid)))
+    return policies
+
+
+class SchedulingTest(unittest.TestCase):
+    """server/io_batch: libzmq's I/O threads (ZMQbg/IO/N) run under
+    SCHED_BATCH, every other thread under SCHED_OTHER."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="actd-sched-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def policies(self, config):
+        path = write(os.path.join(self.dir, "actd.cfg"), config)
+        with Actd(args=["--config", path]) as actd:
+            return thread_policies(actd.process.pid)
+
+    def test_the_io_threads_run_under_sched_batch(self):
+        policies = self.policies("server\n    io_batch = 1\n")
+        io = {name: each for name, each in policies.items() if name.startswith("ZMQbg/IO/")}
+        self.assertEqual(list(io.values()), [[os.SCHED_BATCH]], policies)
+        others = [policy for name, each in policies.items() if name not in io for policy in each]
+        self.assertEqual(set(others), {os.SCHED_OTHER}, policies)
+
+    def test_io_batch_0_leaves_every_thread_sched_other(self):
+        policies = self.policies("server\n    io_batch = 0\n")
+        self.assertIn("ZMQbg/IO/0", policies)
+        self.assertEqual({policy for each in policies.values() for policy in each},
+                         {os.SCHED_OTHER}, policies)
 
 
 class ReloadTest(unittest.TestCase):
