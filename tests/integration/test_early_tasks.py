@@ -58,12 +58,15 @@ def task_ids(worker):
     return [task[0] for task in worker.tasks]
 
 
-class EarlyTasks(unittest.TestCase):
+class PausedStoreCase(unittest.TestCase):
+    """An actd on PostgreSQL, with store_settings in its config."""
+
+    store_settings = ""
 
     def setUp(self):
         import pg
         self.server = pg.server()
-        self.actd = new_actd(self.server)
+        self.actd = new_actd(self.server, self.store_settings)
         try:
             self.actd.start()
         except Exception:
@@ -73,23 +76,30 @@ class EarlyTasks(unittest.TestCase):
     def tearDown(self):
         self.actd.cleanup()
 
+    def warm_up(self, client, worker, context):
+        """Once worker has registered, one call of context run to its end.
+        A first call takes a block of call ids from the database
+        (PostgreSQL's sequence): the calls after it need none."""
+        wait_for(lambda: len(json.loads(client.request("STATS")[1])["workers"]) == 1,
+                 "the worker registered", 30)
+        warm = client.send("CALL", context, {"_tool": "hold", "_outputPath": DAGGER + "w"})
+        wait_for(lambda: len(worker.tasks) == 1, "the first call's TASK", 30)
+        worker.send_result(worker.tasks.pop()[0], 0)
+        self.assertEqual(client.wait(warm, "DONE", timeout=30)[0], "DONE")
+
+
+class EarlyTasks(PausedStoreCase):
+
     def test_a_first_attempt_leaves_before_its_commit_unless_it_reads_what_is_not(self):
         client = self.actd.client()
         worker = Worker(self.actd.worker_endpoint, ["hold"], lambda *task: NoAnswer,
                         capacity=10)
         worker.start()
         try:
-            wait_for(lambda: len(json.loads(client.request("STATS")[1])["workers"]) == 1,
-                     "the worker registered", 30)
             reply = client.request("APPEND", "early", {"type": "data", "kind": "input",
                                                        "data": {"x": 41}})
             self.assertEqual(reply[0], "OK", reply)
-            #  A first call takes a block of call ids from the database
-            #  (PostgreSQL's sequence): the calls below need none
-            warm = client.send("CALL", "early", {"_tool": "hold", "_outputPath": DAGGER + "w"})
-            wait_for(lambda: len(worker.tasks) == 1, "the first call's TASK", 30)
-            worker.send_result(worker.tasks.pop()[0], 0)
-            self.assertEqual(client.wait(warm, "DONE", timeout=30)[0], "DONE")
+            self.warm_up(client, worker, "early")
             with Paused(self.server):
                 plain = client.send("CALL", "early", {
                     "_tool": "hold", "n": 1, "_outputPath": DAGGER + "state.a"})
@@ -195,22 +205,11 @@ class EarlyTasks(unittest.TestCase):
         self.assertEqual(self.actd.stop(), 0)
 
 
-class NoEarlyTasks(unittest.TestCase):
+class NoEarlyTasks(PausedStoreCase):
     """store/early_tasks = 0: every TASK waits for the commit that stores
     its call, so a worker never sees a call that is not stored."""
 
-    def setUp(self):
-        import pg
-        self.server = pg.server()
-        self.actd = new_actd(self.server, "    early_tasks = 0\n")
-        try:
-            self.actd.start()
-        except Exception:
-            self.actd.cleanup()
-            raise
-
-    def tearDown(self):
-        self.actd.cleanup()
+    store_settings = "    early_tasks = 0\n"
 
     def test_a_first_attempt_waits_for_its_commit(self):
         client = self.actd.client()
@@ -218,14 +217,8 @@ class NoEarlyTasks(unittest.TestCase):
                         capacity=10)
         worker.start()
         try:
-            wait_for(lambda: len(json.loads(client.request("STATS")[1])["workers"]) == 1,
-                     "the worker registered", 30)
             self.assertIs(json.loads(client.request("STATS")[1])["store"]["early_tasks"], False)
-            #  The first call takes a block of call ids from the database
-            warm = client.send("CALL", "late", {"_tool": "hold", "_outputPath": DAGGER + "w"})
-            wait_for(lambda: len(worker.tasks) == 1, "the first call's TASK", 30)
-            worker.send_result(worker.tasks.pop()[0], 0)
-            self.assertEqual(client.wait(warm, "DONE", timeout=30)[0], "DONE")
+            self.warm_up(client, worker, "late")
             with Paused(self.server):
                 plain = client.send("CALL", "late", {
                     "_tool": "hold", "n": 1, "_outputPath": DAGGER + "state.a"})
