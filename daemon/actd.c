@@ -227,7 +227,11 @@ s_batch_io_threads (void)
             batched++;
     }
     closedir (tasks);
-    act_log (LOG_DEBUG, "server/io_batch: %zu libzmq I/O threads under SCHED_BATCH", batched);
+    if (batched)
+        act_log (LOG_DEBUG, "server/io_batch: %zu libzmq I/O threads under SCHED_BATCH", batched);
+    else
+        act_log (LOG_INFO, "server/io_batch: no libzmq I/O thread found (by its name, "
+                 "ZMQbg/IO/N): they keep their scheduling policy");
 }
 
 //  SIGTERM and SIGINT stop the broker, SIGHUP reloads the config file
