@@ -250,7 +250,9 @@ describe ('Client', () => {
                           ['activities', 'calls', 'clients', 'contexts', 'deleted', 'messages',
                            'store', 'uptime_ms', 'workers']);
         assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'batch', 'commit_ms',
-                                                              'commits', 'sync', 'writes']);
+                                                              'commits', 'early_tasks', 'sync',
+                                                              'writes']);
+        assert.equal (stats.store.early_tasks, true);
         assert.deepEqual (Object.keys (stats.calls).sort (), ['accepted', 'cancelled', 'error',
             'ok', 'queued', 'running', 'skipped', 'timeout', 'waiting']);
         assert.ok (stats.calls.ok > 0);
