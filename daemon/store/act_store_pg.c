@@ -126,9 +126,32 @@ act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
         s_fail (self, err, what, result);
         PQclear (result);
+        if (PQstatus (self->conn) == CONNECTION_BAD)
+            act_pg_reconnect (self);
         return NULL;
     }
     return result;
+}
+
+//  Connect again after the connection was lost (the server ended the
+//  session, e.g. idle in a transaction past the lease, or restarted):
+//  the batch in flight is gone with its transaction (this statement
+//  failed, so does its commit), and the session's settings are set again
+void
+act_pg_reconnect (act_pg_t *self)
+{
+    PQreset (self->conn);
+    self->open_batch = false;
+    zhashx_purge (self->known);
+    if (PQstatus (self->conn) != CONNECTION_OK) {
+        zsys_error ("store %s: connection lost, and cannot connect again: %s", self->where,
+                    PQerrorMessage (self->conn));
+        return;
+    }
+    PQclear (PQexec (self->conn, "SET client_min_messages = warning"));
+    if (self->timeout_ms)
+        act_pg_timeout (self, self->timeout_ms);
+    zsys_notice ("store %s: connection lost, connected again", self->where);
 }
 
 int
@@ -414,7 +437,10 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     if (rc == 0)
         rc = act_pg_run (self, "commit failed", "COMMIT", 0, NULL, err);
     if (rc) {
-        PQclear (PQexec (self->conn, "ROLLBACK"));
+        //  No transaction left to roll back when the connection was made
+        //  again (act_pg_reconnect)
+        if (self->open_batch)
+            PQclear (PQexec (self->conn, "ROLLBACK"));
         //  Contexts created in the batch are not known to exist any more
         zhashx_purge (self->known);
     }

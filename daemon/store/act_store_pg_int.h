@@ -27,12 +27,17 @@ typedef struct {
     char *broker;               //  This broker's id ("" before join)
     char *endpoint;             //  Its client endpoint
     long long lease_ms;         //  Lease length
+    long long timeout_ms;       //  store/timeout_ms, 0 before it is set
     uint64_t next_id;           //  Next call id of the current block
     uint64_t block_end;         //  Last call id of the current block
 } act_pg_t;
 
+//  Connect again after the connection was lost, with the session's
+//  settings; the transaction in flight is gone
+void act_pg_reconnect (act_pg_t *self);
+
 //  Run a statement; returns its result (the caller clears it), or NULL
-//  with the failure logged (and err set)
+//  with the failure logged (and err set); a lost connection is made again
 PGresult *act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
                        const char *const *params, act_err_t *err);
 
