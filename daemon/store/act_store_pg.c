@@ -126,7 +126,7 @@ act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
         s_fail (self, err, what, result);
         PQclear (result);
-        if (PQstatus (self->conn) == CONNECTION_BAD)
+        if (PQstatus (self->conn) == CONNECTION_BAD && !self->reconnecting)
             act_pg_reconnect (self);
         return NULL;
     }
@@ -148,9 +148,11 @@ act_pg_reconnect (act_pg_t *self)
                     PQerrorMessage (self->conn));
         return;
     }
+    self->reconnecting = true;
     PQclear (PQexec (self->conn, "SET client_min_messages = warning"));
     if (self->timeout_ms)
         act_pg_timeout (self, self->timeout_ms);
+    self->reconnecting = false;
     zsys_notice ("store %s: connection lost, connected again", self->where);
 }
 

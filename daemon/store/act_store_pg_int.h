@@ -28,6 +28,8 @@ typedef struct {
     char *endpoint;             //  Its client endpoint
     long long lease_ms;         //  Lease length
     long long timeout_ms;       //  store/timeout_ms, 0 before it is set
+    bool reconnecting;          //  In act_pg_reconnect: a failure there
+                                //  does not start another
     uint64_t next_id;           //  Next call id of the current block
     uint64_t block_end;         //  Last call id of the current block
 } act_pg_t;
