@@ -327,6 +327,32 @@ act_broker_pass (act_broker_t *self)
 }
 
 
+//  True while the batch is to wait before its commit: its replies are all
+//  patient (ACCEPTEDs whose clients wait for DONE) and its early tasks
+//  are out, so that a fast worker's result shares the commit that stores
+//  the call (one commit, one fsync a call, not two), for store/hold_us at
+//  most. Any other reply, a full batch or a stop ends the wait.
+static bool
+s_hold (act_broker_t *self)
+{
+    long long now = act_hist_clock_us ();
+    if (!self->settings->hold_us || self->stopping
+    ||  act_store_batch (self->store) >= S_NEXT_WRITES
+    ||  !act_outbox_awaits_early (self->outbox)) {
+        self->hold_until = 0;
+        return false;
+    }
+    if (!self->hold_until) {
+        self->hold_until = now + self->settings->hold_us;
+        self->held++;
+    }
+    if (now < self->hold_until)
+        return true;
+    self->hold_until = 0;
+    self->held_expired++;
+    return false;
+}
+
 //  A pass of the running loop, as act_broker_pass, but with the commit on
 //  the committer's thread: the batch is sealed and handed over, and the
 //  loop goes on with the next one; its replies leave when it has ended
@@ -345,7 +371,7 @@ s_pass_async (act_broker_t *self)
         act_outbox_flush (self->outbox, self->send, self->send_arg);
     }
     else {
-        if (!act_committer_busy (self->committer)) {
+        if (!act_committer_busy (self->committer) && !s_hold (self)) {
             if (act_store_batch (self->store)) {
                 act_outbox_seal (self->outbox);
                 self->sealed_writes = act_store_seal (self->store);
@@ -381,10 +407,12 @@ s_stats (void *arg)
     json_object_set_new (stats, "workers", act_pool_workers_json (self->pool));
     //  Beyond PROTOCOL.md section 4: how the group commit batches writes
     //  and how long a commit takes (histograms, as act_hist_json)
-    json_object_set_new (stats, "store", json_pack ("{sssssbsIsIsoso}",
+    json_object_set_new (stats, "store", json_pack ("{sssssbsIsIsIsIsoso}",
         "backend", act_store_backend (self->store),
         "sync", self->settings->sync == ACT_SYNC_FULL? "full": "normal",
         "early_tasks", self->settings->early_tasks,
+        "held", (json_int_t) self->held,
+        "held_expired", (json_int_t) self->held_expired,
         "commits", (json_int_t) self->commits,
         "writes", (json_int_t) self->committed,
         "commit_ms", act_hist_json (&self->commit_ms),
@@ -558,6 +586,12 @@ s_wait (act_broker_t *self)
     long long timer = act_flow_next_timer (self->flow);
     if (timer >= 0 && timer - now < wait)
         wait = timer - now;
+    if (self->hold_until) {
+        //  zmq_poll counts in ms: the end of a hold rounded up
+        long long hold = (self->hold_until - act_hist_clock_us () + 999) / 1000;
+        if (hold < wait)
+            wait = hold;
+    }
     return wait > 250? 250: wait < 0? 0: wait;
 }
 

@@ -46,6 +46,9 @@ struct _act_broker_t {
                                 //  store with sockets), or NULL: inline
     size_t sealed_writes;       //  Writes of the commit in flight
     long long sealed_at;        //  When it began (act_hist_clock_us)
+    long long hold_until;       //  The batch waits for its early tasks'
+                                //  results until then (act_hist_clock_us),
+                                //  or 0
     bool landed;                //  It ended, its replies not sent yet
     int landed_rc;              //  Its result (0, or -1 with landed_err)
     act_err_t landed_err;       //  Why it failed
@@ -77,6 +80,8 @@ struct _act_broker_t {
     uint64_t committed;         //  Writes committed, for batch sizes
     act_hist_t commit_ms;       //  Time each commit took
     act_hist_t batch;           //  Writes each commit carried
+    uint64_t held;              //  Batches that waited for early results
+    uint64_t held_expired;      //  Of those, the waits that ran out
 };
 
 //  Drop all state and take it again from the store (after a failed

@@ -60,6 +60,7 @@ struct _act_out_t {
     bool to_worker;             //  Which socket
     bool durable;               //  A reply that promises stored state
     bool early;                 //  To a worker, may leave before its commit
+    bool patient;               //  Nobody waits for it (act_out_patient)
     bool gone;                  //  Left early: an empty slot until the
                                 //  messages before it leave
     unsigned tracked;           //  Bit n: part n is a tracked frame
@@ -213,6 +214,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->to_worker = to_worker;
     out->durable = durable;
     out->early = false;
+    out->patient = false;
     out->gone = false;
     out->tracked = 0;
     out->head = 1;
@@ -305,6 +307,13 @@ act_out_early (act_out_t *out)
 {
     if (out && out->to_worker)
         out->early = true;
+}
+
+void
+act_out_patient (act_out_t *out)
+{
+    if (out)
+        out->patient = true;
 }
 
 void
@@ -610,6 +619,21 @@ size_t
 act_outbox_flush_sealed (act_outbox_t *self, act_outbox_send_fn *send, void *arg)
 {
     return s_flush (self, self->sealed, send, arg);
+}
+
+bool
+act_outbox_awaits_early (act_outbox_t *self)
+{
+    bool early = false;
+    for (size_t i = self->sealed; i < self->size; i++) {
+        act_out_t *out = &self->messages [i];
+        if (out->gone || out->early)
+            early = true;
+        else
+        if (!out->patient)
+            return false;
+    }
+    return early;
 }
 
 //  True when out goes to the same worker as a message held before it

@@ -116,6 +116,12 @@ void act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
 //  for a reply to a client or NULL.
 void act_out_early (act_out_t *out);
 
+//  Nobody waits for out: a reply whose client waits for a later one
+//  anyway (the ACCEPTED of calls that all have an output path: DONE
+//  follows), or a HEARTBEAT. It may wait a little longer for its commit
+//  (act_outbox_awaits_early). Nothing for NULL.
+void act_out_patient (act_out_t *out);
+
 //  out is owed to the client that authenticated with CURVE key owner
 //  (Z85; NULL or "": to whoever holds its routing id). It is sent only if
 //  the outbox's guard says the connection behind its routing id is that
@@ -168,6 +174,13 @@ void act_outbox_seal (act_outbox_t *self);
 //  That commit has ended: send the sealed messages in order, as
 //  act_outbox_flush does, and keep the later ones. Returns how many went.
 size_t act_outbox_flush_sealed (act_outbox_t *self, act_outbox_send_fn *send, void *arg);
+
+//  True when the messages not sealed include an early one (left, or to
+//  leave at the next act_outbox_flush_early) and all the others are
+//  patient (act_out_patient): a commit of the batch now would only hurry
+//  messages nobody waits for, while a worker runs a task whose result
+//  could share that commit.
+bool act_outbox_awaits_early (act_outbox_t *self);
 
 //  Send now the messages marked early (act_out_early), in order, whether
 //  sealed or not, but none after a message held for its commit to the

@@ -262,6 +262,8 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
         act_out_addstr (out, v1? ACT_MDPW01: ACT_MDPW02);
         act_out_add (out, &code, 1);
     }
+    if (streq (command, "HEARTBEAT"))
+        act_out_patient (out);      //  It promises nothing: it may wait
     worker->sent = act_clock_ms ();
     return out;
 }

@@ -49,6 +49,7 @@ act_settings_new (void)
     self->store = strdup ("actd.db");
     self->sync = ACT_SYNC_FULL;
     self->early_tasks = true;
+    self->hold_us = 1000;
     self->io_batch = true;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
@@ -503,6 +504,9 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     else
     if (streq (full, "store/early_tasks"))
         s_boolean (reader, item, full, &self->early_tasks);
+    else
+    if (streq (full, "store/hold_us"))
+        s_integer (reader, item, full, 0, &self->hold_us);
     else
     if (streq (full, "store/retain_ms"))
         s_integer (reader, item, full, 0, &self->retain_ms);

@@ -48,6 +48,8 @@ typedef struct {
     act_sync_t sync;            //  synchronous=FULL or NORMAL
     bool early_tasks;           //  A first attempt's TASK may leave before
                                 //  the commit that stores its call
+    long long hold_us;          //  How long a batch of patient replies may
+                                //  wait for its early tasks' results
     long long heartbeat_ms;     //  Heartbeat interval, both ways
     long long liveness;         //  Intervals of silence before a worker is dead
     long long mdp_heartbeat_ms; //  An idle Majordomo worker's interval, at

@@ -186,13 +186,27 @@ s_done_from_record (act_flow_t *self, json_t *record, zframe_t *client, zframe_t
     free (text);
 }
 
-//  Answer an accepted CALL or PLAN of count entries: ACCEPTED, then for
-//  each repeated _id its DONE now (ended) or when it ends (live)
+//  True when every entry is a new call with an output path: its client
+//  waits for their DONEs, so ACCEPTED may wait a little for its commit
+static bool
+s_patient (act_live_t **calls, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!calls [i] || !calls [i]->call->output)
+            return false;
+    return true;
+}
+
+//  Answer an accepted CALL or PLAN of count entries (calls: the new ones):
+//  ACCEPTED, then for each repeated _id its DONE now (ended) or when it
+//  ends (live)
 static void
 s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *entries,
-            size_t count, bool plan)
+            act_live_t **calls, size_t count, bool plan)
 {
     act_out_t *out = act_outbox_reply (self->outbox, client, request, "ACCEPTED", true);
+    if (!act_outbox_enveloped (self->outbox, client) && s_patient (calls, count))
+        act_out_patient (out);
     if (plan) {
         //  The ids are decimal: the array is written as act_json_dump would
         char *text = malloc (count * (sizeof entries->id + 3) + 3);
@@ -263,7 +277,7 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
     else {
         //  ACCEPTED first: a call may end as it starts (its params refused
         //  at dispatch), and its DONE must come after
-        s_accepted (self, client, request, accepted, count, entries != NULL);
+        s_accepted (self, client, request, accepted, calls, count, entries != NULL);
         for (size_t i = 0; i < count; i++)
             if (calls [i])
                 act_flow_accept (self, calls [i], evals [i], client, request);

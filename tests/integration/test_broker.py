@@ -124,7 +124,9 @@ class BrokerCase(unittest.TestCase):
         self.assertEqual(clients["cut"], 0)
         store = stats.pop("store")
         self.assertEqual(sorted(store), ["backend", "batch", "commit_ms", "commits",
-                                         "early_tasks", "sync", "writes"])
+                                         "early_tasks", "held", "held_expired", "sync",
+                                         "writes"])
+        self.assertLessEqual(store["held_expired"], store["held"])
         self.assertEqual((store["backend"], store["sync"], store["early_tasks"]),
                          (harness.STORE, "full", True))
         self.assertGreaterEqual(store["writes"], store["commits"])

@@ -323,6 +323,10 @@ class ConfigFileTest(unittest.TestCase):
                 early_tasks = sometimes
             """, "FILE line 2: store/early_tasks: must be 1 or 0")
         self.check_refused("""
+            store
+                hold_us = -1
+            """, "FILE line 2: store/hold_us: '-1' is not an integer of at least 0")
+        self.check_refused("""
             log
                 syslog = maybe
             """, "FILE line 2: log/syslog: must be 1 or 0")
@@ -464,6 +468,7 @@ class ConfigFileTest(unittest.TestCase):
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",
             "server/lease_ms": "10000",
             "store/path": "actd.db", "store/sync": "full", "store/early_tasks": "1",
+            "store/hold_us": "1000",
             "log/level": "info", "log/syslog": "1", "log/stderr": "0",
             "defaults/timeout_ms": "300000", "defaults/max_queue": "100000",
             "defaults/schedule_timeout_ms": "60000",

@@ -6,7 +6,8 @@
     workers are dropped, the rest stays in order); tasks marked early
     leave before their commit, sealed or not, but never ahead of a message
     held for its commit to the same worker; a send that fails counts as
-    not sent; a client past max_client_bytes is listed once to be cut,
+    not sent; a batch awaits its early tasks' results among patient
+    messages only; a client past max_client_bytes is listed once to be cut,
     gets nothing more while libzmq holds its replies, then starts clean.
     ========================================================================= */
 
@@ -231,6 +232,40 @@ test_early_tasks_leave_before_their_commit (void **state)
     unit_assert_sent (&sent, 1, true, "worker-3", "ACTW01", "TASK", "9.2", "{}", NULL);
     unit_assert_sent (&sent, 2, false, "client-3", "ACTC01", "PONG", "r4", NULL);
     unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
+//  A batch awaits its early tasks' results (act_outbox_awaits_early) while
+//  the messages not sealed are early tasks (out, or to leave) and patient
+//  ones only: another reply or a held task ends the wait, and a sealed
+//  batch's messages do not count.
+static void
+test_a_batch_awaits_early_tasks_among_patient_messages_only (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    s_reply (outbox, "client-0", "r0", "OK", NULL, true);
+    act_outbox_seal (outbox);                   //  Its commit is in flight
+    assert_false (act_outbox_awaits_early (outbox));
+    act_out_patient (act_outbox_reply_to (outbox, "client-1", 8, "r1", 2, "ACCEPTED", true));
+    assert_false (act_outbox_awaits_early (outbox));    //  No early task
+    act_out_early (s_task (outbox, "worker-1", "7.1", false));
+    assert_true (act_outbox_awaits_early (outbox));     //  To leave
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush_early (outbox, unit_sent_capture, &sent), 1);
+    unit_sent_release (&sent);
+    assert_true (act_outbox_awaits_early (outbox));     //  Out
+    act_out_patient (s_task (outbox, "worker-2", "HEARTBEAT", false));
+    act_out_patient (NULL);
+    assert_true (act_outbox_awaits_early (outbox));
+    s_task (outbox, "worker-3", "9.2", false);          //  Held: a retry
+    assert_false (act_outbox_awaits_early (outbox));
+    act_outbox_flush (outbox, NULL, NULL);
+    act_out_patient (act_outbox_reply_to (outbox, "client-1", 8, "r2", 2, "ACCEPTED", true));
+    act_out_early (s_task (outbox, "worker-1", "8.1", false));
+    assert_true (act_outbox_awaits_early (outbox));
+    s_reply (outbox, "client-2", "r3", "DONE", "8", true);
+    assert_false (act_outbox_awaits_early (outbox));
     act_outbox_destroy (&outbox);
 }
 
@@ -524,6 +559,7 @@ main (void)
         cmocka_unit_test (test_early_tasks_keep_their_order_per_worker),
         cmocka_unit_test (test_early_tasks_go_again_after_the_held_ones_left),
         cmocka_unit_test (test_early_tasks_wait_past_many_held_workers),
+        cmocka_unit_test (test_a_batch_awaits_early_tasks_among_patient_messages_only),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -250,8 +250,8 @@ describe ('Client', () => {
                           ['activities', 'calls', 'clients', 'contexts', 'deleted', 'messages',
                            'store', 'uptime_ms', 'workers']);
         assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'batch', 'commit_ms',
-                                                              'commits', 'early_tasks', 'sync',
-                                                              'writes']);
+                                                              'commits', 'early_tasks', 'held',
+                                                              'held_expired', 'sync', 'writes']);
         assert.equal (stats.store.early_tasks, true);
         assert.deepEqual (Object.keys (stats.calls).sort (), ['accepted', 'cancelled', 'error',
             'ok', 'queued', 'running', 'skipped', 'timeout', 'waiting']);
