@@ -70,6 +70,7 @@ static const char *s_migrations [] = {
 
 #define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
 #define S_BLOCK 1000            //  Call ids reserved at a time
+#define S_CONNECT_TIMEOUT "5"   //  Seconds a connection may take (libpq's connect_timeout)
 
 
 static void
@@ -732,6 +733,20 @@ s_migrate (act_pg_t *self, act_err_t *err)
     return rc;
 }
 
+//  Connect to url. libpq alone waits for ever for a server that accepts
+//  the connection and never answers, and minutes for a host that does not
+//  answer at all; the loop or the committer would wait as long at a
+//  reconnection (PQreset keeps these options). connect_timeout bounds both:
+//  S_CONNECT_TIMEOUT seconds, unless the URL or PGCONNECT_TIMEOUT sets it
+//  (entries before an expanded dbname give way to the URL's own).
+static PGconn *
+s_connect (const char *url)
+{
+    const char *keys [] = { "connect_timeout", "dbname", NULL };
+    const char *values [] = { getenv ("PGCONNECT_TIMEOUT")? NULL: S_CONNECT_TIMEOUT, url, NULL };
+    return PQconnectdbParams (keys, values, 1);
+}
+
 void *
 act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
 {
@@ -749,7 +764,7 @@ act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
     self->broker = strdup ("");
     self->endpoint = strdup ("");
     self->lease_ms = 10000;
-    self->conn = PQconnectdb (url);
+    self->conn = s_connect (url);
     if (PQstatus (self->conn) != CONNECTION_OK) {
         self->where = strdup ("(postgres)");
         act_err_set (err, ACT_E_INTERNAL, "cannot connect to PostgreSQL: %s",

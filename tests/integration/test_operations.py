@@ -524,6 +524,37 @@ def thread_policies(pid):
     return policies
 
 
+class StoreConnectTest(unittest.TestCase):
+    """A PostgreSQL server that accepts the connection and never answers
+    (a listening socket nobody accepts from) does not hang actd: the
+    connection gives up after 5 s (libpq's connect_timeout; without one
+    libpq waits for ever), or after the URL's own connect_timeout."""
+
+    def start_failing(self, url):
+        silent = socket.socket()
+        self.addCleanup(silent.close)
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        started = time.time()
+        done = subprocess.run([find_binary("actd"), "--db", url % silent.getsockname()[1],
+                               "--client-endpoint", "tcp://127.0.0.1:0",
+                               "--worker-endpoint", "tcp://127.0.0.1:0"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertIn("cannot connect to PostgreSQL", done.stderr)
+        self.assertIn("timeout expired", done.stderr)
+        return time.time() - started
+
+    def test_a_silent_server_fails_the_start_after_5_s(self):
+        self.assertGreaterEqual(self.start_failing("postgresql://actd@127.0.0.1:%d/actd"), 5)
+
+    def test_the_urls_connect_timeout_comes_first(self):
+        elapsed = self.start_failing(
+            "postgresql://actd@127.0.0.1:%d/actd?connect_timeout=2")
+        self.assertGreaterEqual(elapsed, 2)
+        self.assertLess(elapsed, 5)
+
+
 class SchedulingTest(unittest.TestCase):
     """server/io_batch: libzmq's I/O threads (ZMQbg/IO/N) run under
     SCHED_BATCH, every other thread under SCHED_OTHER."""
