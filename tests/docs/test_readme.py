@@ -122,7 +122,10 @@ class Broker:
         if self.worker:
             self.worker.terminate()
             self.worker.wait()
-        assert self.actd.stop() == 0, self.actd.log()
+        code = self.actd.stop()
+        log = self.actd.log()
+        self.actd.cleanup()         # removes its directory (store, actd.log)
+        assert code == 0, log
 
 
 def serves(broker, command, call, check, cwd=None):

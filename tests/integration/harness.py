@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 import threading
 import time
+import traceback
+import unittest
 
 import zmq
 
@@ -80,6 +82,49 @@ def free_port():
         return probe.getsockname()[1]
 
 
+#  The directories scratch_dir made in this process and remove_scratch has
+#  not removed yet, each with where it was made. Runs used to leave
+#  hundreds in /tmp; now what a test module leaves is named at its end, and
+#  that end fails (check_scratch). Only this process's own directories are
+#  looked at: ctest runs several test files at once.
+_scratch = {}
+_scratch_check_due = False
+
+
+def scratch_dir(prefix):
+    """A new directory under $TMPDIR; the test must remove_scratch it."""
+    global _scratch_check_due
+    path = tempfile.mkdtemp(prefix=prefix)
+    caller = next((frame for frame in reversed(traceback.extract_stack()[:-1])
+                   if os.path.basename(frame.filename) != "harness.py"), None)
+    _scratch[path] = "%s:%d" % (os.path.basename(caller.filename), caller.lineno) if caller else "?"
+    if not _scratch_check_due:
+        #  Runs after the module's tests and tearDownModule, an error there
+        #  failing the run; added again for the next module, as unittest
+        #  empties its list of module cleanups after each module
+        _scratch_check_due = True
+        unittest.addModuleCleanup(check_scratch)
+    return path
+
+
+def remove_scratch(path):
+    _scratch.pop(path, None)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def check_scratch():
+    """AssertionError naming the directories the module's tests left, once
+    (unittest prints it): a test that failed before its cleanup (kept, as
+    its actd.log may say why), or a cleanup missing."""
+    global _scratch_check_due
+    _scratch_check_due = False
+    left = sorted(_scratch.items())
+    _scratch.clear()
+    if left:
+        raise AssertionError("the tests left behind (kept, to be looked at):\n" + "".join(
+            "    %s (made at %s)\n" % item for item in left))
+
+
 #  ACTD_TEST_TIME_SCALE stretches the harness's own patience for a slow actd
 #  (under valgrind it runs 20-50 times slower): the liveness actd is given,
 #  the wait for its first PONG and the wait for it to stop.
@@ -89,11 +134,13 @@ TIME_SCALE = max(1.0, float(os.environ.get("ACTD_TEST_TIME_SCALE", "1")))
 class Actd:
     """One actd process. Use as a context manager, or call start()/stop().
 
-    The store survives restarts of the same Actd (kill() then start())."""
+    The store survives restarts of the same Actd (kill() then start()).
+    Its directory (store, actd.log) stays until cleanup() or finish(); one
+    that is never called is reported at the end of the test module."""
 
     def __init__(self, store=None, args=(), heartbeat_ms=200, liveness=3, env=None,
                  preexec=None):
-        self.dir = tempfile.mkdtemp(prefix="actd-test-")
+        self.dir = scratch_dir("actd-test-")
         if store is None and STORE == "postgres":
             import pg
             store = pg.database()
@@ -131,7 +178,13 @@ class Actd:
                                         preexec_fn=self.preexec)
         log.close()
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:
+                #  Often in a setUp, which no tearDown follows: an actd that
+                #  never answered would run on after the test
+                self.kill()
+                raise
         return self
 
     def wait_ready(self, timeout=20.0):
@@ -178,7 +231,7 @@ class Actd:
 
     def cleanup(self):
         self.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_scratch(self.dir)
 
     def finish(self):
         """stop() then cleanup(); AssertionError unless actd exited 0 (a
@@ -449,16 +502,14 @@ class Fail(Exception):
 NoAnswer = object()   # return from a handler to send nothing (a hung task)
 
 
-def abandon(actd, sockets, directory=None):
+def abandon(actd, sockets):
     """After a failed setUp, which tearDown does not follow: close the
     test's sockets, stop actd (left running, it would load the machine for
-    the tests after) and remove its files, and directory if given."""
+    the tests after) and remove its files."""
     for sock in sockets:
         sock.close(0)
     actd.stop()
     actd.cleanup()
-    if directory:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def end_process(process, grace=10.0):

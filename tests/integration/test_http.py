@@ -598,6 +598,7 @@ class TenantTest(unittest.TestCase):
     def setUp(self):
         from test_security import keygen
         self.dir = tempfile.mkdtemp(prefix="actd-http-tenants-")
+        self.addCleanup(shutil.rmtree, self.dir, True)     # also when setUp fails
         server_public = keygen("server", self.dir)[0]
         for folder, name in (("tenants/acme", "acme"), ("tenants/globex", "globex"),
                              ("clients", "admin"), ("workers", "w")):
@@ -635,7 +636,6 @@ class TenantTest(unittest.TestCase):
             self.http.finish()
         finally:
             self.actd.finish()
-            shutil.rmtree(self.dir, ignore_errors=True)
 
     def auth(self, name):
         return {"Authorization": "Bearer " + self.tokens[name]}

@@ -6,13 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
 
 import pg
-from harness import Actd, Client, find_binary
+from harness import Actd, Client, find_binary, remove_scratch, scratch_dir
 
 LEASE_MS = 1000
 
@@ -23,7 +22,7 @@ class Brokers:
 
     def __init__(self, count, store_timeout_ms=None, lease_ms=LEASE_MS):
         self.url = pg.database()
-        self.dir = tempfile.mkdtemp(prefix="actd-multi-")
+        self.dir = scratch_dir("actd-multi-")      # the shared config file
         self.config = os.path.join(self.dir, "actd.cfg")
         with open(self.config, "w") as handle:
             handle.write("server\n    lease_ms = %d\n" % lease_ms)
@@ -55,6 +54,7 @@ class Brokers:
         for broker in self.brokers:
             codes.append(broker.stop())
             broker.cleanup()
+        remove_scratch(self.dir)
         return codes
 
 

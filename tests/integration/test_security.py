@@ -7,13 +7,13 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 import unittest
 
 import zmq
 
-from harness import Actd, Client, abandon, find_binary, free_port
+from harness import (Actd, Client, abandon, find_binary, free_port, remove_scratch,
+                     scratch_dir)
 
 
 def keygen(name, directory):
@@ -77,7 +77,8 @@ class SecurityTest(unittest.TestCase):
     keys (w1) in separate directories; mallory's key is in neither."""
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="actd-curve-")
+        self.dir = scratch_dir("actd-curve-")
+        self.addCleanup(remove_scratch, self.dir)      # after tearDown, or a failed setUp
         self.actd = curve_actd(self.dir)
         self.clients_dir = os.path.join(self.dir, "clients")
         self.workers_dir = os.path.join(self.dir, "workers")
@@ -240,7 +241,8 @@ class PlainTcpTest(unittest.TestCase):
     """Without keys, actd binds only to this machine unless allowed."""
 
     def run_actd(self, endpoint, extra_config=""):
-        directory = tempfile.mkdtemp(prefix="actd-plain-")
+        directory = scratch_dir("actd-plain-")
+        self.addCleanup(remove_scratch, directory)
         config = os.path.join(directory, "actd.cfg")
         with open(config, "w") as handle:
             handle.write("log\n    syslog = 0\n" + extra_config)
@@ -284,7 +286,8 @@ class PlainTcpTest(unittest.TestCase):
             self.assertIn("no CURVE keys", actd.log())
 
     def test_missing_server_key_refuses_to_start(self):
-        directory = tempfile.mkdtemp(prefix="actd-nokey-")
+        directory = scratch_dir("actd-nokey-")
+        self.addCleanup(remove_scratch, directory)
         process = self.run_actd("tcp://127.0.0.1:%d" % free_port(),
                                 "security\n    server_key = %s/none.key_secret\n"
                                 "    client_keys = %s\n    worker_keys = %s\n"

@@ -61,6 +61,7 @@ class TenantsTest(unittest.TestCase):
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="actd-tenants-")
+        self.addCleanup(shutil.rmtree, self.dir, True)     # also when setUp fails
         self.keys = {"server": keygen("server", self.dir)}
         for folder, name in [("tenants/" + t[0], t[0]) for t in TENANTS] + [
                 ("workers/summarizers", "summarizer"), ("workers/summarizers", "summarizer2"),
@@ -80,7 +81,7 @@ class TenantsTest(unittest.TestCase):
         try:
             self.wait_up()
         except BaseException:
-            abandon(self.actd, self.sockets, self.dir)
+            abandon(self.actd, self.sockets)
             raise
 
     def tearDown(self):
@@ -96,7 +97,6 @@ class TenantsTest(unittest.TestCase):
         code = self.actd.stop()
         log = self.actd.log()
         self.actd.cleanup()
-        shutil.rmtree(self.dir, ignore_errors=True)
         self.assertEqual(code, 0, log)
 
     def monitor(self, socket, events):
