@@ -25,7 +25,8 @@ import textwrap
 import time
 import unittest
 
-from harness import ROOT, Actd, Client, Fail, NoAnswer, Worker, find_binary, free_port, wait_for
+from harness import (ROOT, Actd, Client, Fail, NoAnswer, Worker, find_binary, free_port,
+                     remove_scratch, scratch_dir, wait_for)
 
 EXAMPLE = os.path.join(ROOT, "etc", "actd.cfg")
 SETTINGS_SOURCE = os.path.join(ROOT, "daemon", "act_settings.c")
@@ -93,15 +94,19 @@ class RawActd:
     adds its own endpoint, store and log flags), logging to a file."""
 
     def __init__(self, args, env=None, prefix=(), binary=None):
-        self.dir = tempfile.mkdtemp(prefix="actd-ops-")
+        self.dir = scratch_dir("actd-ops-")
         self.log_path = os.path.join(self.dir, "actd.log")
         environment = dict(os.environ)
         environment.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         environment.update(env or {})
-        with open(self.log_path, "w") as log:
-            self.process = subprocess.Popen(list(prefix) + [binary or find_binary("actd")]
-                                            + list(args),
-                                            stdout=log, stderr=log, env=environment)
+        try:
+            with open(self.log_path, "w") as log:
+                self.process = subprocess.Popen(list(prefix) + [binary or find_binary("actd")]
+                                                + list(args),
+                                                stdout=log, stderr=log, env=environment)
+        except BaseException:
+            remove_scratch(self.dir)    # no process: cleanup() will not be called
+            raise
 
     def log(self):
         with open(self.log_path, errors="replace") as handle:
@@ -136,7 +141,7 @@ class RawActd:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_scratch(self.dir)
 
 
 class NotifySocket:
