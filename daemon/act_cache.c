@@ -84,6 +84,10 @@ s_claim (act_cache_t *self, const char *id, act_err_t *err)
     if (rc == 0)
         act_err_set (err, ACT_E_MOVED, "%s", owner? owner: "");
     else
+    if (rc == -2)
+        act_err_set (err, ACT_E_BUSY, "context %s: another broker's transaction holds its "
+                     "lease (a broker stopped in the middle of a commit); try again", id);
+    else
     if (rc < 0)
         act_err_set (err, ACT_E_INTERNAL, "the store could not tell who owns context %s", id);
     free (owner);

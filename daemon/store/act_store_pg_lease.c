@@ -86,6 +86,22 @@ act_pg_claim (void *impl, const char *context, char **owner)
         *owner = NULL;
     if (act_pg_flush (self, NULL))
         return -1;
+    //  A lease row another session holds locked (a broker stopped in the
+    //  middle of its commit, which checked its leases FOR SHARE, until the
+    //  server ends that session past lease_ms) would keep the claim below
+    //  waiting for lock_timeout, on the loop, claim after claim: SKIP
+    //  LOCKED passes such a row by, so it is seen at once
+    const char *probe_params [] = { context };
+    PGresult *probe = act_pg_exec (self, "cannot claim a context",
+        "WITH free AS (SELECT 1 FROM leases WHERE context = $1 FOR NO KEY UPDATE SKIP LOCKED) "
+        "SELECT EXISTS (SELECT 1 FROM leases WHERE context = $1) "
+        "  AND NOT EXISTS (SELECT 1 FROM free)", 1, probe_params, NULL);
+    if (!probe)
+        return -1;
+    bool locked = streq (PQgetvalue (probe, 0, 0), "t");
+    PQclear (probe);
+    if (locked)
+        return -2;
     char lease [32];
     snprintf (lease, sizeof lease, "%lld", self->lease_ms);
     const char *params [] = { context, self->broker, lease };

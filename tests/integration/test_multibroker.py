@@ -240,6 +240,39 @@ class MultiBrokerTest(unittest.TestCase):
         finally:
             client.close()
 
+    def test_a_claim_of_a_locked_lease_is_refused_at_once(self):
+        """A lease row another session holds locked, as a broker stopped in
+        the middle of its commit holds the leases it checked (FOR SHARE),
+        does not stall the broker that claims that context for lock_timeout
+        (20 s here; the lock lasts 8 s): the request is refused as busy at
+        once, PING is answered, and once the lock is gone the context is
+        taken over from its absent owner."""
+        self.group = Brokers(1, store_timeout_ms=20000, lease_ms=30000)
+        broker = self.group.brokers[0]
+        psql = [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c"]
+        subprocess.run(psql + ["INSERT INTO leases VALUES ('held', 'gone')"],
+                       check=True, capture_output=True, timeout=60)
+        locker = subprocess.Popen(
+            psql + ["BEGIN; SELECT 1 FROM leases WHERE context = 'held' FOR SHARE; "
+                    "SELECT pg_sleep (8); COMMIT;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = Client(broker.client_endpoint)
+        try:
+            time.sleep(1.0)     #  psql takes its lock (the test asserts no timing)
+            message = {"type": "data", "kind": "input", "data": {"a": 1}}
+            reply = client.request("APPEND", "held", message, timeout=30)
+            self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+            self.assertIsNone(locker.poll(), "the lock was still held")
+            self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+            self.assertEqual(locker.wait(60), 0)
+            reply = client.request("APPEND", "held", message, timeout=30)
+            self.assertEqual(reply[0], "OK", reply)
+        finally:
+            client.close()
+            if locker.poll() is None:
+                locker.kill()
+                locker.wait()
+
     def test_ping_is_answered_while_a_commit_waits_for_a_lock(self):
         """Issue 16: the commit runs on its own thread. While another
         session holds the counters table locked, an APPEND's commit waits;
