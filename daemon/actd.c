@@ -208,7 +208,7 @@ s_batch_io_threads (void)
         act_log (LOG_WARNING, "server/io_batch: cannot list the threads: %s", strerror (errno));
         return;
     }
-    size_t batched = 0;
+    size_t found = 0, batched = 0;
     struct dirent *entry;
     while ((entry = readdir (tasks))) {
         char path [300], name [32] = "";
@@ -218,6 +218,7 @@ s_batch_io_threads (void)
             continue;
         bool io = fgets (name, sizeof name, file) && strncmp (name, "ZMQbg/IO/", 9) == 0;
         fclose (file);
+        found += io;
         struct sched_param param = { 0 };
         if (io && sched_setscheduler ((pid_t) atoi (entry->d_name), SCHED_BATCH, &param))
             act_log (LOG_WARNING, "server/io_batch: thread %s stays SCHED_OTHER: %s",
@@ -230,6 +231,7 @@ s_batch_io_threads (void)
     if (batched)
         act_log (LOG_DEBUG, "server/io_batch: %zu libzmq I/O threads under SCHED_BATCH", batched);
     else
+    if (!found)
         act_log (LOG_INFO, "server/io_batch: no libzmq I/O thread found (by its name, "
                  "ZMQbg/IO/N): they keep their scheduling policy");
 }

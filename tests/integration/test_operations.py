@@ -560,6 +560,32 @@ class StoreConnectTest(unittest.TestCase):
         self.assertLess(elapsed, 5)
 
 
+def deny_sched_batch():
+    """preexec_fn: a seccomp filter, through libseccomp, that fails
+    sched_setscheduler with EPERM when it asks for SCHED_BATCH, as a
+    stricter sandbox might; kept across exec (libseccomp sets
+    no_new_privs). Not every call: libzmq sets each of its threads' own
+    policy again as it starts, and aborts when that fails."""
+    import ctypes
+    import ctypes.util
+
+    class ArgCmp(ctypes.Structure):                     # struct scmp_arg_cmp
+        _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int),
+                    ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
+
+    lib = ctypes.CDLL(ctypes.util.find_library("seccomp") or "libseccomp.so.2")
+    lib.seccomp_init.restype = ctypes.c_void_p
+    context = lib.seccomp_init(ctypes.c_uint32(0x7fff0000))          # SCMP_ACT_ALLOW
+    number = lib.seccomp_syscall_resolve_name(b"sched_setscheduler")
+    deny = ctypes.c_uint32(0x00050000 | errno.EPERM)                  # SCMP_ACT_ERRNO
+    batch = ArgCmp(1, 4, os.SCHED_BATCH, 0)                           # arg 1 == SCHED_BATCH
+    if (not context or number < 0
+            or lib.seccomp_rule_add_array(ctypes.c_void_p(context), deny, number, 1,
+                                          ctypes.byref(batch)) != 0
+            or lib.seccomp_load(ctypes.c_void_p(context)) != 0):
+        os._exit(99)
+
+
 class SchedulingTest(unittest.TestCase):
     """server/io_batch: libzmq's I/O threads (ZMQbg/IO/N) run under
     SCHED_BATCH, every other thread under SCHED_OTHER."""
@@ -579,6 +605,23 @@ class SchedulingTest(unittest.TestCase):
         self.assertEqual(list(io.values()), [[os.SCHED_BATCH]], policies)
         others = [policy for name, each in policies.items() if name not in io for policy in each]
         self.assertEqual(set(others), {os.SCHED_OTHER}, policies)
+
+    def test_a_refused_policy_is_logged_and_actd_serves_on(self):
+        path = write(os.path.join(self.dir, "actd.cfg"), "server\n    io_batch = 1\n")
+        with Actd(args=["--config", path], preexec=deny_sched_batch) as actd:
+            policies = thread_policies(actd.process.pid)
+            client = actd.client()
+            try:
+                self.assertEqual(client.request("PING"), ["PONG"])
+            finally:
+                client.close()
+            log = actd.log()
+        self.assertIn("ZMQbg/IO/0", policies)
+        self.assertEqual({policy for each in policies.values() for policy in each},
+                         {os.SCHED_OTHER}, policies)
+        self.assertRegex(log, r"server/io_batch: thread \d+ stays SCHED_OTHER: "
+                              r"Operation not permitted")
+        self.assertNotIn("no libzmq I/O thread found", log)
 
     def test_io_batch_0_leaves_every_thread_sched_other(self):
         policies = self.policies("server\n    io_batch = 0\n")
