@@ -335,13 +335,14 @@ act_broker_pass (act_broker_t *self)
 static bool
 s_hold (act_broker_t *self)
 {
-    long long now = act_hist_clock_us ();
     if (!self->settings->hold_us || self->stopping
     ||  act_store_batch (self->store) >= S_NEXT_WRITES
     ||  !act_outbox_awaits_early (self->outbox)) {
         self->hold_until = 0;
         return false;
     }
+    //  The clock only for a batch that may wait (this runs every pass)
+    long long now = act_hist_clock_us ();
     if (!self->hold_until) {
         self->hold_until = now + self->settings->hold_us;
         self->held++;
