@@ -19,7 +19,7 @@ done
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target actd-daemon bench_resolve bench_schema \
-    bench_scan bench_calls bench_restart bench_plan bench_numbers
+    bench_scan bench_calls bench_restart bench_plan bench_numbers bench_wal
 bin="$build/bin"
 
 run () {
@@ -36,6 +36,7 @@ if [ "$quick" = 1 ]; then
     run "$bin/bench_restart" --messages 100000 --contexts 1000 --pending 10 --probes 20 --runs 1
     run "$bin/bench_plan" --sizes 200,1000 --repeat 1
     run "$bin/bench_numbers" --count 100000 --repeat 1
+    run "$bin/bench_wal" --commits 200 --rounds 1
 else
     run "$bin/bench_resolve"
     run "$bin/bench_schema"
@@ -44,4 +45,5 @@ else
     run "$bin/bench_restart"
     run "$bin/bench_plan"
     run "$bin/bench_numbers"
+    run "$bin/bench_wal"
 fi

@@ -42,6 +42,7 @@
 #include "act_sqlite_batch.h"
 #include "act_sqlite_queries.h"
 #include "act_sqlite_schema.h"
+#include "act_sqlite_vfs.h"
 #include "actd/act_json.h"
 
 //  Pages handed back to the file system after a commit, at most (4 MiB
@@ -340,6 +341,9 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         sqlite3_reset (query);
         if (step != SQLITE_DONE)
             rc = s_fail (self, err, "commit failed");
+        else    //  Frames still held (act_sqlite_vfs.h) go before any reply
+        if (act_sqlite_vfs_flush (self->db))
+            rc = s_fail (self, err, "cannot write the WAL after the commit");
     }
     if (rc) {
         if (err && !err->code)
@@ -735,9 +739,13 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
                      self->path);
         goto failed;
     }
+    //  A commit's WAL frames in one write (act_sqlite_vfs.h)
+    const char *vfs = act_sqlite_vfs_register () == 0? ACT_SQLITE_VFS: NULL;
+    if (!vfs)
+        zsys_warning ("store %s: SQLite's own VFS (cannot register actd's)", self->path);
     if (sqlite3_open_v2 (self->path, &self->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                         NULL) != SQLITE_OK) {
+                         vfs) != SQLITE_OK) {
         s_fail (self, err, "cannot open");
         goto failed;
     }
