@@ -90,17 +90,22 @@ act_live_enter (act_live_t *self, act_live_state_t state, size_t *counts)
     //  are before and after its life. Latencies are measured here, where
     //  every change of state passes: the queue's wait when an attempt
     //  starts, the attempt's time when it ends, the call's when it ends
-    long long now = act_clock_ms ();
+    long long now_us = act_hist_clock_us (), now = now_us / 1000;
     if (self->state == ACT_LIVE_QUEUED && state == ACT_LIVE_RUNNING)
         act_hist_add (&activity->queue_ms, now - self->queued_at);
-    if (self->state == ACT_LIVE_RUNNING)
-        act_hist_add (&activity->run_ms, now - self->started_at);
+    if (self->state == ACT_LIVE_RUNNING) {
+        //  To the microsecond: whether a commit may wait for the tool's
+        //  result (store/hold_us, act_submit.c) is judged against it
+        long long run_us = now_us - self->started_at + 1;
+        act_hist_add (&activity->run_ms, run_us / 1000);
+        activity->run_us = activity->run_us? (3 * activity->run_us + run_us) / 4: run_us;
+    }
     if (state == ACT_LIVE_ENDED && self->accepted_at)
         act_hist_add (&activity->total_ms, now - self->accepted_at);
     if (state == ACT_LIVE_QUEUED)
         self->queued_at = now;
     if (state == ACT_LIVE_RUNNING)
-        self->started_at = now;
+        self->started_at = now_us;
     if (state == ACT_LIVE_WAITING && !self->accepted_at)
         self->accepted_at = now;
     if (self->state >= ACT_LIVE_WAITING && self->state <= ACT_LIVE_RUNNING)

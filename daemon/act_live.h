@@ -81,6 +81,7 @@ typedef struct {
     long long accepted_at;      //  When it was accepted (or recovered)
     long long queued_at;        //  When it last entered the queue
     long long started_at;       //  When its current attempt was dispatched
+                                //  (us, act_hist_clock_us)
     uint64_t tool_checked;      //  Version of its tool its params passed at
                                 //  submit (act_tools_admit), 0: none
 } act_live_t;

@@ -42,6 +42,9 @@ typedef struct {
     act_hist_t queue_ms;        //  Wait in the queue before each dispatch
     act_hist_t run_ms;          //  Each attempt, dispatch to its end
     act_hist_t total_ms;        //  Each call, accepted to ended
+    long long run_us;           //  Its attempts' recent time, dispatch to end,
+                                //  in us (1/4 the last, 3/4 those before);
+                                //  0 until one has ended
     const act_activity_settings_t *settings;    //  Its limits
 } act_activity_t;
 

@@ -186,13 +186,15 @@ s_done_from_record (act_flow_t *self, json_t *record, zframe_t *client, zframe_t
     free (text);
 }
 
-//  True when every entry is a new call with an output path: its client
-//  waits for their DONEs, so ACCEPTED may wait a little for its commit
+//  True when every entry is a new call with an output path (its client
+//  waits for their DONEs) of a tool whose attempts lately took hold_us at
+//  most: ACCEPTED may then wait a little for the results, to share their
+//  commit. A slower tool's ACCEPTED would only wait the whole hold.
 static bool
-s_patient (act_live_t **calls, size_t count)
+s_patient (act_live_t **calls, size_t count, long long hold_us)
 {
     for (size_t i = 0; i < count; i++)
-        if (!calls [i] || !calls [i]->call->output)
+        if (!calls [i] || !calls [i]->call->output || calls [i]->activity->run_us > hold_us)
             return false;
     return true;
 }
@@ -205,7 +207,7 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *en
             act_live_t **calls, size_t count, bool plan)
 {
     act_out_t *out = act_outbox_reply (self->outbox, client, request, "ACCEPTED", true);
-    if (!act_outbox_enveloped (self->outbox, client) && s_patient (calls, count))
+    if (!act_outbox_enveloped (self->outbox, client) && s_patient (calls, count, self->settings->hold_us))
         act_out_patient (out);
     if (plan) {
         //  The ids are decimal: the array is written as act_json_dump would

@@ -3,7 +3,8 @@ batch are ACCEPTEDs of calls with an output path (their clients wait for
 DONE anyway) and the batch's early TASKs are out, actd waits up to
 hold_us before it commits, so that a fast worker's result shares the
 commit that stores its call: one commit (one fsync) a call instead of two.
-Any other reply ends the wait at once, and so does hold_us.
+Any other reply ends the wait at once, and so does hold_us. A tool whose
+attempts lately took longer than hold_us is not waited for.
 
 The holds here are long (5 s) so that no timing decides an assertion:
 a reply that must not wait arrives well inside it, and a reply that must
@@ -144,6 +145,24 @@ class ShortHold(HoldCase):
         self.assertEqual((stats["held"], stats["held_expired"]), (1, 1))
         self.worker.send_result(self.worker.tasks[0][0], 7)
         self.assertEqual(self.client.wait(request, "DONE", timeout=30)[0], "DONE")
+
+    def test_a_tool_slower_than_the_hold_is_held_no_more(self):
+        #  The first call of a tool is held: nothing is known of it yet
+        first = self.client.send("CALL", "slow", {"_tool": "hold",
+                                                  "_outputPath": DAGGER + "s.a"})
+        self.assertEqual(self.client.wait(first, timeout=30)[0], "ACCEPTED")
+        #  Its attempt has now run longer than the hold
+        self.worker.send_result(self.worker.tasks[0][0], 1)
+        self.assertEqual(self.client.wait(first, "DONE", timeout=30)[0], "DONE")
+        #  The next call's ACCEPTED does not wait for a result
+        second = self.client.send("CALL", "slow", {"_tool": "hold",
+                                                   "_outputPath": DAGGER + "s.b"})
+        self.assertEqual(self.client.wait(second, timeout=30)[0], "ACCEPTED")
+        wait_for(lambda: len(self.worker.tasks) == 2, "the second TASK", 30)
+        stats = store_stats(self.client)
+        self.assertEqual((stats["held"], stats["held_expired"]), (1, 1))
+        self.worker.send_result(self.worker.tasks[1][0], 2)
+        self.assertEqual(self.client.wait(second, "DONE", timeout=30)[0], "DONE")
 
 
 if __name__ == "__main__":
