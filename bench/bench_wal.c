@@ -14,6 +14,7 @@
 #include <czmq.h>
 #include <getopt.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include "act_sqlite_vfs.h"
 #include "bench_util.h"
 
@@ -33,10 +34,13 @@ s_compare (const void *a, const void *b)
 }
 
 //  commits transactions of pages rows each on a fresh file through vfs
+//  (in dir/run, removed after)
 static s_result_t
 s_run (const char *dir, const char *vfs, const char *sync, int pages, int commits)
 {
-    char *path = zsys_sprintf ("%s/bench-%s.db", dir, vfs? vfs: "unix");
+    char *run = zsys_sprintf ("%s/run", dir);
+    mkdir (run, 0700);
+    char *path = zsys_sprintf ("%s/bench.db", run);
     sqlite3 *db = NULL;
     char *sql = zsys_sprintf ("PRAGMA journal_mode = WAL; PRAGMA synchronous = %s;"
                               "CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB);", sync);
@@ -69,14 +73,9 @@ s_run (const char *dir, const char *vfs, const char *sync, int pages, int commit
     sqlite3_finalize (insert);
     sqlite3_close (db);
     zstr_free (&sql);
-    char *wal = zsys_sprintf ("%s-wal", path);
-    char *shm = zsys_sprintf ("%s-shm", path);
-    unlink (path);
-    unlink (wal);
-    unlink (shm);
-    zstr_free (&wal);
-    zstr_free (&shm);
     zstr_free (&path);
+    bench_rmdir (run);              //  The file, its WAL and shared memory
+    zstr_free (&run);
     return result;
 }
 
@@ -131,7 +130,7 @@ main (int argc, char **argv)
                         ours.mean, ours.writes, ours.median / own.median);
             }
         }
-    rmdir (dir);
+    bench_rmdir (dir);
     zstr_free (&dir);
     return 0;
 }
