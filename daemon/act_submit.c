@@ -207,7 +207,8 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *en
             act_live_t **calls, size_t count, bool plan)
 {
     act_out_t *out = act_outbox_reply (self->outbox, client, request, "ACCEPTED", true);
-    if (!act_outbox_enveloped (self->outbox, client) && s_patient (calls, count, self->settings->hold_us))
+    if (!act_outbox_enveloped (self->outbox, client)
+    &&  s_patient (calls, count, self->settings->hold_us))
         act_out_patient (out);
     if (plan) {
         //  The ids are decimal: the array is written as act_json_dump would
