@@ -107,6 +107,9 @@ s_room (s_file_t *self, size_t size)
     return 0;
 }
 
+//  Write amount bytes at offset: a WAL's are held when they continue what
+//  is held or start a run (see the top of this file), and written with
+//  it once the commit frame is complete; the rest go through
 static int
 s_write (sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset)
 {
@@ -137,6 +140,8 @@ s_write (sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset)
     return self->real->pMethods->xWrite (self->real, data, amount, offset);
 }
 
+//  The file methods that read or change the file as a whole: what is
+//  held is written first, and a failure to write it is theirs
 static int
 s_close (sqlite3_file *file)
 {
@@ -190,7 +195,8 @@ s_file_control (sqlite3_file *file, int op, void *arg)
     return rc != SQLITE_OK? rc: self->real->pMethods->xFileControl (self->real, op, arg);
 }
 
-//  The rest goes to the system's file as it is
+//  The rest goes to the system's file as it is: locks, the shared memory
+//  of the main file (a WAL has none), and its pages mapped in memory
 static sqlite3_file *
 s_inner (sqlite3_file *file)
 {
@@ -291,6 +297,7 @@ s_open (sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *
     return rc;
 }
 
+//  The VFS's other methods are the system VFS's, called on it
 static int
 s_delete (sqlite3_vfs *vfs, const char *name, int sync_dir)
 {
@@ -363,6 +370,7 @@ s_current_time_int64 (sqlite3_vfs *vfs, sqlite3_int64 *out)
     return s_real (vfs)->xCurrentTimeInt64 (s_real (vfs), out);
 }
 
+//  Register this VFS around the default one (once, see act_sqlite_vfs_register)
 static void
 s_register (void)
 {
