@@ -17,30 +17,18 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "act_sqlite_vfs.h"
+#include "unit_support.h"
 
 #define S_FRAME     (4096 + 24)     //  Bytes of a WAL frame (4 KiB pages)
 
 static char s_dir [] = "/tmp/actd-vfs-XXXXXX";
 static char *s_path;                //  The database file of the test
 
-//  Remove the database file and its WAL and shared memory
-static void
-s_remove (void)
-{
-    char *wal = zsys_sprintf ("%s-wal", s_path);
-    char *shm = zsys_sprintf ("%s-shm", s_path);
-    unlink (s_path);
-    unlink (wal);
-    unlink (shm);
-    zstr_free (&wal);
-    zstr_free (&shm);
-}
-
 static int
 s_setup (void **state)
 {
     (void) state;
-    s_remove ();
+    unit_remove_sqlite (s_path);
     return 0;
 }
 
@@ -282,7 +270,7 @@ main (void)
         return 1;
     }
     int failed = cmocka_run_group_tests_name ("sqlite_vfs", tests, NULL, NULL);
-    s_remove ();
+    unit_remove_sqlite (s_path);
     rmdir (s_dir);
     zstr_free (&s_path);
     return failed;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include "actd/act.h"
 #include "act_store.h"
+#include "unit_support.h"
 
 //  Where the backend under test lives: set by main
 static const char *s_location;
@@ -343,12 +344,7 @@ static const char *s_schema_v1 =
 static void
 s_remove_store (char **path_p)
 {
-    const char *endings [] = { "", "-wal", "-shm" };
-    for (int i = 0; i < 3; i++) {
-        char *file = zsys_sprintf ("%s%s", *path_p, endings [i]);
-        zsys_file_delete (file);
-        zstr_free (&file);
-    }
+    unit_remove_sqlite (*path_p);
     zstr_free (path_p);
 }
 

@@ -1,7 +1,8 @@
 /*  =========================================================================
     unit_support - what the broker's unit tests share: a seeded random
-    number generator, and a sender (act_outbox_send_fn) that keeps a copy
-    of every message handed to it, with an assertion on a message's frames.
+    number generator, a sender (act_outbox_send_fn) that keeps a copy of
+    every message handed to it, with an assertion on a message's frames,
+    and the removal of a SQLite file with its WAL and shared memory.
 
     Include after <cmocka.h> and <czmq.h>.
     ========================================================================= */
@@ -137,6 +138,18 @@ unit_assert_sent (unit_sent_t *sent, size_t index, bool to_worker, ...)
     va_start (args, to_worker);
     unit_assert_framesv (sent->messages [index], args);
     va_end (args);
+}
+
+//  Remove the SQLite file path and its -wal and -shm, those that exist
+static inline void
+unit_remove_sqlite (const char *path)
+{
+    const char *endings [] = { "", "-wal", "-shm" };
+    for (int i = 0; i < 3; i++) {
+        char *file = zsys_sprintf ("%s%s", path, endings [i]);
+        zsys_file_delete (file);
+        zstr_free (&file);
+    }
 }
 
 #endif
