@@ -6,9 +6,12 @@
     and WAL writes per commit, for commits of about 6 pages (one call one
     at a time) and about 150 (a pipelined batch), synchronous NORMAL and
     FULL. The two VFSes alternate round by round, each on a fresh file in
-    --dir (the stores' disk: default $TMPDIR or /tmp). Nothing asserts.
+    --dir (the stores' disk: default $TMPDIR or /tmp). With --idle-us N
+    each commit follows N us asleep, as a commit of calls one at a time
+    follows a quiet spell (on a VM a sync after idle costs more than one
+    of a busy loop); the sleep is not timed. Nothing asserts.
 
-    bench_wal [--commits N] [--rounds R] [--dir DIR]
+    bench_wal [--commits N] [--rounds R] [--dir DIR] [--idle-us N]
     ========================================================================= */
 
 #include <czmq.h>
@@ -34,9 +37,9 @@ s_compare (const void *a, const void *b)
 }
 
 //  commits transactions of pages rows each on a fresh file through vfs
-//  (in dir/run, removed after)
+//  (in dir/run, removed after), each after idle_us asleep
 static s_result_t
-s_run (const char *dir, const char *vfs, const char *sync, int pages, int commits)
+s_run (const char *dir, const char *vfs, const char *sync, int pages, int commits, int idle_us)
 {
     char *run = zsys_sprintf ("%s/run", dir);
     mkdir (run, 0700);
@@ -55,6 +58,8 @@ s_run (const char *dir, const char *vfs, const char *sync, int pages, int commit
     double *times = calloc ((size_t) commits, sizeof *times);
     uint64_t writes = act_sqlite_vfs_wal_writes ();
     for (int i = 0; i < commits; i++) {
+        if (idle_us)
+            nanosleep (&(struct timespec) { idle_us / 1000000, idle_us % 1000000 * 1000L }, NULL);
         double started = bench_now ();
         sqlite3_exec (db, "BEGIN", NULL, NULL, NULL);
         for (int row = 0; row < pages; row++) {
@@ -82,11 +87,12 @@ s_run (const char *dir, const char *vfs, const char *sync, int pages, int commit
 int
 main (int argc, char **argv)
 {
-    int commits = 2000, rounds = 3;
+    int commits = 2000, rounds = 3, idle_us = 0;
     const char *base = getenv ("TMPDIR")? getenv ("TMPDIR"): "/tmp";
     static struct option options [] = {
         { "commits", required_argument, NULL, 'c' }, { "rounds", required_argument, NULL, 'r' },
-        { "dir", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
+        { "dir", required_argument, NULL, 'd' }, { "idle-us", required_argument, NULL, 'i' },
+        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
     int option;
@@ -99,12 +105,15 @@ main (int argc, char **argv)
         else
         if (option == 'd')
             base = optarg;
+        else
+        if (option == 'i')
+            idle_us = atoi (optarg);
         else {
-            printf ("usage: bench_wal [--commits N] [--rounds R] [--dir DIR]\n");
+            printf ("usage: bench_wal [--commits N] [--rounds R] [--dir DIR] [--idle-us N]\n");
             return option == 'h'? 0: 2;
         }
     }
-    if (commits < 1 || rounds < 1 || act_sqlite_vfs_register ()) {
+    if (commits < 1 || rounds < 1 || idle_us < 0 || act_sqlite_vfs_register ()) {
         fprintf (stderr, "bench_wal: bad arguments, or the VFS cannot be registered\n");
         return 2;
     }
@@ -113,8 +122,9 @@ main (int argc, char **argv)
         fprintf (stderr, "bench_wal: cannot make a directory in %s\n", base);
         return 1;
     }
-    printf ("SQLite %s, files in %s; us per commit, median / mean of each round\n",
+    printf ("SQLite %s, files in %s; us per commit, median / mean of each round",
             sqlite3_libversion (), base);
+    printf (idle_us? "; each commit after %d us idle\n": "\n", idle_us);
     printf ("%-7s %6s %5s | %-21s | %-21s %7s | %s\n", "sync", "pages", "round",
             "SQLite's VFS", "actd's VFS", "writes", "actd / SQLite (median)");
     const char *syncs [] = { "NORMAL", "FULL" };
@@ -123,8 +133,9 @@ main (int argc, char **argv)
         for (int p = 0; p < 2; p++) {
             int count = sizes [p] > 10? commits / 10 + 1: commits;
             for (int round = 1; round <= rounds; round++) {
-                s_result_t own = s_run (dir, NULL, syncs [s], sizes [p], count);
-                s_result_t ours = s_run (dir, ACT_SQLITE_VFS, syncs [s], sizes [p], count);
+                s_result_t own = s_run (dir, NULL, syncs [s], sizes [p], count, idle_us);
+                s_result_t ours = s_run (dir, ACT_SQLITE_VFS, syncs [s], sizes [p], count,
+                                        idle_us);
                 printf ("%-7s %6d %5d | %9.1f / %9.1f | %9.1f / %9.1f %7.1f | %.2f\n",
                         syncs [s], sizes [p], round, own.median, own.mean, ours.median,
                         ours.mean, ours.writes, ours.median / own.median);

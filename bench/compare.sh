@@ -254,6 +254,7 @@ run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
             if [ "$sync" = full ]; then
                 run_fsync
                 R[fsync.$k.$r]=$last_fsync
+                R[fsync-idle.$k.$r]=$last_idle
             fi
         done
         R[$key.hwm_kb]=$(status_kb "$actd" VmHWM)
@@ -312,6 +313,7 @@ run_latency_rounds () { # run_latency_rounds K
             if [ "$sync" = full ]; then
                 run_fsync
                 R[fsync.$k.$r]=$last_fsync
+                R[fsync-idle.$k.$r]=$last_idle
             fi
         done
     done
@@ -424,16 +426,19 @@ run_rss () {
 #  commit to SQLite's WAL does once the WAL has grown (it is rewritten in
 #  place from its start after each checkpoint); the median of 200 (the
 #  performance issue bounds FULL's one-at-a-time p50 by the null relay's
-#  plus two of these). An append (the file's size changes too, so the
-#  file system's journal is written) is printed beside it, for reference.
-#  Probed after each FULL one-at-a-time run and once at the end; sets
-#  last_fsync, and the table's figure (the median of the probes)
+#  plus two of these). Printed beside it, for reference: an append (the
+#  file's size changes too, so the file system's journal is written), and
+#  the same rewrite after 1 ms idle, as a one-at-a-time commit finds the
+#  machine (its threads asleep since the last call: on this VM a sync
+#  after idle costs more than one of a busy loop). Probed after each FULL
+#  one-at-a-time run and once at the end; sets last_fsync, and the
+#  table's figures (the medians of the probes)
 run_fsync () {
     local line
     line=$(/usr/bin/python3 - "$work/fsync.probe" <<'PY'
 import os, sys, time
 block = b"x" * 4096
-def probe(append):
+def probe(append, idle=0):
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
     fd = os.open(sys.argv[1], flags, 0o600)
     if not append:
@@ -441,6 +446,8 @@ def probe(append):
         os.fsync(fd)
     times = []
     for n in range(200):
+        if idle:
+            time.sleep(idle)
         start = time.perf_counter()
         if append:
             os.write(fd, block)
@@ -452,20 +459,23 @@ def probe(append):
     os.unlink(sys.argv[1])
     times.sort()
     return times[100], times[197]
-inplace, appended = probe(False), probe(True)
-print("RESULT p50_ms=%.4f p99_ms=%.4f append_p50_ms=%.4f"
-      % (inplace[0], inplace[1], appended[0]))
+inplace, appended, idle = probe(False), probe(True), probe(False, 0.001)
+print("RESULT p50_ms=%.4f p99_ms=%.4f append_p50_ms=%.4f idle_p50_ms=%.4f"
+      % (inplace[0], inplace[1], appended[0], idle[0]))
 PY
 )
     echo "  fdatasync: ${line#RESULT }" >&2
     last_fsync=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
     fsync_p50s+=("$last_fsync")
     fsync_p99s+=("$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$line")")
+    last_idle=$(sed -n 's/.* idle_p50_ms=\([^ ]*\).*/\1/p' <<<"$line")
+    fsync_idles+=("$last_idle")
     #  The figure of the table: the median of every probe of the run
     R[fsync.p50_ms]=$(median "${fsync_p50s[@]}")
     R[fsync.p99_ms]=$(median "${fsync_p99s[@]}")
+    R[fsync.idle_ms]=$(median "${fsync_idles[@]}")
 }
-fsync_p50s=() fsync_p99s=()
+fsync_p50s=() fsync_p99s=() fsync_idles=()
 median () {             # median VALUE...
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
         END { if (NR) print (NR % 2? v[(NR + 1) / 2]: (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
@@ -649,21 +659,25 @@ echo
 printf "fdatasync of the stores' disk (4 KiB rewritten in place, as a WAL commit): p50 %s ms, p99 %s ms" \
     "$(get fsync.p50_ms)" "$(get fsync.p99_ms)"
 printf " (medians of %d probes; their p50s: %s)\n" "${#fsync_p50s[@]}" "${fsync_p50s[*]}"
+printf "  the same after 1 ms idle, as a one-at-a-time commit finds the machine: p50 %s ms (not the target's yardstick; for reading the FULL ratio)\n" \
+    "$(get fsync.idle_ms)"
 #  One at a time, run by run (each FULL run against the fdatasync probed
 #  right after it), for the spread of the noisy machine
 echo
 echo "one at a time, run by run (p50s in ms; the ratios of the targets above):"
 for k in "${counts[@]}"; do
-    normal_ratios=() full_ratios=()
+    normal_ratios=() full_ratios=() idle_ratios=()
     for ((r = 0; r < repeat; r++)); do
         n=$(get "null.$k.latency.$r") a=$(get "actd-normal.$k.latency.$r")
         f=$(get "actd-full.$k.latency.$r") d=$(get "fsync.$k.$r")
         [ -n "$n" ] && [ -n "$a" ] && [ -n "$f" ] && [ -n "$d" ] || continue
         nr=$(ratio "$a" "$n")
         fr=$(awk -v f="$f" -v n="$n" -v d="$d" 'BEGIN { printf "%.2f", (f - n) / d }')
-        normal_ratios+=("$nr") full_ratios+=("$fr")
-        printf "  %d worker(s), run %d: null %s, NORMAL %s (x%s), FULL %s, fdatasync %s: (FULL - null) / fdatasync %s\n" \
-            "$k" "$((r + 1))" "$n" "$a" "$nr" "$f" "$d" "$fr"
+        di=$(get "fsync-idle.$k.$r")
+        ir=$(awk -v f="$f" -v n="$n" -v d="$di" 'BEGIN { if (d > 0) printf "%.2f", (f - n) / d }')
+        normal_ratios+=("$nr") full_ratios+=("$fr") idle_ratios+=("$ir")
+        printf "  %d worker(s), run %d: null %s, NORMAL %s (x%s), FULL %s, fdatasync %s: (FULL - null) / fdatasync %s; after idle %s: %s\n" \
+            "$k" "$((r + 1))" "$n" "$a" "$nr" "$f" "$d" "$fr" "$di" "$ir"
     done
     if ((${#normal_ratios[@]})); then
         printf "  %d worker(s): NORMAL / null median %s (%s-%s); (FULL - null) / fdatasync median %s (%s-%s)\n" \
@@ -673,6 +687,10 @@ for k in "${counts[@]}"; do
             "$(median "${full_ratios[@]}")" \
             "$(printf '%s\n' "${full_ratios[@]}" | sort -g | head -1)" \
             "$(printf '%s\n' "${full_ratios[@]}" | sort -g | tail -1)"
+        printf "  %d worker(s): (FULL - null) / fdatasync after idle median %s (%s-%s)\n" \
+            "$k" "$(median "${idle_ratios[@]}")" \
+            "$(printf '%s\n' "${idle_ratios[@]}" | sort -g | head -1)" \
+            "$(printf '%s\n' "${idle_ratios[@]}" | sort -g | tail -1)"
     fi
 done
 if [ "$instructions" = 1 ]; then
