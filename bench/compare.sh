@@ -431,7 +431,7 @@ run_rss () {
 #  the same rewrite after 1 ms idle, as a one-at-a-time commit finds the
 #  machine (its threads asleep since the last call: on this VM a sync
 #  after idle costs more than one of a busy loop). Probed after each FULL
-#  one-at-a-time run and once at the end; sets last_fsync, and the
+#  one-at-a-time run and once at the end; sets last_fsync and last_idle, and the
 #  table's figures (the medians of the probes)
 run_fsync () {
     local line
