@@ -29,13 +29,6 @@ typedef struct {
     double writes;                  //  WAL writes per commit (actd's VFS)
 } s_result_t;
 
-static int
-s_compare (const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return x < y? -1: x > y;
-}
-
 //  commits transactions of pages rows each on a fresh file through vfs
 //  (in dir/run, removed after), each after idle_us asleep
 static s_result_t
@@ -72,8 +65,7 @@ s_run (const char *dir, const char *vfs, const char *sync, int pages, int commit
     s_result_t result = { 0, 0, (double) (act_sqlite_vfs_wal_writes () - writes) / commits };
     for (int i = 0; i < commits; i++)
         result.mean += times [i] / commits;
-    qsort (times, (size_t) commits, sizeof *times, s_compare);
-    result.median = times [commits / 2];
+    result.median = bench_percentile (times, (size_t) commits, 50);
     free (times);
     sqlite3_finalize (insert);
     sqlite3_close (db);
@@ -103,8 +95,10 @@ main (int argc, char **argv)
         if (option == 'r')
             rounds = atoi (optarg);
         else
-        if (option == 'd')
+        if (option == 'd') {
             base = optarg;
+            setenv ("TMPDIR", base, 1);     //  Where bench_tmpdir makes its own
+        }
         else
         if (option == 'i')
             idle_us = atoi (optarg);
@@ -117,11 +111,7 @@ main (int argc, char **argv)
         fprintf (stderr, "bench_wal: bad arguments, or the VFS cannot be registered\n");
         return 2;
     }
-    char *dir = zsys_sprintf ("%s/actd-bench-wal-XXXXXX", base);
-    if (!mkdtemp (dir)) {
-        fprintf (stderr, "bench_wal: cannot make a directory in %s\n", base);
-        return 1;
-    }
+    char *dir = bench_tmpdir ("actd-bench-wal");
     printf ("SQLite %s, files in %s; us per commit, median / mean of each round",
             sqlite3_libversion (), base);
     printf (idle_us? "; each commit after %d us idle\n": "\n", idle_us);
