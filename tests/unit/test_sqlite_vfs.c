@@ -107,14 +107,21 @@ s_assert_file (int rows, int size)
     sqlite3_close (db);
 }
 
-//  Wait for the child; its exit status
-static int
-s_child_status (pid_t pid)
+//  Run writer (arg) in a child process that ends with _exit, so that
+//  nothing is written at the connection's close; true when the child
+//  exited and writer returned true
+typedef bool (s_writer_fn) (const void *arg);
+
+static bool
+s_in_child (s_writer_fn *writer, const void *arg)
 {
+    pid_t pid = fork ();
+    assert_true (pid >= 0);
+    if (pid == 0)
+        _exit (writer (arg)? 0: 1);
     int status = 0;
     assert_int_equal (waitpid (pid, &status, 0), pid);
-    assert_true (WIFEXITED (status));
-    return WEXITSTATUS (status);
+    return WIFEXITED (status) && WEXITSTATUS (status) == 0;
 }
 
 //  A commit of n frames is ceil (bytes / 124 KiB) writes, not 2n: 6
@@ -158,22 +165,24 @@ test_a_commit_is_one_write_of_its_frames (void **state)
     s_assert_file (56, 3000);
 }
 
+//  Two commits on synchronous sync (the text): 50 rows of 500 bytes
+static bool
+s_two_commits (const void *sync)
+{
+    sqlite3 *db = s_open (ACT_SQLITE_VFS, (const char *) sync);
+    int rc = s_exec (db, "BEGIN");
+    rc |= s_insert (db, 0, 40, 500);
+    rc |= s_exec (db, "COMMIT");
+    rc |= s_insert (db, 40, 10, 500);
+    return rc == SQLITE_OK;
+}
+
 //  A committed transaction is in the file when the commit returns, with
 //  synchronous NORMAL (no sync to flush what the VFS holds) and FULL
 static void
 s_commit_survives (const char *sync)
 {
-    pid_t pid = fork ();
-    assert_true (pid >= 0);
-    if (pid == 0) {
-        sqlite3 *db = s_open (ACT_SQLITE_VFS, sync);
-        int rc = s_exec (db, "BEGIN");
-        rc |= s_insert (db, 0, 40, 500);
-        rc |= s_exec (db, "COMMIT");
-        rc |= s_insert (db, 40, 10, 500);
-        _exit (rc == SQLITE_OK? 0: 1);
-    }
-    assert_int_equal (s_child_status (pid), 0);
+    assert_true (s_in_child (s_two_commits, sync));
     s_assert_file (50, 500);
 }
 
@@ -191,6 +200,25 @@ test_a_commit_is_in_the_file_when_it_returns_full (void **state)
     s_commit_survives ("FULL");
 }
 
+//  A transaction that spills (cache of 10 pages) and writes its rows
+//  twice; true when it commits and nothing is held after
+static bool
+s_spilled_commit (const void *unused)
+{
+    (void) unused;
+    sqlite3 *db = s_open (ACT_SQLITE_VFS, "NORMAL");
+    int rc = s_exec (db, "PRAGMA cache_size = 10");
+    rc |= s_exec (db, "BEGIN");
+    rc |= s_insert (db, 0, 400, 300);
+    //  The same rows again: pages spilled already are written twice
+    rc |= s_insert (db, 0, 400, 300);
+    rc |= s_insert (db, 0, 20, 300);
+    rc |= s_exec (db, "COMMIT");
+    uint64_t writes = act_sqlite_vfs_wal_writes ();
+    rc |= act_sqlite_vfs_flush (db);
+    return rc == SQLITE_OK && act_sqlite_vfs_wal_writes () == writes;
+}
+
 //  A transaction larger than the page cache writes frames before its
 //  commit, and a page it writes again is rewritten in place, its frame
 //  headers after it rewritten at the commit (the commit frame's too):
@@ -199,23 +227,33 @@ static void
 test_a_spilled_transaction_rewritten_in_place_is_in_the_file (void **state)
 {
     (void) state;
-    pid_t pid = fork ();
-    assert_true (pid >= 0);
-    if (pid == 0) {
-        sqlite3 *db = s_open (ACT_SQLITE_VFS, "NORMAL");
-        int rc = s_exec (db, "PRAGMA cache_size = 10");
-        rc |= s_exec (db, "BEGIN");
-        rc |= s_insert (db, 0, 400, 300);
-        //  The same rows again: pages spilled already are written twice
-        rc |= s_insert (db, 0, 400, 300);
-        rc |= s_insert (db, 0, 20, 300);
-        rc |= s_exec (db, "COMMIT");
-        uint64_t writes = act_sqlite_vfs_wal_writes ();
-        rc |= act_sqlite_vfs_flush (db);
-        _exit (rc == SQLITE_OK && act_sqlite_vfs_wal_writes () == writes? 0: 1);
-    }
-    assert_int_equal (s_child_status (pid), 0);
+    assert_true (s_in_child (s_spilled_commit, NULL));
     s_assert_file (400, 300);
+}
+
+//  10 rows committed, then a commit the file may not grow for; true
+//  when that commit fails and the connection still reads the 10 rows
+static bool
+s_commit_past_the_limit (const void *unused)
+{
+    (void) unused;
+    signal (SIGXFSZ, SIG_IGN);
+    sqlite3 *db = s_open (ACT_SQLITE_VFS, "FULL");
+    int rc = s_exec (db, "PRAGMA wal_autocheckpoint = 0");
+    rc |= s_insert (db, 0, 10, 200);
+    struct stat wal;
+    char *name = zsys_sprintf ("%s-wal", s_path);
+    rc |= stat (name, &wal);
+    zstr_free (&name);
+    struct rlimit limit = { (rlim_t) wal.st_size + 3 * S_FRAME, RLIM_INFINITY };
+    rc |= setrlimit (RLIMIT_FSIZE, &limit);
+    rc |= s_exec (db, "BEGIN");
+    rc |= s_insert (db, 10, 60, 2000);
+    int commit = s_exec (db, "COMMIT");
+    s_exec (db, "ROLLBACK");
+    //  The connection reads what was committed before
+    long long rows = s_number (db, "SELECT COUNT(*) FROM t");
+    return rc == 0 && commit != SQLITE_OK && rows == 10;
 }
 
 //  A write that fails (the file may not grow: RLIMIT_FSIZE) fails the
@@ -225,28 +263,7 @@ static void
 test_a_failed_write_fails_the_commit_and_keeps_the_file (void **state)
 {
     (void) state;
-    pid_t pid = fork ();
-    assert_true (pid >= 0);
-    if (pid == 0) {
-        signal (SIGXFSZ, SIG_IGN);
-        sqlite3 *db = s_open (ACT_SQLITE_VFS, "FULL");
-        int rc = s_exec (db, "PRAGMA wal_autocheckpoint = 0");
-        rc |= s_insert (db, 0, 10, 200);
-        struct stat wal;
-        char *name = zsys_sprintf ("%s-wal", s_path);
-        rc |= stat (name, &wal);
-        zstr_free (&name);
-        struct rlimit limit = { (rlim_t) wal.st_size + 3 * S_FRAME, RLIM_INFINITY };
-        rc |= setrlimit (RLIMIT_FSIZE, &limit);
-        rc |= s_exec (db, "BEGIN");
-        rc |= s_insert (db, 10, 60, 2000);
-        int commit = s_exec (db, "COMMIT");
-        s_exec (db, "ROLLBACK");
-        //  The connection reads what was committed before
-        long long rows = s_number (db, "SELECT COUNT(*) FROM t");
-        _exit (rc == 0 && commit != SQLITE_OK && rows == 10? 0: 1);
-    }
-    assert_int_equal (s_child_status (pid), 0);
+    assert_true (s_in_child (s_commit_past_the_limit, NULL));
     s_assert_file (10, 200);
 }
 
