@@ -11,10 +11,11 @@ build=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libjansson-dev l
 #  Tests: Python workers and tests use Debian's python3 with python3-zmq
 #  (not whatever python3 is first on PATH), plus python3-venv and
 #  python3-wheel for the README's pip install line; fuzzers need clang and
-#  libFuzzer; valgrind for the leak run; Node for the Node package; JSON
+#  libFuzzer; valgrind for the leak run; nftables to drop a PostgreSQL
+#  server's packets (a host gone silent); Node for the Node package; JSON
 #  Schema's official test suite for test_schema; promtool (package
 #  prometheus) checks actd-http's /metrics; chromium for the dashboard test.
-test=(python3 python3-zmq python3-venv python3-wheel valgrind clang libclang-rt-14-dev
+test=(python3 python3-zmq python3-venv python3-wheel valgrind clang libclang-rt-14-dev nftables
       libfuzzer-14-dev systemd libpq-dev postgresql json-schema-test-suite
       prometheus chromium)
 #  Benchmarks: Gearman to compare with; valgrind for bench/compare.sh's

@@ -70,7 +70,6 @@ static const char *s_migrations [] = {
 
 #define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
 #define S_BLOCK 1000            //  Call ids reserved at a time
-#define S_CONNECT_TIMEOUT "5"   //  Seconds a connection may take (libpq's connect_timeout)
 
 
 static void
@@ -84,6 +83,7 @@ static void
 s_destroy (void *impl)
 {
     act_pg_t *self = (act_pg_t *) impl;
+    act_pg_session_end (self);
     if (self->conn) {
         if (self->open_batch)
             PQclear (PQexec (self->conn, "ROLLBACK"));
@@ -97,6 +97,7 @@ s_destroy (void *impl)
     zhashx_destroy (&self->touched);
     zhashx_destroy (&self->known);
     free (self->where);
+    free (self->url);
     free (self->broker);
     free (self->endpoint);
     free (self);
@@ -122,39 +123,22 @@ PGresult *
 act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
         const char *const *params, act_err_t *err)
 {
+    //  The loss was logged once; this statement fails quietly
+    if (!act_pg_connected (self)) {
+        act_err_set (err, ACT_E_INTERNAL, "store %s: %s: no connection to the server "
+                     "(connecting again)", self->where, what);
+        return NULL;
+    }
     PGresult *result = PQexecParams (self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
     ExecStatusType status = PQresultStatus (result);
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
         s_fail (self, err, what, result);
         PQclear (result);
-        if (PQstatus (self->conn) == CONNECTION_BAD && !self->reconnecting)
-            act_pg_reconnect (self);
+        if (PQstatus (self->conn) == CONNECTION_BAD)
+            act_pg_lost (self);
         return NULL;
     }
     return result;
-}
-
-//  Connect again after the connection was lost (the server ended the
-//  session, e.g. idle in a transaction past the lease, or restarted):
-//  the batch in flight is gone with its transaction (this statement
-//  failed, so does its commit), and the session's settings are set again
-void
-act_pg_reconnect (act_pg_t *self)
-{
-    PQreset (self->conn);
-    self->open_batch = false;
-    zhashx_purge (self->known);
-    if (PQstatus (self->conn) != CONNECTION_OK) {
-        zsys_error ("store %s: connection lost, and cannot connect again: %s", self->where,
-                    PQerrorMessage (self->conn));
-        return;
-    }
-    self->reconnecting = true;
-    PQclear (PQexec (self->conn, "SET client_min_messages = warning"));
-    if (self->timeout_ms)
-        act_pg_timeout (self, self->timeout_ms);
-    self->reconnecting = false;
-    zsys_notice ("store %s: connection lost, connected again", self->where);
 }
 
 int
@@ -406,6 +390,11 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
     act_pg_t *self = (act_pg_t *) impl;
     int rc = rollback? -1: act_pg_flush (self, err);
+    //  Writes sent before the connection was lost are gone with their
+    //  transaction: the rest of the batch may not be kept without them
+    if (rc == 0 && self->batch_lost)
+        rc = act_err_set (err, ACT_E_INTERNAL, "store %s: the connection was lost during "
+                          "the batch", self->where);
     if (rc == 0 && !self->open_batch)
         return 0;               //  Nothing was written
     //  Fencing: the batch may only touch contexts this broker still owns
@@ -440,14 +429,14 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     if (rc == 0)
         rc = act_pg_run (self, "commit failed", "COMMIT", 0, NULL, err);
     if (rc) {
-        //  No transaction left to roll back when the connection was made
-        //  again (act_pg_reconnect)
+        //  No transaction left to roll back when the connection was lost
         if (self->open_batch)
             PQclear (PQexec (self->conn, "ROLLBACK"));
         //  Contexts created in the batch are not known to exist any more
         zhashx_purge (self->known);
     }
     self->open_batch = false;
+    self->batch_lost = false;
     zhashx_purge (self->touched);
     json_array_clear (self->contexts);
     json_array_clear (self->messages);
@@ -733,20 +722,6 @@ s_migrate (act_pg_t *self, act_err_t *err)
     return rc;
 }
 
-//  Connect to url. libpq alone waits for ever for a server that accepts
-//  the connection and never answers, and minutes for a host that does not
-//  answer at all; the loop or the committer would wait as long at a
-//  reconnection (PQreset keeps these options). connect_timeout bounds both:
-//  S_CONNECT_TIMEOUT seconds, unless the URL or PGCONNECT_TIMEOUT sets it
-//  (entries before an expanded dbname give way to the URL's own).
-static PGconn *
-s_connect (const char *url)
-{
-    const char *keys [] = { "connect_timeout", "dbname", NULL };
-    const char *values [] = { getenv ("PGCONNECT_TIMEOUT")? NULL: S_CONNECT_TIMEOUT, url, NULL };
-    return PQconnectdbParams (keys, values, 1);
-}
-
 void *
 act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
 {
@@ -764,7 +739,8 @@ act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
     self->broker = strdup ("");
     self->endpoint = strdup ("");
     self->lease_ms = 10000;
-    self->conn = s_connect (url);
+    self->url = strdup (url);
+    self->conn = act_pg_connect (url);
     if (PQstatus (self->conn) != CONNECTION_OK) {
         self->where = strdup ("(postgres)");
         act_err_set (err, ACT_E_INTERNAL, "cannot connect to PostgreSQL: %s",

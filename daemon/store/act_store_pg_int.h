@@ -1,8 +1,9 @@
 /*  =========================================================================
     act_store_pg_int - the PostgreSQL backend's state and helpers, shared
     by its files (act_store_pg.c: batches, calls, migrations;
-    act_store_pg_lease.c: brokers and leases; act_store_pg_contexts.c:
-    listing, deleting, APPEND keys, retention).
+    act_store_pg_session.c: connecting, again after a loss, and the
+    session's limits; act_store_pg_lease.c: brokers and leases;
+    act_store_pg_contexts.c: listing, deleting, APPEND keys, retention).
     ========================================================================= */
 
 #ifndef ACT_STORE_PG_INT_H_INCLUDED
@@ -10,6 +11,7 @@
 
 #include <czmq.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include "act_store_int.h"
 
 typedef struct {
@@ -28,18 +30,48 @@ typedef struct {
     char *endpoint;             //  Its client endpoint
     long long lease_ms;         //  Lease length
     long long timeout_ms;       //  store/timeout_ms, 0 before it is set
-    bool reconnecting;          //  In act_pg_reconnect: a failure there
-                                //  does not start another
+    char *url;                  //  What it connects to, again after a loss
+    bool lost;                  //  The connection was lost, not made again yet
+    bool batch_lost;            //  Lost with the batch's transaction open:
+                                //  the batch's commit fails
+    bool reconnecting;          //  The reconnector thread runs (to be joined)
+    bool waited;                //  A statement has waited for this attempt
+    pthread_t reconnector;      //  That thread
+    PGconn *fresh;              //  Its connection, read once joined; NULL
+                                //  when it failed
+    int64_t retry_at;           //  No new attempt before (zclock_mono)
     uint64_t next_id;           //  Next call id of the current block
     uint64_t block_end;         //  Last call id of the current block
 } act_pg_t;
 
-//  Connect again after the connection was lost, with the session's
-//  settings; the transaction in flight is gone
-void act_pg_reconnect (act_pg_t *self);
+//  act_store_pg_session.c
+//  A connection to url, bounded by connect_timeout (check its status)
+PGconn *act_pg_connect (const char *url);
+
+//  Set the session's lock and statement timeouts to ms, and bound its
+//  idle transactions and a silent server by the lease (or ms, if longer)
+int act_pg_timeout (void *impl, long long ms);
+
+//  The connection was found lost: the batch's transaction is gone with
+//  it, and act_pg_connected connects again
+void act_pg_lost (act_pg_t *self);
+
+//  True when there is a connection to run a statement on. After a loss,
+//  connecting again runs on a thread of its own, at most once a second,
+//  and this takes its connection once it has one: until then false, at
+//  once (the first statement after a loss waits up to 100 ms for it).
+bool act_pg_connected (act_pg_t *self);
+
+//  Wait for an attempt to connect again to end (at most connect_timeout),
+//  before the store is destroyed
+void act_pg_session_end (act_pg_t *self);
+
+//  act_store_pg.c
 
 //  Run a statement; returns its result (the caller clears it), or NULL
-//  with the failure logged (and err set); a lost connection is made again
+//  with the failure logged (and err set). Without a connection (lost, not
+//  made again yet: act_pg_connected) it fails at once; a connection it
+//  finds lost is noted (act_pg_lost).
 PGresult *act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
                        const char *const *params, act_err_t *err);
 
@@ -68,7 +100,6 @@ int act_pg_join (void *impl, const char *id, const char *endpoint, long long lea
 int act_pg_renew (void *impl);
 int act_pg_leave (void *impl);
 int act_pg_claim (void *impl, const char *context, char **owner);
-int act_pg_timeout (void *impl, long long ms);
 int act_pg_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg);
 
 //  act_store_pg_contexts.c

@@ -42,33 +42,6 @@ act_pg_renew (void *impl)
                   "UPDATE brokers SET heartbeat = now () WHERE id = $1", 1, params, NULL);
 }
 
-//  Bound how long this session waits (locks, statements), and how long
-//  it may stay idle in a transaction: a broker paused in the middle of a
-//  batch (SIGSTOP, a frozen VM) holds that batch's row locks, among them
-//  the leases it checked, and would keep the others from taking its
-//  contexts over until it resumed. Past its lease it has lost them
-//  anyway: the server then ends its session, freeing the locks, and the
-//  broker, resumed, finds its batch failed and connects again
-//  (act_pg_reconnect).
-int
-act_pg_timeout (void *impl, long long ms)
-{
-    act_pg_t *self = (act_pg_t *) impl;
-    self->timeout_ms = ms;
-    char *locks = zsys_sprintf ("SET lock_timeout = %lld", ms);
-    char *statements = zsys_sprintf ("SET statement_timeout = %lld", ms);
-    char *idle = zsys_sprintf ("SET idle_in_transaction_session_timeout = %lld",
-                               self->lease_ms > ms? self->lease_ms: ms);
-    int rc = act_pg_run (self, "cannot set lock_timeout", locks, 0, NULL, NULL)
-          || act_pg_run (self, "cannot set statement_timeout", statements, 0, NULL, NULL)
-          || act_pg_run (self, "cannot set idle_in_transaction_session_timeout", idle, 0,
-                         NULL, NULL);
-    zstr_free (&locks);
-    zstr_free (&statements);
-    zstr_free (&idle);
-    return rc? -1: 0;
-}
-
 int
 act_pg_leave (void *impl)
 {

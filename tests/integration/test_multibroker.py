@@ -4,6 +4,7 @@ following it, and a dead broker's contexts taken over with their calls."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -90,6 +91,32 @@ def history(endpoints, context):
     code, output, error = actctl(endpoints, "history", context, "--all")
     assert code == 0, error
     return json.loads(output)
+
+
+class Silence:
+    """While in effect, the kernel drops every TCP packet to or from port
+    on this machine, as for a host that went silent: nothing is refused,
+    nothing acknowledged. Needs root and nft (scripts/deps.sh test)."""
+
+    def __init__(self, port):
+        self.table = "actd_silence_%d" % os.getpid()
+        self.port = port
+
+    def nft(self, script):
+        subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True,
+                       capture_output=True, timeout=30)
+
+    def __enter__(self):
+        if os.geteuid() != 0 or not shutil.which("nft"):
+            raise AssertionError("this test drops packets with nft: it needs root and "
+                                 "the nftables package (scripts/deps.sh test)")
+        self.nft("table inet %s {\n chain out {\n type filter hook output priority 0;\n"
+                 " tcp dport %d drop\n tcp sport %d drop\n }\n}\n"
+                 % (self.table, self.port, self.port))
+        return self
+
+    def __exit__(self, *error):
+        self.nft("delete table inet %s\n" % self.table)
 
 
 class MultiBrokerTest(unittest.TestCase):
@@ -237,6 +264,59 @@ class MultiBrokerTest(unittest.TestCase):
             self.assertLessEqual(refused, 1)
             self.assertEqual([m["data"]["n"] for m in history([broker.client_endpoint],
                                                               "session")], stored)
+        finally:
+            client.close()
+
+    def test_a_broker_whose_server_goes_silent_gives_up_after_the_lease(self):
+        """The server's host goes silent (here a firewall rule drops every
+        packet to and from its port; in life a cable pulled or a VM frozen).
+        Unbounded, the kernel would hold the commit's statement for minutes
+        (tcp_retries2); actd bounds it by the lease, so the request is
+        refused within seconds, PING is answered while the server is away,
+        and once it answers again the requests are served and stored
+        without a restart: each one stored that was acknowledged, none that
+        was refused."""
+        self.group = Brokers(1, store_timeout_ms=1000, lease_ms=2000)
+        broker = self.group.brokers[0]
+        client = Client(broker.client_endpoint)
+        try:
+            message = {"type": "data", "kind": "input", "data": {"n": 0}}
+            self.assertEqual(client.request("APPEND", "silent", message)[0], "OK")
+            stored = [0]
+            with Silence(pg.server().port):
+                started = time.monotonic()
+                message = {"type": "data", "kind": "input", "data": {"n": 1}}
+                reply = client.request("APPEND", "silent", message, timeout=120)
+                waited = time.monotonic() - started
+                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                #  Connecting again runs beside the loop: it answers at once
+                started = time.monotonic()
+                self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+                ping = time.monotonic() - started
+            print("a silent server: the request refused after %.1f s, PING then %.0f ms"
+                  % (waited, 1000 * ping))
+            #  The lease (2 s) and a retransmission: not the kernel's minutes
+            self.assertLess(waited, 30)
+            self.assertIn("store commit failed", broker.log())
+            #  Back: the next requests are served once connected again (an
+            #  attempt begun while the server was away may still be waiting
+            #  out its connect_timeout, 5 s)
+            deadline, n = time.monotonic() + 60, 2
+            while True:
+                message = {"type": "data", "kind": "input", "data": {"n": n}}
+                reply = client.request("APPEND", "silent", message, timeout=60)
+                if reply[0] == "OK":
+                    stored.append(n)
+                    break
+                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                self.assertLess(time.monotonic(), deadline, "not connected again")
+                time.sleep(0.2)
+                n += 1
+            message = {"type": "data", "kind": "input", "data": {"n": n + 1}}
+            self.assertEqual(client.request("APPEND", "silent", message)[0], "OK")
+            stored.append(n + 1)
+            self.assertEqual([m["data"]["n"] for m in history([broker.client_endpoint],
+                                                              "silent")], stored)
         finally:
             client.close()
 

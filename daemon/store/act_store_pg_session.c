@@ -1,0 +1,216 @@
+/*  =========================================================================
+    act_store_pg_session - the PostgreSQL store's session: connecting,
+    connecting again after the connection was lost, and the limits that
+    keep a paused, locked or silent server from holding actd for long.
+    ========================================================================= */
+
+#include <czmq.h>
+#include "act_store_int.h"
+
+#ifdef ACTD_POSTGRES
+
+#include <pthread.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include "act_store_pg_int.h"
+
+#define S_CONNECT_TIMEOUT "5"   //  Seconds a connection may take (libpq's connect_timeout)
+#define S_RETRY_MS 1000         //  Between two attempts to connect again
+#define S_WAIT_MS 100           //  A statement may wait for an attempt, once
+
+//  Connect to url. libpq alone waits for ever for a server that accepts
+//  the connection and never answers, and minutes for a host that does not
+//  answer at all; the loop or the committer would wait as long at a
+//  reconnection (PQreset keeps these options). connect_timeout bounds both:
+//  S_CONNECT_TIMEOUT seconds, unless the URL or PGCONNECT_TIMEOUT sets it
+//  (entries before an expanded dbname give way to the URL's own).
+PGconn *
+act_pg_connect (const char *url)
+{
+    const char *keys [] = { "connect_timeout", "dbname", NULL };
+    const char *values [] = { getenv ("PGCONNECT_TIMEOUT")? NULL: S_CONNECT_TIMEOUT, url, NULL };
+    return PQconnectdbParams (keys, values, 1);
+}
+
+//  True when the connection's options (its URL, PG* variables) set
+//  keyword: the user's choice then stands
+static bool
+s_user_set (PGconn *conn, const char *keyword)
+{
+    PQconninfoOption *options = PQconninfo (conn);
+    bool set = false;
+    for (PQconninfoOption *option = options; option && option->keyword; option++)
+        if (streq (option->keyword, keyword))
+            set = option->val && *option->val;
+    PQconninfoFree (options);
+    return set;
+}
+
+//  Bound how long a host gone silent (a cable pulled, a VM frozen, a
+//  firewall dropping packets) can hold a statement: the kernel waits for
+//  minutes (tcp_retries2) before it gives up on data nobody acknowledges,
+//  and for ever for an answer on a connection nobody probes. After
+//  bound_ms the connection is closed, the statement fails, the batch is
+//  refused (as for a server that ended the session) and the next
+//  statement connects again. bound_ms is the lease: by then the other
+//  brokers have taken this one's contexts anyway. Options the connection's
+//  own options set are left as they are; a Unix socket needs none.
+static void
+s_bound_silence (act_pg_t *self, PGconn *conn, long long bound_ms)
+{
+    int fd = PQsocket (conn);
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    if (fd < 0 || getsockname (fd, (struct sockaddr *) &address, &length)
+    ||  (address.ss_family != AF_INET && address.ss_family != AF_INET6))
+        return;
+    //  Probes (libpq turns them on unless keepalives=0) from a third of
+    //  the bound on, each a third apart; the bound ends the connection
+    int probe = bound_ms >= 3000? (int) (bound_ms / 3000): 1;
+    unsigned int bound = (unsigned int) bound_ms;
+    struct { const char *keyword; int option; const void *value; } bounds [] = {
+        { "keepalives_idle", TCP_KEEPIDLE, &probe },
+        { "keepalives_interval", TCP_KEEPINTVL, &probe },
+        { "tcp_user_timeout", TCP_USER_TIMEOUT, &bound }
+    };
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds [0]; i++)
+        if (!s_user_set (conn, bounds [i].keyword)
+        &&  setsockopt (fd, IPPROTO_TCP, bounds [i].option, bounds [i].value, sizeof (int)))
+            zsys_warning ("store %s: cannot set %s: %s", self->where, bounds [i].keyword,
+                          strerror (errno));
+}
+
+//  Bound how long this session waits (locks, statements), and how long
+//  it may stay idle in a transaction: a broker paused in the middle of a
+//  batch (SIGSTOP, a frozen VM) holds that batch's row locks, among them
+//  the leases it checked, and would keep the others from taking its
+//  contexts over until it resumed. Past its lease it has lost them
+//  anyway: the server then ends its session, freeing the locks, and the
+//  broker, resumed, finds its batch failed and connects again. The same
+//  bound holds for a server gone silent (s_bound_silence). Returns 0 or
+//  -1 (what failed is logged).
+static int
+s_limit (act_pg_t *self, PGconn *conn, long long ms)
+{
+    long long bound = self->lease_ms > ms? self->lease_ms: ms;
+    char *sql = zsys_sprintf ("SET client_min_messages = warning; SET lock_timeout = %lld; "
+                              "SET statement_timeout = %lld; "
+                              "SET idle_in_transaction_session_timeout = %lld", ms, ms, bound);
+    PGresult *result = PQexec (conn, sql);
+    int rc = PQresultStatus (result) == PGRES_COMMAND_OK? 0: -1;
+    if (rc)
+        zsys_error ("store %s: cannot set the session's timeouts: %s", self->where,
+                    PQerrorMessage (conn));
+    PQclear (result);
+    zstr_free (&sql);
+    if (rc == 0)
+        s_bound_silence (self, conn, bound);
+    return rc;
+}
+
+int
+act_pg_timeout (void *impl, long long ms)
+{
+    act_pg_t *self = (act_pg_t *) impl;
+    self->timeout_ms = ms;
+    return s_limit (self, self->conn, ms);
+}
+
+//  The thread that connects again: a new connection, its session set,
+//  left in self->fresh (NULL when it failed) for the thread that joins it.
+//  It blocks for connect_timeout at most when the server does not answer;
+//  the loop and the committer go on meanwhile.
+static void *
+s_reconnector (void *arg)
+{
+    act_pg_t *self = (act_pg_t *) arg;
+    PGconn *conn = act_pg_connect (self->url);
+    if (PQstatus (conn) != CONNECTION_OK)
+        zsys_error ("store %s: cannot connect again: %s", self->where, PQerrorMessage (conn));
+    if (PQstatus (conn) != CONNECTION_OK || s_limit (self, conn, self->timeout_ms)) {
+        PQfinish (conn);
+        conn = NULL;
+    }
+    self->fresh = conn;
+    return NULL;
+}
+
+//  Start an attempt to connect again, unless one runs or the last ended
+//  less than S_RETRY_MS ago
+static void
+s_attempt (act_pg_t *self)
+{
+    if (self->reconnecting || zclock_mono () < self->retry_at)
+        return;
+    self->waited = false;
+    self->reconnecting = pthread_create (&self->reconnector, NULL, s_reconnector, self) == 0;
+}
+
+//  The attempt has ended (joined): take its connection, or note when the
+//  next may start
+static void
+s_attempted (act_pg_t *self)
+{
+    self->reconnecting = false;
+    self->retry_at = zclock_mono () + S_RETRY_MS;
+    if (self->fresh) {
+        PQfinish (self->conn);
+        self->conn = self->fresh;
+        self->fresh = NULL;
+        self->lost = false;
+        zsys_notice ("store %s: connected again", self->where);
+    }
+}
+
+void
+act_pg_lost (act_pg_t *self)
+{
+    if (!self->lost)
+        zsys_error ("store %s: connection lost; connecting again", self->where);
+    self->lost = true;
+    self->batch_lost = self->batch_lost || self->open_batch;
+    self->open_batch = false;
+    zhashx_purge (self->known);
+    s_attempt (self);
+}
+
+bool
+act_pg_connected (act_pg_t *self)
+{
+    if (!self->lost)
+        return true;
+    if (self->reconnecting && !self->waited) {
+        //  The first statement after a loss waits a little, once: a
+        //  server that is there (it restarted, it ended the session)
+        //  gives a connection in milliseconds, and the statement runs
+        self->waited = true;
+        struct timespec until;
+        clock_gettime (CLOCK_REALTIME, &until);
+        until.tv_nsec += S_WAIT_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        if (pthread_timedjoin_np (self->reconnector, NULL, &until) == 0)
+            s_attempted (self);
+    }
+    else
+    if (self->reconnecting && pthread_tryjoin_np (self->reconnector, NULL) == 0)
+        s_attempted (self);
+    if (self->lost)
+        s_attempt (self);
+    return !self->lost;
+}
+
+void
+act_pg_session_end (act_pg_t *self)
+{
+    if (self->reconnecting) {
+        pthread_join (self->reconnector, NULL);
+        self->reconnecting = false;
+        if (self->fresh)
+            PQfinish (self->fresh);
+        self->fresh = NULL;
+    }
+}
+
+#endif
