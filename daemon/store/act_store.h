@@ -235,9 +235,9 @@ int act_store_join (act_store_t *self, const char *id, const char *endpoint,
 //  Own context: 1 when this broker owns it now (it was free, ours, or its
 //  owner's lease ran out: then it is taken over); 0 when another live
 //  broker owns it (*owner set to that broker's client endpoint, to free);
-//  -2, at once, when another session holds its lease locked (a broker
-//  stopped in the middle of a commit): to try again later; -1 on a store
-//  error.
+//  -2, within 50 ms, when another session holds its lease row locked or
+//  has inserted it and not committed (a broker stopped in the middle of a
+//  commit): to try again later; -1 on a store error.
 int act_store_claim (act_store_t *self, const char *context, char **owner);
 
 //  Renew this broker's heartbeat. Returns 0, or -1 when the store could

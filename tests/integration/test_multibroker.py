@@ -353,6 +353,40 @@ class MultiBrokerTest(unittest.TestCase):
                 locker.kill()
                 locker.wait()
 
+    def test_a_claim_of_a_lease_being_inserted_is_refused_at_once(self):
+        """A lease row another session has inserted and not committed (a
+        broker stopped in the middle of the commit that claims a new
+        context) does not stall the broker that claims the same context for
+        lock_timeout (20 s here; the insert stays uncommitted 8 s): the
+        request is refused at once with busy, PING is answered, and once
+        the row is committed the context is taken over from its absent
+        owner."""
+        self.group = Brokers(1, store_timeout_ms=20000, lease_ms=30000)
+        broker = self.group.brokers[0]
+        psql = [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c"]
+        locker = subprocess.Popen(
+            psql + ["BEGIN; INSERT INTO leases VALUES ('inserting', 'gone'); "
+                    "SELECT pg_sleep (8); COMMIT;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = Client(broker.client_endpoint)
+        try:
+            time.sleep(1.0)     #  psql inserts its row (the test asserts no timing)
+            message = {"type": "data", "kind": "input", "data": {"a": 1}}
+            reply = client.request("APPEND", "inserting", message, timeout=30)
+            self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
+            self.assertIsNone(locker.poll(), "the row was still uncommitted")
+            self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+            #  The same broker's own claims go on meanwhile
+            self.assertEqual(client.request("APPEND", "elsewhere", message)[0], "OK")
+            self.assertEqual(locker.wait(60), 0)
+            reply = client.request("APPEND", "inserting", message, timeout=30)
+            self.assertEqual(reply[0], "OK", reply)
+        finally:
+            client.close()
+            if locker.poll() is None:
+                locker.kill()
+                locker.wait()
+
     def test_ping_is_answered_while_a_commit_waits_for_a_lock(self):
         """Issue 16: the commit runs on its own thread. While another
         session holds the counters table locked, an APPEND's commit waits;
