@@ -320,32 +320,30 @@ class MultiBrokerTest(unittest.TestCase):
         finally:
             client.close()
 
-    def test_a_claim_of_a_locked_lease_is_refused_at_once(self):
-        """A lease row another session holds locked, as a broker stopped in
-        the middle of its commit holds the leases it checked (FOR SHARE),
-        does not stall the broker that claims that context for lock_timeout
-        (20 s here; the lock lasts 8 s): the request is refused as busy at
-        once, PING is answered, and once the lock is gone the context is
+    def claim_while_held(self, context, hold, before=None):
+        """While another session runs hold (SQL that keeps the lease row of
+        context busy for 8 s), with lock_timeout 20 s: the broker's claim
+        of context is refused as busy at once, PING is answered and other
+        contexts are served meanwhile; once hold has ended, the context is
         taken over from its absent owner."""
         self.group = Brokers(1, store_timeout_ms=20000, lease_ms=30000)
         broker = self.group.brokers[0]
         psql = [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c"]
-        subprocess.run(psql + ["INSERT INTO leases VALUES ('held', 'gone')"],
-                       check=True, capture_output=True, timeout=60)
-        locker = subprocess.Popen(
-            psql + ["BEGIN; SELECT 1 FROM leases WHERE context = 'held' FOR SHARE; "
-                    "SELECT pg_sleep (8); COMMIT;"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if before:
+            subprocess.run(psql + [before], check=True, capture_output=True, timeout=60)
+        locker = subprocess.Popen(psql + ["BEGIN; %s; SELECT pg_sleep (8); COMMIT;" % hold],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = Client(broker.client_endpoint)
         try:
-            time.sleep(1.0)     #  psql takes its lock (the test asserts no timing)
+            time.sleep(1.0)     #  psql takes hold (the test asserts no timing)
             message = {"type": "data", "kind": "input", "data": {"a": 1}}
-            reply = client.request("APPEND", "held", message, timeout=30)
+            reply = client.request("APPEND", context, message, timeout=30)
             self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
-            self.assertIsNone(locker.poll(), "the lock was still held")
+            self.assertIsNone(locker.poll(), "the row was still held")
             self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+            self.assertEqual(client.request("APPEND", "elsewhere", message)[0], "OK")
             self.assertEqual(locker.wait(60), 0)
-            reply = client.request("APPEND", "held", message, timeout=30)
+            reply = client.request("APPEND", context, message, timeout=30)
             self.assertEqual(reply[0], "OK", reply)
         finally:
             client.close()
@@ -353,39 +351,17 @@ class MultiBrokerTest(unittest.TestCase):
                 locker.kill()
                 locker.wait()
 
+    def test_a_claim_of_a_locked_lease_is_refused_at_once(self):
+        """A lease row another session holds locked, as a broker stopped in
+        the middle of its commit holds the leases it checked (FOR SHARE)."""
+        self.claim_while_held("held", "SELECT 1 FROM leases WHERE context = 'held' FOR SHARE",
+                              before="INSERT INTO leases VALUES ('held', 'gone')")
+
     def test_a_claim_of_a_lease_being_inserted_is_refused_at_once(self):
-        """A lease row another session has inserted and not committed (a
+        """A lease row another session has inserted and not committed, as a
         broker stopped in the middle of the commit that claims a new
-        context) does not stall the broker that claims the same context for
-        lock_timeout (20 s here; the insert stays uncommitted 8 s): the
-        request is refused at once with busy, PING is answered, and once
-        the row is committed the context is taken over from its absent
-        owner."""
-        self.group = Brokers(1, store_timeout_ms=20000, lease_ms=30000)
-        broker = self.group.brokers[0]
-        psql = [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c"]
-        locker = subprocess.Popen(
-            psql + ["BEGIN; INSERT INTO leases VALUES ('inserting', 'gone'); "
-                    "SELECT pg_sleep (8); COMMIT;"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = Client(broker.client_endpoint)
-        try:
-            time.sleep(1.0)     #  psql inserts its row (the test asserts no timing)
-            message = {"type": "data", "kind": "input", "data": {"a": 1}}
-            reply = client.request("APPEND", "inserting", message, timeout=30)
-            self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
-            self.assertIsNone(locker.poll(), "the row was still uncommitted")
-            self.assertEqual(client.request("PING", timeout=30), ["PONG"])
-            #  The same broker's own claims go on meanwhile
-            self.assertEqual(client.request("APPEND", "elsewhere", message)[0], "OK")
-            self.assertEqual(locker.wait(60), 0)
-            reply = client.request("APPEND", "inserting", message, timeout=30)
-            self.assertEqual(reply[0], "OK", reply)
-        finally:
-            client.close()
-            if locker.poll() is None:
-                locker.kill()
-                locker.wait()
+        context (its claim waits 50 ms at most)."""
+        self.claim_while_held("inserting", "INSERT INTO leases VALUES ('inserting', 'gone')")
 
     def test_ping_is_answered_while_a_commit_waits_for_a_lock(self):
         """Issue 16: the commit runs on its own thread. While another
