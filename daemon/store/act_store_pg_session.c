@@ -10,6 +10,7 @@
 #ifdef ACTD_POSTGRES
 
 #include <pthread.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -144,7 +145,13 @@ s_attempt (act_pg_t *self)
     if (self->reconnecting || zclock_mono () < self->retry_at)
         return;
     self->waited = false;
+    //  Signals are the loop's: delivered to this thread, a SIGTERM would
+    //  not interrupt the loop's poll. The thread starts with them blocked.
+    sigset_t all, mask;
+    sigfillset (&all);
+    pthread_sigmask (SIG_SETMASK, &all, &mask);
     self->reconnecting = pthread_create (&self->reconnector, NULL, s_reconnector, self) == 0;
+    pthread_sigmask (SIG_SETMASK, &mask, NULL);
 }
 
 //  The attempt has ended (joined): take its connection, or note when the
