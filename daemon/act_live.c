@@ -4,6 +4,7 @@
 
 #include "act_live.h"
 #include "actd/act_wire.h"
+#include "act_log.h"
 
 static const char *s_state_names [] = {
     "none", "new", "waiting", "queued", "running", "ended"
@@ -155,7 +156,7 @@ act_live_recipient_add (act_live_t *self, zframe_t *client, zframe_t *request,
     byte *bytes = self->nrecipients == 0 && client_size + request_size <= ACT_LIVE_FIRST_BYTES
                 ? self->first_bytes: malloc (client_size + request_size + 1);
     if (!grown || !bytes) {
-        zsys_error ("out of memory for a recipient");
+        act_log (LOG_ERR, "out of memory for a recipient");
         abort ();                               //  As CZMQ's allocations do
     }
     self->recipients = grown;

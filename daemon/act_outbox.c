@@ -204,7 +204,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
         self->room = self->room? self->room * 2: 256;
         self->messages = realloc (self->messages, self->room * sizeof (act_out_t));
         if (!self->messages) {
-            zsys_error ("out of memory for %zu outgoing messages", self->room);
+            act_log (LOG_ERR, "out of memory for %zu outgoing messages", self->room);
             abort ();                           //  As CZMQ's allocations do
         }
     }
@@ -234,7 +234,7 @@ act_out_add (act_out_t *out, const void *data, size_t size)
         //  The frame's bytes after its ticket, freed by s_ticket_free
         s_ticket_t *ticket = (s_ticket_t *) malloc (sizeof (s_ticket_t) + size);
         if (!ticket) {
-            zsys_error ("out of memory for a frame of %zu bytes", size);
+            act_log (LOG_ERR, "out of memory for a frame of %zu bytes", size);
             abort ();
         }
         ticket->size = size;
@@ -245,7 +245,7 @@ act_out_add (act_out_t *out, const void *data, size_t size)
         return;
     }
     if (zmq_msg_init_size (part, size)) {
-        zsys_error ("out of memory for a frame of %zu bytes", size);
+        act_log (LOG_ERR, "out of memory for a frame of %zu bytes", size);
         abort ();
     }
     if (size)

@@ -6,6 +6,7 @@
 
 #include <czmq.h>
 #include "act_sqlite_schema.h"
+#include "act_log.h"
 
 static const char *s_migrations [] = {
     //  0 -> 1: the first schema
@@ -102,7 +103,7 @@ static const char *s_migrations [] = {
 static int
 s_fail (sqlite3 *db, const char *path, act_err_t *err, const char *what)
 {
-    zsys_error ("store %s: %s: %s", path, what, sqlite3_errmsg (db));
+    act_log (LOG_ERR, "store %s: %s: %s", path, what, sqlite3_errmsg (db));
     return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", path, what,
                         sqlite3_errmsg (db));
 }
@@ -132,7 +133,7 @@ act_sqlite_schema_migrate (sqlite3 *db, const char *path, act_err_t *err)
             sqlite3_exec (db, "ROLLBACK", NULL, NULL, NULL);
             return -1;
         }
-        zsys_info ("store %s: schema migrated to version %d", path, version + 1);
+        act_log (LOG_INFO, "store %s: schema migrated to version %d", path, version + 1);
     }
     return 0;
 }

@@ -28,6 +28,7 @@
 
 #include <libpq-fe.h>
 #include "act_store_pg_int.h"
+#include "act_log.h"
 
 //  Schema migrations: s_migrations [v] takes the schema from v to v + 1
 static const char *s_migrations [] = {
@@ -111,7 +112,7 @@ s_fail (act_pg_t *self, act_err_t *err, const char *what, PGresult *result)
     size_t length = strlen (message);
     while (length && (message [length - 1] == '\n' || message [length - 1] == ' '))
         message [--length] = 0;
-    zsys_error ("store %s: %s: %s", self->where, what, message);
+    act_log (LOG_ERR, "store %s: %s: %s", self->where, what, message);
     act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->where, what, message);
     free (message);
     return -1;
@@ -408,8 +409,8 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
             rc = -1;
         else
         if ((size_t) PQntuples (result) != zhashx_size (self->touched)) {
-            zsys_error ("store %s: this broker lost the lease of a context it wrote; "
-                        "the batch is rolled back", self->where);
+            act_log (LOG_ERR, "store %s: this broker lost the lease of a context it wrote; "
+                     "the batch is rolled back", self->where);
             rc = act_err_set (err, ACT_E_INTERNAL,
                               "this broker no longer owns a context it wrote");
         }
@@ -715,7 +716,7 @@ s_migrate (act_pg_t *self, act_err_t *err)
             PQclear (PQexec (self->conn, "ROLLBACK"));
         }
         else
-            zsys_info ("store %s: schema migrated to version %d", self->where, version + 1);
+            act_log (LOG_INFO, "store %s: schema migrated to version %d", self->where, version + 1);
         PQclear (step);
     }
     PQclear (PQexec (self->conn, "SELECT pg_advisory_unlock (2020)"));

@@ -17,6 +17,7 @@
 #ifdef ACTD_POSTGRES
 
 #include "act_store_pg_int.h"
+#include "act_log.h"
 
 json_t *
 act_pg_contexts (void *impl, const char *from, const char *end, const char *after,
@@ -61,8 +62,8 @@ s_may_delete (act_pg_t *self, const char *context)
         return false;
     bool mine = PQntuples (result) == 0 || streq (PQgetvalue (result, 0, 0), self->broker);
     if (!mine)
-        zsys_error ("store %s: context %s belongs to broker %s; not deleted",
-                    self->where, context, PQgetvalue (result, 0, 0));
+        act_log (LOG_ERR, "store %s: context %s belongs to broker %s; not deleted",
+                 self->where, context, PQgetvalue (result, 0, 0));
     PQclear (result);
     return mine;
 }

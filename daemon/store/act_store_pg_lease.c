@@ -10,6 +10,7 @@
 #ifdef ACTD_POSTGRES
 
 #include "act_store_pg_int.h"
+#include "act_log.h"
 
 #define S_CLAIM_WAIT_MS 50     //  A claim's longest wait for a lease row's lock
 
@@ -61,7 +62,7 @@ s_plain (act_pg_t *self, const char *sql)
     int rc = PQresultStatus (result) == PGRES_COMMAND_OK? 0: -1;
     PQclear (result);
     if (rc) {
-        zsys_error ("store %s: %s: %s", self->where, sql, PQerrorMessage (self->conn));
+        act_log (LOG_ERR, "store %s: %s: %s", self->where, sql, PQerrorMessage (self->conn));
         if (PQstatus (self->conn) == CONNECTION_BAD)
             act_pg_lost (self);
     }
@@ -90,8 +91,8 @@ s_claim_run (act_pg_t *self, const char *sql, const char *const *params, bool *l
         *locked = state && streq (state, "55P03");     //  lock_not_available
         if (PQresultStatus (result) != PGRES_TUPLES_OK) {
             if (!*locked)
-                zsys_error ("store %s: cannot claim a context: %s", self->where,
-                            PQresultErrorMessage (result));
+                act_log (LOG_ERR, "store %s: cannot claim a context: %s", self->where,
+                         PQresultErrorMessage (result));
             PQclear (result);
             result = NULL;
             if (PQstatus (self->conn) == CONNECTION_BAD)

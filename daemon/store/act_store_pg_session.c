@@ -15,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "act_store_pg_int.h"
+#include "act_log.h"
 
 #define S_CONNECT_TIMEOUT "5"   //  Seconds a connection may take (libpq's connect_timeout)
 #define S_RETRY_MS 1000         //  Between two attempts to connect again
@@ -78,8 +79,8 @@ s_bound_silence (act_pg_t *self, PGconn *conn, long long bound_ms)
     for (size_t i = 0; i < sizeof bounds / sizeof bounds [0]; i++)
         if (!s_user_set (conn, bounds [i].keyword)
         &&  setsockopt (fd, IPPROTO_TCP, bounds [i].option, bounds [i].value, sizeof (int)))
-            zsys_warning ("store %s: cannot set %s: %s", self->where, bounds [i].keyword,
-                          strerror (errno));
+            act_log (LOG_WARNING, "store %s: cannot set %s: %s", self->where, bounds [i].keyword,
+                     strerror (errno));
 }
 
 //  Bound how long this session waits (locks, statements), and how long
@@ -101,8 +102,8 @@ s_limit (act_pg_t *self, PGconn *conn, long long ms)
     PGresult *result = PQexec (conn, sql);
     int rc = PQresultStatus (result) == PGRES_COMMAND_OK? 0: -1;
     if (rc)
-        zsys_error ("store %s: cannot set the session's timeouts: %s", self->where,
-                    PQerrorMessage (conn));
+        act_log (LOG_ERR, "store %s: cannot set the session's timeouts: %s", self->where,
+                 PQerrorMessage (conn));
     PQclear (result);
     zstr_free (&sql);
     if (rc == 0)
@@ -128,7 +129,7 @@ s_reconnector (void *arg)
     act_pg_t *self = (act_pg_t *) arg;
     PGconn *conn = act_pg_connect (self->url);
     if (PQstatus (conn) != CONNECTION_OK)
-        zsys_error ("store %s: cannot connect again: %s", self->where, PQerrorMessage (conn));
+        act_log (LOG_ERR, "store %s: cannot connect again: %s", self->where, PQerrorMessage (conn));
     if (PQstatus (conn) != CONNECTION_OK || s_limit (self, conn, self->timeout_ms)) {
         PQfinish (conn);
         conn = NULL;
@@ -166,7 +167,7 @@ s_attempted (act_pg_t *self)
         self->conn = self->fresh;
         self->fresh = NULL;
         self->lost = false;
-        zsys_notice ("store %s: connected again", self->where);
+        act_log (LOG_NOTICE, "store %s: connected again", self->where);
     }
 }
 
@@ -174,7 +175,7 @@ void
 act_pg_lost (act_pg_t *self)
 {
     if (!self->lost)
-        zsys_error ("store %s: connection lost; connecting again", self->where);
+        act_log (LOG_ERR, "store %s: connection lost; connecting again", self->where);
     self->lost = true;
     self->batch_lost = self->batch_lost || self->open_batch;
     self->open_batch = false;

@@ -44,6 +44,7 @@
 #include "act_sqlite_schema.h"
 #include "act_sqlite_vfs.h"
 #include "actd/act_json.h"
+#include "act_log.h"
 
 //  Pages handed back to the file system after a commit, at most (4 MiB
 //  of 4 KiB pages: a bounded pause; the rest at the next commits)
@@ -98,7 +99,7 @@ s_destroy (void *impl)
 static int
 s_fail (s_sqlite_t *self, act_err_t *err, const char *what)
 {
-    zsys_error ("store %s: %s: %s", self->path, what, sqlite3_errmsg (self->db));
+    act_log (LOG_ERR, "store %s: %s: %s", self->path, what, sqlite3_errmsg (self->db));
     return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->path, what,
                         sqlite3_errmsg (self->db));
 }
@@ -742,7 +743,7 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
     //  A commit's WAL frames in one write (act_sqlite_vfs.h)
     const char *vfs = act_sqlite_vfs_register () == 0? ACT_SQLITE_VFS: NULL;
     if (!vfs)
-        zsys_warning ("store %s: SQLite's own VFS (cannot register actd's)", self->path);
+        act_log (LOG_WARNING, "store %s: SQLite's own VFS (cannot register actd's)", self->path);
     if (sqlite3_open_v2 (self->path, &self->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                          vfs) != SQLITE_OK) {

@@ -298,6 +298,7 @@ class MultiBrokerTest(unittest.TestCase):
             #  The lease (2 s) and a retransmission: not the kernel's minutes
             self.assertLess(waited, 30)
             self.assertIn("store commit failed", broker.log())
+            self.assertIn("connection lost; connecting again", broker.log())
             #  Back: the next requests are served once connected again (an
             #  attempt begun while the server was away may still be waiting
             #  out its connect_timeout, 5 s)
@@ -317,6 +318,7 @@ class MultiBrokerTest(unittest.TestCase):
             stored.append(n + 1)
             self.assertEqual([m["data"]["n"] for m in history([broker.client_endpoint],
                                                               "silent")], stored)
+            self.assertIn("connected again", broker.log())
         finally:
             client.close()
 
