@@ -40,6 +40,8 @@ typedef struct {
     PGconn *fresh;              //  Its connection, read once joined; NULL
                                 //  when it failed
     int64_t retry_at;           //  No new attempt before (zclock_mono)
+    size_t failures;            //  Attempts that failed since the loss
+    int64_t failure_logged;     //  When a failed attempt was last logged
     uint64_t next_id;           //  Next call id of the current block
     uint64_t block_end;         //  Last call id of the current block
 } act_pg_t;

@@ -20,11 +20,12 @@
 #define S_CONNECT_TIMEOUT "5"   //  Seconds a connection may take (libpq's connect_timeout)
 #define S_RETRY_MS 1000         //  Between two attempts to connect again
 #define S_WAIT_MS 100           //  A statement may wait for an attempt, once
+#define S_FAILURE_LOG_MS 60000  //  Failed attempts logged once a minute at most
 
 //  Connect to url. libpq alone waits for ever for a server that accepts
 //  the connection and never answers, and minutes for a host that does not
-//  answer at all; the loop or the committer would wait as long at a
-//  reconnection (PQreset keeps these options). connect_timeout bounds both:
+//  answer at all; actd's start, or the thread connecting again after a
+//  loss, would wait as long. connect_timeout bounds both:
 //  S_CONNECT_TIMEOUT seconds, unless the URL or PGCONNECT_TIMEOUT sets it
 //  (entries before an expanded dbname give way to the URL's own).
 PGconn *
@@ -54,8 +55,8 @@ s_user_set (PGconn *conn, const char *keyword)
 //  minutes (tcp_retries2) before it gives up on data nobody acknowledges,
 //  and for ever for an answer on a connection nobody probes. After
 //  bound_ms the connection is closed, the statement fails, the batch is
-//  refused (as for a server that ended the session) and the next
-//  statement connects again. bound_ms is the lease: by then the other
+//  refused (as for a server that ended the session) and a thread connects
+//  again (act_pg_connected). bound_ms is the lease: by then the other
 //  brokers have taken this one's contexts anyway. Options the connection's
 //  own options set are left as they are; a Unix socket needs none.
 static void
@@ -128,8 +129,15 @@ s_reconnector (void *arg)
 {
     act_pg_t *self = (act_pg_t *) arg;
     PGconn *conn = act_pg_connect (self->url);
-    if (PQstatus (conn) != CONNECTION_OK)
-        act_log (LOG_ERR, "store %s: cannot connect again: %s", self->where, PQerrorMessage (conn));
+    //  An attempt a second while the server is away: the first failure
+    //  is logged, then one a minute
+    int64_t now = zclock_mono ();
+    if (PQstatus (conn) != CONNECTION_OK
+    &&  (self->failures++ == 0 || now - self->failure_logged >= S_FAILURE_LOG_MS)) {
+        act_log (LOG_ERR, "store %s: cannot connect again (%zu attempts): %s", self->where,
+                 self->failures, PQerrorMessage (conn));
+        self->failure_logged = now;
+    }
     if (PQstatus (conn) != CONNECTION_OK || s_limit (self, conn, self->timeout_ms)) {
         PQfinish (conn);
         conn = NULL;
@@ -167,7 +175,9 @@ s_attempted (act_pg_t *self)
         self->conn = self->fresh;
         self->fresh = NULL;
         self->lost = false;
-        act_log (LOG_NOTICE, "store %s: connected again", self->where);
+        act_log (LOG_NOTICE, "store %s: connected again (%zu failed attempts before)",
+                 self->where, self->failures);
+        self->failures = 0;
     }
 }
 
