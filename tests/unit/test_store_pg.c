@@ -76,6 +76,18 @@ s_seqs (act_store_t *store, const char *context)
     return seqs;
 }
 
+//  The store owning a new context (*context, named after prefix), with
+//  the context and its first message written in the open batch
+static act_store_t *
+s_store_with_one (const char *prefix, char **context)
+{
+    *context = zsys_sprintf ("%s-%08x", prefix, (unsigned) randof (0x7fffffff));
+    act_store_t *store = s_open_owning (*context);
+    assert_int_equal (act_store_put_context (store, *context), 0);
+    assert_int_equal (s_put (store, *context, 1), 0);
+    return store;
+}
+
 //  Writes sent into the batch's transaction (a read sends them), then
 //  the session ended: the loss, found by the next read, takes them. The
 //  batch's later writes, sent on the new connection, may not be kept
@@ -83,11 +95,9 @@ s_seqs (act_store_t *store, const char *context)
 static void
 test_a_batch_the_loss_took_is_refused_whole (void **state)
 {
-    char *context = zsys_sprintf ("lost-%08x", (unsigned) randof (0x7fffffff));
-    act_store_t *store = s_open_owning (context);
+    char *context = NULL;
+    act_store_t *store = s_store_with_one ("lost", &context);
     act_err_t err = { 0 };
-    assert_int_equal (act_store_put_context (store, context), 0);
-    assert_int_equal (s_put (store, context, 1), 0);
     char *seqs = s_seqs (store, context);
     assert_string_equal (seqs, "1");
     free (seqs);
@@ -111,11 +121,9 @@ test_a_batch_the_loss_took_is_refused_whole (void **state)
 static void
 test_the_store_connects_again_after_a_loss (void **state)
 {
-    char *context = zsys_sprintf ("again-%08x", (unsigned) randof (0x7fffffff));
-    act_store_t *store = s_open_owning (context);
+    char *context = NULL;
+    act_store_t *store = s_store_with_one ("again", &context);
     act_err_t err = { 0 };
-    assert_int_equal (act_store_put_context (store, context), 0);
-    assert_int_equal (s_put (store, context, 1), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
     s_end_sessions ();
     int rc = -1;
