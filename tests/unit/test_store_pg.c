@@ -2,8 +2,10 @@
     test_store_pg - the PostgreSQL store when its connection is lost (the
     server ended the session: a restart, pg_terminate_backend): a batch
     whose transaction the loss took is refused whole, and the store
-    connects again by itself. Runs on the database ACTD_TEST_PG_URL names
-    (ctest runs it through tests/unit/with_postgres.py).
+    connects again by itself; the bounds on a silent server (TCP options
+    of the store's connection) hold, unless the URL sets its own, before
+    and after connecting again. Runs on the database ACTD_TEST_PG_URL
+    names (ctest runs it through tests/unit/with_postgres.py).
     ========================================================================= */
 
 #include <stdarg.h>
@@ -12,23 +14,33 @@
 #include <cmocka.h>
 #include <czmq.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include "actd/act.h"
 #include "act_store.h"
 
 static const char *s_url;
 
-//  The store, joined as a broker and owning context
+//  The store on url, joined as a broker (lease 60 s) and owning context
 static act_store_t *
-s_open_owning (const char *context)
+s_open_at (const char *url, const char *context)
 {
     act_err_t err = { 0 };
-    act_store_t *store = act_store_open (s_url, ACT_SYNC_NORMAL, &err);
+    act_store_t *store = act_store_open (url, ACT_SYNC_NORMAL, &err);
     if (!store)
-        fail_msg ("cannot open %s: %s", s_url, err.message);
+        fail_msg ("cannot open %s: %s", url, err.message);
     assert_int_equal (act_store_timeout (store, 3000), 0);
     assert_int_equal (act_store_join (store, "test-broker", "tcp://test:1", 60000, &err), 0);
     assert_int_equal (act_store_claim (store, context, NULL), 1);
     return store;
+}
+
+//  The store on the test's database, owning context
+static act_store_t *
+s_open_owning (const char *context)
+{
+    return s_open_at (s_url, context);
 }
 
 //  End every other session on the test's database, as a server restart
@@ -76,16 +88,73 @@ s_seqs (act_store_t *store, const char *context)
     return seqs;
 }
 
-//  The store owning a new context (*context, named after prefix), with
-//  the context and its first message written in the open batch
+//  The store on url owning a new context (*context, named after prefix),
+//  with the context and its first message written in the open batch
 static act_store_t *
-s_store_with_one (const char *prefix, char **context)
+s_store_with_one_at (const char *url, const char *prefix, char **context)
 {
     *context = zsys_sprintf ("%s-%08x", prefix, (unsigned) randof (0x7fffffff));
-    act_store_t *store = s_open_owning (*context);
+    act_store_t *store = s_open_at (url, *context);
     assert_int_equal (act_store_put_context (store, *context), 0);
     assert_int_equal (s_put (store, *context, 1), 0);
     return store;
+}
+
+static act_store_t *
+s_store_with_one (const char *prefix, char **context)
+{
+    return s_store_with_one_at (s_url, prefix, context);
+}
+
+//  Message seq committed to context, after a loss: the store connects
+//  again by itself within seconds (the attempts run on a thread of their
+//  own, once a second at most)
+static void
+s_commit_again (act_store_t *store, const char *context, uint64_t seq)
+{
+    act_err_t err = { 0 };
+    int rc = -1;
+    for (int attempt = 0; attempt < 100 && rc; attempt++) {
+        memset (&err, 0, sizeof err);
+        if (s_put (store, context, seq) == 0)
+            rc = act_store_commit (store, &err);
+        else
+            act_store_abort (store);
+        if (rc)
+            zclock_sleep (100);
+    }
+    assert_int_equal (rc, 0);
+}
+
+//  Assert the bounds of the store's connection to the server (the one
+//  TCP socket of this process whose peer is the URL's port): its
+//  TCP_USER_TIMEOUT in ms and its keepalive idle time and interval in s
+static void
+s_assert_bounds (int user_timeout, int idle, int interval)
+{
+    int port = 0;
+    const char *at = strstr (s_url, "127.0.0.1:");
+    assert_non_null (at);
+    port = atoi (at + strlen ("127.0.0.1:"));
+    int found = -1;
+    for (int fd = 0; fd < 1024; fd++) {
+        struct sockaddr_in peer;
+        socklen_t length = sizeof peer;
+        if (getpeername (fd, (struct sockaddr *) &peer, &length) == 0
+        &&  peer.sin_family == AF_INET && ntohs (peer.sin_port) == port) {
+            assert_int_equal (found, -1);       //  One connection, not two
+            found = fd;
+        }
+    }
+    assert_int_not_equal (found, -1);
+    int values [3], options [3] = { TCP_USER_TIMEOUT, TCP_KEEPIDLE, TCP_KEEPINTVL };
+    for (int i = 0; i < 3; i++) {
+        socklen_t length = sizeof values [i];
+        assert_int_equal (getsockopt (found, IPPROTO_TCP, options [i], &values [i], &length), 0);
+    }
+    assert_int_equal (values [0], user_timeout);
+    assert_int_equal (values [1], idle);
+    assert_int_equal (values [2], interval);
 }
 
 //  Writes sent into the batch's transaction (a read sends them), then
@@ -116,8 +185,7 @@ test_a_batch_the_loss_took_is_refused_whole (void **state)
 }
 
 //  After a loss the store connects again by itself: a batch written
-//  then commits (within seconds: the attempts run on a thread of their
-//  own, once a second at most)
+//  then commits
 static void
 test_the_store_connects_again_after_a_loss (void **state)
 {
@@ -126,22 +194,50 @@ test_the_store_connects_again_after_a_loss (void **state)
     act_err_t err = { 0 };
     assert_int_equal (act_store_commit (store, &err), 0);
     s_end_sessions ();
-    int rc = -1;
-    for (int attempt = 0; attempt < 100 && rc; attempt++) {
-        memset (&err, 0, sizeof err);
-        if (s_put (store, context, 2) == 0)
-            rc = act_store_commit (store, &err);
-        else
-            act_store_abort (store);
-        if (rc)
-            zclock_sleep (100);
-    }
-    assert_int_equal (rc, 0);
+    s_commit_again (store, context, 2);
     char *seqs = s_seqs (store, context);
     assert_string_equal (seqs, "1,2");
     free (seqs);
     act_store_destroy (&store);
     zstr_free (&context);
+}
+
+//  A silent server is given up after the lease (60 s here; the session's
+//  timeout, 3 s, is shorter), probed from a third of it on, a third
+//  apart; the same on the connection made after a loss
+static void
+test_a_silent_server_is_given_up_after_the_lease (void **state)
+{
+    char *context = NULL;
+    act_store_t *store = s_store_with_one ("bound", &context);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    s_assert_bounds (60000, 20, 20);
+    s_end_sessions ();
+    s_commit_again (store, context, 2);
+    s_assert_bounds (60000, 20, 20);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
+//  The URL's own tcp_user_timeout and keepalives_* stand, before and
+//  after connecting again
+static void
+test_the_url_bounds_stand (void **state)
+{
+    char *url = zsys_sprintf ("%s%ctcp_user_timeout=4321&keepalives_idle=7&keepalives_interval=3",
+                              s_url, strchr (s_url, '?')? '&': '?');
+    char *context = NULL;
+    act_store_t *store = s_store_with_one_at (url, "url", &context);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    s_assert_bounds (4321, 7, 3);
+    s_end_sessions ();
+    s_commit_again (store, context, 2);
+    s_assert_bounds (4321, 7, 3);
+    act_store_destroy (&store);
+    zstr_free (&context);
+    zstr_free (&url);
 }
 
 int
@@ -157,6 +253,8 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_a_batch_the_loss_took_is_refused_whole),
         cmocka_unit_test (test_the_store_connects_again_after_a_loss),
+        cmocka_unit_test (test_a_silent_server_is_given_up_after_the_lease),
+        cmocka_unit_test (test_the_url_bounds_stand),
     };
     return cmocka_run_group_tests_name ("store (postgres, lost connections)", tests, NULL, NULL);
 }
