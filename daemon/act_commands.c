@@ -662,9 +662,11 @@ s_unwatch (act_commands_t *self, s_request_t *req)
 //  The dispatcher
 
 //  Check the request against its row: request id, arity, frame sizes and
-//  the context id. Returns the row, or NULL with err set.
+//  the context id, copied into context (ACT_MAX_CONTEXT_ID + 1 bytes: on
+//  the caller's stack, not the heap, as every request names one). Returns
+//  the row, or NULL with err set.
 static const s_command_t *
-s_check (act_commands_t *self, zmq_msg_t *command, s_request_t *req, char **context,
+s_check (act_commands_t *self, zmq_msg_t *command, s_request_t *req, char *context,
          act_err_t *err)
 {
     const s_command_t *row = NULL;
@@ -687,9 +689,13 @@ s_check (act_commands_t *self, zmq_msg_t *command, s_request_t *req, char **cont
                          "a frame of %zu bytes is over max_message_bytes (%lld)",
                          act_part_size (req->args [index]), self->settings->max_message_bytes);
     if (!err->code && row->context) {
-        *context = act_part_string (req->args [0]);
-        if (!*context || !act_ctx_id_valid (*context)) {
-            zstr_free (context);
+        size_t size = act_part_size (req->args [0]);
+        if (size <= ACT_MAX_CONTEXT_ID) {
+            memcpy (context, act_part_data (req->args [0]), size);
+            context [size] = 0;
+        }
+        if (size > ACT_MAX_CONTEXT_ID || strlen (context) != size
+        ||  !act_ctx_id_valid (context)) {
             act_err_set (err, ACT_E_BAD_CONTEXT,
                          "a context id is 1 to %d bytes of [A-Za-z0-9._:@/-]",
                          ACT_MAX_CONTEXT_ID);
@@ -767,7 +773,7 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
     for (size_t i = 0; i < req.nargs && i < 3; i++)
         req.args [i] = act_msg_part (msg, at + 3 + i);
     act_err_t err = { 0 };
-    char *context = NULL;
+    char context [ACT_MAX_CONTEXT_ID + 1];
     act_outbox_envelope (self->outbox, from_req? client: NULL);
     //  Metadata rides on the frames the peer sent, not on the routing id;
     //  its key is read once (each read is a lookup in libzmq)
@@ -782,8 +788,8 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
         s_reply_error (self, &req, &err);
     }
     else {
-        const s_command_t *row = s_check (self, command, &req, &context, &err);
-        req.context = context;
+        const s_command_t *row = s_check (self, command, &req, context, &err);
+        req.context = row && row->context? context: NULL;
         if (row && s_permitted (row, &req, user, &err))
             row->handler (self, &req);
         else
@@ -791,6 +797,5 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
     }
     act_outbox_envelope (self->outbox, NULL);
     act_outbox_serving (self->outbox, NULL);
-    free (context);
     zframe_destroy (&req.request);
 }

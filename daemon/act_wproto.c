@@ -291,7 +291,12 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
     zmq_msg_t *identity = act_msg_part (msg, 0);
     if (!identity)
         return;
-    char *key = act_msg_strhex (identity);
+    //  The pool's key, on the stack: a routing id is at most 255 bytes
+    char key [2 * 255 + 1];
+    size_t size = zmq_msg_size (identity);
+    if (size > 255)
+        return;
+    act_hex_write (key, zmq_msg_data (identity), size);
     act_worker_t *worker = act_pool_worker (self->pool, key);
     if (worker)
         worker->heard = act_clock_ms ();
@@ -320,7 +325,6 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
     if (problem)
         s_refuse (self, act_pool_worker (self->pool, key), act_msg_routing (msg), key,
                   protocol, envelope, problem);
-    free (key);
 }
 
 //  How long worker may stay silent before it is lost. A Majordomo worker

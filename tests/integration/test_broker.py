@@ -1095,6 +1095,7 @@ class ErrorTest(BrokerCase):
         self.refuse("bad_context", "APPEND", "c" * 129, message)
         self.refuse("bad_context", "APPEND", "bad context", message)
         self.refuse("bad_context", "CALL", "bad#context", call)
+        self.refuse("bad_context", "CALL", "c\x00d", call)  # a NUL inside
         self.refuse("bad_context", "PLAN", "bad\u2020", enc([{"_tool": "value"}]))
         self.refuse("bad_context", "HISTORY", "", "1", "10")
         self.refuse("bad_context", "RESOLVE", "a b", "†k")
