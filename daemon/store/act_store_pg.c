@@ -130,7 +130,17 @@ act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
                      "(connecting again)", self->where, what);
         return NULL;
     }
-    PGresult *result = PQexecParams (self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    //  A COMMIT waits for the server's disk, which statement_timeout does
+    //  not cancel: given up, it might still be kept. It waits without a
+    //  bound of actd's own (the kernel's holds: s_bound_silence)
+    PGresult *result = streq (sql, "COMMIT")
+                     ? PQexecParams (self->conn, sql, nparams, NULL, params, NULL, NULL, 0)
+                     : act_pg_query (self, sql, nparams, params);
+    if (!result && self->lost) {
+        act_err_set (err, ACT_E_INTERNAL, "store %s: %s: no answer from the server", self->where,
+                     what);
+        return NULL;
+    }
     ExecStatusType status = PQresultStatus (result);
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
         s_fail (self, err, what, result);

@@ -58,10 +58,10 @@ act_pg_leave (void *impl)
 static int
 s_plain (act_pg_t *self, const char *sql)
 {
-    PGresult *result = PQexec (self->conn, sql);
+    PGresult *result = act_pg_query (self, sql, -1, NULL);
     int rc = PQresultStatus (result) == PGRES_COMMAND_OK? 0: -1;
     PQclear (result);
-    if (rc) {
+    if (rc && !self->lost) {
         act_log (LOG_ERR, "store %s: %s: %s", self->where, sql, PQerrorMessage (self->conn));
         if (PQstatus (self->conn) == CONNECTION_BAD)
             act_pg_lost (self);
@@ -86,11 +86,11 @@ s_claim_run (act_pg_t *self, const char *sql, const char *const *params, bool *l
                                   "", self->timeout_ms);
     PGresult *result = NULL;
     if (act_pg_connected (self) && s_plain (self, wait) == 0) {
-        result = PQexecParams (self->conn, sql, 3, NULL, params, NULL, NULL, 0);
+        result = act_pg_query (self, sql, 3, params);
         const char *state = PQresultErrorField (result, PG_DIAG_SQLSTATE);
         *locked = state && streq (state, "55P03");     //  lock_not_available
         if (PQresultStatus (result) != PGRES_TUPLES_OK) {
-            if (!*locked)
+            if (!*locked && !self->lost)
                 act_log (LOG_ERR, "store %s: cannot claim a context: %s", self->where,
                          PQresultErrorMessage (result));
             PQclear (result);

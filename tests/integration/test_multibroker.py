@@ -322,6 +322,47 @@ class MultiBrokerTest(unittest.TestCase):
         finally:
             client.close()
 
+    def test_a_read_on_the_loop_gives_up_a_silent_server_after_the_timeout(self):
+        """A read on the loop (a HISTORY page) while the server is silent.
+        The kernel's bound is the lease (20 s here), which would hold the
+        loop as long: no PING answered, no heartbeat to the workers. A
+        server that is there answers within store/timeout_ms (it cancels
+        what runs longer), so actd waits that and a second (2 s here), then
+        gives the connection up: the request is refused, PING is answered
+        at once, and once the server answers again the history is read."""
+        self.group = Brokers(1, store_timeout_ms=1000, lease_ms=20000)
+        broker = self.group.brokers[0]
+        client = Client(broker.client_endpoint)
+        try:
+            message = {"type": "data", "kind": "input", "data": {"n": 0}}
+            self.assertEqual(client.request("APPEND", "quiet", message)[0], "OK")
+            with Silence(pg.server().port):
+                started = time.monotonic()
+                reply = client.request("HISTORY", "quiet", "1", "10", timeout=120)
+                waited = time.monotonic() - started
+                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                started = time.monotonic()
+                self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+                ping = time.monotonic() - started
+            print("a read on the loop, the server silent: refused after %.1f s, PING then "
+                  "%.0f ms" % (waited, 1000 * ping))
+            self.assertGreater(waited, 1.5)
+            self.assertLess(waited, 8)              #  Not the lease's 20 s
+            self.assertLess(ping, 1)
+            self.assertIn("no answer in 2000 ms; the connection is given up", broker.log())
+            deadline = time.monotonic() + 60
+            while True:
+                reply = client.request("HISTORY", "quiet", "1", "10", timeout=60)
+                if reply[0] == "VALUE":
+                    break
+                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                self.assertLess(time.monotonic(), deadline, "not connected again")
+                time.sleep(0.2)
+            self.assertEqual([m["data"]["n"] for m in json.loads(reply[1])], [0])
+            self.assertIn("connected again", broker.log())
+        finally:
+            client.close()
+
     def claim_while_held(self, context, hold, before=None):
         """While another session runs hold (SQL that keeps the lease row of
         context busy for 8 s), with lock_timeout 20 s: the broker's claim
