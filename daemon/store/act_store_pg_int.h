@@ -14,6 +14,9 @@
 #include <pthread.h>
 #include "act_store_int.h"
 
+//  An attempt to connect again (act_store_pg_session.c)
+typedef struct _act_pg_attempt_t act_pg_attempt_t;
+
 typedef struct {
     PGconn *conn;               //  The connection
     char *where;                //  Host and database, for messages
@@ -34,11 +37,10 @@ typedef struct {
     bool lost;                  //  The connection was lost, not made again yet
     bool batch_lost;            //  Lost with the batch's transaction open:
                                 //  the batch's commit fails
-    bool reconnecting;          //  The reconnector thread runs (to be joined)
+    act_pg_attempt_t *attempt;  //  An attempt to connect again (its thread
+                                //  to be joined), or NULL
     bool waited;                //  A statement has waited for this attempt
-    pthread_t reconnector;      //  That thread
-    PGconn *fresh;              //  Its connection, read once joined; NULL
-                                //  when it failed
+    pthread_t reconnector;      //  That attempt's thread
     int64_t retry_at;           //  No new attempt before (zclock_mono)
     size_t failures;            //  Attempts that failed since the loss
     int64_t failure_logged;     //  When a failed attempt was last logged
@@ -72,8 +74,9 @@ bool act_pg_connected (act_pg_t *self);
 //  server's disk, which statement_timeout does not cancel).
 PGresult *act_pg_query (act_pg_t *self, const char *sql, int nparams,
                         const char *const *params);
-//  Wait for an attempt to connect again to end (at most connect_timeout),
-//  before the store is destroyed
+//  Let go of an attempt to connect again, before the store is destroyed:
+//  joined when it has ended, else left to end on its own (its thread
+//  frees it), so that a stop does not wait for connect_timeout
 void act_pg_session_end (act_pg_t *self);
 
 //  act_store_pg.c

@@ -11,6 +11,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -67,7 +68,7 @@ s_user_set (PGconn *conn, const char *keyword)
 //  brokers have taken this one's contexts anyway. Options the connection's
 //  own options set are left as they are; a Unix socket needs none.
 static void
-s_bound_silence (act_pg_t *self, PGconn *conn, long long bound_ms)
+s_bound_silence (const char *where, PGconn *conn, long long bound_ms)
 {
     int fd = PQsocket (conn);
     struct sockaddr_storage address;
@@ -87,7 +88,7 @@ s_bound_silence (act_pg_t *self, PGconn *conn, long long bound_ms)
     for (size_t i = 0; i < sizeof bounds / sizeof bounds [0]; i++)
         if (!s_user_set (conn, bounds [i].keyword)
         &&  setsockopt (fd, IPPROTO_TCP, bounds [i].option, bounds [i].value, sizeof (int)))
-            act_log (LOG_WARNING, "store %s: cannot set %s: %s", self->where, bounds [i].keyword,
+            act_log (LOG_WARNING, "store %s: cannot set %s: %s", where, bounds [i].keyword,
                      strerror (errno));
 }
 
@@ -182,24 +183,24 @@ act_pg_query (act_pg_t *self, const char *sql, int nparams, const char *const *p
 //  contexts over until it resumed. Past its lease it has lost them
 //  anyway: the server then ends its session, freeing the locks, and the
 //  broker, resumed, finds its batch failed and connects again. The same
-//  bound holds for a server gone silent (s_bound_silence). Returns 0 or
-//  -1 (what failed is logged).
+//  bound holds for a server gone silent (s_bound_silence). where names
+//  the store in messages. Returns 0 or -1 (what failed is logged).
 static int
-s_limit (act_pg_t *self, PGconn *conn, long long ms)
+s_limit (const char *where, long long lease_ms, PGconn *conn, long long ms)
 {
-    long long bound = self->lease_ms > ms? self->lease_ms: ms;
+    long long bound = lease_ms > ms? lease_ms: ms;
     char *sql = zsys_sprintf ("SET client_min_messages = warning; SET lock_timeout = %lld; "
                               "SET statement_timeout = %lld; "
                               "SET idle_in_transaction_session_timeout = %lld", ms, ms, bound);
     PGresult *result = PQexec (conn, sql);
     int rc = PQresultStatus (result) == PGRES_COMMAND_OK? 0: -1;
     if (rc)
-        act_log (LOG_ERR, "store %s: cannot set the session's timeouts: %s", self->where,
+        act_log (LOG_ERR, "store %s: cannot set the session's timeouts: %s", where,
                  PQerrorMessage (conn));
     PQclear (result);
     zstr_free (&sql);
     if (rc == 0)
-        s_bound_silence (self, conn, bound);
+        s_bound_silence (where, conn, bound);
     return rc;
 }
 
@@ -208,32 +209,55 @@ act_pg_timeout (void *impl, long long ms)
 {
     act_pg_t *self = (act_pg_t *) impl;
     self->timeout_ms = ms;
-    return s_limit (self, self->conn, ms);
+    return s_limit (self->where, self->lease_ms, self->conn, ms);
+}
+
+//  An attempt to connect again, shared by the store and the thread that
+//  makes it. A stop does not wait for the thread (libpq may take
+//  connect_timeout, 5 s, to give up on a server that does not answer):
+//  the store lets go of the attempt, and the last of the two frees it.
+struct _act_pg_attempt_t {
+    char *url;                  //  What it connects to
+    char *where;                //  The store's name, for messages
+    long long timeout_ms;       //  The session's limits (s_limit)
+    long long lease_ms;         //  The lease, for the same
+    PGconn *conn;               //  The connection made; NULL when it failed
+    char *error;                //  Why it failed, or NULL
+    atomic_int holders;         //  The store and the thread, while they hold it
+};
+
+//  Let go of attempt: freed, with its connection, by the last holder
+static void
+s_attempt_release (act_pg_attempt_t *attempt)
+{
+    if (atomic_fetch_sub (&attempt->holders, 1) > 1)
+        return;
+    if (attempt->conn)
+        PQfinish (attempt->conn);
+    free (attempt->url);
+    free (attempt->where);
+    free (attempt->error);
+    free (attempt);
 }
 
 //  The thread that connects again: a new connection, its session set,
-//  left in self->fresh (NULL when it failed) for the thread that joins it.
-//  It blocks for connect_timeout at most when the server does not answer;
-//  the loop and the committer go on meanwhile.
+//  left in the attempt (or why it failed) for the store to take
 static void *
 s_reconnector (void *arg)
 {
-    act_pg_t *self = (act_pg_t *) arg;
-    PGconn *conn = act_pg_connect (self->url);
-    //  An attempt a second while the server is away: the first failure
-    //  is logged, then one a minute
-    int64_t now = zclock_mono ();
-    if (PQstatus (conn) != CONNECTION_OK
-    &&  (self->failures++ == 0 || now - self->failure_logged >= S_FAILURE_LOG_MS)) {
-        act_log (LOG_ERR, "store %s: cannot connect again (%zu attempts): %s", self->where,
-                 self->failures, PQerrorMessage (conn));
-        self->failure_logged = now;
-    }
-    if (PQstatus (conn) != CONNECTION_OK || s_limit (self, conn, self->timeout_ms)) {
+    act_pg_attempt_t *attempt = (act_pg_attempt_t *) arg;
+    PGconn *conn = act_pg_connect (attempt->url);
+    if (PQstatus (conn) != CONNECTION_OK)
+        attempt->error = strdup (PQerrorMessage (conn));
+    else
+    if (s_limit (attempt->where, attempt->lease_ms, conn, attempt->timeout_ms))
+        attempt->error = strdup ("cannot set the session's timeouts");
+    if (attempt->error) {
         PQfinish (conn);
         conn = NULL;
     }
-    self->fresh = conn;
+    attempt->conn = conn;
+    s_attempt_release (attempt);
     return NULL;
 }
 
@@ -242,34 +266,55 @@ s_reconnector (void *arg)
 static void
 s_attempt (act_pg_t *self)
 {
-    if (self->reconnecting || zclock_mono () < self->retry_at)
+    if (self->attempt || zclock_mono () < self->retry_at)
         return;
+    act_pg_attempt_t *attempt = calloc (1, sizeof *attempt);
+    if (!attempt)
+        return;
+    *attempt = (act_pg_attempt_t) { strdup (self->url), strdup (self->where), self->timeout_ms,
+                                    self->lease_ms, NULL, NULL, 2 };
     self->waited = false;
     //  Signals are the loop's: delivered to this thread, a SIGTERM would
     //  not interrupt the loop's poll. The thread starts with them blocked.
     sigset_t all, mask;
     sigfillset (&all);
     pthread_sigmask (SIG_SETMASK, &all, &mask);
-    self->reconnecting = pthread_create (&self->reconnector, NULL, s_reconnector, self) == 0;
+    if (pthread_create (&self->reconnector, NULL, s_reconnector, attempt) == 0)
+        self->attempt = attempt;
+    else {
+        atomic_store (&attempt->holders, 1);
+        s_attempt_release (attempt);
+    }
     pthread_sigmask (SIG_SETMASK, &mask, NULL);
 }
 
-//  The attempt has ended (joined): take its connection, or note when the
-//  next may start
+//  The attempt has ended (its thread joined): take its connection, or log
+//  why it failed (the first time, then once a minute: an attempt a
+//  second while the server is away) and note when the next may start
 static void
 s_attempted (act_pg_t *self)
 {
-    self->reconnecting = false;
+    act_pg_attempt_t *attempt = self->attempt;
+    self->attempt = NULL;
     self->retry_at = zclock_mono () + S_RETRY_MS;
-    if (self->fresh) {
+    if (attempt->conn) {
         PQfinish (self->conn);
-        self->conn = self->fresh;
-        self->fresh = NULL;
+        self->conn = attempt->conn;
+        attempt->conn = NULL;
         self->lost = false;
         act_log (LOG_NOTICE, "store %s: connected again (%zu failed attempts before)",
                  self->where, self->failures);
         self->failures = 0;
     }
+    else {
+        int64_t now = zclock_mono ();
+        if (self->failures++ == 0 || now - self->failure_logged >= S_FAILURE_LOG_MS) {
+            act_log (LOG_ERR, "store %s: cannot connect again (%zu attempts): %s", self->where,
+                     self->failures, attempt->error? attempt->error: "?");
+            self->failure_logged = now;
+        }
+    }
+    s_attempt_release (attempt);
 }
 
 void
@@ -289,7 +334,7 @@ act_pg_connected (act_pg_t *self)
 {
     if (!self->lost)
         return true;
-    if (self->reconnecting && !self->waited) {
+    if (self->attempt && !self->waited) {
         //  The first statement after a loss waits a little, once: a
         //  server that is there (it restarted, it ended the session)
         //  gives a connection in milliseconds, and the statement runs
@@ -303,7 +348,7 @@ act_pg_connected (act_pg_t *self)
             s_attempted (self);
     }
     else
-    if (self->reconnecting && pthread_tryjoin_np (self->reconnector, NULL) == 0)
+    if (self->attempt && pthread_tryjoin_np (self->reconnector, NULL) == 0)
         s_attempted (self);
     if (self->lost)
         s_attempt (self);
@@ -313,13 +358,12 @@ act_pg_connected (act_pg_t *self)
 void
 act_pg_session_end (act_pg_t *self)
 {
-    if (self->reconnecting) {
-        pthread_join (self->reconnector, NULL);
-        self->reconnecting = false;
-        if (self->fresh)
-            PQfinish (self->fresh);
-        self->fresh = NULL;
-    }
+    if (!self->attempt)
+        return;
+    if (pthread_tryjoin_np (self->reconnector, NULL) != 0)
+        pthread_detach (self->reconnector);
+    s_attempt_release (self->attempt);
+    self->attempt = NULL;
 }
 
 #endif

@@ -363,6 +363,30 @@ class MultiBrokerTest(unittest.TestCase):
         finally:
             client.close()
 
+    def test_a_broker_stops_at_once_while_it_connects_again(self):
+        """A stop while an attempt to connect again waits for a server that
+        does not answer (the SYN dropped: libpq gives up after its
+        connect_timeout, 5 s): actd stops at once, cleanly (exit code 0,
+        nothing leaked under AddressSanitizer); the attempt's thread is
+        left to end on its own."""
+        self.group = Brokers(1, store_timeout_ms=1000, lease_ms=20000)
+        broker = self.group.brokers[0]
+        client = Client(broker.client_endpoint)
+        try:
+            message = {"type": "data", "kind": "input", "data": {"n": 0}}
+            self.assertEqual(client.request("APPEND", "stop", message)[0], "OK")
+            with Silence(pg.server().port):
+                reply = client.request("HISTORY", "stop", "1", "10", timeout=120)
+                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                time.sleep(0.5)             #  The attempt is under way
+                started = time.monotonic()
+                self.assertEqual(broker.stop(), 0)
+                stopped = time.monotonic() - started
+            print("a stop while connecting again: %.2f s" % stopped)
+            self.assertLess(stopped, 3)     #  Not connect_timeout's 5 s
+        finally:
+            client.close()
+
     def claim_while_held(self, context, hold, before=None):
         """While another session runs hold (SQL that keeps the lease row of
         context busy for 8 s), with lock_timeout 20 s: the broker's claim
