@@ -66,12 +66,13 @@ void act_pg_lost (act_pg_t *self);
 //  once (the first statement after a loss waits up to 100 ms for it).
 bool act_pg_connected (act_pg_t *self);
 
-//  Run sql on the connection: its result (as PQexec gives it; NULL after
-//  a loss), waiting for the answer the session's timeout and a second at
-//  most: past that the connection is given up (act_pg_lost), as for a
-//  server gone silent. nparams < 0: sql is several statements, without
-//  parameters. A COMMIT does not go through here (it waits for the
-//  server's disk, which statement_timeout does not cancel).
+//  Run sql on the connection: its result (NULL after a loss), waiting for
+//  the answer the session's timeout and a second at most: past that the
+//  connection is given up (act_pg_lost), as for a server gone silent.
+//  nparams < 0: sql is several statements, without parameters, and the
+//  result is the first error, else the last with rows, else the last. A
+//  COMMIT does not go through here (it waits for the server's disk,
+//  which statement_timeout does not cancel).
 PGresult *act_pg_query (act_pg_t *self, const char *sql, int nparams,
                         const char *const *params);
 //  Let go of an attempt to connect again, before the store is destroyed:

@@ -69,47 +69,38 @@ s_plain (act_pg_t *self, const char *sql)
     return rc;
 }
 
-//  Run the claim's statement waiting S_CLAIM_WAIT_MS at most for a lock:
-//  a lease row another session has inserted and not committed (a broker
-//  stopped in the middle of the commit claiming the same new context),
-//  which no probe sees, would keep it waiting for lock_timeout, on the
-//  loop. In a batch, a savepoint keeps a claim that gave up from failing
-//  the batch. Returns the statement's result, NULL on an error (logged),
-//  or NULL with *locked set when it gave up.
-static PGresult *
-s_claim_run (act_pg_t *self, const char *sql, const char *const *params, bool *locked)
-{
-    bool batch = self->open_batch;
-    char *wait = zsys_sprintf ("%sSET lock_timeout = %d", batch? "SAVEPOINT claim; ": "",
-                               S_CLAIM_WAIT_MS);
-    char *restore = zsys_sprintf ("%sSET lock_timeout = %lld", batch? "RELEASE SAVEPOINT claim; ":
-                                  "", self->timeout_ms);
-    PGresult *result = NULL;
-    if (act_pg_connected (self) && s_plain (self, wait) == 0) {
-        result = act_pg_query (self, sql, 3, params);
-        const char *state = PQresultErrorField (result, PG_DIAG_SQLSTATE);
-        *locked = state && streq (state, "55P03");     //  lock_not_available
-        if (PQresultStatus (result) != PGRES_TUPLES_OK) {
-            if (!*locked && !self->lost)
-                act_log (LOG_ERR, "store %s: cannot claim a context: %s", self->where,
-                         PQresultErrorMessage (result));
-            PQclear (result);
-            result = NULL;
-            if (PQstatus (self->conn) == CONNECTION_BAD)
-                act_pg_lost (self);
-            else
-            if (batch)
-                s_plain (self, "ROLLBACK TO SAVEPOINT claim");
-        }
-        if (PQstatus (self->conn) == CONNECTION_OK && s_plain (self, restore)) {
-            PQclear (result);
-            result = NULL;
-        }
-    }
-    zstr_free (&wait);
-    zstr_free (&restore);
-    return result;
-}
+//  The claim in one round trip (a new context's first request waits for
+//  it, on the loop), as one simple query: its statement between two SETs
+//  of lock_timeout, inside a savepoint when a batch is open.
+//  - A lease row another session holds locked (a broker stopped in the
+//    middle of its commit, which checked its leases FOR SHARE, until the
+//    server ends that session past lease_ms) is seen at once: SKIP LOCKED
+//    passes it by, and the claim gives busy without waiting. Its claims
+//    come again at every look for orphaned contexts.
+//  - A lease row another session has inserted and not committed (a broker
+//    stopped in the middle of the commit claiming the same new context),
+//    which no probe sees, is waited for S_CLAIM_WAIT_MS at most, then busy
+//    too: it would otherwise hold the loop for lock_timeout.
+//  - Otherwise the lease is taken when it is free, ours, or its broker's
+//    heartbeat is older than the lease; else the live owner is named.
+//  Outside a batch the statements run as one implicit transaction, which
+//  an error rolls back whole, the first SET with it; in a batch, a
+//  rollback to the savepoint does the same.
+#define S_CLAIM_SQL \
+    "%sSET lock_timeout = %d; " \
+    "WITH free AS (SELECT 1 FROM leases WHERE context = %s FOR NO KEY UPDATE SKIP LOCKED), " \
+    "probe AS (SELECT EXISTS (SELECT 1 FROM leases WHERE context = %s) " \
+    "  AND NOT EXISTS (SELECT 1 FROM free) AS locked), " \
+    "claimed AS (INSERT INTO leases (context, broker) SELECT %s, %s " \
+    "  WHERE NOT (SELECT locked FROM probe) " \
+    "  ON CONFLICT (context) DO UPDATE SET broker = EXCLUDED.broker " \
+    "  WHERE leases.broker = EXCLUDED.broker OR NOT EXISTS (SELECT 1 FROM brokers b " \
+    "    WHERE b.id = leases.broker AND b.heartbeat > now () - %lld * interval '1 ms') " \
+    "  RETURNING broker) " \
+    "SELECT (SELECT locked FROM probe), (SELECT broker FROM claimed), " \
+    "  (SELECT b.endpoint FROM leases l JOIN brokers b ON b.id = l.broker " \
+    "   WHERE l.context = %s); " \
+    "SET lock_timeout = %lld%s"
 
 int
 act_pg_claim (void *impl, const char *context, char **owner)
@@ -117,42 +108,47 @@ act_pg_claim (void *impl, const char *context, char **owner)
     act_pg_t *self = (act_pg_t *) impl;
     if (owner)
         *owner = NULL;
-    if (act_pg_flush (self, NULL))
+    if (act_pg_flush (self, NULL) || !act_pg_connected (self))
         return -1;
-    //  A lease row another session holds locked (a broker stopped in the
-    //  middle of its commit, which checked its leases FOR SHARE, until the
-    //  server ends that session past lease_ms) is seen at once: SKIP
-    //  LOCKED passes it by. Its claims come again at every look for
-    //  orphaned contexts, so they do not even wait S_CLAIM_WAIT_MS.
-    const char *probe_params [] = { context };
-    PGresult *probe = act_pg_exec (self, "cannot claim a context",
-        "WITH free AS (SELECT 1 FROM leases WHERE context = $1 FOR NO KEY UPDATE SKIP LOCKED) "
-        "SELECT EXISTS (SELECT 1 FROM leases WHERE context = $1) "
-        "  AND NOT EXISTS (SELECT 1 FROM free)", 1, probe_params, NULL);
-    if (!probe)
-        return -1;
-    bool locked = streq (PQgetvalue (probe, 0, 0), "t");
-    PQclear (probe);
-    if (locked)
-        return -2;
-    char lease [32];
-    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
-    const char *params [] = { context, self->broker, lease };
-    //  Take the lease when it is free, ours, or its broker's heartbeat is
-    //  older than the lease; else name the live owner
-    PGresult *result = s_claim_run (self,
-        "WITH claimed AS (INSERT INTO leases (context, broker) VALUES ($1, $2) "
-        "  ON CONFLICT (context) DO UPDATE SET broker = EXCLUDED.broker "
-        "  WHERE leases.broker = EXCLUDED.broker OR NOT EXISTS (SELECT 1 FROM brokers b "
-        "    WHERE b.id = leases.broker AND b.heartbeat > now () - $3::bigint * interval '1 ms') "
-        "  RETURNING broker) "
-        "SELECT (SELECT broker FROM claimed), (SELECT b.endpoint FROM leases l "
-        "  JOIN brokers b ON b.id = l.broker WHERE l.context = $1)", params, &locked);
-    if (!result)
-        return locked? -2: -1;
-    int rc = PQgetisnull (result, 0, 0)? 0: 1;
-    if (rc == 0 && owner && !PQgetisnull (result, 0, 1))
-        *owner = strdup (PQgetvalue (result, 0, 1));
+    char *quoted = PQescapeLiteral (self->conn, context, strlen (context));
+    char *broker = PQescapeLiteral (self->conn, self->broker, strlen (self->broker));
+    bool batch = self->open_batch;
+    char *sql = quoted && broker
+              ? zsys_sprintf (S_CLAIM_SQL, batch? "SAVEPOINT claim; ": "", S_CLAIM_WAIT_MS,
+                              quoted, quoted, quoted, broker, self->lease_ms, quoted,
+                              self->timeout_ms, batch? "; RELEASE SAVEPOINT claim": "")
+              : NULL;
+    PQfreemem (quoted);
+    PQfreemem (broker);
+    PGresult *result = sql? act_pg_query (self, sql, -1, NULL): NULL;
+    zstr_free (&sql);
+    int rc = -1;
+    if (PQresultStatus (result) == PGRES_TUPLES_OK && PQntuples (result) == 1) {
+        if (streq (PQgetvalue (result, 0, 0), "t"))
+            rc = -2;
+        else
+        if (!PQgetisnull (result, 0, 1))
+            rc = 1;
+        else {
+            rc = 0;
+            if (owner && !PQgetisnull (result, 0, 2))
+                *owner = strdup (PQgetvalue (result, 0, 2));
+        }
+    }
+    else
+    if (result) {
+        const char *state = PQresultErrorField (result, PG_DIAG_SQLSTATE);
+        if (state && streq (state, "55P03"))        //  lock_not_available
+            rc = -2;
+        else
+            act_log (LOG_ERR, "store %s: cannot claim a context: %s", self->where,
+                     PQresultErrorMessage (result));
+        if (PQstatus (self->conn) == CONNECTION_BAD)
+            act_pg_lost (self);
+        else
+        if (batch)
+            s_plain (self, "ROLLBACK TO SAVEPOINT claim; RELEASE SAVEPOINT claim");
+    }
     PQclear (result);
     return rc;
 }

@@ -110,10 +110,12 @@ s_ready (PGconn *conn, short events, int64_t deadline)
     }
 }
 
-//  The statement sent on self->conn (sent: PQsend* succeeded): its last
-//  result, as PQexec gives it, or NULL. It waits until deadline at most;
-//  past it the server is taken as gone (silent, or paused): the loss is
-//  noted, and the statement gives NULL.
+//  The statements sent on self->conn (sent: PQsend* succeeded): their
+//  result, or NULL. Of several statements that is the first error (the
+//  server runs none after it), else the last result with rows, else the
+//  last: for one statement, what PQexec gives. It waits until deadline
+//  at most; past it the server is taken as gone (silent, or paused): the
+//  loss is noted, and the statement gives NULL.
 static PGresult *
 s_await (act_pg_t *self, bool sent, int64_t deadline)
 {
@@ -140,8 +142,14 @@ s_await (act_pg_t *self, bool sent, int64_t deadline)
         }
         if (!(result = PQgetResult (conn)))
             break;
-        PQclear (last);
-        last = result;
+        ExecStatusType status = PQresultStatus (last);
+        if (last && (status == PGRES_FATAL_ERROR
+                 ||  (status == PGRES_TUPLES_OK && PQresultStatus (result) != PGRES_FATAL_ERROR)))
+            PQclear (result);           //  Kept: the error, or the rows
+        else {
+            PQclear (last);
+            last = result;
+        }
         if (PQstatus (conn) == CONNECTION_BAD)
             break;
     }
@@ -166,10 +174,8 @@ act_pg_query (act_pg_t *self, const char *sql, int nparams, const char *const *p
 {
     if (self->lost)
         return NULL;
-    if (self->timeout_ms == 0)
-        return nparams < 0? PQexec (self->conn, sql)
-                          : PQexecParams (self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-    int64_t deadline = zclock_mono () + self->timeout_ms + S_ANSWER_MARGIN_MS;
+    int64_t deadline = self->timeout_ms? zclock_mono () + self->timeout_ms + S_ANSWER_MARGIN_MS
+                                       : INT64_MAX;
     bool sent = nparams < 0? PQsendQuery (self->conn, sql)
                            : PQsendQueryParams (self->conn, sql, nparams, NULL, params,
                                                 NULL, NULL, 0);
