@@ -427,16 +427,23 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         PQclear (result);
         free (touched);
     }
-    for (int i = 0; i < S_COUNTERS && rc == 0; i++)
-        if (deltas [i]) {
-            char value [24];
-            snprintf (value, sizeof value, "%" PRId64, deltas [i]);
-            const char *params [] = { self->broker, act_store_counter_names [i], value };
-            rc = act_pg_run (self, "cannot update counters",
-                "INSERT INTO counters (broker, name, value) VALUES ($1, $2, $3::bigint) "
-                "ON CONFLICT (broker, name) DO UPDATE SET value = counters.value + EXCLUDED.value",
-                3, params, err);
-        }
+    //  The counters that changed, in one statement (one round trip, not
+    //  one a counter): {"name": delta, ...}
+    char changes [S_COUNTERS * 40 + 2] = "{";
+    size_t used = 1;
+    for (int i = 0; i < S_COUNTERS; i++)
+        if (deltas [i])
+            used += (size_t) snprintf (changes + used, sizeof changes - used, "%s\"%s\":%" PRId64,
+                                       used > 1? ",": "", act_store_counter_names [i], deltas [i]);
+    if (rc == 0 && used > 1) {
+        snprintf (changes + used, sizeof changes - used, "}");
+        const char *params [] = { self->broker, changes };
+        rc = act_pg_run (self, "cannot update counters",
+            "INSERT INTO counters (broker, name, value) "
+            "SELECT $1, key, value::bigint FROM jsonb_each_text ($2::jsonb) "
+            "ON CONFLICT (broker, name) DO UPDATE SET value = counters.value + EXCLUDED.value",
+            2, params, err);
+    }
     if (rc == 0)
         rc = act_pg_run (self, "commit failed", "COMMIT", 0, NULL, err);
     if (rc) {
