@@ -104,63 +104,6 @@ s_destroy (void *impl)
     free (self);
 }
 
-static int
-s_fail (act_pg_t *self, act_err_t *err, const char *what, PGresult *result)
-{
-    const char *why = result? PQresultErrorMessage (result): PQerrorMessage (self->conn);
-    char *message = strdup (why && *why? why: "no message");
-    size_t length = strlen (message);
-    while (length && (message [length - 1] == '\n' || message [length - 1] == ' '))
-        message [--length] = 0;
-    act_log (LOG_ERR, "store %s: %s: %s", self->where, what, message);
-    act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->where, what, message);
-    free (message);
-    return -1;
-}
-
-//  Run a statement; returns its result (the caller clears it), or NULL
-//  with the failure logged
-PGresult *
-act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
-        const char *const *params, act_err_t *err)
-{
-    //  The loss was logged once; this statement fails quietly
-    if (!act_pg_connected (self)) {
-        act_err_set (err, ACT_E_INTERNAL, "store %s: %s: no connection to the server "
-                     "(connecting again)", self->where, what);
-        return NULL;
-    }
-    //  A COMMIT waits for the server's disk, which statement_timeout does
-    //  not cancel: given up, it might still be kept. It waits without a
-    //  bound of actd's own (the kernel's holds: s_bound_silence)
-    PGresult *result = streq (sql, "COMMIT")
-                     ? PQexecParams (self->conn, sql, nparams, NULL, params, NULL, NULL, 0)
-                     : act_pg_query (self, sql, nparams, params);
-    if (!result && self->lost) {
-        act_err_set (err, ACT_E_INTERNAL, "store %s: %s: no answer from the server", self->where,
-                     what);
-        return NULL;
-    }
-    ExecStatusType status = PQresultStatus (result);
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-        s_fail (self, err, what, result);
-        PQclear (result);
-        if (PQstatus (self->conn) == CONNECTION_BAD)
-            act_pg_lost (self);
-        return NULL;
-    }
-    return result;
-}
-
-int
-act_pg_run (act_pg_t *self, const char *what, const char *sql, int nparams,
-       const char *const *params, act_err_t *err)
-{
-    PGresult *result = act_pg_exec (self, what, sql, nparams, params, err);
-    PQclear (result);
-    return result? 0: -1;
-}
-
 static size_t
 s_buffered (act_pg_t *self)
 {
@@ -169,34 +112,71 @@ s_buffered (act_pg_t *self)
          + zhashx_size (self->append_keys);
 }
 
+//  A pipeline being built: its statements, and the texts they point to
+#define S_PIPE_MAX 10
+typedef struct {
+    act_pg_statement_t statements [S_PIPE_MAX];     //  Its statements
+    size_t count;                                   //  How many
+    char *texts [S_PIPE_MAX];                       //  Texts they point to
+    size_t ntexts;                                  //  How many
+} s_pipe_t;
+
+//  Add a statement of up to two parameters; text, when not NULL, is a
+//  text the pipeline frees once run
+static void
+s_pipe_add (s_pipe_t *pipe, const char *what, const char *sql, int nparams, const char *first,
+            const char *second, char *text)
+{
+    if (text)
+        pipe->texts [pipe->ntexts++] = text;
+    pipe->statements [pipe->count++] = (act_pg_statement_t) { what, sql, nparams,
+                                                              { first, second, NULL } };
+}
+
+//  Add rows (a JSON array, emptied) as the one parameter of sql, if any
+static void
+s_pipe_rows (s_pipe_t *pipe, const char *what, const char *sql, json_t *rows)
+{
+    if (json_array_size (rows) == 0)
+        return;
+    char *text = act_json_dump (rows);
+    json_array_clear (rows);
+    s_pipe_add (pipe, what, sql, 1, text, NULL, text);
+}
+
+//  Run the pipeline's statements in one round trip, as act_pg_pipeline,
+//  and empty it
+static int
+s_pipe_run (act_pg_t *self, s_pipe_t *pipe, bool bounded, PGresult **last, act_err_t *err)
+{
+    int rc = act_pg_pipeline (self, pipe->statements, pipe->count, bounded, last, err);
+    for (size_t i = 0; i < pipe->ntexts; i++)
+        free (pipe->texts [i]);
+    pipe->count = pipe->ntexts = 0;
+    return rc;
+}
+
+//  Add the batch's BEGIN, unless its transaction is open. NORMAL: the
+//  commit returns before the WAL is flushed (a crash of the database
+//  server may lose the last commits, never corrupt)
+static void
+s_pipe_begin (act_pg_t *self, s_pipe_t *pipe)
+{
+    if (self->open_batch)
+        return;
+    s_pipe_add (pipe, "cannot begin a transaction", "BEGIN", 0, NULL, NULL, NULL);
+    if (self->sync == ACT_SYNC_NORMAL)
+        s_pipe_add (pipe, "cannot set synchronous_commit", "SET LOCAL synchronous_commit = off",
+                    0, NULL, NULL, NULL);
+    self->open_batch = true;
+}
+
 int
 act_pg_begin (act_pg_t *self, act_err_t *err)
 {
-    if (self->open_batch)
-        return 0;
-    //  NORMAL: the commit returns before the WAL is flushed (a crash of
-    //  the database server may lose the last commits, never corrupt)
-    if (act_pg_run (self, "cannot begin a transaction", "BEGIN", 0, NULL, err)
-    ||  (self->sync == ACT_SYNC_NORMAL
-    &&   act_pg_run (self, "cannot set synchronous_commit",
-                     "SET LOCAL synchronous_commit = off", 0, NULL, err)))
-        return -1;
-    self->open_batch = true;
-    return 0;
-}
-
-//  Send buffered rows (a JSON array, emptied) as the one parameter of sql
-static int
-s_send (act_pg_t *self, const char *what, const char *sql, json_t *rows, act_err_t *err)
-{
-    if (json_array_size (rows) == 0)
-        return 0;
-    char *text = act_json_dump (rows);
-    const char *params [] = { text };
-    int rc = act_pg_run (self, what, sql, 1, params, err);
-    free (text);
-    json_array_clear (rows);
-    return rc;
+    s_pipe_t pipe = { .count = 0 };
+    s_pipe_begin (self, &pipe);
+    return s_pipe_run (self, &pipe, true, NULL, err);
 }
 
 //  What the buffered messages add to each context: [context, messages,
@@ -234,30 +214,6 @@ s_added (act_pg_t *self)
     return added;
 }
 
-//  Send the buffered messages, and what they add to their contexts' rows
-static int
-s_send_messages (act_pg_t *self, act_err_t *err)
-{
-    if (json_array_size (self->messages) == 0)
-        return 0;
-    json_t *added = s_added (self);
-    char *messages = act_json_dump (self->messages);
-    char *counts = act_json_dump (added);
-    const char *params [] = { messages, counts };
-    int rc = act_pg_run (self, "cannot store messages",
-        "WITH ins AS (INSERT INTO messages (context, seq, body) "
-        "  SELECT r->>0, (r->>1)::bigint, r->>2 FROM jsonb_array_elements ($1::jsonb) AS r) "
-        "UPDATE contexts c SET messages = c.messages + (a->>1)::bigint, "
-        "  last_seq = GREATEST (c.last_seq, (a->>2)::bigint), "
-        "  updated = COALESCE (a->>3, c.updated) "
-        "FROM jsonb_array_elements ($2::jsonb) AS a WHERE c.id = a->>0", 2, params, err);
-    free (messages);
-    free (counts);
-    json_decref (added);
-    json_array_clear (self->messages);
-    return rc;
-}
-
 //  The values of a buffer kept by key, as a new JSON array (then emptied)
 static json_t *
 s_values (zhashx_t *buffer)
@@ -269,44 +225,62 @@ s_values (zhashx_t *buffer)
     return rows;
 }
 
-//  Send the buffered writes into the batch's transaction (opened here).
-//  The messages' statement also brings their contexts' rows up to date
-//  (count, last _seq, the last one's _date), once per context.
-int
-act_pg_flush (act_pg_t *self, act_err_t *err)
+//  Add the buffered writes (the buffers emptied), after the batch's BEGIN
+//  when its transaction is not open yet. The messages' statement also
+//  brings their contexts' rows up to date (count, last _seq, the last
+//  one's _date), once per context.
+static void
+s_pipe_writes (act_pg_t *self, s_pipe_t *pipe)
 {
     if (s_buffered (self) == 0)
-        return 0;
-    if (act_pg_begin (self, err))
-        return -1;
-    json_t *updates = s_values (self->updates);
-    json_t *keys = s_values (self->append_keys);
-    int rc = s_send (self, "cannot store contexts",
+        return;
+    s_pipe_begin (self, pipe);
+    s_pipe_rows (pipe, "cannot store contexts",
         "INSERT INTO contexts (id) SELECT jsonb_array_elements_text ($1::jsonb) "
-        "ON CONFLICT DO NOTHING", self->contexts, err);
-    rc = rc? rc: s_send_messages (self, err);
-    rc = rc? rc: s_send (self, "cannot store calls",
+        "ON CONFLICT DO NOTHING", self->contexts);
+    if (json_array_size (self->messages)) {
+        json_t *added = s_added (self);
+        char *messages = act_json_dump (self->messages), *counts = act_json_dump (added);
+        s_pipe_add (pipe, "cannot store messages",
+            "WITH ins AS (INSERT INTO messages (context, seq, body) "
+            "  SELECT r->>0, (r->>1)::bigint, r->>2 FROM jsonb_array_elements ($1::jsonb) AS r) "
+            "UPDATE contexts c SET messages = c.messages + (a->>1)::bigint, "
+            "  last_seq = GREATEST (c.last_seq, (a->>2)::bigint), "
+            "  updated = COALESCE (a->>3, c.updated) "
+            "FROM jsonb_array_elements ($2::jsonb) AS a WHERE c.id = a->>0",
+            2, messages, counts, messages);
+        pipe->texts [pipe->ntexts++] = counts;
+        json_decref (added);
+        json_array_clear (self->messages);
+    }
+    s_pipe_rows (pipe, "cannot store calls",
         "INSERT INTO calls (" S_CALL_COLUMNS ", ended) SELECT (r->>'call_id')::bigint, "
         "r->>'context', r->>'state', (r->>'attempts')::int, r->>'call', r->>'id', "
         "r->>'outcome', r->>'progress', r->>'client', r->>'request', (r->>'ended')::boolean "
-        "FROM jsonb_array_elements ($1::jsonb) AS r", self->inserts, err);
-    rc = rc? rc: s_send (self, "cannot update calls",
+        "FROM jsonb_array_elements ($1::jsonb) AS r", self->inserts);
+    json_t *updates = s_values (self->updates), *keys = s_values (self->append_keys);
+    s_pipe_rows (pipe, "cannot update calls",
         "UPDATE calls SET state = u.state, attempts = u.attempts, outcome = u.outcome, "
         "progress = u.progress, ended = u.ended FROM (SELECT (r->>'call_id')::bigint AS id, "
         "r->>'state' AS state, (r->>'attempts')::int AS attempts, r->>'outcome' AS outcome, "
         "r->>'progress' AS progress, (r->>'ended')::boolean AS ended "
-        "FROM jsonb_array_elements ($1::jsonb) AS r) AS u WHERE calls.id = u.id",
-        updates, err);
-    rc = rc? rc: s_send (self, "cannot store APPEND keys",
+        "FROM jsonb_array_elements ($1::jsonb) AS r) AS u WHERE calls.id = u.id", updates);
+    s_pipe_rows (pipe, "cannot store APPEND keys",
         "INSERT INTO append_keys (context, key, seq) SELECT r->>0, r->>1, (r->>2)::bigint "
         "FROM jsonb_array_elements ($1::jsonb) AS r "
-        "ON CONFLICT (context, key) DO UPDATE SET seq = EXCLUDED.seq", keys, err);
-    json_array_clear (self->contexts);
-    json_array_clear (self->messages);
-    json_array_clear (self->inserts);
+        "ON CONFLICT (context, key) DO UPDATE SET seq = EXCLUDED.seq", keys);
     json_decref (updates);
     json_decref (keys);
-    return rc;
+}
+
+//  Send the buffered writes into the batch's transaction (opened here),
+//  in one round trip
+int
+act_pg_flush (act_pg_t *self, act_err_t *err)
+{
+    s_pipe_t pipe = { .count = 0 };
+    s_pipe_writes (self, &pipe);
+    return s_pipe_run (self, &pipe, true, NULL, err);
 }
 
 //  A call record as the buffered row (JSON columns as their text)
@@ -396,56 +370,62 @@ s_touched (act_pg_t *self)
     return text;
 }
 
+//  Commit the batch in two round trips: its writes not sent yet, then the
+//  check of its leases, in one; its counters and COMMIT in the other
 static int
 s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
     act_pg_t *self = (act_pg_t *) impl;
-    int rc = rollback? -1: act_pg_flush (self, err);
     //  Writes sent before the connection was lost are gone with their
     //  transaction: the rest of the batch may not be kept without them
-    if (rc == 0 && self->batch_lost)
-        rc = act_err_set (err, ACT_E_INTERNAL, "store %s: the connection was lost during "
-                          "the batch", self->where);
+    int rc = rollback? -1: self->batch_lost
+           ? act_err_set (err, ACT_E_INTERNAL, "store %s: the connection was lost during "
+                          "the batch", self->where)
+           : 0;
+    s_pipe_t pipe = { .count = 0 };
+    if (rc == 0)
+        s_pipe_writes (self, &pipe);
     if (rc == 0 && !self->open_batch)
         return 0;               //  Nothing was written
     //  Fencing: the batch may only touch contexts this broker still owns
-    if (rc == 0 && zhashx_size (self->touched)) {
-        char *touched = s_touched (self);
-        const char *params [] = { self->broker, touched };
-        PGresult *result = act_pg_exec (self, "cannot check leases",
+    //  (their lease rows held FOR SHARE until the commit)
+    char *touched = rc == 0 && zhashx_size (self->touched)? s_touched (self): NULL;
+    if (touched) {
+        PGresult *held = NULL;
+        s_pipe_add (&pipe, "cannot check leases",
             "SELECT context FROM leases WHERE broker = $1 AND context IN "
-            "(SELECT jsonb_array_elements_text ($2::jsonb)) FOR SHARE", 2, params, err);
-        if (!result)
-            rc = -1;
-        else
-        if ((size_t) PQntuples (result) != zhashx_size (self->touched)) {
+            "(SELECT jsonb_array_elements_text ($2::jsonb)) FOR SHARE", 2, self->broker,
+            touched, touched);
+        rc = s_pipe_run (self, &pipe, true, &held, err);
+        if (rc == 0 && (size_t) PQntuples (held) != zhashx_size (self->touched)) {
             act_log (LOG_ERR, "store %s: this broker lost the lease of a context it wrote; "
                      "the batch is rolled back", self->where);
             rc = act_err_set (err, ACT_E_INTERNAL,
                               "this broker no longer owns a context it wrote");
         }
-        PQclear (result);
-        free (touched);
+        PQclear (held);
     }
-    //  The counters that changed, in one statement (one round trip, not
-    //  one a counter): {"name": delta, ...}
+    //  The counters that changed, in one statement: {"name": delta, ...}
     char changes [S_COUNTERS * 40 + 2] = "{";
     size_t used = 1;
     for (int i = 0; i < S_COUNTERS; i++)
         if (deltas [i])
             used += (size_t) snprintf (changes + used, sizeof changes - used, "%s\"%s\":%" PRId64,
                                        used > 1? ",": "", act_store_counter_names [i], deltas [i]);
-    if (rc == 0 && used > 1) {
-        snprintf (changes + used, sizeof changes - used, "}");
-        const char *params [] = { self->broker, changes };
-        rc = act_pg_run (self, "cannot update counters",
+    snprintf (changes + used, sizeof changes - used, "}");
+    if (rc == 0 && used > 1)
+        s_pipe_add (&pipe, "cannot update counters",
             "INSERT INTO counters (broker, name, value) "
             "SELECT $1, key, value::bigint FROM jsonb_each_text ($2::jsonb) "
             "ON CONFLICT (broker, name) DO UPDATE SET value = counters.value + EXCLUDED.value",
-            2, params, err);
+            2, self->broker, changes, NULL);
+    //  A COMMIT waits for the server's disk, which statement_timeout does
+    //  not cancel: given up, it might still be kept. It waits without a
+    //  bound of actd's own (the kernel's holds: s_bound_silence)
+    if (rc == 0) {
+        s_pipe_add (&pipe, "commit failed", "COMMIT", 0, NULL, NULL, NULL);
+        rc = s_pipe_run (self, &pipe, false, NULL, err);
     }
-    if (rc == 0)
-        rc = act_pg_run (self, "commit failed", "COMMIT", 0, NULL, err);
     if (rc) {
         //  No transaction left to roll back when the connection was lost
         if (self->open_batch)
@@ -729,7 +709,7 @@ s_migrate (act_pg_t *self, act_err_t *err)
         PGresult *step = PQexec (self->conn, sql);
         zstr_free (&sql);
         if (PQresultStatus (step) != PGRES_COMMAND_OK) {
-            rc = s_fail (self, err, "cannot migrate the schema", step);
+            rc = act_pg_fail (self, err, "cannot migrate the schema", step);
             PQclear (PQexec (self->conn, "ROLLBACK"));
         }
         else

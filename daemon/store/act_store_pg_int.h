@@ -66,21 +66,16 @@ void act_pg_lost (act_pg_t *self);
 //  once (the first statement after a loss waits up to 100 ms for it).
 bool act_pg_connected (act_pg_t *self);
 
-//  Run sql on the connection: its result (NULL after a loss), waiting for
-//  the answer the session's timeout and a second at most: past that the
-//  connection is given up (act_pg_lost), as for a server gone silent.
-//  nparams < 0: sql is several statements, without parameters, and the
-//  result is the first error, else the last with rows, else the last. A
-//  COMMIT does not go through here (it waits for the server's disk,
-//  which statement_timeout does not cancel).
-PGresult *act_pg_query (act_pg_t *self, const char *sql, int nparams,
-                        const char *const *params);
 //  Let go of an attempt to connect again, before the store is destroyed:
 //  joined when it has ended, else left to end on its own (its thread
 //  frees it), so that a stop does not wait for connect_timeout
 void act_pg_session_end (act_pg_t *self);
 
-//  act_store_pg.c
+//  act_store_pg_exec.c
+
+//  Log the failure of what (the result's message, else the connection's)
+//  and set err: -1
+int act_pg_fail (act_pg_t *self, act_err_t *err, const char *what, PGresult *result);
 
 //  Run a statement; returns its result (the caller clears it), or NULL
 //  with the failure logged (and err set). Without a connection (lost, not
@@ -89,9 +84,49 @@ void act_pg_session_end (act_pg_t *self);
 PGresult *act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
                        const char *const *params, act_err_t *err);
 
+//  One statement of a pipeline: what it does (for messages), its text,
+//  its text parameters
+typedef struct {
+    const char *what;
+    const char *sql;
+    int nparams;
+    const char *params [3];
+} act_pg_statement_t;
+
+//  Run count statements in one round trip (libpq's pipeline mode): 0, or
+//  -1 with the first failure logged and err set (the server runs none
+//  after it). The last statement's result goes to *last (the caller
+//  clears it) when last is not NULL and all succeeded. bounded: waits as
+//  act_pg_query does; else without a bound of actd's own (a COMMIT).
+int act_pg_pipeline (act_pg_t *self, const act_pg_statement_t *statements, size_t count,
+                     bool bounded, PGresult **last, act_err_t *err);
+
 //  Run a statement for its effect: 0, or -1 with the failure logged
 int act_pg_run (act_pg_t *self, const char *what, const char *sql, int nparams,
                 const char *const *params, act_err_t *err);
+
+//  Run sql on the connection: its result (NULL after a loss), waiting for
+//  the answer the session's timeout and a second at most: past that the
+//  connection is given up (act_pg_lost), as for a server gone silent.
+//  nparams < 0: sql is several statements, without parameters, and the
+//  result is the first error, else the last with rows, else the last. A
+//  COMMIT does not go through here: it waits for the server's disk, which
+//  statement_timeout does not cancel (act_pg_pipeline, unbounded).
+PGresult *act_pg_query (act_pg_t *self, const char *sql, int nparams,
+                        const char *const *params);
+
+//  Wait until conn's socket is ready for events or deadline (zclock_mono)
+//  passes: the events that came (0 at the deadline), or -1
+int act_pg_ready (PGconn *conn, short events, int64_t deadline);
+
+//  When a statement sent now is given up: the session's timeout and a
+//  second from now when bounded (and the timeout is set), else never
+int64_t act_pg_deadline (act_pg_t *self, bool bounded);
+
+//  No answer came in time: log it and give the connection up
+void act_pg_silent (act_pg_t *self);
+
+//  act_store_pg.c
 
 //  Open the batch's transaction if it is not open yet: 0 or -1
 int act_pg_begin (act_pg_t *self, act_err_t *err);

@@ -9,7 +9,6 @@
 
 #ifdef ACTD_POSTGRES
 
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
@@ -23,8 +22,6 @@
 #define S_RETRY_MS 1000         //  Between two attempts to connect again
 #define S_WAIT_MS 100           //  A statement may wait for an attempt, once
 #define S_FAILURE_LOG_MS 60000  //  Failed attempts logged once a minute at most
-#define S_ANSWER_MARGIN_MS 1000 //  A statement's answer may come this long after
-                                //  the server's own statement_timeout
 
 //  Connect to url. libpq alone waits for ever for a server that accepts
 //  the connection and never answers, and minutes for a host that does not
@@ -90,96 +87,6 @@ s_bound_silence (const char *where, PGconn *conn, long long bound_ms)
         &&  setsockopt (fd, IPPROTO_TCP, bounds [i].option, bounds [i].value, sizeof (int)))
             act_log (LOG_WARNING, "store %s: cannot set %s: %s", where, bounds [i].keyword,
                      strerror (errno));
-}
-
-//  Wait until conn's socket is ready for events or deadline (zclock_mono)
-//  passes: the events that came (0 at the deadline), or -1
-static int
-s_ready (PGconn *conn, short events, int64_t deadline)
-{
-    struct pollfd item = { PQsocket (conn), events, 0 };
-    while (true) {
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0)
-            return 0;
-        int rc = poll (&item, 1, left > INT_MAX? INT_MAX: (int) left);
-        if (rc > 0)
-            return item.revents;
-        if (rc == 0 || errno != EINTR)
-            return rc;
-    }
-}
-
-//  The statements sent on self->conn (sent: PQsend* succeeded): their
-//  result, or NULL. Of several statements that is the first error (the
-//  server runs none after it), else the last result with rows, else the
-//  last: for one statement, what PQexec gives. It waits until deadline
-//  at most; past it the server is taken as gone (silent, or paused): the
-//  loss is noted, and the statement gives NULL.
-static PGresult *
-s_await (act_pg_t *self, bool sent, int64_t deadline)
-{
-    PGconn *conn = self->conn;
-    int flushed = sent? PQflush (conn): -1;
-    while (flushed == 1) {
-        int events = s_ready (conn, POLLIN | POLLOUT, deadline);
-        if (events <= 0)
-            goto silent;
-        if ((events & POLLIN) && !PQconsumeInput (conn))
-            break;
-        flushed = PQflush (conn);
-    }
-    PGresult *last = NULL, *result;
-    while (sent) {
-        while (PQisBusy (conn)) {
-            int events = s_ready (conn, POLLIN, deadline);
-            if (events <= 0) {
-                PQclear (last);
-                goto silent;
-            }
-            if (!PQconsumeInput (conn))
-                break;                  //  The error is PQgetResult's
-        }
-        if (!(result = PQgetResult (conn)))
-            break;
-        ExecStatusType status = PQresultStatus (last);
-        if (last && (status == PGRES_FATAL_ERROR
-                 ||  (status == PGRES_TUPLES_OK && PQresultStatus (result) != PGRES_FATAL_ERROR)))
-            PQclear (result);           //  Kept: the error, or the rows
-        else {
-            PQclear (last);
-            last = result;
-        }
-        if (PQstatus (conn) == CONNECTION_BAD)
-            break;
-    }
-    return last;
-silent:
-    act_log (LOG_ERR, "store %s: no answer in %lld ms; the connection is given up",
-             self->where, self->timeout_ms + S_ANSWER_MARGIN_MS);
-    act_pg_lost (self);
-    return NULL;
-}
-
-//  Why a wait: the kernel's bound on a silent server (s_bound_silence) is
-//  the lease, 10 s by default, and the loop's reads (a HISTORY page, a
-//  context loaded, the lease's renewal) would hold the loop that long:
-//  no PING answered, no worker heartbeat sent. A server that is there
-//  answers within the session's statement_timeout (it cancels what runs
-//  longer), so a statement is given S_ANSWER_MARGIN_MS more, then the
-//  connection is given up and a thread connects again. Before the
-//  session's timeout is set (at the start) the wait has no bound.
-PGresult *
-act_pg_query (act_pg_t *self, const char *sql, int nparams, const char *const *params)
-{
-    if (self->lost)
-        return NULL;
-    int64_t deadline = self->timeout_ms? zclock_mono () + self->timeout_ms + S_ANSWER_MARGIN_MS
-                                       : INT64_MAX;
-    bool sent = nparams < 0? PQsendQuery (self->conn, sql)
-                           : PQsendQueryParams (self->conn, sql, nparams, NULL, params,
-                                                NULL, NULL, 0);
-    return s_await (self, sent, deadline);
 }
 
 //  Bound how long this session waits (locks, statements), and how long
