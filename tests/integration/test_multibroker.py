@@ -322,6 +322,20 @@ class MultiBrokerTest(unittest.TestCase):
         finally:
             client.close()
 
+    def history_while_silent(self, client, context, during):
+        """With a message in context, while the server is silent: a HISTORY
+        of context (a read on the loop) is refused (internal), then
+        during() runs, still in the silence; returns how long the refusal
+        took and what during() returned."""
+        message = {"type": "data", "kind": "input", "data": {"n": 0}}
+        self.assertEqual(client.request("APPEND", context, message)[0], "OK")
+        with Silence(pg.server().port):
+            started = time.monotonic()
+            reply = client.request("HISTORY", context, "1", "10", timeout=120)
+            waited = time.monotonic() - started
+            self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+            return waited, during()
+
     def test_a_read_on_the_loop_gives_up_a_silent_server_after_the_timeout(self):
         """A read on the loop (a HISTORY page) while the server is silent.
         The kernel's bound is the lease (20 s here), which would hold the
@@ -333,22 +347,18 @@ class MultiBrokerTest(unittest.TestCase):
         self.group = Brokers(1, store_timeout_ms=1000, lease_ms=20000)
         broker = self.group.brokers[0]
         client = Client(broker.client_endpoint)
+
+        def ping():
+            started = time.monotonic()
+            self.assertEqual(client.request("PING", timeout=30), ["PONG"])
+            return time.monotonic() - started
         try:
-            message = {"type": "data", "kind": "input", "data": {"n": 0}}
-            self.assertEqual(client.request("APPEND", "quiet", message)[0], "OK")
-            with Silence(pg.server().port):
-                started = time.monotonic()
-                reply = client.request("HISTORY", "quiet", "1", "10", timeout=120)
-                waited = time.monotonic() - started
-                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
-                started = time.monotonic()
-                self.assertEqual(client.request("PING", timeout=30), ["PONG"])
-                ping = time.monotonic() - started
+            waited, pinged = self.history_while_silent(client, "quiet", ping)
             print("a read on the loop, the server silent: refused after %.1f s, PING then "
-                  "%.0f ms" % (waited, 1000 * ping))
+                  "%.0f ms" % (waited, 1000 * pinged))
             self.assertGreater(waited, 1.5)
             self.assertLess(waited, 8)              #  Not the lease's 20 s
-            self.assertLess(ping, 1)
+            self.assertLess(pinged, 1)
             self.assertIn("no answer in 2000 ms; the connection is given up", broker.log())
             deadline = time.monotonic() + 60
             while True:
@@ -372,16 +382,14 @@ class MultiBrokerTest(unittest.TestCase):
         self.group = Brokers(1, store_timeout_ms=1000, lease_ms=20000)
         broker = self.group.brokers[0]
         client = Client(broker.client_endpoint)
+
+        def stop():
+            time.sleep(0.5)                 #  The attempt is under way
+            started = time.monotonic()
+            self.assertEqual(broker.stop(), 0)
+            return time.monotonic() - started
         try:
-            message = {"type": "data", "kind": "input", "data": {"n": 0}}
-            self.assertEqual(client.request("APPEND", "stop", message)[0], "OK")
-            with Silence(pg.server().port):
-                reply = client.request("HISTORY", "stop", "1", "10", timeout=120)
-                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
-                time.sleep(0.5)             #  The attempt is under way
-                started = time.monotonic()
-                self.assertEqual(broker.stop(), 0)
-                stopped = time.monotonic() - started
+            stopped = self.history_while_silent(client, "stop", stop)[1]
             print("a stop while connecting again: %.2f s" % stopped)
             self.assertLess(stopped, 3)     #  Not connect_timeout's 5 s
         finally:

@@ -202,22 +202,30 @@ test_the_store_connects_again_after_a_loss (void **state)
     zstr_free (&context);
 }
 
+//  The store on url, its bounds asserted before and after connecting
+//  again (s_assert_bounds)
+static void
+s_bounds_hold (const char *url, int user_timeout, int idle, int interval)
+{
+    char *context = NULL;
+    act_store_t *store = s_store_with_one_at (url, "bounds", &context);
+    act_err_t err = { 0 };
+    assert_int_equal (act_store_commit (store, &err), 0);
+    s_assert_bounds (user_timeout, idle, interval);
+    s_end_sessions ();
+    s_commit_again (store, context, 2);
+    s_assert_bounds (user_timeout, idle, interval);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
 //  A silent server is given up after the lease (60 s here; the session's
 //  timeout, 3 s, is shorter), probed from a third of it on, a third
 //  apart; the same on the connection made after a loss
 static void
 test_a_silent_server_is_given_up_after_the_lease (void **state)
 {
-    char *context = NULL;
-    act_store_t *store = s_store_with_one ("bound", &context);
-    act_err_t err = { 0 };
-    assert_int_equal (act_store_commit (store, &err), 0);
-    s_assert_bounds (60000, 20, 20);
-    s_end_sessions ();
-    s_commit_again (store, context, 2);
-    s_assert_bounds (60000, 20, 20);
-    act_store_destroy (&store);
-    zstr_free (&context);
+    s_bounds_hold (s_url, 60000, 20, 20);
 }
 
 //  The URL's own tcp_user_timeout and keepalives_* stand, before and
@@ -227,16 +235,7 @@ test_the_url_bounds_stand (void **state)
 {
     char *url = zsys_sprintf ("%s%ctcp_user_timeout=4321&keepalives_idle=7&keepalives_interval=3",
                               s_url, strchr (s_url, '?')? '&': '?');
-    char *context = NULL;
-    act_store_t *store = s_store_with_one_at (url, "url", &context);
-    act_err_t err = { 0 };
-    assert_int_equal (act_store_commit (store, &err), 0);
-    s_assert_bounds (4321, 7, 3);
-    s_end_sessions ();
-    s_commit_again (store, context, 2);
-    s_assert_bounds (4321, 7, 3);
-    act_store_destroy (&store);
-    zstr_free (&context);
+    s_bounds_hold (url, 4321, 7, 3);
     zstr_free (&url);
 }
 
