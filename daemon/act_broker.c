@@ -480,6 +480,9 @@ s_join (act_broker_t *self, act_err_t *err)
         return -1;
     }
     self->renewed = act_clock_ms ();
+    //  A read on the loop may wait seconds for a silent server: the
+    //  workers' heartbeats go out meanwhile
+    act_store_on_wait (self->store, act_broker_store_waits, self);
     act_log (LOG_NOTICE, "joined the shared store as broker %s (clients are sent to %s; "
              "leases last %lld ms)", settings->broker_id, settings->advertise,
              settings->lease_ms);

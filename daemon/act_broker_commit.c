@@ -103,12 +103,8 @@ s_read_ahead (act_broker_t *self, int which)
     }
 }
 
-//  During a commit: the heartbeats due go to the workers at once, so that
-//  none judges actd lost during a slow fsync or database commit. (Workers
-//  are judged after it, on what they sent meanwhile: read ahead, then
-//  read before any judgement.) Returns the ms until the next round.
-static long long
-s_beat (act_broker_t *self)
+long long
+act_broker_beat (act_broker_t *self)
 {
     long long now = act_clock_ms ();
     if (now >= self->heartbeat_at) {
@@ -117,6 +113,14 @@ s_beat (act_broker_t *self)
         self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
     }
     return self->heartbeat_at - now;
+}
+
+//  A wait of the store (a statement on PostgreSQL): the heartbeats due go
+//  out meanwhile
+void
+act_broker_store_waits (void *arg)
+{
+    act_broker_beat ((act_broker_t *) arg);
 }
 
 //  Wait for the commit in flight, reading ahead and heartbeating meanwhile
@@ -133,7 +137,7 @@ s_await_commit (act_broker_t *self)
     while (true) {
         items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
         items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
-        if (zmq_poll (items, zap? 4: 3, (long) s_beat (self)) < 0 && zmq_errno () != EINTR)
+        if (zmq_poll (items, zap? 4: 3, (long) act_broker_beat (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (items [0].revents & ZMQ_POLLIN)
             break;

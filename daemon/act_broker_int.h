@@ -110,4 +110,14 @@ void act_broker_land (act_broker_t *self);
 //  client owed no earlier reply. Returns true when answered (msg closed).
 bool act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last);
 
+//  During a commit, or a statement the loop waits for: the heartbeats due
+//  go to the workers at once, so that none judges actd lost during a slow
+//  fsync or database server. (Workers are judged after it, on what they
+//  sent meanwhile: read ahead, then read before any judgement.) Returns
+//  the ms until the next round.
+long long act_broker_beat (act_broker_t *self);
+
+//  The store's wait hook (act_store_on_wait): act_broker_beat
+void act_broker_store_waits (void *arg);
+
 #endif

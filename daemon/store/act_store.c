@@ -450,6 +450,13 @@ act_store_join (act_store_t *self, const char *id, const char *endpoint,
     return self->backend->join? self->backend->join (self->impl, id, endpoint, lease_ms, err): 0;
 }
 
+void
+act_store_on_wait (act_store_t *self, act_store_wait_fn *fn, void *arg)
+{
+    if (self->backend->on_wait)
+        self->backend->on_wait (self->impl, fn, arg);
+}
+
 int
 act_store_claim (act_store_t *self, const char *context, char **owner)
 {

@@ -227,6 +227,15 @@ uint64_t act_store_next_call (act_store_t *self);
 //  True when several brokers may share this store.
 bool act_store_shared (act_store_t *self);
 
+//  Called while a statement waits for the database server
+typedef void (act_store_wait_fn) (void *arg);
+
+//  While a statement of the calling thread waits for the server (on
+//  PostgreSQL, up to store/timeout_ms and a second), fn (arg) is called
+//  every 100 ms: the loop sends the workers' heartbeats meanwhile. fn
+//  must not use the store.
+void act_store_on_wait (act_store_t *self, act_store_wait_fn *fn, void *arg);
+
 //  Join the store as broker id, reachable by clients at endpoint; leases
 //  expire lease_ms after the last renewal. Returns 0 or -1 with err set.
 int act_store_join (act_store_t *self, const char *id, const char *endpoint,

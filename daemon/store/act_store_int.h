@@ -65,6 +65,9 @@ typedef struct {
     //  rollback ends): the backend may keep pointers instead of copies
     //  (NULL: the backend copies what it keeps)
     void (*borrow) (void *impl);
+    //  Call fn while a statement of the calling thread waits for the
+    //  server (NULL: statements do not wait for a server)
+    void (*on_wait) (void *impl, act_store_wait_fn *fn, void *arg);
 } act_store_backend_t;
 
 //  A batch's writes held in memory for a backend (act_store_journal.c)

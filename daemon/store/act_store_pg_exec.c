@@ -16,21 +16,39 @@
 
 #define S_ANSWER_MARGIN_MS 1000 //  A statement's answer may come this long after
                                 //  the server's own statement_timeout
+#define S_WAIT_SLICE_MS 100     //  on_wait is called this often while waiting
 
 int
-act_pg_ready (PGconn *conn, short events, int64_t deadline)
+act_pg_ready (act_pg_t *self, short events, int64_t deadline)
 {
-    struct pollfd item = { PQsocket (conn), events, 0 };
+    struct pollfd item = { PQsocket (self->conn), events, 0 };
+    bool hook = self->on_wait && pthread_equal (pthread_self (), self->on_wait_thread);
     while (true) {
         int64_t left = deadline - zclock_mono ();
         if (left <= 0)
             return 0;
+        if (hook && left > S_WAIT_SLICE_MS)
+            left = S_WAIT_SLICE_MS;
         int rc = poll (&item, 1, left > INT_MAX? INT_MAX: (int) left);
         if (rc > 0)
             return item.revents;
-        if (rc == 0 || errno != EINTR)
+        if (rc < 0 && errno != EINTR)
             return rc;
+        if (rc == 0 && hook)
+            self->on_wait (self->on_wait_arg);
+        else
+        if (rc == 0)
+            return 0;
     }
+}
+
+void
+act_pg_on_wait (void *impl, act_store_wait_fn *fn, void *arg)
+{
+    act_pg_t *self = (act_pg_t *) impl;
+    self->on_wait = fn;
+    self->on_wait_arg = arg;
+    self->on_wait_thread = pthread_self ();
 }
 
 //  The statements sent on self->conn (sent: PQsend* succeeded): their
@@ -45,7 +63,7 @@ s_await (act_pg_t *self, bool sent, int64_t deadline)
     PGconn *conn = self->conn;
     int flushed = sent? PQflush (conn): -1;
     while (flushed == 1) {
-        int events = act_pg_ready (conn, POLLIN | POLLOUT, deadline);
+        int events = act_pg_ready (self, POLLIN | POLLOUT, deadline);
         if (events <= 0)
             goto silent;
         if ((events & POLLIN) && !PQconsumeInput (conn))
@@ -55,7 +73,7 @@ s_await (act_pg_t *self, bool sent, int64_t deadline)
     PGresult *last = NULL, *result;
     while (sent) {
         while (PQisBusy (conn)) {
-            int events = act_pg_ready (conn, POLLIN, deadline);
+            int events = act_pg_ready (self, POLLIN, deadline);
             if (events <= 0) {
                 PQclear (last);
                 goto silent;
@@ -174,7 +192,7 @@ s_pipeline_send (act_pg_t *self, const act_pg_statement_t *statements, size_t co
     sent = sent && PQpipelineSync (conn);
     int flushed = sent? PQflush (conn): -1;
     while (flushed == 1) {
-        int events = act_pg_ready (conn, POLLIN | POLLOUT, deadline);
+        int events = act_pg_ready (self, POLLIN | POLLOUT, deadline);
         if (events <= 0) {
             *silent = true;
             return false;
@@ -198,7 +216,7 @@ s_pipeline_read (act_pg_t *self, const act_pg_statement_t *statements, size_t co
     //  connection gives an error, then NULLs (the count bounds those)
     for (size_t index = 0, nulls = 0; nulls <= count + 1; ) {
         while (PQisBusy (conn)) {
-            int events = act_pg_ready (conn, POLLIN, deadline);
+            int events = act_pg_ready (self, POLLIN, deadline);
             if (events <= 0) {
                 *silent = true;
                 return -1;

@@ -44,6 +44,9 @@ typedef struct {
     int64_t retry_at;           //  No new attempt before (zclock_mono)
     size_t failures;            //  Attempts that failed since the loss
     int64_t failure_logged;     //  When a failed attempt was last logged
+    act_store_wait_fn *on_wait; //  Called while its thread's statements wait
+    void *on_wait_arg;          //  Its argument
+    pthread_t on_wait_thread;   //  That thread
     uint64_t next_id;           //  Next call id of the current block
     uint64_t block_end;         //  Last call id of the current block
 } act_pg_t;
@@ -115,9 +118,13 @@ int act_pg_run (act_pg_t *self, const char *what, const char *sql, int nparams,
 PGresult *act_pg_query (act_pg_t *self, const char *sql, int nparams,
                         const char *const *params);
 
-//  Wait until conn's socket is ready for events or deadline (zclock_mono)
-//  passes: the events that came (0 at the deadline), or -1
-int act_pg_ready (PGconn *conn, short events, int64_t deadline);
+//  Wait until the connection's socket is ready for events or deadline
+//  (zclock_mono) passes: the events that came (0 at the deadline), or -1.
+//  The thread that set on_wait calls it every S_WAIT_SLICE_MS meanwhile.
+int act_pg_ready (act_pg_t *self, short events, int64_t deadline);
+
+//  Call fn (arg) while a statement of the calling thread waits
+void act_pg_on_wait (void *impl, act_store_wait_fn *fn, void *arg);
 
 //  When a statement sent now is given up: the session's timeout and a
 //  second from now when bounded (and the timeout is set), else never

@@ -710,7 +710,7 @@ const act_store_backend_t act_store_sqlite = {
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
     s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in,
     s_contexts, s_delete_context, s_append_key, s_put_append_key, s_idle_contexts,
-    NULL, s_borrow
+    NULL, s_borrow, NULL
 };
 
 void *

@@ -37,7 +37,9 @@ class Brokers:
         return [broker.client_endpoint for broker in (brokers or self.brokers)]
 
     def start_worker(self, brokers=None):
-        """actd-example-worker (upper, echo, weather, sleep) on every broker."""
+        """actd-example-worker (upper, echo, weather, sleep) on every broker;
+        it connects again after 600 ms without a word from one (3 of its
+        200 ms heartbeats, the brokers' own under the harness)."""
         endpoints = ",".join(broker.worker_endpoint for broker in (brokers or self.brokers))
         self.worker = subprocess.Popen([find_binary("actd-example-worker"), "--endpoint",
                                         endpoints, "--heartbeat-ms", "200"],
@@ -339,14 +341,22 @@ class MultiBrokerTest(unittest.TestCase):
     def test_a_read_on_the_loop_gives_up_a_silent_server_after_the_timeout(self):
         """A read on the loop (a HISTORY page) while the server is silent.
         The kernel's bound is the lease (20 s here), which would hold the
-        loop as long: no PING answered, no heartbeat to the workers. A
-        server that is there answers within store/timeout_ms (it cancels
-        what runs longer), so actd waits that and a second (2 s here), then
-        gives the connection up: the request is refused, PING is answered
-        at once, and once the server answers again the history is read."""
+        loop as long: no PING answered. A server that is there answers
+        within store/timeout_ms (it cancels what runs longer), so actd
+        waits that and a second (2 s here), then gives the connection up:
+        the request is refused, PING is answered at once, and once the
+        server answers again the history is read. Meanwhile the workers'
+        heartbeats go out: a worker that connects again after 600 ms
+        without a word from actd stays connected."""
         self.group = Brokers(1, store_timeout_ms=1000, lease_ms=20000)
         broker = self.group.brokers[0]
+        self.group.start_worker()
         client = Client(broker.client_endpoint)
+        joined = lambda: broker.log().count(" joined (")
+        deadline = time.monotonic() + 30
+        while joined() == 0:
+            self.assertLess(time.monotonic(), deadline, "the worker did not join")
+            time.sleep(0.1)
 
         def ping():
             started = time.monotonic()
@@ -360,6 +370,8 @@ class MultiBrokerTest(unittest.TestCase):
             self.assertLess(waited, 8)              #  Not the lease's 20 s
             self.assertLess(pinged, 1)
             self.assertIn("no answer in 2000 ms; the connection is given up", broker.log())
+            time.sleep(1)                   #  A worker that left would join again
+            self.assertEqual(joined(), 1, "the worker connected again")
             deadline = time.monotonic() + 60
             while True:
                 reply = client.request("HISTORY", "quiet", "1", "10", timeout=60)
