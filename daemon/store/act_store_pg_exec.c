@@ -205,10 +205,12 @@ s_pipeline_send (act_pg_t *self, const act_pg_statement_t *statements, size_t co
 }
 
 //  Read the pipeline's results up to its sync: 0, or -1 with the first
-//  failure logged and err set; the last statement's result in *last
+//  failure logged and err set; the last statement's result in *last. The
+//  server has until deadline for each result (each runs under its own
+//  statement_timeout): a result sets the next one's deadline.
 static int
 s_pipeline_read (act_pg_t *self, const act_pg_statement_t *statements, size_t count,
-                 int64_t deadline, bool *silent, PGresult **last, act_err_t *err)
+                 int64_t deadline, bool bounded, bool *silent, PGresult **last, act_err_t *err)
 {
     PGconn *conn = self->conn;
     int rc = 0;
@@ -230,6 +232,7 @@ s_pipeline_read (act_pg_t *self, const act_pg_statement_t *statements, size_t co
             nulls++;
             continue;
         }
+        deadline = act_pg_deadline (self, bounded);
         ExecStatusType status = PQresultStatus (result);
         const char *what = statements [index < count? index: count - 1].what;
         if (status == PGRES_PIPELINE_SYNC) {
@@ -268,7 +271,7 @@ act_pg_pipeline (act_pg_t *self, const act_pg_statement_t *statements, size_t co
     bool silent = false;
     int rc = -1;
     if (s_pipeline_send (self, statements, count, deadline, &silent))
-        rc = s_pipeline_read (self, statements, count, deadline, &silent, last, err);
+        rc = s_pipeline_read (self, statements, count, deadline, bounded, &silent, last, err);
     else
     if (!silent)
         act_pg_fail (self, err, statements [0].what, NULL);
