@@ -20,21 +20,19 @@ build/bin/actd-example-worker) choose the programs.
 import argparse
 import json
 import os
-import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 
 import zmq
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "tests", "integration"))
+from harness import free_port  # noqa: E402  (below the ephemeral port range)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def dealer(endpoint, rcvhwm=1000):

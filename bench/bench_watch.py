@@ -22,7 +22,6 @@ they are already in reply form).
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,13 +29,11 @@ import time
 
 import zmq
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "tests", "integration"))
+from harness import free_port  # noqa: E402  (below the ephemeral port range)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def dealer(context, endpoint):

@@ -124,10 +124,15 @@ stop_bg () {            # stop_bg PID...: SIGTERM, wait (SIGKILL after 15 s)
     done
 }
 port_free () { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+#  A port nothing listens on, below the kernel's ephemeral range: a port in
+#  that range may be taken by any outgoing connection before the program
+#  meant to listen on it binds it (a run failed so: "4 workers not ready")
+ephemeral_low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0)
 free_port () {
-    local port
+    local port low=$ephemeral_low
+    [ "${low:-0}" -gt 12000 ] || low=60000
     while true; do
-        port=$((20000 + RANDOM % 40000))
+        port=$((10000 + (RANDOM * 32768 + RANDOM) % (low - 10000)))
         port_free "$port" && { echo "$port"; return; }
     done
 }

@@ -13,7 +13,6 @@ figure with: callgrind_annotate --inclusive=yes OUT | grep act_pages_pump
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,13 +20,9 @@ import time
 
 import zmq
 
-
-def free_port():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "tests", "integration"))
+from harness import free_port  # noqa: E402  (below the ephemeral port range)
 
 
 def main():
