@@ -184,6 +184,29 @@ test_a_batch_the_loss_took_is_refused_whole (void **state)
     zstr_free (&context);
 }
 
+//  The batch's first writes still buffered when the session ends: the
+//  read that sends them (with the batch's BEGIN, in one round trip) finds
+//  the connection lost, and the batch is refused whole at its commit; its
+//  writes left the buffers with that round trip.
+static void
+test_a_batch_lost_with_its_first_writes_is_refused_whole (void **state)
+{
+    char *context = NULL;
+    act_store_t *store = s_store_with_one ("first", &context);
+    act_err_t err = { 0 };
+    s_end_sessions ();
+    //  This read sends the buffered writes: the loss takes them
+    act_store_has_context (store, "another");
+    assert_int_not_equal (act_store_commit (store, &err), 0);
+    act_store_destroy (&store);
+    store = s_open_owning (context);
+    char *seqs = s_seqs (store, context);
+    assert_string_equal (seqs, "");
+    free (seqs);
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
 //  After a loss the store connects again by itself: a batch written
 //  then commits
 static void
@@ -251,6 +274,7 @@ main (void)
     zsys_init ();
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_a_batch_the_loss_took_is_refused_whole),
+        cmocka_unit_test (test_a_batch_lost_with_its_first_writes_is_refused_whole),
         cmocka_unit_test (test_the_store_connects_again_after_a_loss),
         cmocka_unit_test (test_a_silent_server_is_given_up_after_the_lease),
         cmocka_unit_test (test_the_url_bounds_stand),
