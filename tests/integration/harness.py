@@ -159,7 +159,25 @@ class Actd:
         self.starts = 0
 
     def start(self, wait=True):
-        """Start actd (again) and wait until it answers PING."""
+        """Start actd (again) and wait until it answers PING. A first start
+        that finds a port taken picks new ones, up to three times: another
+        test file's process (ctest runs two at once) may have bound a port
+        between free_port's probe and actd's bind, as CI once saw ('cannot
+        bind tcp://127.0.0.1:11531: Address already in use'). The log keeps
+        each attempt."""
+        first = self.starts == 0
+        for attempt in range(3):
+            try:
+                return self._start(wait)
+            except RuntimeError as error:
+                if (not first or attempt == 2 or not wait
+                        or "Address already in use" not in str(error)):
+                    raise
+                self.client_port, self.worker_port = free_port(), free_port()
+                self.client_endpoint = "tcp://127.0.0.1:%d" % self.client_port
+                self.worker_endpoint = "tcp://127.0.0.1:%d" % self.worker_port
+
+    def _start(self, wait):
         self.starts += 1
         log = open(self.log_path, "a")
         log.write("---- start %d ----\n" % self.starts)

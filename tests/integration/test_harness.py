@@ -1,14 +1,16 @@
-"""The harness's check on its own directories (harness.check_scratch): a
-test module that leaves one behind fails, naming it. Runs used to leave
-hundreds of actd-test-* directories in /tmp, unnoticed."""
+"""The harness's checks on itself: its check on its own directories
+(harness.check_scratch: a test module that leaves one behind fails, naming
+it; runs used to leave hundreds of actd-test-* directories in /tmp,
+unnoticed), and a first start of actd that finds a port taken."""
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import unittest
 
-from harness import remove_scratch, scratch_dir
+from harness import Actd, Client, remove_scratch, scratch_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -44,3 +46,26 @@ class ScratchCheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PortTest(unittest.TestCase):
+
+    def test_a_first_start_that_finds_its_port_taken_picks_new_ones(self):
+        """Another process binds actd's client port between free_port's
+        probe and actd's bind (ctest runs two files at once): the first
+        start picks new ports and actd answers on them."""
+        actd = Actd()
+        self.addCleanup(actd.cleanup)
+        self.addCleanup(actd.stop)
+        taken = actd.client_port
+        with socket.socket() as squatter:
+            squatter.bind(("127.0.0.1", taken))
+            squatter.listen()
+            actd.start()
+            self.assertNotEqual(actd.client_port, taken)
+            self.assertIn("tcp://127.0.0.1:%d: Address already in use" % taken, actd.log())
+            client = Client(actd.client_endpoint)
+            try:
+                self.assertEqual(client.request("PING"), ["PONG"])
+            finally:
+                client.close()
