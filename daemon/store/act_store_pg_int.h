@@ -90,10 +90,10 @@ PGresult *act_pg_exec (act_pg_t *self, const char *what, const char *sql, int np
 //  One statement of a pipeline: what it does (for messages), its text,
 //  its text parameters
 typedef struct {
-    const char *what;
-    const char *sql;
-    int nparams;
-    const char *params [3];
+    const char *what;           //  What it does, for messages
+    const char *sql;            //  Its text
+    int nparams;                //  How many parameters
+    const char *params [3];     //  The parameters, as text
 } act_pg_statement_t;
 
 //  Run count statements in one round trip (libpq's pipeline mode): 0, or
