@@ -21,6 +21,7 @@
 #include "act_live.h"
 #include "act_watch.h"
 #include "act_tools.h"
+#include "act_security.h"
 
 typedef struct _act_flow_t act_flow_t;
 
@@ -45,6 +46,19 @@ act_tools_t *act_flow_tools (act_flow_t *self);
 //  The live call numbered number, or NULL (not live here: ended, not
 //  recovered yet, never).
 act_live_t *act_flow_call (act_flow_t *self, uint64_t number);
+
+//  STATUS of the call named id (a decimal call id), live or ended, as
+//  PROTOCOL.md gives it; NULL with err: not_found when there is no such
+//  call or grant does not reach its context (call ids are sequential:
+//  guessing them reveals nothing of other tenants' calls); moved or
+//  internal when its context cannot be loaded here
+json_t *act_flow_status (act_flow_t *self, const act_grant_t *grant, const char *id,
+                         act_err_t *err);
+
+//  CANCEL the call named id: 1 when a live call was cancelled, 0 when it
+//  had ended (nothing changes), -1 with err as act_flow_status
+int act_flow_cancel_id (act_flow_t *self, const act_grant_t *grant, const char *id,
+                        act_err_t *err);
 
 //  The live calls of context as STATUS objects (a new array; empty when
 //  none), for a watch that starts following its calls.
