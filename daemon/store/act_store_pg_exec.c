@@ -51,6 +51,38 @@ act_pg_on_wait (void *impl, act_store_wait_fn *fn, void *arg)
     self->on_wait_thread = pthread_self ();
 }
 
+//  Send what libpq holds of the statements sent (sent: PQsend* succeeded),
+//  reading meanwhile what the server sends: 1 when all is sent, 0 when
+//  sending failed (the error is PQgetResult's), -1 when deadline passed
+static int
+s_flush (act_pg_t *self, bool sent, int64_t deadline)
+{
+    int flushed = sent? PQflush (self->conn): -1;
+    while (flushed == 1) {
+        int events = act_pg_ready (self, POLLIN | POLLOUT, deadline);
+        if (events <= 0)
+            return -1;
+        if ((events & POLLIN) && !PQconsumeInput (self->conn))
+            return 0;
+        flushed = PQflush (self->conn);
+    }
+    return flushed == 0;
+}
+
+//  Wait until a result can be read without blocking: false when deadline
+//  passed (a result that reports a broken connection counts as one)
+static bool
+s_input (act_pg_t *self, int64_t deadline)
+{
+    while (PQisBusy (self->conn)) {
+        if (act_pg_ready (self, POLLIN, deadline) <= 0)
+            return false;
+        if (!PQconsumeInput (self->conn))
+            break;
+    }
+    return true;
+}
+
 //  The statements sent on self->conn (sent: PQsend* succeeded): their
 //  result, or NULL. Of several statements that is the first error (the
 //  server runs none after it), else the last result with rows, else the
@@ -61,25 +93,13 @@ static PGresult *
 s_await (act_pg_t *self, bool sent, int64_t deadline)
 {
     PGconn *conn = self->conn;
-    int flushed = sent? PQflush (conn): -1;
-    while (flushed == 1) {
-        int events = act_pg_ready (self, POLLIN | POLLOUT, deadline);
-        if (events <= 0)
-            goto silent;
-        if ((events & POLLIN) && !PQconsumeInput (conn))
-            break;
-        flushed = PQflush (conn);
-    }
+    if (s_flush (self, sent, deadline) < 0)
+        goto silent;
     PGresult *last = NULL, *result;
     while (sent) {
-        while (PQisBusy (conn)) {
-            int events = act_pg_ready (self, POLLIN, deadline);
-            if (events <= 0) {
-                PQclear (last);
-                goto silent;
-            }
-            if (!PQconsumeInput (conn))
-                break;                  //  The error is PQgetResult's
+        if (!s_input (self, deadline)) {
+            PQclear (last);
+            goto silent;
         }
         if (!(result = PQgetResult (conn)))
             break;
@@ -189,19 +209,9 @@ s_pipeline_send (act_pg_t *self, const act_pg_statement_t *statements, size_t co
     for (size_t i = 0; i < count && sent; i++)
         sent = PQsendQueryParams (conn, statements [i].sql, statements [i].nparams, NULL,
                                   statements [i].params, NULL, NULL, 0);
-    sent = sent && PQpipelineSync (conn);
-    int flushed = sent? PQflush (conn): -1;
-    while (flushed == 1) {
-        int events = act_pg_ready (self, POLLIN | POLLOUT, deadline);
-        if (events <= 0) {
-            *silent = true;
-            return false;
-        }
-        if ((events & POLLIN) && !PQconsumeInput (conn))
-            return false;
-        flushed = PQflush (conn);
-    }
-    return flushed == 0;
+    int flushed = s_flush (self, sent && PQpipelineSync (conn), deadline);
+    *silent = flushed < 0;
+    return flushed > 0;
 }
 
 //  Read the pipeline's results up to its sync: 0, or -1 with the first
@@ -217,14 +227,9 @@ s_pipeline_read (act_pg_t *self, const act_pg_statement_t *statements, size_t co
     //  Each statement's result then NULL, and the sync's last; a broken
     //  connection gives an error, then NULLs (the count bounds those)
     for (size_t index = 0, nulls = 0; nulls <= count + 1; ) {
-        while (PQisBusy (conn)) {
-            int events = act_pg_ready (self, POLLIN, deadline);
-            if (events <= 0) {
-                *silent = true;
-                return -1;
-            }
-            if (!PQconsumeInput (conn))
-                break;
+        if (!s_input (self, deadline)) {
+            *silent = true;
+            return -1;
         }
         PGresult *result = PQgetResult (conn);
         if (!result) {
