@@ -652,7 +652,9 @@ s_read (act_broker_t *self)
             handle = false;
         }
         if (handle) {
+            self->serving = act_msg_part (&msg, 0);
             s_client_message (self, &msg);
+            self->serving = NULL;
             clients = act_clock_ms () - started < S_READ_MS
                    && act_outbox_bytes (self->outbox) < S_READ_BYTES && s_more_clients (self);
         }

@@ -56,8 +56,9 @@ s_room (act_broker_t *self, int which)
 
 //  Answer msg at once when it is a well-formed, allowed PING from a client
 //  owed no earlier reply (none in the outbox, none of its requests read
-//  ahead before it: those up to skip are), so that replies to one client
-//  keep their order. Returns true when answered (the caller closes msg).
+//  ahead before it: those up to skip are, nor the one being handled), so
+//  that replies to one client keep their order. Returns true when
+//  answered (the caller closes msg).
 bool
 act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
 {
@@ -73,6 +74,9 @@ act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
     ||  !act_part_is (verb, "PING") || zmq_msg_size (request) == 0
     ||  zmq_msg_size (request) > ACT_MAX_REQUEST_ID
     ||  !act_security_client_grant (self->security, header, &grant)
+    ||  (self->serving && zmq_msg_size (self->serving) == zmq_msg_size (client)
+         && memcmp (zmq_msg_data (self->serving), zmq_msg_data (client),
+                    zmq_msg_size (client)) == 0)
     ||  act_outbox_holds (self->outbox, zmq_msg_data (client), zmq_msg_size (client))
     ||  act_inbox_holds_from (self->inbox [0], zmq_msg_data (client), zmq_msg_size (client),
                               skip_last))
@@ -116,11 +120,15 @@ act_broker_beat (act_broker_t *self)
 }
 
 //  A wait of the store (a statement on PostgreSQL): the heartbeats due go
-//  out meanwhile
+//  out meanwhile, and PINGs are answered (other requests wait their turn
+//  in the inbox, as during a commit)
 void
 act_broker_store_waits (void *arg)
 {
-    act_broker_beat ((act_broker_t *) arg);
+    act_broker_t *self = (act_broker_t *) arg;
+    act_broker_beat (self);
+    if (self->clients)
+        s_read_ahead (self, 0);
 }
 
 //  Wait for the commit in flight, reading ahead and heartbeating meanwhile

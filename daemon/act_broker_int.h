@@ -56,6 +56,8 @@ struct _act_broker_t {
                                 //  commit (they promise no stored state)
     act_inbox_t *inbox [2];     //  Messages read during a commit, to handle
                                 //  after it, per socket (0 clients, 1 workers)
+    zmq_msg_t *serving;         //  Routing id of the client request being
+                                //  handled, NULL between requests
     zsock_t *clients;           //  ROUTER for clients, NULL in-process
     zsock_t *workers;           //  ROUTER for workers, NULL in-process
     act_outbox_send_fn *send;   //  Where messages go (the sockets, or a
@@ -117,7 +119,9 @@ bool act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last);
 //  the ms until the next round.
 long long act_broker_beat (act_broker_t *self);
 
-//  The store's wait hook (act_store_on_wait): act_broker_beat
+//  The store's wait hook (act_store_on_wait): act_broker_beat, and client
+//  requests read ahead, a PING among them answered at once, so that a
+//  health check is not held by a statement waiting for a slow server.
 void act_broker_store_waits (void *arg);
 
 #endif

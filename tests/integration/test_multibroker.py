@@ -324,19 +324,22 @@ class MultiBrokerTest(unittest.TestCase):
         finally:
             client.close()
 
-    def history_while_silent(self, client, context, during):
+    def history_while_silent(self, client, context, during, meanwhile=lambda: None):
         """With a message in context, while the server is silent: a HISTORY
-        of context (a read on the loop) is refused (internal), then
-        during() runs, still in the silence; returns how long the refusal
-        took and what during() returned."""
+        of context (a read on the loop) is sent, meanwhile() runs while it
+        waits, the HISTORY is refused (internal), then during() runs,
+        still in the silence; returns how long the refusal took and what
+        meanwhile() and during() returned."""
         message = {"type": "data", "kind": "input", "data": {"n": 0}}
         self.assertEqual(client.request("APPEND", context, message)[0], "OK")
         with Silence(pg.server().port):
             started = time.monotonic()
-            reply = client.request("HISTORY", context, "1", "10", timeout=120)
+            rid = client.send("HISTORY", context, "1", "10")
+            before = meanwhile()
+            reply = client.wait(rid, timeout=120)
             waited = time.monotonic() - started
             self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
-            return waited, during()
+            return waited, before, during()
 
     def test_a_read_on_the_loop_gives_up_a_silent_server_after_the_timeout(self):
         """A read on the loop (a HISTORY page) while the server is silent.
@@ -344,10 +347,11 @@ class MultiBrokerTest(unittest.TestCase):
         loop as long: no PING answered. A server that is there answers
         within store/timeout_ms (it cancels what runs longer), so actd
         waits that and a second (2 s here), then gives the connection up:
-        the request is refused, PING is answered at once, and once the
-        server answers again the history is read. Meanwhile the workers'
-        heartbeats go out: a worker that connects again after 600 ms
-        without a word from actd stays connected."""
+        the request is refused, and once the server answers again the
+        history is read. Meanwhile the workers' heartbeats go out (a
+        worker that connects again after 600 ms without a word from actd
+        stays connected), and another client's PING is answered within
+        the store's wait slice (100 ms), not after the refusal."""
         self.group = Brokers(1, store_timeout_ms=1000, lease_ms=20000)
         broker = self.group.brokers[0]
         self.group.start_worker()
@@ -358,16 +362,24 @@ class MultiBrokerTest(unittest.TestCase):
             self.assertLess(time.monotonic(), deadline, "the worker did not join")
             time.sleep(0.1)
 
-        def ping():
-            started = time.monotonic()
-            self.assertEqual(client.request("PING", timeout=30), ["PONG"])
-            return time.monotonic() - started
+        other = Client(broker.client_endpoint)
+
+        def ping(who):
+            def timed():
+                time.sleep(0.3)             #  The HISTORY is waiting by now
+                started = time.monotonic()
+                self.assertEqual(who.request("PING", timeout=30), ["PONG"])
+                return time.monotonic() - started
+            return timed
         try:
-            waited, pinged = self.history_while_silent(client, "quiet", ping)
-            print("a read on the loop, the server silent: refused after %.1f s, PING then "
-                  "%.0f ms" % (waited, 1000 * pinged))
+            waited, meanwhile, pinged = self.history_while_silent(
+                client, "quiet", ping(client), meanwhile=ping(other))
+            print("a read on the loop, the server silent: refused after %.1f s; another "
+                  "client's PING meanwhile %.0f ms, PING after %.0f ms" % (
+                      waited, 1000 * meanwhile, 1000 * pinged))
             self.assertGreater(waited, 1.5)
             self.assertLess(waited, 8)              #  Not the lease's 20 s
+            self.assertLess(meanwhile, 1)           #  Not held until the refusal
             self.assertLess(pinged, 1)
             self.assertIn("no answer in 2000 ms; the connection is given up", broker.log())
             time.sleep(1)                   #  A worker that left would join again
@@ -382,6 +394,27 @@ class MultiBrokerTest(unittest.TestCase):
                 time.sleep(0.2)
             self.assertEqual([m["data"]["n"] for m in json.loads(reply[1])], [0])
             self.assertIn("connected again", broker.log())
+        finally:
+            client.close()
+            other.close()
+
+    def test_a_ping_waits_for_the_reply_its_client_is_owed(self):
+        """PINGs answered while a statement waits keep each client's
+        replies in order: an APPEND to a new context waits on the loop for
+        its claim, the server silent; a PING its client sends meanwhile is
+        answered after the APPEND's refusal, not before it."""
+        self.group = Brokers(1, store_timeout_ms=1000, lease_ms=20000)
+        client = Client(self.group.brokers[0].client_endpoint)
+        try:
+            self.assertEqual(client.request("PING"), ["PONG"])
+            with Silence(pg.server().port):
+                message = {"type": "data", "kind": "input", "data": {"n": 0}}
+                appended = client.send("APPEND", "new", message)
+                time.sleep(0.3)             #  The claim is waiting by now
+                self.assertEqual(client.wait(client.send("PING"), timeout=30), ["PONG"])
+                #  The APPEND's reply came first: it waits among the pending
+                self.assertEqual([rid for rid, _ in client.pending], [appended])
+                self.assertEqual(client.wait(appended)[:2], ["ERROR", "internal"])
         finally:
             client.close()
 
@@ -401,7 +434,7 @@ class MultiBrokerTest(unittest.TestCase):
             self.assertEqual(broker.stop(), 0)
             return time.monotonic() - started
         try:
-            stopped = self.history_while_silent(client, "stop", stop)[1]
+            stopped = self.history_while_silent(client, "stop", stop)[2]
             print("a stop while connecting again: %.2f s" % stopped)
             self.assertLess(stopped, 3)     #  Not connect_timeout's 5 s
         finally:
