@@ -17,6 +17,9 @@
     one file would hand out the same _seq twice.
 
     Schema versions live in PRAGMA user_version (act_sqlite_schema.c).
+    The lifecycle of contexts (CONTEXTS, DELETE, retention, APPEND keys)
+    is in act_store_sqlite_contexts.c; what both files share, in
+    act_store_sqlite_int.h.
 
     Each context row keeps its number of messages, last _seq and the _date
     of its last message, so that CONTEXTS lists a page with one range scan
@@ -38,9 +41,7 @@
 #include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include "act_store_int.h"
-#include "act_sqlite_batch.h"
-#include "act_sqlite_queries.h"
+#include "act_store_sqlite_int.h"
 #include "act_sqlite_schema.h"
 #include "act_sqlite_vfs.h"
 #include "actd/act_json.h"
@@ -60,26 +61,11 @@ typedef struct {
                                     //  it from the stored message)
 } s_added_t;
 
-typedef struct {
-    sqlite3 *db;                    //  The connection
-    sqlite3_stmt *queries [Q_COUNT];//  Prepared statements
-    int lock;                       //  File descriptor holding the flock
-    bool open_batch;                //  A transaction is open
-    char *path;                     //  The file, for messages
-    zhashx_t *added;                //  Context -> s_added_t, this batch
-    act_sqlite_batch_t *held;       //  Calls and messages not written yet
-    act_sqlite_live_t *live;        //  Which calls are alive
-    bool doomed;                    //  Writing what was held failed: the
-                                    //  commit rolls the batch back
-    bool deleted;                   //  This batch deleted a context
-    bool incremental;               //  auto_vacuum is INCREMENTAL
-    bool reclaim;                   //  Free pages are left to hand back
-} s_sqlite_t;
 
 static void
 s_destroy (void *impl)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
+    act_sqlite_t *self = (act_sqlite_t *) impl;
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize (self->queries [i]);
     act_sqlite_batch_destroy (&self->held);
@@ -97,7 +83,7 @@ s_destroy (void *impl)
 }
 
 static int
-s_fail (s_sqlite_t *self, act_err_t *err, const char *what)
+s_fail (act_sqlite_t *self, act_err_t *err, const char *what)
 {
     act_log (LOG_ERR, "store %s: %s: %s", self->path, what, sqlite3_errmsg (self->db));
     return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->path, what,
@@ -105,8 +91,8 @@ s_fail (s_sqlite_t *self, act_err_t *err, const char *what)
 }
 
 //  Open the batch's transaction if it is not open yet
-static int
-s_batch (s_sqlite_t *self)
+int
+act_sqlite_begin (act_sqlite_t *self)
 {
     if (!self->open_batch) {
         sqlite3_stmt *query = self->queries [Q_BEGIN];
@@ -120,8 +106,8 @@ s_batch (s_sqlite_t *self)
 }
 
 //  Run a statement that returns no rows; resets it
-static int
-s_run (s_sqlite_t *self, sqlite3_stmt *query, const char *what)
+int
+act_sqlite_run (act_sqlite_t *self, sqlite3_stmt *query, const char *what)
 {
     int rc = sqlite3_step (query);
     sqlite3_reset (query);
@@ -134,15 +120,15 @@ s_run (s_sqlite_t *self, sqlite3_stmt *query, const char *what)
 static int
 s_put_context (void *impl, const char *context)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    if (s_batch (self))
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    if (act_sqlite_begin (self))
         return -1;
     char date [32];
     act_date_now (date);
     sqlite3_stmt *query = self->queries [Q_PUT_CONTEXT];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_text (query, 2, date, -1, SQLITE_STATIC);
-    if (s_run (self, query, "cannot store a context"))
+    if (act_sqlite_run (self, query, "cannot store a context"))
         return -1;
     return sqlite3_changes (self->db);
 }
@@ -150,7 +136,7 @@ s_put_context (void *impl, const char *context)
 static bool
 s_has_context (void *impl, const char *context)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
+    act_sqlite_t *self = (act_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_HAS_CONTEXT];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     bool found = sqlite3_step (query) == SQLITE_ROW;
@@ -161,8 +147,8 @@ s_has_context (void *impl, const char *context)
 static int
 s_put_message (void *impl, const char *context, uint64_t seq, const char *text, size_t size)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    if (s_batch (self) || act_sqlite_batch_message (self->held, context, seq, text, size))
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    if (act_sqlite_begin (self) || act_sqlite_batch_message (self->held, context, seq, text, size))
         return -1;
     s_added_t *added = zhashx_lookup (self->added, context);
     if (!added) {
@@ -178,8 +164,8 @@ s_put_message (void *impl, const char *context, uint64_t seq, const char *text, 
 }
 
 //  Bring the contexts' rows up to date with the messages of the batch
-static int
-s_flush_added (s_sqlite_t *self)
+int
+act_sqlite_flush_added (act_sqlite_t *self)
 {
     int rc = 0;
     sqlite3_stmt *query = self->queries [Q_STATS];
@@ -193,7 +179,7 @@ s_flush_added (s_sqlite_t *self)
             sqlite3_bind_text (query, 4, added->date, (int) added->date_size, SQLITE_STATIC);
         else
             sqlite3_bind_null (query, 4);
-        rc = s_run (self, query, "cannot count a context's messages");
+        rc = act_sqlite_run (self, query, "cannot count a context's messages");
     }
     zhashx_purge (self->added);
     return rc;
@@ -202,8 +188,8 @@ s_flush_added (s_sqlite_t *self)
 static int
 s_put_call (void *impl, const act_call_record_t *record)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    if (s_batch (self))
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    if (act_sqlite_begin (self))
         return -1;
     return act_sqlite_batch_call (self->held, record, true);
 }
@@ -211,8 +197,8 @@ s_put_call (void *impl, const act_call_record_t *record)
 static int
 s_update_call (void *impl, const act_call_record_t *record)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    if (s_batch (self))
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    if (act_sqlite_begin (self))
         return -1;
     return act_sqlite_batch_call (self->held, record, false);
 }
@@ -270,7 +256,7 @@ s_message_date (const char *text, size_t size, char *date, size_t room)
 //  written plainly; anything else is left to SQLite): the contexts'
 //  UPDATE then parses no message
 static void
-s_read_dates (s_sqlite_t *self)
+s_read_dates (act_sqlite_t *self)
 {
     for (s_added_t *added = zhashx_first (self->added); added;
          added = zhashx_next (self->added)) {
@@ -287,8 +273,8 @@ s_read_dates (s_sqlite_t *self)
 
 //  Write the held calls and messages before a read, so that it sees them.
 //  A failure dooms the batch: its commit rolls it back.
-static void
-s_flush_held (s_sqlite_t *self)
+void
+act_sqlite_flush_held (act_sqlite_t *self)
 {
     if (act_sqlite_batch_size (self->held))
         s_read_dates (self);
@@ -302,7 +288,7 @@ s_flush_held (s_sqlite_t *self)
 //  in a transaction of its own (after the batch's: replies wait for that
 //  one only)
 static void
-s_reclaim (s_sqlite_t *self)
+s_reclaim (act_sqlite_t *self)
 {
     char *sql = zsys_sprintf ("PRAGMA incremental_vacuum (%d)", S_RECLAIM_PAGES);
     if (sqlite3_exec (self->db, sql, NULL, NULL, NULL) != SQLITE_OK)
@@ -319,13 +305,13 @@ s_reclaim (s_sqlite_t *self)
 static int
 s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
+    act_sqlite_t *self = (act_sqlite_t *) impl;
     if (!self->open_batch)
         return rollback? -1: 0;
     if (!rollback)
-        s_flush_held (self);
+        act_sqlite_flush_held (self);
     act_sqlite_batch_drop (self->held);
-    int rc = rollback || self->doomed? -1: s_flush_added (self);
+    int rc = rollback || self->doomed? -1: act_sqlite_flush_added (self);
     if (rc == 0 && act_sqlite_live_advance (self->live))
         rc = s_fail (self, err, "cannot move the mark of live calls");
     self->doomed = false;
@@ -334,7 +320,7 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
             sqlite3_stmt *query = self->queries [Q_COUNTER];
             sqlite3_bind_int64 (query, 1, deltas [i]);
             sqlite3_bind_text (query, 2, act_store_counter_names [i], -1, SQLITE_STATIC);
-            rc = s_run (self, query, "cannot update counters");
+            rc = act_sqlite_run (self, query, "cannot update counters");
         }
     if (rc == 0) {
         sqlite3_stmt *query = self->queries [Q_COMMIT];
@@ -371,24 +357,21 @@ s_column_json (sqlite3_stmt *query, int column)
     return text? act_json_parse (text, strlen (text), NULL): NULL;
 }
 
-//  Turns the current row of a query into JSON (NULL: skip the row)
-typedef json_t *(s_row_fn) (sqlite3_stmt *query);
-
 static json_t *
 s_row_message (sqlite3_stmt *query)
 {
     return s_column_json (query, 0);
 }
 
-static json_t *
-s_row_text (sqlite3_stmt *query)
+json_t *
+act_sqlite_row_text (sqlite3_stmt *query)
 {
     return json_string ((const char *) sqlite3_column_text (query, 0));
 }
 
 //  Bind the mark of live as ?9 (see S_ALIVE); returns query
-static sqlite3_stmt *
-s_mark (s_sqlite_t *self, sqlite3_stmt *query)
+sqlite3_stmt *
+act_sqlite_mark (act_sqlite_t *self, sqlite3_stmt *query)
 {
     sqlite3_bind_int64 (query, 9, (sqlite3_int64) act_sqlite_live_from (self->live));
     return query;
@@ -396,9 +379,9 @@ s_mark (s_sqlite_t *self, sqlite3_stmt *query)
 
 //  Call fn with each row of the (bound) query until it returns non-zero;
 //  0, or -1 (logged as what) when the query failed
-static int
-s_each (s_sqlite_t *self, sqlite3_stmt *query, s_row_fn *row, act_store_each_fn *fn,
-        void *arg, const char *what)
+int
+act_sqlite_each (act_sqlite_t *self, sqlite3_stmt *query, act_sqlite_row_fn *row,
+                 act_store_each_fn *fn, void *arg, const char *what)
 {
     int rc;
     while ((rc = sqlite3_step (query)) == SQLITE_ROW) {
@@ -416,17 +399,18 @@ s_each (s_sqlite_t *self, sqlite3_stmt *query, s_row_fn *row, act_store_each_fn 
 static int
 s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_MESSAGES];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    return s_each (self, query, s_row_message, fn, arg, "cannot read messages");
+    return act_sqlite_each (self, query, s_row_message, fn, arg, "cannot read messages");
 }
 
 //  The rows of the (bound) query as a new JSON array, or NULL (logged as
 //  what) when the query failed
-static json_t *
-s_page (s_sqlite_t *self, sqlite3_stmt *query, s_row_fn *row, const char *what)
+json_t *
+act_sqlite_page (act_sqlite_t *self, sqlite3_stmt *query, act_sqlite_row_fn *row,
+                 const char *what)
 {
     json_t *page = json_array ();
     int rc;
@@ -448,8 +432,8 @@ static int
 s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t max_bytes,
            act_store_text_fn *fn, void *arg)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_HISTORY];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_int64 (query, 2, (sqlite3_int64) from);
@@ -504,8 +488,8 @@ s_call_record (sqlite3_stmt *query)
 static json_t *
 s_call (void *impl, uint64_t call_id)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_CALL];
     sqlite3_bind_int64 (query, 1, (sqlite3_int64) call_id);
     json_t *record = sqlite3_step (query) == SQLITE_ROW? s_call_record (query): NULL;
@@ -514,8 +498,8 @@ s_call (void *impl, uint64_t call_id)
 }
 
 //  The number query which finds for (context, key), or 0
-static uint64_t
-s_number (s_sqlite_t *self, int which, const char *context, const char *key)
+uint64_t
+act_sqlite_number (act_sqlite_t *self, int which, const char *context, const char *key)
 {
     sqlite3_stmt *query = self->queries [which];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
@@ -529,18 +513,18 @@ s_number (s_sqlite_t *self, int which, const char *context, const char *key)
 static uint64_t
 s_idem (void *impl, const char *context, const char *key)
 {
-    s_flush_held ((s_sqlite_t *) impl);
-    return s_number ((s_sqlite_t *) impl, Q_IDEM, context, key);
+    act_sqlite_flush_held ((act_sqlite_t *) impl);
+    return act_sqlite_number ((act_sqlite_t *) impl, Q_IDEM, context, key);
 }
 
 static int
 s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
-    sqlite3_stmt *query = s_mark (self, self->queries [Q_PENDING_IN]);
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
+    sqlite3_stmt *query = act_sqlite_mark (self, self->queries [Q_PENDING_IN]);
     sqlite3_bind_text (query, 1, context, -1, SQLITE_TRANSIENT);
-    return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
+    return act_sqlite_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
 
 //  One broker owns every context: "mine" is every context with calls not
@@ -548,28 +532,28 @@ s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 static int
 s_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
     if (!mine)
         return 0;
-    sqlite3_stmt *query = s_mark (self, self->queries [Q_CONTEXTS_PENDING]);
-    return s_each (self, query, s_row_text, fn, arg, "cannot read calls");
+    sqlite3_stmt *query = act_sqlite_mark (self, self->queries [Q_CONTEXTS_PENDING]);
+    return act_sqlite_each (self, query, act_sqlite_row_text, fn, arg, "cannot read calls");
 }
 
 static int
 s_pending (void *impl, act_store_each_fn *fn, void *arg)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
-    sqlite3_stmt *query = s_mark (self, self->queries [Q_PENDING]);
-    return s_each (self, query, s_call_record, fn, arg, "cannot read calls");
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
+    sqlite3_stmt *query = act_sqlite_mark (self, self->queries [Q_PENDING]);
+    return act_sqlite_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
 
 static uint64_t
 s_last_call (void *impl)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_LAST_CALL];
     uint64_t id = sqlite3_step (query) == SQLITE_ROW
                 ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
@@ -580,7 +564,7 @@ s_last_call (void *impl)
 static int
 s_counters (void *impl, int64_t *counts)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
+    act_sqlite_t *self = (act_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_COUNTERS];
     memset (counts, 0, sizeof (int64_t) * S_COUNTERS);
     int rc;
@@ -594,114 +578,13 @@ s_counters (void *impl, int64_t *counts)
 }
 
 
-//  --------------------------------------------------------------------------
-//  The lifecycle of contexts
-
-//  A context as CONTEXTS lists it, from the current row of Q_CONTEXTS
-static json_t *
-s_row_context (sqlite3_stmt *query)
-{
-    const char *updated = (const char *) sqlite3_column_text (query, 3);
-    return json_pack ("{sssIsIsosI}",
-        "context", (const char *) sqlite3_column_text (query, 0),
-        "messages", (json_int_t) sqlite3_column_int64 (query, 1),
-        "last_seq", (json_int_t) sqlite3_column_int64 (query, 2),
-        "updated", updated? json_string (updated): json_null (),
-        "pending", (json_int_t) sqlite3_column_int64 (query, 4));
-}
-
-static json_t *
-s_contexts (void *impl, const char *from, const char *end, const char *after, size_t limit)
-{
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
-    if (s_flush_added (self))
-        return NULL;
-    sqlite3_stmt *query = self->queries [Q_CONTEXTS];
-    sqlite3_bind_text (query, 1, from, -1, SQLITE_STATIC);
-    sqlite3_bind_text (query, 2, end, -1, SQLITE_STATIC);
-    sqlite3_bind_text (query, 3, after, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (query, 4, (sqlite3_int64) limit);
-    return s_page (self, s_mark (self, query), s_row_context, "cannot list contexts");
-}
-
-//  Run one of the DELETE queries for context; the rows it removed, or -1
-static int64_t
-s_delete (s_sqlite_t *self, int which, const char *context)
-{
-    sqlite3_stmt *query = self->queries [which];
-    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    if (s_run (self, query, "cannot delete a context"))
-        return -1;
-    return sqlite3_changes64 (self->db);
-}
-
-static int
-s_delete_context (void *impl, const char *context, size_t *messages)
-{
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
-    if (s_batch (self))
-        return -1;
-    zhashx_delete (self->added, context);
-    int64_t held = s_delete (self, Q_DELETE_MESSAGES, context);
-    int64_t existed = -1;
-    if (held >= 0
-    &&  s_delete (self, Q_DELETE_DISPATCHED, context) >= 0
-    &&  s_delete (self, Q_DELETE_ENDS, context) >= 0
-    &&  s_delete (self, Q_DELETE_LIVE, context) >= 0
-    &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
-    &&  s_delete (self, Q_DELETE_BLOCKS, context) >= 0
-    &&  s_delete (self, Q_DELETE_KEYS, context) >= 0)
-        existed = s_delete (self, Q_DELETE_CONTEXT, context);
-    act_sqlite_batch_forget (self->held);
-    if (existed < 0)
-        return -1;
-    self->deleted = true;
-    *messages = (size_t) held;
-    return existed > 0;
-}
-
-static uint64_t
-s_append_key (void *impl, const char *context, const char *key)
-{
-    return s_number ((s_sqlite_t *) impl, Q_APPEND_KEY, context, key);
-}
-
-static int
-s_put_append_key (void *impl, const char *context, const char *key, uint64_t seq)
-{
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    if (s_batch (self))
-        return -1;
-    sqlite3_stmt *query = self->queries [Q_PUT_APPEND_KEY];
-    sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (query, 3, (sqlite3_int64) seq);
-    return s_run (self, query, "cannot store an APPEND key");
-}
-
-static int
-s_idle_contexts (void *impl, const char *before, size_t limit, act_store_each_fn *fn,
-                 void *arg)
-{
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
-    if (s_flush_added (self))
-        return -1;
-    sqlite3_stmt *query = s_mark (self, self->queries [Q_IDLE]);
-    sqlite3_bind_text (query, 1, before, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (query, 2, (sqlite3_int64) limit);
-    return s_each (self, query, s_row_text, fn, arg, "cannot read contexts");
-}
-
 //  The batch's texts are the store's journal's from now on: what is held
 //  (copies) is written first, then the batch borrows
 static void
 s_borrow (void *impl)
 {
-    s_sqlite_t *self = (s_sqlite_t *) impl;
-    s_flush_held (self);
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    act_sqlite_flush_held (self);
     act_sqlite_batch_borrow (self->held);
 }
 
@@ -709,14 +592,14 @@ const act_store_backend_t act_store_sqlite = {
     "sqlite", s_destroy, s_put_context, s_put_message, s_put_call, s_update_call,
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
     s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in,
-    s_contexts, s_delete_context, s_append_key, s_put_append_key, s_idle_contexts,
-    NULL, s_borrow, NULL
+    act_sqlite_contexts, act_sqlite_delete_context, act_sqlite_append_key,
+    act_sqlite_put_append_key, act_sqlite_idle_contexts, NULL, s_borrow, NULL
 };
 
 void *
 act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
 {
-    s_sqlite_t *self = calloc (1, sizeof *self);
+    act_sqlite_t *self = calloc (1, sizeof *self);
     self->path = strdup (path? path: "actd.db");
     self->added = zhashx_new ();
     zhashx_set_destructor (self->added, (zhashx_destructor_fn *) zstr_free);
