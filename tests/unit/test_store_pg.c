@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include "actd/act.h"
 #include "act_store.h"
+#include "act_store_pg_int.h"
 
 static const char *s_url;
 
@@ -262,6 +263,39 @@ test_the_url_bounds_stand (void **state)
     zstr_free (&url);
 }
 
+//  A pipeline cut short (libpq refuses its second statement, which has
+//  no text) leaves the first one's result unread, in pipeline mode, where
+//  every later statement would read a result that is not its own: the
+//  connection is given up at once, made again, and a later statement gets
+//  its own result
+static void
+test_a_pipeline_cut_short_gives_its_connection_up (void **state)
+{
+    act_err_t err = { 0 };
+    act_pg_t *pg = (act_pg_t *) act_store_pg_open (s_url, ACT_SYNC_NORMAL, &err);
+    if (!pg)
+        fail_msg ("cannot open %s: %s", s_url, err.message);
+    act_pg_statement_t statements [] = {
+        { "a first statement", "SELECT 1", 0, { NULL } },
+        { "a statement libpq refuses", NULL, 0, { NULL } }
+    };
+    assert_int_equal (act_pg_pipeline (pg, statements, 2, true, NULL, &err), -1);
+    assert_string_equal (err.code, ACT_E_INTERNAL);
+    assert_non_null (strstr (err.message, "null pointer"));
+    assert_true (pg->lost);
+    PGresult *result = NULL;
+    for (int tries = 0; !result && tries < 100; tries++) {
+        memset (&err, 0, sizeof err);
+        result = act_pg_exec (pg, "a later statement", "SELECT 2", 0, NULL, &err);
+        if (!result)
+            zclock_sleep (100);
+    }
+    assert_non_null (result);
+    assert_string_equal (PQgetvalue (result, 0, 0), "2");
+    PQclear (result);
+    act_store_pg.destroy (pg);
+}
+
 int
 main (void)
 {
@@ -278,6 +312,7 @@ main (void)
         cmocka_unit_test (test_the_store_connects_again_after_a_loss),
         cmocka_unit_test (test_a_silent_server_is_given_up_after_the_lease),
         cmocka_unit_test (test_the_url_bounds_stand),
+        cmocka_unit_test (test_a_pipeline_cut_short_gives_its_connection_up),
     };
     return cmocka_run_group_tests_name ("store (postgres, lost connections)", tests, NULL, NULL);
 }
