@@ -74,9 +74,7 @@ act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
     ||  !act_part_is (verb, "PING") || zmq_msg_size (request) == 0
     ||  zmq_msg_size (request) > ACT_MAX_REQUEST_ID
     ||  !act_security_client_grant (self->security, header, &grant)
-    ||  (self->serving && zmq_msg_size (self->serving) == zmq_msg_size (client)
-         && memcmp (zmq_msg_data (self->serving), zmq_msg_data (client),
-                    zmq_msg_size (client)) == 0)
+    ||  (self->serving && act_part_same (self->serving, client))
     ||  act_outbox_holds (self->outbox, zmq_msg_data (client), zmq_msg_size (client))
     ||  act_inbox_holds_from (self->inbox [0], zmq_msg_data (client), zmq_msg_size (client),
                               skip_last))

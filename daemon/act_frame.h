@@ -36,6 +36,14 @@ act_part_is (zmq_msg_t *part, const char *text)
         && memcmp (zmq_msg_data (part), text, zmq_msg_size (part)) == 0;
 }
 
+//  True when parts a and b (raw libzmq frames) hold the same bytes
+static inline bool
+act_part_same (zmq_msg_t *a, zmq_msg_t *b)
+{
+    return zmq_msg_size (a) == zmq_msg_size (b)
+        && memcmp (zmq_msg_data (a), zmq_msg_data (b), zmq_msg_size (a)) == 0;
+}
+
 //  The part as a C string the caller frees; NULL when part is NULL or
 //  holds a NUL byte
 static inline char *

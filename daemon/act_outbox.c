@@ -22,6 +22,7 @@
 
 #include <stdatomic.h>
 #include "act_outbox.h"
+#include "act_frame.h"
 #include "actd/act_err.h"
 #include "actd/act_wire.h"
 #include "actd/act_text.h"
@@ -642,9 +643,7 @@ s_held_before (act_outbox_t *self, act_out_t *out)
 {
     zmq_msg_t *id = &out->parts [0];
     for (size_t i = 0; i < self->nheld; i++) {
-        zmq_msg_t *other = &self->messages [self->held [i]].parts [0];
-        if (zmq_msg_size (other) == zmq_msg_size (id)
-        &&  memcmp (zmq_msg_data (other), zmq_msg_data (id), zmq_msg_size (id)) == 0)
+        if (act_part_same (&self->messages [self->held [i]].parts [0], id))
             return true;
     }
     return false;
