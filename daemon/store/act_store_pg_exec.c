@@ -199,16 +199,20 @@ act_pg_exec (act_pg_t *self, const char *what, const char *sql, int nparams,
 }
 
 //  Send the pipeline's statements and its sync, and flush them: true, or
-//  false when sending failed or the deadline passed (*silent then set)
+//  false when sending failed or the deadline passed (*silent then set).
+//  *refused is the index of the statement libpq would not queue, so that
+//  the error names it; 0 when the pipeline as a whole failed
 static bool
 s_pipeline_send (act_pg_t *self, const act_pg_statement_t *statements, size_t count,
-                 int64_t deadline, bool *silent)
+                 int64_t deadline, bool *silent, size_t *refused)
 {
     PGconn *conn = self->conn;
     bool sent = PQenterPipelineMode (conn);
-    for (size_t i = 0; i < count && sent; i++)
-        sent = PQsendQueryParams (conn, statements [i].sql, statements [i].nparams, NULL,
-                                  statements [i].params, NULL, NULL, 0);
+    size_t queued = 0;
+    for (; queued < count && sent; queued++)
+        sent = PQsendQueryParams (conn, statements [queued].sql, statements [queued].nparams,
+                                  NULL, statements [queued].params, NULL, NULL, 0);
+    *refused = sent || queued == 0? 0: queued - 1;
     int flushed = s_flush (self, sent && PQpipelineSync (conn), deadline);
     *silent = flushed < 0;
     return flushed > 0;
@@ -274,12 +278,13 @@ act_pg_pipeline (act_pg_t *self, const act_pg_statement_t *statements, size_t co
                             "(connecting again)", self->where, statements [0].what);
     int64_t deadline = act_pg_deadline (self, bounded);
     bool silent = false;
+    size_t refused = 0;
     int rc = -1;
-    if (s_pipeline_send (self, statements, count, deadline, &silent))
+    if (s_pipeline_send (self, statements, count, deadline, &silent, &refused))
         rc = s_pipeline_read (self, statements, count, deadline, bounded, &silent, last, err);
     else
     if (!silent)
-        act_pg_fail (self, err, statements [0].what, NULL);
+        act_pg_fail (self, err, statements [refused].what, NULL);
     if (silent) {
         act_err_set (err, ACT_E_INTERNAL, "store %s: %s: no answer from the server",
                      self->where, statements [0].what);
