@@ -258,10 +258,11 @@ class HttpTest(unittest.TestCase):
         stats = self.http.json("GET", "/v1/stats")
         self.assertIn("upper", stats["activities"])
         self.assertIn("http-test-worker", [w["name"] for w in stats["workers"]])
-        status, _, text = self.http.request("GET", "/v1/tools")
-        self.assertIn(status, (200, 501), text)     # 501 from an actd without TOOLS
-        if status == 501:
-            self.assertEqual(json.loads(text)["error"]["code"], "unknown_command")
+        #  The registry (this actd has TOOLS): every activity the worker
+        #  serves, with its count of workers
+        tools = self.http.json("GET", "/v1/tools")
+        self.assertEqual(tools, {activity: {"workers": 1} for activity in
+                                 ("upper", "echo", "fail", "count_ok", "count_fail")})
         self.assertEqual(self.http.request("GET", "/healthz")[::2], (200, "ok\n"))
         status, headers, text = self.http.request("GET", "/")
         self.assertEqual((status, text), (200, "<!doctype html><title>actd</title>"))
