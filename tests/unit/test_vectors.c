@@ -560,9 +560,10 @@ test_vectors_match_master (void **state)
 {
     DIR *dir = opendir (S_MASTER_DIR);
     if (!dir) {
+        //  Reported as skipped, not passed: nothing was compared
         print_message ("master copy of the vectors is not present (%s): "
                        "nothing to compare\n", S_MASTER_DIR);
-        return;
+        skip ();
     }
     int compared = 0, failed = 0;
     struct dirent *entry;
