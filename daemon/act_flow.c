@@ -402,12 +402,12 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_m
                  zmq_msg_t *branch_frame)
 {
     act_live_t *call = s_task_call (self, worker, task);
-    zhashx_delete (worker->tasks, task);        //  Its slot is free again
+    act_worker_release (worker, task);          //  Its slot is free again
     act_err_t err = { 0 };
     bool valid = false;
     uint64_t branch = 0;
     if (!call)
-        act_log (LOG_DEBUG, "late or repeated result for task %s from %s dropped",
+        act_log (LOG_DEBUG, "late result for task %s from %s dropped",
                  task, worker->name);
     else
     if (!call->call->output)
@@ -438,9 +438,9 @@ void
 act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body)
 {
     act_live_t *call = s_task_call (self, worker, task);
-    zhashx_delete (worker->tasks, task);
+    act_worker_release (worker, task);
     if (!call)
-        act_log (LOG_DEBUG, "late or repeated failure for task %s from %s dropped",
+        act_log (LOG_DEBUG, "late failure for task %s from %s dropped",
                  task, worker->name);
     else {
         act_err_t err = { 0 };

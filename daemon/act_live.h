@@ -62,7 +62,7 @@ typedef struct {
     act_retry_t retry;          //  Retry policy, every field set
     long long timeout_ms;       //  Start-to-close limit of one attempt
     act_worker_t *worker;       //  Worker running the current attempt
-    char task [48];             //  Current task id: "<call>.<attempt>"
+    char task [ACT_TASK_ID_SIZE];   //  Current task id: "<call>.<attempt>"
     void *queue_handle;         //  Handle in activity->queue when queued
     uint32_t timer;             //  Generation: timers of older ones are void
     uint32_t round;             //  Evaluation round (dependencies)

@@ -207,6 +207,25 @@ act_worker_free (act_worker_t *worker)
     return zhashx_size (worker->tasks) < worker->capacity;
 }
 
+void
+act_worker_release (act_worker_t *worker, const char *task)
+{
+    zhashx_delete (worker->tasks, task);
+    //  A task id longer than the room was never one of ours (act_live.h)
+    if (strlen (task) < ACT_TASK_ID_SIZE)
+        strcpy (worker->answered [worker->answers++ % ACT_WORKER_ANSWERED], task);
+}
+
+bool
+act_worker_answered (act_worker_t *worker, const char *task)
+{
+    size_t kept = worker->answers < ACT_WORKER_ANSWERED? worker->answers: ACT_WORKER_ANSWERED;
+    for (size_t slot = 0; slot < kept; slot++)
+        if (streq (worker->answered [slot], task))
+            return true;
+    return false;
+}
+
 act_worker_t *
 act_worker_pick (act_activity_t *activity)
 {

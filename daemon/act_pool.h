@@ -48,6 +48,12 @@ typedef struct {
     const act_activity_settings_t *settings;    //  Its limits
 } act_activity_t;
 
+//  Task ids a worker remembers having answered, most recent first out:
+//  enough for a repeat that follows its first answer closely
+#define ACT_WORKER_ANSWERED 64
+//  Room for a task id, "<call>.<attempt>", and its NUL
+#define ACT_TASK_ID_SIZE 48
+
 typedef struct {
     char *key;                  //  Routing id in hex (key in the pool)
     zframe_t *identity;         //  Routing id
@@ -68,6 +74,10 @@ typedef struct {
                                 //  security's, renewed on reload), NULL: any
     json_t *tools;              //  The tools its READY declared; NULL: none
     uint64_t joined;            //  Its READY's place among all READYs (from 1)
+    char answered [ACT_WORKER_ANSWERED][ACT_TASK_ID_SIZE];
+                                //  The task ids it answered last (a ring)
+    size_t answers;             //  Answers it gave in all (the ring's next
+                                //  slot is answers % ACT_WORKER_ANSWERED)
 } act_worker_t;
 
 //  An empty pool taking per-activity limits from settings (borrowed).
@@ -120,6 +130,15 @@ void act_pool_forget_calls (act_pool_t *self);
 
 //  True when the worker may take one more task.
 bool act_worker_free (act_worker_t *worker);
+
+//  The worker answered task, which it held: its slot is free, and the task
+//  is among those it answered (act_worker_answered).
+void act_worker_release (act_worker_t *worker, const char *task);
+
+//  True when task is among the last ACT_WORKER_ANSWERED tasks the worker
+//  answered: a RESULT or FAIL for it now is a repeat (PROTOCOL.md section
+//  2: ignored), not one for a task it was never given.
+bool act_worker_answered (act_worker_t *worker, const char *task);
 
 //  The worker to give the activity's next call: free capacity, its key
 //  allowed to serve the activity, least loaded for its capacity, then

@@ -193,9 +193,20 @@ s_actw (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at,
     if (nargs < 2 || nargs > (result? 3u: 2u))
         problem = "wrong number of frames";
     else
-    if (!(task = act_part_string (act_msg_part (msg, at + 1)))
-    ||  !zhashx_lookup (worker->tasks, task))
+    if (!(task = act_part_string (act_msg_part (msg, at + 1))))
         problem = "a task it does not hold";
+    else
+    if (!zhashx_lookup (worker->tasks, task)) {
+        //  PROTOCOL.md section 2: the first RESULT or FAIL of a task is
+        //  kept, later ones are ignored; anything else about a task the
+        //  worker does not hold (PROGRESS after the answer, an id it was
+        //  never given, or one answered too long ago to remember) is refused
+        if (!act_part_is (command, "PROGRESS") && act_worker_answered (worker, task))
+            act_log (LOG_DEBUG, "worker %s: repeated answer for task %s ignored",
+                     worker->name, task);
+        else
+            problem = "a task it does not hold";
+    }
     else {
         zmq_msg_t *body = act_msg_part (msg, at + 2);
         if (result)

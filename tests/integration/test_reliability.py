@@ -606,28 +606,42 @@ class ReliabilityTest(unittest.TestCase):
             self.assertEqual(raw.commands(), ["TASK"])
             client.close()
 
-    def test_repeated_result_first_wins_second_gets_disconnect(self):
-        """PROTOCOL 2: the broker keeps the first RESULT of a task; a second
-        one is about a task the worker no longer holds: DISCONNECT."""
+    def test_repeated_result_first_wins_second_is_ignored(self):
+        """PROTOCOL 2: the broker keeps the first RESULT of a task and ignores
+        later ones: the second changes nothing and the worker stays (it gets
+        the next task; nothing of it is retried)."""
         with Actd(heartbeat_ms=200, liveness=3) as actd:
             client = self.client(actd)
-            raw = self.raw_worker(actd, ["work"])
+            raw = self.raw_worker(actd, ["work"], capacity=2)
             call_id, rid = self.submit(client, "twice", seed_call("work", "†state.out"))
             task = raw.next("TASK")
+            #  A second task held while the repeat comes: it must not be
+            #  failed or dispatched again
+            held_id, held_rid = self.submit(client, "twice", seed_call("work", "†state.held"))
+            held = raw.next("TASK")
             raw.answer(task[1], "first")
             raw.answer(task[1], "second")
-            raw.next("DISCONNECT")
             outcome = self.done(client, rid, call_id)
             self.assertEqual((outcome["status"], outcome["result"], outcome["attempts"]),
                              ("ok", "first", 1))
-            self.assertEqual(raw.commands(), ["TASK", "DISCONNECT"])
+            #  Still registered: the next call's task comes to it
+            next_id, next_rid = self.submit(client, "twice", seed_call("work", "†state.next"))
+            task = raw.next("TASK")
+            self.assertEqual(task[1], "%s.1" % next_id)
+            raw.answer(task[1], "next")
+            raw.answer(held[1], "held")
+            self.assertEqual(self.done(client, held_rid, held_id)["attempts"], 1)
+            self.assertEqual(self.done(client, next_rid, next_id)["result"], "next")
+            self.assertEqual(raw.commands(), ["TASK", "TASK", "TASK"])
             self.assertEqual([m["data"] for m in outputs_of(client, "twice", call_id)],
                              [{"out": "first"}])
+            self.assertEqual(client.value("RESOLVE", "twice", "†state"),
+                             {"out": "first", "held": "held", "next": "next"})
             client.close()
 
-    def test_fail_after_result_is_dropped_and_gets_disconnect(self):
-        """PROTOCOL 2: a FAIL after the task's RESULT does not change the
-        outcome; it is about a task the worker no longer holds: DISCONNECT."""
+    def test_fail_after_result_is_ignored(self):
+        """PROTOCOL 2: a FAIL after the task's RESULT is a later answer: it
+        does not change the outcome, and the worker stays."""
         with Actd(heartbeat_ms=200, liveness=3) as actd:
             client = self.client(actd)
             raw = self.raw_worker(actd, ["work"])
@@ -635,17 +649,42 @@ class ReliabilityTest(unittest.TestCase):
             task = raw.next("TASK")
             raw.answer(task[1], "kept")
             raw.send("FAIL", task[1], {"message": "too late", "code": "late"})
-            raw.next("DISCONNECT")
             outcome = self.done(client, rid, call_id)
             self.assertEqual((outcome["status"], outcome["result"], outcome["attempts"]),
                              ("ok", "kept", 1))
             self.assertNotIn("error", outcome)
-            self.assertEqual(raw.commands(), ["TASK", "DISCONNECT"])
+            next_id, next_rid = self.submit(client, "resfail", seed_call("work", "†state.next"))
+            self.assertEqual(raw.next("TASK")[1], "%s.1" % next_id)
+            self.assertEqual(raw.commands(), ["TASK", "TASK"])
             self.assertEqual(client.status(call_id)["state"], "ok")
             self.assertEqual([m["data"] for m in outputs_of(client, "resfail", call_id)],
                              [{"out": "kept"}])
             client.close()
 
+    def test_progress_after_result_and_a_task_never_given_get_disconnect(self):
+        """PROTOCOL 2: PROGRESS about a task the worker no longer holds, and a
+        RESULT for a task id it was never given, are answered DISCONNECT (only
+        a repeated RESULT or FAIL is ignored)."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            call_id, rid = self.submit(client, "stray", seed_call("work", "†state.out"))
+            task = raw.next("TASK")
+            raw.answer(task[1], "done")
+            self.assertEqual(self.done(client, rid, call_id)["result"], "done")
+            raw.send("PROGRESS", task[1], {"pct": 100})
+            raw.next("DISCONNECT")
+            other = self.raw_worker(actd, ["work"], name="other")
+            call_id, rid = self.submit(client, "stray", seed_call("work", "†state.again"))
+            task = other.next("TASK")
+            other.answer("%s.7" % call_id, "never given")
+            other.next("DISCONNECT")
+            #  The task it held is dispatched again, to the next worker
+            echo_worker = self.worker(actd, ["work"], echo)
+            outcome = self.done(client, rid, call_id)
+            self.assertEqual((outcome["status"], outcome["attempts"]), ("ok", 2))
+            self.assertEqual([t[0] for t in echo_worker.tasks], ["%s.2" % call_id])
+            client.close()
 
 if __name__ == "__main__":
     unittest.main()
