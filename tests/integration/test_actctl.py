@@ -18,10 +18,14 @@ import signal
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
-from harness import ROOT, Actd, NoAnswer, Worker, find_binary, free_port, wait_for
+import zmq
+
+from harness import (ROOT, Actd, NoAnswer, Worker, actd_with_config, find_binary, free_port,
+                     wait_for)
 
 ACTCTL = find_binary("actctl")
 COMPLETION = os.path.join(ROOT, "etc", "bash-completion", "actctl")
@@ -454,6 +458,106 @@ WEATHER_PARAMS = {"type": "object", "required": ["city"],
                   "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}
 
 
+class FakeBroker:
+    """A ROUTER socket that records each request a client sends it
+    ([command, request, args...], decoded), answers PLAN with ACCEPTED and
+    PING with PONG, and leaves the rest unanswered."""
+
+    def __init__(self):
+        self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+        self.received = []
+        self.running = True
+        self.socket = zmq.Context.instance().socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.bind(self.endpoint)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while self.running:
+            if not self.socket.poll(50):
+                continue
+            frames = self.socket.recv_multipart()
+            identity, request = frames[0], [f.decode() for f in frames[2:]]
+            self.received.append(request)
+            reply = None
+            if request[0] == "PLAN":
+                reply = ["ACCEPTED", json.dumps([str(n + 1) for n in
+                                                 range(len(json.loads(request[3])))])]
+            elif request[0] == "PING":
+                reply = ["PONG"]
+            if reply:
+                self.socket.send_multipart([identity, b"ACTC01", reply[0].encode(),
+                                            request[1].encode()] +
+                                           [frame.encode() for frame in reply[1:]])
+
+    def commands(self):
+        return [request[0] for request in self.received]
+
+    def close(self):
+        self.running = False
+        self.thread.join()
+        self.socket.close(0)
+
+
+class SeveralBrokersTest(unittest.TestCase):
+    """What the C client library sends when it knows several brokers (docs/
+    protocol.md section 12), seen by two fake brokers."""
+
+    def setUp(self):
+        self.brokers = [FakeBroker(), FakeBroker()]
+        for broker in self.brokers:
+            self.addCleanup(broker.close)
+        self.endpoints = ",".join(broker.endpoint for broker in self.brokers)
+
+    def test_each_call_of_a_plan_gets_an_id(self):
+        """A PLAN sent again to the next broker after a timeout must not run
+        its calls twice: each call without an _id is given one, as a CALL's
+        is; one the caller gave is kept."""
+        done = actctl("--endpoint", self.endpoints, "plan", "p", json.dumps(
+            [{"_tool": "t", "n": 1}, {"_tool": "t", "_id": "mine"}]))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        plans = [r for b in self.brokers for r in b.received if r[0] == "PLAN"]
+        self.assertEqual(len(plans), 1, plans)
+        calls = json.loads(plans[0][3])
+        self.assertEqual(calls[1], {"_tool": "t", "_id": "mine"})
+        self.assertEqual(set(calls[0]), {"_tool", "n", "_id"})
+        self.assertRegex(calls[0]["_id"], r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                                          r"[0-9a-f]{4}-[0-9a-f]{12}$")
+
+    def test_unwatch_goes_to_the_broker_of_its_watch(self):
+        """PROTOCOL.md section 1.1: UNWATCH names a WATCH of the same socket:
+        it goes where the WATCH went, whichever broker owns the context (the
+        contexts are taken until each broker has owned one)."""
+        owners = set()
+        for number in range(1, 33):
+            context = "w-%d" % number
+            #  Request ids restart with each actctl: only this one's count
+            start = {broker: len(broker.received) for broker in self.brokers}
+            tail = subprocess.Popen([ACTCTL, "--endpoint", self.endpoints, "tail", context],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            watches = lambda broker: [r[1] for r in broker.received
+                                      if r[0] == "WATCH" and r[2] == context]
+            watched = wait_for(lambda: [b for b in self.brokers if watches(b)],
+                               "the WATCH of " + context)
+            self.assertEqual(len(watched), 1)
+            owner = watched[0]
+            owners.add(owner.endpoint)
+            tail.send_signal(signal.SIGINT)
+            self.assertEqual(tail.wait(30), 0, tail.stderr.read())
+            tail.stderr.close()
+            unwatched = lambda broker: [r[2] for r in broker.received[start[broker]:]
+                                        if r[0] == "UNWATCH"]
+            request = watches(owner)[0]
+            wait_for(lambda: request in unwatched(owner), "the UNWATCH of " + context)
+            for broker in self.brokers:
+                if broker is not owner:
+                    self.assertNotIn(request, unwatched(broker))
+            if len(owners) == 2:
+                break
+        self.assertEqual(len(owners), 2, "no context went to the second broker")
+
+
 class ToolsTest(ActdTest):
     """actctl tools: the registry as people read it, and in the shapes of
     the model APIs (MCP, OpenAI, Anthropic)."""
@@ -547,6 +651,17 @@ class ToolsTest(ActdTest):
         self.assertEqual([tool["name"] for tool in json.loads(done.stdout)["tools"]],
                          ["summarize", "translate.fr", "weather", "x" * 65])
         self.assertEqual(done.stderr, "")
+
+    def test_a_call_to_an_unknown_activity_reports_its_code(self):
+        """PROTOCOL.md section 2.1: under strict_activities a call nobody
+        serves is refused unknown_activity; the C client library hands the
+        broker's code on (it reported internal before)."""
+        strict = actd_with_config("server\n    strict_activities = 1\n").start()
+        self.addCleanup(strict.finish)
+        refused = actctl("--endpoint", strict.client_endpoint, "call", "u",
+                         json.dumps({"_tool": "nobody-serves", "_outputPath": DAGGER + "s.x"}))
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertTrue(refused.stderr.startswith("actctl: unknown_activity: "), refused.stderr)
 
     def test_bad_format_is_a_usage_error(self):
         done = self.actctl("tools", "--format", "yaml")

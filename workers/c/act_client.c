@@ -282,10 +282,10 @@ s_transmit (s_pending_t *pending)
     act_curve_send (pending->link->socket, &msg);
 }
 
-//  Send a request made of pending's command and args: route it, keep it
-//  pending (to send again when moved) and transmit it
+//  Send a request made of pending's command and args: route it (to link
+//  when given), keep it pending (to send again when moved) and transmit it
 static act_link_t *
-s_post (act_client_t *self, char *request, s_pending_t *pending)
+s_post (act_client_t *self, char *request, s_pending_t *pending, act_link_t *link)
 {
     snprintf (request, 24, "c%" PRIu64, ++self->sequence);
     pending->request = strdup (request);
@@ -299,7 +299,7 @@ s_post (act_client_t *self, char *request, s_pending_t *pending)
     if (by_context && first)
         pending->context = strdup (first);
     act_link_t *accepted = (first && !by_context)? zhashx_lookup (self->accepted, first): NULL;
-    pending->link = accepted? accepted: s_route (self, pending->context, NULL);
+    pending->link = link? link: accepted? accepted: s_route (self, pending->context, NULL);
     free ((char *) first);
     zhashx_update (self->pending, request, pending);
     s_transmit (pending);
@@ -317,7 +317,7 @@ act_client_send (act_client_t *self, char *request, const char *command, ...)
     for (const char *arg = va_arg (args, const char *); arg; arg = va_arg (args, const char *))
         zmsg_addstr (pending->args, arg);
     va_end (args);
-    s_post (self, request, pending);
+    s_post (self, request, pending, NULL);
     return 0;
 }
 
@@ -325,13 +325,20 @@ act_link_t *
 act_client_post (act_client_t *self, char *request, const char *command,
                  const char *a, const char *b, const char *c)
 {
+    return act_client_post_on (self, NULL, request, command, a, b, c);
+}
+
+act_link_t *
+act_client_post_on (act_client_t *self, act_link_t *link, char *request, const char *command,
+                    const char *a, const char *b, const char *c)
+{
     s_pending_t *pending = calloc (1, sizeof *pending);
     pending->command = strdup (command);
     pending->args = zmsg_new ();
     const char *args [] = { a, b, c };
     for (size_t i = 0; i < 3 && args [i]; i++)
         zmsg_addstr (pending->args, args [i]);
-    return s_post (self, request, pending);
+    return s_post (self, request, pending, link);
 }
 
 void

@@ -17,8 +17,8 @@ s_code (const char *code)
         ACT_E_BAD_FRAME, ACT_E_UNKNOWN_COMMAND, ACT_E_BAD_JSON, ACT_E_BAD_CONTEXT,
         ACT_E_BAD_CALL, ACT_E_BAD_REFERENCE, ACT_E_BAD_METHOD, ACT_E_BAD_ARGUMENT,
         ACT_E_TYPE_MISMATCH, ACT_E_UNRESOLVED_REFERENCE, ACT_E_NOT_FOUND,
-        ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_INTERNAL, ACT_E_MOVED,
-        ACT_CLIENT_DISCONNECTED
+        ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_UNKNOWN_ACTIVITY,
+        ACT_E_INTERNAL, ACT_E_MOVED, ACT_CLIENT_DISCONNECTED
     };
     for (size_t i = 0; code && i < sizeof codes / sizeof codes [0]; i++)
         if (streq (code, codes [i]))
@@ -123,6 +123,22 @@ s_prescribe (act_client_t *self, json_t *call, bool *changed, act_err_t *err)
     return 0;
 }
 
+//  Several brokers: a request sent again to another broker (the first did
+//  not answer) must not run its call twice, so a call without an _id gets
+//  a random one, which makes the retry the same call (docs/protocol.md
+//  section 12); sets *changed when it did
+static void
+s_give_id (act_client_t *self, json_t *call, bool *changed)
+{
+    if (json_is_object (call) && zlistx_size (self->links) > 1
+    &&  !json_object_get (call, "_id")) {
+        zuuid_t *uuid = zuuid_new ();
+        json_object_set_new (call, "_id", json_string (zuuid_str_canonical (uuid)));
+        zuuid_destroy (&uuid);
+        *changed = true;
+    }
+}
+
 int
 act_client_call (act_client_t *self, const char *context, const char *call,
                  bool wait, char **call_id, json_t **outcome, act_err_t *err)
@@ -137,15 +153,7 @@ act_client_call (act_client_t *self, const char *context, const char *call,
         return -1;
     }
     bool has_output = json_object_get (parsed, "_outputPath") != NULL;
-    if (json_is_object (parsed) && zlistx_size (self->links) > 1
-    &&  !json_object_get (parsed, "_id")) {
-        //  Several brokers: a call sent again to another broker (the first
-        //  did not answer) must not run twice; _id makes it the same call
-        zuuid_t *uuid = zuuid_new ();
-        json_object_set_new (parsed, "_id", json_string (zuuid_str_canonical (uuid)));
-        zuuid_destroy (&uuid);
-        changed = true;
-    }
+    s_give_id (self, parsed, &changed);
     char *text = changed? act_json_dump (parsed): NULL;
     json_decref (parsed);
     char request [24];
@@ -185,17 +193,21 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
     *ids = NULL;
     if (outcomes)
         *outcomes = NULL;
-    //  With wait, each call without _outputPath gets its tool's prescribed one
-    json_t *entries = wait && outcomes && calls? act_json_parse (calls, strlen (calls), NULL)
-                                               : NULL;
+    //  With wait, each call without _outputPath gets its tool's prescribed
+    //  one; with several brokers, each call without an _id gets one
+    bool waits = wait && outcomes;
+    json_t *entries = (waits || zlistx_size (self->links) > 1) && calls
+                    ? act_json_parse (calls, strlen (calls), NULL): NULL;
     bool changed = false;
     size_t index;
     json_t *entry;
-    json_array_foreach (entries, index, entry)
-        if (s_prescribe (self, entry, &changed, err)) {
+    json_array_foreach (entries, index, entry) {
+        if (waits && s_prescribe (self, entry, &changed, err)) {
             json_decref (entries);
             return -1;
         }
+        s_give_id (self, entry, &changed);
+    }
     char *text = changed? act_json_dump (entries): NULL;
     int sent = act_client_send (self, request, "PLAN", context, text? text: calls, NULL);
     free (text);

@@ -52,6 +52,12 @@ struct _act_client_t {
 act_link_t *act_client_post (act_client_t *self, char *request, const char *command,
                              const char *a, const char *b, const char *c);
 
+//  The same, sent to link (NULL: routed as act_client_post routes it): a
+//  request about another that a given broker holds, as UNWATCH is.
+act_link_t *act_client_post_on (act_client_t *self, act_link_t *link, char *request,
+                                const char *command, const char *a, const char *b,
+                                const char *c);
+
 //  Forget a request: no longer sent again when moved, its replies dropped.
 void act_client_ignore (act_client_t *self, const char *request);
 

@@ -51,8 +51,10 @@ s_watch_close (act_watch_t *self)
     act_client_t *client = self->client;
     zhashx_delete (client->watches, self->request);
     act_client_ignore (client, self->request);
+    //  PROTOCOL.md section 1.1: UNWATCH names a WATCH of the same socket,
+    //  so it goes to the broker the WATCH went to
     char unwatch [24];
-    act_client_post (client, unwatch, "UNWATCH", self->request, NULL, NULL);
+    act_client_post_on (client, self->link, unwatch, "UNWATCH", self->request, NULL, NULL);
     act_client_ignore (client, unwatch);
 }
 
