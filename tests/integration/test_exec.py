@@ -518,6 +518,32 @@ class TestStopping(ExecTest):
         finally:
             broker.stop()
 
+    def test_a_disconnect_stops_the_commands_of_the_old_connection(self):
+        """After DISCONNECT the worker connects anew (a new identity) and
+        sends READY again; the broker gives the old connection's tasks to
+        others, so their commands are stopped (SIGTERM, then SIGKILL after
+        the grace) and nothing is answered for them (workers/exec/README.md,
+        Limits)."""
+        pidfile = os.path.join(self.tmp, "pids")
+        broker = FakeBroker().start()
+        try:
+            with Exec(broker.endpoint, "sleeper", [script("sleeper.sh")],
+                      "--kill-grace-ms", "300"):
+                self.assertEqual(broker.receive()[1], "READY")
+                broker.task("3.1", "sleeper", {"pidfile": pidfile, "seconds": 120},
+                            {"context": "c", "call_id": "3", "attempt": 1,
+                             "deadline_ms": 600000, "branches": 1, "discard": False})
+                pids = read_pids(pidfile)
+                broker.send("DISCONNECT", "a test says so")
+                self.assertEqual(broker.receive()[1], "READY")
+                wait_gone(pids)
+                #  Nothing about the old task comes on the new connection
+                time.sleep(0.5)
+                self.assertTrue(broker.inbox.empty(), broker.inbox.queue)
+                self.assertEqual(broker.readies, 2)
+        finally:
+            broker.stop()
+
     def test_sigterm_to_the_worker_stops_running_commands(self):
         pidfile = os.path.join(self.tmp, "pids")
         worker = self.serve("shutdown", [script("sleeper.sh")]).start()
