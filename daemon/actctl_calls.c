@@ -8,6 +8,14 @@
 //  How often --wait on a terminal asks STATUS
 #define S_LIVE_INTERVAL_MS  250
 
+//  True when a call's outcome says it ended ok
+static bool
+s_ok (const json_t *outcome)
+{
+    const char *status = json_string_value (json_object_get (outcome, "status"));
+    return status && streq (status, "ok");
+}
+
 //  Print a call's outcome; returns the exit code (0 when it ended ok)
 static int
 s_outcome (actctl_options_t *options, const json_t *outcome)
@@ -37,7 +45,7 @@ s_outcome (actctl_options_t *options, const json_t *outcome)
         if (json_object_get (outcome, "result"))
             actctl_print_json (json_object_get (outcome, "result"));
     }
-    return status && streq (status, "ok")? 0: 1;
+    return s_ok (outcome)? 0: 1;
 }
 
 //  The live line of --wait on a terminal: the call's state, attempts and
@@ -166,14 +174,18 @@ actctl_plan (act_client_t *client, actctl_options_t *options, char **args, int n
         return actctl_fail (options, &err);
     }
     int rc = 0;
-    if (options->json)
+    const char *id;
+    json_t *outcome;
+    if (options->json) {
         actctl_print_json (outcomes? outcomes: ids);
+        //  The exit code says whether every waited call ended ok, as below
+        json_object_foreach (outcomes, id, outcome)
+            rc |= s_ok (outcome)? 0: 1;
+    }
     else {
         char *list = act_json_dump (ids);
         printf ("accepted: calls %s\n", list);
         free (list);
-        const char *id;
-        json_t *outcome;
         json_object_foreach (outcomes, id, outcome)
             rc |= s_outcome (options, outcome);
     }

@@ -24,8 +24,8 @@ import unittest
 
 import zmq
 
-from harness import (ROOT, Actd, NoAnswer, Worker, actd_with_config, find_binary, free_port,
-                     wait_for)
+from harness import (ROOT, Actd, Fail, NoAnswer, Worker, actd_with_config, find_binary,
+                     free_port, wait_for)
 
 ACTCTL = find_binary("actctl")
 COMPLETION = os.path.join(ROOT, "etc", "bash-completion", "actctl")
@@ -252,6 +252,42 @@ class BrokerTest(ActdTest):
         self.actctl("call", "ctx", json.dumps({"_tool": "slow"}))
         self.assertEqual(self.actctl("status", "2").stdout.splitlines()[0],
                          "call 2 in context ctx: queued, 0 attempts")
+
+
+class PlanExitTest(ActdTest):
+    """actctl(1) EXIT STATUS: plan --wait exits 1 when a waited call ended
+    other than ok, with --json as without."""
+
+    def setUp(self):
+        super().setUp()
+        self.worker = Worker(self.actd.worker_endpoint, ["ok", "fails"], self.handle)
+        self.worker.start()
+        self.addCleanup(self.worker.stop)
+        self.worker.ready.wait(10)
+
+    @staticmethod
+    def handle(activity, params, meta):
+        if activity == "fails":
+            raise Fail("it fails", code="broken", retryable=False)
+        return params.get("v")
+
+    def plan(self, *options, tools=("ok", "ok")):
+        calls = [{"_tool": tool, "v": n, "_outputPath": DAGGER + "p.o%d" % n}
+                 for n, tool in enumerate(tools)]
+        return self.actctl(*options, "plan", "p", json.dumps(calls), "--wait")
+
+    def test_every_call_ok_exits_0(self):
+        for options in ((), ("--json",)):
+            done = self.plan(*options)
+            self.assertEqual(done.returncode, 0, (options, done.stdout, done.stderr))
+
+    def test_a_call_not_ok_exits_1(self):
+        done = self.plan(tools=("ok", "fails"))
+        self.assertEqual(done.returncode, 1, (done.stdout, done.stderr))
+        done = self.plan("--json", tools=("ok", "fails"))
+        self.assertEqual(done.returncode, 1, (done.stdout, done.stderr))
+        outcomes = json.loads(done.stdout)
+        self.assertEqual(sorted(o["status"] for o in outcomes.values()), ["error", "ok"])
 
 
 def message(kind, value):
