@@ -3,6 +3,7 @@
     ========================================================================= */
 
 #include "act_http_config.h"
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <sys/stat.h>
 
@@ -21,7 +22,10 @@ s_set (char **target, const char *value)
     *target = value && *value? strdup (value): NULL;
 }
 
-//  Parse "ADDRESS:PORT" (IPv6 in brackets) into the config; -1 if bad
+//  Parse "ADDRESS:PORT" (IPv6 in brackets) into the config; -1 if bad,
+//  the address included: it must be numeric, as the server binds it
+//  without a lookup, so that a name is a bad setting (exit 2) and not a
+//  failure to listen that systemd would restart for ever
 static int
 s_listen (act_http_config_t *self, const char *text)
 {
@@ -37,8 +41,15 @@ s_listen (act_http_config_t *self, const char *text)
         text++;
         length -= 2;
     }
+    char *address = strndup (text, length);
+    struct in6_addr numeric;
+    if (inet_pton (AF_INET, address, &numeric) != 1
+    &&  inet_pton (AF_INET6, address, &numeric) != 1) {
+        free (address);
+        return -1;
+    }
     free (self->address);
-    self->address = strndup (text, length);
+    self->address = address;
     self->port = (int) port;
     return 0;
 }
@@ -196,7 +207,8 @@ s_arguments (act_http_config_t *self, int argc, char *argv [], int *status)
     int option;
     while ((option = getopt_long (argc, argv, "c:l:e:vh", s_options, NULL)) != -1) {
         if (option == 'l' && s_listen (self, optarg)) {
-            fprintf (stderr, "actd-http: --listen wants ADDRESS:PORT, not '%s'\n", optarg);
+            fprintf (stderr, "actd-http: --listen wants ADDRESS:PORT with a numeric IPv4 or "
+                             "IPv6 address, not '%s'\n", optarg);
             return -1;
         }
         if (option == 'e')

@@ -11,6 +11,9 @@
 int
 main (int argc, char *argv [])
 {
+    //  Logs (-v's request lines, the server's errors) go to stderr, as
+    //  docs/http.md says; CZMQ's default stream is stdout
+    zsys_set_logstream (stderr);
     int status;
     act_http_config_t *config = act_http_config_new (argc, argv, &status);
     if (!config)

@@ -871,7 +871,33 @@ class ConfigTest(unittest.TestCase):
                     exposed.terminate()
                     self.assertEqual(exposed.wait(30), 0)
             self.assertNotIn("WARNING", self.loopback_log(actd))
+            #  -v's request lines go to stderr, the start line to stdout
+            port = free_port()
+            with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+                verbose = subprocess.Popen([find_binary("actd-http"), "--listen",
+                                            "127.0.0.1:%d" % port, "--endpoint",
+                                            actd.client_endpoint, "-v"], stdout=out, stderr=err)
+                try:
+                    wait_for(lambda: out.seek(0) == 0 and "listening on" in out.read(),
+                             "actd-http -v to listen")
+                    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                    connection.request("GET", "/healthz")
+                    self.assertEqual(connection.getresponse().status, 200)
+                    connection.close()
+                    wait_for(lambda: err.seek(0) == 0 and "GET /healthz 200" in err.read(),
+                             "the request's line on stderr")
+                    out.seek(0)
+                    self.assertNotIn("/healthz", out.read())
+                finally:
+                    verbose.terminate()
+                    self.assertEqual(verbose.wait(30), 0)
+            #  A listen address must be numeric: a name is a bad setting
+            done = subprocess.run([find_binary("actd-http"), "--listen", "localhost:8480"],
+                                  capture_output=True, text=True, timeout=30)
+            self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+            self.assertIn("numeric IPv4 or IPv6 address", done.stderr)
             for text in ("http\n    request_timeout_ms = soon\n", "http\n    nope = 1\n",
+                         "http\n    listen = localhost:8480\n",
                          "tokens\n    short\n        token = abc\n", "elsewhere\n"):
                 with tempfile.NamedTemporaryFile("w", suffix=".cfg") as config:
                     config.write(text)
