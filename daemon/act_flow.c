@@ -419,9 +419,17 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_m
     &&  (!branch_frame || act_decimal_parse ((const char *) zmq_msg_data (branch_frame),
                                              zmq_msg_size (branch_frame), 1000000, &branch))) {
         //  The worker's bytes are the written value: stored as they came,
-        //  and parsed only when something reads them (act_ctx_output_text)
-        s_call_finish (self, call, "ok", NULL, (const char *) zmq_msg_data (body),
-                       zmq_msg_size (body), (long long) branch);
+        //  and parsed only when something reads them (act_ctx_output_text).
+        //  A number not in its shortest form ("1E2", "0.10") is written
+        //  again first, as DONE, the store and every view must show it
+        //  (SEMANTICS.md section 1)
+        char *dumped = act_scan_numbers_dumped (self->scan)
+                     ? NULL: act_json_redump ((const char *) zmq_msg_data (body),
+                                              zmq_msg_size (body));
+        s_call_finish (self, call, "ok", NULL,
+                       dumped? dumped: (const char *) zmq_msg_data (body),
+                       dumped? strlen (dumped): zmq_msg_size (body), (long long) branch);
+        free (dumped);
     }
     else {
         char *message = zsys_sprintf ("worker %s sent a bad result: %s", worker->name,

@@ -127,9 +127,7 @@ s_piece_message (uint64_t seq, const char *stored, size_t size, void *arg)
     const char *text = stored;
     char *written = NULL;
     if (!act_json_is_dump (stored, size)) {
-        json_t *message = act_json_parse (stored, size, NULL);
-        written = act_json_dump (message);
-        json_decref (message);
+        written = act_json_redump (stored, size);
         if (!written) {
             page->next = seq + 1;       //  A text that does not read is left out
             return 0;

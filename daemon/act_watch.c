@@ -81,9 +81,7 @@ s_form (const char *text, size_t size, char **written)
     *written = NULL;
     if (act_json_is_dump (text, size))
         return true;
-    json_t *message = act_json_parse (text, size, NULL);
-    *written = act_json_dump (message);
-    json_decref (message);
+    *written = act_json_redump (text, size);
     return *written != NULL;
 }
 

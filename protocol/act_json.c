@@ -352,6 +352,15 @@ act_json_dump (const json_t *value)
     return act_json_dumps (value, JSON_COMPACT);
 }
 
+char *
+act_json_redump (const char *data, size_t size)
+{
+    json_t *value = act_json_parse (data, size, NULL);
+    char *text = value? act_json_dump (value): NULL;
+    json_decref (value);
+    return text;
+}
+
 //  A text being checked against what the writer writes (act_json_is_dump)
 typedef struct {
     const char *data;           //  The text

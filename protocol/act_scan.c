@@ -59,6 +59,8 @@ struct _act_scan_t {
     size_t keys_max;            //  Keys allocated
     char *scratch;              //  Decoded keys, to compare escaped ones
     size_t scratch_max;         //  Bytes allocated
+    bool numbers_dumped;        //  Every number so far is written as
+                                //  act_json_dump writes it
 };
 
 act_scan_t *
@@ -516,8 +518,16 @@ s_scalar (act_scan_t *self, json_type *type)
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         bool real = false;
+        size_t start = self->pos;
         rc = s_number (self, &real);
         *type = real? JSON_REAL: JSON_INTEGER;
+        //  Only a real or a negative number may be written otherwise
+        //  ("1E2", "0.10", "-0"): those are compared with their dump
+        size_t length;
+        if (rc == 0 && self->numbers_dumped && (real || c == '-'))
+            self->numbers_dumped = act_json_number_dumped ((const char *) self->text + start,
+                                                           self->pos - start, &length)
+                                && length == self->pos - start;
     }
     else
     if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
@@ -636,6 +646,7 @@ act_scan (act_scan_t *self, const char *text, size_t size, act_err_t *err)
     self->type = JSON_NULL;
     self->depth = 0;
     self->nmembers = self->ndaggers = self->nkeys = 0;
+    self->numbers_dumped = true;
     int rc = s_scan (self);
     self->err = NULL;           //  Not the caller's to keep
     if (rc)
@@ -647,6 +658,12 @@ json_type
 act_scan_type (act_scan_t *self)
 {
     return self->type;
+}
+
+bool
+act_scan_numbers_dumped (act_scan_t *self)
+{
+    return self->numbers_dumped;
 }
 
 const act_scan_member_t *

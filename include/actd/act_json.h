@@ -42,6 +42,11 @@ char *act_json_dump (const json_t *value);
 //  value is NULL (or holds a cycle).
 char *act_json_dumps (const json_t *value, size_t flags);
 
+//  The size bytes at data as act_json_dump writes them once act_json_parse
+//  has read them (numbers in their shortest form, compact); a new string
+//  the caller frees, or NULL when they are not JSON it accepts.
+char *act_json_redump (const char *data, size_t size);
+
 //  True when the size bytes at data are an object that act_json_dump would
 //  write again byte for byte after jansson reads it (json_loads): compact,
 //  strings escaped as the writer escapes them, integers in int64 without

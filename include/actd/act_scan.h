@@ -78,6 +78,12 @@ int act_scan (act_scan_t *self, const char *text, size_t size, act_err_t *err);
 //  Type of the last text accepted (JSON_OBJECT, JSON_INTEGER, ...).
 json_type act_scan_type (act_scan_t *self);
 
+//  True when every number of the last text accepted is written as
+//  act_json_dump writes what act_json_parse reads of it (act_json_number_
+//  dumped): "0.1", not "0.10" or "1E-1"; "0", not "-0". SEMANTICS.md
+//  section 1 wants replies and stored messages in that form.
+bool act_scan_numbers_dumped (act_scan_t *self);
+
 //  The members of the last text accepted, in the text's order (*count set;
 //  0 unless it is an object).
 const act_scan_member_t *act_scan_members (act_scan_t *self, size_t *count);

@@ -99,6 +99,30 @@ class ResultTest(BrokerCase):
         self.assertEqual(self.client.request("RESOLVE", "big", "†data.a"),
                          ["VALUE", '1.8446744073709552e+19'])
 
+    def test_numbers_are_written_in_their_shortest_form(self):
+        """SEMANTICS 1: a number is written back in the shortest form that
+        reads back as the same double, in every reply and stored message:
+        DONE's result too, though the worker wrote it otherwise."""
+        body = b'{"v":0.10000000000000001,"w":1E2,"n":18446744073709551616,"z":-0,"i":7}'
+        rid = self.client.send("CALL", "short", {"_tool": "raw", "_outputPath": "†out.v",
+                                                 "hex": body.hex()})
+        call_id = self.client.wait(rid, "ACCEPTED")[1]
+        done = self.client.wait(rid, "DONE", timeout=30)
+        self.assertEqual(done[1], call_id)
+        written = '{"v":0.1,"w":100.0,"n":1.8446744073709552e+19,"z":0,"i":7}'
+        self.assertIn('"result":' + written, done[2])
+        history = self.client.request("HISTORY", "short", "1", "10")
+        self.assertIn('"data":{"v":' + written + "}", history[1])
+        self.assertEqual(self.client.request("RESOLVE", "short", "†out.v"), ["VALUE", written])
+        #  A STATUS rebuilt from the store after a restart says the same
+        self.client.close()
+        self.assertEqual(self.actd.stop(), 0, self.actd.log()[-3000:])
+        self.actd.start()
+        self.client = self.actd.client()
+        self.addCleanup(self.client.close)
+        status = self.client.request("STATUS", call_id)
+        self.assertIn('"result":' + written, status[1])
+
     def test_pushes_and_writes_through_kept_text(self):
         """Pushes keep their texts too; writes through them, and writes
         that a kept value refuses, behave as on a parsed one."""

@@ -393,6 +393,47 @@ test_scan_grows (void **state)
     free (text);
 }
 
+//  act_scan_numbers_dumped: true exactly when every number is written as
+//  act_json_dump writes it, which for these compact texts means the text
+//  written again (act_json_redump) is the text itself
+static void
+test_scan_numbers_dumped (void **state)
+{
+    struct {
+        const char *text;
+        bool dumped;
+    } cases [] = {
+        { "{\"a\":1,\"b\":-2,\"c\":0.1,\"d\":\"1E2\",\"e\":[1.0,-0.5]}", true },
+        { "[1e+16,-1.5e-07,9223372036854775807,-9223372036854775808,0]", true },
+        { "1E2", false },               //  100.0
+        { "[0.10]", false },            //  0.1
+        { "{\"z\":-0}", false },        //  0
+        { "1e16", false },              //  1e+16
+        { "[0.10000000000000001]", false },
+        { "18446744073709551616", false },  //  Beyond int64: 1.8446744073709552e+19
+        { "-0.0", true },
+        { "\"-0\"", true }
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        const char *text = cases [i].text;
+        act_err_t err = { 0 };
+        assert_int_equal (act_scan (s_scan, text, strlen (text), &err), 0);
+        if (act_scan_numbers_dumped (s_scan) != cases [i].dumped)
+            fail_msg ("%s: numbers_dumped %d", text, !cases [i].dumped);
+        char *written = act_json_redump (text, strlen (text));
+        assert_non_null (written);
+        if ((strcmp (written, text) == 0) != cases [i].dumped)
+            fail_msg ("%s written again as %s", text, written);
+        free (written);
+    }
+    //  A refused text leaves nothing to judge, and the next scan starts afresh
+    act_err_t err = { 0 };
+    assert_int_equal (act_scan (s_scan, "[1E2,", 5, &err), -1);
+    assert_int_equal (act_scan (s_scan, "[2]", 3, &err), 0);
+    assert_true (act_scan_numbers_dumped (s_scan));
+    assert_null (act_json_redump ("[1,", 3));
+}
+
 static int
 s_setup (void **state)
 {
@@ -419,6 +460,7 @@ main (void)
         cmocka_unit_test (test_scan_decode),
         cmocka_unit_test (test_scan_splice),
         cmocka_unit_test (test_scan_grows),
+        cmocka_unit_test (test_scan_numbers_dumped),
     };
     return cmocka_run_group_tests (tests, s_setup, s_teardown);
 }
