@@ -195,6 +195,14 @@ s_setup (act_security_t *self, act_err_t *err)
     if (!self->server_cert)
         return act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s "
                             "(make one with: actctl keygen server)", settings->server_key);
+    //  zcert_load falls back to the public half alone when NAME.key_secret
+    //  cannot be read, with a secret key of zeros: every handshake would
+    //  then fail, unexplained
+    static const byte s_no_secret [32] = { 0 };
+    if (memcmp (zcert_secret_key (self->server_cert), s_no_secret, sizeof s_no_secret) == 0)
+        return act_err_set (err, ACT_E_INTERNAL, "the server key %s has no secret half: "
+                            "%s_secret is missing or this user cannot read it",
+                            settings->server_key, settings->server_key);
     if (s_keys_load (self, false, err))
         return -1;
     self->zap = zsock_new_rep ("inproc://zeromq.zap.01");

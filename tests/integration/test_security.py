@@ -297,5 +297,32 @@ class PlainTcpTest(unittest.TestCase):
         self.assertIn("cannot read the server key", output)
 
 
+    def test_a_server_key_without_its_secret_half_refuses_to_start(self):
+        """NAME.key_secret missing (or unreadable by actd's user): CZMQ
+        would load the public half alone, with a secret key of zeros, and
+        every handshake would fail; actd says so and exits 1 instead."""
+        directory = scratch_dir("actd-halfkey-")
+        self.addCleanup(remove_scratch, directory)
+        keygen("server", directory)
+        config = ("security\n    server_key = %s/server.key\n"
+                  "    client_keys = %s\n    worker_keys = %s\n"
+                  % (directory, directory, directory))
+        #  With both halves it starts (stopped once it says so)
+        process = self.run_actd("tcp://127.0.0.1:%d" % free_port(), config)
+        seen = []
+        for line in process.stdout:
+            seen.append(line)
+            if "CURVE on" in line:
+                break
+        process.terminate()
+        output, _ = process.communicate(timeout=20)
+        self.assertEqual(process.returncode, 0, "".join(seen) + output)
+        self.assertIn("CURVE on", seen[-1])
+        os.remove(os.path.join(directory, "server.key_secret"))
+        process = self.run_actd("tcp://127.0.0.1:%d" % free_port(), config)
+        output, _ = process.communicate(timeout=20)
+        self.assertEqual(process.returncode, 1, output)
+        self.assertIn("the server key %s/server.key has no secret half" % directory, output)
+
 if __name__ == "__main__":
     unittest.main()
