@@ -7,7 +7,8 @@
 #include "act_log.h"
 
 int act_log_threshold = LOG_INFO;
-bool act_log_stderr = false;
+FILE *act_log_stream = NULL;
+bool act_log_zsys = true;
 
 void
 act_log_emit (int level, const char *format, ...)
@@ -18,13 +19,16 @@ act_log_emit (int level, const char *format, ...)
     va_end (args);
     if (!text)
         return;
-    if (act_log_stderr) {
+    if (act_log_stream) {
         static const char letters [] = "EEEEWNID";
         char date [32];
         act_date_now (date);
-        fprintf (stderr, "%c: actd %s %s\n", letters [level & 7], date, text);
-        fflush (stderr);
+        fprintf (act_log_stream, "%c: actd %s %s\n", letters [level & 7], date, text);
+        fflush (act_log_stream);
     }
+    if (!act_log_zsys)
+        ;
+    else
     if (level <= LOG_ERR)
         zsys_error ("%s", text);
     else

@@ -10,14 +10,21 @@
 #define ACT_LOG_H_INCLUDED
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <syslog.h>
 
 //  The level below which act_log drops messages (set from settings).
 extern int act_log_threshold;
 
-//  Copy every message to stderr besides syslog. (CZMQ 4.2 sends its log
-//  either to syslog or to a stream, never both, so -v prints here.)
-extern bool act_log_stderr;
+//  Where each message is also written, in actd's own format ("N: actd
+//  <RFC 3339 date> message"), or NULL: stderr with -v, stdout or stderr
+//  without syslog. (CZMQ 4.2 sends its log either to syslog or to a
+//  stream, never both, and writes its own date format.)
+extern FILE *act_log_stream;
+
+//  Whether each message also goes to zsys (syslog under actd; CZMQ's
+//  stream in the tests, before actd configures its log).
+extern bool act_log_zsys;
 
 //  Log at a syslog level, when the level is enabled.
 #define act_log(level, ...) \

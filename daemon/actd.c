@@ -18,8 +18,8 @@ s_usage (FILE *stream)
         "  --config FILE           read settings from FILE (ZPL, see actd.cfg)\n"
         "  --client-endpoint EP    clients' ROUTER endpoint (tcp://127.0.0.1:5555)\n"
         "  --worker-endpoint EP    workers' ROUTER endpoint (tcp://127.0.0.1:5556)\n"
-        "  --db PATH               store: SQLite file (actd.db) or :memory:\n"
-        "  --sync full|normal      SQLite synchronous mode (full)\n"
+        "  --db PATH               store: SQLite file (actd.db), postgresql://... or :memory:\n"
+        "  --sync full|normal      the store's durability: fsync each commit (full)\n"
         "  --heartbeat-ms N        heartbeat interval (1000)\n"
         "  --liveness N            silent intervals before a worker is dead (3)\n"
         "  --log-level LEVEL       error, warning, notice, info (default), debug\n"
@@ -78,10 +78,15 @@ s_configure_logging (act_settings_t *settings)
         zsys_set_logsystem (true);
         //  zsys opens syslog with facility user; a daemon logs as daemon
         openlog ("actd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
-        act_log_stderr = settings->log_stderr;
+        act_log_stream = settings->log_stderr? stderr: NULL;
     }
-    else
-        zsys_set_logstream (settings->log_stderr? stderr: stdout);
+    else {
+        //  actd's lines in its own format; CZMQ's own messages, rare, in
+        //  CZMQ's format on the same stream
+        act_log_stream = settings->log_stderr? stderr: stdout;
+        act_log_zsys = false;
+        zsys_set_logstream (act_log_stream);
+    }
 }
 
 //  The flags actd takes; those without a letter get a number above 255

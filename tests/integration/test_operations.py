@@ -255,9 +255,36 @@ class ConfigFileTest(unittest.TestCase):
         self.assertEqual((outcome["status"], outcome["error"]["code"], outcome["attempts"]),
                          ("timeout", "timeout", 1))
         #  log/level = debug, log/syslog = 0 and log/stderr = 1: debug
-        #  lines on stderr
-        self.assertRegex(actd.log(), r"(?m)^D: \(actd\) .* call \d+ \(flaky\) attempt 1 sent to worker")
+        #  lines on stderr, in actd's own format (as with syslog and -v)
+        self.assertRegex(actd.log(), r"(?m)^D: actd \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
+                                     r"call \d+ \(flaky\) attempt 1 sent to worker")
         self.assertEqual(actd.stop(), 0, actd.log())
+
+    def test_without_syslog_lines_go_to_stdout_or_stderr_in_one_format(self):
+        """docs/operations.md section 4: with log/syslog = 0 the lines go to
+        stdout, or to stderr with log/stderr = 1, as "L: actd DATE text"."""
+        line = re.compile(r"(?m)^N: actd \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z actd \S+ ready: ")
+        for stderr in (0, 1):
+            client_port = free_port()
+            config = write(os.path.join(self.dir, "log%d.cfg" % stderr),
+                           "log\n    syslog = 0\n    stderr = %d\n" % stderr)
+            process = subprocess.Popen(
+                [find_binary("actd"), "--config", config, "--db", ":memory:",
+                 "--client-endpoint", "tcp://127.0.0.1:%d" % client_port,
+                 "--worker-endpoint", "tcp://127.0.0.1:%d" % free_port()],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                wait_for(lambda: port_in_use(client_port) or process.poll() is not None,
+                         "actd to listen")
+                client = Client("tcp://127.0.0.1:%d" % client_port)
+                self.assertEqual(client.request("PING"), ["PONG"])
+                client.close()
+            finally:
+                process.terminate()
+                out, err = process.communicate(timeout=30)
+            self.assertEqual(process.returncode, 0, out + err)
+            self.assertRegex(err if stderr else out, line)
+            self.assertNotRegex(out if stderr else err, line)
 
     def test_flags_override_the_file(self):
         """Each flag wins over the same setting in the file."""

@@ -36,7 +36,7 @@ static int
 s_setup (void **state)
 {
     act_log_threshold = LOG_ERR;    //  Refusals are logged at info
-    act_log_stderr = false;
+    act_log_stream = NULL;
     s_world_t *world = calloc (1, sizeof (s_world_t));
     world->settings = act_settings_new ();
     free (world->settings->store);

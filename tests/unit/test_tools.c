@@ -27,7 +27,7 @@ static int
 s_setup (void **state)
 {
     act_log_threshold = LOG_ERR;
-    act_log_stderr = false;
+    act_log_stream = NULL;
     s_world_t *world = calloc (1, sizeof (s_world_t));
     world->settings = act_settings_new ();
     world->settings->log_syslog = false;
