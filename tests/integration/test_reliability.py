@@ -606,15 +606,20 @@ class ReliabilityTest(unittest.TestCase):
             self.assertEqual(raw.commands(), ["TASK"])
             client.close()
 
+    def first_task(self, actd, context, capacity=1):
+        """A client, a raw worker of "work", and the TASK of a call with an
+        output path in context: (client, raw, call_id, request_id, task)."""
+        client = self.client(actd)
+        raw = self.raw_worker(actd, ["work"], capacity=capacity)
+        call_id, rid = self.submit(client, context, seed_call("work", "†state.out"))
+        return client, raw, call_id, rid, raw.next("TASK")
+
     def test_repeated_result_first_wins_second_is_ignored(self):
         """PROTOCOL 2: the broker keeps the first RESULT of a task and ignores
         later ones: the second changes nothing and the worker stays (it gets
         the next task; nothing of it is retried)."""
         with Actd(heartbeat_ms=200, liveness=3) as actd:
-            client = self.client(actd)
-            raw = self.raw_worker(actd, ["work"], capacity=2)
-            call_id, rid = self.submit(client, "twice", seed_call("work", "†state.out"))
-            task = raw.next("TASK")
+            client, raw, call_id, rid, task = self.first_task(actd, "twice", capacity=2)
             #  A second task held while the repeat comes: it must not be
             #  failed or dispatched again
             held_id, held_rid = self.submit(client, "twice", seed_call("work", "†state.held"))
@@ -643,10 +648,7 @@ class ReliabilityTest(unittest.TestCase):
         """PROTOCOL 2: a FAIL after the task's RESULT is a later answer: it
         does not change the outcome, and the worker stays."""
         with Actd(heartbeat_ms=200, liveness=3) as actd:
-            client = self.client(actd)
-            raw = self.raw_worker(actd, ["work"])
-            call_id, rid = self.submit(client, "resfail", seed_call("work", "†state.out"))
-            task = raw.next("TASK")
+            client, raw, call_id, rid, task = self.first_task(actd, "resfail")
             raw.answer(task[1], "kept")
             raw.send("FAIL", task[1], {"message": "too late", "code": "late"})
             outcome = self.done(client, rid, call_id)
@@ -666,10 +668,7 @@ class ReliabilityTest(unittest.TestCase):
         RESULT for a task id it was never given, are answered DISCONNECT (only
         a repeated RESULT or FAIL is ignored)."""
         with Actd(heartbeat_ms=200, liveness=3) as actd:
-            client = self.client(actd)
-            raw = self.raw_worker(actd, ["work"])
-            call_id, rid = self.submit(client, "stray", seed_call("work", "†state.out"))
-            task = raw.next("TASK")
+            client, raw, call_id, rid, task = self.first_task(actd, "stray")
             raw.answer(task[1], "done")
             self.assertEqual(self.done(client, rid, call_id)["result"], "done")
             raw.send("PROGRESS", task[1], {"pct": 100})
