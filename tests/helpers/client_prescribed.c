@@ -16,6 +16,9 @@
 #include "actd/act_json.h"
 #include "act_client_int.h"
 
+//  Requests that failed (a step {"error": code})
+static int s_failed;
+
 //  When the kept answer for activity expires (0: none kept)
 static json_int_t
 s_until (act_client_t *client, const char *activity)
@@ -31,8 +34,10 @@ s_call (act_client_t *client, const char *call, bool wait)
     char *id = NULL;
     json_t *outcome = NULL;
     act_err_t err = { NULL, "" };
-    if (act_client_call (client, "c-presc", call, wait, &id, &outcome, &err))
+    if (act_client_call (client, "c-presc", call, wait, &id, &outcome, &err)) {
+        s_failed++;
         return json_pack ("{ss}", "error", err.code? err.code: "?");
+    }
     json_t *step = json_pack ("{sssO}", "id", id? id: "", "outcome",
                               outcome? outcome: json_null ());
     free (id);
@@ -74,13 +79,15 @@ main (int argc, char *argv [])
                          "{\"_tool\":\"note\"}]", true, &ids, &outcomes, &err) == 0)
         json_object_set_new (report, "plan", json_pack ("{soso}", "ids", ids,
                                                         "outcomes", outcomes));
-    else
+    else {
+        s_failed++;
         json_object_set_new (report, "plan", json_pack ("{ss}", "error",
                                                         err.code? err.code: "?"));
+    }
     char *text = act_json_dump (report);
     printf ("%s\n", text);
     free (text);
     json_decref (report);
     act_client_destroy (&client);
-    return 0;
+    return s_failed? 1: 0;
 }
