@@ -501,13 +501,22 @@ run_instructions () {   # run_instructions MODE (memory or full)
         || { echo "compare.sh: bench_calls under callgrind failed:" >&2;
              tail -20 "$work/cg-$mode.log" >&2; exit 1; }
     #  The loop (act_broker_run) and, for a file store, the committer's
-    #  thread (s_actor), which runs the store's statements and commits
+    #  thread (s_actor), which runs the store's statements and commits.
+    #  callgrind_annotate names a function with its object ("... [path]")
+    #  or, from the directory of its sources, without: either is taken.
+    #  No line found is "not measured", never 0 instructions
     total=$(callgrind_annotate --inclusive=yes "$out" 2>/dev/null \
-            | awk '/act_broker_run$/ && !loop { gsub(",", "", $1); sum += $1; loop = 1 }
-                   /act_committer.c:s_actor$/ && !thread { gsub(",", "", $1); sum += $1; thread = 1 }
-                   END { print sum + 0 }')
-    R[cg.$mode]=$(awk -v t="${total:-0}" -v c="$cg_calls" \
-                  'BEGIN { printf "%.0f", t / (c + int(c / 10)) }')
+            | awk '/:act_broker_run( \[[^]]*\])?$/ && !loop { gsub(",", "", $1); sum += $1; loop = 1 }
+                   /act_committer\.c:s_actor( \[[^]]*\])?$/ && !thread {
+                       gsub(",", "", $1); sum += $1; thread = 1 }
+                   END { if (loop) print sum }')
+    if [ -z "$total" ]; then
+        echo "compare.sh: no act_broker_run in callgrind's output for $mode ($out)" >&2
+        R[cg.$mode]=""
+    else
+        R[cg.$mode]=$(awk -v t="$total" -v c="$cg_calls" \
+                      'BEGIN { printf "%.0f", t / (c + int(c / 10)) }')
+    fi
     R[cg.$mode.commits]=$(awk '$1 == "'"$mode"'" && $2 == "durable" && $3 == "#1" { print $(NF-3) }' \
                           "$work/cg-$mode.log")
     echo "  instructions ($mode): ${R[cg.$mode]} per durable call" \
