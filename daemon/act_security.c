@@ -152,6 +152,12 @@ s_keys_load (act_security_t *self, bool reload, act_err_t *err)
     return 0;
 }
 
+//  How long after a revocation the peer's connection is cut: time for the
+//  DISCONNECT (or a last reply) queued before it to leave. libzmq's I/O
+//  thread runs under SCHED_BATCH (server/io_batch), and on a busy machine
+//  it may take tens of milliseconds to get a core
+#define S_CUT_AFTER_MS 1000
+
 //  True for endpoints only this machine can reach
 static bool
 s_endpoint_local (const char *endpoint)
@@ -319,7 +325,7 @@ s_shrank (const act_grant_t *old, bool allowed, const act_grant_t *fresh)
 static void
 s_revoke_clients (act_security_t *self, zhashx_t *old)
 {
-    long long at = act_clock_ms () + self->settings->heartbeat_ms / 4;
+    long long at = act_clock_ms () + S_CUT_AFTER_MS;
     zlistx_t *keys = zlistx_new ();
     zlistx_set_destructor (keys, (czmq_destructor *) zstr_free);
     const char *user;
@@ -378,8 +384,7 @@ void
 act_security_cut_worker (act_security_t *self, const char *key)
 {
     if (self)
-        act_peers_cut (self->peers, true, key,
-                       act_clock_ms () + self->settings->heartbeat_ms / 4, "revoked");
+        act_peers_cut (self->peers, true, key, act_clock_ms () + S_CUT_AFTER_MS, "revoked");
 }
 
 bool

@@ -449,7 +449,10 @@ class TenantsTest(unittest.TestCase):
         #  reconnection is refused at the handshake
         ops = self.client("ops")
         wait_for(lambda: ops.value("STATS")["calls"]["ok"] == 1, "the call to end ok")
-        self.assertEqual(self.workers(), {"anyworker-worker"})
+        #  (the spare, a raw socket that heartbeats only while the test
+        #  reads it, may have been found silent by now: only the revoked
+        #  worker's absence is checked)
+        self.assertNotIn("summarizer-worker", self.workers())
         monitor.close(0)
 
     def test_revocation_takes_less_than_one_heartbeat(self):
