@@ -123,6 +123,13 @@ describe ('A dropped connection, with several brokers', { timeout: 120000 }, () 
             const pings = [];
             for (let n = 0; n < REQUESTS; n++)
                 pings.push (client.ping ());    //  Sent to the first broker
+            //  None is answered while the first is stopped: they are
+            //  pending there, not sent to the second
+            let settled = 0;
+            for (const ping of pings)
+                ping.then (() => settled++, () => settled++);
+            await new Promise (resolve => setTimeout (resolve, 300));
+            assert.equal (settled, 0, 'a ping was answered by the second broker at once');
             await first.kill ();
             for (const rtt of await Promise.all (pings))
                 assert.equal (typeof rtt, 'number');

@@ -215,10 +215,15 @@ class TwoBrokers(unittest.TestCase):
                                             timeout=LONG, request_timeout=None) as client:
                 await client.ping()             # Both connected
                 first.process.send_signal(signal.SIGSTOP)
-                pings = asyncio.gather(*(client.ping(LONG) for _ in range(REQUESTS)),
-                                       return_exceptions=True)
+                sent = [asyncio.ensure_future(client.ping(LONG)) for _ in range(REQUESTS)]
+                pings = asyncio.gather(*sent, return_exceptions=True)
                 while client.pending < REQUESTS:
                     await asyncio.sleep(0)      # The PINGs are sent to the first
+                #  None is answered while the first is stopped: they are
+                #  pending there, not sent to the second
+                await asyncio.sleep(0.3)
+                assert not any(ping.done() for ping in sent), \
+                    "a ping was answered by the second broker at once"
                 first.kill()
                 results: List[Any] = await asyncio.wait_for(pings, LONG + TIMEOUT)
                 return results
