@@ -97,6 +97,14 @@ s_claim (act_cache_t *self, const char *id, act_err_t *err)
 act_context_t *
 act_cache_get (act_cache_t *self, const char *id, bool create, act_err_t *err)
 {
+    //  Requests check their context id; an id read from the store (calls
+    //  to recover, retention) is checked here, as any data from a file
+    if (!id || !act_ctx_id_valid (id)) {
+        act_log (LOG_ERR, "store: a stored context id is not valid (%s): left alone",
+                 id? id: "none");
+        act_err_set (err, ACT_E_INTERNAL, "the stored context id is not valid");
+        return NULL;
+    }
     act_context_t *context = (act_context_t *) zhashx_lookup (self->contexts, id);
     if (context) {
         context->used = act_clock_ms ();

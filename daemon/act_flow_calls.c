@@ -85,6 +85,9 @@ act_flow_status (act_flow_t *self, const act_grant_t *grant, const char *id, act
         return NULL;
     json_t *status = call? act_live_status (call): s_status_record (id, record);
     json_decref (record);
+    //  A stored row without its context, state or attempts does not read
+    if (!status)
+        act_err_set (err, ACT_E_INTERNAL, "the stored record of call %s does not read", id);
     return status;
 }
 

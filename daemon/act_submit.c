@@ -179,8 +179,15 @@ s_done_from_record (act_flow_t *self, json_t *record, zframe_t *client, zframe_t
     if (!json_object_get (call, "_outputPath"))
         return;
     json_t *outcome = json_object_get (record, "outcome");
+    const char *call_id = json_string_value (json_object_get (outcome, "call_id"));
+    if (!call_id) {
+        //  A stored row that does not read (the store's data is a file's)
+        act_log (LOG_ERR, "store: the outcome of an ended call with _id %s does not read: "
+                 "no DONE for its repeat", json_string_value (json_object_get (call, "_id")));
+        return;
+    }
     act_out_t *out = act_outbox_reply (self->outbox, client, request, "DONE", true);
-    act_out_addstr (out, json_string_value (json_object_get (outcome, "call_id")));
+    act_out_addstr (out, call_id);
     char *text = act_json_dump (outcome);
     act_out_addstr (out, text);
     free (text);

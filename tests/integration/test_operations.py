@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import textwrap
@@ -809,6 +810,76 @@ class NotifyTest(unittest.TestCase):
             for _ in range(4):
                 self.notify.next("STATUS=")
         self.assertFalse(any("WATCHDOG=1" in m for m in self.notify.messages), self.notify.messages)
+
+
+class StoreRowsTest(unittest.TestCase):
+    """The store's rows are data from a file: one that does not read is
+    logged and refused, it never stops actd (rows edited with sqlite3
+    while actd is stopped, as a damaged or hand-edited store would be)."""
+
+    def edit(self, actd, *statements):
+        """Stop actd, run statements on its store, start it again."""
+        self.assertEqual(actd.stop(), 0, actd.log()[-2000:])
+        with sqlite3.connect(actd.store) as db:
+            for statement in statements:
+                db.execute(statement)
+        actd.start()
+
+    def ended_call(self, actd, worker_answer="done"):
+        """A call with an _id and an output path, ended ok; its id."""
+        worker = Worker(actd.worker_endpoint, ["t"], lambda *task: worker_answer)
+        worker.start()
+        worker.ready.wait(10)
+        client = actd.client()
+        call_id, outcome = client.call("c", {"_tool": "t", "_id": "k",
+                                             "_outputPath": DAGGER + "s.x"})
+        self.assertEqual(outcome["status"], "ok")
+        client.close()
+        worker.stop()
+        return call_id
+
+    def test_an_ended_call_whose_state_does_not_read(self):
+        with Actd(store=sqlite_store(self)) as actd:
+            call_id = self.ended_call(actd)
+            self.edit(actd, "INSERT OR REPLACE INTO ends (id, state, attempts, outcome, "
+                            "progress) VALUES (%s, NULL, 1, NULL, NULL)" % call_id)
+            client = actd.client()
+            reply = client.request("STATUS", call_id)
+            self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+            self.assertIn("does not read", reply[2])
+            self.assertEqual(client.request("PING"), ["PONG"])
+            client.close()
+
+    def test_a_repeated_id_whose_stored_outcome_does_not_read(self):
+        with Actd(store=sqlite_store(self)) as actd:
+            call_id = self.ended_call(actd)
+            self.edit(actd, "INSERT OR REPLACE INTO ends (id, state, attempts, outcome, "
+                            "progress) VALUES (%s, 'ok', 1, 'not json', NULL)" % call_id)
+            client = actd.client()
+            rid = client.send("CALL", "c", {"_tool": "t", "_id": "k",
+                                            "_outputPath": DAGGER + "s.x"})
+            self.assertEqual(client.wait(rid, "ACCEPTED")[1], call_id)
+            wait_for(lambda: "does not read: no DONE for its repeat" in actd.log(),
+                     "the log line")
+            self.assertEqual(client.request("PING"), ["PONG"])
+            client.close()
+
+    def test_a_stored_context_id_that_is_not_valid(self):
+        with Actd(store=sqlite_store(self)) as actd:
+            client = actd.client()
+            self.assertEqual(client.request("APPEND", "c", {"type": "note"})[0], "OK")
+            #  A call that waits for a worker: recovered at the next start
+            self.assertEqual(client.request("CALL", "c", {"_tool": "nobody"})[0], "ACCEPTED")
+            client.close()
+            self.edit(actd, *["UPDATE %s SET %s = 'bad id' WHERE %s = 'c'" % (table, column, column)
+                              for table, column in (("contexts", "id"), ("messages", "context"),
+                                                    ("calls", "context"), ("live", "context"),
+                                                    ("call_blocks", "context"))])
+            wait_for(lambda: "a stored context id is not valid (bad id)" in actd.log(),
+                     "the log line")
+            client = actd.client()
+            self.assertEqual(client.request("PING"), ["PONG"])
+            client.close()
 
 
 class StoreBackupTest(unittest.TestCase):
