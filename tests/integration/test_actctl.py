@@ -499,8 +499,9 @@ class FakeBroker:
     ([command, request, args...], decoded), answers PLAN with ACCEPTED and
     PING with PONG, and leaves the rest unanswered."""
 
-    def __init__(self):
+    def __init__(self, replies=None):
         self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+        self.replies = replies or {}    # command -> reply frames, instead
         self.received = []
         self.running = True
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
@@ -516,8 +517,10 @@ class FakeBroker:
             frames = self.socket.recv_multipart()
             identity, request = frames[0], [f.decode() for f in frames[2:]]
             self.received.append(request)
-            reply = None
-            if request[0] == "PLAN":
+            reply = self.replies.get(request[0])
+            if reply:
+                pass
+            elif request[0] == "PLAN":
                 reply = ["ACCEPTED", json.dumps([str(n + 1) for n in
                                                  range(len(json.loads(request[3])))])]
             elif request[0] == "PING":
@@ -592,6 +595,28 @@ class SeveralBrokersTest(unittest.TestCase):
             if len(owners) == 2:
                 break
         self.assertEqual(len(owners), 2, "no context went to the second broker")
+
+
+class BrokenBrokerTest(unittest.TestCase):
+    """A broker that breaks the protocol gets an error from the C client
+    library, never an abort: its replies are data from the network."""
+
+    def broker(self, replies):
+        broker = FakeBroker(replies)
+        self.addCleanup(broker.close)
+        return broker
+
+    def test_accepted_ids_that_are_not_strings(self):
+        broker = self.broker({"PLAN": ["ACCEPTED", "[1,null]"]})
+        done = actctl("--endpoint", broker.endpoint, "plan", "p", json.dumps([{"_tool": "t"}]))
+        self.assertEqual((done.returncode, done.stdout), (0, "accepted: calls [1,null]\n"),
+                         done.stderr)
+
+    def test_a_value_reply_without_its_frame(self):
+        broker = self.broker({"STATS": ["VALUE"]})
+        done = actctl("--endpoint", broker.endpoint, "stats")
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertEqual(done.stderr, "actctl: internal: VALUE reply without its frame\n")
 
 
 class ToolsTest(ActdTest):

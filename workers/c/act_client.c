@@ -413,7 +413,8 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
                 size_t index;
                 json_t *id;
                 json_array_foreach (list, index, id)
-                    zhashx_update (self->accepted, json_string_value (id), link);
+                    if (json_is_string (id))    //  A broker's reply: checked
+                        zhashx_update (self->accepted, json_string_value (id), link);
             }
             else
             if (ids)

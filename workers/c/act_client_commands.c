@@ -66,6 +66,8 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
         if (json) {
             char *text = act_reply_arg (reply, 0);
             value = text? act_json_parse (text, strlen (text), err): NULL;
+            if (!text)
+                act_err_set (err, ACT_E_INTERNAL, "%s reply without its frame", expected);
             free (text);
         }
         else

@@ -294,7 +294,8 @@ s_note (json_t *ids, json_t *ended, json_t *status)
     size_t index;
     json_t *value;
     json_array_foreach (ids, index, value)
-        if (streq (json_string_value (value), id) && !json_object_get (ended, id))
+        if (json_is_string (value) && streq (json_string_value (value), id)
+        &&  !json_object_get (ended, id))
             json_object_set (ended, id, status);
 }
 
