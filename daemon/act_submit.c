@@ -130,13 +130,11 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t
            s_entry_t *accepted, act_err_t *err)
 {
     //  The global cap beside each activity's max_queue: many activities,
-    //  each under its own limit, must not hold memory without end
+    //  each under its own limit, must not hold memory without end. Only
+    //  new calls count: a repeated _id adds none and is never busy
     size_t count = entries? json_array_size (entries): 1;
     size_t backlog = self->counts [ACT_LIVE_WAITING] + self->counts [ACT_LIVE_QUEUED];
-    if (backlog + count > (size_t) self->settings->max_queued_calls)
-        return act_err_set (err, ACT_E_BUSY, "%zu calls are waiting or queued, and %zu more "
-                            "would pass max_queued_calls (%lld)", backlog,
-                            count, self->settings->max_queued_calls);
+    size_t fresh = 0;
     size_t index;
     for (index = 0; index < count; index++) {
         //  A prescribed output path is added to the call, which is then
@@ -149,6 +147,13 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t
         calls [index] = act_live_new (self->pool, context, parsed);
         if (calls [index]->call->id && s_prepare_repeat (self, calls, index, &accepted [index]))
             continue;
+        if (backlog + ++fresh > (size_t) self->settings->max_queued_calls) {
+            act_err_set (err, ACT_E_BUSY, "%zu calls are waiting or queued, and %zu more "
+                         "would pass max_queued_calls (%lld)", backlog, fresh,
+                         self->settings->max_queued_calls);
+            act_flow_drop (self, &calls [index]);
+            break;
+        }
         if (act_tools_admit (self->tools, calls [index]->call, calls [index]->activity,
                              &calls [index]->tool_checked, err)) {
             act_flow_drop (self, &calls [index]);

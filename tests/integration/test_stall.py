@@ -260,10 +260,15 @@ class GlobalQueueCap(unittest.TestCase):
             #  No worker: calls to three activities stay queued
             accepted = []
             for n in range(5):
-                reply = client.request("CALL", "cap", seed_call("a%d" % (n % 3),
-                                                                "\u2020state.r%d" % n, n=n))
+                call = seed_call("a%d" % (n % 3), "\u2020state.r%d" % n, n=n)
+                call["_id"] = "k%d" % n
+                reply = client.request("CALL", "cap", call)
                 self.assertEqual(reply[0], "ACCEPTED", reply)
                 accepted.append(reply[1])
+            #  A repeated _id adds no call: at the cap it is still the same
+            #  call, not busy (docs/protocol.md section 2.4)
+            call["_id"] = "k4"
+            self.assertEqual(client.request("CALL", "cap", call), ["ACCEPTED", accepted[4]])
             for tool in ("a0", "a1", "a2", "other"):
                 reply = client.request("CALL", "cap", seed_call(tool, "\u2020state.x"))
                 self.assertEqual(reply[:2], ["ERROR", "busy"], reply)
