@@ -10,6 +10,25 @@ int act_log_threshold = LOG_INFO;
 FILE *act_log_stream = NULL;
 bool act_log_zsys = true;
 
+//  Hand text to zsys at its level (syslog under actd)
+static void
+s_zsys (int level, const char *text)
+{
+    if (level <= LOG_ERR)
+        zsys_error ("%s", text);
+    else
+    if (level == LOG_WARNING)
+        zsys_warning ("%s", text);
+    else
+    if (level == LOG_NOTICE)
+        zsys_notice ("%s", text);
+    else
+    if (level == LOG_INFO)
+        zsys_info ("%s", text);
+    else
+        zsys_debug ("%s", text);
+}
+
 void
 act_log_emit (int level, const char *format, ...)
 {
@@ -26,22 +45,8 @@ act_log_emit (int level, const char *format, ...)
         fprintf (act_log_stream, "%c: actd %s %s\n", letters [level & 7], date, text);
         fflush (act_log_stream);
     }
-    if (!act_log_zsys)
-        ;
-    else
-    if (level <= LOG_ERR)
-        zsys_error ("%s", text);
-    else
-    if (level == LOG_WARNING)
-        zsys_warning ("%s", text);
-    else
-    if (level == LOG_NOTICE)
-        zsys_notice ("%s", text);
-    else
-    if (level == LOG_INFO)
-        zsys_info ("%s", text);
-    else
-        zsys_debug ("%s", text);
+    if (act_log_zsys)
+        s_zsys (level, text);
     zstr_free (&text);
 }
 

@@ -825,9 +825,11 @@ class StoreRowsTest(unittest.TestCase):
                 db.execute(statement)
         actd.start()
 
-    def ended_call(self, actd, worker_answer="done"):
-        """A call with an _id and an output path, ended ok; its id."""
-        worker = Worker(actd.worker_endpoint, ["t"], lambda *task: worker_answer)
+    def ended_call(self, actd, end_row):
+        """A call with an _id and an output path, ended ok, then its row of
+        ends replaced by end_row (state, outcome: SQL literals) while actd is
+        stopped; its id."""
+        worker = Worker(actd.worker_endpoint, ["t"], lambda *task: "done")
         worker.start()
         worker.ready.wait(10)
         client = actd.client()
@@ -836,13 +838,13 @@ class StoreRowsTest(unittest.TestCase):
         self.assertEqual(outcome["status"], "ok")
         client.close()
         worker.stop()
+        self.edit(actd, "INSERT OR REPLACE INTO ends (id, state, attempts, outcome, progress) "
+                        "VALUES (%s, %s, 1, %s, NULL)" % ((call_id,) + end_row))
         return call_id
 
     def test_an_ended_call_whose_state_does_not_read(self):
         with Actd(store=sqlite_store(self)) as actd:
-            call_id = self.ended_call(actd)
-            self.edit(actd, "INSERT OR REPLACE INTO ends (id, state, attempts, outcome, "
-                            "progress) VALUES (%s, NULL, 1, NULL, NULL)" % call_id)
+            call_id = self.ended_call(actd, ("NULL", "NULL"))
             client = actd.client()
             reply = client.request("STATUS", call_id)
             self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
@@ -852,9 +854,7 @@ class StoreRowsTest(unittest.TestCase):
 
     def test_a_repeated_id_whose_stored_outcome_does_not_read(self):
         with Actd(store=sqlite_store(self)) as actd:
-            call_id = self.ended_call(actd)
-            self.edit(actd, "INSERT OR REPLACE INTO ends (id, state, attempts, outcome, "
-                            "progress) VALUES (%s, 'ok', 1, 'not json', NULL)" % call_id)
+            call_id = self.ended_call(actd, ("'ok'", "'not json'"))
             client = actd.client()
             rid = client.send("CALL", "c", {"_tool": "t", "_id": "k",
                                             "_outputPath": DAGGER + "s.x"})
