@@ -204,14 +204,15 @@ s_second_pass (int argc, char *argv [], act_settings_t *settings)
 //  sends more at each wake: fewer context switches, pipelined calls
 //  6-15% faster on 2 cores (bench/README.md). Any thread may ask this
 //  for itself without privileges; a refusal (a seccomp filter) is logged
-//  and changes nothing else.
-static void
+//  and changes nothing else. Returns how many I/O threads were found by
+//  name, or -1 when the threads cannot be listed.
+static int
 s_batch_io_threads (void)
 {
     DIR *tasks = opendir ("/proc/self/task");
     if (!tasks) {
         act_log (LOG_WARNING, "server/io_batch: cannot list the threads: %s", strerror (errno));
-        return;
+        return -1;
     }
     size_t found = 0, batched = 0;
     struct dirent *entry;
@@ -235,10 +236,25 @@ s_batch_io_threads (void)
     closedir (tasks);
     if (batched)
         act_log (LOG_DEBUG, "server/io_batch: %zu libzmq I/O threads under SCHED_BATCH", batched);
-    else
-    if (!found)
-        act_log (LOG_INFO, "server/io_batch: no libzmq I/O thread found (by its name, "
-                 "ZMQbg/IO/N): they keep their scheduling policy");
+    return (int) found;
+}
+
+//  Apply server/io_batch once libzmq's I/O threads have their names.
+//  A thread names itself after it starts, so right after the bind the
+//  scan often found none (about one start in two, which then ran the
+//  whole life of the process without SCHED_BATCH): look again, for at
+//  most 200 ms
+static void
+s_batch_io_threads_named (void)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        int found = s_batch_io_threads ();
+        if (found != 0)
+            return;
+        zclock_sleep (2);
+    }
+    act_log (LOG_INFO, "server/io_batch: no libzmq I/O thread found (by its name, "
+             "ZMQbg/IO/N): they keep their scheduling policy");
 }
 
 //  SIGTERM and SIGINT stop the broker, SIGHUP reloads the config file
@@ -294,7 +310,7 @@ main (int argc, char *argv [])
     }
     //  The sockets are bound: libzmq's I/O threads run
     if (settings->io_batch)
-        s_batch_io_threads ();
+        s_batch_io_threads_named ();
     char *summary = act_broker_summary (broker);
     act_notify_ready (summary);
     free (summary);
