@@ -33,7 +33,7 @@ import unittest
 
 import zmq
 
-from harness import DAGGER, ROOT, Actd, find_binary, wait_for
+from harness import DAGGER, ROOT, Actd, end_process, find_binary, free_port, wait_for
 
 sys.path.insert(0, os.path.join(ROOT, "workers", "python"))
 import actd  # noqa: E402  (the package under test, from the source tree)
@@ -699,6 +699,43 @@ class TestMajordomoWorkers(unittest.TestCase):
                 # second stays registered
                 self.wait_registered(service, 1)
                 self.assertEqual((second.disconnects, second.strange), (0, []))
+
+
+class TestCWorkerRefusedReady(unittest.TestCase):
+    """The C worker library (actd-example-worker) against a ROUTER that
+    answers every READY with DISCONNECT, as actd does when it refuses the
+    worker (PROTOCOL.md section 2.1): the worker connects again after a
+    wait that doubles, not at once in a busy loop."""
+
+    def test_a_refused_ready_is_sent_again_after_a_growing_wait(self):
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        router = zmq.Context.instance().socket(zmq.ROUTER)
+        router.setsockopt(zmq.LINGER, 0)
+        router.bind(endpoint)
+        self.addCleanup(router.close, 0)
+        worker = subprocess.Popen([find_binary("actd-example-worker"), "--endpoint", endpoint],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.addCleanup(end_process, worker)
+        readies, others, end = 0, [], time.time() + 3.0
+        while time.time() < end:
+            if not router.poll(50):
+                continue
+            frames = router.recv_multipart()
+            if frames[2] == b"READY":
+                readies += 1
+                router.send_multipart([frames[0], b"ACTW01", b"DISCONNECT",
+                                       b"capacity: not taken here"])
+            else:
+                others.append(frames[2])
+        end_process(worker)
+        output = worker.stdout.read().decode()
+        # Waits of 100, 200, 400, 800 ms and more, checked each half
+        # heartbeat: a handful of READYs in 3 s; the old library sent one
+        # for each DISCONNECT at once, hundreds a second
+        self.assertGreaterEqual(readies, 2, output)
+        self.assertLessEqual(readies, 10, output)
+        self.assertEqual(others, [])
+        self.assertIn("refused READY (capacity: not taken here)", output)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,11 @@ typedef struct {
     uint64_t connection;        //  Number of the current connection
     int64_t heard;              //  Last message from the broker
     int64_t sent;               //  Last message to the broker
+    bool welcomed;              //  This connection got more than DISCONNECT
+    int backoff_ms;             //  Wait before connecting again after a
+                                //  refused READY (0: none)
+    int64_t retry_at;           //  When to connect again, while the socket
+                                //  is closed after a refused READY
 } s_link_t;
 
 struct _act_worker_t {
@@ -234,10 +239,15 @@ act_worker_set_curve (act_worker_t *self, const char *server_public,
     return act_curve_set (&self->curve, server_public, certificate_file);
 }
 
-//  Send command and args (a message to consume, may be NULL) to a broker
+//  Send command and args (a message to consume, may be NULL) to a broker;
+//  -1 while the link waits to connect again (its socket closed)
 static int
 s_send (s_link_t *link, const char *command, zmsg_t *args)
 {
+    if (!link->socket) {
+        zmsg_destroy (&args);
+        return -1;
+    }
     zmsg_t *msg = args? args: zmsg_new ();
     zmsg_pushstr (msg, command);
     zmsg_pushstr (msg, ACT_WORKER_HEADER);
@@ -273,6 +283,7 @@ s_connect (s_link_t *link)
         zsock_destroy (&link->socket);
     }
     link->connection++;
+    link->welcomed = false;
     //  Tasks of the old connection belong to the broker's past: it gives
     //  them to someone else as new attempts. Tell their handlers (an
     //  answer to them is not sent)
@@ -304,6 +315,34 @@ s_connect (s_link_t *link)
     free (text);
     json_decref (ready);
     link->heard = zclock_mono ();
+}
+
+//  The broker sent DISCONNECT. After a connection it had accepted, connect
+//  again at once (PROTOCOL.md section 2). Right after READY it refused
+//  this worker (a capacity or a tool it does not take): close the socket
+//  and connect again after a wait that doubles up to S_BACKOFF_MAX_MS, so
+//  that a refusal repeated for ever costs a few READYs a minute, not a
+//  busy loop on both sides
+#define S_BACKOFF_MIN_MS 100
+#define S_BACKOFF_MAX_MS 30000
+static void
+s_on_disconnect (s_link_t *link, const char *reason)
+{
+    act_worker_t *self = link->worker;
+    if (link->welcomed) {
+        link->backoff_ms = 0;
+        s_connect (link);
+        return;
+    }
+    link->backoff_ms = link->backoff_ms? link->backoff_ms * 2: S_BACKOFF_MIN_MS;
+    if (link->backoff_ms > S_BACKOFF_MAX_MS)
+        link->backoff_ms = S_BACKOFF_MAX_MS;
+    zsys_warning ("actd worker %s: %s refused READY (%s); connecting again in %d ms",
+                  self->name, link->endpoint, reason? reason: "no reason given",
+                  link->backoff_ms);
+    zloop_reader_end (self->loop, link->socket);
+    zsock_destroy (&link->socket);
+    link->retry_at = zclock_mono () + link->backoff_ms;
 }
 
 static int
@@ -352,8 +391,15 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
             free (id);
         }
         else
-        if (streq (command, "DISCONNECT"))
-            s_connect (link);
+        if (streq (command, "DISCONNECT")) {
+            char *reason = zmsg_popstr (msg);
+            s_on_disconnect (link, reason);
+            free (reason);
+        }
+        if (link->socket && !streq (command, "DISCONNECT")) {
+            link->welcomed = true;
+            link->backoff_ms = 0;
+        }
     }
     free (header);
     free (command);
@@ -370,6 +416,11 @@ s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
         return -1;              //  SIGINT or SIGTERM (CZMQ's handler)
     int64_t now = zclock_mono ();
     for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
+        if (!link->socket) {
+            if (now >= link->retry_at)
+                s_connect (link);
+        }
+        else
         if (now - link->heard > (int64_t) self->heartbeat_ms * self->liveness)
             s_connect (link);
         else
