@@ -9,7 +9,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import ProtocolError
-from .types import Status
+from .types import Outcome, Status
 
 HEADER = b"ACTC01"
 
@@ -76,12 +76,31 @@ def parse_text(verb: str, args: List[bytes]) -> str:
     return decode_frame(args[0])
 
 
+def read_status(value: Any, what: str) -> Status:
+    """A ``STATUS`` value as a :class:`Status`; :class:`ProtocolError` when
+    it is not one (``what`` names it in the message)."""
+    if not isinstance(value, dict):
+        raise ProtocolError("%s is not an object" % what)
+    try:
+        return Status(value)
+    except ValueError as error:
+        raise ProtocolError("%s cannot be read: %s" % (what, error)) from None
+
+
+def read_outcome(value: Any, what: str) -> Outcome:
+    """A ``DONE`` outcome as an :class:`Outcome`; :class:`ProtocolError`
+    when it is not one."""
+    if not isinstance(value, dict):
+        raise ProtocolError("%s is not an object" % what)
+    try:
+        return Outcome(value)
+    except ValueError as error:
+        raise ProtocolError("%s cannot be read: %s" % (what, error)) from None
+
+
 def parse_status(verb: str, args: List[bytes]) -> Status:
     """A ``STATUS`` reply."""
-    value = parse_value(verb, args)
-    if not isinstance(value, dict):
-        raise ProtocolError("STATUS value is not an object")
-    return Status(value)
+    return read_status(parse_value(verb, args), "STATUS value")
 
 
 def parse_ok_value(verb: str, args: List[bytes]) -> Any:
@@ -157,14 +176,17 @@ def plan_args(context: str, calls: Union[Sequence[Dict[str, Any]], str, bytes],
     """PLAN's arguments (each call given an ``_id`` when ``auto_id``), and
     the plan's calls as a list (empty when JSON text is not a list): a
     ``DONE`` is awaited for each of them that has an output path."""
-    parsed: Any = calls
+    body: Any = calls
     if isinstance(calls, (str, bytes)):
         try:
             parsed = json.loads(calls)
         except ValueError:
             parsed = []
-    items = list(parsed) if isinstance(parsed, list) else []
-    body = calls if isinstance(calls, (str, bytes)) else list(calls)
+        items = parsed if isinstance(parsed, list) else []
+    else:
+        # Any sequence of calls (a tuple too) is sent as a JSON array: its
+        # items are the calls actd accepts, whose DONEs are awaited
+        items = body = list(calls)
     if auto_id:
         body = with_ids(body, plan=True)
     return [text_arg(context), json_arg(body)], items
@@ -193,8 +215,10 @@ class HistoryPages:
     def __init__(self, context: str, from_seq: int, limit: Optional[int],
                  page_size: int) -> None:
         """Nothing is sent yet."""
-        if page_size < 1 or (limit is not None and limit < 0):
-            raise ValueError("page_size is at least 1, and limit None or at least 0")
+        # actd refuses HISTORY for more than 1000 (bad_argument): said here,
+        # before anything is sent, as ContextPages does
+        if not 1 <= page_size <= 1000 or (limit is not None and limit < 0):
+            raise ValueError("page_size is 1 to 1000, and limit None or at least 0")
         self.context = context
         self.seq = from_seq
         self.left = limit

@@ -20,6 +20,13 @@ def wait_time(probe: Optional[float], deadline: Optional[float]) -> Optional[flo
     return left
 
 
+def within(deadline: Optional[float], default: Optional[float]) -> Optional[float]:
+    """The timeout of a request that a method bounded by ``deadline`` sends
+    on its way (``STATUS``, ``TOOLS``): the time left, or ``default`` (the
+    client's timeout) when the method has no limit."""
+    return default if deadline is None else time_left(deadline)
+
+
 def check_deadline(deadline: Optional[float]) -> None:
     """Raise :class:`actd.Timeout` once ``deadline`` has passed."""
     if deadline is not None and time.monotonic() >= deadline:

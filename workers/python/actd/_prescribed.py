@@ -114,11 +114,13 @@ def apply(call: Any, paths: Dict[str, Optional[str]]) -> Any:
 
 
 def plan_items(calls: Union[Sequence[Any], str, bytes]) -> Optional[List[Any]]:
-    """A plan's calls as a list (JSON text parsed), or None when it is not
-    a list (then sent as it is)."""
+    """A plan's calls as a list (JSON text parsed; any other sequence, as
+    ``plan_args`` sends it), or None when JSON text is not an array (then
+    sent as it is)."""
     if isinstance(calls, (str, bytes)):
         try:
             calls = json.loads(calls)
         except ValueError:
             return None
-    return list(calls) if isinstance(calls, (list, tuple)) else None
+        return calls if isinstance(calls, list) else None
+    return list(calls)

@@ -5,8 +5,8 @@ of a lost connection, and the outcome a call's event carries.
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._codec import text_arg
-from .types import Outcome, Status
+from ._codec import read_status, text_arg
+from .types import Outcome
 
 #: Seconds the broker's start time, estimated from two ``STATS`` replies,
 #: may differ before it counts as a restart (uptime_ms is in whole ms).
@@ -18,7 +18,7 @@ def call_outcome(event: Optional[Dict[str, Any]], call_id: str) -> Optional[Outc
     and the call has ended, else None."""
     call = event.get("call") if event else None
     if isinstance(call, dict) and str(call.get("call_id")) == call_id:
-        return Status(call).outcome
+        return read_status(call, "a call event").outcome
     return None
 
 

@@ -29,7 +29,8 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tu
 
 from .errors import ActdError, Disconnected, ProtocolError, error_for
 from .types import Outcome
-from ._codec import HEADER, decode_frame, parse_status, parse_value, request_frames, text_arg
+from ._codec import (HEADER, decode_frame, parse_status, parse_value, read_outcome,
+                     request_frames, text_arg)
 from ._watch import WATCH_LOST, Subscription, Watch
 
 log = logging.getLogger("actd.client")
@@ -522,14 +523,16 @@ class Tracker:
             log.warning("a DONE with %d frames dropped", len(args))
             return []
         try:
-            raw = json.loads(args[1])
-            if not isinstance(raw, dict):
-                raise ValueError("not an object")
+            outcome = read_outcome(json.loads(args[1]), "DONE outcome")
         except ValueError as error:
-            futures = self._ended(request_id, pending, decode_frame(args[0]))
             problem = ProtocolError("DONE outcome does not parse: %s" % error)
-            return [_set_exception(future, problem) for future in futures]
-        return self._outcome(request_id, pending, decode_frame(args[0]), raw)
+        except ProtocolError as error:
+            problem = error
+        else:
+            return self._outcome(request_id, pending, decode_frame(args[0]), outcome)
+        # Only this call's outcome fails: the reader goes on
+        futures = self._ended(request_id, pending, decode_frame(args[0]))
+        return [_set_exception(future, problem) for future in futures]
 
     def _ended(self, request_id: bytes, pending: Pending, call_id: str) -> List[Any]:
         """The futures waiting for call_id's outcome, no longer pending."""
@@ -540,8 +543,7 @@ class Tracker:
         return futures
 
     def _outcome(self, request_id: bytes, pending: Pending, call_id: str,
-                 raw: Dict[str, Any]) -> List[Action]:
-        outcome = Outcome(raw)
+                 outcome: Outcome) -> List[Action]:
         return [_set_result(future, outcome)
                 for future in self._ended(request_id, pending, call_id)]
 
@@ -624,4 +626,4 @@ class Tracker:
         if not status.ended or status.outcome is None or pending is None:
             return []
         log.debug("call %s ended (STATUS)", wait.call_id)
-        return self._outcome(wait.request_id, pending, wait.call_id, status.outcome.raw)
+        return self._outcome(wait.request_id, pending, wait.call_id, status.outcome)

@@ -48,7 +48,7 @@ async def _wait(future: "asyncio.Future[Any]", timeout: Optional[float], what: s
         # shield: a timeout must not cancel the future (it can be awaited again)
         return await asyncio.wait_for(asyncio.shield(future), timeout)
     except asyncio.TimeoutError:
-        raise Timeout("no %s within %s s" % (what, timeout)) from None
+        raise Timeout("no %s within %.3g s" % (what, timeout)) from None
 
 
 class AsyncCallHandle(_handles.CallHandleBase):
@@ -327,13 +327,14 @@ class AsyncClient:
                    timeout: Optional[float] = None) -> Union[Outcome, str]:
         """As :meth:`actd.Client.call`: the outcome (``wait`` and an output
         path, or a tool that prescribes one: see there) or the call id."""
+        # timeout bounds the whole call, the TOOLS asked first included
+        deadline = _handles.deadline_after(timeout)
         if wait:
-            call = (await self._prescribe([call]))[0]
+            call = (await self._prescribe([call], deadline))[0]
         handle = await self.submit(context, call)
         try:
-            accept_timeout = self.timeout if timeout is None else timeout
+            accept_timeout = _handles.within(deadline, self.timeout)
             if wait and handle.has_output:
-                deadline = _handles.deadline_after(timeout)
                 await handle.accepted(accept_timeout)
                 return await handle.outcome(_handles.time_left(deadline))
             return await handle.accepted(accept_timeout)
@@ -356,28 +357,30 @@ class AsyncClient:
                    timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
         """As :meth:`actd.Client.plan` (with ``wait``, calls to a tool that
         prescribes an output path are given it)."""
+        deadline = _handles.deadline_after(timeout)
         if wait:
             items = _prescribed.plan_items(calls)
             if items is not None:
-                calls = await self._prescribe(items)
+                calls = await self._prescribe(items, deadline)
         handle = await self.submit_plan(context, calls)
         try:
-            accept_timeout = self.timeout if timeout is None else timeout
+            accept_timeout = _handles.within(deadline, self.timeout)
             if wait:
                 await handle.accepted(accept_timeout)
-                return await handle.results(timeout)
+                return await handle.results(_handles.time_left(deadline))
             return list(await handle.accepted(accept_timeout))
         finally:
             handle.forget()
 
-    async def _prescribe(self, calls: List[Any]) -> List[Any]:
+    async def _prescribe(self, calls: List[Any], deadline: Optional[float]) -> List[Any]:
         """As ``actd.Client._prescribe``: ``calls``, those without
         ``_outputPath`` whose tool prescribes one given it (``TOOLS``
-        answers kept 2 s per activity)."""
+        answers kept 2 s per activity; asked by ``deadline``)."""
         paths: Dict[str, Optional[str]] = {}
         for activity in self._prescriptions.unknown(calls, paths):
             try:
-                answer: Any = await self.tools(activity)
+                answer: Any = await self.tools(activity,
+                                               _handles.within(deadline, self.timeout))
             except ActdError as error:
                 if not _prescribed.not_served(error):
                     raise
@@ -394,13 +397,18 @@ class AsyncClient:
             outcome: Outcome = await _wait(done, timeout, "DONE for call %s" % call_id)
             return outcome
         deadline = _handles.deadline_after(timeout)
-        state = _watch.Watch((await self.status(call_id)).context, 0, True)
+        # The STATUS requests too end by the deadline
+        status = await self.status(call_id, _handles.within(deadline, self.timeout))
+        state = _watch.Watch(status.context, 0, True)
         stream = self._stream(state, probe, deadline)
         try:
             async for event in stream:
                 # None: a watch was just opened, so an end before it shows in STATUS
-                found = ((await self.status(call_id)).outcome if event is None
-                         else _watch.call_outcome(event, call_id))
+                if event is None:
+                    status = await self.status(call_id, _handles.within(deadline, self.timeout))
+                    found = status.outcome
+                else:
+                    found = _watch.call_outcome(event, call_id)
                 if found is not None:
                     return found
         finally:

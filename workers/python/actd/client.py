@@ -58,7 +58,7 @@ def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], wh
     try:
         return future.result(timeout)
     except concurrent.futures.TimeoutError:
-        raise Timeout("no %s within %s s" % (what, timeout)) from None
+        raise Timeout("no %s within %.3g s" % (what, timeout)) from None
 
 
 class CallHandle(_handles.CallHandleBase):
@@ -402,16 +402,18 @@ class Client:
         ``timeout``, or the client's timeout when None). Raises
         :class:`actd.ActdError` when actd refuses the call (``bad_call``
         when the registry prescribes another path by the time it
-        arrives), :class:`actd.Timeout` on timeout."""
+        arrives), :class:`actd.Timeout` on timeout (a ``timeout`` given
+        bounds the whole call, the ``TOOLS`` asked first included)."""
+        deadline = _handles.deadline_after(timeout)
         if wait:
-            call = self._prescribe([call])[0]
+            call = self._prescribe([call], deadline)[0]
         handle = self.submit(context, call)
         try:
+            accept_timeout = _handles.within(deadline, self.timeout)
             if wait and handle.has_output:
-                deadline = _handles.deadline_after(timeout)
-                handle.accepted(self.timeout if timeout is None else timeout)
+                handle.accepted(accept_timeout)
                 return handle.outcome(_handles.time_left(deadline))
-            call_id = handle.accepted(self.timeout if timeout is None else timeout)
+            call_id = handle.accepted(accept_timeout)
             return call_id
         finally:
             handle.forget()
@@ -436,28 +438,31 @@ class Client:
         one is given it first, as :meth:`call` does (one ``TOOLS`` per
         activity not asked about in the last 2 s), and its outcome is
         returned. ``timeout`` as for :meth:`call`."""
+        deadline = _handles.deadline_after(timeout)
         if wait:
             items = _prescribed.plan_items(calls)
             if items is not None:
-                calls = self._prescribe(items)
+                calls = self._prescribe(items, deadline)
         handle = self.submit_plan(context, calls)
         try:
+            accept_timeout = _handles.within(deadline, self.timeout)
             if wait:
-                handle.accepted(self.timeout if timeout is None else timeout)
-                return handle.results(timeout)
-            return list(handle.accepted(self.timeout if timeout is None else timeout))
+                handle.accepted(accept_timeout)
+                return handle.results(_handles.time_left(deadline))
+            return list(handle.accepted(accept_timeout))
         finally:
             handle.forget()
 
-    def _prescribe(self, calls: List[Any]) -> List[Any]:
+    def _prescribe(self, calls: List[Any], deadline: Optional[float]) -> List[Any]:
         """``calls``, those without ``_outputPath`` whose tool prescribes
         one given it (``TOOLS`` asked for each activity whose answer is not
-        kept; a broker without ``TOOLS``, or that refuses this client
-        ``TOOLS`` (``unauthorized``), prescribes nothing)."""
+        kept, by ``deadline`` when there is one; a broker without
+        ``TOOLS``, or that refuses this client ``TOOLS``
+        (``unauthorized``), prescribes nothing)."""
         paths: Dict[str, Optional[str]] = {}
         for activity in self._prescriptions.unknown(calls, paths):
             try:
-                answer: Any = self.tools(activity)
+                answer: Any = self.tools(activity, _handles.within(deadline, self.timeout))
             except ActdError as error:
                 if not _prescribed.not_served(error):
                     raise
@@ -479,13 +484,15 @@ class Client:
             outcome: Outcome = _wait(done, timeout, "DONE for call %s" % call_id)
             return outcome
         deadline = _handles.deadline_after(timeout)
-        state = _watch.Watch(self.status(call_id).context, 0, True)
+        # The STATUS requests too end by the deadline
+        state = _watch.Watch(self.status(call_id, _handles.within(deadline, self.timeout)).context,
+                             0, True)
         stream = self._stream(state, probe, deadline)
         try:
             for event in stream:
                 # None: a watch was just opened, so an end before it shows in STATUS
-                found = (self.status(call_id).outcome if event is None
-                         else _watch.call_outcome(event, call_id))
+                found = (self.status(call_id, _handles.within(deadline, self.timeout)).outcome
+                         if event is None else _watch.call_outcome(event, call_id))
                 if found is not None:
                     return found
         finally:
@@ -628,8 +635,8 @@ class Client:
                 ) -> Iterator[Dict[str, Any]]:
         """The stored messages from ``from_seq`` on, oldest first, at most
         ``limit`` (None: all): an iterator that sends ``HISTORY`` for
-        ``page_size`` messages (actd allows up to 1000) at a time, as it is
-        consumed."""
+        ``page_size`` messages (1 to 1000, as actd allows; another is a
+        ``ValueError`` at once) at a time, as it is consumed."""
         return self._pages("HISTORY", _codec.HistoryPages(context, from_seq, limit, page_size),
                            timeout)
 

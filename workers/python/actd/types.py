@@ -1,6 +1,6 @@
 """Values exchanged with actd: results with a branch, call outcomes and statuses."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .errors import CallFailed
 
@@ -14,6 +14,30 @@ DEFAULT_WORKER_ENDPOINT = "tcp://127.0.0.1:5556"
 
 #: The call states that are outcomes (SEMANTICS.md section 7).
 ENDED_STATES = frozenset({"ok", "error", "timeout", "skipped", "cancelled"})
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _field(raw: Dict[str, Any], key: str, default: Any, valid: Callable[[Any], bool],
+           what: str) -> Any:
+    """``raw[key]`` (``default`` when absent); ``ValueError`` when it is not
+    what PROTOCOL.md says it is. A reply the clients cannot read must fail
+    that request (``ProtocolError``), not their reader with a ``TypeError``
+    from ``int(None)``, nor turn ``"written": "ab"`` into ``["a", "b"]``."""
+    value = raw.get(key, default)
+    if not valid(value):
+        raise ValueError("%s is not %s: %r" % (key, what, value))
+    return value
+
+
+def _integers(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_integer(item) for item in value)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 class Branch:
@@ -49,7 +73,8 @@ class Outcome:
     appended message), ``result`` (the result, for ``ok`` calls with an
     output path; None otherwise, see ``has_result``), ``error`` (the error
     object ``{"code", "message", ...}`` or None), ``attempts``, and ``raw``
-    (the JSON object as received).
+    (the JSON object as received). ``ValueError`` when a field has
+    another type than PROTOCOL.md gives it.
     """
 
     __slots__ = ("call_id", "status", "branch", "written", "seqs", "result", "has_result",
@@ -60,13 +85,17 @@ class Outcome:
         self.raw: Dict[str, Any] = raw
         self.call_id: str = str(raw.get("call_id", ""))
         self.status: str = str(raw.get("status", ""))
-        self.branch: Optional[int] = raw.get("branch")
-        self.written: List[str] = list(raw.get("written", []))
-        self.seqs: List[int] = list(raw.get("seqs", []))
+        self.branch: Optional[int] = _field(raw, "branch", None,
+                                            lambda value: value is None or _is_integer(value),
+                                            "an integer")
+        self.written: List[str] = list(_field(raw, "written", [], _strings, "a list of strings"))
+        self.seqs: List[int] = list(_field(raw, "seqs", [], _integers, "a list of integers"))
         self.has_result: bool = "result" in raw
         self.result: Any = raw.get("result")
-        self.error: Optional[Dict[str, Any]] = raw.get("error")
-        self.attempts: int = int(raw.get("attempts", 0))
+        self.error: Optional[Dict[str, Any]] = _field(
+            raw, "error", None, lambda value: value is None or isinstance(value, dict),
+            "an object")
+        self.attempts: int = _field(raw, "attempts", 0, _is_integer, "an integer")
 
     @property
     def ok(self) -> bool:
@@ -106,7 +135,8 @@ class Status:
     ``progress`` (the latest ``PROGRESS`` details, or None), ``waiting_on``
     (parameter expressions still unmet, for a waiting call; else an empty
     list), ``outcome`` (an :class:`Outcome` for an ended call, else None)
-    and ``raw``.
+    and ``raw``. ``ValueError`` when a field has another type than
+    PROTOCOL.md gives it.
     """
 
     __slots__ = ("call_id", "context", "state", "attempts", "progress", "has_progress",
@@ -118,10 +148,11 @@ class Status:
         self.call_id: str = str(raw.get("call_id", ""))
         self.context: str = str(raw.get("context", ""))
         self.state: str = str(raw.get("state", ""))
-        self.attempts: int = int(raw.get("attempts", 0))
+        self.attempts: int = _field(raw, "attempts", 0, _is_integer, "an integer")
         self.has_progress: bool = "progress" in raw
         self.progress: Any = raw.get("progress")
-        self.waiting_on: List[str] = list(raw.get("waiting_on", []))
+        self.waiting_on: List[str] = list(_field(raw, "waiting_on", [], _strings,
+                                                 "a list of strings"))
         outcome = raw.get("outcome")
         self.outcome: Optional[Outcome] = Outcome(outcome) if isinstance(outcome, dict) else None
 

@@ -36,6 +36,20 @@ log = logging.getLogger("actd.worker")
 
 _HEADER = b"ACTW01"
 
+#: What actd takes in ``READY`` (docs/protocol.md section 3.2): a worker
+#: outside these bounds is refused at declaration, not with a DISCONNECT.
+MAX_CAPACITY = 100000
+MAX_ACTIVITY_BYTES = 256
+MAX_NAME_BYTES = 256
+
+#: Seconds the worker waits before it connects again after a
+#: ``DISCONNECT``: the first, doubled each time the broker sends it again
+#: before the connection stayed up (a task came, or a heartbeat interval
+#: passed), up to the last. A ``READY`` the broker refuses (a schema keyword
+#: it does not implement, say) is then not sent again in a tight loop.
+RECONNECT_FIRST = 0.1
+RECONNECT_LAST = 5.0
+
 #: An activity handler: ``handler(params, task) -> result``, or a coroutine
 #: function (``async def``). Return a JSON-serialisable value (branch 0),
 #: or :class:`actd.Branch` to name the alternative; raise
@@ -56,6 +70,18 @@ def _describe(error: BaseException) -> str:
     return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
 
 
+def _meta_integer(meta: Dict[str, Any], key: str, default: Optional[int]) -> Any:
+    """``meta[key]``, an integer (``default`` when absent; null too when
+    that is None); ``ValueError`` for anything else, which the worker
+    answers as a task that does not parse."""
+    value = meta.get(key, default)
+    if value is None and default is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("%s is not an integer: %r" % (key, value))
+    return value
+
+
 class Task:
     """One task the broker gave this worker: an attempt of one call.
 
@@ -74,7 +100,8 @@ class Task:
 
     def __init__(self, worker: "Worker", generation: int, task_id: str, activity: str,
                  params: Any, meta: Dict[str, Any]) -> None:
-        """Create a task as received (the worker does this, not handlers)."""
+        """Create a task as received (the worker does this, not handlers);
+        ``ValueError`` when a meta field has the wrong type."""
         self._worker = worker
         self._generation = generation
         self._lock = threading.Lock()
@@ -87,11 +114,12 @@ class Task:
         self.meta: Dict[str, Any] = meta
         self.context: str = str(meta.get("context", ""))
         self.call_id: str = str(meta.get("call_id", ""))
-        self.attempt: int = int(meta.get("attempt", 1))
-        deadline = meta.get("deadline_ms")
-        self.deadline_ms: Optional[int] = int(deadline) if deadline is not None else None
+        self.attempt: int = _meta_integer(meta, "attempt", 1)
+        self.deadline_ms: Optional[int] = _meta_integer(meta, "deadline_ms", None)
         self.instance: Optional[str] = meta.get("instance")
-        self.branches: int = int(meta.get("branches", 0))
+        if self.instance is not None and not isinstance(self.instance, str):
+            raise ValueError("instance is not a string: %r" % (self.instance,))
+        self.branches: int = _meta_integer(meta, "branches", 0)
         self.discard: bool = bool(meta.get("discard", False))
         trace = meta.get("trace")
         self.trace: Optional[str] = trace if isinstance(trace, str) else None
@@ -235,6 +263,17 @@ class _Link:
         self.tasks: Dict[str, Task] = {}
         self.heard = 0.0
         self.sent = 0.0
+        self.connected = 0.0                # When READY went on this socket
+        self.tasked = False                 # A TASK came on this socket
+        self.backoff = 0.0                  # The last wait after a DISCONNECT
+        self.connect_at = 0.0               # Without a socket: when to connect again
+
+    def due(self, interval: float, liveness: int) -> float:
+        """When the socket thread has something to do for this broker:
+        connect again, send a heartbeat, or give the broker up."""
+        if self.socket is None:
+            return self.connect_at
+        return min(self.sent + interval, self.heard + interval * liveness)
 
 
 class Worker:
@@ -264,9 +303,9 @@ class Worker:
     (this worker's certificate file, from ``actctl keygen``) turn CURVE
     on; they default to ``$ACTD_SERVER_KEY`` and ``$ACTD_CERT``.
 
-    ``capacity`` is the number of tasks run at once per broker connection
-    (each in its own pool thread, coroutines on the worker's event loop; a
-    broker never sends more): each broker
+    ``capacity`` (1 to 100000) is the number of tasks run at once per
+    broker connection (each in its own pool thread, coroutines on the
+    worker's event loop; a broker never sends more): each broker
     is told this capacity in ``READY``, so with several brokers the worker
     may run up to ``capacity`` tasks for each of them at the same time.
     ``heartbeat_ms`` and ``liveness``
@@ -274,13 +313,16 @@ class Worker:
     sends ``HEARTBEAT`` when it has sent nothing else for ``heartbeat_ms``,
     and a broker silent for ``liveness`` intervals is taken as gone: the
     worker then connects with a new socket and sends ``READY`` again (as it
-    does when the broker sends ``DISCONNECT``). Tasks of a lost connection
+    does when the broker sends ``DISCONNECT``, after a wait that doubles
+    while the broker keeps refusing the ``READY``). Tasks of a lost connection
     are marked cancelled and their results dropped; the broker runs them
     again. On stop, running handlers get up to ``grace`` seconds to finish
     and answer, then the worker sends ``DISCONNECT`` and returns.
 
-    ``name`` (default ``python-<host>-<pid>``) and ``lang`` ``"python"``
-    are sent in ``READY`` and shown by ``STATS``.
+    ``name`` (default ``python-<host>-<pid>``, up to 256 bytes) and
+    ``lang`` ``"python"`` are sent in ``READY`` and shown by ``STATS``.
+    What actd would refuse in ``READY`` (docs/protocol.md section 3.2) is a
+    ``ValueError`` here and in :meth:`add_activity`.
     """
 
     def __init__(self, endpoints: Optional[Endpoints] = None, *,
@@ -291,8 +333,12 @@ class Worker:
                  endpoint: Optional[Endpoints] = None) -> None:
         """Create a worker for the brokers' worker endpoints (nothing is
         connected until :meth:`run`)."""
-        if capacity < 1:
-            raise ValueError("capacity must be at least 1")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) \
+                or not 1 <= capacity <= MAX_CAPACITY:
+            raise ValueError("capacity is an integer from 1 to %d" % MAX_CAPACITY)
+        if name is not None and (not isinstance(name, str)
+                                 or len(name.encode("utf-8")) > MAX_NAME_BYTES):
+            raise ValueError("a worker's name is a string of up to %d bytes" % MAX_NAME_BYTES)
         if heartbeat_ms < 1 or liveness < 1:
             raise ValueError("heartbeat_ms and liveness must be positive")
         #: The worker endpoints of the brokers, in the order given.
@@ -360,8 +406,8 @@ class Worker:
         ``description`` defaults to the docstring; ``output_path``
         prescribes the call's ``_outputPath`` (a str, or ``{"const": ...}``)
         or constrains it (``{"pattern": regex}``)."""
-        if not isinstance(name, str) or not name:
-            raise ValueError("an activity name is a non-empty string")
+        if not isinstance(name, str) or not 1 <= len(name.encode("utf-8")) <= MAX_ACTIVITY_BYTES:
+            raise ValueError("an activity name is a string of 1 to %d bytes" % MAX_ACTIVITY_BYTES)
         if self._running:
             raise RuntimeError("register activities before run()")
         self._handlers[name] = Tool(handler, description, params, output_path)
@@ -494,8 +540,7 @@ class Worker:
                 if draining_until is not None and (not self._started_tasks()
                                                    or now >= draining_until):
                     break
-                wake_at = min(min(link.sent + interval, link.heard + interval * self.liveness)
-                              for link in self._links)
+                wake_at = min(link.due(interval, self.liveness) for link in self._links)
                 if draining_until is not None:
                     wake_at = min(wake_at, draining_until)
                 events = dict(poller.poll(max(0.0, wake_at - now) * 1000.0))
@@ -507,7 +552,10 @@ class Worker:
                 self._flush()
                 now = time.monotonic()
                 for link in self._links:
-                    if now - link.heard > interval * self.liveness:
+                    if link.socket is None:         # Waiting after a DISCONNECT
+                        if now >= link.connect_at and draining_until is None:
+                            self._connect(link)
+                    elif now - link.heard > interval * self.liveness:
                         self._reconnect(link, "the broker has been silent for %d heartbeats"
                                         % self.liveness)
                     elif now - link.sent >= interval:
@@ -527,7 +575,8 @@ class Worker:
         link.generation = self._generation
         link.socket = sock
         self._connections += 1
-        link.heard = time.monotonic()
+        link.heard = link.connected = time.monotonic()
+        link.tasked = False
         ready: Dict[str, Any] = {"activities": self.activities, "capacity": self.capacity,
                                  "name": self.name, "lang": "python"}
         tools = self.tools()
@@ -537,15 +586,34 @@ class Worker:
         log.info("worker %s: READY to %s for %s (capacity %d)", self.name, link.endpoint,
                  ", ".join(self.activities), self.capacity)
 
-    def _reconnect(self, link: _Link, reason: str) -> None:
-        log.warning("worker %s: %s: %s; connecting again", self.name, link.endpoint, reason)
+    def _reconnect(self, link: _Link, reason: str, delay: float = 0.0) -> None:
+        """Drop the link's socket and its tasks; connect again at once, or
+        in ``delay`` seconds (the serve loop does it)."""
+        log.warning("worker %s: %s: %s; connecting again%s", self.name, link.endpoint, reason,
+                    " in %.1f s" % delay if delay else "")
         self._close_socket(link)
         tasks, link.tasks = link.tasks, {}
         for task in tasks.values():
             task._abandon()
         # What handlers queued for the old connection is dropped by _flush
         # (a new connection has a new generation)
-        self._connect(link)
+        if delay:
+            link.connect_at = time.monotonic() + delay
+        else:
+            self._connect(link)
+
+    def _disconnected(self, link: _Link, reason: str) -> None:
+        """The broker sent ``DISCONNECT``: connect again after a wait that
+        starts at RECONNECT_FIRST and doubles while the broker keeps
+        sending it before the connection stayed up (it refuses the
+        ``READY``: the reason, logged each time, says why)."""
+        interval = self.heartbeat_ms / 1000.0
+        if link.tasked or time.monotonic() - link.connected >= interval:
+            link.backoff = RECONNECT_FIRST
+        else:
+            link.backoff = min(max(link.backoff * 2, RECONNECT_FIRST), RECONNECT_LAST)
+        self._reconnect(link, "the broker sent DISCONNECT (%s)" % (reason or "no reason"),
+                        link.backoff)
 
     def _close_socket(self, link: _Link, linger: int = 0) -> None:
         if link.socket is not None:
@@ -624,8 +692,7 @@ class Worker:
                 pass
             elif command == b"DISCONNECT":
                 reason = frames[2].decode("utf-8", "replace") if len(frames) > 2 else ""
-                self._reconnect(link, "the broker sent DISCONNECT (%s)"
-                                % (reason or "no reason"))
+                self._disconnected(link, reason)
                 return          # The old socket is closed
             else:
                 log.warning("worker %s: unknown command %r dropped", self.name, command)
@@ -636,6 +703,7 @@ class Worker:
             return
         task_id = args[0].decode("utf-8", "replace")
         activity = args[1].decode("utf-8", "replace")
+        link.tasked = True          # The broker took this connection's READY
         if draining:
             # Not started: the broker gives it to another worker after our
             # DISCONNECT.
@@ -646,12 +714,14 @@ class Worker:
             meta = json.loads(args[3])
             if not isinstance(meta, dict):
                 raise ValueError("the meta is not an object")
-        except ValueError as error:
+            # A meta field of the wrong type ("attempt": null) is as
+            # unreadable as bad JSON: answered, not a crash of this thread
+            task = Task(self, link.generation, task_id, activity, params, meta)
+        except (TypeError, ValueError) as error:
             self._send(link, [_HEADER, b"FAIL", task_id.encode(), _json(
                 {"message": "the task does not parse: %s" % error, "code": "bad_task",
                  "retryable": False})])
             return
-        task = Task(self, link.generation, task_id, activity, params, meta)
         if activity not in self._handlers:
             self._send(link, [_HEADER, b"FAIL", task_id.encode(), _json(
                 {"message": "this worker has no activity %s" % activity,

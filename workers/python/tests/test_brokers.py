@@ -167,7 +167,8 @@ class RendezvousTest(unittest.TestCase):
 
 
 class FakeBroker:
-    """A ROUTER on a free port: answer(frames) -> reply frames or None."""
+    """A ROUTER on a free port: answer(frames) -> reply frames, a list of
+    replies (each a list of frames), or None."""
 
     def __init__(self, answer: Any = None) -> None:
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
@@ -187,8 +188,10 @@ class FakeBroker:
             identity, *frames = self.socket.recv_multipart()
             self.received.append(frames)
             reply = self.answer(frames) if self.answer else None
-            if reply is not None:
-                self.socket.send_multipart([identity] + reply)
+            replies = reply if reply and isinstance(reply[0], list) else [reply]
+            for one in replies:
+                if one is not None:
+                    self.socket.send_multipart([identity] + one)
 
     def close(self) -> None:
         self.stopping = True

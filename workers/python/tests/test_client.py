@@ -1,13 +1,16 @@
 """actd.Client against the real actd: every method (PROTOCOL.md section 1)
 and the ERROR codes of section 3 raised as actd.ActdError subclasses."""
 
+import asyncio
 import os
 import tempfile
 import threading
+import time
 import unittest
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from support import TIMEOUT, Actd, BrokerTest
+from test_brokers import FakeBroker
 
 import actd
 import actd.aio
@@ -96,6 +99,22 @@ class ClientTest(BrokerTest):
         self.assertEqual([o.status for o in outcomes], ["ok", "ok"])
         self.assertEqual(self.client.resolve("c-plan2", "†q.a"), "A")
 
+    def test_plan_takes_any_sequence_of_calls(self) -> None:
+        calls = ({"_tool": "upper", "text": "a", "_outputPath": "†tuple.a"},
+                 {"_tool": "echo", "n": 2})
+        ids = self.client.plan("c-tuple", calls, wait=False)
+        self.assertEqual([type(call_id) for call_id in ids], [str, str])
+        outcome, call_id = self.client.submit_plan("c-tuple", calls).results(TIMEOUT)
+        self.assertEqual((outcome.status, outcome.result), ("ok", "A"))
+        self.assertIsInstance(call_id, str)
+        self.assertEqual(self.client.pending, 0)
+
+        async def main() -> List[Any]:
+            async with actd.aio.AsyncClient(self.broker.client_endpoint) as client:
+                return await client.plan("c-tuple", calls, wait=False)
+
+        self.assertEqual(len(asyncio.run(asyncio.wait_for(main(), TIMEOUT))), 2)
+
     def test_append_returns_the_seq_and_resolve_reads_the_merge(self) -> None:
         self.assertEqual(self.client.append("c-append", {"type": "data", "kind": "user",
                                                          "data": {"name": "ada"}}), 1)
@@ -158,6 +177,17 @@ class ClientTest(BrokerTest):
         with self.assertWarns(DeprecationWarning):
             old = self.client.iter_history("c-history", from_seq=6, page_size=1)
         self.assertEqual([m["_seq"] for m in old], [6, 7])
+
+    def test_history_page_size_is_checked_before_anything_is_sent(self) -> None:
+        # actd takes 1 to 1000 (more is bad_argument), as for contexts()
+        async_client = actd.aio.AsyncClient(self.broker.client_endpoint)
+        for page_size in (0, 1001):
+            with self.assertRaises(ValueError):
+                self.client.history("c-pages", page_size=page_size)
+            with self.assertRaises(ValueError):
+                async_client.history("c-pages", page_size=page_size)
+        self.client.append("c-pages", {"type": "text", "text": "one"})
+        self.assertEqual(len(list(self.client.history("c-pages", page_size=1000))), 1)
 
     def test_status_of_waiting_running_and_ended_calls(self) -> None:
         producer = self.client.submit("c-status", {"_tool": "gate", "value": "v",
@@ -342,6 +372,88 @@ class ErrorTest(unittest.TestCase):
         client = actd.Client(self.broker.client_endpoint)
         client.close()
         self.assertRefused(actd.Closed, "closed", client.ping)
+
+
+def scripted(frames: List[bytes]) -> Optional[List[Any]]:
+    """A broker whose replies have fields of the wrong type: a DONE whose
+    outcome has "attempts": null, a STATUS value whose attempts is "x";
+    PING is answered."""
+    command, request_id = frames[1], frames[2]
+    if command == b"CALL":
+        return [[b"ACTC01", b"ACCEPTED", request_id, b"7"],
+                [b"ACTC01", b"DONE", request_id, b"7",
+                 b'{"call_id":"7","status":"ok","written":[],"seqs":[],"attempts":null}']]
+    if command == b"STATUS":
+        return [b"ACTC01", b"VALUE", request_id,
+                b'{"call_id":"7","context":"c","state":"running","attempts":"x"}']
+    if command == b"PING":
+        return [b"ACTC01", b"PONG", request_id]
+    return None
+
+
+class ScriptedBrokerTest(unittest.TestCase):
+    """The clients against a fake broker (a ROUTER socket) that sends what
+    actd does not: replies the library cannot read, or none at all."""
+
+    def setUp(self) -> None:
+        self.fake = FakeBroker()
+        self.addCleanup(self.fake.close)
+
+    def test_a_reply_that_cannot_be_read_fails_only_its_request(self) -> None:
+        self.fake.answer = scripted
+        with actd.Client(self.fake.endpoint, timeout=TIMEOUT) as client:
+            with self.assertRaises(actd.ProtocolError) as raised:
+                client.call("c", {"_tool": "t", "_outputPath": "†a"}, timeout=TIMEOUT)
+            self.assertIn("attempts", raised.exception.message)
+            with self.assertRaises(actd.ProtocolError):
+                client.status("7")
+            # The reader goes on: the next request is answered
+            self.assertGreaterEqual(client.ping(), 0.0)
+            self.assertEqual(client.pending, 0)
+
+    def test_async_a_reply_that_cannot_be_read_fails_only_its_request(self) -> None:
+        self.fake.answer = scripted
+
+        async def main() -> None:
+            async with actd.aio.AsyncClient(self.fake.endpoint, timeout=TIMEOUT) as client:
+                with self.assertRaises(actd.ProtocolError):
+                    await client.call("c", {"_tool": "t", "_outputPath": "†a"}, timeout=TIMEOUT)
+                with self.assertRaises(actd.ProtocolError):
+                    await client.status("7")
+                self.assertGreaterEqual(await client.ping(), 0.0)
+                self.assertEqual(client.pending, 0)
+
+        asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+    # A broker that never answers: wait(), call() and plan() end at their
+    # timeout, the STATUS or TOOLS they send first included (the client's
+    # own timeout is far longer)
+
+    def assertTimesOut(self, started: float) -> None:
+        self.assertLess(time.monotonic() - started, 5.0)
+
+    def test_wait_call_and_plan_end_at_their_timeout(self) -> None:
+        with actd.Client(self.fake.endpoint, timeout=10.0) as client:
+            for request in (lambda: client.wait("42", timeout=0.5),
+                            lambda: client.call("c", {"_tool": "t"}, timeout=0.5),
+                            lambda: client.plan("c", [{"_tool": "t"}], timeout=0.5)):
+                started = time.monotonic()
+                with self.assertRaises(actd.Timeout):
+                    request()
+                self.assertTimesOut(started)
+
+    def test_async_wait_call_and_plan_end_at_their_timeout(self) -> None:
+        async def main() -> None:
+            async with actd.aio.AsyncClient(self.fake.endpoint, timeout=10.0) as client:
+                for request in (lambda: client.wait("42", timeout=0.5),
+                                lambda: client.call("c", {"_tool": "t"}, timeout=0.5),
+                                lambda: client.plan("c", [{"_tool": "t"}], timeout=0.5)):
+                    started = time.monotonic()
+                    with self.assertRaises(actd.Timeout):
+                        await request()
+                    self.assertTimesOut(started)
+
+        asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
 
 
 if __name__ == "__main__":

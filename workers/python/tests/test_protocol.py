@@ -4,6 +4,7 @@ the broker's side of each exchange is under the test's control."""
 
 import json
 import threading
+import time
 import unittest
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -226,6 +227,76 @@ class WorkerProtocolTest(unittest.TestCase):
         self.broker.task(identity, "9.1", "work", {"n": 9}, meta("9"))
         answers = {tuple(self.broker.expect(b"RESULT", identity)[1]) for _ in range(2)}
         self.assertEqual(answers, {(b"RESULT", b"8.1", b"8"), (b"RESULT", b"9.1", b"9")})
+
+    def test_a_task_whose_meta_has_a_wrong_type_fails_bad_task(self) -> None:
+        self.worker.add_activity("work", lambda params, task: params["n"])
+        identity = self.start()
+        for field, value in (("attempt", None), ("deadline_ms", "soon"), ("branches", [1]),
+                             ("instance", 5)):
+            self.broker.task(identity, "1.1", "work", {"n": 1}, meta("1", **{field: value}))
+            frames = self.broker.expect(b"FAIL", identity)[1]
+            self.assertEqual(frames[:2], [b"FAIL", b"1.1"])
+            body = json.loads(frames[2])
+            self.assertEqual((body["code"], body["retryable"]), ("bad_task", False))
+            self.assertIn(field, body["message"])
+        # The worker goes on, on the same connection
+        self.broker.task(identity, "2.1", "work", {"n": 2}, meta("2"))
+        self.assertEqual(self.broker.expect(b"RESULT", identity)[1], [b"RESULT", b"2.1", b"2"])
+        self.assertTrue(self.worker.running)
+        self.assertEqual(self.worker.connections, 1)
+
+    def test_a_refused_ready_is_sent_again_after_a_growing_wait(self) -> None:
+        # A heartbeat of 1 s: the broker's DISCONNECT comes well within it,
+        # so each READY counts as refused at once
+        self.worker.close()
+        self.worker = actd.Worker(self.broker.endpoint, name="refused", heartbeat_ms=1000,
+                                  liveness=3)
+        self.worker.add_activity("a", lambda params, task: None)
+        reason = b"tools of a: params: unsupported keyword dependentRequired"
+        readies: List[float] = []
+        with self.assertLogs("actd.worker", "WARNING") as logs:
+            self.worker.start()
+            until = time.monotonic() + 1.6
+            while time.monotonic() < until:
+                if not self.broker.socket.poll(20):
+                    continue
+                sender, frames = self.broker.receive()
+                if frames[0] == b"READY":
+                    readies.append(time.monotonic())
+                    self.broker.send(sender, b"DISCONNECT", reason)
+            # Waits of 0.1, 0.2, 0.4 and 0.8 s: 5 READY in 1.6 s, not hundreds
+            self.assertLessEqual(len(readies), 6)
+            waits = [later - earlier for earlier, later in zip(readies, readies[1:])]
+            for index, wait in enumerate(waits):
+                self.assertGreaterEqual(wait, 0.09 * 2 ** index, waits)
+            # The next READY is taken
+            identity, _ = self.broker.expect(b"READY")
+        refusals = [line for line in logs.output if reason.decode() in line]
+        self.assertEqual(len(refusals), len(readies), logs.output)
+        # Once a connection stayed up a heartbeat interval, a DISCONNECT is
+        # followed by the shortest wait again
+        sender, frames = self.broker.receive()
+        self.assertEqual((sender, frames), (identity, [b"HEARTBEAT"]))
+        self.broker.send(identity, b"DISCONNECT", b"go away")
+        sent = time.monotonic()
+        self.broker.expect(b"READY")
+        self.assertLess(time.monotonic() - sent, 1.0)
+
+    def test_ready_fields_beyond_actds_bounds_are_refused_at_once(self) -> None:
+        # docs/protocol.md section 3.2: capacity 1 to 100000, a name of up
+        # to 256 bytes, activity names of 1 to 256 bytes
+        for capacity in (0, 100001, 1.5, True):
+            with self.assertRaises(ValueError):
+                actd.Worker(self.broker.endpoint, capacity=capacity)  # type: ignore[arg-type]
+        for name in ("n" * 257, "\u00e9" * 129):
+            with self.assertRaises(ValueError):
+                actd.Worker(self.broker.endpoint, name=name)
+        actd.Worker(self.broker.endpoint, capacity=100000, name="n" * 256).close()
+        for activity in ("", "a" * 257, "\u00e9" * 129):
+            with self.assertRaises(ValueError):
+                self.worker.add_activity(activity, lambda params, task: None)
+        self.worker.add_activity("a" * 256, lambda params, task: None)
+        self.assertEqual(self.worker.activities, ["a" * 256])
 
     def test_stop_sends_disconnect(self) -> None:
         self.worker.add_activity("a", lambda params, task: None)

@@ -1,16 +1,19 @@
 """The README's worker, client and asyncio examples run as written (only
 the endpoints are replaced by the test broker's)."""
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
-from typing import List
+from typing import Any, Dict, List
+from unittest import mock
 
-from support import PACKAGE_ROOT, TIMEOUT, Actd, wait_until
+from support import PACKAGE_ROOT, TIMEOUT, Actd, make_worker, running, wait_until
 
 import actd
 
@@ -34,6 +37,42 @@ class ReadmeTest(unittest.TestCase):
         self.assertTrue(blocks, "the README's trace context block is marked not run")
         for code in blocks:
             compile(code, "README.md", "exec")
+
+    def test_trace_block_sends_a_trace_only_from_an_active_span(self) -> None:
+        """The trace context block, with a stand-in for opentelemetry-api
+        (not installed): the agent's call carries the active span's
+        traceparent, which the handler extracts, and no "_trace" at all
+        when no span is active (actd refuses "_trace": null)."""
+        code = [block for block in python_blocks(run=False) if "propagate" in block][0]
+        split = code.index("# The agent's side")
+        worker_code, agent_code = code[:split], code[split:]
+        traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        active: List[str] = []              # The traceparent of the active span, if any
+        extracted: List[Dict[str, Any]] = []
+        propagate = types.ModuleType("opentelemetry.propagate")
+        propagate.inject = lambda carrier: carrier.update(  # type: ignore[attr-defined]
+            {"traceparent": active[-1]} if active else {})
+        propagate.extract = lambda carrier: extracted.append(carrier)  # type: ignore
+        tracer = types.SimpleNamespace(
+            start_as_current_span=lambda name, context=None: contextlib.nullcontext())
+        trace = types.ModuleType("opentelemetry.trace")
+        trace.get_tracer = lambda name: tracer  # type: ignore[attr-defined]
+        package = types.ModuleType("opentelemetry")
+        package.propagate, package.trace = propagate, trace  # type: ignore[attr-defined]
+        modules = {"opentelemetry": package, "opentelemetry.propagate": propagate,
+                   "opentelemetry.trace": trace}
+        with mock.patch.dict(sys.modules, modules), Actd() as broker, \
+                actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client:
+            worker = make_worker(broker, {}, "readme-trace-worker")
+            namespace = {"worker": worker, "client": client,
+                         "look_up": lambda city: {"city": city}}
+            exec(worker_code, namespace)
+            with running(client, worker):
+                exec(agent_code, namespace)         # No span active
+                active.append(traceparent)
+                exec(agent_code, namespace)
+                wait_until(lambda: len(extracted) == 2, what="both calls run")
+        self.assertCountEqual(extracted, [{}, {"traceparent": traceparent}])
 
     def test_readme_examples_run(self) -> None:
         worker_code, client_code, async_code, streams_code = python_blocks()
