@@ -5,8 +5,9 @@
     the socket: it heartbeats whatever the handlers do, and connects anew
     (with a new socket, then READY) when the broker says DISCONNECT or goes
     silent; after a DISCONNECT that refused its READY, only after a wait
-    that doubles from 100 ms to 30 s, the reason logged (zsys). A handler runs in the loop's thread and answers its task either
-    before it returns or later, from the same thread: from a file
+    that doubles from 100 ms to 5 s, the reason logged (zsys). A handler
+    runs in the loop's thread and answers its task either before it
+    returns or later, from the same thread: from a file
     descriptor watched with act_worker_watch (a child's pipe, say) or a
     timer. Work that blocks must not run in a handler: the loop would stop
     heartbeating and the broker would declare the worker lost.

@@ -324,7 +324,7 @@ s_connect (s_link_t *link)
 //  that a refusal repeated for ever costs a few READYs a minute, not a
 //  busy loop on both sides
 #define S_BACKOFF_MIN_MS 100
-#define S_BACKOFF_MAX_MS 30000
+#define S_BACKOFF_MAX_MS 5000
 static void
 s_on_disconnect (s_link_t *link, const char *reason)
 {
