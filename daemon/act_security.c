@@ -38,15 +38,19 @@ static act_group_settings_t s_anything = { "(worker_keys)", NULL, NULL };
 //  first value). kind is "tenants" or "workers" when value is a tenant or a
 //  group (a struct whose first field is its name), else NULL: a key
 //  already in another tenant (group) is logged, as only the first applies.
-//  Returns how many, or -1 when path cannot be read.
+//  Returns how many, or -1 (errno set) when path cannot be read: zdir
+//  lists nothing of a directory it may not read, which would pass for a
+//  directory with no key.
 static int
 s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
 {
-    if (!path || !zsys_file_exists (path))
+    struct stat info;
+    if (!path || stat (path, &info)
+    ||  access (path, S_ISDIR (info.st_mode)? R_OK | X_OK: R_OK))
         return -1;
     zlistx_t *files = zlistx_new ();
     zlistx_set_destructor (files, (czmq_destructor *) zstr_free);
-    if (zsys_file_mode (path) != -1 && S_ISDIR (zsys_file_mode (path))) {
+    if (S_ISDIR (info.st_mode)) {
         zdir_t *dir = zdir_new (path, NULL);
         zlist_t *list = dir? zdir_list (dir): NULL;
         for (zfile_t *file = list? zlist_first (list): NULL; file; file = zlist_next (list)) {
@@ -72,6 +76,9 @@ s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
             zhashx_insert (keys, zcert_public_txt (cert), value);
             count++;
         }
+        else
+        if (access (file, R_OK))
+            act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, strerror (errno));
         else
             act_log (LOG_WARNING, "CURVE: %s is not a key file; ignored", file);
         zcert_destroy (&cert);
@@ -102,8 +109,8 @@ s_keys_load (act_security_t *self, bool reload, act_err_t *err)
             rc = 0;
         }
         else
-            act_err_set (err, ACT_E_INTERNAL, "tenants/%s/keys: cannot read %s",
-                         tenant->name, tenant->keys);
+            act_err_set (err, ACT_E_INTERNAL, "tenants/%s/keys: cannot read %s: %s",
+                         tenant->name, tenant->keys, strerror (errno));
     for (act_group_settings_t *group = zlistx_first (settings->worker_groups); group && !rc;
          group = zlistx_next (settings->worker_groups))
         if ((rc = s_keys_read (group->keys, workers, group, "workers")) >= 0)
@@ -115,8 +122,8 @@ s_keys_load (act_security_t *self, bool reload, act_err_t *err)
             rc = 0;
         }
         else
-            act_err_set (err, ACT_E_INTERNAL, "workers/%s/keys: cannot read %s",
-                         group->name, group->keys);
+            act_err_set (err, ACT_E_INTERNAL, "workers/%s/keys: cannot read %s: %s",
+                         group->name, group->keys, strerror (errno));
     //  The plain directories: required unless tenants (groups) are set
     const char *dirs [] = { settings->client_keys, settings->worker_keys };
     size_t sets [] = { zlistx_size (settings->tenants), zlistx_size (settings->worker_groups) };
@@ -132,9 +139,13 @@ s_keys_load (act_security_t *self, bool reload, act_err_t *err)
                 plain [i] = 0;
             }
             else
+            if (dirs [i])
+                rc = act_err_set (err, ACT_E_INTERNAL, "security/%s_keys: cannot read %s: %s",
+                                  i? "worker": "client", dirs [i], strerror (errno));
+            else
                 rc = act_err_set (err, ACT_E_INTERNAL,
-                                  "security/%s_keys must name a directory of public keys (%s)",
-                                  i? "worker": "client", dirs [i]? dirs [i]: "not set");
+                                  "security/%s_keys must name a directory of public keys "
+                                  "(not set)", i? "worker": "client");
         }
     if (rc) {
         zhashx_destroy (&clients);

@@ -1,15 +1,20 @@
 /*  =========================================================================
     act_settings - defaults and the config file.
 
-    The config file is in CZMQ's ZPL format (zconfig). zconfig keeps no line
-    numbers, and an operator fixing a file wants one, so the file is first
-    read line by line to check its shape and to learn the line of every
-    setting; then zconfig reads it, and each value is checked with the line
-    it came from.
+    The config file is in CZMQ's ZPL format (zconfig), read and parsed by
+    act_settings_file, which knows the line of each item; here each value
+    is checked, and a problem is reported with the line it came from.
+
+    A section or a setting may be given more than once: each is read in
+    the file's order, a later value overriding an earlier one, so that a
+    section given twice reads as one section holding both (the defaults
+    sections first, wherever they are: the activities start from them).
     ========================================================================= */
 
+#include <math.h>
 #include <syslog.h>
 #include "act_settings.h"
+#include "act_settings_file.h"
 
 static void
 s_activity_destroy (void **item)
@@ -111,158 +116,24 @@ act_settings_activity (act_settings_t *self, const char *name)
 
 
 //  --------------------------------------------------------------------------
-//  The file's shape, line by line
-
-//  The whole file, or NULL with message saying why it cannot be read
-static char *
-s_read_file (const char *path, char *message, size_t size)
-{
-    FILE *file = fopen (path, "r");
-    if (!file) {
-        snprintf (message, size, "cannot read %s: %s", path, strerror (errno));
-        return NULL;
-    }
-    char *text = NULL;
-    size_t length = 0;
-    FILE *copy = open_memstream (&text, &length);
-    char buffer [4096];
-    size_t got;
-    while ((got = fread (buffer, 1, sizeof buffer, file)) > 0)
-        fwrite (buffer, 1, got, copy);
-    bool failed = ferror (file);
-    int error = errno;
-    fclose (file);
-    fclose (copy);
-    if (failed) {
-        snprintf (message, size, "cannot read %s: %s", path, strerror (error));
-        zstr_free (&text);
-    }
-    return text;
-}
-
-//  What zconfig accepts after a name: nothing, a comment, or "= value",
-//  a quoted value closed on its line and followed by a comment at most.
-//  Returns NULL, or what is wrong.
-static const char *
-s_rest_problem (const char *rest)
-{
-    while (isspace ((unsigned char) *rest))
-        rest++;
-    if (*rest == 0 || *rest == '#')
-        return NULL;
-    if (*rest != '=')
-        return "expected 'name = value' or a section name";
-    rest++;
-    while (isspace ((unsigned char) *rest))
-        rest++;
-    if (*rest == '"' || *rest == '\'') {
-        const char *end = strchr (rest + 1, *rest);
-        if (!end)
-            return "a quoted value needs its closing quote on the same line";
-        for (end++; isspace ((unsigned char) *end); end++)
-            ;
-        if (*end && *end != '#')
-            return "only a comment may follow a quoted value";
-    }
-    return NULL;
-}
-
-//  Check the shape of text (the file path) line by line, as zconfig will
-//  read it, and record for every setting "a/b/c" -> line number in lines.
-//  Returns 0, or -1 with message naming the bad line.
-static int
-s_index_lines (const char *path, const char *text, zhashx_t *lines, char *message,
-               size_t size)
-{
-    char *stack [16] = { NULL };
-    char buffer [1025];
-    int number = 0, rc = 0;
-    for (const char *line = text; *line && rc == 0; ) {
-        number++;
-        size_t length = strcspn (line, "\n");
-        const char *next = line [length]? line + length + 1: line + length;
-        if (length >= sizeof buffer) {
-            snprintf (message, size, "%s line %d: longer than %zu characters",
-                      path, number, sizeof buffer - 1);
-            rc = -1;
-            break;
-        }
-        memcpy (buffer, line, length);
-        buffer [length] = 0;
-        line = next;
-        //  zconfig trims trailing white space, then counts leading spaces
-        while (length && isspace ((unsigned char) buffer [length - 1]))
-            buffer [--length] = 0;
-        size_t indent = 0;
-        while (buffer [indent] == ' ')
-            indent++;
-        if (buffer [indent] == 0)
-            continue;               //  Blank
-        if (buffer [indent] == '\t' || indent % 4) {
-            snprintf (message, size, "%s line %d: indent with multiples of 4 spaces",
-                      path, number);
-            rc = -1;
-            break;
-        }
-        if (buffer [indent] == '#')
-            continue;               //  Comment
-        size_t depth = indent / 4;
-        if (depth >= 16 || (depth > 0 && !stack [depth - 1])) {
-            snprintf (message, size, "%s line %d: indented deeper than its section",
-                      path, number);
-            rc = -1;
-            break;
-        }
-        const char *name = buffer + indent;
-        size_t span = strcspn (name, " \t=#");
-        for (size_t i = 0; i < span && rc == 0; i++)
-            if (!isalnum ((unsigned char) name [i]) && !strchr ("_-.$/", name [i])) {
-                snprintf (message, size, "%s line %d: '%.*s' is not a setting name",
-                          path, number, (int) span, name);
-                rc = -1;
-            }
-        const char *problem = span? s_rest_problem (name + span): "a setting name is expected";
-        if (rc == 0 && problem) {
-            snprintf (message, size, "%s line %d: %s", path, number, problem);
-            rc = -1;
-        }
-        if (rc)
-            break;
-        for (size_t d = depth; d < 16; d++)
-            zstr_free (&stack [d]);
-        stack [depth] = strndup (name, span);
-        char *full = strdup (stack [0]);
-        for (size_t d = 1; d <= depth; d++) {
-            char *longer = zsys_sprintf ("%s/%s", full, stack [d]);
-            free (full);
-            full = longer;
-        }
-        zhashx_update (lines, full, (void *) (intptr_t) number);
-        free (full);
-    }
-    for (size_t d = 0; d < 16; d++)
-        zstr_free (&stack [d]);
-    return rc;
-}
-
-
-//  --------------------------------------------------------------------------
 //  Values
 
 typedef struct {
-    zhashx_t *lines;            //  Setting path -> line number
-    const char *file;           //  File name, for messages
+    act_settings_file_t *file;  //  The parsed file: the line of each item
+    const char *path;           //  The file's name, for messages
     char *message;              //  Where the first error goes
     size_t size;                //  Its size
     int rc;                     //  -1 once an error was found
 } s_reader_t;
 
+//  Report problem with the setting at path, given by item (the first
+//  problem found is the one reported)
 static void
-s_error (s_reader_t *reader, const char *path, const char *problem)
+s_error (s_reader_t *reader, zconfig_t *item, const char *path, const char *problem)
 {
     if (reader->rc == 0)
-        snprintf (reader->message, reader->size, "%s line %d: %s: %s", reader->file,
-                  (int) (intptr_t) zhashx_lookup (reader->lines, path), path, problem);
+        snprintf (reader->message, reader->size, "%s line %d: %s: %s", reader->path,
+                  act_settings_file_line (reader->file, item), path, problem);
     reader->rc = -1;
 }
 
@@ -275,14 +146,28 @@ s_leaf (s_reader_t *reader, zconfig_t *item, const char *path)
     if (!child)
         return true;
     char *inner = zsys_sprintf ("%s/%s", path, zconfig_name (child));
-    s_error (reader, inner, "unknown setting");
+    s_error (reader, child, inner, "unknown setting");
     zstr_free (&inner);
     return false;
 }
 
+//  A section has settings, not a value: false (and an error naming it)
+//  if item has one ("defaults = 5" once passed for an empty section)
+static bool
+s_section (s_reader_t *reader, zconfig_t *item, const char *path)
+{
+    const char *value = zconfig_value (item);
+    if (!value || !*value)
+        return true;
+    s_error (reader, item, path, "a section takes no value");
+    return false;
+}
+
+//  An integer setting, from least to most (the maxima keep every sum and
+//  product actd makes of its settings far from overflowing)
 static void
 s_integer (s_reader_t *reader, zconfig_t *item, const char *path, long long least,
-           long long *target)
+           long long most, long long *target)
 {
     if (!s_leaf (reader, item, path))
         return;
@@ -290,14 +175,18 @@ s_integer (s_reader_t *reader, zconfig_t *item, const char *path, long long leas
     char *end;
     errno = 0;
     long long value = text? strtoll (text, &end, 10): 0;
-    if (!text || !*text || *end || errno || value < least) {
-        char problem [96];
-        snprintf (problem, sizeof problem, "'%s' is not an integer of at least %lld",
+    char problem [160];
+    if (!text || !*text || *end || (errno && value != LLONG_MAX) || value < least)
+        snprintf (problem, sizeof problem, "'%.64s' is not an integer of at least %lld",
                   text? text: "", least);
-        s_error (reader, path, problem);
-    }
     else
+    if (errno || value > most)
+        snprintf (problem, sizeof problem, "'%.64s' is above the maximum of %lld", text, most);
+    else {
         *target = value;
+        return;
+    }
+    s_error (reader, item, path, problem);
 }
 
 static void
@@ -312,7 +201,7 @@ s_boolean (s_reader_t *reader, zconfig_t *item, const char *path, bool *target)
     if (text && (streq (text, "0") || streq (text, "false") || streq (text, "no")))
         *target = false;
     else
-        s_error (reader, path, "must be 1 or 0");
+        s_error (reader, item, path, "must be 1 or 0");
 }
 
 static void
@@ -322,10 +211,44 @@ s_string (s_reader_t *reader, zconfig_t *item, const char *path, char **target)
         return;
     const char *text = zconfig_value (item);
     if (!text || !*text)
-        s_error (reader, path, "must not be empty");
+        s_error (reader, item, path, "must not be empty");
     else {
         free (*target);
         *target = strdup (text);
+    }
+}
+
+//  Read the settings of a "defaults/retry" or "activities/NAME/retry"
+//  section (path)
+static void
+s_retry (s_reader_t *reader, zconfig_t *section, const char *path, act_retry_t *target)
+{
+    for (zconfig_t *field = zconfig_child (section); field; field = zconfig_next (field)) {
+        const char *key = zconfig_name (field);
+        char *inner = zsys_sprintf ("%s/%s", path, key);
+        if (streq (key, "max_attempts"))
+            s_integer (reader, field, inner, 1, ACT_SETTINGS_MAX_COUNT, &target->max_attempts);
+        else
+        if (streq (key, "initial_ms"))
+            s_integer (reader, field, inner, 0, ACT_SETTINGS_MAX_MS, &target->initial_ms);
+        else
+        if (streq (key, "max_ms"))
+            s_integer (reader, field, inner, 0, ACT_SETTINGS_MAX_MS, &target->max_ms);
+        else
+        if (streq (key, "backoff") && s_leaf (reader, field, inner)) {
+            //  strtod takes "nan" and "inf" too
+            const char *text = zconfig_value (field);
+            char *end;
+            double value = text? strtod (text, &end): 0;
+            if (!text || !*text || *end || !isfinite (value) || value < 1.0)
+                s_error (reader, field, inner, "must be a number of at least 1");
+            else
+                target->backoff = value;
+        }
+        else
+        if (!streq (key, "backoff"))
+            s_error (reader, field, inner, "unknown setting");
+        zstr_free (&inner);
     }
 }
 
@@ -338,44 +261,21 @@ s_activity (s_reader_t *reader, zconfig_t *section, const char *prefix,
         const char *name = zconfig_name (item);
         char *path = zsys_sprintf ("%s/%s", prefix, name);
         if (streq (name, "timeout_ms"))
-            s_integer (reader, item, path, 1, &target->timeout_ms);
+            s_integer (reader, item, path, 1, ACT_SETTINGS_MAX_MS, &target->timeout_ms);
         else
         if (streq (name, "max_queue"))
-            s_integer (reader, item, path, 1, &target->max_queue);
+            s_integer (reader, item, path, 1, ACT_SETTINGS_MAX_COUNT, &target->max_queue);
         else
         if (streq (name, "schedule_timeout_ms"))
-            s_integer (reader, item, path, 1, &target->schedule_timeout_ms);
+            s_integer (reader, item, path, 1, ACT_SETTINGS_MAX_MS,
+                       &target->schedule_timeout_ms);
         else
         if (streq (name, "retry")) {
-            for (zconfig_t *field = zconfig_child (item); field; field = zconfig_next (field)) {
-                const char *key = zconfig_name (field);
-                char *inner = zsys_sprintf ("%s/%s", path, key);
-                if (streq (key, "max_attempts"))
-                    s_integer (reader, field, inner, 1, &target->retry.max_attempts);
-                else
-                if (streq (key, "initial_ms"))
-                    s_integer (reader, field, inner, 0, &target->retry.initial_ms);
-                else
-                if (streq (key, "max_ms"))
-                    s_integer (reader, field, inner, 0, &target->retry.max_ms);
-                else
-                if (streq (key, "backoff") && s_leaf (reader, field, inner)) {
-                    const char *text = zconfig_value (field);
-                    char *end;
-                    double value = text? strtod (text, &end): 0;
-                    if (!text || !*text || *end || value < 1.0)
-                        s_error (reader, inner, "must be a number of at least 1");
-                    else
-                        target->retry.backoff = value;
-                }
-                else
-                if (!streq (key, "backoff"))
-                    s_error (reader, inner, "unknown setting");
-                zstr_free (&inner);
-            }
+            if (s_section (reader, item, path))
+                s_retry (reader, item, path, &target->retry);
         }
         else
-            s_error (reader, path, "unknown setting");
+            s_error (reader, item, path, "unknown setting");
         zstr_free (&path);
     }
 }
@@ -393,7 +293,7 @@ s_sync (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const char *f
     if (text && streq (text, "normal"))
         self->sync = ACT_SYNC_NORMAL;
     else
-        s_error (reader, full, "must be full or normal");
+        s_error (reader, item, full, "must be full or normal");
 }
 
 //  log/level: one of the names act_log_level_parse knows
@@ -404,7 +304,7 @@ s_log_level (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const ch
         return;
     int level = act_log_level_parse (zconfig_value (item));
     if (level < 0)
-        s_error (reader, full, "must be error, warning, notice, info or debug");
+        s_error (reader, item, full, "must be error, warning, notice, info or debug");
     else
         self->log_level = level;
 }
@@ -419,7 +319,7 @@ s_mode (s_reader_t *reader, zconfig_t *item, const char *path, int *target)
     char *end;
     long value = text? strtol (text, &end, 8): -1;
     if (!text || !*text || *end || value < 0 || value > 0777)
-        s_error (reader, path, "must be octal permissions such as 0660");
+        s_error (reader, item, path, "must be octal permissions such as 0660");
     else
         *target = (int) value;
 }
@@ -436,31 +336,32 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
         s_string (reader, item, full, &self->worker_endpoint);
     else
     if (streq (full, "server/heartbeat_ms"))
-        s_integer (reader, item, full, 10, &self->heartbeat_ms);
+        s_integer (reader, item, full, 10, ACT_SETTINGS_MAX_MS, &self->heartbeat_ms);
     else
     if (streq (full, "server/liveness"))
-        s_integer (reader, item, full, 1, &self->liveness);
+        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_LIVENESS, &self->liveness);
     else
     if (streq (full, "server/mdp_heartbeat_ms"))
-        s_integer (reader, item, full, 10, &self->mdp_heartbeat_ms);
+        s_integer (reader, item, full, 10, ACT_SETTINGS_MAX_MS, &self->mdp_heartbeat_ms);
     else
     if (streq (full, "server/ipc_mode"))
         s_mode (reader, item, full, &self->ipc_mode);
     else
     if (streq (full, "server/max_watches"))
-        s_integer (reader, item, full, 0, &self->max_watches);
+        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_COUNT, &self->max_watches);
     else
     if (streq (full, "server/max_message_bytes"))
-        s_integer (reader, item, full, 1024, &self->max_message_bytes);
+        s_integer (reader, item, full, 1024, ACT_SETTINGS_MAX_BYTES, &self->max_message_bytes);
     else
     if (streq (full, "server/max_reply_bytes"))
-        s_integer (reader, item, full, 1024, &self->max_reply_bytes);
+        s_integer (reader, item, full, 1024, ACT_SETTINGS_MAX_BYTES, &self->max_reply_bytes);
     else
     if (streq (full, "server/max_client_bytes"))
-        s_integer (reader, item, full, 65536, &self->max_client_bytes);
+        s_integer (reader, item, full, 65536, ACT_SETTINGS_MAX_CLIENT_BYTES,
+                   &self->max_client_bytes);
     else
     if (streq (full, "server/max_queued_calls"))
-        s_integer (reader, item, full, 1, &self->max_queued_calls);
+        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT, &self->max_queued_calls);
     else
     if (streq (full, "server/strict_activities"))
         s_boolean (reader, item, full, &self->strict_activities);
@@ -469,7 +370,7 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
         s_boolean (reader, item, full, &self->io_batch);
     else
     if (streq (full, "server/shutdown_grace_ms"))
-        s_integer (reader, item, full, 0, &self->shutdown_grace_ms);
+        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_MS, &self->shutdown_grace_ms);
     else
     if (streq (full, "server/broker_id"))
         s_string (reader, item, full, &self->broker_id);
@@ -478,13 +379,13 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
         s_string (reader, item, full, &self->advertise);
     else
     if (streq (full, "server/lease_ms"))
-        s_integer (reader, item, full, 100, &self->lease_ms);
+        s_integer (reader, item, full, 100, ACT_SETTINGS_MAX_MS, &self->lease_ms);
     else
     if (streq (full, "server/context_idle_ms"))
-        s_integer (reader, item, full, 0, &self->context_idle_ms);
+        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_MS, &self->context_idle_ms);
     else
     if (streq (full, "server/max_contexts"))
-        s_integer (reader, item, full, 1, &self->max_contexts);
+        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT, &self->max_contexts);
     else
         return false;
     return true;
@@ -506,13 +407,13 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
         s_boolean (reader, item, full, &self->early_tasks);
     else
     if (streq (full, "store/hold_us"))
-        s_integer (reader, item, full, 0, &self->hold_us);
+        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_HOLD_US, &self->hold_us);
     else
     if (streq (full, "store/retain_ms"))
-        s_integer (reader, item, full, 0, &self->retain_ms);
+        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_RETAIN_MS, &self->retain_ms);
     else
     if (streq (full, "store/timeout_ms"))
-        s_integer (reader, item, full, 100, &self->store_timeout_ms);
+        s_integer (reader, item, full, 100, ACT_SETTINGS_MAX_MS, &self->store_timeout_ms);
     else
     if (streq (full, "log/level"))
         s_log_level (reader, self, item, full);
@@ -539,30 +440,46 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     return true;
 }
 
-//  Read one setting of a section other than defaults and activities (full
-//  is "section/key"); an unknown one is an error, named by its section
-//  when it has settings of its own
+//  Read a section other than defaults, activities, tenants and workers:
+//  an unknown setting is an error, named by its section when it has
+//  settings of its own
 static void
-s_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
-           const char *section, const char *full)
+s_plain_section (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
 {
-    if (!s_server_setting (reader, self, item, full)
-    &&  !s_other_setting (reader, self, item, full))
-        s_error (reader, zconfig_child (item)? section: full, "unknown setting");
+    const char *name = zconfig_name (section);
+    for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
+        char *full = zsys_sprintf ("%s/%s", name, zconfig_name (item));
+        if (!s_server_setting (reader, self, item, full)
+        &&  !s_other_setting (reader, self, item, full)) {
+            if (zconfig_child (item))
+                s_error (reader, section, name, "unknown setting");
+            else
+                s_error (reader, item, full, "unknown setting");
+        }
+        zstr_free (&full);
+    }
+    if (!zconfig_child (section))
+        s_error (reader, section, name, "unknown or empty section");
 }
 
-//  Read the activities section: each activity starts from the defaults
+//  Read an activities section: each activity starts from the defaults,
+//  or goes on from what an earlier section of the same name set
 static void
 s_activities (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
 {
     for (zconfig_t *activity = zconfig_child (section); activity;
          activity = zconfig_next (activity)) {
-        act_activity_settings_t *own = malloc (sizeof *own);
-        *own = self->defaults;
         char *prefix = zsys_sprintf ("activities/%s", zconfig_name (activity));
-        s_activity (reader, activity, prefix, own);
+        act_activity_settings_t *own = zhashx_lookup (self->activities,
+                                                      zconfig_name (activity));
+        if (!own) {
+            own = malloc (sizeof *own);
+            *own = self->defaults;
+            zhashx_insert (self->activities, zconfig_name (activity), own);
+        }
+        if (s_section (reader, activity, prefix))
+            s_activity (reader, activity, prefix, own);
         zstr_free (&prefix);
-        zhashx_update (self->activities, zconfig_name (activity), own);
     }
 }
 
@@ -612,13 +529,38 @@ act_settings_rights (const char *text)
     return rights < 0? -1: rights;
 }
 
-//  Read one tenants/NAME section
+//  The tenant named name, or NULL
+static act_tenant_settings_t *
+s_tenant_named (act_settings_t *self, const char *name)
+{
+    act_tenant_settings_t *tenant = zlistx_first (self->tenants);
+    while (tenant && !streq (tenant->name, name))
+        tenant = zlistx_next (self->tenants);
+    return tenant;
+}
+
+//  The worker group named name, or NULL
+static act_group_settings_t *
+s_group_named (act_settings_t *self, const char *name)
+{
+    act_group_settings_t *group = zlistx_first (self->worker_groups);
+    while (group && !streq (group->name, name))
+        group = zlistx_next (self->worker_groups);
+    return group;
+}
+
+//  Read one tenants/NAME section, into the tenant of that name when an
+//  earlier section made it
 static void
 s_tenant (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
 {
-    act_tenant_settings_t *tenant = calloc (1, sizeof *tenant);
-    tenant->name = strdup (zconfig_name (section));
-    tenant->rights = -1;
+    act_tenant_settings_t *tenant = s_tenant_named (self, zconfig_name (section));
+    if (!tenant) {
+        tenant = calloc (1, sizeof *tenant);
+        tenant->name = strdup (zconfig_name (section));
+        tenant->rights = -1;
+        zlistx_add_end (self->tenants, tenant);
+    }
     char *prefix = zsys_sprintf ("tenants/%s", tenant->name);
     for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
         char *path = zsys_sprintf ("%s/%s", prefix, zconfig_name (item));
@@ -627,7 +569,8 @@ s_tenant (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
             s_string (reader, item, path, &tenant->prefix);
             if (tenant->prefix && (strlen (tenant->prefix) > ACT_MAX_CONTEXT_ID
                                ||  !act_ctx_id_valid (tenant->prefix)))
-                s_error (reader, path, "must be the start of a context id ([A-Za-z0-9._:@/-])");
+                s_error (reader, item, path,
+                         "must be the start of a context id ([A-Za-z0-9._:@/-])");
         }
         else
         if (streq (zconfig_name (item), "keys"))
@@ -635,24 +578,26 @@ s_tenant (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
         else
         if (streq (zconfig_name (item), "rights") && s_leaf (reader, item, path)
         &&  (tenant->rights = act_settings_rights (text)) < 0)
-            s_error (reader, path, "must be read, write or admin, comma separated");
+            s_error (reader, item, path, "must be read, write or admin, comma separated");
         else
         if (!streq (zconfig_name (item), "rights"))
-            s_error (reader, path, "unknown setting");
+            s_error (reader, item, path, "unknown setting");
         zstr_free (&path);
     }
-    if (!tenant->prefix || !tenant->keys || tenant->rights < 0)
-        s_error (reader, prefix, "a tenant needs prefix, rights and keys");
-    zlistx_add_end (self->tenants, tenant);
     zstr_free (&prefix);
 }
 
-//  Read one workers/NAME section
+//  Read one workers/NAME section, into the group of that name when an
+//  earlier section made it
 static void
 s_group (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
 {
-    act_group_settings_t *group = calloc (1, sizeof *group);
-    group->name = strdup (zconfig_name (section));
+    act_group_settings_t *group = s_group_named (self, zconfig_name (section));
+    if (!group) {
+        group = calloc (1, sizeof *group);
+        group->name = strdup (zconfig_name (section));
+        zlistx_add_end (self->worker_groups, group);
+    }
     char *prefix = zsys_sprintf ("workers/%s", group->name);
     for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
         char *path = zsys_sprintf ("%s/%s", prefix, zconfig_name (item));
@@ -662,78 +607,103 @@ s_group (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
         if (streq (zconfig_name (item), "activities") && s_leaf (reader, item, path)) {
             zlistx_destroy (&group->patterns);
             if (!(group->patterns = s_list (zconfig_value (item))))
-                s_error (reader, path, "must be activity names or patterns, comma separated");
+                s_error (reader, item, path,
+                         "must be activity names or patterns, comma separated");
         }
         else
         if (!streq (zconfig_name (item), "activities"))
-            s_error (reader, path, "unknown setting");
+            s_error (reader, item, path, "unknown setting");
         zstr_free (&path);
     }
-    if (!group->patterns || !group->keys)
-        s_error (reader, prefix, "a worker group needs activities and keys");
-    zlistx_add_end (self->worker_groups, group);
     zstr_free (&prefix);
+}
+
+//  Read a tenants or workers section (kind): each tenant or group in it
+static void
+s_members (s_reader_t *reader, act_settings_t *self, zconfig_t *section, const char *kind)
+{
+    for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
+        char *path = zsys_sprintf ("%s/%s", kind, zconfig_name (item));
+        if (s_section (reader, item, path)) {
+            if (streq (kind, "tenants"))
+                s_tenant (reader, self, item);
+            else
+                s_group (reader, self, item);
+        }
+        zstr_free (&path);
+    }
+}
+
+//  The first section kind/name of the file, for the line of a tenant or
+//  a group that lacks a setting
+static zconfig_t *
+s_first_member (zconfig_t *root, const char *kind, const char *name)
+{
+    for (zconfig_t *section = zconfig_child (root); section; section = zconfig_next (section))
+        for (zconfig_t *item = streq (zconfig_name (section), kind)? zconfig_child (section): NULL;
+             item; item = zconfig_next (item))
+            if (streq (zconfig_name (item), name))
+                return item;
+    return NULL;
+}
+
+//  Once every section is read: each tenant and worker group has what it
+//  needs (its settings may be spread over sections of the same name)
+static void
+s_complete (s_reader_t *reader, act_settings_t *self, zconfig_t *root)
+{
+    for (act_tenant_settings_t *tenant = zlistx_first (self->tenants); tenant;
+         tenant = zlistx_next (self->tenants))
+        if (!tenant->prefix || !tenant->keys || tenant->rights < 0) {
+            char *path = zsys_sprintf ("tenants/%s", tenant->name);
+            s_error (reader, s_first_member (root, "tenants", tenant->name), path,
+                     "a tenant needs prefix, rights and keys");
+            zstr_free (&path);
+        }
+    for (act_group_settings_t *group = zlistx_first (self->worker_groups); group;
+         group = zlistx_next (self->worker_groups))
+        if (!group->patterns || !group->keys) {
+            char *path = zsys_sprintf ("workers/%s", group->name);
+            s_error (reader, s_first_member (root, "workers", group->name), path,
+                     "a worker group needs activities and keys");
+            zstr_free (&path);
+        }
 }
 
 //  Read every section of the parsed file into self
 static void
 s_sections (s_reader_t *reader, act_settings_t *self, zconfig_t *root)
 {
-    //  Defaults first, whatever their place in the file: activities start
-    //  from them
-    zconfig_t *defaults = zconfig_locate (root, "defaults");
-    if (defaults)
-        s_activity (reader, defaults, "defaults", &self->defaults);
+    //  Every defaults section first, whatever its place in the file: the
+    //  activities start from them
+    for (zconfig_t *section = zconfig_child (root); section; section = zconfig_next (section))
+        if (streq (zconfig_name (section), "defaults") && s_section (reader, section, "defaults"))
+            s_activity (reader, section, "defaults", &self->defaults);
     for (zconfig_t *section = zconfig_child (root); section;
          section = zconfig_next (section)) {
         const char *name = zconfig_name (section);
-        if (streq (name, "defaults"))
+        if (streq (name, "defaults") || !s_section (reader, section, name))
             continue;
-        if (streq (name, "activities")) {
+        if (streq (name, "activities"))
             s_activities (reader, self, section);
-            continue;
-        }
-        if (streq (name, "tenants") || streq (name, "workers")) {
-            for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item))
-                if (streq (name, "tenants"))
-                    s_tenant (reader, self, item);
-                else
-                    s_group (reader, self, item);
-            continue;
-        }
-        for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
-            char *full = zsys_sprintf ("%s/%s", name, zconfig_name (item));
-            s_setting (reader, self, item, name, full);
-            zstr_free (&full);
-        }
-        if (!zconfig_child (section))
-            s_error (reader, name, "unknown or empty section");
+        else
+        if (streq (name, "tenants") || streq (name, "workers"))
+            s_members (reader, self, section, name);
+        else
+            s_plain_section (reader, self, section);
     }
+    s_complete (reader, self, root);
 }
 
 int
 act_settings_load (act_settings_t *self, const char *path, char *message, size_t size)
 {
-    char *text = s_read_file (path, message, size);
-    if (!text)
+    act_settings_file_t *file = act_settings_file_load (path, message, size);
+    if (!file)
         return -1;
-    s_reader_t reader = { zhashx_new (), path, message, size, 0 };
-    if (s_index_lines (path, text, reader.lines, message, size)) {
-        zhashx_destroy (&reader.lines);
-        zstr_free (&text);
-        return -1;
-    }
-    //  From the text: zconfig_load leaks its zfile when a file does not parse
-    zconfig_t *root = zconfig_str_load (text);
-    zstr_free (&text);
-    if (!root) {
-        snprintf (message, size, "%s: not a valid ZPL file", path);
-        zhashx_destroy (&reader.lines);
-        return -1;
-    }
-    s_sections (&reader, self, root);
-    zconfig_destroy (&root);
-    zhashx_destroy (&reader.lines);
+    s_reader_t reader = { file, path, message, size, 0 };
+    s_sections (&reader, self, act_settings_file_root (file));
+    act_settings_file_destroy (&file);
     if (reader.rc == 0) {
         free (self->config_file);
         self->config_file = strdup (path);

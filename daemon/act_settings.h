@@ -11,6 +11,18 @@
 #include "act_store.h"
 #include "act_log.h"
 
+//  The most each kind of integer setting may be (docs/operations.md
+//  section 3), so that no sum or product actd makes of them, with a clock
+//  reading, comes near overflowing a long long. Durations fit an int too,
+//  as PostgreSQL's timeouts and the kernel's TCP_USER_TIMEOUT take them.
+#define ACT_SETTINGS_MAX_MS         2147483647LL    //  A duration: about 24.8 days
+#define ACT_SETTINGS_MAX_RETAIN_MS  315360000000LL  //  store/retain_ms: 3650 days
+#define ACT_SETTINGS_MAX_HOLD_US    1000000LL       //  store/hold_us: a second
+#define ACT_SETTINGS_MAX_LIVENESS   1000LL          //  server/liveness: intervals
+#define ACT_SETTINGS_MAX_COUNT      1000000000LL    //  Calls, contexts, watches, attempts
+#define ACT_SETTINGS_MAX_BYTES      1073741824LL    //  A frame or a reply: 1 GiB
+#define ACT_SETTINGS_MAX_CLIENT_BYTES 68719476736LL //  Held for one client: 64 GiB
+
 //  Settings that may differ per activity
 typedef struct {
     long long timeout_ms;       //  Default _timeout of one attempt
@@ -100,8 +112,9 @@ act_settings_t *act_settings_new (void);
 //  Destroy settings and null the pointer; safe on NULL.
 void act_settings_destroy (act_settings_t **self_p);
 
-//  Read a zconfig file over the current settings. Returns 0, or -1 with
-//  message (size bytes) saying what is wrong and on which line.
+//  Read a zconfig file over the current settings: a section or setting
+//  given twice is read twice, the later value winning. Returns 0, or -1
+//  with message (size bytes) saying what is wrong and on which line.
 int act_settings_load (act_settings_t *self, const char *path, char *message, size_t size);
 
 //  Parse a rights list ("read, write"): the ACT_RIGHT_* bits, or -1.

@@ -38,16 +38,25 @@ s_signal (int signal)
         act_broker_stop_requested = 1;
 }
 
-static long long
-s_number (const char *text, const char *flag, long long least)
+//  A flag's integer, from least to most (the config file's bounds) into
+//  *target. Returns 0, or 2 after saying what is wrong
+static int
+s_number (const char *text, const char *flag, long long least, long long most,
+          long long *target)
 {
     char *end;
+    errno = 0;
     long long value = strtoll (text, &end, 10);
-    if (!*text || *end || value < least) {
+    if (!*text || *end || (errno && value != LLONG_MAX) || value < least) {
         fprintf (stderr, "actd: %s needs an integer of at least %lld\n", flag, least);
-        exit (2);
+        return 2;
     }
-    return value;
+    if (errno || value > most) {
+        fprintf (stderr, "actd: %s: '%s' is above the maximum of %lld\n", flag, text, most);
+        return 2;
+    }
+    *target = value;
+    return 0;
 }
 
 //  The loop's hook: reload the config file when SIGHUP came
@@ -172,10 +181,14 @@ s_second_pass (int argc, char *argv [], act_settings_t *settings)
                 }
                 break;
             case OPT_HEARTBEAT:
-                settings->heartbeat_ms = s_number (optarg, "--heartbeat-ms", 10);
+                if (s_number (optarg, "--heartbeat-ms", 10, ACT_SETTINGS_MAX_MS,
+                              &settings->heartbeat_ms))
+                    return 2;
                 break;
             case OPT_LIVENESS:
-                settings->liveness = s_number (optarg, "--liveness", 1);
+                if (s_number (optarg, "--liveness", 1, ACT_SETTINGS_MAX_LIVENESS,
+                              &settings->liveness))
+                    return 2;
                 break;
             case OPT_LEVEL:
                 settings->log_level = act_log_level_parse (optarg);
@@ -294,8 +307,10 @@ main (int argc, char *argv [])
         return 2;
     }
     rc = s_second_pass (argc, argv, settings);
-    if (rc)
+    if (rc) {
+        act_settings_destroy (&settings);
         return rc;
+    }
     s_configure_logging (settings);
     s_catch_signals ();
 

@@ -12,6 +12,7 @@
 
 #include "act_http_broker.h"
 #include <pthread.h>
+#include <sys/stat.h>
 
 #define S_MAX_ARGS      4       //  Args of a request, at most
 
@@ -314,10 +315,43 @@ s_thread_run (zsock_t *pipe, void *args)
 //  --------------------------------------------------------------------------
 //  The HTTP threads' side
 
+//  The secret half of certificate can be read: zcert_load reads
+//  FILE_secret, else FILE, and of a FILE_secret it cannot read takes
+//  FILE's public half alone, with a secret key of zeros that no handshake
+//  passes. Returns 0, or -1 with err naming the file that cannot be read
+//  (actd-http's user may not be the one that ran actctl keygen), which
+//  would otherwise be a failure to connect, or no answer ever
+static int
+s_certificate_readable (const char *certificate, act_err_t *err)
+{
+    char *secret = zsys_sprintf ("%s_secret", certificate);
+    struct stat info;
+    const char *file = stat (secret, &info) == 0 || errno != ENOENT? secret: certificate;
+    FILE *handle = fopen (file, "r");
+    if (handle)
+        fclose (handle);
+    else
+        act_err_set (err, ACT_E_BAD_ARGUMENT, "cannot read the certificate %s: %s", file,
+                     strerror (errno));
+    zstr_free (&secret);
+    return handle? 0: -1;
+}
+
 act_http_broker_t *
 act_http_broker_new (const char *endpoint, const char *server_key, const char *certificate,
                      act_err_t *err)
 {
+    //  Without a certificate CZMQ's zcert_load would assert: actd would
+    //  refuse an ephemeral key anyway, as it is in none of its key folders
+    act_err_t unread = { 0 };
+    if (server_key && !certificate)
+        act_err_set (&unread, ACT_E_BAD_ARGUMENT, "server_key is set but no certificate: "
+                     "CURVE needs this client's (certificate, or the token's)");
+    if (server_key && (!certificate || s_certificate_readable (certificate, &unread))) {
+        if (err)
+            *err = unread;
+        return NULL;
+    }
     act_http_broker_t *self = calloc (1, sizeof *self);
     pthread_mutex_init (&self->lock, NULL);
     self->endpoint = strdup (endpoint);

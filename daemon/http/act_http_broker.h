@@ -16,8 +16,8 @@ typedef struct _act_http_job_t act_http_job_t;
 
 //  Start the thread, connected to endpoint (a list as act_client_new takes),
 //  with CURVE when server_key is not NULL (certificate: this client's,
-//  NULL: an ephemeral key). NULL with err set when the endpoint or the
-//  keys are not valid.
+//  required then). NULL with err set when the endpoint or the keys are not
+//  valid, or the certificate (its secret half) cannot be read.
 act_http_broker_t *act_http_broker_new (const char *endpoint, const char *server_key,
                                         const char *certificate, act_err_t *err);
 

@@ -101,6 +101,10 @@ s_setting (act_http_config_t *self, const char *name, const char *value)
     long long number;
     if (streq (name, "listen"))
         return s_listen (self, value);
+    //  What has a default cannot be empty: an empty endpoint once reached
+    //  the broker thread as NULL
+    if ((streq (name, "broker") || streq (name, "dashboard_dir")) && !(value && *value))
+        return -1;
     if (streq (name, "broker"))
         s_set (&self->broker, value);
     else
@@ -135,15 +139,44 @@ s_setting (act_http_config_t *self, const char *name, const char *value)
     return 0;
 }
 
+//  The config file parsed, or NULL after printing why: it cannot be read,
+//  or it is not ZPL (zconfig has said where; zconfig_load would leak its
+//  zfile then, so the text is read here)
+static zconfig_t *
+s_load (const char *file)
+{
+    FILE *handle = fopen (file, "r");
+    if (!handle) {
+        fprintf (stderr, "actd-http: cannot read %s: %s\n", file, strerror (errno));
+        return NULL;
+    }
+    char *text = NULL;
+    size_t length = 0;
+    FILE *copy = open_memstream (&text, &length);
+    char buffer [4096];
+    size_t got;
+    while ((got = fread (buffer, 1, sizeof buffer, handle)) > 0)
+        fwrite (buffer, 1, got, copy);
+    int error = ferror (handle)? errno: 0;
+    fclose (handle);
+    fclose (copy);
+    zconfig_t *root = error? NULL: zconfig_str_load (text);
+    if (error)
+        fprintf (stderr, "actd-http: cannot read %s: %s\n", file, strerror (error));
+    else
+    if (!root)
+        fprintf (stderr, "actd-http: %s: not a valid ZPL file\n", file);
+    free (text);
+    return root;
+}
+
 //  The config file; -1 after printing what is wrong
 static int
 s_file (act_http_config_t *self, const char *file)
 {
-    zconfig_t *root = zconfig_load (file);
-    if (!root) {
-        fprintf (stderr, "actd-http: cannot read %s\n", file);
+    zconfig_t *root = s_load (file);
+    if (!root)
         return -1;
-    }
     int rc = 0;
     for (zconfig_t *section = zconfig_child (root); section && !rc;
          section = zconfig_next (section)) {
@@ -199,6 +232,24 @@ static const struct option s_options [] = {
     { NULL, 0, NULL, 0 }
 };
 
+//  The config file the command line names (the last -c), or NULL. getopt
+//  reads it as the second pass will, so that every spelling it takes
+//  counts: -cFILE, -vc FILE, --config=FILE, --conf FILE. Errors are left
+//  to the second pass.
+static const char *
+s_config_file (int argc, char *argv [])
+{
+    const char *file = NULL;
+    int saved = opterr, option;
+    opterr = 0;
+    optind = 1;
+    while ((option = getopt_long (argc, argv, "c:l:e:vh", s_options, NULL)) != -1)
+        if (option == 'c')
+            file = optarg;
+    opterr = saved;
+    return file;
+}
+
 //  The command line, after the file; -1 (*status set) when the program stops
 static int
 s_arguments (act_http_config_t *self, int argc, char *argv [], int *status)
@@ -209,6 +260,11 @@ s_arguments (act_http_config_t *self, int argc, char *argv [], int *status)
         if (option == 'l' && s_listen (self, optarg)) {
             fprintf (stderr, "actd-http: --listen wants ADDRESS:PORT with a numeric IPv4 or "
                              "IPv6 address, not '%s'\n", optarg);
+            return -1;
+        }
+        if ((option == 'e' || option == 'd') && !*optarg) {
+            fprintf (stderr, "actd-http: %s needs a value\n",
+                     option == 'e'? "--endpoint": "--dashboard-dir");
             return -1;
         }
         if (option == 'e')
@@ -254,13 +310,7 @@ act_http_config_new (int argc, char *argv [], int *status)
     self->max_body_bytes = 8388608;
     self->connection_limit = 256;
     //  The file first (wherever -c is on the line), the command line last
-    const char *file = NULL;
-    for (int i = 1; i < argc; i++)
-        if ((streq (argv [i], "-c") || streq (argv [i], "--config")) && i + 1 < argc)
-            file = argv [i + 1];
-        else
-        if (strncmp (argv [i], "--config=", 9) == 0)
-            file = argv [i] + 9;
+    const char *file = s_config_file (argc, argv);
     if (file && s_file (self, file)) {
         act_http_config_destroy (&self);
         return NULL;

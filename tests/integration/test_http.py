@@ -909,5 +909,106 @@ class ConfigTest(unittest.TestCase):
         finally:
             actd.finish()
 
+    def run_refused(self, args, *expected, preexec=None):
+        """actd-http with args exits 2 at once, saying each of expected on
+        stderr (no leak under AddressSanitizer either)."""
+        environment = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
+        environment.pop("ACTD_ENDPOINT", None)
+        process = subprocess.Popen([find_binary("actd-http"), "--listen",
+                                    "127.0.0.1:%d" % free_port()] + list(args),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=environment, preexec_fn=preexec)
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+            self.fail("actd-http %s started:\n%s%s" % (args, out, err))
+        self.assertEqual(process.returncode, 2, "%s\n%s%s" % (args, out, err))
+        for each in expected:
+            self.assertIn(each, err)
+
+    def write_config(self, text, name="actd-http.cfg"):
+        directory = tempfile.mkdtemp(prefix="actd-http-cfg-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        path = os.path.join(directory, name)
+        with open(path, "w") as handle:
+            handle.write(text)
+        return path
+
+    def test_an_empty_broker_endpoint_is_a_bad_setting(self):
+        """docs/http.md: a bad setting stops actd-http with exit status 2;
+        an empty endpoint is one (it crashed actd-http)."""
+        self.run_refused(["--endpoint", ""], "actd-http: --endpoint")
+        self.run_refused(["-e", ""], "actd-http: --endpoint")
+        self.run_refused(["--dashboard-dir", ""], "actd-http: --dashboard-dir")
+        for text in ("http\n    broker\n", "http\n    broker = \"\"\n",
+                     "http\n    dashboard_dir = \"\"\n"):
+            path = self.write_config(text)
+            self.run_refused(["--config", path], "actd-http: %s: bad or unknown setting http/"
+                             % path)
+
+    def test_a_server_key_without_a_certificate_is_a_bad_setting(self):
+        """CURVE needs this client's certificate: a server key without one
+        (for the requests without a token, or for a token) stops
+        actd-http with exit status 2 naming it (CZMQ's assertion aborted
+        it)."""
+        key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
+        self.run_refused(["--server-key", key], "actd-http: server_key is set but no "
+                         "certificate")
+        path = self.write_config("http\n    server_key = \"%s\"\ntokens\n    alice\n"
+                                 "        token = %s\n" % (key, TOKEN))
+        self.run_refused(["--config", path], "actd-http: server_key is set but no certificate")
+
+    def test_every_spelling_of_config_reads_the_file(self):
+        """The config file is found as getopt finds the flag, however it is
+        spelled: -cFILE or --conf FILE once dropped the file, its tokens
+        with it, and the API ran without bearer tokens."""
+        path = self.write_config("tokens\n    alice\n        token = %s\n" % TOKEN)
+        endpoint = "tcp://127.0.0.1:%d" % free_port()   # no actd needed
+        for args in (["-c", path], ["-c" + path], ["--config", path], ["--config=" + path],
+                     ["--conf", path], ["--con=" + path], ["-vc", path]):
+            with self.subTest(args=args):
+                server = ActdHttp(endpoint, args=args)
+                try:
+                    self.assertIn(", bearer tokens)", server.log())
+                    self.assertEqual(server.error("GET", "/v1/stats"), (401, "unauthenticated"))
+                finally:
+                    server.finish()
+
+    def test_a_config_file_that_does_not_load_is_named(self):
+        """A file that is not ZPL is said to be so (not "cannot read"), and
+        exits 2 (a leak made it 1 under AddressSanitizer)."""
+        path = self.write_config("http\n    listen = \"127.0.0.1:1\n")
+        self.run_refused(["--config", path], "actd-http: %s: not a valid ZPL file" % path)
+        missing = path + ".missing"
+        self.run_refused(["--config", missing],
+                         "actd-http: cannot read %s: No such file or directory" % missing)
+
+    def test_an_unreadable_certificate_is_named(self):
+        """docs/http.md: a token's certificate that actd-http's user cannot
+        read is named at start, not reported as a failure to connect (nor,
+        for NAME.key with an unreadable NAME.key_secret, taken with a
+        secret key of zeros that no handshake passes)."""
+        from test_security import drop_root, keygen, open_to_all
+        directory = tempfile.mkdtemp(prefix="actd-http-cert-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        server_public = keygen("server", directory)[0]
+        keygen("reader", directory)
+        open_to_all(directory)
+        secret = os.path.join(directory, "reader.key_secret")
+        os.chmod(secret, 0)
+        for certificate in (secret, os.path.join(directory, "reader.key")):
+            with self.subTest(certificate=certificate):
+                path = os.path.join(directory, "actd-http.cfg")
+                with open(path, "w") as handle:
+                    handle.write("http\n    server_key = \"%s\"\ntokens\n    reader\n"
+                                 "        token = %s\n        certificate = %s\n"
+                                 % (server_public, TOKEN, certificate))
+                os.chmod(path, 0o644)
+                self.run_refused(["--config", path], "actd-http: cannot read the certificate "
+                                 "%s: Permission denied" % secret, preexec=drop_root)
+
+
 if __name__ == "__main__":
     unittest.main()

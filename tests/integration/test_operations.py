@@ -424,6 +424,99 @@ class ConfigFileTest(unittest.TestCase):
         finally:
             actd.cleanup()
 
+    def check_flags_refused(self, flags, expected):
+        """actd with these flags exits 2, saying expected on stderr, and
+        nothing else (under AddressSanitizer: no leak on that path)."""
+        done = subprocess.run([find_binary("actd"), "--db", os.path.join(self.dir, "flags.db"),
+                               "--client-endpoint", "tcp://127.0.0.1:%d" % free_port(),
+                               "--worker-endpoint", "tcp://127.0.0.1:%d" % free_port()]
+                              + list(flags), capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
+        self.assertEqual((done.returncode, done.stdout, done.stderr.strip()), (2, "", expected))
+
+    def test_a_bad_flag_exits_2_and_leaks_nothing(self):
+        """docs/operations.md section 7: a bad command line is exit status 2,
+        also in the AddressSanitizer build (a leak made it 1)."""
+        self.check_flags_refused(["--sync", "bad"], "actd: --sync is full or normal")
+        self.check_flags_refused(["--log-level", "loud"],
+                                 "actd: --log-level is error, warning, notice, info or debug")
+        self.check_flags_refused(["extra"], "actd: unexpected argument 'extra'")
+        self.check_flags_refused(["--liveness", "0"], "actd: --liveness needs an integer of "
+                                                      "at least 1")
+
+    def test_a_value_above_its_maximum_stops_actd(self):
+        """Every integer setting has a maximum (docs/operations.md section
+        3), so that no arithmetic on it overflows: past it, in the file or
+        on the command line, actd stops with exit status 2 naming it."""
+        for setting, most in (("server/heartbeat_ms", 2147483647),
+                              ("server/shutdown_grace_ms", 2147483647),
+                              ("server/liveness", 1000),
+                              ("server/max_message_bytes", 1073741824),
+                              ("store/hold_us", 1000000),
+                              ("store/retain_ms", 315360000000),
+                              ("defaults/timeout_ms", 2147483647),
+                              ("defaults/retry/max_ms", 2147483647),
+                              ("activities/a/max_queue", 1000000000)):
+            path = setting.split("/")
+            text = "".join("    " * depth + name + "\n" for depth, name in enumerate(path[:-1]))
+            text += "    " * (len(path) - 1) + "%s = %d\n" % (path[-1], most)
+            with self.subTest(setting=setting):
+                #  The maximum itself is taken...
+                self.check_refused(text + "server\n    liveness = 0\n",
+                                   "FILE line %d: server/liveness: '0'" % (len(path) + 2))
+                #  ...one more is not, nor what strtoll cannot hold
+                for value in (most + 1, 99999999999999999999):
+                    self.check_refused(text.replace(str(most), str(value)),
+                                       "actd: FILE line %d: %s: '%d' is above the maximum "
+                                       "of %d" % (len(path), setting, value, most))
+        self.check_flags_refused(["--heartbeat-ms", "99999999999999999999"],
+                                 "actd: --heartbeat-ms: '99999999999999999999' is above "
+                                 "the maximum of 2147483647")
+        self.check_flags_refused(["--liveness", "1001"],
+                                 "actd: --liveness: '1001' is above the maximum of 1000")
+
+    def test_a_repeated_section_is_read_and_a_repeated_key_named_on_its_line(self):
+        """docs/operations.md section 3: a section given twice is read
+        twice, as one (a later value wins), defaults included; an error
+        names the line of the very setting, not of a later one of the
+        same name."""
+        self.check_refused("""
+            defaults
+                timeout_ms = 1000
+            server
+                liveness = 3
+            defaults
+                timeout_ms = 0
+            """, "actd: FILE line 6: defaults/timeout_ms: '0' is not an integer of at least 1")
+        self.check_refused("""
+            server
+                heartbeat_ms = fast
+                heartbeat_ms = 1000
+            """, "actd: FILE line 2: server/heartbeat_ms: 'fast' is not an integer")
+
+    def test_a_section_given_a_value_stops_actd(self):
+        """A section holds settings, not a value: 'defaults = 5' is refused
+        naming it, where it was taken as an empty section; so is a retry
+        backoff that is not a finite number."""
+        for text, line, setting in (("defaults = 5\n", 1, "defaults"),
+                                    ("tenants = 5\n", 1, "tenants"),
+                                    ("workers = 5\n", 1, "workers"),
+                                    ("activities = 5\n", 1, "activities"),
+                                    ("server = 5\n    liveness = 3\n", 1, "server"),
+                                    ("defaults\n    retry = 5\n", 2, "defaults/retry"),
+                                    ("activities\n    foo = 3\n", 2, "activities/foo"),
+                                    ("activities\n    foo\n        retry = 1\n", 3,
+                                     "activities/foo/retry"),
+                                    ("tenants\n    acme = 1\n", 2, "tenants/acme")):
+            with self.subTest(text=text):
+                self.check_refused(text, "actd: FILE line %d: %s: a section takes no value"
+                                   % (line, setting))
+        for value in ("nan", "inf", "-inf", "infinity"):
+            with self.subTest(backoff=value):
+                self.check_refused("defaults\n    retry\n        backoff = %s\n" % value,
+                                   "actd: FILE line 3: defaults/retry/backoff: must be a "
+                                   "number of at least 1")
+
     def test_a_new_store_file_is_0600_whatever_the_umask(self):
         """The store holds every context: a new one is readable by actd
         alone, even under umask 0 (and so are its -wal and -shm files)."""
@@ -713,6 +806,38 @@ class ReloadTest(unittest.TestCase):
             #  At warning, the refusal (info) is no longer logged
             self.assertEqual(actd.log().count("client request CALL refused: busy"), 1)
             client.close()
+
+    def test_repeated_sections_are_read_as_one(self):
+        """docs/operations.md section 3: defaults, activities and an
+        activity given twice are each read as one section, the later
+        value winning (a second defaults was ignored, a second section of
+        an activity replaced the first)."""
+        write(self.config, "log\n    level = debug\n")
+        with Actd(args=["--config", self.config]) as actd:
+            write(self.config, """
+                log
+                    level = debug
+                defaults
+                    timeout_ms = 1000
+                    max_queue = 8
+                activities
+                    a
+                        timeout_ms = 5000
+                defaults
+                    max_queue = 9
+                activities
+                    a
+                        max_queue = 7
+                """)
+            actd.process.send_signal(signal.SIGHUP)
+            wait_for(lambda: "reload: activities/a/max_queue" in actd.log(),
+                     "the reload logged:\n" + actd.log())
+            for change in ("defaults/timeout_ms 300000 -> 1000",
+                           "defaults/max_queue 100000 -> 9",
+                           "activities/a/timeout_ms 300000 -> 5000",
+                           "activities/a/max_queue 100000 -> 7"):
+                self.assertIn("reload: " + change, actd.log())
+            self.assertNotIn("-> 8", actd.log())
 
     def test_a_broken_file_on_sighup_keeps_the_settings(self):
         write(self.config, """

@@ -4,6 +4,7 @@ no keys are configured."""
 
 import json
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import unittest
 import zmq
 
 from harness import (Actd, Client, abandon, find_binary, free_port, remove_scratch,
-                     scratch_dir)
+                     scratch_dir, wait_for)
 
 
 def keygen(name, directory):
@@ -21,6 +22,28 @@ def keygen(name, directory):
     subprocess.run([find_binary("actctl"), "keygen", name, "--dir", directory],
                    check=True, stdout=subprocess.DEVNULL)
     return keys(os.path.join(directory, name + ".key_secret"))
+
+
+def drop_root():
+    """A preexec_fn: run the program as the user nobody when the tests run
+    as root, whom file modes do not bind; as another user, as that user.
+    Either way a file of mode 0 is unreadable to the program."""
+    if os.geteuid() == 0:
+        nobody = pwd.getpwnam("nobody")
+        os.setgroups([])
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+
+
+def open_to_all(directory):
+    """directory and everything in it readable by every user (and
+    directory writable), for a program run by drop_root."""
+    os.chmod(directory, 0o777)
+    for parent, folders, files in os.walk(directory):
+        for name in folders:
+            os.chmod(os.path.join(parent, name), 0o755)
+        for name in files:
+            os.chmod(os.path.join(parent, name), 0o644)
 
 
 def keys(path):
@@ -235,6 +258,39 @@ class SecurityTest(unittest.TestCase):
         self.actd.process.send_signal(signal.SIGHUP)
         self.wait_log(r"reload: allowed keys reloaded")
         self.assertEqual(bob.request("PING"), ["PONG"])
+
+
+class KeyDirectoryTest(unittest.TestCase):
+    """docs/operations.md section 8: a key directory that cannot be read is
+    logged at error on reload and stops actd at start; it once passed for
+    a directory with no key (zdir lists nothing it cannot read)."""
+
+    def test_an_unreadable_key_directory(self):
+        directory = scratch_dir("actd-keydir-")
+        self.addCleanup(remove_scratch, directory)
+        actd = curve_actd(directory)
+        self.addCleanup(actd.cleanup)
+        open_to_all(directory)
+        actd.store = os.path.join(directory, "actd.db")
+        actd.preexec = drop_root
+        clients = os.path.join(directory, "clients")
+        actd.start(wait=False)
+        wait_for(lambda: actd.process.poll() is not None or "ready: " in actd.log(),
+                 "actd to start")
+        self.assertIn("1 client keys", actd.log())
+        #  At a reload: every key of the directory is refused, said at error
+        os.chmod(clients, 0)
+        self.addCleanup(os.chmod, clients, 0o755)
+        actd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload: allowed keys reloaded" in actd.log(), "the reload")
+        self.assertRegex(actd.log(), r"(?m)^E: actd .* reload: security/client_keys: cannot "
+                         r"read %s: none of its keys is allowed now$" % re.escape(clients))
+        self.assertEqual(actd.stop(), 0, actd.log())
+        #  At start: actd stops, naming it
+        actd.start(wait=False)
+        self.assertEqual(actd.process.wait(60), 1, actd.log())
+        self.assertIn("security/client_keys: cannot read %s: Permission denied" % clients,
+                      actd.log())
 
 
 class PlainTcpTest(unittest.TestCase):
