@@ -18,13 +18,17 @@ export declare const DEFAULTS: {
 //  Errors
 
 /** The broker answered ERROR (PROTOCOL.md section 3), or the client gave up
- *  on a request: code "request_timeout" (no first reply within timeoutMs),
- *  "closed" (the client was closed), "bad_reply" (a reply did not parse),
- *  "disconnected" (the connection to the broker dropped before the reply:
- *  the request may or may not have been carried out; also a DONE awaited
- *  on it when statusPollMs is 0).
+ *  on a request: code "request_timeout" (no first reply within timeoutMs:
+ *  the request may or may not have been carried out, and may still arrive
+ *  later; repeat a CALL with the same _id, an APPEND with the same key),
+ *  "closed" (the client was closed), "bad_reply" (a reply did not parse, or
+ *  is not the shape the protocol gives it: only the request, or the call
+ *  of a DONE, it answers rejects), "disconnected" (the connection to the
+ *  broker dropped before the reply: the request may or may not have been
+ *  carried out; also a DONE awaited on it when statusPollMs is 0).
  *  Code "moved" (the message is the owner's client endpoint) reaches the
- *  caller only after the client has followed 5 moved replies. */
+ *  caller only after the client has followed 5 moved replies, or when it
+ *  names an endpoint zeromq cannot connect to (tcp://*:5555). */
 export declare class ActdError extends Error {
     constructor(code: string, message: string);
     readonly code: string;
@@ -216,7 +220,9 @@ export declare class Worker extends EventEmitter {
     activity<P = any, R = unknown>(name: string, tool: ToolOptions, handler: Handler<P, R>): this;
     /** What READY declares, by activity. */
     readonly tools: { [activity: string]: ToolDeclaration };
-    /** Connect, send READY and serve until stop(). */
+    /** Connect, send READY and serve until stop(). Rejects (a TypeError
+     *  naming it) when zeromq cannot connect to an endpoint, before any
+     *  READY, with no socket left open. */
     run(): Promise<void>;
     /** Abort running tasks, send DISCONNECT, close the socket. */
     stop(): Promise<void>;
@@ -329,7 +335,8 @@ export interface ClientOptions extends CurveOptions {
     /** The same as endpoints. */
     endpoint?: string | string[];
     /** How long a request waits for its first reply, in ms (default 30000;
-     *  0: no limit). DONE has no limit. */
+     *  0: no limit); then it rejects with code "request_timeout": it may or
+     *  may not have been carried out. DONE has no limit. */
     timeoutMs?: number;
     /** A broker that gives no reply within this many ms is skipped for a
      *  while and the request is sent to the next broker (default 5000 with
@@ -344,9 +351,10 @@ export interface ClientOptions extends CurveOptions {
 export interface HistoryOptions {
     /** The first _seq (default 1). */
     fromSeq?: number;
-    /** At most this many messages (default: all). */
+    /** At most this many messages, an integer >= 0 (default: all). */
     limit?: number;
-    /** Messages read per HISTORY request (default and most 1000). */
+    /** Messages read per HISTORY request, an integer from 1 to 1000
+     *  (default 1000); history() throws a TypeError at once for another. */
     pageSize?: number;
 }
 
@@ -375,15 +383,16 @@ export type WatchEvent =
     | { deleted: true; seq?: undefined; call?: undefined };
 
 export interface WaitOptions {
-    /** Rejects with an ActdError of code "timeout" after this many ms
-     *  (default: no limit). */
+    /** Rejects with an ActdError of code "timeout" after this many ms, and
+     *  no longer follows the call (default: no limit). */
     timeout?: number;
 }
 
 export interface ContextsOptions {
     /** Only contexts whose id starts with this (default: all). */
     prefix?: string;
-    /** Contexts asked per CONTEXTS request (default 100, at most 1000). */
+    /** Contexts asked per CONTEXTS request, an integer from 1 to 1000
+     *  (default 100); contexts() throws a TypeError at once for another. */
     limit?: number;
 }
 
@@ -432,6 +441,7 @@ export interface Reply {
 }
 
 export declare class Client {
+    /** Throws a TypeError naming an endpoint zeromq cannot connect to. */
     constructor(options?: ClientOptions | string);
     /** The first endpoint given. */
     readonly endpoint: string;
@@ -443,7 +453,9 @@ export declare class Client {
     readonly closed: boolean;
 
     /** CALL: the outcome when waiting and the call has _outputPath (its own, or
-     *  the one its tool prescribes), else the call id. */
+     *  the one its tool prescribes), else the call id. Waiting, it rejects
+     *  with NotFoundError when STATUS does not know the call (or its context
+     *  is deleted) before its DONE came. */
     call(context: string, call: Call & { _outputPath: string }, options?: CallOptions & { wait?: true }): Promise<Outcome>;
     call(context: string, call: Call, options: CallOptions & { wait: false }): Promise<string>;
     call(context: string, call: Call, options?: CallOptions): Promise<Outcome | string>;
@@ -479,7 +491,9 @@ export declare class Client {
 
     status(callId: string | number): Promise<Status>;
     /** The call's outcome once it has ended: DONE when this client
-     *  submitted it, else a watch of its context (never STATUS in a loop). */
+     *  submitted it, else a watch of its context (never STATUS in a loop).
+     *  Rejects with NotFoundError for a call that does not exist, or whose
+     *  context is deleted. */
     wait(callId: string | number, options?: WaitOptions): Promise<Outcome>;
     /** CANCEL: resolves also for a call that has already ended. */
     cancel(callId: string | number): Promise<void>;

@@ -28,7 +28,7 @@
 //  ./client_requests.js, the watches and the following of calls in
 //  ./client_watch.js (their methods are Client's).
 
-const { ActdError } = require ('./errors');
+const { ActdError, NotFoundError } = require ('./errors');
 const { endpointList, withIds } = require ('./route');
 const { curveOptions } = require ('./curve');
 const { ClientRequests, MAX_HOPS, parseFrame } = require ('./client_requests');
@@ -64,6 +64,14 @@ function s_json (value, what) {
     if (text === undefined)
         throw new TypeError (what + ' is not a JSON value');
     return text;
+}
+
+//  A page size (CONTEXTS' limit, HISTORY's pageSize) is an integer from 1
+//  to HISTORY_LIMIT, as actd takes it (and as the Python package checks it)
+function s_check_page (size, what) {
+    if (!Number.isInteger (size) || size < 1 || size > HISTORY_LIMIT)
+        throw new TypeError (`${what} is an integer from 1 to ${HISTORY_LIMIT}, not `
+                             + String (size));
 }
 
 let s_iterate_warned = false;           //  iterateHistory () warns once a process
@@ -107,8 +115,16 @@ class Client {
             ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
                                                        .map ((ms) => ms / 4)));
         this.closed = false;
-        for (const endpoint of endpoints)
-            this._link (endpoint);
+        try {
+            for (const endpoint of endpoints)
+                this._link (endpoint);
+        }
+        catch (error) {
+            //  An endpoint zeromq cannot connect to (a TypeError naming
+            //  it): the sockets opened already would keep the process alive
+            this.close ();
+            throw error;
+        }
     }
 
     //  ------------------------------------------------------------------
@@ -216,7 +232,14 @@ class Client {
         this._waits.set (request.id + '\n' + id, {
             request, callId: id, endpoint: request.endpoint, heard: Date.now (), rescue: null,
             promise, settle: (outcome) => this._done (request, id, outcome),
-            fail: () => {}              //  DONE may still come, or a new watch
+            //  A failed watch: DONE may still come, or a new watch after
+            //  statusPollMs; but a call STATUS does not know, or whose
+            //  context was deleted, never ends: its DONE rejects (and the
+            //  call is no longer followed)
+            fail: (error) => {
+                if (error instanceof NotFoundError)
+                    this._done (request, id, null, error);
+            }
         });
         return promise;
     }
@@ -243,14 +266,29 @@ class Client {
     //  CONTEXTS: an async iterator over the stored contexts ({context,
     //  messages, last_seq, updated, pending}) whose id starts with
     //  options.prefix (default: all), in byte order, asking options.limit
-    //  (default 100, at most 1000) of them a request
-    async * contexts (options = {}) {
-        const prefix = options.prefix ?? '';
-        const limit = String (options.limit ?? 100);
+    //  (an integer from 1 to 1000, default 100; else a TypeError at once)
+    //  of them a request
+    contexts (options = {}) {
+        if (options === null || typeof options !== 'object')
+            throw new TypeError ('contexts ({prefix, limit}) is an async iterator over the '
+                                 + 'contexts');
+        const limit = options.limit ?? 100;
+        s_check_page (limit, 'limit');
+        return this._contexts (String (options.prefix ?? ''), String (limit));
+    }
+
+    async * _contexts (prefix, limit) {
         let after = '';
         do {
             const page = await this._request ('CONTEXTS', [prefix, after, limit], {},
-                                              (request, args) => parseFrame (args [0]));
+                (request, args) => {
+                    const value = parseFrame (args [0]);
+                    if (value === null || typeof value !== 'object'
+                    ||  !Array.isArray (value.contexts)
+                    ||  !(value.next === undefined || typeof value.next === 'string'))
+                        throw new Error ('not {contexts: [...], next?}');
+                    return value;
+                });
             yield * page.contexts;
             after = page.next;
         } while (after !== undefined);
@@ -271,22 +309,34 @@ class Client {
 
     //  Every stored message of context from options.fromSeq (default 1)
     //  on, oldest first, at most options.limit (default: all), read with
-    //  HISTORY options.pageSize (default and most 1000) at a time: an async
-    //  iterator. A plain method, so that history (context, fromSeq, limit),
-    //  which resolved with one page before it was the iterator, throws at once.
+    //  HISTORY options.pageSize (an integer from 1 to 1000, default 1000)
+    //  at a time: an async iterator. A plain method, so that history
+    //  (context, fromSeq, limit), which resolved with one page before it
+    //  was the iterator, throws at once, as do a bad pageSize or limit.
     history (context, options = {}) {
         if (options === null || typeof options !== 'object')
             throw new TypeError ('history (context, {fromSeq, limit, pageSize}) is an async '
                                  + 'iterator over the messages');
-        return this._history (context, options.fromSeq ?? 1, options.limit ?? Infinity,
-                              options.pageSize ?? HISTORY_LIMIT);
+        const limit = options.limit ?? Infinity;
+        const size = options.pageSize ?? HISTORY_LIMIT;
+        if (limit !== Infinity && !(Number.isSafeInteger (limit) && limit >= 0))
+            throw new TypeError ('limit is an integer >= 0 (default: all), not ' + String (limit));
+        s_check_page (size, 'pageSize');
+        return this._history (context, options.fromSeq ?? 1, limit, size);
     }
 
     async * _history (context, from, left, size) {
         while (left > 0) {
             const asked = Math.min (size, left);
             const page = await this._request ('HISTORY', [context, String (from), String (asked)],
-                                              {}, (request, args) => parseFrame (args [0]));
+                {}, (request, args) => {
+                    const value = parseFrame (args [0]);
+                    if (!Array.isArray (value) || !value.every ((message) =>
+                        message !== null && typeof message === 'object'
+                        && Number.isSafeInteger (message._seq)))
+                        throw new Error ('not an array of messages with _seq');
+                    return value;
+                });
             for (const message of page)
                 yield message;
             left -= page.length;
@@ -312,8 +362,12 @@ class Client {
     //  Calls by id, and the broker
 
     async status (callId) {
-        return this._request ('STATUS', [String (callId)], {},
-                              (request, args) => parseFrame (args [0]));
+        return this._request ('STATUS', [String (callId)], {}, (request, args) => {
+            const status = parseFrame (args [0]);
+            if (status === null || typeof status !== 'object' || Array.isArray (status))
+                throw new Error ('the status is not an object');
+            return status;
+        });
     }
 
     //  CANCEL; resolves also for a call that has already ended

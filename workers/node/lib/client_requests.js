@@ -102,11 +102,20 @@ class ClientRequests {
     }
 
     //  ERROR moved: send request again to the owner it names; false when
-    //  it cannot (no owner named, or too many hops)
+    //  it cannot (no owner named, too many hops, or an endpoint zeromq
+    //  cannot connect to, such as the tcp://*:5555 of a broker bound to a
+    //  wildcard address without server/advertise: the request then
+    //  rejects with the moved error, as in the C library)
     _follow (request, args) {
         const owner = args [1]? args [1].toString (): '';
         if (!owner || request.hops >= MAX_HOPS)
             return false;
+        try {
+            this._link (owner);
+        }
+        catch (error) {
+            return false;
+        }
         if (!this.endpoints.includes (owner))
             this.endpoints.push (owner);
         if (request.context !== undefined)
@@ -136,8 +145,9 @@ class ClientRequests {
             if (timeout > 0)
                 request.timer = setTimeout (() => {
                     this._pending.delete (request.id);
-                    reject (new ActdError ('request_timeout',
-                        `no reply to ${command} within ${timeout} ms`));
+                    reject (new ActdError ('request_timeout', `no reply to ${command} within `
+                        + `${timeout} ms: the request may or may not have been carried out`));
+                    this._withdraw (request.endpoint);
                 }, timeout);
             this._transmit (request);
         });
@@ -177,8 +187,8 @@ class ClientRequests {
             return;
         }
         if (verb === 'DONE') {
-            if (args.length >= 2)
-                this._done (request, args [0].toString (), parseFrame (args [1]));
+            if (args.length >= 1)
+                this._doneReply (request, args [0].toString (), args [1]);
             return;
         }
         if (request.replied)
@@ -229,8 +239,29 @@ class ClientRequests {
             s_remember (this._accepted, id, endpoint);
     }
 
-    //  The DONE of call id for request
-    _done (request, id, outcome) {
+    //  A DONE reply of call id for request: its outcome frame, when it
+    //  reads as an object, resolves the call's DONE; else the call's DONE
+    //  (only it) rejects with code bad_reply
+    _doneReply (request, id, frame) {
+        let outcome;
+        try {
+            if (frame === undefined)
+                throw new Error ('no outcome');
+            outcome = parseFrame (frame);
+            if (outcome === null || typeof outcome !== 'object' || Array.isArray (outcome))
+                throw new Error ('the outcome is not an object');
+        }
+        catch (error) {
+            this._done (request, id, null, new ActdError ('bad_reply',
+                `DONE reply to ${request.command} for call ${id}: ${error.message}`));
+            return;
+        }
+        this._done (request, id, outcome);
+    }
+
+    //  The DONE of call id for request: resolves its promises with
+    //  outcome, or rejects them with error
+    _done (request, id, outcome, error) {
         const waiting = request.dones.get (id);
         if (!waiting)
             return;
@@ -240,7 +271,10 @@ class ClientRequests {
         if (wait && wait.rescue)
             wait.rescue.drop (wait);
         for (const deferred of waiting)
-            deferred.resolve (outcome);
+            if (error)
+                deferred.reject (error);
+            else
+                deferred.resolve (outcome);
         if (!request.dones.size)
             this._pending.delete (request.id);
     }
@@ -290,6 +324,29 @@ class ClientRequests {
                     wait.heard = now;   //  Again after statusPollMs if its watch fails
                     this._rescue (wait.request.context, wait);
                 }
+    }
+
+    //  A request to endpoint timed out (request_timeout). When the
+    //  connection to it is not up (the broker is down, or not started
+    //  yet), its message is still queued in the DEALER, and would be
+    //  delivered, and carried out, once the broker is back: when nothing
+    //  else is pending on that socket (no request, watch or DONE awaited),
+    //  close it at once (linger 0), dropping the queue; the next request
+    //  opens a new one. Best effort: a connection that comes up as it
+    //  closes may still take the message, so request_timeout still means
+    //  "may or may not have been carried out".
+    _withdraw (endpoint) {
+        const link = this._links.get (endpoint);
+        if (this.closed || !link || link.up)
+            return;
+        for (const request of this._pending.values ())
+            if (request.endpoint === endpoint)
+                return;
+        for (const wait of this._waits.values ())
+            if (wait.endpoint === endpoint)
+                return;
+        this._links.delete (endpoint);
+        link.close (0);
     }
 
     //  The broker at endpoint did not answer in time: skip it for a while,

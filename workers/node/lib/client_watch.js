@@ -10,6 +10,23 @@ const { parseFrame } = require ('./client_requests');
 const WATCH_IDLE_MS = 10000;            //  A watch silent this long PINGs its broker
 const UNWATCH_MS = 2000;                //  How long leaving a watch waits for UNWATCH's OK
 
+//  An EVENT's object; an EVENT that does not read as one ends the watch
+//  with code bad_reply, as any reply the client cannot read
+function s_event (frame) {
+    let event;
+    try {
+        if (frame === undefined)
+            throw new Error ('no event');
+        event = parseFrame (frame);
+        if (event === null || typeof event !== 'object' || Array.isArray (event))
+            throw new Error ('the event is not an object');
+    }
+    catch (error) {
+        throw new ActdError ('bad_reply', 'EVENT reply to WATCH: ' + error.message);
+    }
+    return event;
+}
+
 class ClientWatch {
     //  WATCH: an async iterator over the events of context (PROTOCOL.md
     //  1.1): {seq, message} from options.fromSeq on (default 1; 0: what is
@@ -73,7 +90,7 @@ class ClientWatch {
                                           String (item.args [1] ?? ''));
                 if (item.verb !== 'EVENT')
                     continue;
-                const event = parseFrame (item.args [0]);
+                const event = s_event (item.args [0]);
                 if (typeof event.seq === 'number' && last >= 0) {
                     if (event.seq <= last)
                         continue;       //  Given already
@@ -134,11 +151,15 @@ class ClientWatch {
         const id = String (callId);
         const mine = [...this._waits.values ()].find ((wait) => wait.callId === id);
         let follower = null;
-        const ended = mine? mine.promise: this.status (id).then ((status) =>
-            status.outcome ?? new Promise ((settle, fail) => {
+        let left = false;               //  wait () has returned (its timeout passed)
+        const ended = mine? mine.promise: this.status (id).then ((status) => {
+            if (status.outcome || left)
+                return status.outcome;  //  STATUS answered after the timeout: follow nothing
+            return new Promise ((settle, fail) => {
                 follower = { callId: id, settle, fail, rescue: null };
                 this._rescue (status.context, follower);
-            }));
+            });
+        });
         let timer = null;
         try {
             return await (options.timeout > 0? Promise.race ([ended, new Promise ((_, reject) => {
@@ -147,6 +168,7 @@ class ClientWatch {
             })]): ended);
         }
         finally {
+            left = true;
             clearTimeout (timer);
             if (follower && follower.rescue)
                 follower.rescue.drop (follower);

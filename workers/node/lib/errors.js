@@ -3,7 +3,8 @@
 //
 //  ActdError: the broker answered ERROR (PROTOCOL.md section 3), or the
 //  client itself gave up on a request (code "request_timeout", "closed",
-//  or "disconnected": the connection dropped before the reply came).
+//  "bad_reply": a reply it cannot read, or "disconnected": the connection
+//  dropped before the reply came).
 //  NotFoundError: the ERROR code was not_found (an absent value, an unknown
 //  call or context).
 //  ActivityError: thrown by an activity handler to answer FAIL with a code,

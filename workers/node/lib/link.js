@@ -16,7 +16,8 @@ const HEARTBEAT_TIMEOUT_MS = 10000;     //  A connection silent this long drops
 
 class Link {
     //  options: { onMessage (frames), onDisconnect (dropped), onConnect (),
-    //  onRefused (), onError (error), linger, curve (socket options of
+    //  onRefused (), onError (error: onMessage threw, or the receive loop
+    //  failed; default a process warning), linger, curve (socket options of
     //  ./curve.js), heartbeat (true: ZMTP heartbeats, HEARTBEAT_MS, and a
     //  connection silent HEARTBEAT_TIMEOUT_MS drops) }
     constructor (endpoint, options = {}) {
@@ -59,8 +60,23 @@ class Link {
                     if (!this.closed)
                         callback (dropped);
                 });
-        this.socket.connect (endpoint);
-        this._receive ().catch (options.onError || ((error) => { throw error; }));
+        try {
+            this.socket.connect (endpoint);
+        }
+        catch (error) {
+            //  An endpoint zeromq cannot connect to (tcp://*:5555, a bad
+            //  address): the socket (and its event observer) would keep
+            //  the process alive, and zeromq's error does not name it
+            this.closed = true;
+            this.socket.close ();
+            throw new TypeError (`cannot connect to ${endpoint}: ${error.message}`,
+                                 { cause: error });
+        }
+        //  A bug in onMessage, or a receive that fails, is reported to
+        //  onError (default: a process warning), never thrown: it would be
+        //  an unhandled rejection, which ends the process
+        this._onError = options.onError || ((error) => process.emitWarning (error));
+        this._receive ();
     }
 
     //  Queue a multipart message; resolves once zeromq has taken it
@@ -94,25 +110,46 @@ class Link {
         this._pumping = false;
     }
 
+    //  Hand each message to onMessage; a message it throws on is dropped
+    //  (reported) and the loop goes on. Never rejects.
     async _receive () {
         try {
-            for await (const frames of this.socket)
-                this._onMessage (frames);
+            for await (const frames of this.socket) {
+                try {
+                    this._onMessage (frames);
+                }
+                catch (error) {
+                    this._report (error);
+                }
+            }
         }
         catch (error) {
             //  Closing the socket ends the loop; anything else is a bug we
             //  cannot recover from on this socket
             if (!this.closed)
-                throw error;
+                this._report (error);
         }
     }
 
-    close () {
+    _report (error) {
+        try {
+            this._onError (error);
+        }
+        catch (problem) {
+            //  An onError that throws: nowhere else to go
+        }
+    }
+
+    //  linger (ms, default the socket's): how long messages not yet sent
+    //  may still go out (0: drop them at once)
+    close (linger) {
         if (this.closed)
             return;
         this.closed = true;
         for (const item of this._queue.splice (this._pumping? 1: 0))
             item.reject (new ActdError ('closed', 'the connection is closed'));
+        if (linger !== undefined)
+            this.socket.linger = linger;
         this.socket.close ();
     }
 }

@@ -148,6 +148,21 @@ function s_json (value) {
     return text === undefined? 'null': text;
 }
 
+//  The message of a value a handler threw, never throwing itself: a value
+//  String () cannot convert (Object.create (null), a toString that throws)
+//  or a message getter that throws gives a fixed text
+function s_message (thrown) {
+    try {
+        const message = thrown instanceof Error? thrown.message: String (thrown);
+        if (message !== undefined && message !== null && String (message).length)
+            return String (message);
+    }
+    catch (problem) {
+        return 'the activity failed (what it threw cannot be read as text)';
+    }
+    return 'the activity failed';
+}
+
 class Worker extends EventEmitter {
     //  options: endpoints (an array of brokers sharing a store, or a
     //  comma-separated string), or endpoint (default $ACTD_WORKER_ENDPOINT,
@@ -221,16 +236,32 @@ class Worker extends EventEmitter {
         return count;
     }
 
-    //  Connect and serve until stop (); resolves then
+    //  Connect and serve until stop (); resolves then. Rejects (a TypeError
+    //  naming it) when zeromq cannot connect to an endpoint (tcp://*:5556),
+    //  before any READY is sent, with no socket left open.
     run () {
         if (this._running)
             return Promise.reject (new Error ('the worker is already running'));
         if (!this._handlers.size)
             return Promise.reject (new Error ('register at least one activity before run ()'));
         this._running = true;
+        try {
+            for (const connection of this._connections)
+                this._open (connection);
+        }
+        catch (error) {
+            for (const connection of this._connections) {
+                if (connection.link)
+                    connection.link.close (0);
+                connection.link = null;
+                connection.generation = ++this._generation;
+            }
+            this._running = false;
+            return Promise.reject (error);
+        }
         const done = new Promise ((resolve) => { this._done = resolve; });
         for (const connection of this._connections)
-            this._connect (connection);
+            this._ready (connection);
         const tick = Math.max (1, Math.floor (this.heartbeatMs / 2));
         this._timer = setInterval (() => this._tick (), tick);
         return done;
@@ -263,7 +294,14 @@ class Worker extends EventEmitter {
 
     //  New socket to the connection's broker, READY
     _connect (connection) {
-        const generation = connection.generation = ++this._generation;
+        this._open (connection);
+        this._ready (connection);
+    }
+
+    //  New socket to the connection's broker (throws for an endpoint
+    //  zeromq cannot connect to)
+    _open (connection) {
+        const generation = ++this._generation;
         connection.link = new Link (connection.endpoint, {
             onMessage: (frames) => this._message (connection, generation, frames),
             onError: (error) => this.emit ('warning', error),
@@ -271,6 +309,11 @@ class Worker extends EventEmitter {
                 `the broker at ${connection.endpoint} refused this worker's CURVE key`)),
             curve: this._curve
         });
+        connection.generation = generation;
+    }
+
+    //  READY on the connection's new socket
+    _ready (connection) {
         connection.lastHeard = connection.connectedAt = Date.now ();
         this.connections++;
         const ready = { activities: this.activities, capacity: this.capacity,
@@ -408,7 +451,8 @@ class Worker extends EventEmitter {
                 return handler (params, task);
             })
             .then ((value) => this._answer (task, value),
-                   (error) => this._fail (task, error));
+                   (error) => this._fail (task, error))
+            .catch ((error) => this.emit ('warning', error));   //  A 'done' listener threw
     }
 
     _answer (task, value) {
@@ -432,19 +476,27 @@ class Worker extends EventEmitter {
         if (!this._finish (task))
             return;
         let body;
-        if (error instanceof ActivityError) {
+        try {
+            body = error instanceof ActivityError
+                 ? JSON.stringify (error)
+                 : JSON.stringify ({ message: s_message (error), code: 'activity_failed' });
+        }
+        catch (problem) {
+            //  details JSON cannot carry, or a code or retryable that throws
+            body = undefined;
+        }
+        if (typeof body !== 'string') {
+            let code = 'activity_failed', retryable;
             try {
-                body = JSON.stringify (error);
+                if (error instanceof ActivityError) {
+                    code = String (error.code);
+                    retryable = Boolean (error.retryable);
+                }
             }
             catch (problem) {
-                body = JSON.stringify ({ message: error.message, code: error.code,
-                                         retryable: error.retryable });
+                //  The defaults
             }
-        }
-        else {
-            const message = error instanceof Error? error.message: String (error);
-            body = JSON.stringify ({ message: message || 'the activity failed',
-                                     code: 'activity_failed' });
+            body = JSON.stringify ({ message: s_message (error), code, retryable });
         }
         this._send (task._connection, ['FAIL', task.id, body]).catch (() => {});
     }

@@ -1,7 +1,8 @@
 'use strict';
 //  Test harness: a real actd on free ports with a temporary SQLite store
-//  (or the store option: a PostgreSQL URL from ./pg.js), and small helpers
-//  to wait for states without fixed sleeps.
+//  (or the store option: a PostgreSQL URL from ./pg.js), a scripted
+//  client-side broker, and small helpers to wait for states without fixed
+//  sleeps.
 //
 //  The binary comes from $ACTD_BIN (set by ctest), else build-asan/bin/actd,
 //  else build/bin/actd of the project.
@@ -12,6 +13,7 @@ const fs = require ('node:fs');
 const net = require ('node:net');
 const os = require ('node:os');
 const path = require ('node:path');
+const zmq = require ('zeromq');
 const { Client } = require ('..');
 
 const ROOT = path.resolve (__dirname, '..', '..', '..');
@@ -141,6 +143,39 @@ async function release (hold, entered, count = 1) {
     hold.gate = gate ();
 }
 
+//  A client-side broker scripted by the test: a ROUTER on a free port;
+//  answer (frames) returns (or resolves with) the reply frames, a list of
+//  replies (arrays of frames), or nothing; received holds every request's
+//  frames, as strings
+class ScriptedBroker {
+    async start (answer) {
+        this.endpoint = 'tcp://127.0.0.1:' + await freePort ();
+        this.router = new zmq.Router ({ linger: 0 });
+        await this.router.bind (this.endpoint);
+        this.received = [];
+        this.answer = answer;
+        (async () => {
+            for await (const [identity, ...frames] of this.router) {
+                this.received.push (frames.map (String));
+                const reply = this.answer && await this.answer (frames);
+                const replies = reply && Array.isArray (reply [0])? reply: reply? [reply]: [];
+                for (const frames of replies)
+                    await this.router.send ([identity, ...frames]);
+            }
+        }) ().catch (() => {});
+        return this;
+    }
+
+    //  The commands received so far, in order
+    commands () {
+        return this.received.map ((frames) => frames [1]);
+    }
+
+    close () {
+        this.router.close ();
+    }
+}
+
 class Actd {
     constructor (options = {}) {
         this.dir = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-node-test-'));
@@ -264,4 +299,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, until, sleep, gate, held, release, collect, runProgram, freePort, sibling, ROOT };
+module.exports = { Actd, ScriptedBroker, until, sleep, gate, held, release, collect, runProgram, freePort, sibling, ROOT };

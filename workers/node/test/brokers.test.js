@@ -20,7 +20,7 @@ const zmq = require ('zeromq');
 const { Worker, Client, ActdError } = require ('..');
 const { score, rendezvous, fnv1a64 } = require ('../lib/route');
 const { MAX_HOPS } = require ('../lib/client');
-const { Actd, until, collect, runProgram, freePort, sibling, ROOT } = require ('./actd');
+const { Actd, ScriptedBroker, until, collect, runProgram, freePort, sibling, ROOT } = require ('./actd');
 const pg = require ('./pg');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -95,31 +95,6 @@ function contextsFirstAt (endpoints, endpoint, prefix, count = 1) {
         if (rendezvous (endpoints, prefix + '-' + number) [0] === endpoint)
             found.push (prefix + '-' + number);
     return found;
-}
-
-//  A ROUTER on a free port; answer (frames) returns the reply frames or
-//  nothing
-class ScriptedBroker {
-    async start (answer) {
-        this.endpoint = 'tcp://127.0.0.1:' + await freePort ();
-        this.router = new zmq.Router ({ linger: 0 });
-        await this.router.bind (this.endpoint);
-        this.received = [];
-        this.answer = answer;
-        (async () => {
-            for await (const [identity, ...frames] of this.router) {
-                this.received.push (frames.map (String));
-                const reply = this.answer && await this.answer (frames);
-                if (reply)
-                    await this.router.send ([identity, ...reply]);
-            }
-        }) ().catch (() => {});
-        return this;
-    }
-
-    close () {
-        this.router.close ();
-    }
 }
 
 describe ('Rendezvous routing', () => {

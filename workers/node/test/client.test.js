@@ -186,6 +186,28 @@ describe ('Client', () => {
         assert.throws (() => client.history ('c-history', 2, 2), TypeError);
     });
 
+    it ('history () and contexts () refuse a page size outside 1..1000, or a bad limit, at once', async () => {
+        for (const size of [0, -1, 1001, 5000, 1.5, '10', NaN])
+            assert.throws (() => client.history ('c-history', { pageSize: size }),
+                           /pageSize is an integer from 1 to 1000/, String (size));
+        for (const limit of [-1, 1.5, '2', NaN])
+            assert.throws (() => client.history ('c-history', { limit }), /limit is an integer >= 0/,
+                           String (limit));
+        for (const limit of [0, -1, 1001, 5000, 2.5, '10', NaN])
+            assert.throws (() => client.contexts ({ limit }),
+                           /limit is an integer from 1 to 1000/, String (limit));
+        assert.throws (() => client.history ('c-history', { pageSize: 0 }), TypeError);
+        assert.throws (() => client.contexts ({ limit: 0 }), TypeError);
+        //  The bounds themselves are fine
+        for (let n = 1; n <= 3; n++)
+            await client.append ('c-pages', { type: 'text', text: 'p' + n });
+        assert.equal ((await collect (client.history ('c-pages', { pageSize: 1000 }))).length, 3);
+        assert.equal ((await collect (client.history ('c-pages', { pageSize: 1, limit: 2 }))).length, 2);
+        for (const limit of [1, 1000])
+            assert.deepEqual ((await collect (client.contexts ({ prefix: 'c-pages', limit })))
+                              .map ((entry) => entry.context), ['c-pages']);
+    });
+
     it ('iterateHistory () still walks the messages, with one DeprecationWarning', async () => {
         const warnings = [];
         const listener = (warning) => warnings.push (warning);
@@ -286,7 +308,7 @@ describe ('Client', () => {
                        'bad_argument');
         await rejects (client.append ('c-err', { kind: 'x', data: 1 }), 'bad_argument');
         await rejects (client.view ('c-err', 'xml'), 'bad_argument');
-        await rejects (collect (client.history ('c-err', { pageSize: 1001 })), 'bad_argument');
+        await rejects (client.request ('HISTORY', ['c-err', '1', '1001']), 'bad_argument');
         await rejects (collect (client.history ('c-err', { fromSeq: 'one' })), 'bad_argument');
         await rejects (client.status ('999999'), 'not_found', NotFoundError);
         await rejects (client.cancel ('999999'), 'not_found', NotFoundError);

@@ -4,7 +4,7 @@
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker } = require ('..');
-const { Actd, until, gate } = require ('./actd');
+const { Actd, until, gate, collect, freePort } = require ('./actd');
 
 describe ('Broker restarts', () => {
     let actd, worker, client;
@@ -90,5 +90,22 @@ describe ('Broker restarts', () => {
         assert.equal (outcome.result, 'done after ' + attempts [attempts.length - 1]);
         assert.ok (attempts.length >= 2, 'attempts ' + attempts);
         assert.equal (await client.resolve ('r-crash', '†s.x'), outcome.result);
+    });
+
+    it ('a request that timed out while actd was down is not carried out once actd starts', async () => {
+        actd = new Actd ();
+        actd.clientEndpoint = 'tcp://127.0.0.1:' + await freePort ();
+        actd.workerEndpoint = 'tcp://127.0.0.1:' + await freePort ();
+        client = actd.client ({ timeoutMs: 300 });
+        //  Nothing listens yet: the APPEND waits in the socket's queue
+        await assert.rejects (client.append ('r-late', { type: 'text', text: 'timed out' }),
+                              (error) => error.code === 'request_timeout'
+                                      && /may or may not have been carried out/.test (error.message));
+        await actd.start ();
+        //  The client dropped the queued APPEND with its socket; the next
+        //  request goes on a new one
+        assert.equal (await client.append ('r-late', { type: 'text', text: 'sent again' }), 1);
+        assert.deepEqual ((await collect (client.history ('r-late'))).map ((m) => m.text),
+                          ['sent again']);
     });
 });

@@ -120,6 +120,37 @@ describe ('Worker on the wire', () => {
         assert.deepEqual (JSON.parse (other.frames [3]), { message: 'oops', code: 'activity_failed' });
     });
 
+    it ('answers FAIL activity_failed for a thrown value that cannot be read as text', async () => {
+        const warnings = [];
+        const ready = await setup ({ odd: async ({ how }) => {
+            if (how === 'bare')
+                throw Object.create (null);
+            if (how === 'toString')
+                throw { toString () { throw new Error ('no text'); } };
+            const error = new Error ('hidden');
+            Object.defineProperty (error, 'message', { get () { throw new Error ('no message'); } });
+            throw error;
+        } }, { capacity: 3 });
+        worker.on ('warning', (error) => warnings.push (error));
+        const hows = ['bare', 'toString', 'getter'];
+        for (const [n, how] of hows.entries ())
+            await task (ready, `${n + 10}.1`, 'odd', { how });
+        const fails = [];
+        for (const how of hows)
+            fails.push (await broker.take (broker.command ('FAIL'), 'FAIL of ' + how));
+        assert.deepEqual (fails.map ((fail) => fail.frames [2]).sort (), ['10.1', '11.1', '12.1']);
+        for (const fail of fails) {
+            const body = JSON.parse (fail.frames [3]);
+            assert.deepEqual (Object.keys (body).sort (), ['code', 'message']);
+            assert.equal (body.code, 'activity_failed');
+            assert.match (body.message, /^the activity failed/);
+        }
+        //  The worker goes on
+        await task (ready, '13.1', 'odd', { how: 'none' });
+        assert.equal ((await broker.take (broker.command ('FAIL'), 'FAIL 13.1')).frames [2], '13.1');
+        assert.deepEqual (warnings, []);
+    });
+
     it ('sends PROGRESS task-id, details json', async () => {
         const ready = await setup ({ steps: async (params, task) => {
             await task.progress ({ step: 1 });
