@@ -40,9 +40,14 @@ act_flow_lookup (act_flow_t *self, uint64_t number)
     return (act_live_t *) zhashx_lookup (self->calls, id);
 }
 
+//  A timer for the call, delay ms after from. A call's own _timeout and
+//  _retry are any positive integers: a sum past the clock's range is the
+//  end of time, not an overflow
 static void
-s_timer_set (act_flow_t *self, act_live_t *call, s_timer_type_t type, long long at)
+s_timer_set (act_flow_t *self, act_live_t *call, s_timer_type_t type, long long from,
+             long long delay)
 {
+    long long at = delay > LLONG_MAX - from? LLONG_MAX: from + delay;
     act_timer_t timer = { at, call->number, call->timer, (int) type };
     if (act_timers_add (self->timers, timer))
         act_log (LOG_ERR, "out of memory for a timer of call %s", call->id);
@@ -143,21 +148,6 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
     json_decref (head);
 }
 
-//  Room on the stack for the hex of an id of up to 32 bytes (a routing id
-//  has 5 by default); a longer one is allocated
-#define S_HEX_ROOM (2 * 32 + 1)
-
-//  frame in hex: into buffer (S_HEX_ROOM bytes) when it fits, else into a
-//  new string put in *heap for the caller to free
-static const char *
-s_frame_hex (zframe_t *frame, char *buffer, char **heap)
-{
-    size_t size = zframe_size (frame);
-    if (2 * size + 1 > S_HEX_ROOM)
-        buffer = *heap = (char *) malloc (2 * size + 1);
-    return buffer? act_hex_write (buffer, zframe_data (frame), size): NULL;
-}
-
 //  Make a prepared call live: store it, index it, start it
 void
 act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zframe_t *client,
@@ -173,25 +163,8 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
     const char *owner = act_outbox_serving_owner (self->outbox);
     if (call->call->output)
         act_live_recipient_add (call, client, request, owner);
-    char *progress;
-    act_call_record_t record = act_live_record (call, eval == ACT_LIVE_WAIT? "waiting": "queued",
-                                                NULL, &progress);
-    char client_hex [S_HEX_ROOM], request_hex [S_HEX_ROOM];
-    char *client_heap = NULL, *request_heap = NULL;
-    if (client) {
-        record.client = s_frame_hex (client, client_hex, &client_heap);
-        if (owner && record.client) {
-            //  The owner's key rides after the routing id, for recovery
-            char *owned = zsys_sprintf ("%s %s", record.client, owner);
-            free (client_heap);
-            record.client = client_heap = owned;
-        }
-        record.request = s_frame_hex (request, request_hex, &request_heap);
-    }
-    act_store_put_call (self->store, &record);
-    free (client_heap);
-    free (request_heap);
-    free (progress);
+    act_live_put (call, self->store, eval == ACT_LIVE_WAIT? "waiting": "queued",
+                  client, request, owner);
     act_flow_enter (self, call, ACT_LIVE_WAITING);
     if (eval == ACT_LIVE_READY)
         s_call_queue (self, call, false);
@@ -210,9 +183,22 @@ s_call_queue (act_flow_t *self, act_live_t *call, bool front)
     call->queue_handle = front? zlistx_add_start (queue, call): zlistx_add_end (queue, call);
     //  From the stamp the queue's entry took: a clock read costs ~23 ns in
     //  this VM, and a call read it 13 times
-    s_timer_set (self, call, T_SCHEDULE,
-                 call->queued_at + call->activity->settings->schedule_timeout_ms);
+    s_timer_set (self, call, T_SCHEDULE, call->queued_at,
+                 call->activity->settings->schedule_timeout_ms);
     s_dispatch_activity (self, call->activity);
+}
+
+//  Queue a call and store it as queued unless the dispatch this starts
+//  took it (the dispatch stores it). That dispatch may also end the call
+//  (a reference erased meanwhile), which frees it: it is looked up again
+static void
+s_call_queue_saved (act_flow_t *self, act_live_t *call, bool front)
+{
+    uint64_t number = call->number;
+    s_call_queue (self, call, front);
+    call = act_flow_lookup (self, number);
+    if (call && call->state == ACT_LIVE_QUEUED)
+        act_live_save (call, self->store);
 }
 
 //  Queue the call after its retry delay
@@ -221,7 +207,7 @@ s_call_backoff (act_flow_t *self, act_live_t *call, long long delay)
 {
     act_flow_enter (self, call, ACT_LIVE_QUEUED);
     call->backoff = true;
-    s_timer_set (self, call, T_RETRY, act_clock_ms () + delay);
+    s_timer_set (self, call, T_RETRY, act_clock_ms (), delay);
 }
 
 //  The call's parameters went absent since it became ready (a value was
@@ -307,7 +293,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     if (meta != local)
         free (meta);
     free (params_text);
-    s_timer_set (self, call, T_DEADLINE, now + call->timeout_ms);
+    s_timer_set (self, call, T_DEADLINE, now, call->timeout_ms);
     act_live_save (call, self->store);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld sent to worker %s",
              call->id, call->activity->name, call->attempts, worker->name);
@@ -545,11 +531,12 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
         act_log (LOG_INFO, "call %s (%s) attempt %lld failed (%s: %s); retry in %lld ms",
                  call->id, call->activity->name, call->attempts, code, message, wait);
         json_decref (error);
-        if (wait > 0)
+        if (wait > 0) {
             s_call_backoff (self, call, wait);
+            act_live_save (call, self->store);
+        }
         else
-            s_call_queue (self, call, true);
-        act_live_save (call, self->store);
+            s_call_queue_saved (self, call, true);
         return;
     }
     if (retryable)
@@ -657,11 +644,8 @@ act_flow_settle (act_flow_t *self)
             continue;
         act_err_t err = { 0 };
         act_live_eval_t eval = act_live_evaluate (call, &self->stamp, &err);
-        if (eval == ACT_LIVE_READY) {
-            s_call_queue (self, call, false);
-            if (call->state == ACT_LIVE_QUEUED)
-                act_live_save (call, self->store);
-        }
+        if (eval == ACT_LIVE_READY)
+            s_call_queue_saved (self, call, false);
         else
         if (eval == ACT_LIVE_UNRESOLVED)
             s_call_finish (self, call, "skipped", s_error_json (err.code, err.message),
@@ -709,10 +693,8 @@ act_flow_timers (act_flow_t *self, long long now)
             zstr_free (&message);
         }
         else
-        if (timer.type == T_RETRY && call->state == ACT_LIVE_QUEUED && call->backoff) {
-            s_call_queue (self, call, true);
-            act_live_save (call, self->store);
-        }
+        if (timer.type == T_RETRY && call->state == ACT_LIVE_QUEUED && call->backoff)
+            s_call_queue_saved (self, call, true);
         act_flow_settle (self);
     }
 }

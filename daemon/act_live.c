@@ -212,6 +212,45 @@ act_live_save (act_live_t *self, act_store_t *store)
     free (progress);
 }
 
+//  Room on the stack for the hex of an id of up to 32 bytes (a routing id
+//  has 5 by default); a longer one is allocated
+#define S_HEX_ROOM (2 * 32 + 1)
+
+//  frame in hex: into buffer (S_HEX_ROOM bytes) when it fits, else into a
+//  new string put in *heap for the caller to free
+static const char *
+s_frame_hex (zframe_t *frame, char *buffer, char **heap)
+{
+    size_t size = zframe_size (frame);
+    if (2 * size + 1 > S_HEX_ROOM)
+        buffer = *heap = (char *) malloc (2 * size + 1);
+    return buffer? act_hex_write (buffer, zframe_data (frame), size): NULL;
+}
+
+void
+act_live_put (act_live_t *self, act_store_t *store, const char *state, zframe_t *client,
+              zframe_t *request, const char *owner)
+{
+    char *progress;
+    act_call_record_t record = act_live_record (self, state, NULL, &progress);
+    char client_hex [S_HEX_ROOM], request_hex [S_HEX_ROOM];
+    char *client_heap = NULL, *request_heap = NULL;
+    if (client) {
+        record.client = s_frame_hex (client, client_hex, &client_heap);
+        if (owner && record.client) {
+            //  The owner's key rides after the routing id, for recovery
+            char *owned = zsys_sprintf ("%s %s", record.client, owner);
+            free (client_heap);
+            record.client = client_heap = owned;
+        }
+        record.request = s_frame_hex (request, request_hex, &request_heap);
+    }
+    act_store_put_call (store, &record);
+    free (client_heap);
+    free (request_heap);
+    free (progress);
+}
+
 
 //  --------------------------------------------------------------------------
 //  Dependencies. Each reference expression in the parameters is present,

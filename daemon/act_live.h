@@ -127,6 +127,12 @@ act_call_record_t act_live_record (act_live_t *self, const char *state, const ch
 //  Store the call's current state (in the store's batch).
 void act_live_save (act_live_t *self, act_store_t *store);
 
+//  Store a call just accepted, in state ("waiting" or "queued"), with the
+//  client to answer (its routing id in hex, then the owner's key when
+//  owner is set) and its request id; client may be NULL (no DONE).
+void act_live_put (act_live_t *self, act_store_t *store, const char *state, zframe_t *client,
+                   zframe_t *request, const char *owner);
+
 //  Evaluate the call's references in a new round, against its context
 //  and the live calls that could still write them. On WAIT it is
 //  registered as a waiter of each producer it needs (once each; *stamp

@@ -213,6 +213,65 @@ class ReliabilityTest(unittest.TestCase):
     # ------------------------------------------------------------------
     # Timeouts and retries
 
+    def test_a_retry_whose_reference_was_erased_meanwhile_is_skipped_and_stays_ended(self):
+        """SEMANTICS 5: a call whose reference went absent with no pending
+        call to write it again is skipped. Here the value is erased while
+        the call waits for its retry, so the call ends when the retry
+        dispatches it. actd then saved the freed call as queued (found by
+        fuzz_client_frames: a use after free, and a row that would bring
+        the ended call back at the next start)."""
+        actd = Actd(heartbeat_ms=200, liveness=3).start()
+        try:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            reply = client.request("APPEND", "erased", json.dumps(
+                {"type": "data", "kind": "v", "data": {"a": 1}}))
+            self.assertEqual(reply[0], "OK", reply)
+            call = seed_call("work", "†s.out", x="†v.a")
+            call["_retry"] = {"max_attempts": 3, "initial_ms": 500}
+            call_id, rid = self.submit(client, "erased", call)
+            task = raw.next("TASK")
+            raw.send("FAIL", task[1], json.dumps({"code": "busy", "message": "try again"}))
+            reply = client.request("APPEND", "erased", json.dumps(
+                {"type": "data", "kind": "v", "data": None, "_outputMethod": "erase"}))
+            self.assertEqual(reply[0], "OK", reply)
+            outcome = self.done(client, rid, call_id)
+            self.assertEqual(outcome["status"], "skipped", outcome)
+            self.assertEqual(client.status(call_id)["state"], "skipped")
+            client.close()
+            actd.stop()
+            actd.start()
+            client = self.client(actd)
+            self.assertEqual(client.status(call_id)["state"], "skipped")
+            raw2 = self.raw_worker(actd, ["work"])
+            time.sleep(1.0)
+            raw2.pump()
+            self.assertEqual(raw2.commands(), [], "the ended call was dispatched again")
+        finally:
+            actd.finish()
+
+    def test_the_largest_timeout_and_retry_delays_mean_never(self):
+        """PROTOCOL 3: _timeout and the _retry delays are any positive
+        integers. With the largest (2^63 - 1 ms) the deadline and the
+        retry never come: their sums with the clock saturate."""
+        never = 2 ** 63 - 1
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client = self.client(actd)
+            raw = self.raw_worker(actd, ["work"])
+            call = seed_call("work", "†s.out")
+            call["_timeout"] = never
+            call["_retry"] = {"max_attempts": 2, "initial_ms": never, "max_ms": never}
+            call_id, rid = self.submit(client, "never", call)
+            task = raw.next("TASK")
+            self.assertEqual(json.loads(task[4])["deadline_ms"], never)
+            raw.send("FAIL", task[1], json.dumps({"code": "busy", "message": "later"}))
+            client.wait_status(call_id, ["queued"])
+            time.sleep(0.5)
+            self.assertEqual(client.status(call_id)["state"], "queued")
+            self.assertEqual(client.request("PING"), ["PONG"])
+            self.assertEqual(client.request("CANCEL", call_id)[0], "OK")
+            self.assertEqual(self.done(client, rid, call_id)["status"], "cancelled")
+
     def test_attempt_over_timeout_is_cancelled_and_retried(self):
         """SEMANTICS 7: when an attempt's _timeout passes the broker sends
         CANCEL for that task; the retry succeeds; a late RESULT of the first
