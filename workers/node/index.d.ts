@@ -145,9 +145,11 @@ export interface WorkerOptions extends CurveOptions {
     /** The same as endpoints. */
     endpoint?: string | string[];
     /** Tasks the worker may hold at once, per broker: each broker is told
-     *  this capacity in READY (default 1). */
+     *  this capacity in READY (default 1). An integer from 1 to 100000,
+     *  else the constructor throws a TypeError. */
     capacity?: number;
-    /** Name shown in STATS (default node-HOST-PID). */
+    /** Name shown in STATS (default node-HOST-PID); up to 256 bytes, else
+     *  the constructor throws a TypeError. */
     name?: string;
     /** The broker's heartbeat_ms (default 1000). */
     heartbeatMs?: number;
@@ -160,7 +162,10 @@ export interface WorkerEvents {
      *  all brokers: 1 per broker, then 1 more per reconnect). */
     ready: [info: { connections: number; endpoint: string }];
     /** The worker dropped its connection to the broker at endpoint and is
-     *  reconnecting. */
+     *  reconnecting: at once, or, when the broker refused READY (its
+     *  DISCONNECT came first on the connection), after a wait of 100 ms
+     *  doubling at each refusal up to 5 s, which reason gives with the
+     *  broker's ("the broker refused READY (...); connecting again in N ms"). */
     disconnect: [reason: string, endpoint: string];
     task: [task: Task];
     cancel: [task: Task];
@@ -215,7 +220,8 @@ export declare class Worker extends EventEmitter {
     readonly activities: string[];
     /** Tasks running now on the current connections. */
     readonly running: number;
-    /** Register a handler, and optionally its tool (declared in READY); before run(). */
+    /** Register a handler, and optionally its tool (declared in READY); before run().
+     *  Throws a TypeError for a name that is not 1 to 256 bytes. */
     activity<P = any, R = unknown>(name: string, handler: Handler<P, R>, tool?: ToolOptions): this;
     activity<P = any, R = unknown>(name: string, tool: ToolOptions, handler: Handler<P, R>): this;
     /** What READY declares, by activity. */

@@ -15,7 +15,11 @@
 //  When a broker sends DISCONNECT, or is silent for liveness heartbeat
 //  intervals, the worker drops that socket, aborts the tasks it brought
 //  (the broker has given them to someone else by then) and connects anew
-//  with a new socket, so a new identity, and sends READY again.
+//  with a new socket, so a new identity, and sends READY again. A
+//  DISCONNECT that answers READY itself (nothing else came on that socket)
+//  is the broker refusing this worker as it is: the worker then waits
+//  before it connects again, RECONNECT_FIRST_MS doubling at each refusal
+//  up to RECONNECT_LAST_MS, not READY again in a tight loop.
 
 const os = require ('os');
 const { EventEmitter } = require ('events');
@@ -26,6 +30,20 @@ const { curveOptions } = require ('./curve');
 
 const HEADER = 'ACTW01';
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5556';
+
+//  What actd takes in READY (docs/protocol.md section 3.2): a worker
+//  outside these bounds throws at construction or at activity (), rather
+//  than being refused by the broker with DISCONNECT
+const MAX_CAPACITY = 100000;
+const MAX_NAME_BYTES = 256;
+const MAX_ACTIVITY_BYTES = 256;
+
+//  ms the worker waits before it connects again after a DISCONNECT that
+//  answered READY itself: the first, doubled at each such refusal in a
+//  row, up to the last. A connection on which the broker sends anything
+//  else starts again from the first.
+const RECONNECT_FIRST_MS = 100;
+const RECONNECT_LAST_MS = 5000;
 
 //  What a handler returns to name the alternative of the output path it
 //  took: return branch (1, value)
@@ -51,9 +69,9 @@ class Connection {
         this.generation = 0;            //  Of the current Link
         this.tasks = new Map ();        //  task id -> Task, of the current link
         this.lastHeard = 0;             //  Date.now () of the last message in
-        this.connectedAt = 0;           //  Date.now () of the last READY
-        this.pause = 0;                 //  ms before connecting again (0: at once)
-        this.pauseTimer = null;
+        this.welcomed = false;          //  The broker sent more than DISCONNECT on the link
+        this.pause = 0;                 //  The last wait after a refused READY (0: none)
+        this.pauseTimer = null;         //  Connects again when that wait is over
     }
 }
 
@@ -180,8 +198,10 @@ class Worker extends EventEmitter {
         this.name = options.name ?? `node-${os.hostname ()}-${process.pid}`;
         this.heartbeatMs = options.heartbeatMs ?? 1000;
         this.liveness = options.liveness ?? 3;
-        if (!Number.isInteger (this.capacity) || this.capacity < 1)
-            throw new TypeError ('capacity is an integer >= 1');
+        if (!Number.isInteger (this.capacity) || this.capacity < 1 || this.capacity > MAX_CAPACITY)
+            throw new TypeError (`capacity is an integer from 1 to ${MAX_CAPACITY}`);
+        if (typeof this.name !== 'string' || Buffer.byteLength (this.name) > MAX_NAME_BYTES)
+            throw new TypeError (`a worker's name is a string of up to ${MAX_NAME_BYTES} bytes`);
         if (!(this.heartbeatMs > 0) || !Number.isInteger (this.liveness) || this.liveness < 1)
             throw new TypeError ('heartbeatMs is > 0 and liveness an integer >= 1');
         this._curve = curveOptions (options);
@@ -204,8 +224,8 @@ class Worker extends EventEmitter {
     activity (name, handler, tool) {
         if (typeof handler === 'object' && handler !== null && typeof tool === 'function')
             [handler, tool] = [tool, handler];
-        if (typeof name !== 'string' || !name.length)
-            throw new TypeError ('an activity name is a non-empty string');
+        if (typeof name !== 'string' || !name.length || Buffer.byteLength (name) > MAX_ACTIVITY_BYTES)
+            throw new TypeError (`an activity name is a string of 1 to ${MAX_ACTIVITY_BYTES} bytes`);
         if (typeof handler !== 'function')
             throw new TypeError ('a handler is a function (params, task)');
         if (this._running)
@@ -314,7 +334,8 @@ class Worker extends EventEmitter {
 
     //  READY on the connection's new socket
     _ready (connection) {
-        connection.lastHeard = connection.connectedAt = Date.now ();
+        connection.lastHeard = Date.now ();
+        connection.welcomed = false;
         this.connections++;
         const ready = { activities: this.activities, capacity: this.capacity,
                         name: this.name, lang: 'node' };
@@ -324,25 +345,42 @@ class Worker extends EventEmitter {
         this.emit ('ready', { connections: this.connections, endpoint: connection.endpoint });
     }
 
-    //  Lost a broker: abort its tasks, new socket, READY again. A broker
-    //  that drops us again and again soon after READY (it refuses our READY)
-    //  is retried after a growing pause, up to 5 s, not in a tight loop.
-    _reconnect (connection, reason) {
+    //  The broker sent DISCONNECT. On a connection it had kept (it sent
+    //  something else first), connect again at once. Right after READY it
+    //  refused this worker as it is (a capacity or a tool it does not
+    //  take) and would refuse the same READY again: connect again after a
+    //  wait that doubles at each refusal in a row, up to RECONNECT_LAST_MS,
+    //  and say why in the 'disconnect' event each time.
+    _disconnected (connection, reason) {
+        if (connection.welcomed) {
+            this._reconnect (connection, 'the broker sent DISCONNECT'
+                                         + (reason !== undefined? ': ' + reason: ''));
+            return;
+        }
+        connection.pause = Math.min (Math.max (connection.pause * 2, RECONNECT_FIRST_MS),
+                                     RECONNECT_LAST_MS);
+        this._reconnect (connection, `the broker refused READY (${reason || 'no reason given'});`
+                                     + ` connecting again in ${connection.pause} ms`,
+                         connection.pause);
+    }
+
+    //  Lost a broker: abort its tasks, new socket, READY again, after
+    //  delay ms (0: at once)
+    _reconnect (connection, reason, delay = 0) {
         this.emit ('disconnect', reason, connection.endpoint);
+        if (!this._running)
+            return;                     //  A 'disconnect' listener stopped the worker
         this._drop (connection, new ActivityError ('lost the broker: ' + reason,
                                                    { code: 'worker_lost' }));
         connection.link.close ();
         connection.link = null;
         connection.generation = ++this._generation;
-        const lived = Date.now () - connection.connectedAt;
-        connection.pause = lived >= this.heartbeatMs * this.liveness
-                         ? 0: Math.min (Math.max (connection.pause * 2, 100), 5000);
-        if (connection.pause)
+        if (delay)
             connection.pauseTimer = setTimeout (() => {
                 connection.pauseTimer = null;
                 if (this._running)
                     this._connect (connection);
-            }, connection.pause);
+            }, delay);
         else
             this._connect (connection);
     }
@@ -398,6 +436,12 @@ class Worker extends EventEmitter {
             return;
         }
         const command = frames [1].toString ();
+        if (command !== 'DISCONNECT') {
+            //  The broker kept this connection: a later refusal waits
+            //  RECONNECT_FIRST_MS again
+            connection.welcomed = true;
+            connection.pause = 0;
+        }
         if (command === 'TASK')
             this._task (connection, frames.slice (2));
         else
@@ -412,8 +456,7 @@ class Worker extends EventEmitter {
         }
         else
         if (command === 'DISCONNECT')
-            this._reconnect (connection, 'the broker sent DISCONNECT'
-                + (frames.length > 2? ': ' + frames [2].toString (): ''));
+            this._disconnected (connection, frames.length > 2? frames [2].toString (): undefined);
         else
         if (command !== 'HEARTBEAT')
             this.emit ('warning', new Error ('dropped an unknown command ' + command));
@@ -515,4 +558,5 @@ class Worker extends EventEmitter {
     }
 }
 
-module.exports = { Worker, Task, Branch, branch, DEFAULT_ENDPOINT };
+module.exports = { Worker, Task, Branch, branch, DEFAULT_ENDPOINT, MAX_CAPACITY, MAX_NAME_BYTES,
+                   MAX_ACTIVITY_BYTES, RECONNECT_FIRST_MS, RECONNECT_LAST_MS };

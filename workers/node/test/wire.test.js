@@ -231,7 +231,9 @@ describe ('Worker on the wire', () => {
     });
 
     it ('pauses longer and longer before READY again when the broker keeps refusing it', async () => {
-        const readies = [await setup ({ a: () => 1 })];
+        //  No HEARTBEAT from the broker: one before the DISCONNECT would make
+        //  it a connection the broker kept, after which there is no pause
+        const readies = [await setup ({ a: () => 1 }, {}, false)];
         for (let n = 1; n <= 3; n++) {
             await broker.send (readies [n - 1].identity, ['ACTW01', 'DISCONNECT', 'refused']);
             readies.push (await broker.take (broker.command ('READY'), 'READY ' + n));
