@@ -127,17 +127,6 @@ act_broker_set_sender (act_broker_t *self, act_outbox_send_fn *send, void *arg)
 //  --------------------------------------------------------------------------
 //  Commit, then send
 
-//  Drop all state and take it again from the store: after a failed
-//  commit, memory may hold what the store does not
-void
-act_broker_reset (act_broker_t *self)
-{
-    act_flow_forget (self->flow);
-    act_pool_clear (self->pool, self->outbox);
-    act_cache_clear (self->cache);
-    self->recovering = act_cache_recover (self->cache) > 0;
-}
-
 //  Forget every context and call, without recovering them: this broker can
 //  no longer prove it owns them (it lost the store longer than its lease
 //  allows), and others may have taken them over. Contexts come back,
@@ -264,7 +253,7 @@ s_pass_work (act_broker_t *self)
     long long now = act_clock_ms ();
     if (act_store_shared (self->store))
         s_leases (self, now);
-    if (self->recovering) {
+    if (self->recovering && !act_broker_backing_off (self)) {
         self->recovering = act_cache_adopt (self->cache, S_ADOPT_BATCH) > 0;
         act_flow_settle (self->flow);
         if (!self->recovering)
@@ -373,13 +362,16 @@ s_pass_async (act_broker_t *self)
     }
     else {
         if (!act_committer_busy (self->committer) && !s_hold (self)) {
-            if (act_store_batch (self->store)) {
+            size_t writes = act_store_batch (self->store);
+            //  After failed commits, a batch waits for the next try
+            if (writes && !act_broker_backing_off (self)) {
                 act_outbox_seal (self->outbox);
                 self->sealed_writes = act_store_seal (self->store);
                 self->sealed_at = act_hist_clock_us ();
                 act_committer_start (self->committer);
             }
             else
+            if (!writes)
                 act_outbox_flush (self->outbox, self->send, self->send_arg);
         }
         //  The tasks that promise nothing stored go now, while their
@@ -590,6 +582,8 @@ s_wait (act_broker_t *self)
     long long timer = act_flow_next_timer (self->flow);
     if (timer >= 0 && timer - now < wait)
         wait = timer - now;
+    if (self->retry_at && self->retry_at - now < wait)
+        wait = self->retry_at - now;
     if (self->hold_until) {
         //  zmq_poll counts in ms: the end of a hold rounded up
         long long hold = (self->hold_until - act_hist_clock_us () + 999) / 1000;
@@ -615,8 +609,9 @@ s_next (act_broker_t *self, int which, act_msg_t *msg)
 static bool
 s_more_clients (act_broker_t *self)
 {
-    return !self->committer || !act_committer_busy (self->committer)
-        || act_store_batch (self->store) < S_NEXT_WRITES;
+    return act_store_batch (self->store) < S_NEXT_WRITES
+        || ((!self->committer || !act_committer_busy (self->committer))
+            && !act_broker_backing_off (self));
 }
 
 //  Read fairly, within budgets: worker messages first in each round, up
@@ -640,7 +635,8 @@ s_read (act_broker_t *self)
         }
         bool got = clients && s_next (self, 0, &msg);
         bool handle = clients = got;
-        if (handle && self->committer && act_committer_busy (self->committer))
+        if (handle && ((self->committer && act_committer_busy (self->committer))
+                   || act_broker_backing_off (self)))
             handle = !act_broker_ping_now (self, &msg, false);
         if (handle && msg.held && act_outbox_client_over (self->outbox, act_msg_routing (&msg))) {
             //  Its connection is being cut: not worth building a reply
@@ -718,6 +714,11 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         s_read (self);
         s_pass_async (self);
     }
+    //  The commit in flight first (a failure there reloads the calls),
+    //  then the calls still running are stored as interrupted, not crashed
+    act_broker_settle (self);
+    act_broker_land (self);
+    act_flow_park (self->flow);
     act_broker_pass (self);
     if (act_store_shared (self->store))
         act_store_leave (self->store);

@@ -6,7 +6,51 @@
     answers PING and sends the workers' heartbeats meanwhile.
     ========================================================================= */
 
+#include <inttypes.h>
 #include "act_broker_int.h"
+
+//  Drop all state and take it again from the store: after a failed
+//  commit, memory may hold what the store does not. A worker that holds
+//  tasks (of calls now forgotten) is told to connect again; an idle one
+//  keeps its connection through a store that keeps failing.
+void
+act_broker_reset (act_broker_t *self)
+{
+    act_worker_t *worker = act_pool_first (self->pool);
+    while (worker) {
+        if (zhashx_size (worker->tasks)) {
+            act_pool_disconnect (self->outbox, worker->identity, worker->protocol,
+                                 worker->envelope, "broker restarting its state");
+            act_pool_remove (self->pool, worker);
+            worker = act_pool_first (self->pool);   //  The walk starts again
+        }
+        else
+            worker = act_pool_next (self->pool);
+    }
+    act_flow_reset (self->flow);
+    act_cache_clear (self->cache);
+    self->recovering = act_cache_recover (self->cache) > 0;
+}
+
+bool
+act_broker_backing_off (act_broker_t *self)
+{
+    //  The clock is read only after a failure: this is asked per message
+    return self->retry_at && act_clock_ms () < self->retry_at;
+}
+
+//  Count a failed commit and set when the next may be tried. Returns
+//  the wait, in ms.
+static long long
+s_back_off (act_broker_t *self)
+{
+    long long wait = S_RETRY_MIN_MS;
+    for (uint64_t failure = 1; failure < self->failures && wait < S_RETRY_MAX_MS; failure++)
+        wait *= 2;
+    wait = wait < S_RETRY_MAX_MS? wait: S_RETRY_MAX_MS;
+    self->retry_at = act_clock_ms () + wait;
+    return wait;
+}
 
 //  Take a commit's outcome: on failure nothing durable may be promised,
 //  so what the batch acknowledged is refused and state reloaded from the
@@ -16,15 +60,24 @@ static void
 s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long long started)
 {
     if (writes && rc) {
+        //  One line a try: the tries are S_RETRY_MIN_MS to S_RETRY_MAX_MS apart
+        self->failures++;
+        long long wait = s_back_off (self);
         act_log (LOG_ERR, "store commit failed (%s): %zu writes lost, and %zu since; "
-                 "refusing what they acknowledged and reloading state from the store",
-                 err->message, writes, act_store_batch (self->store));
+                 "refusing what they acknowledged and reloading state from the store "
+                 "(failure %" PRIu64 " in a row; next try in %lld ms)", err->message, writes,
+                 act_store_batch (self->store), self->failures, wait);
         act_store_abort (self->store);
         act_outbox_refuse (self->outbox);
         act_broker_reset (self);
     }
     else
     if (writes) {
+        if (self->failures)
+            act_log (LOG_NOTICE, "store commits again, after %" PRIu64 " failed in a row",
+                     self->failures);
+        self->failures = 0;
+        self->retry_at = 0;
         self->commits++;
         self->committed += writes;
         act_hist_add_us (&self->commit_ms, act_hist_clock_us () - started);

@@ -29,6 +29,8 @@
 #define S_NEXT_WRITES   20000   //  While a commit is in flight, client
                                 //  requests wait in the socket once the next
                                 //  batch holds this many writes
+#define S_RETRY_MIN_MS  100     //  After a failed commit, the next waits this
+#define S_RETRY_MAX_MS  2000    //  ...doubling at each failure in a row, to this
 
 struct _act_broker_t {
     act_settings_t *settings;   //  What it runs with (not owned)
@@ -84,11 +86,20 @@ struct _act_broker_t {
     act_hist_t batch;           //  Writes each commit carried
     uint64_t held;              //  Batches that waited for early results
     uint64_t held_expired;      //  Of those, the waits that ran out
+    uint64_t failures;          //  Commits failed in a row
+    long long retry_at;         //  After one: no commit, nor recovery,
+                                //  before then (act_clock_ms), or 0
 };
 
 //  Drop all state and take it again from the store (after a failed
 //  commit: nothing of what it held may be trusted).
 void act_broker_reset (act_broker_t *self);
+
+//  True while commits failed in a row and the next is not due yet (a full
+//  disk): the batch then waits, and so does recovery, so that a store
+//  that keeps failing is tried S_RETRY_MIN_MS, doubling up to
+//  S_RETRY_MAX_MS, apart instead of in a loop.
+bool act_broker_backing_off (act_broker_t *self);
 
 //  Commit the batch inline (no commit thread, or at the last pass) and
 //  take its outcome; on failure what the batch acknowledged is refused

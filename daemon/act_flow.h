@@ -117,6 +117,18 @@ bool act_flow_stopping (act_flow_t *self);
 //  after the store was lost, or before reloading state.
 void act_flow_forget (act_flow_t *self);
 
+//  As act_flow_forget, after a commit failed: from now on, recovery takes
+//  a call stored running for one whose attempt was lost with a commit of
+//  this run, not with a crash of actd, and runs it again whatever
+//  attempts it has used (act_recover.c).
+void act_flow_reset (act_flow_t *self);
+
+//  At a clean stop, once no task will be dispatched or answered: store
+//  each call still running as queued, its attempts as they are, so that
+//  the next start runs it again as its next attempt instead of taking the
+//  interrupted one for a crash (act_recover.c).
+void act_flow_park (act_flow_t *self);
+
 //  Live calls in each state, and in all.
 size_t act_flow_waiting (act_flow_t *self);
 size_t act_flow_queued (act_flow_t *self);

@@ -34,6 +34,8 @@ struct _act_flow_t {
     uint64_t stamp;             //  Current evaluation's mark
     size_t counts [ACT_LIVE_STATES];   //  Live calls per state (waiting, ...)
     bool stopping;              //  No new calls, no dispatch
+    bool reset;                 //  A failed commit reset the flow: a call
+                                //  stored running was running in this run
 };
 
 

@@ -425,16 +425,19 @@ act_outbox_refuse (act_outbox_t *self)
         act_out_t *out = &self->messages [i];
         if (out->gone)
             continue;                           //  It left: nothing to undo
-        if (!out->to_worker && !out->durable) {
+        //  [client][ACTC01][verb][request] (an empty frame after the client
+        //  for a REQ socket). A VALUE was read from memory, which may hold
+        //  what the commit lost (a RESOLVE in the pass of an APPEND): it is
+        //  refused too
+        size_t head = out->head;
+        if (!out->to_worker && !out->durable && !s_part_is (out, head + 1, "VALUE")) {
             self->messages [kept++] = *out;     //  Moves the frames
             continue;
         }
         refused++;
-        //  [client][ACTC01][verb][request] (an empty frame after the client
-        //  for a REQ socket): ERROR to the same request, but for DONE, whose
-        //  call is recovered and ends again later, and EVENT, which reports
-        //  what was not kept (a watcher sees no gap: the _seq is given again)
-        size_t head = out->head;
+        //  ERROR to the same request, but for DONE, whose call is recovered
+        //  and ends again later, and EVENT, which reports what was not kept
+        //  (a watcher sees no gap: the _seq is given again)
         if (!out->to_worker && !s_part_is (out, head + 1, "DONE")
         &&  !s_part_is (out, head + 1, "EVENT")) {
             act_out_t error = { .to_worker = false, .durable = false, .head = head };

@@ -1,6 +1,17 @@
 /*  =========================================================================
     act_recover - recovery: the calls of a context loaded from the store
     that had not ended run again (part of act_flow; see act_flow_int.h).
+
+    A call whose attempt is stored running when it is recovered was
+    running when actd crashed: that attempt counts, and a call whose
+    attempts are then used up ends worker_lost, so that a call that kills
+    actd does not run at every start. actd's own interruptions are not
+    crashes and do not end a call: a clean stop stores the calls still
+    running as queued (act_flow_park), and after a failed commit
+    (act_flow_reset) a call stored running was running in this run. Such
+    a call runs again as its next attempt, even one past its _retry's
+    max_attempts: its attempts count every TASK sent, so that a task id
+    ("<call>.<attempt>") is never sent twice, even across restarts.
     ========================================================================= */
 
 #include <inttypes.h>
@@ -39,11 +50,13 @@ s_recover_one (const json_t *record, void *arg)
     call->producer = act_deps_register (context->deps, call->call->output,
                                         call->call->instance, call->number, call);
     act_flow_enter (self, call, ACT_LIVE_WAITING);
-    //  An attempt that was running when actd stopped counts: with the
+    //  An attempt that was running when actd crashed counts: with the
     //  attempts used up, the call ends now rather than run once more than
-    //  its _retry allows
+    //  its _retry allows. One lost with a failed commit of this run is no
+    //  crash (see above).
     const char *state = json_string_value (json_object_get (record, "state"));
-    if (state && streq (state, "running") && call->attempts >= call->retry.max_attempts) {
+    if (state && streq (state, "running") && !self->reset
+    &&  call->attempts >= call->retry.max_attempts) {
         char *message = zsys_sprintf ("actd stopped during attempt %lld, the last of %lld "
                                       "allowed", call->attempts, call->retry.max_attempts);
         act_flow_end_error (self, call, ACT_E_WORKER_LOST, message);
@@ -61,4 +74,29 @@ act_flow_recover (void *arg, act_context_t *context)
 {
     act_flow_t *self = (act_flow_t *) arg;
     act_store_pending_in (self->store, context->id, s_recover_one, self);
+}
+
+void
+act_flow_reset (act_flow_t *self)
+{
+    act_flow_forget (self);
+    //  For the rest of the run: a call left running by a crash of the last
+    //  run and not recovered yet when a commit fails then gets one attempt
+    //  more, a smaller harm than ending calls that never crashed anything
+    self->reset = true;
+}
+
+void
+act_flow_park (act_flow_t *self)
+{
+    for (act_live_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls)) {
+        if (call->state != ACT_LIVE_RUNNING)
+            continue;
+        //  The record only: in memory it is still running, as the last
+        //  lines of the log say
+        char *progress;
+        act_call_record_t record = act_live_record (call, "queued", NULL, &progress);
+        act_store_update_call (self->store, &record);
+        free (progress);
+    }
 }

@@ -17,7 +17,7 @@
 //  as PostgreSQL's timeouts and the kernel's TCP_USER_TIMEOUT take them.
 #define ACT_SETTINGS_MAX_MS         2147483647LL    //  A duration: about 24.8 days
 #define ACT_SETTINGS_MAX_RETAIN_MS  315360000000LL  //  store/retain_ms: 3650 days
-#define ACT_SETTINGS_MAX_HOLD_US    1000000LL       //  store/hold_us: a second
+#define ACT_SETTINGS_MAX_HOLD_US    60000000LL      //  store/hold_us: a minute
 #define ACT_SETTINGS_MAX_LIVENESS   1000LL          //  server/liveness: intervals
 #define ACT_SETTINGS_MAX_COUNT      1000000000LL    //  Calls, contexts, watches, attempts
 #define ACT_SETTINGS_MAX_BYTES      1073741824LL    //  A frame or a reply: 1 GiB

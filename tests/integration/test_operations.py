@@ -452,7 +452,7 @@ class ConfigFileTest(unittest.TestCase):
                               ("server/shutdown_grace_ms", 2147483647),
                               ("server/liveness", 1000),
                               ("server/max_message_bytes", 1073741824),
-                              ("store/hold_us", 1000000),
+                              ("store/hold_us", 60000000),
                               ("store/retain_ms", 315360000000),
                               ("defaults/timeout_ms", 2147483647),
                               ("defaults/retry/max_ms", 2147483647),
