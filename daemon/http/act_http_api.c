@@ -10,6 +10,8 @@
 
 #define S_WAIT_MS       60000   //  Default timeout_ms of ?wait=1
 #define S_WAIT_MAX_MS   3600000 //  Largest timeout_ms of ?wait=1
+#define S_CHECK_MS      1000    //  ?wait=1 without _outputPath: STATUS after
+                                //  this long without an event on its watch
 
 //  The deadline for a request to actd
 static int64_t
@@ -35,35 +37,77 @@ s_body (act_http_req_t *req)
     return req->body? req->body: "";
 }
 
-//  Wait for the end of fire-and-forget call_id from the call events of
-//  watch; answers the final STATUS, or 504
+//  The STATUS object in the reply's first arg when it says the call has
+//  ended (a new reference), else NULL
+static json_t *
+s_ended (act_reply_t *reply)
+{
+    char *text = act_reply_arg (reply, 0);
+    json_t *status = text? json_loads (text, 0, NULL): NULL;
+    free (text);
+    if (act_client_state_ended (json_string_value (json_object_get (status, "state"))))
+        return status;
+    json_decref (status);
+    return NULL;
+}
+
+//  Ask STATUS of call_id (waiting until deadline at most): *status is its
+//  STATUS object once it has ended. Returns the reply to answer as is (an
+//  ERROR: the connection dropped, the call is gone), else NULL.
+static act_reply_t *
+s_check_status (act_http_req_t *req, const char *call_id, int64_t deadline, json_t **status)
+{
+    int64_t left = deadline - zclock_mono ();
+    int timeout = left < req->config->request_timeout_ms? (int) left
+                                                          : req->config->request_timeout_ms;
+    act_reply_t *reply = timeout > 0? act_http_broker_ask (req->broker, timeout, "STATUS",
+                                                           call_id, NULL): NULL;
+    if (reply && streq (reply->verb, "ERROR"))
+        return reply;
+    if (reply && streq (reply->verb, "VALUE"))
+        *status = s_ended (reply);
+    act_reply_destroy (&reply);
+    return NULL;
+}
+
+//  Wait for the end of fire-and-forget call_id, from the call events of
+//  watch, and from STATUS after each S_CHECK_MS without an event: actd
+//  forgets the watch when actd-http's connection to it drops, and the
+//  watch is not sent again (a STATUS sent then finds the call's state once
+//  the connection is back, or fails with it: 502). Answers the final
+//  STATUS, the error that ended the wait, or 504 at deadline.
 static enum MHD_Result
 s_wait_status (act_http_req_t *req, act_http_job_t *watch, const char *call_id,
                int64_t deadline)
 {
-    act_reply_t *event;
-    while ((event = act_http_job_reply (watch, deadline))) {
-        if (!streq (event->verb, "EVENT"))
-            return act_http_req_reply (req, event, 500);     //  The watch refused
-        char *text = act_reply_arg (event, 0);
-        act_reply_destroy (&event);
-        json_t *value = text? json_loads (text, 0, NULL): NULL;
-        free (text);
-        json_t *call = json_object_get (value, "call");
-        const char *id = json_string_value (json_object_get (call, "call_id"));
-        const char *state = json_string_value (json_object_get (call, "state"));
-        enum MHD_Result rc = MHD_YES;
-        bool answered = true;
-        if (id && streq (id, call_id) && act_client_state_ended (state))
-            rc = act_http_req_json (req, 200, json_incref (call));
-        else
-        if (json_is_true (json_object_get (value, "deleted")))
-            rc = act_http_req_error (req, ACT_E_NOT_FOUND, "the context was deleted");
-        else
-            answered = false;
-        json_decref (value);
-        if (answered)
-            return rc;
+    while (zclock_mono () < deadline && !act_http_broker_stopping (req->broker)) {
+        int64_t check = zclock_mono () + S_CHECK_MS;
+        act_reply_t *event = act_http_job_reply (watch, check < deadline? check: deadline);
+        if (event && !streq (event->verb, "EVENT"))
+            return act_http_req_reply (req, event, 500);     //  Refused, or disconnected
+        json_t *status = NULL;
+        if (!event) {
+            act_reply_t *error = s_check_status (req, call_id, deadline, &status);
+            if (error)
+                return act_http_req_reply (req, error, 500);
+        }
+        else {
+            char *text = act_reply_arg (event, 0);
+            act_reply_destroy (&event);
+            json_t *value = text? json_loads (text, 0, NULL): NULL;
+            free (text);
+            json_t *call = json_object_get (value, "call");
+            const char *id = json_string_value (json_object_get (call, "call_id"));
+            bool deleted = json_is_true (json_object_get (value, "deleted"));
+            if (id && streq (id, call_id)
+            &&  act_client_state_ended (json_string_value (json_object_get (call, "state"))))
+                status = json_incref (call);
+            json_decref (value);
+            if (deleted && !status)
+                return act_http_req_error (req, ACT_E_NOT_FOUND, "the context was deleted");
+        }
+        if (status)
+            return act_http_req_json (req, 200, status);
     }
     return act_http_req_timeout (req, "call %s did not end in time", call_id);
 }
@@ -250,7 +294,7 @@ s_context_route (act_http_req_t *req, const char *rest)
     const char *slash = strrchr (rest, '/');
     const char *action = slash? slash + 1: "";
     size_t length = slash? (size_t) (slash - rest): strlen (rest);
-    bool get = streq (req->method, "GET"), post = streq (req->method, "POST");
+    bool get = act_http_req_get (req), post = streq (req->method, "POST");
     if (streq (req->method, "DELETE") || !slash)
         length = strlen (rest);
     char *context = act_http_req_decode (rest, length);
@@ -298,7 +342,7 @@ s_call_route (act_http_req_t *req, const char *rest)
     if (!id || !*id)
         rc = act_http_req_error (req, ACT_E_NOT_FOUND, "no such call");
     else
-    if (!slash && streq (req->method, "GET"))
+    if (!slash && act_http_req_get (req))
         rc = s_ask (req, 200, "STATUS", id, NULL, NULL);
     else
     if (slash && streq (slash, "/cancel") && streq (req->method, "POST")) {
@@ -323,9 +367,10 @@ enum MHD_Result
 act_http_api_handle (act_http_req_t *req)
 {
     const char *path = req->path;
-    bool get = streq (req->method, "GET");
+    bool get = act_http_req_get (req);
     if (req->too_large)
-        return act_http_req_error (req, ACT_E_TOO_LARGE, "the body passes %zu bytes",
+        return act_http_req_error (req, ACT_E_TOO_LARGE,
+                                   "the body passes max_body_bytes (%zu bytes)",
                                    req->config->max_body_bytes);
     if (streq (path, "/v1/contexts") && get)
         return s_contexts (req);

@@ -307,7 +307,10 @@ act_http_config_new (int argc, char *argv [], int *status)
     self->dashboard_dir = strdup (stat (ACTD_HTTP_DASHBOARD_DIR, &info) == 0
                                   ? ACTD_HTTP_DASHBOARD_DIR: ACTD_HTTP_SOURCE_DASHBOARD_DIR);
     self->request_timeout_ms = 30000;
-    self->max_body_bytes = 8388608;
+    //  actd's default server/max_message_bytes: a body is one frame, and
+    //  libzmq cuts the connection (every request in flight on it) that
+    //  sends a frame over 4 x max_message_bytes + 64 KiB
+    self->max_body_bytes = 1048576;
     self->connection_limit = 256;
     //  The file first (wherever -c is on the line), the command line last
     const char *file = s_config_file (argc, argv);

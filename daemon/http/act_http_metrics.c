@@ -7,6 +7,8 @@
 
 #include "act_http_metrics.h"
 
+#define S_STATS_MS      5000    //  STATS waits this long at most (else actd_up 0)
+
 //  Write one family's HELP and TYPE lines
 static void
 s_family (FILE *out, const char *name, const char *type, const char *help)
@@ -244,8 +246,11 @@ act_http_metrics_text (json_t *stats)
 enum MHD_Result
 act_http_metrics_handle (act_http_req_t *req)
 {
-    act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
-                                              "STATS", NULL);
+    //  A down actd is reported as actd_up 0 well within Prometheus'
+    //  default scrape timeout (10 s), whatever request_timeout_ms is
+    int timeout = req->config->request_timeout_ms < S_STATS_MS? req->config->request_timeout_ms
+                                                              : S_STATS_MS;
+    act_reply_t *reply = act_http_broker_ask (req->broker, timeout, "STATS", NULL);
     //  A refusal (STATS needs the admin right) is an error; silence is
     //  actd_up 0, which is what a scrape of a down actd should say
     if (reply && streq (reply->verb, "ERROR"))

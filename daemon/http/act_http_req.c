@@ -22,6 +22,12 @@ static const struct {
     { ACT_CLIENT_DISCONNECTED, 502 }
 };
 
+bool
+act_http_req_get (act_http_req_t *self)
+{
+    return streq (self->method, "GET") || streq (self->method, "HEAD");
+}
+
 unsigned
 act_http_req_status (const char *code)
 {

@@ -23,6 +23,10 @@ typedef struct {
     unsigned status;            //  Status answered (for the log)
 } act_http_req_t;
 
+//  True for GET, and for HEAD, which every GET route answers as GET does
+//  (libmicrohttpd leaves the body out).
+bool act_http_req_get (act_http_req_t *self);
+
 //  The HTTP status of an ACT/1 error code (docs/http.md's table).
 unsigned act_http_req_status (const char *code);
 

@@ -8,15 +8,18 @@
 #include "act_http_req.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 #define S_IDLE_SECONDS  120     //  Idle connections are closed after this
 #define S_STOP_GRACE_MS 2000    //  Stopping waits this long for answers to go out
+#define S_LIMIT_SPARE   16      //  libmicrohttpd's own limit is connection_limit + this
 
 struct _act_http_server_t {
     const act_http_config_t *config;    //  Settings
     act_http_auth_t *auth;      //  Tokens and their connections to actd
     struct MHD_Daemon *daemon;  //  libmicrohttpd
+    atomic_int connections;     //  HTTP connections open now
 };
 
 //  Paths are decoded by the routes, segment by segment (a context id may
@@ -114,7 +117,7 @@ static enum MHD_Result
 s_route (act_http_server_t *self, act_http_req_t *req)
 {
     const char *path = req->path;
-    bool get = streq (req->method, "GET") || streq (req->method, "HEAD");
+    bool get = act_http_req_get (req);
     if (get && (streq (path, "/") || streq (path, "/ui") || strncmp (path, "/ui/", 4) == 0))
         return s_static (req);
     bool api = strncmp (path, "/v1/", 4) == 0;
@@ -187,6 +190,48 @@ s_completed (void *cls, struct MHD_Connection *connection, void **con_cls,
     *con_cls = NULL;
 }
 
+//  libmicrohttpd's accept policy: a connection past connection_limit is
+//  closed at once. (At its own limit libmicrohttpd stops accepting, and a
+//  new connection waits, unanswered, until another ends: a health check
+//  would hang instead of failing.) The count is s_notify's; its own limit
+//  is set a little higher, so that it never stops accepting first.
+static enum MHD_Result
+s_accept (void *cls, const struct sockaddr *address, socklen_t length)
+{
+    act_http_server_t *self = (act_http_server_t *) cls;
+    if (atomic_load (&self->connections) < self->config->connection_limit)
+        return MHD_YES;
+    if (self->config->verbose)
+        zsys_info ("actd-http: connection_limit (%d) reached: a new connection is closed",
+                   self->config->connection_limit);
+    return MHD_NO;
+}
+
+//  A connection started or closed: counted for s_accept
+static void
+s_notify (void *cls, struct MHD_Connection *connection, void **socket_context,
+          enum MHD_ConnectionNotificationCode code)
+{
+    act_http_server_t *self = (act_http_server_t *) cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add (&self->connections, 1);
+    else
+        atomic_fetch_sub (&self->connections, 1);
+}
+
+//  libmicrohttpd's messages (with -v only: a client that leaves an event
+//  stream is one of them, "Failed to send the chunked response body")
+static void
+s_log (void *cls, const char *format, va_list args)
+{
+    char message [512];
+    vsnprintf (message, sizeof message, format, args);
+    size_t length = strlen (message);
+    while (length && message [length - 1] == '\n')
+        message [--length] = 0;
+    zsys_info ("actd-http: libmicrohttpd: %s", message);
+}
+
 act_http_server_t *
 act_http_server_new (const act_http_config_t *config, act_http_auth_t *auth)
 {
@@ -194,7 +239,7 @@ act_http_server_new (const act_http_config_t *config, act_http_auth_t *auth)
     struct sockaddr_in6 ipv6 = { .sin6_family = AF_INET6, .sin6_port = htons (config->port) };
     struct sockaddr *address = NULL;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
-                   | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+                   | MHD_USE_ITC | (config->verbose? MHD_USE_ERROR_LOG: 0);
     if (inet_pton (AF_INET, config->address, &ipv4.sin_addr) == 1)
         address = (struct sockaddr *) &ipv4;
     else
@@ -210,10 +255,15 @@ act_http_server_new (const act_http_config_t *config, act_http_auth_t *auth)
     act_http_server_t *self = calloc (1, sizeof *self);
     self->config = config;
     self->auth = auth;
-    self->daemon = MHD_start_daemon (flags, (uint16_t) config->port, NULL, NULL,
+    atomic_init (&self->connections, 0);
+    self->daemon = MHD_start_daemon (flags, (uint16_t) config->port, s_accept, self,
         s_access, self,
         MHD_OPTION_SOCK_ADDR, address,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned) config->connection_limit,
+        MHD_OPTION_EXTERNAL_LOGGER, s_log, NULL,
+        //  s_accept keeps to connection_limit; libmicrohttpd's count of
+        //  connections lags a little behind s_notify's
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned) config->connection_limit + S_LIMIT_SPARE,
+        MHD_OPTION_NOTIFY_CONNECTION, s_notify, self,
         //  An idle keep-alive connection holds a thread: closed after this
         //  long without traffic (an event stream writes every 15 s)
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) S_IDLE_SECONDS,

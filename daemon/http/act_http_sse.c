@@ -176,6 +176,8 @@ act_http_sse_start (act_http_req_t *req, const char *context)
     if (from < 0 || all < 0)
         return act_http_req_error (req, ACT_E_BAD_ARGUMENT,
                                    "from and Last-Event-ID are a _seq, all is 0 or 1");
+    if (streq (req->method, "HEAD"))     //  The headers of a stream, no watch
+        return act_http_req_send (req, 200, "text/event-stream", "", 0);
     s_stream_t *stream = calloc (1, sizeof *stream);
     stream->job = act_http_broker_watch (req->broker, context, (uint64_t) from, all == 1);
     //  A first comment, so the headers go out before the first event

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 import urllib.parse
 
@@ -26,11 +27,11 @@ TOKEN = "token-of-alice-0123456789"
 class ActdHttp:
     """One actd-http process in front of endpoint, on a free port."""
 
-    def __init__(self, endpoint, config=None, args=()):
+    def __init__(self, endpoint, config=None, args=(), verbose=True):
         self.dir = tempfile.mkdtemp(prefix="actd-http-test-")
         self.port = free_port()
         command = [find_binary("actd-http"), "--listen", "127.0.0.1:%d" % self.port,
-                   "--endpoint", endpoint, "-v"] + list(args)
+                   "--endpoint", endpoint] + (["-v"] if verbose else []) + list(args)
         if config is not None:
             path = os.path.join(self.dir, "actd-http.cfg")
             with open(path, "w") as handle:
@@ -273,6 +274,17 @@ class HttpTest(unittest.TestCase):
         self.assertEqual(self.http.request("GET", "/ui/%2E%2E/%2E%2E/etc/passwd")[0], 404)
         self.assertEqual(self.http.request("GET", "/ui/absent.js")[0], 404)
 
+    def test_head_answers_as_get_does(self):
+        """HEAD of a GET route answers as GET would, without a body (HEAD
+        /v1/stats was 404 while HEAD /metrics was 200)."""
+        self.http.json("POST", "/v1/contexts/head/messages", {"type": "note"})
+        for path in ("/v1/stats", "/v1/tools", "/v1/contexts", "/v1/contexts/head/history",
+                     "/v1/contexts/head/events", "/metrics", "/healthz", "/"):
+            with self.subTest(path=path):
+                status, headers, text = self.http.request("HEAD", path)
+                self.assertEqual((status, text), (200, ""))
+        self.assertEqual(self.http.request("HEAD", "/v1/calls/999999")[0], 404)
+
     #  ------------------------------------------------------------------
     #  Errors
 
@@ -323,6 +335,25 @@ class HttpTest(unittest.TestCase):
                          (504, "timeout"))
         self.assertEqual(self.http.error("POST", "/v1/contexts/busy2/calls?wait=1&timeout_ms=300",
                                          {"_tool": "never-served"}), (504, "timeout"))
+
+    def test_a_body_past_actds_hard_limit_is_413_and_cuts_nobody(self):
+        """docs/http.md: a body over max_body_bytes (by default actd's own
+        max_message_bytes) is 413 too_large without reaching actd. A 5 MiB
+        body, past the 4 x max_message_bytes + 64 KiB at which libzmq cuts
+        actd's peer, once cut actd-http's one connection: every other
+        request in flight on it was answered 502."""
+        answers = []
+        waiting = threading.Thread(target=lambda: answers.append(self.http.error(
+            "POST", "/v1/contexts/big/calls?wait=1&timeout_ms=4000",
+            {"_tool": "big-nobody-serves", "_outputPath": STATE + ".x"})))
+        waiting.start()
+        wait_for(lambda: self.http.json("GET", "/v1/stats")["activities"].get(
+            "big-nobody-serves", {}).get("queued") == 1, "the call to be queued")
+        self.assertEqual(self.http.error("POST", "/v1/contexts/big/messages",
+                                         {"type": "note", "text": "x" * (5 << 20)}),
+                         (413, "too_large"))
+        waiting.join(30)
+        self.assertEqual(answers, [(504, "timeout")])
 
     def test_unknown_activity_is_422(self):
         strict = actd_with_config("server\n    strict_activities = 1\n")
@@ -826,6 +857,127 @@ class ErrorMappingTest(unittest.TestCase):
             self.assertEqual(answers[0][0], 502, answers[0][2])
             self.assertEqual(json.loads(answers[0][2])["error"]["code"], "disconnected")
             actd.start()
+        finally:
+            server.finish()
+            actd.finish()
+
+
+class GatewayTest(unittest.TestCase):
+    """actd-http's own behaviour when actd drops, is down, or too many
+    clients connect (each with an actd, or none, of its own)."""
+
+    def test_a_waited_call_is_followed_across_a_reconnection(self):
+        """docs/http.md: ?wait=1 of a call without _outputPath follows the
+        call after actd-http reconnects to actd (its watch was not sent
+        again: it hung for the whole timeout_ms, then answered 504)."""
+        actd = Actd().start()
+        server = ActdHttp(actd.client_endpoint)
+        try:
+            answers = []
+
+            def wait():
+                started = time.monotonic()
+                answer = server.request("POST", "/v1/contexts/rc/calls?wait=1&timeout_ms=15000",
+                                        {"_tool": "nobody-serves-this"}, timeout=60)
+                answers.append(answer + (time.monotonic() - started,))
+            waiting = threading.Thread(target=wait)
+            waiting.start()
+            wait_for(lambda: server.json("GET", "/v1/stats")["calls"]["queued"] == 1,
+                     "the call to be queued")
+            actd.kill()
+            actd.start()
+            wait_for(lambda: server.request("GET", "/healthz")[0] == 200, "a reconnection")
+            stream = EventStream(server, "/v1/contexts/rc/events?from=1&all=1")
+            try:
+                call_id = stream.next_of("call")[1]["call"]["call_id"]
+            finally:
+                stream.close()
+            self.assertEqual(server.json("POST", "/v1/calls/%s/cancel" % call_id), {})
+            waiting.join(60)
+            status, _, text, elapsed = answers[0]
+            self.assertEqual(status, 200, text)
+            self.assertEqual(json.loads(text)["state"], "cancelled")
+            self.assertLess(elapsed, 12)
+        finally:
+            server.finish()
+            actd.finish()
+
+    def test_metrics_of_a_down_actd_answer_quickly(self):
+        """docs/http.md: /metrics waits at most 5 s for STATS (not
+        request_timeout_ms, 30 s by default, past Prometheus' 10 s scrape
+        timeout), then answers actd_up 0."""
+        silent = ActdHttp("tcp://127.0.0.1:%d" % free_port())
+        try:
+            started = time.monotonic()
+            status, _, text = silent.request("GET", "/metrics", timeout=10)
+            self.assertEqual(status, 200)
+            self.assertIn("actd_up 0\n", text)
+            self.assertLess(time.monotonic() - started, 8)
+        finally:
+            silent.finish()
+
+    def test_past_connection_limit_a_connection_is_refused_at_once(self):
+        """docs/http.md: past connection_limit a new connection is closed at
+        once (it hung until a connection ended)."""
+        actd = Actd().start()
+        server = ActdHttp(actd.client_endpoint, config="http\n    connection_limit = 2\n")
+        streams = []
+        try:
+            streams = [EventStream(server, "/v1/contexts/limit/events?from=1")
+                       for _ in range(2)]
+            started = time.monotonic()
+            with self.assertRaises(ConnectionError):
+                server.request("GET", "/healthz", timeout=5)
+            self.assertLess(time.monotonic() - started, 3)
+            #  A stream that ends gives its connection back (once
+            #  actd-http writes to it: an event, appended past actd-http)
+            streams.pop().close()
+            client = actd.client()
+            try:
+                self.assertEqual(client.request("APPEND", "limit", '{"type": "note"}')[0],
+                                 "OK")
+            finally:
+                client.close()
+
+            def healthy():
+                try:
+                    return server.request("GET", "/healthz", timeout=5)[0] == 200
+                except ConnectionError:
+                    return False
+            wait_for(healthy, "a connection to be free again")
+        finally:
+            for stream in streams:
+                stream.close()
+            server.finish()
+            actd.finish()
+
+    def test_a_client_leaving_a_stream_is_not_logged_without_v(self):
+        """Without -v, libmicrohttpd's messages are not written: each
+        client that left an event stream wrote "Failed to send the
+        chunked response body" to stderr."""
+        actd = actd_with_config("server\n    max_watches = 1\n").start()
+        server = ActdHttp(actd.client_endpoint, verbose=False)
+        try:
+            first = EventStream(server, "/v1/contexts/quiet/events?from=1")
+            server.json("POST", "/v1/contexts/quiet/messages", {"type": "note"})
+            self.assertEqual(first.next_of("message")[0]["id"], "1")
+            first.close()
+
+            def served():
+                #  The first stream's WATCH is closed once actd-http has
+                #  failed to write to its client
+                server.json("POST", "/v1/contexts/quiet/messages", {"type": "note"})
+                stream = EventStream(server, "/v1/contexts/other/events?from=0")
+                try:
+                    server.json("POST", "/v1/contexts/other/messages", {"type": "note"})
+                    event = stream.next()
+                    while "event" not in event:
+                        event = stream.next()
+                    return event["event"] == "message"
+                finally:
+                    stream.close()
+            wait_for(served, "the first stream to be noticed gone", timeout=60)
+            self.assertNotIn("Failed to send", server.log())
         finally:
             server.finish()
             actd.finish()
