@@ -9,7 +9,10 @@
     a bad command line exits 2.
     ========================================================================= */
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <unistd.h>
 #include "actctl.h"
 
@@ -39,7 +42,9 @@ s_usage (FILE *stream)
         "  ping\n"
         "  tools [ACTIVITY] [--format F]   the declared tools; F: json, or mcp, openai,\n"
         "                                  anthropic (a model API's tool list)\n"
-        "  keygen NAME [--dir DIR]         write a CURVE keypair NAME.key, NAME.key_secret\n"
+        "  keygen NAME [--dir DIR] [--force]\n"
+        "                                  write a CURVE keypair NAME.key, NAME.key_secret\n"
+        "                                  (--force: over one that is there)\n"
         "options:\n"
         "  --endpoint EP     broker's client endpoint ($ACTD_ENDPOINT, else %s)\n"
         "  --json            print JSON, for scripts\n"
@@ -91,6 +96,26 @@ s_command (act_client_t *client, actctl_options_t *options, const char *command,
     return -1;
 }
 
+//  The whole of text as a decimal integer from least to most, into
+//  *target: no sign, no blank, no trailing byte, no overflow ("10x", "-1"
+//  and "5000000000" for an int are not taken for something else). Returns
+//  0, or 2 after naming the option and its bounds
+static int
+s_number (const char *option, const char *text, long long least, long long most,
+          long long *target)
+{
+    char *end = NULL;
+    errno = 0;
+    long long value = isdigit ((unsigned char) *text)? strtoll (text, &end, 10): 0;
+    if (!end || *end || errno || value < least || value > most) {
+        fprintf (stderr, "actctl: %s takes a whole number of %lld to %lld, not '%s'\n",
+                 option, least, most, text);
+        return 2;
+    }
+    *target = value;
+    return 0;
+}
+
 //  Parse the options into options; returns -1 to go on, else the exit code
 static int
 s_parse (int argc, char *argv [], actctl_options_t *options)
@@ -105,32 +130,51 @@ s_parse (int argc, char *argv [], actctl_options_t *options)
         { "curve-cert", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'v' }, { "calls", no_argument, 0, 'C' },
         { "key", required_argument, 0, 'k' }, { "format", required_argument, 0, 'F' },
+        { "force", no_argument, 0, 'o' },
         { 0, 0, 0, 0 }
     };
     int option;
+    long long number;
     while ((option = getopt_long (argc, argv, "", long_options, NULL)) != -1) {
         switch (option) {
             case 'e': options->endpoint = optarg; break;
             case 'j': options->json = true; break;
-            case 't': options->timeout = atoi (optarg) > 0? atoi (optarg): -1; break;
+            case 't':
+                if (s_number ("--timeout", optarg, 1, INT_MAX, &number))
+                    return 2;
+                options->timeout = (int) number;
+                break;
             case 'w': options->wait = true; break;
             case 'x': options->text = true; break;
             case 'i': options->instance = optarg; break;
-            case 'f': options->from = strtoull (optarg, NULL, 10); break;
-            case 'l': options->limit = strtoull (optarg, NULL, 10); break;
+            case 'f':
+                //  The broker's bound of a _seq (a JSON integer)
+                if (s_number ("--from", optarg, 0, INT64_MAX, &number))
+                    return 2;
+                options->from = (uint64_t) number;
+                break;
+            case 'l':
+                if (s_number ("--limit", optarg, 1, 1000, &number))
+                    return 2;
+                options->limit = (uint64_t) number;
+                break;
             case 'a': options->all = true; break;
             case 'd': options->dir = optarg; break;
-            case 's': options->curve_server = optarg; break;
+            case 's':
+                options->curve_server = optarg;
+                options->curve_source = "--curve-server";
+                break;
             case 'c': options->curve_cert = optarg; break;
             case 'C': options->calls = true; break;
             case 'k': options->key = optarg; break;
             case 'F': options->format = optarg; break;
+            case 'o': options->force = true; break;
             case 'h': s_usage (stdout); return 0;
             case 'v': printf ("actctl %s\n", ACTD_VERSION); return 0;
             default: s_usage (stderr); return 2;
         }
     }
-    if (optind >= argc || options->timeout < 0 || options->limit == 0 || options->limit > 1000) {
+    if (optind >= argc) {
         s_usage (stderr);
         return 2;
     }
@@ -158,11 +202,17 @@ s_connect (actctl_options_t *options)
         return NULL;
     }
     act_client_set_timeout (client, options->timeout);
-    if (options->curve_server
-    &&  act_client_set_curve (client, options->curve_server, options->curve_cert)) {
+    int rc = options->curve_server
+           ? act_client_set_curve (client, options->curve_server, options->curve_cert): 0;
+    if (rc == -2)
+        fprintf (stderr, "actctl: %s: '%s' is not a CURVE public key (40 characters of "
+                         "Z85, as actctl keygen prints it)\n", options->curve_source,
+                 options->curve_server);
+    else
+    if (rc)
         fprintf (stderr, "actctl: cannot read certificate %s\n", options->curve_cert);
+    if (rc)
         act_client_destroy (&client);
-    }
     return client;
 }
 
@@ -173,6 +223,7 @@ main (int argc, char *argv [])
     options.endpoint = getenv ("ACTD_ENDPOINT")? getenv ("ACTD_ENDPOINT"): ACT_CLIENT_ENDPOINT;
     //  The names the Python and Node libraries read too
     options.curve_server = getenv ("ACTD_SERVER_KEY");
+    options.curve_source = "$ACTD_SERVER_KEY";
     options.curve_cert = getenv ("ACTD_CERT");
     options.from = 1;
     options.limit = 1000;

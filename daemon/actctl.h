@@ -21,6 +21,8 @@ typedef struct {
     const char *instance;       //  resolve: the instance
     const char *dir;            //  keygen: where to write
     const char *curve_server;   //  The broker's public key (CURVE)
+    const char *curve_source;   //  Where it came from: "--curve-server" or
+                                //  "$ACTD_SERVER_KEY", for the messages
     const char *curve_cert;     //  This client's certificate file (CURVE)
     uint64_t from;              //  history: first _seq
     uint64_t limit;             //  history: page size
@@ -29,6 +31,7 @@ typedef struct {
     bool calls;                 //  tail: the calls' changes of state too
     const char *key;            //  append: the idempotency key
     const char *format;         //  tools: json (default), mcp, openai, anthropic
+    bool force;                 //  keygen: overwrite a keypair that exists
 } actctl_options_t;
 
 //  A command of the table: the words after its name
@@ -62,7 +65,8 @@ actctl_run_fn actctl_append, actctl_resolve, actctl_view, actctl_history, actctl
 //  actctl_broker.c
 actctl_run_fn actctl_stats, actctl_ping;
 
-//  actctl_broker.c: write a CURVE keypair (talks to no broker)
+//  actctl_broker.c: write a CURVE keypair (talks to no broker); 1 when
+//  either file is there (without --force) or cannot be written
 int actctl_keygen (actctl_options_t *options, const char *name);
 
 //  actctl_tools.c

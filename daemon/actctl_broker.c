@@ -3,6 +3,7 @@
     talks to no broker).
     ========================================================================= */
 
+#include <sys/stat.h>
 #include "actctl.h"
 
 int
@@ -50,25 +51,60 @@ actctl_stats (act_client_t *client, actctl_options_t *options, char **args, int 
     return 0;
 }
 
+//  True, after saying so, when path is there (a file, or anything else
+//  keygen would write over or fail on)
+static bool
+s_taken (const char *path)
+{
+    struct stat info;
+    if (lstat (path, &info) != 0)
+        return false;
+    fprintf (stderr, "actctl: %s is there: keygen writes over a keypair only with "
+                     "--force\n", path);
+    return true;
+}
+
+//  keygen: a new keypair in dir/name.key and dir/name.key_secret. Never
+//  over a keypair that is there unless --force says so: the secret key
+//  of a broker (keygen server --dir /etc/actd) cannot be made again.
+//  --json prints one object built with jansson (a path may hold any byte)
 int
 actctl_keygen (actctl_options_t *options, const char *name)
 {
-    zcert_t *cert = zcert_new ();
-    zcert_set_meta (cert, "name", "%s", name);
     char *path = zsys_sprintf ("%s/%s.key", options->dir, name);
-    int rc = zcert_save (cert, path);
-    if (rc == 0 && options->json)
-        printf ("{\"public\":\"%s\",\"file\":\"%s\",\"secret_file\":\"%s_secret\"}\n",
-                zcert_public_txt (cert), path, path);
+    char *secret = zsys_sprintf ("%s_secret", path);
+    zcert_t *cert = zcert_new ();
+    json_t *answer = json_pack ("{ssssss}", "public", zcert_public_txt (cert),
+                                "file", path, "secret_file", secret);
+    //  Both are named when both are there
+    bool taken = !options->force && s_taken (path);
+    taken = (!options->force && s_taken (secret)) || taken;
+    int rc = 0;
+    if (taken)
+        rc = 1;
     else
-    if (rc == 0)
-        printf ("public key %s\nwrote %s (public) and %s_secret (keep it private)\n",
-                zcert_public_txt (cert), path, path);
-    else
-        fprintf (stderr, "actctl: cannot write %s: %s\n", path, strerror (errno));
-    zstr_free (&path);
+    if (options->json && !answer) {
+        fprintf (stderr, "actctl: --json: the path %s is not UTF-8\n", path);
+        rc = 2;
+    }
+    else {
+        zcert_set_meta (cert, "name", "%s", name);
+        if (zcert_save (cert, path)) {
+            fprintf (stderr, "actctl: cannot write %s: %s\n", path, strerror (errno));
+            rc = 1;
+        }
+        else
+        if (options->json)
+            actctl_print_line (answer);
+        else
+            printf ("public key %s\nwrote %s (public) and %s (keep it private)\n",
+                    zcert_public_txt (cert), path, secret);
+    }
+    json_decref (answer);
     zcert_destroy (&cert);
-    return rc? 1: 0;
+    zstr_free (&secret);
+    zstr_free (&path);
+    return rc;
 }
 
 int

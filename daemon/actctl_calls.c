@@ -97,11 +97,65 @@ s_live_wait (act_client_t *client, actctl_options_t *options, const char *call_i
     return status;
 }
 
+//  Print that call_id was accepted, as call does without --wait
+static void
+s_accepted (const actctl_options_t *options, const char *call_id)
+{
+    if (options->json)
+        printf ("{\"call_id\":\"%s\"}\n", call_id);
+    else
+        printf ("accepted: call %s\n", call_id);
+}
+
+//  Say that call_id, accepted, had not ended by --timeout; returns 3. The
+//  broker did answer: no hint that it might not be running
+static int
+s_not_ended (const char *call_id)
+{
+    fprintf (stderr, "actctl: timeout: call %s has not ended\n", call_id);
+    return 3;
+}
+
+//  What an ended call's STATUS shows of its end: for a call with an output
+//  path (its own, or the one its tool prescribes) the outcome DONE carries
+//  (STATUS holds the same object), else the STATUS itself, its final state
+static json_t *
+s_end_of (json_t *status)
+{
+    json_t *outcome = json_object_get (status, "outcome");
+    return json_object_get (status, "output_path") && outcome? outcome: status;
+}
+
+//  True when an ended call's STATUS says it ended ok
+static bool
+s_end_ok (json_t *status)
+{
+    json_t *end = s_end_of (status);
+    const char *state = json_string_value (json_object_get (status, "state"));
+    return end != status? s_ok (end): state && streq (state, "ok");
+}
+
+//  Print an ended call's end from its STATUS; returns the exit code (0
+//  when it ended ok)
+static int
+s_end (actctl_options_t *options, const char *call_id, json_t *status)
+{
+    json_t *end = s_end_of (status);
+    if (end != status)
+        return s_outcome (options, end);
+    if (options->json)
+        actctl_print_json (status);
+    else
+        printf ("call %s: %s\n", call_id,
+                json_string_value (json_object_get (status, "state")));
+    return s_end_ok (status)? 0: 1;
+}
+
 //  Wait for a call to end: a fire-and-forget call, which has no DONE, from
 //  a watch of its calls (act_client_wait_call), or any call under --wait
-//  on a terminal, showing its state meanwhile. A call with an output path
-//  (its own, or the one its tool prescribes) prints the outcome as DONE
-//  carries it (STATUS holds the same object), else the final state.
+//  on a terminal, showing its state meanwhile. Prints its end (s_end), or
+//  when it has not ended by --timeout its id, as without --wait, and that
+//  it has not ended (exit 3).
 static int
 s_wait_status (act_client_t *client, actctl_options_t *options, const char *call_id)
 {
@@ -110,21 +164,12 @@ s_wait_status (act_client_t *client, actctl_options_t *options, const char *call
                                   : act_client_wait_call (client, call_id, &err);
     if (!status && !streq (err.code, ACT_E_TIMEOUT))
         return actctl_fail (options, &err);
-    const char *state = json_string_value (json_object_get (status, "state"));
     int rc;
-    if (!act_client_state_ended (state)) {
-        fprintf (stderr, "actctl: timeout: call %s has not ended\n", call_id);
-        rc = 3;
-    }
-    else
-    if (json_object_get (status, "output_path") && json_object_get (status, "outcome"))
-        rc = s_outcome (options, json_object_get (status, "outcome"));
+    if (act_client_state_ended (json_string_value (json_object_get (status, "state"))))
+        rc = s_end (options, call_id, status);
     else {
-        if (options->json)
-            actctl_print_json (status);
-        else
-            printf ("call %s: %s\n", call_id, state);
-        rc = streq (state, "ok")? 0: 1;
+        s_accepted (options, call_id);
+        rc = s_not_ended (call_id);
     }
     json_decref (status);
     return rc;
@@ -141,8 +186,18 @@ actctl_call (act_client_t *client, actctl_options_t *options, char **args, int n
     //  Live, actctl asks STATUS itself instead of waiting for DONE
     bool done = options->wait && !options->live;
     if (act_client_call (client, args [0], args [1], done, &call_id, &outcome, &err)) {
+        //  With a call id the broker accepted the call, and only its DONE
+        //  did not come: the id is still the caller's to follow
+        int rc;
+        if (!call_id)
+            rc = actctl_fail (options, &err);
+        else {
+            s_accepted (options, call_id);
+            rc = streq (err.code, ACT_E_TIMEOUT)? s_not_ended (call_id)
+                                                : actctl_fail (options, &err);
+        }
         free (call_id);
-        return actctl_fail (options, &err);
+        return rc;
     }
     int rc = 0;
     if (outcome)
@@ -151,15 +206,88 @@ actctl_call (act_client_t *client, actctl_options_t *options, char **args, int n
     if (options->wait)
         rc = s_wait_status (client, options, call_id);
     else
-    if (options->json)
-        printf ("{\"call_id\":\"%s\"}\n", call_id);
-    else
-        printf ("accepted: call %s\n", call_id);
+        s_accepted (options, call_id);
     json_decref (outcome);
     free (call_id);
     return rc;
 }
 
+//  The STATUS of call_id of a plan once it has ended, waiting for it (from
+//  a watch: a fire-and-forget call has no DONE) until deadline; past the
+//  deadline, one STATUS says where it stands. NULL with err set when the
+//  broker refused or did not answer STATUS.
+static json_t *
+s_plan_status (act_client_t *client, const actctl_options_t *options, const char *call_id,
+               int64_t deadline, act_err_t *err)
+{
+    json_t *status = NULL;
+    int64_t left = deadline - zclock_mono ();
+    if (left > 0) {
+        act_client_set_timeout (client, (int) (left < INT32_MAX? left: INT32_MAX));
+        status = act_client_wait_call (client, call_id, err);
+        act_client_set_timeout (client, options->timeout);
+    }
+    if (!status && (left <= 0 || (err->code && streq (err->code, ACT_E_TIMEOUT)))) {
+        *err = (act_err_t) { 0 };
+        status = act_client_status (client, call_id, err);
+    }
+    return status;
+}
+
+//  plan --wait: the end of each accepted call, in the order of ids: its
+//  DONE's outcome when it came (outcomes), else its STATUS once it has
+//  ended (s_plan_status, until deadline). Prints each end as call --wait
+//  does, or with --json one object, call id -> its end, or null for a call
+//  that had not ended; on standard error, each call not ended. Returns 1
+//  when a call ended other than ok (or its STATUS failed), else 3 when one
+//  had not ended, else 0.
+static int
+s_plan_ends (act_client_t *client, actctl_options_t *options, json_t *ids,
+             json_t *outcomes, int64_t deadline)
+{
+    json_t *ends = json_object ();
+    bool failed = false, late = false;
+    size_t index;
+    json_t *entry;
+    json_array_foreach (ids, index, entry) {
+        const char *call_id = json_string_value (entry);
+        if (!call_id)
+            continue;           //  A broker's mistake: nothing to ask about
+        act_err_t err = { 0 };
+        json_t *outcome = json_object_get (outcomes, call_id);
+        json_t *status = outcome? NULL
+                                : s_plan_status (client, options, call_id, deadline, &err);
+        json_object_set_new (ends, call_id, json_null ());
+        //  No reply to STATUS either: it has not ended as far as we know
+        bool unanswered = err.code && streq (err.code, ACT_E_TIMEOUT);
+        if (!outcome && !status && !unanswered) {
+            fprintf (stderr, "actctl: %s: %s\n", err.code? err.code: ACT_E_INTERNAL,
+                     err.message);
+            failed = true;
+        }
+        else
+        if (!outcome && !act_client_state_ended (
+                            json_string_value (json_object_get (status, "state")))) {
+            s_not_ended (call_id);
+            late = true;
+        }
+        else
+        if (options->json) {
+            json_object_set (ends, call_id, outcome? outcome: s_end_of (status));
+            failed |= !(outcome? s_ok (outcome): s_end_ok (status));
+        }
+        else
+            failed |= (outcome? s_outcome (options, outcome)
+                              : s_end (options, call_id, status)) != 0;
+        json_decref (status);
+    }
+    if (options->json)
+        actctl_print_json (ends);
+    json_decref (ends);
+    return failed? 1: late? 3: 0;
+}
+
+//  plan: submit the calls; with --wait, print each one's end (s_plan_ends)
 int
 actctl_plan (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
@@ -167,27 +295,31 @@ actctl_plan (act_client_t *client, actctl_options_t *options, char **args, int n
         return -1;
     act_err_t err = { 0 };
     json_t *ids = NULL, *outcomes = NULL;
-    if (act_client_plan (client, args [0], args [1], options->wait, &ids,
-                         options->wait? &outcomes: NULL, &err)) {
-        json_decref (ids);
+    int64_t deadline = zclock_mono () + options->timeout;
+    int rc = act_client_plan (client, args [0], args [1], options->wait, &ids,
+                              options->wait? &outcomes: NULL, &err);
+    //  Without ids the plan was not accepted; with them, only some DONE
+    //  did not come in time (or its watch ended): each STATUS tells
+    if (rc && !ids) {
         json_decref (outcomes);
         return actctl_fail (options, &err);
     }
-    int rc = 0;
-    const char *id;
-    json_t *outcome;
-    if (options->json) {
-        actctl_print_json (outcomes? outcomes: ids);
-        //  The exit code says whether every waited call ended ok, as below
-        json_object_foreach (outcomes, id, outcome)
-            rc |= s_ok (outcome)? 0: 1;
-    }
-    else {
+    if (!options->json) {
         char *list = act_json_dump (ids);
         printf ("accepted: calls %s\n", list);
         free (list);
-        json_object_foreach (outcomes, id, outcome)
-            rc |= s_outcome (options, outcome);
+    }
+    else
+    if (!options->wait)
+        actctl_print_json (ids);
+    rc = 0;
+    if (options->wait) {
+        if (err.code && !streq (err.code, ACT_E_TIMEOUT))
+            fprintf (stderr, "actctl: %s: %s\n", err.code, err.message);
+        rc = s_plan_ends (client, options, ids, outcomes,
+                          err.code? zclock_mono (): deadline);
+        if (err.code && !streq (err.code, ACT_E_TIMEOUT))
+            rc = 1;
     }
     json_decref (ids);
     json_decref (outcomes);

@@ -10,6 +10,29 @@
 //  How often tail wakes to see whether a signal came just before it waited
 #define S_TAIL_WAKE_MS      1000
 
+//  The body of a message as a new string: data's data, error's error, and
+//  for another type (text, note, ...) its fields but the metadata (type,
+//  kind and the _ fields the line shows or the broker keeps) as one
+//  compact object, so that what the message says is never left out
+static char *
+s_body (const json_t *message)
+{
+    json_t *body = json_object_get (message, "data");
+    if (!body)
+        body = json_object_get (message, "error");
+    if (body)
+        return act_json_dump (body);
+    json_t *rest = json_object ();
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) message, key, value)
+        if (*key != '_' && !streq (key, "type") && !streq (key, "kind"))
+            json_object_set (rest, key, value);
+    char *text = json_object_size (rest)? act_json_dump (rest): strdup ("");
+    json_decref (rest);
+    return text;
+}
+
 //  A stored message on one line: #seq date type [kind] [@instance]
 //  [output path] [(call id)] body
 static void
@@ -19,10 +42,7 @@ s_print_message (const json_t *message)
     const char *instance = json_string_value (json_object_get (message, "_instance"));
     const char *path = json_string_value (json_object_get (message, "_outputPath"));
     const char *call = json_string_value (json_object_get (message, "_callId"));
-    json_t *body = json_object_get (message, "data");
-    if (!body)
-        body = json_object_get (message, "error");
-    char *text = body? act_json_dump (body): strdup ("");
+    char *text = s_body (message);
     char *from_call = call? zsys_sprintf (" (call %s)", call): strdup ("");
     printf ("#%" JSON_INTEGER_FORMAT " %s %s%s%s%s%s%s%s%s %s\n",
             json_integer_value (json_object_get (message, "_seq")),
@@ -113,18 +133,28 @@ s_on_signal (int signal)
 
 //  tail: the context's messages from --from (1: all of them; 0: only new
 //  ones), then each one as it is stored, until Ctrl-C or the context is
-//  deleted; the library watches again after a broker restart
+//  deleted; the library watches again after a broker restart. No broker
+//  answering at the start exits 3 after --timeout
 int
 actctl_tail (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
     const char *context = args [0];
     (void) nargs;
+    act_err_t err = { 0 };
+    //  The broker does not acknowledge WATCH, and a watch of a context with
+    //  nothing to tell yet is silent: a PING first (it needs no right)
+    //  says within --timeout whether a broker is there at all, as every
+    //  other command does. Once the watch is open, tail waits as long as
+    //  it takes, across restarts of the broker. Ctrl-C meanwhile kills
+    //  actctl as it does any other command (the handler below would only
+    //  be seen when the PING gives up)
+    if (act_client_ping (client, &err))
+        return actctl_fail (options, &err);
     //  No SA_RESTART: the signal ends the poll the watch waits in
     struct sigaction action = { .sa_handler = s_on_signal };
     sigemptyset (&action.sa_mask);
     sigaction (SIGINT, &action, NULL);
     sigaction (SIGTERM, &action, NULL);
-    act_err_t err = { 0 };
     act_watch_t *watch = act_client_watch (client, context, options->from, options->calls,
                                            &err);
     if (!watch)

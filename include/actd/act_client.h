@@ -39,8 +39,9 @@ typedef struct {
 //  endpoints of $ACTD_ENDPOINT (else ACT_CLIENT_ENDPOINT), and CURVE when
 //  $ACTD_SERVER_KEY (the broker's public key) and $ACTD_CERT (this
 //  client's certificate file) are set. Returns NULL if an endpoint is not
-//  valid, or (endpoint NULL) if only one of the two variables is set or
-//  the certificate does not load. Connecting is asynchronous: nothing
+//  valid, or (endpoint NULL) if only one of the two variables is set,
+//  $ACTD_SERVER_KEY is not a CURVE public key or the certificate does not
+//  load. Connecting is asynchronous: nothing
 //  waits for the broker.
 act_client_t *act_client_new (const char *endpoint);
 
@@ -51,7 +52,9 @@ void act_client_destroy (act_client_t **self_p);
 void act_client_set_timeout (act_client_t *self, int timeout_ms);
 
 //  Use CURVE: the broker's public key and this client's certificate (see
-//  actctl keygen). Call before the first request. Returns 0 or -1.
+//  actctl keygen). Call before the first request. Returns 0; -2 (nothing
+//  changed) if server_public is not a CURVE public key (40 characters of
+//  Z85 that decode); -1 if the certificate does not load.
 int act_client_set_curve (act_client_t *self, const char *server_public,
                           const char *certificate_file);
 

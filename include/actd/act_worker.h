@@ -44,7 +44,8 @@ typedef void (act_task_cancel_fn) (act_task_t *task, void *arg);
 //  decides: the endpoints of $ACTD_WORKER_ENDPOINT (else
 //  ACT_WORKER_ENDPOINT), and CURVE when $ACTD_SERVER_KEY and $ACTD_CERT
 //  (this worker's certificate file) are set; NULL if only one of the two
-//  is set or the certificate does not load.
+//  is set, $ACTD_SERVER_KEY is not a CURVE public key or the certificate
+//  does not load.
 act_worker_t *act_worker_new (const char *endpoint, const char *name);
 
 //  Destroy the worker and null the pointer; safe on NULL.
@@ -78,6 +79,8 @@ void act_worker_set_heartbeat (act_worker_t *self, int heartbeat_ms, int livenes
 void act_worker_set_lang (act_worker_t *self, const char *lang);
 
 //  Use CURVE: the broker's public key and this worker's certificate file.
+//  Returns 0; -2 (nothing changed) if server_public is not a CURVE public
+//  key (40 characters of Z85 that decode); -1 if the file does not load.
 int act_worker_set_curve (act_worker_t *self, const char *server_public,
                           const char *certificate_file);
 

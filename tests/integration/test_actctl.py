@@ -92,6 +92,83 @@ class CommandLineTest(unittest.TestCase):
         done = actctl("keygen", "other", "--dir", keys, env={"ACTD_SERVER_KEY": made["public"]})
         self.assertEqual(done.returncode, 0, done.stderr)
 
+    def test_a_bad_curve_server_key_is_a_usage_error_naming_its_source(self):
+        """40 characters of Z85 or exit 2 (it aborted in CZMQ's assertion)."""
+        keys = tempfile.mkdtemp(prefix="actctl-keys-")
+        self.addCleanup(shutil.rmtree, keys, True)
+        made = json.loads(actctl("keygen", "client", "--dir", keys, "--json").stdout)
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        for key in ("short", "~" + made["public"][1:], made["public"] + "00000"):
+            done = actctl("--endpoint", endpoint, "--curve-server", key, "--curve-cert",
+                          made["file"], "ping")
+            self.assertEqual((done.returncode, done.stdout), (2, ""), (key, done.stderr))
+            self.assertEqual(done.stderr, "actctl: --curve-server: '%s' is not a CURVE public "
+                             "key (40 characters of Z85, as actctl keygen prints it)\n" % key)
+        done = actctl("--endpoint", endpoint, "ping",
+                      env={"ACTD_SERVER_KEY": "x" * 39 + "~", "ACTD_CERT": made["file"]})
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertTrue(done.stderr.startswith("actctl: $ACTD_SERVER_KEY: "), done.stderr)
+
+    def test_numbers_are_whole_and_in_range_or_a_usage_error(self):
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        bad = [("--from", "abc"), ("--from", "-1"), ("--from", " 1"), ("--from", "+1"),
+               ("--from", "9223372036854775808"), ("--limit", "5x"), ("--limit", "0"),
+               ("--limit", "1001"), ("--limit", ""), ("--timeout", "10x"),
+               ("--timeout", "5000000000"), ("--timeout", "0")]
+        for option, value in bad:
+            #  A first --timeout keeps a number taken for another short
+            done = actctl("--endpoint", endpoint, "--timeout", "500", option, value,
+                          "history", "c", timeout=20)
+            self.assertEqual((done.returncode, done.stdout), (2, ""), (option, value))
+            self.assertTrue(done.stderr.startswith("actctl: %s takes a whole number of "
+                                                   % option), (option, value, done.stderr))
+        done = actctl("--endpoint", endpoint, "--timeout", "300", "--from", "0",
+                      "--limit", "1000", "history", "c")
+        self.assertEqual(done.returncode, 3, done.stderr)
+
+    def test_tail_with_no_broker_gives_up_after_its_timeout(self):
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        for args in ((), ("--from", "0")):
+            done = actctl("--endpoint", endpoint, "--timeout", "1000", "tail", "t", *args,
+                          timeout=30)
+            self.assertEqual(done.returncode, 3, done.stderr)
+            self.assertIn("actctl: no reply: is actd running at %s?" % endpoint, done.stderr)
+
+    def test_keygen_writes_over_a_keypair_only_with_force(self):
+        keys = tempfile.mkdtemp(prefix="actctl-keys-")
+        self.addCleanup(shutil.rmtree, keys, True)
+        path = os.path.join(keys, "server.key")
+        self.assertEqual(actctl("keygen", "server", "--dir", keys).returncode, 0)
+        with open(path + "_secret") as secret:
+            kept = secret.read()
+        done = actctl("keygen", "server", "--dir", keys)
+        self.assertEqual((done.returncode, done.stdout), (1, ""))
+        self.assertEqual(done.stderr.splitlines(), [
+            "actctl: %s is there: keygen writes over a keypair only with --force" % name
+            for name in (path, path + "_secret")])
+        #  Half a keypair (a secret key alone) is not written over either
+        os.unlink(path)
+        self.assertEqual(actctl("keygen", "server", "--dir", keys).returncode, 1)
+        with open(path + "_secret") as secret:
+            self.assertEqual(secret.read(), kept)
+        done = actctl("keygen", "server", "--dir", keys, "--force", "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(path + "_secret") as secret:
+            self.assertNotEqual(secret.read(), kept)
+        self.assertIn(json.loads(done.stdout)["public"], open(path).read())
+
+    def test_keygen_json_holds_any_path(self):
+        keys = tempfile.mkdtemp(prefix="actctl-keys-")
+        self.addCleanup(shutil.rmtree, keys, True)
+        folder = os.path.join(keys, 'a "quoted" \\ folder')
+        os.mkdir(folder)
+        done = actctl("--json", "keygen", "k", "--dir", folder)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        made = json.loads(done.stdout)
+        self.assertEqual((made["file"], made["secret_file"]),
+                         (folder + "/k.key", folder + "/k.key_secret"))
+        self.assertTrue(os.path.exists(made["secret_file"]))
+
 
 class CompletionTest(unittest.TestCase):
     """etc/bash-completion/actctl, loaded in bash."""
@@ -113,6 +190,7 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(self.complete("--cu"), ["--curve-cert", "--curve-server"])
         self.assertEqual(self.complete("call", "c", "{}", "--w"), ["--wait"])
         self.assertIn("--version", self.complete("--"))
+        self.assertEqual(self.complete("keygen", "k", "--fo"), ["--force", "--format"])
 
     def test_tools_and_its_formats(self):
         self.assertEqual(self.complete("t"), ["tail", "tools"])
@@ -242,6 +320,21 @@ class BrokerTest(ActdTest):
         out, err = process.communicate(timeout=60)
         self.assertEqual((process.returncode, out, err), (0, b"call 1: ok\n", b""))
 
+    def test_wait_that_times_out_prints_the_accepted_ids(self):
+        """ACCEPTED came, the end did not: the ids are the caller's to follow
+        (exit 3), and nothing suggests that actd is not running."""
+        call = {"_tool": "slow", "_outputPath": DAGGER + "state.s"}
+        done = self.actctl("--timeout", "1500", "call", "ctx", json.dumps(call), "--wait")
+        self.assertEqual((done.returncode, done.stdout, done.stderr),
+                         (3, "accepted: call 1\n", "actctl: timeout: call 1 has not ended\n"))
+        plan = json.dumps([call, {"_tool": "slow"}])
+        done = self.actctl("--timeout", "1500", "plan", "ctx", plan, "--wait")
+        self.assertEqual((done.returncode, done.stdout), (3, 'accepted: calls ["2","3"]\n'))
+        self.assertEqual(done.stderr, "actctl: timeout: call 2 has not ended\n"
+                                      "actctl: timeout: call 3 has not ended\n")
+        done = self.actctl("--json", "--timeout", "1500", "plan", "ctx", plan, "--wait")
+        self.assertEqual((done.returncode, json.loads(done.stdout)), (3, {"4": None, "5": None}))
+
     def test_plurals(self):
         accepted = self.actctl("call", "ctx", json.dumps({"_tool": "slow"}))
         self.assertEqual(accepted.stdout, "accepted: call 1\n")
@@ -288,6 +381,20 @@ class PlanExitTest(ActdTest):
         self.assertEqual(done.returncode, 1, (done.stdout, done.stderr))
         outcomes = json.loads(done.stdout)
         self.assertEqual(sorted(o["status"] for o in outcomes.values()), ["error", "ok"])
+
+    def test_a_fire_and_forget_call_not_ok_exits_1(self):
+        """Its end comes from STATUS and a watch (it has no DONE)."""
+        calls = json.dumps([{"_tool": "ok", "v": 1}, {"_tool": "fails"}])
+        done = self.actctl("plan", "f", calls, "--wait")
+        self.assertEqual((done.returncode, done.stdout.splitlines()),
+                         (1, ['accepted: calls ["1","2"]', "call 1: ok", "call 2: error"]),
+                         done.stderr)
+        done = self.actctl("--json", "plan", "f", calls, "--wait")
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertEqual({id: end["state"] for id, end in json.loads(done.stdout).items()},
+                         {"3": "ok", "4": "error"})
+        done = self.actctl("plan", "f", json.dumps([{"_tool": "ok"}]), "--wait")
+        self.assertEqual((done.returncode, done.stdout.splitlines()[1:]), (0, ["call 5: ok"]))
 
 
 def message(kind, value):
@@ -427,6 +534,15 @@ class StreamsTest(ActdTest):
         self.assertEqual(self.actctl("cancel", "1").returncode, 0)
         self.assertEqual(tail.lines(1), ["call 1: cancelled, 0 attempts"])
         self.assertEqual(tail.interrupt()[0], 0)
+
+    def test_a_message_neither_data_nor_error_shows_its_fields(self):
+        note = {"type": "note", "text": "hello", "tags": ["a"], "_instance": "i"}
+        self.assertEqual(self.actctl("append", "n", json.dumps(note)).returncode, 0)
+        self.append("n", "k", 1)
+        lines = self.actctl("history", "n").stdout.splitlines()
+        self.assertRegex(lines[0], r'^#1 \S+ note @i \{"text":"hello","tags":\["a"\]\}$')
+        self.assertRegex(lines[1], r'^#2 \S+ data k \{"v":1\}$')
+        self.assertEqual(self.tail("n").lines(2), lines)
 
     def test_append_with_a_key_twice_appends_once(self):
         body = message("k", 1)

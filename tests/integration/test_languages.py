@@ -738,5 +738,27 @@ class TestCWorkerRefusedReady(unittest.TestCase):
         self.assertIn("refused READY (capacity: not taken here)", output)
 
 
+
+class TestCWorkerBadCurveKey(unittest.TestCase):
+    """actd-example-worker with a --curve-server that is not 40 characters
+    of Z85: a usage error naming the option (exit 2), not an abort in
+    CZMQ's assertion when the library applied the key to its socket."""
+
+    def test_a_bad_server_key_exits_2(self):
+        keys = tempfile.mkdtemp(prefix="c-worker-keys-")
+        self.addCleanup(shutil.rmtree, keys, True)
+        made = subprocess.run([find_binary("actctl"), "--json", "keygen", "w", "--dir", keys],
+                              capture_output=True, text=True, timeout=LONG)
+        cert = json.loads(made.stdout)["file"]
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        for key in ("short", "~" * 40):
+            done = subprocess.run([find_binary("actd-example-worker"), "--endpoint", endpoint,
+                                   "--curve-server", key, "--curve-cert", cert],
+                                  capture_output=True, text=True, timeout=LONG)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn("actd-example-worker: --curve-server: '%s' is not a CURVE public "
+                          "key" % key, done.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -174,8 +174,9 @@ int
 act_client_set_curve (act_client_t *self, const char *server_public,
                       const char *certificate_file)
 {
-    if (act_curve_set (&self->curve, server_public, certificate_file))
-        return -1;
+    int rc = act_curve_set (&self->curve, server_public, certificate_file);
+    if (rc)
+        return rc;              //  -2: a bad key, -1: the certificate
     //  The sockets connected already; CURVE must be set before connecting:
     //  connect them again
     zlistx_t *endpoints = zlistx_new ();
@@ -187,7 +188,7 @@ act_client_set_curve (act_client_t *self, const char *server_public,
     zhashx_purge (self->owners);
     zhashx_purge (self->accepted);
     zlistx_purge (self->links);
-    int rc = 0;
+    rc = 0;
     for (char *endpoint = zlistx_first (endpoints); endpoint; endpoint = zlistx_next (endpoints))
         if (!s_link_add (self, endpoint))
             rc = -1;

@@ -4,10 +4,26 @@
 
 #include "act_curve_int.h"
 
+bool
+act_curve_key_valid (const char *key)
+{
+    //  What libzmq takes for ZMQ_CURVE_SERVERKEY as text: 40 characters
+    //  that decode as Z85 (it refuses others with EINVAL, on which CZMQ's
+    //  setter asserts). zmq_z85_decode checks each character and each
+    //  group's value; the length is checked first, as it reads to the end
+    uint8_t decoded [32];
+    return key && strlen (key) == 40 && zmq_z85_decode (decoded, key) != NULL;
+}
+
 int
 act_curve_set (act_curve_t *self, const char *server_public,
                const char *certificate_file)
 {
+    //  Checked here, where it is kept: it is applied to each socket later,
+    //  far from whoever gave it (the command line, $ACTD_SERVER_KEY, a
+    //  configuration file), and a bad one aborted the program there
+    if (!act_curve_key_valid (server_public))
+        return -2;
     zcert_t *cert = zcert_load (certificate_file);
     if (!cert)
         return -1;

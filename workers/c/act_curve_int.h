@@ -14,17 +14,23 @@ typedef struct {
     zcert_t *cert;              //  This side's certificate, or NULL
 } act_curve_t;
 
+//  True when key is a CURVE public key as text: 40 characters of Z85 that
+//  decode (what libzmq takes for ZMQ_CURVE_SERVERKEY). False for NULL.
+bool act_curve_key_valid (const char *key);
+
 //  Load certificate_file and keep it with server_public, in place of the
-//  keys held before. Returns 0, or -1 (keys unchanged) if the file does
-//  not load.
+//  keys held before. Returns 0; -2 (keys unchanged, nothing loaded) if
+//  server_public is not a CURVE public key (act_curve_key_valid); -1 (keys
+//  unchanged) if the file does not load.
 int act_curve_set (act_curve_t *self, const char *server_public,
                    const char *certificate_file);
 
 //  The keys of the environment, as actctl reads them: $ACTD_SERVER_KEY
 //  (the broker's public key) and $ACTD_CERT (this side's certificate
 //  file). Returns 0 when both are set and the file loads, or when neither
-//  is set (no CURVE); -1 when only one is set (half of CURVE would talk in
-//  plain text) or the file does not load.
+//  is set (no CURVE); -2 when $ACTD_SERVER_KEY is not a CURVE public key;
+//  -1 when only one is set (half of CURVE would talk in plain text) or
+//  the file does not load.
 int act_curve_from_env (act_curve_t *self);
 
 //  Free the keys (the struct itself belongs to the caller).

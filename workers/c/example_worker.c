@@ -126,8 +126,15 @@ main (int argc, char *argv [])
         return 2;
     }
     act_worker_t *worker = act_worker_new (endpoint, name);
-    if (curve_server && act_worker_set_curve (worker, curve_server, curve_cert)) {
+    int rc = curve_server? act_worker_set_curve (worker, curve_server, curve_cert): 0;
+    if (rc == -2)
+        fprintf (stderr, "actd-example-worker: --curve-server: '%s' is not a CURVE public "
+                         "key (40 characters of Z85, as actctl keygen prints it)\n",
+                 curve_server);
+    else
+    if (rc)
         fprintf (stderr, "actd-example-worker: cannot load the certificate %s\n", curve_cert);
+    if (rc) {
         act_worker_destroy (&worker);
         return 2;
     }
@@ -139,7 +146,7 @@ main (int argc, char *argv [])
     act_worker_serve (worker, "sleep", s_sleep, NULL);
     zsys_info ("actd-example-worker %s serving upper, echo, weather, sleep at %s",
                name, endpoint);
-    int rc = act_worker_run (worker);
+    rc = act_worker_run (worker);
     act_worker_destroy (&worker);
     return rc;
 }
