@@ -277,13 +277,19 @@ s_thread_run (zsock_t *pipe, void *args)
     act_http_broker_t *owner = (act_http_broker_t *) args;
     s_thread_t self = { .owner = owner, .pipe = pipe };
     self.client = act_client_new (owner->endpoint);
-    if (self.client && owner->server_key
-    &&  act_client_set_curve (self.client, owner->server_key, owner->certificate))
+    int curve = self.client && owner->server_key
+              ? act_client_set_curve (self.client, owner->server_key, owner->certificate): 0;
+    if (curve)
         act_client_destroy (&self.client);
     if (!self.client) {
-        act_err_set (&owner->error, ACT_E_BAD_ARGUMENT,
-                     "cannot connect to %s (a bad endpoint, server_key or certificate)",
-                     owner->endpoint);
+        if (curve == -2)
+            act_err_set (&owner->error, ACT_E_BAD_ARGUMENT, "server_key '%s' is not a CURVE "
+                         "public key (40 characters of Z85, as actctl keygen prints it)",
+                         owner->server_key);
+        else
+            act_err_set (&owner->error, ACT_E_BAD_ARGUMENT,
+                         "cannot connect to %s (a bad endpoint, server_key or certificate)",
+                         owner->endpoint);
         zsock_signal (pipe, 1);
         return;
     }

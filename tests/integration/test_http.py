@@ -1137,6 +1137,19 @@ class ConfigTest(unittest.TestCase):
         self.run_refused(["--config", missing],
                          "actd-http: cannot read %s: No such file or directory" % missing)
 
+    def test_a_server_key_that_is_not_a_curve_key_is_named(self):
+        """A server_key that is not 40 characters of Z85 stops actd-http
+        with exit status 2 naming it (CZMQ's assertion aborted it)."""
+        from test_security import keygen
+        directory = tempfile.mkdtemp(prefix="actd-http-key-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        keygen("reader", directory)
+        certificate = os.path.join(directory, "reader.key")
+        for key in ("short", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf~"):
+            with self.subTest(key=key):
+                self.run_refused(["--server-key", key, "--certificate", certificate],
+                                 "actd-http: server_key '%s' is not a CURVE public key" % key)
+
     def test_an_unreadable_certificate_is_named(self):
         """docs/http.md: a token's certificate that actd-http's user cannot
         read is named at start, not reported as a failure to connect (nor,
