@@ -688,9 +688,6 @@ class RestartTest(unittest.TestCase):
         finally:
             actd.cleanup()
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 @unittest.skipIf(STORE != "sqlite", "store/sync is SQLite's")
 class SigkillNormalSyncTest(CrashTest):
@@ -875,3 +872,7 @@ class DiskFullTest(unittest.TestCase):
         idle.stop()
         client.close()
         self.assertEqual(actd.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
