@@ -44,10 +44,6 @@ class ScratchCheckTest(unittest.TestCase):
         self.assertTrue(os.path.isdir(left[0]), "kept for a look")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class PortTest(unittest.TestCase):
 
     def test_a_first_start_that_finds_its_port_taken_picks_new_ones(self):
@@ -69,3 +65,7 @@ class PortTest(unittest.TestCase):
                 self.assertEqual(client.request("PING"), ["PONG"])
             finally:
                 client.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
