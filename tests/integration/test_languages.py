@@ -759,6 +759,16 @@ class TestCWorkerBadCurveKey(unittest.TestCase):
             self.assertIn("actd-example-worker: --curve-server: '%s' is not a CURVE public "
                           "key" % key, done.stderr)
 
+    def test_numbers_are_whole_and_in_range_or_exit_2(self):
+        # atol took "5x" as 5 and "abc" as 0
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        for args in (["--capacity", "5x"], ["--capacity", "100001"], ["--capacity", "-1"],
+                     ["--heartbeat-ms", "abc"], ["--heartbeat-ms", "99999999999"]):
+            done = subprocess.run([find_binary("actd-example-worker"), "--endpoint", endpoint]
+                                  + args, capture_output=True, text=True, timeout=LONG)
+            self.assertEqual(done.returncode, 2, (args, done.stderr))
+            self.assertIn("--capacity takes a whole number of 1 to 100000", done.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <getopt.h>
 #include "actd/act_worker.h"
+#include "actd/act_wire.h"
 
 static void
 s_upper (act_task_t *task, void *arg)
@@ -79,7 +80,8 @@ main (int argc, char *argv [])
     const char *endpoint = ACT_WORKER_ENDPOINT;
     const char *name = "example-c";
     const char *curve_server = NULL, *curve_cert = NULL;
-    long capacity = 8, heartbeat = 1000;
+    uint64_t capacity = 8, heartbeat = 1000;
+    bool numbers = true;        //  Every number given was one
     static struct option options [] = {
         { "endpoint", required_argument, 0, 'e' },
         { "name", required_argument, 0, 'n' },
@@ -99,10 +101,10 @@ main (int argc, char *argv [])
             name = optarg;
         else
         if (option == 'c')
-            capacity = atol (optarg);
+            numbers &= act_decimal_parse (optarg, strlen (optarg), 100000, &capacity);
         else
         if (option == 'b')
-            heartbeat = atol (optarg);
+            numbers &= act_decimal_parse (optarg, strlen (optarg), INT_MAX, &heartbeat);
         else
         if (option == 's')
             curve_server = optarg;
@@ -117,8 +119,9 @@ main (int argc, char *argv [])
             return option == 'h'? 0: 2;
         }
     }
-    if (capacity < 1 || heartbeat < 10) {
-        fprintf (stderr, "actd-example-worker: capacity >= 1, heartbeat-ms >= 10\n");
+    if (!numbers || capacity < 1 || heartbeat < 10) {
+        fprintf (stderr, "actd-example-worker: --capacity takes a whole number of 1 to 100000, "
+                         "--heartbeat-ms one of 10 to %d\n", INT_MAX);
         return 2;
     }
     if (!curve_server != !curve_cert) {
