@@ -153,8 +153,23 @@ s_load (const char *data, size_t size, json_error_t *error)
     return json_loadb (data, size, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, error);
 }
 
+static json_t *s_parse (const char *data, size_t size, int depth, act_err_t *err);
+
 json_t *
 act_json_parse (const char *data, size_t size, act_err_t *err)
+{
+    return s_parse (data, size, ACT_MAX_JSON_DEPTH, err);
+}
+
+json_t *
+act_json_parse_stored (const char *data, size_t size, act_err_t *err)
+{
+    return s_parse (data, size, ACT_MAX_STORED_DEPTH, err);
+}
+
+//  act_json_parse, nesting up to depth
+static json_t *
+s_parse (const char *data, size_t size, int depth, act_err_t *err)
 {
     //  jansson checks UTF-8 itself, but a message naming the first bad byte
     //  is worth the extra pass, and it refuses what jansson would accept
@@ -186,10 +201,9 @@ act_json_parse (const char *data, size_t size, act_err_t *err)
                      error.text, error.line, error.column, error.position);
         return NULL;
     }
-    if (act_json_depth (value, ACT_MAX_JSON_DEPTH) > ACT_MAX_JSON_DEPTH) {
+    if (act_json_depth (value, depth) > depth) {
         json_decref (value);
-        act_err_set (err, ACT_E_BAD_JSON,
-                     "JSON nested deeper than %d levels", ACT_MAX_JSON_DEPTH);
+        act_err_set (err, ACT_E_BAD_JSON, "JSON nested deeper than %d levels", depth);
         return NULL;
     }
     return value;
@@ -355,7 +369,7 @@ act_json_dump (const json_t *value)
 char *
 act_json_redump (const char *data, size_t size)
 {
-    json_t *value = act_json_parse (data, size, NULL);
+    json_t *value = act_json_parse_stored (data, size, NULL);
     char *text = value? act_json_dump (value): NULL;
     json_decref (value);
     return text;
@@ -576,7 +590,7 @@ s_dump_value (s_dump_t *self, int depth)
     if (c == '"')
         return s_dump_string (self);
     if (c == '{' || c == '[')
-        return depth < ACT_MAX_JSON_DEPTH && s_dump_container (self, depth + 1);
+        return depth < ACT_MAX_STORED_DEPTH && s_dump_container (self, depth + 1);
     if (c == '-' || (c >= '0' && c <= '9')) {
         size_t length;
         bool dumped = act_json_number_dumped (self->data + self->at, self->size - self->at, &length);

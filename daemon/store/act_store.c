@@ -342,7 +342,7 @@ static int
 s_history_json (uint64_t seq, const char *text, size_t size, void *arg)
 {
     (void) seq;
-    json_t *message = act_json_parse (text, size, NULL);
+    json_t *message = act_json_parse_stored (text, size, NULL);
     if (message)
         json_array_append_new ((json_t *) arg, message);
     return 0;

@@ -414,7 +414,7 @@ s_memory_messages (void *impl, const char *context, act_store_each_fn *fn, void 
 {
     s_mctx_t *ctx = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
     for (size_t i = 0; ctx && i < ctx->size; i++) {
-        json_t *message = act_json_parse (ctx->items [i], strlen (ctx->items [i]), NULL);
+        json_t *message = act_json_parse_stored (ctx->items [i], strlen (ctx->items [i]), NULL);
         int stop = message? fn (message, arg): 0;
         json_decref (message);
         if (stop)

@@ -475,7 +475,7 @@ s_messages (void *impl, const char *context, act_store_each_fn *fn, void *arg)
         return -1;
     for (int row = 0; row < PQntuples (result); row++) {
         const char *body = PQgetvalue (result, row, 0);
-        json_t *message = act_json_parse (body, strlen (body), NULL);
+        json_t *message = act_json_parse_stored (body, strlen (body), NULL);
         int stop = message? fn (message, arg): 0;
         json_decref (message);
         if (stop)

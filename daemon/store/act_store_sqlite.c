@@ -354,7 +354,7 @@ static json_t *
 s_column_json (sqlite3_stmt *query, int column)
 {
     const char *text = (const char *) sqlite3_column_text (query, column);
-    return text? act_json_parse (text, strlen (text), NULL): NULL;
+    return text? act_json_parse_stored (text, strlen (text), NULL): NULL;
 }
 
 static json_t *

@@ -29,6 +29,18 @@ extern "C" {
 //  that names the line, column and byte position.
 json_t *act_json_parse (const char *data, size_t size, act_err_t *err);
 
+//  A message actd stored (or reads back from its store) nests deeper than
+//  what it accepts: a call's output wraps a value of up to
+//  ACT_MAX_JSON_DEPTH levels in one object per segment of its output path
+//  (up to 64), inside the message, which also carries the call (up to
+//  ACT_MAX_JSON_DEPTH levels) as _call
+#define ACT_MAX_STORED_DEPTH  (2 * ACT_MAX_JSON_DEPTH + 4)
+
+//  act_json_parse for the text of a stored message: the same checks, with
+//  nesting up to ACT_MAX_STORED_DEPTH (actd wrote it; a row refused for
+//  its depth was lost without a word).
+json_t *act_json_parse_stored (const char *data, size_t size, act_err_t *err);
+
 //  Serialize value compactly (any JSON value): act_json_dumps (value,
 //  JSON_COMPACT). Returns a new string the caller frees, or NULL when value
 //  is NULL (or holds a cycle).
@@ -42,16 +54,17 @@ char *act_json_dump (const json_t *value);
 //  value is NULL (or holds a cycle).
 char *act_json_dumps (const json_t *value, size_t flags);
 
-//  The size bytes at data as act_json_dump writes them once act_json_parse
-//  has read them (numbers in their shortest form, compact); a new string
-//  the caller frees, or NULL when they are not JSON it accepts.
+//  The size bytes at data as act_json_dump writes them once
+//  act_json_parse_stored has read them (numbers in their shortest form,
+//  compact); a new string the caller frees, or NULL when they are not JSON
+//  it accepts.
 char *act_json_redump (const char *data, size_t size);
 
 //  True when the size bytes at data are an object that act_json_dump would
 //  write again byte for byte after jansson reads it (json_loads): compact,
 //  strings escaped as the writer escapes them, integers in int64 without
 //  leading zeros, reals in their shortest form, no duplicate keys, valid
-//  UTF-8, no \u0000, nesting up to ACT_MAX_JSON_DEPTH. False says only
+//  UTF-8, no \u0000, nesting up to ACT_MAX_STORED_DEPTH. False says only
 //  "parse and write it to know": such a text may still be valid JSON.
 bool act_json_is_dump (const char *data, size_t size);
 

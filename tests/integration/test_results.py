@@ -123,6 +123,33 @@ class ResultTest(BrokerCase):
         status = self.client.request("STATUS", call_id)
         self.assertIn('"result":' + written, status[1])
 
+    def test_a_deep_result_under_a_deep_path_stays_readable(self):
+        """A result and a call may each nest 64 levels; their stored
+        message nests deeper (a level per output path segment, the call
+        as _call). HISTORY left such a message out and a restart lost the
+        written value, without a word (a stress audit)."""
+        deep = b"[" * 63 + b"1" + b"]" * 63                  # 64 levels
+        path = "†s." + ".".join("k%d" % i for i in range(63))
+        call_id, outcome = self.raw_call("deep", deep, path=path)
+        self.assertEqual(outcome["status"], "ok", outcome)
+        params = json.loads("[" * 62 + "1" + "]" * 62)      # the call: 64 levels
+        rid = self.client.send("CALL", "deep", {"_tool": "raw", "_outputPath": "†s.x",
+                                                "hex": b'"small"'.hex(), "p": params})
+        self.assertEqual(self.client.wait(rid, "DONE", timeout=30)[2].count('"ok"'), 1)
+        for when in ("before", "after"):
+            history = json.loads(self.client.request("HISTORY", "deep", "1", "10")[1])
+            self.assertEqual([m["_seq"] for m in history], [1, 2], when)
+            self.assertEqual(self.client.request("RESOLVE", "deep", path),
+                             ["VALUE", deep.decode()], when)
+            self.assertEqual(self.client.request("RESOLVE", "deep", "†s.x"),
+                             ["VALUE", '"small"'], when)
+            if when == "before":
+                self.client.close()
+                self.assertEqual(self.actd.stop(), 0, self.actd.log()[-3000:])
+                self.actd.start()
+                self.client = self.actd.client()
+                self.addCleanup(self.client.close)
+
     def test_pushes_and_writes_through_kept_text(self):
         """Pushes keep their texts too; writes through them, and writes
         that a kept value refuses, behave as on a parsed one."""
