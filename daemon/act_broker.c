@@ -129,14 +129,16 @@ act_broker_set_sender (act_broker_t *self, act_outbox_send_fn *send, void *arg)
 
 //  Forget every context and call, without recovering them: this broker can
 //  no longer prove it owns them (it lost the store longer than its lease
-//  allows), and others may have taken them over. Contexts come back,
-//  claimed again, with the next requests.
+//  allows), and others may have taken them over; workers holding their
+//  tasks are told to connect again, which frees the slots. Contexts come
+//  back, claimed again, with the next requests.
 static void
 s_forget_all (act_broker_t *self)
 {
     act_log (LOG_ERR, "lost the store for too long: its leases may have run out; "
              "dropping %zu contexts and %zu calls from memory",
              act_cache_size (self->cache), act_flow_live (self->flow));
+    act_broker_drop_busy_workers (self);
     act_flow_forget (self->flow);
     act_cache_clear (self->cache);
 }

@@ -9,12 +9,12 @@
 #include <inttypes.h>
 #include "act_broker_int.h"
 
-//  Drop all state and take it again from the store: after a failed
-//  commit, memory may hold what the store does not. A worker that holds
-//  tasks (of calls now forgotten) is told to connect again; an idle one
-//  keeps its connection through a store that keeps failing.
+//  Every worker that holds tasks (of calls about to be forgotten: their
+//  TASK may never have been sent) is told to connect again and removed,
+//  so that no slot stays taken by a task nobody runs; an idle one keeps
+//  its connection through a store that keeps failing.
 void
-act_broker_reset (act_broker_t *self)
+act_broker_drop_busy_workers (act_broker_t *self)
 {
     act_worker_t *worker = act_pool_first (self->pool);
     while (worker) {
@@ -27,6 +27,15 @@ act_broker_reset (act_broker_t *self)
         else
             worker = act_pool_next (self->pool);
     }
+}
+
+//  Drop all state and take it again from the store: after a failed
+//  commit, memory may hold what the store does not. The workers that
+//  hold tasks are told to connect again (act_broker_drop_busy_workers).
+void
+act_broker_reset (act_broker_t *self)
+{
+    act_broker_drop_busy_workers (self);
     act_flow_reset (self->flow);
     act_cache_clear (self->cache);
     self->recovering = act_cache_recover (self->cache) > 0;

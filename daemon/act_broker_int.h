@@ -95,6 +95,11 @@ struct _act_broker_t {
 //  commit: nothing of what it held may be trusted).
 void act_broker_reset (act_broker_t *self);
 
+//  Before calls are forgotten (a failed commit, a lapsed lease): every
+//  worker that holds tasks is disconnected (told to connect again) and
+//  removed, so that each forgotten task frees its slot.
+void act_broker_drop_busy_workers (act_broker_t *self);
+
 //  True while commits failed in a row and the next is not due yet (a full
 //  disk): the batch then waits, and so does recovery, so that a store
 //  that keeps failing is tried S_RETRY_MIN_MS, doubling up to

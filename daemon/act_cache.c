@@ -110,7 +110,12 @@ act_cache_get (act_cache_t *self, const char *id, bool create, act_err_t *err)
         context->used = act_clock_ms ();
         return context;
     }
-    bool stored = act_store_has_context (self->store, id);
+    int stored = act_store_has_context (self->store, id);
+    if (stored < 0) {
+        act_err_set (err, ACT_E_INTERNAL, "the store could not tell whether context %s "
+                     "exists", id);
+        return NULL;
+    }
     if (!stored && !create) {
         act_err_set (err, ACT_E_NOT_FOUND, "no context %s", id);
         return NULL;
@@ -120,15 +125,18 @@ act_cache_get (act_cache_t *self, const char *id, bool create, act_err_t *err)
     context = calloc (1, sizeof *context);
     context->id = strdup (id);
     context->ctx = act_ctx_new (id);
-    context->stored = stored;
+    context->stored = stored > 0;
     context->deps = act_deps_new ();
     context->used = act_clock_ms ();
     //  Read with the writes of the batch not committed yet (a context
     //  evicted and loaded again at once): none counts as durable before
     //  the current batch is
     context->written = act_store_generation (self->store);
-    if (stored)
-        act_store_messages (self->store, id, s_replay, context->ctx);
+    if (stored && act_store_messages (self->store, id, s_replay, context->ctx)) {
+        s_context_destroy ((void **) &context);
+        act_err_set (err, ACT_E_INTERNAL, "the store could not read context %s", id);
+        return NULL;
+    }
     zhashx_insert (self->contexts, id, context);
     //  Its calls that had not ended come back with it (after a restart, or
     //  a takeover from a dead broker)

@@ -48,7 +48,8 @@ void act_cache_set_loaded (act_cache_t *self, act_cache_loaded_fn *loaded, void 
 //  when something is accepted (act_cache_store). On a shared store it is
 //  first claimed (taken over when its owner is dead). Returns NULL with
 //  err set: not_found (no such context, create off), moved (another live
-//  broker owns it; the message is its client endpoint), internal.
+//  broker owns it; the message is its client endpoint), internal (among
+//  others when the store could not be read: never taken for not_found).
 act_context_t *act_cache_get (act_cache_t *self, const char *id, bool create,
                               act_err_t *err);
 

@@ -321,7 +321,7 @@ act_store_sealed_end (act_store_t *self, int rc)
     act_journal_clear (self->sealed);
 }
 
-bool
+int
 act_store_has_context (act_store_t *self, const char *context)
 {
     s_direct (self);

@@ -128,8 +128,9 @@ int act_store_commit_sealed (act_store_t *self, act_err_t *err);
 //  sealed batch is gone.
 void act_store_sealed_end (act_store_t *self, int rc);
 
-//  True when the context exists.
-bool act_store_has_context (act_store_t *self, const char *context);
+//  1 when the context exists, 0 when it does not, -1 on a read error (the
+//  store could not tell: callers answer internal, never "not found").
+int act_store_has_context (act_store_t *self, const char *context);
 
 //  Walk every message of a context in _seq order. Returns 0, or -1 on a
 //  read error.

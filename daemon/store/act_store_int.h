@@ -27,7 +27,9 @@ typedef struct {
     //  rollback is set (a write of the batch failed), roll it back whole
     int (*commit) (void *impl, const int64_t *deltas, bool rollback, act_err_t *err);
     //  Reads
-    bool (*has_context) (void *impl, const char *context);
+    //  has_context: 1 when the context exists, 0 when not, -1 on a read
+    //  error (not known: no answer)
+    int (*has_context) (void *impl, const char *context);
     int (*messages) (void *impl, const char *context, act_store_each_fn *fn, void *arg);
     int (*history) (void *impl, const char *context, uint64_t from, size_t limit,
                     size_t max_bytes, act_store_text_fn *fn, void *arg);

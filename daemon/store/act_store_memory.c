@@ -403,7 +403,7 @@ s_memory_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *er
     return 0;
 }
 
-static bool
+static int
 s_memory_has_context (void *impl, const char *context)
 {
     return zhashx_lookup (((s_memory_t *) impl)->contexts, context) != NULL;

@@ -444,18 +444,22 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     return rc;
 }
 
-static bool
+//  1 when the context is stored, 0 when not, -1 when the server could
+//  not be read (a lost connection is no answer)
+static int
 s_has_context (void *impl, const char *context)
 {
     act_pg_t *self = (act_pg_t *) impl;
     if (zhashx_lookup (self->known, context))
-        return true;
+        return 1;
     if (act_pg_flush (self, NULL))
-        return false;
+        return -1;
     const char *params [] = { context };
     PGresult *result = act_pg_exec (self, "cannot read contexts",
                                "SELECT 1 FROM contexts WHERE id = $1", 1, params, NULL);
-    bool found = result && PQntuples (result) > 0;
+    if (!result)
+        return -1;
+    int found = PQntuples (result) > 0;
     PQclear (result);
     if (found)
         zhashx_insert (self->known, context, (void *) 1);

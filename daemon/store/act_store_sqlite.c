@@ -133,13 +133,17 @@ s_put_context (void *impl, const char *context)
     return sqlite3_changes (self->db);
 }
 
-static bool
+//  1 when the context is stored, 0 when not, -1 on a read error
+static int
 s_has_context (void *impl, const char *context)
 {
     act_sqlite_t *self = (act_sqlite_t *) impl;
     sqlite3_stmt *query = self->queries [Q_HAS_CONTEXT];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
-    bool found = sqlite3_step (query) == SQLITE_ROW;
+    int rc = sqlite3_step (query);
+    int found = rc == SQLITE_ROW? 1: rc == SQLITE_DONE? 0: -1;
+    if (found < 0)
+        s_fail (self, NULL, "cannot read contexts");
     sqlite3_reset (query);
     return found;
 }

@@ -269,6 +269,73 @@ class MultiBrokerTest(unittest.TestCase):
         finally:
             client.close()
 
+    def stored_then_cut(self, context):
+        """context stored (a message {"n": 0} of kind input), the broker
+        restarted so that it is not in memory, then its database session
+        ended by the server: the next read of the store fails (a long
+        lease: no renewal reads it first). Returns a client of the broker."""
+        self.group = Brokers(1, store_timeout_ms=300, lease_ms=20000)
+        broker = self.group.brokers[0]
+        client = Client(broker.client_endpoint)
+        message = {"type": "data", "kind": "input", "data": {"n": 0}}
+        self.assertEqual(client.request("APPEND", context, message)[0], "OK")
+        client.close()
+        self.assertEqual(broker.stop(), 0)
+        broker.start()
+        subprocess.run(
+            [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c",
+             "SELECT pg_terminate_backend (pid) FROM pg_stat_activity "
+             "WHERE datname = current_database () AND pid <> pg_backend_pid ()"],
+            check=True, capture_output=True, timeout=60)
+        return Client(broker.client_endpoint)
+
+    def until_served(self, client, *request):
+        """request sent again while it is refused (internal) until the
+        broker is connected again: the reply that is not"""
+        deadline = time.monotonic() + 30
+        while True:
+            reply = client.request(*request, timeout=30)
+            if reply[:2] != ["ERROR", "internal"]:
+                return reply
+            self.assertLess(time.monotonic(), deadline, "not connected again")
+            time.sleep(0.2)
+
+    def test_a_failed_read_of_a_context_is_no_not_found(self):
+        """docs/operations.md: while the connection is lost, a request that
+        needs the store is refused at once (internal). A context the store
+        could not be asked about is not taken for absent: RESOLVE answers
+        internal, not not_found, and once connected again the value."""
+        client = self.stored_then_cut("kept")
+        try:
+            reply = client.request("RESOLVE", "kept", "\u2020input.n", timeout=30)
+            self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+            reply = self.until_served(client, "RESOLVE", "kept", "\u2020input.n")
+            self.assertEqual(reply[0], "VALUE", reply)
+            self.assertEqual(json.loads(reply[1]), 0)
+        finally:
+            client.close()
+
+    def test_a_failed_read_of_a_context_creates_none(self):
+        """An APPEND to a stored context the store could not be asked about
+        is refused (internal), and creates no empty context in its place:
+        once connected again, the next APPEND follows the stored message
+        and the store counts one context."""
+        client = self.stored_then_cut("kept")
+        try:
+            message = {"type": "data", "kind": "input", "data": {"n": 1}}
+            reply = client.request("APPEND", "kept", message, timeout=30)
+            self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+            reply = self.until_served(client, "APPEND", "kept", message)
+            self.assertEqual(reply[0], "OK", reply)
+            self.assertEqual(json.loads(reply[1])["seq"], 2)
+            self.assertEqual(json.loads(client.request("STATS")[1])["contexts"], 1)
+            broker = self.group.brokers[0]
+            self.assertEqual([m["data"]["n"] for m in history([broker.client_endpoint],
+                                                              "kept")], [0, 1])
+            self.assertNotIn("store commit failed", broker.log())
+        finally:
+            client.close()
+
     def test_a_broker_whose_server_goes_silent_gives_up_after_the_lease(self):
         """The server's host goes silent (here a firewall rule drops every
         packet to and from its port; in life a cable pulled or a VM frozen).

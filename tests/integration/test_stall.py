@@ -554,6 +554,81 @@ class SlowCommit(unittest.TestCase):
             worker.stop()
             client.close()
 
+    def test_worker_slots_come_back_after_the_lease_lapsed(self):
+        """PostgreSQL paused past the lease while calls are being accepted:
+        the lease lapses and actd forgets its calls, among them tasks given
+        to the worker and still waiting for their commit (never sent). The
+        worker holding them is told to connect again, so every forgotten
+        task frees its slot: the calls sent after the pause all end ok."""
+        import pg
+        server = pg.server()
+        config = "server\n    lease_ms = 3000\nstore\n    timeout_ms = 1000\n"
+        with actd_with_config(config, store=server.database()) as actd:
+            client = actd.client()
+            worker = Worker(actd.worker_endpoint, ["echo"], lambda *task: task[1],
+                            capacity=4, delay=0.01)
+            worker.start()
+            wait_for(lambda: json.loads(client.request("STATS")[1])["workers"],
+                     "the worker registered", 30)
+            stopping = threading.Event()
+
+            def load():
+                """Calls all along, ten unanswered at most (as a client would)"""
+                loader, sent, n = actd.client(), [], 0
+                while not stopping.is_set():
+                    n += 1
+                    sent.append(loader.send("CALL", "lapse-%d" % (n % 3), seed_call(
+                        "echo", "\u2020state.load%d" % n, n=n)))
+                    while len(sent) >= 10 and not stopping.is_set():
+                        try:
+                            rid, frames = loader._receive(0.05)
+                        except TimeoutError:
+                            continue
+                        if frames[0] in ("DONE", "ERROR") and rid in sent:
+                            sent.remove(rid)
+                    time.sleep(0.02)
+                loader.close()
+            loader = threading.Thread(target=load)
+            loader.start()
+            try:
+                time.sleep(1.5)
+                pids = server.processes()
+                for pid in pids:
+                    os.kill(pid, signal.SIGSTOP)
+                try:
+                    time.sleep(6)               #  Twice the lease
+                finally:
+                    for pid in pids:
+                        os.kill(pid, signal.SIGCONT)
+                time.sleep(3)
+            finally:
+                stopping.set()
+                loader.join(30)
+            self.assertIn("the lease was not renewed", actd.log())
+            #  Calls after the pause: twice the worker's capacity, all run
+            rids = {}
+            for n in range(8):
+                deadline = time.time() + 30
+                while True:                     #  Refused while reconnecting
+                    rid = client.send("CALL", "after-%d" % (n % 2),
+                                      seed_call("echo", "\u2020state.after%d" % n, n=n))
+                    reply = client.wait(rid, timeout=30)
+                    if reply[0] == "ACCEPTED":
+                        break
+                    self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                    self.assertLess(time.time(), deadline, "refused for 30 s")
+                    time.sleep(0.2)
+                rids[rid] = (reply[1], n)
+            for rid, (call_id, n) in rids.items():
+                done = client.wait(rid, "DONE", timeout=30)
+                outcome = json.loads(done[2])
+                self.assertEqual((done[1], outcome["status"]), (call_id, "ok"), outcome)
+            stats = json.loads(client.request("STATS")[1])
+            print("after the lapse: workers %s, worker disconnects %d" % (
+                stats["workers"], worker.disconnects))
+            worker.stop()
+            client.close()
+
 
 if __name__ == "__main__":
     unittest.main()
