@@ -12,7 +12,13 @@
 const { parseArgs } = require ('node:util');
 const { Client } = require ('actd');
 
-const { values: options } = parseArgs ({ options: {
+//  A Z85 key may start with '-', which parseArgs takes for an option:
+//  "--curve-server KEY" is read as "--curve-server=KEY"
+const args = process.argv.slice (2).flatMap ((arg, i, all) =>
+    all [i - 1] === '--curve-server'? []
+    : arg === '--curve-server' && i + 1 < all.length? [arg + '=' + all [i + 1]]: [arg]);
+
+const { values: options } = parseArgs ({ args, options: {
     endpoint: { type: 'string' },
     context: { type: 'string', default: 'example-' + Date.now () },
     'curve-server': { type: 'string' },

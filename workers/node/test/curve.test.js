@@ -70,6 +70,27 @@ describe ('CURVE', () => {
         }
     });
 
+    it ('the examples take a key flag that starts with a dash (Z85 has one)', () => {
+        //  parseArgs took "--curve-server -jB..." for a missing value (a CI
+        //  run's generated key began with '-'): the examples now get past
+        //  the flags and fail on the missing certificate
+        const key = '-jB{F3GDg#7Tm2a?/j$yqEmhmO#eou9r]3EqELwr';
+        for (const program of ['client.js', 'worker.js']) {
+            let error = null;
+            try {
+                execFileSync (process.execPath, [path.join (EXAMPLES, program), '--endpoint',
+                    'tcp://127.0.0.1:1', '--curve-server', key, '--curve-cert', '/nonexistent'],
+                    { stdio: 'pipe', timeout: 20000 });
+            }
+            catch (caught) {
+                error = String (caught.stderr);
+            }
+            assert.ok (error, program + ' started with no certificate');
+            assert.match (error, /cannot read certificate \/nonexistent/, program);
+            assert.doesNotMatch (error, /ambiguous/, program);
+        }
+    });
+
     it ('the examples take endpoints and keys from the environment, or keys as flags', async () => {
         //  ACTD_CERT names w1's public file: its _secret is read, as zcert_load does
         const worker = spawn (process.execPath, [path.join (EXAMPLES, 'worker.js'),
