@@ -617,7 +617,9 @@ s_more_clients (act_broker_t *self)
 }
 
 //  Read fairly, within budgets: worker messages first in each round, up
-//  to a batch, and never stopped by client traffic; client requests up to
+//  to a batch or for S_READ_MS (a worker flooding megabyte PROGRESSes held
+//  a pass, and PING, for seconds), never stopped by client traffic; client
+//  requests up to
 //  a batch, for S_READ_MS at most, and until the replies of the pass hold
 //  S_READ_BYTES (a HISTORY page can be megabytes): the rest waits in the
 //  socket for the next pass, after the commit has sent these. Notes
@@ -627,9 +629,12 @@ static void
 s_read (act_broker_t *self)
 {
     long long started = act_clock_ms ();
-    bool workers = true, clients = s_more_clients (self);
+    bool workers = true, clients = s_more_clients (self), timed_out = false;
     for (int round = 0; round < S_READ_BATCH && (workers || clients); round++) {
         act_msg_t msg;
+        //  The clock is read every 16 rounds: a read costs ~23 ns here
+        if (workers && (round & 15) == 15 && act_clock_ms () - started >= S_READ_MS)
+            workers = false, timed_out = true;
         workers = workers && s_next (self, 1, &msg);
         if (workers) {
             s_worker_message (self, &msg);
@@ -662,7 +667,7 @@ s_read (act_broker_t *self)
         //  now, between two messages, not at the end of the pass
         act_broker_land (self);
     }
-    self->workers_waiting = workers;
+    self->workers_waiting = workers || timed_out;
 }
 
 int
