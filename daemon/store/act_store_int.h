@@ -81,8 +81,13 @@ act_journal_t *act_journal_new (void);
 //  Destroy the journal and what it holds; null the pointer; safe on NULL.
 void act_journal_destroy (act_journal_t **self_p);
 
-//  Writes held.
+//  Writes held (an update replaced by a later one still counts).
 size_t act_journal_size (act_journal_t *self);
+
+//  Bytes of the texts held. An update of a call with progress replaces the
+//  call's earlier update with progress not given to the backend yet, so
+//  a batch holds one copy of each call's latest progress.
+size_t act_journal_bytes (act_journal_t *self);
 
 //  Forget every write held, given to the backend or not.
 void act_journal_clear (act_journal_t *self);

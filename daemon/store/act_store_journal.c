@@ -12,6 +12,15 @@
     The writes stay here after they are given to the backend, until the
     batch is committed or rolled back: a backend that borrows (see
     act_store_int.h) keeps pointers to their texts, not copies.
+
+    An update of a call carries its whole state, progress included, so a
+    later one makes an earlier one not yet given to the backend useless.
+    A worker may send PROGRESS as fast as it likes, each with details of
+    up to max_message_bytes: an earlier update of the same call that
+    carried progress is dropped when a new one comes, so that a batch
+    holds one copy of a call's progress, not one per PROGRESS (a worker
+    flooding 1 MB PROGRESS messages had a batch hold a gigabyte). Updates
+    without progress (most of them) are not looked up.
     ========================================================================= */
 
 #include <czmq.h>
@@ -21,7 +30,8 @@ typedef enum {
     S_MESSAGE,                  //  put_message
     S_PUT_CALL,                 //  put_call
     S_UPDATE_CALL,              //  update_call
-    S_APPEND_KEY                //  put_append_key
+    S_APPEND_KEY,               //  put_append_key
+    S_SUPERSEDED                //  An update a later one replaced: nothing
 } s_kind_t;
 
 //  One write, with copies of what it writes
@@ -34,6 +44,7 @@ typedef struct {
     act_call_record_t record;   //  The call (put_call, update_call); its
                                 //  strings point into strings
     char *strings;              //  The record's strings, one allocation
+    size_t extra;               //  Bytes held besides the text's size
 } s_op_t;
 
 struct _act_journal_t {
@@ -41,12 +52,41 @@ struct _act_journal_t {
     size_t size;                //  Writes held
     size_t room;                //  Slots allocated
     size_t applied;             //  Writes given to the backend already
+    size_t bytes;               //  Bytes of the texts held
+    zhashx_t *progressed;       //  Call id -> 1 + index of its last update
+                                //  with progress not given to the backend
 };
+
+//  Call ids are the progressed table's keys, as pointer-sized integers
+static size_t
+s_id_hash (const void *key)
+{
+    return (size_t) (uintptr_t) key;
+}
+
+static int
+s_id_compare (const void *a, const void *b)
+{
+    return (uintptr_t) a < (uintptr_t) b? -1: (uintptr_t) a > (uintptr_t) b;
+}
 
 act_journal_t *
 act_journal_new (void)
 {
-    return (act_journal_t *) calloc (1, sizeof (act_journal_t));
+    act_journal_t *self = (act_journal_t *) calloc (1, sizeof (act_journal_t));
+    if (self)
+        self->progressed = zhashx_new ();
+    if (self && !self->progressed) {
+        free (self);
+        return NULL;
+    }
+    if (self) {
+        zhashx_set_key_hasher (self->progressed, s_id_hash);
+        zhashx_set_key_comparator (self->progressed, s_id_compare);
+        zhashx_set_key_duplicator (self->progressed, NULL);
+        zhashx_set_key_destructor (self->progressed, NULL);
+    }
+    return self;
 }
 
 void
@@ -54,6 +94,7 @@ act_journal_destroy (act_journal_t **self_p)
 {
     if (self_p && *self_p) {
         act_journal_clear (*self_p);
+        zhashx_destroy (&(*self_p)->progressed);
         free ((*self_p)->ops);
         free (*self_p);
         *self_p = NULL;
@@ -66,16 +107,33 @@ act_journal_size (act_journal_t *self)
     return self->size;
 }
 
+size_t
+act_journal_bytes (act_journal_t *self)
+{
+    return self->bytes;
+}
+
+//  Free what one write holds
+static void
+s_op_free (act_journal_t *self, s_op_t *op)
+{
+    self->bytes -= op->size + op->extra;
+    free (op->context);
+    free (op->text);
+    free (op->strings);
+    op->context = op->text = op->strings = NULL;
+    op->size = op->extra = 0;
+}
+
 void
 act_journal_clear (act_journal_t *self)
 {
-    for (size_t i = 0; i < self->size; i++) {
-        free (self->ops [i].context);
-        free (self->ops [i].text);
-        free (self->ops [i].strings);
-    }
+    for (size_t i = 0; i < self->size; i++)
+        s_op_free (self, &self->ops [i]);
     self->size = 0;
     self->applied = 0;
+    if (zhashx_size (self->progressed))
+        zhashx_purge (self->progressed);
 }
 
 //  A new, zeroed slot at the end; NULL when out of memory
@@ -101,10 +159,7 @@ s_add (act_journal_t *self, s_kind_t kind)
 static int
 s_drop_last (act_journal_t *self)
 {
-    s_op_t *op = &self->ops [--self->size];
-    free (op->context);
-    free (op->text);
-    free (op->strings);
+    s_op_free (self, &self->ops [--self->size]);
     return -1;
 }
 
@@ -123,6 +178,7 @@ act_journal_message (act_journal_t *self, const char *context, uint64_t seq,
         memcpy (op->text, text, size);
         op->text [size] = 0;
     }
+    self->bytes += size;
     return op->context && op->text? 0: s_drop_last (self);
 }
 
@@ -137,6 +193,23 @@ act_journal_append_key (act_journal_t *self, const char *context, const char *ke
     op->text = strdup (key);
     op->seq = seq;
     return op->context && op->text? 0: s_drop_last (self);
+}
+
+//  The last write, an update of call id with progress, replaces the
+//  call's earlier such update not given to the backend yet, if any
+static void
+s_supersede (act_journal_t *self, uint64_t id)
+{
+    void *key = (void *) (uintptr_t) id;
+    size_t last = self->size;       //  1 + the new update's index
+    size_t earlier = (size_t) (uintptr_t) zhashx_lookup (self->progressed, key);
+    if (earlier > self->applied && earlier < last
+    &&  self->ops [earlier - 1].kind == S_UPDATE_CALL) {
+        s_op_free (self, &self->ops [earlier - 1]);
+        self->ops [earlier - 1].kind = S_SUPERSEDED;
+    }
+    //  Out of memory here only means the next update is not merged
+    zhashx_update (self->progressed, key, (void *) (uintptr_t) last);
 }
 
 int
@@ -167,6 +240,8 @@ act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record
     op->strings = (char *) malloc (total? total: 1);
     if (!op->strings)
         return s_drop_last (self);
+    op->extra = total;
+    self->bytes += total;
     char *at = op->strings;
     for (size_t i = 0; i < nfields; i++)
         if (*fields [i]) {
@@ -175,6 +250,8 @@ act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record
             *fields [i] = at;
             at += length;
         }
+    if (!put && record->progress && record->call_id)
+        s_supersede (self, record->call_id);
     return 0;
 }
 
@@ -197,10 +274,15 @@ act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void
         if (op->kind == S_UPDATE_CALL)
             rc = backend->update_call (impl, &op->record);
         else
+        if (op->kind == S_APPEND_KEY)
             rc = backend->put_append_key (impl, op->context, op->text, op->seq);
+        else
+            rc = 0;                 //  Superseded: nothing to write
         if (rc < 0 && !failed)
             failed = whats [op->kind];
     }
     self->applied = self->size;
+    if (zhashx_size (self->progressed))
+        zhashx_purge (self->progressed);
     return failed;
 }

@@ -14,6 +14,7 @@
 #include <czmq.h>
 #include "actd/act.h"
 #include "act_store.h"
+#include "act_store_int.h"
 
 //  The settle function's record: how often it ran, and the sealed batch
 //  it ends (a commit "in flight" until then), as the broker's does
@@ -298,6 +299,118 @@ test_the_backend_borrows_the_journals_copies (void **state)
     s_close (&store, dir);
 }
 
+//  What a recording backend was given, in order: "m<seq>", "p<id>", or
+//  "u<id>:<progress>" for an update
+typedef struct {
+    zlistx_t *writes;           //  The writes, as texts
+} s_recorder_t;
+
+static int
+s_record_message (void *impl, const char *context, uint64_t seq, const char *text, size_t size)
+{
+    (void) context; (void) text; (void) size;
+    zlistx_add_end (((s_recorder_t *) impl)->writes, zsys_sprintf ("m%d", (int) seq));
+    return 0;
+}
+
+static int
+s_record_put (void *impl, const act_call_record_t *record)
+{
+    zlistx_add_end (((s_recorder_t *) impl)->writes, zsys_sprintf ("p%d", (int) record->call_id));
+    return 0;
+}
+
+static int
+s_record_update (void *impl, const act_call_record_t *record)
+{
+    //  The first 8 bytes of the progress tell which one it was
+    zlistx_add_end (((s_recorder_t *) impl)->writes,
+                    zsys_sprintf ("u%d:%.8s", (int) record->call_id,
+                                  record->progress? record->progress: "none"));
+    return 0;
+}
+
+//  A progress text of size bytes that starts with tag (8 characters)
+static char *
+s_progress (const char *tag, size_t size)
+{
+    char *text = (char *) malloc (size + 1);
+    memset (text, 'x', size);
+    memcpy (text, tag, 8);
+    text [size] = 0;
+    return text;
+}
+
+static void
+s_update (act_journal_t *journal, uint64_t id, const char *state, const char *progress)
+{
+    act_call_record_t record = s_record (id, state);
+    record.progress = progress;
+    assert_int_equal (act_journal_call (journal, false, &record), 0);
+}
+
+//  A batch holds one copy of a call's latest progress: a worker that sends
+//  PROGRESS as fast as it can (here 200 of 16 KiB each for one call, 200
+//  for another, interleaved) does not make the batch hold every one. The
+//  backend is given the writes in order, with the last progress of each
+//  call, and an update already given to the backend is never taken back
+static void
+test_a_later_progress_replaces_an_earlier_one_in_the_batch (void **state)
+{
+    (void) state;
+    s_recorder_t recorder = { zlistx_new () };
+    zlistx_set_destructor (recorder.writes, (zlistx_destructor_fn *) zstr_free);
+    act_store_backend_t backend = { 0 };
+    backend.put_message = s_record_message;
+    backend.put_call = s_record_put;
+    backend.update_call = s_record_update;
+    act_journal_t *journal = act_journal_new ();
+    assert_non_null (journal);
+    act_call_record_t call = s_record (1, "queued");
+    assert_int_equal (act_journal_call (journal, true, &call), 0);
+    call = s_record (2, "queued");
+    assert_int_equal (act_journal_call (journal, true, &call), 0);
+    s_update (journal, 1, "running", NULL);
+    const size_t size = 16 * 1024;
+    for (int i = 0; i < 200; i++) {
+        char tag [9];
+        snprintf (tag, sizeof tag, "a%07d", i);
+        char *progress = s_progress (tag, size);
+        s_update (journal, 1, "running", progress);
+        tag [0] = 'b';
+        memcpy (progress, tag, 8);
+        s_update (journal, 2, "running", progress);
+        free (progress);
+        if (i == 100)
+            assert_int_equal (act_journal_message (journal, "c", 1, "{}", 2), 0);
+    }
+    //  Two progress texts held, not 400 (6.4 MB)
+    assert_true (act_journal_bytes (journal) < 3 * size);
+    assert_null (act_journal_apply (journal, &backend, &recorder));
+    const char *expected [] = {
+        "p1", "p2", "u1:none", "m1", "u1:a0000199", "u2:b0000199"
+    };
+    size_t count = sizeof expected / sizeof expected [0];
+    assert_int_equal (zlistx_size (recorder.writes), count);
+    const char *write = (const char *) zlistx_first (recorder.writes);
+    for (size_t i = 0; i < count; i++, write = (const char *) zlistx_next (recorder.writes))
+        assert_string_equal (write, expected [i]);
+
+    //  Given to the backend, an update stays: the next one is added
+    zlistx_purge (recorder.writes);
+    char *progress = s_progress ("c0000000", 64);
+    s_update (journal, 1, "ok", progress);
+    free (progress);
+    assert_null (act_journal_apply (journal, &backend, &recorder));
+    assert_int_equal (zlistx_size (recorder.writes), 1);
+    assert_string_equal ((const char *) zlistx_first (recorder.writes), "u1:c0000000");
+    act_journal_clear (journal);
+    assert_int_equal (act_journal_bytes (journal), 0);
+    act_journal_destroy (&journal);
+    act_journal_destroy (&journal);
+    zlistx_destroy (&recorder.writes);
+}
+
 int
 main (void)
 {
@@ -307,6 +420,7 @@ main (void)
         cmocka_unit_test (test_a_failed_write_dooms_the_sealed_batch),
         cmocka_unit_test (test_the_backend_borrows_the_journals_copies),
         cmocka_unit_test (test_batches_are_durable_in_order_once_committed),
+        cmocka_unit_test (test_a_later_progress_replaces_an_earlier_one_in_the_batch),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
