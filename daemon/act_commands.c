@@ -224,7 +224,8 @@ s_plan (act_commands_t *self, s_request_t *req)
 
 //  APPEND context message [key]: with an idempotency key (1-128 bytes),
 //  a second APPEND with the same key appends nothing and answers the
-//  first one's _seq
+//  first one's _seq. A key the store could not be asked about is refused
+//  (internal), never taken for new: the message would be appended twice
 static void
 s_append (act_commands_t *self, s_request_t *req)
 {
@@ -241,8 +242,11 @@ s_append (act_commands_t *self, s_request_t *req)
     else
     if ((message = s_frame_json (req->args [1], &err))
     &&  (context = act_cache_get (self->cache, req->context, true, &err))) {
-        if (key && context->stored)
-            seq = act_store_append_key (self->store, req->context, key);
+        if (key && context->stored
+        &&  act_store_append_key (self->store, req->context, key, &seq) < 0)
+            act_err_set (&err, ACT_E_INTERNAL, "the store could not tell whether the "
+                         "idempotency key was used in context %s", req->context);
+        else
         if (!seq)
             stored = act_ctx_append (context->ctx, message, &err);
     }

@@ -11,21 +11,29 @@
 
 #include "act_flow_int.h"
 
-//  The call accepted before in context under client key key: a live one,
-//  or the record of one that ended (*record set). NULL when none.
-static act_live_t *
-s_call_by_key (act_flow_t *self, const char *context, const char *key, json_t **record)
+//  The call accepted before in context under client key key: a live one
+//  (*call), or the record of one that ended (*record). Returns 0 (both
+//  NULL when none), or -1 with err (internal) when the store could not
+//  tell: a key the store could not be asked about is never taken for new,
+//  or the call would run twice.
+static int
+s_call_by_key (act_flow_t *self, const char *context, const char *key, act_live_t **call,
+               json_t **record, act_err_t *err)
 {
     *record = NULL;
     char *full = act_key_new (context, key);
-    act_live_t *call = (act_live_t *) zhashx_lookup (self->keys, full);
+    *call = (act_live_t *) zhashx_lookup (self->keys, full);
     free (full);
-    if (!call) {
-        uint64_t number = act_store_idem (self->store, context, key);
-        if (number)
-            *record = act_store_call (self->store, number);
-    }
-    return call;
+    uint64_t number = 0;
+    int found = *call? 0: act_store_idem (self->store, context, key, &number);
+    //  A key stored without its record (the row gone meanwhile) is no
+    //  answer either: the key's unique index would refuse a new call
+    if (found > 0 && act_store_call (self->store, number, record) < 1)
+        found = -1;
+    if (found < 0)
+        return act_err_set (err, ACT_E_INTERNAL, "the store could not tell whether the "
+                            "_id was used in context %s", context);
+    return 0;
 }
 
 //  Entries a request may have for its arrays to be on the stack
@@ -42,13 +50,19 @@ typedef struct {
 
 //  An entry whose _id was seen before (in the store, live, or earlier in
 //  this plan): what ACCEPTED says of it goes to *entry, and the new call
-//  is dropped. Returns false when the _id is new.
-static bool
-s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t *entry)
+//  is dropped. Returns 1 then, 0 when the _id is new, or -1 with err
+//  (internal) and the new call dropped when the store could not tell.
+static int
+s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t *entry,
+                  act_err_t *err)
 {
     act_live_t *call = calls [index];
+    act_live_t *earlier;
     json_t *record;
-    act_live_t *earlier = s_call_by_key (self, call->context->id, call->call->id, &record);
+    if (s_call_by_key (self, call->context->id, call->call->id, &earlier, &record, err)) {
+        act_flow_drop (self, &calls [index]);
+        return -1;
+    }
     for (size_t i = 0; !earlier && !record && i < index; i++)
         if (calls [i] && calls [i]->call->id && streq (calls [i]->call->id, call->call->id))
             earlier = calls [i];
@@ -63,9 +77,9 @@ s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t 
         entry->record = record;
     }
     else
-        return false;
+        return 0;
     act_flow_drop (self, &calls [index]);
-    return true;
+    return 1;
 }
 
 //  Prepare one new entry: reserve its place, number it, evaluate it and
@@ -145,7 +159,11 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t
             break;
         }
         calls [index] = act_live_new (self->pool, context, parsed);
-        if (calls [index]->call->id && s_prepare_repeat (self, calls, index, &accepted [index]))
+        int repeat = calls [index]->call->id
+                   ? s_prepare_repeat (self, calls, index, &accepted [index], err): 0;
+        if (repeat < 0)
+            break;
+        if (repeat)
             continue;
         if (backlog + ++fresh > (size_t) self->settings->max_queued_calls) {
             act_err_set (err, ACT_E_BUSY, "%zu calls are waiting or queued, and %zu more "

@@ -106,7 +106,15 @@ act_store_open (const char *location, act_sync_t sync, act_err_t *err)
         free (self);
         return NULL;
     }
-    self->last_call = self->backend->last_call (self->impl);
+    //  A call id read as 0 for want of an answer would give out the
+    //  stored calls' ids again
+    if (self->backend->last_call (self->impl, &self->last_call)) {
+        self->backend->destroy (self->impl);
+        act_err_set (err, ACT_E_INTERNAL, "cannot open store '%s': its calls do not read",
+                     location);
+        free (self);
+        return NULL;
+    }
     return self;
 }
 
@@ -371,18 +379,28 @@ act_store_history_texts (act_store_t *self, const char *context, uint64_t from,
     return self->backend->history (self->impl, context, from, limit, max_bytes, fn, arg);
 }
 
-json_t *
-act_store_call (act_store_t *self, uint64_t call_id)
+int
+act_store_call (act_store_t *self, uint64_t call_id, json_t **record)
 {
     s_direct (self);
-    return self->backend->call (self->impl, call_id);
+    *record = NULL;
+    int rc = self->backend->call (self->impl, call_id, record);
+    if (rc != 1) {
+        json_decref (*record);
+        *record = NULL;
+    }
+    return rc;
 }
 
-uint64_t
-act_store_idem (act_store_t *self, const char *context, const char *key)
+int
+act_store_idem (act_store_t *self, const char *context, const char *key, uint64_t *call_id)
 {
     s_direct (self);
-    return self->backend->idem (self->impl, context, key);
+    *call_id = 0;
+    int rc = self->backend->idem (self->impl, context, key, call_id);
+    if (rc != 1)
+        *call_id = 0;
+    return rc;
 }
 
 int
@@ -392,11 +410,15 @@ act_store_pending (act_store_t *self, act_store_each_fn *fn, void *arg)
     return self->backend->pending (self->impl, fn, arg);
 }
 
-uint64_t
-act_store_last_call (act_store_t *self)
+int
+act_store_last_call (act_store_t *self, uint64_t *call_id)
 {
     s_direct (self);
-    return self->backend->last_call (self->impl);
+    *call_id = 0;
+    int rc = self->backend->last_call (self->impl, call_id);
+    if (rc)
+        *call_id = 0;
+    return rc;
 }
 
 json_t *
@@ -582,14 +604,19 @@ act_store_delete_context (act_store_t *self, const char *context, size_t *messag
     return s_counted (self, rc, "a context's deletion");
 }
 
-uint64_t
-act_store_append_key (act_store_t *self, const char *context, const char *key)
+int
+act_store_append_key (act_store_t *self, const char *context, const char *key,
+                      uint64_t *seq)
 {
     s_direct (self);
+    *seq = 0;
     size_t length = key? strlen (key): 0;
     if (length == 0 || length > 128)
         return 0;
-    return self->backend->append_key (self->impl, context, key);
+    int rc = self->backend->append_key (self->impl, context, key, seq);
+    if (rc != 1)
+        *seq = 0;
+    return rc;
 }
 
 int

@@ -151,17 +151,23 @@ int act_store_history_texts (act_store_t *self, const char *context, uint64_t fr
                              size_t limit, size_t max_bytes, act_store_text_fn *fn,
                              void *arg);
 
-//  The record of call call_id, or NULL.
-json_t *act_store_call (act_store_t *self, uint64_t call_id);
+//  The record of call call_id: 1 with *record set (the caller's), 0 when
+//  no such call is stored, -1 on a read error (logged). *record is NULL
+//  unless 1: a read error is no answer, never "not found".
+int act_store_call (act_store_t *self, uint64_t call_id, json_t **record);
 
-//  The call id holding client key key in context, or 0.
-uint64_t act_store_idem (act_store_t *self, const char *context, const char *key);
+//  The call holding client key key in context: 1 with *call_id set, 0
+//  when none holds it, -1 on a read error (logged). *call_id is 0 unless
+//  1: a read error is no answer, never "a new key".
+int act_store_idem (act_store_t *self, const char *context, const char *key,
+                    uint64_t *call_id);
 
 //  Walk the records of calls that have not ended, oldest first.
 int act_store_pending (act_store_t *self, act_store_each_fn *fn, void *arg);
 
-//  The highest call id ever stored (0 for an empty store).
-uint64_t act_store_last_call (act_store_t *self);
+//  The highest call id ever stored in *call_id (0 for an empty store).
+//  Returns 0, or -1 on a read error (logged; *call_id 0).
+int act_store_last_call (act_store_t *self, uint64_t *call_id);
 
 //  Totals, as a new object: {"contexts", "messages", "deleted", "calls":
 //  {"accepted", "ok", "error", "timeout", "skipped", "cancelled"}}, of the
@@ -195,8 +201,12 @@ json_t *act_store_contexts (act_store_t *self, const char *prefix, const char *a
 //  into a new context of that id.
 int act_store_delete_context (act_store_t *self, const char *context, size_t *messages);
 
-//  The _seq an earlier APPEND with idempotency key key got in context, or 0.
-uint64_t act_store_append_key (act_store_t *self, const char *context, const char *key);
+//  The _seq an earlier APPEND with idempotency key key got in context: 1
+//  with *seq set, 0 when no APPEND used key (or key is not 1-128 bytes),
+//  -1 on a read error (logged). *seq is 0 unless 1: a read error is no
+//  answer, never "a new key".
+int act_store_append_key (act_store_t *self, const char *context, const char *key,
+                          uint64_t *seq);
 
 //  Remember that the APPEND with key key got _seq seq in context (in the
 //  batch). Keys are 1-128 bytes: another is refused (-1) and nothing is

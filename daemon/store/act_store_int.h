@@ -33,10 +33,13 @@ typedef struct {
     int (*messages) (void *impl, const char *context, act_store_each_fn *fn, void *arg);
     int (*history) (void *impl, const char *context, uint64_t from, size_t limit,
                     size_t max_bytes, act_store_text_fn *fn, void *arg);
-    json_t *(*call) (void *impl, uint64_t call_id);
-    uint64_t (*idem) (void *impl, const char *context, const char *key);
+    //  call, idem and append_key: 1 with the out parameter set, 0 when
+    //  nothing is stored, -1 on a read error (logged): as the act_store_
+    //  functions of the same names; last_call: 0, or -1 on a read error
+    int (*call) (void *impl, uint64_t call_id, json_t **record);
+    int (*idem) (void *impl, const char *context, const char *key, uint64_t *call_id);
     int (*pending) (void *impl, act_store_each_fn *fn, void *arg);
-    uint64_t (*last_call) (void *impl);
+    int (*last_call) (void *impl, uint64_t *call_id);
     int (*counters) (void *impl, int64_t *counts);
     //  Shared stores only (NULL otherwise)
     //  The next call id; 0 when it takes the database (a new block of
@@ -56,7 +59,7 @@ typedef struct {
     //  Delete a context in the batch: 1 and *messages set when it existed,
     //  0 when it did not, -1 on failure
     int (*delete_context) (void *impl, const char *context, size_t *messages);
-    uint64_t (*append_key) (void *impl, const char *context, const char *key);
+    int (*append_key) (void *impl, const char *context, const char *key, uint64_t *seq);
     int (*put_append_key) (void *impl, const char *context, const char *key, uint64_t seq);
     int (*idle_contexts) (void *impl, const char *before, size_t limit,
                           act_store_each_fn *fn, void *arg);

@@ -441,22 +441,25 @@ s_memory_history (void *impl, const char *context, uint64_t from, size_t limit,
     return 0;
 }
 
-static json_t *
-s_memory_call (void *impl, uint64_t call_id)
+//  Memory cannot fail a read: 1 or 0
+static int
+s_memory_call (void *impl, uint64_t call_id, json_t **record)
 {
     char key [24];
     s_call_key (key, call_id);
     s_mcall_t *call = zhashx_lookup (((s_memory_t *) impl)->calls, key);
-    return call? s_mcall_json (call): NULL;
+    *record = call? s_mcall_json (call): NULL;
+    return *record != NULL;
 }
 
-static uint64_t
-s_memory_idem (void *impl, const char *context, const char *key)
+static int
+s_memory_idem (void *impl, const char *context, const char *key, uint64_t *call_id)
 {
     char *full = act_key_new (context, key);
     const char *id = zhashx_lookup (((s_memory_t *) impl)->keys, full);
     free (full);
-    return id? strtoull (id, NULL, 10): 0;
+    *call_id = id? strtoull (id, NULL, 10): 0;
+    return *call_id != 0;
 }
 
 static int
@@ -503,10 +506,11 @@ s_memory_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *a
     return 0;
 }
 
-static uint64_t
-s_memory_last_call (void *impl)
+static int
+s_memory_last_call (void *impl, uint64_t *call_id)
 {
-    return ((s_memory_t *) impl)->last_call;
+    *call_id = ((s_memory_t *) impl)->last_call;
+    return 0;
 }
 
 static int
@@ -583,12 +587,13 @@ s_memory_delete_context (void *impl, const char *context, size_t *messages)
     return grave->ctx? 1: 0;
 }
 
-static uint64_t
-s_memory_append_key (void *impl, const char *context, const char *key)
+static int
+s_memory_append_key (void *impl, const char *context, const char *key, uint64_t *seq)
 {
     s_mctx_t *ctx = zhashx_lookup (((s_memory_t *) impl)->contexts, context);
-    const char *seq = ctx? zhashx_lookup (ctx->append_keys, key): NULL;
-    return seq? strtoull (seq, NULL, 10): 0;
+    const char *text = ctx? zhashx_lookup (ctx->append_keys, key): NULL;
+    *seq = text? strtoull (text, NULL, 10): 0;
+    return *seq != 0;
 }
 
 static int

@@ -542,34 +542,41 @@ s_call_record (PGresult *result, int row)
     return record;
 }
 
-static json_t *
-s_call (void *impl, uint64_t call_id)
+//  1 with *record set, 0 when the call is not stored, -1 when the server
+//  could not be read (a lost connection is no answer)
+static int
+s_call (void *impl, uint64_t call_id, json_t **record)
 {
     act_pg_t *self = (act_pg_t *) impl;
     if (act_pg_flush (self, NULL))
-        return NULL;
+        return -1;
     char id [24];
     snprintf (id, sizeof id, "%" PRIu64, call_id);
     const char *params [] = { id };
     PGresult *result = act_pg_exec (self, "cannot read a call",
         "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = $1::bigint", 1, params, NULL);
-    json_t *record = result && PQntuples (result)? s_call_record (result, 0): NULL;
+    if (!result)
+        return -1;
+    *record = PQntuples (result)? s_call_record (result, 0): NULL;
     PQclear (result);
-    return record;
+    return *record != NULL;
 }
 
-uint64_t
+int
 act_pg_number (act_pg_t *self, const char *what, const char *sql, const char *context,
-               const char *key)
+               const char *key, uint64_t *number)
 {
+    *number = 0;
     if (act_pg_flush (self, NULL))
-        return 0;
+        return -1;
     const char *params [] = { context, key };
     PGresult *result = act_pg_exec (self, what, sql, 2, params, NULL);
-    uint64_t number = result && PQntuples (result)
-                    ? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
+    if (!result)
+        return -1;
+    if (PQntuples (result))
+        *number = strtoull (PQgetvalue (result, 0, 0), NULL, 10);
     PQclear (result);
-    return number;
+    return *number != 0;
 }
 
 int
@@ -584,11 +591,11 @@ act_pg_each_text (PGresult *result, act_store_each_fn *fn, void *arg)
     return 0;
 }
 
-static uint64_t
-s_idem (void *impl, const char *context, const char *key)
+static int
+s_idem (void *impl, const char *context, const char *key, uint64_t *call_id)
 {
     return act_pg_number ((act_pg_t *) impl, "cannot read calls",
-        "SELECT id FROM calls WHERE context = $1 AND idem = $2", context, key);
+        "SELECT id FROM calls WHERE context = $1 AND idem = $2", context, key, call_id);
 }
 
 //  Walk call records a query returns
@@ -632,15 +639,17 @@ s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
         1, params, fn, arg);
 }
 
-static uint64_t
-s_last_call (void *impl)
+static int
+s_last_call (void *impl, uint64_t *call_id)
 {
     act_pg_t *self = (act_pg_t *) impl;
     PGresult *result = act_pg_exec (self, "cannot read calls",
                                "SELECT COALESCE (MAX (id), 0) FROM calls", 0, NULL, NULL);
-    uint64_t id = result? strtoull (PQgetvalue (result, 0, 0), NULL, 10): 0;
+    if (!result)
+        return -1;
+    *call_id = strtoull (PQgetvalue (result, 0, 0), NULL, 10);
     PQclear (result);
-    return id;
+    return 0;
 }
 
 static uint64_t

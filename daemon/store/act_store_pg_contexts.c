@@ -94,11 +94,11 @@ act_pg_delete_context (void *impl, const char *context, size_t *messages)
     return existed;
 }
 
-uint64_t
-act_pg_append_key (void *impl, const char *context, const char *key)
+int
+act_pg_append_key (void *impl, const char *context, const char *key, uint64_t *seq)
 {
     return act_pg_number ((act_pg_t *) impl, "cannot read APPEND keys",
-        "SELECT seq FROM append_keys WHERE context = $1 AND key = $2", context, key);
+        "SELECT seq FROM append_keys WHERE context = $1 AND key = $2", context, key, seq);
 }
 
 int

@@ -142,9 +142,11 @@ int act_pg_begin (act_pg_t *self, act_err_t *err);
 int act_pg_flush (act_pg_t *self, act_err_t *err);
 
 //  The number in the first row of sql with parameters context and key
-//  (after the buffered writes are sent), or 0
-uint64_t act_pg_number (act_pg_t *self, const char *what, const char *sql,
-                        const char *context, const char *key);
+//  (after the buffered writes are sent): 1 with *number set, 0 when there
+//  is no row, -1 when the server could not be read (logged as what);
+//  *number is 0 unless 1
+int act_pg_number (act_pg_t *self, const char *what, const char *sql,
+                   const char *context, const char *key, uint64_t *number);
 
 //  Call fn with the first column of each row of result as a JSON string,
 //  until it returns non-zero, and clear result: 0, or -1 if result is NULL
@@ -162,7 +164,7 @@ int act_pg_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void 
 json_t *act_pg_contexts (void *impl, const char *from, const char *end, const char *after,
                          size_t limit);
 int act_pg_delete_context (void *impl, const char *context, size_t *messages);
-uint64_t act_pg_append_key (void *impl, const char *context, const char *key);
+int act_pg_append_key (void *impl, const char *context, const char *key, uint64_t *seq);
 int act_pg_put_append_key (void *impl, const char *context, const char *key, uint64_t seq);
 int act_pg_idle_contexts (void *impl, const char *before, size_t limit,
                           act_store_each_fn *fn, void *arg);

@@ -489,36 +489,47 @@ s_call_record (sqlite3_stmt *query)
     return record;
 }
 
-static json_t *
-s_call (void *impl, uint64_t call_id)
+//  1 with *record set, 0 when the call is not stored, -1 on a read error
+static int
+s_call (void *impl, uint64_t call_id, json_t **record)
 {
     act_sqlite_t *self = (act_sqlite_t *) impl;
     act_sqlite_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_CALL];
     sqlite3_bind_int64 (query, 1, (sqlite3_int64) call_id);
-    json_t *record = sqlite3_step (query) == SQLITE_ROW? s_call_record (query): NULL;
+    int rc = sqlite3_step (query);
+    *record = rc == SQLITE_ROW? s_call_record (query): NULL;
+    int found = rc == SQLITE_ROW? 1: rc == SQLITE_DONE? 0: -1;
+    if (found < 0)
+        s_fail (self, NULL, "cannot read a call");
     sqlite3_reset (query);
-    return record;
+    return found;
 }
 
-//  The number query which finds for (context, key), or 0
-uint64_t
-act_sqlite_number (act_sqlite_t *self, int which, const char *context, const char *key)
+//  The number query which finds for (context, key): 1, 0 (no row), or -1
+//  on a read error (logged as what)
+int
+act_sqlite_number (act_sqlite_t *self, int which, const char *context, const char *key,
+                   uint64_t *number, const char *what)
 {
     sqlite3_stmt *query = self->queries [which];
     sqlite3_bind_text (query, 1, context, -1, SQLITE_STATIC);
     sqlite3_bind_text (query, 2, key, -1, SQLITE_STATIC);
-    uint64_t number = sqlite3_step (query) == SQLITE_ROW
-                    ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    int rc = sqlite3_step (query);
+    *number = rc == SQLITE_ROW? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    int found = rc == SQLITE_ROW? 1: rc == SQLITE_DONE? 0: -1;
+    if (found < 0)
+        s_fail (self, NULL, what);
     sqlite3_reset (query);
-    return number;
+    return found;
 }
 
-static uint64_t
-s_idem (void *impl, const char *context, const char *key)
+static int
+s_idem (void *impl, const char *context, const char *key, uint64_t *call_id)
 {
     act_sqlite_flush_held ((act_sqlite_t *) impl);
-    return act_sqlite_number ((act_sqlite_t *) impl, Q_IDEM, context, key);
+    return act_sqlite_number ((act_sqlite_t *) impl, Q_IDEM, context, key, call_id,
+                              "cannot read calls");
 }
 
 static int
@@ -553,16 +564,19 @@ s_pending (void *impl, act_store_each_fn *fn, void *arg)
     return act_sqlite_each (self, query, s_call_record, fn, arg, "cannot read calls");
 }
 
-static uint64_t
-s_last_call (void *impl)
+//  0 with *call_id set (MAX of no rows is NULL: 0), or -1 on a read error
+static int
+s_last_call (void *impl, uint64_t *call_id)
 {
     act_sqlite_t *self = (act_sqlite_t *) impl;
     act_sqlite_flush_held (self);
     sqlite3_stmt *query = self->queries [Q_LAST_CALL];
-    uint64_t id = sqlite3_step (query) == SQLITE_ROW
-                ? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    int rc = sqlite3_step (query);
+    *call_id = rc == SQLITE_ROW? (uint64_t) sqlite3_column_int64 (query, 0): 0;
+    if (rc != SQLITE_ROW)
+        s_fail (self, NULL, "cannot read calls");
     sqlite3_reset (query);
-    return id;
+    return rc == SQLITE_ROW? 0: -1;
 }
 
 static int

@@ -78,10 +78,11 @@ act_sqlite_delete_context (void *impl, const char *context, size_t *messages)
     return existed > 0;
 }
 
-uint64_t
-act_sqlite_append_key (void *impl, const char *context, const char *key)
+int
+act_sqlite_append_key (void *impl, const char *context, const char *key, uint64_t *seq)
 {
-    return act_sqlite_number ((act_sqlite_t *) impl, Q_APPEND_KEY, context, key);
+    return act_sqlite_number ((act_sqlite_t *) impl, Q_APPEND_KEY, context, key, seq,
+                              "cannot read APPEND keys");
 }
 
 int

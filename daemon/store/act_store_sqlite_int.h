@@ -64,16 +64,18 @@ json_t *act_sqlite_page (act_sqlite_t *self, sqlite3_stmt *query, act_sqlite_row
 //  The first column of the current row as a JSON string
 json_t *act_sqlite_row_text (sqlite3_stmt *query);
 
-//  The number the query which finds for (context, key), or 0
-uint64_t act_sqlite_number (act_sqlite_t *self, int which, const char *context,
-                            const char *key);
+//  The number query which finds for (context, key): 1 with *number set,
+//  0 when it finds none, -1 on a read error (logged as what); *number is
+//  0 unless 1
+int act_sqlite_number (act_sqlite_t *self, int which, const char *context,
+                       const char *key, uint64_t *number, const char *what);
 
 //  The lifecycle of contexts (act_store_sqlite_contexts.c), as the
 //  backend's members of the same names (act_store_int.h)
 json_t *act_sqlite_contexts (void *impl, const char *from, const char *end,
                              const char *after, size_t limit);
 int act_sqlite_delete_context (void *impl, const char *context, size_t *messages);
-uint64_t act_sqlite_append_key (void *impl, const char *context, const char *key);
+int act_sqlite_append_key (void *impl, const char *context, const char *key, uint64_t *seq);
 int act_sqlite_put_append_key (void *impl, const char *context, const char *key,
                                uint64_t seq);
 int act_sqlite_idle_contexts (void *impl, const char *before, size_t limit,

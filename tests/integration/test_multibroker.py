@@ -12,7 +12,7 @@ import time
 import unittest
 
 import pg
-from harness import Actd, Client, find_binary, remove_scratch, scratch_dir
+from harness import Actd, Client, Worker, find_binary, remove_scratch, scratch_dir, wait_for
 
 LEASE_MS = 1000
 
@@ -282,12 +282,37 @@ class MultiBrokerTest(unittest.TestCase):
         client.close()
         self.assertEqual(broker.stop(), 0)
         broker.start()
+        self.cut()
+        return Client(broker.client_endpoint)
+
+    def cut(self):
+        """The broker's database session ended by the server: its next
+        statement fails, and it connects again."""
         subprocess.run(
             [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c",
              "SELECT pg_terminate_backend (pid) FROM pg_stat_activity "
              "WHERE datname = current_database () AND pid <> pg_backend_pid ()"],
             check=True, capture_output=True, timeout=60)
-        return Client(broker.client_endpoint)
+
+    def served_then_cut(self, prepare):
+        """A broker with a worker of "echo" that counts its tasks (and
+        answers with its params); prepare(client) makes what the test
+        needs, with the context in the broker's memory (no read of whether
+        it exists comes first), then the session is cut: the next read of
+        the store, the test's, fails. The lease is long: no renewal reads
+        the store before it. Returns the client and the worker."""
+        self.group = Brokers(1, store_timeout_ms=300, lease_ms=60000)
+        broker = self.group.brokers[0]
+        worker = Worker(broker.worker_endpoint, ["echo"], lambda activity, params, meta: params)
+        worker.start()
+        self.addCleanup(worker.stop)
+        client = Client(broker.client_endpoint)
+        self.addCleanup(client.close)
+        wait_for(lambda: json.loads(client.request("STATS")[1])["workers"],
+                 "the worker registered", 30)
+        prepare(client)
+        self.cut()
+        return client, worker
 
     def until_served(self, client, *request):
         """request sent again while it is refused (internal) until the
@@ -335,6 +360,61 @@ class MultiBrokerTest(unittest.TestCase):
             self.assertNotIn("store commit failed", broker.log())
         finally:
             client.close()
+
+    def test_a_failed_read_of_an_ended_call_is_no_not_found(self):
+        """PROTOCOL.md 3: STATUS of an ended call (no longer in memory: its
+        record is read from the store) while the store cannot be read is
+        internal, not not_found; once connected again, its status."""
+        call = {"_tool": "echo", "n": 1, "_outputPath": "\u2020state.out"}
+        ended = []
+        client, _ = self.served_then_cut(
+            lambda client: ended.append(client.call("ended", call)))
+        call_id, outcome = ended[0]
+        self.assertEqual(outcome["status"], "ok")
+        reply = client.request("STATUS", call_id, timeout=30)
+        self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+        reply = self.until_served(client, "STATUS", call_id)
+        self.assertEqual(reply[0], "VALUE", reply)
+        self.assertEqual(json.loads(reply[1])["state"], "ok")
+
+    def test_a_failed_read_of_an_id_runs_no_call_again(self):
+        """A CALL repeating the _id of an ended call, sent while the store
+        cannot tell whether the _id was used, is refused (internal), never
+        accepted as new: once connected again the same CALL answers the
+        first call's id, and the tool ran once in all."""
+        call = {"_tool": "echo", "_id": "once", "_outputPath": "\u2020state.out"}
+        ended = []
+        client, worker = self.served_then_cut(
+            lambda client: ended.append(client.call("ids", call)))
+        call_id, outcome = ended[0]
+        self.assertEqual(outcome["status"], "ok")
+        refused = client.request("CALL", "ids", call, timeout=30)
+        served = self.until_served(client, "CALL", "ids", call)
+        time.sleep(0.5)             #  A TASK sent meanwhile would be in by now
+        self.assertEqual((refused[:2], served[:2], len(worker.tasks)),
+                         (["ERROR", "internal"], ["ACCEPTED", call_id], 1))
+        self.assertNotIn("store commit failed", self.group.brokers[0].log())
+
+    def test_a_failed_read_of_an_append_key_appends_nothing(self):
+        """An APPEND repeating an idempotency key, sent while the store
+        cannot tell whether the key was used, is refused (internal) and
+        appends nothing: once connected again the same APPEND answers the
+        first one's seq, and the context holds one message."""
+        message = {"type": "data", "kind": "input", "data": {"n": 1}}
+        first = []
+        client, _ = self.served_then_cut(lambda client: first.append(
+            client.request("APPEND", "keyed", message, "key-1")))
+        self.assertEqual(first[0][0], "OK", first)
+        self.assertEqual(json.loads(first[0][1])["seq"], 1)
+        reply = client.request("APPEND", "keyed", message, "key-1", timeout=30)
+        self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+        reply = self.until_served(client, "APPEND", "keyed", message, "key-1")
+        self.assertEqual(reply[0], "OK", reply)
+        self.assertEqual(json.loads(reply[1])["seq"], 1)
+        broker = self.group.brokers[0]
+        self.assertEqual([m["data"]["n"] for m in history([broker.client_endpoint],
+                                                          "keyed")], [1])
+        self.assertNotIn("store commit failed", broker.log())
 
     def test_a_broker_whose_server_goes_silent_gives_up_after_the_lease(self):
         """The server's host goes silent (here a firewall rule drops every

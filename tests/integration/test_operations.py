@@ -14,6 +14,7 @@ deadlines.
 """
 
 import errno
+import json
 import os
 import re
 import shutil
@@ -1014,6 +1015,80 @@ class StoreRowsTest(unittest.TestCase):
             client = actd.client()
             self.assertEqual(client.request("PING"), ["PONG"])
             client.close()
+
+
+class StoreReadErrorTest(unittest.TestCase):
+    """PROTOCOL.md 3 (internal): a lookup the store could not answer is
+    refused with internal and changes nothing, never taken for "absent"
+    (not_found, a new _id, a new APPEND key). The read error is made by
+    renaming, with sqlite3 while actd runs, the table the lookup reads
+    (SQLite then fails the statement: no such table), then naming it back."""
+
+    def setUp(self):
+        self.actd = Actd(store=sqlite_store(self)).start()
+        self.addCleanup(self.actd.cleanup)
+        self.worker = Worker(self.actd.worker_endpoint, ["t"],
+                             lambda activity, params, meta: params)
+        self.worker.start()
+        self.addCleanup(self.worker.stop)
+        self.worker.ready.wait(10)
+        self.client = self.actd.client()
+        self.addCleanup(self.client.close)
+
+    def tearDown(self):
+        self.assertEqual(self.actd.stop(), 0, self.actd.log()[-2000:])
+
+    def rename(self, table, name):
+        db = sqlite3.connect(self.actd.store, timeout=10)
+        try:
+            db.execute("ALTER TABLE %s RENAME TO %s" % (table, name))
+            db.commit()
+        finally:
+            db.close()
+
+    def unreadable(self, table, *request):
+        """The reply to request while table cannot be read, and the reply
+        to the same request once it can"""
+        self.rename(table, table + "_away")
+        try:
+            refused = self.client.request(*request)
+        finally:
+            self.rename(table + "_away", table)
+        return refused, self.client.request(*request)
+
+    def assert_nothing_written(self):
+        """No write was tried while the table was away: none failed"""
+        self.assertNotIn("store commit failed", self.actd.log())
+
+    def test_status_of_an_ended_call_that_does_not_read(self):
+        call_id, outcome = self.client.call("c", {"_tool": "t", "_outputPath": DAGGER + "s.x"})
+        self.assertEqual(outcome["status"], "ok")
+        refused, served = self.unreadable("calls", "STATUS", call_id)
+        self.assertEqual(refused[:2], ["ERROR", "internal"], refused)
+        self.assertEqual(served[0], "VALUE", served)
+        self.assertEqual(json.loads(served[1])["state"], "ok")
+        self.assert_nothing_written()
+
+    def test_a_repeated_id_that_does_not_read_runs_nothing_again(self):
+        call = {"_tool": "t", "_id": "k", "_outputPath": DAGGER + "s.x"}
+        call_id, outcome = self.client.call("c", call)
+        self.assertEqual(outcome["status"], "ok")
+        refused, served = self.unreadable("calls", "CALL", "c", call)
+        time.sleep(0.5)             #  A TASK sent meanwhile would be in by now
+        self.assertEqual((refused[:2], served[:2], len(self.worker.tasks)),
+                         (["ERROR", "internal"], ["ACCEPTED", call_id], 1))
+        self.assert_nothing_written()
+
+    def test_a_repeated_append_key_that_does_not_read_appends_nothing(self):
+        message = {"type": "data", "kind": "input", "data": {"n": 1}}
+        first = self.client.request("APPEND", "c", message, "k")
+        self.assertEqual(first[0], "OK", first)
+        refused, served = self.unreadable("append_keys", "APPEND", "c", message, "k")
+        self.assertEqual(refused[:2], ["ERROR", "internal"], refused)
+        self.assertEqual(served, first)
+        self.assertEqual([m["data"] for m in self.client.value("HISTORY", "c", "1", "10")],
+                         [{"n": 1}])
+        self.assert_nothing_written()
 
 
 class StoreBackupTest(unittest.TestCase):

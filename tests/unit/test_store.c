@@ -73,6 +73,42 @@ s_context (const char *name)
     return zsys_sprintf ("%s-%08x", name, (unsigned) randof (0x7fffffff));
 }
 
+//  The lookups of a store that reads: each answers, 1 (found, with its
+//  value) or 0 (not found, with none), never -1
+
+//  The record of call call_id, or NULL when it is not stored
+static json_t *
+s_call (act_store_t *store, uint64_t call_id)
+{
+    json_t *record = (json_t *) 1;
+    int rc = act_store_call (store, call_id, &record);
+    assert_in_range (rc, 0, 1);
+    assert_int_equal (rc, record != NULL);
+    return record;
+}
+
+//  The call id holding key in context, or 0
+static uint64_t
+s_idem (act_store_t *store, const char *context, const char *key)
+{
+    uint64_t call_id = 1;
+    int rc = act_store_idem (store, context, key, &call_id);
+    assert_in_range (rc, 0, 1);
+    assert_int_equal (rc, call_id != 0);
+    return call_id;
+}
+
+//  The _seq of the APPEND with key in context, or 0
+static uint64_t
+s_append_key (act_store_t *store, const char *context, const char *key)
+{
+    uint64_t seq = 1;
+    int rc = act_store_append_key (store, context, key, &seq);
+    assert_in_range (rc, 0, 1);
+    assert_int_equal (rc, seq != 0);
+    return seq;
+}
+
 //  Writes are seen by reads before the commit, and kept after it
 static void
 test_reads_see_the_batch_and_commit_keeps_it (void **state)
@@ -136,8 +172,8 @@ test_calls_are_recorded_updated_and_counted (void **state)
     assert_int_equal (act_store_put_call (store, &record), 0);
     act_err_t err = { 0 };
     assert_int_equal (act_store_commit (store, &err), 0);
-    assert_int_equal (act_store_idem (store, context, "key-1"), first);
-    assert_int_equal (act_store_idem (store, context, "key-2"), 0);
+    assert_int_equal (s_idem (store, context, "key-1"), first);
+    assert_int_equal (s_idem (store, context, "key-2"), 0);
 
     json_t *pending = json_array ();
     assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
@@ -164,7 +200,7 @@ test_calls_are_recorded_updated_and_counted (void **state)
     record.outcome = "{\"status\":\"ok\"}";
     act_store_update_call (store, &record);
     assert_int_equal (act_store_commit (store, &err), 0);
-    json_t *stored = act_store_call (store, first);
+    json_t *stored = s_call (store, first);
     assert_non_null (stored);
     assert_string_equal (json_string_value (json_object_get (stored, "state")), "ok");
     assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
@@ -177,7 +213,7 @@ test_calls_are_recorded_updated_and_counted (void **state)
     act_store_pending_in (store, context, s_count, pending);
     assert_int_equal (json_array_size (pending), 1);
     json_decref (pending);
-    assert_null (act_store_call (store, second + 1000000));
+    assert_null (s_call (store, second + 1000000));
 
     json_t *after = act_store_counts (store);
     json_t *calls_before = json_object_get (before, "calls");
@@ -215,7 +251,7 @@ test_a_batch_keeps_each_calls_last_write (void **state)
     record.progress = "{\"done\":1}";
     assert_int_equal (act_store_update_call (store, &record), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
-    json_t *stored = act_store_call (store, first);
+    json_t *stored = s_call (store, first);
     assert_string_equal (json_string_value (json_object_get (stored, "state")), "running");
     assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
     assert_string_equal (json_string_value (json_object_get (stored, "client")), "00ab");
@@ -236,7 +272,7 @@ test_a_batch_keeps_each_calls_last_write (void **state)
         assert_int_equal (act_store_put_message (store, context, (uint64_t) i + 1, text,
                                                  strlen (text)), 0);
         if (i == CALLS / 2) {
-            stored = act_store_call (store, ids [0]);
+            stored = s_call (store, ids [0]);
             assert_string_equal (json_string_value (json_object_get (stored, "state")),
                                  "queued");
             json_decref (stored);
@@ -254,7 +290,7 @@ test_a_batch_keeps_each_calls_last_write (void **state)
     assert_int_equal (json_array_size (pending), 1 + CALLS - CALLS / 4);
     json_decref (pending);
     for (int i = 0; i < CALLS; i++) {
-        stored = act_store_call (store, ids [i]);
+        stored = s_call (store, ids [i]);
         const char *expected = i % 2? "queued": i % 4? "running": "ok";
         assert_string_equal (json_string_value (json_object_get (stored, "state")), expected);
         assert_int_equal (json_is_object (json_object_get (stored, "outcome")), i % 4 == 0);
@@ -280,7 +316,7 @@ test_a_batch_keeps_each_calls_last_write (void **state)
     record.outcome = "{}";
     act_store_update_call (store, &record);
     act_store_abort (store);
-    assert_null (act_store_call (store, gone));
+    assert_null (s_call (store, gone));
     act_store_destroy (&store);
     zstr_free (&context);
 }
@@ -441,7 +477,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (messages, 1);
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_false (act_store_has_context (store, "old"));
-    assert_null (act_store_call (store, 8));
+    assert_null (s_call (store, 8));
     act_store_destroy (&store);
     //  A file made before version 4 keeps auto_vacuum NONE (see act_store_sqlite.c)
     assert_int_equal (s_sql_number (path, "PRAGMA auto_vacuum"), 0);
@@ -558,7 +594,7 @@ test_calls_in_several_blocks_of_ids (void **state)
     assert_int_equal (act_store_delete_context (store, "blk", &messages), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
     for (int i = 0; i < 5; i++) {
-        json_t *call = act_store_call (store, ids [i]);
+        json_t *call = s_call (store, ids [i]);
         if (ids [i] == 4097)
             assert_non_null (call);
         else
@@ -593,12 +629,12 @@ test_a_version_6_store_is_migrated (void **state)
     char *list = s_pending_list (store, "six");
     assert_string_equal (list, "1:queued:0,2:running:2,4:running:1");
     zstr_free (&list);
-    json_t *ended = act_store_call (store, 3);
+    json_t *ended = s_call (store, 3);
     assert_string_equal (json_string_value (json_object_get (ended, "state")), "ok");
     assert_string_equal (json_string_value (json_object_get (json_object_get (ended, "outcome"),
                                                             "status")), "ok");
     json_decref (ended);
-    assert_int_equal (act_store_idem (store, "six", "k4"), 4);
+    assert_int_equal (s_idem (store, "six", "k4"), 4);
     json_t *listed = act_store_contexts (store, "six", NULL, 10);
     assert_int_equal (json_array_size (listed), 1);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (listed, 0),
@@ -621,7 +657,7 @@ test_a_version_6_store_is_migrated (void **state)
     list = s_pending_list (store, "six");
     assert_string_equal (list, "1:running:1,4:running:1");
     zstr_free (&list);
-    ended = act_store_call (store, 2);
+    ended = s_call (store, 2);
     assert_string_equal (json_string_value (json_object_get (ended, "state")), "error");
     assert_int_equal (json_integer_value (json_object_get (ended, "attempts")), 2);
     assert_string_equal (json_string_value (json_object_get (json_object_get (ended, "outcome"),
@@ -651,7 +687,7 @@ test_a_version_6_store_is_migrated (void **state)
     assert_int_equal (act_store_delete_context (store, "six", &messages), 0);
     assert_int_equal (messages, 1);
     assert_int_equal (act_store_commit (store, &err), 0);
-    assert_null (act_store_call (store, 2));
+    assert_null (s_call (store, 2));
     act_store_destroy (&store);
     assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 9);
     assert_int_equal (s_sql_number (path, "SELECT (SELECT COUNT(*) FROM calls)"
@@ -862,7 +898,7 @@ test_a_failed_write_fails_the_commit (void **state)
         json_t *page = act_store_history (store, context, 1, 10, 0);
         assert_int_equal (json_array_size (page), 1);
         json_decref (page);
-        json_t *call = act_store_call (store, record.call_id);
+        json_t *call = s_call (store, record.call_id);
         assert_null (call);
     }
     //  The next batch commits as usual
@@ -1067,9 +1103,9 @@ s_assert_gone (act_store_t *store, const char *context, uint64_t call_id)
     json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 0);
     json_decref (page);
-    assert_null (act_store_call (store, call_id));
-    assert_int_equal (act_store_idem (store, context, "key-1"), 0);
-    assert_int_equal (act_store_append_key (store, context, "append-1"), 0);
+    assert_null (s_call (store, call_id));
+    assert_int_equal (s_idem (store, context, "key-1"), 0);
+    assert_int_equal (s_append_key (store, context, "append-1"), 0);
     json_t *pending = json_array ();
     assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
     assert_int_equal (json_array_size (pending), 0);
@@ -1131,7 +1167,7 @@ test_a_deleted_context_is_gone_and_its_id_starts_again (void **state)
     assert_string_equal (json_string_value (json_object_get (item, "updated")),
                          "2026-05-02T10:00:00.000Z");
     json_decref (page);
-    assert_int_equal (act_store_idem (store, context, "key-1"), 0);
+    assert_int_equal (s_idem (store, context, "key-1"), 0);
     json_decref (before);
     json_decref (after);
     act_store_destroy (&store);
@@ -1179,11 +1215,11 @@ test_a_delete_in_a_failed_batch_keeps_the_context (void **state)
     json_t *page = act_store_history (store, context, 1, 10, 0);
     assert_int_equal (json_array_size (page), 2);
     json_decref (page);
-    json_t *call = act_store_call (store, call_id);
+    json_t *call = s_call (store, call_id);
     assert_non_null (call);
     json_decref (call);
-    assert_int_equal (act_store_idem (store, context, "key-1"), call_id);
-    assert_int_equal (act_store_append_key (store, context, "append-1"), 2);
+    assert_int_equal (s_idem (store, context, "key-1"), call_id);
+    assert_int_equal (s_append_key (store, context, "append-1"), 2);
     json_t *pending = json_array ();
     act_store_pending_in (store, context, s_count, pending);
     assert_int_equal (json_array_size (pending), 1);
@@ -1209,12 +1245,12 @@ test_append_keys_are_per_context (void **state)
     char *other = s_context ("akey-other");
     act_store_t *store = s_open_two (context, other);
     act_err_t err = { 0 };
-    assert_int_equal (act_store_append_key (store, context, "k"), 0);
+    assert_int_equal (s_append_key (store, context, "k"), 0);
     assert_int_equal (act_store_put_append_key (store, context, "k", 5), 0);
-    assert_int_equal (act_store_append_key (store, context, "k"), 5);     //  In the batch
-    assert_int_equal (act_store_append_key (store, other, "k"), 0);
+    assert_int_equal (s_append_key (store, context, "k"), 5);     //  In the batch
+    assert_int_equal (s_append_key (store, other, "k"), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
-    assert_int_equal (act_store_append_key (store, context, "k"), 5);
+    assert_int_equal (s_append_key (store, context, "k"), 5);
     assert_int_equal (act_store_put_append_key (store, other, "k", 9), 0);
     char long_key [130];
     memset (long_key, 'x', 129);
@@ -1226,17 +1262,75 @@ test_append_keys_are_per_context (void **state)
     long_key [128] = 0;
     assert_int_equal (act_store_put_append_key (store, other, long_key, 10), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
-    assert_int_equal (act_store_append_key (store, other, "k"), 9);
-    assert_int_equal (act_store_append_key (store, other, long_key), 10);
-    assert_int_equal (act_store_append_key (store, context, "k"), 5);
+    assert_int_equal (s_append_key (store, other, "k"), 9);
+    assert_int_equal (s_append_key (store, other, long_key), 10);
+    assert_int_equal (s_append_key (store, context, "k"), 5);
 
     size_t messages;
     assert_int_equal (act_store_delete_context (store, context, &messages), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
-    assert_int_equal (act_store_append_key (store, context, "k"), 0);
-    assert_int_equal (act_store_append_key (store, other, "k"), 9);
+    assert_int_equal (s_append_key (store, context, "k"), 0);
+    assert_int_equal (s_append_key (store, other, "k"), 9);
     act_store_destroy (&store);
     zstr_free (&other);
+    zstr_free (&context);
+}
+
+//  Run sql on the SQLite store at path with the sqlite3 library, from a
+//  connection of its own, while the store is open
+static void
+s_sql_run (const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
+    sqlite3_busy_timeout (db, 5000);
+    if (sqlite3_exec (db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg ("%s: %s", sql, sqlite3_errmsg (db));
+    sqlite3_close (db);
+}
+
+//  A lookup the store could not answer is -1, with no value, never 0 (not
+//  found): its callers answer internal instead of running a call again or
+//  appending a message twice. Read errors are made by renaming the tables
+//  the lookups read from another connection, then naming them back.
+static void
+test_a_failed_lookup_is_no_answer (void **state)
+{
+    if (streq (s_location, ":memory:") || strstr (s_location, "://"))
+        skip ();                //  SQLite files only (tests/integration: PostgreSQL)
+    char *context = s_context ("unread");
+    act_store_t *store = s_open_owning (context);
+    act_err_t err = { 0 };
+    act_store_put_context (store, context);
+    uint64_t id = act_store_next_call (store);
+    act_call_record_t record = s_record (id, context, "queued", "key-1");
+    assert_int_equal (act_store_put_call (store, &record), 0);
+    assert_int_equal (act_store_put_append_key (store, context, "append-1", 1), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+
+    s_sql_run (s_location, "ALTER TABLE calls RENAME TO calls_away;"
+                           "ALTER TABLE append_keys RENAME TO append_keys_away");
+    json_t *call = (json_t *) 1;
+    uint64_t number = 1;
+    assert_int_equal (act_store_call (store, id, &call), -1);
+    assert_null (call);
+    assert_int_equal (act_store_call (store, id + 1, &call), -1);
+    assert_int_equal (act_store_idem (store, context, "key-1", &number), -1);
+    assert_int_equal (number, 0);
+    assert_int_equal (act_store_idem (store, context, "key-2", &number), -1);
+    number = 1;
+    assert_int_equal (act_store_append_key (store, context, "append-1", &number), -1);
+    assert_int_equal (number, 0);
+
+    s_sql_run (s_location, "ALTER TABLE calls_away RENAME TO calls;"
+                           "ALTER TABLE append_keys_away RENAME TO append_keys");
+    call = s_call (store, id);
+    assert_non_null (call);
+    json_decref (call);
+    assert_int_equal (s_idem (store, context, "key-1"), id);
+    assert_int_equal (s_idem (store, context, "key-2"), 0);
+    assert_int_equal (s_append_key (store, context, "append-1"), 1);
+    act_store_destroy (&store);
     zstr_free (&context);
 }
 
@@ -1416,7 +1510,7 @@ static void
 s_assert_call (act_store_t *store, const char *context, uint64_t id, const char *state,
                long long attempts)
 {
-    json_t *stored = act_store_call (store, id);
+    json_t *stored = s_call (store, id);
     assert_non_null (stored);
     assert_string_equal (json_string_value (json_object_get (stored, "state")), state);
     assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), attempts);
@@ -1471,7 +1565,7 @@ test_dispatches_are_read_back_with_their_attempts (void **state)
     s_assert_call (store, context, id, "error", 2);
     assert_int_equal (act_store_delete_context (store, context, NULL), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
-    assert_null (act_store_call (store, id));
+    assert_null (s_call (store, id));
     act_store_destroy (&store);
     if (!streq (s_location, ":memory:") && !strstr (s_location, "://")) {
         char *sql = zsys_sprintf ("SELECT COUNT(*) FROM dispatched WHERE id = %" PRIu64, id);
@@ -1502,6 +1596,7 @@ main (void)
         cmocka_unit_test (test_a_deleted_context_is_gone_and_its_id_starts_again),
         cmocka_unit_test (test_a_delete_in_a_failed_batch_keeps_the_context),
         cmocka_unit_test (test_append_keys_are_per_context),
+        cmocka_unit_test (test_a_failed_lookup_is_no_answer),
         cmocka_unit_test (test_idle_contexts_have_old_messages_and_no_pending_call),
         cmocka_unit_test (test_deleting_gives_the_space_back),
     };

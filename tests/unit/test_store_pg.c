@@ -226,6 +226,62 @@ test_the_store_connects_again_after_a_loss (void **state)
     zstr_free (&context);
 }
 
+//  Which lookup s_lookup makes
+typedef enum { S_CALL, S_IDEM, S_APPEND_KEY } s_lookup_t;
+
+//  Lookup which of what the store holds for context (call call_id, its
+//  key "key-1", the APPEND key "append-1" of _seq 1): 1, 0 or -1, with
+//  the value checked against what it returns
+static int
+s_lookup (act_store_t *store, s_lookup_t which, const char *context, uint64_t call_id)
+{
+    json_t *record = (json_t *) 1;
+    uint64_t number = 1;
+    int rc = which == S_CALL? act_store_call (store, call_id, &record)
+           : which == S_IDEM? act_store_idem (store, context, "key-1", &number)
+           : act_store_append_key (store, context, "append-1", &number);
+    if (which == S_CALL) {
+        assert_int_equal (rc == 1, record != NULL);
+        if (rc == 1)
+            assert_int_equal (json_integer_value (json_object_get (record, "call_id")),
+                              call_id);
+        json_decref (record);
+    }
+    else
+        assert_int_equal (number, rc == 1? (which == S_IDEM? call_id: 1): 0);
+    return rc;
+}
+
+//  A lookup the loss takes is no answer (-1), never "not stored" (0):
+//  actd would answer not_found, run a call again, append a message twice.
+//  Once connected again, each finds what is stored.
+static void
+test_a_lookup_the_loss_takes_is_no_answer (void **state)
+{
+    char *context = NULL;
+    act_store_t *store = s_store_with_one ("lookup", &context);
+    act_err_t err = { 0 };
+    uint64_t call_id = act_store_next_call (store);
+    act_call_record_t record = { call_id, context, "ok", 1, "{\"_tool\":\"t\"}", "key-1",
+                                 "{\"status\":\"ok\"}", NULL, NULL, NULL };
+    assert_int_equal (act_store_put_call (store, &record), 0);
+    assert_int_equal (act_store_put_append_key (store, context, "append-1", 1), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    for (s_lookup_t which = S_CALL; which <= S_APPEND_KEY; which++) {
+        s_end_sessions ();
+        assert_int_equal (s_lookup (store, which, context, call_id), -1);
+        int rc = -1;
+        for (int attempt = 0; attempt < 100 && rc < 0; attempt++) {
+            rc = s_lookup (store, which, context, call_id);
+            if (rc < 0)
+                zclock_sleep (100);
+        }
+        assert_int_equal (rc, 1);
+    }
+    act_store_destroy (&store);
+    zstr_free (&context);
+}
+
 //  The store on url, its bounds asserted before and after connecting
 //  again (s_assert_bounds)
 static void
@@ -312,6 +368,7 @@ main (void)
         cmocka_unit_test (test_a_batch_the_loss_took_is_refused_whole),
         cmocka_unit_test (test_a_batch_lost_with_its_first_writes_is_refused_whole),
         cmocka_unit_test (test_the_store_connects_again_after_a_loss),
+        cmocka_unit_test (test_a_lookup_the_loss_takes_is_no_answer),
         cmocka_unit_test (test_a_silent_server_is_given_up_after_the_lease),
         cmocka_unit_test (test_the_url_bounds_stand),
         cmocka_unit_test (test_a_pipeline_cut_short_gives_its_connection_up),
