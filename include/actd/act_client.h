@@ -45,7 +45,11 @@ typedef struct {
 //  waits for the broker.
 act_client_t *act_client_new (const char *endpoint);
 
-//  Close the connection and null the pointer; safe on NULL.
+//  Close the connection and null the pointer; safe on NULL. Each watch
+//  still open is sent UNWATCH first (actd frees its slot of max_watches
+//  at once, rather than at its context's next event), best effort: their
+//  OK is awaited 200 ms at most, not at all when no watch is open, so a
+//  broker that is gone or slow delays it no longer.
 void act_client_destroy (act_client_t **self_p);
 
 //  How long a synchronous request waits for its reply (default 30 000 ms).
@@ -205,7 +209,8 @@ typedef struct _act_watch_t act_watch_t;
 //  calls, each change of state of its calls too. Then returns at once (the
 //  broker does not acknowledge a watch; a refusal comes as an error of
 //  act_watch_next). The watch belongs to the client: destroy it first (a
-//  watch that outlives its client only fails).
+//  watch that outlives its client only fails; act_client_destroy has sent
+//  its UNWATCH).
 act_watch_t *act_client_watch (act_client_t *self, const char *context, uint64_t from_seq,
                                bool calls, act_err_t *err);
 

@@ -24,6 +24,10 @@ typedef struct {
 //  and act_client_plan with wait (whether the tool prescribes an output path)
 #define ACT_CLIENT_PRESCRIBED_MS 2000
 
+//  Milliseconds act_client_destroy waits at most for the OK of the UNWATCH
+//  it sends for each open watch (a broker that is gone costs no more)
+#define ACT_CLIENT_UNWATCH_MS 200
+
 struct _act_client_t {
     zlistx_t *links;            //  act_link_t, the endpoints given, then learned
     zpoller_t *poller;          //  Polls every link's socket and monitor
@@ -83,8 +87,10 @@ bool act_watch_intake (act_client_t *self, act_link_t *link, act_reply_t *reply)
 //  made again (up true): the watches on it are sent again once it is back.
 void act_watch_link_event (act_client_t *self, act_link_t *link, bool up);
 
-//  From act_client_watch.c: the client is going: its watches are left
-//  without it (act_watch_next then fails).
+//  From act_client_watch.c: the client is going: each open watch is sent
+//  UNWATCH and their OK awaited ACT_CLIENT_UNWATCH_MS at most (not at all
+//  when none is open), then the watches are left without it
+//  (act_watch_next then fails).
 void act_watch_orphan (act_client_t *self);
 
 #endif

@@ -44,18 +44,26 @@ s_watch_send (act_watch_t *self)
     zhashx_insert (client->watches, self->request, self);
 }
 
-//  Close the WATCH now open: UNWATCH it, and drop whatever it still sends
+//  Send UNWATCH for the WATCH now open (its request id in unwatch, 24
+//  bytes), and drop whatever the WATCH still sends
 static void
-s_watch_close (act_watch_t *self)
+s_watch_unwatch (act_watch_t *self, char *unwatch)
 {
     act_client_t *client = self->client;
     zhashx_delete (client->watches, self->request);
     act_client_ignore (client, self->request);
     //  PROTOCOL.md section 1.1: UNWATCH names a WATCH of the same socket,
     //  so it goes to the broker the WATCH went to
-    char unwatch [24];
     act_client_post_on (client, self->link, unwatch, "UNWATCH", self->request, NULL, NULL);
-    act_client_ignore (client, unwatch);
+}
+
+//  Close the WATCH now open: UNWATCH it, and drop its OK as it comes
+static void
+s_watch_close (act_watch_t *self)
+{
+    char unwatch [24];
+    s_watch_unwatch (self, unwatch);
+    act_client_ignore (self->client, unwatch);
 }
 
 //  The stream cannot be trusted any more: watch again from the next _seq
@@ -210,9 +218,45 @@ act_watch_link_event (act_client_t *self, act_link_t *link, bool up)
 void
 act_watch_orphan (act_client_t *self)
 {
+    //  docs/protocol.md section 2.6: actd learns that a socket closed only
+    //  when it sends to it, so a watch left open would hold its slot of
+    //  max_watches until its context's next event. Each open watch (an
+    //  ended one is no longer in the table) is sent UNWATCH, kept pending
+    //  so that its OK says it arrived; collected first, as closing a watch
+    //  changes the table being walked
+    zlistx_t *open = zlistx_new ();
     for (act_watch_t *watch = zhashx_first (self->watches); watch;
          watch = zhashx_next (self->watches))
+        zlistx_add_end (open, watch);
+    zlistx_t *unwatches = zlistx_new ();
+    zlistx_set_destructor (unwatches, (zlistx_destructor_fn *) zstr_free);
+    for (act_watch_t *watch = zlistx_first (open); watch; watch = zlistx_next (open)) {
+        char unwatch [24];
+        s_watch_unwatch (watch, unwatch);
+        zlistx_add_end (unwatches, strdup (unwatch));
         watch->client = NULL;
+    }
+    zlistx_destroy (&open);
+    //  Best effort, and bounded: a broker that is gone or slow costs
+    //  ACT_CLIENT_UNWATCH_MS at most. Each OK takes its request out of
+    //  pending, and so does a connection that drops (an ERROR disconnected
+    //  the caller will never read); other replies are dropped
+    int64_t deadline = zclock_mono () + ACT_CLIENT_UNWATCH_MS;
+    const char *unwatch = zlistx_first (unwatches);
+    while (unwatch) {
+        if (!zhashx_lookup (self->pending, unwatch)) {
+            unwatch = zlistx_next (unwatches);
+            continue;
+        }
+        int64_t left = deadline - zclock_mono ();
+        if (left <= 0)
+            break;
+        act_reply_t *reply = act_client_read (self, (int) left);
+        if (!reply && zsys_interrupted)
+            break;              //  CZMQ's poller no longer waits: it would spin
+        act_reply_destroy (&reply);
+    }
+    zlistx_destroy (&unwatches);
 }
 
 json_t *

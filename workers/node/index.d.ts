@@ -510,6 +510,10 @@ export declare class Client {
     ping(options?: RequestOptions): Promise<number>;
     /** Any command; ERROR rejects. A CALL or PLAN sent this way gets no DONE. */
     request(command: string, args?: (string | Buffer)[], options?: RequestOptions): Promise<Reply>;
-    /** Close the socket; waiting requests reject with code "closed". */
-    close(): void;
+    /** Close the client: waiting requests reject with code "closed" at
+     *  once. Each watch still open is sent UNWATCH first, so that actd frees
+     *  its slot of max_watches; the sockets close once every OK came, or
+     *  after 200 ms (at once with no watch open). Resolves then; never
+     *  rejects. */
+    close(): Promise<void>;
 }

@@ -111,6 +111,7 @@ class Client {
         this._counter = 0;
         this._prescriptions = new Map ();   //  activity -> { until, path } (TOOLS answers)
         this._scanTimer = null;
+        this._closing = null;           //  close ()'s promise
         this._scanMs = Math.max (10, Math.min (250,
             ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
                                                        .map ((ms) => ms / 4)));
@@ -404,10 +405,16 @@ class Client {
             ({ verb, args: reply }));
     }
 
-    //  Close the sockets; requests still waiting reject with code "closed"
+    //  Close the client: requests still waiting reject with code "closed"
+    //  at once. Each watch still open is sent UNWATCH first (actd frees its
+    //  slot of max_watches at once, rather than at its context's next
+    //  event), best effort: the sockets close once every OK came, or after
+    //  200 ms (UNWATCH_CLOSE_MS), at once when no watch is open. Returns a
+    //  promise that resolves then (never rejects); closing again returns
+    //  the same one.
     close () {
         if (this.closed)
-            return;
+            return this._closing;
         this.closed = true;
         clearTimeout (this._scanTimer);
         this._scanTimer = null;
@@ -416,11 +423,23 @@ class Client {
             this._settle (request, error);
         this._pending.clear ();
         this._waits.clear ();
-        for (const link of this._links.values ())
-            link.close ();
+        const unwatched = this._unwatchAll (this._watches);
+        const links = [...this._links.values ()];
+        const closeLinks = () => {
+            for (const link of links)
+                link.close ();
+            this._pending.clear ();     //  UNWATCHes not answered in time
+        };
+        if (unwatched)
+            this._closing = unwatched.then (closeLinks);
+        else {
+            closeLinks ();
+            this._closing = Promise.resolve ();
+        }
         for (const watch of this._watches)
             if (watch.wake)
                 watch.wake ();
+        return this._closing;
     }
 }
 

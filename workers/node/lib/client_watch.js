@@ -9,6 +9,7 @@ const { parseFrame } = require ('./client_requests');
 
 const WATCH_IDLE_MS = 10000;            //  A watch silent this long PINGs its broker
 const UNWATCH_MS = 2000;                //  How long leaving a watch waits for UNWATCH's OK
+const UNWATCH_CLOSE_MS = 200;           //  How long close () waits for the OK of its UNWATCHes
 
 //  An EVENT's object; an EVENT that does not read as one ends the watch
 //  with code bad_reply, as any reply the client cannot read
@@ -48,8 +49,20 @@ class ClientWatch {
         const idleMs = options.idleMs ?? WATCH_IDLE_MS;
         const signal = options.signal;
         let last = (options.fromSeq ?? 1) - 1;  //  -1: from now on, none given yet
-        const watch = { items: [], wake: null, lost: false, request: null };
+        //  ended: the broker ended the WATCH now open (refused it, or its
+        //  context was deleted): close () sends it no UNWATCH
+        const watch = { items: [], wake: null, lost: false, request: null, ended: false };
         const push = (item) => {
+            if (item.verb === 'EVENT') {
+                try {
+                    item.event = s_event (item.args [0]);
+                }
+                catch (error) {
+                    item.error = error;
+                }
+            }
+            if (item.verb === 'ERROR' || (item.event && item.event.deleted))
+                watch.ended = true;
             watch.items.push (item);
             if (watch.wake)
                 watch.wake ();
@@ -59,6 +72,7 @@ class ClientWatch {
                 this._unwatch (watch.request, UNWATCH_MS);
             watch.items = [];
             watch.lost = false;
+            watch.ended = false;
             watch.request = this._track ('WATCH', [context, String (last + 1),
                                                    options.calls? 'all': 'messages'],
                                          { replied: true, stream: push });
@@ -90,7 +104,9 @@ class ClientWatch {
                                           String (item.args [1] ?? ''));
                 if (item.verb !== 'EVENT')
                     continue;
-                const event = s_event (item.args [0]);
+                if (item.error)
+                    throw item.error;
+                const event = item.event;
                 if (typeof event.seq === 'number' && last >= 0) {
                     if (event.seq <= last)
                         continue;       //  Given already
@@ -133,6 +149,35 @@ class ClientWatch {
             if (error.code === 'request_timeout' || error.code === 'disconnected')
                 watch.lost = true;
         }
+    }
+
+    //  close () of a client (closed already, its requests rejected): send
+    //  UNWATCH for each of watches still open at the broker, not one it
+    //  ended (docs/protocol.md section 2.6: actd learns that a socket
+    //  closed only when it sends to it, so an open watch would hold its
+    //  slot of max_watches until its context's next event). A promise that
+    //  resolves once each is answered (or its connection dropped), or
+    //  after UNWATCH_CLOSE_MS, whichever comes first; null when none was
+    //  sent
+    _unwatchAll (watches) {
+        const sent = [];
+        for (const watch of watches) {
+            if (!watch.request || watch.ended)
+                continue;
+            this._pending.delete (watch.request.id);
+            sent.push (new Promise ((resolve) => {
+                const request = this._track ('UNWATCH', [watch.request.id], {
+                    resolve, reject: resolve, onReply: () => undefined,
+                    endpoint: watch.request.endpoint, pinned: true });
+                this._transmit (request);
+            }));
+        }
+        if (!sent.length)
+            return null;
+        let timer;
+        return Promise.race ([Promise.all (sent), new Promise ((resolve) => {
+            timer = setTimeout (resolve, UNWATCH_CLOSE_MS);
+        })]).finally (() => clearTimeout (timer));
     }
 
     //  End the watch of request (best effort: resolves in any case)

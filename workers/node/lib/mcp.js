@@ -352,7 +352,7 @@ class ActdMcp {
             await session.server.close ().catch (() => {});
         if (this._http)
             await new Promise ((resolve) => this._http.close (() => resolve ()));
-        this.client.close ();
+        await this.client.close ();
     }
 }
 

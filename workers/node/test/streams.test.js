@@ -199,3 +199,66 @@ describe ('Streams across broker restarts and limits', () => {
             }
     });
 });
+
+//  close () with watches open that nobody ended sends UNWATCH for them
+//  (docs/protocol.md section 2.6): actd learns that a socket closed only
+//  when it sends to it, so before, each held its slot of max_watches until
+//  its context's next event. And close () stays quick when actd is gone.
+describe ('close () with watches open', () => {
+    const WATCHES = 3;
+    let actd;
+
+    //  WATCHES watches of context by client, each past its first event
+    async function opened (client, context) {
+        const watches = [];
+        for (let n = 0; n < WATCHES; n++)
+            watches.push (client.watch (context));
+        for (const watch of watches)
+            assert.equal ((await watch.next ()).value.seq, 1);
+        return watches;
+    }
+
+    before (async () => {
+        actd = new Actd ();
+        const config = path.join (actd.dir, 'actd.cfg');
+        fs.writeFileSync (config, `server\n    max_watches = ${WATCHES}\n`);
+        actd.args = ['--config', config];
+        await actd.start ();
+    });
+
+    after (async () => {
+        await actd.finish ();
+    });
+
+    it ('sends UNWATCH for them: a new client may open max_watches watches at once', async () => {
+        const client = actd.client ();
+        await client.append ('c-close', note (1));
+        await opened (client, 'c-close');
+        await client.close ();
+        //  No event came to the context: only the UNWATCHes freed the slots
+        const other = actd.client ();
+        try {
+            for (const watch of await opened (other, 'c-close'))
+                await watch.return ();
+        }
+        finally {
+            await other.close ();
+        }
+    });
+
+    it ('returns within 2 s when actd is gone', async () => {
+        const gone = await new Actd ().start ();
+        try {
+            const client = gone.client ();
+            await client.append ('c-gone', note (1));
+            await opened (client, 'c-gone');
+            await gone.kill ();
+            const start = Date.now ();
+            await client.close ();
+            assert.ok (Date.now () - start < 2000, `close () took ${Date.now () - start} ms`);
+        }
+        finally {
+            gone.cleanup ();
+        }
+    });
+});

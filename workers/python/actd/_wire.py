@@ -29,7 +29,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tu
 
 from .errors import ActdError, Disconnected, ProtocolError, error_for
 from .types import Outcome
-from ._codec import (HEADER, decode_frame, parse_status, parse_value, read_outcome,
+from ._codec import (HEADER, decode_frame, parse_ok, parse_status, parse_value, read_outcome,
                      request_frames, text_arg)
 from ._watch import WATCH_LOST, Subscription, Watch
 
@@ -253,6 +253,29 @@ class Tracker:
         if pending is not None and pending.kind == "watch":
             self.outbox.append((pending.endpoint,
                                 request_frames("UNWATCH", self.new_id(), [request_id])))
+
+    def close_watches(self, error: BaseException, new_future: Callable[[], Any]
+                      ) -> Tuple[List[Any], List[Action]]:
+        """The client is closing: ``UNWATCH`` each open watch to its broker
+        (docs/protocol.md section 2.6: actd learns that a socket closed
+        only when it sends to it, so an open watch would hold its slot of
+        ``max_watches`` until its context's next event). A watch that has
+        ended (refused, or its context deleted) is no longer pending and
+        gets none. Each ``UNWATCH`` is pending with a future from
+        ``new_future()`` that its ``OK`` settles, and each watch's sink gets
+        ``error``; returns the futures and the actions to run."""
+        futures: List[Any] = []
+        actions: List[Action] = []
+        for request_id, pending in list(self._pending.items()):
+            if pending.kind != "watch":
+                continue
+            del self._pending[request_id]
+            future = new_future()
+            self.send("UNWATCH", [request_id], Pending("simple", future, parse_ok,
+                                                       pin=pending.endpoint))
+            futures.append(future)
+            actions.append(_to_sink(pending.reply, error))
+        return futures, actions
 
     def probe(self, sub: "Subscription", stats: Any) -> None:
         """Ask ``STATS`` (its reply to future ``stats``) of the broker that

@@ -30,7 +30,7 @@ import zmq.asyncio
 
 from . import _codec, _handles, _prescribed, _socket, _watch, _wire
 from ._socket import Endpoints
-from .client import _DEFAULT, PROBE, _options
+from .client import _DEFAULT, PROBE, UNWATCH_WAIT, _options
 from .errors import ActdError, Closed, Disconnected, NotFound, Timeout
 from .types import Outcome, Status
 
@@ -176,10 +176,20 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Stop the reader and close the socket; pending requests raise
-        :class:`actd.Closed`."""
+        :class:`actd.Closed`. Each watch still open is sent ``UNWATCH``
+        first, their ``OK`` awaited ``UNWATCH_WAIT`` (0.2) seconds at most,
+        as :meth:`actd.Client.close` does."""
         if self._closed:
             return
         self._closed = True
+        if self._loop is not None:
+            unwatches, actions = self._tracker.close_watches(Closed("the client was closed"),
+                                                             self._loop.create_future)
+            for action in actions:
+                action()
+            if unwatches:
+                self._flush()
+                await asyncio.wait(unwatches, timeout=UNWATCH_WAIT)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -37,6 +37,10 @@ MULTI_REQUEST_TIMEOUT = 5.0
 #: Seconds a watch may be silent before its broker is asked ``STATS``.
 PROBE = 5.0
 
+#: Seconds ``close()`` waits at most for the ``OK`` of the ``UNWATCH`` it
+#: sends for each open watch (a broker that is gone costs no more).
+UNWATCH_WAIT = 0.2
+
 
 def _options(endpoints: Optional[Endpoints], endpoint: Optional[Endpoints],
              request_timeout: Any, status_poll: Optional[float]
@@ -202,11 +206,23 @@ class Client:
 
     def close(self) -> None:
         """Stop the I/O thread and close the socket; pending requests raise
-        :class:`actd.Closed`. Safe to call twice."""
+        :class:`actd.Closed`. Safe to call twice. Each watch still open is
+        sent ``UNWATCH`` first (actd frees its slot of ``max_watches`` at
+        once, rather than at its context's next event), best effort: their
+        ``OK`` is awaited :data:`UNWATCH_WAIT` seconds at most, not at all
+        when no watch is open."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            unwatches, actions = self._tracker.close_watches(
+                Closed("the client was closed"), concurrent.futures.Future)
+        for action in actions:
+            action()
+        if unwatches and self._thread is not threading.current_thread():
+            self._wake()
+            concurrent.futures.wait(unwatches, UNWATCH_WAIT)
+        with self._lock:
             self._closing = True
         self._wake()
         if self._thread is not threading.current_thread():

@@ -3,10 +3,12 @@ actd.aio.AsyncClient against the real actd (PROTOCOL.md section 1.1)."""
 
 import asyncio
 import threading
+import time
 import unittest
 from typing import Any, Dict, Iterator, List
 
 from support import TIMEOUT, Actd, BrokerTest, wait_until
+from harness import actd_with_config
 
 import actd
 import actd.aio
@@ -263,6 +265,88 @@ class RestartTest(unittest.TestCase):
         with Actd() as broker:
             self.assertEqual(asyncio.run(asyncio.wait_for(main(broker), TIMEOUT * 3)),
                              list(range(1, 9)))
+
+
+class CloseTest(unittest.TestCase):
+    """close() of either client, with watches open that nobody closed,
+    sends UNWATCH for them (docs/protocol.md section 2.6): actd learns that
+    a socket closed only when it sends to it, so before, each held its slot
+    of max_watches until its context's next event. And close() stays quick
+    when actd is gone."""
+
+    WATCHES = 3
+
+    def broker(self) -> Actd:
+        return actd_with_config("server\n    max_watches = %d\n" % self.WATCHES)
+
+    def assert_room(self, broker: Actd, context: str) -> None:
+        """A new client opens max_watches watches of context at once (no
+        event came to it since the old ones: only UNWATCH freed them)."""
+        with actd.Client(broker.client_endpoint, timeout=TIMEOUT) as other:
+            streams = [other.watch(context) for _ in range(self.WATCHES)]
+            self.assertEqual([next(stream)["seq"] for stream in streams], [1] * self.WATCHES)
+            for stream in streams:
+                stream.close()
+
+    def test_close_unwatches_the_open_watches(self) -> None:
+        with self.broker() as broker:
+            client = actd.Client(broker.client_endpoint, timeout=TIMEOUT)
+            client.append("c-close", text(1))
+            streams = [client.watch("c-close") for _ in range(self.WATCHES)]
+            self.assertEqual([next(stream)["seq"] for stream in streams], [1] * self.WATCHES)
+            client.close()
+            self.assert_room(broker, "c-close")
+            del streams
+
+    def test_async_close_unwatches_the_open_watches(self) -> None:
+        async def main(broker: Actd) -> None:
+            client = actd.aio.AsyncClient(broker.client_endpoint, timeout=TIMEOUT)
+            await client.append("c-aclose", text(1))
+            streams = [client.watch("c-aclose") for _ in range(self.WATCHES)]
+            self.assertEqual([(await stream.__anext__())["seq"] for stream in streams],
+                             [1] * self.WATCHES)
+            await client.close()
+            async with actd.aio.AsyncClient(broker.client_endpoint, timeout=TIMEOUT) as other:
+                again = [other.watch("c-aclose") for _ in range(self.WATCHES)]
+                self.assertEqual([(await stream.__anext__())["seq"] for stream in again],
+                                 [1] * self.WATCHES)
+                for stream in again:
+                    await stream.aclose()
+
+        with self.broker() as broker:
+            asyncio.run(asyncio.wait_for(main(broker), TIMEOUT))
+
+    def test_close_is_prompt_when_actd_is_gone(self) -> None:
+        broker = Actd().start()
+        try:
+            client = actd.Client(broker.client_endpoint, timeout=TIMEOUT)
+            client.append("c-gone", text(1))
+            streams = [client.watch("c-gone") for _ in range(self.WATCHES)]
+            self.assertEqual([next(stream)["seq"] for stream in streams], [1] * self.WATCHES)
+            broker.kill()
+            started = time.monotonic()
+            client.close()
+            self.assertLess(time.monotonic() - started, 2.0)
+        finally:
+            broker.cleanup()
+
+    def test_async_close_is_prompt_when_actd_is_gone(self) -> None:
+        async def main(broker: Actd) -> float:
+            client = actd.aio.AsyncClient(broker.client_endpoint, timeout=TIMEOUT)
+            await client.append("c-agone", text(1))
+            streams = [client.watch("c-agone") for _ in range(self.WATCHES)]
+            self.assertEqual([(await stream.__anext__())["seq"] for stream in streams],
+                             [1] * self.WATCHES)
+            broker.kill()
+            started = time.monotonic()
+            await client.close()
+            return time.monotonic() - started
+
+        broker = Actd().start()
+        try:
+            self.assertLess(asyncio.run(asyncio.wait_for(main(broker), TIMEOUT)), 2.0)
+        finally:
+            broker.cleanup()
 
 
 if __name__ == "__main__":

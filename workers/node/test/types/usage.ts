@@ -154,7 +154,8 @@ async function client (): Promise<void> {
     await client.call ('ctx', call, { wait: 'yes' });
     // @ts-expect-error the text view is a string, not entries
     const wrong: ViewEntry[] = await client.view ('ctx', 'text');
-    client.close ();
+    const closed: Promise<void> = client.close ();
+    await closed;
     void [status, code, either, done, planned, ids, plan, seq, a, view, text, progress,
           nothing, workers, ms, verb, endpoints, wrong, keyed, removed, waited];
 }
