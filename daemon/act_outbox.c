@@ -18,6 +18,12 @@
     held for it; logged once. One reply always goes when nothing is held,
     and once libzmq holds nothing more for it (its connection gone) the
     client starts clean.
+
+    A worker's large frames count too, in an account of its own (act_held_t,
+    kept by the pool: act_out_charge), charged as the TASK is built: a
+    worker that stops reading its tasks but still heartbeats is given no
+    more once libzmq holds server/max_worker_bytes for it (act_worker_free),
+    instead of having every queued call's params copied to it.
     ========================================================================= */
 
 #include <stdatomic.h>
@@ -37,16 +43,17 @@
 //  Frames this large or larger count in their client's account
 #define S_TRACKED 512
 
-//  The bytes libzmq holds for one client. Its frames' free function runs
+//  The bytes libzmq holds for one peer. Its frames' free function runs
 //  on libzmq's I/O thread: the counts are atomic, and the account lives
-//  until the table and every frame have let it go.
-typedef struct {
+//  until its holder (the table, or a worker) and every frame have let it go.
+struct _act_held_t {
     atomic_size_t bytes;        //  Bytes of its frames libzmq holds
-    atomic_size_t refs;         //  The table's reference, and one per frame
+    atomic_size_t refs;         //  The holder's reference, and one per frame
     bool cut;                   //  Over max_client_bytes: its replies are
                                 //  dropped until libzmq holds nothing for
                                 //  it (the loop's thread only)
-} s_account_t;
+};
+typedef act_held_t s_account_t;
 
 //  Before the bytes of a tracked frame: its size and account
 typedef struct {
@@ -69,6 +76,8 @@ struct _act_out_t {
                                 //  after a REQ client's empty frame)
     char owner [ACT_OWNER_SIZE];    //  CURVE key of the client it is owed
                                 //  to, or "": whoever holds the routing id
+    act_held_t *charge;         //  The worker's account its large frames
+                                //  are charged to, or NULL
 };
 
 struct _act_outbox_t {
@@ -115,6 +124,39 @@ s_account_destroy (void **item)
     if (*item)
         s_account_release ((s_account_t *) *item);
     *item = NULL;
+}
+
+act_held_t *
+act_held_new (void)
+{
+    act_held_t *self = (act_held_t *) calloc (1, sizeof (act_held_t));
+    if (self) {
+        atomic_init (&self->bytes, 0);
+        atomic_init (&self->refs, 1);
+    }
+    return self;
+}
+
+void
+act_held_destroy (act_held_t **self_p)
+{
+    if (self_p && *self_p) {
+        s_account_release (*self_p);
+        *self_p = NULL;
+    }
+}
+
+size_t
+act_held_bytes (act_held_t *self)
+{
+    return self? atomic_load (&self->bytes): 0;
+}
+
+void
+act_out_charge (act_out_t *out, act_held_t *held)
+{
+    if (out)
+        out->charge = held;
 }
 
 //  libzmq is done with a tracked frame (sent, or dropped)
@@ -220,6 +262,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->tracked = 0;
     out->head = 1;
     out->owner [0] = 0;
+    out->charge = NULL;
     return out;
 }
 
@@ -231,7 +274,7 @@ act_out_add (act_out_t *out, const void *data, size_t size)
     assert (out->nparts < S_PARTS);             //  The broker's own messages
     zmq_msg_t *part = &out->parts [out->nparts++];
     out->bytes += size;
-    if (size >= S_TRACKED && !out->to_worker) {
+    if (size >= S_TRACKED && (!out->to_worker || out->charge)) {
         //  The frame's bytes after its ticket, freed by s_ticket_free
         s_ticket_t *ticket = (s_ticket_t *) malloc (sizeof (s_ticket_t) + size);
         if (!ticket) {
@@ -239,10 +282,16 @@ act_out_add (act_out_t *out, const void *data, size_t size)
             abort ();
         }
         ticket->size = size;
-        ticket->account = NULL;
+        ticket->account = out->charge;
         memcpy (ticket + 1, data, size);
         zmq_msg_init_data (part, ticket + 1, size, s_ticket_free, ticket);
-        out->tracked |= 1u << (out->nparts - 1);
+        if (out->charge) {
+            //  A worker's: charged now (a client's when it is admitted)
+            atomic_fetch_add (&out->charge->refs, 1);
+            atomic_fetch_add (&out->charge->bytes, size);
+        }
+        else
+            out->tracked |= 1u << (out->nparts - 1);
         return;
     }
     if (zmq_msg_init_size (part, size)) {

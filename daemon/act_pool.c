@@ -28,6 +28,7 @@ s_worker_destroy (void **item)
 {
     act_worker_t *worker = (act_worker_t *) *item;
     zframe_destroy (&worker->identity);
+    act_held_destroy (&worker->held);
     zhashx_destroy (&worker->tasks);
     zlistx_destroy (&worker->activities);
     json_decref (worker->tools);
@@ -121,6 +122,8 @@ act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_
     worker->name = strdup (name? name: key);
     worker->lang = strdup (lang? lang: "");
     worker->capacity = capacity;
+    worker->held = act_held_new ();
+    worker->max_held = (size_t) self->settings->max_worker_bytes;
     worker->tasks = zhashx_new ();
     worker->activities = zlistx_new ();
     worker->heard = worker->sent = act_clock_ms ();
@@ -204,7 +207,30 @@ act_pool_forget_calls (act_pool_t *self)
 bool
 act_worker_free (act_worker_t *worker)
 {
-    return zhashx_size (worker->tasks) < worker->capacity;
+    if (zhashx_size (worker->tasks) >= worker->capacity)
+        return false;
+    size_t held = act_held_bytes (worker->held);
+    if (held < worker->max_held)
+        return true;
+    //  A worker that reads slowly may pass the bound and fall below it often
+    if (!worker->throttled)
+        act_log_peer (LOG_WARNING, worker->key, "does not read its tasks",
+                      "worker %s does not read its tasks: %zu bytes of them wait "
+                      "(server/max_worker_bytes %zu); it gets no more until it reads them",
+                      worker->name, held, worker->max_held);
+    worker->throttled = true;
+    return false;
+}
+
+bool
+act_worker_unthrottle (act_worker_t *worker)
+{
+    if (!worker->throttled || act_held_bytes (worker->held) >= worker->max_held)
+        return false;
+    worker->throttled = false;
+    act_log_peer (LOG_NOTICE, worker->key, "reads its tasks again",
+                  "worker %s reads its tasks again", worker->name);
+    return true;
 }
 
 void
@@ -254,6 +280,7 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
     act_out_t *out = NULL;
     if (worker->protocol == ACT_PROTO_ACTW) {
         out = act_outbox_add (outbox, true, false);
+        act_out_charge (out, worker->held);
         act_out_frame (out, worker->identity);
         act_out_literal (out, ACT_WORKER_HEADER);
         act_out_literal (out, command);
@@ -275,6 +302,7 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
         else
             return NULL;            //  Majordomo has no CANCEL
         out = act_outbox_add (outbox, true, false);
+        act_out_charge (out, worker->held);
         act_out_frame (out, worker->identity);
         if (worker->envelope)
             act_out_add (out, "", 0);

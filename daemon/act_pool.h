@@ -78,6 +78,11 @@ typedef struct {
                                 //  The task ids it answered last (a ring)
     size_t answers;             //  Answers it gave in all (the ring's next
                                 //  slot is answers % ACT_WORKER_ANSWERED)
+    act_held_t *held;           //  Bytes of its tasks libzmq holds
+    size_t max_held;            //  Past them it gets no more tasks
+                                //  (server/max_worker_bytes when it joined)
+    bool throttled;             //  Refused a task for them: its next
+                                //  message looks again (act_worker_unthrottle)
 } act_worker_t;
 
 //  An empty pool taking per-activity limits from settings (borrowed).
@@ -128,8 +133,14 @@ void act_pool_clear (act_pool_t *self, act_outbox_t *outbox);
 //  (their calls were forgotten).
 void act_pool_forget_calls (act_pool_t *self);
 
-//  True when the worker may take one more task.
+//  True when the worker may take one more task: it holds fewer than its
+//  capacity, and libzmq holds fewer than max_held bytes of tasks for it
+//  (else it is marked throttled, logged once).
 bool act_worker_free (act_worker_t *worker);
+
+//  True when the worker was throttled and may take a task again (libzmq
+//  wrote out its tasks: it reads again); then no longer marked.
+bool act_worker_unthrottle (act_worker_t *worker);
 
 //  The worker answered task, which it held: its slot is free, and the task
 //  is among those it answered (act_worker_answered).

@@ -65,6 +65,7 @@ act_settings_new (void)
     self->max_message_bytes = 1048576;
     self->max_reply_bytes = 8388608;
     self->max_client_bytes = 64 * 1024 * 1024;
+    self->max_worker_bytes = 64 * 1024 * 1024;
     self->max_queued_calls = 1000000;
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
@@ -359,6 +360,10 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     if (streq (full, "server/max_client_bytes"))
         s_integer (reader, item, full, 65536, ACT_SETTINGS_MAX_CLIENT_BYTES,
                    &self->max_client_bytes);
+    else
+    if (streq (full, "server/max_worker_bytes"))
+        s_integer (reader, item, full, 65536, ACT_SETTINGS_MAX_CLIENT_BYTES,
+                   &self->max_worker_bytes);
     else
     if (streq (full, "server/max_queued_calls"))
         s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT, &self->max_queued_calls);

@@ -71,6 +71,8 @@ typedef struct {
                                 //  RESOLVE values are too_large
     long long max_client_bytes; //  Replies libzmq may hold for one client
                                 //  not reading them, in bytes
+    long long max_worker_bytes; //  Tasks libzmq may hold for one worker not
+                                //  reading them before it gets no more
     long long max_queued_calls; //  Calls waiting or queued in all activities
                                 //  before CALL and PLAN get busy
     bool io_batch;              //  libzmq's I/O threads under SCHED_BATCH

@@ -311,6 +311,7 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
     act_worker_t *worker = act_pool_worker (self->pool, key);
     if (worker)
         worker->heard = act_clock_ms ();
+    bool throttled = worker && worker->throttled;
     //  Majordomo workers may put an empty frame first (PROTOCOL.md section
     //  2): it is read as if absent and sent back to them
     zmq_msg_t *first = act_msg_part (msg, 1);
@@ -336,6 +337,11 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
     if (problem)
         s_refuse (self, act_pool_worker (self->pool, key), act_msg_routing (msg), key,
                   protocol, envelope, problem);
+    //  A worker that stopped reading its tasks gets more once it has read
+    //  them: any message of its (a heartbeat at least) looks again
+    worker = throttled? act_pool_worker (self->pool, key): NULL;
+    if (worker && act_worker_unthrottle (worker))
+        act_flow_worker_ready (self->flow, worker);
 }
 
 //  How long worker may stay silent before it is lost. A Majordomo worker

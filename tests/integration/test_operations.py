@@ -589,7 +589,7 @@ class ConfigFileTest(unittest.TestCase):
             "server/ipc_mode": "0600",
             "store/retain_ms": "0", "store/timeout_ms": "3000",
             "server/max_message_bytes": "1048576", "server/max_reply_bytes": "8388608",
-            "server/max_client_bytes": "67108864",
+            "server/max_client_bytes": "67108864", "server/max_worker_bytes": "67108864",
             "server/max_queued_calls": "1000000", "server/shutdown_grace_ms": "10000",
             "server/strict_activities": "0", "server/io_batch": "1",
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",

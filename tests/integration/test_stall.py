@@ -671,5 +671,74 @@ class WorkerFloodTest(unittest.TestCase):
             # of the loop between two PONGs before
             self.assertLess(worst, 2.5, "worst PING %.1f s over %d" % (worst, pings))
 
+
+class WorkerNotReadingTest(unittest.TestCase):
+    """server/max_worker_bytes: a worker that still heartbeats but no longer
+    reads its socket is given tasks only until libzmq holds that many bytes
+    of them; the other calls stay queued (not copied to it, nor lost), and
+    once it reads again, its next message brings it the rest."""
+
+    CALLS = 300
+    PARAM = 64 * 1024
+
+    def test_a_worker_that_does_not_read_gets_no_more_tasks_until_it_reads(self):
+        config = "server\n    max_worker_bytes = 1048576\n"
+        # The test heartbeats for the worker between its other steps
+        with actd_with_config(config, liveness=25) as actd:
+            worker = zmq.Context.instance().socket(zmq.DEALER)
+            worker.setsockopt(zmq.LINGER, 0)
+            # Little room on its side: its TCP buffer and libzmq's pipe
+            worker.setsockopt(zmq.RCVBUF, 16384)
+            worker.setsockopt(zmq.RCVHWM, 1)
+            worker.connect(actd.worker_endpoint)
+            self.addCleanup(worker.close, 0)
+            worker.send_multipart([b"ACTW01", b"READY", json.dumps(
+                {"activities": ["big"], "capacity": 1000, "name": "deaf"}).encode()])
+            client = actd.client()
+            self.addCleanup(client.close)
+            text = "x" * self.PARAM
+            for n in range(self.CALLS):
+                worker.send_multipart([b"ACTW01", b"HEARTBEAT"])
+                reply = client.request("CALL", "deaf", {"_tool": "big", "text": text, "n": n})
+                self.assertEqual(reply[0], "ACCEPTED", reply)
+
+            def calls():
+                worker.send_multipart([b"ACTW01", b"HEARTBEAT"])
+                stats = json.loads(client.request("STATS")[1])
+                # Still the same worker: not lost, its tasks not taken back
+                self.assertEqual([w["name"] for w in stats["workers"]], ["deaf"])
+                self.assertNotIn("lost", actd.log())
+                return stats["calls"]
+            # Every call accepted; most of them wait in the queue, though the
+            # worker has room for all: before, each was dispatched (copied
+            # to libzmq for it) at once
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                counts = calls()
+                if counts["queued"] + counts["running"] == self.CALLS:
+                    break
+                time.sleep(0.1)
+            time.sleep(1.0)
+            counts = calls()
+            self.assertEqual(counts["queued"] + counts["running"], self.CALLS, counts)
+            self.assertGreaterEqual(counts["queued"], self.CALLS // 3, counts)
+            self.assertIn("does not read its tasks", actd.log())
+            # It reads again: every task reaches it, brought by its messages
+            tasks, beat = set(), 0.0
+            deadline = time.time() + 60
+            while len(tasks) < self.CALLS and time.time() < deadline:
+                if time.time() - beat > 0.2:
+                    worker.send_multipart([b"ACTW01", b"HEARTBEAT"])
+                    beat = time.time()
+                if worker.poll(100):
+                    frames = worker.recv_multipart()
+                    self.assertIn(frames[1], (b"TASK", b"HEARTBEAT"), frames[:2])
+                    if frames[1] == b"TASK":
+                        tasks.add(json.loads(frames[4])["n"])
+            self.assertEqual(len(tasks), self.CALLS)
+            self.assertIn("reads its tasks again", actd.log())
+            self.assertEqual(calls()["queued"], 0)
+
+
 if __name__ == "__main__":
     unittest.main()

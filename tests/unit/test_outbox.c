@@ -542,6 +542,60 @@ test_a_client_past_max_client_bytes_is_cut_once (void **state)
     act_outbox_destroy (&outbox);
 }
 
+//  A worker's account counts the large frames of messages charged to it
+//  from when they are built until libzmq lets them go, whether they were
+//  sent or refused; small frames and other workers' are not counted, and
+//  the account outlives its holder while frames hold it
+static void
+test_a_workers_large_frames_count_until_libzmq_lets_them_go (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    act_held_t *account = act_held_new ();
+    assert_non_null (account);
+    char *params = malloc (1000);
+    memset (params, 'p', 1000);
+    s_held_t held = { .size = 0 };
+    for (int i = 0; i < 3; i++) {
+        act_out_t *task = act_outbox_add (outbox, true, false);
+        act_out_charge (task, account);
+        act_out_addstr (task, "w1");
+        act_out_addstr (task, "TASK");
+        act_out_add (task, params, 1000);
+        act_out_add (task, params, 100);    //  Too small to count
+    }
+    act_out_t *other = act_outbox_add (outbox, true, false);
+    act_out_addstr (other, "w2");
+    act_out_add (other, params, 1000);
+    assert_int_equal (act_held_bytes (account), 3000);
+    //  Sent: libzmq holds them until it has written them
+    assert_int_equal (act_outbox_flush (outbox, s_hold, &held), 4);
+    assert_int_equal (act_held_bytes (account), 3000);
+    s_release (&held);
+    assert_int_equal (act_held_bytes (account), 0);
+    //  Refused after a failed commit: dropped, so no longer held
+    act_out_t *task = act_outbox_add (outbox, true, false);
+    act_out_charge (task, account);
+    act_out_addstr (task, "w1");
+    act_out_add (task, params, 1000);
+    assert_int_equal (act_held_bytes (account), 1000);
+    act_outbox_refuse (outbox);
+    assert_int_equal (act_held_bytes (account), 0);
+    //  The holder lets go first; a frame still held keeps the account
+    task = act_outbox_add (outbox, true, false);
+    act_out_charge (task, account);
+    act_out_addstr (task, "w1");
+    act_out_add (task, params, 1000);
+    act_held_destroy (&account);
+    act_held_destroy (&account);
+    assert_null (account);
+    assert_int_equal (act_outbox_flush (outbox, s_hold, &held), 1);
+    s_release (&held);
+    assert_int_equal (act_held_bytes (NULL), 0);
+    free (params);
+    act_outbox_destroy (&outbox);
+}
+
 int
 main (void)
 {
@@ -555,6 +609,7 @@ main (void)
         cmocka_unit_test (test_refuse_twice_changes_nothing_more),
         cmocka_unit_test (test_refuse_keeps_order_across_many_messages),
         cmocka_unit_test (test_a_client_past_max_client_bytes_is_cut_once),
+        cmocka_unit_test (test_a_workers_large_frames_count_until_libzmq_lets_them_go),
         cmocka_unit_test (test_early_tasks_leave_before_their_commit),
         cmocka_unit_test (test_early_tasks_keep_their_order_per_worker),
         cmocka_unit_test (test_early_tasks_go_again_after_the_held_ones_left),
