@@ -63,8 +63,10 @@ int act_worker_serve (act_worker_t *self, const char *activity,
 //  broker checks every call against it. Call after act_worker_serve for
 //  that activity and before act_worker_run; a second declaration
 //  replaces the first. Returns 0, or -1 when the activity is not served,
-//  the schema is not JSON or not a schema actd implements, or both
-//  output forms are given.
+//  the schema is not JSON or not a schema actd implements, output_const
+//  is not an output path, output_pattern is not a regular expression actd
+//  compiles, or both output forms are given (what the broker would refuse
+//  at READY, refusing this worker again and again).
 int act_worker_declare (act_worker_t *self, const char *activity, const char *description,
                         const char *params_schema, const char *output_const,
                         const char *output_pattern);
@@ -94,8 +96,26 @@ void act_worker_unwatch (act_worker_t *self, int fd);
 int act_worker_timer (act_worker_t *self, int delay_ms, act_worker_timer_fn *fn, void *arg);
 void act_worker_cancel_timer (act_worker_t *self, int timer_id);
 
-//  Serve until act_worker_stop, SIGINT or SIGTERM. Returns 0.
+//  Connect to every broker of the endpoint list and say READY, as
+//  act_worker_run does first when it was not done. Returns 0, or -1 with
+//  errno set when ZeroMQ refuses an endpoint ("foo", "tcp://",
+//  "tcp://host:x"; a host name that does not resolve is only tried again
+//  and again), logged by zsys with the endpoint and the reason; then
+//  nothing was sent and act_worker_run returns -1 at once.
+int act_worker_connect (act_worker_t *self);
+
+//  Serve until act_worker_stop, SIGINT or SIGTERM. Returns 0, or -1 when
+//  no activity is served or ZeroMQ refuses an endpoint (act_worker_connect).
 int act_worker_run (act_worker_t *self);
+
+//  Send HEARTBEAT to every broker now (once connected), before work that
+//  holds the loop for a while (the broker declares a worker lost after
+//  heartbeat_ms * liveness of silence).
+void act_worker_heartbeat (act_worker_t *self);
+
+//  The number of brokers in the endpoint list: each gives up to the
+//  capacity in tasks, so up to that many times capacity run at once.
+size_t act_worker_brokers (act_worker_t *self);
 
 //  Ask act_worker_run to return (from a handler or a watch).
 void act_worker_stop (act_worker_t *self);
@@ -122,6 +142,12 @@ void act_task_on_cancel (act_task_t *self, act_task_cancel_fn *fn, void *arg);
 //  Answer with result on branch (0 when the output path has one
 //  alternative). Frees the task. Returns 0, or -1 if it could not be sent.
 int act_task_result (act_task_t *self, const json_t *result, int branch);
+
+//  The same with the result already serialized: size bytes of text, sent
+//  as they are, with no second serialization (for large results). The
+//  caller has checked that text is one JSON text actd accepts (act_scan,
+//  act_json_parse); the broker fails the attempt when it is not.
+int act_task_result_text (act_task_t *self, const char *text, size_t size, int branch);
 
 //  Answer with a failure (code may be NULL). Frees the task.
 int act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable);

@@ -13,6 +13,7 @@
 
 #include "actd/act_worker.h"
 #include "actd/act_json.h"
+#include "actd/act_ref.h"
 #include "actd/act_wire.h"
 #include "actd/act_schema.h"
 #include "act_curve_int.h"
@@ -62,6 +63,8 @@ struct _act_worker_t {
     int heartbeat_ms;           //  Heartbeat interval
     int liveness;               //  Silent intervals before reconnecting
     bool stopped;               //  act_worker_stop was called
+    bool connected;             //  act_worker_connect connected every link
+    bool refused;               //  ZeroMQ refused an endpoint: it will not run
     act_curve_t curve;          //  CURVE: the broker's key, this worker's certificate
 };
 
@@ -115,7 +118,8 @@ act_worker_new (const char *endpoint, const char *name)
     act_worker_t *self = calloc (1, sizeof *self);
     self->links = zlistx_new ();
     zlistx_set_destructor (self->links, s_link_destroy);
-    //  No endpoint: the environment's, as actd-exec reads it (CURVE too)
+    //  No endpoint: the environment's, as act_client_new reads it (CURVE
+    //  too); programs that take an endpoint on their command line pass it
     bool from_env = !endpoint;
     if (from_env) {
         endpoint = getenv ("ACTD_WORKER_ENDPOINT");
@@ -182,12 +186,35 @@ act_worker_serve (act_worker_t *self, const char *activity, act_worker_fn *handl
     return 0;
 }
 
+//  The output path of a tool, checked as the broker checks it at READY:
+//  output_const an output path, output_pattern a regular expression it
+//  compiles (as JSON Schema's "pattern"). Returns 0, or -1 with err set.
+static int
+s_output_valid (const char *output_const, const char *output_pattern, act_err_t *err)
+{
+    if (output_const) {
+        act_expr_t *expr = act_expr_parse (output_const, true, err);
+        act_expr_destroy (&expr);
+    }
+    if (output_pattern) {
+        json_t *schema = json_pack ("{ssss}", "type", "string", "pattern", output_pattern);
+        act_schema_t *compiled = schema? act_schema_new (schema, err): NULL;
+        if (!schema)
+            act_err_set (err, ACT_E_BAD_ARGUMENT, "the pattern is not UTF-8");
+        act_schema_destroy (&compiled);
+        json_decref (schema);
+    }
+    return err->code? -1: 0;
+}
+
 int
 act_worker_declare (act_worker_t *self, const char *activity, const char *description,
                     const char *params_schema, const char *output_const,
                     const char *output_pattern)
 {
-    if (!activity || !zhashx_lookup (self->handlers, activity) || (output_const && output_pattern))
+    act_err_t invalid = { 0 };
+    if (!activity || !zhashx_lookup (self->handlers, activity) || (output_const && output_pattern)
+    ||  s_output_valid (output_const, output_pattern, &invalid))
         return -1;
     json_t *tool = json_object ();
     if (description)
@@ -273,8 +300,11 @@ s_hooks_purge (act_worker_t *self)
     zlistx_destroy (&dead);
 }
 
-//  Connect to a broker with a new socket (so a new identity), say READY
-static void
+//  Connect to a broker with a new socket (so a new identity), say READY.
+//  Returns 0, or -1 with errno set when ZeroMQ refuses the endpoint
+//  (logged; the socket is kept, unconnected and not read, and replaced at
+//  the next attempt)
+static int
 s_connect (s_link_t *link)
 {
     act_worker_t *self = link->worker;
@@ -298,7 +328,14 @@ s_connect (s_link_t *link)
     }
     zlistx_destroy (&ids);
     link->socket = act_curve_dealer (&self->curve, link->endpoint);
-    zsock_connect (link->socket, "%s", link->endpoint);
+    link->heard = zclock_mono ();
+    if (zsock_connect (link->socket, "%s", link->endpoint)) {
+        int error = zmq_errno ();
+        zsys_error ("actd worker %s: cannot connect to '%s': %s", self->name, link->endpoint,
+                    zmq_strerror (error));
+        errno = error;
+        return -1;
+    }
     zloop_reader (self->loop, link->socket, s_on_message, link);
     json_t *activities = json_array ();
     for (void *entry = zhashx_first (self->handlers); entry; entry = zhashx_next (self->handlers))
@@ -315,6 +352,7 @@ s_connect (s_link_t *link)
     free (text);
     json_decref (ready);
     link->heard = zclock_mono ();
+    return 0;
 }
 
 //  The broker sent DISCONNECT. After a connection it had accepted, connect
@@ -407,6 +445,23 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
     return self->stopped? -1: 0;
 }
 
+//  True when the broker has not been heard for liveness intervals. A
+//  message waiting on the socket counts as heard: after a callback that
+//  held the loop for long (a large result), the timers run before the
+//  socket is read, and the broker's heartbeats are waiting there
+static bool
+s_link_silent (s_link_t *link, int64_t now)
+{
+    act_worker_t *self = link->worker;
+    if (now - link->heard <= (int64_t) self->heartbeat_ms * self->liveness)
+        return false;
+    if (zsock_events (link->socket) & ZMQ_POLLIN) {
+        link->heard = now;
+        return false;
+    }
+    return true;
+}
+
 //  Heartbeat when nothing else was sent; reconnect when the broker is silent
 static int
 s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
@@ -421,7 +476,7 @@ s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
                 s_connect (link);
         }
         else
-        if (now - link->heard > (int64_t) self->heartbeat_ms * self->liveness)
+        if (s_link_silent (link, now))
             s_connect (link);
         else
         if (now - link->sent >= self->heartbeat_ms)
@@ -431,12 +486,33 @@ s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
 }
 
 int
+act_worker_connect (act_worker_t *self)
+{
+    if (self->connected)
+        return 0;
+    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+        if (s_connect (link)) {
+            //  Nothing sent to any: close the links connected so far
+            int error = errno;
+            for (link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+                if (link->socket) {
+                    zloop_reader_end (self->loop, link->socket);
+                    zsock_destroy (&link->socket);
+                }
+            self->refused = true;
+            errno = error;
+            return -1;
+        }
+    self->connected = true;
+    return 0;
+}
+
+int
 act_worker_run (act_worker_t *self)
 {
-    if (zhashx_size (self->handlers) == 0 || zlistx_size (self->links) == 0)
+    if (zhashx_size (self->handlers) == 0 || zlistx_size (self->links) == 0
+    ||  self->refused || act_worker_connect (self))
         return -1;
-    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
-        s_connect (link);
     //  Other signals (a SIGCHLD the caller handles) interrupt the poll:
     //  the loop goes on (see below), and the heartbeat timer ends it on
     //  SIGINT/SIGTERM
@@ -459,6 +535,20 @@ void
 act_worker_stop (act_worker_t *self)
 {
     self->stopped = true;
+}
+
+void
+act_worker_heartbeat (act_worker_t *self)
+{
+    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+        if (link->socket && self->connected)
+            s_send (link, "HEARTBEAT", NULL);
+}
+
+size_t
+act_worker_brokers (act_worker_t *self)
+{
+    return zlistx_size (self->links);
 }
 
 static int
@@ -599,6 +689,16 @@ act_task_result (act_task_t *self, const json_t *result, int branch)
     char *text = act_json_dump (result? result: json_null ());
     zmsg_addstr (args, text);
     free (text);
+    if (branch)
+        zmsg_addstrf (args, "%d", branch);
+    return s_answer (self, "RESULT", args);
+}
+
+int
+act_task_result_text (act_task_t *self, const char *text, size_t size, int branch)
+{
+    zmsg_t *args = zmsg_new ();
+    zmsg_addmem (args, text, size);
     if (branch)
         zmsg_addstrf (args, "%d", branch);
     return s_answer (self, "RESULT", args);

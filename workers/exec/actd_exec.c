@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "actd_exec.h"
+#include "actd/act_ref.h"
 #include "actd/act_schema.h"
 
 //  Print what the command gets and answers, the second half of the usage
@@ -44,6 +45,8 @@ s_usage_command (FILE *stream)
 "    ACTD_META          the whole meta, as JSON\n"
 "    ACTD_BRANCH_FILE   where the command may write the branch it chose\n"
 "    SIGPIPE is reset to its default action; the signal mask is empty.\n"
+"    CMD leads a process group of its own; it gets SIGKILL if the worker\n"
+"    dies (PR_SET_PDEATHSIG).\n"
 "\n"
 "FAILURES                                                        retryable\n"
 "    exit_N            exit status N (1-255); message: stderr's tail   yes\n"
@@ -57,13 +60,18 @@ s_usage_command (FILE *stream)
 "    A stopped command (timeout, cancelled, output_too_large) gets SIGTERM,\n"
 "    then SIGKILL after --kill-grace-ms, its whole process group included;\n"
 "    the task is answered once it has exited, so at most --capacity\n"
-"    commands run at once. The message of exit_N and signal_N is the last\n"
-"    2048 bytes of stderr (invalid UTF-8 and NUL replaced by U+FFFD,\n"
-"    white space around it removed), or a sentence when stderr is empty.\n"
+"    commands run at once per broker. The message of exit_N and signal_N\n"
+"    is the last 2048 bytes of stderr (invalid UTF-8 and NUL replaced by\n"
+"    U+FFFD, white space around it removed), or a sentence when stderr is\n"
+"    empty.\n"
 "\n"
 "EXIT STATUS\n"
-"    0 after SIGTERM or SIGINT (running commands are stopped as above);\n"
-"    1 when it cannot start; 2 for bad usage or a CMD not found.\n"
+"    0 after SIGTERM, SIGINT, SIGHUP or SIGQUIT (running commands are\n"
+"    stopped as above); 1 when it cannot start; 2 for bad usage, a CMD not\n"
+"    found or not an executable file, a tool option actd would refuse, a\n"
+"    CURVE key or certificate that is not one, or an endpoint ZeroMQ\n"
+"    refuses. If the worker dies otherwise (SIGKILL), each command gets\n"
+"    SIGKILL, but not the rest of its process group.\n"
 "\n"
 "EXAMPLE\n"
 "    actd-exec --activity wc --capacity 4 -- sh -c 'wc -c'\n", stream);
@@ -81,6 +89,7 @@ s_usage (FILE *stream)
 "    actd-exec --activity NAME [--activity NAME...] [--capacity N]\n"
 "              [--endpoint EP] [--name NAME] [--heartbeat-ms N] [--liveness N]\n"
 "              [--kill-grace-ms N] [--max-output BYTES] [--verbose]\n"
+"              [--curve-server KEY --curve-cert FILE]\n"
 "              [--description TEXT] [--params-schema JSON|FILE]\n"
 "              [--output-path-const PATH | --output-path-pattern REGEX]\n"
 "              -- CMD [ARGS...]\n"
@@ -88,7 +97,8 @@ s_usage (FILE *stream)
 "DESCRIPTION\n"
 "    Connects to actd's worker endpoint as an ACT/1 worker and runs CMD once\n"
 "    per task: fork and exec, no shell (CMD is looked up on PATH when it has\n"
-"    no slash), in a process group of its own, up to --capacity at once.\n"
+"    no slash), in a process group of its own, up to --capacity at once for\n"
+"    each broker of --endpoint.\n"
 "    The worker keeps heartbeating however long a command runs.\n"
 "\n"
 "    stdin   The task's params as one JSON text and a newline, then end of\n"
@@ -108,12 +118,14 @@ s_usage (FILE *stream)
 "\n"
 "    When the command exits, whatever it left running in its process group\n"
 "    is killed (SIGKILL) and output written after that exit is not read. A\n"
-"    process meant to outlive its task must leave the group (setsid).\n"
+"    process meant to outlive its task must have left the group before:\n"
+"    setsid -w sh -c 'daemon </dev/null >/dev/null 2>&1 &'\n"
 "\n"
 "OPTIONS\n"
 "    -a, --activity NAME    Activity to serve (repeatable; required).\n"
-"    -c, --capacity N       Commands run at once (default 1).\n"
-"    -e, --endpoint EP      Broker's worker endpoint ($ACTD_WORKER_ENDPOINT, else %s).\n"
+"    -c, --capacity N       Commands run at once, per broker (default 1).\n"
+"    -e, --endpoint EP      Broker's worker endpoint, or a comma-separated list\n"
+"                           ($ACTD_WORKER_ENDPOINT, else %s).\n"
 "    -n, --name NAME        Worker name in STATS (default actd-exec:ACTIVITY).\n"
 "        --heartbeat-ms N   Heartbeat interval, as the broker's (default 1000).\n"
 "        --liveness N       Silent intervals before reconnecting (default 3).\n"
@@ -121,6 +133,8 @@ s_usage (FILE *stream)
 "                           (default %d; 0: SIGKILL at once).\n"
 "        --max-output BYTES Largest stdout, and largest result as JSON\n"
 "                           (default %d, actd's max_message_bytes).\n"
+"        --curve-server KEY CURVE: the broker's public key ($ACTD_SERVER_KEY).\n"
+"        --curve-cert FILE  CURVE: this worker's certificate ($ACTD_CERT).\n"
 "        --description TEXT The tool's description for models (PROTOCOL.md 2.1).\n"
 "        --params-schema JSON|FILE  The JSON Schema (draft 2020-12) of the\n"
 "                           params: the text itself when it starts with {,\n"
@@ -166,13 +180,22 @@ s_number (const char *text, long long low, long long high, long long *value)
     return 0;
 }
 
+//  True when path is an executable regular file (a directory passes
+//  access's X_OK, and every task would then fail exit_127)
+static bool
+s_executable (const char *path)
+{
+    struct stat info;
+    return stat (path, &info) == 0 && S_ISREG (info.st_mode) && access (path, X_OK) == 0;
+}
+
 //  CMD as execve takes it: itself when it has a slash, else the first
 //  executable regular file of that name on PATH. NULL when none.
 static char *
 s_resolve (const char *command)
 {
     if (strchr (command, '/'))
-        return access (command, X_OK) == 0? strdup (command): NULL;
+        return s_executable (command)? strdup (command): NULL;
     const char *path = getenv ("PATH");
     if (!path || !*path)
         path = "/usr/local/bin:/usr/bin:/bin";
@@ -181,9 +204,7 @@ s_resolve (const char *command)
         size_t length = end? (size_t) (end - path): strlen (path);
         char *candidate = length? zsys_sprintf ("%.*s/%s", (int) length, path, command)
                                 : zsys_sprintf ("./%s", command);
-        struct stat info;
-        if (stat (candidate, &info) == 0 && S_ISREG (info.st_mode)
-        &&  access (candidate, X_OK) == 0)
+        if (s_executable (candidate))
             return candidate;
         free (candidate);
         if (!end)
@@ -250,6 +271,36 @@ s_params_schema (exec_options_t *self, const char *text)
     return NULL;
 }
 
+//  --output-path-const and --output-path-pattern, checked as the broker
+//  checks them at READY (it would refuse every READY of this worker).
+//  Returns NULL, or what is wrong.
+static const char *
+s_output_path (const char *option, const char *text)
+{
+    static char problem [400];
+    act_err_t err = { 0 };
+    if (streq (option, "--output-path-const")) {
+        act_expr_t *expr = act_expr_parse (text, true, &err);
+        act_expr_destroy (&expr);
+    }
+    else {
+        //  As JSON Schema's "pattern", as actd compiles it
+        json_t *schema = json_pack ("{ssss}", "type", "string", "pattern", text);
+        act_schema_t *compiled = schema? act_schema_new (schema, &err): NULL;
+        if (!schema)
+            act_err_set (&err, ACT_E_BAD_ARGUMENT, "not UTF-8");
+        act_schema_destroy (&compiled);
+        json_decref (schema);
+    }
+    if (!err.code)
+        return NULL;
+    snprintf (problem, sizeof problem, "%s: %s: %s", option,
+              streq (option, "--output-path-const")? "not an output path"
+                                                   : "not a regular expression actd takes",
+              err.message);
+    return problem;
+}
+
 //  Take option (getopt's letter) with optarg into self. Returns NULL, or
 //  what is wrong with it (a field out of range is left as it was).
 static const char *
@@ -269,8 +320,10 @@ s_options_take (exec_options_t *self, int option)
         zlistx_add_end (self->activities, optarg);
     }
     else
-    if (option == 'e')
+    if (option == 'e') {
         self->endpoint = optarg;
+        self->endpoint_source = "--endpoint";
+    }
     else
     if (option == 'n')
         self->name = optarg;
@@ -284,11 +337,25 @@ s_options_take (exec_options_t *self, int option)
     if (option == 'P')
         return s_params_schema (self, optarg);
     else
-    if (option == 'O')
+    if (option == 'O') {
         self->output_const = optarg;
+        return s_output_path ("--output-path-const", optarg);
+    }
     else
-    if (option == 'R')
+    if (option == 'R') {
         self->output_pattern = optarg;
+        return s_output_path ("--output-path-pattern", optarg);
+    }
+    else
+    if (option == 's') {
+        self->curve_server = optarg;
+        self->curve_source = "--curve-server";
+    }
+    else
+    if (option == 'k') {
+        self->curve_cert = optarg;
+        self->cert_source = "--curve-cert";
+    }
     else
         return "bad option";    //  getopt has said which
     return NULL;
@@ -313,6 +380,8 @@ s_options_parse (exec_options_t *self, int argc, char *argv [])
         { "params-schema", required_argument, 0, 'P' },
         { "output-path-const", required_argument, 0, 'O' },
         { "output-path-pattern", required_argument, 0, 'R' },
+        { "curve-server", required_argument, 0, 's' },
+        { "curve-cert", required_argument, 0, 'k' },
         { "verbose", no_argument, 0, 'v' },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
@@ -337,6 +406,11 @@ s_options_parse (exec_options_t *self, int argc, char *argv [])
         snprintf (problem, sizeof problem,
                   "--output-path-const and --output-path-pattern exclude each other");
     else
+    if (!*problem && !self->curve_server != !self->curve_cert)
+        //  Half of CURVE would talk in plain text
+        snprintf (problem, sizeof problem, "--curve-server and --curve-cert go together "
+                  "(or $ACTD_SERVER_KEY and $ACTD_CERT)");
+    else
     if (!*problem && zlistx_size (self->activities) == 0)
         snprintf (problem, sizeof problem, "--activity NAME is required");
     else
@@ -344,8 +418,8 @@ s_options_parse (exec_options_t *self, int argc, char *argv [])
         snprintf (problem, sizeof problem, "no command: give it after --");
     else
     if (!*problem && !(self->path = s_resolve (argv [optind])))
-        snprintf (problem, sizeof problem, "%s: command not found or not executable",
-                  argv [optind]);
+        snprintf (problem, sizeof problem, "%s: command not found, or not an executable "
+                  "file", argv [optind]);
     if (*problem) {
         fprintf (stderr, "actd-exec: %s\nusage: actd-exec --activity NAME [options] -- "
                          "CMD [ARGS...] (--help for more)\n", problem);
@@ -355,8 +429,18 @@ s_options_parse (exec_options_t *self, int argc, char *argv [])
     return -1;
 }
 
-//  Serve until SIGTERM or SIGINT with options, then stop the commands
-//  still running. Returns 0, or 1 when it cannot start.
+//  SIGHUP or SIGQUIT: stop as on SIGTERM (CZMQ's handler takes SIGINT and
+//  SIGTERM). Without it, the worker died at once and left its commands to
+//  their PR_SET_PDEATHSIG, their process groups unsignalled
+static void
+s_on_signal (int signal_number)
+{
+    zsys_interrupted = 1;
+}
+
+//  Serve until SIGTERM, SIGINT, SIGHUP or SIGQUIT with options, then stop
+//  the commands still running. Returns 0, 1 when it cannot start, 2 when
+//  an option is at fault (CURVE keys, an endpoint ZeroMQ refuses).
 static int
 s_serve (exec_options_t *options)
 {
@@ -369,13 +453,22 @@ s_serve (exec_options_t *options)
         }
     //  A SIGCHLD ignored by whoever started us would reap our children
     signal (SIGCHLD, SIG_DFL);
+    zsys_init ();               //  CZMQ's SIGINT and SIGTERM handler, then ours
+    struct sigaction action;
+    memset (&action, 0, sizeof action);
+    action.sa_handler = s_on_signal;
+    sigemptyset (&action.sa_mask);
+    sigaction (SIGHUP, &action, NULL);
+    sigaction (SIGQUIT, &action, NULL);
 
-    exec_server_t *server = exec_server_new (options);
+    int status = 0;
+    exec_server_t *server = exec_server_new (options, &status);
     if (!server)
-        return 1;
-    exec_log ("serving %s with %s (capacity %lld) at %s",
+        return status;
+    exec_log ("serving %s with %s (capacity %lld%s) at %s",
               (char *) zlistx_first (options->activities), options->path,
-              options->capacity, options->endpoint);
+              options->capacity, strchr (options->endpoint, ',')? " per broker": "",
+              options->endpoint);
     act_worker_run (server->worker);
     exec_server_destroy (&server);
     exec_log ("stopped");
@@ -387,9 +480,18 @@ s_serve (exec_options_t *options)
 int
 main (int argc, char *argv [])
 {
+    //  The environment gives the defaults, as to actctl (an empty
+    //  variable is not set)
+    const char *endpoint = getenv ("ACTD_WORKER_ENDPOINT");
+    const char *server_key = getenv ("ACTD_SERVER_KEY");
+    const char *cert = getenv ("ACTD_CERT");
     exec_options_t options = {
-        .endpoint = getenv ("ACTD_WORKER_ENDPOINT")? getenv ("ACTD_WORKER_ENDPOINT")
-                                                   : ACT_WORKER_ENDPOINT,
+        .endpoint = endpoint && *endpoint? endpoint: ACT_WORKER_ENDPOINT,
+        .endpoint_source = endpoint && *endpoint? "$ACTD_WORKER_ENDPOINT": "the default",
+        .curve_server = server_key && *server_key? server_key: NULL,
+        .curve_source = "$ACTD_SERVER_KEY",
+        .curve_cert = cert && *cert? cert: NULL,
+        .cert_source = "$ACTD_CERT",
         .capacity = 1, .heartbeat = 1000, .liveness = 3,
         .grace = EXEC_DEFAULT_GRACE, .max_output = EXEC_DEFAULT_OUTPUT, .activities = zlistx_new ()
     };

@@ -22,6 +22,7 @@
 
 #include <sys/types.h>
 #include "actd/act_json.h"
+#include "actd/act_scan.h"
 #include "actd/act_worker.h"
 
 #define EXEC_ERR_TAIL          2048        //  Bytes of stderr a failure's message keeps
@@ -29,6 +30,8 @@
 #define EXEC_POLL_MAX_MS       100         //  Exit checks while any command runs
 #define EXEC_DEFAULT_OUTPUT    1048576     //  --max-output: max_message_bytes' default
 #define EXEC_DEFAULT_GRACE     2000        //  --kill-grace-ms
+#define EXEC_LARGE_OUTPUT      (16 << 20)  //  Stdout that takes a while to answer:
+                                           //  a HEARTBEAT goes first
 
 //  Why the worker stopped a command, if it did: this, not the command's
 //  exit status, is then the task's answer
@@ -42,6 +45,11 @@ typedef enum {
 //  The command line, as parsed
 typedef struct {
     const char *endpoint;       //  --endpoint: the broker's worker endpoint
+    const char *endpoint_source;    //  Where it came from, for messages
+    const char *curve_server;   //  --curve-server: the broker's public key, or NULL
+    const char *curve_source;   //  Where it came from, for messages
+    const char *curve_cert;     //  --curve-cert: this worker's certificate, or NULL
+    const char *cert_source;    //  Where it came from, for messages
     const char *name;           //  --name, NULL for actd-exec:ACTIVITY
     long long capacity;         //  --capacity: commands at once
     long long heartbeat;        //  --heartbeat-ms
@@ -94,6 +102,7 @@ struct _exec_server_t {
     int max_fd;                 //  Descriptors a child closes when close_range fails
     bool verbose;               //  --verbose: a line per task on stderr
     char *tmpdir;               //  Private directory for params and branch files
+    act_scan_t *scan;           //  Checks stdout for JSON without building it
     uint64_t sequence;          //  Names the next job's files
     zlistx_t *jobs;             //  exec_job_t, commands not reaped yet
     int kick [2];               //  Self-pipe: a timer found an exited command
@@ -105,13 +114,19 @@ struct _exec_server_t {
 void exec_log (const char *format, ...);
 
 //  A server for options (path and argv stay the caller's), its private
-//  directory made and its worker set up to serve every activity. NULL,
-//  with the reason on stderr, when it cannot start.
-exec_server_t *exec_server_new (exec_options_t *options);
+//  directory made and its worker connected to serve every activity. NULL,
+//  with the reason on stderr, when it cannot start: *status is then 2 when
+//  an option is at fault (a CURVE key or certificate, an endpoint ZeroMQ
+//  refuses), else 1.
+exec_server_t *exec_server_new (exec_options_t *options, int *status);
 
 //  Stop the commands still running (the tasks are not answered), free the
-//  server and null the pointer; safe on NULL.
+//  server, remove its private directory and null the pointer; safe on NULL.
 void exec_server_destroy (exec_server_t **self_p);
+
+//  Remove path and, when it is a directory, all it holds (symbolic links
+//  are removed, never followed). Returns 0, or -1 when something is left.
+int exec_remove_tree (const char *path);
 
 //  Check for exits within EXEC_POLL_MIN_MS, then less and less often (from a
 //  watch only: it cancels a timer)

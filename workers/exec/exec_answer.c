@@ -14,6 +14,11 @@
 
 #define S_MAX_BRANCH        1000000     //  Largest branch number the broker takes
 
+//  Word-at-a-time tests of eight bytes: one is 0, one is below n (n <= 128)
+#define S_ONES              0x0101010101010101ULL
+#define S_HAS_ZERO(w)       (((w) - S_ONES) & ~(w) & (S_ONES * 0x80))
+#define S_HAS_LESS(w, n)    (((w) - S_ONES * (n)) & ~(w) & (S_ONES * 0x80))
+
 //  A copy of size bytes at data that is valid UTF-8 for a JSON string in
 //  actd: each invalid byte and each NUL becomes U+FFFD. Caller frees.
 static char *
@@ -38,6 +43,83 @@ s_utf8_clean (const char *data, size_t size)
     }
     clean [length] = 0;
     return clean;
+}
+
+//  True when one of the eight bytes at data needs an escape in a JSON
+//  string: a control, '"' or '\\'
+static bool
+s_special (const char *data)
+{
+    uint64_t word;
+    memcpy (&word, data, 8);
+    return (S_HAS_LESS (word, 0x20) | S_HAS_ZERO (word ^ (S_ONES * '"'))
+                                    | S_HAS_ZERO (word ^ (S_ONES * '\\'))) != 0;
+}
+
+//  Write byte c as a JSON string holds it, as act_json_dump writes it
+//  (\" \\ \b \f \n \r \t, another control as \u00XX), to out when not
+//  NULL. Returns the bytes it takes.
+static size_t
+s_escape (unsigned char c, char *out)
+{
+    const char *simple = c == '"'? "\\\"": c == '\\'? "\\\\": c == '\b'? "\\b"
+                       : c == '\f'? "\\f": c == '\n'? "\\n": c == '\r'? "\\r"
+                       : c == '\t'? "\\t": NULL;
+    if (c >= 0x20 && !simple) {
+        if (out)
+            *out = (char) c;
+        return 1;
+    }
+    if (out && simple)
+        memcpy (out, simple, 2);
+    else
+    if (out) {
+        memcpy (out, "\\u00", 4);
+        out [4] = "0123456789ABCDEF" [c >> 4];
+        out [5] = "0123456789ABCDEF" [c & 15];
+    }
+    return simple? 2: 6;
+}
+
+//  The size bytes at data (valid UTF-8, no NUL) as a JSON string token,
+//  byte for byte what act_json_dump writes for them, in two passes that
+//  skip eight plain bytes at a time and copy runs whole (act_json_quote
+//  looks at each byte: a third of a second for 200 MB). Caller frees.
+static char *
+s_quote (const char *data, size_t size, size_t *length)
+{
+    size_t extra = 0;
+    for (size_t at = 0; at < size;) {
+        if (size - at >= 8 && !s_special (data + at))
+            at += 8;
+        else
+            extra += s_escape ((unsigned char) data [at++], NULL) - 1;
+    }
+    char *text = malloc (size + extra + 3);
+    size_t used = 0;
+    text [used++] = '"';
+    size_t run = 0;             //  Start of the bytes not copied yet
+    for (size_t at = 0; at < size;) {
+        if (size - at >= 8 && !s_special (data + at)) {
+            at += 8;
+            continue;
+        }
+        unsigned char c = (unsigned char) data [at];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            at++;
+            continue;
+        }
+        memcpy (text + used, data + run, at - run);
+        used += at - run;
+        used += s_escape (c, text + used);
+        run = ++at;
+    }
+    memcpy (text + used, data + run, size - run);
+    used += size - run;
+    text [used++] = '"';
+    text [used] = 0;
+    *length = used;
+    return text;
 }
 
 //  The message of a failure from the tail of stderr: the last EXEC_ERR_TAIL
@@ -111,6 +193,51 @@ s_job_branch (exec_job_t *self, char *message, size_t size)
     return branch;
 }
 
+//  Stdout as the result's JSON text, each byte looked at a few times at
+//  most (a result of hundreds of MB must not hold the loop for seconds):
+//  when it is one JSON text (act_scan: what act_json_parse accepts), that
+//  text without the white space around it, sent as it is (the broker
+//  keeps a worker's text, PROTOCOL.md section 3.4); else stdout as a JSON
+//  string. Sets *data and *size to the text, and *text to what the
+//  caller frees (NULL when the text is in stdout); returns 0, or -1 with
+//  message (length bytes) set when stdout is neither JSON nor a string's.
+static int
+s_job_text (exec_job_t *self, const char **data, size_t *size, char **text,
+            char *message, size_t length)
+{
+    const char *out = self->out? self->out: "";
+    size_t first = 0, last = self->out_size;
+    *text = NULL;
+    while (first < last && out [first] && strchr (" \t\r\n", out [first]))
+        first++;
+    //  A JSON text starts with one of these: others are not scanned (a
+    //  scan reads a word of letters to its end)
+    act_err_t err = { 0 };
+    if (first < last && out [first] && strchr ("{[\"-0123456789tfn", out [first])
+    &&  act_scan (self->server->scan, out, last, &err) == 0) {
+        while (last > first && strchr (" \t\r\n", out [last - 1]))
+            last--;
+        *data = out + first;
+        *size = last - first;
+        return 0;
+    }
+    size_t offset = 0;
+    const char *nul = memchr (out, 0, self->out_size);
+    if (!act_utf8_valid (out, self->out_size, &offset)) {
+        snprintf (message, length, "stdout is neither JSON nor UTF-8 text "
+                  "(bad UTF-8 at byte %zu)", offset);
+        return -1;
+    }
+    if (nul) {
+        snprintf (message, length, "stdout is not JSON and holds a NUL byte "
+                  "(at byte %zu), which no result string may carry", (size_t) (nul - out));
+        return -1;
+    }
+    *text = s_quote (out, self->out_size, size);
+    *data = *text;
+    return 0;
+}
+
 //  Answer the task of a command that exited with status 0: RESULT, or FAIL
 //  when its stdout or branch is unfit
 static void
@@ -122,39 +249,27 @@ s_job_succeed (exec_job_t *self)
         act_task_fail (self->task, "bad_branch", message, false);
         return;
     }
-    act_err_t err = { 0 };
-    const char *out = self->out? self->out: "";
-    json_t *result = act_json_parse (out, self->out_size, &err);
-    if (!result) {
-        size_t offset = 0;
-        const char *nul = memchr (out, 0, self->out_size);
-        if (!act_utf8_valid (out, self->out_size, &offset)) {
-            snprintf (message, sizeof message, "stdout is neither JSON nor UTF-8 text "
-                      "(bad UTF-8 at byte %zu)", offset);
-            act_task_fail (self->task, "bad_output", message, false);
-            return;
-        }
-        if (nul) {
-            snprintf (message, sizeof message, "stdout is not JSON and holds a NUL byte "
-                      "(at byte %zu), which no result string may carry",
-                      (size_t) (nul - out));
-            act_task_fail (self->task, "bad_output", message, false);
-            return;
-        }
-        result = json_stringn (out, self->out_size);
+    if (self->out_size >= EXEC_LARGE_OUTPUT)
+        //  What follows holds the loop a while (some 0.3 s per 100 MB):
+        //  the broker must not count it as silence on top of the time
+        //  since the last heartbeat
+        act_worker_heartbeat (self->server->worker);
+    const char *data = NULL;
+    size_t size = 0;
+    char *text = NULL;
+    if (s_job_text (self, &data, &size, &text, message, sizeof message)) {
+        act_task_fail (self->task, "bad_output", message, false);
+        return;
     }
-    char *text = act_json_dump (result);
-    size_t length = strlen (text);
-    free (text);
-    if (length > self->server->max_output) {
+    if (size > self->server->max_output) {
         snprintf (message, sizeof message, "the result is %zu bytes as JSON, over "
-                  "--max-output (%zu)", length, self->server->max_output);
+                  "--max-output (%zu)", size, self->server->max_output);
         act_task_fail (self->task, "output_too_large", message, false);
     }
     else
-    if (act_task_result (self->task, result, (int) branch))
+    if (act_task_result_text (self->task, data, size, (int) branch))
         exec_log ("task %s: could not send RESULT", self->task_id);
-    json_decref (result);
+    free (text);
 }
 
 //  Answer the task from how the command ended

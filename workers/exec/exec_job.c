@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,14 +208,15 @@ s_on_output (act_worker_t *worker, int fd, void *arg)
 }
 
 //  Free the job (its pipes are closed already) and remove its branch
-//  file; null the pointer
+//  file (a directory the command made there too, with all it holds);
+//  null the pointer
 static void
 s_job_destroy (exec_job_t **self_p)
 {
     exec_job_t *self = *self_p;
     if (self) {
         if (self->branch_file) {
-            remove (self->branch_file);
+            exec_remove_tree (self->branch_file);
             free (self->branch_file);
         }
         free (self->out);
@@ -361,12 +363,21 @@ s_child_write_number (int fd, int number)
         return;
 }
 
-//  In the forked child: become the leader of a new process group, take the
-//  pipes as stdin, stdout and stderr, close every other descriptor, exec.
-//  Only async-signal-safe calls: the worker has other threads (ZeroMQ's).
+//  In the forked child: die with the worker, become the leader of a new
+//  process group, take the pipes as stdin, stdout and stderr, close every
+//  other descriptor, exec. Only async-signal-safe calls: the worker has
+//  other threads (ZeroMQ's).
 static void
-s_child (exec_server_t *server, int in, int out, int err, char **env)
+s_child (exec_server_t *server, int in, int out, int err, char **env, pid_t worker)
 {
+    //  SIGKILL when the worker dies, however it dies (SIGKILL, a crash): the
+    //  broker gives the task to another worker, so the command must not go
+    //  on. The kernel sends it when the thread that forked ends, the
+    //  worker's main thread, which ends only with the process. Checked
+    //  after setting it: the worker may have died before
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != worker)
+        _exit (127);
     setpgid (0, 0);
     if (dup2 (in, 0) == -1 || dup2 (out, 1) == -1 || dup2 (err, 2) == -1)
         _exit (127);
@@ -438,9 +449,10 @@ s_job_spawn (exec_job_t *self, uint64_t sequence, char *message, size_t size)
     pid_t pid = -1;
     if (!problem) {
         char **env = s_environment (self);
+        pid_t worker = getpid ();
         pid = fork ();
         if (pid == 0)
-            s_child (server, in, out [1], err [1], env);
+            s_child (server, in, out [1], err [1], env, worker);
         error = errno;
         s_environment_free (env);
         if (pid == -1)

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,12 +83,16 @@ s_on_task (act_task_t *task, void *arg)
 {
     exec_server_t *server = (exec_server_t *) arg;
     uint64_t sequence = ++server->sequence;
-    if (zlistx_size (server->jobs) >= server->capacity)
-        //  The library reconnected (DISCONNECT, or a silent broker): the
-        //  broker gave the older tasks to others and their answers will
-        //  be dropped, but nothing tells us which they are
-        exec_log ("task %s: %zu commands still running from before a reconnect; "
-                  "running this one too", act_task_id (task), zlistx_size (server->jobs));
+    //  Each broker of the list gives up to --capacity tasks. More commands
+    //  than that are running when the library reconnected (DISCONNECT, or
+    //  a silent broker): the broker gave the older tasks to others, their
+    //  commands are being stopped and their answers will be dropped
+    size_t brokers = act_worker_brokers (server->worker);
+    if (zlistx_size (server->jobs) >= server->capacity * brokers)
+        exec_log ("task %s: %zu commands running already (--capacity %zu, %zu broker%s): "
+                  "some are of a connection before a reconnect, stopped but not exited "
+                  "yet; running this one too", act_task_id (task), zlistx_size (server->jobs),
+                  server->capacity, brokers, brokers == 1? "": "s");
     exec_job_t *job = exec_job_start (server, task, sequence);
     if (!job)
         return;                 //  Answered spawn_failed
@@ -148,9 +153,54 @@ s_server_open (exec_server_t *self)
     return 0;
 }
 
-//  A server for options, its worker ready to run
+//  Set the server's worker up as options say: CURVE, capacity, the
+//  activities and their tool. Returns 0, or -1 with the reason on stderr.
+static int
+s_server_worker (exec_server_t *self, exec_options_t *options)
+{
+    zlistx_t *activities = options->activities;
+    self->name = zsys_sprintf ("actd-exec:%s", (char *) zlistx_first (activities));
+    self->worker = act_worker_new (options->endpoint, options->name? options->name: self->name);
+    int rc = options->curve_server? act_worker_set_curve (self->worker, options->curve_server,
+                                                          options->curve_cert): 0;
+    if (rc == -2)
+        fprintf (stderr, "actd-exec: %s: '%s' is not a CURVE public key (40 characters of "
+                 "Z85, as actctl keygen prints it)\n", options->curve_source,
+                 options->curve_server);
+    else
+    if (rc)
+        fprintf (stderr, "actd-exec: %s: cannot load the certificate %s\n",
+                 options->cert_source, options->curve_cert);
+    if (rc)
+        return -1;
+    act_worker_set_capacity (self->worker, (size_t) options->capacity);
+    act_worker_set_heartbeat (self->worker, (int) options->heartbeat, (int) options->liveness);
+    act_worker_set_lang (self->worker, "exec");
+    bool tool = options->description || options->params_schema || options->output_const
+             || options->output_pattern;
+    for (char *activity = zlistx_first (activities); activity; activity = zlistx_next (activities)) {
+        act_worker_serve (self->worker, activity, s_on_task, self);
+        //  Checked by the command line as the broker checks them (what
+        //  fails here is a mistake of that check)
+        if (tool && act_worker_declare (self->worker, activity, options->description,
+                                        options->params_schema, options->output_const,
+                                        options->output_pattern)) {
+            fprintf (stderr, "actd-exec: the tool options are not what actd takes\n");
+            return -1;
+        }
+    }
+    act_worker_watch (self->worker, self->kick [0], s_on_kick, self);
+    if (act_worker_connect (self->worker)) {
+        fprintf (stderr, "actd-exec: %s: ZeroMQ refuses the endpoint '%s' (%s)\n",
+                 options->endpoint_source, options->endpoint, zmq_strerror (errno));
+        return -1;
+    }
+    return 0;
+}
+
+//  A server for options, its worker connected
 exec_server_t *
-exec_server_new (exec_options_t *options)
+exec_server_new (exec_options_t *options, int *status)
 {
     exec_server_t *self = calloc (1, sizeof *self);
     self->path = options->path;
@@ -160,33 +210,45 @@ exec_server_new (exec_options_t *options)
     self->kill_grace_ms = (int) options->grace;
     self->verbose = options->verbose;
     self->poll_timer = -1;
+    self->kick [0] = self->kick [1] = -1;
     long open_max = sysconf (_SC_OPEN_MAX);
     self->max_fd = open_max > 0 && open_max < 65536? (int) open_max: 65536;
     self->jobs = zlistx_new ();
+    self->scan = act_scan_new ();
+    *status = 1;
     if (s_server_open (self)) {
         free (self->tmpdir);
-        zlistx_destroy (&self->jobs);
-        free (self);
+        self->tmpdir = NULL;
+        exec_server_destroy (&self);
         return NULL;
     }
-    zlistx_t *activities = options->activities;
-    self->name = zsys_sprintf ("actd-exec:%s", (char *) zlistx_first (activities));
-    self->worker = act_worker_new (options->endpoint, options->name? options->name: self->name);
-    act_worker_set_capacity (self->worker, (size_t) options->capacity);
-    act_worker_set_heartbeat (self->worker, (int) options->heartbeat, (int) options->liveness);
-    act_worker_set_lang (self->worker, "exec");
-    bool tool = options->description || options->params_schema || options->output_const
-             || options->output_pattern;
-    for (char *activity = zlistx_first (activities); activity; activity = zlistx_next (activities)) {
-        act_worker_serve (self->worker, activity, s_on_task, self);
-        //  Checked by the command line already: it cannot fail here
-        if (tool)
-            act_worker_declare (self->worker, activity, options->description,
-                                options->params_schema, options->output_const,
-                                options->output_pattern);
+    if (s_server_worker (self, options)) {
+        *status = 2;
+        exec_server_destroy (&self);
     }
-    act_worker_watch (self->worker, self->kick [0], s_on_kick, self);
     return self;
+}
+
+//  Remove one entry of a tree, deepest first (nftw callback)
+static int
+s_remove_entry (const char *path, const struct stat *info, int type, struct FTW *where)
+{
+    if (remove (path))
+        exec_log ("cannot remove %s: %s", path, strerror (errno));
+    return 0;                   //  Go on: remove what can be
+}
+
+//  Remove path and, when it is a directory, all it holds
+int
+exec_remove_tree (const char *path)
+{
+    if (remove (path) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != ENOTEMPTY && errno != EEXIST)
+        return -1;
+    //  FTW_PHYS: a symbolic link is removed, never followed
+    nftw (path, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return access (path, F_OK) == 0? -1: 0;
 }
 
 //  Stop the commands still running, then free the worker and the rest
@@ -197,10 +259,16 @@ exec_server_destroy (exec_server_t **self_p)
     if (self) {
         s_server_stop_jobs (self);
         act_worker_destroy (&self->worker);
-        close (self->kick [0]);
-        close (self->kick [1]);
-        rmdir (self->tmpdir);
+        if (self->kick [0] != -1) {
+            close (self->kick [0]);
+            close (self->kick [1]);
+        }
+        //  Whatever a command left there (it may write beside its
+        //  ACTD_BRANCH_FILE)
+        if (self->tmpdir)
+            exec_remove_tree (self->tmpdir);
         free (self->tmpdir);
+        act_scan_destroy (&self->scan);
         free (self->name);
         zlistx_destroy (&self->jobs);
         free (self);

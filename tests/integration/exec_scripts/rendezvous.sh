@@ -3,7 +3,7 @@
 # until two runs have started, and prints how many it saw.
 params=$(cat)
 dir=$(printf '%s' "$params" | sed -n 's/.*"dir": *"\([^"]*\)".*/\1/p')
-touch "$dir/$ACTD_CALL_ID.started"
+touch "$dir/$$.started"
 i=0
 while [ "$i" -lt 600 ]; do
     n=$(ls "$dir" | grep -c '\.started$')
