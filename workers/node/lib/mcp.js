@@ -5,29 +5,43 @@
 //  - tools/list: the tools actd's TOOLS lists (PROTOCOL.md section 2.1)
 //    that at least one connected worker serves, each as { name (the
 //    activity), description, inputSchema (its params; {"type": "object"}
-//    when it declared none) }. TOOLS is asked every pollMs; when the set
-//    changes (a worker with a new tool connects, the last worker of one
-//    goes, a declaration changes) every session gets
-//    notifications/tools/list_changed.
+//    when it declared none, and always an object schema: see s_mcp_tool) }.
+//    TOOLS is asked every pollMs; a session whose last tools/list differs
+//    from the set now served gets notifications/tools/list_changed (a
+//    worker with a new tool connects, the last worker of one goes, a
+//    declaration changes, actd answers for the first time). Sessions are
+//    served from the start: the first tools/list waits FIRST_TOOLS_MS at
+//    most for TOOLS' first answer.
 //  - tools/call: a CALL of that activity in the session's context, waiting
 //    for its DONE. The context is "mcp/<session id>" (one per MCP session;
 //    stdio has one session, its id made at start), or the one the
 //    `context` option names for every session, or the one a call names in
-//    its `_context` argument. The output path is the tool's prescribed one,
+//    its `_context` argument (with the `confine` option, only the
+//    session's own context). The output path is the tool's prescribed one,
 //    else the `_outputPath` argument (required by a tool whose output path
 //    is a pattern, and then added to its inputSchema), else
-//    †tools["<activity>"]. An ok outcome is the result as JSON text; any
-//    other outcome, and a call actd refuses, is a result with isError:
-//    true and the error's code and message.
-//  - resources: each context a session used (its own from the start) is
-//    the resource actd://context/<id>, its merged view (VIEW text,
-//    text/plain); resources/read reads any context by that URI (template
-//    actd://context/{id}); notifications/resources/list_changed when a
-//    session uses a new context.
+//    †tools["<activity>"]. Other arguments whose names start with "_"
+//    (actd's call fields: _id, _instance, _timeout...) are refused. An ok
+//    outcome is the result as JSON text; any other outcome, and a call
+//    actd refuses, is a result with isError: true and the error's code and
+//    message. A request the client cancels (notifications/cancelled), or
+//    whose session closes, cancels its call (CANCEL); a call whose broker
+//    has not answered TOOLS for timeoutMs ends with isError (unreachable)
+//    and is cancelled as well (best effort).
+//  - resources: each context a session used (its own from the start;
+//    another once actd accepted a call in it) is the resource
+//    actd://context/<id> (the id percent-encoded where a URI needs it),
+//    its merged view (VIEW text, text/plain); resources/read reads any
+//    context by that URI (template actd://context/{id}), or only the
+//    session's own with `confine`; notifications/resources/list_changed
+//    when a session uses a new context.
 //
 //  Transports: stdio (connectStdio), or Streamable HTTP on a loopback
 //  address (listenHttp), a Server and a context per MCP session; HTTP
-//  requests whose Host or Origin is not a loopback name are refused.
+//  requests whose Host or Origin is not a loopback name are refused, a
+//  body over MAX_BODY_BYTES gets 413, an initialize beyond maxSessions
+//  open sessions 503, and a session idle (no request under way) for
+//  sessionIdleMs is closed.
 
 const crypto = require ('node:crypto');
 const http = require ('node:http');
@@ -41,9 +55,21 @@ const {
     isInitializeRequest
 } = require ('@modelcontextprotocol/sdk/types.js');
 const { Client } = require ('./client');
+const { ActdError } = require ('./errors');
 const { version } = require ('../package.json');
 
 const URI_PREFIX = 'actd://context/';
+const FIRST_TOOLS_MS = 2000;            //  How long a tools/list waits for TOOLS' first answer
+const CANCEL_CLOSE_MS = 2000;           //  How long close () waits for the CANCELs it sent
+const MAX_BODY_BYTES = 4 * 1024 * 1024; //  The largest HTTP request body (the SDK's own limit)
+const LINGER_MS = 2000;                 //  How long the rest of a body too large is read and dropped
+const SESSION_IDLE_MS = 30 * 60000;     //  An HTTP session with no request this long is closed
+const MAX_SESSIONS = 1000;              //  Open HTTP sessions at most
+//  The arguments starting with "_" a tool call may have (the others are
+//  actd's call fields, not the MCP client's to set)
+const ARGUMENTS = new Set (['_context', '_outputPath']);
+//  Codes of errors the client itself gives (no answer from actd)
+const LOCAL_CODES = new Set (['request_timeout', 'disconnected', 'closed']);
 const LOOPBACK = new Set (['127.0.0.1', '::1', 'localhost']);
 //  The host names (as URL reads them) a request to the HTTP server may use
 const LOOPBACK_NAMES = new Set (['127.0.0.1', '[::1]', 'localhost']);
@@ -59,26 +85,108 @@ function s_stable (value) {
 }
 
 //  The MCP tool of an actd tool: its params as inputSchema, with the
-//  _outputPath argument a pattern output path requires
+//  _outputPath argument a pattern output path requires. MCP requires an
+//  object schema ("type": "object") at the top, and a client refuses the
+//  whole tools/list when one tool lacks it: a schema without "type" (a
+//  top-level anyOf or $ref), or whose type is a list with "object", gets
+//  "type": "object" (the same schema for params, which are an object; its
+//  $ref and $defs unchanged); one whose type excludes objects (no call
+//  can match it) is wrapped: {"type": "object", "allOf": [it]}, its $defs
+//  also at the top, where a $ref "#/$defs/..." in it looks.
 function s_mcp_tool (name, tool) {
     const params = tool.params;
-    let schema = params && typeof params === 'object' && Object.keys (params).length
-               ? { ...params }: { type: 'object' };
-    if (schema.type === undefined && !schema.properties && !schema.$ref && !schema.allOf
-        && !schema.anyOf && !schema.oneOf)
-        schema.type = 'object';
+    let schema = { type: 'object' };
+    if (params && typeof params === 'object' && !Array.isArray (params)
+    &&  Object.keys (params).length) {
+        const type = params.type;
+        if (type === undefined || type === 'object'
+        ||  (Array.isArray (type) && type.includes ('object')))
+            schema = { ...params, type: 'object' };
+        else {
+            schema = { type: 'object', allOf: [params] };
+            if (params.$defs !== undefined)
+                schema.$defs = params.$defs;
+        }
+    }
     const pattern = tool.outputPath && tool.outputPath.pattern;
     if (typeof pattern === 'string') {
         const argument = { type: 'string', pattern,
                            description: 'Where actd writes the result (an output path)' };
-        if (schema.type === 'object')
-            schema = { ...schema, properties: { ...(schema.properties || {}), _outputPath: argument },
-                       required: [...(schema.required || []), '_outputPath'] };
+        const required = Array.isArray (schema.required)? schema.required: [];
+        schema = { ...schema, properties: { ...(schema.properties || {}), _outputPath: argument },
+                   required: [...required.filter ((key) => key !== '_outputPath'), '_outputPath'] };
     }
     const entry = { name, inputSchema: schema };
     if (typeof tool.description === 'string')
         entry.description = tool.description;
     return entry;
+}
+
+//  The resource URI of context: its id with what a URI path cannot hold
+//  percent-encoded (as resources/read decodes it); an id of actd's
+//  characters ([A-Za-z0-9._:@/-]) as it is
+function s_uri (context) {
+    return URI_PREFIX + context.replace (/[^A-Za-z0-9._~!$&'()*+,;=:@/-]/gu, encodeURIComponent);
+}
+
+//  promise, or undefined after ms, whichever comes first
+function s_within (promise, ms) {
+    let timer;
+    return Promise.race ([promise, new Promise ((resolve) => {
+        timer = setTimeout (resolve, ms);
+    })]).finally (() => clearTimeout (timer));
+}
+
+//  Answer an HTTP request with a JSON-RPC error (id null: the request was
+//  not read as JSON-RPC)
+function s_refuse (res, status, code, message) {
+    res.writeHead (status, { 'content-type': 'application/json' }).end (
+        JSON.stringify ({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+//  413 to a request whose body is too large: the whole answer at once,
+//  then what the client still sends is read and dropped (never kept)
+//  until the body ends, LINGER_MS at most, before the connection closes.
+//  Closed at once, the connection would be reset under a client still
+//  writing, which then may never read the answer.
+function s_too_large (req, res) {
+    const body = JSON.stringify ({ jsonrpc: '2.0', error: { code: -32000, message:
+        `Payload Too Large: a request body is ${MAX_BODY_BYTES} bytes at most` }, id: null });
+    res.writeHead (413, { 'content-type': 'application/json', connection: 'close',
+                          'content-length': Buffer.byteLength (body) });
+    res.write (body);
+    const end = () => {
+        clearTimeout (timer);
+        res.end ();
+    };
+    const timer = setTimeout (end, LINGER_MS);
+    req.once ('end', end);
+    req.once ('error', end);
+    req.resume ();
+}
+
+//  The body of req, at most limit bytes: a Buffer, or null once it passed
+//  limit (what follows is not kept; the caller answers at once)
+function s_body (req, limit) {
+    return new Promise ((resolve, reject) => {
+        const chunks = [];
+        let size = 0;
+        const data = (chunk) => {
+            size += chunk.length;
+            if (size > limit) {
+                req.off ('data', data);
+                req.off ('end', end);
+                resolve (null);
+            }
+            else
+                chunks.push (chunk);
+        };
+        const end = () => resolve (Buffer.concat (chunks));
+        req.on ('data', data);
+        req.once ('end', end);
+        req.once ('error', reject);
+        req.once ('close', () => reject (new Error ('the request closed before its body ended')));
+    });
 }
 
 //  True when req names a loopback host in Host, and in Origin when it has
@@ -111,8 +219,13 @@ class ActdMcp {
     //  options: endpoint (the broker's client endpoint; $ACTD_ENDPOINT,
     //  else tcp://127.0.0.1:5555), curveServer/curveCert (or
     //  $ACTD_SERVER_KEY, $ACTD_CERT), context (one context for every
-    //  session; default: "mcp/<session id>" each), pollMs (1000): how
-    //  often TOOLS is asked; log (a function of one line; default: none)
+    //  session; default: "mcp/<session id>" each), confine (true: a
+    //  session reaches only that context: a _context or resource naming
+    //  another is refused), pollMs (1000): how often TOOLS is asked,
+    //  timeoutMs (30000, 0: none): how long a request waits for actd's
+    //  reply, and a tools/call for DONE while actd answers no TOOLS,
+    //  sessionIdleMs (30 minutes, 0: never) and maxSessions (1000): HTTP
+    //  sessions, log (a function of one line; default: none)
     constructor (options = {}) {
         const clientOptions = { timeoutMs: options.timeoutMs ?? 30000 };
         for (const key of ['endpoint', 'endpoints', 'curveServer', 'curveCert'])
@@ -120,32 +233,50 @@ class ActdMcp {
                 clientOptions [key] = options [key];
         this.client = new Client (clientOptions);
         this.context = options.context ?? null;
+        this.confine = options.confine ?? false;
         this.pollMs = options.pollMs ?? 1000;
+        this.timeoutMs = clientOptions.timeoutMs;
+        this.sessionIdleMs = options.sessionIdleMs ?? SESSION_IDLE_MS;
+        this.maxSessions = options.maxSessions ?? MAX_SESSIONS;
         this.log = options.log ?? (() => {});
         this.tools = new Map ();        //  name -> TOOLS entry, for the served tools
         this.known = new Map ();        //  name -> TOOLS entry, every declared tool
-        this._fingerprint = null;       //  s_stable of the served tools
-        this._failure = null;           //  The last TOOLS failure logged
-        this._sessions = new Set ();    //  Open sessions (stdio's, or HTTP's)
+        this._fingerprint = null;       //  s_stable of the served tools (null: none asked yet)
+        this._failure = null;           //  The last TOOLS failure (an Error), null after an answer
+        this._heard = Date.now ();      //  When actd last answered TOOLS
+        this._sessions = new Set ();    //  Open sessions (stdio's, or HTTP's once initialized)
+        this._waiting = new Set ();     //  Calls awaiting DONE: { since, giveUp (error) }
+        this._submits = new Set ();     //  CALLs sent, not ACCEPTED yet
+        this._cancels = new Set ();     //  CANCEL requests under way
+        this._transports = new Map ();  //  HTTP session id -> { transport, session, active, last }
+        this._initializing = 0;         //  HTTP initializes under way
+        this._first = null;             //  The first TOOLS' refresh ()
         this._timer = null;
+        this._sweeper = null;
         this._polling = null;
         this._http = null;
         this.closed = false;
     }
 
-    //  Ask TOOLS now; notify every session when the served set changed.
-    //  Resolves true when it changed.
+    //  Ask TOOLS now; notify every session shown another set of tools.
+    //  Resolves true when the set changed.
     async refresh () {
         let tools;
         try {
             tools = await this.client.tools ();
         } catch (error) {
+            if (this.closed)
+                return false;
+            if (error instanceof ActdError && !LOCAL_CODES.has (error.code))
+                this._heard = Date.now ();  //  It answered (ERROR)
             //  Once per kind of failure, not at every poll
-            if (error.message !== this._failure)
+            if (!this._failure || error.message !== this._failure.message)
                 this.log (`TOOLS failed: ${error.message}`);
-            this._failure = error.message;
+            this._failure = error;
+            this._unreachable ();
             return false;
         }
+        this._heard = Date.now ();
         this._failure = null;
         const served = new Map (Object.entries (tools).filter (([, tool]) => tool.workers > 0)
                                                      .sort (([a], [b]) => (a < b? -1: a > b)));
@@ -154,79 +285,134 @@ class ActdMcp {
         this.known = new Map (Object.entries (tools));
         if (fingerprint === this._fingerprint)
             return false;
-        const first = this._fingerprint === null;
         this._fingerprint = fingerprint;
         this.tools = served;
-        if (!first)
-            for (const session of this._sessions)
+        //  A session that listed tools (an empty list too, when actd was
+        //  unreachable) and was shown others than these
+        for (const session of this._sessions)
+            if (session.shown !== null && session.shown !== fingerprint)
                 session.server.sendToolListChanged ().catch (() => {});
         this.log (`tools: ${[...served.keys ()].join (', ') || 'none'}`);
         return true;
     }
 
-    //  Start polling TOOLS (the first answer before resolving)
+    //  TOOLS failed: the calls that have heard nothing from actd for
+    //  timeoutMs (since it last answered TOOLS, or since they were
+    //  accepted) stop waiting
+    _unreachable () {
+        const now = Date.now ();
+        for (const waiting of [...this._waiting]) {
+            const silent = now - Math.max (this._heard, waiting.since);
+            if (this.timeoutMs > 0 && silent >= this.timeoutMs)
+                waiting.giveUp (new ActdError ('unreachable', `actd has not answered for ${silent} `
+                    + 'ms: the call may still run (it was sent CANCEL)'));
+        }
+    }
+
+    //  Start polling TOOLS. Resolves once its first answer (or failure)
+    //  came; sessions may be served before.
     async start () {
-        await this.refresh ();
-        const tick = async () => {
-            this._polling = this.refresh ();
-            await this._polling;
-            if (!this.closed)
-                this._timer = setTimeout (tick, this.pollMs);
-        };
-        this._timer = setTimeout (tick, this.pollMs);
+        if (!this._first) {
+            this._first = this._polling = this.refresh ();
+            const tick = async () => {
+                this._polling = this.refresh ();
+                await this._polling;
+                if (!this.closed)
+                    this._timer = setTimeout (tick, this.pollMs);
+            };
+            this._first.then (() => {
+                if (!this.closed)
+                    this._timer = setTimeout (tick, this.pollMs);
+            });
+        }
+        await this._first;
         return this;
     }
 
-    //  A Server for one MCP session; id () is the session's id once known
+    //  A Server for one MCP session; id () is the session's id once known.
+    //  The caller adds it to _sessions once it is open.
     _session (id) {
         const server = new Server ({ name: 'actd-mcp', version },
             { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } });
-        const session = { server, id, contexts: new Set () };
+        //  shown: the fingerprint of the last tools/list answered
+        const session = { server, id, contexts: new Set (), shown: null };
         session.defaultContext = () => this.context ?? `mcp/${session.id ()}`;
-        server.setRequestHandler (ListToolsRequestSchema, async () => ({
-            tools: [...this.tools].map (([name, tool]) => s_mcp_tool (name, tool)) }));
-        server.setRequestHandler (CallToolRequestSchema, (request) =>
-            this._call (session, request.params.name, request.params.arguments ?? {}));
+        server.setRequestHandler (ListToolsRequestSchema, async () => {
+            if (this._fingerprint === null && this._first)
+                await s_within (this._first, FIRST_TOOLS_MS);
+            session.shown = this._fingerprint ?? s_stable ([]);
+            return { tools: [...this.tools].map (([name, tool]) => s_mcp_tool (name, tool)) };
+        });
+        server.setRequestHandler (CallToolRequestSchema, (request, extra) =>
+            this._call (session, request.params.name, request.params.arguments ?? {},
+                        extra.signal));
         server.setRequestHandler (ListResourcesRequestSchema, async () => ({
             resources: [session.defaultContext (), ...session.contexts]
                 .filter ((context, index, all) => all.indexOf (context) === index)
-                .map ((context) => ({ uri: URI_PREFIX + context, name: context,
+                .map ((context) => ({ uri: s_uri (context), name: context,
                                       mimeType: 'text/plain',
                                       description: `The merged view of actd context ${context}` }))
         }));
         server.setRequestHandler (ListResourceTemplatesRequestSchema, async () => ({
-            resourceTemplates: [{ uriTemplate: URI_PREFIX + '{id}', name: 'actd context',
-                                  mimeType: 'text/plain',
-                                  description: 'The merged view of an actd context' }]
+            resourceTemplates: this.confine? []: [{
+                uriTemplate: URI_PREFIX + '{id}', name: 'actd context', mimeType: 'text/plain',
+                description: 'The merged view of an actd context' }]
         }));
         server.setRequestHandler (ReadResourceRequestSchema, (request) =>
-            this._read (request.params.uri));
+            this._read (session, request.params.uri));
         server.onclose = () => {
             this._sessions.delete (session);
             if (session.onclose)
                 session.onclose ();
         };
-        this._sessions.add (session);
         return session;
     }
 
-    //  tools/call: a CALL in the session's context, until its DONE
-    async _call (session, name, args) {
+    //  Why session may not use context (confine), or null
+    _refused (session, context) {
+        const own = session.defaultContext ();
+        return this.confine && context !== own
+             ? `this server is confined to the session's context ${own}, not ${context}`: null;
+    }
+
+    //  tools/call: a CALL in the session's context, until its DONE (or
+    //  signal aborts: the call is cancelled)
+    async _call (session, name, args, signal) {
         const tool = this.known.get (name) ?? (await this.refresh (), this.known.get (name));
-        if (!tool)
-            return s_error_result ('unknown_tool', `actd has no tool ${name}`);
+        if (!tool) {
+            //  TOOLS failed: its error, not an unknown tool
+            const failure = this._failure;
+            return failure? s_error_result (failure.code ?? 'error', failure.message)
+                          : s_error_result ('unknown_tool', `actd has no tool ${name}`);
+        }
+        const fields = Object.keys (args).filter ((key) => key.startsWith ('_')
+                                                        && !ARGUMENTS.has (key));
+        if (fields.length)
+            return s_error_result ('bad_arguments', `${fields.join (', ')}: the arguments of a `
+                + 'tool call that start with "_" are _context and _outputPath only (the others '
+                + 'are actd call fields, which actd-mcp does not pass)');
         const { _context, _outputPath, ...params } = args;
         const context = typeof _context === 'string' && _context? _context
                                                                 : session.defaultContext ();
+        const refused = this._refused (session, context);
+        if (refused)
+            return s_error_result ('forbidden', refused);
         const path = tool.outputPath && typeof tool.outputPath.const === 'string'
                    ? tool.outputPath.const
                    : typeof _outputPath === 'string'? _outputPath
                    : '\u2020tools[' + JSON.stringify (name) + ']';
         const call = { ...params, _tool: name, _outputPath: path };
-        this._used (session, context);
+        if (signal && signal.aborted)
+            return s_error_result ('cancelled', 'the request was cancelled');
         let outcome;
         try {
-            outcome = await this.client.call (context, call);
+            const submitting = this.client.submit (context, call);
+            const forget = () => this._submits.delete (submitting);
+            this._submits.add (submitting);
+            submitting.then (forget, forget);
+            const submitted = await submitting;
+            this._used (session, context);
+            outcome = await this._outcome (submitted, signal);
         } catch (error) {
             return s_error_result (error.code ?? 'error', error.message);
         }
@@ -239,6 +425,48 @@ class ActdMcp {
         return { content: [{ type: 'text', text }] };
     }
 
+    //  The DONE outcome of a submitted call ({ callId, done }). When
+    //  signal aborts (the MCP request was cancelled, or its session
+    //  closed), or actd stops answering (_unreachable), the call is sent
+    //  CANCEL and this rejects.
+    _outcome ({ callId, done }, signal) {
+        return new Promise ((resolve, reject) => {
+            const waiting = { since: Date.now () };
+            const finish = (settle, value) => {
+                if (!this._waiting.delete (waiting))
+                    return;
+                if (signal)
+                    signal.removeEventListener ('abort', abort);
+                settle (value);
+            };
+            waiting.giveUp = (error) => {
+                this._cancel (callId);
+                finish (reject, error);
+            };
+            const abort = () => waiting.giveUp (new ActdError ('cancelled',
+                `the request was cancelled: call ${callId} was sent CANCEL`));
+            this._waiting.add (waiting);
+            if (signal) {
+                if (signal.aborted) {
+                    abort ();
+                    return;
+                }
+                signal.addEventListener ('abort', abort, { once: true });
+            }
+            done.then ((outcome) => finish (resolve, outcome),
+                       (error) => finish (reject, error));
+        });
+    }
+
+    //  CANCEL of call callId, best effort (close () waits for it a while)
+    _cancel (callId) {
+        const cancel = this.client.cancel (callId).catch ((error) => {
+            if (!this.closed)
+                this.log (`CANCEL of call ${callId} failed: ${error.message}`);
+        }).finally (() => this._cancels.delete (cancel));
+        this._cancels.add (cancel);
+    }
+
     //  A session used context: one more resource
     _used (session, context) {
         if (context === session.defaultContext () || session.contexts.has (context))
@@ -248,14 +476,25 @@ class ActdMcp {
     }
 
     //  resources/read of actd://context/<id>: VIEW text
-    async _read (uri) {
+    async _read (session, uri) {
         if (!uri.startsWith (URI_PREFIX))
             throw new McpError (ErrorCode.InvalidParams, `not an actd context: ${uri}`);
-        const context = decodeURIComponent (uri.slice (URI_PREFIX.length));
+        let context;
+        try {
+            context = decodeURIComponent (uri.slice (URI_PREFIX.length));
+        } catch {
+            throw new McpError (ErrorCode.InvalidParams, `not an actd context: ${uri} (its `
+                                + 'percent-encoding is broken)');
+        }
+        const refused = this._refused (session, context);
+        if (refused)
+            throw new McpError (ErrorCode.InvalidParams, `forbidden: ${refused}`);
         let text;
         try {
             text = await this.client.view (context, 'text');
         } catch (error) {
+            if (error.code === 'bad_context')
+                throw new McpError (ErrorCode.InvalidParams, `${error.code}: ${error.message}`);
             if (error.code !== 'not_found')
                 throw new McpError (ErrorCode.InternalError, `${error.code}: ${error.message}`);
             text = '';
@@ -268,6 +507,7 @@ class ActdMcp {
         const id = crypto.randomUUID ();
         const session = this._session (() => id);
         await session.server.connect (new StdioServerTransport ());
+        this._sessions.add (session);
         return session;
     }
 
@@ -278,21 +518,37 @@ class ActdMcp {
     listenHttp (port, host = '127.0.0.1') {
         if (!LOOPBACK.has (host))
             throw new Error (`actd-mcp listens on loopback only (127.0.0.1, ::1), not ${host}`);
-        const transports = new Map ();  //  session id -> transport
         this._http = http.createServer ((req, res) => {
-            this._http_request (transports, req, res).catch ((error) => {
+            this._http_request (req, res).catch ((error) => {
                 this.log (`HTTP: ${error.message}`);
                 if (!res.headersSent)
                     res.writeHead (500).end ();
             });
         });
+        if (this.sessionIdleMs > 0) {
+            this._sweeper = setInterval (() => this._expire (),
+                                         Math.min (this.sessionIdleMs, 60000));
+            this._sweeper.unref ();
+        }
         return new Promise ((resolve, reject) => {
             this._http.once ('error', reject);
             this._http.listen (port, host, () => resolve (this._http.address ().port));
         });
     }
 
-    async _http_request (transports, req, res) {
+    //  Close the HTTP sessions idle (no request under way, none open: a
+    //  GET stream counts) for sessionIdleMs
+    _expire () {
+        const now = Date.now ();
+        for (const [id, entry] of this._transports)
+            if (!entry.active && now - entry.last >= this.sessionIdleMs) {
+                this.log (`HTTP: session ${id} idle for ${now - entry.last} ms: closed`);
+                this._transports.delete (id);
+                entry.session.server.close ().catch (() => {});
+            }
+    }
+
+    async _http_request (req, res) {
         if (new URL (req.url, 'http://localhost').pathname !== '/mcp') {
             res.writeHead (404).end ();
             return;
@@ -300,59 +556,102 @@ class ActdMcp {
         if (!s_from_loopback (req)) {
             this.log (`HTTP: refused a request for host ${req.headers.host}, origin `
                       + `${req.headers.origin ?? 'none'}: loopback names only`);
-            res.writeHead (403, { 'content-type': 'application/json' }).end (JSON.stringify (
-                { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: the Host and '
-                  + 'Origin of a request must be loopback names (127.0.0.1, [::1], localhost)' },
-                  id: null }));
+            s_refuse (res, 403, -32000, 'Forbidden: the Host and Origin of a request must be '
+                      + 'loopback names (127.0.0.1, [::1], localhost)');
             return;
         }
         const id = req.headers ['mcp-session-id'];
         let body;
         if (req.method === 'POST') {
-            const chunks = [];
-            for await (const chunk of req)
-                chunks.push (chunk);
+            //  Past MAX_BODY_BYTES (as declared, or as read): 413 at once
+            if (Number (req.headers ['content-length']) > MAX_BODY_BYTES) {
+                s_too_large (req, res);
+                return;
+            }
+            const buffer = await s_body (req, MAX_BODY_BYTES);
+            if (buffer === null) {
+                s_too_large (req, res);
+                return;
+            }
             try {
-                body = JSON.parse (Buffer.concat (chunks).toString ('utf8'));
+                body = JSON.parse (buffer.toString ('utf8'));
             } catch {
-                res.writeHead (400, { 'content-type': 'application/json' }).end (JSON.stringify (
-                    { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null }));
+                s_refuse (res, 400, -32700, 'Parse error');
                 return;
             }
         }
-        let transport = id? transports.get (id): undefined;
-        if (!transport && !id && req.method === 'POST' && isInitializeRequest (body)) {
-            transport = new StreamableHTTPServerTransport ({
-                sessionIdGenerator: () => crypto.randomUUID (),
-                onsessioninitialized: (sessionId) => transports.set (sessionId, transport)
-            });
-            transport.onclose = () => {
-                if (transport.sessionId)
-                    transports.delete (transport.sessionId);
-            };
-            const session = this._session (() => transport.sessionId);
-            await session.server.connect (transport);
-        }
-        if (!transport) {
-            res.writeHead (id? 404: 400, { 'content-type': 'application/json' }).end (JSON.stringify (
-                { jsonrpc: '2.0', error: { code: -32000, message: id? 'Unknown session'
-                                                          : 'No session: initialize first' },
-                  id: null }));
+        const entry = id? this._transports.get (id): undefined;
+        if (!entry && !id && req.method === 'POST' && isInitializeRequest (body)) {
+            await this._http_initialize (req, res, body);
             return;
         }
-        await transport.handleRequest (req, res, body);
+        if (!entry) {
+            s_refuse (res, id? 404: 400, -32000, id? 'Unknown session'
+                                                  : 'No session: initialize first');
+            return;
+        }
+        entry.active++;
+        res.once ('close', () => {
+            entry.active--;
+            entry.last = Date.now ();
+        });
+        await entry.transport.handleRequest (req, res, body);
     }
 
-    //  Stop polling, close every session, the HTTP server and the client
+    //  An initialize: a new session, kept once it is initialized (a
+    //  refused initialize leaves nothing), maxSessions at most
+    async _http_initialize (req, res, body) {
+        if (this._transports.size + this._initializing >= this.maxSessions) {
+            this.log (`HTTP: refused a new session: ${this.maxSessions} are open`);
+            s_refuse (res, 503, -32000, `Service Unavailable: ${this.maxSessions} sessions are `
+                      + 'open, the most this server keeps (one closes when its client sends '
+                      + 'DELETE, or after it is idle)');
+            return;
+        }
+        let session = null;
+        const transport = new StreamableHTTPServerTransport ({
+            sessionIdGenerator: () => crypto.randomUUID (),
+            onsessioninitialized: (sessionId) => {
+                this._transports.set (sessionId, { transport, session, active: 0,
+                                                   last: Date.now () });
+                this._sessions.add (session);
+            }
+        });
+        transport.onclose = () => {
+            if (transport.sessionId)
+                this._transports.delete (transport.sessionId);
+        };
+        session = this._session (() => transport.sessionId);
+        await session.server.connect (transport);
+        this._initializing++;
+        try {
+            await transport.handleRequest (req, res, body);
+        } finally {
+            this._initializing--;
+        }
+        if (!transport.sessionId)
+            await session.server.close ().catch (() => {});
+    }
+
+    //  Stop polling, close every session (their calls under way are
+    //  cancelled), the HTTP server and the client
     async close () {
         this.closed = true;
         clearTimeout (this._timer);
-        await this._polling;
+        clearInterval (this._sweeper);
         for (const session of [...this._sessions])
             await session.server.close ().catch (() => {});
         if (this._http)
             await new Promise ((resolve) => this._http.close (() => resolve ()));
+        //  The calls of the sessions closed are sent CANCEL: those accepted
+        //  at once, those whose ACCEPTED is on its way once it comes
+        if (this._submits.size || this._cancels.size)
+            await s_within ((async () => {
+                await Promise.allSettled ([...this._submits]);
+                await Promise.allSettled ([...this._cancels]);
+            }) (), CANCEL_CLOSE_MS);
         await this.client.close ();
+        await this._polling;
     }
 }
 

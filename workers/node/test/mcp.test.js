@@ -1,10 +1,12 @@
 'use strict';
 //  actd-mcp through the official MCP SDK's own Client: stdio (the
 //  bin/actd-mcp.js process) and Streamable HTTP, against a real actd and
-//  real Node workers: tools/list, tools/call (ok, error outcome, refused
-//  call), the context's merged view as a resource, and
-//  notifications/tools/list_changed when a worker with a new tool comes
-//  and goes.
+//  real Node workers: tools/list (schemas that are not plain object
+//  schemas too), tools/call (ok, error outcome, refused call, arguments
+//  that are actd call fields, a cancelled request), the context's merged
+//  view as a resource, and notifications/tools/list_changed when a worker
+//  with a new tool comes and goes. mcp_sessions.test.js has the rest:
+//  sessions that close mid-call, HTTP limits, --confine, actd down.
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
@@ -16,6 +18,7 @@ const { StreamableHTTPClientTransport } =
     require ('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const { ToolListChangedNotificationSchema, ResourceListChangedNotificationSchema } =
     require ('@modelcontextprotocol/sdk/types.js');
+const Ajv2020 = require ('ajv/dist/2020');
 const { Worker, ActivityError } = require ('..');
 const { ActdMcp } = require ('../lib/mcp');
 const { Actd, until } = require ('./actd');
@@ -51,6 +54,8 @@ function s_initialize (port, headers) {
 describe ('actd-mcp', () => {
     let actd, client, transport, worker, stderr = '';
     const toolsChanged = [], resourcesChanged = [];
+    const tasks = [];                   //  The weather tasks the worker ran
+    const slow = { started: 0, aborted: 0 };
 
     //  A Node worker serving handlers with tools, registered with actd
     async function serve (name, activities) {
@@ -72,10 +77,23 @@ describe ('actd-mcp', () => {
     before (async () => {
         actd = await new Actd ().start ();
         worker = await serve ('mcp-worker', {
-            weather: [({ city }) => ({ city, sky: city.length % 2? 'rainy': 'sunny' }), WEATHER],
+            weather: [({ city }, task) => {
+                tasks.push (task);
+                return { city, sky: city.length % 2? 'rainy': 'sunny' };
+            }, WEATHER],
             fails: [() => { throw new ActivityError ('no such station', { code: 'no_station',
                                                                           retryable: false }); },
-                    { description: 'Always fails' }]
+                    { description: 'Always fails' }],
+            slow: [async (params, task) => {
+                slow.started++;
+                await new Promise ((resolve) => {
+                    task.signal.addEventListener ('abort', resolve);
+                    setTimeout (resolve, 20000).unref ();
+                });
+                if (task.signal.aborted)
+                    slow.aborted++;
+                return 'finished';
+            }, { description: 'Takes 20 s unless cancelled' }]
         });
         transport = new StdioClientTransport ({
             command: process.execPath,
@@ -101,7 +119,7 @@ describe ('actd-mcp', () => {
 
     it ('lists the workers\' tools with their schemas', async () => {
         const { tools } = await client.listTools ();
-        assert.deepEqual (tools.map ((tool) => tool.name), ['fails', 'weather']);
+        assert.deepEqual (tools.map ((tool) => tool.name), ['fails', 'slow', 'weather']);
         const weather = tools.find ((tool) => tool.name === 'weather');
         assert.equal (weather.description, 'The weather in a city');
         assert.deepEqual (weather.inputSchema, WEATHER.params);
@@ -171,7 +189,8 @@ describe ('actd-mcp', () => {
         try {
             await until (() => toolsChanged.length > before, 'list_changed for a new tool');
             const { tools } = await client.listTools ();
-            assert.deepEqual (tools.map ((tool) => tool.name), ['fails', 'summarize', 'weather']);
+            assert.deepEqual (tools.map ((tool) => tool.name),
+                              ['fails', 'slow', 'summarize', 'weather']);
             //  A prescribed output path is the one the call gets
             const result = await client.callTool ({ name: 'summarize',
                                                     arguments: { text: 'abcdefgh' } });
@@ -183,6 +202,94 @@ describe ('actd-mcp', () => {
         await until (() => toolsChanged.length > gone, 'list_changed when the worker goes');
         await until (async () => !(await client.listTools ()).tools.some ((t) => t.name === 'summarize'),
                      'summarize off the list');
+    });
+
+    it ('lists tools whose schema is not a plain object schema, as object schemas', async () => {
+        //  A top-level anyOf, $ref or type list is a valid params schema;
+        //  an inputSchema without "type": "object" made the SDK client
+        //  refuse the whole tools/list (every tool gone)
+        const pattern = '^\u2020out\\.[a-z]+$';
+        const shapes = {
+            anyof: { anyOf: [{ type: 'object', required: ['a'] },
+                             { type: 'object', required: ['b'] }] },
+            ref: { $ref: '#/$defs/args', $defs: { args: {
+                type: 'object', required: ['a'], properties: { a: { type: 'string' } } } } },
+            typelist: { type: ['object'], required: ['a'], properties: { a: { type: 'string' } } }
+        };
+        const odd = await serve ('mcp-odd', Object.fromEntries (Object.entries (shapes).map (
+            ([name, params]) => [name, [(p) => p, { params, outputPath: { pattern } }]])));
+        try {
+            await until (async () => (await client.listTools ().catch (() => ({ tools: [] })))
+                             .tools.some ((tool) => tool.name === 'typelist'),
+                         'the odd tools listed', 10000);
+            const { tools } = await client.listTools ();
+            const ajv = new Ajv2020 ({ strict: false });
+            for (const name of Object.keys (shapes)) {
+                const schema = tools.find ((tool) => tool.name === name).inputSchema;
+                assert.equal (schema.type, 'object', name);
+                assert.ok (schema.required.includes ('_outputPath'), name);
+                const valid = ajv.compile (schema);
+                assert.ok (valid ({ a: 'x', _outputPath: '\u2020out.x' }), name);
+                assert.ok (!valid ({ a: 'x' }), `${name}: _outputPath is required`);
+                assert.ok (!valid ({ c: 'x', _outputPath: '\u2020out.x' }),
+                           `${name}: a is required`);
+            }
+            //  The $ref still resolves from the top: a must be a string
+            assert.ok (!ajv.compile (tools.find ((tool) => tool.name === 'ref').inputSchema) (
+                { a: 1, _outputPath: '\u2020out.x' }));
+            const result = await client.callTool ({ name: 'ref',
+                arguments: { a: 'x', _outputPath: '\u2020out.r' } });
+            assert.deepEqual (JSON.parse (result.content [0].text), { a: 'x' });
+        } finally {
+            await odd.stop ();
+        }
+    });
+
+    it ('refuses arguments that are actd call fields, naming them', async () => {
+        const before = tasks.length;
+        for (const [fields, named] of [
+                [{ _id: 'k1', _instance: 'evil' }, /^bad_arguments: _id, _instance: /],
+                [{ _outputMethod: 'erase' }, /^bad_arguments: _outputMethod: /],
+                [{ _timeout: 5, _retry: {}, _trace: '00-0af7651916cd43dd8448eb211c80319c-'
+                   + 'b7ad6b7169203331-01' }, /^bad_arguments: _timeout, _retry, _trace: /]]) {
+            const result = await client.callTool ({ name: 'weather',
+                                                    arguments: { city: 'Oslo', ...fields } });
+            assert.equal (result.isError, true);
+            assert.match (result.content [0].text, named);
+        }
+        assert.equal (tasks.length, before, 'no call reached the worker');
+        //  _context and _outputPath pass
+        const result = await client.callTool ({ name: 'weather', arguments: {
+            city: 'Lima', _context: 'mcp-fields', _outputPath: '\u2020state.lima' } });
+        assert.equal (result.isError, undefined);
+        assert.equal (tasks.at (-1).context, 'mcp-fields');
+        assert.equal (tasks.at (-1).instance, undefined);
+    });
+
+    it ('cancels the actd call when the client cancels the request', async () => {
+        const started = slow.started, aborted = slow.aborted;
+        const controller = new AbortController ();
+        const call = client.callTool ({ name: 'slow', arguments: {} }, undefined,
+                                      { signal: controller.signal });
+        await until (() => slow.started > started, 'the slow task started');
+        controller.abort ('the user changed their mind');
+        await assert.rejects (call, /the user changed their mind/);
+        //  notifications/cancelled: actd-mcp sends CANCEL, actd the worker
+        await until (() => slow.aborted > aborted, 'the task cancelled', 5000);
+    });
+
+    it ('lists a context as a resource once actd accepted a call in it', async () => {
+        //  "a%41b" is no context id: actd refuses the call; its resource
+        //  was listed, as actd://context/a%41b, whose read gave aAb's view
+        const refused = await client.callTool ({ name: 'weather', arguments: {
+            city: 'Quito', _context: 'a%41b', _outputPath: '\u2020state.x' } });
+        assert.equal (refused.isError, true);
+        assert.match (refused.content [0].text, /^bad_context: /);
+        const { resources } = await client.listResources ();
+        assert.ok (!resources.some ((resource) => resource.name === 'a%41b'),
+                   JSON.stringify (resources));
+        await assert.rejects (client.readResource ({ uri: 'actd://context/a%2541b' }),
+                              /bad_context/);
     });
 
     it ('serves Streamable HTTP on loopback, a context per session', async () => {
