@@ -3,7 +3,8 @@
 #  (NDEBUG, optimized) with jemalloc, in build-release/. The rest of the
 #  suite runs a sanitized Debug actd, which is not the program users run.
 #
-#    tests/release/run.sh [TEST_FILE...]   default: test_broker test_dataflow test_crash
+#    tests/release/run.sh [TEST_FILE...]   default: test_broker test_broker_reads
+#                                          test_broker_errors test_dataflow test_crash
 #
 #  Environment: ACTD_RELEASE_BUILD (default build-release), ACTD_RELEASE_JOBS
 #  (build jobs).
@@ -13,7 +14,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="${ACTD_RELEASE_BUILD:-$ROOT/build-release}"
 FILES=("$@")
-[ ${#FILES[@]} -gt 0 ] || FILES=(test_broker test_dataflow test_crash)
+[ ${#FILES[@]} -gt 0 ] || FILES=(test_broker test_broker_reads test_broker_errors test_dataflow test_crash)
 
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACTD_SANITIZE=OFF \

@@ -2,7 +2,8 @@
 #  Run integration tests with actd under valgrind memcheck, and fail on any
 #  memory error or definite leak.
 #
-#    tests/valgrind/run.sh [TEST_FILE...]   default: test_broker test_dataflow test_reliability
+#    tests/valgrind/run.sh [TEST_FILE...]   default: test_broker test_broker_reads
+#                                          test_broker_errors test_dataflow test_reliability
 #
 #  Builds a tree without sanitizers (build-valgrind/, Debug), makes a folder
 #  build-valgrind/valgrind-bin/ holding an "actd" wrapper that execs
@@ -35,7 +36,7 @@ BIN="$BUILD/valgrind-bin"
 LOGS="$BUILD/valgrind-logs"
 PYTHON=/usr/bin/python3
 FILES=("$@")
-[ ${#FILES[@]} -gt 0 ] || FILES=(test_broker test_dataflow test_reliability)
+[ ${#FILES[@]} -gt 0 ] || FILES=(test_broker test_broker_reads test_broker_errors test_dataflow test_reliability)
 
 command -v valgrind >/dev/null || { echo "run.sh: valgrind is missing (apt-get install valgrind)" >&2; exit 2; }
 
