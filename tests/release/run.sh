@@ -5,6 +5,7 @@
 #
 #    tests/release/run.sh [TEST_FILE...]   default: test_broker test_broker_reads
 #                                          test_broker_errors test_dataflow test_crash
+#                                          test_crash_store
 #
 #  Environment: ACTD_RELEASE_BUILD (default build-release), ACTD_RELEASE_JOBS
 #  (build jobs).
@@ -14,7 +15,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="${ACTD_RELEASE_BUILD:-$ROOT/build-release}"
 FILES=("$@")
-[ ${#FILES[@]} -gt 0 ] || FILES=(test_broker test_broker_reads test_broker_errors test_dataflow test_crash)
+[ ${#FILES[@]} -gt 0 ] || FILES=(test_broker test_broker_reads test_broker_errors test_dataflow test_crash
+                                    test_crash_store)
 
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACTD_SANITIZE=OFF \

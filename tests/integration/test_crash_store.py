@@ -1,0 +1,197 @@
+"""A store that fails to commit (PROTOCOL 1: nothing is acknowledged that
+is not stored): a failed commit refuses what its batch acknowledged and
+does not end a call as if actd had stopped, a read does not show what it
+lost, and a full disk is tried again with a back-off instead of a reset
+loop. Split from test_crash.py, whose helpers it uses.
+"""
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import DAGGER, STORE, Actd, NoAnswer, Worker, wait_for
+from test_crash import wait_workers
+
+
+class StoreFullTest(unittest.TestCase):
+    """A store that cannot commit (here a full disk: actd may not write
+    files larger than 2 MiB): what the batch acknowledged is refused with
+    ERROR internal, nothing of it is kept, and actd goes on serving."""
+
+    LIMIT = 2 << 20
+
+    @staticmethod
+    def limit():
+        #  SIGXFSZ as a service manager leaves it (default: kill): actd
+        #  itself must ignore it, or the kernel kills it at the limit
+        #  instead of failing the write
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (StoreFullTest.LIMIT, StoreFullTest.LIMIT))
+
+    @unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
+    def test_a_commit_that_fails_refuses_what_it_would_have_acknowledged(self):
+        with Actd(preexec=self.limit) as actd:
+            client = actd.client()
+            big = "x" * 300000
+            replies = []
+            for i in range(12):     # 3.6 MB: more than the file may hold
+                replies.append(client.request("APPEND", "full", {
+                    "type": "data", "kind": "state", "data": {"k%d" % i: big}}))
+            kept = [r for r in replies if r[0] == "OK"]
+            refused = [r for r in replies if r[0] == "ERROR"]
+            self.assertEqual(len(kept) + len(refused), 12, replies)
+            self.assertTrue(kept and refused, [r[:2] for r in replies])
+            self.assertEqual([json.loads(r[1])["seq"] for r in kept],
+                             list(range(1, len(kept) + 1)))
+            for reply in refused:
+                self.assertEqual(reply, ["ERROR", "internal",
+                                         "the store could not commit; nothing was kept"])
+            self.assertEqual(replies[:len(kept)], kept)     # kept ones came first
+            #  A reply that promises nothing is still sent, and a small write
+            #  that fits takes the next _seq: nothing refused was kept
+            self.assertEqual(client.request("PING"), ["PONG"])
+            self.assertEqual(client.request("APPEND", "full", {
+                "type": "data", "kind": "state", "data": {"small": 1}}),
+                ["OK", json.dumps({"seq": len(kept) + 1}, separators=(",", ":"))])
+            view = json.loads(client.request("VIEW", "full")[1])
+            keys = set()
+            for message in view:
+                keys.update(message.get("data", {}))
+            self.assertEqual(keys, {"k%d" % i for i in range(len(kept))} | {"small"})
+            self.assertIn("store commit failed", actd.log())
+            client.close()
+
+    @unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
+    def test_a_read_does_not_show_what_a_failed_commit_lost(self):
+        """A RESOLVE read in the same pass as an APPEND (or while its commit
+        is in flight) sees the appended value in memory: when that commit
+        fails, the read's VALUE is refused with it, as the APPEND's OK is,
+        instead of showing a value that was never stored."""
+        with Actd(preexec=self.limit) as actd:
+            client = actd.client()
+            big = "x" * 900000              # three are more than the file may hold
+            appends = [client.send("APPEND", "lost", json.dumps(
+                {"type": "data", "kind": "state", "data": {"k%d" % i: big}})) for i in range(3)]
+            resolve = client.send("RESOLVE", "lost", "†state.k2")
+            replies = [client.wait(rid, timeout=30) for rid in appends]
+            self.assertEqual(replies[2], ["ERROR", "internal",
+                                          "the store could not commit; nothing was kept"])
+            reply = client.wait(resolve, timeout=30)
+            self.assertFalse(reply[0] == "VALUE" and reply[1] == json.dumps(big),
+                             "the lost value was read")
+            self.assertEqual(reply, ["ERROR", "internal",
+                                     "the store could not commit; nothing was kept"])
+            #  Read again, the value is absent: nothing of it was kept
+            self.assertEqual(client.request("RESOLVE", "lost", "†state.k2")[0], "ERROR")
+            client.close()
+
+    @unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
+    def test_a_failed_commit_does_not_end_a_call_as_if_actd_had_stopped(self):
+        """A commit that fails is not a crash: the call whose result it
+        carried (its dispatch stored by an earlier commit) runs again, even
+        past its last allowed attempt, instead of ending worker_lost
+        'actd stopped during attempt 1'."""
+        def answer(activity, params, meta):
+            return NoAnswer if meta["attempt"] == 1 else {"attempt": meta["attempt"]}
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (512 << 10, 512 << 10))
+        with Actd(preexec=limit) as actd:
+            client = actd.client()
+            worker = Worker(actd.worker_endpoint, ["big"], answer, name="big")
+            worker.start()
+            wait_workers(actd, 1)
+            rid = client.send("CALL", "full", {
+                "_tool": "big", "_outputPath": DAGGER + "out.x", "_retry": {"max_attempts": 1}})
+            call_id = client.wait(rid, timeout=20.0)[1]
+            self.assertEqual(client.wait_status(call_id, ["running"])["attempts"], 1)
+            #  A result of 900 KB: more than a file may hold
+            worker.send_result(call_id + ".1", ["x" * 300000] * 3)
+            wait_for(lambda: "store commit failed" in actd.log(), "the commit failed")
+            status = client.wait_status(call_id, ["ok", "error", "timeout", "skipped",
+                                                  "cancelled"])
+            outcome = status.pop("outcome", None)
+            self.assertEqual((status["state"], status["attempts"]), ("ok", 2), status)
+            self.assertEqual(outcome["result"], {"attempt": 2})
+            self.assertIn("store commit failed", actd.log())
+            worker.stop()
+            client.close()
+
+
+class DiskFullTest(unittest.TestCase):
+    """operations.md section 6: a store that keeps failing its commits
+    (here a full tmpfs) is retried with a back-off: actd stays up, answers
+    PING and STATS, logs at a bounded rate, keeps its workers, and takes
+    up again once there is space."""
+
+    def setUp(self):
+        if STORE != "sqlite" or os.geteuid() != 0:
+            self.skipTest("needs root to mount a tmpfs for a SQLite store")
+        self.mount = tempfile.mkdtemp(prefix="actd-full-")
+        subprocess.check_call(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.mount])
+        self.actd = Actd(store=os.path.join(self.mount, "actd.db"))
+
+    def tearDown(self):
+        self.actd.cleanup()
+        subprocess.call(["umount", self.mount])
+        os.rmdir(self.mount)
+
+    def test_a_full_disk_is_retried_with_a_back_off(self):
+        actd = self.actd.start()
+        client = actd.client()
+        echo = Worker(actd.worker_endpoint, ["echo"], lambda a, p, m: p, capacity=20,
+                      name="echo")
+        echo.start()
+        idle = Worker(actd.worker_endpoint, ["other"], lambda a, p, m: None, name="idle")
+        idle.start()
+        wait_workers(actd, 2)
+        #  Calls whose results take room, 20 at a time, until the disk is
+        #  full: some are left to run when it is
+        accepted, refused, n = [], None, 0
+        while refused is None and n < 2000:
+            rids = [client.send("CALL", "full", {"_tool": "echo", "n": n + k, "pad": "z" * 1500,
+                                                 "_outputPath": DAGGER + "o.c%d" % (n + k)})
+                    for k in range(20)]
+            n += 20
+            for rid in rids:
+                reply = client.wait(rid, timeout=30.0)
+                if reply[0] == "ACCEPTED":
+                    accepted.append(reply[1])
+                else:
+                    refused = reply
+        self.assertEqual(refused, ["ERROR", "internal",
+                                   "the store could not commit; nothing was kept"])
+        time.sleep(0.5)
+        start = actd.log().count("store commit failed")
+        began = time.time()
+        time.sleep(2.0)
+        failures = actd.log().count("store commit failed") - start
+        elapsed = time.time() - began
+        self.assertLessEqual(failures, 12, "%d failed commits in %.1f s" % (failures, elapsed))
+        #  Up, and answering what needs no write meanwhile
+        self.assertEqual(client.request("PING", timeout=2.0), ["PONG"])
+        self.assertIn("calls", client.value("STATS", timeout=5.0))
+        #  An idle worker holds nothing the failures made stale: it stays
+        self.assertEqual(idle.disconnects, 0)
+        #  Space again: every call accepted ends ok, none "actd stopped"
+        subprocess.check_call(["mount", "-o", "remount,size=64m", self.mount])
+        for call_id in accepted:
+            status = client.wait_status(call_id, ["ok", "error", "timeout", "skipped",
+                                                  "cancelled"], timeout=30.0)
+            self.assertEqual(status["state"], "ok", status)
+        reply = client.request("CALL", "full", {"_tool": "echo", "n": -1}, timeout=30.0)
+        self.assertEqual(reply[0], "ACCEPTED", reply)
+        self.assertNotIn("actd stopped during", actd.log())
+        echo.stop()
+        idle.stop()
+        client.close()
+        self.assertEqual(actd.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
