@@ -253,6 +253,14 @@ s_text_string (s_text_t *self, const char *string, size_t length)
     s_text_add (self, "\"", 1);
     size_t start = 0;
     for (size_t i = 0; i < length; i++) {
+        //  Eight bytes at a time while none needs an escape (a result of
+        //  hundreds of MB is quoted in a fraction of a second)
+        uint64_t word;
+        while (length - i >= 8 && (memcpy (&word, string + i, 8), !(S_HAS_LESS (word, 0x20)
+               | S_HAS_ZERO (word ^ (S_ONES * '"')) | S_HAS_ZERO (word ^ (S_ONES * '\\')))))
+            i += 8;
+        if (i == length)
+            break;
         unsigned char c = (unsigned char) string [i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
@@ -612,7 +620,12 @@ act_json_is_dump (const char *data, size_t size)
 char *
 act_json_quote (const char *string)
 {
-    size_t length = strlen (string);
+    return act_json_quoten (string, strlen (string));
+}
+
+char *
+act_json_quoten (const char *string, size_t length)
+{
     s_text_t text = { malloc (length + 8), 0, length + 8, 0, true };
     s_text_string (&text, string, length);
     text.data [text.used] = 0;

@@ -79,6 +79,9 @@ bool act_json_number_dumped (const char *text, size_t size, size_t *length);
 //  strings), for JSON built around texts; a new string the caller frees.
 char *act_json_quote (const char *string);
 
+//  The same for length bytes at string (no NUL among them).
+char *act_json_quoten (const char *string, size_t length);
+
 //  Depth of value: 0 for a scalar, 1 for an empty or flat container, ...
 //  Stops counting at limit + 1, so a hostile document costs O(limit) stack.
 int act_json_depth (const json_t *value, int limit);

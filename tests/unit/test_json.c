@@ -439,6 +439,35 @@ test_number_dumped (void **state)
     assert_false (act_json_number_dumped ("", 0, &length));
 }
 
+//  act_json_quoten writes what jansson writes for the same string, with
+//  each character JSON escapes at every offset of a word of eight (the
+//  quoting skips eight plain bytes at a time) and in runs of plain bytes
+static void
+test_quote_matches_jansson (void **state)
+{
+    (void) state;
+    const char specials [] = { '"', '\\', '\b', '\f', '\n', '\r', '\t', 1, 0x1F, 0x7F };
+    char text [40];
+    for (size_t s = 0; s < sizeof specials; s++)
+        for (size_t at = 0; at < 24; at++)
+            for (size_t length = at + 1; length <= 33; length += 8) {
+                memset (text, 'a', sizeof text);
+                text [at] = specials [s];
+                json_t *string = json_stringn (text, length);
+                assert_non_null (string);
+                char *expected = json_dumps (string, JSON_ENCODE_ANY | JSON_COMPACT);
+                char *quoted = act_json_quoten (text, length);
+                assert_string_equal (quoted, expected);
+                free (quoted);
+                free (expected);
+                json_decref (string);
+            }
+    //  UTF-8 stays as it is
+    char *quoted = act_json_quote ("plain caf\xc3\xa9 words, more than eight");
+    assert_string_equal (quoted, "\"plain caf\xc3\xa9 words, more than eight\"");
+    free (quoted);
+}
+
 int
 main (void)
 {
@@ -450,6 +479,7 @@ main (void)
         cmocka_unit_test (test_decimals),
         cmocka_unit_test (test_is_dump),
         cmocka_unit_test (test_number_dumped),
+        cmocka_unit_test (test_quote_matches_jansson),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -14,11 +14,6 @@
 
 #define S_MAX_BRANCH        1000000     //  Largest branch number the broker takes
 
-//  Word-at-a-time tests of eight bytes: one is 0, one is below n (n <= 128)
-#define S_ONES              0x0101010101010101ULL
-#define S_HAS_ZERO(w)       (((w) - S_ONES) & ~(w) & (S_ONES * 0x80))
-#define S_HAS_LESS(w, n)    (((w) - S_ONES * (n)) & ~(w) & (S_ONES * 0x80))
-
 //  A copy of size bytes at data that is valid UTF-8 for a JSON string in
 //  actd: each invalid byte and each NUL becomes U+FFFD. Caller frees.
 static char *
@@ -43,83 +38,6 @@ s_utf8_clean (const char *data, size_t size)
     }
     clean [length] = 0;
     return clean;
-}
-
-//  True when one of the eight bytes at data needs an escape in a JSON
-//  string: a control, '"' or '\\'
-static bool
-s_special (const char *data)
-{
-    uint64_t word;
-    memcpy (&word, data, 8);
-    return (S_HAS_LESS (word, 0x20) | S_HAS_ZERO (word ^ (S_ONES * '"'))
-                                    | S_HAS_ZERO (word ^ (S_ONES * '\\'))) != 0;
-}
-
-//  Write byte c as a JSON string holds it, as act_json_dump writes it
-//  (\" \\ \b \f \n \r \t, another control as \u00XX), to out when not
-//  NULL. Returns the bytes it takes.
-static size_t
-s_escape (unsigned char c, char *out)
-{
-    const char *simple = c == '"'? "\\\"": c == '\\'? "\\\\": c == '\b'? "\\b"
-                       : c == '\f'? "\\f": c == '\n'? "\\n": c == '\r'? "\\r"
-                       : c == '\t'? "\\t": NULL;
-    if (c >= 0x20 && !simple) {
-        if (out)
-            *out = (char) c;
-        return 1;
-    }
-    if (out && simple)
-        memcpy (out, simple, 2);
-    else
-    if (out) {
-        memcpy (out, "\\u00", 4);
-        out [4] = "0123456789ABCDEF" [c >> 4];
-        out [5] = "0123456789ABCDEF" [c & 15];
-    }
-    return simple? 2: 6;
-}
-
-//  The size bytes at data (valid UTF-8, no NUL) as a JSON string token,
-//  byte for byte what act_json_dump writes for them, in two passes that
-//  skip eight plain bytes at a time and copy runs whole (act_json_quote
-//  looks at each byte: a third of a second for 200 MB). Caller frees.
-static char *
-s_quote (const char *data, size_t size, size_t *length)
-{
-    size_t extra = 0;
-    for (size_t at = 0; at < size;) {
-        if (size - at >= 8 && !s_special (data + at))
-            at += 8;
-        else
-            extra += s_escape ((unsigned char) data [at++], NULL) - 1;
-    }
-    char *text = malloc (size + extra + 3);
-    size_t used = 0;
-    text [used++] = '"';
-    size_t run = 0;             //  Start of the bytes not copied yet
-    for (size_t at = 0; at < size;) {
-        if (size - at >= 8 && !s_special (data + at)) {
-            at += 8;
-            continue;
-        }
-        unsigned char c = (unsigned char) data [at];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            at++;
-            continue;
-        }
-        memcpy (text + used, data + run, at - run);
-        used += at - run;
-        used += s_escape (c, text + used);
-        run = ++at;
-    }
-    memcpy (text + used, data + run, size - run);
-    used += size - run;
-    text [used++] = '"';
-    text [used] = 0;
-    *length = used;
-    return text;
 }
 
 //  The message of a failure from the tail of stderr: the last EXEC_ERR_TAIL
@@ -233,7 +151,12 @@ s_job_text (exec_job_t *self, const char **data, size_t *size, char **text,
                   "(at byte %zu), which no result string may carry", (size_t) (nul - out));
         return -1;
     }
-    *text = s_quote (out, self->out_size, size);
+    *text = act_json_quoten (out, self->out_size);
+    if (!*text) {
+        snprintf (message, length, "out of memory for a result of %zu bytes", self->out_size);
+        return -1;
+    }
+    *size = strlen (*text);
     *data = *text;
     return 0;
 }
