@@ -685,13 +685,10 @@ s_answer (act_task_t *self, const char *command, zmsg_t *args)
 int
 act_task_result (act_task_t *self, const json_t *result, int branch)
 {
-    zmsg_t *args = zmsg_new ();
     char *text = act_json_dump (result? result: json_null ());
-    zmsg_addstr (args, text);
+    int rc = act_task_result_text (self, text, strlen (text), branch);
     free (text);
-    if (branch)
-        zmsg_addstrf (args, "%d", branch);
-    return s_answer (self, "RESULT", args);
+    return rc;
 }
 
 int
