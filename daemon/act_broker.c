@@ -630,6 +630,10 @@ s_read (act_broker_t *self)
 {
     long long started = act_clock_ms ();
     bool workers = true, clients = s_more_clients (self), timed_out = false;
+    //  Requests that must wait are read ahead all the same, so that a PING
+    //  among them is answered
+    if (!clients && act_broker_room (self, 0))
+        act_broker_read_ahead (self, 0);
     for (int round = 0; round < S_READ_BATCH && (workers || clients); round++) {
         act_msg_t msg;
         //  The clock is read every 16 rounds: a read costs ~23 ns here
@@ -698,17 +702,21 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         if (self->stopping && (act_flow_running (self->flow) == 0
                            ||  act_clock_ms () >= self->stop_deadline))
             break;
-        bool ahead = act_inbox_size (self->inbox [0]) || act_inbox_size (self->inbox [1])
+        bool more_clients = s_more_clients (self);
+        //  Requests read ahead that must still wait do not keep it awake
+        bool ahead = (more_clients && act_inbox_size (self->inbox [0]))
+                  || act_inbox_size (self->inbox [1])
                   || act_pages_size (self->pages)
                   || (self->pumped && act_watches_behind (self->watches));
         bool busy = self->committer && act_committer_busy (self->committer);
         //  zmq_poll leaves revents as they were when a signal interrupts it
         for (int item = 0; item < 4; item++)
             items [item].revents = 0;
-        //  While client requests are to wait in their socket (a commit in
-        //  flight and the next batch full), their arrival must not wake the
-        //  loop: it would spin until the commit ends
-        items [0].events = s_more_clients (self)? ZMQ_POLLIN: 0;
+        //  While client requests are to wait (a commit in flight and the
+        //  next batch full), they are read ahead as far as there is room;
+        //  past that, their arrival must not wake the loop: it would spin
+        //  until the commit ends
+        items [0].events = more_clients || act_broker_room (self, 0)? ZMQ_POLLIN: 0;
         if (zmq_poll (items, busy? commit_at + 1: commit_at, ahead? 0: s_wait (self)) < 0
         &&  zmq_errno () != EINTR)
             break;

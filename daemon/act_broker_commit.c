@@ -108,9 +108,8 @@ act_broker_commit (act_broker_t *self)
 }
 
 
-//  True when socket which (0 clients, 1 workers) may be read ahead more
-static bool
-s_room (act_broker_t *self, int which)
+bool
+act_broker_room (act_broker_t *self, int which)
 {
     return act_inbox_size (self->inbox [which]) < (which? S_DEFER_MAX: S_DEFER_CLIENTS)
         && act_inbox_bytes (self->inbox [which]) < S_DEFER_BYTES;
@@ -153,11 +152,10 @@ act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
     return true;
 }
 
-//  Read socket which ahead, as far as there is room
-static void
-s_read_ahead (act_broker_t *self, int which)
+void
+act_broker_read_ahead (act_broker_t *self, int which)
 {
-    for (int count = 0; count < S_READ_BATCH && s_room (self, which); count++) {
+    for (int count = 0; count < S_READ_BATCH && act_broker_room (self, which); count++) {
         act_msg_t *msg = act_inbox_read (self->inbox [which],
                                          zsock_resolve (which? self->workers: self->clients));
         if (!msg)
@@ -188,7 +186,7 @@ act_broker_store_waits (void *arg)
     act_broker_t *self = (act_broker_t *) arg;
     act_broker_beat (self);
     if (self->clients)
-        s_read_ahead (self, 0);
+        act_broker_read_ahead (self, 0);
 }
 
 //  Wait for the commit in flight, reading ahead and heartbeating meanwhile
@@ -203,8 +201,8 @@ s_await_commit (act_broker_t *self)
         { zap? zsock_resolve (zap): NULL, 0, ZMQ_POLLIN, 0 }
     };
     while (true) {
-        items [1].events = s_room (self, 0)? ZMQ_POLLIN: 0;
-        items [2].events = s_room (self, 1)? ZMQ_POLLIN: 0;
+        items [1].events = act_broker_room (self, 0)? ZMQ_POLLIN: 0;
+        items [2].events = act_broker_room (self, 1)? ZMQ_POLLIN: 0;
         if (zmq_poll (items, zap? 4: 3, (long) act_broker_beat (self)) < 0 && zmq_errno () != EINTR)
             break;
         if (items [0].revents & ZMQ_POLLIN)
@@ -212,9 +210,9 @@ s_await_commit (act_broker_t *self)
         if (zap && (items [3].revents & ZMQ_POLLIN))
             act_security_handle (self->security);
         if (items [2].revents & ZMQ_POLLIN)
-            s_read_ahead (self, 1);
+            act_broker_read_ahead (self, 1);
         if (items [1].revents & ZMQ_POLLIN)
-            s_read_ahead (self, 0);
+            act_broker_read_ahead (self, 0);
     }
 }
 

@@ -22,9 +22,10 @@
                                 //  replies hold this many bytes
 #define S_PAGE_BUDGET   (256 * 1024)    //  Bytes of HISTORY pages built per pass
 #define S_DEFER_MAX     4096    //  Worker messages read ahead during a commit
-#define S_DEFER_CLIENTS 8       //  Client requests read ahead during a commit
-                                //  (few: handled first after it, they would
-                                //  skip the socket's fair queue)
+#define S_DEFER_CLIENTS 1024    //  Client requests read ahead while they
+                                //  cannot be served (a PING among them is
+                                //  answered: a stalled store holds no health
+                                //  check); within S_DEFER_BYTES too
 #define S_DEFER_BYTES   (16 * 1024 * 1024)  //  Their bytes, per socket
 #define S_NEXT_WRITES   20000   //  While a commit is in flight, client
                                 //  requests wait in the socket once the next
@@ -127,6 +128,14 @@ void act_broker_land (act_broker_t *self);
 //  Answer msg at once when it is a well-formed, allowed PING from a
 //  client owed no earlier reply. Returns true when answered (msg closed).
 bool act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last);
+
+//  True when socket which (0 clients, 1 workers) may be read ahead more:
+//  fewer than S_DEFER_CLIENTS (S_DEFER_MAX) messages held, S_DEFER_BYTES
+bool act_broker_room (act_broker_t *self, int which);
+
+//  Read socket which ahead into its inbox, as far as there is room; a
+//  client's PING among them is answered at once (act_broker_ping_now)
+void act_broker_read_ahead (act_broker_t *self, int which);
 
 //  During a commit, or a statement the loop waits for: the heartbeats due
 //  go to the workers at once, so that none judges actd lost during a slow
