@@ -185,10 +185,19 @@ s_leases (act_broker_t *self, long long now)
             s_stop_writing (self);
         if (act_store_renew (self->store) == 0) {
             self->renewed = now;
+            self->renew_at = now + lease / 3;
             if (lapsed)
                 self->recovering = act_cache_recover (self->cache) > 0;
         }
-        self->renew_at = now + lease / 3;
+        else {
+            //  Tried again soon, so that writing resumes once the server
+            //  is back, not a third of the lease later; but ten times as
+            //  long as the try took, so that tries against a silent server
+            //  hold the loop a tenth of the time at most
+            long long wait = (act_clock_ms () - now) * 10;
+            wait = wait < S_RENEW_RETRY_MS? S_RENEW_RETRY_MS: wait;
+            self->renew_at = now + (wait < lease / 3? wait: lease / 3);
+        }
     }
     if (now >= self->orphans_at && now - self->renewed < lease / 2) {
         act_cache_adopt_orphans (self->cache);

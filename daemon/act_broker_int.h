@@ -30,6 +30,8 @@
 #define S_NEXT_WRITES   20000   //  While a commit is in flight, client
                                 //  requests wait in the socket once the next
                                 //  batch holds this many writes
+#define S_RENEW_RETRY_MS 100    //  A failed lease renewal is tried again
+                                //  this soon at the earliest
 #define S_RETRY_MIN_MS  100     //  After a failed commit, the next waits this
 #define S_RETRY_MAX_MS  2000    //  ...doubling at each failure in a row, to this
 

@@ -47,8 +47,8 @@ class Server:
         options = "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=%s " \
                   "-c max_connections=200 -c shared_buffers=64MB" \
                   % (self.port, self.dir, "on" if fsync else "off")
-        self._run([_bin("pg_ctl"), "-D", self.data, "-o", options, "-w", "-t", "60",
-                   "-l", os.path.join(self.dir, "server.log"), "start"])
+        self.options = options
+        self.start()
         atexit.register(self.stop)
         # atexit does not run when this process is killed (a ctest timeout):
         # a detached shell waits for it to be gone, then stops the server
@@ -60,6 +60,16 @@ class Server:
                           self.dir, str(os.getpid())] + stop,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def start(self):
+        """Start the server (again, after halt()), and wait until it takes
+        connections."""
+        self._run([_bin("pg_ctl"), "-D", self.data, "-o", self.options, "-w", "-t", "60",
+                   "-l", os.path.join(self.dir, "server.log"), "start"])
+
+    def halt(self):
+        """Stop the server at once, as a crash would (its data kept)."""
+        self._run([_bin("pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop"])
 
     def _run(self, command):
         if self.user:
