@@ -40,6 +40,7 @@
     ========================================================================= */
 
 #include "act_broker_int.h"
+#include "act_fds.h"
 #include "act_notify.h"
 #include "actd/act_wire.h"
 
@@ -307,8 +308,9 @@ static void
 s_pass_end (act_broker_t *self)
 {
     s_cut_clients (self);
-    act_security_tick (self->security, act_clock_ms ());
     self->passed = act_clock_ms ();
+    act_security_tick (self->security, self->passed);
+    act_fds_check (self->passed);
 }
 
 size_t

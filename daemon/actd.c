@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <syslog.h>
 #include "act_broker.h"
+#include "act_fds.h"
 #include "act_notify.h"
 
 static void
@@ -313,6 +314,8 @@ main (int argc, char *argv [])
     }
     s_configure_logging (settings);
     s_catch_signals ();
+    //  Every connection is a descriptor: as many as the system allows
+    act_fds_raise ();
 
     act_err_t err = { 0 };
     act_broker_t *broker = act_broker_new (settings, true, &err);
