@@ -277,8 +277,11 @@ def scans():
             if "expr" in case:
                 write(target, "%s-%02d-call" % (name[:-5], index),
                       j({"_tool": "t", "_outputPath": case["expr"], "p": [case["expr"]]}))
-    bad = os.path.join(ROOT, "tests", "unit", "test_bad_input.c")
-    for index, literal in enumerate(c_literals(bad)):
+    literals = []
+    for name in ("test_bad_input.c", "bad_input_support.h", "test_bad_input_calls.c",
+                 "test_bad_input_contexts.c"):
+        literals += c_literals(os.path.join(ROOT, "tests", "unit", name))
+    for index, literal in enumerate(literals):
         write(target, "bad-input-%03d" % index, literal)
     for name, text in scan_edge_cases().items():
         write(target, name, text)

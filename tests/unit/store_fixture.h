@@ -1,8 +1,9 @@
 /*  =========================================================================
     store_fixture - what the store contract's tests share (test_store.c,
-    test_store_contexts.c): the backend under test, opening it, writing
-    and reading calls and messages, and running a group of tests on every
-    backend. Include after <cmocka.h>, <czmq.h> and <sqlite3.h>.
+    test_store_calls.c, test_store_contexts.c): the backend under test,
+    opening it, writing and reading calls and messages, and running a
+    group of tests on every backend. Include after <cmocka.h>, <czmq.h>
+    and <sqlite3.h>.
     ========================================================================= */
 
 #ifndef STORE_FIXTURE_H_INCLUDED
@@ -61,6 +62,28 @@ s_count (const json_t *item, void *arg)
 {
     json_array_append ((json_t *) arg, (json_t *) item);
     return 0;
+}
+
+//  The state and attempts of each of context's pending calls, as
+//  "id:state:attempts,..." (a new string)
+static inline char *
+s_pending_list (act_store_t *store, const char *context)
+{
+    json_t *pending = json_array ();
+    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
+    char *list = strdup ("");
+    size_t index;
+    json_t *record;
+    json_array_foreach (pending, index, record) {
+        char *longer = zsys_sprintf ("%s%s%" JSON_INTEGER_FORMAT ":%s:%" JSON_INTEGER_FORMAT,
+            list, index? ",": "", json_integer_value (json_object_get (record, "call_id")),
+            json_string_value (json_object_get (record, "state")),
+            json_integer_value (json_object_get (record, "attempts")));
+        free (list);
+        list = longer;
+    }
+    json_decref (pending);
+    return list;
 }
 
 //  A unique context name per test, so one database serves every test

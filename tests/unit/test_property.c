@@ -4,16 +4,19 @@
     SEMANTICS.md section 4 defines a context's value as a fold: from
     absent, apply every global write of the kind in _seq order, then every
     write of the instance, skipping writes that no longer apply. The model
-    below is that sentence written out plainly: it keeps the accepted
-    writes and folds them from scratch, with its own path walk and its own
-    merge patch (nothing from libactd), and says which writes apply. The
-    library, which keeps an index instead of folding, must accept and
-    refuse the same writes with the same codes, and read back the same
-    value at every path touched so far, in every scope.
+    is that sentence written out plainly: it keeps the accepted writes and
+    folds them from scratch (below), with its own path walk and its own
+    merge patch (property_model.h: nothing from libactd), and says which
+    writes apply. The library, which keeps an index instead of folding,
+    must accept and refuse the same writes with the same codes, and read
+    back the same value at every path touched so far, in every scope.
 
     A failing sequence is shrunk (ops removed while it still fails) and
     printed with its seed; the run goes on and fails at the end. To replay
     one sequence: ACTD_PROPERTY_SEED=<seed> ACTD_PROPERTY_SEQUENCES=1.
+
+    The model itself is checked on the decisions it encodes in
+    test_property_model.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -26,6 +29,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include "actd/act.h"
+#include "property_model.h"
 
 #define S_SEED          0x5EEDAC7DULL   //  Default base seed
 #define S_SEQUENCES     1500            //  Default number of sequences (the
@@ -62,44 +66,13 @@ s_below (uint64_t *rng, int bound)
 
 
 //  --------------------------------------------------------------------------
-//  The model's own paths: a key ("a", "b", "c"), an index, or "-"
-
-typedef enum { M_KEY, M_INDEX, M_APPEND } m_seg_type_t;
-
-typedef struct {
-    m_seg_type_t type;
-    char text [24];             //  The key, the index in decimal, or "-"
-    size_t index;               //  M_INDEX
-} m_seg_t;
+//  A path read or written: a kind, then the model's own segments
 
 typedef struct {
     int kind;
     size_t depth;
     m_seg_t segs [S_MAX_READ];
 } m_path_t;
-
-static m_seg_t
-s_seg_key (const char *key)
-{
-    m_seg_t seg = { M_KEY, "", 0 };
-    snprintf (seg.text, sizeof seg.text, "%s", key);
-    return seg;
-}
-
-static m_seg_t
-s_seg_index (size_t index)
-{
-    m_seg_t seg = { M_INDEX, "", index };
-    snprintf (seg.text, sizeof seg.text, "%zu", index);
-    return seg;
-}
-
-static m_seg_t
-s_seg_append (void)
-{
-    m_seg_t seg = { M_APPEND, "-", 0 };
-    return seg;
-}
 
 //  The reference text of a path, "†state.a[2].-"; dotted tells whether
 //  indices are written .2 (true) or [2]
@@ -126,267 +99,6 @@ s_path_equal (const m_path_t *left, const m_path_t *right)
         ||  strcmp (left->segs [i].text, right->segs [i].text) != 0)
             return false;
     return true;
-}
-
-
-//  --------------------------------------------------------------------------
-//  The model's semantics, written plainly. Every function builds new
-//  values and never changes its inputs; NULL is absent.
-//
-//  Where the project's decisions leave a choice open, the model takes the
-//  one act_path_write documents:
-//  - a write whose value breaks its method's rule (assign of a non-object,
-//    concat of neither array nor string) is type_mismatch whatever its
-//    path, even one that would be bad_path;
-//  - "-" on an object is bad_path (it is not a key), in writes and erases;
-//  - erase whose last segment lands on an array is bad_path, even at
-//    index = length or "-" (an array element is never erased).
-
-static const char *
-s_key_of (const m_seg_t *seg)
-{
-    return seg->text;           //  A key, or an index as its decimal text
-}
-
-//  Reading: an index indexes an array (absent out of range) and is a key
-//  on an object; a key on an array is absent; anything on a scalar or null
-//  is absent
-static const json_t *
-s_model_read (const json_t *doc, const m_seg_t *segs, size_t depth)
-{
-    const json_t *current = doc;
-    for (size_t i = 0; i < depth && current; i++) {
-        if (json_is_array (current))
-            current = segs [i].type == M_INDEX
-                    ? json_array_get (current, segs [i].index): NULL;
-        else
-        if (json_is_object (current))
-            current = json_object_get (current, s_key_of (&segs [i]));
-        else
-            current = NULL;
-    }
-    return current;
-}
-
-//  RFC 7396
-static json_t *
-s_model_merge (const json_t *target, const json_t *patch)
-{
-    if (!json_is_object (patch))
-        return json_deep_copy (patch);
-    json_t *result = json_is_object (target)? json_deep_copy (target): json_object ();
-    const char *key;
-    json_t *member;
-    json_object_foreach ((json_t *) patch, key, member) {
-        if (json_is_null (member))
-            json_object_del (result, key);
-        else
-            json_object_set_new (result, key,
-                s_model_merge (json_object_get (result, key), member));
-    }
-    return result;
-}
-
-//  The method's rules on V alone (checked before the path is walked)
-static const char *
-s_model_check_value (act_method_t method, const json_t *value)
-{
-    if (method == ACT_ASSIGN && !json_is_object (value))
-        return ACT_E_TYPE_MISMATCH;
-    if (method == ACT_CONCAT && !json_is_array (value) && !json_is_string (value))
-        return ACT_E_TYPE_MISMATCH;
-    return NULL;
-}
-
-//  T combined with V by method, or NULL with *code set
-static json_t *
-s_model_combine (const json_t *target, const json_t *value, act_method_t method,
-                 const char **code)
-{
-    bool empty = !target || json_is_null (target);
-    switch (method) {
-        case ACT_SET:
-            return json_deep_copy (value);
-        case ACT_MERGE:
-            return s_model_merge (target, value);
-        case ACT_ASSIGN: {
-            if (target && !json_is_object (target)) {
-                *code = ACT_E_TYPE_MISMATCH;
-                return NULL;
-            }
-            json_t *result = target? json_deep_copy (target): json_object ();
-            const char *key;
-            json_t *member;
-            json_object_foreach ((json_t *) value, key, member)
-                json_object_set_new (result, key, json_deep_copy (member));
-            return result;
-        }
-        case ACT_PUSH: {
-            if (!empty && !json_is_array (target)) {
-                *code = ACT_E_TYPE_MISMATCH;
-                return NULL;
-            }
-            json_t *result = empty? json_array (): json_deep_copy (target);
-            json_array_append_new (result, json_deep_copy (value));
-            return result;
-        }
-        case ACT_CONCAT: {
-            if (empty)
-                return json_deep_copy (value);
-            if (json_typeof (target) != json_typeof (value)) {
-                *code = ACT_E_TYPE_MISMATCH;
-                return NULL;
-            }
-            if (json_is_array (target)) {
-                json_t *result = json_deep_copy (target);
-                size_t index;
-                json_t *member;
-                json_array_foreach ((json_t *) value, index, member)
-                    json_array_append_new (result, json_deep_copy (member));
-                return result;
-            }
-            size_t left = json_string_length (target);
-            size_t right = json_string_length (value);
-            char *joined = malloc (left + right + 1);
-            assert_non_null (joined);
-            memcpy (joined, json_string_value (target), left);
-            memcpy (joined + left, json_string_value (value), right);
-            json_t *result = json_stringn (joined, left + right);
-            free (joined);
-            return result;
-        }
-        default:
-            *code = ACT_E_INTERNAL;
-            return NULL;
-    }
-}
-
-//  T with V written at the path (set, merge, assign, push, concat), as a
-//  new value, or NULL with *code set
-static json_t *
-s_model_write_at (const json_t *target, const m_seg_t *segs, size_t depth,
-                  act_method_t method, const json_t *value, const char **code)
-{
-    if (depth == 0)
-        return s_model_combine (target, value, method, code);
-    const m_seg_t *seg = &segs [0];
-    if (json_is_array (target)) {
-        //  An index < length descends, index = length or "-" appends, a
-        //  larger index or a key is bad_path
-        size_t length = json_array_size (target);
-        if (seg->type == M_KEY) {
-            *code = ACT_E_BAD_PATH;
-            return NULL;
-        }
-        size_t at = seg->type == M_APPEND? length: seg->index;
-        if (at > length) {
-            *code = ACT_E_BAD_PATH;
-            return NULL;
-        }
-        json_t *child = s_model_write_at (at < length? json_array_get (target, at): NULL,
-                                          segs + 1, depth - 1, method, value, code);
-        if (!child)
-            return NULL;
-        json_t *result = json_deep_copy (target);
-        if (at < length)
-            json_array_set_new (result, at, child);
-        else
-            json_array_append_new (result, child);
-        return result;
-    }
-    //  "-" needs an array
-    if (seg->type == M_APPEND) {
-        *code = ACT_E_BAD_PATH;
-        return NULL;
-    }
-    if (json_is_object (target)) {
-        json_t *child = s_model_write_at (json_object_get (target, s_key_of (seg)),
-                                          segs + 1, depth - 1, method, value, code);
-        if (!child)
-            return NULL;
-        json_t *result = json_deep_copy (target);
-        json_object_set_new (result, s_key_of (seg), child);
-        return result;
-    }
-    //  Absent, null or a scalar: replaced by a new object
-    json_t *child = s_model_write_at (NULL, segs + 1, depth - 1, method, value, code);
-    if (!child)
-        return NULL;
-    json_t *result = json_object ();
-    json_object_set_new (result, s_key_of (seg), child);
-    return result;
-}
-
-//  Erase never creates anything. Returns NULL (accepted) with *result the
-//  new document, or a code.
-static const char *
-s_model_erase (const json_t *doc, const m_seg_t *segs, size_t depth, json_t **result)
-{
-    if (depth == 0) {
-        *result = NULL;         //  The whole kind becomes absent
-        return NULL;
-    }
-    //  Walk first, to see whether there is anything to remove
-    const json_t *current = doc;
-    bool found = false;
-    for (size_t i = 0; i < depth; i++) {
-        const m_seg_t *seg = &segs [i];
-        bool last = i == depth - 1;
-        if (json_is_array (current)) {
-            size_t length = json_array_size (current);
-            if (seg->type == M_KEY)
-                return ACT_E_BAD_PATH;
-            size_t at = seg->type == M_APPEND? length: seg->index;
-            if (at > length)
-                return ACT_E_BAD_PATH;
-            if (last)
-                return ACT_E_BAD_PATH;  //  Would renumber the siblings
-            if (at == length)
-                break;                  //  Nothing there: no change
-            current = json_array_get (current, at);
-        }
-        else
-        if (json_is_object (current)) {
-            if (seg->type == M_APPEND)
-                return ACT_E_BAD_PATH;
-            const json_t *child = json_object_get (current, s_key_of (seg));
-            if (!child)
-                break;                  //  Missing member: no change
-            if (last)
-                found = true;
-            current = child;
-        }
-        else
-            break;                      //  Absent, null or scalar: no change
-    }
-    *result = doc? json_deep_copy (doc): NULL;
-    if (found) {
-        json_t *parent = *result;
-        for (size_t i = 0; i + 1 < depth; i++)
-            parent = json_is_array (parent)
-                   ? json_array_get (parent, segs [i].index)
-                   : json_object_get (parent, s_key_of (&segs [i]));
-        json_object_del (parent, s_key_of (&segs [depth - 1]));
-    }
-    return NULL;
-}
-
-//  Apply a write to doc. Returns NULL (accepted) with *result the new
-//  document, or the code of the refusal (and *result untouched).
-static const char *
-s_model_apply (const json_t *doc, const m_seg_t *segs, size_t depth,
-               act_method_t method, const json_t *value, json_t **result)
-{
-    if (method == ACT_ERASE)
-        return s_model_erase (doc, segs, depth, result);
-    const char *code = s_model_check_value (method, value);
-    if (code)
-        return code;
-    json_t *written = s_model_write_at (doc, segs, depth, method, value, &code);
-    if (!written)
-        return code;
-    *result = written;
-    return NULL;
 }
 
 
@@ -959,73 +671,6 @@ test_text_writes_match_naive_fold (void **state)
     s_read_seldom = false;
 }
 
-//  The model itself, on the decisions it encodes: a few fixed cases, so
-//  that a wrong model cannot agree with a wrong library unnoticed.
-static void
-test_model_decisions (void **state)
-{
-    json_error_t error;
-    json_t *doc = json_loads ("{\"l\":[1,{\"x\":1}],\"o\":{\"k\":1},\"s\":\"str\"}",
-                              0, &error);
-    assert_non_null (doc);
-    json_t *one = json_integer (1);
-    json_t *object = json_pack ("{s:n, s:i}", "k", "n", 2);
-    json_t *result = NULL;
-    m_seg_t l_len [] = { s_seg_key ("l"), s_seg_index (2) };
-    m_seg_t l_past [] = { s_seg_key ("l"), s_seg_index (3) };
-    m_seg_t l_key [] = { s_seg_key ("l"), s_seg_key ("a") };
-    m_seg_t o_dash [] = { s_seg_key ("o"), s_seg_append () };
-    m_seg_t new_dash [] = { s_seg_key ("n"), s_seg_append () };
-    m_seg_t l_elem [] = { s_seg_key ("l"), s_seg_index (0) };
-    m_seg_t l_dash_x [] = { s_seg_key ("l"), s_seg_append (), s_seg_key ("x") };
-    m_seg_t o_k [] = { s_seg_key ("o"), s_seg_key ("k") };
-    m_seg_t s_a [] = { s_seg_key ("s"), s_seg_index (0) };
-
-    //  index = length appends; index > length, a key or "-" elsewhere is bad_path
-    assert_null (s_model_apply (doc, l_len, 2, ACT_SET, one, &result));
-    assert_int_equal (json_array_size (json_object_get (result, "l")), 3);
-    json_decref (result);
-    assert_string_equal (s_model_apply (doc, l_past, 2, ACT_SET, one, &result), ACT_E_BAD_PATH);
-    assert_string_equal (s_model_apply (doc, l_key, 2, ACT_SET, one, &result), ACT_E_BAD_PATH);
-    assert_string_equal (s_model_apply (doc, o_dash, 2, ACT_SET, one, &result), ACT_E_BAD_PATH);
-    assert_string_equal (s_model_apply (doc, new_dash, 2, ACT_PUSH, one, &result), ACT_E_BAD_PATH);
-    //  erase: an array element is bad_path, an absent path is a no-op
-    assert_string_equal (s_model_apply (doc, l_elem, 2, ACT_ERASE, one, &result), ACT_E_BAD_PATH);
-    assert_null (s_model_apply (doc, l_dash_x, 3, ACT_ERASE, one, &result));
-    assert_true (json_equal (doc, result));
-    json_decref (result);
-    assert_null (s_model_apply (doc, o_k, 2, ACT_ERASE, one, &result));
-    assert_int_equal (json_object_size (json_object_get (result, "o")), 0);
-    json_decref (result);
-    //  a scalar parent becomes an object; index 0 on it is the key "0"
-    assert_null (s_model_apply (doc, s_a, 2, ACT_SET, one, &result));
-    assert_true (json_equal (json_object_get (json_object_get (result, "s"), "0"), one));
-    json_decref (result);
-    //  merge deletes with null; assign stores null
-    assert_null (s_model_apply (doc, o_k, 1, ACT_MERGE, object, &result));
-    {
-        json_t *want = json_pack ("{s:i}", "n", 2);
-        assert_true (json_equal (json_object_get (result, "o"), want));
-        json_decref (want);
-    }
-    json_decref (result);
-    assert_null (s_model_apply (doc, o_k, 1, ACT_ASSIGN, object, &result));
-    {
-        json_t *want = json_pack ("{s:n, s:i}", "k", "n", 2);
-        assert_true (json_equal (json_object_get (result, "o"), want));
-        json_decref (want);
-    }
-    json_decref (result);
-    //  V-side mismatch first, then T-side
-    assert_string_equal (s_model_apply (doc, o_k, 1, ACT_ASSIGN, one, &result),
-                         ACT_E_TYPE_MISMATCH);
-    assert_string_equal (s_model_apply (doc, o_k, 1, ACT_PUSH, one, &result),
-                         ACT_E_TYPE_MISMATCH);
-    json_decref (one);
-    json_decref (object);
-    json_decref (doc);
-}
-
 //  A fan-out whose targets overlap is tried on the context and undone
 //  before it is applied; the undo must remove exactly the instance it made
 //  for the try and leave every other identity alone (a regression: in an
@@ -1091,7 +736,6 @@ int
 main (void)
 {
     const struct CMUnitTest tests [] = {
-        cmocka_unit_test (test_model_decisions),
         cmocka_unit_test (test_writes_match_naive_fold),
         cmocka_unit_test (test_text_writes_match_naive_fold),
         cmocka_unit_test (test_overlapping_fanout_in_new_instance),

@@ -3,6 +3,10 @@
     assertions on every backend: ":memory:", a SQLite file, and PostgreSQL
     when ACTD_TEST_PG_URL names an empty database (ctest runs this test a
     second time through tests/unit/with_postgres.py).
+
+    Batches and commits, reopening, older SQLite schemas migrated, leases
+    between brokers, failed writes and lookups; the calls themselves are in
+    test_store_calls, the lifecycle of contexts in test_store_contexts.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -55,172 +59,6 @@ test_reads_see_the_batch_and_commit_keeps_it (void **state)
     assert_int_equal (json_array_size (all), 3);
     assert_int_equal (json_integer_value (json_object_get (json_array_get (all, 2), "n")), 3);
     json_decref (all);
-    act_store_destroy (&store);
-    zstr_free (&context);
-}
-
-//  Calls: records, updates, the _id key, pending walks, outcomes counted
-static void
-test_calls_are_recorded_updated_and_counted (void **state)
-{
-    char *context = s_context ("calls");
-    act_store_t *store = s_open_owning (context);
-    json_t *before = act_store_counts (store);
-    act_store_put_context (store, context);
-    uint64_t first = act_store_next_call (store);
-    uint64_t second = act_store_next_call (store);
-    assert_true (first > 0 && second > first);
-    act_call_record_t record = s_record (first, context, "queued", "key-1");
-    assert_int_equal (act_store_put_call (store, &record), 0);
-    record = s_record (second, context, "waiting", NULL);
-    assert_int_equal (act_store_put_call (store, &record), 0);
-    act_err_t err = { 0 };
-    assert_int_equal (act_store_commit (store, &err), 0);
-    assert_int_equal (s_idem (store, context, "key-1"), first);
-    assert_int_equal (s_idem (store, context, "key-2"), 0);
-
-    json_t *pending = json_array ();
-    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
-    assert_int_equal (json_array_size (pending), 2);
-    assert_int_equal (json_integer_value (json_object_get (json_array_get (pending, 0),
-                                                           "call_id")), first);
-    json_decref (pending);
-    json_t *contexts = json_array ();
-    assert_int_equal (act_store_contexts_pending (store, true, s_count, contexts), 0);
-    bool listed = false;
-    size_t index;
-    json_t *name;
-    json_array_foreach (contexts, index, name)
-        listed |= streq (json_string_value (name), context);
-    assert_true (listed);
-    json_decref (contexts);
-
-    //  The first ends ok with an outcome; updated twice in one batch
-    record = s_record (first, context, "running", NULL);
-    record.attempts = 1;
-    act_store_update_call (store, &record);
-    record = s_record (first, context, "ok", NULL);
-    record.attempts = 1;
-    record.outcome = "{\"status\":\"ok\"}";
-    act_store_update_call (store, &record);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    json_t *stored = s_call (store, first);
-    assert_non_null (stored);
-    assert_string_equal (json_string_value (json_object_get (stored, "state")), "ok");
-    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
-    assert_string_equal (json_string_value (json_object_get (json_object_get (stored, "outcome"),
-                                                             "status")), "ok");
-    assert_string_equal (json_string_value (json_object_get (json_object_get (stored, "call"),
-                                                             "_tool")), "t");
-    json_decref (stored);
-    pending = json_array ();
-    act_store_pending_in (store, context, s_count, pending);
-    assert_int_equal (json_array_size (pending), 1);
-    json_decref (pending);
-    assert_null (s_call (store, second + 1000000));
-
-    json_t *after = act_store_counts (store);
-    json_t *calls_before = json_object_get (before, "calls");
-    json_t *calls_after = json_object_get (after, "calls");
-    assert_int_equal (json_integer_value (json_object_get (calls_after, "accepted"))
-                    - json_integer_value (json_object_get (calls_before, "accepted")), 2);
-    assert_int_equal (json_integer_value (json_object_get (calls_after, "ok"))
-                    - json_integer_value (json_object_get (calls_before, "ok")), 1);
-    assert_int_equal (json_integer_value (json_object_get (after, "contexts"))
-                    - json_integer_value (json_object_get (before, "contexts")), 1);
-    json_decref (before);
-    json_decref (after);
-    act_store_destroy (&store);
-    zstr_free (&context);
-}
-
-//  A call written several times in one batch (accepted, dispatched, ended)
-//  reads back as its last write, before and after the commit, with what
-//  only its first write had; many calls and messages in one batch are all
-//  kept; an aborted batch keeps none of them
-static void
-test_a_batch_keeps_each_calls_last_write (void **state)
-{
-    char *context = s_context ("last");
-    act_store_t *store = s_open_owning (context);
-    act_store_put_context (store, context);
-    act_err_t err = { 0 };
-    uint64_t first = act_store_next_call (store);
-    act_call_record_t record = s_record (first, context, "queued", NULL);
-    record.client = "00ab";
-    record.request = "0102";
-    assert_int_equal (act_store_put_call (store, &record), 0);
-    record = s_record (first, context, "running", NULL);
-    record.attempts = 1;
-    record.progress = "{\"done\":1}";
-    assert_int_equal (act_store_update_call (store, &record), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    json_t *stored = s_call (store, first);
-    assert_string_equal (json_string_value (json_object_get (stored, "state")), "running");
-    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
-    assert_string_equal (json_string_value (json_object_get (stored, "client")), "00ab");
-    assert_string_equal (json_string_value (json_object_get (stored, "request")), "0102");
-    assert_int_equal (json_integer_value (json_object_get (json_object_get (stored, "progress"),
-                                                           "done")), 1);
-    json_decref (stored);
-
-    //  Many in one batch: a read in the middle sees the first ones
-    enum { CALLS = 300 };       //  More than a batch first indexes (256 slots)
-    uint64_t ids [CALLS];
-    for (int i = 0; i < CALLS; i++) {
-        ids [i] = act_store_next_call (store);
-        record = s_record (ids [i], context, "queued", NULL);
-        assert_int_equal (act_store_put_call (store, &record), 0);
-        char text [64];
-        snprintf (text, sizeof text, "{\"_seq\":%d,\"n\":%d}", i + 1, i);
-        assert_int_equal (act_store_put_message (store, context, (uint64_t) i + 1, text,
-                                                 strlen (text)), 0);
-        if (i == CALLS / 2) {
-            stored = s_call (store, ids [0]);
-            assert_string_equal (json_string_value (json_object_get (stored, "state")),
-                                 "queued");
-            json_decref (stored);
-        }
-    }
-    for (int i = 0; i < CALLS; i += 2) {
-        record = s_record (ids [i], context, i % 4? "running": "ok", NULL);
-        record.attempts = 1;
-        record.outcome = i % 4? NULL: "{\"status\":\"ok\"}";
-        assert_int_equal (act_store_update_call (store, &record), 0);
-    }
-    assert_int_equal (act_store_commit (store, &err), 0);
-    json_t *pending = json_array ();
-    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
-    assert_int_equal (json_array_size (pending), 1 + CALLS - CALLS / 4);
-    json_decref (pending);
-    for (int i = 0; i < CALLS; i++) {
-        stored = s_call (store, ids [i]);
-        const char *expected = i % 2? "queued": i % 4? "running": "ok";
-        assert_string_equal (json_string_value (json_object_get (stored, "state")), expected);
-        assert_int_equal (json_is_object (json_object_get (stored, "outcome")), i % 4 == 0);
-        json_decref (stored);
-    }
-    json_t *page = act_store_history (store, context, 1, 1000, 0);
-    assert_int_equal (json_array_size (page), CALLS);
-    assert_int_equal (json_integer_value (json_object_get (json_array_get (page, CALLS - 1),
-                                                           "n")), CALLS - 1);
-    json_decref (page);
-
-    //  Aborted: nothing of the batch (the memory store keeps what it
-    //  wrote, by design: see act_store_memory.c)
-    if (streq (s_location, ":memory:")) {
-        act_store_destroy (&store);
-        zstr_free (&context);
-        return;
-    }
-    uint64_t gone = act_store_next_call (store);
-    record = s_record (gone, context, "queued", NULL);
-    act_store_put_call (store, &record);
-    record.state = "ok";
-    record.outcome = "{}";
-    act_store_update_call (store, &record);
-    act_store_abort (store);
-    assert_null (s_call (store, gone));
     act_store_destroy (&store);
     zstr_free (&context);
 }
@@ -406,93 +244,6 @@ static const char *s_schema_v6 =
     "  (4, 'six', 'running', 1, '{\"_tool\":\"t\"}', 'k4');"
     "PRAGMA user_version = 6;";
 
-//  The state and attempts of each of context's pending calls, as
-//  "id:state:attempts,..." (a new string)
-static char *
-s_pending_list (act_store_t *store, const char *context)
-{
-    json_t *pending = json_array ();
-    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
-    char *list = strdup ("");
-    size_t index;
-    json_t *record;
-    json_array_foreach (pending, index, record) {
-        char *longer = zsys_sprintf ("%s%s%" JSON_INTEGER_FORMAT ":%s:%" JSON_INTEGER_FORMAT,
-            list, index? ",": "", json_integer_value (json_object_get (record, "call_id")),
-            json_string_value (json_object_get (record, "state")),
-            json_integer_value (json_object_get (record, "attempts")));
-        free (list);
-        list = longer;
-    }
-    json_decref (pending);
-    return list;
-}
-
-//  A context's calls in several blocks of 4,096 ids (schema 9: found
-//  through call_blocks, not an index by context) are all counted pending,
-//  read after a restart, and deleted with it; another context's call in
-//  one of those blocks is not
-static void
-test_calls_in_several_blocks_of_ids (void **state)
-{
-    if (streq (s_location, ":memory:") || strstr (s_location, "://"))
-        skip ();                //  SQLite files only (reopened)
-    char *path = zsys_sprintf ("%s-blocks", s_location);
-    act_err_t err = { 0 };
-    act_store_t *store = act_store_open (path, ACT_SYNC_NORMAL, &err);
-    assert_non_null (store);
-    act_store_put_context (store, "blk");
-    act_store_put_context (store, "oth");
-    const uint64_t ids [] = { 1, 4095, 4096, 4097, 9000 };
-    for (int i = 0; i < 5; i++) {
-        act_call_record_t record = s_record (ids [i], ids [i] == 4097? "oth": "blk",
-                                             "queued", NULL);
-        assert_int_equal (act_store_put_call (store, &record), 0);
-        //  One block's row written in one batch, another in the next
-        if (i == 2)
-            assert_int_equal (act_store_commit (store, &err), 0);
-    }
-    assert_int_equal (act_store_commit (store, &err), 0);
-    act_call_record_t record = s_record (4095, "blk", "ok", NULL);
-    record.outcome = "{\"status\":\"ok\"}";
-    assert_int_equal (act_store_update_call (store, &record), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    act_store_destroy (&store);
-    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM call_blocks"), 4);
-
-    store = act_store_open (path, ACT_SYNC_NORMAL, &err);
-    assert_non_null (store);
-    char *list = s_pending_list (store, "blk");
-    assert_string_equal (list, "1:queued:0,4096:queued:0,9000:queued:0");
-    zstr_free (&list);
-    json_t *listed = act_store_contexts (store, "blk", NULL, 1);
-    assert_int_equal (json_integer_value (json_object_get (json_array_get (listed, 0),
-                                                           "pending")), 3);
-    json_decref (listed);
-    size_t messages = 0;
-    assert_int_equal (act_store_delete_context (store, "blk", &messages), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    for (int i = 0; i < 5; i++) {
-        json_t *call = s_call (store, ids [i]);
-        if (ids [i] == 4097)
-            assert_non_null (call);
-        else
-            assert_null (call);
-        json_decref (call);
-    }
-    //  A context made again with that name writes its block's row again
-    act_store_put_context (store, "blk");
-    record = s_record (9001, "blk", "queued", NULL);
-    assert_int_equal (act_store_put_call (store, &record), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    list = s_pending_list (store, "blk");
-    assert_string_equal (list, "9001:queued:0");
-    zstr_free (&list);
-    act_store_destroy (&store);
-    assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM call_blocks"), 2);
-    s_remove_store (&path);
-}
-
 //  A store of schema version 6 (the last before a call's end became a row
 //  of its own) opens with its pending calls, their attempts, and its ended
 //  calls as they were; calls then end, and are dispatched, as recovery
@@ -575,105 +326,6 @@ test_a_version_6_store_is_migrated (void **state)
                                           " + (SELECT COUNT(*) FROM dispatched)"
                                           " + (SELECT COUNT(*) FROM call_blocks)"), 0);
     s_remove_store (&path);
-}
-
-//  The number of context's pending calls, from its CONTEXTS row
-static int64_t
-s_pending_count (act_store_t *store, const char *context)
-{
-    json_t *page = act_store_contexts (store, context, NULL, 10);
-    assert_int_equal (json_array_size (page), 1);
-    int64_t pending = json_integer_value (json_object_get (json_array_get (page, 0),
-                                                           "pending"));
-    json_decref (page);
-    return pending;
-}
-
-//  Accept count calls in context, a batch of 50 at a time, and end each
-//  batch in the next; returns the first id
-static uint64_t
-s_churn (act_store_t *store, const char *context, int count)
-{
-    act_err_t err = { 0 };
-    uint64_t first = act_store_next_call (store);
-    for (int done = 0; done < count; done += 50) {
-        act_call_record_t records [50];
-        for (int i = 0; i < 50; i++) {
-            records [i] = s_record (act_store_next_call (store), context, "queued", NULL);
-            assert_int_equal (act_store_put_call (store, &records [i]), 0);
-        }
-        assert_int_equal (act_store_commit (store, &err), 0);
-        for (int i = 0; i < 50; i++) {
-            records [i].state = "ok";
-            records [i].outcome = "{}";
-            assert_int_equal (act_store_update_call (store, &records [i]), 0);
-        }
-        assert_int_equal (act_store_commit (store, &err), 0);
-    }
-    return first;
-}
-
-//  A call that stays pending while thousands of later calls come and go
-//  is still pending in every read and after a restart, even when its end
-//  was rolled back; once it ends, it is pending nowhere
-static void
-test_a_call_outliving_thousands_stays_pending (void **state)
-{
-    if (streq (s_location, ":memory:"))
-        skip ();                //  No restart, and no rollback of an update
-    char *context = s_context ("outlive");
-    act_store_t *store = s_open_owning (context);
-    act_err_t err = { 0 };
-    act_store_put_context (store, context);
-    act_call_record_t old = s_record (act_store_next_call (store), context, "queued", NULL);
-    assert_int_equal (act_store_put_call (store, &old), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    //  Its end, read in the batch, then rolled back
-    old.state = "ok";
-    old.outcome = "{}";
-    assert_int_equal (act_store_update_call (store, &old), 0);
-    char *list = s_pending_list (store, context);
-    assert_string_equal (list, "");
-    zstr_free (&list);
-    act_store_abort (store);
-    s_churn (store, context, 6000);
-    act_call_record_t young = s_record (act_store_next_call (store), context, "queued", NULL);
-    assert_int_equal (act_store_put_call (store, &young), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    char *expected = zsys_sprintf ("%" PRIu64 ":queued:0,%" PRIu64 ":queued:0",
-                                   old.call_id, young.call_id);
-    if (zsys_file_exists (s_location)) {
-        //  SQLite: the old call, thousands of ids back, is a row of live
-        char *sql = zsys_sprintf ("SELECT COUNT(*) FROM live WHERE id = %" PRIu64,
-                                  old.call_id);
-        assert_int_equal (s_sql_number (s_location, sql), 1);
-        zstr_free (&sql);
-    }
-    for (int round = 0; round < 2; round++) {
-        list = s_pending_list (store, context);
-        assert_string_equal (list, expected);
-        zstr_free (&list);
-        assert_int_equal (s_pending_count (store, context), 2);
-        //  And again after a restart
-        act_store_destroy (&store);
-        store = s_open_owning (context);
-    }
-    old.state = "ok";
-    old.outcome = "{}";
-    assert_int_equal (act_store_update_call (store, &old), 0);
-    young.state = "ok";
-    young.outcome = "{}";
-    assert_int_equal (act_store_update_call (store, &young), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    act_store_destroy (&store);
-    store = s_open_owning (context);
-    list = s_pending_list (store, context);
-    assert_string_equal (list, "");
-    zstr_free (&list);
-    assert_int_equal (s_pending_count (store, context), 0);
-    zstr_free (&expected);
-    act_store_destroy (&store);
-    zstr_free (&context);
 }
 
 //  Several brokers on one store: one owner per context, takeover after
@@ -851,92 +503,16 @@ test_a_failed_lookup_is_no_answer (void **state)
     zstr_free (&context);
 }
 
-//  The state and attempts of a call as its record, and its pending walk,
-//  read them
-static void
-s_assert_call (act_store_t *store, const char *context, uint64_t id, const char *state,
-               long long attempts)
-{
-    json_t *stored = s_call (store, id);
-    assert_non_null (stored);
-    assert_string_equal (json_string_value (json_object_get (stored, "state")), state);
-    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), attempts);
-    json_decref (stored);
-    json_t *pending = json_array ();
-    assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
-    if (act_state_ended (state))
-        assert_int_equal (json_array_size (pending), 0);
-    else {
-        assert_int_equal (json_array_size (pending), 1);
-        json_t *record = json_array_get (pending, 0);
-        assert_string_equal (json_string_value (json_object_get (record, "state")), state);
-        assert_int_equal (json_integer_value (json_object_get (record, "attempts")), attempts);
-    }
-    json_decref (pending);
-}
-
-//  A call dispatched, put back in the queue, dispatched again (each in a
-//  batch of its own) reads back with its state and attempts, also from a
-//  store opened again (what recovery reads after a kill -9)
-static void
-test_dispatches_are_read_back_with_their_attempts (void **state)
-{
-    char *context = s_context ("dispatch");
-    act_store_t *store = s_open_owning (context);
-    act_store_put_context (store, context);
-    act_err_t err = { 0 };
-    uint64_t id = act_store_next_call (store);
-    act_call_record_t record = s_record (id, context, "queued", NULL);
-    act_store_put_call (store, &record);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    const char *states [] = { "running", "queued", "running" };
-    long long attempts [] = { 1, 1, 2 };
-    for (int step = 0; step < 3; step++) {
-        record = s_record (id, context, states [step], NULL);
-        record.attempts = attempts [step];
-        assert_int_equal (act_store_update_call (store, &record), 0);
-        s_assert_call (store, context, id, states [step], attempts [step]);
-        assert_int_equal (act_store_commit (store, &err), 0);
-        s_assert_call (store, context, id, states [step], attempts [step]);
-    }
-    if (!streq (s_location, ":memory:")) {
-        act_store_destroy (&store);
-        store = s_open_owning (context);
-        s_assert_call (store, context, id, "running", 2);
-    }
-    record = s_record (id, context, "error", NULL);
-    record.attempts = 2;
-    record.outcome = "{\"status\":\"error\"}";
-    act_store_update_call (store, &record);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    s_assert_call (store, context, id, "error", 2);
-    assert_int_equal (act_store_delete_context (store, context, NULL), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    assert_null (s_call (store, id));
-    act_store_destroy (&store);
-    if (!streq (s_location, ":memory:") && !strstr (s_location, "://")) {
-        char *sql = zsys_sprintf ("SELECT COUNT(*) FROM dispatched WHERE id = %" PRIu64, id);
-        assert_int_equal (s_sql_number (s_location, sql), 0);
-        zstr_free (&sql);
-    }
-    zstr_free (&context);
-}
-
 int
 main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_reads_see_the_batch_and_commit_keeps_it),
-        cmocka_unit_test (test_calls_are_recorded_updated_and_counted),
-        cmocka_unit_test (test_a_batch_keeps_each_calls_last_write),
-        cmocka_unit_test (test_dispatches_are_read_back_with_their_attempts),
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
-        cmocka_unit_test (test_a_call_outliving_thousands_stays_pending),
         cmocka_unit_test (test_leases_take_over_and_fence),
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
         cmocka_unit_test (test_a_version_6_store_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
-        cmocka_unit_test (test_calls_in_several_blocks_of_ids),
         cmocka_unit_test (test_a_failed_lookup_is_no_answer),
     };
     return s_run_on_every_store ("store", tests, sizeof tests / sizeof tests [0]);
