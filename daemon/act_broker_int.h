@@ -131,6 +131,14 @@ void act_broker_land (act_broker_t *self);
 //  client owed no earlier reply. Returns true when answered (msg closed).
 bool act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last);
 
+//  Shared store: renew the lease when due (a failed renewal is tried
+//  again soon), and adopt what dead brokers left (act_broker_lease.c)
+void act_broker_leases (act_broker_t *self, long long now);
+
+//  Shared store: when the lease may have run out, stop writing: the batch
+//  is dropped (what it acknowledged refused) and everything forgotten
+void act_broker_stop_if_lapsed (act_broker_t *self, long long now);
+
 //  True when socket which (0 clients, 1 workers) may be read ahead more:
 //  fewer than S_DEFER_CLIENTS (S_DEFER_MAX) messages held, S_DEFER_BYTES
 bool act_broker_room (act_broker_t *self, int which);
