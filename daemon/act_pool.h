@@ -82,7 +82,8 @@ typedef struct {
     size_t max_held;            //  Past them it gets no more tasks
                                 //  (server/max_worker_bytes when it joined)
     bool throttled;             //  Refused a task for them: its next
-                                //  message looks again (act_worker_unthrottle)
+                                //  message, or the next heartbeat round,
+                                //  looks again (act_worker_unthrottle)
 } act_worker_t;
 
 //  An empty pool taking per-activity limits from settings (borrowed).

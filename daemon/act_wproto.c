@@ -382,14 +382,27 @@ act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
 {
     long long interval = self->settings->heartbeat_ms;
     zlistx_t *dead = zlistx_new ();
+    zlistx_t *reading = NULL;
     for (act_worker_t *worker = act_pool_first (self->pool); worker;
          worker = act_pool_next (self->pool)) {
         if (judge && now - worker->heard > s_liveness_ms (self, worker))
             zlistx_add_end (dead, worker);
-        else
-        if (now - worker->sent >= interval)
-            act_worker_send (self->outbox, worker, "HEARTBEAT");
+        else {
+            if (now - worker->sent >= interval)
+                act_worker_send (self->outbox, worker, "HEARTBEAT");
+            //  A worker that stopped reading its tasks and has read them
+            //  since gets more now, without waiting for a message of its
+            if (worker->throttled && act_worker_unthrottle (worker)) {
+                reading = reading? reading: zlistx_new ();
+                zlistx_add_end (reading, worker);
+            }
+        }
     }
+    //  Dispatching walks the pool too: after the walk above
+    for (act_worker_t *worker = reading? zlistx_first (reading): NULL; worker;
+         worker = zlistx_next (reading))
+        act_flow_worker_ready (self->flow, worker);
+    zlistx_destroy (&reading);
     for (act_worker_t *worker = zlistx_first (dead); worker; worker = zlistx_next (dead)) {
         zframe_t *identity = zframe_dup (worker->identity);
         act_proto_t protocol = worker->protocol;

@@ -32,8 +32,9 @@ void act_wproto_message (act_wproto_t *self, act_msg_t *msg);
 
 //  Heartbeats (every heartbeat_ms a message to each worker that heard
 //  nothing else) and, when judge is set, liveness (a worker silent for
-//  liveness intervals is lost), at now. The caller judges only when it has
-//  read what workers sent.
+//  liveness intervals is lost), at now; a worker that stopped reading its
+//  tasks (server/max_worker_bytes) and has read them since is given more.
+//  The caller judges only when it has read what workers sent.
 void act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge);
 
 //  actd itself was paused (stopped, swapped out, a pass that ran long) for
