@@ -625,7 +625,8 @@ s_owned (act_outbox_t *self, act_out_t *out)
     char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
     act_log_peer (LOG_INFO, client, "reply owed to another key",
                   "reply owed to key %s not sent to routing id %s: its connection is not "
-                  "that key's (it left, or has not spoken since it connected)",
+                  "that key's (it left, or has not spoken since it connected), or the key "
+                  "was revoked",
                   out->owner, client);
     free (client);
     return false;

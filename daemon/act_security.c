@@ -408,6 +408,10 @@ bool
 act_security_client_holds (act_security_t *self, const void *id, size_t size,
                            const char *key)
 {
+    //  A key revoked since (a reload) is owed nothing more, even on its
+    //  own connection back
+    if (self && self->server_cert && !zhashx_lookup (self->clients, key))
+        return false;
     return self && act_peers_holds (self->peers, false, id, size, key);
 }
 

@@ -88,7 +88,8 @@ bool act_security_cut_client (act_security_t *self, const char *key);
 //  may go to routing id (size bytes): the connection behind it now is one
 //  that spoke with that key and is still open (act_peers_holds). A
 //  DONE or EVENT is sent only then, so a peer that took a left client's
-//  routing id gets nothing of its calls or watches.
+//  routing id gets nothing of its calls or watches; and a key revoked
+//  since (a reload) gets nothing more, even on its own connection.
 bool act_security_client_holds (act_security_t *self, const void *id, size_t size,
                                 const char *key);
 

@@ -124,6 +124,17 @@ s_may_serve (act_wproto_t *self, zmq_msg_t *frame, const json_t *names,
     return NULL;
 }
 
+//  True when frame came with the CURVE key worker registered with (any
+//  frame when it registered with none: without CURVE there are no keys)
+static bool
+s_same_key (act_worker_t *worker, zmq_msg_t *frame)
+{
+    if (!worker->user)
+        return true;
+    const char *user = act_part_meta (frame, "User-Id");
+    return user && streq (user, worker->user);
+}
+
 //  Note the CURVE key worker sent frame with (checked again on reload)
 static void
 s_set_user (act_worker_t *worker, zmq_msg_t *frame)
@@ -309,6 +320,15 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
         return;
     act_hex_write (key, zmq_msg_data (identity), size);
     act_worker_t *worker = act_pool_worker (self->pool, key);
+    if (worker && !s_same_key (worker, act_msg_part (msg, 1))) {
+        //  Another key took the routing id of a registered worker whose
+        //  connection dropped: that worker is gone (its tasks would go to
+        //  this peer), and this peer may serve only what its own READY
+        //  allows, once it has sent one on a routing id of its own
+        s_refuse (self, worker, act_msg_routing (msg), key, worker->protocol,
+                  worker->envelope, "its routing id was registered with another key");
+        return;
+    }
     if (worker)
         worker->heard = act_clock_ms ();
     bool throttled = worker && worker->throttled;

@@ -57,7 +57,9 @@ def config_text(directory, tenants=TENANTS, groups=(("summarizers", "summarize, 
     return text
 
 
-class TenantsTest(unittest.TestCase):
+class TenantsBase(unittest.TestCase):
+    """A real actd with CURVE keys, the tenants of TENANTS and the group
+    summarizers (keys made by `actctl keygen`), and helpers to reach it."""
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="actd-tenants-")
@@ -160,67 +162,6 @@ class TenantsTest(unittest.TestCase):
         wait_for(lambda: re.search(pattern, self.actd.log()), "log line %r" % pattern
                  + (self.actd.log() if log else ""), timeout)
 
-    def test_two_tenants_cannot_reach_each_others_contexts_or_calls(self):
-        worker = self.worker_socket("anyworker", ["hold"])
-        wait_for(lambda: "anyworker-worker" in self.workers(), "the worker")
-        acme, globex = self.client("acme"), self.client("globex")
-        self.assertEqual(acme.request("APPEND", "acme/a", {"type": "note", "text": "mine"})[0], "OK")
-        rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
-        call_id = acme.wait(rid, "ACCEPTED")[1]
-        task = self.next_command(worker, b"TASK")
-        self.assertIsNotNone(task, "the call was not dispatched")
-        self.assertEqual(globex.request("APPEND", "globex/g", {"type": "note"})[0], "OK")
-        #  Every command naming acme's context is refused to globex
-        unauthorized = [
-            ("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"}),
-            ("PLAN", "acme/a", [{"_tool": "hold", "_outputPath": "\u2020x"}]),
-            ("APPEND", "acme/a", {"type": "note"}),
-            ("RESOLVE", "acme/a", "\u2020secret"),
-            ("VIEW", "acme/a"),
-            ("HISTORY", "acme/a", "1", "10"),
-            ("WATCH", "acme/a", "1"),
-            ("DELETE", "acme/a"),
-            ("STATS",),
-        ]
-        for request in unauthorized:
-            reply = globex.request(*request)
-            self.assertEqual(reply[:2], ["ERROR", "unauthorized"], (request, reply))
-        #  Its calls are not found, exactly as a call that never was
-        missing = globex.request("STATUS", "999999")
-        for command in ("STATUS", "CANCEL"):
-            reply = globex.request(command, call_id)
-            self.assertEqual(reply[:2], ["ERROR", "not_found"], (command, reply))
-            self.assertEqual(reply[2], missing[2].replace("999999", call_id))
-        self.assertEqual(acme.status(call_id)["state"], "running")
-        #  CONTEXTS lists only globex's, whatever the prefix asked
-        for prefix in ((), ("",), ("acme/",), ("a",), ("globex/",)):
-            listed = [c["context"] for c in globex.value("CONTEXTS", *prefix)["contexts"]]
-            self.assertEqual(listed, [] if prefix in (("acme/",), ("a",)) else ["globex/g"],
-                             prefix)
-        self.assertEqual([c["context"] for c in acme.value("CONTEXTS")["contexts"]], ["acme/a"])
-        #  A read-only tenant over acme's prefix reads but does not write
-        audit = self.client("audit")
-        self.assertIsInstance(audit.value("VIEW", "acme/a"), list)
-        history = audit.value("HISTORY", "acme/a", "1", "10")
-        self.assertIn("mine", [m.get("text") for m in history])
-        self.assertEqual(audit.status(call_id)["state"], "running")
-        for request in (("APPEND", "acme/a", {"type": "note"}), ("CANCEL", call_id),
-                        ("DELETE", "acme/a"), ("STATS",)):
-            self.assertEqual(audit.request(*request)[:2], ["ERROR", "unauthorized"], request)
-        self.assertEqual(audit.request("PING"), ["PONG"])
-        #  admin sees every tenant; the legacy client_keys key has every right
-        for name in ("ops", "legacy"):
-            admin = self.client(name)
-            listed = [c["context"] for c in admin.value("CONTEXTS")["contexts"]]
-            self.assertEqual(listed, ["acme/a", "globex/g"], name)
-            self.assertEqual(admin.status(call_id)["state"], "running")
-            self.assertIn("calls", admin.value("STATS"))
-        #  The owner cancels; the worker hears of it
-        self.assertEqual(acme.request("CANCEL", call_id), ["OK"])
-        self.assertIsNotNone(self.next_command(worker, b"CANCEL"))
-        self.assertEqual(acme.wait(rid, "DONE")[0], "DONE")
-        self.assertEqual(acme.request("DELETE", "acme/a")[0], "OK")
-
     def fixed_client(self, name, routing_id):
         """A CurveClient with key name whose socket picks routing_id (as a
         client may, and as libzmq lets any peer do once the id is free)."""
@@ -281,6 +222,76 @@ class TenantsTest(unittest.TestCase):
         if "ops" not in self.clients:
             self.clients["ops"] = self.client("ops")
         return self.clients["ops"].value("STATS")["clients"]["unowned"]
+
+    def rewrite(self, tenants=TENANTS, groups=(("summarizers", "summarize, translate-*"),)):
+        with open(self.config, "w") as handle:
+            handle.write(config_text(self.dir, tenants, groups))
+        self.actd.process.send_signal(signal.SIGHUP)
+        self.wait_log(r"reload: allowed keys reloaded")
+
+
+class TenantsTest(TenantsBase):
+
+    def test_two_tenants_cannot_reach_each_others_contexts_or_calls(self):
+        worker = self.worker_socket("anyworker", ["hold"])
+        wait_for(lambda: "anyworker-worker" in self.workers(), "the worker")
+        acme, globex = self.client("acme"), self.client("globex")
+        self.assertEqual(acme.request("APPEND", "acme/a", {"type": "note", "text": "mine"})[0], "OK")
+        rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
+        call_id = acme.wait(rid, "ACCEPTED")[1]
+        task = self.next_command(worker, b"TASK")
+        self.assertIsNotNone(task, "the call was not dispatched")
+        self.assertEqual(globex.request("APPEND", "globex/g", {"type": "note"})[0], "OK")
+        #  Every command naming acme's context is refused to globex
+        unauthorized = [
+            ("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"}),
+            ("PLAN", "acme/a", [{"_tool": "hold", "_outputPath": "\u2020x"}]),
+            ("APPEND", "acme/a", {"type": "note"}),
+            ("RESOLVE", "acme/a", "\u2020secret"),
+            ("VIEW", "acme/a"),
+            ("HISTORY", "acme/a", "1", "10"),
+            ("WATCH", "acme/a", "1"),
+            ("DELETE", "acme/a"),
+            ("STATS",),
+        ]
+        for request in unauthorized:
+            reply = globex.request(*request)
+            self.assertEqual(reply[:2], ["ERROR", "unauthorized"], (request, reply))
+        #  Its calls are not found, exactly as a call that never was
+        missing = globex.request("STATUS", "999999")
+        for command in ("STATUS", "CANCEL"):
+            reply = globex.request(command, call_id)
+            self.assertEqual(reply[:2], ["ERROR", "not_found"], (command, reply))
+            self.assertEqual(reply[2], missing[2].replace("999999", call_id))
+        self.assertEqual(acme.status(call_id)["state"], "running")
+        #  CONTEXTS lists only globex's, whatever the prefix asked
+        for prefix in ((), ("",), ("acme/",), ("a",), ("globex/",)):
+            listed = [c["context"] for c in globex.value("CONTEXTS", *prefix)["contexts"]]
+            self.assertEqual(listed, [] if prefix in (("acme/",), ("a",)) else ["globex/g"],
+                             prefix)
+        self.assertEqual([c["context"] for c in acme.value("CONTEXTS")["contexts"]], ["acme/a"])
+        #  A read-only tenant over acme's prefix reads but does not write
+        audit = self.client("audit")
+        self.assertIsInstance(audit.value("VIEW", "acme/a"), list)
+        history = audit.value("HISTORY", "acme/a", "1", "10")
+        self.assertIn("mine", [m.get("text") for m in history])
+        self.assertEqual(audit.status(call_id)["state"], "running")
+        for request in (("APPEND", "acme/a", {"type": "note"}), ("CANCEL", call_id),
+                        ("DELETE", "acme/a"), ("STATS",)):
+            self.assertEqual(audit.request(*request)[:2], ["ERROR", "unauthorized"], request)
+        self.assertEqual(audit.request("PING"), ["PONG"])
+        #  admin sees every tenant; the legacy client_keys key has every right
+        for name in ("ops", "legacy"):
+            admin = self.client(name)
+            listed = [c["context"] for c in admin.value("CONTEXTS")["contexts"]]
+            self.assertEqual(listed, ["acme/a", "globex/g"], name)
+            self.assertEqual(admin.status(call_id)["state"], "running")
+            self.assertIn("calls", admin.value("STATS"))
+        #  The owner cancels; the worker hears of it
+        self.assertEqual(acme.request("CANCEL", call_id), ["OK"])
+        self.assertIsNotNone(self.next_command(worker, b"CANCEL"))
+        self.assertEqual(acme.wait(rid, "DONE")[0], "DONE")
+        self.assertEqual(acme.request("DELETE", "acme/a")[0], "OK")
 
     def test_a_routing_id_taken_over_by_another_key_gets_nothing_owed(self):
         """acme's DONE and watch events are owed to acme's connection: a
@@ -406,12 +417,6 @@ class TenantsTest(unittest.TestCase):
         self.assertIsNone(self.next_command(allowed, b"TASK", timeout=1.0))
         self.assertEqual(self.client("ops").value("STATS")["calls"]["queued"], 1)
         self.wait_log(r"activity payments is not allowed for this worker's key")
-
-    def rewrite(self, tenants=TENANTS, groups=(("summarizers", "summarize, translate-*"),)):
-        with open(self.config, "w") as handle:
-            handle.write(config_text(self.dir, tenants, groups))
-        self.actd.process.send_signal(signal.SIGHUP)
-        self.wait_log(r"reload: allowed keys reloaded")
 
     def test_sighup_revokes_connected_clients_and_workers(self):
         #  A worker of the summarizers holds a task; acme watches a context

@@ -1,0 +1,94 @@
+"""A key's reach ends with its connection and its revocation (docs/
+operations.md section 8): a worker key that takes the routing id of a
+worker registered with another key gets none of that worker's tasks, and
+a client key revoked by a reload gets no DONE of the calls it made before.
+Each test runs a real actd with CURVE (test_tenants.TenantsBase)."""
+
+import json
+import re
+import time
+import unittest
+
+import zmq
+
+import test_tenants
+from harness import wait_for
+
+
+class KeysTest(test_tenants.TenantsBase):
+
+    def worker_on(self, name, routing_id):
+        """A raw worker socket with key name and routing id, connected"""
+        socket = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.ROUTING_ID, routing_id)
+        socket.curve_publickey = self.keys[name][0].encode()
+        socket.curve_secretkey = self.keys[name][1].encode()
+        socket.curve_serverkey = self.keys["server"][0].encode()
+        socket.connect(self.actd.worker_endpoint)
+        self.sockets.append(socket)
+        return socket
+
+    def test_a_worker_routing_id_taken_by_another_key_gets_no_task(self):
+        """A payments worker (a key of worker_keys: any activity) leaves;
+        a summarizers key, whose group may not serve payments, connects on
+        its routing id before actd judged it lost. Before, its messages
+        were taken for the registered worker's: it got the payments TASK,
+        parameters and all, and its RESULT was accepted."""
+        victim = self.worker_on("anyworker", b"payments-1")
+        victim.send_multipart([b"ACTW01", b"READY", json.dumps(
+            {"activities": ["payments"], "name": "payments-1"}).encode()])
+        wait_for(lambda: "payments-1" in self.workers(), "the payments worker")
+        victim.close(0)
+        self.sockets.remove(victim)
+        #  libzmq refuses the id while the old connection is known: retried
+        deadline, frames = time.time() + 20, None
+        while frames is None and time.time() < deadline:
+            intruder = self.worker_on("summarizer", b"payments-1")
+            intruder.send_multipart([b"ACTW01", b"HEARTBEAT"])
+            frames = self.next_command(intruder, b"DISCONNECT", timeout=2)
+            if frames is None:
+                intruder.close(0)
+                self.sockets.remove(intruder)
+        self.assertIsNotNone(frames, "the intruder was never told to DISCONNECT")
+        self.assertIn(b"another key", frames[2])
+        self.wait_log(r"registered with another key")
+        #  The registered worker is gone with its connection
+        self.assertNotIn("payments-1", self.workers())
+        acme = self.client("acme")
+        rid = acme.send("CALL", "acme/pay", {"_tool": "payments", "card": "4111",
+                                            "_outputPath": "\u2020paid"})
+        self.assertEqual(acme.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        self.assertIsNone(self.next_command(intruder, b"TASK", timeout=1.5))
+        self.assertEqual(self.client("ops").value("STATS")["calls"]["queued"], 1)
+
+    def test_a_revoked_client_key_gets_no_done_of_its_earlier_calls(self):
+        """acme calls a tool; its tenant is removed and actd reloaded (its
+        connection is cut); acme's socket connects again on its routing id
+        and speaks (refused); the worker answers. Before, the DONE, result
+        and all, went to the revoked key."""
+        worker = self.holding_worker()
+        acme = self.take_routing_id("acme", b"agent-revoked")
+        rid = acme.send("CALL", "acme/r", {"_tool": "hold", "q": "secret",
+                                          "_outputPath": "\u2020answer"})
+        self.assertEqual(acme.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        task = self.task_of(worker, 1)
+        self.rewrite(tenants=[t for t in test_tenants.TENANTS if t[0] != "acme"])
+        self.wait_log(r"client key %s revoked" % re.escape(self.keys["acme"][0]))
+        #  Back on the same routing id (libzmq connects again by itself)
+        deadline, reply = time.time() + 20, None
+        while reply is None and time.time() < deadline:
+            try:
+                reply = acme.request("PING", timeout=1.0)
+            except TimeoutError:
+                pass
+        self.assertEqual(reply[:2], ["ERROR", "unauthorized"], reply)
+        worker.send_result(task, "TOP SECRET RESULT")
+        wait_for(lambda: self.unowned() >= 1, "the DONE owed to acme dropped")
+        with self.assertRaises(TimeoutError):
+            acme.wait(rid, "DONE", timeout=1.0)
+        self.wait_log(r"reply owed to key %s not sent" % re.escape(self.keys["acme"][0]))
+
+
+if __name__ == "__main__":
+    unittest.main()
