@@ -29,6 +29,34 @@ s_zsys (int level, const char *text)
         zsys_debug ("%s", text);
 }
 
+//  text with its control characters written as \n, \r, \t or \xNN, so
+//  that a name or a tool a peer chose cannot forge a line of the log;
+//  text itself (taken) when it has none
+static char *
+s_escape (char *text)
+{
+    size_t controls = 0, length = 0;
+    for (; text [length]; length++)
+        controls += (unsigned char) text [length] < 0x20 || text [length] == 0x7f;
+    if (!controls)
+        return text;
+    char *escaped = (char *) malloc (length + 4 * controls + 1);
+    if (!escaped)
+        return text;
+    char *at = escaped;
+    for (const char *from = text; *from; from++) {
+        unsigned char c = (unsigned char) *from;
+        if (c >= 0x20 && c != 0x7f)
+            *at++ = (char) c;
+        else
+            at += sprintf (at, c == '\n'? "\\n": c == '\r'? "\\r": c == '\t'? "\\t"
+                                                                          : "\\x%02x", c);
+    }
+    *at = 0;
+    zstr_free (&text);
+    return escaped;
+}
+
 void
 act_log_emit (int level, const char *format, ...)
 {
@@ -38,6 +66,7 @@ act_log_emit (int level, const char *format, ...)
     va_end (args);
     if (!text)
         return;
+    text = s_escape (text);
     if (act_log_stream) {
         static const char letters [] = "EEEEWNID";
         char date [32];

@@ -414,11 +414,15 @@ void
 act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
                   const char *command, const act_err_t *err)
 {
-    //  Refusals of a key are logged by act_log_peer where they are decided,
-    //  so that a flood of them costs a few lines
-    if (!streq (err->code, ACT_E_UNAUTHORIZED))
-        act_log (LOG_INFO, "client request %s refused: %s: %s", command, err->code,
-                 err->message);
+    //  Refusals of a key are logged by act_log_peer where they are decided;
+    //  the others here, per client and error code: a flood of refused
+    //  requests costs a few lines either way
+    if (!streq (err->code, ACT_E_UNAUTHORIZED) && LOG_INFO <= act_log_threshold) {
+        char *peer = client? zframe_strhex (client): NULL;
+        act_log_peer (LOG_INFO, peer? peer: "?", err->code, "client request %s refused: %s: %s",
+                      command, err->code, err->message);
+        free (peer);
+    }
     act_out_t *out = act_outbox_reply (self, client, request, "ERROR", false);
     act_out_addstr (out, err->code);
     act_out_addstr (out, err->message);

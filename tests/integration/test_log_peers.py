@@ -1,0 +1,74 @@
+"""What a peer can do to actd's log (docs/operations.md section 4 and
+section 8, "Refusals in the log"): no line of its own making, and a flood
+of refused requests costs a few lines, not one each."""
+
+import json
+import re
+import time
+import unittest
+
+import zmq
+
+from harness import Actd, wait_for
+
+
+class LogPeersTest(unittest.TestCase):
+
+    def setUp(self):
+        #  info: actd's default level, at which refusals are logged
+        self.actd = Actd(args=["--log-level", "info"]).start()
+        self.addCleanup(self.stop)
+        self.client = self.actd.client()
+        self.addCleanup(self.client.close)
+
+    def stop(self):
+        self.assertEqual(self.actd.stop(), 0)
+        self.actd.cleanup()
+
+    def test_control_characters_from_peers_do_not_make_lines(self):
+        """A tool name and a worker's name with line breaks in them: before,
+        each became a line of the log that looked like actd's own."""
+        forged = "x\nW: actd 2026-01-01T00:00:00.000Z FORGED-BY-CLIENT\r\x1b[2J"
+        reply = self.client.request("CALL", "c", {"_tool": forged, "_outputPath": "\u2020o"})
+        self.assertEqual(reply[0], "ACCEPTED", reply)
+        #  Cancelled, the call is logged with its tool
+        self.assertEqual(self.client.request("CANCEL", reply[1])[0], "OK")
+        worker = zmq.Context.instance().socket(zmq.DEALER)
+        worker.setsockopt(zmq.LINGER, 0)
+        worker.connect(self.actd.worker_endpoint)
+        self.addCleanup(worker.close, 0)
+        worker.send_multipart([b"ACTW01", b"READY", json.dumps(
+            {"activities": ["t"], "name": "w\nN: actd 2026-01-01T00:00:00.000Z FORGED-BY-WORKER"}
+        ).encode()])
+        wait_for(lambda: "FORGED-BY-WORKER" in self.actd.log(), "the worker's name logged")
+        wait_for(lambda: "FORGED-BY-CLIENT" in self.actd.log(), "the tool's name logged")
+        lines = [line for line in self.actd.log().splitlines() if "FORGED" in line]
+        self.assertTrue(lines)
+        for line in lines:
+            #  Each is one of actd's lines, the peer's text escaped in it
+            self.assertNotRegex(line, r"^[EWNID]: actd \S+ FORGED", lines)
+            self.assertNotIn("\r", line)
+            self.assertNotIn("\x1b", line)
+        self.assertIn("\\nW: actd", self.actd.log())
+
+    def test_a_flood_of_refused_requests_costs_a_few_lines(self):
+        """2,000 refused requests of three kinds from one client: before,
+        2,000 lines; now one line per kind, then the count of repeats."""
+        kinds = [("STATUS", "9999999"), ("CALL", "c", "{not json"),
+                 ("HISTORY", "c", "one", "1")]
+        before = self.actd.log().count("refused")
+        ids = [self.client.send(*kinds[n % len(kinds)]) for n in range(2000)]
+        for rid in ids:
+            self.assertEqual(self.client.wait(rid, timeout=60)[0], "ERROR")
+        self.assertEqual(self.client.request("PING"), ["PONG"])
+        lines = [line for line in self.actd.log().splitlines() if "refused" in line]
+        print("2,000 refused requests: %d lines" % (len(lines) - before))
+        self.assertLessEqual(len(lines) - before, 10, lines[-20:])
+        #  Each kind was said once, with what was wrong
+        for code in ("not_found", "bad_json", "bad_argument"):
+            self.assertTrue(any(re.search(r"refused: %s: " % code, line) for line in lines),
+                            (code, lines))
+
+
+if __name__ == "__main__":
+    unittest.main()
