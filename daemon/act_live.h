@@ -44,6 +44,8 @@ typedef struct _act_live_recipient_t {
 } act_live_recipient_t;
 
 //  Bytes of a first recipient's ids kept in the call itself
+#define ACT_LIVE_MAX_RECIPIENTS 1024  //  Requests a call's DONE goes to, at
+                                //  most (a CALL repeating its _id waits too)
 #define ACT_LIVE_FIRST_BYTES 32
 
 typedef struct {

@@ -50,8 +50,9 @@ typedef struct {
 
 //  An entry whose _id was seen before (in the store, live, or earlier in
 //  this plan): what ACCEPTED says of it goes to *entry, and the new call
-//  is dropped. Returns 1 then, 0 when the _id is new, or -1 with err
-//  (internal) and the new call dropped when the store could not tell.
+//  is dropped. Returns 1 then, 0 when the _id is new, or -1 with err and
+//  the new call dropped: internal when the store could not tell, busy when
+//  the earlier call has ACT_LIVE_MAX_RECIPIENTS waiting for its DONE.
 static int
 s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t *entry,
                   act_err_t *err)
@@ -66,6 +67,13 @@ s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t 
     for (size_t i = 0; !earlier && !record && i < index; i++)
         if (calls [i] && calls [i]->call->id && streq (calls [i]->call->id, call->call->id))
             earlier = calls [i];
+    if (earlier && earlier->nrecipients >= ACT_LIVE_MAX_RECIPIENTS) {
+        //  Each repeat with a new request id waits for the DONE too: bounded
+        act_err_set (err, ACT_E_BUSY, "call %s already has %d requests waiting for its DONE",
+                     earlier->id, ACT_LIVE_MAX_RECIPIENTS);
+        act_flow_drop (self, &calls [index]);
+        return -1;
+    }
     if (earlier) {
         snprintf (entry->id, sizeof entry->id, "%s", earlier->id);
         entry->live = true;

@@ -594,5 +594,33 @@ class ExampleWorkerTest(BrokerCase):
             "rainy": {"city": "Paris", "sky": "rainy"}})
 
 
+class IdRepeatTest(BrokerCase):
+    """SEMANTICS 7: a CALL repeating a live call's _id waits for that call's
+    DONE. Each such request is one more recipient of it; they are bounded
+    (ACT_LIVE_MAX_RECIPIENTS, 1,024): past that, busy. Before, a client
+    repeating an _id grew them without bound, at a cost quadratic in
+    their number (each new one compared with all)."""
+
+    def test_repeats_of_a_live_calls_id_are_bounded(self):
+        context = "idem-many"
+        call = {"_tool": "later", "_id": "k", "_outputPath": "†state.r", "value": 7}
+        rids = [self.client.send("CALL", context, enc(call)) for _ in range(1100)]
+        replies = [self.client.wait(rid, timeout=60) for rid in rids]
+        accepted = [rid for rid, reply in zip(rids, replies) if reply[0] == "ACCEPTED"]
+        busy = [reply for reply in replies if reply[0] == "ERROR"]
+        self.assertEqual(len(accepted), 1024)
+        self.assertEqual(len(busy), 1100 - 1024)
+        self.assertEqual(busy[0][:2], ["ERROR", "busy"])
+        self.assertIn("1024 requests waiting for its DONE", busy[0][2])
+        call_id = replies[0][1]
+        self.assertEqual({reply[1] for reply in replies if reply[0] == "ACCEPTED"}, {call_id})
+        #  Each accepted one gets the DONE, once the call ends
+        later = self.start_worker(["later"], lambda activity, params, meta: params["value"],
+                                  "later")
+        for rid in accepted:
+            self.assertEqual(self.done(rid, call_id)["result"], 7)
+        self.assertEqual(len(later.tasks), 1)
+
+
 if __name__ == "__main__":
     unittest.main()
