@@ -201,6 +201,12 @@ s_setup (act_security_t *self, act_err_t *err)
                 act_log (LOG_WARNING, "plain TCP without CURVE on %s, as the config allows: "
                          "anyone who reaches it can submit calls", endpoints [i]);
             }
+            else
+            if (strncmp (endpoints [i], "ipc://@", 7) == 0)
+                //  No file, so no mode: as open as loopback TCP
+                act_log (LOG_WARNING, "%s is an abstract socket: every user of this machine "
+                         "can connect to it (server/ipc_mode cannot apply); give a path, or "
+                         "CURVE keys", endpoints [i]);
         if (zlistx_size (settings->tenants) || zlistx_size (settings->worker_groups))
             act_log (LOG_WARNING, "tenants and worker groups are configured but CURVE is "
                      "off (no security/server_key): they are ignored, every peer has every "

@@ -635,6 +635,19 @@ class IpcModeTest(unittest.TestCase):
     def test_ipc_mode_opens_them_to_the_group(self):
         self.assertEqual(self.run_ipc("    ipc_mode = 0660\n"), [0o660, 0o660])
 
+    def test_an_abstract_socket_is_said_to_be_open_to_every_user(self):
+        """ipc://@name has no file, so no mode: actd says so at start"""
+        actd_ = Actd()
+        name = os.path.basename(tempfile.mktemp(prefix="actd-abstract-"))
+        actd_.client_endpoint = "ipc://@%s-clients" % name
+        with actd_:
+            client = actd_.client()
+            self.assertEqual(client.request("PING"), ["PONG"])
+            client.close()
+            self.assertIn("ipc://@%s-clients is an abstract socket: every user of this "
+                          "machine can connect to it" % name, actd_.log())
+            self.assertNotIn("%s is an abstract" % actd_.worker_endpoint, actd_.log())
+
 
 class TenantConfigTest(unittest.TestCase):
     """A bad tenants or workers section stops actd at start (status 2),
