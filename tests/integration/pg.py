@@ -11,6 +11,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -112,6 +113,24 @@ class Server:
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
         self.data = None
+
+
+class Paused:
+    """The server stopped (SIGSTOP) inside the with block, resumed after:
+    a database that hangs, as a stalled disk or a frozen VM does."""
+
+    def __init__(self, server):
+        self.pids = server.processes()
+
+    def __enter__(self):
+        for pid in self.pids:
+            os.kill(pid, signal.SIGSTOP)
+        return self
+
+    def __exit__(self, *exc):
+        for pid in self.pids:
+            os.kill(pid, signal.SIGCONT)
+        return False
 
 
 def server():

@@ -17,31 +17,14 @@ comes from the block of ids the broker holds.)
 
 import json
 import os
-import signal
 import time
 import unittest
 
 from harness import DAGGER, Actd, Client, NoAnswer, Worker, wait_for
+from pg import Paused
 
 #  Neither the lease nor a statement timeout runs out in a pause
 CONFIG = "server\n    lease_ms = 60000\nstore\n    timeout_ms = 60000\n"
-
-
-class Paused:
-    """The server stopped (SIGSTOP) inside the with block, resumed after."""
-
-    def __init__(self, server):
-        self.pids = server.processes()
-
-    def __enter__(self):
-        for pid in self.pids:
-            os.kill(pid, signal.SIGSTOP)
-        return self
-
-    def __exit__(self, *exc):
-        for pid in self.pids:
-            os.kill(pid, signal.SIGCONT)
-        return False
 
 
 def new_actd(server, store_settings=""):

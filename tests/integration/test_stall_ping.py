@@ -6,14 +6,13 @@ wait their turn, in order, and are all answered once the store is back.
 Nothing is timed but the PING's bound: the pause is the test's own."""
 
 import json
-import os
-import signal
 import time
 import unittest
 
 import zmq
 
 from harness import actd_with_config
+from pg import Paused
 
 #  Neither the lease nor a statement timeout runs out in the pause
 CONFIG = "server\n    lease_ms = 60000\nstore\n    timeout_ms = 60000\n"
@@ -41,22 +40,6 @@ def wait_idle(process, quiet=1.0, timeout=120):
             return
         last = now
     raise AssertionError("still busy after %d s" % timeout)
-
-
-class Paused:
-    """PostgreSQL's processes stopped for the block's length."""
-
-    def __init__(self, server):
-        self.pids = server.processes()
-
-    def __enter__(self):
-        for pid in self.pids:
-            os.kill(pid, signal.SIGSTOP)
-        return self
-
-    def __exit__(self, *exc):
-        for pid in self.pids:
-            os.kill(pid, signal.SIGCONT)
 
 
 class PingDuringStall(unittest.TestCase):
