@@ -42,7 +42,9 @@ typedef struct {
 //  valid, or (endpoint NULL) if only one of the two variables is set,
 //  $ACTD_SERVER_KEY is not a CURVE public key or the certificate does not
 //  load. Connecting is asynchronous: nothing
-//  waits for the broker.
+//  waits for the broker. Signals stay as the program had them: CZMQ's
+//  handler of SIGINT and SIGTERM, which the first CZMQ socket installs, is
+//  removed again unless the program used CZMQ before (and so chose it).
 act_client_t *act_client_new (const char *endpoint);
 
 //  Close the connection and null the pointer; safe on NULL. Each watch

@@ -2,6 +2,7 @@
     act_client - a C client of actd.
     ========================================================================= */
 
+#include <signal.h>
 #include <stdarg.h>
 #include "actd/act_json.h"
 #include "actd/act_wire.h"
@@ -97,8 +98,23 @@ s_link_add (act_client_t *self, const char *endpoint)
     return link;
 }
 
-act_client_t *
-act_client_new (const char *endpoint)
+//  CZMQ takes SIGINT and SIGTERM the first time it is used (its handler
+//  only sets zsys_interrupted): a program embedding a client would no
+//  longer stop on SIGTERM, and its waits would end at once after one. So
+//  when the client's first socket is what made CZMQ take them, they are
+//  given back as the program had them; a program that uses CZMQ's signal
+//  handling itself (it used CZMQ first) keeps it.
+static void
+s_signals_kept (const struct sigaction *before)
+{
+    struct sigaction now;
+    if (sigaction (SIGTERM, NULL, &now) == 0 && now.sa_handler != before->sa_handler)
+        zsys_handler_reset ();
+}
+
+//  The client of act_client_new, or NULL
+static act_client_t *
+s_client_new (const char *endpoint)
 {
     act_client_t *self = calloc (1, sizeof *self);
     self->links = zlistx_new ();
@@ -138,6 +154,16 @@ act_client_new (const char *endpoint)
     free (list);
     if (zlistx_size (self->links) == 0)
         act_client_destroy (&self);
+    return self;
+}
+
+act_client_t *
+act_client_new (const char *endpoint)
+{
+    struct sigaction before;
+    sigaction (SIGTERM, NULL, &before);
+    act_client_t *self = s_client_new (endpoint);
+    s_signals_kept (&before);
     return self;
 }
 

@@ -513,6 +513,10 @@ act_worker_run (act_worker_t *self)
     if (zhashx_size (self->handlers) == 0 || zlistx_size (self->links) == 0
     ||  self->refused || act_worker_connect (self))
         return -1;
+    //  SIGINT and SIGTERM stop it (CZMQ's handler), even when a client made
+    //  first gave them back (act_client_new); not when the program turned
+    //  CZMQ's handling off (zsys_handler_set (NULL))
+    zsys_catch_interrupts ();
     //  Other signals (a SIGCHLD the caller handles) interrupt the poll:
     //  the loop goes on (see below), and the heartbeat timer ends it on
     //  SIGINT/SIGTERM
