@@ -11,6 +11,9 @@
     descriptor watched with act_worker_watch (a child's pipe, say) or a
     timer. Work that blocks must not run in a handler: the loop would stop
     heartbeating and the broker would declare the worker lost.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_WORKER_H_INCLUDED
@@ -30,6 +33,12 @@ typedef struct _act_task_t act_task_t;
 //  Default worker endpoint (PROTOCOL.md section 5)
 #define ACT_WORKER_ENDPOINT "tcp://127.0.0.1:5556"
 
+//  What the broker accepts in READY (PROTOCOL.md section 2.1): checked
+//  when set, so that a worker the broker would refuse fails at once
+#define ACT_WORKER_MAX_NAME     256     //  Bytes of the worker's name
+#define ACT_WORKER_MAX_LANG     64      //  Bytes of its language
+#define ACT_WORKER_MAX_CAPACITY 100000  //  Tasks at once
+
 //  Serves one task; answers it now or later (see above)
 typedef void (act_worker_fn) (act_task_t *task, void *arg);
 //  A watched descriptor is readable; return -1 to stop watching it
@@ -45,13 +54,15 @@ typedef void (act_task_cancel_fn) (act_task_t *task, void *arg);
 //  ACT_WORKER_ENDPOINT), and CURVE when $ACTD_SERVER_KEY and $ACTD_CERT
 //  (this worker's certificate file) are set; NULL if only one of the two
 //  is set, $ACTD_SERVER_KEY is not a CURVE public key or the certificate
-//  does not load.
+//  does not load; NULL too when name is empty or longer than
+//  ACT_WORKER_MAX_NAME bytes.
 act_worker_t *act_worker_new (const char *endpoint, const char *name);
 
 //  Destroy the worker and null the pointer; safe on NULL.
 void act_worker_destroy (act_worker_t **self_p);
 
-//  Serve activity with handler. Call before act_worker_run. Returns 0 or -1.
+//  Serve activity with handler. Call before act_worker_run. Returns 0, or
+//  -1 when activity is empty or longer than 256 bytes (ACT_MAX_TOOL).
 int act_worker_serve (act_worker_t *self, const char *activity,
                       act_worker_fn *handler, void *arg);
 
@@ -71,14 +82,17 @@ int act_worker_declare (act_worker_t *self, const char *activity, const char *de
                         const char *params_schema, const char *output_const,
                         const char *output_pattern);
 
-//  Tasks the broker may give at once (default 1).
-void act_worker_set_capacity (act_worker_t *self, size_t capacity);
+//  Tasks the broker may give at once (default 1). Returns 0, or -1 (and
+//  nothing changed) outside 1 to ACT_WORKER_MAX_CAPACITY, which the broker
+//  would refuse at READY.
+int act_worker_set_capacity (act_worker_t *self, size_t capacity);
 
 //  Heartbeat interval and liveness (defaults 1000 ms and 3), as the broker's.
 void act_worker_set_heartbeat (act_worker_t *self, int heartbeat_ms, int liveness);
 
-//  The language shown in STATS (default "c").
-void act_worker_set_lang (act_worker_t *self, const char *lang);
+//  The language shown in STATS (default "c"). Returns 0, or -1 (and nothing
+//  changed) unless 1 to ACT_WORKER_MAX_LANG bytes.
+int act_worker_set_lang (act_worker_t *self, const char *lang);
 
 //  Use CURVE: the broker's public key and this worker's certificate file.
 //  Returns 0; -2 (nothing changed) if server_public is not a CURVE public

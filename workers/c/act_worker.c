@@ -115,6 +115,9 @@ s_link_destroy (void **item)
 act_worker_t *
 act_worker_new (const char *endpoint, const char *name)
 {
+    //  Checked as the broker checks READY (PROTOCOL.md section 2.1)
+    if (name && (!*name || strlen (name) > ACT_WORKER_MAX_NAME))
+        return NULL;
     act_worker_t *self = calloc (1, sizeof *self);
     self->links = zlistx_new ();
     zlistx_set_destructor (self->links, s_link_destroy);
@@ -178,7 +181,7 @@ int
 act_worker_serve (act_worker_t *self, const char *activity, act_worker_fn *handler,
                   void *arg)
 {
-    if (!activity || !*activity || !handler)
+    if (!activity || !*activity || strlen (activity) > ACT_MAX_TOOL || !handler)
         return -1;
     s_handler_t *entry = malloc (sizeof *entry);
     *entry = (s_handler_t) { handler, arg };
@@ -239,10 +242,13 @@ act_worker_declare (act_worker_t *self, const char *activity, const char *descri
     return 0;
 }
 
-void
+int
 act_worker_set_capacity (act_worker_t *self, size_t capacity)
 {
-    self->capacity = capacity? capacity: 1;
+    if (capacity < 1 || capacity > ACT_WORKER_MAX_CAPACITY)
+        return -1;
+    self->capacity = capacity;
+    return 0;
 }
 
 void
@@ -252,11 +258,14 @@ act_worker_set_heartbeat (act_worker_t *self, int heartbeat_ms, int liveness)
     self->liveness = liveness > 0? liveness: 3;
 }
 
-void
+int
 act_worker_set_lang (act_worker_t *self, const char *lang)
 {
+    if (!lang || !*lang || strlen (lang) > ACT_WORKER_MAX_LANG)
+        return -1;
     free (self->lang);
     self->lang = strdup (lang);
+    return 0;
 }
 
 int

@@ -129,6 +129,11 @@ main (int argc, char *argv [])
         return 2;
     }
     act_worker_t *worker = act_worker_new (endpoint, name);
+    if (!worker) {
+        fprintf (stderr, "actd-example-worker: --name takes 1 to %d bytes\n",
+                 ACT_WORKER_MAX_NAME);
+        return 2;
+    }
     int rc = curve_server? act_worker_set_curve (worker, curve_server, curve_cert): 0;
     if (rc == -2)
         fprintf (stderr, "actd-example-worker: --curve-server: '%s' is not a CURVE public "

@@ -159,8 +159,13 @@ static int
 s_server_worker (exec_server_t *self, exec_options_t *options)
 {
     zlistx_t *activities = options->activities;
-    self->name = zsys_sprintf ("actd-exec:%s", (char *) zlistx_first (activities));
+    //  Within the 256 bytes READY takes, however long the activity's name
+    self->name = zsys_sprintf ("actd-exec:%.246s", (char *) zlistx_first (activities));
     self->worker = act_worker_new (options->endpoint, options->name? options->name: self->name);
+    if (!self->worker) {
+        fprintf (stderr, "actd-exec: --name takes 1 to %d bytes\n", ACT_WORKER_MAX_NAME);
+        return -1;
+    }
     int rc = options->curve_server? act_worker_set_curve (self->worker, options->curve_server,
                                                           options->curve_cert): 0;
     if (rc == -2)
