@@ -285,6 +285,26 @@ s_contexts (act_http_req_t *req)
     return rc;
 }
 
+//  True when a POST's body may be read as JSON: its Content-Type is
+//  application/json (a charset or other parameter allowed), or it has
+//  none and no Origin (a program, such as curl -X POST without -d; a
+//  browser's no-cors fetch of a typeless body has an Origin). A form or a
+//  text/plain body, which a page of any site can have a browser post
+//  without asking (no CORS preflight), is refused.
+static bool
+s_json_type (act_http_req_t *req)
+{
+    const char *type = MHD_lookup_connection_value (req->connection, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!type)
+        return !MHD_lookup_connection_value (req->connection, MHD_HEADER_KIND,
+                                             MHD_HTTP_HEADER_ORIGIN);
+    size_t length = strcspn (type, ";");
+    while (length && (type [length - 1] == ' ' || type [length - 1] == '\t'))
+        length--;
+    return length == 16 && strncasecmp (type, "application/json", 16) == 0;
+}
+
 //  Routes under /v1/contexts/{ctx}/ACTION and /v1/contexts/{ctx}
 static enum MHD_Result
 s_context_route (act_http_req_t *req, const char *rest)
@@ -372,6 +392,9 @@ act_http_api_handle (act_http_req_t *req)
         return act_http_req_error (req, ACT_E_TOO_LARGE,
                                    "the body passes max_body_bytes (%zu bytes)",
                                    req->config->max_body_bytes);
+    if (streq (req->method, "POST") && !s_json_type (req))
+        return act_http_req_error (req, "unsupported_media_type",
+                                   "a POST body is JSON: send Content-Type: application/json");
     if (streq (path, "/v1/contexts") && get)
         return s_contexts (req);
     if (strncmp (path, "/v1/contexts/", 13) == 0)

@@ -94,6 +94,40 @@ s_tokens (act_http_config_t *self, zconfig_t *section, const char *file)
     return 0;
 }
 
+//  Set *target to the comma-separated list value, the blanks around its
+//  entries taken out (NULL: none); -1 if an entry is empty, holds a blank
+//  or a "/", or, for origins, does not start "http://" or "https://" (an
+//  origin is sent as SCHEME://HOST[:PORT], without a path)
+static int
+s_list (char **target, const char *value, bool origins)
+{
+    char *list = strdup (value? value: "");     //  Never longer than value
+    size_t size = 0;
+    const char *entry = value? value: "";
+    while (*(entry += strspn (entry, " \t"))) {
+        size_t length = strcspn (entry, ",");
+        const char *next = entry + length + (entry [length] == ',');
+        while (length && (entry [length - 1] == ' ' || entry [length - 1] == '\t'))
+            length--;
+        size_t scheme = !origins? 0
+                      : strncasecmp (entry, "http://", 7) == 0? 7
+                      : strncasecmp (entry, "https://", 8) == 0? 8: length;
+        if (scheme >= length || strcspn (entry + scheme, " \t/") < length - scheme) {
+            free (list);
+            return -1;
+        }
+        if (size)
+            list [size++] = ',';
+        memcpy (list + size, entry, length);
+        size += length;
+        entry = next;
+    }
+    list [size] = 0;
+    s_set (target, list);
+    free (list);
+    return 0;
+}
+
 //  One setting of the http section; -1 if it is unknown or bad
 static int
 s_setting (act_http_config_t *self, const char *name, const char *value)
@@ -116,6 +150,12 @@ s_setting (act_http_config_t *self, const char *name, const char *value)
     else
     if (streq (name, "dashboard_dir"))
         s_set (&self->dashboard_dir, value);
+    else
+    if (streq (name, "allowed_hosts"))
+        return s_list (&self->allowed_hosts, value, false);
+    else
+    if (streq (name, "allowed_origins"))
+        return s_list (&self->allowed_origins, value, true);
     else
     if (streq (name, "request_timeout_ms")) {
         if ((number = s_number (value, 100, 3600000)) < 0)
@@ -345,6 +385,8 @@ act_http_config_destroy (act_http_config_t **self_p)
         free (self->server_key);
         free (self->certificate);
         free (self->dashboard_dir);
+        free (self->allowed_hosts);
+        free (self->allowed_origins);
         free (self);
         *self_p = NULL;
     }

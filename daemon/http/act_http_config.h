@@ -27,6 +27,10 @@ typedef struct {
     size_t max_body_bytes;      //  Largest request body (then 413)
     int connection_limit;       //  HTTP connections at once
     bool verbose;               //  Log each request
+    char *allowed_hosts;        //  Host names served besides loopback ones
+                                //  ("a,b": comma-separated, no spaces), or NULL
+    char *allowed_origins;      //  Origins served besides loopback ones
+                                //  ("http://a:8480,https://b"), or NULL
     act_http_token_t *tokens;   //  Bearer tokens
     size_t ntokens;             //  Number of tokens (0: no token needed)
 } act_http_config_t;

@@ -100,6 +100,94 @@ s_healthz (act_http_req_t *req)
     return act_http_req_timeout (req, "actd did not answer PING");
 }
 
+//  The length of the host in authority "HOST[:PORT]" or "[IPV6][:PORT]"
+//  (a Host header, or an origin after its "SCHEME://"); 0 when there is
+//  no host or what follows it is not ":DIGITS"
+static size_t
+s_host_length (const char *authority)
+{
+    bool bracket = *authority == '[';
+    size_t length = bracket? strcspn (authority, "]") + 1: strcspn (authority, ":");
+    if (bracket && authority [length - 1] != ']')
+        return 0;
+    const char *port = authority + length;
+    if (*port == ':' && port [1] && strspn (port + 1, "0123456789") == strlen (port + 1))
+        return length;
+    return *port? 0: length;
+}
+
+//  True when host[0..length) names this machine's loopback: localhost,
+//  an address of 127.0.0.0/8, or [::1]
+static bool
+s_loopback (const char *host, size_t length)
+{
+    char name [INET6_ADDRSTRLEN + 2];
+    if (length < 3 || length >= sizeof name)
+        return false;
+    memcpy (name, host, length);
+    name [length] = 0;
+    struct in_addr ipv4;
+    struct in6_addr ipv6;
+    if (name [0] == '[') {
+        name [length - 1] = 0;
+        return inet_pton (AF_INET6, name + 1, &ipv6) == 1 && IN6_IS_ADDR_LOOPBACK (&ipv6);
+    }
+    return strcasecmp (name, "localhost") == 0
+        || (inet_pton (AF_INET, name, &ipv4) == 1 && ntohl (ipv4.s_addr) >> 24 == 127);
+}
+
+//  True when list (comma-separated, as act_http_config keeps it) holds
+//  item[0..length), ASCII case ignored
+static bool
+s_listed (const char *list, const char *item, size_t length)
+{
+    while (list && *list) {
+        size_t size = strcspn (list, ",");
+        if (size == length && strncasecmp (list, item, length) == 0)
+            return true;
+        list += size + (list [size] == ',');
+    }
+    return false;
+}
+
+//  True when a request sent to host (its Host header, or NULL) may be
+//  answered: with tokens always (the token is the defence); without,
+//  only for a loopback name or one of allowed_hosts (with or without the
+//  port), so that a web page whose own name an attacker resolves to this
+//  machine (DNS rebinding) is refused. A request without Host is not a
+//  browser's.
+static bool
+s_host_allowed (act_http_server_t *self, const char *host)
+{
+    if (self->config->ntokens || !host)
+        return true;
+    size_t length = s_host_length (host);
+    return (length && s_loopback (host, length))
+        || s_listed (self->config->allowed_hosts, host, strlen (host))
+        || (length && s_listed (self->config->allowed_hosts, host, length));
+}
+
+//  True when a request with this Origin header (NULL: none, as from a
+//  program, or a browser's same-origin GET) sent to host may be answered:
+//  a loopback origin (http or https, any port), one of allowed_origins,
+//  or the very host and port the request was sent to (a page actd-http
+//  served itself, by whatever name it was opened: that name has passed
+//  s_host_allowed, or a token is needed). "null" (a sandboxed frame, a
+//  file) and any other site are refused: a browser sends any site's
+//  requests, and a "simple" one (a form, a text/plain POST) has its
+//  effect without the page reading the answer.
+static bool
+s_origin_allowed (act_http_server_t *self, const char *origin, const char *host)
+{
+    if (!origin || s_listed (self->config->allowed_origins, origin, strlen (origin)))
+        return true;
+    const char *authority = strncasecmp (origin, "http://", 7) == 0? origin + 7
+                          : strncasecmp (origin, "https://", 8) == 0? origin + 8: NULL;
+    size_t length = authority? s_host_length (authority): 0;
+    return length && (s_loopback (authority, length)
+                      || (host && strcasecmp (authority, host) == 0));
+}
+
 //  The connection of req's token; false when a token was needed
 static bool
 s_authorize (act_http_server_t *self, act_http_req_t *req)
@@ -118,6 +206,16 @@ s_route (act_http_server_t *self, act_http_req_t *req)
 {
     const char *path = req->path;
     bool get = act_http_req_get (req);
+    const char *host = MHD_lookup_connection_value (req->connection, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_HOST);
+    const char *origin = MHD_lookup_connection_value (req->connection, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_ORIGIN);
+    if (!s_host_allowed (self, host))
+        return act_http_req_error (req, "forbidden_host", "Host '%s' is not a loopback name "
+                                   "nor in http/allowed_hosts", host);
+    if (!s_origin_allowed (self, origin, host))
+        return act_http_req_error (req, "forbidden_origin", "Origin '%s' is not actd-http's "
+                                   "own, a loopback one nor in http/allowed_origins", origin);
     if (get && (streq (path, "/") || streq (path, "/ui") || strncmp (path, "/ui/", 4) == 0))
         return s_static (req);
     bool api = strncmp (path, "/v1/", 4) == 0;

@@ -1,7 +1,9 @@
 /*  =========================================================================
     act_http_server - actd-http's HTTP side on libmicrohttpd: connections,
-    bodies, tokens, and which module answers which path (the JSON API, the
-    event streams, /metrics, /healthz, the dashboard's static files).
+    bodies, Host and Origin (what a browser may reach: docs/http.md,
+    "Browsers: Origin and Host"), tokens, and which module answers which
+    path (the JSON API, the event streams, /metrics, /healthz, the
+    dashboard's static files).
 
     Threads: libmicrohttpd runs one thread per connection (up to
     connection_limit). A route blocks its thread while it waits for actd:

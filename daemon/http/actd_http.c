@@ -45,13 +45,17 @@ main (int argc, char *argv [])
             config->broker, config->server_key? ", CURVE": "",
             config->ntokens? ", bearer tokens": "");
     //  Without tokens whoever reaches the port acts as actd-http's own
-    //  identity: fine on loopback, said plainly anywhere else
+    //  identity: fine on loopback, said plainly anywhere else; and only
+    //  a request for a loopback name or one of allowed_hosts is answered
     if (!config->ntokens && strncmp (config->address, "127.", 4) != 0
     &&  strcmp (config->address, "::1") != 0)
         printf ("actd-http: WARNING: no bearer tokens and %s is not loopback: anyone who "
                 "reaches this port has every right actd gives actd-http's %s (set tokens, "
-                "or listen on 127.0.0.1)\n", config->address,
-                config->certificate? "certificate": "connection");
+                "or listen on 127.0.0.1); without tokens a request whose Host is not a "
+                "loopback name is refused (403): list the names clients use in "
+                "http/allowed_hosts (now: %s)\n", config->address,
+                config->certificate? "certificate": "connection",
+                config->allowed_hosts? config->allowed_hosts: "none");
     fflush (stdout);
     int signal_number;
     sigwait (&signals, &signal_number);
