@@ -1,5 +1,7 @@
 /*  =========================================================================
     actd - the public C interface of libactd.
+    The ACT/1 specification is PROTOCOL.md and SEMANTICS.md; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_H_INCLUDED

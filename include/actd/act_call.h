@@ -2,6 +2,9 @@
     act_call - a tool call as submitted by a client: validated once, with
     its meta-properties and every reference in its parameters parsed
     (SEMANTICS.md sections 2 and 7).
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_CALL_H_INCLUDED

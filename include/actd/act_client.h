@@ -9,6 +9,9 @@
     act_watch_next.
 
     Not thread-safe: use one client per thread.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_CLIENT_H_INCLUDED

@@ -17,6 +17,9 @@
     writes on the path, its ancestors and its descendants. The cost of one
     resolution is O(depth + instance writes touching the path), plus the
     size of the value returned.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_CTX_H_INCLUDED

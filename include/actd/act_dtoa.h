@@ -1,6 +1,9 @@
 /*  =========================================================================
     act_dtoa - a double as the shortest decimal text that reads back as the
     same double (SEMANTICS.md section 1: "0.1", not "0.10000000000000001").
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_DTOA_H_INCLUDED

@@ -4,6 +4,9 @@
 
     Anything that came from a socket or a file is checked and answered with
     one of these; nothing in libactd asserts on input.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_ERR_H_INCLUDED

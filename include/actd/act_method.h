@@ -5,6 +5,9 @@
     A document is a json_t * owned by its holder; NULL means absent. Writes
     mutate the document in place and copy what they store from the written
     value, so the caller's value is never shared with the document.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_METHOD_H_INCLUDED

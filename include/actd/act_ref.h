@@ -4,6 +4,9 @@
 
     A parsed expression is read-only data: alternatives (||) of operands
     (&&), each operand a reference with a kind and a list of segments.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_REF_H_INCLUDED

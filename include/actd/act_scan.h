@@ -15,6 +15,9 @@
     tests/fuzz/fuzz_scan.c proves the verdicts equal to act_json_parse's
     (the one exception the guide allows to "use jansson"); keep it passing
     after any change here.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_SCAN_H_INCLUDED

@@ -20,6 +20,9 @@
     $ only at the very end, \d and \w ASCII); like ECMA-262's test() they
     are not anchored. Letter escapes that PCRE2 has and ECMA-262 lacks
     (\A, \Z, \z, \G, \Q, \h, \K, \R, \X ...) are refused.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_SCHEMA_H_INCLUDED

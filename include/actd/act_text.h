@@ -4,6 +4,9 @@
     nested under a reference's path (the display form of SEMANTICS.md
     section 4). The broker keeps what a client or worker sent as bytes and
     builds stored messages and replies around them.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_TEXT_H_INCLUDED

@@ -5,6 +5,9 @@
 
     The broker, the C client and the C worker all use these, so a header
     string or a limit is spelled once.
+
+    PROTOCOL.md and SEMANTICS.md are the ACT/1 specification; actd's own
+    docs/protocol.md and docs/semantics.md are installed in share/doc/actd.
     ========================================================================= */
 
 #ifndef ACT_WIRE_H_INCLUDED

@@ -516,7 +516,8 @@ class InstallTest(unittest.TestCase):
                      "share/doc/actd/LICENSE", "share/bash-completion/completions/actctl",
                      "lib/systemd/system/actd-http.service", "etc/actd/actd-http.cfg",
                      "share/man/man8/actd-http.8",
-                     "share/doc/actd/http.md"):
+                     "share/doc/actd/http.md", "share/doc/actd/protocol.md",
+                     "share/doc/actd/semantics.md", "share/doc/actd/operations.md"):
             self.assertTrue(os.path.exists(os.path.join(P, path)), path)
         with open(os.path.join(P, "etc", "actd", "actd.cfg")) as installed, open(EXAMPLE) as example:
             self.assertEqual(installed.read(), example.read())
@@ -527,6 +528,11 @@ class InstallTest(unittest.TestCase):
             text = handle.read()
         self.assertIn("\nExecStart=%s/bin/actd --config %s/etc/actd/actd.cfg\n" % (P, P), text)
         self.assertNotRegex(text, r"@[A-Z_]+@")
+        #  The tmpfiles.d snippet makes the config directory the unit reads
+        with open(os.path.join(P, "lib", "tmpfiles.d", "actd.conf")) as handle:
+            entries = [line.split() for line in handle.read().splitlines()
+                       if line.strip() and not line.startswith("#")]
+        self.assertEqual(entries, [["d", "%s/etc/actd" % P, "0750", "root", "actd", "-"]])
         verify = subprocess.run(["systemd-analyze", "verify", "--man=no", unit],
                                 capture_output=True, text=True, timeout=120)
         self.assertEqual((verify.returncode, verify.stderr), (0, ""))
@@ -578,7 +584,21 @@ class InstallTest(unittest.TestCase):
         #  The store is the daemon's: libactd needs no database
         requires = subprocess.run(["pkg-config", "--print-requires", "libactd"], env=env,
                                   capture_output=True, text=True, timeout=60).stdout.split()
-        self.assertEqual(sorted(requires), ["jansson", "libczmq", "libpcre2-8", "libzmq"])
+        self.assertEqual(sorted(requires), ["jansson", "libczmq", "libzmq"])
+        #  PCRE2 only for a static link (libactd.a), without its .pc: a
+        #  program that links libactd.so needs no libpcre2-dev
+        static = subprocess.run(["pkg-config", "--static", "--libs", "libactd"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        self.assertIn("-lpcre2-8", static.stdout.split())
+        with open(os.path.join(P, libdir, "pkgconfig", "libactd.pc")) as handle:
+            pc = handle.read()
+        self.assertIn("\nlibdir=${prefix}/%s\n" % libdir, pc)
+        self.assertIn("\nincludedir=${prefix}/include\n", pc)
+        env_without_pcre2 = dict(os.environ, PKG_CONFIG_LIBDIR=self.pc_dir_without_pcre2(P))
+        without = subprocess.run(["pkg-config", "--cflags", "--libs", "libactd"],
+                                 env=env_without_pcre2, capture_output=True, text=True,
+                                 timeout=60)
+        self.assertEqual((without.returncode, without.stdout), (0, flags.stdout), without.stderr)
         self.assertFalse(os.path.exists(os.path.join(P, "include", "actd", "act_store.h")))
         source = os.path.join(P, "program.c")
         with open(source, "w") as handle:
@@ -598,7 +618,26 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(ran.returncode, 0, ran.stdout + ran.stderr)
         self.assertEqual(ran.stdout.splitlines()[-1], "Alex client")
         self.check_shared_library(os.path.join(P, libdir))
-        self.check_find_package(source, compiler)
+        self.check_find_package(source, compiler, env_without_pcre2)
+
+    def pc_dir_without_pcre2(self, P):
+        """A pkg-config directory as on a machine without libpcre2-dev: the
+        system's .pc files but PCRE2's, and the installed libactd.pc."""
+        folder = os.path.join(P, "pc-without-pcre2")
+        os.mkdir(folder)
+        search = subprocess.run(["pkg-config", "--variable", "pc_path", "pkg-config"],
+                                capture_output=True, text=True, timeout=60).stdout.strip()
+        for directory in reversed(search.split(":")):
+            for name in (os.listdir(directory) if os.path.isdir(directory) else ()):
+                if name.endswith(".pc") and not name.startswith("libpcre2"):
+                    target = os.path.join(folder, name)
+                    if os.path.lexists(target):
+                        os.remove(target)
+                    os.symlink(os.path.join(directory, name), target)
+        libdir = self.cache.get("CMAKE_INSTALL_LIBDIR", "lib")
+        os.symlink(os.path.join(P, libdir, "pkgconfig", "libactd.pc"),
+                   os.path.join(folder, "libactd.pc"))
+        return folder
 
     def dynamic_section(self, path):
         done = subprocess.run(["objdump", "-p", path], capture_output=True, text=True, timeout=60)
@@ -612,8 +651,9 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(os.readlink(os.path.join(libdir, "libactd.so.0")), "libactd.so.0.1.0")
         self.assertEqual(os.readlink(os.path.join(libdir, "libactd.so")), "libactd.so.0")
 
-    def check_find_package(self, source, compiler):
-        """A CMake project builds a program with find_package (actd), and it runs."""
+    def check_find_package(self, source, compiler, env):
+        """A CMake project builds a program with find_package (actd), and it
+        runs; env: without PCRE2's .pc (actd::actd does not need it)."""
         P = self.prefix
         project = os.path.join(P, "project")
         os.mkdir(project)
@@ -629,7 +669,7 @@ class InstallTest(unittest.TestCase):
         for command in (["cmake", "-S", project, "-B", build, "-DCMAKE_PREFIX_PATH=" + P,
                          "-DCMAKE_C_COMPILER=" + compiler],
                         ["cmake", "--build", build]):
-            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         program = os.path.join(build, "program")
         #  Linked to the shared library, found through the build's RPATH

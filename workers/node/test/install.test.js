@@ -37,8 +37,8 @@ it ('npm install --install-links copies the package into a fresh project', async
     const installed = path.join (dir, 'node_modules', 'actd');
     assert.equal (fs.lstatSync (installed).isSymbolicLink (), false);
     assert.deepEqual (fs.readdirSync (installed).sort (),
-                      ['README.md', 'bin', 'examples', 'index.d.ts', 'index.js', 'lib',
-                       'package.json']);
+                      ['LICENSE', 'README.md', 'bin', 'examples', 'index.d.ts', 'index.js',
+                       'lib', 'package.json']);
     //  The MCP server is on the project's PATH (npx actd-mcp)
     assert.ok (fs.existsSync (path.join (dir, 'node_modules', '.bin', 'actd-mcp')));
     const help = await runProgram (path.join (dir, 'node_modules', '.bin', 'actd-mcp'), ['--help'],
