@@ -53,13 +53,28 @@ volatile sig_atomic_t act_broker_reload_requested = 0;
 //  --------------------------------------------------------------------------
 //  Messages in, messages out
 
-//  Handle one message of the client socket (the caller closes it)
+//  Handle one message of the client socket (the caller closes it); one
+//  from a client with HISTORY pages pending waits for them (act_pages)
 static void
 s_client_message (act_broker_t *self, act_msg_t *msg)
 {
     act_security_seen (self->security, false, msg);
+    if (act_pages_hold (self->pages, msg))
+        return;
     act_commands_message (self->commands, msg);
     act_flow_settle (self->flow);
+}
+
+//  Serve a client request that waited for its client's HISTORY pages
+static void
+s_held_message (void *arg, act_msg_t *msg)
+{
+    act_broker_t *self = (act_broker_t *) arg;
+    zmq_msg_t *serving = self->serving;
+    self->serving = act_msg_part (msg, 0);
+    act_commands_message (self->commands, msg);
+    act_flow_settle (self->flow);
+    self->serving = serving;
 }
 
 //  Handle one message of the worker socket (the caller closes it)
@@ -105,12 +120,17 @@ s_send_sockets (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
             rc = zmq_msg_send (&parts [part], socket, flags);
         //  A client the socket cannot route to is gone: its watches end
         //  (the routing id is the first frame, untouched when it failed)
-        if (rc < 0 && part == 0 && !to_worker && zmq_errno () == EHOSTUNREACH)
+        //  and its HISTORY pages are not built
+        int error = rc < 0? zmq_errno (): 0;
+        if (error == EHOSTUNREACH && part == 0 && !to_worker) {
             act_watches_drop_client (self->watches, zmq_msg_data (&parts [0]),
                                      zmq_msg_size (&parts [0]));
+            act_pages_drop_client (self->pages, zmq_msg_data (&parts [0]),
+                                   zmq_msg_size (&parts [0]));
+        }
         if (rc < 0) {
             act_log (LOG_DEBUG, "a message to a %s was not sent: %s",
-                     to_worker? "worker": "client", zmq_strerror (zmq_errno ()));
+                     to_worker? "worker": "client", zmq_strerror (error));
             return false;
         }
     }
@@ -208,7 +228,7 @@ s_pass_work (act_broker_t *self)
 
 //  After a flush: cut the connections of the clients that went past
 //  max_client_bytes (libzmq then frees what it held for them); their
-//  watches end
+//  watches end, their HISTORY pages are not built
 static void
 s_cut_clients (act_broker_t *self)
 {
@@ -218,6 +238,7 @@ s_cut_clients (act_broker_t *self)
         if (!act_security_cut_client (self->security, key))
             act_log (LOG_DEBUG, "client %s: connection not known, not cut", key);
         act_watches_drop_client (self->watches, zframe_data (client), zframe_size (client));
+        act_pages_drop_client (self->pages, zframe_data (client), zframe_size (client));
         zstr_free (&key);
         zframe_destroy (&client);
     }
@@ -447,6 +468,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
             act_store_journal (self->store, act_broker_settle, self);
     }
     self->pages = act_pages_new (self->store, self->outbox, (size_t) settings->max_reply_bytes);
+    act_pages_set_server (self->pages, s_held_message, self);
     self->commands = act_commands_new (settings, self->store, self->cache, self->flow,
                                        self->outbox, self->watches, self->security, s_stats,
                                        self);

@@ -116,8 +116,9 @@ act_broker_room (act_broker_t *self, int which)
 }
 
 //  Answer msg at once when it is a well-formed, allowed PING from a client
-//  owed no earlier reply (none in the outbox, none of its requests read
-//  ahead before it: those up to skip are, nor the one being handled), so
+//  owed no earlier reply (none in the outbox, no HISTORY page pending nor
+//  request held behind one, none of its requests read ahead before it:
+//  those up to skip are, nor the one being handled), so
 //  that replies to one client keep their order. Returns true when
 //  answered (the caller closes msg).
 bool
@@ -137,6 +138,7 @@ act_broker_ping_now (act_broker_t *self, act_msg_t *msg, bool skip_last)
     ||  !act_security_client_grant (self->security, header, &grant)
     ||  (self->serving && act_part_same (self->serving, client))
     ||  act_outbox_holds (self->outbox, zmq_msg_data (client), zmq_msg_size (client))
+    ||  act_pages_holds (self->pages, zmq_msg_data (client), zmq_msg_size (client))
     ||  act_inbox_holds_from (self->inbox [0], zmq_msg_data (client), zmq_msg_size (client),
                               skip_last))
         return false;

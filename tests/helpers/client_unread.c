@@ -5,16 +5,30 @@
     client_unread ENDPOINT CONTEXT COUNT WAIT_MS
 
     Connects (a PING answered), prints "connected", waits for a line on
-    stdin, sends COUNT HISTORY requests for CONTEXT then a PING, and once
-    the PONG came (actd has read every request: one connection is read in
-    order) prints "sent" and waits for another line on stdin (the test
-    stops the process meanwhile, so that nothing is read). Then reads until
-    each request got a reply or WAIT_MS passed. Prints a line per distinct
-    reply ("reply VERB [CODE]: count") and "answered N of COUNT"; exits 0
-    when every request got one, 1 otherwise.
+    stdin, sends COUNT HISTORY requests for CONTEXT, and once the last one
+    is answered (with COUNT well past the 64 HISTORY requests actd lets a
+    client have pending, it is refused busy at once: actd has read every
+    request, one connection being read in order) prints "sent" and waits for
+    another line on stdin (the test stops the process meanwhile, so that
+    nothing is read). Then reads until each request got a reply or WAIT_MS
+    passed. Prints a line per distinct reply ("reply VERB [CODE]: count")
+    and "answered N of COUNT"; exits 0 when every request got one, 1
+    otherwise.
     ========================================================================= */
 
 #include "actd/act_client.h"
+
+//  Count reply under its verb (and code) in verbs
+static void
+s_tally (zhashx_t *verbs, act_reply_t *reply)
+{
+    char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
+    char *key = zsys_sprintf ("%s%s%s", reply->verb, code? " ": "", code? code: "");
+    char *seen = zhashx_lookup (verbs, key);
+    zhashx_update (verbs, key, zsys_sprintf ("%ld", seen? atol (seen) + 1: 1L));
+    zstr_free (&key);
+    free (code);
+}
 
 int
 main (int argc, char *argv [])
@@ -37,39 +51,34 @@ main (int argc, char *argv [])
     if (!fgets (line, sizeof line, stdin))
         return 2;
     zhashx_t *requests = zhashx_new ();         //  Request id -> unanswered
+    char last [24] = "";
     for (size_t n = 0; n < count; n++) {
-        char request [24];
-        act_client_send (client, request, "HISTORY", argv [2], "1", "1000", NULL);
-        zhashx_insert (requests, request, client);
+        act_client_send (client, last, "HISTORY", argv [2], "1", "1000", NULL);
+        zhashx_insert (requests, last, client);
     }
     act_client_set_timeout (client, 60000);
-    char ping [24];
-    act_client_send (client, ping, "PING", NULL);
-    act_reply_t *pong = act_client_wait (client, ping, NULL);
-    if (!pong || !streq (pong->verb, "PONG")) {
-        fprintf (stderr, "client_unread: no PONG after the requests\n");
+    act_reply_t *mark = act_client_wait (client, last, NULL);
+    if (!mark) {
+        fprintf (stderr, "client_unread: no reply to the last request\n");
         return 2;
     }
-    act_reply_destroy (&pong);
+    zhashx_t *verbs = zhashx_new ();            //  "VERB CODE" -> count
+    zhashx_set_destructor (verbs, (zhashx_destructor_fn *) zstr_free);
+    s_tally (verbs, mark);
+    zhashx_delete (requests, last);
+    act_reply_destroy (&mark);
+    size_t answered = 1;
     printf ("sent\n");
     fflush (stdout);
     if (!fgets (line, sizeof line, stdin))
         return 2;
-    zhashx_t *verbs = zhashx_new ();            //  "VERB CODE" -> count
-    zhashx_set_destructor (verbs, (zhashx_destructor_fn *) zstr_free);
     int64_t deadline = zclock_mono () + wait_ms;
-    size_t answered = 0;
     while (answered < count && zclock_mono () < deadline) {
         act_reply_t *reply = act_client_recv (client, (int) (deadline - zclock_mono ()));
         if (reply && zhashx_lookup (requests, reply->request)) {
             zhashx_delete (requests, reply->request);
             answered++;
-            char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
-            char *key = zsys_sprintf ("%s%s%s", reply->verb, code? " ": "", code? code: "");
-            char *seen = zhashx_lookup (verbs, key);
-            zhashx_update (verbs, key, zsys_sprintf ("%ld", seen? atol (seen) + 1: 1L));
-            zstr_free (&key);
-            free (code);
+            s_tally (verbs, reply);
         }
         act_reply_destroy (&reply);
     }
