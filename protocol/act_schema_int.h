@@ -9,7 +9,9 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "actd/act_schema.h"
 #include "actd/act_call.h"
@@ -108,6 +110,8 @@ struct _act_schema_t {
     size_t node_limit;          //  Room in nodes
     pcre2_match_data *match;    //  Scratch for pattern matches: no allocation per check
     pcre2_match_context *limits;    //  The match limit against runaway backtracking
+    uint64_t hash_key [2];      //  Keys the item hashes of uniqueItems (random)
+    bool hash_keyed;            //  hash_key is set (at the first use)
 };
 
 //  --------------------------------------------------------------------------
@@ -232,5 +236,14 @@ void act_snum_of (const json_t *number, act_snum_t *out);
 
 //  Compare numbers exactly: -1, 0 or 1 as a is below, at or above b
 int act_snum_compare (const act_snum_t *a, const act_snum_t *b);
+
+//  A hash of value consistent with act_schema_equal: equal values hash
+//  equal (numbers by value, objects regardless of member order), keyed by
+//  key (SipHash-1-3: who does not know the key cannot pick distinct
+//  values whose hashes collide). *plain is set false when value holds an
+//  object key with a \u0000, which act_schema_equal looks up by its C
+//  string (up to the \u0000): the hash then tells nothing. What is nested
+//  deeper than 256 levels is hashed as one constant. Allocates nothing.
+uint64_t act_schema_hash (const json_t *value, const uint64_t key [2], bool *plain);
 
 #endif

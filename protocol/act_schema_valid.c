@@ -18,12 +18,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
 #include "act_schema_int.h"
 
 //  Deepest instance nesting validated (the broker's frames stop at 64)
 #define S_MAX_DEPTH     256
 //  Most schemas evaluated inside each other ($ref recursion included)
 #define S_MAX_NESTING   1024
+//  Longest array whose uniqueItems compares every pair of items
+#define S_PAIRWISE_ITEMS    16
 
 //  One step from the instance's root to the current value
 typedef struct {
@@ -266,16 +271,83 @@ s_check_string (s_state_t *st, const act_snode_t *node, const act_sval_t *instan
     return valid;
 }
 
-//  uniqueItems on the array as a tree. Quadratic, and meant for the
-//  short arrays of tool parameters
+//  uniqueItems on the array as a tree by comparing every pair: for arrays of
+//  up to S_PAIRWISE_ITEMS items, and for those a hash cannot tell apart
 static bool
-s_check_unique (s_state_t *st, const json_t *array)
+s_check_pairs (s_state_t *st, const json_t *array)
 {
     size_t size = json_array_size (array);
     for (size_t index = 1; index < size; index++)
         for (size_t before = 0; before < index; before++)
             if (act_schema_equal (json_array_get (array, before), json_array_get (array, index)))
                 return s_fail (st, "uniqueItems", "items %zu and %zu are equal", before, index);
+    return true;
+}
+
+//  One slot of the table of hashed items
+typedef struct {
+    uint64_t hash;              //  act_schema_hash of the item
+    size_t index;               //  1 + the item's index; 0: an empty slot
+} s_slot_t;
+
+//  Set the schema's hash key, once: random, so that a client cannot pick
+//  items whose hashes collide
+static void
+s_hash_key (act_schema_t *schema)
+{
+    if (schema->hash_keyed)
+        return;
+    if (getrandom (schema->hash_key, sizeof schema->hash_key, GRND_NONBLOCK)
+        != (ssize_t) sizeof schema->hash_key) {
+        struct timespec now;
+        clock_gettime (CLOCK_MONOTONIC, &now);
+        schema->hash_key [0] ^= (uint64_t) now.tv_nsec * 0x9e3779b97f4a7c15ULL
+                              ^ (uint64_t) (uintptr_t) schema;
+        schema->hash_key [1] ^= (uint64_t) now.tv_sec ^ (uint64_t) getpid () << 32;
+    }
+    schema->hash_keyed = true;
+}
+
+//  uniqueItems on the array as a tree: the same verdict and pair as
+//  s_check_pairs (the first item equal to one before it, and that one), in
+//  linear time expected. Each item is compared (act_schema_equal) only to
+//  the items before it with the same hash; those are distinct (or the
+//  check had ended), so at most one of them is equal.
+static bool
+s_check_unique (s_state_t *st, const json_t *array)
+{
+    size_t size = json_array_size (array);
+    if (size <= S_PAIRWISE_ITEMS)
+        return s_check_pairs (st, array);
+    if (size > SIZE_MAX / 4 / sizeof (s_slot_t))
+        return s_fail (st, "(internal)", "out of memory");
+    size_t room = 64;           //  A power of two, at most half full
+    while (room < 2 * size)
+        room *= 2;
+    s_slot_t *slots = (s_slot_t *) calloc (room, sizeof (s_slot_t));
+    if (!slots)
+        return s_fail (st, "(internal)", "out of memory");
+    s_hash_key (st->schema);
+    bool plain = true;
+    for (size_t index = 0; index < size; index++) {
+        const json_t *item = json_array_get (array, index);
+        uint64_t hash = act_schema_hash (item, st->schema->hash_key, &plain);
+        if (!plain) {
+            free (slots);
+            return s_check_pairs (st, array);
+        }
+        //  Linear probing: the items of a hash come in the order of their index
+        size_t slot = (size_t) hash & (room - 1);
+        for (; slots [slot].index; slot = (slot + 1) & (room - 1))
+            if (slots [slot].hash == hash
+            &&  act_schema_equal (json_array_get (array, slots [slot].index - 1), item)) {
+                size_t before = slots [slot].index - 1;
+                free (slots);
+                return s_fail (st, "uniqueItems", "items %zu and %zu are equal", before, index);
+            }
+        slots [slot] = (s_slot_t) { .hash = hash, .index = index + 1 };
+    }
+    free (slots);
     return true;
 }
 

@@ -6,6 +6,8 @@
     numbers read as act_json_parse reads them). A text object may also be
     a list of members of a larger text: a call's parameters are its
     top-level members that are not meta-properties (act_call_t spans).
+    Also the numbers' exact comparison, and the keyed hashes of values
+    that uniqueItems buckets items by (consistent with act_schema_equal).
 
     The text is trusted to be valid JSON: the walks below do not check it.
     ========================================================================= */
@@ -434,4 +436,168 @@ act_snum_compare (const act_snum_t *a, const act_snum_t *b)
     if (b->integer)
         return -s_compare_mixed (b->i, a->d);
     return a->d < b->d? -1: a->d > b->d;
+}
+
+//  --------------------------------------------------------------------------
+//  Hashes consistent with act_schema_equal, for uniqueItems
+
+//  Deepest a value is hashed: what is deeper hashes as one constant
+#define S_HASH_DEPTH    256
+
+//  What each kind of value starts its hash with
+enum { S_HASH_NULL = 1, S_HASH_TRUE, S_HASH_FALSE, S_HASH_NUMBER, S_HASH_REAL,
+       S_HASH_STRING, S_HASH_ARRAY, S_HASH_OBJECT, S_HASH_MEMBER, S_HASH_DEEP };
+
+//  SipHash-1-3 over 64-bit words (Aumasson and Bernstein): its state
+typedef struct {
+    uint64_t v0, v1, v2, v3;
+} s_sip_t;
+
+#define S_ROTL(x, bits) (((x) << (bits)) | ((x) >> (64 - (bits))))
+
+//  One SipRound of self
+static inline void
+s_sip_round (s_sip_t *self)
+{
+    self->v0 += self->v1; self->v1 = S_ROTL (self->v1, 13); self->v1 ^= self->v0;
+    self->v0 = S_ROTL (self->v0, 32);
+    self->v2 += self->v3; self->v3 = S_ROTL (self->v3, 16); self->v3 ^= self->v2;
+    self->v0 += self->v3; self->v3 = S_ROTL (self->v3, 21); self->v3 ^= self->v0;
+    self->v2 += self->v1; self->v1 = S_ROTL (self->v1, 17); self->v1 ^= self->v2;
+    self->v2 = S_ROTL (self->v2, 32);
+}
+
+//  Start self with key, then the word tag
+static inline void
+s_sip_start (s_sip_t *self, const uint64_t key [2], uint64_t tag)
+{
+    self->v0 = key [0] ^ 0x736f6d6570736575ULL;
+    self->v1 = key [1] ^ 0x646f72616e646f6dULL;
+    self->v2 = key [0] ^ 0x6c7967656e657261ULL;
+    self->v3 = key [1] ^ 0x7465646279746573ULL;
+    self->v3 ^= tag;
+    s_sip_round (self);
+    self->v0 ^= tag;
+}
+
+//  Add the word to self
+static inline void
+s_sip_word (s_sip_t *self, uint64_t word)
+{
+    self->v3 ^= word;
+    s_sip_round (self);
+    self->v0 ^= word;
+}
+
+//  Add size bytes: their count, then them in words (the last one padded
+//  with zeros)
+static void
+s_sip_bytes (s_sip_t *self, const char *bytes, size_t size)
+{
+    s_sip_word (self, size);
+    uint64_t word;
+    for (; size >= 8; bytes += 8, size -= 8) {
+        memcpy (&word, bytes, 8);
+        s_sip_word (self, word);
+    }
+    if (size) {
+        word = 0;
+        memcpy (&word, bytes, size);
+        s_sip_word (self, word);
+    }
+}
+
+//  The hash of what self was given
+static inline uint64_t
+s_sip_end (s_sip_t *self)
+{
+    self->v2 ^= 0xff;
+    s_sip_round (self);
+    s_sip_round (self);
+    s_sip_round (self);
+    return self->v0 ^ self->v1 ^ self->v2 ^ self->v3;
+}
+
+//  The hash of value at depth: a number as an int64 when it is one
+//  (1 and 1.0, 0 and -0.0 are equal), an object as the sum of its
+//  members' hashes (their order is free)
+static uint64_t
+s_hash (const json_t *value, const uint64_t key [2], size_t depth, bool *plain)
+{
+    s_sip_t sip;
+    if (depth == S_HASH_DEPTH) {
+        s_sip_start (&sip, key, S_HASH_DEEP);
+        return s_sip_end (&sip);
+    }
+    switch (json_typeof (value)) {
+        case JSON_NULL:
+        case JSON_TRUE:
+        case JSON_FALSE:
+            s_sip_start (&sip, key, json_is_null (value)? S_HASH_NULL
+                                  : json_is_true (value)? S_HASH_TRUE: S_HASH_FALSE);
+            break;
+        case JSON_INTEGER:
+            s_sip_start (&sip, key, S_HASH_NUMBER);
+            s_sip_word (&sip, (uint64_t) json_integer_value (value));
+            break;
+        case JSON_REAL: {
+            //  An integer in int64's range as that integer (act_snum_compare
+            //  calls them equal); any other real by its bits (equal reals
+            //  other than 0 and -0.0 have the same bits; never NaN in a tree)
+            double real = json_real_value (value);
+            if (real >= -9223372036854775808.0 && real < 9223372036854775808.0
+            &&  real == trunc (real)) {
+                s_sip_start (&sip, key, S_HASH_NUMBER);
+                s_sip_word (&sip, (uint64_t) (json_int_t) real);
+            }
+            else {
+                uint64_t bits;
+                memcpy (&bits, &real, sizeof bits);
+                s_sip_start (&sip, key, S_HASH_REAL);
+                s_sip_word (&sip, bits);
+            }
+            break;
+        }
+        case JSON_STRING:
+            s_sip_start (&sip, key, S_HASH_STRING);
+            s_sip_bytes (&sip, json_string_value (value), json_string_length (value));
+            break;
+        case JSON_ARRAY:
+            s_sip_start (&sip, key, S_HASH_ARRAY);
+            s_sip_word (&sip, json_array_size (value));
+            for (size_t index = 0; index < json_array_size (value); index++)
+                s_sip_word (&sip, s_hash (json_array_get (value, index), key, depth + 1,
+                                          plain));
+            break;
+        default: {
+            uint64_t sum = 0;
+            const char *name;
+            size_t length;
+            json_t *member;
+            json_object_keylen_foreach ((json_t *) value, name, length, member) {
+                if (memchr (name, 0, length))
+                    *plain = false;
+                s_sip_t one;
+                s_sip_start (&one, key, S_HASH_MEMBER);
+                s_sip_bytes (&one, name, length);
+                s_sip_word (&one, s_hash (member, key, depth + 1, plain));
+                sum += s_sip_end (&one);
+            }
+            s_sip_start (&sip, key, S_HASH_OBJECT);
+            s_sip_word (&sip, json_object_size (value));
+            s_sip_word (&sip, sum);
+        }
+    }
+    return s_sip_end (&sip);
+}
+
+uint64_t
+act_schema_hash (const json_t *value, const uint64_t key [2], bool *plain)
+{
+    if (!value) {
+        s_sip_t sip;
+        s_sip_start (&sip, key, 0);
+        return s_sip_end (&sip);
+    }
+    return s_hash (value, key, 0, plain);
 }

@@ -56,7 +56,10 @@ void act_schema_destroy (act_schema_t **self_p);
 //  <pointer> is the RFC 6901 JSON Pointer of the first offending value in
 //  instance ("(root)" for the instance itself), e.g.
 //  "/city: type: expected string". Allocates nothing but the backtracking
-//  memory PCRE2 keeps in the schema between matches. A schema is used by
+//  memory PCRE2 keeps in the schema between matches, and, for uniqueItems
+//  on an array of more than 16 items, a table of its items' hashes (freed
+//  before it returns: the check is linear, not one of every pair). A
+//  schema is used by
 //  one thread at a time (it keeps the scratch space its patterns match in).
 //  A pattern that needs more than a million backtracking steps on a value
 //  fails the validation ("match limit exceeded") instead of stalling.
