@@ -53,3 +53,17 @@ act_notify_stopping (const char *status)
 {
     sd_notifyf (0, "STOPPING=1\nSTATUS=%s", status);
 }
+
+void
+act_notify_progress (const char *status, long long extend_ms, void *arg)
+{
+    sd_notifyf (0, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=%s",
+                (unsigned long long) extend_ms * 1000, status);
+}
+
+long long
+act_notify_progress_ms (void)
+{
+    const char *test = getenv ("ACTD_TEST_PROGRESS_MS");
+    return test? atoll (test): 5000;
+}

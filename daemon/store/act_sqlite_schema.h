@@ -10,9 +10,12 @@
 #include "actd/act_err.h"
 
 //  Bring the store in db (the file path, for messages) to the current
-//  schema, one migration per transaction, each logged. Returns 0, or -1
-//  with err set (internal): a version newer than this actd knows, or a
-//  migration that failed (rolled back: the file keeps its version).
+//  schema, one migration per transaction, each logged. After migrating
+//  an existing file, gives back the pages that freed (auto_vacuum
+//  INCREMENTAL; logged either way) and empties the WAL; the hook of
+//  act_store_on_progress hears how it all goes. Returns 0, or -1 with err
+//  set (internal): a version newer than this actd knows, or a migration
+//  that failed (rolled back: the file keeps its version).
 int act_sqlite_schema_migrate (sqlite3 *db, const char *path, act_err_t *err);
 
 #endif

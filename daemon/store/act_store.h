@@ -67,6 +67,19 @@ typedef int (act_store_text_fn) (uint64_t seq, const char *text, size_t size, vo
 //  a file that is not a database, or one another actd has open.
 act_store_t *act_store_open (const char *location, act_sync_t sync, act_err_t *err);
 
+//  Called while act_store_open works long before the store can serve (a
+//  SQLite file brought to the current schema, then the space that freed
+//  given back): status says what it does ("opening the store: migrating
+//  to schema 5: ..."), and the store calls again, or returns, within
+//  extend_ms (however long one statement of that work runs).
+typedef void (act_store_progress_fn) (const char *status, long long extend_ms, void *arg);
+
+//  Have fn (NULL: none) called at the start of such work, then at most
+//  once every interval_ms while it lasts (0: at each look at the clock,
+//  every thousand SQLite instructions, for tests). For the process,
+//  not a store: set it before act_store_open.
+void act_store_on_progress (act_store_progress_fn *fn, void *arg, long long interval_ms);
+
 //  Close the store (what is not committed is lost) and null the pointer.
 void act_store_destroy (act_store_t **self_p);
 

@@ -29,7 +29,9 @@
 
     Space: a new file is created with auto_vacuum = INCREMENTAL, and after
     a commit that deleted contexts, incremental_vacuum hands the freed
-    pages back to the file system a bounded number at a time. A file made
+    pages back to the file system a bounded number at a time (also after
+    a start that found free pages; a schema migration gives back all it
+    freed before the store opens, act_sqlite_schema.c). A file made
     by an older actd keeps auto_vacuum = NONE (changing it needs a VACUUM,
     which rewrites the whole file: too long a pause at start): its freed
     pages go on a free list that new writes reuse, so it does not grow
@@ -677,6 +679,14 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
     &&  sqlite3_step (query) == SQLITE_ROW)
         self->incremental = sqlite3_column_int (query, 0) == 2;
     sqlite3_finalize (query);
+    //  Free pages left by the last run (or by a start stopped while it gave
+    //  back what a migration freed) go back at the next commits
+    if (self->incremental) {
+        if (sqlite3_prepare_v2 (self->db, "PRAGMA freelist_count", -1, &query, NULL) == SQLITE_OK
+        &&  sqlite3_step (query) == SQLITE_ROW)
+            self->reclaim = sqlite3_column_int64 (query, 0) > 0;
+        sqlite3_finalize (query);
+    }
     for (int i = 0; i < Q_COUNT; i++)
         if (sqlite3_prepare_v3 (self->db, act_sqlite_queries [i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &self->queries [i], NULL) != SQLITE_OK) {
