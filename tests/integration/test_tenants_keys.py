@@ -34,7 +34,15 @@ class KeysTest(test_tenants.TenantsBase):
         a summarizers key, whose group may not serve payments, connects on
         its routing id before actd judged it lost. Before, its messages
         were taken for the registered worker's: it got the payments TASK,
-        parameters and all, and its RESULT was accepted."""
+        parameters and all, and its RESULT was accepted. The heartbeat is
+        long (the harness's 200 ms would judge the victim lost 600 ms after
+        it left, and on a loaded machine the intruder may take longer to
+        get the routing id: it would then be told to send READY first)."""
+        self.assertEqual(self.actd.stop(), 0)
+        self.actd.heartbeat_ms = 10000
+        self.actd.start(wait=False)
+        self.clients.clear()
+        self.wait_up()
         victim = self.worker_on("anyworker", b"payments-1")
         victim.send_multipart([b"ACTW01", b"READY", json.dumps(
             {"activities": ["payments"], "name": "payments-1"}).encode()])
