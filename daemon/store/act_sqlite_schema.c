@@ -307,9 +307,13 @@ act_sqlite_schema_migrate (sqlite3 *db, const char *path, act_err_t *err)
             sqlite3_progress_handler (db, 0, NULL, NULL);
             return -1;
         }
-        act_log (LOG_INFO, "store %s: schema migrated to version %d", path, version + 1);
+        //  A new file goes through every step in no time: one line below
+        if (from > 0)
+            act_log (LOG_INFO, "store %s: schema migrated to version %d", path, version + 1);
     }
-    if (from > 0) {
+    if (from == 0)
+        act_log (LOG_INFO, "store %s: created with schema version %d", path, S_VERSION);
+    else {
         act_log (LOG_NOTICE, "store %s: schema migrated from version %d to %d in %.1f s",
                  path, from, S_VERSION, (double) (act_clock_ms () - work.started) / 1000);
         s_give_back (db, &work);

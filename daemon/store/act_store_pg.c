@@ -711,6 +711,7 @@ s_migrate (act_pg_t *self, act_err_t *err)
     int version = result && PQntuples (result)? atoi (PQgetvalue (result, 0, 0)): 0;
     PQclear (result);
     int rc = result? 0: -1;
+    int from = version;
     if (rc == 0 && version > S_VERSION)
         rc = act_err_set (err, ACT_E_INTERNAL,
                           "store %s has schema version %d; this actd knows up to %d",
@@ -726,9 +727,13 @@ s_migrate (act_pg_t *self, act_err_t *err)
             PQclear (PQexec (self->conn, "ROLLBACK"));
         }
         else
+        if (from > 0)
             act_log (LOG_INFO, "store %s: schema migrated to version %d", self->where, version + 1);
         PQclear (step);
     }
+    //  A new database goes through every step in no time: one line
+    if (rc == 0 && from == 0)
+        act_log (LOG_INFO, "store %s: created with schema version %d", self->where, S_VERSION);
     PQclear (PQexec (self->conn, "SELECT pg_advisory_unlock (2020)"));
     return rc;
 }

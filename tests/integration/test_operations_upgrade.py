@@ -15,9 +15,11 @@ timed. Helpers from test_operations.py.
 """
 
 import os
+import re
 import sqlite3
 import unittest
 
+import pg
 from harness import Actd
 from test_operations import NotifySocket, sqlite_store
 
@@ -150,6 +152,10 @@ class UpgradeTest(unittest.TestCase):
         self.check_messages(actd)
         log = actd.log()
         self.assertRegex(log, r"N: actd .* store .*: schema migrated from version 4 to 9 in ")
+        #  Each step of an upgrade is logged
+        self.assertEqual(re.findall(r"schema migrated to version (\d+)", log),
+                         ["5", "6", "7", "8", "9"], log)
+        self.assertNotIn("created with schema", log)
         self.assertRegex(log, r"N: actd .* store .*: \d+ free pages \(\d+ MiB\) given back "
                               r"to the file system in ")
         self.assertEqual(actd.stop(), 0, log)
@@ -175,7 +181,26 @@ class UpgradeTest(unittest.TestCase):
         actd, sent = self.start()
         self.assertEqual(len(sent), 1, sent)
         self.assertIn("READY", sent[0])
-        self.assertNotIn("migrating", actd.log())
+        log = actd.log()
+        self.assertNotIn("migrating", log)
+        #  One line for a new file, not one per step it went through
+        self.assertNotIn("migrated", log)
+        self.assertEqual(len(re.findall(r"store .*: created with schema version 9\n", log)), 1, log)
+
+
+class NewPostgresStoreTest(unittest.TestCase):
+
+    def test_a_new_database_logs_one_line_and_a_second_start_none(self):
+        url = pg.database()
+        for start, created in ((1, 1), (2, 0)):
+            actd = Actd(store=url)
+            self.addCleanup(actd.cleanup)
+            actd.start()
+            log = actd.log()
+            self.assertEqual(actd.stop(), 0, log)
+            self.assertNotIn("migrated", log)
+            self.assertEqual(len(re.findall(r"store .*: created with schema version \d+\n", log)),
+                             created, "start %d:\n%s" % (start, log))
 
 
 if __name__ == "__main__":
