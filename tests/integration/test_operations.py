@@ -650,6 +650,20 @@ class InstallTest(unittest.TestCase):
                       self.dynamic_section(os.path.join(libdir, "libactd.so.0.1.0")))
         self.assertEqual(os.readlink(os.path.join(libdir, "libactd.so.0")), "libactd.so.0.1.0")
         self.assertEqual(os.readlink(os.path.join(libdir, "libactd.so")), "libactd.so.0")
+        #  It exports the functions of the installed headers, and nothing
+        #  else: the internal ones its modules share stay local
+        #  (protocol/libactd.map)
+        done = subprocess.run(["nm", "-D", "--defined-only", os.path.join(libdir, "libactd.so")],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        exported = set(re.findall(r"(?m)^\S+ [A-Z] (\w+)@@ACTD_0$", done.stdout))
+        others = [line for line in done.stdout.splitlines()
+                  if not line.endswith(("@@ACTD_0", " A ACTD_0")) and "__odr_asan" not in line]
+        self.assertEqual(others, [], "exported without the version node ACTD_0")
+        declared = public_functions(os.path.join(self.prefix, "include", "actd"))
+        self.assertGreater(len(declared), 100)
+        self.assertEqual(sorted(exported - declared), [], "exported, declared in no header")
+        self.assertEqual(sorted(declared - exported), [], "declared, not exported")
 
     def check_find_package(self, source, compiler, env):
         """A CMake project builds a program with find_package (actd), and it
@@ -689,6 +703,18 @@ class InstallTest(unittest.TestCase):
                               timeout=300)
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("0.1.0", done.stdout + done.stderr)
+
+
+def public_functions(folder):
+    """The functions the headers in folder declare (comments and static
+    inline definitions aside)."""
+    names = set()
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as handle:
+            text = re.sub(r"//[^\n]*|/\*.*?\*/", "", handle.read(), flags=re.S)
+        inline = set(re.findall(r"static\s+inline\b[^;{(]*?\b(act_\w+)\s*\(", text))
+        names |= set(re.findall(r"\b(act_\w+)\s*\(", text)) - inline
+    return names
 
 
 if __name__ == "__main__":
