@@ -14,10 +14,11 @@ build=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libjansson-dev l
 #  libFuzzer; valgrind for the leak run; nftables to drop a PostgreSQL
 #  server's packets (a host gone silent); Node for the Node package; JSON
 #  Schema's official test suite for test_schema; promtool (package
-#  prometheus) checks actd-http's /metrics; chromium for the dashboard test.
+#  prometheus) checks actd-http's /metrics; chromium for the dashboard test;
+#  man-db and groff-base render the man pages (test_man_pages).
 test=(python3 python3-zmq python3-venv python3-wheel valgrind clang libclang-rt-14-dev nftables
       libfuzzer-14-dev systemd libpq-dev postgresql json-schema-test-suite
-      prometheus chromium)
+      prometheus chromium man-db groff-base)
 #  Benchmarks: Gearman to compare with; valgrind for bench/compare.sh's
 #  instruction counts; Debian's python3 for its fdatasync probe.
 bench=(gearman-job-server gearman-tools libgearman-dev valgrind python3)
