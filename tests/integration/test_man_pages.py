@@ -132,10 +132,6 @@ class PageChecks:
         self.assertEqual(PAGE_BARE.findall(whole), [],
                          "%s: write options as \\-\\-name" % self.PAGE)
 
-
-class RenderCheck:
-    """A mixin beside PageChecks: the page renders cleanly."""
-
     def test_renders_without_a_warning(self):
         """man -l (all of groff's warnings on: --warnings=w) renders the page,
         its NAME line and every section included, with nothing on stderr: a
@@ -164,27 +160,27 @@ class RenderCheck:
 
 @unittest.skipUnless(os.path.exists(os.path.join(ROOT, "workers", "exec", "CMakeLists.txt")),
                      "workers/exec/ is not here, and actd-exec is not built")
-class ActdExecPage(PageChecks, RenderCheck, unittest.TestCase):
+class ActdExecPage(PageChecks, unittest.TestCase):
     PROGRAM = "actd-exec"
     PAGE = "workers/exec/actd-exec.1"
 
 
-class ExampleWorkerPage(PageChecks, RenderCheck, unittest.TestCase):
+class ExampleWorkerPage(PageChecks, unittest.TestCase):
     PROGRAM = "actd-example-worker"
     PAGE = "workers/c/actd-example-worker.1"
 
 
-class ActctlPage(PageChecks, RenderCheck, unittest.TestCase):
+class ActctlPage(PageChecks, unittest.TestCase):
     PROGRAM = "actctl"
     PAGE = "daemon/man/actctl.1"
 
 
-class ActdPage(PageChecks, RenderCheck, unittest.TestCase):
+class ActdPage(PageChecks, unittest.TestCase):
     PROGRAM = "actd"
     PAGE = "daemon/man/actd.8"
 
 
-class ActdHttpPage(PageChecks, RenderCheck, unittest.TestCase):
+class ActdHttpPage(PageChecks, unittest.TestCase):
     PROGRAM = "actd-http"
     PAGE = "daemon/man/actd-http.8"
 
