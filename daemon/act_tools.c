@@ -3,13 +3,15 @@
     ========================================================================= */
 
 #include "act_tools.h"
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 //  One activity's declared tool, compiled
 typedef struct {
     json_t *declaration;        //  As the READY declared it (for TOOLS and the log)
     act_schema_t *params;       //  Compiled params schema; NULL: any params
     char *output_const;         //  Prescribed _outputPath; NULL: none
-    act_schema_t *output_pattern;   //  {"type": "string", "pattern": RE}; NULL: none
+    pcre2_code *output_regex;   //  outputPath.pattern, whole-match; NULL: none
     char *pattern_text;         //  RE as declared, for messages
     uint64_t version;           //  Its number among the tools recorded (from 1)
 } s_tool_t;
@@ -20,6 +22,8 @@ struct _act_tools_t {
     zhashx_t *tools;            //  Activity -> s_tool_t, the latest declared
     zhashx_t *named;            //  Activities a READY named since the start (value unused)
     uint64_t versions;          //  Tools recorded so far
+    pcre2_match_data *match;    //  For output patterns (one match at a time)
+    pcre2_match_context *limits;    //  Their backtracking limit, as act_schema's
 };
 
 static void
@@ -29,7 +33,7 @@ s_tool_destroy (s_tool_t **tool_p)
     if (tool) {
         json_decref (tool->declaration);
         act_schema_destroy (&tool->params);
-        act_schema_destroy (&tool->output_pattern);
+        pcre2_code_free (tool->output_regex);
         free (tool->output_const);
         free (tool->pattern_text);
         free (tool);
@@ -54,6 +58,12 @@ act_tools_new (act_settings_t *settings, act_pool_t *pool)
     self->tools = zhashx_new ();
     zhashx_set_destructor (self->tools, s_tool_destructor);
     self->named = zhashx_new ();
+    self->match = pcre2_match_data_create (1, NULL);
+    self->limits = pcre2_match_context_create (NULL);
+    if (!self->match || !self->limits)
+        act_tools_destroy (&self);
+    else
+        pcre2_set_match_limit (self->limits, 1000000);
     return self;
 }
 
@@ -64,6 +74,8 @@ act_tools_destroy (act_tools_t **self_p)
         act_tools_t *self = *self_p;
         zhashx_destroy (&self->tools);
         zhashx_destroy (&self->named);
+        pcre2_match_data_free (self->match);
+        pcre2_match_context_free (self->limits);
         free (self);
         *self_p = NULL;
     }
@@ -95,15 +107,29 @@ s_compile_output (s_tool_t *tool, const char *activity, const json_t *output, ac
         tool->output_const = strdup (json_string_value (constant));
         return 0;
     }
-    //  As JSON Schema reads "pattern" (the seeds' free form is "^†"): a
-    //  search, which the pattern anchors itself where it means to
+    //  A pattern JSON Schema's "pattern" takes (ECMA-262 escapes only:
+    //  act_schema judges it, as for params), compiled with the same options
+    //  but anchored at both ends: PROTOCOL.md 2.1 has the whole _outputPath
+    //  match, where JSON Schema searches. (So the seeds' "^†" takes no
+    //  output path at all; "^†.*" any. A search would let an unanchored
+    //  "†notes\\.[a-z]+" take "†secrets.x || †notes.a".)
     const char *text = json_string_value (pattern);
     json_t *schema = json_pack ("{ssss}", "type", "string", "pattern", text);
-    tool->output_pattern = act_schema_new (schema, &why);
+    act_schema_t *checked = act_schema_new (schema, &why);
     json_decref (schema);
-    if (!tool->output_pattern)
+    if (!checked)
         return act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: outputPath.pattern: %s",
                             activity, why.message);
+    act_schema_destroy (&checked);
+    int code;
+    PCRE2_SIZE offset;
+    tool->output_regex = pcre2_compile ((PCRE2_SPTR) text, json_string_length (pattern),
+                                        PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY
+                                        | PCRE2_ANCHORED | PCRE2_ENDANCHORED,
+                                        &code, &offset, NULL);
+    if (!tool->output_regex)
+        return act_err_set (err, ACT_E_BAD_ARGUMENT, "tool %.64s: outputPath.pattern: "
+                            "cannot be compiled at offset %zu", activity, (size_t) offset);
     tool->pattern_text = strdup (text);
     return 0;
 }
@@ -300,23 +326,26 @@ act_tools_prescribe (act_tools_t *self, act_call_t **call_p, act_err_t *err)
 
 //  The call's _outputPath against the tool's prescribed one or pattern
 static int
-s_check_output (s_tool_t *tool, const act_call_t *call, act_err_t *err)
+s_check_output (act_tools_t *self, s_tool_t *tool, const act_call_t *call, act_err_t *err)
 {
     const char *path = call->output? call->output->text: NULL;
     if (tool->output_const && path && !streq (path, tool->output_const))
         return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s prescribes \"_outputPath\" "
                             "'%.64s', not '%.64s'", call->tool, tool->output_const, path);
-    if (!tool->output_pattern)
+    if (!tool->output_regex)
         return 0;
-    act_err_t why = { 0 };
-    json_t *output = path? json_string (path): NULL;
-    bool valid = output && act_schema_valid (tool->output_pattern, output, &why);
-    json_decref (output);
-    if (!valid)
-        return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s takes an \"_outputPath\" that "
-                            "contains a match of '%.64s'%s%.64s", call->tool, tool->pattern_text,
-                            path? ", not ": " (the call has none)", path? path: "");
-    return 0;
+    int rc = path? pcre2_match (tool->output_regex, (PCRE2_SPTR) path, strlen (path), 0, 0,
+                                self->match, self->limits)
+                 : PCRE2_ERROR_NOMATCH;
+    if (rc >= 0)
+        return 0;
+    if (rc != PCRE2_ERROR_NOMATCH)
+        return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s: its \"_outputPath\" pattern "
+                            "could not be matched against '%.64s' (error %d)", call->tool,
+                            path, rc);
+    return act_err_set (err, ACT_E_BAD_CALL, "tool %.64s takes an \"_outputPath\" that "
+                        "matches '%.64s' as a whole%s%.64s", call->tool, tool->pattern_text,
+                        path? ", not ": " (the call has none)", path? path: "");
 }
 
 int
@@ -334,7 +363,7 @@ act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
                    ? (s_tool_t *) zhashx_lookup (self->tools, call->tool): NULL;
     if (!tool)
         return 0;
-    if (s_check_output (tool, call, err))
+    if (s_check_output (self, tool, call, err))
         return -1;
     //  Parameters that hold a reference are unknown until dispatch: the
     //  whole call is checked then (a part of them cannot be checked

@@ -174,19 +174,22 @@ class ToolsTest(unittest.TestCase):
         self.assertEqual(outcome["status"], "ok", outcome)
 
     def test_pattern_output_path(self):
-        #  Searched for, as JSON Schema's "pattern": anchored by the pattern
-        self.worker(["note"], {"note": {"outputPath": {"pattern": "^" + DAGGER + "notes\\.[a-z]+$"}}})
+        #  The whole _outputPath must match (PROTOCOL.md 2.1), though the
+        #  pattern is not anchored: JSON Schema's "pattern" would search
+        self.worker(["note"], {"note": {"outputPath": {"pattern": DAGGER + "notes\\.[a-z]+"}}})
         outcome = self.done("c4", {"_tool": "note", "v": 1, "_outputPath": ref("notes.abc")})
         self.assertEqual(outcome["status"], "ok", outcome)
-        for path in (ref("other"), ref("notes.abc.def"), "x" + ref("notes.abc")):
+        for path in (ref("other"), ref("notes.abc.def"), "x" + ref("notes.abc"),
+                     ref("secrets.x") + " || " + ref("notes.abc"),
+                     ref("notes.ab") + " || " + ref("admin.flag")):
             code, message = self.refused("CALL", "c4", {"_tool": "note",
                                                        "_outputPath": path})
             #  Not an output path at all: bad_reference, before any tool
             self.assertEqual(code, "bad_call" if path[0] == DAGGER else "bad_reference", path)
             if code == "bad_call":
-                #  The message says what is checked: a search, not a whole match
-                self.assertEqual(message, "tool note takes an \"_outputPath\" that contains "
-                                 "a match of '^%snotes\\.[a-z]+$', not %s" % (DAGGER, path))
+                #  The message says what is checked: a whole match
+                self.assertEqual(message, "tool note takes an \"_outputPath\" that matches "
+                                 "'%snotes\\.[a-z]+' as a whole, not %s" % (DAGGER, path))
         #  Fire-and-forget has no _outputPath to match
         code, message = self.refused("CALL", "c4", {"_tool": "note"})
         self.assertEqual(code, "bad_call")

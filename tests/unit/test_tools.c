@@ -179,8 +179,8 @@ test_prescribed_output (void **state)
     assert_false (changed);
 }
 
-//  A pattern is searched for in _outputPath, as JSON Schema's "pattern"
-//  is; it anchors itself where it means the whole path
+//  A pattern must match the whole _outputPath (PROTOCOL.md 2.1), anchored
+//  or not: JSON Schema's "pattern" would search
 static void
 test_pattern_output (void **state)
 {
@@ -203,13 +203,35 @@ test_pattern_output (void **state)
         assert_int_equal (s_admit (world, refused [i], &err, NULL), -1);
         assert_string_equal (err.code, ACT_E_BAD_CALL);
     }
-    //  The seeds' free form: any output path
-    assert_int_equal (s_declare (world, "[\"f\"]", "{\"f\": {\"outputPath\": "
-                                 "{\"pattern\": \"^\xe2\x80\xa0\"}}}", &err), 0);
+    //  Unanchored, it still takes only a whole match: no alternative or
+    //  longer path around one
+    assert_int_equal (s_declare (world, "[\"u\"]", "{\"u\": {\"outputPath\": "
+                                 "{\"pattern\": \"\xe2\x80\xa0n\\\\.[a-z]+\"}}}", &err), 0);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"u\", \"_outputPath\": "
+                               "\"\xe2\x80\xa0n.abc\"}", &err, NULL), 0);
+    const char *unanchored [] = {
+        "{\"_tool\": \"u\", \"_outputPath\": \"\xe2\x80\xa0s.x || \xe2\x80\xa0n.abc\"}",
+        "{\"_tool\": \"u\", \"_outputPath\": \"\xe2\x80\xa0n.ab || \xe2\x80\xa0s.x\"}",
+        "{\"_tool\": \"u\", \"_outputPath\": \"\xe2\x80\xa0n.abc.d\"}",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        act_err_clear (&err);
+        assert_int_equal (s_admit (world, unanchored [i], &err, NULL), -1);
+        assert_string_equal (err.code, ACT_E_BAD_CALL);
+        assert_non_null (strstr (err.message, "as a whole"));
+    }
+    //  The seeds' "^†" takes no output path; "^†.*" any
+    assert_int_equal (s_declare (world, "[\"f\", \"g\"]", "{\"f\": {\"outputPath\": "
+                                 "{\"pattern\": \"^\xe2\x80\xa0\"}}, \"g\": {\"outputPath\": "
+                                 "{\"pattern\": \"^\xe2\x80\xa0.*\"}}}", &err), 0);
+    act_err_clear (&err);
     assert_int_equal (s_admit (world, "{\"_tool\": \"f\", \"_outputPath\": "
+                               "\"\xe2\x80\xa0x.y || \xe2\x80\xa0z\"}", &err, NULL), -1);
+    assert_string_equal (err.code, ACT_E_BAD_CALL);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"g\", \"_outputPath\": "
                                "\"\xe2\x80\xa0x.y || \xe2\x80\xa0z\"}", &err, NULL), 0);
     act_err_clear (&err);
-    assert_int_equal (s_admit (world, "{\"_tool\": \"f\"}", &err, NULL), -1);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"g\"}", &err, NULL), -1);
     assert_string_equal (err.code, ACT_E_BAD_CALL);
 }
 

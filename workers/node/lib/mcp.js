@@ -110,7 +110,9 @@ function s_mcp_tool (name, tool) {
     }
     const pattern = tool.outputPath && tool.outputPath.pattern;
     if (typeof pattern === 'string') {
-        const argument = { type: 'string', pattern,
+        //  actd takes a path the pattern matches as a whole; a JSON Schema
+        //  "pattern" is searched for, so the host is given it anchored
+        const argument = { type: 'string', pattern: '^(?:' + pattern + ')$',
                            description: 'Where actd writes the result (an output path)' };
         const required = Array.isArray (schema.required)? schema.required: [];
         schema = { ...schema, properties: { ...(schema.properties || {}), _outputPath: argument },

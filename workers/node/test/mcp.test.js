@@ -208,7 +208,9 @@ describe ('actd-mcp', () => {
         //  A top-level anyOf, $ref or type list is a valid params schema;
         //  an inputSchema without "type": "object" made the SDK client
         //  refuse the whole tools/list (every tool gone)
-        const pattern = '^\u2020out\\.[a-z]+$';
+        //  Not anchored: actd matches it against the whole path, and so must
+        //  the host, from the inputSchema
+        const pattern = '\u2020out\\.[a-z]+';
         const shapes = {
             anyof: { anyOf: [{ type: 'object', required: ['a'] },
                              { type: 'object', required: ['b'] }] },
@@ -231,6 +233,8 @@ describe ('actd-mcp', () => {
                 const valid = ajv.compile (schema);
                 assert.ok (valid ({ a: 'x', _outputPath: '\u2020out.x' }), name);
                 assert.ok (!valid ({ a: 'x' }), `${name}: _outputPath is required`);
+                assert.ok (!valid ({ a: 'x', _outputPath: '\u2020out.x || \u2020evil.y' }),
+                           `${name}: _outputPath matches the pattern as a whole`);
                 assert.ok (!valid ({ c: 'x', _outputPath: '\u2020out.x' }),
                            `${name}: a is required`);
             }
