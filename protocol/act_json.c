@@ -197,8 +197,12 @@ s_parse (const char *data, size_t size, int depth, act_err_t *err)
         free (widened);
     }
     if (!value) {
+        //  jansson's own words would name its flag (JSON_ALLOW_NUL), which
+        //  means nothing to a peer: the scanner's words instead
+        bool nul = json_error_code (&error) == json_error_null_character;
         act_err_set (err, ACT_E_BAD_JSON, "%s at line %d, column %d (byte %d)",
-                     error.text, error.line, error.column, error.position);
+                     nul? "\\u0000 is not allowed": error.text, error.line, error.column,
+                     error.position);
         return NULL;
     }
     if (act_json_depth (value, depth) > depth) {

@@ -318,6 +318,11 @@ test_json_refuses_bad_frames (void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++)
         s_assert_bad_json (bad [i], strlen (bad [i]));
+    //  A \u0000 is refused in the scanner's words, not jansson's (which
+    //  named its flag JSON_ALLOW_NUL)
+    act_err_t nul = { NULL, "" };
+    assert_null (act_json_parse (S_BYTES ("{\"p\":\"a\\u0000b\"}"), &nul));
+    assert_string_equal (nul.message, "\\u0000 is not allowed at line 1, column 15 (byte 15)");
     //  A NUL byte is neither JSON nor white space
     s_assert_bad_json (S_BYTES ("{}\0"));
     s_assert_bad_json (S_BYTES ("\"a\0b\""));
