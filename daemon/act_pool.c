@@ -282,6 +282,10 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
         out = act_outbox_add (outbox, true, false);
         act_out_charge (out, worker->held);
         act_out_frame (out, worker->identity);
+        //  Only a peer refused for sending one (a REQ socket) has an
+        //  envelope: its DISCONNECT comes in the framing it can read
+        if (worker->envelope)
+            act_out_literal (out, "");
         act_out_literal (out, ACT_WORKER_HEADER);
         act_out_literal (out, command);
     }

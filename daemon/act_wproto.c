@@ -349,6 +349,19 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
         protocol = act_part_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
         problem = s_mdp (self, worker, msg, envelope? 3: 2, key, protocol, envelope, &err);
     }
+    else
+    if (act_part_is (header, ACT_WORKER_HEADER))
+        //  ACT/1 framed wrong: told so (PROTOCOL.md section 2: a message
+        //  other than READY gets DISCONNECT), in the same framing, or the
+        //  worker would wait for ever. An empty frame first is a REQ
+        //  socket's, which cannot take several TASKs.
+        problem = envelope? "an ACT/1 message has no empty frame first (a REQ socket: "
+                            "use DEALER)": "a message with no command";
+    else
+    if (act_part_is (header, ACT_MDPW01) || act_part_is (header, ACT_MDPW02)) {
+        protocol = act_part_is (header, ACT_MDPW02)? ACT_PROTO_MDP2: ACT_PROTO_MDP1;
+        problem = "a message with no command";
+    }
     else {
         act_log_peer (LOG_INFO, key, "message without a worker protocol header",
                       "message without a worker protocol header from %s dropped", key);
