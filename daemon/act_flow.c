@@ -281,7 +281,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     memcpy (call->task, call->id, id_size);
     call->task [id_size] = '.';
     call->task [id_size + 1 + act_decimal_write (call->task + id_size + 1, call->attempts)] = 0;
-    zhashx_insert (worker->tasks, call->task, (void *) call->task);
+    act_worker_hold (worker, call->task, call->number, (uint64_t) call->attempts);
     long long now = call->started_at / 1000;    //  The attempt's stamp, in ms
     worker->used = now;
     char local [512];
@@ -346,9 +346,8 @@ act_flow_worker_ready (act_flow_t *self, act_worker_t *worker)
 static act_live_t *
 s_task_call (act_flow_t *self, act_worker_t *worker, const char *task)
 {
-    const char *dot = strchr (task, '.');
-    uint64_t number;
-    if (!dot || !act_decimal_parse (task, (size_t) (dot - task), UINT64_MAX, &number))
+    uint64_t number, attempt;
+    if (!act_task_parse (task, &number, &attempt))
         return NULL;
     act_live_t *call = act_flow_lookup (self, number);
     if (call && call->state == ACT_LIVE_RUNNING && call->worker == worker && streq (call->task, task))

@@ -128,6 +128,7 @@ act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_
     worker->activities = zlistx_new ();
     worker->heard = worker->sent = act_clock_ms ();
     worker->joined = ++self->joins;
+    worker->first_call = UINT64_MAX;    //  Given nothing yet: an empty span
     size_t index;
     json_t *activity_name;
     json_array_foreach (names, index, activity_name) {
@@ -234,22 +235,38 @@ act_worker_unthrottle (act_worker_t *worker)
 }
 
 void
+act_worker_hold (act_worker_t *worker, const char *task, uint64_t number, uint64_t attempt)
+{
+    zhashx_insert (worker->tasks, task, (void *) task);
+    if (number < worker->first_call)
+        worker->first_call = number;
+    if (number > worker->last_call)
+        worker->last_call = number;
+    if (attempt > worker->last_attempt)
+        worker->last_attempt = attempt;
+}
+
+void
 act_worker_release (act_worker_t *worker, const char *task)
 {
     zhashx_delete (worker->tasks, task);
-    //  A task id longer than the room was never one of ours (act_live.h)
-    if (strlen (task) < ACT_TASK_ID_SIZE)
-        strcpy (worker->answered [worker->answers++ % ACT_WORKER_ANSWERED], task);
 }
 
 bool
-act_worker_answered (act_worker_t *worker, const char *task)
+act_task_parse (const char *task, uint64_t *number, uint64_t *attempt)
 {
-    size_t kept = worker->answers < ACT_WORKER_ANSWERED? worker->answers: ACT_WORKER_ANSWERED;
-    for (size_t slot = 0; slot < kept; slot++)
-        if (streq (worker->answered [slot], task))
-            return true;
-    return false;
+    const char *dot = strchr (task, '.');
+    return dot && act_decimal_parse (task, (size_t) (dot - task), UINT64_MAX, number)
+        && act_decimal_parse (dot + 1, strlen (dot + 1), UINT64_MAX, attempt) && *attempt > 0;
+}
+
+bool
+act_worker_given (act_worker_t *worker, const char *task)
+{
+    uint64_t number, attempt;
+    return act_task_parse (task, &number, &attempt)
+        && number >= worker->first_call && number <= worker->last_call
+        && attempt <= worker->last_attempt;
 }
 
 act_worker_t *

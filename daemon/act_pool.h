@@ -48,9 +48,6 @@ typedef struct {
     const act_activity_settings_t *settings;    //  Its limits
 } act_activity_t;
 
-//  Task ids a worker remembers having answered, most recent first out:
-//  enough for a repeat that follows its first answer closely
-#define ACT_WORKER_ANSWERED 64
 //  Room for a task id, "<call>.<attempt>", and its NUL
 #define ACT_TASK_ID_SIZE 48
 
@@ -74,10 +71,9 @@ typedef struct {
                                 //  security's, renewed on reload), NULL: any
     json_t *tools;              //  The tools its READY declared; NULL: none
     uint64_t joined;            //  Its READY's place among all READYs (from 1)
-    char answered [ACT_WORKER_ANSWERED][ACT_TASK_ID_SIZE];
-                                //  The task ids it answered last (a ring)
-    size_t answers;             //  Answers it gave in all (the ring's next
-                                //  slot is answers % ACT_WORKER_ANSWERED)
+    uint64_t first_call;        //  Lowest and highest call numbers of the
+    uint64_t last_call;         //  tasks it was given (none: UINT64_MAX, 0)
+    uint64_t last_attempt;      //  Highest attempt number it was given
     act_held_t *held;           //  Bytes of its tasks libzmq holds
     size_t max_held;            //  Past them it gets no more tasks
                                 //  (server/max_worker_bytes when it joined)
@@ -143,14 +139,28 @@ bool act_worker_free (act_worker_t *worker);
 //  wrote out its tasks: it reads again); then no longer marked.
 bool act_worker_unthrottle (act_worker_t *worker);
 
-//  The worker answered task, which it held: its slot is free, and the task
-//  is among those it answered (act_worker_answered).
+//  The worker is given task, attempt number attempt of call number: it
+//  holds the task (a slot taken) until act_worker_release, and the task is
+//  one it was given from then on (act_worker_given).
+void act_worker_hold (act_worker_t *worker, const char *task, uint64_t number,
+                      uint64_t attempt);
+
+//  The worker answered task, which it held: its slot is free.
 void act_worker_release (act_worker_t *worker, const char *task);
 
-//  True when task is among the last ACT_WORKER_ANSWERED tasks the worker
-//  answered: a RESULT or FAIL for it now is a repeat (PROTOCOL.md section
-//  2: ignored), not one for a task it was never given.
-bool act_worker_answered (act_worker_t *worker, const char *task);
+//  Read task as a task id, "<call>.<attempt>", both decimal (no sign, no
+//  leading zero) and the attempt from 1: true with *number and *attempt,
+//  else false (no task actd gives out looks like that).
+bool act_task_parse (const char *task, uint64_t *number, uint64_t *attempt);
+
+//  False when the worker was never given task: it is not a task id, its
+//  call is outside the span of call numbers of the tasks the worker was
+//  given, or its attempt is past the highest it was given. True says only
+//  that it may have been: a span costs no memory as the worker's answers
+//  add up (a set of every task it answered would grow for as long as it
+//  lives), and an answer the span lets through changes nothing but the
+//  log (PROTOCOL.md section 2: a repeat, ignored).
+bool act_worker_given (act_worker_t *worker, const char *task);
 
 //  The worker to give the activity's next call: free capacity, its key
 //  allowed to serve the activity, least loaded for its capacity, then

@@ -174,6 +174,23 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
     return err->code? err->message: NULL;
 }
 
+//  A message about task, which the worker does not hold. PROTOCOL.md
+//  section 2 keeps the first RESULT or FAIL of a task and ignores later
+//  ones: an answer (ACT/1 RESULT or FAIL, a Majordomo reply) for a task
+//  the worker may have been given is a repeat, ignored however many
+//  answers ago the first one came. Returns problem (the worker is
+//  refused) for the rest, which the section answers with DISCONNECT:
+//  PROGRESS (18/MDP PARTIAL), and an answer for a task id it was never
+//  given.
+static const char *
+s_not_held (act_worker_t *worker, const char *task, bool answer, const char *problem)
+{
+    if (!answer || !act_worker_given (worker, task))
+        return problem;
+    act_log (LOG_DEBUG, "worker %s: repeated answer for task %s ignored", worker->name, task);
+    return NULL;
+}
+
 //  The ACT/1 worker sub-protocol; msg holds [command][args...] from frame
 //  at on. Returns the problem when the peer must be refused, else NULL.
 static const char *
@@ -207,17 +224,9 @@ s_actw (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at,
     if (!(task = act_part_string (act_msg_part (msg, at + 1))))
         problem = "a task it does not hold";
     else
-    if (!zhashx_lookup (worker->tasks, task)) {
-        //  PROTOCOL.md section 2: the first RESULT or FAIL of a task is
-        //  kept, later ones are ignored; anything else about a task the
-        //  worker does not hold (PROGRESS after the answer, an id it was
-        //  never given, or one answered too long ago to remember) is refused
-        if (!act_part_is (command, "PROGRESS") && act_worker_answered (worker, task))
-            act_log (LOG_DEBUG, "worker %s: repeated answer for task %s ignored",
-                     worker->name, task);
-        else
-            problem = "a task it does not hold";
-    }
+    if (!zhashx_lookup (worker->tasks, task))
+        problem = s_not_held (worker, task, !act_part_is (command, "PROGRESS"),
+                              "a task it does not hold");
     else {
         zmq_msg_t *body = act_msg_part (msg, at + 2);
         if (result)
@@ -248,7 +257,7 @@ s_mdp_reply (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at
         problem = "malformed reply";
     else
     if (!zhashx_lookup (worker->tasks, task))
-        problem = "a reply for a task it does not hold";
+        problem = s_not_held (worker, task, !partial, "a reply for a task it does not hold");
     else
     if (partial)
         act_flow_progress (self->flow, worker, task, body);

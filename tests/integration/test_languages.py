@@ -665,6 +665,33 @@ class TestMajordomoWorkers(unittest.TestCase):
             "seqs": [1], "result": {"sky": "sunny"}, "attempts": 1})
         self.assertEqual((worker.disconnects, worker.strange), (0, []))
 
+    def test_a_second_reply_is_ignored_and_the_task_held_meanwhile_completes(self):
+        """PROTOCOL.md section 2: later answers of a task are ignored: a worker
+        that replies again to a request while it holds the next stays."""
+        for version in (1, 2):
+            with self.subTest(mdp="0.%d" % version):
+                service = "mdp%d_twice" % version
+                answered = []
+
+                def reply_twice(worker, address, body, answered=answered):
+                    if answered:    # the last request's again, then this one's
+                        worker.final(answered[-1], {"again": True})
+                    worker.final(address, {"n": body["n"]})
+                    answered.append(address)
+                worker = self.start(version, service, reply_twice)
+                self.wait_registered(service)
+                context = "mdp-twice-%d" % version
+                outcomes = [self.client.call(context, {
+                    "_tool": service, "_outputPath": ref("twice.n%d" % n), "n": n,
+                    "_retry": {"max_attempts": 1}}, timeout=LONG)[1] for n in (1, 2)]
+                self.assertEqual([(o["status"], o["attempts"], o.get("result"))
+                                  for o in outcomes], [("ok", 1, {"n": 1}), ("ok", 1, {"n": 2})])
+                self.assertEqual(self.client.resolve(context, ref("twice")),
+                                 {"n1": {"n": 1}, "n2": {"n": 2}})
+                self.assertEqual([entry["running"] for entry in self.stats_workers(service)], [0])
+                self.assertEqual((len(worker.requests), worker.disconnects, worker.strange),
+                                 (2, 0, []))
+
     def test_mdp_worker_that_hangs_times_out_and_its_task_goes_to_another(self):
         """A Majordomo worker cannot heartbeat while it handles a request:
         holding a task it is not judged, the call's _timeout bounds the

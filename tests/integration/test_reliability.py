@@ -722,6 +722,36 @@ class ReliabilityTest(unittest.TestCase):
                              [{"out": "kept"}])
             client.close()
 
+    def test_repeat_after_65_other_answers_is_ignored_a_call_never_issued_is_not(self):
+        """PROTOCOL 2: the broker ignores later RESULTs and FAILs of a task
+        however many tasks the worker answered since: the task it holds
+        meanwhile completes and the first answer stands. An answer for a
+        task actd never gave out still gets DISCONNECT."""
+        with Actd(heartbeat_ms=200, liveness=3) as actd:
+            client, raw, first_id, first_rid, first = self.first_task(actd, "many", capacity=2)
+            raw.answer(first[1], "first")
+            self.assertEqual(self.done(client, first_rid, first_id)["result"], "first")
+            for n in range(65):
+                call_id, rid = self.submit(client, "many", seed_call("work", "†state.n"))
+                raw.answer(raw.next("TASK")[1], n)
+                self.assertEqual(self.done(client, rid, call_id)["result"], n)
+            held = seed_call("work", "†state.held", _retry={"max_attempts": 1})
+            held_id, held_rid = self.submit(client, "many", held)
+            task = raw.next("TASK")
+            raw.answer(first[1], "again")
+            raw.send("FAIL", first[1], {"message": "too late", "code": "late"})
+            raw.answer(task[1], "held")
+            outcome = self.done(client, held_rid, held_id)
+            self.assertEqual((outcome["status"], outcome.get("result"), outcome["attempts"]),
+                             ("ok", "held", 1))
+            self.assertEqual(client.status(first_id)["outcome"]["result"], "first")
+            self.assertEqual([m["data"] for m in outputs_of(client, "many", first_id)],
+                             [{"out": "first"}])
+            raw.answer("%d.1" % (int(held_id) + 1000), "never issued")
+            raw.next("DISCONNECT")
+            self.assertEqual(raw.commands(), ["TASK"] * 67 + ["DISCONNECT"])
+            client.close()
+
     def test_progress_after_result_and_a_task_never_given_get_disconnect(self):
         """PROTOCOL 2: PROGRESS about a task the worker no longer holds, and a
         RESULT for a task id it was never given, are answered DISCONNECT (only
