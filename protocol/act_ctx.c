@@ -202,13 +202,33 @@ act_ctx_append (act_ctx_t *self, const json_t *message, act_err_t *err)
     return stored;
 }
 
+//  True when writing one of two targets could change what the other finds:
+//  they overlap (one holds the other), or they part at an array index. A
+//  write below an index can append to that array (an index equal to its
+//  length), so the next index is checked against a longer one: "†q[1] &&
+//  †q[2]" on [0] writes [0, v, v] (SEMANTICS.md 3: one message at a time,
+//  in the order written). Two object keys part without touching.
+static bool
+s_targets_interact (const act_ref_t *a, const act_ref_t *b)
+{
+    if (act_ref_overlaps (a, b))
+        return true;
+    if (strcmp (a->kind, b->kind) != 0)
+        return false;
+    size_t common = a->nsegs < b->nsegs? a->nsegs: b->nsegs;
+    for (size_t i = 0; i < common; i++)
+        if (strcmp (a->segs [i].key, b->segs [i].key) != 0)
+            return a->segs [i].type != ACT_SEG_KEY || b->segs [i].type != ACT_SEG_KEY;
+    return false;
+}
+
 //  True when two targets of one fan-out could change what the other finds
 static bool
 s_alt_overlaps (const act_alt_t *alt)
 {
     for (size_t i = 0; i < alt->nrefs; i++)
         for (size_t j = i + 1; j < alt->nrefs; j++)
-            if (act_ref_overlaps (&alt->refs [i], &alt->refs [j]))
+            if (s_targets_interact (&alt->refs [i], &alt->refs [j]))
                 return true;
     return false;
 }

@@ -428,6 +428,42 @@ test_fan_out (void **state)
     act_ctx_destroy (&ctx);
 }
 
+//  SEMANTICS 3: a fan-out writes one target at a time, in the order
+//  written, so a later target is checked against the earlier ones: an
+//  index at the end of an array an earlier target made longer appends to
+//  it (they were refused bad_path, checked against the array as it was)
+static void
+test_fan_out_appends_in_turn (void **state)
+{
+    const char *instances [] = { NULL, "i" };
+    const char *paths [] = { "†data.q[1] && †data.q[2]",
+                             "†data.r.l.1 && †data.r.l.2" };
+    for (size_t i = 0; i < 2; i++) {
+        act_ctx_t *ctx = act_ctx_new ("fan-append");
+        json_decref (s_append (ctx, "{\"type\":\"data\",\"data\":{\"q\":[0],"
+                                    "\"r\":{\"l\":[0]}}}"));
+        json_t *call = s_json ("{\"_tool\":\"t\"}");
+        for (size_t p = 0; p < 2; p++) {
+            act_err_t err = { NULL, "" };
+            json_t *stored = s_output (ctx, paths [p], "5", ACT_SET, instances [i], call, &err);
+            if (!stored)
+                fail_msg ("%s refused: %s: %s", paths [p], s_code (&err), err.message);
+            assert_int_equal (json_array_size (stored), 2);
+            json_decref (stored);
+        }
+        s_assert_resolves (ctx, "†data.q", instances [i], "[0,5,5]");
+        s_assert_resolves (ctx, "†data.r.l", instances [i], "[0,5,5]");
+        //  Past the end even after the first target: refused, nothing written
+        act_err_t err = { NULL, "" };
+        assert_null (s_output (ctx, "†data.q[3] && †data.q[5]", "7",
+                               ACT_SET, instances [i], call, &err));
+        assert_string_equal (s_code (&err), ACT_E_BAD_PATH);
+        s_assert_resolves (ctx, "†data.q", instances [i], "[0,5,5]");
+        json_decref (call);
+        act_ctx_destroy (&ctx);
+    }
+}
+
 //  SEMANTICS 6: the merged view, one entry per identity in order of first
 //  appearance, without metadata, and its text rendering
 static void
@@ -529,6 +565,7 @@ main (void)
         cmocka_unit_test (test_context_ids_and_kinds),
         cmocka_unit_test (test_stored_output_message),
         cmocka_unit_test (test_fan_out),
+        cmocka_unit_test (test_fan_out_appends_in_turn),
         cmocka_unit_test (test_output_bare),
         cmocka_unit_test (test_merged_view),
     };
