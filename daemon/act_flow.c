@@ -112,8 +112,10 @@ s_call_watched (act_flow_t *self, act_live_t *call)
 void
 act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
 {
+    //  Each change is told once (a retry's delay ends queued as it began)
+    bool changed = call->state != state;
     act_live_enter (call, state, self->counts);
-    if (s_call_watched (self, call)) {
+    if (changed && s_call_watched (self, call)) {
         json_t *status = act_live_status (call);
         char *text = act_json_dump (status);
         act_watches_call (self->watches, call->context->id, text);
@@ -165,18 +167,20 @@ act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zfram
         act_live_recipient_add (call, client, request, owner);
     act_live_put (call, self->store, eval == ACT_LIVE_WAIT? "waiting": "queued",
                   client, request, owner);
-    act_flow_enter (self, call, ACT_LIVE_WAITING);
+    //  Waiting is for dependencies (SEMANTICS.md section 7): a call with
+    //  every reference present starts queued, as STATUS then shows it
     if (eval == ACT_LIVE_READY)
         s_call_queue (self, call, false);
+    else
+        act_flow_enter (self, call, ACT_LIVE_WAITING);
 }
 
 
 //  --------------------------------------------------------------------------
 //  Queue and dispatch
 
-//  Queue the call for a worker (at the front for a retry), then dispatch
-static void
-s_call_queue (act_flow_t *self, act_live_t *call, bool front)
+void
+act_flow_enqueue (act_flow_t *self, act_live_t *call, bool front)
 {
     act_flow_enter (self, call, ACT_LIVE_QUEUED);
     zlistx_t *queue = call->activity->queue;
@@ -185,6 +189,13 @@ s_call_queue (act_flow_t *self, act_live_t *call, bool front)
     //  this VM, and a call read it 13 times
     s_timer_set (self, call, T_SCHEDULE, call->queued_at,
                  call->activity->settings->schedule_timeout_ms);
+}
+
+//  Queue the call for a worker (at the front for a retry), then dispatch
+static void
+s_call_queue (act_flow_t *self, act_live_t *call, bool front)
+{
+    act_flow_enqueue (self, call, front);
     s_dispatch_activity (self, call->activity);
 }
 
@@ -215,10 +226,12 @@ s_call_backoff (act_flow_t *self, act_live_t *call, long long delay)
 static void
 s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
 {
-    act_flow_enter (self, call, ACT_LIVE_WAITING);
+    //  Evaluated while queued: a call skipped now never waited
     act_live_eval_t eval = act_live_evaluate (call, &self->stamp, err);
-    if (eval == ACT_LIVE_WAIT)
+    if (eval == ACT_LIVE_WAIT) {
+        act_flow_enter (self, call, ACT_LIVE_WAITING);
         return;
+    }
     if (eval == ACT_LIVE_READY)
         act_err_set (err, ACT_E_UNRESOLVED_REFERENCE, "%s", "a reference became absent");
     s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, 0, 0);
@@ -273,8 +286,10 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
         s_call_unready (self, call, &err);
         return;
     }
-    act_flow_enter (self, call, ACT_LIVE_RUNNING);
+    //  Counted before the change is told: a watch sees the running
+    //  attempt's number, as STATUS does
     call->attempts++;
+    act_flow_enter (self, call, ACT_LIVE_RUNNING);
     call->worker = worker;
     //  "<call>.<attempt>" by hand: snprintf costs more than the rest
     size_t id_size = strlen (call->id);
@@ -627,9 +642,10 @@ s_call_cancel (act_flow_t *self, act_live_t *call)
 }
 
 void
-act_flow_end_error (act_flow_t *self, act_live_t *call, const char *code, const char *message)
+act_flow_end (act_flow_t *self, act_live_t *call, const char *status, const char *code,
+              const char *message)
 {
-    s_call_finish (self, call, "error", s_error_json (code, message), NULL, 0, 0);
+    s_call_finish (self, call, status, s_error_json (code, message), NULL, 0, 0);
 }
 
 void
@@ -639,6 +655,9 @@ act_flow_settle (act_flow_t *self)
     //  in the order they were accepted; entries added meanwhile run too
     for (size_t next = 0; next < self->ntodo; next++) {
         act_live_t *call = act_flow_lookup (self, self->todo [next]);
+        //  One recovered queued is dispatched once its context has loaded
+        if (call && call->state == ACT_LIVE_QUEUED && !call->backoff)
+            s_dispatch_activity (self, call->activity);
         if (!call || call->state != ACT_LIVE_WAITING || call->waiting_on)
             continue;
         act_err_t err = { 0 };

@@ -96,7 +96,8 @@ void act_flow_timers (act_flow_t *self, long long now);
 //  When the next timer fires, or -1 when none is set.
 long long act_flow_next_timer (act_flow_t *self);
 
-//  Evaluate again the calls whose producers have all ended.
+//  Evaluate again the calls whose producers have all ended, and dispatch
+//  the calls recovered queued since the last time.
 void act_flow_settle (act_flow_t *self);
 
 //  DELETE context_id (or retention): cancel its calls that have not

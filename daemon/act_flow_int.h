@@ -57,13 +57,18 @@ void act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state)
 void act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval,
                       zframe_t *client, zframe_t *request);
 
-//  Queue call number for the next evaluation round (a worklist).
+//  Queue call number for the next evaluation round (a worklist); a call
+//  queued but not dispatched yet is dispatched then.
 void act_flow_todo (act_flow_t *self, uint64_t number);
 
-//  End call with status error, code and message (as any ended call: its
-//  output written, its outcome stored and sent).
-void act_flow_end_error (act_flow_t *self, act_live_t *call, const char *code,
-                         const char *message);
+//  Put call in its activity's queue (at the front when front is set) in
+//  state queued, with its schedule timeout; nothing is dispatched.
+void act_flow_enqueue (act_flow_t *self, act_live_t *call, bool front);
+
+//  End call with status (error, skipped, ...), code and message (as any
+//  ended call: its output written, its outcome stored and sent).
+void act_flow_end (act_flow_t *self, act_live_t *call, const char *status, const char *code,
+                   const char *message);
 
 //  The cache's loaded hook (act_recover.c): recover context's calls that
 //  had not ended, oldest first (an older call may produce for a newer one).

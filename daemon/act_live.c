@@ -113,7 +113,8 @@ act_live_enter (act_live_t *self, act_live_state_t state, size_t *counts)
         self->queued_at = now;
     if (state == ACT_LIVE_RUNNING)
         self->started_at = now_us;
-    if (state == ACT_LIVE_WAITING && !self->accepted_at)
+    //  A call starts waiting or queued, as its references stand
+    if ((state == ACT_LIVE_WAITING || state == ACT_LIVE_QUEUED) && !self->accepted_at)
         self->accepted_at = now;
     if (self->state >= ACT_LIVE_WAITING && self->state <= ACT_LIVE_RUNNING)
         counts [self->state]--;

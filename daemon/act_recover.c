@@ -17,6 +17,30 @@
 #include <inttypes.h>
 #include "act_flow_int.h"
 
+//  Start a recovered call in the state its references give it now, as a
+//  call just accepted starts: waiting when it waits for an earlier call,
+//  queued (and stored so) when it may run, skipped when a reference is
+//  absent for good. A queued one is dispatched by act_flow_settle, once
+//  its context has loaded, so that a DELETE or CANCEL that loaded it acts
+//  before any TASK leaves. STATUS and the watches never see it waiting
+//  for nothing (SEMANTICS.md section 7).
+static void
+s_resume (act_flow_t *self, act_live_t *call)
+{
+    act_err_t err = { 0 };
+    act_live_eval_t eval = act_live_evaluate (call, &self->stamp, &err);
+    if (eval == ACT_LIVE_WAIT)
+        act_flow_enter (self, call, ACT_LIVE_WAITING);
+    else
+    if (eval == ACT_LIVE_READY) {
+        act_flow_enqueue (self, call, false);
+        act_live_save (call, self->store);
+        act_flow_todo (self, call->number);
+    }
+    else
+        act_flow_end (self, call, "skipped", err.code, err.message);
+}
+
 //  Bring back one stored call that had not ended
 static int
 s_recover_one (const json_t *record, void *arg)
@@ -49,7 +73,6 @@ s_recover_one (const json_t *record, void *arg)
     act_flow_key (self, call, true);
     call->producer = act_deps_register (context->deps, call->call->output,
                                         call->call->instance, call->number, call);
-    act_flow_enter (self, call, ACT_LIVE_WAITING);
     //  An attempt that was running when actd crashed counts: with the
     //  attempts used up, the call ends now rather than run once more than
     //  its _retry allows. One lost with a failed commit of this run is no
@@ -59,11 +82,11 @@ s_recover_one (const json_t *record, void *arg)
     &&  call->attempts >= call->retry.max_attempts) {
         char *message = zsys_sprintf ("actd stopped during attempt %lld, the last of %lld "
                                       "allowed", call->attempts, call->retry.max_attempts);
-        act_flow_end_error (self, call, ACT_E_WORKER_LOST, message);
+        act_flow_end (self, call, "error", ACT_E_WORKER_LOST, message);
         zstr_free (&message);
     }
     else
-        act_flow_todo (self, number);
+        s_resume (self, call);
     return 0;
 }
 

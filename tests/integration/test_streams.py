@@ -11,11 +11,13 @@ beyond max_watches, ERROR busy.
 import json
 import os
 import random
+import resource
+import signal
 import tempfile
 import time
 import unittest
 
-from harness import DAGGER, Actd, Client, NoAnswer, Worker, wait_for
+from harness import DAGGER, STORE, Actd, Client, Fail, NoAnswer, Worker, wait_for
 
 
 def text(n):
@@ -25,6 +27,7 @@ def text(n):
 class WatchCase(unittest.TestCase):
 
     config = ""
+    preexec = None          # run in actd's process before it starts
 
     def setUp(self):
         args = []
@@ -34,7 +37,7 @@ class WatchCase(unittest.TestCase):
             handle.close()
             self.addCleanup(os.unlink, handle.name)
             args = ["--config", handle.name]
-        self.actd = Actd(args=args)
+        self.actd = Actd(args=args, preexec=self.preexec)
         self.actd.start()
         self.client = self.actd.client()
         self.watcher = Client(self.actd.client_endpoint)
@@ -59,6 +62,41 @@ class WatchCase(unittest.TestCase):
         client = client or self.watcher
         with self.assertRaises(TimeoutError):
             client.wait(rid, "EVENT", timeout=wait)
+
+    def watch_calls(self, context):
+        """WATCH context's messages and calls from now on; returns its
+        request id once the watch is open (actd answered a PING sent after
+        it on the same socket), so that no change after it is missed."""
+        rid = self.watcher.send("WATCH", context, "0", "all")
+        self.assertEqual(self.watcher.request("PING"), ["PONG"])
+        return rid
+
+    def start_worker(self, activities, handler, **kwargs):
+        """A harness worker serving activities, stopped after the test."""
+        worker = Worker(self.actd.worker_endpoint, activities, handler, **kwargs)
+        worker.start()
+        self.addCleanup(worker.stop)
+        return worker
+
+    def submit(self, context, call):
+        """CALL, without waiting for its DONE; returns the call id."""
+        return self.client.call(context, call, wait_done=False)[0]
+
+    def next_call(self, rid):
+        """The call of the next call event of watch rid (the message events
+        of outputs written meanwhile are passed over)."""
+        while True:
+            event = self.events(rid, 1)[0]
+            if "call" in event:
+                return event["call"]
+
+    def told(self, rid, call_id, state, attempts):
+        """The next call event of watch rid, which must be call_id's, in
+        state with attempts."""
+        call = self.next_call(rid)
+        self.assertEqual((call["call_id"], call["state"], call["attempts"]),
+                         (call_id, state, attempts), call)
+        return call
 
 
 class WatchTest(WatchCase):
@@ -134,9 +172,9 @@ class WatchTest(WatchCase):
         self.no_more(rid, wait=0.3)
         call_id, _ = self.client.call("wc", {"_tool": "later", "_outputPath": DAGGER + "out.x",
                                              "v": 1}, wait_done=False)
-        first = self.events(rid, 2)         # waiting, then queued (no worker yet)
-        self.assertEqual([e["call"]["state"] for e in first], ["waiting", "queued"])
-        self.assertEqual(first[1]["call"]["call_id"], call_id)
+        first = self.events(rid, 1)         # queued (no worker yet): it waits for nothing
+        self.assertEqual([e["call"]["state"] for e in first], ["queued"])
+        self.assertEqual(first[0]["call"]["call_id"], call_id)
         worker = Worker(self.actd.worker_endpoint, ["later"], lambda a, p, m: {"ok": p["v"]},
                         name="w")
         worker.start()
@@ -201,6 +239,155 @@ class WatchTest(WatchCase):
                          ["ERROR", "bad_argument"])
         self.assertEqual(self.watcher.request("WATCH", "bad context!", "1")[:2],
                          ["ERROR", "bad_context"])
+
+
+class CallEventTest(WatchCase):
+    """With `all`, each change of a call's state is one event whose call is
+    the object STATUS returns at that moment (PROTOCOL.md section 1.1):
+    `waiting` only for a call that waits for an earlier call (SEMANTICS.md
+    section 7), `attempts` counting the attempt that runs. Each event a
+    call stays in until STATUS is asked is compared with STATUS; one it
+    leaves at once, with STATUS of a later state, changed in state and
+    attempts only."""
+
+    def runs_from_the_queue(self, watch, call_id, activity):
+        """call_id's next events, each as STATUS has it then: queued (no
+        worker serves activity yet, and it waits for nothing), running its
+        first attempt once a worker comes, ok once that is answered; then
+        no other event."""
+        queued = self.told(watch, call_id, "queued", 0)
+        self.assertNotIn("waiting_on", queued)
+        self.assertEqual(queued, self.client.status(call_id))
+        worker = self.start_worker([activity], lambda a, p, m: NoAnswer)
+        self.assertEqual(self.told(watch, call_id, "running", 1), self.client.status(call_id))
+        worker.send_result(call_id + ".1", {"v": 1})
+        self.assertEqual(self.told(watch, call_id, "ok", 1), self.client.status(call_id))
+        self.no_more(watch)
+
+    def test_a_call_without_references_starts_queued_and_runs_attempt_1(self):
+        watch = self.watch_calls("ev-plain")
+        call_id = self.submit("ev-plain", {"_tool": "held", "_outputPath": DAGGER + "out.x"})
+        self.runs_from_the_queue(watch, call_id, "held")
+
+    def test_a_retry_is_queued_once_then_runs_as_attempt_2(self):
+        def answer(activity, params, meta):
+            if meta["attempt"] == 1:
+                raise Fail("not yet")
+            return NoAnswer
+        worker = self.start_worker(["flaky"], answer)
+        watch = self.watch_calls("ev-retry")
+        call_id = self.submit("ev-retry", {"_tool": "flaky", "_outputPath": DAGGER + "out.x",
+                                           "_retry": {"max_attempts": 2, "initial_ms": 100}})
+        seen = [self.told(watch, call_id, state, attempts)
+                for state, attempts in (("queued", 0), ("running", 1),
+                                        ("queued", 1), ("running", 2))]
+        #  The second attempt is held: STATUS says what its event said
+        steady = self.client.status(call_id)
+        self.assertEqual(seen[-1], steady)
+        for call in seen:
+            self.assertEqual(call, dict(steady, state=call["state"], attempts=call["attempts"]))
+        worker.send_result(call_id + ".2", {"v": 2})
+        self.assertEqual(self.told(watch, call_id, "ok", 2), self.client.status(call_id))
+        self.no_more(watch)
+
+    def test_a_call_waits_for_its_producer_then_is_queued_and_runs(self):
+        producer = self.start_worker(["prod"], lambda a, p, m: NoAnswer)
+        watch = self.watch_calls("ev-dep")
+        prod_id = self.submit("ev-dep", {"_tool": "prod", "_outputPath": DAGGER + "step.a"})
+        self.told(watch, prod_id, "queued", 0)
+        self.assertEqual(self.told(watch, prod_id, "running", 1), self.client.status(prod_id))
+        cons_id = self.submit("ev-dep", {"_tool": "cons", "_outputPath": DAGGER + "step.b",
+                                         "x": DAGGER + "step.a"})
+        waiting = self.told(watch, cons_id, "waiting", 0)
+        self.assertEqual(waiting["waiting_on"], [DAGGER + "step.a"])
+        self.assertEqual(waiting, self.client.status(cons_id))
+        producer.send_result(prod_id + ".1", 5)
+        self.assertEqual(self.told(watch, prod_id, "ok", 1), self.client.status(prod_id))
+        self.runs_from_the_queue(watch, cons_id, "cons")
+
+    def test_a_call_whose_reference_was_erased_before_it_ran_is_skipped_without_waiting(self):
+        """SEMANTICS.md section 4: a value erased between the call's queueing
+        and its dispatch, with no call left to write it again: the call is
+        skipped from the queue. It never waited, and no event says it did."""
+        self.append("ev-erased", {"type": "data", "kind": "v", "data": {"a": 1}})
+        watch = self.watch_calls("ev-erased")
+        call_id = self.submit("ev-erased", {"_tool": "late", "_outputPath": DAGGER + "s.out",
+                                            "x": DAGGER + "v.a"})
+        self.assertEqual(self.told(watch, call_id, "queued", 0), self.client.status(call_id))
+        self.append("ev-erased", {"type": "data", "kind": "v", "data": None,
+                                  "_outputMethod": "erase"})
+        worker = self.start_worker(["late"], lambda a, p, m: p)
+        ended = self.told(watch, call_id, "skipped", 0)
+        self.assertEqual(ended["outcome"]["error"]["code"], "unresolved_reference")
+        self.assertEqual(ended, self.client.status(call_id))
+        self.no_more(watch)
+        self.assertEqual(worker.tasks, [])
+
+    def test_cancelled_and_timed_out_calls_end_as_status_reports_them(self):
+        watch = self.watch_calls("ev-end")
+        idle_id = self.submit("ev-end", {"_tool": "nobody", "_outputPath": DAGGER + "a.x"})
+        self.assertEqual(self.told(watch, idle_id, "queued", 0), self.client.status(idle_id))
+        self.assertEqual(self.client.request("CANCEL", idle_id), ["OK"])
+        self.assertEqual(self.told(watch, idle_id, "cancelled", 0), self.client.status(idle_id))
+        #  Room for two: a cancelled task's slot stays taken until its
+        #  worker answers, and this one never does
+        self.start_worker(["held"], lambda a, p, m: NoAnswer, capacity=2)
+        held_id = self.submit("ev-end", {"_tool": "held", "_outputPath": DAGGER + "b.x"})
+        self.told(watch, held_id, "queued", 0)
+        self.assertEqual(self.told(watch, held_id, "running", 1), self.client.status(held_id))
+        self.assertEqual(self.client.request("CANCEL", held_id), ["OK"])
+        self.assertEqual(self.told(watch, held_id, "cancelled", 1), self.client.status(held_id))
+        late_id = self.submit("ev-end", {"_tool": "held", "_outputPath": DAGGER + "c.x",
+                                         "_timeout": 200, "_retry": {"max_attempts": 1}})
+        self.told(watch, late_id, "queued", 0)
+        running = self.told(watch, late_id, "running", 1)
+        ended = self.told(watch, late_id, "timeout", 1)
+        self.assertEqual(ended["outcome"]["error"]["code"], "timeout")
+        self.assertEqual(ended, self.client.status(late_id))
+        ended.pop("outcome")
+        self.assertEqual(running, dict(ended, state="running"))
+        self.no_more(watch)
+
+
+def _small_files():
+    """In actd's process: files of 512 KiB at most, so that a commit of a
+    larger result fails (the signal left to its default, as a service
+    manager leaves it: actd must ignore it itself)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (512 << 10, 512 << 10))
+
+
+@unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
+class CallEventRecoveryTest(WatchCase):
+    """After a failed commit actd takes its calls again from the store
+    (test_crash_store.py) while the watches stay open: a recovered call
+    that waits for nothing is told queued, never waiting, and its next
+    attempt runs as the one after those the store counted."""
+
+    preexec = staticmethod(_small_files)
+
+    def test_a_call_recovered_after_a_failed_commit_is_queued_then_runs_attempt_2(self):
+        def answer(activity, params, meta):
+            return NoAnswer if meta["attempt"] == 1 else {"attempt": meta["attempt"]}
+        worker = self.start_worker(["big"], answer)
+        watch = self.watch_calls("ev-full")
+        call_id = self.submit("ev-full", {"_tool": "big", "_outputPath": DAGGER + "out.x",
+                                          "_retry": {"max_attempts": 1}})
+        self.told(watch, call_id, "queued", 0)
+        self.assertEqual(self.told(watch, call_id, "running", 1), self.client.status(call_id))
+        #  A result of 900 KB: its commit fails, and its events with it
+        worker.send_result(call_id + ".1", ["x" * 300000] * 3)
+        queued = self.told(watch, call_id, "queued", 1)
+        self.assertNotIn("waiting_on", queued)
+        running = self.told(watch, call_id, "running", 2)
+        ended = self.told(watch, call_id, "ok", 2)
+        self.assertEqual(ended, self.client.status(call_id))
+        self.assertEqual(ended["outcome"]["result"], {"attempt": 2})
+        self.assertIn("store commit failed", self.actd.log())
+        ended.pop("outcome")
+        self.assertEqual(queued, dict(ended, state="queued", attempts=1))
+        self.assertEqual(running, dict(ended, state="running"))
+        self.no_more(watch)
 
 
 class WatchLimitTest(WatchCase):
