@@ -349,8 +349,6 @@ s_stats (void *arg)
     json_object_set_new (calls, "running", json_integer ((json_int_t) act_flow_running (self->flow)));
     json_object_set_new (calls, "queued", json_integer ((json_int_t) act_flow_queued (self->flow)));
     json_object_set_new (calls, "waiting", json_integer ((json_int_t) act_flow_waiting (self->flow)));
-    json_object_set_new (stats, "activities", act_pool_activities_json (self->pool));
-    json_object_set_new (stats, "workers", act_pool_workers_json (self->pool));
     //  Beyond PROTOCOL.md section 4: how the group commit batches writes
     //  and how long a commit takes (histograms, as act_hist_json)
     json_object_set_new (stats, "store", json_pack ("{sssssbsIsIsIsIsoso}",
@@ -370,6 +368,9 @@ s_stats (void *arg)
         "held_bytes", (json_int_t) act_outbox_client_bytes (self->outbox),
         "cut", (json_int_t) act_outbox_cuts (self->outbox),
         "unowned", (json_int_t) act_outbox_unowned (self->outbox)));
+    //  Last, in what is left of max_reply_bytes: one entry per worker and
+    //  per activity, which calls may name without end
+    act_pool_stats (self->pool, stats, (size_t) self->settings->max_reply_bytes);
     return stats;
 }
 

@@ -150,6 +150,9 @@ s_reply_json (act_commands_t *self, s_request_t *req, const char *verb, const js
     free (text);
 }
 
+//  What a too_large VIEW or RESOLVE tells the client to do
+#define S_RESOLVE_PART "resolve a part of it"
+
 static void
 s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
 {
@@ -159,9 +162,9 @@ s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
 //  VALUE with text (which it frees), or ERROR too_large when text is over
 //  max_reply_bytes (PROTOCOL.md section 1: replies are bounded): a reply
 //  that big would sit in the outbox and the socket's queue for a value
-//  the client can read in parts with RESOLVE
+//  the client can read in parts, as hint (for the error's message) says
 static void
-s_reply_bounded (act_commands_t *self, s_request_t *req, char *text)
+s_reply_bounded (act_commands_t *self, s_request_t *req, char *text, const char *hint)
 {
     act_err_t err = { 0 };
     if (!text) {
@@ -172,8 +175,8 @@ s_reply_bounded (act_commands_t *self, s_request_t *req, char *text)
     size_t size = strlen (text);
     if (size > (size_t) self->settings->max_reply_bytes) {
         act_err_set (&err, ACT_E_TOO_LARGE,
-                     "the value is %zu bytes, over max_reply_bytes (%lld); resolve a part of it",
-                     size, self->settings->max_reply_bytes);
+                     "the value is %zu bytes, over max_reply_bytes (%lld); %s",
+                     size, self->settings->max_reply_bytes, hint);
         free (text);
         s_reply_error (self, req, &err);
         return;
@@ -291,7 +294,7 @@ s_resolve (act_commands_t *self, s_request_t *req)
         act_context_t *context = act_cache_get (self->cache, req->context, false, &err);
         json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
         if (value)
-            s_reply_bounded (self, req, act_json_dump (value));
+            s_reply_bounded (self, req, act_json_dump (value), S_RESOLVE_PART);
         else
         if (context)
             act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
@@ -319,10 +322,10 @@ s_view (act_commands_t *self, s_request_t *req)
         s_reply_error (self, req, &err);
     else
     if (text)
-        s_reply_bounded (self, req, act_ctx_view_text (context->ctx));
+        s_reply_bounded (self, req, act_ctx_view_text (context->ctx), S_RESOLVE_PART);
     else {
         json_t *view = act_ctx_view (context->ctx);
-        s_reply_bounded (self, req, act_json_dump (view));
+        s_reply_bounded (self, req, act_json_dump (view), S_RESOLVE_PART);
         json_decref (view);
     }
 }
@@ -409,7 +412,11 @@ s_tools (act_commands_t *self, s_request_t *req)
     }
     else {
         json_t *tools = act_tools_json (act_flow_tools (self->flow), activity);
-        s_reply_bounded (self, req, act_json_dump (tools));
+        //  Whole or not at all, as a value: a part of the registry, handed
+        //  to a model, would lack tools without a word, and its object has
+        //  no key left for a count (any name may be an activity's)
+        s_reply_bounded (self, req, act_json_dump (tools),
+                         "ask TOOLS with an activity for its entry alone");
         json_decref (tools);
     }
     free (activity);
@@ -497,6 +504,41 @@ s_tenant_prefix (const act_grant_t *grant, char **prefix)
     return true;
 }
 
+//  The CONTEXTS reply with page (taken), the store's entries in order, of
+//  which it may list limit: those up to the first whose text would take
+//  the reply past max_bytes, one at least (PROTOCOL.md section 1: paged
+//  replies stop early, as HISTORY does), with "next", the id of the last
+//  one listed, when an entry comes after it
+static json_t *
+s_contexts_reply (json_t *page, size_t limit, size_t max_bytes)
+{
+    size_t count = json_array_size (page);
+    size_t used = strlen ("{\"contexts\":[]}");
+    size_t kept;
+    for (kept = 0; kept < count && kept < limit; kept++) {
+        json_t *entry = json_array_get (page, kept);
+        char *text = act_json_dump (entry);
+        char *next = kept + 1 < count
+                   ? act_json_quote (json_string_value (json_object_get (entry, "context")))
+                   : NULL;
+        size_t bytes = (text? strlen (text): max_bytes) + (kept? 1: 0);
+        size_t tail = next? strlen (",\"next\":") + strlen (next): 0;
+        free (text);
+        free (next);
+        if (kept && used + bytes + tail > max_bytes)
+            break;
+        used += bytes;
+    }
+    json_t *reply = json_object ();
+    if (kept < count)
+        json_object_set (reply, "next", json_object_get (json_array_get (page, kept - 1),
+                                                         "context"));
+    for (size_t index = count; index > kept; index--)
+        json_array_remove (page, index - 1);
+    json_object_set_new (reply, "contexts", page);
+    return reply;
+}
+
 //  CONTEXTS [prefix] [after] [limit]: a page of the stored contexts, in
 //  byte order of their ids, with "next" when more remain
 static void
@@ -522,13 +564,8 @@ s_contexts (act_commands_t *self, s_request_t *req)
     if (!(page = act_store_contexts (self->store, prefix, after, (size_t) limit + 1)))
         act_err_set (&err, ACT_E_INTERNAL, "the store could not list contexts");
     if (page) {
-        json_t *reply = json_object ();
-        if (json_array_size (page) > limit) {
-            json_array_remove (page, (size_t) limit);
-            json_object_set (reply, "next", json_object_get (json_array_get (page, limit - 1),
-                                                             "context"));
-        }
-        json_object_set_new (reply, "contexts", page);
+        json_t *reply = s_contexts_reply (page, (size_t) limit,
+                                          (size_t) self->settings->max_reply_bytes);
         s_reply_json (self, req, "VALUE", reply, false);
         json_decref (reply);
     }

@@ -621,13 +621,15 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
     act_flow_key (self, call, false);
     call->context->live--;
     call->context->used = act_clock_ms ();
-    call->activity->done++;
+    act_activity_t *activity = call->activity;
+    activity->done++;
     //  The names differ in their first byte: one comparison of a string
     for (size_t i = 0; i < ACT_POOL_OUTCOMES; i++)
         if (status [0] == act_pool_outcome_names [i][0]
         &&  streq (status, act_pool_outcome_names [i]))
-            call->activity->outcomes [i]++;
+            activity->outcomes [i]++;
     zhashx_delete (self->calls, call->id);      //  Destroys the call
+    act_pool_idle (self->pool, activity);       //  Its last call may have ended
 }
 
 //  Cancel a live call: a running task gets CANCEL at its worker, whose

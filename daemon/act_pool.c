@@ -9,6 +9,11 @@ struct _act_pool_t {
     act_settings_t *settings;   //  Per-activity limits (borrowed)
     zhashx_t *activities;       //  Name -> act_activity_t
     zhashx_t *workers;          //  Routing id hex -> act_worker_t
+    zlistx_t *idle;             //  act_activity_t no worker served, with no
+                                //  call left, the oldest idle first; one in
+                                //  use again stays until it is the oldest
+                                //  or idle again (borrowed: activities owns
+                                //  them)
     uint64_t joins;             //  Workers joined since the start
 };
 
@@ -51,6 +56,7 @@ act_pool_new (act_settings_t *settings)
     zhashx_set_destructor (self->activities, s_activity_destroy);
     self->workers = zhashx_new ();
     zhashx_set_destructor (self->workers, s_worker_destroy);
+    self->idle = zlistx_new ();
     return self;
 }
 
@@ -60,6 +66,7 @@ act_pool_destroy (act_pool_t **self_p)
     if (self_p && *self_p) {
         act_pool_t *self = *self_p;
         zhashx_destroy (&self->workers);
+        zlistx_destroy (&self->idle);
         zhashx_destroy (&self->activities);
         free (self);
         *self_p = NULL;
@@ -81,18 +88,70 @@ act_pool_activity (act_pool_t *self, const char *name)
     return activity;
 }
 
+//  True when no worker serves activity and no call of it is live
+static bool
+s_unused (const act_activity_t *activity)
+{
+    return zlistx_size (activity->workers) == 0 && activity->backlog == 0
+        && activity->running == 0;
+}
+
+//  Forget activity (it is unused), and its place among the idle
+static void
+s_forget (act_pool_t *self, act_activity_t *activity)
+{
+    if (activity->idle)
+        zlistx_delete (self->idle, activity->idle);
+    zhashx_delete (self->activities, activity->name);
+}
+
 void
 act_pool_prune (act_pool_t *self)
 {
     zlistx_t *unused = zlistx_new ();
     for (act_activity_t *activity = zhashx_first (self->activities); activity;
          activity = zhashx_next (self->activities))
-        if (zlistx_size (activity->workers) == 0 && activity->backlog == 0
-        &&  activity->running == 0 && activity->done == 0)
-            zlistx_add_end (unused, activity->name);
-    for (char *name = zlistx_first (unused); name; name = zlistx_next (unused))
-        zhashx_delete (self->activities, name);
+        if (s_unused (activity) && activity->done == 0)
+            zlistx_add_end (unused, activity);
+    for (act_activity_t *activity = zlistx_first (unused); activity;
+         activity = zlistx_next (unused))
+        s_forget (self, activity);
     zlistx_destroy (&unused);
+}
+
+//  Count activity, which no worker served, among the idle (again: then
+//  as the most recent), when it is unused
+static void
+s_idle_note (act_pool_t *self, act_activity_t *activity)
+{
+    if (activity->served || !s_unused (activity))
+        return;
+    if (activity->idle)
+        zlistx_move_end (self->idle, activity->idle);
+    else
+        activity->idle = zlistx_add_end (self->idle, activity);
+}
+
+//  Forget the oldest idle activities past ACT_POOL_IDLE_KEPT. One that a
+//  call named again since it was noted, or that a worker serves now, is
+//  not idle: it only leaves the list, and comes back when it is idle.
+static void
+s_idle_trim (act_pool_t *self)
+{
+    while (zlistx_size (self->idle) > ACT_POOL_IDLE_KEPT) {
+        act_activity_t *oldest = (act_activity_t *) zlistx_first (self->idle);
+        zlistx_delete (self->idle, oldest->idle);
+        oldest->idle = NULL;
+        if (!oldest->served && s_unused (oldest))
+            s_forget (self, oldest);
+    }
+}
+
+void
+act_pool_idle (act_pool_t *self, act_activity_t *activity)
+{
+    s_idle_note (self, activity);
+    s_idle_trim (self);
 }
 
 void
@@ -133,6 +192,7 @@ act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_
     json_t *activity_name;
     json_array_foreach (names, index, activity_name) {
         act_activity_t *activity = act_pool_activity (self, json_string_value (activity_name));
+        activity->served = true;
         if (!zlistx_find (worker->activities, activity)) {
             zlistx_add_end (worker->activities, activity);
             zlistx_add_end (activity->workers, worker);
@@ -192,6 +252,7 @@ act_pool_clear (act_pool_t *self, act_outbox_t *outbox)
             act_pool_disconnect (outbox, worker->identity, worker->protocol,
                                  worker->envelope, "broker restarting its state");
     zhashx_purge (self->workers);
+    zlistx_purge (self->idle);
     zhashx_purge (self->activities);
 }
 
@@ -202,7 +263,9 @@ act_pool_forget_calls (act_pool_t *self)
          activity = zhashx_next (self->activities)) {
         zlistx_purge (activity->queue);
         activity->backlog = activity->queued = activity->running = 0;
+        s_idle_note (self, activity);
     }
+    s_idle_trim (self);
 }
 
 bool
@@ -381,46 +444,111 @@ const char *act_pool_outcome_names [ACT_POOL_OUTCOMES] = {
     "ok", "error", "timeout", "skipped", "cancelled"
 };
 
-json_t *
-act_pool_activities_json (act_pool_t *self)
+//  One activity's entry of STATS
+static json_t *
+s_activity_json (const act_activity_t *activity)
 {
-    json_t *activities = json_object ();
-    for (act_activity_t *activity = zhashx_first (self->activities); activity;
-         activity = zhashx_next (self->activities)) {
-        json_t *outcomes = json_object ();
-        for (size_t i = 0; i < ACT_POOL_OUTCOMES; i++)
-            json_object_set_new (outcomes, act_pool_outcome_names [i],
-                                 json_integer ((json_int_t) activity->outcomes [i]));
-        json_object_set_new (activities, activity->name, json_pack ("{sIsIsIsIsos{sososo}}",
-            "workers", (json_int_t) zlistx_size (activity->workers),
-            "queued", (json_int_t) activity->queued,
-            "running", (json_int_t) activity->running,
-            "done", (json_int_t) activity->done,
-            //  Beyond PROTOCOL.md section 4: the calls done per status, and
-            //  latencies, since this start
-            "outcomes", outcomes,
-            "latency_ms", "queue", act_hist_json (&activity->queue_ms),
-            "run", act_hist_json (&activity->run_ms),
-            "total", act_hist_json (&activity->total_ms)));
-    }
-    return activities;
+    json_t *outcomes = json_object ();
+    for (size_t i = 0; i < ACT_POOL_OUTCOMES; i++)
+        json_object_set_new (outcomes, act_pool_outcome_names [i],
+                             json_integer ((json_int_t) activity->outcomes [i]));
+    return json_pack ("{sIsIsIsIsos{sososo}}",
+        "workers", (json_int_t) zlistx_size (activity->workers),
+        "queued", (json_int_t) activity->queued,
+        "running", (json_int_t) activity->running,
+        "done", (json_int_t) activity->done,
+        //  Beyond PROTOCOL.md section 4: the calls done per status, and
+        //  latencies, since this start
+        "outcomes", outcomes,
+        "latency_ms", "queue", act_hist_json (&activity->queue_ms),
+        "run", act_hist_json (&activity->run_ms),
+        "total", act_hist_json (&activity->total_ms));
 }
 
-json_t *
-act_pool_workers_json (act_pool_t *self)
+//  One worker's entry of STATS
+static json_t *
+s_worker_json (act_worker_t *worker)
+{
+    json_t *names = json_array ();
+    for (act_activity_t *activity = zlistx_first (worker->activities); activity;
+         activity = zlistx_next (worker->activities))
+        json_array_append_new (names, json_string (activity->name));
+    return json_pack ("{sssosIsIss}",
+        "name", worker->name, "activities", names,
+        "capacity", (json_int_t) worker->capacity,
+        "running", (json_int_t) zhashx_size (worker->tasks),
+        "lang", worker->lang);
+}
+
+//  The entries of STATS being listed within a number of bytes
+typedef struct {
+    size_t room;                //  Bytes the next entries may take; 0
+                                //  once one did not fit
+    size_t left_out;            //  Entries left out so far
+} s_listing_t;
+
+//  Add entry (taken) to container, an object (under key) or an array
+//  (key NULL), when its text fits in the listing's room, and take its
+//  bytes from the room: its text, its key and colon, and a comma (one too
+//  many for the first: a bound, not a count). Else count it left out,
+//  and leave no room for those after it: a listing is the entries up to
+//  the first that does not fit, as a page is. An entry NULL (not made:
+//  no room was left, or no memory) is left out.
+static void
+s_list (s_listing_t *listing, json_t *container, const char *key, json_t *entry)
+{
+    char *text = entry && listing->room? act_json_dump (entry): NULL;
+    char *quoted = text && key? act_json_quote (key): NULL;
+    size_t bytes = text? strlen (text) + 1 + (key? strlen (quoted) + 1: 0): SIZE_MAX;
+    free (text);
+    free (quoted);
+    if (bytes > listing->room) {
+        listing->room = 0;
+        listing->left_out++;
+        json_decref (entry);
+    }
+    else {
+        listing->room -= bytes;
+        if (key)
+            json_object_set_new (container, key, entry);
+        else
+            json_array_append_new (container, entry);
+    }
+}
+
+//  The room "workers_left_out" and "activities_left_out" take at most:
+//  their keys, quotes, colons, commas, and 20 digits each
+#define S_LEFT_OUT_ROOM (2 * (sizeof "\"activities_left_out\":," + 20))
+
+void
+act_pool_stats (act_pool_t *self, json_t *stats, size_t max_bytes)
 {
     json_t *workers = json_array ();
+    json_t *activities = json_object ();
+    json_object_set_new (stats, "workers", workers);
+    json_object_set_new (stats, "activities", activities);
+    char *text = act_json_dump (stats);
+    size_t used = (text? strlen (text): max_bytes) + S_LEFT_OUT_ROOM;
+    free (text);
+    s_listing_t listing = { used < max_bytes? max_bytes - used: 0, 0 };
+    //  Workers first: they are few (one a connection), and what an
+    //  operator reads STATS for; then the activities in use, which a
+    //  flood of idle names (act_pool_idle keeps 1024) must not hide
     for (act_worker_t *worker = zhashx_first (self->workers); worker;
-         worker = zhashx_next (self->workers)) {
-        json_t *names = json_array ();
-        for (act_activity_t *activity = zlistx_first (worker->activities); activity;
-             activity = zlistx_next (worker->activities))
-            json_array_append_new (names, json_string (activity->name));
-        json_array_append_new (workers, json_pack ("{sssosIsIss}",
-            "name", worker->name, "activities", names,
-            "capacity", (json_int_t) worker->capacity,
-            "running", (json_int_t) zhashx_size (worker->tasks),
-            "lang", worker->lang));
-    }
-    return workers;
+         worker = zhashx_next (self->workers))
+        s_list (&listing, workers, NULL, listing.room? s_worker_json (worker): NULL);
+    size_t workers_left_out = listing.left_out;
+    listing.left_out = 0;
+    for (int idle = 0; idle < 2; idle++)
+        for (act_activity_t *activity = zhashx_first (self->activities); activity;
+             activity = zhashx_next (self->activities))
+            if (s_unused (activity) == (idle == 1))
+                s_list (&listing, activities, activity->name,
+                        listing.room? s_activity_json (activity): NULL);
+    if (workers_left_out)
+        json_object_set_new (stats, "workers_left_out", json_integer ((json_int_t)
+                                                                      workers_left_out));
+    if (listing.left_out)
+        json_object_set_new (stats, "activities_left_out", json_integer ((json_int_t)
+                                                                         listing.left_out));
 }

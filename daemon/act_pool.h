@@ -46,6 +46,10 @@ typedef struct {
                                 //  in us (1/4 the last, 3/4 those before);
                                 //  0 until one has ended
     const act_activity_settings_t *settings;    //  Its limits
+    bool served;                //  A READY named it since the start: kept
+                                //  while actd runs (act_pool_idle)
+    void *idle;                 //  Its handle among the idle activities no
+                                //  worker served (act_pool_idle), or NULL
 } act_activity_t;
 
 //  Room for a task id, "<call>.<attempt>", and its NUL
@@ -95,6 +99,17 @@ act_activity_t *act_pool_activity (act_pool_t *self, const char *name);
 //  refused call may have named one never seen, and a refused request
 //  changes nothing.
 void act_pool_prune (act_pool_t *self);
+
+//  A call of activity just ended. Of the activities no worker has served
+//  since the start, at most ACT_POOL_IDLE_KEPT are kept once they have no
+//  call left: past them, the one idle the longest is forgotten with its
+//  counts (STATS). Calls may name any number of activities nobody serves:
+//  each would be kept until actd stops. An activity a READY named is kept
+//  for good, as its tool is. O(1), amortized over the calls that end.
+void act_pool_idle (act_pool_t *self, act_activity_t *activity);
+
+//  Idle activities no worker served kept at most (act_pool_idle)
+#define ACT_POOL_IDLE_KEPT 1024
 
 //  Point every activity at its settings again (after a reload).
 void act_pool_resettle (act_pool_t *self);
@@ -192,8 +207,13 @@ act_out_t *act_worker_task (act_outbox_t *outbox, act_worker_t *worker, const ch
 void act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t protocol,
                           bool envelope, const char *reason);
 
-//  STATS' "activities" object and "workers" array (PROTOCOL.md section 4).
-json_t *act_pool_activities_json (act_pool_t *self);
-json_t *act_pool_workers_json (act_pool_t *self);
+//  Add STATS' "workers" array and "activities" object (PROTOCOL.md
+//  section 4) to stats, with as many entries as keep its text within
+//  max_bytes (PROTOCOL.md section 1: replies are bounded): the workers
+//  first, then the activities with a worker or a live call, then the
+//  others, until one does not fit. When some were left out,
+//  "workers_left_out" and "activities_left_out" count them. Costs one
+//  serialization of stats and of each entry listed.
+void act_pool_stats (act_pool_t *self, json_t *stats, size_t max_bytes);
 
 #endif

@@ -67,8 +67,10 @@ typedef struct {
     long long mdp_heartbeat_ms; //  An idle Majordomo worker's interval, at
                                 //  least (theirs is often 2500 ms)
     long long max_message_bytes;//  Largest frame accepted (too_large above)
-    long long max_reply_bytes;  //  HISTORY pages stop here; larger VIEW and
-                                //  RESOLVE values are too_large
+    long long max_reply_bytes;  //  HISTORY and CONTEXTS pages stop here,
+                                //  STATS lists what fits; larger VIEW,
+                                //  RESOLVE, TOOLS values and PLAN's
+                                //  ACCEPTED are too_large
     long long max_client_bytes; //  Replies libzmq may hold for one client
                                 //  not reading them, in bytes
     long long max_worker_bytes; //  Tasks libzmq may hold for one worker not

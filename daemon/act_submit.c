@@ -136,6 +136,25 @@ s_make (json_t *entries, size_t index, act_call_t **first, const act_err_t *firs
     return call;
 }
 
+//  True when the ACCEPTED of a plan of count entries fits in
+//  max_reply_bytes (PROTOCOL.md section 1: replies are bounded), else
+//  false with err (too_large). Its array of ids cannot be paged, and it
+//  is not a stored value: a plan of many short calls, each answered with
+//  a longer id, could pass the bound by nearly twice its own size.
+static bool
+s_accepted_fits (act_flow_t *self, const s_entry_t *accepted, size_t count, act_err_t *err)
+{
+    size_t bytes = 1;                   //  "[", and "]" for the last comma
+    for (size_t i = 0; i < count; i++)
+        bytes += strlen (accepted [i].id) + 3;
+    if (bytes <= (size_t) self->settings->max_reply_bytes)
+        return true;
+    act_err_set (err, ACT_E_TOO_LARGE, "a plan of %zu calls is answered with %zu bytes of "
+                 "call ids, over max_reply_bytes (%lld): send its calls in several plans",
+                 count, bytes, self->settings->max_reply_bytes);
+    return false;
+}
+
 //  Prepare the calls of a CALL (one: *first, or first_err) or PLAN
 //  (entries, several), all or none:
 //  validated (against their tools too), numbered, evaluated against the
@@ -144,7 +163,8 @@ s_make (json_t *entries, size_t index, act_call_t **first, const act_err_t *firs
 //  per entry: calls [i] (a new call, or NULL when the entry repeats an
 //  _id) and entries [i] (its id; for a repeated _id, the earlier call live,
 //  or the record of an ended one). Or returns -1 with err naming the
-//  entry, keeping nothing. Numbers of refused calls are not reused: a
+//  entry (or too_large: its ACCEPTED would pass max_reply_bytes), keeping
+//  nothing. Numbers of refused calls are not reused: a
 //  wait they registered on a live call must never match a later call.
 static int
 s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t **first,
@@ -190,9 +210,9 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t
             break;
         memcpy (accepted [index].id, calls [index]->id, sizeof accepted [index].id);
     }
-    if (index == count)
+    if (index == count && (!entries || s_accepted_fits (self, accepted, count, err)))
         return 0;
-    if (entries && count > 1) {
+    if (index < count && entries && count > 1) {
         char *message = strdup (err->message);
         act_err_set (err, err->code, "call %zu: %s", index, message);
         free (message);

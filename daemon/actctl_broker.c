@@ -46,6 +46,13 @@ actctl_stats (act_client_t *client, actctl_options_t *options, char **args, int 
                     json_integer_value (json_object_get (value, "capacity")));
             free (names);
         }
+        //  STATS stops listing them at max_reply_bytes
+        json_int_t activities = json_integer_value (json_object_get (stats,
+                                                                     "activities_left_out"));
+        json_int_t workers = json_integer_value (json_object_get (stats, "workers_left_out"));
+        if (activities || workers)
+            printf ("not listed (over max_reply_bytes): %" JSON_INTEGER_FORMAT " activities, %"
+                    JSON_INTEGER_FORMAT " workers\n", activities, workers);
     }
     json_decref (stats);
     return 0;
