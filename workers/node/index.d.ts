@@ -330,6 +330,10 @@ export interface Stats {
     };
     activities: { [name: string]: { workers: number; queued: number; running: number; done: number } };
     workers: { name: string; activities: string[]; capacity: number; running: number; lang: string }[];
+    /** Workers and activities not listed, so that the reply stays within
+     *  the broker's max_reply_bytes (present only when some were left out). */
+    workers_left_out?: number;
+    activities_left_out?: number;
 }
 
 export interface ClientOptions extends CurveOptions {
