@@ -2,8 +2,8 @@
     act_flow - a call's path through the broker (see act_flow.h).
 
     Reading order, which is the order of a call's life: its first step,
-    submit (validate, number, evaluate), is in act_submit.c; here, it is
-    accepted (stored, indexed, started); queue and dispatch; the worker's
+    submit (validate, number, evaluate) and acceptance (stored, indexed,
+    started) are in act_submit.c; here, queue and dispatch; the worker's
     answer; failures and retries; the output and the end; timers. Recovery
     of a loaded context's calls is in act_recover.c; STATUS of the live
     calls and the end of a context in act_flow_calls.c.
@@ -148,31 +148,6 @@ s_call_told (act_flow_t *self, act_live_t *call, const char *status, const char 
     free (joined);
     free (text);
     json_decref (head);
-}
-
-//  Make a prepared call live: store it, index it, start it
-void
-act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zframe_t *client,
-                 zframe_t *request)
-{
-    act_cache_store (self->cache, call->context);
-    zhashx_insert (self->calls, call->id, call);
-    call->context->live++;
-    act_flow_key (self, call, true);
-    //  A REQ socket takes one reply per request (ACCEPTED): no DONE for it
-    if (act_outbox_enveloped (self->outbox, client))
-        client = NULL;
-    const char *owner = act_outbox_serving_owner (self->outbox);
-    if (call->call->output)
-        act_live_recipient_add (call, client, request, owner);
-    act_live_put (call, self->store, eval == ACT_LIVE_WAIT? "waiting": "queued",
-                  client, request, owner);
-    //  Waiting is for dependencies (SEMANTICS.md section 7): a call with
-    //  every reference present starts queued, as STATUS then shows it
-    if (eval == ACT_LIVE_READY)
-        s_call_queue (self, call, false);
-    else
-        act_flow_enter (self, call, ACT_LIVE_WAITING);
 }
 
 
@@ -322,6 +297,25 @@ s_dispatch_activity (act_flow_t *self, act_activity_t *activity)
         if (!worker)
             break;
         s_call_dispatch (self, (act_live_t *) zlistx_first (activity->queue), worker);
+    }
+}
+
+//  Dispatch the queue of call's activity as far as call: the calls queued
+//  before it go first, as they would had it been queued last; the ones
+//  behind it (a PLAN's later calls) wait for their own turn, so that a
+//  PLAN's calls are dispatched in its order whatever their activities
+void
+act_flow_dispatch (act_flow_t *self, act_live_t *call)
+{
+    act_activity_t *activity = call->activity;
+    bool reached = false;
+    while (!reached && !self->stopping && zlistx_size (activity->queue)) {
+        act_worker_t *worker = act_worker_pick (activity);
+        if (!worker)
+            break;
+        act_live_t *first = (act_live_t *) zlistx_first (activity->queue);
+        reached = first == call;        //  Before: its dispatch may end it
+        s_call_dispatch (self, first, worker);
     }
 }
 

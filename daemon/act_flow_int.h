@@ -1,6 +1,7 @@
 /*  =========================================================================
     act_flow_int - the call flow's state and the steps its two files share
-    (act_submit.c: a call is admitted; act_flow.c: the rest of its path).
+    (act_submit.c: a call is admitted and accepted; act_flow.c: the rest
+    of its path).
     Private to those two files.
     ========================================================================= */
 
@@ -52,10 +53,10 @@ void act_flow_key (act_flow_t *self, act_live_t *call, bool add);
 //  calls (states of a live call; an ended call is told by its finish).
 void act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state);
 
-//  Make a prepared call live: store it (with the client and request its
-//  DONE goes to), index it, and start it as eval says.
-void act_flow_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval,
-                      zframe_t *client, zframe_t *request);
+//  Dispatch the queue of call's activity (call queued, not in its retry
+//  delay) as far as call, as workers are free; the calls behind it stay
+//  queued. call may have ended when it returns (its params refused).
+void act_flow_dispatch (act_flow_t *self, act_live_t *call);
 
 //  Queue call number for the next evaluation round (a worklist); a call
 //  queued but not dispatched yet is dispatched then.

@@ -5,8 +5,9 @@
     Each entry is validated, checked against the calls already accepted
     under its _id, given its place in its activity's backlog and a number,
     evaluated against its context and the earlier calls, and registered as
-    a producer; then act_flow_accept stores and starts them, and ACCEPTED
-    goes out. A refused request keeps nothing.
+    a producer; then ACCEPTED goes out, and the calls are accepted (stored
+    and made live, all of them) and then started. A refused request keeps
+    nothing.
     ========================================================================= */
 
 #include "act_flow_int.h"
@@ -296,6 +297,59 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *en
     }
 }
 
+//  Make a prepared call live: store it (with the client and request its
+//  DONE goes to), index it, and put it in the state eval gives it,
+//  waiting or queued. A queued call is not dispatched here (s_start does)
+static void
+s_accept (act_flow_t *self, act_live_t *call, act_live_eval_t eval, zframe_t *client,
+          zframe_t *request)
+{
+    act_cache_store (self->cache, call->context);
+    zhashx_insert (self->calls, call->id, call);
+    call->context->live++;
+    act_flow_key (self, call, true);
+    //  A REQ socket takes one reply per request (ACCEPTED): no DONE for it
+    if (act_outbox_enveloped (self->outbox, client))
+        client = NULL;
+    const char *owner = act_outbox_serving_owner (self->outbox);
+    if (call->call->output)
+        act_live_recipient_add (call, client, request, owner);
+    act_live_put (call, self->store, eval == ACT_LIVE_WAIT? "waiting": "queued",
+                  client, request, owner);
+    //  Waiting is for dependencies (SEMANTICS.md section 7): a call with
+    //  every reference present starts queued, as STATUS then shows it
+    if (eval == ACT_LIVE_READY)
+        act_flow_enqueue (self, call, false);
+    else
+        act_flow_enter (self, call, ACT_LIVE_WAITING);
+}
+
+//  Accept the new calls of a request (calls, count entries; NULL for a
+//  repeated _id), then dispatch the queued ones in order. Every call is
+//  live, and waits where it waits, before any is dispatched: a dispatch
+//  may end a call at once (its params refused once resolved, or a
+//  reference gone), or end an earlier queued call of the same activity,
+//  and the end of a producer wakes only the calls it finds waiting
+//  (SEMANTICS.md section 7: its readers are then evaluated again). A
+//  reader not accepted yet would wait for it for ever.
+static void
+s_start (act_flow_t *self, act_live_t **calls, const act_live_eval_t *evals,
+         const s_entry_t *accepted, size_t count, zframe_t *client, zframe_t *request)
+{
+    for (size_t i = 0; i < count; i++)
+        if (calls [i])
+            s_accept (self, calls [i], evals [i], client, request);
+    for (size_t i = 0; i < count; i++) {
+        //  By its id, not calls [i]: a call ended by an earlier dispatch
+        //  is freed. An entry repeating an _id has the earlier call's id
+        bool fresh = !accepted [i].live && !accepted [i].record;
+        act_live_t *call = fresh && evals [i] == ACT_LIVE_READY
+                         ? (act_live_t *) zhashx_lookup (self->calls, accepted [i].id): NULL;
+        if (call && call->state == ACT_LIVE_QUEUED && !call->backoff)
+            act_flow_dispatch (self, call);
+    }
+}
+
 void
 act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const char *command,
                  const char *context_id, json_t *entries, const char *call_text,
@@ -339,9 +393,7 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
         //  ACCEPTED first: a call may end as it starts (its params refused
         //  at dispatch), and its DONE must come after
         s_accepted (self, client, request, accepted, calls, count, entries != NULL);
-        for (size_t i = 0; i < count; i++)
-            if (calls [i])
-                act_flow_accept (self, calls [i], evals [i], client, request);
+        s_start (self, calls, evals, accepted, count, client, request);
     }
     act_call_destroy (&first);
     for (size_t i = 0; i < count; i++)

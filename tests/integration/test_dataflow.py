@@ -21,12 +21,22 @@ class HeldWorker(Worker):
     """A worker that holds every task it receives until the test answers it
     with answer() (from the test's thread; the worker's own thread sends the
     RESULT, since a ZeroMQ socket belongs to one thread). Activities listed
-    in auto are answered at once with auto[activity](params, meta)."""
+    in auto are answered at once with auto[activity](params, meta). tools,
+    when given, is declared in READY (PROTOCOL 2.1)."""
 
-    def __init__(self, actd, activities, capacity=8, auto=None):
+    def __init__(self, actd, activities, capacity=8, auto=None, tools=None):
         super().__init__(actd.worker_endpoint, activities, self._handle, capacity=capacity,
                          poll_ms=10)
         self.auto = auto or {}
+        self.tools = tools
+
+    def _ready(self, socket):
+        body = {"activities": self.activities, "capacity": self.capacity, "name": self.name,
+                "lang": "python-test"}
+        if self.tools:
+            body["tools"] = self.tools
+        socket.send_multipart([b"ACTW01", b"READY", json.dumps(body).encode()])
+        self.ready.set()
 
     def _handle(self, activity, params, meta):
         if activity in self.auto:
@@ -77,8 +87,8 @@ class DataflowTest(unittest.TestCase):
 
     # ---- helpers ----------------------------------------------------------
 
-    def held_worker(self, activities=("step",), capacity=8, auto=None):
-        worker = HeldWorker(self.actd, activities, capacity=capacity, auto=auto)
+    def held_worker(self, activities=("step",), capacity=8, auto=None, tools=None):
+        worker = HeldWorker(self.actd, activities, capacity=capacity, auto=auto, tools=tools)
         worker.start()
         worker.ready.wait(5)
         self.workers.append(worker)
@@ -681,6 +691,107 @@ class DataflowTest(unittest.TestCase):
         self.assertEqual(self.client.resolve(ctx, "†chain.v%d" % (count - 1)), count)
         counts = self.stats()["calls"]
         self.assertEqual((counts["accepted"], counts["ok"], counts["waiting"]), (count, count, 0))
+
+    # ---- 13. a producer that ends as its PLAN is accepted ---------------------
+
+    #  †v.s is a string, and the tool of "step" wants n an integer: a call
+    #  with n "†v.s" passes the check at submit (a reference) and is refused
+    #  once resolved, at its dispatch (PROTOCOL 2.1: bad_params, attempts 0),
+    #  in the pass that accepts its PLAN, before the calls after it run
+    COUNT_TOOL = {"step": {"params": {"type": "object",
+                                      "properties": {"n": {"type": "integer"}}}}}
+    TEXT = {"type": "data", "kind": "v", "data": {"s": "text"}}
+
+    def refused_plan(self, ctx, output, readers):
+        """APPEND †v, then PLAN the producer refused at its dispatch (its
+        output path output) and the readers; returns (request id, ids)."""
+        self.assertEqual(self.append(ctx, self.TEXT), {"seq": 1})
+        return self.plan(ctx, [{"_tool": "step", "_outputPath": output, "n": "†v.s"}] + readers)
+
+    def assert_refused(self, outcome, branch=None, written=(), seqs=(2,)):
+        """The outcome of the producer refused at its dispatch."""
+        keys = {"call_id", "status", "written", "seqs", "error", "attempts"}
+        self.assertEqual(set(outcome), keys | ({"branch"} if branch is not None else set()))
+        self.assertEqual((outcome["status"], outcome["error"]["code"], outcome["attempts"]),
+                         ("error", "bad_params", 0), outcome)
+        self.assertEqual((outcome.get("branch"), outcome["written"], outcome["seqs"]),
+                         (branch, list(written), list(seqs)), outcome)
+
+    def assert_skipped(self, outcome, seq):
+        """The outcome of a reader skipped (one alternative: an error message
+        appended at seq)."""
+        self.assertEqual(set(outcome), {"call_id", "status", "written", "seqs", "error",
+                                        "attempts"})
+        self.assertEqual((outcome["status"], outcome["error"]["code"], outcome["written"],
+                          outcome["seqs"], outcome["attempts"]),
+                         ("skipped", "unresolved_reference", [], [seq], 0), outcome)
+
+    def test_reader_of_a_producer_refused_as_its_plan_is_accepted_is_skipped(self):
+        """SEMANTICS 7: the producer of †o.x, first in its PLAN, ends without
+        writing it while the PLAN is accepted; its reader, next in the PLAN,
+        is evaluated again and ends skipped (unresolved_reference) with its
+        DONE, and so does a fire-and-forget reader of the reader's output."""
+        worker = self.held_worker(tools=self.COUNT_TOOL)
+        ctx = "refused-producer"
+        rid, (id_p, id_c, id_f) = self.refused_plan(ctx, "†o.x", [
+            {"_tool": "step", "_outputPath": "†o.y", "x": "†o.x"},
+            {"_tool": "step", "x": "†o.y"}])
+        self.assert_refused(self.done(rid, id_p))
+        done_c = self.done(rid, id_c)
+        self.assert_skipped(done_c, 3)
+        self.assertEqual(self.message(ctx, 3)["error"], done_c["error"])
+        status_f = self.client.wait_status(id_f, ["ok", "error", "timeout", "skipped",
+                                                  "cancelled"])
+        self.assertEqual((status_f["state"], status_f["attempts"]), ("skipped", 0), status_f)
+        self.assertEqual(status_f["outcome"]["error"]["code"], "unresolved_reference")
+        self.assertEqual(self.client.status(id_c)["outcome"], done_c)
+        self.assertEqual(worker.tasks, [])
+        counts = self.stats()["calls"]
+        self.assertEqual((counts["waiting"], counts["queued"], counts["skipped"]), (0, 0, 2))
+        self.assertEqual(len(self.history(ctx)), 3)
+
+    def test_error_branch_of_a_producer_refused_as_its_plan_is_accepted_feeds_a_reader(self):
+        """SEMANTICS 5 and 7: the refused producer has two alternatives, so
+        its error object is written to the last one, †o.failed; the reader
+        of †o.failed, accepted after it in the same PLAN, runs with it, and
+        the reader of †o.x, the branch not taken, is skipped."""
+        worker = self.held_worker(tools=self.COUNT_TOOL)
+        ctx = "refused-producer-branch"
+        rid, (id_p, id_h, id_x) = self.refused_plan(ctx, "†o.x || †o.failed", [
+            {"_tool": "step", "_outputPath": "†o.handled", "x": "†o.failed"},
+            {"_tool": "step", "_outputPath": "†o.y", "x": "†o.x"}])
+        done_p = self.done(rid, id_p)
+        self.assert_refused(done_p, branch=1, written=["†o.failed"])
+        self.assertEqual(self.client.resolve(ctx, "†o.failed"), {"error": done_p["error"]})
+        self.assert_skipped(self.done(rid, id_x), 3)
+        self.assertEqual(worker.task(id_h)[2], {"x": {"error": done_p["error"]}})
+        worker.answer(id_h, "handled")
+        self.assertEqual(self.done(rid, id_h), ok(id_h, ["†o.handled"], [4], "handled"))
+        self.assertEqual(worker.call_ids(), [id_h])
+
+    def test_restart_skips_the_reader_of_a_producer_refused_at_dispatch(self):
+        """The same for calls recovered (act_recover.c): the PLAN is accepted
+        with no worker for the producer (queued, its reader waiting); after
+        a SIGKILL and a restart the worker declaring the tool comes, the
+        producer is refused and the reader skipped, its DONE sent to the
+        same routing id with the request id of before."""
+        identity = b"refused-restart-client"
+        self.client.close()
+        self.client = self.actd.client(identity=identity)
+        rid, (id_p, id_c) = self.refused_plan("refused-restart", "†o.x", [
+            {"_tool": "step", "_outputPath": "†o.y", "x": "†o.x"}])
+        self.assertEqual(self.client.status(id_p)["state"], "queued")
+        self.assert_waiting(id_c, ["†o.x"])
+        self.actd.kill()
+        self.client.close()
+        self.actd.start()
+        self.client = self.actd.client(identity=identity)
+        #  A reply first: the client is connected before any DONE can leave
+        self.assertEqual(self.client.status(id_c)["state"], "waiting")
+        worker = self.held_worker(tools=self.COUNT_TOOL)
+        self.assert_refused(self.done(rid, id_p))
+        self.assert_skipped(self.done(rid, id_c), 3)
+        self.assertEqual(worker.tasks, [])
 
 
 if __name__ == "__main__":
