@@ -365,17 +365,21 @@ act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
         return 0;
     if (s_check_output (self, tool, call, err))
         return -1;
-    //  Parameters that hold a reference are unknown until dispatch: the
-    //  whole call is checked then (a part of them cannot be checked
-    //  alone soundly: not, oneOf, if, uniqueItems see the whole)
-    if (!tool->params || call->nrefs)
+    if (!tool->params)
         return 0;
-    //  Read from the call's text in place: no tree
+    //  Read from the call's text (with references, a copy of it): no tree.
+    //  A reference's value is unknown until dispatch: the call is refused
+    //  now only when no value would make it valid (a member missing or not
+    //  allowed, a type wrong beside the reference...), and checked whole
+    //  once resolved (*checked stays 0)
     act_err_t why = { 0 };
-    if (!act_schema_valid_call (tool->params, call, &why))
+    bool valid = call->nrefs? act_schema_valid_unresolved (tool->params, call, &why)
+                            : act_schema_valid_call (tool->params, call, &why);
+    if (!valid)
         return act_err_set (err, why.code,
                             "params of %.64s: %s", call->tool, why.message);
-    *checked = tool->version;
+    if (!call->nrefs)
+        *checked = tool->version;
     return 0;
 }
 

@@ -26,6 +26,9 @@
 #define ACT_ST_STRING   0x20
 #define ACT_ST_INTEGER  0x40
 #define ACT_ST_COUNT    7
+//  The kind of a reference not resolved yet (act_schema_partial.c): no
+//  type names it, and it passes every keyword
+#define ACT_ST_UNKNOWN  0x80
 
 //  The names of the ACT_ST_ bits, in bit order ("null" ... "integer")
 extern const char *const act_schema_type_names [ACT_ST_COUNT];
@@ -159,6 +162,11 @@ typedef struct {
     void *iter;                 //  Tree object: jansson's iterator
 } act_siter_t;
 
+//  The kind of a value of text by its first byte ('{', '"', '-', '7' ...):
+//  one load, whatever the byte (0 for one no JSON value starts with). '?'
+//  marks a reference in act_schema_partial.c's copy of a call's text.
+extern const unsigned char act_sval_kinds [256];
+
 //  The instance's kind: one ACT_ST_ bit, never ACT_ST_INTEGER
 static inline unsigned
 act_sval_kind (const act_sval_t *self)
@@ -177,15 +185,7 @@ act_sval_kind (const act_sval_t *self)
     }
     if (self->members)
         return ACT_ST_OBJECT;
-    switch (self->text [0]) {
-        case '{': return ACT_ST_OBJECT;
-        case '[': return ACT_ST_ARRAY;
-        case '"': return ACT_ST_STRING;
-        case 't':
-        case 'f': return ACT_ST_BOOLEAN;
-        case 'n': return ACT_ST_NULL;
-        default:  return ACT_ST_NUMBER;
-    }
+    return act_sval_kinds [(unsigned char) self->text [0]];
 }
 
 //  A number (kind ACT_ST_NUMBER) without a fractional part
@@ -237,6 +237,14 @@ void act_snum_of (const json_t *number, act_snum_t *out);
 //  Compare numbers exactly: -1, 0 or 1 as a is below, at or above b
 int act_snum_compare (const act_snum_t *a, const act_snum_t *b);
 
+//  True when number is a multiple of divisor (a number above 0), as
+//  multipleOf says: exactly for integers, within rounding for reals
+bool act_snum_multiple (const act_snum_t *number, const json_t *divisor);
+
+//  The jansson number as text for a message, in buffer (size bytes): an
+//  integer as it is, a real in the fewest digits that read back the same
+const char *act_snum_text (const json_t *number, char *buffer, size_t size);
+
 //  A hash of value consistent with act_schema_equal: equal values hash
 //  equal (numbers by value, objects regardless of member order), keyed by
 //  key (SipHash-1-3: who does not know the key cannot pick distinct
@@ -245,5 +253,30 @@ int act_snum_compare (const act_snum_t *a, const act_snum_t *b);
 //  string (up to the \u0000): the hash then tells nothing. What is nested
 //  deeper than 256 levels is hashed as one constant. Allocates nothing.
 uint64_t act_schema_hash (const json_t *value, const uint64_t key [2], bool *plain);
+
+//  --------------------------------------------------------------------------
+//  Unknowns (act_schema_partial.c): the references of a call, whose values
+//  are not known before they resolve, in a copy of the call's text that
+//  the validator reads (act_schema_valid_unresolved)
+
+//  Where a call's references are in the text being validated
+typedef struct {
+    const act_call_t *call;     //  Its spans: each reference's token
+    const char *text;           //  The text read: a copy of the call's, each
+                                //  reference's token a '?' (ACT_ST_UNKNOWN)
+                                //  and each "††" literal read as its value
+                                //  (every offset the same)
+} act_sunknowns_t;
+
+//  True when instance is or holds one of the references, at any depth (a
+//  tree made apart from the text holds none)
+bool act_sunknown_within (const act_sunknowns_t *self, const act_sval_t *instance);
+
+//  The validation of act_schema_valid_text, of instance read in unknowns'
+//  text, with each reference an unknown value: false only when no value
+//  of theirs would make instance valid (act_schema_valid.c says how each
+//  keyword is judged), with err set as act_schema_valid sets it
+bool act_schema_valid_unknowns (act_schema_t *self, const act_sval_t *instance,
+                                const act_sunknowns_t *unknowns, act_err_t *err);
 
 #endif

@@ -1,19 +1,42 @@
 /*  =========================================================================
     act_schema_valid - validating an instance against a compiled schema
-    (act_schema.c compiles it), and JSON Schema equality. The instance is
-    read through act_schema_value.c: a jansson tree, or JSON text that
-    act_scan accepted (a call's parameters at submit, without a tree); the
-    same keywords, in the same order, with the same messages, for both.
+    (act_schema.c compiles it). The instance is read through
+    act_schema_value.c: a jansson tree, or JSON text that act_scan
+    accepted (a call's parameters at submit, without a tree); the same
+    keywords, in the same order, with the same messages, for both.
 
     The walk stops at the first failure, so a valid call costs one visit of
     each keyword and an invalid one less. The path to the current value is
     kept as (key or index) steps on the stack; the JSON Pointer text is
     written only when a failure is reported, and not at all inside anyOf,
     oneOf, not and if, whose failures are expected.
+
+    With unknowns (act_schema_valid_unresolved: a call's references not
+    resolved yet), the walk refuses only what no value of theirs would
+    make valid. Keyword by keyword:
+    - a reference is a value of its own kind (ACT_ST_UNKNOWN): type, its
+      own enum and const pass it, the number, string, array and object
+      checks apply to other kinds, and the subschemas applied to it judge
+      it alike: false alone refuses it, as it refuses any value (a schema
+      no value matches, such as allOf of two types, is not looked for);
+    - what looks at a container's shape is judged as usual: required, the
+      keys of properties, patternProperties and additionalProperties,
+      minItems, maxItems (a member or item is there whatever it resolves
+      to), type; and so is every value that holds no reference;
+    - properties, prefixItems, items, allOf, anyOf, $ref are sound as they
+      are: anyOf passes when one of its schemas may, the others refuse
+      when one of theirs refuses for sure;
+    - where a value inside can turn a pass into a failure, a value that
+      holds a reference is not refused: not is skipped; oneOf passes when
+      one of its schemas may (two may not both last) and refuses when
+      none may; an if that may match lets then or else pass (a missing
+      one passes), one that cannot applies else; enum, const and
+      uniqueItems pass (nor difference nor equality is known).
+    These are asked only where a keyword would refuse (uniqueItems: before
+    it compares): a validation without references pays nothing for them.
+    minProperties, propertyNames, contains ... are not compiled (act_schema.c).
     ========================================================================= */
 
-#include <float.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,12 +65,23 @@ typedef struct {
     act_schema_t *schema;       //  Its scratch match data
     act_err_t *err;             //  Where the failure goes
     int quiet;                  //  Above 0: failures are expected, not reported
+    const act_sunknowns_t *unknowns;    //  The call's references (unknown
+                                //  values); NULL: every value is known
     size_t depth;               //  Steps in path
     size_t nesting;             //  Schemas being evaluated
     s_step_t path [S_MAX_DEPTH];    //  Where the current value is
 } s_state_t;
 
 static bool s_valid (s_state_t *st, const act_snode_t *node, const act_sval_t *instance);
+
+//  True when instance is or holds an unknown value: a keyword that sees
+//  the value whole (not, oneOf, if, enum, const, uniqueItems) cannot
+//  refuse it
+static bool
+s_unsure (const s_state_t *st, const act_sval_t *instance)
+{
+    return st->unknowns && act_sunknown_within (st->unknowns, instance);
+}
 
 //  Write the JSON Pointer of the current value into buffer
 static void
@@ -129,6 +163,8 @@ s_check_type (s_state_t *st, const act_snode_t *node, const act_sval_t *instance
     if (kind == ACT_ST_NUMBER && (node->types & ACT_ST_INTEGER)
     &&  act_sval_integral (instance))
         return true;
+    if (kind == ACT_ST_UNKNOWN)
+        return true;            //  A reference: it may resolve to one
     char expected [80] = "";
     for (size_t kind = 0; kind < ACT_ST_COUNT; kind++)
         if (node->types & (1u << kind)) {
@@ -148,40 +184,6 @@ s_compare (const act_snum_t *number, const json_t *bound)
     return act_snum_compare (number, &other);
 }
 
-//  A number as text, for messages
-static const char *
-s_number (const json_t *number, char *buffer, size_t size)
-{
-    if (json_is_integer (number))
-        snprintf (buffer, size, "%" JSON_INTEGER_FORMAT, json_integer_value (number));
-    else {
-        //  The shortest of %.15g and %.17g that reads back the same: 0.1, not
-        //  0.10000000000000001
-        snprintf (buffer, size, "%.15g", json_real_value (number));
-        if (strtod (buffer, NULL) != json_real_value (number))
-            snprintf (buffer, size, "%.17g", json_real_value (number));
-    }
-    return buffer;
-}
-
-//  multipleOf. Integers divide exactly. Otherwise the quotient is computed
-//  in doubles and must be an integer within rounding: each of the two
-//  numbers and the division carry at most half an ulp of relative error,
-//  so 0.0075 / 0.0001 = 74.99999999999999 counts as 75 while 75.1 never
-//  does. A quotient that overflows is no multiple.
-static bool
-s_multiple (const act_snum_t *instance, const json_t *divisor)
-{
-    if (instance->integer && json_is_integer (divisor))
-        return instance->i % json_integer_value (divisor) == 0;
-    double value = instance->integer? (double) instance->i: instance->d;
-    double quotient = value / json_number_value (divisor);
-    if (!isfinite (quotient))
-        return false;
-    double nearest = nearbyint (quotient);
-    return fabs (quotient - nearest) <= 4 * DBL_EPSILON * fabs (quotient);
-}
-
 //  minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf
 static bool
 s_check_number (s_state_t *st, const act_snode_t *node, const act_sval_t *value)
@@ -191,19 +193,19 @@ s_check_number (s_state_t *st, const act_snode_t *node, const act_sval_t *value)
     char bound [40];
     if (node->minimum && s_compare (instance, node->minimum) < 0)
         return s_fail (st, "minimum", "expected at least %s",
-                       s_number (node->minimum, bound, sizeof bound));
+                       act_snum_text (node->minimum, bound, sizeof bound));
     if (node->maximum && s_compare (instance, node->maximum) > 0)
         return s_fail (st, "maximum", "expected at most %s",
-                       s_number (node->maximum, bound, sizeof bound));
+                       act_snum_text (node->maximum, bound, sizeof bound));
     if (node->exclusive_minimum && s_compare (instance, node->exclusive_minimum) <= 0)
         return s_fail (st, "exclusiveMinimum", "expected more than %s",
-                       s_number (node->exclusive_minimum, bound, sizeof bound));
+                       act_snum_text (node->exclusive_minimum, bound, sizeof bound));
     if (node->exclusive_maximum && s_compare (instance, node->exclusive_maximum) >= 0)
         return s_fail (st, "exclusiveMaximum", "expected less than %s",
-                       s_number (node->exclusive_maximum, bound, sizeof bound));
-    if (node->multiple_of && !s_multiple (instance, node->multiple_of))
+                       act_snum_text (node->exclusive_maximum, bound, sizeof bound));
+    if (node->multiple_of && !act_snum_multiple (instance, node->multiple_of))
         return s_fail (st, "multipleOf", "expected a multiple of %s",
-                       s_number (node->multiple_of, bound, sizeof bound));
+                       act_snum_text (node->multiple_of, bound, sizeof bound));
     return true;
 }
 
@@ -463,7 +465,7 @@ s_check_array (s_state_t *st, const act_snode_t *node, const act_sval_t *instanc
     if ((node->prefix_items.count || node->items)
     &&  !s_check_items (st, node, instance, instance->json? NULL: &items))
         return false;
-    if (!node->unique_items)
+    if (!node->unique_items || s_unsure (st, instance))
         return true;
     int unique = instance->json? -1: s_check_unique_text (st, &items);
     if (unique >= 0)
@@ -560,6 +562,23 @@ s_quietly (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
     return valid;
 }
 
+//  if, then and else. With unknowns in the value, an if that may match may
+//  as well not once they resolve: the value passes when then may pass or
+//  else may (a missing one passes). An if that cannot match, cannot.
+static bool
+s_check_if (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
+{
+    bool matched = s_quietly (st, node->if_schema, instance);
+    const act_snode_t *branch = matched? node->then_schema: node->else_schema;
+    if (!matched || !s_unsure (st, instance))
+        return !branch || s_valid (st, branch, instance);
+    if (!branch || !node->else_schema || s_quietly (st, branch, instance)
+    ||  s_quietly (st, node->else_schema, instance))
+        return true;
+    return s_fail (st, "if", "matches neither then nor else, whatever the references "
+                   "in it resolve to");
+}
+
 //  allOf, anyOf, oneOf, not, if/then/else, $ref: the schemas applied to
 //  the same value. Only allOf, then/else and $ref report their inner
 //  failure; the others say which of their own rules failed.
@@ -581,6 +600,8 @@ s_check_apply (s_state_t *st, const act_snode_t *node, const act_sval_t *instanc
         for (size_t index = 0; index < node->one_of.count; index++) {
             if (!s_quietly (st, node->one_of.nodes [index], instance))
                 continue;
+            if (first != SIZE_MAX && s_unsure (st, instance))
+                break;          //  Both may pass; enough that one may
             if (first != SIZE_MAX)
                 return s_fail (st, "oneOf", "matches schemas %zu and %zu, not one",
                                first, index);
@@ -589,14 +610,12 @@ s_check_apply (s_state_t *st, const act_snode_t *node, const act_sval_t *instanc
         if (first == SIZE_MAX)
             return s_fail (st, "oneOf", "matches none of the %zu schemas", node->one_of.count);
     }
-    if (node->not_schema && s_quietly (st, node->not_schema, instance))
+    if (node->not_schema && s_quietly (st, node->not_schema, instance)
+    &&  !s_unsure (st, instance))
         return s_fail (st, "not", "matches the schema it must not match");
-    if (node->if_schema && (node->then_schema || node->else_schema)) {
-        const act_snode_t *branch = s_quietly (st, node->if_schema, instance)?
-                                    node->then_schema: node->else_schema;
-        if (branch && !s_valid (st, branch, instance))
-            return false;
-    }
+    if (node->if_schema && (node->then_schema || node->else_schema)
+    &&  !s_check_if (st, node, instance))
+        return false;
     if (node->ref && !s_valid (st, node->ref, instance))
         return false;
     return true;
@@ -651,6 +670,8 @@ s_check_enum (s_state_t *st, const act_snode_t *node, const act_sval_t *instance
     json_array_foreach (node->enum_values, index, value)
         if (s_equal (instance, value))
             return true;
+    if (s_unsure (st, instance))
+        return true;            //  It may equal one once resolved
     return s_fail (st, "enum", "not one of the %zu values allowed",
                    json_array_size (node->enum_values));
 }
@@ -672,7 +693,8 @@ s_valid (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
     if (node->types && !s_check_type (st, node, instance))
         valid = false;
     else
-    if (node->const_value && !s_equal (instance, node->const_value))
+    if (node->const_value && !s_equal (instance, node->const_value)
+    &&  !s_unsure (st, instance))
         valid = s_fail (st, "const", "not the value required");
     else
     if (node->enum_values && !s_check_enum (st, node, instance))
@@ -695,14 +717,16 @@ s_valid (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
     return valid;
 }
 
-//  Validate instance from the root of self
+//  Validate instance from the root of self, with unknowns (NULL: none)
 static bool
-s_validate (act_schema_t *self, const act_sval_t *instance, act_err_t *err)
+s_validate (act_schema_t *self, const act_sval_t *instance, const act_sunknowns_t *unknowns,
+            act_err_t *err)
 {
     s_state_t st;
     st.schema = self;
     st.err = err;
     st.quiet = 0;
+    st.unknowns = unknowns;
     st.depth = 0;
     st.nesting = 0;
     return s_valid (&st, self->root, instance);
@@ -716,7 +740,7 @@ act_schema_valid (act_schema_t *self, const json_t *instance, act_err_t *err)
                      self? "value": "schema");
         return false;
     }
-    return s_validate (self, &(act_sval_t) { .json = instance }, err);
+    return s_validate (self, &(act_sval_t) { .json = instance }, NULL, err);
 }
 
 bool
@@ -734,7 +758,7 @@ act_schema_valid_text (act_schema_t *self, const char *text, size_t size, act_er
     while (size > start && strchr (" \t\n\r", text [size - 1]))
         size--;
     return s_validate (self, &(act_sval_t) { .text = text + start, .size = size - start },
-                       err);
+                       NULL, err);
 }
 
 bool
@@ -746,7 +770,7 @@ act_schema_valid_call (act_schema_t *self, act_call_t *call, act_err_t *err)
     if (!self || !literals)
         return self? s_validate (self, &(act_sval_t) { .text = call->text,
                                                        .members = call->spans,
-                                                       .count = call->nspans }, err)
+                                                       .count = call->nspans }, NULL, err)
                    : act_schema_valid (self, NULL, err);
     //  References or "††" literals: on the parameters as the worker gets them
     act_err_t why = { 0 };
@@ -762,38 +786,8 @@ act_schema_valid_call (act_schema_t *self, act_call_t *call, act_err_t *err)
 }
 
 bool
-act_schema_equal (const json_t *a, const json_t *b)
+act_schema_valid_unknowns (act_schema_t *self, const act_sval_t *instance,
+                           const act_sunknowns_t *unknowns, act_err_t *err)
 {
-    if (!a || !b)
-        return a == b;
-    if (json_is_number (a) && json_is_number (b)) {
-        act_snum_t x, y;
-        act_snum_of (a, &x);
-        act_snum_of (b, &y);
-        return act_snum_compare (&x, &y) == 0;
-    }
-    if (json_typeof (a) != json_typeof (b))
-        return false;
-    if (json_is_string (a))
-        return json_string_length (a) == json_string_length (b)
-            && !memcmp (json_string_value (a), json_string_value (b), json_string_length (a));
-    if (json_is_array (a)) {
-        if (json_array_size (a) != json_array_size (b))
-            return false;
-        for (size_t index = 0; index < json_array_size (a); index++)
-            if (!act_schema_equal (json_array_get (a, index), json_array_get (b, index)))
-                return false;
-        return true;
-    }
-    if (json_is_object (a)) {
-        if (json_object_size (a) != json_object_size (b))
-            return false;
-        const char *key;
-        json_t *value;
-        json_object_foreach ((json_t *) a, key, value)
-            if (!act_schema_equal (value, json_object_get (b, key)))
-                return false;
-        return true;
-    }
-    return true;                //  true, false, null: the same type is the same value
+    return s_validate (self, instance, unknowns, err);
 }

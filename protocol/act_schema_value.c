@@ -6,18 +6,33 @@
     numbers read as act_json_parse reads them). A text object may also be
     a list of members of a larger text: a call's parameters are its
     top-level members that are not meta-properties (act_call_t spans).
-    Also the numbers' exact comparison, and the keyed hashes of values
-    that uniqueItems buckets items by (consistent with act_schema_equal).
+    Also the numbers' exact comparison, multipleOf and their text in
+    messages, JSON Schema equality of trees (act_schema_equal), and the
+    keyed hashes of values that uniqueItems buckets items by (consistent
+    with act_schema_equal).
 
     The text is trusted to be valid JSON: the walks below do not check it.
     ========================================================================= */
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "act_schema_int.h"
 #include "actd/act_json.h"
+
+//  act_sval_kind's table (act_schema_int.h): a JSON value's first bytes,
+//  and the mark of a reference not resolved yet
+const unsigned char act_sval_kinds [256] = {
+    ['{'] = ACT_ST_OBJECT, ['['] = ACT_ST_ARRAY, ['"'] = ACT_ST_STRING,
+    ['t'] = ACT_ST_BOOLEAN, ['f'] = ACT_ST_BOOLEAN, ['n'] = ACT_ST_NULL,
+    ['-'] = ACT_ST_NUMBER, ['0'] = ACT_ST_NUMBER, ['1'] = ACT_ST_NUMBER,
+    ['2'] = ACT_ST_NUMBER, ['3'] = ACT_ST_NUMBER, ['4'] = ACT_ST_NUMBER,
+    ['5'] = ACT_ST_NUMBER, ['6'] = ACT_ST_NUMBER, ['7'] = ACT_ST_NUMBER,
+    ['8'] = ACT_ST_NUMBER, ['9'] = ACT_ST_NUMBER, ['?'] = ACT_ST_UNKNOWN
+};
 
 //  Past JSON white space from pos
 static size_t
@@ -436,6 +451,76 @@ act_snum_compare (const act_snum_t *a, const act_snum_t *b)
     if (b->integer)
         return -s_compare_mixed (b->i, a->d);
     return a->d < b->d? -1: a->d > b->d;
+}
+
+const char *
+act_snum_text (const json_t *number, char *buffer, size_t size)
+{
+    if (json_is_integer (number))
+        snprintf (buffer, size, "%" JSON_INTEGER_FORMAT, json_integer_value (number));
+    else {
+        //  The shortest of %.15g and %.17g that reads back the same: 0.1, not
+        //  0.10000000000000001
+        snprintf (buffer, size, "%.15g", json_real_value (number));
+        if (strtod (buffer, NULL) != json_real_value (number))
+            snprintf (buffer, size, "%.17g", json_real_value (number));
+    }
+    return buffer;
+}
+
+//  Integers divide exactly. Otherwise the quotient is computed in doubles
+//  and must be an integer within rounding: each of the two numbers and the
+//  division carry at most half an ulp of relative error, so 0.0075 /
+//  0.0001 = 74.99999999999999 counts as 75 while 75.1 never does. A
+//  quotient that overflows is no multiple.
+bool
+act_snum_multiple (const act_snum_t *number, const json_t *divisor)
+{
+    if (number->integer && json_is_integer (divisor))
+        return number->i % json_integer_value (divisor) == 0;
+    double value = number->integer? (double) number->i: number->d;
+    double quotient = value / json_number_value (divisor);
+    if (!isfinite (quotient))
+        return false;
+    double nearest = nearbyint (quotient);
+    return fabs (quotient - nearest) <= 4 * DBL_EPSILON * fabs (quotient);
+}
+
+bool
+act_schema_equal (const json_t *a, const json_t *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (json_is_number (a) && json_is_number (b)) {
+        act_snum_t x, y;
+        act_snum_of (a, &x);
+        act_snum_of (b, &y);
+        return act_snum_compare (&x, &y) == 0;
+    }
+    if (json_typeof (a) != json_typeof (b))
+        return false;
+    if (json_is_string (a))
+        return json_string_length (a) == json_string_length (b)
+            && !memcmp (json_string_value (a), json_string_value (b), json_string_length (a));
+    if (json_is_array (a)) {
+        if (json_array_size (a) != json_array_size (b))
+            return false;
+        for (size_t index = 0; index < json_array_size (a); index++)
+            if (!act_schema_equal (json_array_get (a, index), json_array_get (b, index)))
+                return false;
+        return true;
+    }
+    if (json_is_object (a)) {
+        if (json_object_size (a) != json_object_size (b))
+            return false;
+        const char *key;
+        json_t *value;
+        json_object_foreach ((json_t *) a, key, value)
+            if (!act_schema_equal (value, json_object_get (b, key)))
+                return false;
+        return true;
+    }
+    return true;                //  true, false, null: the same type is the same value
 }
 
 //  --------------------------------------------------------------------------

@@ -83,6 +83,23 @@ bool act_schema_valid_text (act_schema_t *self, const char *text, size_t size,
 //  act_schema_valid at dispatch.
 bool act_schema_valid_call (act_schema_t *self, act_call_t *call, act_err_t *err);
 
+//  True when some resolution of the call's references could make its
+//  parameters valid: each reference (a string of the parameters that is
+//  one; a "††" literal is a string) is taken as an unknown value, and the
+//  call is refused only when it is invalid whatever they resolve to.
+//  Then false with err set as act_schema_valid_call sets it (bad_call,
+//  "<pointer>: <keyword>: <why>"). A reference passes every keyword (the
+//  schema false refuses it, as it refuses any value); the keywords that
+//  see a value whole (not, oneOf, if, enum, const, uniqueItems) do not
+//  refuse one that holds a reference; the others, and every value without
+//  a reference, are judged as usual (so a call without references gets
+//  act_schema_valid_call's verdict and message). A call that passes is
+//  to be checked again resolved, with act_schema_valid, at dispatch.
+//  Reads a copy of the call's text, its references marked in place, and
+//  allocates the list of its parameters when they, their references and
+//  literals are more than 32.
+bool act_schema_valid_unresolved (act_schema_t *self, act_call_t *call, act_err_t *err);
+
 //  JSON Schema equality: numbers by value (1 == 1.0), objects regardless
 //  of key order, arrays element by element. As enum, const and
 //  uniqueItems compare.

@@ -8,7 +8,12 @@
     tree) must be those of act_schema_valid_text on the instance's text in
     place, and, when the instance is an object that makes a call with a
     "_tool" member in front, of act_schema_valid_call on that call (as at
-    submit). A difference aborts with the input named by libFuzzer.
+    submit). That call is also checked with its references unknown
+    (act_schema_valid_unresolved, as at submit): without references it
+    must say what act_schema_valid_call says; with references, a refusal
+    must hold for every resolution partial_diff tries (each reference
+    replaced by 0, "", null, true, [], {}, "x" or 1.5, alike and mixed).
+    A difference aborts with the input named by libFuzzer.
     ========================================================================= */
 
 #include <stdint.h>
@@ -16,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "actd/act.h"
+#include "partial_diff.h"
 
 static act_scan_t *s_scan;
 
@@ -41,7 +47,7 @@ s_same (const char *reader, bool valid, const act_err_t *err, bool expected,
 //  The object of size bytes at text (its '{' first) as a call's
 //  parameters, with a "_tool" member in front: checked in place as at
 //  submit, and on the call's parameters as a tree (a member whose key
-//  starts with '_' is not a parameter)
+//  starts with '_' is not a parameter); and with its references unknown
 static void
 s_check_call (act_schema_t *schema, const char *text, size_t size)
 {
@@ -60,6 +66,13 @@ s_check_call (act_schema_t *schema, const char *text, size_t size)
         s_same ("call", act_schema_valid_call (schema, call, &found), &found, valid, &expected);
     }
     json_decref (params);
+    bool valid;
+    size_t resolved;
+    const char *diff = call? partial_diff (schema, call, &valid, &resolved): NULL;
+    if (diff) {
+        fprintf (stderr, "fuzz_schema: act_schema_valid_unresolved: %s\n", diff);
+        abort ();
+    }
     act_call_destroy (&call);
 }
 

@@ -306,6 +306,40 @@ def schemas():
                 schema = j(group["schema"])
                 write("fuzz_schema", "%s-%02d-%02d" % (base, group_index, index),
                       schema + "\n" + json.dumps(test["data"], indent=1, ensure_ascii=False))
+    # Params holding references (checked with them unknown, then resolved)
+    # and "††" literals: for each keyword's rule a call that some
+    # resolution makes valid (a check that judged the reference as a value
+    # would refuse it), and calls refused whatever the references are
+    lit = D + D
+    weather = {"type": "object", "properties": {"city": {"type": "string"},
+                                                "days": {"type": "integer", "minimum": 1}},
+               "required": ["city"], "additionalProperties": False}
+    if_k = {"if": {"properties": {"k": {"const": "x"}}}, "then": {"required": ["x"]},
+            "else": {"required": ["y"]}}
+    partial = [
+        ({"properties": {"a": {"type": "integer", "minimum": 0, "multipleOf": 2}}},
+         {"a": D + "in.a"}),
+        ({"properties": {"a": {"not": {"type": "string"}}}}, {"a": D + "in.a"}),
+        ({"properties": {"a": {"oneOf": [{"type": "string"}, {"minLength": 2}]}}},
+         {"a": D + "in.a"}),
+        (if_k, {"k": D + "in.k", "y": 1}),
+        ({"properties": {"a": {"enum": [[0, 0], 1]}, "b": {"const": {"k": 0}}}},
+         {"a": [0, D + "in.a"], "b": {"k": D + "in.k || " + D + "in.j"}}),
+        ({"properties": {"a": {"uniqueItems": True, "items": {"$ref": "#"}}}},
+         {"a": [D + "in.a", D + "in.b", {"a": [1, D + "in.c"]}]}),
+        ({"properties": {"city": {"type": "string"}}}, {"city": 5, "note": D + "in.n"}),
+        (weather, {"days": D + "in.n"}),
+        (weather, {"city": D + "in.c", "extra": {"x": D + "in.n"}}),
+        (weather, {"city": lit + "x", "days": D + "in.d"}),
+        ({"properties": {"a": {"maxItems": 1, "prefixItems": [{"const": D + "x"}]}}},
+         {"a": [lit + "x", D + "in.b"]}),
+        # As text: daggers written as \u2020 escapes
+        ({"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False},
+         '{"x1": "\\u2020in.x", "y": "\\u2020in.y", "x2": "\\u2020\\u2020x"}'),
+    ]
+    for index, (schema, instance) in enumerate(partial):
+        write("fuzz_schema", "references-%02d" % index, j(schema) + "\n"
+              + (instance if isinstance(instance, str) else j(instance)))
 
 
 # ---------------------------------------------------------------------------

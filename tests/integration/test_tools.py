@@ -1,8 +1,9 @@
 """Activities as tools (PROTOCOL.md section 2.1): workers declare tools in
 READY (a params JSON Schema, an output path prescribed or constrained, a
 description); actd refuses a bad declaration with DISCONNECT, checks
-every CALL and PLAN at submit (bad_call) and after resolution at dispatch
-(an error outcome bad_params), serves TOOLS, and with
+every CALL and PLAN at submit (bad_call; params holding references are
+refused when no value of theirs would make them valid) and after
+resolution at dispatch (an error outcome bad_params), serves TOOLS, and with
 server/strict_activities refuses calls to activities nobody named
 (unknown_activity). Also actd-exec declaring a tool from its flags (which
 goes through the C worker library's act_worker_declare).
@@ -154,6 +155,51 @@ class ToolsTest(unittest.TestCase):
                                    "_outputPath": ref("good")})
         self.assertEqual(outcome["status"], "ok", outcome)
         self.assertEqual(self.client.resolve("c2", ref("good")), {"city": "Rome"})
+
+    def test_params_with_references_checked_at_submit(self):
+        """A call whose params hold references is refused at submit when no
+        value of theirs would make it valid, naming the pointer and the
+        keyword (PROTOCOL.md 2.1); one that some value would make valid is
+        accepted and checked resolved at dispatch, as before."""
+        loose = {"type": "object", "properties": {"city": {"type": "string"}}}
+        worker = self.worker(["weather", "loose"], {"weather": {"params": WEATHER},
+                                                    "loose": {"params": loose}})
+        self.assertEqual(self.client.request("APPEND", "c3", {"type": "data", "kind": "in",
+                                                              "data": {"n": 5, "s": "Rome"}})[0],
+                         "OK")
+        #  The audit's case: city 5 beside an unrelated reference
+        code, message = self.refused("CALL", "c3", {"_tool": "loose", "city": 5,
+                                                   "note": ref("in.n"), "_outputPath": ref("o")})
+        self.assertEqual(code, "bad_call")
+        self.assertIn("/city: type", message)
+        code, message = self.refused("CALL", "c3", {"_tool": "weather", "city": 5,
+                                                   "days": ref("in.n")})
+        self.assertEqual((code, "/city: type" in message), ("bad_call", True), message)
+        #  A member missing, or one not allowed, whatever the references are
+        code, message = self.refused("CALL", "c3", {"_tool": "weather", "days": ref("in.n")})
+        self.assertEqual((code, "required" in message), ("bad_call", True), message)
+        code, message = self.refused("CALL", "c3", {"_tool": "weather", "city": ref("in.s"),
+                                                   "extra": ref("in.n")})
+        self.assertIn("/extra: additionalProperties", message)
+        #  A PLAN is refused whole, naming the entry
+        code, message = self.refused("PLAN", "c3", [
+            {"_tool": "weather", "city": ref("in.s"), "_outputPath": ref("a")},
+            {"_tool": "weather", "city": "", "days": ref("in.n")}])
+        self.assertEqual(code, "bad_call")
+        self.assertIn("call 1", message)
+        self.assertIn("/city: minLength", message)
+        self.assertEqual(worker.tasks, [])
+        #  References where the values are checked: accepted, then checked
+        #  resolved (a string city passes, a number does not)
+        outcome = self.done("c3", {"_tool": "weather", "city": ref("in.s"), "days": ref("in.n"),
+                                   "_outputPath": ref("good")})
+        self.assertEqual(outcome["status"], "ok", outcome)
+        self.assertEqual(self.client.resolve("c3", ref("good")), {"city": "Rome", "days": 5})
+        outcome = self.done("c3", {"_tool": "loose", "city": ref("in.n"), "note": 1,
+                                   "_outputPath": ref("bad")})
+        self.assertEqual((outcome["status"], outcome["error"]["code"]), ("error", "bad_params"))
+        self.assertIn("/city: type", outcome["error"]["message"])
+        self.assertEqual(len(worker.tasks), 1)
 
     def test_prescribed_output_path(self):
         self.worker(["summarize"], {"summarize": {

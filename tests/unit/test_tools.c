@@ -2,8 +2,9 @@
     test_tools - the registry of tools (daemon/act_tools.c, PROTOCOL.md
     section 2.1) on its own: declarations checked all or none, the latest
     one winning, prescribed and pattern output paths, params checked at
-    submit only without references and always at dispatch, strict
-    activities, and TOOLS' body.
+    submit (with references as unknown values) and, when they held
+    references or the tool changed since, at dispatch, strict activities,
+    and TOOLS' body.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -235,7 +236,8 @@ test_pattern_output (void **state)
     assert_string_equal (err.code, ACT_E_BAD_CALL);
 }
 
-//  Params: at submit only without references, always at dispatch
+//  Params: at submit, a reference as an unknown value; at dispatch again
+//  when they held one
 static void
 test_params (void **state)
 {
@@ -253,11 +255,19 @@ test_params (void **state)
     //  "††x" is the literal string "†x"
     assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"s\": \"\xe2\x80\xa0\xe2\x80\xa0x\"}",
                                &err, NULL), 0);
-    //  With a reference: not checked at submit, whatever else is wrong
+    //  With a reference: refused at submit for what no value of it mends
     assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"n\": \"\xe2\x80\xa0input.n\","
-                               " \"extra\": 1}", &err, NULL), 0);
-    json_t *params = json_pack ("{ss}", "n", "5");
+                               " \"extra\": 1}", &err, NULL), -1);
+    assert_string_equal (err.code, ACT_E_BAD_CALL);
+    assert_string_equal (err.message, "params of w: /extra: additionalProperties: not allowed");
+    assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"n\": \"\xe2\x80\xa0input.s\","
+                               " \"s\": 5}", &err, NULL), -1);
+    assert_string_equal (err.message, "params of w: /s: type: expected string");
+    //  Accepted when its value may do, and checked resolved at dispatch
     act_err_clear (&err);
+    assert_int_equal (s_admit (world, "{\"_tool\": \"w\", \"n\": \"\xe2\x80\xa0input.n\"}",
+                               &err, NULL), 0);
+    json_t *params = json_pack ("{ss}", "n", "5");
     assert_int_equal (world->checked, 0);
     assert_int_equal (act_tools_check_params (world->tools, "w", params, 0, &err), -1);
     assert_string_equal (err.code, ACT_E_BAD_PARAMS);
