@@ -681,8 +681,9 @@ class WorkerFloodTest(unittest.TestCase):
                 self.assertLess(pings, 3000, "no DONE")
             self.assertIn('"status":"ok"', reply[2])
             # A liveness bound, not a benchmark: the flood took seconds
-            # of the loop between two PONGs before
-            self.assertLess(worst, 2.5, "worst PING %.1f s over %d" % (worst, pings))
+            # of the loop between two PONGs before (8.4 s under ASan); the
+            # bound leaves room for a loaded machine (3.4 s seen at load 6)
+            self.assertLess(worst, 5.0, "worst PING %.1f s over %d" % (worst, pings))
 
 
 class WorkerNotReadingTest(unittest.TestCase):
