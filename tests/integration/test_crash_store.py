@@ -172,7 +172,11 @@ class DiskFullTest(unittest.TestCase):
         time.sleep(2.0)
         failures = actd.log().count("store commit failed") - start
         elapsed = time.time() - began
-        self.assertLessEqual(failures, 12, "%d failed commits in %.1f s" % (failures, elapsed))
+        #  A bounded rate, not a count: 100 ms doubling to 2 s, and a small
+        #  commit that still fits starts the back-off again, so how many
+        #  depends on how the batches fall (13 seen once on a machine at
+        #  load 6); without a back-off, every pass with work fails one
+        self.assertLessEqual(failures, 20, "%d failed commits in %.1f s" % (failures, elapsed))
         #  Up, and answering what needs no write meanwhile
         self.assertEqual(client.request("PING", timeout=2.0), ["PONG"])
         self.assertIn("calls", client.value("STATS", timeout=5.0))
