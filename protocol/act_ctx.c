@@ -609,6 +609,16 @@ act_ctx_has (act_ctx_t *self, const act_ref_t *ref, const char *instance)
     return value != NULL;
 }
 
+//  The instance writes the last read or check in scope (kind, instance)
+//  looked at, as the index counted them
+uint64_t
+act_ctx_visited (act_ctx_t *self, const char *kind_name, const char *instance)
+{
+    act_ctx_kind_t *kind = (act_ctx_kind_t *) zhashx_lookup (self->kinds, kind_name);
+    act_ctx_ident_t *ident = kind && instance? act_ctx_ident (self, kind, instance, false): NULL;
+    return ident? ident->visited: 0;
+}
+
 //  The first alternative of expr whose references all have values: the
 //  value of its last reference, or NULL when none has
 json_t *

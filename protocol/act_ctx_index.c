@@ -110,6 +110,7 @@ act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     }
     json_t *base;
     size_t depth;
+    ident->visited = 0;
     if (!act_ctx_instance_base (kind, ident, segs, nsegs, &base, &depth))
         return NULL;
     //  A whole-kind reference has no segments (segs may be NULL)
@@ -145,6 +146,7 @@ act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
     //  write gets the same code in every scope
     if (act_method_check_value (method, value, err))
         return -1;
+    ident->visited = 0;
     //  set, merge and erase on a path of keys apply to whatever is there:
     //  only an array on a level above can refuse them, and those levels
     //  follow from the writes above the path, not from the path's own

@@ -25,6 +25,7 @@ typedef struct {
     json_t *schema;             //  Latest schema, or NULL
     act_ctx_node_t *root;       //  Instance writes by path; NULL if global
     zhashx_t *cache;            //  Path code of P' -> tracked fold (act_ctx_trie.c), or NULL
+    uint64_t visited;           //  Instance writes the last read or check looked at
 } act_ctx_ident_t;
 
 struct _act_ctx_kind_t {

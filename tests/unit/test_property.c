@@ -34,6 +34,8 @@
 #define S_SEED          0x5EEDAC7DULL   //  Default base seed
 #define S_SEQUENCES     1500            //  Default number of sequences (the
                                         //  run stays under 20 s with ASan)
+#define S_HEAVY         300             //  The same for s_assign_heavy (twice
+                                        //  the writes: about as long a run)
 #define S_MAX_WRITES    40              //  Writes per sequence: 1 to this
 #define S_MAX_DEPTH     4               //  Segments in a written path
 #define S_MAX_READ      12              //  Segments in a path read back
@@ -162,6 +164,12 @@ s_model_refold (s_model_t *self, int kind, int scope)
 //  --------------------------------------------------------------------------
 //  Generating sequences
 
+//  Sequences for test_instance_assigns_match_naive_fold: mostly instance
+//  writes, many assigns, paths mostly of keys, twice as many writes, so
+//  that assigns above a read path meet many writes beside it and global
+//  writes that turn their level into a scalar or an array
+static bool s_assign_heavy;
+
 static json_t *
 s_random_value (uint64_t *rng, int budget)
 {
@@ -199,9 +207,11 @@ s_random_op (uint64_t *rng, s_op_t *op)
 {
     memset (op, 0, sizeof *op);
     op->kind = s_below (rng, S_KINDS);
-    op->scope = s_below (rng, 5) < 3? 0: 1 + s_below (rng, 2);
+    op->scope = s_below (rng, 5) < (s_assign_heavy? 1: 3)? 0: 1 + s_below (rng, 2);
     op->append = s_below (rng, 4) == 0;
     op->method = (act_method_t) s_below (rng, 6);
+    if (s_assign_heavy && op->scope && s_below (rng, 3) == 0)
+        op->method = ACT_ASSIGN;
     op->path.kind = op->kind;
     op->dotted = s_below (rng, 2);
     if (op->append) {
@@ -214,6 +224,8 @@ s_random_op (uint64_t *rng, s_op_t *op)
         op->path.depth = depths [s_below (rng, 10)];
         for (size_t i = 0; i < op->path.depth; i++) {
             int choice = s_below (rng, 20);
+            if (s_assign_heavy && choice >= 9 && s_below (rng, 3))
+                choice %= 9;    //  Two in three indices or "-" become keys
             op->path.segs [i] = choice < 9? s_seg_key (s_keys [choice % 3])
                               : choice < 17? s_seg_index ((size_t) (choice - 9) % 4)
                               : s_seg_append ();
@@ -604,12 +616,13 @@ static void
 s_writes_match_naive_fold (void)
 {
     uint64_t seed = s_env ("ACTD_PROPERTY_SEED", S_SEED);
-    uint64_t sequences = s_env ("ACTD_PROPERTY_SEQUENCES", S_SEQUENCES);
+    uint64_t sequences = s_env ("ACTD_PROPERTY_SEQUENCES",
+                                s_assign_heavy? S_HEAVY: S_SEQUENCES);
     size_t total_ops = 0;
     uint64_t run = 0, failed = 0;
     for (run = 0; run < sequences; run++) {
         uint64_t rng = seed + run;
-        size_t nops = 1 + (size_t) s_below (&rng, S_MAX_WRITES);
+        size_t nops = 1 + (size_t) s_below (&rng, S_MAX_WRITES * (s_assign_heavy? 2: 1));
         s_op_t *ops = calloc (nops, sizeof *ops);
         assert_non_null (ops);
         for (size_t i = 0; i < nops; i++)
@@ -669,6 +682,19 @@ test_text_writes_match_naive_fold (void **state)
     s_writes_match_naive_fold ();
     s_text_outputs = false;
     s_read_seldom = false;
+}
+
+//  The same with sequences made for assigns in instances (s_assign_heavy):
+//  an assign above a read path replaces the path's part or leaves it
+//  alone, and applies only when its level holds an object or nothing when
+//  it folds, which a write beside the path can decide
+static void
+test_instance_assigns_match_naive_fold (void **state)
+{
+    (void) state;
+    s_assign_heavy = true;
+    s_writes_match_naive_fold ();
+    s_assign_heavy = false;
 }
 
 //  A fan-out whose targets overlap is tried on the context and undone
@@ -738,6 +764,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_writes_match_naive_fold),
         cmocka_unit_test (test_text_writes_match_naive_fold),
+        cmocka_unit_test (test_instance_assigns_match_naive_fold),
         cmocka_unit_test (test_overlapping_fanout_in_new_instance),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
