@@ -20,7 +20,6 @@ import zmq
 
 from harness import find_binary, wait_for
 from test_broker import COMMANDS, BrokerCase, enc
-from test_tools import ToolWorker
 
 
 class ErrorTest(BrokerCase):
@@ -258,42 +257,6 @@ class LimitTest(BrokerCase):
         call_id, outcome = self.call("busy", {"_tool": "value", "_outputPath": "†s.v",
                                               "value": 5})
         self.assertEqual(outcome["status"], "ok")
-
-
-class ReplyBoundTest(BrokerCase):
-    """PROTOCOL 1: no reply passes max_reply_bytes plus one stored value.
-    A reply that cannot be paged, and is no stored value, is refused
-    too_large instead, changing nothing."""
-
-    standard = False
-    config = "server\n    max_reply_bytes = 2048\n"
-
-    def test_plan_whose_accepted_would_pass_max_reply_bytes_is_too_large(self):
-        #  500 ids of 1 to 3 digits: 2,893 bytes of ACCEPTED
-        plan = [{"_tool": "p"} for _ in range(500)]
-        reply = self.refuse("too_large", "PLAN", "plan", enc(plan), contexts=["plan"])
-        self.assertIn("500 calls", reply[2])
-        self.assertIn("max_reply_bytes (2048)", reply[2])
-        #  One whose ids fit is accepted
-        rid = self.client.send("PLAN", "plan", enc(plan[:200]))
-        reply = self.client.wait(rid)
-        self.assertEqual(reply[0], "ACCEPTED", reply)
-        self.assertEqual(len(json.loads(reply[1])), 200)
-        self.assertLessEqual(len(reply[1]), 2048)
-
-    def test_tools_over_max_reply_bytes_is_too_large_and_each_entry_can_be_asked(self):
-        tools = {"t%02d" % n: {"description": "d" * 200} for n in range(20)}
-        self.run_worker(ToolWorker(self.actd.worker_endpoint, sorted(tools), tools,
-                                   name="tw"))
-        reply = self.client.request("TOOLS")
-        self.expect_error(reply, "too_large")
-        self.assertIn("ask TOOLS with an activity", reply[2])
-        self.assertEqual(self.client.value("TOOLS", "t07"),
-                         {"t07": {"description": "d" * 200, "workers": 1}})
-
-
-# ---------------------------------------------------------------------------
-#  Robustness: messages that cannot be answered; garbage
 
 
 class DropTest(BrokerCase):

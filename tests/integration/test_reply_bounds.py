@@ -1,0 +1,190 @@
+"""Replies bounded by max_reply_bytes (PROTOCOL.md section 1: no reply but
+VIEW and RESOLVE may pass it plus one stored value): CONTEXTS pages stop
+early and give next, STATS lists what fits and counts the rest, a PLAN
+whose ACCEPTED would pass the bound and a TOOLS over it are too_large; and
+the activities no worker serves are kept at most 1,024 once idle.
+
+Apart from test_broker_reads and test_broker_errors, which also run under
+valgrind (tests/valgrind/run.sh): these build large PLANs and many
+activities, which memcheck would take minutes over, and what they check
+is counting, which AddressSanitizer's run covers."""
+
+import json
+import subprocess
+import unittest
+
+from harness import find_binary
+from test_broker import BrokerCase, enc, standard
+from test_tools import ToolWorker
+
+
+class BoundedCase(BrokerCase):
+    """A broker with a small max_reply_bytes; value() checks each reply
+    against it, as sent."""
+
+    standard = False
+    max_reply_bytes = 1024
+
+    @property
+    def config(self):
+        return "server\n    max_reply_bytes = %d\n" % self.max_reply_bytes
+
+    def value(self, *args):
+        reply = self.client.request(*args)
+        self.assertEqual(reply[0], "VALUE", reply)
+        self.assertLessEqual(len(reply[1].encode()), self.max_reply_bytes, reply[1][:200])
+        return json.loads(reply[1])
+
+    def actctl(self, *args):
+        """actctl's output for args, against this broker."""
+        return subprocess.run([find_binary("actctl"), "--endpoint", self.actd.client_endpoint]
+                              + list(args), capture_output=True, timeout=60, check=True,
+                              text=True).stdout
+
+
+class ContextsPageTest(BoundedCase):
+    """PROTOCOL 1 and 1.1: a CONTEXTS page stops early, as a HISTORY page
+    does, after one context at least, once its reply would pass
+    max_reply_bytes; its next is the after of the page that continues it."""
+
+    def test_contexts_pages_stop_at_max_reply_bytes_and_next_lists_every_context_once(self):
+        ids = ["c%03d-%s" % (n, "z" * 100) for n in range(40)]
+        for context in reversed(ids):
+            self.append(context, {"type": "text", "text": "hi"})
+        #  40 entries of 200 bytes and more: 1000 asked, a few fit in 1024
+        page = self.value("CONTEXTS", "", "", "1000")
+        self.assertGreaterEqual(len(page["contexts"]), 1)
+        self.assertLess(len(page["contexts"]), 10)
+        self.assertEqual(page["next"], page["contexts"][-1]["context"])
+        self.assertEqual(page["contexts"][0], {"context": ids[0], "messages": 1, "last_seq": 1,
+                                               "updated": page["contexts"][0]["updated"],
+                                               "pending": 0})
+        listed, after, pages = [], "", 0
+        while after is not None:
+            page = self.value("CONTEXTS", "", after, "1000")
+            self.assertGreaterEqual(len(page["contexts"]), 1)
+            listed += [entry["context"] for entry in page["contexts"]]
+            after = page.get("next")
+            pages += 1
+        self.assertEqual(listed, ids)               # each once, in byte order
+        self.assertGreater(pages, 4)
+        #  limit still holds below the bound; a prefix pages the same way
+        page = self.value("CONTEXTS", "", "", "2")
+        self.assertEqual(([entry["context"] for entry in page["contexts"]], page["next"]),
+                         (ids[:2], ids[1]))
+        listed, after = [], ""
+        while after is not None:
+            page = self.value("CONTEXTS", "c01", after, "1000")
+            listed += [entry["context"] for entry in page["contexts"]]
+            after = page.get("next")
+        self.assertEqual(listed, ids[10:20])
+        #  actctl contexts follows next to the end
+        lines = self.actctl("contexts", "--json").splitlines()
+        self.assertEqual([json.loads(line)["context"] for line in lines], ids)
+
+
+class StatsBoundTest(BoundedCase):
+    """PROTOCOL 1 and 4: STATS stays within max_reply_bytes however many
+    activities calls name: it lists the workers, then the activities in
+    use, then the others, as many as fit, and counts those left out."""
+
+    max_reply_bytes = 16384
+
+    def test_stats_stays_within_max_reply_bytes_and_counts_the_activities_left_out(self):
+        self.start_worker(["echo"], standard, "w1")
+        self.assertEqual(self.call("s", {"_tool": "echo", "_outputPath": "†s.e"})[1]
+                         ["status"], "ok")
+        names = ["idle-%03d" % n for n in range(200)]
+        reply = self.client.request("PLAN", "flood", enc([{"_tool": name} for name in names]))
+        self.assertEqual(reply[0], "ACCEPTED", reply)
+        stats = self.value("STATS")
+        self.assertEqual([worker["name"] for worker in stats["workers"]], ["w1"])
+        self.assertNotIn("workers_left_out", stats)
+        self.assertGreater(stats["activities_left_out"], 0)
+        self.assertGreater(len(stats["activities"]), 0)
+        self.assertEqual(len(stats["activities"]) + stats["activities_left_out"], 201)
+        self.assertLessEqual(set(stats["activities"]), set(names) | {"echo"})
+        #  Their calls ended, the 200 are idle: the activity a worker
+        #  serves comes before them
+        self.assertEqual(self.client.request("DELETE", "flood"),
+                         ["OK", '{"messages":0,"cancelled":200}'])
+        stats = self.value("STATS")
+        self.assertEqual(len(stats["activities"]) + stats["activities_left_out"], 201)
+        self.assertEqual(stats["activities"]["echo"]["done"], 1)
+        for name, activity in stats["activities"].items():
+            if name != "echo":
+                self.assertEqual((activity["done"], activity["outcomes"]["cancelled"]), (1, 1))
+        self.assertEqual(stats["calls"]["cancelled"], 200)
+        self.assertIn("not listed (over max_reply_bytes): %d activities, 0 workers"
+                      % stats["activities_left_out"], self.actctl("stats"))
+
+
+class IdleActivitiesTest(BrokerCase):
+    """Of the activities no worker has served whose calls have all ended,
+    at most 1024 are kept, the one idle the longest forgotten: calls may
+    name any number of activities, and each was kept, with its counts,
+    until actd stopped (docs/protocol.md section 6)."""
+
+    standard = False
+
+    def test_activities_nobody_serves_are_kept_at_most_1024_once_idle(self):
+        self.start_worker(["echo"], standard, "w1")
+        self.assertEqual(self.call("s", {"_tool": "echo", "_outputPath": "†s.e"})[1]
+                         ["status"], "ok")
+        names = ["gone-%04d" % n for n in range(1100)]
+        reply = self.client.request("PLAN", "flood", enc([{"_tool": name} for name in names]),
+                                    timeout=60)
+        self.assertEqual(reply[0], "ACCEPTED", reply)
+        self.assertEqual(len(self.stats()["activities"]), 1101)    # in use: all kept
+        self.assertEqual(self.client.request("DELETE", "flood", timeout=60),
+                         ["OK", '{"messages":0,"cancelled":1100}'])
+        stats = self.stats()
+        self.assertNotIn("activities_left_out", stats)
+        idle = [name for name in stats["activities"] if name.startswith("gone-")]
+        self.assertEqual(len(idle), 1024)
+        self.assertEqual(stats["activities"]["echo"]["done"], 1)   # a worker served it
+        #  A call naming one forgotten makes it anew
+        forgotten = sorted(set(names) - set(idle))[0]
+        self.submit("again", {"_tool": forgotten})
+        activity = self.stats()["activities"][forgotten]
+        self.assertEqual((activity["queued"], activity["done"]), (1, 0))
+
+
+class ReplyBoundTest(BrokerCase):
+    """PROTOCOL 1: no reply passes max_reply_bytes plus one stored value.
+    A reply that cannot be paged, and is no stored value, is refused
+    too_large instead, changing nothing."""
+
+    standard = False
+    config = "server\n    max_reply_bytes = 2048\n"
+
+    def test_plan_whose_accepted_would_pass_max_reply_bytes_is_too_large(self):
+        #  500 ids of 1 to 3 digits: 2,893 bytes of ACCEPTED
+        plan = [{"_tool": "p"} for _ in range(500)]
+        reply = self.refuse("too_large", "PLAN", "plan", enc(plan), contexts=["plan"])
+        self.assertIn("500 calls", reply[2])
+        self.assertIn("max_reply_bytes (2048)", reply[2])
+        #  One whose ids fit is accepted
+        rid = self.client.send("PLAN", "plan", enc(plan[:200]))
+        reply = self.client.wait(rid)
+        self.assertEqual(reply[0], "ACCEPTED", reply)
+        self.assertEqual(len(json.loads(reply[1])), 200)
+        self.assertLessEqual(len(reply[1]), 2048)
+
+    def test_tools_over_max_reply_bytes_is_too_large_and_each_entry_can_be_asked(self):
+        tools = {"t%02d" % n: {"description": "d" * 200} for n in range(20)}
+        self.run_worker(ToolWorker(self.actd.worker_endpoint, sorted(tools), tools,
+                                   name="tw"))
+        reply = self.client.request("TOOLS")
+        self.expect_error(reply, "too_large")
+        self.assertIn("ask TOOLS with an activity", reply[2])
+        self.assertEqual(self.client.value("TOOLS", "t07"),
+                         {"t07": {"description": "d" * 200, "workers": 1}})
+
+
+# ---------------------------------------------------------------------------
+#  Robustness: messages that cannot be answered; garbage
+
+
+if __name__ == "__main__":
+    unittest.main()
