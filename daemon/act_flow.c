@@ -592,16 +592,16 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
     act_call_record_t record = act_live_record (call, status, outcome, &progress);
     act_store_update_call (self->store, &record);
     free (progress);
-    if (call->call->output)
-        for (size_t i = 0; i < call->nrecipients; i++) {
-            act_live_recipient_t *to = &call->recipients [i];
-            act_out_t *out = act_outbox_reply_to (self->outbox, to->client, to->client_size,
-                                                  to->request, to->request_size, "DONE",
-                                                  true);
-            act_out_owner (out, to->owner);
-            act_out_addstr (out, call->id);
-            act_out_addstr (out, outcome);
-        }
+    //  Those who wait: its own client when it has an output path, and
+    //  each repeat of its _id that has one
+    for (size_t i = 0; i < call->nrecipients; i++) {
+        act_live_recipient_t *to = &call->recipients [i];
+        act_out_t *out = act_outbox_reply_to (self->outbox, to->client, to->client_size,
+                                              to->request, to->request_size, "DONE", true);
+        act_out_owner (out, to->owner);
+        act_out_addstr (out, call->id);
+        act_out_addstr (out, outcome);
+    }
     s_call_told (self, call, status, outcome);
     if (self->outcome.room > S_OUTCOME_ROOM) {
         free (self->outcome.data);              //  Not held after a large one

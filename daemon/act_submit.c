@@ -47,6 +47,8 @@ typedef struct {
     bool live;                  //  Its _id repeats a call not ended
     json_t *record;             //  The record of the ended call its _id
                                 //  repeats, owned, or NULL
+    bool done;                  //  A repeat with an output path: its
+                                //  client waits for the earlier call's DONE
 } s_entry_t;
 
 //  An entry whose _id was seen before (in the store, live, or earlier in
@@ -87,6 +89,9 @@ s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t 
     }
     else
         return 0;
+    //  Whether DONE follows is the repeat's to say, not the earlier call's:
+    //  its client waits for one when its own call has an output path
+    entry->done = call->call->output != NULL;
     act_flow_drop (self, &calls [index]);
     return 1;
 }
@@ -228,8 +233,6 @@ static void
 s_done_from_record (act_flow_t *self, json_t *record, zframe_t *client, zframe_t *request)
 {
     json_t *call = json_object_get (record, "call");
-    if (!json_object_get (call, "_outputPath"))
-        return;
     json_t *outcome = json_object_get (record, "outcome");
     const char *call_id = json_string_value (json_object_get (outcome, "call_id"));
     if (!call_id) {
@@ -259,8 +262,8 @@ s_patient (act_live_t **calls, size_t count, long long hold_us)
 }
 
 //  Answer an accepted CALL or PLAN of count entries (calls: the new ones):
-//  ACCEPTED, then for each repeated _id its DONE now (ended) or when it
-//  ends (live)
+//  ACCEPTED, then for each repeated _id with an output path its DONE now
+//  (ended) or when it ends (live)
 static void
 s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *entries,
             act_live_t **calls, size_t count, bool plan)
@@ -285,12 +288,14 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *en
     if (act_outbox_enveloped (self->outbox, client))
         return;                 //  A REQ socket takes ACCEPTED only
     for (size_t i = 0; i < count; i++) {
+        if (!entries [i].done)
+            continue;
         if (entries [i].record)
             s_done_from_record (self, entries [i].record, client, request);
         else
         if (entries [i].live) {
             act_live_t *earlier = zhashx_lookup (self->calls, entries [i].id);
-            if (earlier && earlier->call->output)
+            if (earlier)
                 act_live_recipient_add (earlier, client, request,
                                         act_outbox_serving_owner (self->outbox));
         }
@@ -378,7 +383,7 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
     size_t count = entries? json_array_size (entries): 1;
     act_live_t *local_calls [S_LOCAL_ENTRIES] = { NULL };
     act_live_eval_t local_evals [S_LOCAL_ENTRIES] = { ACT_LIVE_READY };
-    s_entry_t local_accepted [S_LOCAL_ENTRIES] = { { { 0 }, false, NULL } };
+    s_entry_t local_accepted [S_LOCAL_ENTRIES] = { { { 0 }, false, NULL, false } };
     bool local = count <= S_LOCAL_ENTRIES;
     act_live_t **calls = local? local_calls: calloc (count, sizeof (act_live_t *));
     act_live_eval_t *evals = local? local_evals: calloc (count, sizeof (act_live_eval_t));

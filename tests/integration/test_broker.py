@@ -639,6 +639,56 @@ class IdempotencyTest(BrokerCase):
         self.assertEqual(len(later.tasks), 1, later.tasks)
         self.assertEqual(len(self.history(context)), 1)
 
+    def assert_no_done(self, *rids):
+        """No DONE came for rids: one would be on the socket before the
+        PONG of a PING sent after them."""
+        self.assertEqual(self.client.request("PING"), ["PONG"])
+        done = [(rid, frames) for rid, frames in self.client.pending
+                if rid in rids and frames[0] == "DONE"]
+        self.assertEqual(done, [])
+
+    def test_a_repeat_with_an_output_path_gets_the_done_of_a_fire_and_forget_call(self):
+        """SEMANTICS 7: DONE follows for a repeat with an output path (its
+        client waits for one), though the call it repeats had none."""
+        context = "idem-ff"
+        ff = {"_tool": "later-ff", "_id": "k5", "value": 5}
+        with_path = dict(ff, _outputPath="†state.r")
+        rid1, first_id = self.submit(context, ff)
+        rid2, second_id = self.submit(context, with_path)
+        self.assertEqual(second_id, first_id)
+        later = self.start_worker(["later-ff"], lambda activity, params, meta: params["value"],
+                                  "later-ff")
+        live = self.done(rid2, first_id)
+        self.assertEqual(live["call_id"], first_id)
+        self.assertEqual(live["status"], "ok")
+        self.assertEqual(self.client.status(first_id)["outcome"], live)
+        #  Ended: the repeat's DONE comes at once
+        rid3, third_id = self.submit(context, with_path)
+        self.assertEqual(third_id, first_id)
+        self.assertEqual(self.done(rid3, first_id), live)
+        #  Neither the call itself nor a repeat without an output path
+        rid4, _ = self.submit(context, ff)
+        self.assert_no_done(rid1, rid4)
+        self.assertEqual(len(later.tasks), 1, later.tasks)
+        self.assertEqual(self.history(context), [])
+
+    def test_a_repeat_without_an_output_path_gets_no_done(self):
+        """Its client waits for none: a DONE would be a reply it never
+        asked for."""
+        context = "idem-no-path"
+        call = {"_tool": "later-np", "_id": "k6", "_outputPath": "†state.r", "value": 6}
+        ff = {"_tool": "later-np", "_id": "k6", "value": 6}
+        rid1, first_id = self.submit(context, call)
+        rid2, second_id = self.submit(context, ff)
+        self.assertEqual(second_id, first_id)
+        later = self.start_worker(["later-np"], lambda activity, params, meta: params["value"],
+                                  "later-np")
+        self.assertEqual(self.done(rid1, first_id)["result"], 6)
+        rid3, third_id = self.submit(context, ff)
+        self.assertEqual(third_id, first_id)
+        self.assert_no_done(rid2, rid3)
+        self.assertEqual(len(later.tasks), 1, later.tasks)
+
     def test_same_id_in_another_context_is_another_call(self):
         call = {"_tool": "value", "_id": "k3", "_outputPath": "†state.r", "value": 3}
         first_id, first = self.call("idem-a", call)
