@@ -558,8 +558,14 @@ act_security_bind (act_security_t *self, act_settings_t *settings, const char *e
     //  a local endpoint, and what people write) is the loopback address
     char *bound = strncmp (endpoint, "tcp://localhost:", 16) == 0
                 ? zsys_sprintf ("tcp://127.0.0.1:%s", endpoint + 16): strdup (endpoint);
-    int rc = zsock_bind (socket, "%s", bound);
-    int error = rc < 0? zmq_errno (): 0;
+    //  A signal while libzmq binds (a SIGTERM or SIGHUP as actd starts)
+    //  interrupts it: bind again, and let the loop act on the signal once
+    //  it runs, as it would have a moment later
+    int rc, error, tries = 0;
+    do {
+        rc = zsock_bind (socket, "%s", bound);
+        error = rc < 0? zmq_errno (): 0;
+    } while (error == EINTR && ++tries < 100);
     free (bound);
     //  An ipc:// socket file: who may connect is who may write to it
     //  (server/ipc_mode; the group is actd's own, "actd" under systemd)
