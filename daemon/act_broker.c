@@ -39,6 +39,7 @@
     runs again (at least once, PROTOCOL.md section 1).
     ========================================================================= */
 
+#include <sys/signalfd.h>
 #include "act_broker_int.h"
 #include "act_fds.h"
 #include "act_notify.h"
@@ -439,6 +440,11 @@ act_broker_t *
 act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
 {
     act_broker_t *self = calloc (1, sizeof *self);
+    if (!self) {
+        act_err_set (err, ACT_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    self->signals = -1;
     self->settings = settings;
     self->started = act_clock_ms ();
     self->store = act_store_open (settings->store, settings->sync, err);
@@ -627,19 +633,44 @@ s_read (act_broker_t *self)
     self->workers_waiting = workers || timed_out;
 }
 
+void
+act_broker_watch_signals (act_broker_t *self, int fd)
+{
+    self->signals = fd;
+}
+
+//  Take the signals that came, as the handlers would have
+static void
+s_take_signals (act_broker_t *self)
+{
+    struct signalfd_siginfo info;
+    while (read (self->signals, &info, sizeof info) == (ssize_t) sizeof info) {
+        if (info.ssi_signo == SIGHUP)
+            act_broker_reload_requested = 1;
+        else
+            act_broker_stop_requested = 1;
+    }
+}
+
 int
 act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t *settings)
 {
     zsock_t *zap = act_security_zap (self->security);
-    //  The sockets, the ZAP socket when there is one, and the committer's
-    //  while a commit is in flight (its end sends the batch's replies)
-    zmq_pollitem_t items [4] = {
+    //  The sockets, the ZAP socket when there is one, the signalfd when
+    //  there is one, and the committer's while a commit is in flight (its
+    //  end sends the batch's replies)
+    zmq_pollitem_t items [5] = {
         { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 },
         { zsock_resolve (self->workers), 0, ZMQ_POLLIN, 0 }
     };
-    int zap_at = zap? 2: -1, commit_at = zap? 3: 2;
+    int count = 2;
+    int zap_at = zap? count++: -1;
+    int signals_at = self->signals >= 0? count++: -1;
+    int commit_at = count;
     if (zap)
         items [zap_at] = (zmq_pollitem_t) { zsock_resolve (zap), 0, ZMQ_POLLIN, 0 };
+    if (signals_at >= 0)
+        items [signals_at] = (zmq_pollitem_t) { NULL, self->signals, ZMQ_POLLIN, 0 };
     if (self->committer)
         items [commit_at] = (zmq_pollitem_t) {
             zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 };
@@ -663,7 +694,7 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
                   || (self->pumped && act_watches_behind (self->watches));
         bool busy = self->committer && act_committer_busy (self->committer);
         //  zmq_poll leaves revents as they were when a signal interrupts it
-        for (int item = 0; item < 4; item++)
+        for (int item = 0; item < 5; item++)
             items [item].revents = 0;
         //  While client requests are to wait (a commit in flight and the
         //  next batch full), they are read ahead as far as there is room;
@@ -675,6 +706,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
             break;
         if (zap && (items [zap_at].revents & ZMQ_POLLIN))
             act_security_handle (self->security);
+        if (signals_at >= 0 && (items [signals_at].revents & ZMQ_POLLIN))
+            s_take_signals (self);
         if (busy && (items [commit_at].revents & ZMQ_POLLIN)) {
             act_broker_settle_ended (self);
             act_broker_land (self);

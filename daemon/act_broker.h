@@ -20,7 +20,8 @@
 
 typedef struct _act_broker_t act_broker_t;
 
-//  Set by signal handlers; the loop reads them at every pass
+//  Set by signal handlers, or by the loop from its signalfd; the loop
+//  reads them at every pass
 extern volatile sig_atomic_t act_broker_stop_requested;
 extern volatile sig_atomic_t act_broker_reload_requested;
 
@@ -33,6 +34,10 @@ act_broker_t *act_broker_new (act_settings_t *settings, bool bind, act_err_t *er
 
 //  Destroy the broker and null the pointer; safe on NULL.
 void act_broker_destroy (act_broker_t **self_p);
+
+//  Have the loop read fd, a signalfd of SIGTERM, SIGINT (a stop) and
+//  SIGHUP (a reload), blocked in every thread; -1: none. Not owned.
+void act_broker_watch_signals (act_broker_t *self, int fd);
 
 //  Called by the loop when SIGHUP came (act_broker_reload_requested)
 typedef void (act_broker_reload_fn) (act_broker_t *self, act_settings_t *settings);

@@ -82,6 +82,7 @@ struct _act_broker_t {
                                 //  retried without a pause)
     bool recovering;            //  Contexts with calls left to adopt
     bool stopping;              //  Shutting down
+    int signals;                //  The signalfd the loop reads, or -1
     long long stop_deadline;    //  End of the shutdown grace period
     uint64_t commits;           //  Commits done
     uint64_t committed;         //  Writes committed, for batch sizes

@@ -5,7 +5,9 @@
 
 #include <dirent.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/signalfd.h>
 #include <syslog.h>
 #include "act_broker.h"
 #include "act_fds.h"
@@ -271,16 +273,34 @@ s_batch_io_threads_named (void)
              "ZMQbg/IO/N): they keep their scheduling policy");
 }
 
-//  SIGTERM and SIGINT stop the broker, SIGHUP reloads the config file
-static void
+//  SIGTERM and SIGINT stop the broker, SIGHUP reloads the config file.
+//  They are blocked in every thread (all start after this) and read by
+//  the loop from a signalfd, returned. A handler would interrupt whatever
+//  system call the main thread was in: libzmq's bind failed with EINTR,
+//  and CZMQ asserts that the bind of an actor's pipe does not fail (a
+//  SIGHUP as actd started made it abort). Without a signalfd (-1), the
+//  handlers as before.
+static int
 s_catch_signals (void)
 {
+    sigset_t mask;
+    sigemptyset (&mask);
+    sigaddset (&mask, SIGTERM);
+    sigaddset (&mask, SIGINT);
+    sigaddset (&mask, SIGHUP);
+    pthread_sigmask (SIG_BLOCK, &mask, NULL);
+    int fd = signalfd (-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd >= 0)
+        return fd;
+    act_log (LOG_WARNING, "no signalfd (%s): signals are caught by handlers", strerror (errno));
+    pthread_sigmask (SIG_UNBLOCK, &mask, NULL);
     struct sigaction action = { 0 };
     action.sa_handler = s_signal;
     sigemptyset (&action.sa_mask);
     sigaction (SIGTERM, &action, NULL);
     sigaction (SIGINT, &action, NULL);
     sigaction (SIGHUP, &action, NULL);
+    return -1;
 }
 
 int
@@ -313,7 +333,7 @@ main (int argc, char *argv [])
         return rc;
     }
     s_configure_logging (settings);
-    s_catch_signals ();
+    int signals = s_catch_signals ();
     //  Every connection is a descriptor: as many as the system allows
     act_fds_raise ();
 
@@ -327,8 +347,11 @@ main (int argc, char *argv [])
         if (!settings->log_stderr)
             fprintf (stderr, "actd: cannot start: %s\n", err.message);
         act_settings_destroy (&settings);
+        if (signals >= 0)
+            close (signals);
         return 1;
     }
+    act_broker_watch_signals (broker, signals);
     //  The sockets are bound: libzmq's I/O threads run
     if (settings->io_batch)
         s_batch_io_threads_named ();
@@ -338,5 +361,7 @@ main (int argc, char *argv [])
     rc = act_broker_run (broker, s_reload, settings);
     act_broker_destroy (&broker);
     act_settings_destroy (&settings);
+    if (signals >= 0)
+        close (signals);
     return rc;
 }
