@@ -634,6 +634,15 @@ s_read (act_broker_t *self)
 }
 
 void
+act_broker_signals (sigset_t *mask)
+{
+    sigemptyset (mask);
+    sigaddset (mask, SIGTERM);
+    sigaddset (mask, SIGINT);
+    sigaddset (mask, SIGHUP);
+}
+
+void
 act_broker_watch_signals (act_broker_t *self, int fd)
 {
     self->signals = fd;

@@ -35,6 +35,9 @@ act_broker_t *act_broker_new (act_settings_t *settings, bool bind, act_err_t *er
 //  Destroy the broker and null the pointer; safe on NULL.
 void act_broker_destroy (act_broker_t **self_p);
 
+//  The signals the loop takes: SIGTERM, SIGINT (a stop), SIGHUP (a reload)
+void act_broker_signals (sigset_t *mask);
+
 //  Have the loop read fd, a signalfd of SIGTERM, SIGINT (a stop) and
 //  SIGHUP (a reload), blocked in every thread; -1: none. Not owned.
 void act_broker_watch_signals (act_broker_t *self, int fd);

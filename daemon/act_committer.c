@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <pthread.h>
 #include "act_committer.h"
+#include "act_broker.h"
 
 struct _act_committer_t {
     zactor_t *actor;            //  The thread and its pipe
@@ -23,12 +24,10 @@ s_actor (zsock_t *pipe, void *arg)
     act_committer_t *self = (act_committer_t *) arg;
     //  SIGTERM and SIGHUP are the loop's: delivered here, they would only
     //  interrupt the wait for COMMIT (which then ended the thread, and the
-    //  loop waited for its commit forever)
+    //  loop waited for its commit forever). actd blocks them before any
+    //  thread starts; this is for a program that does not
     sigset_t mask;
-    sigemptyset (&mask);
-    sigaddset (&mask, SIGTERM);
-    sigaddset (&mask, SIGINT);
-    sigaddset (&mask, SIGHUP);
+    act_broker_signals (&mask);
     pthread_sigmask (SIG_BLOCK, &mask, NULL);
     zsock_signal (pipe, 0);
     while (true) {

@@ -284,10 +284,7 @@ static int
 s_catch_signals (void)
 {
     sigset_t mask;
-    sigemptyset (&mask);
-    sigaddset (&mask, SIGTERM);
-    sigaddset (&mask, SIGINT);
-    sigaddset (&mask, SIGHUP);
+    act_broker_signals (&mask);
     pthread_sigmask (SIG_BLOCK, &mask, NULL);
     int fd = signalfd (-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd >= 0)
