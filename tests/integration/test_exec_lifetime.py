@@ -13,10 +13,11 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 import unittest
 
-from harness import Actd, actd_with_config, wait_for
+from harness import Actd, actd_with_config, free_port, wait_for
 from test_exec import (ONE_ATTEMPT, Exec, ExecTest, alive, read_pids, ref, script,
                        wait_gone)
 
@@ -181,6 +182,41 @@ class TestSeveralBrokers(unittest.TestCase):
         self.assertIn("(capacity 1 per broker)", log)
         # Before: "2 commands still running from before a reconnect"
         self.assertNotIn("reconnect", log)
+
+
+class TestSignalAtStart(unittest.TestCase):
+    """A stop asked for while actd-exec starts (systemctl stop right after
+    start) ends it: exit 0 once its handlers are in, else death by that
+    signal, never a hang, an abort or a sanitizer report. actd-exec starts
+    no CZMQ actor, so the pipe assert that a signal at start could trigger
+    in actd (test_operations.SignalAtStartTest) has no place here; this
+    holds it so."""
+
+    def test_every_stop_signal_at_every_moment_of_the_start_ends_it(self):
+        endpoint = "tcp://127.0.0.1:%d" % free_port()     # nobody listens
+        outcomes = set()
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+            for delay in (0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.3):
+                worker = Exec(endpoint, "start-signal", ["/bin/cat"])
+                worker.start()
+                time.sleep(delay)
+                worker.process.send_signal(number)
+                try:
+                    code = worker.process.wait(10)
+                except subprocess.TimeoutExpired:
+                    worker.process.kill()
+                    worker.process.wait()
+                    code = "hung"
+                log = worker.log()
+                shutil.rmtree(worker.dir, ignore_errors=True)
+                what = "signal %d after %g s" % (number, delay)
+                self.assertIn(code, (0, -number), "%s: %s\n%s" % (what, code, log))
+                for bad in ("AddressSanitizer", "runtime error", "Assertion"):
+                    self.assertNotIn(bad, log, what)
+                outcomes.add(code == 0)
+        # Both ends were reached: some signals came before the handlers
+        # and some after (else the delays test nothing)
+        self.assertEqual(outcomes, {True, False})
 
 
 if __name__ == "__main__":
