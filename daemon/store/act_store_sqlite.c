@@ -616,13 +616,11 @@ const act_store_backend_t act_store_sqlite = {
     act_sqlite_put_append_key, act_sqlite_idle_contexts, NULL, s_borrow, NULL
 };
 
-void *
-act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
+//  Open the store's file and take its lock: one process a store. Returns
+//  0, or -1 with err set.
+static int
+s_lock (act_sqlite_t *self, act_err_t *err)
 {
-    act_sqlite_t *self = calloc (1, sizeof *self);
-    self->path = strdup (path? path: "actd.db");
-    self->added = zhashx_new ();
-    zhashx_set_destructor (self->added, (zhashx_destructor_fn *) zstr_free);
     //  A new store file is readable by actd alone, whatever the umask (it
     //  holds every context); SQLite gives its -wal and -shm files the same
     //  mode. An existing file keeps the mode its operator gave it.
@@ -635,14 +633,49 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
     if (self->lock < 0) {
         act_err_set (err, ACT_E_INTERNAL, "cannot open store %s: %s",
                      self->path, strerror (errno));
-        goto failed;
+        return -1;
     }
     if (flock (self->lock, LOCK_EX | LOCK_NB)) {
         act_err_set (err, ACT_E_INTERNAL,
                      "store %s is in use by another process (it holds the lock)",
                      self->path);
-        goto failed;
+        return -1;
     }
+    return 0;
+}
+
+//  Read whether the file reclaims free pages, and whether some wait
+static void
+s_read_vacuum (act_sqlite_t *self)
+{
+    sqlite3_stmt *query;
+    if (sqlite3_prepare_v2 (self->db, "PRAGMA auto_vacuum", -1, &query, NULL) == SQLITE_OK
+    &&  sqlite3_step (query) == SQLITE_ROW)
+        self->incremental = sqlite3_column_int (query, 0) == 2;
+    sqlite3_finalize (query);
+    //  Free pages left by the last run (or by a start stopped while it gave
+    //  back what a migration freed) go back at the next commits
+    if (self->incremental) {
+        if (sqlite3_prepare_v2 (self->db, "PRAGMA freelist_count", -1, &query, NULL) == SQLITE_OK
+        &&  sqlite3_step (query) == SQLITE_ROW)
+            self->reclaim = sqlite3_column_int64 (query, 0) > 0;
+        sqlite3_finalize (query);
+    }
+}
+
+void *
+act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
+{
+    act_sqlite_t *self = calloc (1, sizeof *self);
+    if (!self) {
+        act_err_set (err, ACT_E_INTERNAL, "store %s: out of memory", path? path: "actd.db");
+        return NULL;
+    }
+    self->path = strdup (path? path: "actd.db");
+    self->added = zhashx_new ();
+    zhashx_set_destructor (self->added, (zhashx_destructor_fn *) zstr_free);
+    if (s_lock (self, err))
+        goto failed;
     //  A commit's WAL frames in one write (act_sqlite_vfs.h)
     const char *vfs = act_sqlite_vfs_register () == 0? ACT_SQLITE_VFS: NULL;
     if (!vfs)
@@ -674,19 +707,7 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
     }
     if (act_sqlite_schema_migrate (self->db, self->path, err))
         goto failed;
-    sqlite3_stmt *query;
-    if (sqlite3_prepare_v2 (self->db, "PRAGMA auto_vacuum", -1, &query, NULL) == SQLITE_OK
-    &&  sqlite3_step (query) == SQLITE_ROW)
-        self->incremental = sqlite3_column_int (query, 0) == 2;
-    sqlite3_finalize (query);
-    //  Free pages left by the last run (or by a start stopped while it gave
-    //  back what a migration freed) go back at the next commits
-    if (self->incremental) {
-        if (sqlite3_prepare_v2 (self->db, "PRAGMA freelist_count", -1, &query, NULL) == SQLITE_OK
-        &&  sqlite3_step (query) == SQLITE_ROW)
-            self->reclaim = sqlite3_column_int64 (query, 0) > 0;
-        sqlite3_finalize (query);
-    }
+    s_read_vacuum (self);
     for (int i = 0; i < Q_COUNT; i++)
         if (sqlite3_prepare_v3 (self->db, act_sqlite_queries [i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &self->queries [i], NULL) != SQLITE_OK) {
