@@ -225,6 +225,31 @@ s_plan (act_commands_t *self, s_request_t *req)
     s_submit (self, req, true);
 }
 
+//  The store's text for an APPEND key frame (1-128 bytes, any bytes, as
+//  PROTOCOL.md 1.1 says), or NULL when its size is out of bounds. UTF-8
+//  without NUL is kept as it is; other bytes (a raw UUID, say), and a key
+//  that starts with \x01, become \x01 and their hex: the stores keep
+//  text (PostgreSQL's holds neither NUL nor invalid UTF-8: such a key was
+//  not kept, and looking it up failed), and no kept key starts with \x01,
+//  so two keys never meet
+static char *
+s_append_key (zmq_msg_t *frame)
+{
+    const char *data = (const char *) zmq_msg_data (frame);
+    size_t size = zmq_msg_size (frame);
+    if (size == 0 || size > 128)
+        return NULL;
+    if (data [0] != 1 && !memchr (data, 0, size) && act_utf8_valid (data, size, NULL))
+        return strndup (data, size);
+    char *key = malloc (1 + 2 * size + 1);
+    if (!key)
+        return NULL;
+    key [0] = 1;
+    for (size_t at = 0; at < size; at++)
+        snprintf (key + 1 + 2 * at, 3, "%02x", (unsigned char) data [at]);
+    return key;
+}
+
 //  APPEND context message [key]: with an idempotency key (1-128 bytes),
 //  a second APPEND with the same key appends nothing and answers the
 //  first one's _seq. A key the store could not be asked about is refused
@@ -235,12 +260,12 @@ s_append (act_commands_t *self, s_request_t *req)
     act_err_t err = { 0 };
     json_t *message = NULL, *stored = NULL;
     act_context_t *context = NULL;
-    char *key = req->args [2]? act_part_string (req->args [2]): NULL;
+    char *key = req->args [2]? s_append_key (req->args [2]): NULL;
     uint64_t seq = 0;
     if (act_flow_stopping (self->flow))
         act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
     else
-    if (req->args [2] && (!key || !*key || strlen (key) > 128))
+    if (req->args [2] && !key)
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "an idempotency key is 1 to 128 bytes");
     else
     if ((message = s_frame_json (req->args [1], &err))

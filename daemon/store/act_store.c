@@ -611,7 +611,7 @@ act_store_append_key (act_store_t *self, const char *context, const char *key,
     s_direct (self);
     *seq = 0;
     size_t length = key? strlen (key): 0;
-    if (length == 0 || length > 128)
+    if (length == 0 || length > ACT_STORE_KEY_MAX)
         return 0;
     int rc = self->backend->append_key (self->impl, context, key, seq);
     if (rc != 1)
@@ -624,7 +624,7 @@ act_store_put_append_key (act_store_t *self, const char *context, const char *ke
                           uint64_t seq)
 {
     size_t length = key? strlen (key): 0;
-    if (length == 0 || length > 128 || !context)
+    if (length == 0 || length > ACT_STORE_KEY_MAX || !context)
         return -1;              //  Refused: nothing written, the batch is whole
     int rc = self->journal? act_journal_append_key (self->journal, context, key, seq)
                           : self->backend->put_append_key (self->impl, context, key, seq);

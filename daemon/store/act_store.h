@@ -214,16 +214,22 @@ json_t *act_store_contexts (act_store_t *self, const char *prefix, const char *a
 //  into a new context of that id.
 int act_store_delete_context (act_store_t *self, const char *context, size_t *messages);
 
+//  Most bytes of an APPEND key as the store keeps it: a key frame is 1-128
+//  bytes, kept as it came when UTF-8 text, else as \x01 and its hex
+//  (act_commands.c, s_append_key)
+#define ACT_STORE_KEY_MAX (1 + 2 * 128)
+
 //  The _seq an earlier APPEND with idempotency key key got in context: 1
-//  with *seq set, 0 when no APPEND used key (or key is not 1-128 bytes),
+//  with *seq set, 0 when no APPEND used key (or key is not 1 to
+//  ACT_STORE_KEY_MAX bytes),
 //  -1 on a read error (logged). *seq is 0 unless 1: a read error is no
 //  answer, never "a new key".
 int act_store_append_key (act_store_t *self, const char *context, const char *key,
                           uint64_t *seq);
 
 //  Remember that the APPEND with key key got _seq seq in context (in the
-//  batch). Keys are 1-128 bytes: another is refused (-1) and nothing is
-//  written.
+//  batch). Keys are 1 to ACT_STORE_KEY_MAX bytes: another is refused (-1)
+//  and nothing is written.
 int act_store_put_append_key (act_store_t *self, const char *context, const char *key,
                               uint64_t seq);
 

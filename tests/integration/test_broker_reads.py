@@ -289,5 +289,35 @@ class StatusTest(BrokerCase):
 #  Every error a client can trigger (PROTOCOL 3): ERROR code, nothing changes
 
 
+class AppendKeyBytesTest(BrokerCase):
+    """An APPEND key is 1-128 bytes, any bytes (PROTOCOL.md 1.1): a raw
+    UUID with a NUL was refused ("1 to 128 bytes"), and on PostgreSQL a
+    key not UTF-8 failed the store's lookup (ERROR internal)."""
+
+    standard = False
+
+    def append(self, value, key):
+        return self.client.request("APPEND", "kb", {"type": "data", "kind": "k",
+                                                    "data": {"n": value}}, key)
+
+    def test_keys_of_any_bytes_append_once_each_across_a_restart(self):
+        keys = [b"\x07\x00\x01" + bytes(range(200, 213)),   # a NUL: raw UUID-like
+                b"\xc3\x28-not-utf8", b"\x00", bytes(range(256))[:128],
+                b"plain", b"\x01" + b"706c61696e",             # \x01 + hex of "plain"
+                b"\x01" + b"00"]                               # \x01 + hex of "\x00"
+        seqs = [self.append(n, key) for n, key in enumerate(keys)]
+        self.assertEqual(seqs, [["OK", '{"seq":%d}' % n] for n in range(1, len(keys) + 1)])
+        self.assertEqual([self.append(99, key) for key in keys], seqs)
+        self.client.close()
+        self.actd.kill()
+        self.actd.start()
+        self.client = self.actd.client()
+        self.assertEqual([self.append(99, key) for key in keys], seqs)
+        self.assertEqual(self.client.request("RESOLVE", "kb", "\u2020k.n"),
+                         ["VALUE", str(len(keys) - 1)])
+        for bad in (b"", b"x" * 129):
+            self.assertEqual(self.append(0, bad)[:2], ["ERROR", "bad_argument"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -350,14 +350,16 @@ test_append_keys_are_per_context (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_int_equal (s_append_key (store, context, "k"), 5);
     assert_int_equal (act_store_put_append_key (store, other, "k", 9), 0);
-    char long_key [130];
-    memset (long_key, 'x', 129);
-    long_key [129] = 0;
+    //  The store keeps keys of up to ACT_STORE_KEY_MAX bytes (a binary key
+    //  frame of 128 bytes as \x01 and its hex)
+    char long_key [ACT_STORE_KEY_MAX + 2];
+    memset (long_key, 'x', ACT_STORE_KEY_MAX + 1);
+    long_key [ACT_STORE_KEY_MAX + 1] = 0;
     size_t batch = act_store_batch (store);
     assert_int_equal (act_store_put_append_key (store, other, long_key, 1), -1);
     assert_int_equal (act_store_put_append_key (store, other, "", 1), -1);
     assert_int_equal (act_store_batch (store), batch);   //  Refused, not written
-    long_key [128] = 0;
+    long_key [ACT_STORE_KEY_MAX] = 0;
     assert_int_equal (act_store_put_append_key (store, other, long_key, 10), 0);
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_int_equal (s_append_key (store, other, "k"), 9);
