@@ -48,9 +48,6 @@
 volatile sig_atomic_t act_broker_stop_requested = 0;
 volatile sig_atomic_t act_broker_reload_requested = 0;
 
-
-
-
 //  --------------------------------------------------------------------------
 //  Messages in, messages out
 
@@ -243,6 +240,17 @@ s_cut_clients (act_broker_t *self)
         zstr_free (&key);
         zframe_destroy (&client);
     }
+}
+
+//  A watched client's connection ended (closed, or its routing id taken
+//  by a new one): its watches end and its HISTORY pages are not built,
+//  as when the socket cannot route to it
+static void
+s_client_gone (void *arg, const void *id, size_t size)
+{
+    act_broker_t *self = (act_broker_t *) arg;
+    act_watches_drop_client (self->watches, id, size);
+    act_pages_drop_client (self->pages, id, size);
 }
 
 //  The end of a pass, once what it sends has gone (or waits for its
@@ -480,6 +488,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
                                        self->outbox, self->watches, self->security, s_stats,
                                        self);
     act_commands_set_pages (self->commands, self->pages);
+    act_security_on_client_gone (self->security, s_client_gone, self);
     self->recovering = act_cache_recover (self->cache) > 0;
     act_broker_commit (self);
     act_outbox_flush (self->outbox, self->send, self->send_arg);

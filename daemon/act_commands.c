@@ -490,9 +490,13 @@ s_watch (act_commands_t *self, s_request_t *req)
     if (context) {
         uint64_t next = act_ctx_next_seq (context->ctx);
         if (act_watches_open (self->watches, req->client, req->request, req->context,
-                              from? from: next, from > 0 && from < next, calls, &err) == 0
-        &&  calls)
-            s_tell_live (self, req, context);
+                              from? from: next, from > 0 && from < next, calls, &err) == 0) {
+            //  The watch ends with the socket that opened it, even when
+            //  a new socket comes back with the same routing id
+            act_security_watched (self->security, req->client);
+            if (calls)
+                s_tell_live (self, req, context);
+        }
         act_cache_release (self->cache, context);   //  If it was made for this
     }
     if (err.code)

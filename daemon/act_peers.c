@@ -17,6 +17,9 @@ typedef struct {
     long long cut_at;           //  When to shut the connection (0: never)
     const char *why;            //  Why, for the log (static), or NULL: the
                                 //  cut was logged where it was decided
+    bool watched;               //  A client that opened a watch: its socket
+                                //  is checked at each message, and its end
+                                //  reported (act_peers_on_gone)
 } s_peer_t;
 
 //  The peer a side last saw: its next messages skip the table
@@ -31,6 +34,8 @@ struct _act_peers_t {
     size_t cuts;                //  Peers with cut_at set
     long long pruned;           //  Last look for closed connections
     s_last_t last [2];          //  Peer last seen per side (client, worker)
+    act_peers_gone_fn *gone;    //  Told when a watched client's socket ends
+    void *gone_arg;             //  Its argument
 };
 
 static void
@@ -71,6 +76,16 @@ s_same_socket (s_peer_t *peer)
     struct stat now;
     return peer->fd >= 0 && fstat (peer->fd, &now) == 0 && S_ISSOCK (now.st_mode)
         && now.st_dev == peer->dev && now.st_ino == peer->ino;
+}
+
+//  True when peer's socket is checked at each message: with CURVE a
+//  descriptor number may have been reused by a connection of another key;
+//  a watched client's socket ending must be seen even when its routing id
+//  comes back on the same descriptor number
+static bool
+s_checked (s_peer_t *peer)
+{
+    return peer->user || peer->watched;
 }
 
 //  Longest name: the side, a routing id (at most 255 bytes) in hex, a NUL
@@ -129,20 +144,25 @@ act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *f
     const byte *data = (const byte *) zmq_msg_data (routing);
     if (last->peer && last->peer->fd == fd && last->size == size
     &&  memcmp (last->id, data, size) == 0
-    &&  (!last->peer->user || s_same_socket (last->peer)))
+    &&  (!s_checked (last->peer) || s_same_socket (last->peer)))
         return;
     char buffer [S_NAME_MAX];
     char *name = s_frame_name (worker, routing, buffer);
     if (!name)
         return;
     s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
-    if (!peer || peer->fd != fd || (peer->user && !s_same_socket (peer))) {
+    if (!peer || peer->fd != fd || (s_checked (peer) && !s_same_socket (peer))) {
+        //  A new connection took the routing id: what the old one opened
+        //  is no longer its (PROTOCOL.md 1.1: a watch ends when the
+        //  broker can no longer route to the socket that opened it)
+        if (peer && peer->watched && !worker && self->gone)
+            self->gone (self->gone_arg, data, size);
         struct stat status;
         if (fstat (fd, &status) == 0) {
             const char *user = zmq_msg_gets (frame, "User-Id");
             s_peer_t *fresh = calloc (1, sizeof *fresh);
             *fresh = (s_peer_t) { zframe_new (data, size), user && *user? strdup (user): NULL,
-                                  fd, status.st_dev, status.st_ino, 0, NULL };
+                                  fd, status.st_dev, status.st_ino, 0, NULL, false };
             if (peer && peer->cut_at)
                 self->cuts--;
             s_forget (self, peer);
@@ -223,6 +243,9 @@ act_peers_tick (act_peers_t *self, long long now)
     }
     for (const char *name = zlistx_first (gone); name; name = zlistx_next (gone)) {
         s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
+        if (peer && peer->watched && *name == 'c' && self->gone)
+            self->gone (self->gone_arg, zframe_data (peer->routing),
+                        zframe_size (peer->routing));
         if (peer && peer->cut_at)
             self->cuts--;
         if (peer)
@@ -247,6 +270,29 @@ act_peers_holds (act_peers_t *self, bool worker, const void *id, size_t size,
         zmq_msg_close (&routing);
     }
     return peer && peer->user && user && streq (peer->user, user) && s_same_socket (peer);
+}
+
+void
+act_peers_watched (act_peers_t *self, const void *id, size_t size)
+{
+    if (!self || size > 255)
+        return;
+    char name [S_NAME_MAX];
+    zmq_msg_t routing;
+    zmq_msg_init_data (&routing, (void *) id, size, NULL, NULL);
+    s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, s_frame_name (false, &routing, name));
+    zmq_msg_close (&routing);
+    if (peer)
+        peer->watched = true;
+}
+
+void
+act_peers_on_gone (act_peers_t *self, act_peers_gone_fn *gone, void *arg)
+{
+    if (self) {
+        self->gone = gone;
+        self->gone_arg = arg;
+    }
 }
 
 size_t

@@ -24,6 +24,9 @@
 
 typedef struct _act_peers_t act_peers_t;
 
+//  A client's connection behind routing id (size bytes) ended
+typedef void (act_peers_gone_fn) (void *arg, const void *id, size_t size);
+
 //  A new, empty table.
 act_peers_t *act_peers_new (void);
 
@@ -59,6 +62,17 @@ void act_peers_tick (act_peers_t *self, long long now);
 //  not: what is owed to the first owner must not reach it.
 bool act_peers_holds (act_peers_t *self, bool worker, const void *id, size_t size,
                       const char *user);
+
+//  The client with routing id (size bytes) opened a watch on the
+//  connection it last spoke on: from now on its socket is checked at each
+//  of its messages, and the end of that connection is reported.
+void act_peers_watched (act_peers_t *self, const void *id, size_t size);
+
+//  Call gone (with arg) when the connection of a watched client ends:
+//  closed (seen at most a second later, by act_peers_tick), or its
+//  routing id taken by a new connection (seen at that one's first
+//  message, before it is handled).
+void act_peers_on_gone (act_peers_t *self, act_peers_gone_fn *gone, void *arg);
 
 //  Peers known.
 size_t act_peers_size (act_peers_t *self);

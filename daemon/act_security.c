@@ -486,6 +486,20 @@ act_security_tick (act_security_t *self, long long now)
         act_peers_tick (self->peers, now);
 }
 
+void
+act_security_watched (act_security_t *self, zframe_t *client)
+{
+    if (self && client)
+        act_peers_watched (self->peers, zframe_data (client), zframe_size (client));
+}
+
+void
+act_security_on_client_gone (act_security_t *self, act_peers_gone_fn *gone, void *arg)
+{
+    if (self)
+        act_peers_on_gone (self->peers, gone, arg);
+}
+
 //  Swap the key settings of now and fresh: directories, tenants, groups
 static void
 s_swap_keys (act_settings_t *now, act_settings_t *fresh)

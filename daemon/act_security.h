@@ -96,6 +96,13 @@ bool act_security_client_holds (act_security_t *self, const void *id, size_t siz
 //  Cut the connections due; call it every pass.
 void act_security_tick (act_security_t *self, long long now);
 
+//  The client with routing id client opened a watch (act_peers_watched).
+void act_security_watched (act_security_t *self, zframe_t *client);
+
+//  Call gone (with arg) when a watched client's connection ends
+//  (act_peers_on_gone).
+void act_security_on_client_gone (act_security_t *self, act_peers_gone_fn *gone, void *arg);
+
 //  Read the allowed keys, tenants and groups again from fresh (SIGHUP;
 //  fresh gets the old ones). Connected clients whose rights shrank are
 //  listed for act_security_revoked_client and their connections cut; the

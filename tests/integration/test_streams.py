@@ -17,6 +17,8 @@ import tempfile
 import time
 import unittest
 
+import zmq
+
 from harness import DAGGER, STORE, Actd, Client, Fail, NoAnswer, Worker, wait_for
 
 
@@ -503,6 +505,71 @@ class DeleteTest(WatchCase):
         self.assertEqual(self.client.request("DELETE", "forget")[0], "OK")
         second, _ = self.client.call("forget", call, wait_done=False)
         self.assertNotEqual(first, second)
+
+
+class WatchReconnectTest(WatchCase):
+    """A watch ends with the socket that opened it (PROTOCOL.md 1.1), also
+    when a client comes back with the same fixed routing id (as
+    docs/protocol.md 2.3 advises, for DONE across restarts) before any
+    event could fail to reach the old socket: each past life's watch
+    stayed, every event came once per life, and dead watches filled
+    max_watches for every client."""
+
+    config = "server\n    max_watches = 4\n"
+
+    def dealer(self, identity):
+        socket = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.ROUTING_ID, identity)
+        socket.connect(self.actd.client_endpoint)
+        return socket
+
+    def watch(self, socket, tag, context):
+        socket.send_multipart([b"ACTC01", b"WATCH", tag, context.encode(), b"0"])
+        socket.send_multipart([b"ACTC01", b"PING", b"p-" + tag])
+        self.assertTrue(socket.poll(10000), "no PONG")
+        self.assertEqual(socket.recv_multipart(), [b"ACTC01", b"PONG", b"p-" + tag])
+
+    def test_a_client_back_with_its_routing_id_has_only_its_new_watch(self):
+        for life in range(6):
+            socket = self.dealer(b"agent-7")
+            tag = b"w%d" % life
+            self.watch(socket, tag, "lives")
+            seq = self.append("lives", text(life))
+            tags = []
+            while socket.poll(300):
+                frames = socket.recv_multipart()
+                self.assertEqual(json.loads(frames[3])["seq"], seq, frames)
+                tags.append(frames[2])
+            self.assertEqual(tags, [tag], "life %d" % life)
+            socket.close(0)             # gone without UNWATCH
+            #  Until libzmq has seen the connection closed, the routing id
+            #  is taken and a new connection with it refused
+            time.sleep(0.3)
+        #  Six lives through max_watches = 4: the slots were given back
+        rid = self.client.send("WATCH", "another", "0")
+        with self.assertRaises(TimeoutError):
+            self.client.wait(rid, timeout=1.0)
+
+    def test_a_closed_watchers_slot_comes_back_without_an_event(self):
+        sockets = [self.dealer(b"gone-%d" % n) for n in range(4)]
+        for socket in sockets:
+            self.watch(socket, b"w", "quiet")
+        rid = self.client.send("WATCH", "quiet-2", "0")
+        self.assertEqual(self.client.wait(rid, timeout=10)[:2], ["ERROR", "busy"])
+        for socket in sockets:
+            socket.close(0)
+        #  No event comes to show the sockets gone: their connections'
+        #  end is seen within about a second
+        def watch_taken():
+            rid = self.client.send("WATCH", "quiet-2", "0")
+            try:
+                reply = self.client.wait(rid, timeout=0.5)
+            except TimeoutError:
+                return True
+            self.assertEqual(reply[:2], ["ERROR", "busy"])
+            return False
+        wait_for(watch_taken, "a watch slot given back by a closed socket", 10)
 
 
 class AppendKeyTest(WatchCase):
