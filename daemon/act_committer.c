@@ -29,6 +29,8 @@ s_actor (zsock_t *pipe, void *arg)
     sigset_t mask;
     act_broker_signals (&mask);
     pthread_sigmask (SIG_BLOCK, &mask, NULL);
+    //  Named apart from the loop, for top -H, perf and /proc
+    pthread_setname_np (pthread_self (), "actd/commit");
     zsock_signal (pipe, 0);
     while (true) {
         char *command = zstr_recv (pipe);
