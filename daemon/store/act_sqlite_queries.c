@@ -6,7 +6,8 @@
 #include "act_sqlite_queries.h"
 
 //  A call's record, as s_call_record reads it, from calls (c), ends (e)
-//  and dispatched (d): a call with a row in ends ended as that row says;
+//  and dispatched (d), with its resume state (r, schema 10; most calls
+//  have none): a call with a row in ends ended as that row says;
 //  one not ended that was dispatched since its row was last written is
 //  running, with the attempts of its row in dispatched. from: the FROM
 //  clause's first table(s), joined to c
@@ -38,8 +39,9 @@
     " ELSE c.attempts END, c.call, c.idem,"                                           \
     " CASE WHEN " S_CALL_ENDED " THEN e.outcome ELSE c.outcome END,"                  \
     " CASE WHEN " S_CALL_ENDED " THEN e.progress ELSE c.progress END,"                \
-    " c.client, c.request FROM " from                                                 \
-    " LEFT JOIN ends AS e ON e.id = c.id LEFT JOIN dispatched AS d ON d.id = c.id"
+    " c.client, c.request, r.body FROM " from                                         \
+    " LEFT JOIN ends AS e ON e.id = c.id LEFT JOIN dispatched AS d ON d.id = c.id"    \
+    " LEFT JOIN resume AS r ON r.id = c.id"
 
 const char *act_sqlite_queries [Q_COUNT] = {
     "INSERT OR IGNORE INTO contexts (id, created) VALUES (?, ?)",
@@ -81,5 +83,7 @@ const char *act_sqlite_queries [Q_COUNT] = {
     "  (" S_ALIVE_IN ("1", "idle.id") ")"
     "  LIMIT ?2",
     "BEGIN IMMEDIATE",
-    "COMMIT"
+    "COMMIT",
+    "INSERT OR REPLACE INTO resume (id, body) VALUES (?, ?)",
+    "DELETE FROM resume WHERE id IN (" S_CONTEXT_CALLS ("?1") ")"
 };

@@ -3,7 +3,8 @@
     (act_store_sqlite.c), by what they do: read there, prepared once per
     connection. How a call's state is read from calls, ends, dispatched
     and live (schema 8), and a context's calls through call_blocks (schema
-    9), is written down here, in one place.
+    9), with their resume state (schema 10), is written down here, in one
+    place.
     ========================================================================= */
 
 #ifndef ACT_SQLITE_QUERIES_H_INCLUDED
@@ -15,7 +16,7 @@ enum {
     Q_PENDING, Q_LAST_CALL, Q_COUNTERS, Q_PENDING_IN, Q_CONTEXTS_PENDING, Q_STATS,
     Q_CONTEXTS, Q_DELETE_MESSAGES, Q_DELETE_DISPATCHED, Q_DELETE_ENDS, Q_DELETE_LIVE,
     Q_DELETE_CALLS, Q_DELETE_BLOCKS, Q_DELETE_KEYS, Q_DELETE_CONTEXT, Q_APPEND_KEY, Q_PUT_APPEND_KEY,
-    Q_IDLE, Q_BEGIN, Q_COMMIT, Q_COUNT
+    Q_IDLE, Q_BEGIN, Q_COMMIT, Q_PUT_RESUME, Q_DELETE_RESUME, Q_COUNT
 };
 
 //  Each statement's text, indexed by the names above

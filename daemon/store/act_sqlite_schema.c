@@ -107,7 +107,15 @@ static const char *s_migrations [] = {
     ("CREATE TABLE call_blocks (context TEXT NOT NULL, block INTEGER NOT NULL,"
      "  PRIMARY KEY (context, block)) WITHOUT ROWID;"
      "INSERT INTO call_blocks SELECT DISTINCT context, id / 4096 FROM calls;"
-     "DROP INDEX calls_by_context;")
+     "DROP INDEX calls_by_context;"),
+    //  9 -> 10: what a call not ended needs to go on after a restart as
+    //  it was, besides its row: the requests that repeated its _id (their
+    //  DONE; the row of calls has the first submitter's only) and the end
+    //  of its retry delay, as one JSON text the broker writes (see
+    //  act_live_put_resume). A row of its own, written only by a call that
+    //  has such state: a plain call writes what it wrote at version 9. A
+    //  new, empty table: an existing store's calls have none
+    "CREATE TABLE resume (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 

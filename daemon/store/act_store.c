@@ -237,6 +237,15 @@ act_store_update_call (act_store_t *self, const act_call_record_t *record)
 }
 
 int
+act_store_put_resume (act_store_t *self, const char *context, uint64_t call_id,
+                      const char *text)
+{
+    int rc = self->journal? act_journal_resume (self->journal, context, call_id, text)
+                          : self->backend->put_resume (self->impl, context, call_id, text);
+    return s_counted (self, rc, "a call's resume state");
+}
+
+int
 act_store_commit (act_store_t *self, act_err_t *err)
 {
     if (self->batch == 0)

@@ -16,9 +16,11 @@
     text. Reads give JSON. A call record read back is a JSON object:
         {"call_id": N, "context": "...", "state": "queued", "attempts": N,
          "call": {...}, "id"?: "client key", "outcome"?: {...},
-         "progress"?: any, "client"?: "hex", "request"?: "hex"}
+         "progress"?: any, "client"?: "hex", "request"?: "hex",
+         "resume"?: any}
     where client and request are the submitter's routing id and request id
-    (hex), so that a DONE can still reach a client after a restart.
+    (hex), so that a DONE can still reach a client after a restart, and
+    resume is the text last given to act_store_put_resume for the call.
     ========================================================================= */
 
 #ifndef ACT_STORE_H_INCLUDED
@@ -98,6 +100,14 @@ int act_store_put_call (act_store_t *self, const act_call_record_t *record);
 
 //  Replace the state, attempts, outcome and progress of a stored call.
 int act_store_update_call (act_store_t *self, const act_call_record_t *record);
+
+//  Keep text (JSON, borrowed) as what call call_id of context needs to go
+//  on after a restart besides its record (schema 10: the requests that
+//  repeated its _id, its retry delay), replacing the text kept before.
+//  Written only by the calls that have such state (none on the path of
+//  a plain call): it is read back as the record's "resume".
+int act_store_put_resume (act_store_t *self, const char *context, uint64_t call_id,
+                          const char *text);
 
 //  Make the batch durable in one transaction. Returns 0, or -1 with err
 //  set, and then none of the batch was kept.

@@ -73,6 +73,9 @@ typedef struct {
     //  Call fn while a statement of the calling thread waits for the
     //  server (NULL: statements do not wait for a server)
     void (*on_wait) (void *impl, act_store_wait_fn *fn, void *arg);
+    //  Keep text as call call_id's resume state (act_store_put_resume),
+    //  in the batch
+    int (*put_resume) (void *impl, const char *context, uint64_t call_id, const char *text);
 } act_store_backend_t;
 
 //  A batch's writes held in memory for a backend (act_store_journal.c)
@@ -102,6 +105,8 @@ int act_journal_message (act_journal_t *self, const char *context, uint64_t seq,
 int act_journal_call (act_journal_t *self, bool put, const act_call_record_t *record);
 int act_journal_append_key (act_journal_t *self, const char *context, const char *key,
                             uint64_t seq);
+int act_journal_resume (act_journal_t *self, const char *context, uint64_t call_id,
+                        const char *text);
 
 //  Give every write held and not given yet to backend (impl), in order.
 //  The writes stay held (the backend may borrow their texts) until

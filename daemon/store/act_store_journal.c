@@ -31,15 +31,18 @@ typedef enum {
     S_PUT_CALL,                 //  put_call
     S_UPDATE_CALL,              //  update_call
     S_APPEND_KEY,               //  put_append_key
+    S_RESUME,                   //  put_resume
     S_SUPERSEDED                //  An update a later one replaced: nothing
 } s_kind_t;
 
 //  One write, with copies of what it writes
 typedef struct {
     s_kind_t kind;              //  Which write
-    char *context;              //  Context (message, append key)
-    uint64_t seq;               //  _seq of the message or of the APPEND
-    char *text;                 //  The message's text, or the APPEND key
+    char *context;              //  Context (message, append key, resume)
+    uint64_t seq;               //  _seq of the message or of the APPEND,
+                                //  or the call id (resume)
+    char *text;                 //  The message's text, the APPEND key, or
+                                //  the resume state
     size_t size;                //  Bytes of the message's text
     act_call_record_t record;   //  The call (put_call, update_call); its
                                 //  strings point into strings
@@ -195,6 +198,21 @@ act_journal_append_key (act_journal_t *self, const char *context, const char *ke
     return op->context && op->text? 0: s_drop_last (self);
 }
 
+int
+act_journal_resume (act_journal_t *self, const char *context, uint64_t call_id,
+                    const char *text)
+{
+    //  Held as an APPEND key is (a context, a text, a number), under its
+    //  own kind. Rare (a repeated _id, a retry's delay): none is merged
+    if (act_journal_append_key (self, context, text, call_id))
+        return -1;
+    s_op_t *op = &self->ops [self->size - 1];
+    op->kind = S_RESUME;
+    op->extra = strlen (text);          //  Up to ACT_LIVE_MAX_RECIPIENTS ids
+    self->bytes += op->extra;
+    return 0;
+}
+
 //  The last write, an update of call id with progress, replaces the
 //  call's earlier such update not given to the backend yet, if any
 static void
@@ -259,7 +277,8 @@ const char *
 act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void *impl)
 {
     static const char *whats [] = {
-        "a message", "a new call", "a call's state", "an APPEND key"
+        "a message", "a new call", "a call's state", "an APPEND key",
+        "a call's resume state"
     };
     const char *failed = NULL;
     for (size_t i = self->applied; i < self->size; i++) {
@@ -276,6 +295,9 @@ act_journal_apply (act_journal_t *self, const act_store_backend_t *backend, void
         else
         if (op->kind == S_APPEND_KEY)
             rc = backend->put_append_key (impl, op->context, op->text, op->seq);
+        else
+        if (op->kind == S_RESUME)
+            rc = backend->put_resume (impl, op->context, op->seq, op->text);
         else
             rc = 0;                 //  Superseded: nothing to write
         if (rc < 0 && !failed)

@@ -35,6 +35,8 @@ typedef struct {
                                 //  call's own allocation
     char state [16];            //  The state when it fits (fields [1]
                                 //  points here then)
+    char *resume;               //  Its resume state (act_store_put_resume),
+                                //  or NULL
 } s_mcall_t;
 
 //  True for a field an update replaces (state, outcome, progress): it is
@@ -87,6 +89,7 @@ s_mcall_destroy (s_mcall_t **self_p)
     for (int i = 0; i < 8; i++)
         if (S_MUTABLE (i) && self->fields [i] != self->state)
             free (self->fields [i]);
+    free (self->resume);
     free (self);
     *self_p = NULL;
 }
@@ -367,7 +370,23 @@ s_mcall_json (s_mcall_t *call)
                 ? json_loads (call->fields [i], JSON_DECODE_ANY, NULL)
                 : json_string (call->fields [i]));
         }
+    if (call->resume)
+        json_object_set_new (record, "resume", json_loads (call->resume, 0, NULL));
     return record;
+}
+
+static int
+s_memory_put_resume (void *impl, const char *context, uint64_t call_id, const char *text)
+{
+    (void) context;
+    char key [24];
+    s_call_key (key, call_id);
+    s_mcall_t *call = (s_mcall_t *) zhashx_lookup (((s_memory_t *) impl)->calls, key);
+    if (!call)
+        return -1;
+    free (call->resume);
+    call->resume = s_copy (text);
+    return 0;
 }
 
 //  Put back a context deleted in a batch that was rolled back. A context
@@ -636,7 +655,8 @@ const act_store_backend_t act_store_memory = {
     s_memory_messages, s_memory_history, s_memory_call, s_memory_idem,
     s_memory_pending, s_memory_last_call, s_memory_counters, NULL, NULL, NULL, NULL, NULL,
     s_memory_contexts_pending, NULL, s_memory_contexts, s_memory_delete_context,
-    s_memory_append_key, s_memory_put_append_key, s_memory_idle_contexts, NULL, NULL, NULL
+    s_memory_append_key, s_memory_put_append_key, s_memory_idle_contexts, NULL, NULL, NULL,
+    s_memory_put_resume
 };
 
 void *

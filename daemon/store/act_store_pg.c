@@ -65,11 +65,18 @@ static const char *s_migrations [] = {
     "CREATE INDEX contexts_by_created ON contexts (created) WHERE updated IS NULL;"
     "CREATE INDEX calls_by_context ON calls (context);"
     "CREATE TABLE append_keys (context TEXT NOT NULL, key TEXT NOT NULL, seq BIGINT NOT NULL,"
-    "  PRIMARY KEY (context, key));"
+    "  PRIMARY KEY (context, key));",
+    //  2 -> 3: a call's resume state (its _id's repeats, its retry delay;
+    //  version 10 of the SQLite store), a row only a call with such state
+    //  writes. A new, empty table
+    "CREATE TABLE resume (id BIGINT PRIMARY KEY, body TEXT NOT NULL);"
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
 #define S_CALL_COLUMNS "id, context, state, attempts, call, idem, outcome, progress, client, request"
+//  A call's record as s_call_record reads it (calls c), with its resume state
+#define S_CALL_SELECT "SELECT c.id, c.context, c.state, c.attempts, c.call, c.idem, c.outcome," \
+    " c.progress, c.client, c.request, r.body FROM calls AS c LEFT JOIN resume AS r ON r.id = c.id"
 #define S_BLOCK 1000            //  Call ids reserved at a time
 
 
@@ -95,6 +102,7 @@ s_destroy (void *impl)
     json_decref (self->inserts);
     zhashx_destroy (&self->updates);
     zhashx_destroy (&self->append_keys);
+    zhashx_destroy (&self->resumes);
     zhashx_destroy (&self->touched);
     zhashx_destroy (&self->known);
     free (self->where);
@@ -109,11 +117,11 @@ s_buffered (act_pg_t *self)
 {
     return json_array_size (self->contexts) + json_array_size (self->messages)
          + json_array_size (self->inserts) + zhashx_size (self->updates)
-         + zhashx_size (self->append_keys);
+         + zhashx_size (self->append_keys) + zhashx_size (self->resumes);
 }
 
 //  A pipeline being built: its statements, and the texts they point to
-#define S_PIPE_MAX 10
+#define S_PIPE_MAX 11
 typedef struct {
     act_pg_statement_t statements [S_PIPE_MAX];     //  Its statements
     size_t count;                                   //  How many
@@ -269,8 +277,14 @@ s_pipe_writes (act_pg_t *self, s_pipe_t *pipe)
         "INSERT INTO append_keys (context, key, seq) SELECT r->>0, r->>1, (r->>2)::bigint "
         "FROM jsonb_array_elements ($1::jsonb) AS r "
         "ON CONFLICT (context, key) DO UPDATE SET seq = EXCLUDED.seq", keys);
+    json_t *resumes = s_values (self->resumes);
+    s_pipe_rows (pipe, "cannot store resume states",
+        "INSERT INTO resume (id, body) SELECT (r->>0)::bigint, r->>1 "
+        "FROM jsonb_array_elements ($1::jsonb) AS r "
+        "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body", resumes);
     json_decref (updates);
     json_decref (keys);
+    json_decref (resumes);
 }
 
 //  Send the buffered writes into the batch's transaction (opened here),
@@ -441,6 +455,7 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     json_array_clear (self->inserts);
     zhashx_purge (self->updates);
     zhashx_purge (self->append_keys);
+    zhashx_purge (self->resumes);
     return rc;
 }
 
@@ -520,7 +535,7 @@ s_history (void *impl, const char *context, uint64_t from, size_t limit, size_t 
     return 0;
 }
 
-//  The call record in row (columns S_CALL_COLUMNS)
+//  The call record in row (columns S_CALL_SELECT)
 static json_t *
 s_call_record (PGresult *result, int row)
 {
@@ -530,12 +545,12 @@ s_call_record (PGresult *result, int row)
     json_object_set_new (record, "attempts",
                          json_integer (strtoll (PQgetvalue (result, row, 3), NULL, 10)));
     const char *names [] = { NULL, "context", "state", NULL, "call", "id", "outcome",
-                             "progress", "client", "request" };
-    for (int column = 1; column < 10; column++) {
+                             "progress", "client", "request", "resume" };
+    for (int column = 1; column < 11; column++) {
         if (column == 3 || PQgetisnull (result, row, column))
             continue;
         const char *text = PQgetvalue (result, row, column);
-        bool is_json = column == 4 || column == 6 || column == 7;
+        bool is_json = column == 4 || column == 6 || column == 7 || column == 10;
         json_object_set_new (record, names [column], is_json
             ? json_loads (text, JSON_DECODE_ANY, NULL): json_string (text));
     }
@@ -554,7 +569,7 @@ s_call (void *impl, uint64_t call_id, json_t **record)
     snprintf (id, sizeof id, "%" PRIu64, call_id);
     const char *params [] = { id };
     PGresult *result = act_pg_exec (self, "cannot read a call",
-        "SELECT " S_CALL_COLUMNS " FROM calls WHERE id = $1::bigint", 1, params, NULL);
+        S_CALL_SELECT " WHERE c.id = $1::bigint", 1, params, NULL);
     if (!result)
         return -1;
     *record = PQntuples (result)? s_call_record (result, 0): NULL;
@@ -626,8 +641,8 @@ s_pending (void *impl, act_store_each_fn *fn, void *arg)
     //  Shared: only this broker's calls (contexts it holds the lease of)
     const char *params [] = { self->broker };
     return s_walk_calls (self,
-        "SELECT " S_CALL_COLUMNS " FROM calls WHERE NOT ended AND context IN "
-        "(SELECT context FROM leases WHERE broker = $1) ORDER BY id", 1, params, fn, arg);
+        S_CALL_SELECT " WHERE NOT c.ended AND c.context IN "
+        "(SELECT context FROM leases WHERE broker = $1) ORDER BY c.id", 1, params, fn, arg);
 }
 
 static int
@@ -635,7 +650,7 @@ s_pending_in (void *impl, const char *context, act_store_each_fn *fn, void *arg)
 {
     const char *params [] = { context };
     return s_walk_calls ((act_pg_t *) impl,
-        "SELECT " S_CALL_COLUMNS " FROM calls WHERE NOT ended AND context = $1 ORDER BY id",
+        S_CALL_SELECT " WHERE NOT c.ended AND c.context = $1 ORDER BY c.id",
         1, params, fn, arg);
 }
 
@@ -693,7 +708,7 @@ const act_store_backend_t act_store_pg = {
     s_last_call, s_counters, s_next_call, act_pg_join, act_pg_claim, act_pg_renew,
     act_pg_leave, act_pg_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
     act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts, act_pg_timeout,
-    NULL, act_pg_on_wait
+    NULL, act_pg_on_wait, act_pg_put_resume
 };
 
 //  Bring the schema to S_VERSION, each step in a transaction, under an
@@ -750,6 +765,8 @@ act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
     zhashx_set_destructor (self->updates, s_json_free);
     self->append_keys = zhashx_new ();
     zhashx_set_destructor (self->append_keys, s_json_free);
+    self->resumes = zhashx_new ();
+    zhashx_set_destructor (self->resumes, s_json_free);
     self->touched = zhashx_new ();
     self->known = zhashx_new ();
     self->broker = strdup ("");

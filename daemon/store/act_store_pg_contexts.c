@@ -78,6 +78,7 @@ act_pg_delete_context (void *impl, const char *context, size_t *messages)
     const char *params [] = { context };
     PGresult *result = act_pg_exec (self, "cannot delete a context",
         "WITH m AS (DELETE FROM messages WHERE context = $1 RETURNING 1), "
+        "r AS (DELETE FROM resume WHERE id IN (SELECT id FROM calls WHERE context = $1)), "
         "c AS (DELETE FROM calls WHERE context = $1), "
         "k AS (DELETE FROM append_keys WHERE context = $1), "
         "l AS (DELETE FROM leases WHERE context = $1), "
@@ -110,6 +111,18 @@ act_pg_put_append_key (void *impl, const char *context, const char *key, uint64_
     zhashx_update (self->append_keys, name,
                    json_pack ("[ssI]", context, key, (json_int_t) seq));
     free (name);
+    zhashx_update (self->touched, context, (void *) 1);
+    return 0;
+}
+
+int
+act_pg_put_resume (void *impl, const char *context, uint64_t call_id, const char *text)
+{
+    act_pg_t *self = (act_pg_t *) impl;
+    char key [24];
+    snprintf (key, sizeof key, "%" PRIu64, call_id);
+    zhashx_update (self->resumes, key, json_pack ("[Is]", (json_int_t) call_id, text));
+    //  The call's context: the commit's fence checks this broker owns it
     zhashx_update (self->touched, context, (void *) 1);
     return 0;
 }

@@ -27,6 +27,7 @@ typedef struct {
     json_t *inserts;            //  Buffered: call records to insert
     zhashx_t *append_keys;      //  Buffered: context \x1f key -> [context, key, seq]
     zhashx_t *updates;          //  Buffered: call id -> latest record update
+    zhashx_t *resumes;          //  Buffered: call id -> [id, resume state]
     zhashx_t *touched;          //  Contexts written in this batch
     zhashx_t *known;            //  Contexts known to exist
     char *broker;               //  This broker's id ("" before join)
@@ -166,6 +167,8 @@ json_t *act_pg_contexts (void *impl, const char *from, const char *end, const ch
 int act_pg_delete_context (void *impl, const char *context, size_t *messages);
 int act_pg_append_key (void *impl, const char *context, const char *key, uint64_t *seq);
 int act_pg_put_append_key (void *impl, const char *context, const char *key, uint64_t seq);
+//  Buffer a call's resume state (the last one of a call in the batch is sent)
+int act_pg_put_resume (void *impl, const char *context, uint64_t call_id, const char *text);
 int act_pg_idle_contexts (void *impl, const char *before, size_t limit,
                           act_store_each_fn *fn, void *arg);
 

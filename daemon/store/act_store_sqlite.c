@@ -12,6 +12,9 @@
     7). The calls not ended are those from a mark on with no end, and the
     rows of live below it (version 8, act_sqlite_live.c). A context's
     calls are found through the blocks of ids that hold some (version 9).
+    A call's resume state (version 10) is a row of resume, written at once:
+    only a call whose _id was repeated, or that waits a retry's delay, has
+    one.
 
     The file is locked (flock) while a store has it open: two brokers on
     one file would hand out the same _seq twice.
@@ -474,8 +477,8 @@ s_call_record (sqlite3_stmt *query)
     json_t *record = json_object ();
     json_object_set_new (record, "call_id", json_integer (sqlite3_column_int64 (query, 0)));
     const char *names [] = { NULL, "context", "state", NULL, "call", "id", "outcome",
-                             "progress", "client", "request" };
-    for (int column = 1; column < 10; column++) {
+                             "progress", "client", "request", "resume" };
+    for (int column = 1; column < 11; column++) {
         if (column == 3) {
             json_object_set_new (record, "attempts",
                                  json_integer (sqlite3_column_int64 (query, 3)));
@@ -484,7 +487,7 @@ s_call_record (sqlite3_stmt *query)
         const char *text = (const char *) sqlite3_column_text (query, column);
         if (!text)
             continue;
-        bool is_json = column == 4 || column == 6 || column == 7;
+        bool is_json = column == 4 || column == 6 || column == 7 || column == 10;
         json_object_set_new (record, names [column], is_json
             ? json_loads (text, JSON_DECODE_ANY, NULL): json_string (text));
     }
@@ -598,6 +601,21 @@ s_counters (void *impl, int64_t *counts)
 }
 
 
+//  A call's resume state, written at once (rare: no batching), in the
+//  batch's transaction
+static int
+s_put_resume (void *impl, const char *context, uint64_t call_id, const char *text)
+{
+    (void) context;
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    if (act_sqlite_begin (self))
+        return -1;
+    sqlite3_stmt *query = self->queries [Q_PUT_RESUME];
+    sqlite3_bind_int64 (query, 1, (sqlite3_int64) call_id);
+    sqlite3_bind_text (query, 2, text, -1, SQLITE_STATIC);
+    return act_sqlite_run (self, query, "cannot store a call's resume state");
+}
+
 //  The batch's texts are the store's journal's from now on: what is held
 //  (copies) is written first, then the batch borrows
 static void
@@ -613,7 +631,7 @@ const act_store_backend_t act_store_sqlite = {
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
     s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in,
     act_sqlite_contexts, act_sqlite_delete_context, act_sqlite_append_key,
-    act_sqlite_put_append_key, act_sqlite_idle_contexts, NULL, s_borrow, NULL
+    act_sqlite_put_append_key, act_sqlite_idle_contexts, NULL, s_borrow, NULL, s_put_resume
 };
 
 //  Open the store's file and take its lock: one process a store. Returns

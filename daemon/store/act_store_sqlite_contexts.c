@@ -65,6 +65,7 @@ act_sqlite_delete_context (void *impl, const char *context, size_t *messages)
     if (held >= 0
     &&  s_delete (self, Q_DELETE_DISPATCHED, context) >= 0
     &&  s_delete (self, Q_DELETE_ENDS, context) >= 0
+    &&  s_delete (self, Q_DELETE_RESUME, context) >= 0
     &&  s_delete (self, Q_DELETE_LIVE, context) >= 0
     &&  s_delete (self, Q_DELETE_CALLS, context) >= 0
     &&  s_delete (self, Q_DELETE_BLOCKS, context) >= 0

@@ -161,7 +161,7 @@ test_an_old_sqlite_schema_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     act_store_destroy (&store);
 
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 9);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 10);
     assert_int_equal (s_sql_number (path, "SELECT COUNT(*) FROM sqlite_master"
                                           " WHERE name = 'calls_pending'"), 0);
     //  Version 7: the call's end is a row of ends, and it left live
@@ -312,6 +312,12 @@ test_a_version_6_store_is_migrated (void **state)
     list = s_pending_list (store, "six");
     assert_string_equal (list, "");
     zstr_free (&list);
+    //  Version 10: a call of the migrated store takes a resume state
+    assert_int_equal (act_store_put_resume (store, "six", 2, "{\"retry\":{}}"), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    ended = s_call (store, 2);
+    assert_non_null (json_object_get (json_object_get (ended, "resume"), "retry"));
+    json_decref (ended);
     //  Deleting the context deletes its calls' rows in every table
     size_t messages = 0;
     assert_int_equal (act_store_delete_context (store, "six", &messages), 0);
@@ -319,12 +325,13 @@ test_a_version_6_store_is_migrated (void **state)
     assert_int_equal (act_store_commit (store, &err), 0);
     assert_null (s_call (store, 2));
     act_store_destroy (&store);
-    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 9);
+    assert_int_equal (s_sql_number (path, "PRAGMA user_version"), 10);
     assert_int_equal (s_sql_number (path, "SELECT (SELECT COUNT(*) FROM calls)"
                                           " + (SELECT COUNT(*) FROM ends)"
                                           " + (SELECT COUNT(*) FROM live)"
                                           " + (SELECT COUNT(*) FROM dispatched)"
-                                          " + (SELECT COUNT(*) FROM call_blocks)"), 0);
+                                          " + (SELECT COUNT(*) FROM call_blocks)"
+                                          " + (SELECT COUNT(*) FROM resume)"), 0);
     s_remove_store (&path);
 }
 

@@ -3,8 +3,8 @@
     records and updates, the _id key, outcomes counted, a call's last
     write in a batch, dispatches and their attempts, pending sets read
     back after thousands of later calls and after a restart, calls in
-    several blocks of ids; the same assertions on every backend, as
-    test_store.
+    several blocks of ids, a call's resume state; the same assertions on
+    every backend, as test_store.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -416,6 +416,72 @@ test_dispatches_are_read_back_with_their_attempts (void **state)
     zstr_free (&context);
 }
 
+//  The text of call_id's stored resume state, as read back ("" when it
+//  has none; a new string)
+static char *
+s_resume_of (act_store_t *store, uint64_t call_id)
+{
+    json_t *record = s_call (store, call_id);
+    assert_non_null (record);
+    json_t *resume = json_object_get (record, "resume");
+    char *text = resume? act_json_dump (resume): strdup ("");
+    json_decref (record);
+    return text;
+}
+
+//  A call's resume state (schema 10): only the calls given one have one,
+//  the last one given replaces the others (in a batch and across
+//  batches), it is read back with the call (and its pending record) also
+//  after a restart, and it goes with its context
+static void
+test_a_calls_resume_state_is_kept (void **state)
+{
+    char *context = s_context ("resume");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    act_err_t err = { 0 };
+    uint64_t plain = act_store_next_call (store), resumed = act_store_next_call (store);
+    act_call_record_t record = s_record (plain, context, "queued", NULL);
+    act_store_put_call (store, &record);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    //  One put in the batch of its call, then replaced in that batch
+    record = s_record (resumed, context, "queued", "k1");
+    act_store_put_call (store, &record);
+    assert_int_equal (act_store_put_resume (store, context, resumed,
+                                            "{\"retry\":{\"attempts\":1}}"), 0);
+    assert_int_equal (act_store_put_resume (store, context, resumed,
+                                            "{\"recipients\":[[\"AB\",\"01\"]]}"), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    const char *second = "{\"recipients\":[[\"AB\",\"01\"],[\"CD\",\"02\"]]}";
+    assert_int_equal (act_store_put_resume (store, context, resumed, second), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        char *text = s_resume_of (store, plain);
+        assert_string_equal (text, "");
+        zstr_free (&text);
+        text = s_resume_of (store, resumed);
+        assert_string_equal (text, second);
+        zstr_free (&text);
+        json_t *pending = json_array ();
+        assert_int_equal (act_store_pending_in (store, context, s_count, pending), 0);
+        assert_int_equal (json_array_size (pending), 2);
+        assert_null (json_object_get (json_array_get (pending, 0), "resume"));
+        assert_non_null (json_object_get (json_array_get (pending, 1), "resume"));
+        json_decref (pending);
+        if (streq (s_location, ":memory:"))
+            break;
+        act_store_destroy (&store);
+        store = s_open_owning (context);
+    }
+    assert_int_equal (act_store_delete_context (store, context, NULL), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_null (s_call (store, resumed));
+    act_store_destroy (&store);
+    if (!streq (s_location, ":memory:") && !strstr (s_location, "://"))
+        assert_int_equal (s_sql_number (s_location, "SELECT COUNT(*) FROM resume"), 0);
+    zstr_free (&context);
+}
+
 int
 main (void)
 {
@@ -425,6 +491,7 @@ main (void)
         cmocka_unit_test (test_dispatches_are_read_back_with_their_attempts),
         cmocka_unit_test (test_a_call_outliving_thousands_stays_pending),
         cmocka_unit_test (test_calls_in_several_blocks_of_ids),
+        cmocka_unit_test (test_a_calls_resume_state_is_kept),
     };
     return s_run_on_every_store ("store calls", tests, sizeof tests / sizeof tests [0]);
 }
