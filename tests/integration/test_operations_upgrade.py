@@ -17,10 +17,11 @@ timed. Helpers from test_operations.py.
 import os
 import re
 import sqlite3
+import subprocess
 import unittest
 
 import pg
-from harness import Actd
+from harness import DAGGER, Actd, Worker
 from test_operations import NotifySocket, sqlite_store
 
 #  Schema version 4 as actd wrote it before version 5 (messages clustered
@@ -128,7 +129,7 @@ class UpgradeTest(unittest.TestCase):
         copy = [s for s in statuses
                 if s.startswith("opening the store: migrating to schema 5: INSERT INTO messages_by_row")]
         self.assertGreater(len(copy), 1, statuses)
-        self.assertTrue(any("migrating to schema 9: " in s for s in statuses), statuses)
+        self.assertTrue(any("migrating to schema 10: " in s for s in statuses), statuses)
         return statuses
 
     def check_messages(self, actd):
@@ -151,15 +152,15 @@ class UpgradeTest(unittest.TestCase):
                         statuses)
         self.check_messages(actd)
         log = actd.log()
-        self.assertRegex(log, r"N: actd .* store .*: schema migrated from version 4 to 9 in ")
+        self.assertRegex(log, r"N: actd .* store .*: schema migrated from version 4 to 10 in ")
         #  Each step of an upgrade is logged
         self.assertEqual(re.findall(r"schema migrated to version (\d+)", log),
-                         ["5", "6", "7", "8", "9"], log)
+                         ["5", "6", "7", "8", "9", "10"], log)
         self.assertNotIn("created with schema", log)
         self.assertRegex(log, r"N: actd .* store .*: \d+ free pages \(\d+ MiB\) given back "
                               r"to the file system in ")
         self.assertEqual(actd.stop(), 0, log)
-        self.assertEqual(pragma(self.store, "user_version"), 9)
+        self.assertEqual(pragma(self.store, "user_version"), 10)
         #  The old copy's pages (about 400) are not kept: the file is not
         #  twice its size
         self.assertLess(pragma(self.store, "freelist_count"), 16)
@@ -185,7 +186,7 @@ class UpgradeTest(unittest.TestCase):
         self.assertNotIn("migrating", log)
         #  One line for a new file, not one per step it went through
         self.assertNotIn("migrated", log)
-        self.assertEqual(len(re.findall(r"store .*: created with schema version 9\n", log)), 1, log)
+        self.assertEqual(len(re.findall(r"store .*: created with schema version 10\n", log)), 1, log)
 
 
 class NewPostgresStoreTest(unittest.TestCase):
@@ -201,6 +202,34 @@ class NewPostgresStoreTest(unittest.TestCase):
             self.assertNotIn("migrated", log)
             self.assertEqual(len(re.findall(r"store .*: created with schema version \d+\n", log)),
                              created, "start %d:\n%s" % (start, log))
+
+
+    def test_a_version_2_database_with_a_pending_call_is_migrated(self):
+        """Version 3 (a call's resume state, a new table) on a database
+        an older actd left at version 2 with a call not ended: migrated
+        before actd serves, and the call runs."""
+        url = pg.database()
+        actd = Actd(store=url)
+        self.addCleanup(actd.cleanup)
+        actd.start()
+        client = actd.client()
+        self.addCleanup(client.close)
+        call_id, _ = client.call("old", {"_tool": "gen", "_outputPath": DAGGER + "a.v"},
+                                 wait_done=False)
+        self.assertEqual(actd.stop(), 0, actd.log())
+        psql = [pg._bin("psql"), url, "-v", "ON_ERROR_STOP=1", "-c"]
+        subprocess.run(psql + ["DROP TABLE resume; UPDATE actd_meta SET value = '2'"
+                               " WHERE key = 'schema_version'"], check=True,
+                       capture_output=True, timeout=60)
+        actd.start()
+        self.assertEqual(re.findall(r"schema migrated to version (\d+)", actd.log()), ["3"])
+        worker = Worker(actd.worker_endpoint, ["gen"], lambda activity, params, meta: 1)
+        worker.start()
+        self.addCleanup(worker.stop)
+        client = actd.client()
+        self.addCleanup(client.close)
+        self.assertEqual(client.wait_status(call_id, ["ok", "error", "skipped"])["state"], "ok")
+        self.assertEqual(actd.stop(), 0, actd.log())
 
 
 if __name__ == "__main__":
