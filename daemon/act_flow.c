@@ -187,9 +187,8 @@ s_call_queue_saved (act_flow_t *self, act_live_t *call, bool front)
         act_live_save (call, self->store);
 }
 
-//  Queue the call after its retry delay
-static void
-s_call_backoff (act_flow_t *self, act_live_t *call, long long delay)
+void
+act_flow_backoff (act_flow_t *self, act_live_t *call, long long delay)
 {
     act_flow_enter (self, call, ACT_LIVE_QUEUED);
     call->backoff = true;
@@ -540,8 +539,13 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
                  call->id, call->activity->name, call->attempts, code, message, wait);
         json_decref (error);
         if (wait > 0) {
-            s_call_backoff (self, call, wait);
+            //  When the delay ends is stored, on the wall clock (a restart
+            //  waits for what is left of it: docs/protocol.md 3.5)
+            act_flow_backoff (self, call, wait);
+            call->retry_until = zclock_time () + wait;
+            call->retry_delay = wait;
             act_live_save (call, self->store);
+            act_live_put_resume (call, self->store);
         }
         else
             s_call_queue_saved (self, call, true);

@@ -53,6 +53,10 @@ void act_flow_key (act_flow_t *self, act_live_t *call, bool add);
 //  calls (states of a live call; an ended call is told by its finish).
 void act_flow_enter (act_flow_t *self, act_live_t *call, act_live_state_t state);
 
+//  Queue the call after its retry delay (ms): it goes to the front of
+//  its activity's queue when the delay ends.
+void act_flow_backoff (act_flow_t *self, act_live_t *call, long long delay);
+
 //  Dispatch the queue of call's activity (call queued, not in its retry
 //  delay) as far as call, as workers are free; the calls behind it stay
 //  queued. call may have ended when it returns (its params refused).

@@ -252,6 +252,63 @@ act_live_put (act_live_t *self, act_store_t *store, const char *state, zframe_t 
     free (progress);
 }
 
+void
+act_live_put_resume (act_live_t *self, act_store_t *store)
+{
+    json_t *resume = json_object ();
+    json_t *recipients = self->repeated? json_array (): NULL;
+    for (size_t i = 0; recipients && i < self->nrecipients; i++) {
+        //  As act_live_put writes its client: the routing id in hex, then
+        //  the owner's key after a space when there is one
+        const act_live_recipient_t *recipient = &self->recipients [i];
+        char *client = malloc (2 * recipient->client_size + 2 + ACT_OWNER_SIZE);
+        char *request = malloc (2 * recipient->request_size + 1);
+        if (client && request) {
+            act_hex_write (client, recipient->client, recipient->client_size);
+            if (*recipient->owner)
+                strcat (strcat (client, " "), recipient->owner);
+            act_hex_write (request, recipient->request, recipient->request_size);
+            json_array_append_new (recipients, json_pack ("[ss]", client, request));
+        }
+        free (client);
+        free (request);
+    }
+    if (recipients)
+        json_object_set_new (resume, "recipients", recipients);
+    if (self->backoff)
+        json_object_set_new (resume, "retry", json_pack ("{sIsIsI}",
+            "attempts", (json_int_t) self->attempts, "until", (json_int_t) self->retry_until,
+            "delay", (json_int_t) self->retry_delay));
+    char *text = act_json_dump (resume);
+    act_store_put_resume (store, self->context->id, self->number, text);
+    free (text);
+    json_decref (resume);
+}
+
+long long
+act_live_resume (act_live_t *self, const json_t *resume, const char *state, long long now_ms)
+{
+    size_t index;
+    json_t *recipient;
+    json_array_foreach (json_object_get (resume, "recipients"), index, recipient) {
+        const char *client = json_string_value (json_array_get (recipient, 0));
+        const char *request = json_string_value (json_array_get (recipient, 1));
+        if (client && request) {
+            act_live_recipient_hex (self, client, request);
+            self->repeated = true;
+        }
+    }
+    //  A delay for an earlier attempt is over: the call was dispatched
+    //  since (its attempts grew), or stopped running (act_flow_park)
+    json_t *retry = json_object_get (resume, "retry");
+    if (!retry || !state || !streq (state, "queued")
+    ||  json_integer_value (json_object_get (retry, "attempts")) != self->attempts)
+        return 0;
+    long long left = json_integer_value (json_object_get (retry, "until")) - now_ms;
+    long long delay = json_integer_value (json_object_get (retry, "delay"));
+    return left < 0? 0: left > delay? delay: left;
+}
+
 
 //  --------------------------------------------------------------------------
 //  Dependencies. Each reference expression in the parameters is present,

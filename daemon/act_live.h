@@ -58,6 +58,13 @@ typedef struct {
     act_activity_t *activity;   //  Activity (its _tool)
     act_live_state_t state;     //  Where it is in its life
     bool backoff;               //  Queued, but waiting its retry delay
+    bool repeated;              //  Its recipients include requests that
+                                //  repeated its _id (kept in its resume
+                                //  state, as the store's row has the
+                                //  first submitter only)
+    long long retry_until;      //  With backoff: when the delay ends
+                                //  (wall-clock ms, to outlive a restart)
+    long long retry_delay;      //  With backoff: the delay's length (ms)
     bool recovered;             //  Loaded from the store (a restart, a
                                 //  failed commit), not accepted in this run
     long long attempts;         //  Dispatches to a worker so far
@@ -134,6 +141,21 @@ void act_live_save (act_live_t *self, act_store_t *store);
 //  owner is set) and its request id; client may be NULL (no DONE).
 void act_live_put (act_live_t *self, act_store_t *store, const char *state, zframe_t *client,
                    zframe_t *request, const char *owner);
+
+//  Store what the call needs to go on after a restart beyond its record
+//  (act_store_put_resume): its recipients when some repeated its _id,
+//  and, in its retry delay, when the delay ends. Only such calls call
+//  it: a plain call never writes one.
+void act_live_put_resume (act_live_t *self, act_store_t *store);
+
+//  Take back a recovered call's stored resume state (NULL: none), as of
+//  now_ms (wall clock): its recipients are added, and the wait left of its
+//  retry delay is returned (0: none) when the record is still in that
+//  delay (queued, with the attempts the delay followed). What is left is
+//  never more than the delay itself: a wall clock set back meanwhile does
+//  not make the call wait longer than its _retry says.
+long long act_live_resume (act_live_t *self, const json_t *resume, const char *state,
+                           long long now_ms);
 
 //  Evaluate the call's references in a new round, against its context
 //  and the live calls that could still write them. On WAIT it is

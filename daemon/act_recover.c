@@ -24,13 +24,24 @@
 //  its context has loaded, so that a DELETE or CANCEL that loaded it acts
 //  before any TASK leaves. STATUS and the watches never see it waiting
 //  for nothing (SEMANTICS.md section 7).
+//  A call stored in its retry delay (retry_ms left of it) waits for the
+//  rest of it, queued, and then goes to the front of its queue, as it
+//  would have without the restart (docs/protocol.md 3.5).
 static void
-s_resume (act_flow_t *self, act_live_t *call)
+s_resume (act_flow_t *self, act_live_t *call, long long retry_ms)
 {
     act_err_t err = { 0 };
     act_live_eval_t eval = act_live_evaluate (call, &self->stamp, &err);
     if (eval == ACT_LIVE_WAIT)
         act_flow_enter (self, call, ACT_LIVE_WAITING);
+    else
+    if (eval == ACT_LIVE_READY && retry_ms > 0) {
+        //  Its record is stored queued already, and its resume state
+        //  still says when the delay ends
+        act_flow_backoff (self, call, retry_ms);
+        call->retry_until = zclock_time () + retry_ms;
+        call->retry_delay = retry_ms;
+    }
     else
     if (eval == ACT_LIVE_READY) {
         act_flow_enqueue (self, call, false);
@@ -68,6 +79,10 @@ s_recover_one (const json_t *record, void *arg)
     const char *request = json_string_value (json_object_get (record, "request"));
     if (client && request && call->call->output)
         act_live_recipient_hex (call, client, request);
+    //  The requests that repeated its _id, and its retry delay (schema 10)
+    const char *state = json_string_value (json_object_get (record, "state"));
+    long long retry_ms = act_live_resume (call, json_object_get (record, "resume"), state,
+                                          zclock_time ());
     zhashx_insert (self->calls, call->id, call);
     context->live++;
     act_flow_key (self, call, true);
@@ -77,7 +92,6 @@ s_recover_one (const json_t *record, void *arg)
     //  attempts used up, the call ends now rather than run once more than
     //  its _retry allows. One lost with a failed commit of this run is no
     //  crash (see above).
-    const char *state = json_string_value (json_object_get (record, "state"));
     if (state && streq (state, "running") && !self->reset
     &&  call->attempts >= call->retry.max_attempts) {
         char *message = zsys_sprintf ("actd stopped during attempt %lld, the last of %lld "
@@ -86,7 +100,7 @@ s_recover_one (const json_t *record, void *arg)
         zstr_free (&message);
     }
     else
-        s_resume (self, call);
+        s_resume (self, call, retry_ms);
     return 0;
 }
 

@@ -295,9 +295,17 @@ s_accepted (act_flow_t *self, zframe_t *client, zframe_t *request, s_entry_t *en
         else
         if (entries [i].live) {
             act_live_t *earlier = zhashx_lookup (self->calls, entries [i].id);
+            size_t known = earlier? earlier->nrecipients: 0;
             if (earlier)
                 act_live_recipient_add (earlier, client, request,
                                         act_outbox_serving_owner (self->outbox));
+            //  Stored too (docs/protocol.md 2.4): the DONE still reaches
+            //  this request after a restart. The row of calls has the
+            //  first submitter's only
+            if (earlier && earlier->nrecipients > known) {
+                earlier->repeated = true;
+                act_live_put_resume (earlier, self->store);
+            }
         }
     }
 }
