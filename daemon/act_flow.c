@@ -542,8 +542,7 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
             //  When the delay ends is stored, on the wall clock (a restart
             //  waits for what is left of it: docs/protocol.md 3.5)
             act_flow_backoff (self, call, wait);
-            call->retry_until = zclock_time () + wait;
-            call->retry_delay = wait;
+            act_live_retry_wait (call, wait);
             act_live_save (call, self->store);
             act_live_put_resume (call, self->store);
         }

@@ -253,6 +253,14 @@ act_live_put (act_live_t *self, act_store_t *store, const char *state, zframe_t 
 }
 
 void
+act_live_retry_wait (act_live_t *self, long long delay)
+{
+    long long now = zclock_time ();
+    self->retry_until = delay > LLONG_MAX - now? LLONG_MAX: now + delay;
+    self->retry_delay = delay;
+}
+
+void
 act_live_put_resume (act_live_t *self, act_store_t *store)
 {
     json_t *resume = json_object ();
@@ -304,9 +312,12 @@ act_live_resume (act_live_t *self, const json_t *resume, const char *state, long
     if (!retry || !state || !streq (state, "queued")
     ||  json_integer_value (json_object_get (retry, "attempts")) != self->attempts)
         return 0;
-    long long left = json_integer_value (json_object_get (retry, "until")) - now_ms;
+    long long until = json_integer_value (json_object_get (retry, "until"));
     long long delay = json_integer_value (json_object_get (retry, "delay"));
-    return left < 0? 0: left > delay? delay: left;
+    if (until <= now_ms)
+        return 0;
+    //  The wall clock is past 1970 (now_ms > 0): no overflow
+    return until - now_ms > delay? delay: until - now_ms;
 }
 
 

@@ -142,6 +142,11 @@ void act_live_save (act_live_t *self, act_store_t *store);
 void act_live_put (act_live_t *self, act_store_t *store, const char *state, zframe_t *client,
                    zframe_t *request, const char *owner);
 
+//  The call waits delay ms for its next attempt from now: retry_until
+//  and retry_delay are set (a delay past the clock's range is the end of
+//  time, not an overflow: _retry's delays are any positive integers).
+void act_live_retry_wait (act_live_t *self, long long delay);
+
 //  Store what the call needs to go on after a restart beyond its record
 //  (act_store_put_resume): its recipients when some repeated its _id,
 //  and, in its retry delay, when the delay ends. Only such calls call

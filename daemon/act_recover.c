@@ -39,8 +39,7 @@ s_resume (act_flow_t *self, act_live_t *call, long long retry_ms)
         //  Its record is stored queued already, and its resume state
         //  still says when the delay ends
         act_flow_backoff (self, call, retry_ms);
-        call->retry_until = zclock_time () + retry_ms;
-        call->retry_delay = retry_ms;
+        act_live_retry_wait (call, retry_ms);
     }
     else
     if (eval == ACT_LIVE_READY) {
