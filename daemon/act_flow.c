@@ -486,6 +486,14 @@ act_flow_busy (act_flow_t *self, act_worker_t *worker)
     return false;
 }
 
+//  zlistx comparator: the call with the higher id first
+static int
+s_newer_first (const void *a, const void *b)
+{
+    uint64_t one = ((const act_live_t *) a)->number, other = ((const act_live_t *) b)->number;
+    return one > other? -1: one < other? 1: 0;
+}
+
 void
 act_flow_worker_lost (act_flow_t *self, act_worker_t *worker, const char *why)
 {
@@ -494,18 +502,27 @@ act_flow_worker_lost (act_flow_t *self, act_worker_t *worker, const char *why)
     //  Out of its activities first: the tasks it held go back to their
     //  queues and must never be dispatched to it again
     act_pool_detach (self->pool, worker);
+    //  Each retry goes to the front of its queue: the calls are failed
+    //  newest first, so that they stand there oldest first (first in,
+    //  first out: PROTOCOL.md 1), whatever the order of the worker's table
+    zlistx_t *calls = zlistx_new ();
+    zlistx_set_comparator (calls, s_newer_first);
     zlistx_t *tasks = zhashx_keys (worker->tasks);
     for (char *task = zlistx_first (tasks); task; task = zlistx_next (tasks)) {
         act_live_t *call = s_task_call (self, worker, task);
-        if (call) {
-            char *message = zsys_sprintf ("worker %s was lost (%s) during attempt %lld",
-                                          worker->name, why, call->attempts);
-            s_call_attempt_failed (self, call, s_error_json (ACT_E_WORKER_LOST, message),
-                                   true, false);
-            zstr_free (&message);
-        }
+        if (call)
+            zlistx_add_end (calls, call);
     }
     zlistx_destroy (&tasks);
+    zlistx_sort (calls);
+    for (act_live_t *call = zlistx_first (calls); call; call = zlistx_next (calls)) {
+        char *message = zsys_sprintf ("worker %s was lost (%s) during attempt %lld",
+                                      worker->name, why, call->attempts);
+        s_call_attempt_failed (self, call, s_error_json (ACT_E_WORKER_LOST, message),
+                               true, false);
+        zstr_free (&message);
+    }
+    zlistx_destroy (&calls);
     act_pool_remove (self->pool, worker);
 }
 

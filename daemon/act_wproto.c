@@ -445,6 +445,12 @@ act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
          worker = zlistx_next (reading))
         act_flow_worker_ready (self->flow, worker);
     zlistx_destroy (&reading);
+    //  Every dead worker leaves its activities before any task goes back:
+    //  a task given back must not go to a worker judged dead in the same
+    //  round (it took an attempt, and the call could end worker_lost with
+    //  a live worker idle)
+    for (act_worker_t *worker = zlistx_first (dead); worker; worker = zlistx_next (dead))
+        act_pool_detach (self->pool, worker);
     for (act_worker_t *worker = zlistx_first (dead); worker; worker = zlistx_next (dead)) {
         zframe_t *identity = zframe_dup (worker->identity);
         act_proto_t protocol = worker->protocol;

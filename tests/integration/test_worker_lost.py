@@ -1,0 +1,121 @@
+"""Where a lost worker's tasks go (PROTOCOL.md 2: "Tasks held by a dead
+worker are dispatched again (a new attempt) or failed with worker_lost
+when attempts are used up"; 1: calls "dispatched in the order they became
+ready (first in, first out), retries going to the front"). Found by an
+audit of the worker side: a retry went to a worker judged dead in the
+same heartbeat round, and a lost worker's tasks came back newest first.
+
+Each worker here is driven frame by frame from the test (raw ACT/1 on a
+DEALER), so that when it speaks, and when it falls silent, is exact.
+
+Run: ACTD_BIN=build-x/bin/actd /usr/bin/python3 -m unittest -v test_worker_lost
+"""
+
+import json
+import time
+import unittest
+
+import zmq
+
+from harness import DAGGER, Actd
+
+
+class RawWorker:
+    """A worker that sends only what the test says: READY at once, then
+    HEARTBEATs while collect() runs (when asked), RESULTs when told."""
+
+    def __init__(self, endpoint, activity, capacity=1, identity=None):
+        self.socket = zmq.Context.instance().socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if identity:
+            self.socket.setsockopt(zmq.ROUTING_ID, identity)
+        self.socket.connect(endpoint)
+        self.send(b"READY", json.dumps({"activities": [activity], "capacity": capacity,
+                                        "name": (identity or b"raw").decode()}).encode())
+
+    def send(self, *frames):
+        self.socket.send_multipart([b"ACTW01"] + list(frames))
+
+    def collect(self, seconds, beat=True):
+        """The task ids of the TASKs that come within seconds, in order;
+        HEARTBEAT every 100 ms meanwhile when beat."""
+        tasks, beaten, deadline = [], 0.0, time.time() + seconds
+        while time.time() < deadline:
+            if beat and time.time() - beaten > 0.1:
+                self.send(b"HEARTBEAT")
+                beaten = time.time()
+            if self.socket.poll(20):
+                frames = self.socket.recv_multipart()
+                if frames[1] == b"TASK":
+                    tasks.append(frames[2].decode())
+        return tasks
+
+    def close(self):
+        self.socket.close(0)
+
+
+class WorkerLostTest(unittest.TestCase):
+
+    def setUp(self):
+        self.actd = Actd(heartbeat_ms=200, liveness=3).start()
+        self.addCleanup(self.actd.finish)
+        self.client = self.actd.client()
+        self.addCleanup(self.client.close)
+        self.workers = []
+        self.addCleanup(lambda: [worker.close() for worker in self.workers])
+
+    def worker(self, *args, **kwargs):
+        worker = RawWorker(self.actd.worker_endpoint, *args, **kwargs)
+        self.workers.append(worker)
+        return worker
+
+    def test_a_retry_never_goes_to_a_worker_judged_dead_in_the_same_round(self):
+        """A holds a call of two attempts; A and B fall silent at the same
+        moment, C keeps beating: the retry is C's. Before, it often went
+        to B (lost in the same round), and the call ended worker_lost."""
+        for trial in range(4):
+            activity = "round-%d" % trial
+            first = self.worker(activity, identity=b"A%d" % trial)
+            time.sleep(0.05)
+            second = self.worker(activity, identity=b"B%d" % trial)
+            time.sleep(0.05)
+            alive = self.worker(activity, identity=b"C%d" % trial)
+            time.sleep(0.05)
+            rid = self.client.send("CALL", "lost-%d" % trial,
+                                   {"_tool": activity, "_outputPath": DAGGER + "s.x",
+                                    "_retry": {"max_attempts": 2}})
+            self.assertEqual(len(first.collect(0.3)), 1)
+            for worker in (first, second, alive):     # the last words, together
+                worker.send(b"HEARTBEAT")
+            retried = alive.collect(2.0)
+            self.assertEqual(len(retried), 1, "trial %d" % trial)
+            alive.send(b"RESULT", retried[0].encode(), b'"from C"')
+            self.assertEqual(second.collect(0.1, beat=False), [], "trial %d" % trial)
+            done = json.loads(self.client.wait(rid, "DONE", timeout=10)[2])
+            self.assertEqual((done["status"], done["attempts"]), ("ok", 2), done)
+
+    def test_a_lost_workers_tasks_come_back_oldest_first(self):
+        """Five calls held by a worker that leaves go to the next worker
+        (capacity 1) in the order they were submitted; before, newest
+        first."""
+        holder = self.worker("fifo", capacity=5, identity=b"holder")
+        time.sleep(0.1)
+        for n in range(5):
+            self.client.send("CALL", "fifo", {"_tool": "fifo", "_outputPath": DAGGER + "s.a%d" % n})
+        held = holder.collect(0.5)
+        self.assertEqual(len(held), 5)
+        holder.send(b"DISCONNECT")
+        time.sleep(0.2)
+        taker = self.worker("fifo", capacity=1, identity=b"taker")
+        order = []
+        deadline = time.time() + 10
+        while len(order) < 5 and time.time() < deadline:
+            for task in taker.collect(0.25):
+                order.append(task)
+                taker.send(b"RESULT", task.encode(), b"1")
+        calls = [int(task.split(".")[0]) for task in order]
+        self.assertEqual(calls, sorted(int(task.split(".")[0]) for task in held), order)
+
+
+if __name__ == "__main__":
+    unittest.main()
