@@ -120,6 +120,11 @@ s_send_sockets (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
         //  (the routing id is the first frame, untouched when it failed)
         //  and its HISTORY pages are not built
         int error = rc < 0? zmq_errno (): 0;
+        //  A worker the socket cannot route to is lost at the next pass
+        //  (not here: losing it queues tasks, in the middle of a flush)
+        if (error == EHOSTUNREACH && part == 0 && to_worker)
+            zlistx_add_end (self->unreachable, zframe_new (zmq_msg_data (&parts [0]),
+                                                           zmq_msg_size (&parts [0])));
         if (error == EHOSTUNREACH && part == 0 && !to_worker) {
             act_watches_drop_client (self->watches, zmq_msg_data (&parts [0]),
                                      zmq_msg_size (&parts [0]));
@@ -201,6 +206,11 @@ s_liveness (act_broker_t *self, long long now)
 static void
 s_pass_work (act_broker_t *self)
 {
+    zframe_t *worker;
+    while ((worker = (zframe_t *) zlistx_detach (self->unreachable, NULL))) {
+        act_wproto_unreachable (self->wproto, zframe_data (worker), zframe_size (worker));
+        zframe_destroy (&worker);
+    }
     long long now = act_clock_ms ();
     if (act_store_shared (self->store))
         act_broker_leases (self, now);
@@ -466,6 +476,8 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     self->inbox [0] = act_inbox_new ();
     self->inbox [1] = act_inbox_new ();
     self->watches = act_watches_new (self->store, self->outbox, (size_t) settings->max_watches);
+    self->unreachable = zlistx_new ();
+    zlistx_set_destructor (self->unreachable, (zlistx_destructor_fn *) zframe_destroy);
     self->cache = act_cache_new (settings, self->store);
     self->pool = act_pool_new (settings);
     self->flow = act_flow_new (settings, self->store, self->cache, self->pool, self->outbox,
@@ -515,6 +527,7 @@ act_broker_destroy (act_broker_t **self_p)
         act_pool_destroy (&self->pool);
         act_cache_destroy (&self->cache);
         act_watches_destroy (&self->watches);
+        zlistx_destroy (&self->unreachable);
         act_outbox_destroy (&self->outbox);
         act_outbox_destroy (&self->beats);
         act_store_destroy (&self->store);
@@ -709,7 +722,8 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
         bool ahead = (more_clients && act_inbox_size (self->inbox [0]))
                   || act_inbox_size (self->inbox [1])
                   || act_pages_size (self->pages)
-                  || (self->pumped && act_watches_behind (self->watches));
+                  || (self->pumped && act_watches_behind (self->watches))
+                  || zlistx_size (self->unreachable);
         bool busy = self->committer && act_committer_busy (self->committer);
         //  zmq_poll leaves revents as they were when a signal interrupts it
         for (int item = 0; item < 5; item++)

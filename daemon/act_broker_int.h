@@ -40,6 +40,9 @@ struct _act_broker_t {
     act_store_t *store;         //  Durable state
     act_outbox_t *outbox;       //  What the pass sends, after its commit
     act_watches_t *watches;     //  Open WATCHes
+    zlistx_t *unreachable;      //  Routing ids (zframe_t) of workers a
+                                //  message could not reach: lost at the
+                                //  next pass
     act_cache_t *cache;         //  Contexts in memory
     act_pool_t *pool;           //  Activities and workers
     act_flow_t *flow;           //  Calls through their life

@@ -463,6 +463,20 @@ act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge)
     zlistx_destroy (&dead);
 }
 
+void
+act_wproto_unreachable (act_wproto_t *self, const void *id, size_t size)
+{
+    char key [2 * 255 + 1];
+    if (size > 255)
+        return;
+    act_hex_write (key, id, size);
+    act_worker_t *worker = act_pool_worker (self->pool, key);
+    //  No DISCONNECT: there is no route to send it by. A connection that
+    //  comes back on the routing id is told to send READY first
+    if (worker)
+        s_lost (self, worker, "unreachable: a message to it found no connection");
+}
+
 //  After the keys were reloaded: a connected worker whose key is gone, or
 //  may no longer serve one of its activities, is lost (its tasks go to
 //  other workers), told to DISCONNECT and cut off; the others take their

@@ -37,6 +37,12 @@ void act_wproto_message (act_wproto_t *self, act_msg_t *msg);
 //  The caller judges only when it has read what workers sent.
 void act_wproto_heartbeat (act_wproto_t *self, long long now, bool judge);
 
+//  A message to the worker with routing id (size bytes) could not be
+//  sent: the socket has no route to it (its connection is gone). That
+//  worker, if registered, is lost: what it was sent may never have come,
+//  so its tasks go back (PROTOCOL.md 2, at least once).
+void act_wproto_unreachable (act_wproto_t *self, const void *id, size_t size);
+
 //  actd itself was paused (stopped, swapped out, a pass that ran long) for
 //  paused ms: no worker could be heard meanwhile, so each gets a fresh
 //  liveness window from now instead of all being judged lost.

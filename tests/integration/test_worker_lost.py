@@ -24,14 +24,18 @@ class RawWorker:
     """A worker that sends only what the test says: READY at once, then
     HEARTBEATs while collect() runs (when asked), RESULTs when told."""
 
-    def __init__(self, endpoint, activity, capacity=1, identity=None):
+    def __init__(self, endpoint, activity, capacity=1, identity=None, ready=True):
         self.socket = zmq.Context.instance().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         if identity:
             self.socket.setsockopt(zmq.ROUTING_ID, identity)
         self.socket.connect(endpoint)
-        self.send(b"READY", json.dumps({"activities": [activity], "capacity": capacity,
-                                        "name": (identity or b"raw").decode()}).encode())
+        self.ready = json.dumps({"activities": [activity], "capacity": capacity,
+                                 "name": (identity or b"raw").decode()}).encode()
+        self.disconnects = 0            # DISCONNECTs received
+        self.answer_disconnect = False  # READY again on DISCONNECT, as libraries do
+        if ready:
+            self.send(b"READY", self.ready)
 
     def send(self, *frames):
         self.socket.send_multipart([b"ACTW01"] + list(frames))
@@ -48,16 +52,23 @@ class RawWorker:
                 frames = self.socket.recv_multipart()
                 if frames[1] == b"TASK":
                     tasks.append(frames[2].decode())
+                elif frames[1] == b"DISCONNECT":
+                    self.disconnects += 1
+                    if self.answer_disconnect:
+                        self.send(b"READY", self.ready)
         return tasks
 
     def close(self):
         self.socket.close(0)
 
 
-class WorkerLostTest(unittest.TestCase):
+class WorkerCase(unittest.TestCase):
+    """One actd a test, its workers raw."""
+
+    heartbeat_ms = 200
 
     def setUp(self):
-        self.actd = Actd(heartbeat_ms=200, liveness=3).start()
+        self.actd = Actd(heartbeat_ms=self.heartbeat_ms, liveness=3).start()
         self.addCleanup(self.actd.finish)
         self.client = self.actd.client()
         self.addCleanup(self.client.close)
@@ -68,6 +79,9 @@ class WorkerLostTest(unittest.TestCase):
         worker = RawWorker(self.actd.worker_endpoint, *args, **kwargs)
         self.workers.append(worker)
         return worker
+
+
+class WorkerLostTest(WorkerCase):
 
     def test_a_retry_never_goes_to_a_worker_judged_dead_in_the_same_round(self):
         """A holds a call of two attempts; A and B fall silent at the same
@@ -116,6 +130,38 @@ class WorkerLostTest(unittest.TestCase):
         calls = [int(task.split(".")[0]) for task in order]
         self.assertEqual(calls, sorted(int(task.split(".")[0]) for task in held), order)
 
+
+class UnreachableTest(WorkerCase):
+
+    #  The worker is not judged silent during the test (6 s): only the
+    #  TASK that found no route can tell actd it is gone
+    heartbeat_ms = 2000
+
+    def test_a_task_sent_to_a_connection_gone_goes_back(self):
+        """A worker with a fixed routing id loses its connection; a TASK
+        sent meanwhile finds no route and is dropped by the socket. Before,
+        actd counted it as held: the worker, back on its routing id (no
+        new READY) and idle, kept its only slot taken for good, and the
+        call ended timeout. Now the worker is lost when the TASK finds no
+        route, and the call runs once it is READY again."""
+        worker = self.worker("gap", identity=b"fixed-id")
+        worker.collect(0.3)
+        worker.close()
+        time.sleep(0.5)         # libzmq has seen the connection go
+        rid = self.client.send("CALL", "gap", {"_tool": "gap", "_outputPath": DAGGER + "s.a",
+                                               "_timeout": 20000})
+        self.assertEqual(self.client.wait(rid, "ACCEPTED")[0], "ACCEPTED")
+        time.sleep(0.1)         # the TASK found no route
+        back = self.worker("gap", identity=b"fixed-id", ready=False)
+        back.answer_disconnect = True
+        tasks, deadline = [], time.time() + 4
+        while not tasks and time.time() < deadline:
+            tasks = back.collect(0.2)
+        self.assertEqual(len(tasks), 1, "the call never came back to the worker")
+        self.assertGreaterEqual(back.disconnects, 1)    # told to send READY first
+        back.send(b"RESULT", tasks[0].encode(), b'"ran"')
+        done = json.loads(self.client.wait(rid, "DONE", timeout=10)[2])
+        self.assertEqual((done["status"], done["result"]), ("ok", "ran"), done)
 
 if __name__ == "__main__":
     unittest.main()
