@@ -104,42 +104,6 @@ act_broker_worker_message (act_broker_t *self, zmsg_t **msg_p)
     act_msg_close (&msg);
 }
 
-//  The sockets' sender: a message that cannot go at once (a client gone,
-//  a full pipe: the sockets never block) is dropped
-static bool
-s_send_sockets (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts)
-{
-    act_broker_t *self = (act_broker_t *) arg;
-    void *socket = zsock_resolve (to_worker? self->workers: self->clients);
-    for (size_t part = 0; part < nparts; part++) {
-        int flags = part + 1 < nparts? ZMQ_SNDMORE: 0;
-        int rc = zmq_msg_send (&parts [part], socket, flags);
-        while (rc < 0 && zmq_errno () == EINTR)
-            rc = zmq_msg_send (&parts [part], socket, flags);
-        //  A client the socket cannot route to is gone: its watches end
-        //  (the routing id is the first frame, untouched when it failed)
-        //  and its HISTORY pages are not built
-        int error = rc < 0? zmq_errno (): 0;
-        //  A worker the socket cannot route to is lost at the next pass
-        //  (not here: losing it queues tasks, in the middle of a flush)
-        if (error == EHOSTUNREACH && part == 0 && to_worker)
-            zlistx_add_end (self->unreachable, zframe_new (zmq_msg_data (&parts [0]),
-                                                           zmq_msg_size (&parts [0])));
-        if (error == EHOSTUNREACH && part == 0 && !to_worker) {
-            act_watches_drop_client (self->watches, zmq_msg_data (&parts [0]),
-                                     zmq_msg_size (&parts [0]));
-            act_pages_drop_client (self->pages, zmq_msg_data (&parts [0]),
-                                   zmq_msg_size (&parts [0]));
-        }
-        if (rc < 0) {
-            act_log (LOG_DEBUG, "a message to a %s was not sent: %s",
-                     to_worker? "worker": "client", zmq_strerror (error));
-            return false;
-        }
-    }
-    return true;
-}
-
 void
 act_broker_set_sender (act_broker_t *self, act_outbox_send_fn *send, void *arg)
 {
@@ -178,39 +142,12 @@ s_retain (act_broker_t *self, long long now)
     self->retain_at = now + 1000;
 }
 
-//  Workers' liveness: a pass that comes far later than the loop allows
-//  (actd stopped, or a pass that ran long) means no worker could be
-//  heard, so each gets a fresh window. A worker is judged only when the
-//  worker socket was read empty: what it sent may be waiting there. The
-//  heartbeats go out either way, so workers do not judge actd lost.
-static void
-s_liveness (act_broker_t *self, long long now)
-{
-    if (self->passed && now - self->passed > self->settings->heartbeat_ms)
-        act_wproto_resume (self->wproto, now, now - self->passed);
-    if (now >= self->heartbeat_at) {
-        //  While a commit is in flight the outbox waits for it: heartbeats
-        //  go at once (they promise no stored state)
-        if (self->committer && act_committer_busy (self->committer)) {
-            act_pool_heartbeat (self->pool, self->beats, now, self->settings->heartbeat_ms);
-            act_outbox_flush (self->beats, self->send, self->send_arg);
-        }
-        act_wproto_heartbeat (self->wproto, now, !self->workers_waiting);
-        act_flow_settle (self->flow);
-        self->heartbeat_at = now + (self->settings->heartbeat_ms + 3) / 4;
-    }
-}
-
 //  The work of a pass before its commit: leases, recovery, timers,
 //  watches, liveness, eviction and retention
 static void
 s_pass_work (act_broker_t *self)
 {
-    zframe_t *worker;
-    while ((worker = (zframe_t *) zlistx_detach (self->unreachable, NULL))) {
-        act_wproto_unreachable (self->wproto, zframe_data (worker), zframe_size (worker));
-        zframe_destroy (&worker);
-    }
+    act_broker_lose_unreachable (self);
     long long now = act_clock_ms ();
     if (act_store_shared (self->store))
         act_broker_leases (self, now);
@@ -224,7 +161,7 @@ s_pass_work (act_broker_t *self)
     }
     act_flow_timers (self->flow, now);
     self->pumped = act_watches_pump (self->watches, S_PUMP_BUDGET);
-    s_liveness (self, now);
+    act_broker_liveness (self, now);
     if (now >= self->evict_at) {
         act_cache_evict (self->cache, now);
         act_log_peer_flush ();
@@ -234,41 +171,12 @@ s_pass_work (act_broker_t *self)
     s_retain (self, now);
 }
 
-//  After a flush: cut the connections of the clients that went past
-//  max_client_bytes (libzmq then frees what it held for them); their
-//  watches end, their HISTORY pages are not built
-static void
-s_cut_clients (act_broker_t *self)
-{
-    zframe_t *client;
-    while ((client = act_outbox_next_cut (self->outbox))) {
-        char *key = zframe_strhex (client);
-        if (!act_security_cut_client (self->security, key))
-            act_log (LOG_DEBUG, "client %s: connection not known, not cut", key);
-        act_watches_drop_client (self->watches, zframe_data (client), zframe_size (client));
-        act_pages_drop_client (self->pages, zframe_data (client), zframe_size (client));
-        zstr_free (&key);
-        zframe_destroy (&client);
-    }
-}
-
-//  A watched client's connection ended (closed, or its routing id taken
-//  by a new one): its watches end and its HISTORY pages are not built,
-//  as when the socket cannot route to it
-static void
-s_client_gone (void *arg, const void *id, size_t size)
-{
-    act_broker_t *self = (act_broker_t *) arg;
-    act_watches_drop_client (self->watches, id, size);
-    act_pages_drop_client (self->pages, id, size);
-}
-
 //  The end of a pass, once what it sends has gone (or waits for its
 //  commit): cut the connections due
 static void
 s_pass_end (act_broker_t *self)
 {
-    s_cut_clients (self);
+    act_broker_cut_clients (self);
     self->passed = act_clock_ms ();
     act_security_tick (self->security, self->passed);
     act_fds_check (self->passed);
@@ -420,7 +328,7 @@ s_bind_all (act_broker_t *self, act_err_t *err)
                                         settings->worker_endpoint, ACT_ZAP_WORKERS, err): NULL;
     if (!self->workers)
         return -1;
-    act_broker_set_sender (self, s_send_sockets, self);
+    act_broker_set_sender (self, act_broker_send_sockets, self);
     act_wproto_set_security (self->wproto, self->security);
     act_outbox_set_guard (self->outbox, s_owner_holds, self->security);
     return 0;
@@ -465,6 +373,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
     self->signals = -1;
     self->settings = settings;
     self->started = act_clock_ms ();
+    self->workers_drained = self->started;
     self->store = act_store_open (settings->store, settings->sync, err);
     if (!self->store) {
         free (self);
@@ -500,7 +409,7 @@ act_broker_new (act_settings_t *settings, bool bind, act_err_t *err)
                                        self->outbox, self->watches, self->security, s_stats,
                                        self);
     act_commands_set_pages (self->commands, self->pages);
-    act_security_on_client_gone (self->security, s_client_gone, self);
+    act_security_on_client_gone (self->security, act_broker_client_gone, self);
     self->recovering = act_cache_recover (self->cache) > 0;
     act_broker_commit (self);
     act_outbox_flush (self->outbox, self->send, self->send_arg);
@@ -653,6 +562,8 @@ s_read (act_broker_t *self)
         act_broker_land (self);
     }
     self->workers_waiting = workers || timed_out;
+    if (!self->workers_waiting)
+        self->workers_drained = act_clock_ms ();
 }
 
 void

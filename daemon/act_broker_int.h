@@ -80,6 +80,7 @@ struct _act_broker_t {
     long long retain_at;        //  Next look for contexts idle past retain_ms
     long long passed;           //  End of the last pass, 0 before the first
     bool workers_waiting;       //  The last read left worker messages unread
+    long long workers_drained;  //  When a read last left none (ms)
     size_t pumped;              //  Stored messages the last pass sent to
                                 //  watches (none: a store that fails is not
                                 //  retried without a pause)
@@ -162,5 +163,24 @@ long long act_broker_beat (act_broker_t *self);
 //  requests read ahead, a PING among them answered at once, so that a
 //  health check is not held by a statement waiting for a slow server.
 void act_broker_store_waits (void *arg);
+
+//  act_broker_peers.c. The sockets' sender (an act_outbox_send_fn; arg
+//  the broker): a message that cannot go at once (a peer gone, a full
+//  pipe: the sockets never block) is dropped; a client it finds no route
+//  to loses its watches and pages, a worker is noted in unreachable.
+bool act_broker_send_sockets (void *arg, bool to_worker, zmq_msg_t *parts, size_t nparts);
+
+//  After a flush: cut the connections of the clients past max_client_bytes.
+void act_broker_cut_clients (act_broker_t *self);
+
+//  A watched client's connection ended (an act_peers_gone_fn; arg the
+//  broker): its watches end and its HISTORY pages are not built.
+void act_broker_client_gone (void *arg, const void *id, size_t size);
+
+//  Lose the workers that a message found no route to since the last pass.
+void act_broker_lose_unreachable (act_broker_t *self);
+
+//  Heartbeats out and, when it may, judge which workers are silent.
+void act_broker_liveness (act_broker_t *self, long long now);
 
 #endif

@@ -12,6 +12,7 @@ Run: ACTD_BIN=build-x/bin/actd /usr/bin/python3 -m unittest -v test_worker_lost
 """
 
 import json
+import threading
 import time
 import unittest
 
@@ -129,6 +130,41 @@ class WorkerLostTest(WorkerCase):
                 taker.send(b"RESULT", task.encode(), b"1")
         calls = [int(task.split(".")[0]) for task in order]
         self.assertEqual(calls, sorted(int(task.split(".")[0]) for task in held), order)
+
+    def test_a_silent_worker_is_found_while_another_floods_progress(self):
+        """D falls silent holding a task while F streams PROGRESS faster
+        than actd reads: D is still found lost and its call runs on E.
+        Before, workers were judged only when the worker socket was read
+        empty, which a flood never let happen (the audit saw D's call
+        wait out a 6 s flood; with 200 KB PROGRESS, 20 s after it)."""
+        flooder = self.worker("flood", identity=b"F")
+        silent = self.worker("quiet", identity=b"D")
+        time.sleep(0.1)
+        self.client.send("CALL", "flood", {"_tool": "flood", "_outputPath": DAGGER + "s.f"})
+        rid = self.client.send("CALL", "flood", {"_tool": "quiet", "_outputPath": DAGGER + "s.d"})
+        task = flooder.collect(0.3)[0]
+        self.assertEqual(len(silent.collect(0.3)), 1)
+        spare = self.worker("quiet", identity=b"E")
+        stop = threading.Event()
+
+        def flood():
+            body = json.dumps({"p": "x" * 100}).encode()
+            while not stop.is_set():
+                flooder.send(b"PROGRESS", task.encode(), body)
+        thread = threading.Thread(target=flood)
+        thread.start()
+        try:
+            retried, started = [], time.time()
+            while not retried and time.time() - started < 5:
+                retried = spare.collect(0.1)
+        finally:
+            stop.set()
+            thread.join()
+        self.assertEqual(len(retried), 1, "D's call did not reach E during the flood")
+        self.assertLess(time.time() - started, 4)
+        spare.send(b"RESULT", retried[0].encode(), b'"from E"')
+        done = json.loads(self.client.wait(rid, "DONE", timeout=10)[2])
+        self.assertEqual((done["status"], done["result"]), ("ok", "from E"), done)
 
 
 class UnreachableTest(WorkerCase):
