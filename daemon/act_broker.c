@@ -691,11 +691,16 @@ s_revoke (act_broker_t *self)
     }
 }
 
-void
-act_broker_reload (act_broker_t *self, act_settings_t *fresh)
+int
+act_broker_reload (act_broker_t *self, act_settings_t *fresh, act_err_t *err)
 {
     act_settings_t *now = self->settings;
-    //  Log every change first, while the old log level holds, then apply
+    //  The keys first, as the only part that can still be refused (they
+    //  are read from their directories): a file whose keys do not load
+    //  changes nothing, as one that does not parse
+    if (self->security && act_security_reload (self->security, fresh, err))
+        return -1;
+    //  Log every change, while the old log level holds, then apply
     act_settings_log_changes (now, fresh);
     //  Per-activity settings: swap the tables, then point activities at
     //  their new entries
@@ -704,13 +709,12 @@ act_broker_reload (act_broker_t *self, act_settings_t *fresh)
     now->activities = fresh->activities;
     fresh->activities = swap;
     act_pool_resettle (self->pool);
-    if (self->security) {
-        act_security_reload (self->security, fresh);
+    if (self->security)
         s_revoke (self);
-    }
     //  The new log level last, so that the lines above are not lost
     now->log_level = fresh->log_level;
     act_log_threshold = fresh->log_level;
+    return 0;
 }
 
 char *

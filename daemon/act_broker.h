@@ -65,8 +65,10 @@ void act_broker_set_sender (act_broker_t *self, act_outbox_send_fn *send, void *
 size_t act_broker_pass (act_broker_t *self);
 
 //  Apply settings that may change while running (log level, per-activity
-//  settings, allowed keys) from new settings; logs what changed.
-void act_broker_reload (act_broker_t *self, act_settings_t *fresh);
+//  settings, allowed keys) from new settings; logs what changed. All or
+//  nothing: when the allowed keys do not load, nothing is applied and
+//  -1 is returned with err set.
+int act_broker_reload (act_broker_t *self, act_settings_t *fresh, act_err_t *err);
 
 //  One-line summary for sd_notify STATUS= (caller frees).
 char *act_broker_summary (act_broker_t *self);

@@ -518,31 +518,29 @@ s_swap_keys (act_settings_t *now, act_settings_t *fresh)
     fresh->worker_groups = list;
 }
 
-void
-act_security_reload (act_security_t *self, act_settings_t *fresh)
+int
+act_security_reload (act_security_t *self, act_settings_t *fresh, act_err_t *err)
 {
     if (!self || !self->server_cert)
-        return;
+        return 0;
     //  Take fresh's key settings, keeping the old ones in fresh (the old
     //  tables point into them until the comparison is done)
     act_settings_t *now = self->settings;
     s_swap_keys (now, fresh);
     zhashx_t *old_clients = self->clients, *old_workers = self->workers;
     self->clients = self->workers = NULL;
-    act_err_t err = { 0 };
-    if (s_keys_load (self, true, &err)) {
-        act_log (LOG_ERR, "reload: allowed keys not reloaded, the old ones stay: %s",
-                 err.message);
+    if (s_keys_load (self, true, err)) {
         //  Back to the old settings and tables
         s_swap_keys (now, fresh);
         self->clients = old_clients;
         self->workers = old_workers;
-        return;
+        return -1;
     }
     act_log (LOG_NOTICE, "reload: allowed keys reloaded");
     s_revoke_clients (self, old_clients);
     zhashx_destroy (&old_clients);
     zhashx_destroy (&old_workers);
+    return 0;
 }
 
 zsock_t *

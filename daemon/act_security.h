@@ -106,8 +106,9 @@ void act_security_on_client_gone (act_security_t *self, act_peers_gone_fn *gone,
 //  Read the allowed keys, tenants and groups again from fresh (SIGHUP;
 //  fresh gets the old ones). Connected clients whose rights shrank are
 //  listed for act_security_revoked_client and their connections cut; the
-//  caller checks workers (act_security_worker_patterns).
-void act_security_reload (act_security_t *self, act_settings_t *fresh);
+//  caller checks workers (act_security_worker_patterns). Returns 0, or
+//  -1 with err set when the keys do not load: then nothing changed.
+int act_security_reload (act_security_t *self, act_settings_t *fresh, act_err_t *err);
 
 //  The routing id of the next client revoked by the last reload (the
 //  caller ends its watches and destroys it), or NULL.

@@ -73,10 +73,12 @@ s_reload (act_broker_t *broker, act_settings_t *settings)
     }
     act_settings_t *fresh = act_settings_new ();
     char message [512];
+    act_err_t err = { 0 };
     if (act_settings_load (fresh, settings->config_file, message, sizeof message))
         act_log (LOG_ERR, "SIGHUP: config not reloaded: %s", message);
     else
-        act_broker_reload (broker, fresh);
+    if (act_broker_reload (broker, fresh, &err))
+        act_log (LOG_ERR, "SIGHUP: config not reloaded: %s", err.message);
     act_settings_destroy (&fresh);
 }
 

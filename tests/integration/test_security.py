@@ -292,6 +292,39 @@ class KeyDirectoryTest(unittest.TestCase):
         self.assertIn("security/client_keys: cannot read %s: Permission denied" % clients,
                       actd.log())
 
+    def test_a_reload_whose_keys_do_not_load_changes_nothing(self):
+        """docs/operations.md: a file that does not load changes nothing.
+        A file that parses but whose keys cannot be used (worker_keys
+        dropped while CURVE is on) applied its log level and defaults
+        before the keys were refused: half the new file, half the old."""
+        directory = scratch_dir("actd-halfload-")
+        self.addCleanup(remove_scratch, directory)
+        actd = curve_actd(directory)
+        self.addCleanup(actd.cleanup)
+        config = actd.args[-1]
+        with open(config, "a") as handle:
+            handle.write("defaults\n    timeout_ms = 11111\n")
+        actd.start(wait=False)          # its PING would need a key
+        wait_for(lambda: actd.process.poll() is not None or "ready: " in actd.log(),
+                 "actd to start")
+        with open(config, "w") as handle:
+            handle.write("log\n    level = error\nsecurity\n    server_key = %s\n"
+                         "    client_keys = %s\ndefaults\n    timeout_ms = 22222\n"
+                         % (os.path.join(directory, "server.key_secret"),
+                            os.path.join(directory, "clients")))
+        actd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "not reloaded" in actd.log(), "the refused reload")
+        time.sleep(0.2)
+        log = actd.log()
+        self.assertNotIn("reload: log/level", log)
+        self.assertNotIn("timeout_ms 11111 -> 22222", log)
+        self.assertRegex(log, r"(?m)^E: actd .* SIGHUP: config not reloaded: .*worker_keys")
+        #  The old level holds: a notice still reaches the log
+        actd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: actd.log().count("config not reloaded") == 2, "the second try")
+        self.assertEqual(actd.stop(), 0, actd.log())
+        self.assertIn("stopped:", actd.log())
+
 
 class PlainTcpTest(unittest.TestCase):
     """Without keys, actd binds only to this machine unless allowed."""
