@@ -567,8 +567,13 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
             s_call_queue_saved (self, call, true);
         return;
     }
+    //  Failed for good, at warning (docs/operations.md, "Logs"), whether
+    //  its attempts ran out or the failure may not be retried
     if (retryable)
         act_log (LOG_WARNING, "call %s (%s) failed after %lld attempts: %s: %s",
+                 call->id, call->activity->name, call->attempts, code, message);
+    else
+        act_log (LOG_WARNING, "call %s (%s) failed at attempt %lld, not to be retried: %s: %s",
                  call->id, call->activity->name, call->attempts, code, message);
     bool timed_out = code && (streq (code, ACT_E_TIMEOUT) || streq (code, ACT_E_NO_WORKER));
     s_call_finish (self, call, timed_out? "timeout": "error", error, NULL, 0, 0);

@@ -166,6 +166,20 @@ class WorkerLostTest(WorkerCase):
         done = json.loads(self.client.wait(rid, "DONE", timeout=10)[2])
         self.assertEqual((done["status"], done["result"]), ("ok", "from E"), done)
 
+    def test_a_call_that_failed_for_good_is_a_warning(self):
+        """docs/operations.md, Logs: warning is "calls that failed for
+        good". A FAIL that may not be retried ended the call at info only,
+        under an operator's log/level = warning."""
+        worker = self.worker("fatal", identity=b"fatal")
+        rid = self.client.send("CALL", "fatal", {"_tool": "fatal", "_outputPath": DAGGER + "s.f"})
+        task = worker.collect(0.5)[0]
+        worker.send(b"FAIL", task.encode(),
+                    json.dumps({"message": "bad input", "retryable": False}).encode())
+        done = json.loads(self.client.wait(rid, "DONE", timeout=10)[2])
+        self.assertEqual(done["status"], "error", done)
+        self.assertRegex(self.actd.log(), r"(?m)^W: actd \S+ call %s \(fatal\) failed at "
+                         r"attempt 1, not to be retried: \S+: bad input$" % done["call_id"])
+
 
 class UnreachableTest(WorkerCase):
 
