@@ -445,6 +445,14 @@ s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     return true;
 }
 
+//  True for the name of a section of plain settings
+static bool
+s_known_section (const char *section)
+{
+    return streq (section, "server") || streq (section, "store") || streq (section, "log")
+        || streq (section, "security");
+}
+
 //  Read a section other than defaults, activities, tenants and workers:
 //  an unknown setting is an error, named by its section when it has
 //  settings of its own
@@ -463,8 +471,11 @@ s_plain_section (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
         }
         zstr_free (&full);
     }
-    if (!zconfig_child (section))
-        s_error (reader, section, name, "unknown or empty section");
+    //  A known section with nothing in it (its settings all commented
+    //  out, as etc/actd.cfg shows them) takes the defaults; an unknown
+    //  one is an error, empty or not
+    if (!zconfig_child (section) && !s_known_section (name))
+        s_error (reader, section, name, "unknown section");
 }
 
 //  Read an activities section: each activity starts from the defaults,

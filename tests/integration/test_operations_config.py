@@ -447,6 +447,20 @@ class ConfigFileTest(unittest.TestCase):
             values = {path: value for path, value in config_paths(handle.read()).items() if value}
         self.assertEqual(values, defaults)
 
+    def test_a_known_section_with_every_setting_commented_out_takes_the_defaults(self):
+        """etc/actd.cfg leaves each section's settings commented out but
+        one: commenting that one out too stopped actd ("unknown or empty
+        section"); an unknown section, empty or not, still does."""
+        with open(EXAMPLE) as handle:
+            text = handle.read()
+        quiet = "\n".join("#" + line if line.startswith("    ") else line
+                          for line in text.splitlines()) + "\n"
+        path = write(os.path.join(self.dir, "quiet.cfg"), quiet)
+        with Actd(args=["--config", path]) as actd:
+            self.assertEqual(ping(actd), ["PONG"])
+        self.check_refused("server\n    liveness = 3\nbogus\n",
+                           "actd: FILE line 3: bogus: unknown section")
+
     def test_the_example_config_documents_every_setting(self):
         """Every setting act_settings_load accepts is in etc/actd.cfg (some
         commented out), and with them all turned on the file still loads."""
