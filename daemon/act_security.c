@@ -189,6 +189,13 @@ s_setup (act_security_t *self, act_err_t *err)
     act_settings_t *settings = self->settings;
     //  With CURVE or without: a client that does not read is cut off too
     self->peers = act_peers_new ();
+    //  An endpoint without its transport ("127.0.0.1:5555") would be
+    //  refused below as plain TCP, a misleading reason
+    const char *given [] = { settings->client_endpoint, settings->worker_endpoint };
+    for (int i = 0; i < 2; i++)
+        if (given [i] && !strstr (given [i], "://"))
+            return act_err_set (err, ACT_E_INTERNAL, "endpoint '%s' names no transport: "
+                                "give tcp://HOST:PORT or ipc:///PATH", given [i]);
     if (!settings->server_key) {
         const char *endpoints [] = { settings->client_endpoint, settings->worker_endpoint };
         for (int i = 0; i < 2; i++)

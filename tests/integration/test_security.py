@@ -349,6 +349,16 @@ class PlainTcpTest(unittest.TestCase):
         self.assertIn("refusing plain TCP on tcp://0.0.0.0:", output)
         self.assertIn("allow_plain_tcp", output)
 
+    def test_an_endpoint_without_its_transport_is_named_as_such(self):
+        """It was refused as plain TCP without CURVE keys, a misleading
+        reason (found by an audit of operations)."""
+        process = self.run_actd("127.0.0.1:%d" % free_port())
+        output, _ = process.communicate(timeout=20)
+        self.assertEqual(process.returncode, 1, output)
+        self.assertIn("endpoint '127.0.0.1:", output)
+        self.assertIn("names no transport: give tcp://HOST:PORT or ipc:///PATH", output)
+        self.assertNotIn("refusing plain TCP", output)
+
     def test_plain_tcp_elsewhere_is_allowed_with_the_setting_and_logged(self):
         port = free_port()
         process = self.run_actd("tcp://0.0.0.0:%d" % port,
