@@ -12,9 +12,6 @@
 #include "act_flow_int.h"
 #include "act_outcome.h"
 
-//  What a timer of a call means
-typedef enum { T_DEADLINE, T_SCHEDULE, T_RETRY } s_timer_type_t;
-
 static void s_call_finish (act_flow_t *self, act_live_t *call, const char *status,
                            json_t *error, const char *result_text, size_t result_size,
                            long long branch);
@@ -44,7 +41,7 @@ act_flow_lookup (act_flow_t *self, uint64_t number)
 //  _retry are any positive integers: a sum past the clock's range is the
 //  end of time, not an overflow
 static void
-s_timer_set (act_flow_t *self, act_live_t *call, s_timer_type_t type, long long from,
+s_timer_set (act_flow_t *self, act_live_t *call, act_flow_timer_type_t type, long long from,
              long long delay)
 {
     long long at = delay > LLONG_MAX - from? LLONG_MAX: from + delay;
@@ -670,6 +667,19 @@ act_flow_end (act_flow_t *self, act_live_t *call, const char *status, const char
 }
 
 void
+act_flow_attempt_failed (act_flow_t *self, act_live_t *call, const char *code,
+                         const char *message)
+{
+    s_call_attempt_failed (self, call, s_error_json (code, message), true, true);
+}
+
+void
+act_flow_retry_now (act_flow_t *self, act_live_t *call)
+{
+    s_call_queue_saved (self, call, true);
+}
+
+void
 act_flow_settle (act_flow_t *self)
 {
     //  First in, first out: calls that become ready together are queued
@@ -702,46 +712,6 @@ void
 act_flow_cancel (act_flow_t *self, act_live_t *call)
 {
     s_call_cancel (self, call);
-}
-
-
-//  --------------------------------------------------------------------------
-//  Timers
-
-void
-act_flow_timers (act_flow_t *self, long long now)
-{
-    act_timer_t timer;
-    while (act_timers_pop (self->timers, now, &timer)) {
-        act_live_t *call = act_flow_lookup (self, timer.id);
-        if (!call || call->timer != timer.generation)
-            continue;           //  Void: the call moved on
-        if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING) {
-            act_out_addstr (act_worker_send (self->outbox, call->worker, "CANCEL"), call->task);
-            char *message = zsys_sprintf ("attempt %lld ran over its timeout of %lld ms",
-                                          call->attempts, call->timeout_ms);
-            s_call_attempt_failed (self, call, s_error_json (ACT_E_TIMEOUT, message), true, true);
-            zstr_free (&message);
-        }
-        else
-        if (timer.type == T_SCHEDULE && call->state == ACT_LIVE_QUEUED && !call->backoff) {
-            char *message = zsys_sprintf ("no worker took it within %lld ms",
-                                          call->activity->settings->schedule_timeout_ms);
-            s_call_finish (self, call, "timeout", s_error_json (ACT_E_NO_WORKER, message),
-                           NULL, 0, 0);
-            zstr_free (&message);
-        }
-        else
-        if (timer.type == T_RETRY && call->state == ACT_LIVE_QUEUED && call->backoff)
-            s_call_queue_saved (self, call, true);
-        act_flow_settle (self);
-    }
-}
-
-long long
-act_flow_next_timer (act_flow_t *self)
-{
-    return act_timers_next (self->timers);
 }
 
 

@@ -75,6 +75,17 @@ void act_flow_enqueue (act_flow_t *self, act_live_t *call, bool front);
 void act_flow_end (act_flow_t *self, act_live_t *call, const char *status, const char *code,
                    const char *message);
 
+//  What a timer of a call means (act_timers' type)
+typedef enum { T_DEADLINE, T_SCHEDULE, T_RETRY } act_flow_timer_type_t;
+
+//  call's attempt failed with code and message: retried after its delay
+//  when its _retry allows, else it ends (act_flow_timers.c: a deadline).
+void act_flow_attempt_failed (act_flow_t *self, act_live_t *call, const char *code,
+                              const char *message);
+
+//  call's retry delay is over: to the front of its queue, and stored.
+void act_flow_retry_now (act_flow_t *self, act_live_t *call);
+
 //  The cache's loaded hook (act_recover.c): recover context's calls that
 //  had not ended, oldest first (an older call may produce for a newer one).
 void act_flow_recover (void *arg, act_context_t *context);

@@ -172,4 +172,9 @@ int act_pg_put_resume (void *impl, const char *context, uint64_t call_id, const 
 int act_pg_idle_contexts (void *impl, const char *before, size_t limit,
                           act_store_each_fn *fn, void *arg);
 
+//  Bring the schema to its latest version, each step in a transaction,
+//  under an advisory lock so that brokers starting together migrate once.
+//  Returns 0, or -1 with err set (act_store_pg_schema.c).
+int act_pg_migrate (act_pg_t *self, act_err_t *err);
+
 #endif
