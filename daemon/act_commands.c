@@ -4,6 +4,7 @@
 
 #include "act_commands.h"
 #include "act_frame.h"
+#include "actd/act_text.h"
 
 struct _act_commands_t {
     act_settings_t *settings;   //  max_message_bytes (borrowed)
@@ -242,11 +243,10 @@ s_append_key (zmq_msg_t *frame)
     if (data [0] != 1 && !memchr (data, 0, size) && act_utf8_valid (data, size, NULL))
         return strndup (data, size);
     char *key = malloc (1 + 2 * size + 1);
-    if (!key)
-        return NULL;
-    key [0] = 1;
-    for (size_t at = 0; at < size; at++)
-        snprintf (key + 1 + 2 * at, 3, "%02x", (unsigned char) data [at]);
+    if (key) {
+        key [0] = 1;
+        act_hex_write (key + 1, data, size);
+    }
     return key;
 }
 
