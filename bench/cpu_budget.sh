@@ -3,24 +3,29 @@
 #  FULL or NORMAL, or the null relay), K echo workers of capacity 64 and
 #  one client (cmp_client, window 1000, ~200-byte calls), then the CPU of
 #  each of the broker's threads, of the workers and of the client, and the
-#  machine's idle time, each in microseconds a call (from /proc). The sum
+#  machine's idle time, each in microseconds a call (from /proc), the
+#  bytes the broker sent to the disk a call, and actd's commit figures
+#  from its STATS. The sum
 #  is about cores x seconds / calls: what a throughput target leaves to
 #  spend. Asserts nothing: figures are for reading (bench/README.md,
 #  "Pipelined: what limits throughput").
 #
 #  bench/cpu_budget.sh [--broker full|normal|null] [--workers K] [--calls N]
-#                      [--rounds R]
-#  BUILD_DIR: the build tree (build/), built RelWithDebInfo when missing.
+#                      [--rounds R] [--window W] [--capacity C]
+#  BUILD_DIR: the build tree (build/), built RelWithDebInfo when missing;
+#  TMPDIR: where the store goes (/tmp; /dev/shm: no disk).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$root/build}"
-broker=full workers=4 calls=100000 rounds=1
+broker=full workers=4 calls=100000 rounds=1 window=1000 capacity=64
 while (($#)); do
     case "$1" in
         --broker) broker="$2"; shift ;;
         --workers) workers="$2"; shift ;;
         --calls) calls="$2"; shift ;;
         --rounds) rounds="$2"; shift ;;
+        --window) window="$2"; shift ;;
+        --capacity) capacity="$2"; shift ;;
         -h|--help) sed -n '2,13p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
         *) echo "cpu_budget.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -33,7 +38,7 @@ if [ ! -x "$build/bin/cmp_client" ] || [ ! -x "$build/bin/actd" ] || [ ! -x "$bu
     cmake --build "$build" -j"$(nproc)" --target actd-daemon null_relay cmp_worker cmp_client >/dev/null
 fi
 bin="$build/bin"
-work=$(mktemp -d /tmp/actd-budget-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/actd-budget-XXXXXX")
 pids=()
 cleanup () {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -71,22 +76,23 @@ server=$!
 pids+=("$server")
 worker_pids=()
 for ((i = 0; i < workers; i++)); do
-    "$bin/cmp_worker" --proto "$proto" --endpoint "tcp://127.0.0.1:$be" --capacity 64 \
+    "$bin/cmp_worker" --proto "$proto" --endpoint "tcp://127.0.0.1:$be" --capacity "$capacity" \
         --counter "$work/counter" --slot "$i" >/dev/null 2>&1 &
     worker_pids+=("$!")
     pids+=("$!")
 done
 client=("$bin/cmp_client" --proto "$proto" --endpoint "tcp://127.0.0.1:$fe" --size 200
-        --window 1000 --workers "$workers" --pid "$server" --counter "$work/counter")
+        --window "$window" --workers "$workers" --pid "$server" --counter "$work/counter")
 "${client[@]}" --mode durable --calls "$((calls / 10))" --warmup 0 --tag warm >/dev/null
-echo "broker $broker, $workers worker(s) of capacity 64, $calls durable calls a round" \
-     "(window 1000), $(nproc) cores; microseconds of CPU a call:"
+echo "broker $broker, $workers worker(s) of capacity $capacity, $calls durable calls a round" \
+     "(window $window), $(nproc) cores; microseconds of CPU a call:"
 for ((round = 1; round <= rounds; round++)); do
     declare -A before=()
     for task in /proc/"$server"/task/*; do before[$task]=$(ticks "$task/stat"); done
     workers_before=0
     for pid in "${worker_pids[@]}"; do workers_before=$((workers_before + $(ticks "/proc/$pid/stat"))); done
     idle_before=$(idle_ticks)
+    written_before=$(awk '$1 == "write_bytes:" { print $2 }' "/proc/$server/io")
     "${client[@]}" --mode durable --calls "$calls" --warmup 0 --tag "r$round" >"$work/result" &
     client_pid=$!           #  Its CPU is read until its last moment alive
     client_ticks=0
@@ -96,6 +102,7 @@ for ((round = 1; round <= rounds; round++)); do
     done
     wait "$client_pid"
     idle_after=$(idle_ticks)
+    written=$(( $(awk '$1 == "write_bytes:" { print $2 }' "/proc/$server/io") - written_before ))
     line=$(grep '^RESULT' "$work/result")
     echo "round $round: $(sed -n 's/.* rate=\([^ ]*\).*/\1/p' <<<"$line") calls/s"
     total=0
@@ -110,5 +117,22 @@ for ((round = 1; round <= rounds; round++)); do
         "workers" "$(us_a_call $((workers_after - workers_before)))" \
         "client" "$(us_a_call "$client_ticks")" \
         "machine idle" "$(us_a_call $((idle_after - idle_before)))"
+    #  Bytes the broker sent to the disk (its WAL, the checkpoints), not
+    #  CPU: what each fsync must wait for
+    printf '  %-24s %7d\n' "disk bytes a call" "$((written / calls))"
     unset before
 done
+if [ "$broker" != null ]; then
+    #  The broker's own view of the run: commits, their batches and holds
+    echo "actd's STATS after the rounds:"
+    "$bin/actctl" --endpoint "tcp://127.0.0.1:$fe" --json stats \
+        | /usr/bin/python3 -c 'import json, sys
+s = json.load(sys.stdin)
+def find(node, path=""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            find(value, path + "/" + key if path else key)
+    elif any(word in path for word in ("commit", "batch", "held", "hold")):
+        print("  %-40s %s" % (path, node))
+find(s)' || echo "  (actctl stats failed)"
+fi
