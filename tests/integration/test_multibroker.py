@@ -213,7 +213,11 @@ class MultiBrokerTest(unittest.TestCase):
             while True:
                 code, output, error = actctl([survivor.client_endpoint], "status",
                                              accepted[context])
-                if code == 0 and json.loads(output)["state"] == "ok":
+                #  Answered: told "moved" to the dead owner, actctl goes
+                #  back to the survivor after a third of its timeout, not
+                #  waiting the whole of it for the dead one
+                self.assertEqual(code, 0, error)
+                if json.loads(output)["state"] == "ok":
                     break
                 self.assertLess(time.time(), deadline, "call %s of %s: %s %s" % (
                     accepted[context], context, output, error))

@@ -653,10 +653,12 @@ act_client_wait (act_client_t *self, const char *request, const char *verb)
             return reply;
         }
     int64_t deadline = zclock_mono () + self->timeout;
-    //  With several brokers, one that says nothing for a part of the time
-    //  allowed is skipped and the request goes to the next
-    int64_t patience = zlistx_size (self->links) > 1? self->timeout / 3: self->timeout;
     while (true) {
+        //  With several brokers, one that says nothing for a part of the
+        //  time allowed is skipped and the request goes to the next. Asked
+        //  at each turn: a moved reply may have added the second broker
+        //  (a dead owner's, while its lease runs out)
+        int64_t patience = zlistx_size (self->links) > 1? self->timeout / 3: self->timeout;
         int64_t now = zclock_mono ();
         if (now >= deadline)
             return NULL;
@@ -673,6 +675,10 @@ act_client_wait (act_client_t *self, const char *request, const char *verb)
         int64_t wait = deadline - now;
         if (pending && pending->sent + patience - now < wait)
             wait = pending->sent + patience - now;
+        //  A read goes on past a moved reply it handles: a third of the
+        //  time allowed at most, so that the patience is asked again
+        if (wait > self->timeout / 3 + 1)
+            wait = self->timeout / 3 + 1;
         act_reply_t *reply = act_client_read (self, (int) (wait > 0? wait: 0));
         if (!reply)
             continue;
