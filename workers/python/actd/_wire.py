@@ -14,10 +14,14 @@ the same rule in every actd client library); an ``ERROR moved`` reply names the 
 the request is sent there again (at most :data:`MAX_HOPS` times). A broker
 that does not answer within ``request_timeout`` is skipped for
 :data:`DEAD_FOR` seconds and the request goes to the next broker in C's
-order. Calls whose ``DONE`` is awaited are asked about with ``STATUS``
-every ``status_poll`` seconds once that long has passed without their
-``DONE`` (a new owner of the context cannot send ``DONE`` to the socket of
-the broker that accepted the call).
+order. A client given one endpoint has no ``request_timeout`` by default;
+a ``moved`` reply naming a second broker gives it ``several_timeout``
+(the default of several endpoints), so that an owner named while it is
+dead (its lease not yet run out) costs that long, not the whole wait.
+Calls whose ``DONE`` is awaited are asked about with ``STATUS`` every
+``status_poll`` seconds once that long has passed without their ``DONE``
+(a new owner of the context cannot send ``DONE`` to the socket of the
+broker that accepted the call).
 """
 
 import collections
@@ -179,6 +183,10 @@ class Tracker:
     ``endpoints`` are the brokers' client endpoints (endpoints named by
     ``moved`` replies are added). ``request_timeout`` (seconds, None for
     none): a request not answered in that time is sent to the next broker.
+    ``several_timeout`` (seconds, or None): the ``request_timeout`` taken
+    when it is None and a ``moved`` reply adds a second broker (the
+    client's default: none with one endpoint, 5 s with several; None keeps
+    it None, as when the user chose None).
     ``status_poll`` (seconds, None for none): how often calls whose
     ``DONE`` is awaited are followed with ``STATUS``.
 
@@ -190,9 +198,11 @@ class Tracker:
 
     def __init__(self, endpoints: Sequence[str], request_timeout: Optional[float] = None,
                  status_poll: Optional[float] = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 several_timeout: Optional[float] = None) -> None:
         self.endpoints: List[str] = list(endpoints)
         self.request_timeout = request_timeout
+        self.several_timeout = several_timeout
         self.status_poll = status_poll
         self.outbox: Deque[Tuple[str, List[bytes]]] = collections.deque()
         self._clock = clock
@@ -202,8 +212,8 @@ class Tracker:
         self._owners: "collections.OrderedDict[str, str]" = collections.OrderedDict()
         self._accepted: "collections.OrderedDict[str, str]" = collections.OrderedDict()
         self._waits: Dict[Tuple[bytes, str], _Wait] = {}
-        periods = [period for period in (request_timeout, status_poll) if period]
-        self._scan_every = min([0.25] + [period / 4.0 for period in periods])
+        self._scan_every = 0.25
+        self.timers_changed()
         self._next_scan = 0.0
         self._next_poll = 0.0
 
@@ -430,6 +440,7 @@ class Tracker:
             return False
         if owner not in self.endpoints:
             self.endpoints.append(owner)
+            self._several()
         if pending.context is not None:
             _remember(self._owners, pending.context, owner)
         if pending.call_id is not None:
@@ -439,6 +450,24 @@ class Tracker:
         pending.endpoint = owner
         self._transmit(request_id, pending)
         return True
+
+    def timers_changed(self) -> None:
+        """``request_timeout`` or ``status_poll`` changed: scan often
+        enough for them (a quarter of each, 0.25 s at most)."""
+        periods = [period for period in (self.request_timeout, self.status_poll) if period]
+        self._scan_every = min([0.25] + [period / 4.0 for period in periods])
+
+    def _several(self) -> None:
+        """A broker was added: with several now known, and no
+        ``request_timeout`` but by default, take ``several_timeout`` (a
+        ``moved`` reply may name an owner that died, its lease not yet
+        run out: the request goes back to another broker after that long,
+        as with several endpoints given, not after the client's whole wait)."""
+        if self.request_timeout is None and self.several_timeout is not None \
+                and len(self.endpoints) > 1:
+            self.request_timeout = self.several_timeout
+            self.timers_changed()
+            log.debug("several brokers known: request_timeout %.1f s", self.request_timeout)
 
     # -- replies ----------------------------------------------------------
 

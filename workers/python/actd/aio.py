@@ -147,12 +147,12 @@ class AsyncClient:
                  endpoint: Optional[Endpoints] = None) -> None:
         """Remember the endpoints (one string, or a list) and read the
         CURVE certificate."""
-        endpoints, request_timeout = _options(endpoints, endpoint, request_timeout, status_poll)
+        endpoints, request_timeout, several_timeout = _options(
+            endpoints, endpoint, request_timeout, status_poll)
         self._curve = _socket.curve_option(curve_server, curve_cert)
         #: The first endpoint given.
         self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
-        self.request_timeout: Optional[float] = request_timeout
         self.status_poll: Optional[float] = status_poll
         self._auto_id = len(endpoints) > 1
         self._prescriptions = _prescribed.Prescriptions()   # TOOLS answers, kept 2 s
@@ -163,7 +163,8 @@ class AsyncClient:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._timer: Optional[asyncio.TimerHandle] = None
         self._timer_at = 0.0
-        self._tracker = _wire.Tracker(endpoints, request_timeout, status_poll)
+        self._tracker = _wire.Tracker(endpoints, request_timeout, status_poll,
+                                      several_timeout=several_timeout)
         self._closed = False
 
     async def __aenter__(self) -> "AsyncClient":
@@ -215,6 +216,23 @@ class AsyncClient:
     def pending(self) -> int:
         """Requests still waiting for a reply or a ``DONE``."""
         return len(self._tracker)
+
+    @property
+    def request_timeout(self) -> Optional[float]:
+        """Seconds a broker may take to answer before a request goes to
+        the next one (None: no limit). By default 5 with several
+        endpoints; with one, None until a ``moved`` reply names a second
+        broker, then 5 (:data:`actd.client.MULTI_REQUEST_TIMEOUT`). A value
+        given, None included, stays."""
+        return self._tracker.request_timeout
+
+    @request_timeout.setter
+    def request_timeout(self, value: Optional[float]) -> None:
+        if value is not None and value <= 0:
+            raise ValueError("request_timeout is a number of seconds > 0, or None")
+        self._tracker.request_timeout = value
+        self._tracker.several_timeout = None
+        self._tracker.timers_changed()
 
     @property
     def endpoints(self) -> List[str]:

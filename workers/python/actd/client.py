@@ -44,18 +44,25 @@ UNWATCH_WAIT = 0.2
 
 def _options(endpoints: Optional[Endpoints], endpoint: Optional[Endpoints],
              request_timeout: Any, status_poll: Optional[float]
-             ) -> Tuple[List[str], Optional[float]]:
-    """The endpoint list (see ``_socket.endpoints_option``), and the request
-    timeout (the default: 5 s with several endpoints, none with one)."""
+             ) -> Tuple[List[str], Optional[float], Optional[float]]:
+    """The endpoint list (see ``_socket.endpoints_option``), the request
+    timeout (the default: 5 s with several endpoints, none with one), and
+    the request timeout taken once a ``moved`` reply names a second broker
+    (:data:`MULTI_REQUEST_TIMEOUT` when the default was none because one
+    endpoint was given; None when ``request_timeout`` was chosen, None
+    included)."""
     listed = _socket.endpoints_option(endpoints, endpoint, _socket.ENDPOINT_VARIABLE,
                                       DEFAULT_CLIENT_ENDPOINT)
+    several_timeout = None
     if request_timeout is _DEFAULT:
         request_timeout = MULTI_REQUEST_TIMEOUT if len(listed) > 1 else None
+        if request_timeout is None:
+            several_timeout = MULTI_REQUEST_TIMEOUT
     if request_timeout is not None and request_timeout <= 0:
         raise ValueError("request_timeout is a number of seconds > 0, or None")
     if status_poll is not None and status_poll <= 0:
         raise ValueError("status_poll is a number of seconds > 0, or None")
-    return listed, request_timeout
+    return listed, request_timeout, several_timeout
 
 
 def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str) -> Any:
@@ -150,11 +157,14 @@ class Client:
     ``CANCEL`` go first to the broker that accepted the call, ``STATS`` and
     ``PING`` to the first broker that answers. A broker that gives no reply
     within ``request_timeout`` seconds (default 5 with several endpoints,
-    None with one) is skipped for a while and the request goes to the next
-    broker. Such a retry may deliver a request twice: each ``CALL`` and
-    each call of a ``PLAN`` without an ``_id`` is given one (a random UUID)
-    when several endpoints are given, so that actd runs it once (an
-    ``APPEND`` sent twice is appended twice). Calls whose ``DONE`` is
+    None with one until a ``moved`` reply names a second broker, 5 from
+    then on: an owner named while it is dead, its lease not yet run out,
+    then costs 5 s, not the whole ``timeout``; ``request_timeout=None``
+    given explicitly stays None) is skipped for a while and the request
+    goes to the next broker. Such a retry may deliver a request twice:
+    each ``CALL`` and each call of a ``PLAN`` without an ``_id`` is given
+    one (a random UUID) when several endpoints are given, so that actd runs
+    it once (an ``APPEND`` sent twice is appended twice). Calls whose ``DONE`` is
     awaited are followed with ``STATUS`` every ``status_poll`` seconds once
     that long has passed without it (a broker that took the context over
     from a dead one cannot send ``DONE`` to this client); None turns this
@@ -173,12 +183,12 @@ class Client:
                  context: Optional[zmq.Context] = None,
                  endpoint: Optional[Endpoints] = None) -> None:
         """Connect to the endpoints and start the I/O thread."""
-        endpoints, request_timeout = _options(endpoints, endpoint, request_timeout, status_poll)
+        endpoints, request_timeout, several_timeout = _options(
+            endpoints, endpoint, request_timeout, status_poll)
         self._curve = _socket.curve_option(curve_server, curve_cert)
         #: The first endpoint given.
         self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
-        self.request_timeout: Optional[float] = request_timeout
         self.status_poll: Optional[float] = status_poll
         self._auto_id = len(endpoints) > 1
         self._prescriptions = _prescribed.Prescriptions()   # TOOLS answers, kept 2 s
@@ -193,7 +203,8 @@ class Client:
             self._close_sockets()
             raise
         self._lock = threading.Lock()
-        self._tracker = _wire.Tracker(endpoints, request_timeout, status_poll)
+        self._tracker = _wire.Tracker(endpoints, request_timeout, status_poll,
+                                      several_timeout=several_timeout)
         self._wake_reader, self._wake_writer = socket.socketpair()
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
@@ -247,6 +258,25 @@ class Client:
         """Requests still waiting for a reply or a ``DONE``."""
         with self._lock:
             return len(self._tracker)
+
+    @property
+    def request_timeout(self) -> Optional[float]:
+        """Seconds a broker may take to answer before a request goes to
+        the next one (None: no limit). By default 5 with several
+        endpoints; with one, None until a ``moved`` reply names a second
+        broker, then 5 (:data:`actd.client.MULTI_REQUEST_TIMEOUT`). A value
+        given, None included, stays."""
+        with self._lock:
+            return self._tracker.request_timeout
+
+    @request_timeout.setter
+    def request_timeout(self, value: Optional[float]) -> None:
+        if value is not None and value <= 0:
+            raise ValueError("request_timeout is a number of seconds > 0, or None")
+        with self._lock:
+            self._tracker.request_timeout = value
+            self._tracker.several_timeout = None
+            self._tracker.timers_changed()
 
     @property
     def endpoints(self) -> List[str]:

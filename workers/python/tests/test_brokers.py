@@ -12,6 +12,7 @@ private PostgreSQL server (tests/integration/pg.py).
 """
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 import unittest
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import zmq
 
@@ -27,7 +28,7 @@ from support import TIMEOUT, Actd, wait_until
 
 import actd
 import actd.aio
-from actd import _socket, _wire
+from actd import _codec, _socket, _wire
 from harness import Client as RawClient, find_binary
 import pg
 
@@ -320,6 +321,138 @@ class ClientRoutingTest(unittest.TestCase):
             self.assertEqual(outcome.status, "ok")
             self.assertEqual(list(client.history("no-id"))[0]["_call"],
                              {"_tool": "echo", "_outputPath": "\u2020out"})
+
+
+class MovedToADeadOwnerTest(unittest.TestCase):
+    """A client given one endpoint, told ``moved`` to an owner that does
+    not answer (killed, its lease not yet run out), sends the request back
+    to another broker after the several-endpoints default of
+    ``request_timeout`` (as the C library does after a third of its
+    timeout), rather than waiting the whole of its own timeout for the dead
+    one; unless ``request_timeout`` was chosen, None included."""
+
+    A = "tcp://127.0.0.1:1"
+    B = "tcp://127.0.0.1:2"
+    STATUS = {"call_id": "c-1", "context": "ctx", "state": "queued", "attempts": 0}
+
+    def tracker(self, **options: Any) -> Any:
+        """The tracker of an asyncio client given endpoint A (built as the
+        client builds it; no socket or task before its first request), on
+        a clock the test moves."""
+        self.now = 100.0
+        tracker = actd.aio.AsyncClient(self.A, **options)._tracker
+        tracker._clock = lambda: self.now
+        return tracker
+
+    def status_moved(self, tracker: Any) -> Tuple[bytes, "concurrent.futures.Future[Any]"]:
+        """STATUS of call c-1, sent to A, answered moved to B; returns its
+        request id and future (the request is then at B)."""
+        future: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        request_id = tracker.send("STATUS", [b"c-1"],
+                                  _wire.Pending("simple", future, _codec.parse_status))
+        self.assertEqual(self.sent(tracker), [(self.A, b"STATUS")])
+        self.assertEqual(tracker.dispatch(self.A, [b"ACTC01", b"ERROR", request_id, b"moved",
+                                                   self.B.encode()]), [])
+        self.assertEqual(self.sent(tracker), [(self.B, b"STATUS")])
+        self.assertEqual(tracker.endpoints, [self.A, self.B])
+        return request_id, future
+
+    @staticmethod
+    def sent(tracker: Any) -> List[Tuple[str, bytes]]:
+        """(endpoint, command) of each request queued since last asked."""
+        queued = [(endpoint, frames[1]) for endpoint, frames in tracker.outbox]
+        tracker.outbox.clear()
+        return queued
+
+    def tick_at(self, tracker: Any, now: float) -> None:
+        self.now = now
+        for action in tracker.tick():
+            action()
+
+    def test_the_request_goes_back_after_the_several_brokers_default(self) -> None:
+        tracker = self.tracker()
+        self.assertIsNone(tracker.request_timeout)
+        request_id, future = self.status_moved(tracker)
+        self.assertEqual(tracker.request_timeout, actd.client.MULTI_REQUEST_TIMEOUT)
+        self.tick_at(tracker, 100.0 + actd.client.MULTI_REQUEST_TIMEOUT - 0.5)
+        self.assertEqual(self.sent(tracker), [])
+        self.tick_at(tracker, 100.0 + actd.client.MULTI_REQUEST_TIMEOUT + 0.5)
+        self.assertEqual(self.sent(tracker), [(self.A, b"STATUS")])
+        # A, the survivor, took the context over by then: its answer settles it
+        for action in tracker.dispatch(self.A, [b"ACTC01", b"VALUE", request_id,
+                                                json.dumps(self.STATUS).encode()]):
+            action()
+        self.assertEqual(future.result(0).state, "queued")
+
+    def test_an_explicit_request_timeout_of_none_stays_none(self) -> None:
+        tracker = self.tracker(request_timeout=None)
+        self.status_moved(tracker)
+        self.assertIsNone(tracker.request_timeout)
+        self.tick_at(tracker, 100.0 + 1000.0)
+        self.assertEqual(self.sent(tracker), [])
+
+    def test_an_explicit_request_timeout_stays_as_given(self) -> None:
+        tracker = self.tracker(request_timeout=30.0)
+        self.status_moved(tracker)
+        self.assertEqual(tracker.request_timeout, 30.0)
+        self.tick_at(tracker, 100.0 + 10.0)
+        self.assertEqual(self.sent(tracker), [])
+        self.tick_at(tracker, 100.0 + 31.0)
+        self.assertEqual(self.sent(tracker), [(self.A, b"STATUS")])
+
+    def test_the_clients_own_request_timeout_says_so(self) -> None:
+        client = actd.aio.AsyncClient(self.A)
+        self.assertIsNone(client.request_timeout)
+        client._tracker.endpoints.append(self.B)
+        client._tracker._several()
+        self.assertEqual(client.request_timeout, actd.client.MULTI_REQUEST_TIMEOUT)
+        client.request_timeout = None           # Chosen now: it stays
+        self.assertIsNone(client._tracker.several_timeout)
+        with actd.Client(self.A, timeout=TIMEOUT) as threaded:
+            self.assertIsNone(threaded.request_timeout)
+            self.assertEqual(threaded._tracker.several_timeout,
+                             actd.client.MULTI_REQUEST_TIMEOUT)
+        with actd.Client(self.A, timeout=TIMEOUT, request_timeout=None) as threaded:
+            self.assertIsNone(threaded._tracker.several_timeout)
+        with actd.Client([self.A, self.B], timeout=TIMEOUT) as threaded:
+            self.assertEqual(threaded.request_timeout, actd.client.MULTI_REQUEST_TIMEOUT)
+
+    def fake_pair(self) -> Tuple[FakeBroker, FakeBroker]:
+        """A, a live broker that answers the first STATUS moved to B and
+        the next with the call's status; B, an owner that says nothing."""
+        dead = FakeBroker()
+        live = FakeBroker()
+
+        def answer(frames: List[bytes]) -> List[bytes]:
+            if len([got for got in live.received if got[1] == b"STATUS"]) == 1:
+                return [b"ACTC01", b"ERROR", frames[2], b"moved", dead.endpoint.encode()]
+            return [b"ACTC01", b"VALUE", frames[2], json.dumps(self.STATUS).encode()]
+        live.answer = answer
+        self.addCleanup(dead.close)
+        self.addCleanup(live.close)
+        # The several-endpoints default, shortened for the test
+        original = actd.client.MULTI_REQUEST_TIMEOUT
+        actd.client.MULTI_REQUEST_TIMEOUT = 0.5
+        self.addCleanup(setattr, actd.client, "MULTI_REQUEST_TIMEOUT", original)
+        return live, dead
+
+    def test_the_threaded_client_gets_its_answer_from_the_live_broker(self) -> None:
+        live, dead = self.fake_pair()
+        with actd.Client(live.endpoint, timeout=5.0) as client:
+            self.assertEqual(client.status("c-1").state, "queued")
+            self.assertEqual(client.request_timeout, 0.5)
+            self.assertEqual(client.endpoints, [live.endpoint, dead.endpoint])
+        self.assertEqual([got[1] for got in dead.received], [b"STATUS"])
+
+    def test_the_asyncio_client_gets_its_answer_from_the_live_broker(self) -> None:
+        live, dead = self.fake_pair()
+
+        async def scenario() -> None:
+            async with actd.aio.AsyncClient(live.endpoint, timeout=5.0) as client:
+                self.assertEqual((await client.status("c-1")).state, "queued")
+                self.assertEqual(client.request_timeout, 0.5)
+        asyncio.run(scenario())
+        self.assertEqual([got[1] for got in dead.received], [b"STATUS"])
 
 
 class TwoBrokersTest(unittest.TestCase):
