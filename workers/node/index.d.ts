@@ -350,7 +350,8 @@ export interface ClientOptions extends CurveOptions {
     timeoutMs?: number;
     /** A broker that gives no reply within this many ms is skipped for a
      *  while and the request is sent to the next broker (default 5000 with
-     *  several endpoints, 0: never, with one). */
+     *  several endpoints; with one, 0 (never) until a moved reply names a
+     *  second broker, then 5000. 0 given explicitly stays 0). */
     requestTimeoutMs?: number;
     /** After how long without DONE (or at once when their broker's
      *  connection drops) calls are followed with a watch of their context,
@@ -458,6 +459,8 @@ export declare class Client {
     /** The brokers' endpoints: those given, then those moved replies named. */
     readonly endpoints: string[];
     readonly timeoutMs: number;
+    /** The value in force: 5000 once a moved reply named a second broker,
+     *  when it was 0 by default. */
     readonly requestTimeoutMs: number;
     readonly statusPollMs: number;
     readonly closed: boolean;

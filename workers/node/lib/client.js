@@ -13,7 +13,10 @@
 //  request id (at most MAX_HOPS times). STATUS and CANCEL go first to the
 //  broker that accepted the call, STATS and PING to the first broker in the
 //  list. A broker that gives no reply within requestTimeoutMs is skipped
-//  for DEAD_MS and the request goes to the next broker in the order.
+//  for DEAD_MS and the request goes to the next broker in the order; a
+//  client given one endpoint, whose requestTimeoutMs is 0 by default, takes
+//  5000 once a moved reply names a second broker (one that died, its lease
+//  not yet out, then costs 5 s, not timeoutMs), as the C library does.
 //
 //  DONE goes only to the socket that submitted the call, from the broker
 //  that owns the context when the call ends. When the connection drops (the
@@ -82,8 +85,10 @@ class Client {
     //  tcp://127.0.0.1:5555), or the endpoint string itself; curveServer
     //  and curveCert for CURVE (./curve.js); timeoutMs (30000): how long a
     //  request waits for its first reply (0: forever; DONE has no limit);
-    //  requestTimeoutMs (5000 with several endpoints, 0 with one): a
-    //  broker silent that long is skipped and the request sent to the next;
+    //  requestTimeoutMs (5000 with several endpoints, 0 with one until a
+    //  moved reply names a second broker, then 5000; 0 given explicitly
+    //  stays 0): a broker silent that long is skipped and the request sent
+    //  to the next;
     //  statusPollMs (1000, 0: never): after how long without DONE a call is
     //  followed with a watch of its context.
     constructor (options = {}) {
@@ -95,6 +100,12 @@ class Client {
         this.timeoutMs = options.timeoutMs ?? 30000;
         this.requestTimeoutMs = options.requestTimeoutMs
                              ?? (endpoints.length > 1? MULTI_REQUEST_TIMEOUT_MS: 0);
+        //  requestTimeoutMs taken once a moved reply names a second broker,
+        //  when it is 0 by default (one endpoint given): an owner named
+        //  while dead (its lease not yet out) then costs that long, not
+        //  timeoutMs. 0 when requestTimeoutMs was given, 0 included
+        this._severalTimeoutMs = options.requestTimeoutMs == null && endpoints.length === 1
+                               ? MULTI_REQUEST_TIMEOUT_MS: 0;
         this.statusPollMs = options.statusPollMs ?? 1000;
         if (!(this.requestTimeoutMs >= 0) || !(this.statusPollMs >= 0))
             throw new TypeError ('requestTimeoutMs and statusPollMs are numbers >= 0');
@@ -112,9 +123,7 @@ class Client {
         this._prescriptions = new Map ();   //  activity -> { until, path } (TOOLS answers)
         this._scanTimer = null;
         this._closing = null;           //  close ()'s promise
-        this._scanMs = Math.max (10, Math.min (250,
-            ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
-                                                       .map ((ms) => ms / 4)));
+        this._timersChanged ();
         this.closed = false;
         try {
             for (const endpoint of endpoints)

@@ -85,6 +85,27 @@ class ClientRequests {
         return order [0];
     }
 
+    //  A broker was added: with several now known and requestTimeoutMs 0
+    //  by default (one endpoint given), take the several-endpoints default
+    //  (a moved reply may name an owner that died, its lease not yet out:
+    //  the request goes back to another broker after that long, not after
+    //  timeoutMs)
+    _several () {
+        if (this.requestTimeoutMs === 0 && this._severalTimeoutMs > 0
+        &&  this.endpoints.length > 1) {
+            this.requestTimeoutMs = this._severalTimeoutMs;
+            this._timersChanged ();
+        }
+    }
+
+    //  requestTimeoutMs or statusPollMs changed: scan often enough for
+    //  them (a quarter of each, between 10 and 250 ms)
+    _timersChanged () {
+        this._scanMs = Math.max (10, Math.min (250,
+            ...[this.requestTimeoutMs, this.statusPollMs].filter ((ms) => ms > 0)
+                                                       .map ((ms) => ms / 4)));
+    }
+
     _transmit (request) {
         request.sentAt = Date.now ();
         request.tried.add (request.endpoint);
@@ -116,8 +137,10 @@ class ClientRequests {
         catch (error) {
             return false;
         }
-        if (!this.endpoints.includes (owner))
+        if (!this.endpoints.includes (owner)) {
             this.endpoints.push (owner);
+            this._several ();
+        }
         if (request.context !== undefined)
             s_remember (this._owners, request.context, owner);
         if (request.callId !== undefined)

@@ -1,0 +1,138 @@
+'use strict';
+//  A client given one endpoint, told moved to an owner that does not answer
+//  (killed, its lease not yet run out), sends the request back to another
+//  broker after the several-endpoints default of requestTimeoutMs (5000),
+//  as the C library does after a third of its timeout, rather than waiting
+//  the whole of timeoutMs for the dead one; unless requestTimeoutMs was
+//  given, 0 included. The client's request routing is driven by hand (its
+//  links faked, Date.now on a clock the test moves), then once against
+//  scripted brokers in real time.
+
+const { describe, it, afterEach } = require ('node:test');
+const assert = require ('node:assert/strict');
+const { Client } = require ('..');
+const { ScriptedBroker } = require ('./actd');
+
+const A = 'tcp://127.0.0.1:1';
+const B = 'tcp://127.0.0.1:2';
+const STATUS = { call_id: 'c-1', context: 'ctx', state: 'queued', attempts: 0 };
+const realNow = Date.now;
+
+//  A client given endpoint A whose requests are recorded, not sent:
+//  client.sent holds [endpoint, command, request id] of each
+function recording (options = {}) {
+    const client = new Client ({ endpoint: A, timeoutMs: 0, ...options });
+    client.sent = [];
+    client._link = (endpoint) => ({
+        up: true,
+        send: async (frames) => {
+            client.sent.push ([endpoint, String (frames [1]), String (frames [2])]);
+        },
+        close () {}
+    });
+    return client;
+}
+
+function reply (client, endpoint, ...frames) {
+    client._message (endpoint, ['ACTC01', ...frames].map ((frame) => Buffer.from (frame)));
+}
+
+//  STATUS of call c-1, sent to A, answered moved to B: its promise and
+//  request id (the request is then at B)
+function statusMoved (client) {
+    const status = client.status ('c-1');
+    assert.deepEqual (client.sent.map (([endpoint, command]) => [endpoint, command]),
+                      [[A, 'STATUS']]);
+    const id = client.sent [0][2];
+    reply (client, A, 'ERROR', id, 'moved', B);
+    assert.deepEqual (client.sent.slice (1), [[B, 'STATUS', id]]);
+    assert.deepEqual (client.endpoints, [A, B]);
+    client.sent = [];
+    return { status, id };
+}
+
+describe ('moved to an owner that does not answer', () => {
+    let now = 0;
+    let clients = [];
+
+    function fakeClock () {
+        now = 1e9;
+        Date.now = () => now;
+    }
+
+    afterEach (() => {
+        Date.now = realNow;
+        for (const client of clients)
+            client.close ();
+        clients = [];
+    });
+
+    it ('goes back to the other broker after 5000 ms by default with one endpoint', async () => {
+        fakeClock ();
+        const client = recording ();
+        clients.push (client);
+        assert.equal (client.requestTimeoutMs, 0);
+        const { status, id } = statusMoved (client);
+        assert.equal (client.requestTimeoutMs, 5000);
+        now += 4500;
+        client._scan ();
+        assert.deepEqual (client.sent, []);
+        now += 1000;
+        client._scan ();
+        assert.deepEqual (client.sent, [[A, 'STATUS', id]]);
+        //  A, the survivor, took the context over by then: its answer settles it
+        reply (client, A, 'VALUE', id, JSON.stringify (STATUS));
+        assert.equal ((await status).state, 'queued');
+    });
+
+    it ('keeps requestTimeoutMs 0 when it was given', async () => {
+        fakeClock ();
+        const client = recording ({ requestTimeoutMs: 0 });
+        clients.push (client);
+        const { status } = statusMoved (client);
+        status.catch (() => {});        //  Rejected (closed) at the end
+        assert.equal (client.requestTimeoutMs, 0);
+        now += 1000000;
+        client._scan ();
+        assert.deepEqual (client.sent, []);
+    });
+
+    it ('keeps a requestTimeoutMs that was given', async () => {
+        fakeClock ();
+        const client = recording ({ requestTimeoutMs: 30000 });
+        clients.push (client);
+        const { status, id } = statusMoved (client);
+        status.catch (() => {});
+        assert.equal (client.requestTimeoutMs, 30000);
+        now += 10000;
+        client._scan ();
+        assert.deepEqual (client.sent, []);
+        now += 21000;
+        client._scan ();
+        assert.deepEqual (client.sent, [[A, 'STATUS', id]]);
+    });
+
+    it ('gets its answer from the live broker within 5 s, against scripted brokers', async () => {
+        const dead = await new ScriptedBroker ().start ();     //  Says nothing
+        const live = await new ScriptedBroker ().start ();
+        let statuses = 0;
+        live.answer = (frames) => ++statuses === 1
+            ? ['ACTC01', 'ERROR', frames [2], 'moved', dead.endpoint]
+            : ['ACTC01', 'VALUE', frames [2], JSON.stringify (STATUS)];
+        const client = new Client ({ endpoint: live.endpoint, timeoutMs: 15000 });
+        try {
+            const started = realNow ();
+            assert.equal ((await client.status ('c-1')).state, 'queued');
+            assert.ok (realNow () - started < 10000, `answered after ${realNow () - started} ms`);
+            assert.equal (client.requestTimeoutMs, 5000);
+            assert.deepEqual (client.endpoints, [live.endpoint, dead.endpoint]);
+            assert.deepEqual (dead.commands (), ['STATUS']);
+            assert.deepEqual (live.commands (), ['STATUS', 'STATUS']);
+        }
+        finally {
+            client.close ();
+            dead.close ();
+            live.close ();
+        }
+    });
+});
