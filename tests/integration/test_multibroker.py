@@ -7,12 +7,17 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import unittest
 
 import pg
 from harness import Actd, Client, Worker, find_binary, remove_scratch, scratch_dir, wait_for
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "workers", "python"))
+import actd  # noqa: E402  (the Python package under test, from the source tree)
 
 LEASE_MS = 1000
 
@@ -205,6 +210,15 @@ class MultiBrokerTest(unittest.TestCase):
         doomed = [context for context in contexts if owners[context] == victim.client_endpoint]
         self.assertTrue(doomed, "the killed broker owned some contexts")
         victim.kill()
+        # The Python client given only the survivor, told "moved" to the
+        # dead owner while its lease runs out: back to the survivor after
+        # 5 s (its request_timeout once it knows two brokers), which has
+        # taken the context over by then; not its whole timeout
+        with actd.Client(survivor.client_endpoint, timeout=20) as python:
+            started = time.monotonic()
+            status = python.status(accepted[doomed[0]])
+            self.assertEqual((status.call_id, status.state), (accepted[doomed[0]], "queued"))
+            self.assertLess(time.monotonic() - started, 15)
         # A worker on the survivor: after the lease, the survivor adopts the
         # dead broker's contexts and runs their calls
         self.group.start_worker([survivor])
