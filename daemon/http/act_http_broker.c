@@ -33,6 +33,9 @@ struct _act_http_job_t {
     char request [24];          //  Its request id (broker thread)
     act_watch_t *watch;         //  S_WATCH: the watch (broker thread)
     zlistx_t *items;            //  act_reply_t (send) or char * event text (watch)
+    size_t queued;              //  S_WATCH: bytes of the event texts in items
+    size_t max_bytes;           //  S_WATCH: most bytes queued (constant)
+    size_t max_events;          //  S_WATCH: most events queued (constant)
     bool ended;                 //  No more items will come
     act_err_t error;            //  Why a watch ended
 };
@@ -131,6 +134,30 @@ s_job_file (act_http_job_t *job, void *item, bool end, const act_err_t *err)
     }
     pthread_cond_broadcast (&job->cond);
     pthread_mutex_unlock (&job->lock);
+}
+
+//  Queue event (text, taken) on a watch job and wake its thread; false
+//  when the job's queue is full: the event is dropped and the watch must
+//  end (those queued still go out, then the error: each stream resumed
+//  takes one event at least). One event alone always fits, so that a
+//  message larger than max_bytes still goes out.
+static bool
+s_job_event (act_http_job_t *job, char *event)
+{
+    size_t length = strlen (event);
+    pthread_mutex_lock (&job->lock);
+    size_t count = zlistx_size (job->items);
+    bool full = count > 0 && (count + 1 > job->max_events
+                              || job->queued + length > job->max_bytes);
+    if (full)
+        free (event);
+    else {
+        zlistx_add_end (job->items, event);
+        job->queued += length;
+    }
+    pthread_cond_broadcast (&job->cond);
+    pthread_mutex_unlock (&job->lock);
+    return !full;
 }
 
 //  --------------------------------------------------------------------------
@@ -255,11 +282,18 @@ s_thread_events (s_thread_t *self)
         act_err_t err = { 0 };
         json_t *event;
         while ((event = act_watch_next (job->watch, 0, &err))) {
-            s_job_file (job, strdup (act_watch_text (job->watch)), false, NULL);
+            bool queued = s_job_event (job, strdup (act_watch_text (job->watch)));
             json_decref (event);
+            if (!queued) {
+                act_err_set (&err, ACT_E_BUSY, "the client reads this stream slower than "
+                             "its events come: more than %zu bytes or %zu events waited for "
+                             "it; reconnect with Last-Event-ID to resume", job->max_bytes,
+                             job->max_events);
+                break;
+            }
         }
         if (err.code) {
-            //  Ended: deleted or refused
+            //  Ended: deleted, refused, or its reader too slow
             s_job_file (job, NULL, true, &err);
             zlistx_delete (self->watches, zlistx_find (self->watches, job));
             act_watch_destroy (&job->watch);
@@ -433,12 +467,14 @@ act_http_broker_send (act_http_broker_t *self, const char *final_verb, const cha
 
 act_http_job_t *
 act_http_broker_watch (act_http_broker_t *self, const char *context, uint64_t from_seq,
-                       bool calls)
+                       bool calls, size_t max_bytes, size_t max_events)
 {
     act_http_job_t *job = s_job_new (self, S_WATCH);
     job->context = strdup (context);
     job->from = from_seq? from_seq: 1;
     job->calls = calls;
+    job->max_bytes = max_bytes;
+    job->max_events = max_events;
     s_post (self, job, "START");
     return job;
 }
@@ -483,8 +519,10 @@ act_http_job_event (act_http_job_t *self, int64_t deadline, bool *ended, act_err
 {
     s_job_wait (self, deadline);
     char *event = zlistx_first (self->items);
-    if (event)
+    if (event) {
         zlistx_detach_cur (self->items);
+        self->queued -= strlen (event);
+    }
     *ended = !event && self->ended;
     if (*ended && err)
         *err = self->error;

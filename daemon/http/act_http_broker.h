@@ -42,9 +42,14 @@ act_http_job_t *act_http_broker_send (act_http_broker_t *self, const char *final
 
 //  Watch context from from_seq (at least 1; act_client_watch's resume on
 //  gaps and reconnections), its calls too when calls. Events come as
-//  act_http_job_event returns them.
+//  act_http_job_event returns them. At most max_bytes of event text and
+//  max_events events wait on the job (one event alone always may): when
+//  one more would pass either, it is dropped and the watch ends with busy
+//  after the events waiting (its reader is too slow: it resumes after
+//  the last event it took, with Last-Event-ID), so that memory is bounded.
 act_http_job_t *act_http_broker_watch (act_http_broker_t *self, const char *context,
-                                       uint64_t from_seq, bool calls);
+                                       uint64_t from_seq, bool calls, size_t max_bytes,
+                                       size_t max_events);
 
 //  The next reply of a sent job, waiting until deadline (zclock_mono
 //  milliseconds). NULL on timeout, or when no more will come (the final

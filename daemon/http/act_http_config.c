@@ -175,6 +175,18 @@ s_setting (act_http_config_t *self, const char *name, const char *value)
         self->connection_limit = (int) number;
     }
     else
+    if (streq (name, "max_stream_bytes")) {
+        if ((number = s_number (value, 65536, 1LL << 30)) < 0)
+            return -1;
+        self->max_stream_bytes = (size_t) number;
+    }
+    else
+    if (streq (name, "max_stream_events")) {
+        if ((number = s_number (value, 16, 10000000)) < 0)
+            return -1;
+        self->max_stream_events = (size_t) number;
+    }
+    else
         return -1;
     return 0;
 }
@@ -352,6 +364,10 @@ act_http_config_new (int argc, char *argv [], int *status)
     //  sends a frame over 4 x max_message_bytes + 64 KiB
     self->max_body_bytes = 1048576;
     self->connection_limit = 256;
+    //  An event stream's client that reads slower than events come: what
+    //  waits for it is bounded (4 of actd's largest messages by default)
+    self->max_stream_bytes = 4194304;
+    self->max_stream_events = 16384;
     //  The file first (wherever -c is on the line), the command line last
     const char *file = s_config_file (argc, argv);
     if (file && s_file (self, file)) {

@@ -26,6 +26,9 @@ typedef struct {
     int request_timeout_ms;     //  How long a request waits for actd (then 504)
     size_t max_body_bytes;      //  Largest request body (then 413)
     int connection_limit;       //  HTTP connections at once
+    size_t max_stream_bytes;    //  Event text waiting for one event stream's
+                                //  client (then the stream ends: busy)
+    size_t max_stream_events;   //  Events waiting for it (likewise)
     bool verbose;               //  Log each request
     char *allowed_hosts;        //  Host names served besides loopback ones
                                 //  ("a,b": comma-separated, no spaces), or NULL

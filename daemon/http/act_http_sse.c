@@ -179,7 +179,9 @@ act_http_sse_start (act_http_req_t *req, const char *context)
     if (streq (req->method, "HEAD"))     //  The headers of a stream, no watch
         return act_http_req_send (req, 200, "text/event-stream", "", 0);
     s_stream_t *stream = calloc (1, sizeof *stream);
-    stream->job = act_http_broker_watch (req->broker, context, (uint64_t) from, all == 1);
+    stream->job = act_http_broker_watch (req->broker, context, (uint64_t) from, all == 1,
+                                         req->config->max_stream_bytes,
+                                         req->config->max_stream_events);
     //  A first comment, so the headers go out before the first event
     s_stream_queue (stream, strdup (": stream\nretry: 2000\n\n"));
     struct MHD_Response *response = MHD_create_response_from_callback (

@@ -337,6 +337,14 @@ export function mountContext (root, { id, setStatus }) {
                     refusal = { message: event.data };
                 }
                 const error = refusal.error || refusal;
+                if (error.code === 'busy') {
+                    //  The page read slower than events came (or actd's
+                    //  max_watches): the stream ends, EventSource comes
+                    //  back after the last event it took (Last-Event-ID)
+                    live.textContent = 'reconnecting…';
+                    live.className = 'pill warn';
+                    return;
+                }
                 showBanner (`actd refused to stream this context: ${error.code || ''} ${error.message || ''}`);
                 live.textContent = 'refused';
                 live.className = 'pill down';

@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -293,6 +294,79 @@ class GatewayTest(unittest.TestCase):
         finally:
             server.finish()
             actd.finish()
+
+
+class SlowReaderTest(unittest.TestCase):
+    """docs/http.md: what waits in actd-http for an event stream's client
+    is bounded (max_stream_bytes, max_stream_events); a client that does
+    not read while more comes gets its stream ended with event: error
+    busy, and resumes with Last-Event-ID, missing nothing. (actd-http kept
+    every event for it, its memory growing with the context.)"""
+
+    COUNT = 64                  # Messages appended while the client reads nothing
+
+    def stalled_then_resumed(self, config, size):
+        actd = Actd().start()
+        server = ActdHttp(actd.client_endpoint, config=config)
+        try:
+            #  A small receive buffer: the kernel holds little for the client
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", server.port))
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            connection.sock = sock
+            self.addCleanup(connection.close)
+            connection.request("GET", "/v1/contexts/slow/events?from=1")
+            stream = EventStream.__new__(EventStream)
+            stream.connection = connection
+            stream.response = connection.getresponse()
+            self.assertEqual(stream.response.status, 200)
+            blob = "x" * size
+            for _ in range(self.COUNT):
+                server.json("POST", "/v1/contexts/slow/messages", {"type": "note", "text": blob})
+            #  Now read: the events that went out, in order, then the error
+            seen = []
+            event = stream.next()
+            while event.get("event") == "message" or "retry" in event:
+                if "id" in event:
+                    seen.append(int(event["id"]))
+                if len(seen) == self.COUNT:
+                    break
+                event = stream.next()
+            self.assertLess(len(seen), self.COUNT, "every event was kept for the client")
+            self.assertEqual(event.get("event"), "error", event)
+            error = json.loads(event["data"])["error"]
+            self.assertEqual(error["code"], "busy", error)
+            self.assertIn("Last-Event-ID", error["message"])
+            self.assertRaises(EOFError, stream.next)
+            stream.close()
+            self.assertEqual(seen, list(range(1, len(seen) + 1)))
+            #  Resumed after the last event taken, as EventSource does
+            #  (again on each busy: a backlog comes faster than it is read)
+            while len(seen) < self.COUNT:
+                before = len(seen)
+                resumed = EventStream(server, "/v1/contexts/slow/events",
+                                      headers={"Last-Event-ID": str(before)})
+                try:
+                    while len(seen) < self.COUNT:
+                        event, data = resumed.next_of("message")
+                        seen.append(int(event["id"]))
+                        self.assertEqual(data["seq"], seen[-1])
+                except EOFError:
+                    pass
+                finally:
+                    resumed.close()
+                self.assertGreater(len(seen), before, "a resumed stream took no event")
+            self.assertEqual(seen, list(range(1, self.COUNT + 1)))
+        finally:
+            server.finish()
+            actd.finish()
+
+    def test_past_max_stream_bytes_the_stream_ends_busy(self):
+        self.stalled_then_resumed("http\n    max_stream_bytes = 65536\n", 131072)
+
+    def test_past_max_stream_events_the_stream_ends_busy(self):
+        self.stalled_then_resumed("http\n    max_stream_events = 16\n", 65536)
 
 
 class ConfigTest(unittest.TestCase):
