@@ -98,6 +98,19 @@ act_http_req_number (act_http_req_t *self, const char *name, long long fallback,
     return valid? number: -1;
 }
 
+void
+act_http_req_headers (struct MHD_Response *response, bool page)
+{
+    MHD_add_response_header (response, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header (response, "Referrer-Policy", "no-referrer");
+    if (page) {
+        MHD_add_response_header (response, "X-Frame-Options", "DENY");
+        MHD_add_response_header (response, "Content-Security-Policy",
+                                 "default-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                                 "form-action 'none'; frame-ancestors 'none'");
+    }
+}
+
 enum MHD_Result
 act_http_req_send (act_http_req_t *self, unsigned status, const char *type, const char *body,
                    size_t size)
@@ -108,6 +121,7 @@ act_http_req_send (act_http_req_t *self, unsigned status, const char *type, cons
         return MHD_NO;
     MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header (response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    act_http_req_headers (response, false);
     if (status == 401)
         MHD_add_response_header (response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     enum MHD_Result rc = MHD_queue_response (self->connection, status, response);

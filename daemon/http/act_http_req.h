@@ -43,6 +43,15 @@ char *act_http_req_arg (act_http_req_t *self, const char *name);
 long long act_http_req_number (act_http_req_t *self, const char *name, long long fallback,
                                long long least, long long most);
 
+//  Add the headers every answer carries to response: nosniff (a body is
+//  never taken for another type than it is sent as) and no Referer from
+//  the dashboard's requests; with page (the dashboard's files) also those
+//  that forbid framing it anywhere (X-Frame-Options, the CSP's
+//  frame-ancestors, against clickjacking) and its Content-Security-Policy
+//  (scripts, styles, requests and images of actd-http alone, but data:
+//  images: the page's icon).
+void act_http_req_headers (struct MHD_Response *response, bool page);
+
 //  Answer with status, content type and body (copied).
 enum MHD_Result act_http_req_send (act_http_req_t *self, unsigned status, const char *type,
                                    const char *body, size_t size);

@@ -79,6 +79,7 @@ s_static (act_http_req_t *req)
         MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE,
                                  s_content_type (file));
         MHD_add_response_header (response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        act_http_req_headers (response, true);
         rc = MHD_queue_response (req->connection, 200, response);
         MHD_destroy_response (response);
         req->status = 200;

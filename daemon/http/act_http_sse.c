@@ -193,6 +193,7 @@ act_http_sse_start (act_http_req_t *req, const char *context)
     MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header (response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     MHD_add_response_header (response, "X-Accel-Buffering", "no");
+    act_http_req_headers (response, false);
     enum MHD_Result rc = MHD_queue_response (req->connection, 200, response);
     MHD_destroy_response (response);
     req->status = 200;

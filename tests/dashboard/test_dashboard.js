@@ -171,6 +171,13 @@ async function main () {
                 problems.push (`console error: ${message.text ()} ${JSON.stringify (message.location ())}`);
         });
         page.on ('pageerror', (error) => problems.push ('page error: ' + error.message));
+        //  What the page's Content-Security-Policy refused (a script, a
+        //  style, an image of its own would be a page that no longer works)
+        await page.evaluateOnNewDocument (() => {
+            window.__violations = [];
+            document.addEventListener ('securitypolicyviolation', (event) =>
+                window.__violations.push (`${event.violatedDirective} ${event.blockedURI}`));
+        });
         page.on ('requestfailed', (request) => {
             //  The event stream is cut when the page leaves, and a view
             //  leaving aborts its poll in flight: not problems
@@ -327,6 +334,43 @@ async function main () {
             log ('copied to docs/dashboard.png');
         }
         assert.deepEqual (problems, [], 'the page had errors:\n' + problems.join ('\n'));
+        assert.deepEqual (await page.evaluate (() => window.__violations), [],
+                          'the page broke its own Content-Security-Policy');
+
+        //  -- headers: the page may not be framed (clickjacking), nothing
+        //  is sniffed, no Referer leaves; and another site's frame of the
+        //  dashboard stays empty
+        for (const route of ['/', '/ui/app.js', '/ui/style.css']) {
+            const headers = (await fetch (base + route)).headers;
+            assert.equal (headers.get ('x-frame-options'), 'DENY', route);
+            assert.match (headers.get ('content-security-policy') || '', /frame-ancestors 'none'/, route);
+            assert.match (headers.get ('content-security-policy') || '', /default-src 'self'/, route);
+        }
+        for (const [route, auth] of [['/', false], ['/ui/nothing.js', false], ['/v1/stats', true],
+                                     ['/v1/stats', false], ['/healthz', true]]) {
+            const response = await fetch (base + route,
+                { headers: auth ? { Authorization: 'Bearer ' + TOKEN } : {} });
+            assert.equal (response.headers.get ('x-content-type-options'), 'nosniff', route);
+            assert.equal (response.headers.get ('referrer-policy'), 'no-referrer', route);
+        }
+        const framer = require ('node:http').createServer ((request, answer) => {
+            answer.setHeader ('Content-Type', 'text/html');
+            answer.end (`<iframe src="${base}/#/c/${ctx}" onload="document.title = 'loaded'"></iframe>`);
+        });
+        await new Promise ((resolve) => framer.listen (0, '127.0.0.1', resolve));
+        try {
+            const evil = await browser.newPage ();
+            await evil.goto (`http://127.0.0.1:${framer.address ().port}/`, { waitUntil: 'load' });
+            await until (async () => await evil.title () === 'loaded', 'the frame to load');
+            const framed = evil.frames ().filter ((frame) => frame !== evil.mainFrame ());
+            assert.equal (framed.length, 1);
+            assert.equal (await framed [0].$ ('header.top'), null, 'another site framed the dashboard');
+            await evil.close ();
+        }
+        finally {
+            framer.close ();
+        }
+        log ('headers: the dashboard cannot be framed, its CSP holds');
 
         //  -- a tab without the token is refused (401: its console shows
         //  that, as it should), asks for one, and works once given it
