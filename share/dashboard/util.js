@@ -62,20 +62,29 @@ export function replace (node, ...children) {
     return node;
 }
 
-//  1234567 -> "1.23M", 0.5 -> "0.5"
+//  The units of number (), largest first: each from its scale up
+const UNITS = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e4, 'k', 1e3]];
+
+//  1234567 -> "1.23M", 999500 -> "1.00M", 0.5 -> "0.50". The unit is
+//  chosen after rounding: a value that rounds up to 1000 of one unit is
+//  shown in the next (999500 is not "1.00e+3k")
 export function number (value, digits = 3) {
     if (value === undefined || value === null || Number.isNaN (value))
         return '–';
     const abs = Math.abs (value);
-    if (abs >= 1e9)
-        return (value / 1e9).toPrecision (digits) + 'G';
-    if (abs >= 1e6)
-        return (value / 1e6).toPrecision (digits) + 'M';
-    if (abs >= 1e4)
-        return (value / 1e3).toPrecision (digits) + 'k';
-    if (Number.isInteger (value))
+    const at = UNITS.findIndex (([from]) => abs >= from);
+    if (at < 0 && Number.isInteger (value))
         return String (value);
-    return abs >= 100 ? value.toFixed (0) : abs >= 10 ? value.toFixed (1) : value.toFixed (2);
+    if (at < 0)
+        return abs >= 100 ? value.toFixed (0) : abs >= 10 ? value.toFixed (1) : value.toFixed (2);
+    const [from, unit, scale = from] = UNITS [at];
+    const text = (value / scale).toPrecision (digits);
+    if (Math.abs (Number (text)) < 1000)
+        return text + unit;
+    if (at === 0)                       //  Past 999T: as an exponent
+        return value.toPrecision (digits);
+    const [bigger, next] = UNITS [at - 1];
+    return (value / bigger).toPrecision (digits) + next;
 }
 
 //  A rate per second, "–" when not known yet

@@ -203,6 +203,7 @@ async function main () {
         const units = await page.evaluate (async () => {
             const refs = await import ('/ui/refs.js');
             const { quantile } = await import ('/ui/overview.js');
+            const { number } = await import ('/ui/util.js');
             const texts = (text) => refs.referencesIn (text).map (refs.refText);
             const feeds = (target, read) => refs.feeds (refs.referencesIn (target) [0],
                                                         refs.referencesIn (read) [0]);
@@ -220,7 +221,9 @@ async function main () {
                 otherKind: feeds ('†a.x', '†b.x'),
                 dash: feeds ('†list.-', '†list.3'),
                 p50: quantile (histogram, 0.5), p75: quantile (histogram, 0.75),
-                p100: quantile (histogram, 1), empty: quantile ({ le: [], counts: [], count: 0 }, 0.5)
+                p100: quantile (histogram, 1), empty: quantile ({ le: [], counts: [], count: 0 }, 0.5),
+                numbers: [9999, 12345, 999499, 999500, 999999, 1234567, 999999999, 999999999999,
+                          1e15, -999500, 0.5, 123.4].map ((value) => number (value))
             };
         });
         assert.deepEqual (units, {
@@ -228,7 +231,10 @@ async function main () {
             brackets: ['†s.x.y.2.z'], escaped: [], notAtStart: [],
             gate: ['†user.city', '†user.days'],
             ancestor: true, descendant: true, sibling: false, otherKind: false, dash: true,
-            p50: 2, p75: 7.5, p100: 10, empty: null });
+            p50: 2, p75: 7.5, p100: 10, empty: null,
+            //  Rounded into the next unit, not "1.00e+3k"
+            numbers: ['9999', '12.3k', '999k', '1.00M', '1.00M', '1.23M', '1.00G', '1.00T',
+                      '1.00e+15', '-1.00M', '0.50', '123'] });
 
         //  -- overview: the worker and the activity counts of STATS
         await page.waitForSelector ('#workers tr[data-worker="dash-worker"]', { timeout: TIMEOUT_MS });
