@@ -5,6 +5,8 @@
 //  Authorization header; EventSource cannot set headers, so the events
 //  route gets it as ?access_token=.
 
+import { parseJson } from './util.js';
+
 const TOKEN_KEY = 'actd-dashboard-token';
 
 export class ApiError extends Error {
@@ -83,7 +85,7 @@ async function request (method, path, { body, text = false, signal } = {}) {
                 fn (response.status, message);
         throw new ApiError (response.status, code, message);
     }
-    return text ? response.text () : response.json ();
+    return text ? response.text () : parseJson (await response.text ());
 }
 
 //  The header light for a failed request: auth (401: a token is needed),

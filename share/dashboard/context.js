@@ -6,7 +6,7 @@
 
 import { api, eventsUrl, statusOf } from './api.js';
 import { Plan, drawPlan } from './plan.js';
-import { h, svg, replace, number, clock, json, debounce, stateClass } from './util.js';
+import { h, svg, replace, number, clock, json, parseJson, debounce, stateClass } from './util.js';
 
 const HISTORY_PAGE = 500;
 const HISTORY_MAX = 5000;       //  Older messages are not loaded
@@ -308,7 +308,7 @@ export function mountContext (root, { id, setStatus }) {
             setStatus ('live', 'streaming ' + id);
         });
         source.addEventListener ('message', (event) => {
-            const { message } = JSON.parse (event.data);
+            const { message } = parseJson (event.data);
             timeline.querySelector ('.empty-note')?.remove ();
             addMessage (message);
             redrawPlan ();
@@ -316,7 +316,7 @@ export function mountContext (root, { id, setStatus }) {
             readStatuses ();
         });
         source.addEventListener ('call', (event) => {
-            addCall (JSON.parse (event.data).call);
+            addCall (parseJson (event.data).call);
             redrawPlan ();
         });
         source.addEventListener ('deleted', () => {

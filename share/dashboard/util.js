@@ -132,6 +132,22 @@ export function clock (iso) {
     return match ? match [1] : iso;
 }
 
+//  JSON.parse, but an integer literal beyond 2^53 keeps the server's
+//  digits (SEMANTICS.md section 1: it stays that integer): it becomes a
+//  JSON.rawJSON value, which JSON.stringify, hence json (), writes back
+//  as it came. A browser without JSON.parse source text access rounds it,
+//  as JSON.parse alone does.
+export function parseJson (text) {
+    return typeof JSON.rawJSON === 'function' ? JSON.parse (text, exactInteger) : JSON.parse (text);
+}
+
+function exactInteger (key, value, context) {
+    if (typeof value === 'number' && !Number.isSafeInteger (value)
+        && /^-?[0-9]+$/.test (context?.source ?? ''))
+        return JSON.rawJSON (context.source);
+    return value;
+}
+
 //  JSON for reading: compact when short, indented otherwise
 export function json (value, width = 80) {
     const flat = JSON.stringify (value);

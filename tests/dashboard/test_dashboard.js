@@ -378,6 +378,33 @@ async function main () {
         }
         log ('headers: the dashboard cannot be framed, its CSP holds');
 
+        //  -- integers beyond 2^53 are shown with actd's digits (SEMANTICS.md
+        //  section 1), from the history, from the event stream, in a
+        //  call's parameters and in its detail
+        const big = '9007199254740993';
+        const negative = '-9007199254740995';
+        const raw = async (route, text) => {
+            const response = await fetch (base + route, { method: 'POST', body: text,
+                headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' } });
+            assert.ok (response.ok, `${route}: ${response.status} ${await response.text ()}`);
+        };
+        await raw ('/v1/contexts/big-numbers/messages', `{"type":"data","kind":"state","data":{"id":${big}}}`);
+        await raw ('/v1/contexts/big-numbers/calls?wait=1',
+                   `{"_tool":"search","city":"Oslo","order":${big},"_outputPath":"†found"}`);
+        await page.evaluate (() => { location.hash = '#/c/big-numbers'; });
+        await until (async () => (await page.$$ ('#timeline .entry.msg')).length === 2,
+                     'the two messages of big-numbers');
+        await raw ('/v1/contexts/big-numbers/messages', `{"type":"data","kind":"state","data":{"live":${negative}}}`);
+        await page.waitForSelector ('#timeline .entry.msg[data-seq="3"]', { timeout: TIMEOUT_MS });
+        assert.match (await text ('#timeline .entry.msg[data-seq="1"] pre.data'), new RegExp (big));
+        assert.match (await text ('#timeline .entry.msg[data-seq="2"] code.params'), new RegExp (big));
+        assert.match (await text ('#timeline .entry.msg[data-seq="3"] pre.data'), new RegExp (negative));
+        await page.click ('#timeline .entry.msg[data-seq="2"] a.call-link');
+        await until (async () => (await text ('#call-detail'))?.includes ('Oslo'), 'the call detail');
+        assert.match (await text ('#call-detail'), new RegExp (big));
+        assert.deepEqual (problems, [], 'the page had errors:\n' + problems.join ('\n'));
+        log ('numbers: integers beyond 2^53 are shown exactly');
+
         //  -- a tab without the token is refused (401: its console shows
         //  that, as it should), asks for one, and works once given it
         const other = await browser.newPage ();
