@@ -305,6 +305,33 @@ s_json_type (act_http_req_t *req)
     return length == 16 && strncasecmp (type, "application/json", 16) == 0;
 }
 
+//  The route action (empty: the context itself) of context, a decoded id
+static enum MHD_Result
+s_context_action (act_http_req_t *req, const char *context, const char *action)
+{
+    bool get = act_http_req_get (req), post = streq (req->method, "POST");
+    if (!context || !*context)
+        return act_http_req_error (req, ACT_E_BAD_CONTEXT, "the context id is badly encoded");
+    if (streq (req->method, "DELETE") && !*action)
+        return s_ask (req, 200, "DELETE", context, NULL, NULL);
+    if (post && streq (action, "calls"))
+        return s_calls (req, context);
+    if (post && streq (action, "plans"))
+        return s_plans (req, context);
+    if (post && streq (action, "messages"))
+        return s_messages (req, context);
+    if (get && streq (action, "resolve"))
+        return s_resolve (req, context);
+    if (get && streq (action, "view"))
+        return s_view (req, context);
+    if (get && streq (action, "history"))
+        return s_history (req, context);
+    if (get && streq (action, "events"))
+        return act_http_sse_start (req, context);
+    return act_http_req_error (req, ACT_E_NOT_FOUND, "no route %s %s", req->method,
+                               req->path);
+}
+
 //  Routes under /v1/contexts/{ctx}/ACTION and /v1/contexts/{ctx}
 static enum MHD_Result
 s_context_route (act_http_req_t *req, const char *rest)
@@ -314,40 +341,31 @@ s_context_route (act_http_req_t *req, const char *rest)
     const char *slash = strrchr (rest, '/');
     const char *action = slash? slash + 1: "";
     size_t length = slash? (size_t) (slash - rest): strlen (rest);
-    bool get = act_http_req_get (req), post = streq (req->method, "POST");
-    if (streq (req->method, "DELETE") || !slash)
+    if (streq (req->method, "DELETE") || !slash) {
         length = strlen (rest);
+        action = "";
+    }
     char *context = act_http_req_decode (rest, length);
-    enum MHD_Result rc;
-    if (!context || !*context)
-        rc = act_http_req_error (req, ACT_E_BAD_CONTEXT, "the context id is badly encoded");
-    else
-    if (streq (req->method, "DELETE"))
-        rc = s_ask (req, 200, "DELETE", context, NULL, NULL);
-    else
-    if (post && streq (action, "calls"))
-        rc = s_calls (req, context);
-    else
-    if (post && streq (action, "plans"))
-        rc = s_plans (req, context);
-    else
-    if (post && streq (action, "messages"))
-        rc = s_messages (req, context);
-    else
-    if (get && streq (action, "resolve"))
-        rc = s_resolve (req, context);
-    else
-    if (get && streq (action, "view"))
-        rc = s_view (req, context);
-    else
-    if (get && streq (action, "history"))
-        rc = s_history (req, context);
-    else
-    if (get && streq (action, "events"))
-        rc = act_http_sse_start (req, context);
-    else
-        rc = act_http_req_error (req, ACT_E_NOT_FOUND, "no route %s %s", req->method,
-                                 req->path);
+    enum MHD_Result rc = s_context_action (req, context, action);
+    free (context);
+    return rc;
+}
+
+//  Routes under /v1/context/ACTION?context=ID and /v1/context?context=ID:
+//  those of /v1/contexts/{ctx}, the id in the query, where a browser
+//  keeps it as it is (it removes "." and ".." segments from a path, even
+//  percent-encoded, so that /v1/contexts/../history reaches /v1/history)
+static enum MHD_Result
+s_context_query_route (act_http_req_t *req, const char *action)
+{
+    if (strchr (action, '/'))
+        return act_http_req_error (req, ACT_E_NOT_FOUND, "no route %s %s", req->method,
+                                   req->path);
+    char *context = act_http_req_arg (req, "context");
+    enum MHD_Result rc = context? s_context_action (req, context, action)
+                       : act_http_req_error (req, ACT_E_BAD_CONTEXT,
+                                             "%s names its context with ?context=ID",
+                                             req->path);
     free (context);
     return rc;
 }
@@ -399,6 +417,8 @@ act_http_api_handle (act_http_req_t *req)
         return s_contexts (req);
     if (strncmp (path, "/v1/contexts/", 13) == 0)
         return s_context_route (req, path + 13);
+    if (streq (path, "/v1/context") || strncmp (path, "/v1/context/", 12) == 0)
+        return s_context_query_route (req, path [11]? path + 12: "");
     if (strncmp (path, "/v1/calls/", 10) == 0)
         return s_call_route (req, path + 10);
     if (streq (path, "/v1/stats") && get)

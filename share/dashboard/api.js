@@ -96,6 +96,17 @@ export function statusOf (problem) {
 
 const seg = encodeURIComponent;
 
+//  The route of a context's action ('history', 'view', ...): in the path,
+//  but for the ids "." and "..", which a browser would remove from a path
+//  as dot segments (even percent-encoded): those go in ?context=
+//  (docs/http.md). query: URLSearchParams of the route's own arguments.
+function contextRoute (ctx, action, query = new URLSearchParams ()) {
+    if (ctx !== '.' && ctx !== '..')
+        return `/v1/contexts/${seg (ctx)}/${action}${query.size ? '?' + query : ''}`;
+    query.set ('context', ctx);
+    return `/v1/context/${action}?${query}`;
+}
+
 export const api = {
     stats: (signal) => request ('GET', '/v1/stats', { signal }),
     contexts: (prefix, after, limit = 100) => {
@@ -105,8 +116,9 @@ export const api = {
         return request ('GET', '/v1/contexts?' + query);
     },
     history: (ctx, from, limit) =>
-        request ('GET', `/v1/contexts/${seg (ctx)}/history?from=${from}&limit=${limit}`),
-    viewText: (ctx) => request ('GET', `/v1/contexts/${seg (ctx)}/view?format=text`,
+        request ('GET', contextRoute (ctx, 'history',
+                                      new URLSearchParams ({ from: String (from), limit: String (limit) }))),
+    viewText: (ctx) => request ('GET', contextRoute (ctx, 'view', new URLSearchParams ({ format: 'text' })),
                                 { text: true }),
     status: (callId) => request ('GET', `/v1/calls/${seg (callId)}`),
     cancel: (callId) => request ('POST', `/v1/calls/${seg (callId)}/cancel`, { body: {} })
@@ -117,5 +129,5 @@ export function eventsUrl (ctx, from) {
     const query = new URLSearchParams ({ all: '1', from: String (from) });
     if (token ())
         query.set ('access_token', token ());
-    return `/v1/contexts/${seg (ctx)}/events?${query}`;
+    return contextRoute (ctx, 'events', query);
 }

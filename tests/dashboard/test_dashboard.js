@@ -405,6 +405,23 @@ async function main () {
         assert.deepEqual (problems, [], 'the page had errors:\n' + problems.join ('\n'));
         log ('numbers: integers beyond 2^53 are shown exactly');
 
+        //  -- the contexts "." and "..": their page reads them (through
+        //  /v1/context/...?context=, which a browser does not rewrite)
+        for (const id of ['.', '..']) {
+            await post (`/v1/context/messages?context=${encodeURIComponent (id)}`,
+                        { type: 'text', text: `in context ${id}` });
+            await page.evaluate ((hash) => { location.hash = hash; }, '#/c/' + encodeURIComponent (id));
+            await until (async () => await text ('h1.ctx-id') === id, `the page of "${id}"`);
+            await page.waitForSelector ('#timeline .entry.msg[data-seq="1"]', { timeout: TIMEOUT_MS });
+            assert.equal (await text ('#timeline .entry.msg[data-seq="1"] pre.data'), `in context ${id}`);
+            //  Live too: the event stream names it likewise
+            await post (`/v1/context/messages?context=${encodeURIComponent (id)}`,
+                        { type: 'text', text: `more in ${id}` });
+            await page.waitForSelector ('#timeline .entry.msg[data-seq="2"]', { timeout: TIMEOUT_MS });
+        }
+        assert.deepEqual (problems, [], 'the page had errors:\n' + problems.join ('\n'));
+        log ('contexts "." and "..": their pages show their messages');
+
         //  -- a tab without the token is refused (401: its console shows
         //  that, as it should), asks for one, and works once given it
         const other = await browser.newPage ();

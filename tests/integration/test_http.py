@@ -417,6 +417,32 @@ class HttpTest(unittest.TestCase):
         finally:
             stream.close()
 
+    def test_dot_contexts_are_named_in_the_query(self):
+        """docs/http.md: /v1/context/ACTION?context=ID serves the routes of
+        /v1/contexts/{ctx} for ids a browser removes from a path ("." and
+        "..", dot segments even percent-encoded)."""
+        for context in (".", ".."):
+            query = "?context=" + quote(context)
+            self.assertEqual(self.http.json("POST", "/v1/context/messages" + query,
+                                            {"type": "note", "text": "dots"}), {"seq": 1})
+            history = self.http.json("GET", "/v1/context/history" + query + "&from=1&limit=10")
+            self.assertEqual([m["text"] for m in history], ["dots"])
+            #  The same context as the path names it (sent as is, as curl
+            #  --path-as-is would)
+            self.assertEqual(self.http.json("GET", "/v1/contexts/%s/history" % context), history)
+            self.assertEqual(self.http.request("GET", "/v1/context/view" + query + "&format=text"
+                                               )[0], 200)
+            stream = EventStream(self.http, "/v1/context/events" + query + "&from=1")
+            try:
+                self.assertEqual(stream.next_of("message")[1]["message"]["text"], "dots")
+            finally:
+                stream.close()
+            self.assertEqual(self.http.json("DELETE", "/v1/context" + query),
+                             {"messages": 1, "cancelled": 0})
+        self.assertEqual(self.http.error("GET", "/v1/context/history"), (400, "bad_context"))
+        self.assertEqual(self.http.error("GET", "/v1/context/a/history?context=x"),
+                         (404, "not_found"))
+
     def test_events_resume_with_last_event_id(self):
         context = "/v1/contexts/resume"
         for n in range(4):
