@@ -167,6 +167,12 @@ act_json_parse_stored (const char *data, size_t size, act_err_t *err)
     return s_parse (data, size, ACT_MAX_STORED_DEPTH, err);
 }
 
+json_t *
+act_json_parse_reply (const char *data, size_t size, act_err_t *err)
+{
+    return s_parse (data, size, ACT_MAX_REPLY_DEPTH, err);
+}
+
 //  act_json_parse, nesting up to depth
 static json_t *
 s_parse (const char *data, size_t size, int depth, act_err_t *err)

@@ -222,8 +222,10 @@ act_watch_t *act_client_watch (act_client_t *self, const char *context, uint64_t
 //  The next event, waiting up to timeout_ms (-1: forever): a new object,
 //  {"seq": N, "message": {...}}, {"call": <STATUS object>}, or, the last
 //  one, {"deleted": true}. NULL on timeout with err untouched, or NULL
-//  with err set when the watch has ended (refused by the broker, or after
-//  the deleted event: "not_found"). Message events come in _seq order with
+//  with err set when the watch has ended (refused by the broker; after
+//  the deleted event: "not_found"; an event that does not read as a JSON
+//  object, nested up to ACT_MAX_REPLY_DEPTH: "bad_json", the watch closed
+//  rather than sent again). Message events come in _seq order with
 //  no duplicate and no gap: after a gap (dropped at the high-water mark),
 //  or when the connection drops and comes back (a broker restart), the
 //  watch is sent again from the last _seq + 1. Call events are not

@@ -41,6 +41,16 @@ json_t *act_json_parse (const char *data, size_t size, act_err_t *err);
 //  its depth was lost without a word).
 json_t *act_json_parse_stored (const char *data, size_t size, act_err_t *err);
 
+//  Deepest nesting of a reply actd sends to a client: a stored message
+//  (ACT_MAX_STORED_DEPTH) inside the array of HISTORY or VIEW, or inside
+//  a watch's EVENT object, one level more; one level is left to spare
+#define ACT_MAX_REPLY_DEPTH  (ACT_MAX_STORED_DEPTH + 2)
+
+//  act_json_parse for a JSON frame of a broker's reply (a client reads
+//  it): the same checks, with nesting up to ACT_MAX_REPLY_DEPTH, deeper
+//  than anything actd sends.
+json_t *act_json_parse_reply (const char *data, size_t size, act_err_t *err);
+
 //  Serialize value compactly (any JSON value): act_json_dumps (value,
 //  JSON_COMPACT). Returns a new string the caller frees, or NULL when value
 //  is NULL (or holds a cycle).

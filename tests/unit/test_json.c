@@ -468,6 +468,41 @@ test_quote_matches_jansson (void **state)
     free (quoted);
 }
 
+//  Each parser's depth limit: act_json_parse 64 levels, _stored
+//  ACT_MAX_STORED_DEPTH, _reply a stored message in an array or object
+static void
+test_depth_limits (void **state)
+{
+    (void) state;
+    struct { int levels; int parse; int stored; int reply; } cases [] = {
+        { ACT_MAX_JSON_DEPTH, 1, 1, 1 },
+        { ACT_MAX_JSON_DEPTH + 1, 0, 1, 1 },
+        { ACT_MAX_STORED_DEPTH, 0, 1, 1 },
+        { ACT_MAX_STORED_DEPTH + 1, 0, 0, 1 },
+        { ACT_MAX_REPLY_DEPTH, 0, 0, 1 },
+        { ACT_MAX_REPLY_DEPTH + 1, 0, 0, 0 }
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        int levels = cases [i].levels;
+        char text [2 * ACT_MAX_REPLY_DEPTH + 8];
+        memset (text, '[', (size_t) levels);
+        memset (text + levels, ']', (size_t) levels);
+        size_t size = 2 * (size_t) levels;
+        act_err_t err = { NULL, "" };
+        json_t *parsed = act_json_parse (text, size, &err);
+        assert_int_equal (parsed != NULL, cases [i].parse);
+        json_decref (parsed);
+        parsed = act_json_parse_stored (text, size, &err);
+        assert_int_equal (parsed != NULL, cases [i].stored);
+        json_decref (parsed);
+        parsed = act_json_parse_reply (text, size, &err);
+        assert_int_equal (parsed != NULL, cases [i].reply);
+        if (!parsed)
+            assert_string_equal (err.code, ACT_E_BAD_JSON);
+        json_decref (parsed);
+    }
+}
+
 int
 main (void)
 {
@@ -480,6 +515,7 @@ main (void)
         cmocka_unit_test (test_is_dump),
         cmocka_unit_test (test_number_dumped),
         cmocka_unit_test (test_quote_matches_jansson),
+        cmocka_unit_test (test_depth_limits),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -65,7 +65,7 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
     if (act_client_check (reply, expected, err) == 0) {
         if (json) {
             char *text = act_reply_arg (reply, 0);
-            value = text? act_json_parse (text, strlen (text), err): NULL;
+            value = text? act_json_parse_reply (text, strlen (text), err): NULL;
             if (!text)
                 act_err_set (err, ACT_E_INTERNAL, "%s reply without its frame", expected);
             free (text);

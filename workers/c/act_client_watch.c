@@ -156,6 +156,43 @@ s_watch_message (act_watch_t *self, uint64_t seq)
     return true;
 }
 
+//  Take an EVENT's text (the caller's, taken when queued): queued on the
+//  watch, or dropped as a duplicate; one that does not parse (nor is an
+//  object) ends the watch with bad_json, its WATCH closed, rather than
+//  being dropped and asked for again without end
+static void
+s_watch_event (act_watch_t *watch, char **text)
+{
+    act_err_t err = { NULL, "" };
+    json_t *event = *text? act_json_parse_reply (*text, strlen (*text), &err): NULL;
+    if (!json_is_object (event)) {
+        if (!err.code)
+            act_err_set (&err, ACT_E_BAD_JSON, "an EVENT without its JSON object");
+        json_decref (event);
+        s_watch_close (watch);
+        watch->ended = true;
+        act_err_set (&watch->error, err.code, "the broker sent an event that does not "
+                     "read: %s", err.message);
+        return;
+    }
+    json_t *seq = json_object_get (event, "seq");
+    if (json_is_integer (seq) && !s_watch_message (watch, (uint64_t) json_integer_value (seq))) {
+        json_decref (event);
+        return;
+    }
+    s_event_t *item = calloc (1, sizeof *item);
+    item->value = event;
+    item->text = *text;
+    *text = NULL;
+    zlistx_add_end (watch->events, item);
+    if (json_is_true (json_object_get (event, "deleted"))) {
+        //  The watch ends with its context (the broker closed it)
+        zhashx_delete (watch->client->watches, watch->request);
+        watch->ended = true;
+        act_err_set (&watch->error, ACT_E_NOT_FOUND, "context %s was deleted", watch->context);
+    }
+}
+
 bool
 act_watch_intake (act_client_t *self, act_link_t *link, act_reply_t *reply)
 {
@@ -164,28 +201,8 @@ act_watch_intake (act_client_t *self, act_link_t *link, act_reply_t *reply)
         return false;
     watch->link = link;
     char *text = act_reply_arg (reply, 0);
-    if (streq (reply->verb, "EVENT")) {
-        json_t *event = text? act_json_parse (text, strlen (text), NULL): NULL;
-        json_t *seq = json_object_get (event, "seq");
-        if (json_is_integer (seq)
-        &&  !s_watch_message (watch, (uint64_t) json_integer_value (seq)))
-            json_decref (event);
-        else
-        if (event) {
-            s_event_t *item = calloc (1, sizeof *item);
-            item->value = event;
-            item->text = text;
-            text = NULL;
-            zlistx_add_end (watch->events, item);
-            if (json_is_true (json_object_get (event, "deleted"))) {
-                //  The watch ends with its context (the broker closed it)
-                zhashx_delete (self->watches, watch->request);
-                watch->ended = true;
-                act_err_set (&watch->error, ACT_E_NOT_FOUND, "context %s was deleted",
-                             watch->context);
-            }
-        }
-    }
+    if (streq (reply->verb, "EVENT"))
+        s_watch_event (watch, &text);
     else {
         //  A refused WATCH (busy, bad_context, ...): the watch ends
         zhashx_delete (self->watches, watch->request);
@@ -386,7 +403,7 @@ static void
 s_note_done (json_t *ids, json_t *ended, act_reply_t *reply)
 {
     char *text = act_reply_arg (reply, 1);
-    json_t *outcome = text? act_json_parse (text, strlen (text), NULL): NULL;
+    json_t *outcome = text? act_json_parse_reply (text, strlen (text), NULL): NULL;
     const char *status = json_string_value (json_object_get (outcome, "status"));
     const char *id = json_string_value (json_object_get (outcome, "call_id"));
     if (status && id) {

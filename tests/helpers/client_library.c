@@ -1,0 +1,140 @@
+/*  =========================================================================
+    client_library - the C client library against a real actd or a fake
+    broker, for tests/integration/test_client_library.py.
+
+    client_library MODE ENDPOINT [ARGS]
+
+    deep ENDPOINT CONTEXT LEVELS
+        A call to echo (actd-example-worker) whose output nests LEVELS
+        arrays under a path of LEVELS segments, waited for; then STATUS,
+        VIEW, HISTORY, RESOLVE and a watch from _seq 1 (messages and
+        calls) of its context. Prints a line per step, "ok" or the error.
+    bad-event ENDPOINT
+        A watch of "ctx" from _seq 1 on a fake broker that answers WATCH
+        with an EVENT that is not JSON: prints "ended CODE" when
+        act_watch_next says the watch ended, "event" or "timeout" if not.
+
+    Reads the client's private tables (act_client_int.h) where a step
+    says so. Exits 0 when every step went as the library promises, 1 if
+    not, 2 on bad usage.
+    ========================================================================= */
+
+#include "actd/act_client.h"
+#include "actd/act_json.h"
+#include "act_client_int.h"
+
+//  Steps that did not go as promised
+static int s_failed;
+
+//  Print a step's outcome: "STEP ok" when ok, else "STEP failed: WHY";
+//  counts the failures
+static void
+s_step (const char *step, bool ok, act_err_t *err)
+{
+    if (ok)
+        printf ("%s ok\n", step);
+    else {
+        printf ("%s failed: %s %s\n", step, err && err->code? err->code: "-",
+                err? err->message: "");
+        s_failed++;
+    }
+    fflush (stdout);
+}
+
+//  A JSON text of levels arrays around 1, the caller frees
+static char *
+s_nested (int levels)
+{
+    char *text = malloc (2 * (size_t) levels + 2);
+    char *at = text;
+    for (int i = 0; i < levels; i++)
+        *at++ = '[';
+    *at++ = '1';
+    for (int i = 0; i < levels; i++)
+        *at++ = ']';
+    *at = 0;
+    return text;
+}
+
+//  Mode deep: replies nested as deep as actd stores read as JSON
+static void
+s_deep (act_client_t *client, const char *context, int levels)
+{
+    char *nested = s_nested (levels);
+    char *path = malloc (8 + 2 * (size_t) levels + 1);
+    strcpy (path, "\xe2\x80\xa0state");
+    for (int i = 0; i < levels; i++)
+        strcat (path, ".a");
+    char *call = zsys_sprintf ("{\"_tool\":\"echo\",\"_outputPath\":\"%s\",\"x\":%s}",
+                               path, nested);
+    act_err_t err = { NULL, "" };
+    char *id = NULL;
+    json_t *outcome = NULL;
+    int rc = act_client_call (client, context, call, true, &id, &outcome, &err);
+    s_step ("call", rc == 0 && streq (json_string_value (json_object_get (outcome, "status")),
+                                      "ok"), &err);
+    json_t *value = act_client_status (client, id? id: "1", &err);
+    s_step ("status", value != NULL, &err);
+    json_decref (value);
+    value = act_client_view (client, context, &err);
+    s_step ("view", value != NULL, &err);
+    json_decref (value);
+    value = act_client_history (client, context, 1, 10, &err);
+    s_step ("history", json_array_size (value) == 1, &err);
+    json_decref (value);
+    value = act_client_resolve (client, context, "\xe2\x80\xa0state", NULL, &err);
+    s_step ("resolve", value != NULL, &err);
+    json_decref (value);
+    act_watch_t *watch = act_client_watch (client, context, 1, true, &err);
+    json_t *event = act_watch_next (watch, 5000, &err);
+    s_step ("watch", json_integer_value (json_object_get (event, "seq")) == 1, &err);
+    json_decref (event);
+    act_watch_destroy (&watch);
+    json_decref (outcome);
+    free (id);
+    zstr_free (&call);
+    free (path);
+    free (nested);
+}
+
+//  Mode bad-event: an EVENT that does not read ends the watch
+static void
+s_bad_event (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    act_watch_t *watch = act_client_watch (client, "ctx", 1, false, &err);
+    json_t *event = act_watch_next (watch, 2000, &err);
+    if (event)
+        printf ("event\n");
+    else
+        printf ("%s %s\n", err.code? "ended": "timeout", err.code? err.code: "");
+    s_failed += event || !err.code || !streq (err.code, ACT_E_BAD_JSON);
+    json_decref (event);
+    act_watch_destroy (&watch);
+}
+
+int
+main (int argc, char *argv [])
+{
+    if (argc < 3) {
+        fprintf (stderr, "usage: client_library MODE ENDPOINT [ARGS]\n");
+        return 2;
+    }
+    const char *mode = argv [1];
+    act_client_t *client = act_client_new (argv [2]);
+    if (!client)
+        return 2;
+    act_client_set_timeout (client, 10000);
+    if (streq (mode, "deep") && argc == 5)
+        s_deep (client, argv [3], atoi (argv [4]));
+    else
+    if (streq (mode, "bad-event"))
+        s_bad_event (client);
+    else {
+        fprintf (stderr, "client_library: unknown mode or arguments\n");
+        act_client_destroy (&client);
+        return 2;
+    }
+    act_client_destroy (&client);
+    return s_failed? 1: 0;
+}

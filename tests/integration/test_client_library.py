@@ -1,0 +1,112 @@
+"""The C client library (workers/c/act_client*.c) against a real actd, with
+actd-example-worker, and against a fake broker that sends replies actd
+would not: driven through tests/helpers/client_library.c, which prints a
+line per step and exits 0 when each went as include/actd/act_client.h
+promises."""
+
+import subprocess
+import threading
+import unittest
+
+import zmq
+
+from harness import Actd, find_binary
+
+
+def run_helper(*args, timeout=60):
+    """Run client_library with args; (exit code, its output)."""
+    run = subprocess.run([find_binary("client_library")] + [str(arg) for arg in args],
+                         capture_output=True, text=True, timeout=timeout)
+    return run.returncode, run.stdout + run.stderr
+
+
+def example_worker(actd):
+    """actd-example-worker serving actd (upper, echo, weather, sleep)."""
+    return subprocess.Popen([find_binary("actd-example-worker"), "--endpoint",
+                             actd.worker_endpoint, "--heartbeat-ms", "200"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(process):
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class FakeBroker(threading.Thread):
+    """A ROUTER answering each request as answer (command, request id,
+    args) says: a list of reply frames after the header, or None for no
+    reply. Counts the requests of each command in seen."""
+
+    def __init__(self, answer):
+        super().__init__(daemon=True)
+        self.answer = answer
+        self.seen = {}
+        self.context = zmq.Context()
+        self.router = self.context.socket(zmq.ROUTER)
+        self.router.linger = 0
+        port = self.router.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = "tcp://127.0.0.1:%d" % port
+        self.running = True
+
+    def run(self):
+        while self.running:
+            if not self.router.poll(100):
+                continue
+            frames = self.router.recv_multipart()
+            if len(frames) < 4:
+                continue
+            identity, command, request, args = frames[0], frames[2], frames[3], frames[4:]
+            command = command.decode()
+            self.seen[command] = self.seen.get(command, 0) + 1
+            reply = self.answer(command, request, args)
+            if reply is not None:
+                self.router.send_multipart([identity, b"ACTC01"] + reply)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.join(5)
+        self.router.close()
+        self.context.term()
+
+
+class DeepRepliesTest(unittest.TestCase):
+    """Replies nest deeper than the 64 levels actd accepts in a request:
+    a stored message (ACT_MAX_STORED_DEPTH) in HISTORY's array or an
+    EVENT. The client read them with act_json_parse (64 levels): the call
+    timed out, STATUS, VIEW and HISTORY failed bad_json, and the watch
+    dropped each EVENT and sent WATCH again in a busy loop."""
+
+    def test_replies_as_deep_as_actd_stores_are_read(self):
+        with Actd() as actd:
+            worker = example_worker(actd)
+            try:
+                code, out = run_helper("deep", actd.client_endpoint, "deep", 63)
+            finally:
+                stop(worker)
+        self.assertEqual(code, 0, out)
+        for step in ("call", "status", "view", "history", "resolve", "watch"):
+            self.assertIn("%s ok" % step, out)
+
+    def test_an_event_that_does_not_read_ends_the_watch(self):
+        def answer(command, request, args):
+            if command == "WATCH":
+                return [b"EVENT", request, b"{not json"]
+            return [b"OK", request] if command == "UNWATCH" else None
+        with FakeBroker(answer) as broker:
+            code, out = run_helper("bad-event", broker.endpoint)
+        self.assertEqual(code, 0, out)
+        self.assertIn("ended bad_json", out)
+        #  Not asked for again and again: one WATCH, closed by one UNWATCH
+        self.assertEqual(broker.seen.get("WATCH"), 1, broker.seen)
+
+
+if __name__ == "__main__":
+    unittest.main()
