@@ -215,7 +215,9 @@ typedef struct _act_watch_t act_watch_t;
 //  broker does not acknowledge a watch; a refusal comes as an error of
 //  act_watch_next). The watch belongs to the client: destroy it first (a
 //  watch that outlives its client only fails; act_client_destroy has sent
-//  its UNWATCH).
+//  its UNWATCH). The WATCH requests a watch sends are the library's own:
+//  neither their replies nor an ERROR disconnected for them ever come out
+//  of act_client_recv, act_client_poll or act_client_wait.
 act_watch_t *act_client_watch (act_client_t *self, const char *context, uint64_t from_seq,
                                bool calls, act_err_t *err);
 

@@ -13,6 +13,12 @@
         A watch of "ctx" from _seq 1 on a fake broker that answers WATCH
         with an EVENT that is not JSON: prints "ended CODE" when
         act_watch_next says the watch ended, "event" or "timeout" if not.
+    restart ENDPOINT
+        A watch of "quiet" that has had no event; prints "restart" and
+        waits for a line on stdin (actd was killed and started again
+        meanwhile), then act_client_recv must return nothing for 1.5 s
+        (the library's own WATCH is not the caller's request), and the
+        watch, sent again, must return the message appended next.
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -113,6 +119,43 @@ s_bad_event (act_client_t *client)
     act_watch_destroy (&watch);
 }
 
+//  Wait for a line on stdin; false at its end
+static bool
+s_go (void)
+{
+    char line [64];
+    return fgets (line, sizeof line, stdin) != NULL;
+}
+
+//  Mode restart: a broker restart under a quiet watch
+static void
+s_restart (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    act_watch_t *watch = act_client_watch (client, "quiet", 0, false, &err);
+    printf ("restart\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    act_reply_t *reply = act_client_recv (client, 1500);
+    if (reply) {
+        char *code = act_reply_arg (reply, 0);
+        act_err_set (&err, ACT_E_INTERNAL, "%s %s for %s", reply->verb, code? code: "",
+                     reply->request);
+        free (code);
+    }
+    s_step ("nothing received", reply == NULL, &err);
+    act_reply_destroy (&reply);
+    uint64_t seq = 0;
+    act_client_append (client, "quiet", "{\"type\":\"data\",\"kind\":\"input\",\"data\":1}",
+                       &seq, &err);
+    json_t *event = act_watch_next (watch, 5000, &err);
+    s_step ("watch resumed", seq && json_integer_value (json_object_get (event, "seq"))
+                             == (json_int_t) seq, &err);
+    json_decref (event);
+    act_watch_destroy (&watch);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -130,6 +173,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "bad-event"))
         s_bad_event (client);
+    else
+    if (streq (mode, "restart"))
+        s_restart (client);
     else {
         fprintf (stderr, "client_library: unknown mode or arguments\n");
         act_client_destroy (&client);

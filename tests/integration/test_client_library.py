@@ -108,5 +108,37 @@ class DeepRepliesTest(unittest.TestCase):
         self.assertEqual(broker.seen.get("WATCH"), 1, broker.seen)
 
 
+
+class WatchRestartTest(unittest.TestCase):
+    """A broker restart under a watch whose WATCH had no event yet (still
+    pending in the library): the library turned its own WATCH into an
+    ERROR disconnected that act_client_recv returned, for a request the
+    caller never sent."""
+
+    def test_a_restart_under_a_quiet_watch_gives_the_caller_nothing(self):
+        actd = Actd().start()
+        try:
+            helper = subprocess.Popen([find_binary("client_library"), "restart",
+                                       actd.client_endpoint],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+            try:
+                self.assertEqual(helper.stdout.readline().strip(), "restart")
+                actd.kill()
+                actd.start()
+                helper.stdin.write("go\n")
+                helper.stdin.flush()
+                out, err = helper.communicate(timeout=60)
+            finally:
+                if helper.poll() is None:
+                    helper.kill()
+                    helper.communicate()
+        finally:
+            actd.cleanup()
+        self.assertEqual(helper.returncode, 0, out + err)
+        self.assertIn("nothing received ok", out)
+        self.assertIn("watch resumed ok", out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -484,15 +484,23 @@ s_lost (act_client_t *self, const char *request, const char *format, ...)
 //  the broker's replies go to a routing id that is gone). With several
 //  brokers each goes to the next, as when a broker is silent; otherwise
 //  each gets an ERROR disconnected now, for act_client_read to return,
-//  and its late replies, if any, are dropped
+//  and its late replies, if any, are dropped. A watch's own WATCH is no
+//  caller's request: it is forgotten without a word, and the watch is
+//  sent again once the link is back (act_watch_link_event)
 static void
 s_link_lost (act_client_t *self, act_link_t *link)
 {
     zlistx_t *requests = zlistx_new ();
+    zlistx_t *watches = zlistx_new ();
     for (s_pending_t *pending = zhashx_first (self->pending); pending;
          pending = zhashx_next (self->pending))
         if (pending->link == link)
-            zlistx_add_end (requests, pending);
+            zlistx_add_end (zhashx_lookup (self->watches, pending->request)? watches: requests,
+                            pending);
+    for (s_pending_t *pending = zlistx_first (watches); pending;
+         pending = zlistx_next (watches))
+        zhashx_delete (self->pending, pending->request);
+    zlistx_destroy (&watches);
     if (zlistx_size (requests) && zlistx_size (self->links) > 1)
         link->dead_until = zclock_mono () + S_DEAD_MS;
     for (s_pending_t *pending = zlistx_first (requests); pending;
