@@ -116,7 +116,10 @@ char *act_reply_arg (act_reply_t *self, size_t index);
 //  ("outputPath": {"const": ...}; the answer is kept 2 s per client and
 //  activity, ACT_CLIENT_PRESCRIBED_MS): when it does, the call is sent with
 //  that _outputPath and *outcome is set as above; otherwise *outcome stays
-//  NULL (fire-and-forget). Returns 0, or -1 with err set: the broker's
+//  NULL (fire-and-forget). A DONE not waited for here (without wait, or
+//  outcome NULL) is dropped as it comes: it never reaches act_client_recv
+//  (act_client_wait_call waits for such a call). Returns 0, or -1 with
+//  err set: the broker's
 //  ERROR code and message (of TOOLS too; bad_call when the registry
 //  prescribes another path by the time the call arrives), or "timeout".
 int act_client_call (act_client_t *self, const char *context, const char *call,
@@ -126,7 +129,8 @@ int act_client_call (act_client_t *self, const char *context, const char *call,
 //  call ids); with wait, waits for every DONE and sets *outcomes (an
 //  object: call id -> outcome of each call with an output path; a call
 //  without one whose tool prescribes one is given it first, as
-//  act_client_call does). Returns 0 or -1 with err set.
+//  act_client_call does). Without wait, the DONEs are dropped as they
+//  come, as act_client_call's. Returns 0 or -1 with err set.
 int act_client_plan (act_client_t *self, const char *context, const char *calls,
                      bool wait, json_t **ids, json_t **outcomes, act_err_t *err);
 

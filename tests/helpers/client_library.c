@@ -19,6 +19,11 @@
         meanwhile), then act_client_recv must return nothing for 1.5 s
         (the library's own WATCH is not the caller's request), and the
         watch, sent again, must return the message appended next.
+    nowait ENDPOINT COUNT
+        COUNT calls to upper with an _outputPath and a PLAN of two, none
+        waited for, then act_client_wait_call for each call: afterwards
+        act_client_recv must return nothing (their DONEs were dropped)
+        and the client must ignore no request any more.
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -156,6 +161,52 @@ s_restart (act_client_t *client)
     act_watch_destroy (&watch);
 }
 
+//  Mode nowait: the DONEs of calls submitted without wait are dropped
+static void
+s_nowait (act_client_t *client, int count)
+{
+    act_err_t err = { NULL, "" };
+    zlistx_t *ids = zlistx_new ();
+    zlistx_set_destructor (ids, (zlistx_destructor_fn *) zstr_free);
+    int submitted = 0;
+    for (int i = 0; i < count; i++) {
+        char *id = NULL;
+        submitted += act_client_call (client, "nowait", "{\"_tool\":\"upper\",\"text\":\"hi\","
+                                      "\"_outputPath\":\"\xe2\x80\xa0state.up\"}", false, &id,
+                                      NULL, &err) == 0 && id;
+        if (id)
+            zlistx_add_end (ids, id);
+    }
+    json_t *plan = NULL;
+    submitted += act_client_plan (client, "nowait", "[{\"_tool\":\"upper\",\"text\":\"a\","
+                                  "\"_outputPath\":\"\xe2\x80\xa0state.a\"},{\"_tool\":\"upper\","
+                                  "\"text\":\"b\",\"_outputPath\":\"\xe2\x80\xa0state.b\"}]",
+                                  false, &plan, NULL, &err) == 0;
+    s_step ("submitted", submitted == count + 1, &err);
+    size_t index;
+    json_t *id;
+    json_array_foreach (plan, index, id)
+        zlistx_add_end (ids, strdup (json_string_value (id)));
+    json_decref (plan);
+    int ended = 0;
+    for (char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
+        json_t *status = act_client_wait_call (client, id, &err);
+        ended += status != NULL;
+        json_decref (status);
+    }
+    s_step ("ended", ended == count + 2, &err);
+    act_reply_t *reply = act_client_recv (client, 500);
+    if (reply)
+        act_err_set (&err, ACT_E_INTERNAL, "%s for %s", reply->verb, reply->request);
+    s_step ("nothing received", reply == NULL, &err);
+    act_reply_destroy (&reply);
+    act_err_set (&err, ACT_E_INTERNAL, "%zu kept, %zu ignored", zlistx_size (client->kept),
+                 zhashx_size (client->ignored));
+    s_step ("nothing kept", zlistx_size (client->kept) == 0
+                            && zhashx_size (client->ignored) == 0, &err);
+    zlistx_destroy (&ids);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -176,6 +227,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "restart"))
         s_restart (client);
+    else
+    if (streq (mode, "nowait") && argc == 4)
+        s_nowait (client, atoi (argv [3]));
     else {
         fprintf (stderr, "client_library: unknown mode or arguments\n");
         act_client_destroy (&client);

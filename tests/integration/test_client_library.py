@@ -140,5 +140,24 @@ class WatchRestartTest(unittest.TestCase):
         self.assertIn("watch resumed ok", out)
 
 
+
+class UnwaitedDoneTest(unittest.TestCase):
+    """act_client_call and act_client_plan without wait, on calls with an
+    _outputPath: their DONEs came later under a request id the caller
+    never saw, and were kept for act_client_recv for good (a program of
+    synchronous calls only grew without bound)."""
+
+    def test_the_dones_of_calls_not_waited_for_are_dropped(self):
+        with Actd() as actd:
+            worker = example_worker(actd)
+            try:
+                code, out = run_helper("nowait", actd.client_endpoint, 20)
+            finally:
+                stop(worker)
+        self.assertEqual(code, 0, out)
+        for step in ("submitted", "ended", "nothing received", "nothing kept"):
+            self.assertIn("%s ok" % step, out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -28,6 +28,26 @@ typedef struct {
     int64_t sent;               //  When it was (last) sent
 } s_pending_t;
 
+//  A request this client forgot: its replies are dropped, until the last
+//  it can get has come
+typedef struct {
+    act_link_t *link;           //  Broker it went to, or NULL: not known
+    size_t dones;               //  DONE replies still due (an accepted CALL
+                                //  or PLAN with _outputPath); 0: its first
+                                //  reply other than EVENT is its last
+    char *closes;               //  An UNWATCH: the WATCH it closes (ignored
+                                //  too, until this one ends), else NULL
+} s_ignored_t;
+
+static void
+s_ignored_destroy (void **item)
+{
+    s_ignored_t *ignored = (s_ignored_t *) *item;
+    free (ignored->closes);
+    free (ignored);
+    *item = NULL;
+}
+
 static void
 s_reply_free (void **item)
 {
@@ -131,6 +151,7 @@ s_client_new (const char *endpoint)
     self->awaiting = zhashx_new ();
     self->watches = zhashx_new ();
     self->ignored = zhashx_new ();
+    zhashx_set_destructor (self->ignored, s_ignored_destroy);
     self->prescribed = json_object ();
     self->timeout = 30000;
     //  No endpoint: the environment's, as actctl reads it (CURVE too)
@@ -368,13 +389,6 @@ act_client_post_on (act_client_t *self, act_link_t *link, char *request, const c
     return s_post (self, request, pending, link);
 }
 
-void
-act_client_ignore (act_client_t *self, const char *request)
-{
-    zhashx_delete (self->pending, request);
-    zhashx_insert (self->ignored, request, self);
-}
-
 //  True when pending is a CALL whose DONE is due after its ACCEPTED (it
 //  has _outputPath; text in the call's data may say so too: then the
 //  caller gets an ERROR disconnected it did not need, never less)
@@ -388,6 +402,52 @@ s_expects_done (s_pending_t *pending)
     bool expects = call && strstr (call, "\"_outputPath\"");
     free (call);
     return expects;
+}
+
+//  The DONE replies pending will get after its ACCEPTED: 1 for a CALL
+//  with _outputPath, one per call with one for a PLAN
+static size_t
+s_dones_due (s_pending_t *pending)
+{
+    if (!streq (pending->command, "PLAN") || zmsg_size (pending->args) < 2)
+        return s_expects_done (pending)? 1: 0;
+    zmsg_first (pending->args);
+    zframe_t *frame = zmsg_next (pending->args);
+    json_t *calls = json_loadb ((const char *) zframe_data (frame), zframe_size (frame),
+                                0, NULL);
+    size_t dones = 0, index;
+    json_t *call;
+    json_array_foreach (calls, index, call)
+        dones += json_object_get (call, "_outputPath") != NULL;
+    json_decref (calls);
+    return dones;
+}
+
+void
+act_client_ignore (act_client_t *self, const char *request)
+{
+    s_pending_t *pending = zhashx_lookup (self->pending, request);
+    s_ignored_t *ignored = calloc (1, sizeof *ignored);
+    if (pending) {
+        ignored->link = pending->link;
+        ignored->dones = s_dones_due (pending);
+        if (streq (pending->command, "UNWATCH") && zmsg_size (pending->args))
+            ignored->closes = zframe_strdup (zmsg_first (pending->args));
+    }
+    zhashx_update (self->ignored, request, ignored);
+    zhashx_delete (self->pending, request);
+}
+
+void
+act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *link,
+                         size_t dones)
+{
+    if (dones == 0)
+        return;
+    s_ignored_t *ignored = calloc (1, sizeof *ignored);
+    ignored->link = link;
+    ignored->dones = dones;
+    zhashx_update (self->ignored, request, ignored);
 }
 
 //  A reply as the caller sees it, or NULL when it was handled here (a
@@ -516,7 +576,7 @@ s_link_lost (act_client_t *self, act_link_t *link)
         const char *request = pending->request;
         s_lost (self, request, "the connection to %s dropped before the reply: the request "
                 "may or may not have been carried out", link->endpoint);
-        zhashx_insert (self->ignored, request, self);
+        zhashx_update (self->ignored, request, calloc (1, sizeof (s_ignored_t)));
         zhashx_delete (self->pending, request);     //  Frees request: last
     }
     zlistx_destroy (&requests);
@@ -552,14 +612,32 @@ s_link_event (act_client_t *self, act_link_t *link)
     zmsg_destroy (&msg);
 }
 
+//  True when a reply with verb is the last an ignored request gets (a
+//  DONE counted down)
+static bool
+s_ignored_ends (s_ignored_t *ignored, const char *verb)
+{
+    if (streq (verb, "EVENT"))
+        return false;           //  A WATCH ends with its UNWATCH, or an ERROR
+    if (streq (verb, "DONE") && ignored->dones > 0)
+        ignored->dones--;
+    return streq (verb, "ERROR") || ignored->dones == 0;
+}
+
 //  A reply the caller should see, or NULL when it was taken here: by a
 //  watch, or dropped as the reply to a request this client forgot
 static act_reply_t *
 s_sort (act_client_t *self, act_link_t *link, act_reply_t *reply)
 {
-    if (zhashx_lookup (self->ignored, reply->request)) {
-        if (streq (reply->verb, "OK"))      //  An UNWATCH's only reply
+    s_ignored_t *ignored = zhashx_lookup (self->ignored, reply->request);
+    if (ignored) {
+        if (s_ignored_ends (ignored, reply->verb)) {
+            //  Its last reply: once an UNWATCH is answered, the WATCH it
+            //  closed sends no more either
+            if (ignored->closes)
+                zhashx_delete (self->ignored, ignored->closes);
             zhashx_delete (self->ignored, reply->request);
+        }
         act_reply_destroy (&reply);
     }
     else

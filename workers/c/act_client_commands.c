@@ -167,11 +167,15 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     rc = act_client_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
-    //  Its DONE is awaited here, across a dropped connection (a watch)
+    //  Its DONE is awaited here, across a dropped connection (a watch), or
+    //  by nobody: then dropped as it comes, not kept for act_client_recv
+    act_link_t *accepted_on = zhashx_lookup (self->awaiting, request);
     zhashx_delete (self->awaiting, request);
     if (rc)
         return -1;
-    if (wait && has_output && outcome) {
+    if (!(wait && has_output && outcome))
+        act_client_ignore_dones (self, request, accepted_on, has_output? 1: 0);
+    else {
         json_t *ids = json_pack ("[s]", id);
         json_t *outcomes = json_object ();
         rc = act_client_outcomes (self, request, context, ids, outcomes, err);
@@ -185,6 +189,22 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     else
         free (id);
     return rc;
+}
+
+//  A PLAN accepted (ids) that nobody waits for: the DONEs of its calls
+//  with _outputPath are dropped as they come, not kept for act_client_recv
+static void
+s_plan_unwaited (act_client_t *self, const char *request, const char *calls, json_t *ids)
+{
+    json_t *entries = calls? json_loads (calls, 0, NULL): NULL;
+    size_t dones = 0, index;
+    json_t *entry;
+    json_array_foreach (entries, index, entry)
+        dones += json_object_get (entry, "_outputPath") != NULL;
+    json_decref (entries);
+    const char *first = json_string_value (json_array_get (ids, 0));
+    act_link_t *link = first? zhashx_lookup (self->accepted, first): NULL;
+    act_client_ignore_dones (self, request, link, dones);
 }
 
 int
@@ -225,7 +245,9 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
         free (text);
     }
     act_reply_destroy (&reply);
-    if (rc || !wait || !outcomes) {
+    if (rc == 0 && !waits)
+        s_plan_unwaited (self, request, calls, *ids);
+    if (rc || !waits) {
         json_decref (entries);
         return rc;
     }

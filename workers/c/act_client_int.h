@@ -40,8 +40,9 @@ struct _act_client_t {
     zhashx_t *awaiting;         //  Request id of an accepted CALL with
                                 //  _outputPath -> act_link_t its DONE is due on
     zhashx_t *watches;          //  Request id of its WATCH -> act_watch_t
-    zhashx_t *ignored;          //  Request ids whose replies are dropped (old
-                                //  WATCHes, UNWATCHes)
+    zhashx_t *ignored;          //  Request id -> s_ignored_t: requests whose
+                                //  replies are dropped (old WATCHes,
+                                //  UNWATCHes, DONEs nobody waits for)
     json_t *prescribed;         //  Activity -> [until (zclock_mono), path or null]:
                                 //  TOOLS answers, kept ACT_CLIENT_PRESCRIBED_MS
     bool woke;                  //  An event was queued on a watch
@@ -62,8 +63,15 @@ act_link_t *act_client_post_on (act_client_t *self, act_link_t *link, char *requ
                                 const char *command, const char *a, const char *b,
                                 const char *c);
 
-//  Forget a request: no longer sent again when moved, its replies dropped.
+//  Forget a request: no longer sent again when moved, its replies dropped
+//  until the last it can get (its final reply, its DONEs after ACCEPTED;
+//  for an UNWATCH, the WATCH it closes is forgotten with it).
 void act_client_ignore (act_client_t *self, const char *request);
+
+//  Forget the dones DONE replies (none: nothing) still due to request,
+//  accepted on link, whose pending entry is gone: dropped as they come.
+void act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *link,
+                              size_t dones);
 
 //  One reply from any broker, waiting up to timeout_ms; NULL on timeout,
 //  and sooner when an event was queued on a watch (self->woke).
