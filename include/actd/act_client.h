@@ -58,6 +58,11 @@ act_client_t *act_client_new (const char *endpoint);
 void act_client_destroy (act_client_t **self_p);
 
 //  How long a synchronous request waits for its reply (default 30 000 ms).
+//  A synchronous request (act_client_call, _append, _ping, ...) that timed
+//  out is forgotten: its late reply, and the DONE of a call whose outcome
+//  was not waited for to the end, are dropped as they come, never kept for
+//  act_client_recv. (act_client_wait leaves its request as it is: wait
+//  again, or take the reply from act_client_recv.)
 void act_client_set_timeout (act_client_t *self, int timeout_ms);
 
 //  Use CURVE: the broker's public key and this client's certificate (see

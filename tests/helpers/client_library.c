@@ -24,6 +24,13 @@
         waited for, then act_client_wait_call for each call: afterwards
         act_client_recv must return nothing (their DONEs were dropped)
         and the client must ignore no request any more.
+    late ENDPOINT
+        With a timeout of 500 ms: a call to sleep for 1500 ms, waited for,
+        must time out, and its DONE must not be received later; then
+        prints "stop" and waits for a line (actd was stopped), a PING must
+        time out, prints "cont" and waits for a line (actd goes on): its
+        late PONG must not be received either, and afterwards the client
+        must ignore no request any more.
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -207,6 +214,44 @@ s_nowait (act_client_t *client, int count)
     zlistx_destroy (&ids);
 }
 
+//  Mode late: a synchronous request that timed out is forgotten
+static void
+s_late (act_client_t *client)
+{
+    act_client_set_timeout (client, 500);
+    act_err_t err = { NULL, "" };
+    json_t *outcome = NULL;
+    int rc = act_client_call (client, "late", "{\"_tool\":\"sleep\",\"ms\":1500,"
+                              "\"_outputPath\":\"\xe2\x80\xa0state.s\"}", true, NULL, &outcome,
+                              &err);
+    s_step ("call timed out", rc == -1 && err.code && streq (err.code, ACT_E_TIMEOUT), &err);
+    json_decref (outcome);
+    act_reply_t *reply = act_client_recv (client, 2500);
+    if (reply)
+        act_err_set (&err, ACT_E_INTERNAL, "%s for %s", reply->verb, reply->request);
+    s_step ("no late DONE", reply == NULL, &err);
+    act_reply_destroy (&reply);
+    printf ("stop\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    rc = act_client_ping (client, &err);
+    s_step ("ping timed out", rc == -1 && err.code && streq (err.code, "timeout"), &err);
+    printf ("cont\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    reply = act_client_recv (client, 1500);
+    if (reply)
+        act_err_set (&err, ACT_E_INTERNAL, "%s for %s", reply->verb, reply->request);
+    s_step ("no late PONG", reply == NULL, &err);
+    act_reply_destroy (&reply);
+    act_err_set (&err, ACT_E_INTERNAL, "%zu kept, %zu ignored", zlistx_size (client->kept),
+                 zhashx_size (client->ignored));
+    s_step ("nothing kept", zlistx_size (client->kept) == 0
+                            && zhashx_size (client->ignored) == 0, &err);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -227,6 +272,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "restart"))
         s_restart (client);
+    else
+    if (streq (mode, "late"))
+        s_late (client);
     else
     if (streq (mode, "nowait") && argc == 4)
         s_nowait (client, atoi (argv [3]));

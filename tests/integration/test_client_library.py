@@ -4,6 +4,7 @@ would not: driven through tests/helpers/client_library.c, which prints a
 line per step and exits 0 when each went as include/actd/act_client.h
 promises."""
 
+import signal
 import subprocess
 import threading
 import unittest
@@ -157,6 +158,51 @@ class UnwaitedDoneTest(unittest.TestCase):
         self.assertEqual(code, 0, out)
         for step in ("submitted", "ended", "nothing received", "nothing kept"):
             self.assertIn("%s ok" % step, out)
+
+
+
+class LateReplyTest(unittest.TestCase):
+    """A synchronous request that timed out was not forgotten: its late
+    reply (a PONG, a call's DONE) came out of act_client_recv, or stayed
+    kept for good in a program that never calls it."""
+
+    def test_the_late_reply_of_a_request_that_timed_out_is_dropped(self):
+        actd = Actd().start()
+        worker = example_worker(actd)
+        try:
+            helper = subprocess.Popen([find_binary("client_library"), "late",
+                                       actd.client_endpoint],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+            try:
+                self.seen = ""
+                for line, sig in (("stop", signal.SIGSTOP), ("cont", signal.SIGCONT)):
+                    self.assertEqual(self.read_until(helper, line), line, self.seen)
+                    actd.process.send_signal(sig)
+                    helper.stdin.write("go\n")
+                    helper.stdin.flush()
+                out, err = helper.communicate(timeout=60)
+            finally:
+                actd.process.send_signal(signal.SIGCONT)
+                if helper.poll() is None:
+                    helper.kill()
+                    helper.communicate()
+        finally:
+            stop(worker)
+            actd.cleanup()
+        self.assertEqual(helper.returncode, 0, self.seen + out + err)
+        for step in ("call timed out", "no late DONE", "ping timed out", "no late PONG",
+                     "nothing kept"):
+            self.assertIn("%s ok" % step, self.seen + out)
+
+    def read_until(self, helper, wanted):
+        """Read the helper's lines up to wanted (the others are added to
+        self.seen); wanted, or None at their end."""
+        for line in helper.stdout:
+            if line.strip() == wanted:
+                return wanted
+            self.seen += line
+        return None
 
 
 if __name__ == "__main__":

@@ -49,6 +49,18 @@ act_client_check (act_reply_t *reply, const char *expected, act_err_t *err)
     return 0;
 }
 
+//  The reply to request, waited for up to the client's timeout; NULL on
+//  timeout, and then the request is forgotten: its late reply is dropped
+//  as it comes, not kept for act_client_recv
+static act_reply_t *
+s_await (act_client_t *self, const char *request)
+{
+    act_reply_t *reply = act_client_wait (self, request, NULL);
+    if (!reply)
+        act_client_ignore (self, request);
+    return reply;
+}
+
 //  Send a request and wait for its reply, parsing frame 0 as JSON when
 //  json is set. Returns the JSON (or json_true for replies without one).
 static json_t *
@@ -60,7 +72,7 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
         act_err_set (err, "internal", "cannot send to the broker");
         return NULL;
     }
-    act_reply_t *reply = act_client_wait (self, request, NULL);
+    act_reply_t *reply = s_await (self, request);
     json_t *value = NULL;
     if (act_client_check (reply, expected, err) == 0) {
         if (json) {
@@ -163,7 +175,7 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     free (text);
     if (rc)
         return act_err_set (err, "internal", "cannot send to the broker");
-    act_reply_t *reply = act_client_wait (self, request, NULL);
+    act_reply_t *reply = s_await (self, request);
     rc = act_client_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
@@ -237,7 +249,7 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
         json_decref (entries);
         return act_err_set (err, "internal", "cannot send to the broker");
     }
-    act_reply_t *reply = act_client_wait (self, request, NULL);
+    act_reply_t *reply = s_await (self, request);
     int rc = act_client_check (reply, "ACCEPTED", err);
     if (rc == 0) {
         char *text = act_reply_arg (reply, 0);
@@ -304,7 +316,7 @@ act_client_view_text (act_client_t *self, const char *context, act_err_t *err)
         act_err_set (err, "internal", "cannot send to the broker");
         return NULL;
     }
-    act_reply_t *reply = act_client_wait (self, request, NULL);
+    act_reply_t *reply = s_await (self, request);
     char *text = act_client_check (reply, "VALUE", err) == 0? act_reply_arg (reply, 0): NULL;
     act_reply_destroy (&reply);
     return text;

@@ -84,6 +84,7 @@ int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
 //  (call ids of context) submitted by request, from their DONE replies or
 //  a watch of context. Fills outcomes (call id -> outcome); returns 0, or
 //  -1 with err set (timeout; the watch refused; the context deleted).
+//  Either way, request's DONEs not read by then are dropped as they come.
 int act_client_outcomes (act_client_t *self, const char *request, const char *context,
                          json_t *ids, json_t *outcomes, act_err_t *err);
 

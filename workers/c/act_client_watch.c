@@ -426,7 +426,7 @@ s_note_done (json_t *ids, json_t *ended, act_reply_t *reply)
 //  set (timeout, or the watch ended: refused, or the context deleted).
 static int
 s_wait_ended (act_client_t *self, const char *request, const char *context, json_t *ids,
-              json_t *ended, act_err_t *err)
+              json_t *ended, size_t *dones, act_err_t *err)
 {
     int64_t deadline = zclock_mono () + self->timeout;
     int64_t watch_at = zclock_mono () + (request? 1000: 0);
@@ -452,8 +452,10 @@ s_wait_ended (act_client_t *self, const char *request, const char *context, json
         }
         act_reply_t *reply = s_next_done (self, request, watch,
                                           watch || watch_at > deadline? deadline: watch_at);
-        if (reply)
+        if (reply) {
             s_note_done (ids, ended, reply);
+            (*dones)++;
+        }
         act_reply_destroy (&reply);
         for (s_event_t *event = watch? zlistx_first (watch->events): NULL; event;
              event = zlistx_first (watch->events)) {
@@ -472,12 +474,38 @@ s_wait_ended (act_client_t *self, const char *request, const char *context, json
     return 0;
 }
 
+//  Of the DONEs request (a CALL or PLAN) gets for ids, taken were read:
+//  those kept since are dropped, and those still due are forgotten (their
+//  calls ended on the watch or STATUS first, or the wait timed out), so
+//  that none is kept for act_client_recv
+static void
+s_dones_forget (act_client_t *self, const char *request, json_t *ids, size_t taken)
+{
+    act_reply_t *reply = zlistx_first (self->kept);
+    while (reply)
+        if (streq (reply->request, request) && streq (reply->verb, "DONE")) {
+            zlistx_delete (self->kept, zlistx_cursor (self->kept));
+            taken++;
+            reply = zlistx_first (self->kept);
+        }
+        else
+            reply = zlistx_next (self->kept);
+    const char *first = json_string_value (json_array_get (ids, 0));
+    size_t due = json_array_size (ids);
+    if (taken < due)
+        act_client_ignore_dones (self, request,
+                                 first? zhashx_lookup (self->accepted, first): NULL,
+                                 due - taken);
+}
+
 int
 act_client_outcomes (act_client_t *self, const char *request, const char *context,
                      json_t *ids, json_t *outcomes, act_err_t *err)
 {
     json_t *ended = json_object ();
-    int rc = s_wait_ended (self, request, context, ids, ended, err);
+    size_t dones = 0;
+    int rc = s_wait_ended (self, request, context, ids, ended, &dones, err);
+    s_dones_forget (self, request, ids, dones);
     const char *id;
     json_t *status;
     json_object_foreach (ended, id, status)
@@ -499,7 +527,8 @@ act_client_wait_call (act_client_t *self, const char *call_id, act_err_t *err)
     char *owned = strdup (context? context: "");
     json_decref (status);
     status = NULL;
-    if (s_wait_ended (self, NULL, owned, ids, ended, err) == 0)
+    size_t dones = 0;
+    if (s_wait_ended (self, NULL, owned, ids, ended, &dones, err) == 0)
         status = json_incref (json_object_get (ended, call_id));
     free (owned);
     json_decref (ids);
