@@ -31,6 +31,12 @@
         time out, prints "cont" and waits for a line (actd goes on): its
         late PONG must not be received either, and afterwards the client
         must ignore no request any more.
+    tables ENDPOINT ROUNDS LIMIT
+        The client's tables limited to LIMIT entries; ROUNDS times, a
+        fire-and-forget call to echo in context grow-N, and a watch of it
+        opened and destroyed. Then the replies drained: the tables of
+        routes must hold LIMIT entries at most, and no request may be
+        ignored or pending any more (each UNWATCH's OK ended its WATCH).
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -208,9 +214,9 @@ s_nowait (act_client_t *client, int count)
     s_step ("nothing received", reply == NULL, &err);
     act_reply_destroy (&reply);
     act_err_set (&err, ACT_E_INTERNAL, "%zu kept, %zu ignored", zlistx_size (client->kept),
-                 zhashx_size (client->ignored));
+                 act_table_size (client->ignored));
     s_step ("nothing kept", zlistx_size (client->kept) == 0
-                            && zhashx_size (client->ignored) == 0, &err);
+                            && act_table_size (client->ignored) == 0, &err);
     zlistx_destroy (&ids);
 }
 
@@ -247,9 +253,40 @@ s_late (act_client_t *client)
     s_step ("no late PONG", reply == NULL, &err);
     act_reply_destroy (&reply);
     act_err_set (&err, ACT_E_INTERNAL, "%zu kept, %zu ignored", zlistx_size (client->kept),
-                 zhashx_size (client->ignored));
+                 act_table_size (client->ignored));
     s_step ("nothing kept", zlistx_size (client->kept) == 0
-                            && zhashx_size (client->ignored) == 0, &err);
+                            && act_table_size (client->ignored) == 0, &err);
+}
+
+//  Mode tables: the client's tables stay bounded
+static void
+s_tables (act_client_t *client, int rounds, size_t limit)
+{
+    act_table_set_limit (client->owners, limit);
+    act_table_set_limit (client->accepted, limit);
+    act_table_set_limit (client->ignored, limit);
+    act_err_t err = { NULL, "" };
+    int done = 0;
+    for (int i = 0; i < rounds; i++) {
+        char context [32];
+        snprintf (context, sizeof context, "grow-%d", i);
+        done += act_client_call (client, context, "{\"_tool\":\"echo\",\"x\":1}", false,
+                                 NULL, NULL, &err) == 0;
+        act_watch_t *watch = act_client_watch (client, context, 1, false, &err);
+        act_watch_destroy (&watch);
+    }
+    s_step ("called", done == rounds, &err);
+    act_reply_t *reply;
+    while ((reply = act_client_recv (client, 300)))
+        act_reply_destroy (&reply);
+    act_err_set (&err, ACT_E_INTERNAL, "owners %zu, accepted %zu", act_table_size (client->owners),
+                 act_table_size (client->accepted));
+    s_step ("routes bounded", act_table_size (client->owners) <= limit
+                              && act_table_size (client->accepted) <= limit, &err);
+    act_err_set (&err, ACT_E_INTERNAL, "ignored %zu, pending %zu",
+                 act_table_size (client->ignored), zhashx_size (client->pending));
+    s_step ("nothing ignored", act_table_size (client->ignored) == 0
+                               && zhashx_size (client->pending) == 0, &err);
 }
 
 int
@@ -275,6 +312,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "late"))
         s_late (client);
+    else
+    if (streq (mode, "tables") && argc == 5)
+        s_tables (client, atoi (argv [3]), (size_t) atol (argv [4]));
     else
     if (streq (mode, "nowait") && argc == 4)
         s_nowait (client, atoi (argv [3]));

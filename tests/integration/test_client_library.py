@@ -205,5 +205,27 @@ class LateReplyTest(unittest.TestCase):
         return None
 
 
+
+class TablesBoundedTest(unittest.TestCase):
+    """A long-lived client's private tables grew with every call and
+    watch: 'accepted' (call id -> broker) and 'owners' (context -> broker)
+    by one entry per call, 'ignored' by one per closed watch (a WATCH
+    gets no OK, the only reply that took an id out). The routes are now
+    bounded (the oldest go first, as the Python library's ROUTES_KEPT;
+    the test makes the bound 50) and an ignored request goes with its
+    last reply."""
+
+    def test_the_tables_stay_bounded(self):
+        with Actd() as actd:
+            worker = example_worker(actd)
+            try:
+                code, out = run_helper("tables", actd.client_endpoint, 300, 50)
+            finally:
+                stop(worker)
+        self.assertEqual(code, 0, out)
+        for step in ("called", "routes bounded", "nothing ignored"):
+            self.assertIn("%s ok" % step, out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -140,8 +140,8 @@ s_client_new (const char *endpoint)
     self->links = zlistx_new ();
     zlistx_set_destructor (self->links, s_link_destroy);
     self->poller = zpoller_new (NULL);
-    self->owners = zhashx_new ();
-    self->accepted = zhashx_new ();
+    self->owners = act_table_new (ACT_CLIENT_ROUTES_KEPT, NULL);
+    self->accepted = act_table_new (ACT_CLIENT_ROUTES_KEPT, NULL);
     self->pending = zhashx_new ();
     zhashx_set_destructor (self->pending, s_pending_destroy);
     self->kept = zlistx_new ();
@@ -150,8 +150,7 @@ s_client_new (const char *endpoint)
     zlistx_set_destructor (self->lost, s_reply_free);
     self->awaiting = zhashx_new ();
     self->watches = zhashx_new ();
-    self->ignored = zhashx_new ();
-    zhashx_set_destructor (self->ignored, s_ignored_destroy);
+    self->ignored = act_table_new (ACT_CLIENT_ROUTES_KEPT, s_ignored_destroy);
     self->prescribed = json_object ();
     self->timeout = 30000;
     //  No endpoint: the environment's, as actctl reads it (CURVE too)
@@ -195,11 +194,11 @@ act_client_destroy (act_client_t **self_p)
         act_client_t *self = *self_p;
         act_watch_orphan (self);
         zhashx_destroy (&self->watches);
-        zhashx_destroy (&self->ignored);
+        act_table_destroy (&self->ignored);
         zpoller_destroy (&self->poller);
         zhashx_destroy (&self->pending);
-        zhashx_destroy (&self->owners);
-        zhashx_destroy (&self->accepted);
+        act_table_destroy (&self->owners);
+        act_table_destroy (&self->accepted);
         zlistx_destroy (&self->links);
         zlistx_destroy (&self->kept);
         zlistx_destroy (&self->lost);
@@ -232,8 +231,9 @@ act_client_set_curve (act_client_t *self, const char *server_public,
         zlistx_add_end (endpoints, strdup (link->endpoint));
     zpoller_destroy (&self->poller);
     self->poller = zpoller_new (NULL);
-    zhashx_purge (self->owners);
-    zhashx_purge (self->accepted);
+    act_table_purge (self->owners);
+    act_table_purge (self->accepted);
+    act_table_purge (self->ignored);     //  Their replies went to the old sockets
     zlistx_purge (self->links);
     rc = 0;
     for (char *endpoint = zlistx_first (endpoints); endpoint; endpoint = zlistx_next (endpoints))
@@ -293,7 +293,7 @@ static act_link_t *
 s_route (act_client_t *self, const char *key, act_link_t *avoid)
 {
     if (key) {
-        act_link_t *owner = zhashx_lookup (self->owners, key);
+        act_link_t *owner = act_table_lookup (self->owners, key);
         if (owner && owner != avoid && owner->dead_until <= zclock_mono ())
             return owner;
     }
@@ -346,7 +346,7 @@ s_post (act_client_t *self, char *request, s_pending_t *pending, act_link_t *lin
                    || streq (command, "WATCH") || streq (command, "DELETE");
     if (by_context && first)
         pending->context = strdup (first);
-    act_link_t *accepted = (first && !by_context)? zhashx_lookup (self->accepted, first): NULL;
+    act_link_t *accepted = (first && !by_context)? act_table_lookup (self->accepted, first): NULL;
     pending->link = link? link: accepted? accepted: s_route (self, pending->context, NULL);
     free ((char *) first);
     zhashx_update (self->pending, request, pending);
@@ -434,7 +434,7 @@ act_client_ignore (act_client_t *self, const char *request)
         if (streq (pending->command, "UNWATCH") && zmsg_size (pending->args))
             ignored->closes = zframe_strdup (zmsg_first (pending->args));
     }
-    zhashx_update (self->ignored, request, ignored);
+    act_table_update (self->ignored, request, ignored);
     zhashx_delete (self->pending, request);
 }
 
@@ -447,7 +447,7 @@ act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *li
     s_ignored_t *ignored = calloc (1, sizeof *ignored);
     ignored->link = link;
     ignored->dones = dones;
-    zhashx_update (self->ignored, request, ignored);
+    act_table_update (self->ignored, request, ignored);
 }
 
 //  A reply as the caller sees it, or NULL when it was handled here (a
@@ -482,7 +482,7 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
         act_link_t *target = owner && *owner? s_link_add (self, owner): NULL;
         if (target) {
             if (pending->context)
-                zhashx_update (self->owners, pending->context, target);
+                act_table_update (self->owners, pending->context, target);
             pending->link = target;
             pending->hops++;
             s_transmit (pending);
@@ -501,17 +501,17 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
                 json_t *id;
                 json_array_foreach (list, index, id)
                     if (json_is_string (id))    //  A broker's reply: checked
-                        zhashx_update (self->accepted, json_string_value (id), link);
+                        act_table_update (self->accepted, json_string_value (id), link);
             }
             else
             if (ids)
-                zhashx_update (self->accepted, ids, link);
+                act_table_update (self->accepted, ids, link);
             json_decref (list);
             free (ids);
             if (s_expects_done (pending))
                 zhashx_update (self->awaiting, reply->request, link);
             if (pending->context)
-                zhashx_update (self->owners, pending->context, link);
+                act_table_update (self->owners, pending->context, link);
         }
         if (!streq (reply->verb, "ERROR") || !code || !streq (code, "moved"))
             zhashx_delete (self->pending, reply->request);
@@ -539,12 +539,32 @@ s_lost (act_client_t *self, const char *request, const char *format, ...)
     zlistx_add_end (self->lost, reply);
 }
 
+//  link's connection dropped: the requests forgotten on it can no longer
+//  be answered (a connection made again is a new routing id to the
+//  broker, whose ROUTER drops the replies to the old one), so they leave
+//  the ignored table, with the WATCH an UNWATCH among them closed
+static void
+s_ignored_lost (act_client_t *self, act_link_t *link)
+{
+    zlistx_t *requests = act_table_keys (self->ignored);
+    for (const char *request = zlistx_first (requests); request;
+         request = zlistx_next (requests)) {
+        s_ignored_t *ignored = act_table_lookup (self->ignored, request);
+        if (ignored && ignored->link == link) {
+            if (ignored->closes)
+                act_table_delete (self->ignored, ignored->closes);
+            act_table_delete (self->ignored, request);
+        }
+    }
+    zlistx_destroy (&requests);
+}
+
 //  link's connection dropped: the requests sent on it and not answered
 //  are lost with it (libzmq forgets what it wrote to the connection, and
 //  the broker's replies go to a routing id that is gone). With several
 //  brokers each goes to the next, as when a broker is silent; otherwise
-//  each gets an ERROR disconnected now, for act_client_read to return,
-//  and its late replies, if any, are dropped. A watch's own WATCH is no
+//  each gets an ERROR disconnected now, for act_client_read to return
+//  (no reply can come any more). A watch's own WATCH is no
 //  caller's request: it is forgotten without a word, and the watch is
 //  sent again once the link is back (act_watch_link_event)
 static void
@@ -576,10 +596,10 @@ s_link_lost (act_client_t *self, act_link_t *link)
         const char *request = pending->request;
         s_lost (self, request, "the connection to %s dropped before the reply: the request "
                 "may or may not have been carried out", link->endpoint);
-        zhashx_update (self->ignored, request, calloc (1, sizeof (s_ignored_t)));
         zhashx_delete (self->pending, request);     //  Frees request: last
     }
     zlistx_destroy (&requests);
+    s_ignored_lost (self, link);
     //  Accepted calls whose DONE was due on it: it is lost (DONE goes to
     //  the socket identity that submitted them); STATUS tells their state
     zlistx_t *calls = zlistx_new ();
@@ -629,14 +649,14 @@ s_ignored_ends (s_ignored_t *ignored, const char *verb)
 static act_reply_t *
 s_sort (act_client_t *self, act_link_t *link, act_reply_t *reply)
 {
-    s_ignored_t *ignored = zhashx_lookup (self->ignored, reply->request);
+    s_ignored_t *ignored = act_table_lookup (self->ignored, reply->request);
     if (ignored) {
         if (s_ignored_ends (ignored, reply->verb)) {
             //  Its last reply: once an UNWATCH is answered, the WATCH it
             //  closed sends no more either
             if (ignored->closes)
-                zhashx_delete (self->ignored, ignored->closes);
-            zhashx_delete (self->ignored, reply->request);
+                act_table_delete (self->ignored, ignored->closes);
+            act_table_delete (self->ignored, reply->request);
         }
         act_reply_destroy (&reply);
     }

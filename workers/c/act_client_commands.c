@@ -215,7 +215,7 @@ s_plan_unwaited (act_client_t *self, const char *request, const char *calls, jso
         dones += json_object_get (entry, "_outputPath") != NULL;
     json_decref (entries);
     const char *first = json_string_value (json_array_get (ids, 0));
-    act_link_t *link = first? zhashx_lookup (self->accepted, first): NULL;
+    act_link_t *link = first? act_table_lookup (self->accepted, first): NULL;
     act_client_ignore_dones (self, request, link, dones);
 }
 

@@ -28,11 +28,52 @@ typedef struct {
 //  it sends for each open watch (a broker that is gone costs no more)
 #define ACT_CLIENT_UNWATCH_MS 200
 
+//  Entries kept at most in each of a client's tables of routes (owners,
+//  accepted) and of ignored requests, the oldest going first: as the
+//  Python library's ROUTES_KEPT
+#define ACT_CLIENT_ROUTES_KEPT 10000
+
+//  A table keyed by strings that keeps at most its limit of entries, the
+//  oldest (the least recently updated) going first (act_client_table.c)
+typedef struct _act_table_t act_table_t;
+
+//  A new table keeping at most limit entries; destructor (NULL: none)
+//  frees an item when its entry goes.
+act_table_t *act_table_new (size_t limit, zhashx_destructor_fn *destructor);
+
+//  Destroy the table and its items, and null the pointer; safe on NULL.
+void act_table_destroy (act_table_t **self_p);
+
+//  The item of key, or NULL.
+void *act_table_lookup (act_table_t *self, const char *key);
+
+//  Set key's item (replacing and freeing any), as the newest entry; the
+//  oldest go while there are more than the limit.
+void act_table_update (act_table_t *self, const char *key, void *item);
+
+//  Remove key's entry (its item freed), if any.
+void act_table_delete (act_table_t *self, const char *key);
+
+//  Remove every entry.
+void act_table_purge (act_table_t *self);
+
+//  Number of entries.
+size_t act_table_size (act_table_t *self);
+
+//  A copy of the keys, oldest first (a new list the caller destroys), to
+//  walk the table while it changes.
+zlistx_t *act_table_keys (act_table_t *self);
+
+//  Keep at most limit entries from the next update on (tests make it small).
+void act_table_set_limit (act_table_t *self, size_t limit);
+
 struct _act_client_t {
     zlistx_t *links;            //  act_link_t, the endpoints given, then learned
     zpoller_t *poller;          //  Polls every link's socket and monitor
-    zhashx_t *owners;           //  Context -> act_link_t learned from moved
-    zhashx_t *accepted;         //  Call id -> act_link_t that accepted it
+    act_table_t *owners;        //  Context -> act_link_t learned from moved
+                                //  or ACCEPTED (ACT_CLIENT_ROUTES_KEPT at most)
+    act_table_t *accepted;      //  Call id -> act_link_t that accepted it
+                                //  (ACT_CLIENT_ROUTES_KEPT at most)
     zhashx_t *pending;          //  Request id -> s_pending_t
     zlistx_t *kept;             //  act_reply_t received but not yet taken
     zlistx_t *lost;             //  act_reply_t: the ERROR disconnected of each
@@ -40,9 +81,11 @@ struct _act_client_t {
     zhashx_t *awaiting;         //  Request id of an accepted CALL with
                                 //  _outputPath -> act_link_t its DONE is due on
     zhashx_t *watches;          //  Request id of its WATCH -> act_watch_t
-    zhashx_t *ignored;          //  Request id -> s_ignored_t: requests whose
+    act_table_t *ignored;       //  Request id -> s_ignored_t: requests whose
                                 //  replies are dropped (old WATCHes,
-                                //  UNWATCHes, DONEs nobody waits for)
+                                //  UNWATCHes, DONEs nobody waits for),
+                                //  until their last (ACT_CLIENT_ROUTES_KEPT
+                                //  at most)
     json_t *prescribed;         //  Activity -> [until (zclock_mono), path or null]:
                                 //  TOOLS answers, kept ACT_CLIENT_PRESCRIBED_MS
     bool woke;                  //  An event was queued on a watch

@@ -494,7 +494,7 @@ s_dones_forget (act_client_t *self, const char *request, json_t *ids, size_t tak
     size_t due = json_array_size (ids);
     if (taken < due)
         act_client_ignore_dones (self, request,
-                                 first? zhashx_lookup (self->accepted, first): NULL,
+                                 first? act_table_lookup (self->accepted, first): NULL,
                                  due - taken);
 }
 
