@@ -114,7 +114,8 @@ void act_reply_destroy (act_reply_t **self_p);
 //  the caller frees, or NULL.
 char *act_reply_arg (act_reply_t *self, size_t index);
 
-//  CALL: submit call (JSON text) in context. Sets *call_id (caller frees).
+//  CALL: submit call (JSON text) in context. Sets *call_id (caller frees;
+//  NULL when it fails: bad_frame for an ACCEPTED without its call id).
 //  With wait and an _outputPath, waits for DONE and sets *outcome (a new
 //  reference). With wait (and outcome not NULL) and no _outputPath, asks
 //  TOOLS <activity> whether the call's tool prescribes an output path
@@ -158,7 +159,8 @@ json_t *act_client_resolve (act_client_t *self, const char *context,
 //  VIEW as JSON (a new reference), or NULL with err set.
 json_t *act_client_view (act_client_t *self, const char *context, act_err_t *err);
 
-//  VIEW as text (the caller frees), or NULL with err set.
+//  VIEW as text (the caller frees), or NULL with err set (bad_frame: a
+//  VALUE reply without its frame).
 char *act_client_view_text (act_client_t *self, const char *context, act_err_t *err);
 
 //  HISTORY: up to limit messages with _seq >= from. A new array, or NULL.

@@ -37,6 +37,12 @@
         opened and destroyed. Then the replies drained: the tables of
         routes must hold LIMIT entries at most, and no request may be
         ignored or pending any more (each UNWATCH's OK ended its WATCH).
+    malformed ENDPOINT
+        Against a fake broker: VIEW text answered VALUE without its frame,
+        CALL and PLAN answered ACCEPTED without call ids, RESOLVE of ctx
+        answered moved to itself (followed S_MAX_HOPS times) and of bad
+        answered moved to an endpoint that is not valid: each must fail
+        with err set, leaving no request pending.
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -289,6 +295,48 @@ s_tables (act_client_t *client, int rounds, size_t limit)
                                && zhashx_size (client->pending) == 0, &err);
 }
 
+//  Print a step that must have failed with err set and left nothing
+//  pending
+static void
+s_refused (act_client_t *client, const char *step, bool failed, act_err_t *err)
+{
+    act_err_t why = *err;
+    if (!failed || !err->code)
+        act_err_set (&why, ACT_E_INTERNAL, "%s, err %s", failed? "failed": "succeeded",
+                     err->code? err->code: "not set");
+    else
+    if (zhashx_size (client->pending))
+        act_err_set (&why, ACT_E_INTERNAL, "%zu pending", zhashx_size (client->pending));
+    printf ("%s: %s\n", step, err->code? err->code: "-");
+    s_step (step, failed && err->code && !zhashx_size (client->pending), &why);
+    act_err_clear (err);
+}
+
+//  Mode malformed: replies that break the protocol fail their request
+static void
+s_malformed (act_client_t *client)
+{
+    act_client_set_timeout (client, 2000);
+    act_err_t err = { NULL, "" };
+    char *text = act_client_view_text (client, "ctx", &err);
+    s_refused (client, "view text", text == NULL, &err);
+    free (text);
+    char *id = NULL;
+    int rc = act_client_call (client, "ctx", "{\"_tool\":\"x\"}", false, &id, NULL, &err);
+    s_refused (client, "call", rc == -1 && id == NULL, &err);
+    free (id);
+    json_t *ids = NULL;
+    rc = act_client_plan (client, "ctx", "[{\"_tool\":\"x\"}]", false, &ids, NULL, &err);
+    s_refused (client, "plan", rc == -1 && ids == NULL, &err);
+    json_decref (ids);
+    json_t *value = act_client_resolve (client, "ctx", "\xe2\x80\xa0state", NULL, &err);
+    s_refused (client, "moved too often", value == NULL, &err);
+    json_decref (value);
+    value = act_client_resolve (client, "bad", "\xe2\x80\xa0state", NULL, &err);
+    s_refused (client, "moved nowhere", value == NULL, &err);
+    json_decref (value);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -312,6 +360,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "late"))
         s_late (client);
+    else
+    if (streq (mode, "malformed"))
+        s_malformed (client);
     else
     if (streq (mode, "tables") && argc == 5)
         s_tables (client, atoi (argv [3]), (size_t) atol (argv [4]));

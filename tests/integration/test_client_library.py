@@ -227,5 +227,36 @@ class TablesBoundedTest(unittest.TestCase):
             self.assertIn("%s ok" % step, out)
 
 
+
+class MalformedRepliesTest(unittest.TestCase):
+    """Replies a broker could send that break the protocol: a VALUE
+    without its frame made act_client_view_text return NULL with err not
+    set, an ACCEPTED without its call id made act_client_call return 0
+    with *call_id NULL, and a moved reply not followed (past S_MAX_HOPS,
+    or naming no valid endpoint) was returned but its request left
+    pending for good."""
+
+    def test_malformed_replies_fail_their_request_and_leave_nothing(self):
+        def answer(command, request, args):
+            if command == "VIEW":
+                return [b"VALUE", request]
+            if command in ("CALL", "PLAN"):
+                return [b"ACCEPTED", request]
+            if command == "RESOLVE":
+                owner = broker.endpoint if args[0] == b"ctx" else "not an endpoint"
+                return [b"ERROR", request, b"moved", owner.encode()]
+            return None
+        with FakeBroker(answer) as broker:
+            code, out = run_helper("malformed", broker.endpoint)
+        self.assertEqual(code, 0, out)
+        self.assertIn("view text: bad_frame", out)
+        self.assertIn("call: bad_frame", out)
+        self.assertIn("plan: bad_frame", out)
+        self.assertIn("moved too often: moved", out)
+        self.assertIn("moved nowhere: moved", out)
+        #  Followed as far as S_MAX_HOPS (5), no further
+        self.assertEqual(broker.seen.get("RESOLVE"), 1 + 5 + 1, broker.seen)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -450,6 +450,31 @@ act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *li
     act_table_update (self->ignored, request, ignored);
 }
 
+//  pending was accepted (reply) by link: STATUS and CANCEL of its calls,
+//  and requests about its context, start at that broker
+static void
+s_accepted (act_client_t *self, act_link_t *link, s_pending_t *pending, act_reply_t *reply)
+{
+    char *ids = act_reply_arg (reply, 0);
+    json_t *list = ids && ids [0] == '['? json_loads (ids, 0, NULL): NULL;
+    if (list) {
+        size_t index;
+        json_t *id;
+        json_array_foreach (list, index, id)
+            if (json_is_string (id))    //  A broker's reply: checked
+                act_table_update (self->accepted, json_string_value (id), link);
+    }
+    else
+    if (ids && *ids)
+        act_table_update (self->accepted, ids, link);
+    json_decref (list);
+    free (ids);
+    if (s_expects_done (pending))
+        zhashx_update (self->awaiting, reply->request, link);
+    if (pending->context)
+        act_table_update (self->owners, pending->context, link);
+}
+
 //  A reply as the caller sees it, or NULL when it was handled here (a
 //  moved reply followed by sending the request again)
 static act_reply_t *
@@ -491,31 +516,12 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
         free (owner);
     }
     else
-    if (pending) {
-        if (streq (reply->verb, "ACCEPTED")) {
-            //  STATUS and CANCEL of these calls start at this broker
-            char *ids = act_reply_arg (reply, 0);
-            json_t *list = ids && ids [0] == '['? json_loads (ids, 0, NULL): NULL;
-            if (list) {
-                size_t index;
-                json_t *id;
-                json_array_foreach (list, index, id)
-                    if (json_is_string (id))    //  A broker's reply: checked
-                        act_table_update (self->accepted, json_string_value (id), link);
-            }
-            else
-            if (ids)
-                act_table_update (self->accepted, ids, link);
-            json_decref (list);
-            free (ids);
-            if (s_expects_done (pending))
-                zhashx_update (self->awaiting, reply->request, link);
-            if (pending->context)
-                act_table_update (self->owners, pending->context, link);
-        }
-        if (!streq (reply->verb, "ERROR") || !code || !streq (code, "moved"))
-            zhashx_delete (self->pending, reply->request);
-    }
+    if (pending && streq (reply->verb, "ACCEPTED"))
+        s_accepted (self, link, pending, reply);
+    //  Its reply, the caller's to see (a moved that was not followed: its
+    //  endpoint is not valid, or S_MAX_HOPS were): no longer pending
+    if (pending && reply)
+        zhashx_delete (self->pending, reply->request);
     free (code);
     return reply;
 }

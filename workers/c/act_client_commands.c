@@ -159,6 +159,8 @@ act_client_call (act_client_t *self, const char *context, const char *call,
 {
     if (outcome)
         *outcome = NULL;
+    if (call_id)
+        *call_id = NULL;
     json_t *parsed = call? act_json_parse (call, strlen (call), NULL): NULL;
     bool changed = false;
     //  With wait, a call without _outputPath gets its tool's prescribed one
@@ -178,6 +180,10 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     act_reply_t *reply = s_await (self, request);
     rc = act_client_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
+    if (rc == 0 && (!id || !*id)) {
+        rc = act_err_set (err, ACT_E_BAD_FRAME, "ACCEPTED reply without its call id");
+        zstr_free (&id);
+    }
     act_reply_destroy (&reply);
     //  Its DONE is awaited here, across a dropped connection (a watch), or
     //  by nobody: then dropped as it comes, not kept for act_client_recv
@@ -255,6 +261,11 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
         char *text = act_reply_arg (reply, 0);
         *ids = text? json_loads (text, 0, NULL): NULL;
         free (text);
+        if (!json_is_array (*ids)) {
+            rc = act_err_set (err, ACT_E_BAD_FRAME, "ACCEPTED reply without its call ids");
+            json_decref (*ids);
+            *ids = NULL;
+        }
     }
     act_reply_destroy (&reply);
     if (rc == 0 && !waits)
@@ -318,6 +329,8 @@ act_client_view_text (act_client_t *self, const char *context, act_err_t *err)
     }
     act_reply_t *reply = s_await (self, request);
     char *text = act_client_check (reply, "VALUE", err) == 0? act_reply_arg (reply, 0): NULL;
+    if (reply && !text && streq (reply->verb, "VALUE"))
+        act_err_set (err, ACT_E_BAD_FRAME, "VALUE reply without its frame");
     act_reply_destroy (&reply);
     return text;
 }
