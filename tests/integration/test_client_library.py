@@ -11,7 +11,7 @@ import unittest
 
 import zmq
 
-from harness import Actd, find_binary
+from harness import DAGGER, Actd, find_binary
 
 
 def run_helper(*args, timeout=60):
@@ -256,6 +256,30 @@ class MalformedRepliesTest(unittest.TestCase):
         self.assertIn("moved nowhere: moved", out)
         #  Followed as far as S_MAX_HOPS (5), no further
         self.assertEqual(broker.seen.get("RESOLVE"), 1 + 5 + 1, broker.seen)
+
+
+
+class ExampleSleepTest(unittest.TestCase):
+    """actd-example-worker's sleep cast ms to int: {"ms": 3000000000}
+    (negative as an int) and 4294967297 (1) were answered at once. An ms
+    the timer cannot take is refused with FAIL bad_params."""
+
+    def test_sleep_refuses_an_ms_beyond_an_int(self):
+        with Actd() as actd:
+            worker = example_worker(actd)
+            client = actd.client()
+            try:
+                for ms in (3000000000, 4294967297, -1):
+                    _, outcome = client.call("sleepy", {"_tool": "sleep", "ms": ms,
+                                                        "_outputPath": DAGGER + "state.s"})
+                    self.assertEqual(outcome["status"], "error", (ms, outcome))
+                    self.assertEqual(outcome["error"]["code"], "bad_params", (ms, outcome))
+                _, outcome = client.call("sleepy", {"_tool": "sleep", "ms": 10,
+                                                    "_outputPath": DAGGER + "state.s"})
+                self.assertEqual(outcome["status"], "ok", outcome)
+            finally:
+                client.close()
+                stop(worker)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@
       echo     params       -> params
       weather  {"city": s}  -> branch 0 {"city", "sky": "sunny"} when s has
                                an even length, else branch 1 (rainy)
-      sleep    {"ms": n}    -> {"slept": n} after n ms, answered from a
-                               timer: the loop keeps heartbeating meanwhile
+      sleep    {"ms": n}    -> {"slept": n} after n ms (0 to INT_MAX, else
+                               FAIL bad_params), answered from a timer: the
+                               loop keeps heartbeating meanwhile
 
     actd-example-worker [--endpoint EP] [--name NAME] [--capacity N]
                         [--heartbeat-ms N] [--curve-server KEY --curve-cert FILE]
@@ -67,8 +68,11 @@ static void
 s_sleep (act_task_t *task, void *arg)
 {
     json_t *ms = json_object_get (act_task_params (task), "ms");
-    if (!json_is_integer (ms) || json_integer_value (ms) < 0) {
-        act_task_fail (task, "bad_params", "sleep needs {\"ms\": integer}", false);
+    if (!json_is_integer (ms) || json_integer_value (ms) < 0
+    ||  json_integer_value (ms) > INT_MAX) {
+        //  The timer takes an int: a larger ms would wrap (3000000000: at once)
+        act_task_fail (task, "bad_params", "sleep needs {\"ms\": integer from 0 to 2147483647}",
+                       false);
         return;
     }
     act_worker_timer (act_task_worker (task), (int) json_integer_value (ms), s_woke, task);
