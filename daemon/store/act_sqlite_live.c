@@ -184,9 +184,13 @@ act_sqlite_live_advance (act_sqlite_live_t *self)
             return -1;
     if (s_run (self->queries [Q_MARK], to))
         return -1;
-    size_t moved = to - self->from < self->room? (size_t) (to - self->from): self->room;
-    memmove (self->alive, self->alive + moved, self->room - moved);
-    memset (self->alive + self->room - moved, 0, moved);
+    //  No flags yet (every call so far ended in the batch that stored it):
+    //  nothing to move, and alive is NULL, which memmove may not be given
+    if (self->room) {
+        size_t moved = to - self->from < self->room? (size_t) (to - self->from): self->room;
+        memmove (self->alive, self->alive + moved, self->room - moved);
+        memset (self->alive + self->room - moved, 0, moved);
+    }
     self->from = to;
     return 0;
 }
