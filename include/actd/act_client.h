@@ -124,7 +124,10 @@ char *act_reply_arg (act_reply_t *self, size_t index);
 //  that _outputPath and *outcome is set as above; otherwise *outcome stays
 //  NULL (fire-and-forget). A DONE not waited for here (without wait, or
 //  outcome NULL) is dropped as it comes: it never reaches act_client_recv
-//  (act_client_wait_call waits for such a call). Returns 0, or -1 with
+//  (act_client_wait_call waits for such a call). A call without an _id
+//  gets a random one when the client knows several brokers, or when a
+//  moved reply sends it on to the owner (docs/protocol.md section 12): a
+//  retry elsewhere is then the same call. Returns 0, or -1 with
 //  err set: the broker's
 //  ERROR code and message (of TOOLS too; bad_call when the registry
 //  prescribes another path by the time the call arrives), or "timeout".

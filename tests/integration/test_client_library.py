@@ -4,6 +4,7 @@ would not: driven through tests/helpers/client_library.c, which prints a
 line per step and exits 0 when each went as include/actd/act_client.h
 promises."""
 
+import json
 import signal
 import subprocess
 import threading
@@ -257,6 +258,38 @@ class MalformedRepliesTest(unittest.TestCase):
         #  Followed as far as S_MAX_HOPS (5), no further
         self.assertEqual(broker.seen.get("RESOLVE"), 1 + 5 + 1, broker.seen)
 
+
+class MovedCallTest(unittest.TestCase):
+    """A CALL without an _id from a client given one broker, told moved to
+    the owner: the client resends it to a third broker when the owner is
+    silent (a third of its timeout), so the call it sends to the owner
+    carries a random _id, which makes that resend the same call, not a
+    second one (docs/protocol.md section 12)."""
+
+    def test_a_call_sent_on_after_moved_has_an_id(self):
+        calls = []
+
+        def owner_answer(command, request, args):
+            if command == "CALL":
+                calls.append(json.loads(args[1]))
+                return [b"ACCEPTED", request, b"7"]
+            return None
+        with FakeBroker(owner_answer) as owner:
+            def first_answer(command, request, args):
+                if command == "CALL":
+                    calls.append(json.loads(args[1]))
+                    return [b"ERROR", request, b"moved", owner.endpoint.encode()]
+                return None
+            with FakeBroker(first_answer) as first:
+                result = subprocess.run(
+                    [find_binary("actctl"), "--endpoint", first.endpoint, "--json",
+                     "--timeout", "5000", "call", "ctx", json.dumps({"_tool": "t", "x": 1})],
+                    capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(len(calls), 2, calls)
+        self.assertNotIn("_id", calls[0])           #  One broker known: none
+        self.assertIn("_id", calls[1])              #  Sent on to the owner
+        self.assertEqual({k: v for k, v in calls[1].items() if k != "_id"}, calls[0])
 
 
 class ExampleSleepTest(unittest.TestCase):

@@ -153,6 +153,25 @@ s_give_id (act_client_t *self, json_t *call, bool *changed)
     }
 }
 
+void
+act_client_id_call (zmsg_t *args)
+{
+    zframe_t *context = zmsg_first (args);
+    zframe_t *frame = context? zmsg_next (args): NULL;
+    json_t *call = frame? act_json_parse ((const char *) zframe_data (frame),
+                                          zframe_size (frame), NULL): NULL;
+    if (json_is_object (call) && !json_object_get (call, "_id")) {
+        zuuid_t *uuid = zuuid_new ();
+        json_object_set_new (call, "_id", json_string (zuuid_str_canonical (uuid)));
+        zuuid_destroy (&uuid);
+        char *text = act_json_dump (call);
+        if (text)
+            zframe_reset (frame, text, strlen (text));
+        free (text);
+    }
+    json_decref (call);
+}
+
 int
 act_client_call (act_client_t *self, const char *context, const char *call,
                  bool wait, char **call_id, json_t **outcome, act_err_t *err)

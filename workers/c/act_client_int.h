@@ -123,6 +123,12 @@ act_reply_t *act_client_read (act_client_t *self, int timeout_ms);
 //  The reply's verb must be expected; an ERROR or a timeout sets err.
 int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
 
+//  From act_client_commands.c: args are a CALL's ([context][call]) about
+//  to be sent to a second broker after a moved reply (which stored
+//  nothing): a call without an _id gets a random one, so that sending it
+//  again to a third (the owner silent) cannot run it twice.
+void act_client_id_call (zmsg_t *args);
+
 //  From act_client_watch.c: wait for the outcomes of the calls in ids
 //  (call ids of context) submitted by request, from their DONE replies or
 //  a watch of context. Fills outcomes (call id -> outcome); returns 0, or
