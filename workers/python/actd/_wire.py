@@ -11,7 +11,8 @@ Several brokers sharing one store each own some contexts. A request about
 context C goes first to the broker C was last seen at, else to the broker
 rendezvous hashing ranks first for C (:func:`rendezvous` and :func:`score`:
 the same rule in every actd client library); an ``ERROR moved`` reply names the owner, and
-the request is sent there again (at most :data:`MAX_HOPS` times). A broker
+the request is sent there again (at most :data:`MAX_HOPS` times; a ``CALL``
+without an ``_id`` is given a random one then, as it may be sent on again). A broker
 that does not answer within ``request_timeout`` is skipped for
 :data:`DEAD_FOR` seconds and the request goes to the next broker in C's
 order. A client given one endpoint has no ``request_timeout`` by default;
@@ -34,7 +35,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tu
 from .errors import ActdError, Disconnected, ProtocolError, error_for
 from .types import Outcome
 from ._codec import (HEADER, decode_frame, parse_ok, parse_status, parse_value, read_outcome,
-                     request_frames, text_arg)
+                     request_frames, text_arg, with_ids)
 from ._watch import WATCH_LOST, Subscription, Watch
 
 log = logging.getLogger("actd.client")
@@ -445,6 +446,11 @@ class Tracker:
             _remember(self._owners, pending.context, owner)
         if pending.call_id is not None:
             _remember(self._accepted, pending.call_id, owner)
+        if pending.command == "CALL" and len(pending.args) > 1:
+            # The moved broker stored nothing, but the owner may store the
+            # call and then fall silent, and the request be sent on again:
+            # a call without an _id gets one now, so that it runs once
+            pending.args[1] = with_ids(pending.args[1], plan=False)
         log.debug("%s moved to %s", pending.command, owner)
         pending.hops += 1
         pending.endpoint = owner

@@ -163,8 +163,10 @@ class Client:
     given explicitly stays None) is skipped for a while and the request
     goes to the next broker. Such a retry may deliver a request twice:
     each ``CALL`` and each call of a ``PLAN`` without an ``_id`` is given
-    one (a random UUID) when several endpoints are given, so that actd runs
-    it once (an ``APPEND`` sent twice is appended twice). Calls whose ``DONE`` is
+    one (a random UUID) when several endpoints are given, and a ``CALL``
+    without one that a ``moved`` reply sends on to the owner is given one
+    then, so that actd runs it once (an ``APPEND`` sent twice is appended
+    twice). Calls whose ``DONE`` is
     awaited are followed with ``STATUS`` every ``status_poll`` seconds once
     that long has passed without it (a broker that took the context over
     from a dead one cannot send ``DONE`` to this client); None turns this

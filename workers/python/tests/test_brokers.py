@@ -329,7 +329,10 @@ class MovedToADeadOwnerTest(unittest.TestCase):
     to another broker after the several-endpoints default of
     ``request_timeout`` (as the C library does after a third of its
     timeout), rather than waiting the whole of its own timeout for the dead
-    one; unless ``request_timeout`` was chosen, None included."""
+    one; unless ``request_timeout`` was chosen, None included. A ``CALL``
+    without an ``_id`` it sends on to the owner gets a random one (the
+    moved broker stored nothing), so that sending it back cannot run it
+    twice (docs/protocol.md section 12)."""
 
     A = "tcp://127.0.0.1:1"
     B = "tcp://127.0.0.1:2"
@@ -453,6 +456,93 @@ class MovedToADeadOwnerTest(unittest.TestCase):
                 self.assertEqual(client.request_timeout, 0.5)
         asyncio.run(scenario())
         self.assertEqual([got[1] for got in dead.received], [b"STATUS"])
+
+    CALL = {"_tool": "t", "x": 1, "note": "\u2020"}
+
+    def call_moved(self, tracker: Any, call: Any) -> Tuple[bytes, List[List[bytes]]]:
+        """CALL of call, sent to A, answered moved to B; returns its request
+        id and the frames queued: [to A, to B]."""
+        future: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        request_id = tracker.send("CALL", _codec.call_args("ctx", call, False),
+                                  _wire.Pending("call", future, outcomes=[None]))
+        self.assertEqual(tracker.dispatch(self.A, [b"ACTC01", b"ERROR", request_id, b"moved",
+                                                   self.B.encode()]), [])
+        frames = [sent for _, sent in tracker.outbox]
+        self.assertEqual([endpoint for endpoint, _ in tracker.outbox], [self.A, self.B])
+        tracker.outbox.clear()
+        return request_id, frames
+
+    def test_a_call_sent_on_to_the_owner_gets_an_id_kept_when_sent_back(self) -> None:
+        """The owner may store the call and then fall silent: the call sent
+        back to A after the timeout must be the same one (its _id)."""
+        tracker = self.tracker()
+        request_id, (to_a, to_b) = self.call_moved(tracker, self.CALL)
+        first, second = json.loads(to_a[4]), json.loads(to_b[4])
+        self.assertEqual(first, self.CALL)                  # One broker known: none
+        self.assertRegex(second.pop("_id"), r"^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
+        self.assertEqual(second, self.CALL)
+        self.assertEqual(to_b[:4], to_a[:4])
+        self.tick_at(tracker, 100.0 + actd.client.MULTI_REQUEST_TIMEOUT + 0.5)
+        (endpoint, again), = list(tracker.outbox)
+        self.assertEqual(endpoint, self.A)
+        self.assertEqual(again, to_b)                       # The same _id
+
+    def test_an_id_given_is_kept_and_plan_is_left_alone(self) -> None:
+        tracker = self.tracker()
+        _, (to_a, to_b) = self.call_moved(tracker, dict(self.CALL, _id="mine"))
+        self.assertEqual(to_b, to_a)
+        future: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        args, _ = _codec.plan_args("ctx", [self.CALL], False)
+        request_id = tracker.send("PLAN", args, _wire.Pending("plan", future))
+        tracker.dispatch(self.A, [b"ACTC01", b"ERROR", request_id, b"moved", self.B.encode()])
+        (_, to_a), (_, to_b) = list(tracker.outbox)
+        self.assertEqual(to_b, to_a)
+
+    def moved_then_accepted(self) -> Tuple[FakeBroker, List[Dict[str, Any]]]:
+        """A broker that answers CALL moved to a second, which records the
+        CALL and accepts it; returns the first and the calls received."""
+        calls: List[Dict[str, Any]] = []
+
+        def owner_answer(frames: List[bytes]) -> Any:
+            if frames[1] == b"CALL":
+                calls.append(json.loads(frames[4]))
+                return [b"ACTC01", b"ACCEPTED", frames[2], b"7"]
+            return None
+        owner = FakeBroker(owner_answer)
+
+        def first_answer(frames: List[bytes]) -> Any:
+            if frames[1] == b"CALL":
+                calls.append(json.loads(frames[4]))
+                return [b"ACTC01", b"ERROR", frames[2], b"moved", owner.endpoint.encode()]
+            return None
+        first = FakeBroker(first_answer)
+        self.addCleanup(owner.close)
+        self.addCleanup(first.close)
+        return first, calls
+
+    def check_calls(self, calls: List[Dict[str, Any]]) -> None:
+        self.assertEqual(len(calls), 2, calls)
+        self.assertNotIn("_id", calls[0])                   # One broker known: none
+        self.assertIn("_id", calls[1])                      # Sent on to the owner
+        self.assertEqual({k: v for k, v in calls[1].items() if k != "_id"}, calls[0])
+
+    def test_the_threaded_client_gives_the_call_it_sends_on_an_id(self) -> None:
+        first, calls = self.moved_then_accepted()
+        with actd.Client(first.endpoint, timeout=5.0) as client:
+            self.assertEqual(client.call("ctx", self.CALL, wait=False), "7")
+        self.check_calls(calls)
+        self.assertEqual(calls[0], self.CALL)
+
+    def test_the_asyncio_client_gives_the_call_it_sends_on_an_id(self) -> None:
+        first, calls = self.moved_then_accepted()
+
+        async def scenario() -> None:
+            async with actd.aio.AsyncClient(first.endpoint, timeout=5.0) as client:
+                self.assertEqual(await client.call("ctx", json.dumps(self.CALL), wait=False),
+                                 "7")
+        asyncio.run(scenario())
+        self.check_calls(calls)
+        self.assertEqual(calls[0], self.CALL)
 
 
 class TwoBrokersTest(unittest.TestCase):
