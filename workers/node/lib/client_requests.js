@@ -5,7 +5,7 @@
 
 const { Link } = require ('./link');
 const { ActdError, errorFromReply } = require ('./errors');
-const { rendezvous } = require ('./route');
+const { rendezvous, withIds } = require ('./route');
 
 const HEADER = 'ACTC01';
 const MAX_HOPS = 5;                     //  moved replies followed per request
@@ -28,6 +28,20 @@ function s_remember (map, key, value) {
     map.set (key, value);
     if (map.size > ROUTES_KEPT)
         map.delete (map.keys ().next ().value);
+}
+
+//  A CALL's call (JSON text) given an _id (a random UUID) when it is an
+//  object without one; otherwise as it was
+function s_call_with_id (text) {
+    let call;
+    try {
+        call = JSON.parse (String (text));
+    }
+    catch (error) {
+        return text;
+    }
+    const given = withIds (call, false);
+    return given === call? text: JSON.stringify (given);
 }
 
 class ClientRequests {
@@ -126,7 +140,9 @@ class ClientRequests {
     //  it cannot (no owner named, too many hops, or an endpoint zeromq
     //  cannot connect to, such as the tcp://*:5555 of a broker bound to a
     //  wildcard address without server/advertise: the request then
-    //  rejects with the moved error, as in the C library)
+    //  rejects with the moved error, as in the C library). A CALL without
+    //  an _id gets a random one: the moved broker stored nothing, but the
+    //  owner may store it and fall silent, and the request be sent on again
     _follow (request, args) {
         const owner = args [1]? args [1].toString (): '';
         if (!owner || request.hops >= MAX_HOPS)
@@ -145,6 +161,9 @@ class ClientRequests {
             s_remember (this._owners, request.context, owner);
         if (request.callId !== undefined)
             s_remember (this._accepted, request.callId, owner);
+        if (request.command === 'CALL' && request.args.length > 1)
+            request.args = [request.args [0], s_call_with_id (request.args [1]),
+                            ...request.args.slice (2)];
         request.hops++;
         request.endpoint = owner;
         this._transmit (request);

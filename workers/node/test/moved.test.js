@@ -4,7 +4,9 @@
 //  broker after the several-endpoints default of requestTimeoutMs (5000),
 //  as the C library does after a third of its timeout, rather than waiting
 //  the whole of timeoutMs for the dead one; unless requestTimeoutMs was
-//  given, 0 included. The client's request routing is driven by hand (its
+//  given, 0 included. A CALL without an _id that it sends on to the owner
+//  gets a random one (the moved broker stored nothing), so that sending it
+//  back cannot run it twice. The client's request routing is driven by hand (its
 //  links faked, Date.now on a clock the test moves), then once against
 //  scripted brokers in real time.
 
@@ -16,17 +18,22 @@ const { ScriptedBroker } = require ('./actd');
 const A = 'tcp://127.0.0.1:1';
 const B = 'tcp://127.0.0.1:2';
 const STATUS = { call_id: 'c-1', context: 'ctx', state: 'queued', attempts: 0 };
+const CALL = { _tool: 't', x: 1, note: '\u2020' };
+const UUID = /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/;
 const realNow = Date.now;
 
 //  A client given endpoint A whose requests are recorded, not sent:
-//  client.sent holds [endpoint, command, request id] of each
+//  client.sent holds [endpoint, command, request id] of each, client.frames
+//  [endpoint, frames as strings]
 function recording (options = {}) {
     const client = new Client ({ endpoint: A, timeoutMs: 0, ...options });
     client.sent = [];
+    client.frames = [];
     client._link = (endpoint) => ({
         up: true,
         send: async (frames) => {
             client.sent.push ([endpoint, String (frames [1]), String (frames [2])]);
+            client.frames.push ([endpoint, frames.map (String)]);
         },
         close () {}
     });
@@ -110,6 +117,83 @@ describe ('moved to an owner that does not answer', () => {
         now += 21000;
         client._scan ();
         assert.deepEqual (client.sent, [[A, 'STATUS', id]]);
+    });
+
+    //  command with body, sent to A, answered moved to B: its promise,
+    //  request id and the frames sent [to A, to B]
+    function submitMoved (client, command, body) {
+        const submitted = command === 'CALL'? client.submit ('ctx', body)
+                                            : client.submitPlan ('ctx', body);
+        submitted.catch (() => {});     //  Rejected (closed) at the end
+        const id = client.sent [0][2];
+        reply (client, A, 'ERROR', id, 'moved', B);
+        assert.deepEqual (client.frames.map (([endpoint]) => endpoint), [A, B]);
+        const frames = client.frames.map (([, frames]) => frames);
+        client.sent = [];
+        client.frames = [];
+        return { submitted, id, frames };
+    }
+
+    it ('gives a CALL it sends on to the owner an _id, kept when it is sent back', async () => {
+        fakeClock ();
+        const client = recording ();
+        clients.push (client);
+        const { submitted, id, frames: [toA, toB] } = submitMoved (client, 'CALL', CALL);
+        const first = JSON.parse (toA [4]);
+        const second = JSON.parse (toB [4]);
+        assert.deepEqual (first, CALL);                 //  One broker known: none
+        assert.match (second._id, UUID);
+        delete second._id;
+        assert.deepEqual (second, CALL);
+        assert.deepEqual (toB.slice (0, 4), toA.slice (0, 4));
+        //  The owner silent: sent back to A, the same call (its _id)
+        now += 5500;
+        client._scan ();
+        assert.deepEqual (client.frames, [[A, toB]]);
+        reply (client, A, 'ACCEPTED', id, '7');
+        assert.equal ((await submitted).callId, '7');
+    });
+
+    it ('keeps an _id given, and sends a PLAN on as it was', async () => {
+        fakeClock ();
+        const client = recording ();
+        clients.push (client);
+        const given = submitMoved (client, 'CALL', { ...CALL, _id: 'mine' });
+        assert.deepEqual (given.frames [1], given.frames [0]);
+        const other = recording ();     //  ctx's owner not known yet
+        clients.push (other);
+        const plan = submitMoved (other, 'PLAN', [CALL]);
+        assert.deepEqual (plan.frames [1], plan.frames [0]);
+    });
+
+    it ('gives a CALL an _id when sent on, against scripted brokers', async () => {
+        const calls = [];
+        const owner = await new ScriptedBroker ().start ((frames) => {
+            if (String (frames [1]) !== 'CALL')
+                return null;
+            calls.push (JSON.parse (frames [4]));
+            return ['ACTC01', 'ACCEPTED', frames [2], '7'];
+        });
+        const first = await new ScriptedBroker ().start ((frames) => {
+            if (String (frames [1]) !== 'CALL')
+                return null;
+            calls.push (JSON.parse (frames [4]));
+            return ['ACTC01', 'ERROR', frames [2], 'moved', owner.endpoint];
+        });
+        const client = new Client ({ endpoint: first.endpoint, timeoutMs: 5000 });
+        try {
+            assert.equal (await client.call ('ctx', CALL, { wait: false }), '7');
+            assert.equal (calls.length, 2, JSON.stringify (calls));
+            assert.deepEqual (calls [0], CALL);         //  One broker known: none
+            assert.match (calls [1]._id, UUID);         //  Sent on to the owner
+            const { _id, ...rest } = calls [1];
+            assert.deepEqual (rest, calls [0]);
+        }
+        finally {
+            client.close ();
+            first.close ();
+            owner.close ();
+        }
     });
 
     it ('gets its answer from the live broker within 5 s, against scripted brokers', async () => {
