@@ -110,7 +110,6 @@ class Client {
         if (!(this.requestTimeoutMs >= 0) || !(this.statusPollMs >= 0))
             throw new TypeError ('requestTimeoutMs and statusPollMs are numbers >= 0');
         this._curve = curveOptions (options);
-        this._autoId = endpoints.length > 1;
         this._links = new Map ();       //  endpoint -> Link
         this._dead = new Map ();        //  endpoint -> skipped until (Date.now ())
         this._owners = new Map ();      //  context -> endpoint
@@ -216,9 +215,10 @@ class Client {
 
     _submit (command, context, body, track, options) {
         const plan = command === 'PLAN';
-        //  With several brokers a request may be sent twice (a retry after
-        //  a timeout): an _id makes actd run each call once
-        if (this._autoId)
+        //  With several brokers (given, or named by a moved reply since) a
+        //  request may be sent twice (a retry after a timeout): an _id
+        //  makes actd run each call once
+        if (this.endpoints.length > 1)
             body = withIds (body, plan);
         const text = s_json (body, plan? 'the plan': 'the call');
         const outputs = plan? (Array.isArray (body)? body.map (s_has_output): [])

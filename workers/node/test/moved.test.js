@@ -188,6 +188,12 @@ describe ('moved to an owner that does not answer', () => {
             assert.match (calls [1]._id, UUID);         //  Sent on to the owner
             const { _id, ...rest } = calls [1];
             assert.deepEqual (rest, calls [0]);
+            //  Two brokers known now: a later call, straight to the owner
+            //  (which may go silent), gets an _id of its own too
+            assert.equal (await client.call ('ctx', CALL, { wait: false }), '7');
+            assert.equal (calls.length, 3, JSON.stringify (calls));
+            assert.match (calls [2]._id, UUID);
+            assert.notEqual (calls [2]._id, calls [1]._id);
         }
         finally {
             client.close ();

@@ -154,7 +154,6 @@ class AsyncClient:
         self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
         self.status_poll: Optional[float] = status_poll
-        self._auto_id = len(endpoints) > 1
         self._prescriptions = _prescribed.Prescriptions()   # TOOLS answers, kept 2 s
         self._context = context or zmq.asyncio.Context.instance()
         self._sockets: Dict[str, zmq.asyncio.Socket] = {}
@@ -211,6 +210,13 @@ class AsyncClient:
         self._monitors = {}
         for action in self._tracker.fail_all(Closed("the client was closed")):
             action()
+
+    @property
+    def _auto_id(self) -> bool:
+        """Calls get a random ``_id`` while the client knows several
+        brokers (given, or named by a ``moved`` reply since): a request
+        sent again to another broker is then the same call."""
+        return len(self._tracker.endpoints) > 1
 
     @property
     def pending(self) -> int:

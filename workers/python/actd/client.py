@@ -192,7 +192,6 @@ class Client:
         self.endpoint: str = endpoints[0]
         self.timeout: Optional[float] = timeout
         self.status_poll: Optional[float] = status_poll
-        self._auto_id = len(endpoints) > 1
         self._prescriptions = _prescribed.Prescriptions()   # TOOLS answers, kept 2 s
         self._context = context or zmq.Context.instance()
         self._sockets: Dict[str, zmq.Socket] = {}
@@ -254,6 +253,13 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         """Close the client."""
         self.close()
+
+    @property
+    def _auto_id(self) -> bool:
+        """Calls get a random ``_id`` while the client knows several
+        brokers (given, or named by a ``moved`` reply since): a request
+        sent again to another broker is then the same call."""
+        return len(self._tracker.endpoints) > 1
 
     @property
     def pending(self) -> int:

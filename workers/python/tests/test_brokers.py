@@ -533,6 +533,19 @@ class MovedToADeadOwnerTest(unittest.TestCase):
         self.check_calls(calls)
         self.assertEqual(calls[0], self.CALL)
 
+    def test_later_calls_get_an_id_once_a_second_broker_is_known(self) -> None:
+        """The client knows two brokers after the moved reply: a later call
+        of the context goes straight to the owner, and may be sent on
+        again if it is silent, so it gets an _id too (the choice is made
+        per call, from the brokers known then)."""
+        first, calls = self.moved_then_accepted()
+        with actd.Client(first.endpoint, timeout=5.0) as client:
+            self.assertEqual(client.call("ctx", self.CALL, wait=False), "7")
+            self.assertEqual(client.call("ctx", self.CALL, wait=False), "7")
+        self.assertEqual(len(calls), 3, calls)
+        self.assertIn("_id", calls[2])                      # Straight to the owner
+        self.assertNotEqual(calls[2]["_id"], calls[1]["_id"])
+
     def test_the_asyncio_client_gives_the_call_it_sends_on_an_id(self) -> None:
         first, calls = self.moved_then_accepted()
 
