@@ -42,7 +42,7 @@ typedef struct {
 //  endpoints of $ACTD_ENDPOINT (else ACT_CLIENT_ENDPOINT), and CURVE when
 //  $ACTD_SERVER_KEY (the broker's public key) and $ACTD_CERT (this
 //  client's certificate file) are set. Returns NULL if an endpoint is not
-//  valid, or (endpoint NULL) if only one of the two variables is set,
+//  valid (a tcp:// one whose port is not 1 to 65535 included), or (endpoint NULL) if only one of the two variables is set,
 //  $ACTD_SERVER_KEY is not a CURVE public key or the certificate does not
 //  load. Connecting is asynchronous: nothing
 //  waits for the broker. Signals stay as the program had them: CZMQ's

@@ -124,6 +124,21 @@ class CommandLineTest(unittest.TestCase):
                       "--limit", "1000", "history", "c")
         self.assertEqual(done.returncode, 3, done.stderr)
 
+    def test_a_port_out_of_range_is_a_bad_endpoint(self):
+        for endpoint in ("tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1:65536",
+                         "tcp://127.0.0.1:-1", "tcp://127.0.0.1:55x",
+                         "tcp://127.0.0.1:5555,tcp://127.0.0.1:70000"):
+            with self.subTest(endpoint=endpoint):
+                done = actctl("--endpoint", endpoint, "--timeout", "300", "ping", timeout=20)
+                self.assertEqual((done.returncode, done.stderr),
+                                 (2, "actctl: bad endpoint %s\n" % endpoint))
+        #  The bounds themselves are ports, as is a name or an IPv6 address
+        for endpoint in ("tcp://127.0.0.1:1", "tcp://127.0.0.1:65535", "tcp://localhost:65535",
+                         "tcp://[::1]:65535"):
+            with self.subTest(endpoint=endpoint):
+                done = actctl("--endpoint", endpoint, "--timeout", "300", "ping", timeout=20)
+                self.assertEqual(done.returncode, 3, done.stderr)
+
     def test_tail_with_no_broker_gives_up_after_its_timeout(self):
         endpoint = "tcp://127.0.0.1:%d" % free_port()
         for args in ((), ("--from", "0")):

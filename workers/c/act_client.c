@@ -80,10 +80,28 @@ s_pending_destroy (void **item)
     *item = NULL;
 }
 
+//  True unless endpoint is a tcp:// one whose port (after its last ':') is
+//  not a decimal number of 1 to 65535: libzmq checks only that the port
+//  starts with a digit, and a connect to "tcp://host:99999" would wait for
+//  a reply that cannot come rather than fail
+static bool
+s_port_valid (const char *endpoint)
+{
+    if (strncmp (endpoint, "tcp://", 6) != 0)
+        return true;
+    const char *colon = strrchr (endpoint, ':');
+    const char *port = colon + 1;
+    size_t digits = strspn (port, "0123456789");
+    return colon > endpoint + 5 && digits >= 1 && digits <= 5 && !port [digits]
+        && atoi (port) >= 1 && atoi (port) <= 65535;
+}
+
 //  Connect a link to endpoint (with CURVE when set); NULL if it is not valid
 static act_link_t *
 s_link_add (act_client_t *self, const char *endpoint)
 {
+    if (!s_port_valid (endpoint))
+        return NULL;
     for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
         if (streq (link->endpoint, endpoint))
             return link;
