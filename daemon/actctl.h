@@ -48,6 +48,12 @@ void actctl_print_line (const json_t *value);
 //  3 for no reply)
 int actctl_fail (const actctl_options_t *options, act_err_t *err);
 
+//  actctl_print.c: answer (a request's, NULL when it failed) when it is a
+//  JSON value of type (JSON_OBJECT or JSON_ARRAY); else NULL, with err set
+//  to bad_json naming command and answer dropped (when answer is NULL, err
+//  says already why)
+json_t *actctl_expect (json_t *answer, json_type type, const char *command, act_err_t *err);
+
 //  actctl_print.c: "" for 1, else "s"
 const char *actctl_plural (json_int_t count);
 

@@ -6,13 +6,14 @@
 #include <sys/stat.h>
 #include "actctl.h"
 
+//  stats: the broker's STATS (an object), as lines or as JSON
 int
 actctl_stats (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
     (void) args;
     (void) nargs;
     act_err_t err = { 0 };
-    json_t *stats = act_client_stats (client, &err);
+    json_t *stats = actctl_expect (act_client_stats (client, &err), JSON_OBJECT, "STATS", &err);
     if (!stats)
         return actctl_fail (options, &err);
     if (options->json)

@@ -16,6 +16,21 @@ s_ok (const json_t *outcome)
     return status && streq (status, "ok");
 }
 
+//  status when it is a STATUS as the commands read it, an object with a
+//  string state; else NULL, status dropped, with err set (bad_json). A
+//  NULL status (a request that failed, err set) stays NULL
+static json_t *
+s_status_checked (json_t *status, act_err_t *err)
+{
+    status = actctl_expect (status, JSON_OBJECT, "STATUS", err);
+    if (status && !json_is_string (json_object_get (status, "state"))) {
+        json_decref (status);
+        act_err_set (err, ACT_E_BAD_JSON, "STATUS without a string state");
+        return NULL;
+    }
+    return status;
+}
+
 //  Print a call's outcome; returns the exit code (0 when it ended ok)
 static int
 s_outcome (actctl_options_t *options, const json_t *outcome)
@@ -85,7 +100,7 @@ s_live_wait (act_client_t *client, actctl_options_t *options, const char *call_i
     json_t *status = NULL;
     while (true) {
         json_decref (status);
-        status = act_client_status (client, call_id, err);
+        status = s_status_checked (act_client_status (client, call_id, err), err);
         if (!status
         ||  act_client_state_ended (json_string_value (json_object_get (status, "state")))
         ||  zclock_mono () > deadline)
@@ -161,7 +176,8 @@ s_wait_status (act_client_t *client, actctl_options_t *options, const char *call
 {
     act_err_t err = { 0 };
     json_t *status = options->live? s_live_wait (client, options, call_id, &err)
-                                  : act_client_wait_call (client, call_id, &err);
+                                  : s_status_checked (act_client_wait_call (client, call_id,
+                                                                            &err), &err);
     if (!status && !streq (err.code, ACT_E_TIMEOUT))
         return actctl_fail (options, &err);
     int rc;
@@ -231,7 +247,7 @@ s_plan_status (act_client_t *client, const actctl_options_t *options, const char
         *err = (act_err_t) { 0 };
         status = act_client_status (client, call_id, err);
     }
-    return status;
+    return s_status_checked (status, err);
 }
 
 //  plan --wait: the end of each accepted call, in the order of ids: its
@@ -326,13 +342,15 @@ actctl_plan (act_client_t *client, actctl_options_t *options, char **args, int n
     return rc;
 }
 
+//  status: the call's STATUS (an object with a string state; another
+//  answer is bad_json, exit 1), as lines or as JSON
 int
 actctl_status (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
     const char *call_id = args [0];
     (void) nargs;
     act_err_t err = { 0 };
-    json_t *status = act_client_status (client, call_id, &err);
+    json_t *status = s_status_checked (act_client_status (client, call_id, &err), &err);
     if (!status)
         return actctl_fail (options, &err);
     if (options->json)

@@ -56,6 +56,36 @@ s_print_message (const json_t *message)
     free (text);
 }
 
+//  A HISTORY page asked from from: an array of objects, each with an
+//  integer _seq, increasing and at least from (and 1). Sets *next to the
+//  from of the following page (the last _seq plus one; from when the page
+//  is empty) and returns 0; or -1 with err set (bad_json): a page that
+//  does not say where it ends must not be taken for one that does, and
+//  --all asks again only from a _seq past the last one
+static int
+s_history_checked (const json_t *page, uint64_t from, uint64_t *next, act_err_t *err)
+{
+    if (!json_is_array (page))
+        return act_err_set (err, ACT_E_BAD_JSON, "HISTORY did not answer an array");
+    *next = from;
+    size_t index;
+    json_t *message;
+    json_array_foreach (page, index, message) {
+        json_t *seq = json_object_get (message, "_seq");
+        json_int_t value = json_integer_value (seq);
+        if (!json_is_integer (seq) || value < 1 || (uint64_t) value < *next)
+            return act_err_set (err, ACT_E_BAD_JSON, "HISTORY from %" PRIu64 ": message %zu "
+                                "has no integer _seq of at least %" PRIu64, from, index,
+                                *next > 1? *next: 1);
+        *next = (uint64_t) value + 1;
+    }
+    return 0;
+}
+
+//  history: the page from --from, or with --all every page to the first
+//  empty one (actd stops a page early at max_reply_bytes), as lines or as
+//  one JSON array. A page of the wrong shape is bad_json (exit 1) before
+//  anything is printed
 int
 actctl_history (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
@@ -66,18 +96,16 @@ actctl_history (act_client_t *client, actctl_options_t *options, char **args, in
     json_t *all = json_array ();
     while (true) {
         json_t *page = act_client_history (client, context, from, options->limit, &err);
-        if (!page) {
+        uint64_t next = from;
+        if (!page || s_history_checked (page, from, &next, &err)) {
+            json_decref (page);
             json_decref (all);
             return actctl_fail (options, &err);
         }
         size_t size = json_array_size (page);
         json_array_extend (all, page);
-        if (size)
-            from = (uint64_t) json_integer_value (json_object_get (
-                       json_array_get (page, size - 1), "_seq")) + 1;
         json_decref (page);
-        //  Only an empty page is the end: actd stops a page early at
-        //  max_reply_bytes
+        from = next;
         if (!options->all || size == 0)
             break;
     }
@@ -180,7 +208,34 @@ actctl_tail (act_client_t *client, actctl_options_t *options, char **args, int n
     return rc;
 }
 
-//  contexts: every page, as a table or one JSON object a line
+//  A CONTEXTS page asked after after (NULL: the first): an object whose
+//  contexts is an array of objects each with a string context, and whose
+//  next, when there, is a string after after in byte order (asking from
+//  a next that does not advance would ask for ever). Returns 0, or -1
+//  with err set (bad_json)
+static int
+s_contexts_checked (const json_t *page, const char *after, act_err_t *err)
+{
+    json_t *contexts = json_object_get (page, "contexts");
+    if (!json_is_object (page) || !json_is_array (contexts))
+        return act_err_set (err, ACT_E_BAD_JSON,
+                            "CONTEXTS did not answer an object with a contexts array");
+    size_t index;
+    json_t *entry;
+    json_array_foreach (contexts, index, entry)
+        if (!json_is_string (json_object_get (entry, "context")))
+            return act_err_set (err, ACT_E_BAD_JSON, "CONTEXTS: entry %zu is not an object "
+                                "with a string context", index);
+    json_t *next = json_object_get (page, "next");
+    const char *text = json_string_value (next);
+    if (next && (!text || !*text || (after && strcmp (text, after) <= 0)))
+        return act_err_set (err, ACT_E_BAD_JSON, "CONTEXTS: next is not a context id after "
+                            "'%.100s'", after? after: "");
+    return 0;
+}
+
+//  contexts: every page, as a table or one JSON object a line; a page of
+//  the wrong shape is bad_json (exit 1), after the pages before it
 int
 actctl_contexts (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
@@ -192,10 +247,13 @@ actctl_contexts (act_client_t *client, actctl_options_t *options, char **args, i
                 "UPDATED");
     do {
         json_t *page = act_client_contexts (client, prefix, after, options->limit, &err);
+        if (!page || s_contexts_checked (page, after, &err)) {
+            json_decref (page);
+            free (after);
+            return actctl_fail (options, &err);
+        }
         free (after);
         after = NULL;
-        if (!page)
-            return actctl_fail (options, &err);
         size_t index;
         json_t *entry;
         json_array_foreach (json_object_get (page, "contexts"), index, entry) {
@@ -218,6 +276,8 @@ actctl_contexts (act_client_t *client, actctl_options_t *options, char **args, i
     return 0;
 }
 
+//  delete: the context, printing the counts DELETE answers (an object;
+//  another answer is bad_json, exit 1)
 int
 actctl_delete (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
@@ -225,7 +285,9 @@ actctl_delete (act_client_t *client, actctl_options_t *options, char **args, int
     (void) nargs;
     act_err_t err = { 0 };
     json_t *counts = NULL;
-    if (act_client_delete (client, context, &counts, &err))
+    if (act_client_delete (client, context, &counts, &err) == 0)
+        counts = actctl_expect (counts, JSON_OBJECT, "DELETE", &err);
+    if (!counts)
         return actctl_fail (options, &err);
     json_int_t messages = json_integer_value (json_object_get (counts, "messages"));
     json_int_t cancelled = json_integer_value (json_object_get (counts, "cancelled"));
@@ -260,6 +322,8 @@ actctl_resolve (act_client_t *client, actctl_options_t *options, char **args, in
                                                         options->instance, &err), &err);
 }
 
+//  view: the merged view as JSON (VIEW must answer an array; another
+//  answer is bad_json, exit 1), or with --text its text rendering
 int
 actctl_view (act_client_t *client, actctl_options_t *options, char **args, int nargs)
 {
@@ -274,5 +338,6 @@ actctl_view (act_client_t *client, actctl_options_t *options, char **args, int n
         free (text);
         return 0;
     }
-    return actctl_print_answer (options, act_client_view (client, context, &err), &err);
+    return actctl_print_answer (options, actctl_expect (act_client_view (client, context, &err),
+                                                        JSON_ARRAY, "VIEW", &err), &err);
 }

@@ -37,6 +37,19 @@ actctl_fail (const actctl_options_t *options, act_err_t *err)
     return 3;
 }
 
+//  A reply of the wrong shape is the broker's error, never printed as if
+//  it held nothing: a JSON value of type, or NULL with err set (bad_json)
+json_t *
+actctl_expect (json_t *answer, json_type type, const char *command, act_err_t *err)
+{
+    if (!answer || json_typeof (answer) == type)
+        return answer;
+    json_decref (answer);
+    act_err_set (err, ACT_E_BAD_JSON, "%s did not answer %s", command,
+                 type == JSON_OBJECT? "an object": "an array");
+    return NULL;
+}
+
 const char *
 actctl_plural (json_int_t count)
 {

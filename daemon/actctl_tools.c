@@ -136,13 +136,10 @@ actctl_tools (act_client_t *client, actctl_options_t *options, char **args, int 
         return 2;
     }
     act_err_t err = { 0 };
-    json_t *tools = act_client_tools (client, nargs? args [0]: NULL, &err);
-    if (!json_is_object (tools)) {
-        json_decref (tools);
-        if (!err.code)
-            act_err_set (&err, ACT_E_BAD_JSON, "TOOLS did not answer an object");
+    json_t *tools = actctl_expect (act_client_tools (client, nargs? args [0]: NULL, &err),
+                                   JSON_OBJECT, "TOOLS", &err);
+    if (!tools)
         return actctl_fail (options, &err);
-    }
     if (!format && !options->json)
         s_print_list (tools);
     else

@@ -39,7 +39,8 @@ WEATHER_PARAMS = {"type": "object", "required": ["city"],
 class FakeBroker:
     """A ROUTER socket that records each request a client sends it
     ([command, request, args...], decoded), answers PLAN with ACCEPTED and
-    PING with PONG, and leaves the rest unanswered."""
+    PING with PONG, and leaves the rest unanswered. A reply in replies may
+    be a function of the request, answering the frames to send."""
 
     def __init__(self, replies=None):
         self.endpoint = "tcp://127.0.0.1:%d" % free_port()
@@ -60,6 +61,8 @@ class FakeBroker:
             identity, request = frames[0], [f.decode() for f in frames[2:]]
             self.received.append(request)
             reply = self.replies.get(request[0])
+            if callable(reply):
+                reply = reply(request)
             if reply:
                 pass
             elif request[0] == "PLAN":
@@ -159,6 +162,121 @@ class BrokenBrokerTest(unittest.TestCase):
         done = actctl("--endpoint", broker.endpoint, "stats")
         self.assertEqual(done.returncode, 1, done.stderr)
         self.assertEqual(done.stderr, "actctl: internal: VALUE reply without its frame\n")
+
+
+def history_pages(pages):
+    """A HISTORY answer: the page (a JSON value) that pages maps from-seq to,
+    else []."""
+    return lambda request: ["VALUE", json.dumps(pages.get(int(request[3]), []))]
+
+
+class UnexpectedReplyTest(unittest.TestCase):
+    """A well-framed reply of the wrong shape is an error (exit 1, bad_json),
+    never a loop nor a silent 0: the requests are counted, and each actctl
+    is bounded by a timeout so that a loop fails the test rather than
+    hanging it."""
+
+    def run_actctl(self, replies, *args):
+        broker = FakeBroker(replies)
+        self.addCleanup(broker.close)
+        done = actctl("--endpoint", broker.endpoint, "--timeout", "5000", *args, timeout=20)
+        return done, broker
+
+    def assertBadJson(self, done, *words):
+        self.assertEqual(done.returncode, 1, (done.stdout, done.stderr))
+        self.assertTrue(done.stderr.startswith("actctl: bad_json: "), done.stderr)
+        for word in words:
+            self.assertIn(word, done.stderr)
+
+    def test_history_all_pages_on_to_an_empty_one(self):
+        done, broker = self.run_actctl({"HISTORY": history_pages(
+            {1: [{"_seq": 1, "type": "text"}, {"_seq": 3, "type": "text"}],
+             4: [{"_seq": 7, "type": "text"}]})}, "history", "c", "--all", "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual([m["_seq"] for m in json.loads(done.stdout)], [1, 3, 7])
+        self.assertEqual([r[3] for r in broker.received], ["1", "4", "8"])
+
+    def test_history_all_with_no_seq(self):
+        done, broker = self.run_actctl({"HISTORY": ["VALUE", json.dumps(
+            [{"type": "text", "text": "x"}])]}, "history", "c", "--all")
+        self.assertBadJson(done, "_seq")
+        self.assertEqual(broker.commands(), ["HISTORY"])
+        self.assertEqual(done.stdout, "")
+
+    def test_history_all_with_a_seq_that_does_not_advance(self):
+        done, broker = self.run_actctl({"HISTORY": ["VALUE", json.dumps(
+            [{"_seq": 1, "type": "text"}])]}, "history", "c", "--all")
+        self.assertBadJson(done, "_seq")
+        self.assertEqual(broker.commands(), ["HISTORY", "HISTORY"])
+
+    def test_history_seqs_below_from_or_not_increasing(self):
+        for page in ([{"_seq": 4}], [{"_seq": 6}, {"_seq": 6}], [{"_seq": 7}, {"_seq": 6}],
+                     [{"_seq": "6"}], [{"_seq": 6.0}], [7], [None]):
+            with self.subTest(page=page):
+                done, _ = self.run_actctl({"HISTORY": ["VALUE", json.dumps(page)]},
+                                          "history", "c", "--from", "5")
+                self.assertBadJson(done, "HISTORY")
+
+    def test_history_that_is_not_an_array(self):
+        done, _ = self.run_actctl({"HISTORY": ["VALUE", '{"oops": 1}']}, "history", "c")
+        self.assertBadJson(done, "HISTORY", "array")
+
+    def test_contexts_next_that_does_not_advance(self):
+        done, broker = self.run_actctl({"CONTEXTS": ["VALUE", json.dumps(
+            {"contexts": [], "next": "a"})]}, "contexts")
+        self.assertBadJson(done, "next")
+        self.assertEqual(broker.commands(), ["CONTEXTS", "CONTEXTS"])
+
+    def test_contexts_next_going_back_or_empty(self):
+        def pages(request):
+            after = request[3] if len(request) > 3 else ""
+            return ["VALUE", json.dumps({"contexts": [{"context": after + "x"}],
+                                         "next": {"": "m", "m": "b"}[after]})]
+        done, broker = self.run_actctl({"CONTEXTS": pages}, "contexts", "--json")
+        self.assertBadJson(done, "next")
+        self.assertEqual(broker.commands(), ["CONTEXTS", "CONTEXTS"])
+        done, _ = self.run_actctl({"CONTEXTS": ["VALUE", json.dumps(
+            {"contexts": [], "next": ""})]}, "contexts")
+        self.assertBadJson(done, "next")
+
+    def test_contexts_of_the_wrong_shape(self):
+        for page in ([1, 2, 3], {"contexts": {}}, {"next": "a"}, {"contexts": [1]},
+                     {"contexts": [{"messages": 1}]}, {"contexts": [], "next": 5}):
+            with self.subTest(page=page):
+                done, broker = self.run_actctl({"CONTEXTS": ["VALUE", json.dumps(page)]},
+                                               "contexts")
+                self.assertBadJson(done, "CONTEXTS")
+                self.assertEqual(broker.commands(), ["CONTEXTS"])
+
+    def test_contexts_pages_on(self):
+        def pages(request):
+            after = request[3] if len(request) > 3 else ""
+            return ["VALUE", json.dumps({"": {"contexts": [{"context": "a"}], "next": "a"},
+                                         "a": {"contexts": [{"context": "b"}]}}[after])]
+        done, _ = self.run_actctl({"CONTEXTS": pages}, "contexts", "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, '{"context":"a"}\n{"context":"b"}\n')
+
+    def test_stats_that_is_not_an_object(self):
+        for json_flag in ((), ("--json",)):
+            done, _ = self.run_actctl({"STATS": ["VALUE", "[1]"]}, "stats", *json_flag)
+            self.assertBadJson(done, "STATS")
+            self.assertEqual(done.stdout, "")
+
+    def test_view_status_delete_of_the_wrong_shape(self):
+        for command, args, reply in (("VIEW", ("view", "c"), ["VALUE", '{"a": 1}']),
+                                     ("STATUS", ("status", "1"), ["VALUE", "[1]"]),
+                                     ("STATUS", ("status", "1"), ["VALUE", '{"state": 1}']),
+                                     ("DELETE", ("delete", "c"), ["OK", "[]"])):
+            with self.subTest(command=command, reply=reply):
+                done, _ = self.run_actctl({command: reply}, *args)
+                self.assertBadJson(done, command)
+                self.assertEqual(done.stdout, "")
+
+    def test_resolve_answers_any_value(self):
+        done, _ = self.run_actctl({"RESOLVE": ["VALUE", "[1]"]}, "resolve", "c",
+                                  DAGGER + "state")
+        self.assertEqual((done.returncode, done.stdout), (0, "[\n  1\n]\n"), done.stderr)
 
 
 class ToolsTest(ActdTest):
