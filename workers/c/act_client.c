@@ -283,56 +283,6 @@ act_reply_arg (act_reply_t *self, size_t index)
     return frame? zframe_strdup (frame): NULL;
 }
 
-//  The rendezvous score of a broker for a key, which every actd client
-//  library computes the same way: FNV-1a (64 bits) of endpoint "\n" key,
-//  then MurmurHash3's 64-bit finalizer. (FNV-1a alone mixes its last bytes
-//  into the high bits too little: the endpoint would decide every key.)
-static uint64_t
-s_score (const char *endpoint, const char *key)
-{
-    uint64_t hash = 14695981039346656037ULL;
-    for (const char *c = endpoint; *c; c++)
-        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
-    hash = (hash ^ (unsigned char) '\n') * 1099511628211ULL;
-    for (const char *c = key; *c; c++)
-        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
-    hash ^= hash >> 33;
-    hash *= 0xff51afd7ed558ccdULL;
-    hash ^= hash >> 33;
-    hash *= 0xc4ceb9fe1a85ec53ULL;
-    hash ^= hash >> 33;
-    return hash;
-}
-
-//  The broker for a request about key (a context, or NULL): the owner
-//  learned from moved, else the live link with the highest score (ties: the
-//  smaller endpoint), skipping avoid
-static act_link_t *
-s_route (act_client_t *self, const char *key, act_link_t *avoid)
-{
-    if (key) {
-        act_link_t *owner = act_table_lookup (self->owners, key);
-        if (owner && owner != avoid && owner->dead_until <= zclock_mono ())
-            return owner;
-    }
-    act_link_t *best = NULL;
-    uint64_t best_score = 0;
-    int64_t now = zclock_mono ();
-    for (int pass = 0; pass < 2 && !best; pass++)
-        for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
-            //  First pass: live links only; second: any but avoid
-            if (link == avoid || (pass == 0 && link->dead_until > now))
-                continue;
-            uint64_t score = key? s_score (link->endpoint, key): 0;
-            if (!best || score > best_score
-            ||  (score == best_score && strcmp (link->endpoint, best->endpoint) < 0)) {
-                best = link;
-                best_score = score;
-            }
-        }
-    return best? best: zlistx_first (self->links);
-}
-
 //  Send pending to its link: [ACTC01][command][request][args...]
 static void
 s_transmit (s_pending_t *pending)
@@ -365,7 +315,7 @@ s_post (act_client_t *self, char *request, s_pending_t *pending, act_link_t *lin
     if (by_context && first)
         pending->context = strdup (first);
     act_link_t *accepted = (first && !by_context)? act_table_lookup (self->accepted, first): NULL;
-    pending->link = link? link: accepted? accepted: s_route (self, pending->context, NULL);
+    pending->link = link? link: accepted? accepted: act_client_route (self, pending->context, NULL);
     free ((char *) first);
     zhashx_update (self->pending, request, pending);
     s_transmit (pending);
@@ -612,7 +562,7 @@ s_link_lost (act_client_t *self, act_link_t *link)
     for (s_pending_t *pending = zlistx_first (requests); pending;
          pending = zlistx_next (requests)) {
         act_link_t *next = zlistx_size (self->links) > 1 && pending->hops < S_MAX_HOPS
-                         ? s_route (self, pending->context, link): link;
+                         ? act_client_route (self, pending->context, link): link;
         if (next != link) {
             pending->link = next;
             pending->hops++;
@@ -797,7 +747,7 @@ act_client_wait (act_client_t *self, const char *request, const char *verb)
         s_pending_t *pending = zhashx_lookup (self->pending, request);
         if (pending && now - pending->sent >= patience && pending->hops < S_MAX_HOPS) {
             pending->link->dead_until = now + S_DEAD_MS;
-            act_link_t *next = s_route (self, pending->context, pending->link);
+            act_link_t *next = act_client_route (self, pending->context, pending->link);
             if (next != pending->link) {
                 pending->link = next;
                 pending->hops++;

@@ -120,6 +120,12 @@ void act_client_ignore_dones (act_client_t *self, const char *request, act_link_
 //  and sooner when an event was queued on a watch (self->woke).
 act_reply_t *act_client_read (act_client_t *self, int timeout_ms);
 
+//  From act_client_route.c: the broker for a request about key (a
+//  context, or NULL): the owner learned from moved, else the live link
+//  with the highest rendezvous score (ties: the smaller endpoint),
+//  skipping avoid; any link but avoid when none is live.
+act_link_t *act_client_route (act_client_t *self, const char *key, act_link_t *avoid);
+
 //  The reply's verb must be expected; an ERROR or a timeout sets err.
 int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
 
