@@ -54,6 +54,10 @@ int actctl_fail (const actctl_options_t *options, act_err_t *err);
 //  says already why)
 json_t *actctl_expect (json_t *answer, json_type type, const char *command, act_err_t *err);
 
+//  The string at key of object, for printing: "?" when the broker sent
+//  none (printf may not be given NULL for %s)
+const char *actctl_field (const json_t *object, const char *key);
+
 //  actctl_print.c: "" for 1, else "s"
 const char *actctl_plural (json_int_t count);
 

@@ -41,8 +41,8 @@ actctl_stats (act_client_t *client, actctl_options_t *options, char **args, int 
         json_array_foreach (json_object_get (stats, "workers"), index, value) {
             char *names = act_json_dump (json_object_get (value, "activities"));
             printf ("worker %s (%s): %s, %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT " busy\n",
-                    json_string_value (json_object_get (value, "name")),
-                    json_string_value (json_object_get (value, "lang")), names,
+                    actctl_field (value, "name"),
+                    actctl_field (value, "lang"), names,
                     json_integer_value (json_object_get (value, "running")),
                     json_integer_value (json_object_get (value, "capacity")));
             free (names);

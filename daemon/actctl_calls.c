@@ -39,7 +39,7 @@ s_outcome (actctl_options_t *options, const json_t *outcome)
     if (options->json)
         actctl_print_json (outcome);
     else {
-        printf ("call %s: %s", json_string_value (json_object_get (outcome, "call_id")), status);
+        printf ("call %s: %s", actctl_field (outcome, "call_id"), status? status: "?");
         json_t *written = json_object_get (outcome, "written");
         if (json_object_get (outcome, "branch"))
             printf (", branch %" JSON_INTEGER_FORMAT,
@@ -55,8 +55,8 @@ s_outcome (actctl_options_t *options, const json_t *outcome)
         printf (" (%" JSON_INTEGER_FORMAT " attempt%s)\n", attempts, actctl_plural (attempts));
         json_t *error = json_object_get (outcome, "error");
         if (error)
-            printf ("error %s: %s\n", json_string_value (json_object_get (error, "code")),
-                    json_string_value (json_object_get (error, "message")));
+            printf ("error %s: %s\n", actctl_field (error, "code"),
+                    actctl_field (error, "message"));
         if (json_object_get (outcome, "result"))
             actctl_print_json (json_object_get (outcome, "result"));
     }
@@ -75,7 +75,7 @@ s_live_show (const char *call_id, const json_t *status)
     if (progress && strlen (progress) > 50)
         strcpy (progress + 47, "...");
     printf ("\r\033[Kcall %s: %s, %" JSON_INTEGER_FORMAT " attempt%s%s%s", call_id,
-            json_string_value (json_object_get (status, "state")), attempts,
+            actctl_field (status, "state"), attempts,
             actctl_plural (attempts), progress? ", progress ": "", progress? progress: "");
     fflush (stdout);
     free (progress);
@@ -162,7 +162,7 @@ s_end (actctl_options_t *options, const char *call_id, json_t *status)
         actctl_print_json (status);
     else
         printf ("call %s: %s\n", call_id,
-                json_string_value (json_object_get (status, "state")));
+                actctl_field (status, "state"));
     return s_end_ok (status)? 0: 1;
 }
 
@@ -358,8 +358,8 @@ actctl_status (act_client_t *client, actctl_options_t *options, char **args, int
     else {
         json_int_t attempts = json_integer_value (json_object_get (status, "attempts"));
         printf ("call %s in context %s: %s, %" JSON_INTEGER_FORMAT " attempt%s\n", call_id,
-                json_string_value (json_object_get (status, "context")),
-                json_string_value (json_object_get (status, "state")),
+                actctl_field (status, "context"),
+                actctl_field (status, "state"),
                 attempts, actctl_plural (attempts));
         const char *keys [] = { "waiting_on", "progress", "outcome" };
         for (size_t i = 0; i < 3; i++)

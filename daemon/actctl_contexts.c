@@ -46,8 +46,8 @@ s_print_message (const json_t *message)
     char *from_call = call? zsys_sprintf (" (call %s)", call): strdup ("");
     printf ("#%" JSON_INTEGER_FORMAT " %s %s%s%s%s%s%s%s%s %s\n",
             json_integer_value (json_object_get (message, "_seq")),
-            json_string_value (json_object_get (message, "_date")),
-            json_string_value (json_object_get (message, "type")),
+            actctl_field (message, "_date"),
+            actctl_field (message, "type"),
             kind? " ": "", kind? kind: "",
             instance? " @": "", instance? instance: "",
             path? " ": "", path? path: "",
@@ -138,8 +138,8 @@ s_print_event (const actctl_options_t *options, act_watch_t *watch, const char *
     if (call) {
         json_int_t attempts = json_integer_value (json_object_get (call, "attempts"));
         printf ("call %s: %s, %" JSON_INTEGER_FORMAT " attempt%s\n",
-                json_string_value (json_object_get (call, "call_id")),
-                json_string_value (json_object_get (call, "state")), attempts,
+                actctl_field (call, "call_id"),
+                actctl_field (call, "state"), attempts,
                 actctl_plural (attempts));
     }
     else
@@ -263,7 +263,7 @@ actctl_contexts (act_client_t *client, actctl_options_t *options, char **args, i
             else
                 printf ("%-32s %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT
                         " %8" JSON_INTEGER_FORMAT "  %s\n",
-                        json_string_value (json_object_get (entry, "context")),
+                        actctl_field (entry, "context"),
                         json_integer_value (json_object_get (entry, "messages")),
                         json_integer_value (json_object_get (entry, "last_seq")),
                         json_integer_value (json_object_get (entry, "pending")),

@@ -51,6 +51,13 @@ actctl_expect (json_t *answer, json_type type, const char *command, act_err_t *e
 }
 
 const char *
+actctl_field (const json_t *object, const char *key)
+{
+    const char *text = json_string_value (json_object_get (object, key));
+    return text? text: "?";
+}
+
+const char *
 actctl_plural (json_int_t count)
 {
     return count == 1? "": "s";

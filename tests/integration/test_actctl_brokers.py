@@ -196,6 +196,15 @@ class UnexpectedReplyTest(unittest.TestCase):
         self.assertEqual([m["_seq"] for m in json.loads(done.stdout)], [1, 3, 7])
         self.assertEqual([r[3] for r in broker.received], ["1", "4", "8"])
 
+    def test_a_message_without_its_date_or_type_prints_a_question_mark(self):
+        """printf was given NULL for %s (glibc prints "(null)"; C leaves it
+        undefined)."""
+        done, _ = self.run_actctl({"HISTORY": ["VALUE", json.dumps([{"_seq": 1}])]},
+                                  "history", "c")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertTrue(done.stdout.startswith("#1 ? ?"), done.stdout)
+        self.assertNotIn("(null)", done.stdout)
+
     def test_history_all_with_no_seq(self):
         done, broker = self.run_actctl({"HISTORY": ["VALUE", json.dumps(
             [{"type": "text", "text": "x"}])]}, "history", "c", "--all")
