@@ -86,6 +86,17 @@ s_plain (act_pg_t *self, const char *sql)
 //  Outside a batch the statements run as one implicit transaction, which
 //  an error rolls back whole, the first SET with it; in a batch, a
 //  rollback to the savepoint does the same.
+//  A claim locks the lease row before it knows whether it takes it (the
+//  free CTE; ON CONFLICT DO UPDATE locks the conflicting row even when
+//  its WHERE refuses the update), and a lock lasts until its transaction
+//  ends. The implicit transaction ends with the claim; a batch's would
+//  keep the row of a lease another broker owns locked until this batch's
+//  commit, and that owner's commit, which checks its leases FOR SHARE,
+//  would wait that long, or fail on lock_timeout. So in a batch the
+//  savepoint is ended once the answer is read (act_pg_claim, one more
+//  round trip): released when the lease was taken, which keeps the
+//  lease's lock until the commit as a takeover needs; rolled back, its
+//  locks with it, when it was not.
 #define S_CLAIM_SQL \
     "%sSET lock_timeout = %d; " \
     "WITH free AS (SELECT 1 FROM leases WHERE context = %s FOR NO KEY UPDATE SKIP LOCKED), " \
@@ -100,7 +111,7 @@ s_plain (act_pg_t *self, const char *sql)
     "SELECT (SELECT locked FROM probe), (SELECT broker FROM claimed), " \
     "  (SELECT b.endpoint FROM leases l JOIN brokers b ON b.id = l.broker " \
     "   WHERE l.context = %s); " \
-    "SET lock_timeout = %lld%s"
+    "SET lock_timeout = %lld"
 
 int
 act_pg_claim (void *impl, const char *context, char **owner)
@@ -116,7 +127,7 @@ act_pg_claim (void *impl, const char *context, char **owner)
     char *sql = quoted && broker
               ? zsys_sprintf (S_CLAIM_SQL, batch? "SAVEPOINT claim; ": "", S_CLAIM_WAIT_MS,
                               quoted, quoted, quoted, broker, self->lease_ms, quoted,
-                              self->timeout_ms, batch? "; RELEASE SAVEPOINT claim": "")
+                              self->timeout_ms)
               : NULL;
     PQfreemem (quoted);
     PQfreemem (broker);
@@ -133,6 +144,14 @@ act_pg_claim (void *impl, const char *context, char **owner)
             rc = 0;
             if (owner && !PQgetisnull (result, 0, 2))
                 *owner = strdup (PQgetvalue (result, 0, 2));
+        }
+        //  A lease not taken leaves no lock behind (S_CLAIM_SQL). A claim
+        //  whose savepoint cannot be ended cannot tell what it holds
+        if (batch && s_plain (self, rc == 1? "RELEASE SAVEPOINT claim"
+                                  : "ROLLBACK TO SAVEPOINT claim; RELEASE SAVEPOINT claim")) {
+            rc = -1;
+            if (owner)
+                zstr_free (owner);
         }
     }
     else

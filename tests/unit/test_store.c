@@ -402,6 +402,76 @@ test_leases_take_over_and_fence (void **state)
     zstr_free (&context);
 }
 
+//  A claim that does not take the lease leaves no lock on its row: inside
+//  a batch the claim runs in a savepoint, and a row it locked (checking
+//  the row, or its INSERT's ON CONFLICT, which locks the conflicting row
+//  even when it updates nothing) would stay locked until that batch's
+//  commit, stalling the owner's commit (its check of the leases, FOR
+//  SHARE) for that long, or failing it on lock_timeout. A claim taken in
+//  the batch is kept with it. PostgreSQL only
+static void
+test_a_refused_claim_locks_nothing (void **state)
+{
+    act_store_t *owner_store = s_open ();
+    if (!act_store_shared (owner_store)) {
+        act_store_destroy (&owner_store);
+        return;
+    }
+    act_store_t *other = s_open ();
+    act_err_t err = { 0 };
+    //  A lock left behind fails the owner's commit in 1 s, not for ever
+    assert_int_equal (act_store_timeout (owner_store, 1000), 0);
+    assert_int_equal (act_store_timeout (other, 1000), 0);
+    assert_int_equal (act_store_join (owner_store, "owner-a", "tcp://a:1", 60000, &err), 0);
+    assert_int_equal (act_store_join (other, "other-b", "tcp://b:1", 60000, &err), 0);
+    char *owned = s_context ("owned"), *mine = s_context ("mine"), *taken = s_context ("taken");
+    char *owner = NULL;
+    assert_int_equal (act_store_claim (owner_store, owned, NULL), 1);
+    assert_int_equal (act_store_claim (other, mine, NULL), 1);
+    json_t *message = json_pack ("{sssi}", "type", "text", "_seq", 1);
+
+    //  b, a write pending in its batch, takes a new context, then is
+    //  refused a's (a request reaching the broker that does not own it)
+    act_store_put_context (other, mine);
+    assert_int_equal (s_put (other, mine, 1, message), 0);
+    assert_int_equal (act_store_claim (other, taken, &owner), 1);
+    assert_null (owner);
+    assert_int_equal (act_store_claim (other, owned, &owner), 0);
+    assert_string_equal (owner, "tcp://a:1");
+    zstr_free (&owner);
+
+    //  a commits into its context while b's batch is still open
+    act_store_put_context (owner_store, owned);
+    assert_int_equal (s_put (owner_store, owned, 1, message), 0);
+    if (act_store_commit (owner_store, &err))
+        fail_msg ("the owner's commit failed: %s", err.message);
+
+    //  b's batch keeps its write and the context it took
+    if (act_store_commit (other, &err))
+        fail_msg ("the other broker's commit failed: %s", err.message);
+    json_t *page = act_store_history (owner_store, mine, 1, 10, 0);
+    assert_int_equal (json_array_size (page), 1);
+    json_decref (page);
+    assert_int_equal (act_store_claim (owner_store, taken, &owner), 0);
+    assert_string_equal (owner, "tcp://b:1");
+    zstr_free (&owner);
+
+    //  Outside a batch the claim is a transaction of its own: the same
+    assert_int_equal (act_store_claim (other, owned, &owner), 0);
+    zstr_free (&owner);
+    json_t *next = json_pack ("{sssi}", "type", "text", "_seq", 2);
+    assert_int_equal (s_put (owner_store, owned, 2, next), 0);
+    json_decref (next);
+    if (act_store_commit (owner_store, &err))
+        fail_msg ("the owner's second commit failed: %s", err.message);
+    json_decref (message);
+    act_store_destroy (&other);
+    act_store_destroy (&owner_store);
+    zstr_free (&owned);
+    zstr_free (&mine);
+    zstr_free (&taken);
+}
+
 //  A write that fails dooms its batch: the commit fails and keeps none of
 //  it (in SQLite a failed statement rolls back only itself, so a COMMIT
 //  after it kept the rest; a DONE could then report a message that was
@@ -517,6 +587,7 @@ main (void)
         cmocka_unit_test (test_reads_see_the_batch_and_commit_keeps_it),
         cmocka_unit_test (test_a_reopened_store_has_what_was_committed),
         cmocka_unit_test (test_leases_take_over_and_fence),
+        cmocka_unit_test (test_a_refused_claim_locks_nothing),
         cmocka_unit_test (test_an_old_sqlite_schema_is_migrated),
         cmocka_unit_test (test_a_version_6_store_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
