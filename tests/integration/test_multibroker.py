@@ -661,6 +661,11 @@ class MultiBrokerTest(unittest.TestCase):
         try:
             message = {"type": "data", "kind": "input", "data": {"a": 1}}
             self.assertEqual(writer.request("APPEND", "locked", message)[0], "OK")
+            #  The lock is taken after psql starts and held for 4 s after
+            #  that: until 4 s from here it is held for certain. After that
+            #  the commit may end before psql is seen to exit, so the OK is
+            #  only checked for within those 4 s
+            locker_started = time.monotonic()
             locker = subprocess.Popen(
                 [pg._bin("psql"), self.group.url, "-v", "ON_ERROR_STOP=1", "-c",
                  "BEGIN; LOCK TABLE counters IN EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"],
@@ -669,14 +674,16 @@ class MultiBrokerTest(unittest.TestCase):
             rid = writer.send("APPEND", "locked", {"type": "data", "kind": "input",
                                                     "data": {"b": 2}})
             time.sleep(0.5)     #  A PING read with the APPEND is answered after it
-            pings = []
+            pings, checked = [], 0
             while locker.poll() is None:
                 started = time.time()
                 self.assertEqual(pinger.request("PING", timeout=30), ["PONG"])
                 pings.append(time.time() - started)
-                if locker.poll() is None:
+                if time.monotonic() - locker_started < 4.0:
                     self.assertFalse(writer.socket.poll(0), "OK before its commit")
+                    checked += 1
                 time.sleep(0.05)
+            self.assertGreater(checked, 0, "the OK was looked for while the lock was held")
             self.assertEqual(locker.returncode, 0)
             reply = writer.wait(rid, timeout=30)
             self.assertEqual(reply[0], "OK", reply)
