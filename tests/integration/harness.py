@@ -206,7 +206,10 @@ class Actd:
         return self
 
     def wait_ready(self, timeout=20.0):
-        client = Client(self.client_endpoint)
+        #  Retries its connection every 10 ms, not libzmq's 100: the PING
+        #  sent before actd binds is otherwise answered some 60 ms late on
+        #  average, at every one of the suite's actd starts
+        client = Client(self.client_endpoint, reconnect_ms=10)
         try:
             deadline = time.time() + timeout * TIME_SCALE
             while time.time() < deadline:
@@ -289,12 +292,14 @@ class Client:
 
     _counter = 0
 
-    def __init__(self, endpoint, identity=None):
+    def __init__(self, endpoint, identity=None, reconnect_ms=None):
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         if identity:
             self.socket.setsockopt(zmq.ROUTING_ID, identity)
+        if reconnect_ms is not None:
+            self.socket.setsockopt(zmq.RECONNECT_IVL, reconnect_ms)
         self.socket.connect(endpoint)
         self.pending = []          # (request_id, frames) received, not yet taken
 
