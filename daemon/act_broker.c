@@ -566,6 +566,39 @@ s_read (act_broker_t *self)
         self->workers_drained = act_clock_ms ();
 }
 
+//  Requests still unread at the stop (read ahead, or in the socket) are
+//  answered busy, after the last commit's replies: their clients learn at
+//  once that nothing was done and may send them again, here after the
+//  restart or to another broker, instead of waiting out their timeouts.
+//  While requests come, until none came for S_DRAIN_QUIET_MS (the I/O
+//  thread may still be decoding what the kernel holds; an idle stop does
+//  not wait), for S_DRAIN_MS at most, so that a flooding client cannot
+//  hold the stop.
+static void
+s_refuse_unread (act_broker_t *self)
+{
+    act_commands_close (self->commands);
+    long long until = act_clock_ms () + S_DRAIN_MS;
+    size_t refused = 0;
+    act_msg_t msg;
+    while (act_clock_ms () < until) {
+        if (!s_next (self, 0, &msg)) {
+            zmq_pollitem_t item = { zsock_resolve (self->clients), 0, ZMQ_POLLIN, 0 };
+            if (refused && zmq_poll (&item, 1, S_DRAIN_QUIET_MS) > 0)
+                continue;
+            break;
+        }
+        act_security_seen (self->security, false, &msg);
+        act_commands_message (self->commands, &msg);
+        act_msg_close (&msg);
+        if (++refused % S_READ_BATCH == 0)
+            act_outbox_flush (self->outbox, self->send, self->send_arg);
+    }
+    act_outbox_flush (self->outbox, self->send, self->send_arg);
+    if (refused)
+        act_log (LOG_NOTICE, "stopping: %zu requests still unread answered (busy)", refused);
+}
+
 void
 act_broker_signals (sigset_t *mask)
 {
@@ -664,6 +697,7 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
     act_broker_land (self);
     act_flow_park (self->flow);
     act_broker_pass (self);
+    s_refuse_unread (self);
     if (act_store_shared (self->store))
         act_store_leave (self->store);
     act_log (LOG_NOTICE, "stopped: %zu calls left to recover at the next start "

@@ -17,6 +17,8 @@
 #define S_ADOPT_BATCH   64      //  Contexts recovered per pass
 #define S_PUMP_BUDGET   1024    //  Stored messages sent to watches per pass
 #define S_READ_MS       50      //  Client requests are read for this long
+#define S_DRAIN_MS      1000    //  At a stop, unread requests are refused busy for this long at most,
+#define S_DRAIN_QUIET_MS 100    //  ...until none came for this long
                                 //  per pass, at most
 #define S_READ_BYTES    (32 * 1024 * 1024)  //  ...or until the pass's
                                 //  replies hold this many bytes

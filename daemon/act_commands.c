@@ -18,6 +18,7 @@ struct _act_commands_t {
     void *stats_arg;            //  Its argument
     act_pages_t *pages;         //  HISTORY pages built in pieces (borrowed),
                                 //  or NULL: read at once
+    bool closed;                //  Stopped: every valid request is refused busy
 };
 
 //  One request, as the dispatcher checked it
@@ -73,7 +74,7 @@ act_commands_new (act_settings_t *settings, act_store_t *store, act_cache_t *cac
     act_commands_t *self = (act_commands_t *) calloc (1, sizeof (act_commands_t));
     if (self)
         *self = (act_commands_t) { settings, store, cache, flow, outbox, watches, security,
-                                   stats, stats_arg, NULL };
+                                   stats, stats_arg, NULL, false };
     return self;
 }
 
@@ -84,6 +85,12 @@ act_commands_destroy (act_commands_t **self_p)
         free (*self_p);
         *self_p = NULL;
     }
+}
+
+void
+act_commands_close (act_commands_t *self)
+{
+    self->closed = true;
 }
 
 size_t
@@ -765,10 +772,12 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
     else {
         const s_command_t *row = s_check (self, command, &req, context, &err);
         req.context = row && row->context? context: NULL;
-        if (row && s_permitted (row, &req, user, &err))
-            row->handler (self, &req);
-        else
+        if (row && s_permitted (row, &req, user, &err) && self->closed)
+            act_err_set (&err, ACT_E_BUSY, "actd is shutting down");
+        if (err.code)
             s_reply_error (self, &req, &err);
+        else
+            row->handler (self, &req);
     }
     act_outbox_envelope (self->outbox, NULL);
     act_outbox_serving (self->outbox, NULL);

@@ -39,6 +39,11 @@ void act_commands_message (act_commands_t *self, act_msg_t *msg);
 //  once (NULL: at once).
 void act_commands_set_pages (act_commands_t *self, act_pages_t *pages);
 
+//  From now on, every request that passes its checks is answered ERROR
+//  busy ("actd is shutting down") and changes nothing: for the requests
+//  still unread when actd stops
+void act_commands_close (act_commands_t *self);
+
 //  The table, for tests: the number of commands, and the name and the
 //  fewest and most argument frames of command index.
 size_t act_commands_count (void);

@@ -557,6 +557,51 @@ class ReliabilityTest(unittest.TestCase):
             self.assertIs(client.resolve("term", "†state.more"), Absent)
             client.close()
 
+    def test_requests_unread_at_the_stop_are_answered_busy(self):
+        """Requests still unread when actd stops (here sent while it was
+        SIGSTOPped, then SIGTERM and SIGCONT) are each answered: served
+        before the stop, or ERROR busy, which changed nothing. None is left
+        to its client's timeout; no keyed APPEND refused busy is stored."""
+        with Actd() as actd:
+            client = self.client(actd)
+            self.assertEqual(client.request("PING"), ["PONG"])
+            count = 2000
+            os.kill(actd.process.pid, signal.SIGSTOP)
+            try:
+                rids = [client.send("APPEND", "drain", json.dumps(
+                    {"type": "data", "kind": "input", "data": {"n": n}}), "key-%d" % n)
+                    for n in range(count)]
+                time.sleep(0.3)     #  The requests reach actd's socket buffer
+                os.kill(actd.process.pid, signal.SIGTERM)
+            finally:
+                os.kill(actd.process.pid, signal.SIGCONT)
+            replies = [client.wait(rid, timeout=30) for rid in rids]
+            self.assertEqual(actd.process.wait(30), 0)
+            served = [n for n, reply in enumerate(replies) if reply[0] == "OK"]
+            refused = [n for n, reply in enumerate(replies) if reply[0] == "ERROR"]
+            self.assertEqual(len(served) + len(refused), count)
+            self.assertTrue(refused, "a stop with requests unread")
+            self.assertEqual({tuple(replies[n][1:]) for n in refused},
+                             {("busy", "actd is shutting down")})
+            self.assertIn("requests still unread answered (busy)", actd.log())
+            actd.start()
+            again = self.client(actd)
+            stored = []
+            while served:
+                reply = again.request("HISTORY", "drain", str(len(stored) + 1), "1000")
+                self.assertEqual(reply[0], "VALUE", reply[:3])
+                page = [m["data"]["n"] for m in json.loads(reply[1])]
+                stored += page
+                if len(page) < 1000:
+                    break
+            self.assertEqual(stored, served)
+            #  A refused one, sent again with its key, is stored now
+            reply = again.request("APPEND", "drain", {"type": "data", "kind": "input",
+                                                       "data": {"n": refused[0]}},
+                                  "key-%d" % refused[0])
+            self.assertEqual(reply[0], "OK", reply)
+            self.assertEqual(json.loads(reply[1])["seq"], len(served) + 1)
+
     def test_sigterm_grace_ends_and_call_runs_again_after_restart(self):
         """A task still running when the grace ends: actd exits 0; the call
         has not ended, so the next start runs it again (attempt 2)."""
