@@ -306,11 +306,14 @@ s_stats (void *arg)
 //  The broker
 
 //  The outbox's guard: whether the connection behind a routing id is the
-//  one of the client a DONE or EVENT is owed to (act_out_owner)
+//  one of the client a DONE or EVENT is owed to, and that client may still
+//  reach the context it is about (act_out_owner)
 static bool
-s_owner_holds (void *security, const void *id, size_t size, const char *owner)
+s_owner_holds (void *security, const void *id, size_t size, const char *owner,
+               const char *context)
 {
-    return act_security_client_holds ((act_security_t *) security, id, size, owner);
+    return act_security_client_holds ((act_security_t *) security, id, size, owner,
+                                      context);
 }
 
 //  Bind both sockets behind security. Returns 0, or -1 with err.

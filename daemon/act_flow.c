@@ -620,7 +620,7 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
         act_live_recipient_t *to = &call->recipients [i];
         act_out_t *out = act_outbox_reply_to (self->outbox, to->client, to->client_size,
                                               to->request, to->request_size, "DONE", true);
-        act_out_owner (out, to->owner);
+        act_out_owner (out, to->owner, call->context->id);
         act_out_addstr (out, call->id);
         act_out_addstr (out, outcome);
     }

@@ -76,6 +76,8 @@ struct _act_out_t {
                                 //  after a REQ client's empty frame)
     char owner [ACT_OWNER_SIZE];    //  CURVE key of the client it is owed
                                 //  to, or "": whoever holds the routing id
+    char *reach;                //  Context the owner's grant must reach
+                                //  when it is sent (owned), or NULL
     act_held_t *charge;         //  The worker's account its large frames
                                 //  are charged to, or NULL
 };
@@ -222,6 +224,8 @@ s_close (act_out_t *out)
     for (size_t i = 0; i < out->nparts; i++)
         zmq_msg_close (&out->parts [i]);
     out->nparts = 0;
+    free (out->reach);
+    out->reach = NULL;
 }
 
 void
@@ -262,6 +266,7 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     out->tracked = 0;
     out->head = 1;
     out->owner [0] = 0;
+    out->reach = NULL;
     out->charge = NULL;
     return out;
 }
@@ -367,10 +372,13 @@ act_out_patient (act_out_t *out)
 }
 
 void
-act_out_owner (act_out_t *out, const char *owner)
+act_out_owner (act_out_t *out, const char *owner, const char *context)
 {
-    if (out && owner && strlen (owner) < ACT_OWNER_SIZE)
+    if (out && owner && *owner && strlen (owner) < ACT_OWNER_SIZE) {
         strcpy (out->owner, owner);
+        free (out->reach);
+        out->reach = context? strdup (context): NULL;
+    }
 }
 
 void
@@ -617,21 +625,22 @@ s_admit (act_outbox_t *self, act_out_t *out)
 }
 
 //  True when out has no owner, or the guard says its owner holds its
-//  routing id now; counts and logs the others
+//  routing id now and may still reach its context; counts and logs the
+//  others
 static bool
 s_owned (act_outbox_t *self, act_out_t *out)
 {
     if (!out->owner [0] || !self->guard || out->nparts == 0
     ||  self->guard (self->guard_arg, zmq_msg_data (&out->parts [0]),
-                     zmq_msg_size (&out->parts [0]), out->owner))
+                     zmq_msg_size (&out->parts [0]), out->owner, out->reach))
         return true;
     self->unowned++;
     char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
     act_log_peer (LOG_INFO, client, "reply owed to another key",
                   "reply owed to key %s not sent to routing id %s: its connection is not "
                   "that key's (it left, or has not spoken since it connected), or the key "
-                  "was revoked",
-                  out->owner, client);
+                  "was revoked, or its tenant no longer reaches context %s",
+                  out->owner, client, out->reach? out->reach: "(none)");
     free (client);
     return false;
 }

@@ -32,9 +32,10 @@ typedef bool (act_outbox_send_fn) (void *arg, bool to_worker, zmq_msg_t *parts,
                                    size_t nparts);
 
 //  True when a message owed to the client that authenticated with CURVE
-//  key owner (Z85) may go to routing id (size bytes) now (act_out_owner).
+//  key owner (Z85) may go to routing id (size bytes) now, and (context
+//  not NULL) owner's grant still reaches context (act_out_owner).
 typedef bool (act_outbox_guard_fn) (void *arg, const void *id, size_t size,
-                                    const char *owner);
+                                    const char *owner, const char *context);
 
 //  Bytes of a CURVE key in Z85 and its NUL
 #define ACT_OWNER_SIZE 41
@@ -124,10 +125,12 @@ void act_out_early (act_out_t *out);
 void act_out_patient (act_out_t *out);
 
 //  out is owed to the client that authenticated with CURVE key owner
-//  (Z85; NULL or "": to whoever holds its routing id). It is sent only if
-//  the outbox's guard says the connection behind its routing id is that
-//  client's; else it is dropped (act_outbox_unowned).
-void act_out_owner (act_out_t *out, const char *owner);
+//  (Z85; NULL or "": to whoever holds its routing id), about context (or
+//  NULL). It is sent only if the outbox's guard says the connection behind
+//  its routing id is that client's and that client's grant still reaches
+//  context (a reload may have moved its key); else it is dropped
+//  (act_outbox_unowned).
+void act_out_owner (act_out_t *out, const char *owner, const char *context);
 
 //  Judge messages with an owner by guard (NULL: send them all).
 void act_outbox_set_guard (act_outbox_t *self, act_outbox_guard_fn *guard, void *arg);

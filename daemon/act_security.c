@@ -419,11 +419,15 @@ act_security_cut_client (act_security_t *self, const char *key)
 
 bool
 act_security_client_holds (act_security_t *self, const void *id, size_t size,
-                           const char *key)
+                           const char *key, const char *context)
 {
     //  A key revoked since (a reload) is owed nothing more, even on its
-    //  own connection back
-    if (self && self->server_cert && !zhashx_lookup (self->clients, key))
+    //  own connection back; nor one whose grant no longer reaches the
+    //  context (moved to another tenant, or its prefix narrowed)
+    act_grant_t grant;
+    if (self && self->server_cert
+    &&  (!s_grant (self->clients, key, &grant)
+    ||   (context && !act_grant_reaches (&grant, context))))
         return false;
     return self && act_peers_holds (self->peers, false, id, size, key);
 }

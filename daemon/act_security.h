@@ -89,9 +89,11 @@ bool act_security_cut_client (act_security_t *self, const char *key);
 //  that spoke with that key and is still open (act_peers_holds). A
 //  DONE or EVENT is sent only then, so a peer that took a left client's
 //  routing id gets nothing of its calls or watches; and a key revoked
-//  since (a reload) gets nothing more, even on its own connection.
+//  since (a reload), or whose grant no longer reaches context (not NULL:
+//  moved to another tenant, or its tenant's prefix narrowed), gets
+//  nothing more of it, even on its own connection.
 bool act_security_client_holds (act_security_t *self, const void *id, size_t size,
-                                const char *key);
+                                const char *key, const char *context);
 
 //  Cut the connections due; call it every pass.
 void act_security_tick (act_security_t *self, long long now);

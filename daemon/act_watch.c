@@ -93,7 +93,7 @@ s_event (act_watches_t *self, s_watch_t *watch, const char *body)
     //  commit drops it
     act_out_t *out = act_outbox_reply (self->outbox, watch->client, watch->request, "EVENT",
                                        true);
-    act_out_owner (out, watch->owner);
+    act_out_owner (out, watch->owner, watch->context);
     act_out_addstr (out, body);
 }
 

@@ -1,10 +1,12 @@
 """A key's reach ends with its connection and its revocation (docs/
 operations.md section 8): a worker key that takes the routing id of a
 worker registered with another key gets none of that worker's tasks, and
-a client key revoked by a reload gets no DONE of the calls it made before.
+a client key revoked by a reload, or moved by one to another tenant, gets
+no DONE of the calls it made before in contexts it no longer reaches.
 Each test runs a real actd with CURVE (test_tenants.TenantsBase)."""
 
 import json
+import os
 import re
 import time
 import unittest
@@ -96,6 +98,39 @@ class KeysTest(test_tenants.TenantsBase):
         with self.assertRaises(TimeoutError):
             acme.wait(rid, "DONE", timeout=1.0)
         self.wait_log(r"reply owed to key %s not sent" % re.escape(self.keys["acme"][0]))
+
+    def test_a_client_key_moved_to_another_tenant_gets_no_done_of_its_old_calls(self):
+        """acme calls a tool in acme/r; its key file moves to globex's
+        directory and actd reloads (the key now reaches globex/ only; its
+        connection is cut); acme's socket connects again on its routing id;
+        the worker answers. Before, the DONE, result and all, still went to
+        the key: the guard asked only whether the key was still allowed."""
+        worker = self.holding_worker()
+        acme = self.take_routing_id("acme", b"agent-moved")
+        rid = acme.send("CALL", "acme/r", {"_tool": "hold", "q": "secret",
+                                          "_outputPath": "\u2020answer"})
+        call_id = acme.wait(rid, "ACCEPTED")[1]
+        task = self.task_of(worker, 1)
+        os.rename(os.path.join(self.dir, "tenants", "acme", "acme.key"),
+                  os.path.join(self.dir, "tenants", "globex", "acme.key"))
+        self.rewrite()
+        self.wait_log(r"client key %s lost rights" % re.escape(self.keys["acme"][0]))
+        #  Back on the same routing id; what it sends is judged as globex's
+        deadline, reply = time.time() + 20, None
+        while reply is None and time.time() < deadline:
+            try:
+                reply = acme.request("STATUS", call_id, timeout=1.0)
+            except TimeoutError:
+                pass
+        self.assertEqual(reply[:2], ["ERROR", "not_found"], reply)
+        worker.send_result(task, "TOP SECRET RESULT")
+        wait_for(lambda: self.unowned() >= 1, "the DONE owed to acme/r dropped")
+        with self.assertRaises(TimeoutError):
+            acme.wait(rid, "DONE", timeout=1.0)
+        self.wait_log(r"reply owed to key %s not sent .* no longer reaches context acme/r"
+                      % re.escape(self.keys["acme"][0]))
+        #  The call itself ended as usual
+        self.assertEqual(self.clients["ops"].status(call_id)["state"], "ok")
 
 
 if __name__ == "__main__":
