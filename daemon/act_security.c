@@ -33,6 +33,30 @@ static act_tenant_settings_t s_everything = { "(client_keys)", "", ACT_RIGHTS_AL
 //  The "group" of the keys in security/worker_keys: every activity
 static act_group_settings_t s_anything = { "(worker_keys)", NULL, NULL };
 
+//  Read the public key of key file (a zcert public file: curve/public-key)
+//  into key (Z85, 40 characters and a NUL). The key must be valid Z85 and
+//  not all zeros (zcert_load takes a key that does not decode for zeros).
+//  Returns true, or false with the reason logged: the file is ignored.
+static bool
+s_key_file_read (const char *file, char key [41])
+{
+    if (access (file, R_OK)) {
+        act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, strerror (errno));
+        return false;
+    }
+    zconfig_t *config = zconfig_load (file);
+    const char *given = config? zconfig_get (config, "curve/public-key", NULL): NULL;
+    static const byte s_zeros [32] = { 0 };
+    byte binary [32];
+    bool valid = given && strlen (given) == 40 && zmq_z85_decode (binary, given)
+              && memcmp (binary, s_zeros, sizeof binary) != 0
+              && zmq_z85_encode (key, binary, sizeof binary) && streq (key, given);
+    zconfig_destroy (&config);
+    if (!valid)
+        act_log (LOG_WARNING, "CURVE: %s is not a key file; ignored", file);
+    return valid;
+}
+
 //  Read the public keys at path (a directory of *.key files, or one key
 //  file) into keys, each mapped to value (a key already there keeps its
 //  first value). kind is "tenants" or "workers" when value is a tenant or a
@@ -65,24 +89,17 @@ s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
     else
         zlistx_add_end (files, strdup (path));
     int count = 0;
-    for (const char *file = zlistx_first (files); file; file = zlistx_next (files)) {
-        zcert_t *cert = zcert_load (file);
-        if (cert) {
-            const char *const *first = zhashx_lookup (keys, zcert_public_txt (cert));
+    char key [41];
+    for (const char *file = zlistx_first (files); file; file = zlistx_next (files))
+        if (s_key_file_read (file, key)) {
+            const char *const *first = zhashx_lookup (keys, key);
             if (first && kind && first != value)
                 act_log (LOG_WARNING, "CURVE: key %s (%s) is in %s/%s and in %s/%s: only "
-                         "%s/%s applies", zcert_public_txt (cert), file, kind, *first, kind,
+                         "%s/%s applies", key, file, kind, *first, kind,
                          *(const char *const *) value, kind, *first);
-            zhashx_insert (keys, zcert_public_txt (cert), value);
+            zhashx_insert (keys, key, value);
             count++;
         }
-        else
-        if (access (file, R_OK))
-            act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, strerror (errno));
-        else
-            act_log (LOG_WARNING, "CURVE: %s is not a key file; ignored", file);
-        zcert_destroy (&cert);
-    }
     zlistx_destroy (&files);
     return count;
 }

@@ -259,6 +259,22 @@ class SecurityTest(unittest.TestCase):
         self.wait_log(r"reload: allowed keys reloaded")
         self.assertEqual(bob.request("PING"), ["PONG"])
 
+    def test_a_key_file_whose_key_is_not_z85_or_zeros_is_ignored_and_logged(self):
+        """A public-key of 40 characters that is not Z85 (a typo, a corrupted
+        file) was taken silently as the key of zeros: zcert_load ignores a
+        decoding failure. A key of zeros is refused too."""
+        for name, key in (("broken", "~" * 40), ("zeros", "0" * 40)):
+            with open(os.path.join(self.clients_dir, name + ".key"), "w") as handle:
+                handle.write('curve\n    public-key = "%s"\n' % key)
+        self.actd.process.send_signal(signal.SIGHUP)
+        self.wait_log(r"reload: allowed keys reloaded")
+        log = self.actd.log()
+        for name in ("broken", "zeros"):
+            self.assertIn("CURVE: %s is not a key file; ignored"
+                          % os.path.join(self.clients_dir, name + ".key"), log)
+        self.assertEqual(re.findall(r"CURVE: (\d+) client keys", log), ["1", "1"], log)
+        self.assertEqual(self.client(self.alice).request("PING"), ["PONG"])
+
 
 class KeyDirectoryTest(unittest.TestCase):
     """docs/operations.md section 8: a key directory that cannot be read is
