@@ -4,6 +4,7 @@
     ========================================================================= */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <fnmatch.h>
 #include <limits.h>
@@ -33,27 +34,53 @@ static act_tenant_settings_t s_everything = { "(client_keys)", "", ACT_RIGHTS_AL
 //  The "group" of the keys in security/worker_keys: every activity
 static act_group_settings_t s_anything = { "(worker_keys)", NULL, NULL };
 
+//  A key file is a few hundred bytes: a bigger one is not one
+#define S_KEY_FILE_MAX 65536
+
 //  Read the public key of key file (a zcert public file: curve/public-key)
-//  into key (Z85, 40 characters and a NUL). The key must be valid Z85 and
-//  not all zeros (zcert_load takes a key that does not decode for zeros).
+//  into key (Z85, 40 characters and a NUL). Only a regular file of at most
+//  S_KEY_FILE_MAX bytes is read, opened without blocking (a FIFO named
+//  *.key would hang actd's one thread); its key must be valid Z85 and not
+//  all zeros (zcert_load takes a key that does not decode for zeros).
 //  Returns true, or false with the reason logged: the file is ignored.
 static bool
 s_key_file_read (const char *file, char key [41])
 {
-    if (access (file, R_OK)) {
+    int fd = open (file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, strerror (errno));
         return false;
     }
-    zconfig_t *config = zconfig_load (file);
-    const char *given = config? zconfig_get (config, "curve/public-key", NULL): NULL;
-    static const byte s_zeros [32] = { 0 };
-    byte binary [32];
-    bool valid = given && strlen (given) == 40 && zmq_z85_decode (binary, given)
-              && memcmp (binary, s_zeros, sizeof binary) != 0
-              && zmq_z85_encode (key, binary, sizeof binary) && streq (key, given);
-    zconfig_destroy (&config);
-    if (!valid)
+    struct stat info;
+    char *text = NULL;
+    ssize_t size = -1;
+    if (fstat (fd, &info) || !S_ISREG (info.st_mode))
+        act_log (LOG_WARNING, "CURVE: %s is not a regular file; ignored", file);
+    else
+    if (info.st_size > S_KEY_FILE_MAX)
+        act_log (LOG_WARNING, "CURVE: %s is larger than %d bytes: not a key file; ignored",
+                 file, S_KEY_FILE_MAX);
+    else
+    if ((text = malloc ((size_t) info.st_size + 1))
+    &&  (size = read (fd, text, (size_t) info.st_size)) < 0)
+        act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, strerror (errno));
+    close (fd);
+    bool valid = false;
+    if (size >= 0) {
+        text [size] = 0;
+        zconfig_t *config = zconfig_str_load (text);
+        const char *given = config? zconfig_get (config, "curve/public-key", NULL): NULL;
+        static const byte s_zeros [32] = { 0 };
+        byte binary [32];
+        if (given && strlen (given) == 40 && zmq_z85_decode (binary, given)
+        &&  memcmp (binary, s_zeros, sizeof binary) != 0
+        &&  zmq_z85_encode (key, binary, sizeof binary) && streq (key, given))
+            valid = true;
+        zconfig_destroy (&config);
+    }
+    if (!valid && size >= 0)
         act_log (LOG_WARNING, "CURVE: %s is not a key file; ignored", file);
+    free (text);
     return valid;
 }
 

@@ -275,6 +275,36 @@ class SecurityTest(unittest.TestCase):
         self.assertEqual(re.findall(r"CURVE: (\d+) client keys", log), ["1", "1"], log)
         self.assertEqual(self.client(self.alice).request("PING"), ["PONG"])
 
+    def test_a_fifo_or_a_huge_file_in_a_key_directory_does_not_hang_a_reload(self):
+        """zcert_load read each *.key (and first its NAME.key_secret) with a
+        blocking fopen on actd's one thread: a FIFO hung actd at the reload
+        (and at start), answering nothing more. Only regular files of at
+        most 64 KiB are read now, the public *.key file alone."""
+        fifo = os.path.join(self.clients_dir, "pipe.key")
+        os.mkfifo(fifo)
+        bob = keygen("bob", self.clients_dir)
+        secret = os.path.join(self.clients_dir, "bob.key_secret")
+        os.remove(secret)
+        os.mkfifo(secret)
+        huge = os.path.join(self.clients_dir, "huge.key")
+        with open(huge, "w") as handle:
+            handle.write('curve\n    public-key = "%s"\n' % bob[0] + "#" * 70000 + "\n")
+        self.actd.process.send_signal(signal.SIGHUP)
+        try:
+            self.wait_log(r"reload: allowed keys reloaded")
+            reply = self.client(self.alice).request("PING", timeout=5.0)
+        finally:
+            for path in (fifo, secret):     # lets a blocked open return (EOF)
+                try:
+                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+        self.assertEqual(reply, ["PONG"])
+        log = self.actd.log()
+        self.assertIn("CURVE: %s is not a regular file; ignored" % fifo, log)
+        self.assertIn("CURVE: %s is larger than 65536 bytes" % huge, log)
+        self.assertEqual(self.client(bob).request("PING"), ["PONG"])
+
 
 class KeyDirectoryTest(unittest.TestCase):
     """docs/operations.md section 8: a key directory that cannot be read is
