@@ -576,6 +576,11 @@ s_swap_keys (act_settings_t *now, act_settings_t *fresh)
 int
 act_security_reload (act_security_t *self, act_settings_t *fresh, act_err_t *err)
 {
+    if (self && !self->server_cert
+    &&  (zlistx_size (fresh->tenants) || zlistx_size (fresh->worker_groups)))
+        act_log (LOG_WARNING, "reload: tenants and worker groups are configured but CURVE "
+                 "is off (security/server_key takes effect at the next start): they are "
+                 "ignored, every peer has every right");
     if (!self || !self->server_cert)
         return 0;
     //  Take fresh's key settings, keeping the old ones in fresh (the old

@@ -110,6 +110,8 @@ void act_security_on_client_gone (act_security_t *self, act_peers_gone_fn *gone,
 //  listed for act_security_revoked_client and their connections cut; the
 //  caller checks workers (act_security_worker_patterns). Returns 0, or
 //  -1 with err set when the keys do not load: then nothing changed.
+//  Without CURVE nothing is read: tenants or groups in fresh are said, at
+//  warning, to be ignored.
 int act_security_reload (act_security_t *self, act_settings_t *fresh, act_err_t *err);
 
 //  The routing id of the next client revoked by the last reload (the

@@ -128,7 +128,8 @@ int act_settings_rights (const char *text);
 const act_activity_settings_t *act_settings_activity (act_settings_t *self, const char *name);
 
 //  Log, at notice, every setting of fresh that differs from now (a
-//  reload's changes), per activity included.
+//  reload's changes), per activity included; and at warning each
+//  restart-only setting that differs, as not applied (it needs a restart).
 void act_settings_log_changes (const act_settings_t *now, const act_settings_t *fresh);
 
 #endif

@@ -62,26 +62,6 @@ s_number (const char *text, const char *flag, long long least, long long most,
     return 0;
 }
 
-//  The loop's hook: reload the config file when SIGHUP came
-static void
-s_reload (act_broker_t *broker, act_settings_t *settings)
-{
-    act_broker_reload_requested = 0;
-    if (!settings->config_file) {
-        act_log (LOG_NOTICE, "SIGHUP: no config file to reload");
-        return;
-    }
-    act_settings_t *fresh = act_settings_new ();
-    char message [512];
-    act_err_t err = { 0 };
-    if (act_settings_load (fresh, settings->config_file, message, sizeof message))
-        act_log (LOG_ERR, "SIGHUP: config not reloaded: %s", message);
-    else
-    if (act_broker_reload (broker, fresh, &err))
-        act_log (LOG_ERR, "SIGHUP: config not reloaded: %s", err.message);
-    act_settings_destroy (&fresh);
-}
-
 static void
 s_configure_logging (act_settings_t *settings)
 {
@@ -159,10 +139,16 @@ s_replace (char **target, const char *value)
     *target = strdup (value);
 }
 
+//  The command line, for a reload (s_reload)
+static int s_argc;
+static char **s_argv;
+
 //  Second pass: every flag but --config over the settings (the config
-//  file's first). Returns 0, or 2 after saying what is wrong
+//  file's first); at a reload (reload true), all but --log-level (the
+//  file's log/level applies then). Returns 0, or 2 after saying what is
+//  wrong
 static int
-s_second_pass (int argc, char *argv [], act_settings_t *settings)
+s_second_pass (int argc, char *argv [], act_settings_t *settings, bool reload)
 {
     optind = 1;
     int option;
@@ -196,6 +182,8 @@ s_second_pass (int argc, char *argv [], act_settings_t *settings)
                     return 2;
                 break;
             case OPT_LEVEL:
+                if (reload)
+                    break;
                 settings->log_level = act_log_level_parse (optarg);
                 if (settings->log_level < 0) {
                     fprintf (stderr, "actd: --log-level is error, warning, notice, info or debug\n");
@@ -212,6 +200,32 @@ s_second_pass (int argc, char *argv [], act_settings_t *settings)
         return 2;
     }
     return 0;
+}
+
+//  The loop's hook: reload the config file when SIGHUP came
+static void
+s_reload (act_broker_t *broker, act_settings_t *settings)
+{
+    act_broker_reload_requested = 0;
+    if (!settings->config_file) {
+        act_log (LOG_NOTICE, "SIGHUP: no config file to reload");
+        return;
+    }
+    act_settings_t *fresh = act_settings_new ();
+    char message [512];
+    act_err_t err = { 0 };
+    if (act_settings_load (fresh, settings->config_file, message, sizeof message))
+        act_log (LOG_ERR, "SIGHUP: config not reloaded: %s", message);
+    else
+    //  The command line's flags (all restart-only but --log-level) over
+    //  the file again, so that only what the file changed is said to need
+    //  a restart (act_settings_log_changes)
+    if (s_second_pass (s_argc, s_argv, fresh, true))
+        act_log (LOG_ERR, "SIGHUP: config not reloaded: bad command line");
+    else
+    if (act_broker_reload (broker, fresh, &err))
+        act_log (LOG_ERR, "SIGHUP: config not reloaded: %s", err.message);
+    act_settings_destroy (&fresh);
 }
 
 //  Put libzmq's I/O threads (named ZMQbg/IO/N) under SCHED_BATCH
@@ -326,7 +340,9 @@ main (int argc, char *argv [])
         act_settings_destroy (&settings);
         return 2;
     }
-    rc = s_second_pass (argc, argv, settings);
+    s_argc = argc;
+    s_argv = argv;
+    rc = s_second_pass (argc, argv, settings, false);
     if (rc) {
         act_settings_destroy (&settings);
         return rc;

@@ -311,6 +311,51 @@ class ReloadTest(unittest.TestCase):
             self.assertEqual(refused, ["ERROR", "busy", "activity slow has 5 calls waiting (max_queue 5)"])
             #  At warning, the refusal (info) is no longer logged
             self.assertEqual(actd.log().count("client request CALL refused: busy"), 1)
+            #  The harness's flags (endpoints, store, heartbeat) are not
+            #  taken for changes of the file
+            self.assertNotIn("needs a restart", actd.log())
+            client.close()
+
+    def test_a_reload_of_restart_only_settings_says_they_are_not_applied(self):
+        """docs/operations.md section 5: server_key, endpoints, limits need
+        a restart. A reload that turned on server_key and tenants was
+        applied silently while CURVE stayed off, every peer keeping every
+        right; each such setting is now named at warning, and the tenants
+        are said to be ignored, as at start."""
+        from test_security import keygen
+        write(self.config, "log\n    level = debug\n")
+        with Actd(args=["--config", self.config]) as actd:
+            client = actd.client()
+            keygen("server", self.dir)
+            keygen("agent", self.dir)
+            server_key = os.path.join(self.dir, "server.key_secret")
+            write(self.config, """
+                log
+                    level = info
+                server
+                    max_watches = 5
+                security
+                    server_key = %s
+                tenants
+                    acme
+                        prefix = "acme/"
+                        rights = read
+                        keys = %s
+                """ % (server_key, os.path.join(self.dir, "agent.key")))
+            actd.process.send_signal(signal.SIGHUP)
+            wait_for(lambda: "reload: log/level debug -> info" in actd.log(),
+                     "the reload logged:\n" + actd.log())
+            log = actd.log()
+            self.assertRegex(log, r"(?m)^W: actd .* reload: security/server_key \(none\) -> "
+                             r"%s needs a restart: not applied$" % re.escape(server_key))
+            self.assertRegex(log, r"(?m)^W: actd .* reload: server/max_watches 10000 -> 5 "
+                             r"needs a restart: not applied$")
+            self.assertRegex(log, r"(?m)^W: actd .* reload: tenants and worker groups are "
+                             r"configured but CURVE is off")
+            #  Only what the file changed is named
+            self.assertEqual(log.count("needs a restart"), 2, log)
+            #  And indeed CURVE stays off: every peer keeps every right
+            self.assertEqual(client.request("APPEND", "globex/x", {"type": "note"})[0], "OK")
             client.close()
 
     def test_repeated_sections_are_read_as_one(self):
