@@ -784,6 +784,7 @@ act_flow_forget (act_flow_t *self)
     zhashx_purge (self->keys);
     zhashx_purge (self->calls);
     act_timers_clear (self->timers);
+    self->timers_kept = 0;
     self->ntodo = 0;
     memset (self->counts, 0, sizeof self->counts);
     act_pool_forget_calls (self->pool);

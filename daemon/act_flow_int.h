@@ -24,6 +24,7 @@ struct _act_flow_t {
     act_watches_t *watches;     //  Who follows which context (borrowed)
     act_tools_t *tools;         //  What each activity takes (PROTOCOL.md 2.1)
     act_timers_t *timers;       //  Deadlines, schedule timeouts, retries
+    size_t timers_kept;         //  Timers the last sweep kept: the next waits for twice as many
     act_scan_t *scan;           //  The hot path's JSON scanner, reused
     act_buf_t outcome;          //  An ending call's outcome text, its room
                                 //  reused from one call to the next

@@ -6,9 +6,34 @@
 
 #include "act_flow_int.h"
 
+//  Timers held before void ones are swept out (and at least four a live call)
+#define S_TIMERS_SWEEP  4096
+
+//  The sweep's test: the timer's call has not ended nor moved on
+static bool
+s_timer_live (void *arg, const act_timer_t *timer)
+{
+    act_live_t *call = act_flow_lookup ((act_flow_t *) arg, timer->id);
+    return call && call->timer == timer->generation;
+}
+
 void
 act_flow_timers (act_flow_t *self, long long now)
 {
+    //  A call that ended leaves its timers in the heap until they come due
+    //  (its deadline, its wait for a worker): with a long _timeout, for
+    //  good. Once the heap holds far more than the calls alive can want,
+    //  the void ones go; O(n), so not before the heap has doubled since
+    //  the last sweep
+    size_t held = act_timers_size (self->timers);
+    if (held >= S_TIMERS_SWEEP && held > 4 * zhashx_size (self->calls)
+    &&  held >= 2 * self->timers_kept) {
+        size_t dropped = act_timers_sweep (self->timers, s_timer_live, self);
+        self->timers_kept = act_timers_size (self->timers);
+        act_log (LOG_DEBUG, "timers: %zu void ones dropped, %zu kept", dropped,
+                 act_timers_size (self->timers));
+    }
+
     act_timer_t timer;
     while (act_timers_pop (self->timers, now, &timer)) {
         act_live_t *call = act_flow_lookup (self, timer.id);

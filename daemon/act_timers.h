@@ -39,6 +39,14 @@ long long act_timers_next (act_timers_t *self);
 //  true when it took one: timers due at the same ms come in no set order.
 bool act_timers_pop (act_timers_t *self, long long now, act_timer_t *timer);
 
+//  Whether timer is still wanted (its owner's generation), for a sweep
+typedef bool (act_timers_keep_fn) (void *arg, const act_timer_t *timer);
+
+//  Drop every timer keep says is void and give back room the heap no
+//  longer needs: void timers would otherwise be held until they come due,
+//  which a long _timeout puts far off. O(n). Returns how many were dropped.
+size_t act_timers_sweep (act_timers_t *self, act_timers_keep_fn *keep, void *arg);
+
 //  Number of timers held (void ones included).
 size_t act_timers_size (act_timers_t *self);
 

@@ -265,6 +265,47 @@ test_random_operations_match_a_sorted_array (void **state)
     act_timers_destroy (&timers);
 }
 
+//  The sweep's test here: odd ids are void
+static bool
+s_keep_even (void *arg, const act_timer_t *timer)
+{
+    (void) arg;
+    return timer->id % 2 == 0;
+}
+
+//  A sweep drops exactly the timers keep refuses, leaves a heap that pops
+//  the others earliest first, and takes adds after a sweep that shrank it
+static void
+test_sweep_drops_void_timers_and_keeps_the_order (void **state)
+{
+    (void) state;
+    act_timers_t *timers = act_timers_new ();
+    assert_non_null (timers);
+    uint64_t rng = 0x5EE9;
+    for (uint64_t id = 0; id < 20000; id++)
+        assert_int_equal (act_timers_add (timers, s_timer (
+            (long long) ((rng = rng * 6364136223846793005ULL + 1) >> 40) % 100000, id)), 0);
+    assert_int_equal (act_timers_sweep (timers, s_keep_even, NULL), 10000);
+    assert_int_equal (act_timers_size (timers), 10000);
+    long long last = -1;
+    act_timer_t timer;
+    size_t popped = 0;
+    while (act_timers_pop (timers, 1000000, &timer)) {
+        assert_true (timer.at >= last);
+        assert_int_equal (timer.id % 2, 0);
+        assert_int_equal (timer.generation, (uint32_t) (timer.id * 7 + 1));
+        last = timer.at;
+        popped++;
+        //  Shrunk while most of it stands empty, and still takes adds
+        if (popped == 9000) {
+            assert_int_equal (act_timers_sweep (timers, s_keep_even, NULL), 0);
+            assert_int_equal (act_timers_add (timers, s_timer (last, 2)), 0);
+        }
+    }
+    assert_int_equal (popped, 10001);
+    act_timers_destroy (&timers);
+}
+
 int
 main (void)
 {
@@ -275,6 +316,7 @@ main (void)
         cmocka_unit_test (test_next_is_the_earliest),
         cmocka_unit_test (test_clear_drops_every_timer),
         cmocka_unit_test (test_random_operations_match_a_sorted_array),
+        cmocka_unit_test (test_sweep_drops_void_timers_and_keeps_the_order),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
