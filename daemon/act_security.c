@@ -36,50 +36,89 @@ static act_group_settings_t s_anything = { "(worker_keys)", NULL, NULL };
 
 //  A key file is a few hundred bytes: a bigger one is not one
 #define S_KEY_FILE_MAX 65536
+#define S_TEXT(number) S_TEXT_OF (number)
+#define S_TEXT_OF(number) #number
+
+//  The text of key file (NUL-terminated; the caller frees it), and its
+//  status in *info. Only a regular file of at most S_KEY_FILE_MAX bytes is
+//  read, opened without blocking: a FIFO would hang actd's one thread
+//  (zconfig_load, which zcert_load uses, opens it with a blocking fopen).
+//  NULL when it is not read, with *why saying why: strerror when it could
+//  not be opened or read (*unreadable true), else what it is instead.
+static char *
+s_key_file_text (const char *file, struct stat *info, const char **why, bool *unreadable)
+{
+    *unreadable = false;
+    int fd = open (file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *why = strerror (errno);
+        *unreadable = true;
+        return NULL;
+    }
+    char *text = NULL;
+    ssize_t size = -1;
+    if (fstat (fd, info) || !S_ISREG (info->st_mode))
+        *why = "not a regular file";
+    else
+    if (info->st_size > S_KEY_FILE_MAX)
+        *why = "larger than " S_TEXT (S_KEY_FILE_MAX) " bytes: not a key file";
+    else
+    if (!(text = malloc ((size_t) info->st_size + 1)))
+        *why = "too large to hold (out of memory)";
+    else
+    if ((size = read (fd, text, (size_t) info->st_size)) < 0) {
+        *why = strerror (errno);
+        *unreadable = true;
+    }
+    close (fd);
+    if (size < 0) {
+        free (text);
+        return NULL;
+    }
+    text [size] = 0;
+    return text;
+}
+
+//  True when given is a key in Z85 (40 characters that decode, written
+//  back the same) and not all zeros, decoded into binary (zcert_load takes
+//  a key that does not decode for zeros)
+static bool
+s_key_decode (const char *given, byte binary [32])
+{
+    static const byte s_zeros [32] = { 0 };
+    char again [41];
+    return given && strlen (given) == 40 && zmq_z85_decode (binary, given)
+        && memcmp (binary, s_zeros, 32) != 0
+        && zmq_z85_encode (again, binary, 32) && streq (again, given);
+}
 
 //  Read the public key of key file (a zcert public file: curve/public-key)
-//  into key (Z85, 40 characters and a NUL). Only a regular file of at most
-//  S_KEY_FILE_MAX bytes is read, opened without blocking (a FIFO named
-//  *.key would hang actd's one thread); its key must be valid Z85 and not
-//  all zeros (zcert_load takes a key that does not decode for zeros).
-//  Returns true, or false with the reason logged: the file is ignored.
+//  into key (Z85, 40 characters and a NUL), as s_key_file_text reads
+//  files; its key must be valid (s_key_decode). Returns true, or false
+//  with the reason logged: the file is ignored.
 static bool
 s_key_file_read (const char *file, char key [41])
 {
-    int fd = open (file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, strerror (errno));
+    struct stat info;
+    const char *why;
+    bool unreadable;
+    char *text = s_key_file_text (file, &info, &why, &unreadable);
+    if (!text) {
+        if (unreadable)
+            act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, why);
+        else
+            act_log (LOG_WARNING, "CURVE: %s is %s; ignored", file, why);
         return false;
     }
-    struct stat info;
-    char *text = NULL;
-    ssize_t size = -1;
-    if (fstat (fd, &info) || !S_ISREG (info.st_mode))
-        act_log (LOG_WARNING, "CURVE: %s is not a regular file; ignored", file);
+    zconfig_t *config = zconfig_str_load (text);
+    const char *given = config? zconfig_get (config, "curve/public-key", NULL): NULL;
+    byte binary [32];
+    bool valid = s_key_decode (given, binary);
+    if (valid)
+        strcpy (key, given);
     else
-    if (info.st_size > S_KEY_FILE_MAX)
-        act_log (LOG_WARNING, "CURVE: %s is larger than %d bytes: not a key file; ignored",
-                 file, S_KEY_FILE_MAX);
-    else
-    if ((text = malloc ((size_t) info.st_size + 1))
-    &&  (size = read (fd, text, (size_t) info.st_size)) < 0)
-        act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, strerror (errno));
-    close (fd);
-    bool valid = false;
-    if (size >= 0) {
-        text [size] = 0;
-        zconfig_t *config = zconfig_str_load (text);
-        const char *given = config? zconfig_get (config, "curve/public-key", NULL): NULL;
-        static const byte s_zeros [32] = { 0 };
-        byte binary [32];
-        if (given && strlen (given) == 40 && zmq_z85_decode (binary, given)
-        &&  memcmp (binary, s_zeros, sizeof binary) != 0
-        &&  zmq_z85_encode (key, binary, sizeof binary) && streq (key, given))
-            valid = true;
-        zconfig_destroy (&config);
-    }
-    if (!valid && size >= 0)
         act_log (LOG_WARNING, "CURVE: %s is not a key file; ignored", file);
+    zconfig_destroy (&config);
     free (text);
     return valid;
 }
@@ -225,6 +264,45 @@ s_endpoint_local (const char *endpoint)
     return false;
 }
 
+//  The broker's certificate: as zcert_load reads it (NAME_secret, else
+//  NAME itself when NAME_secret cannot be opened), but each file read as
+//  key files are (s_key_file_text). NULL with err set: actd does not start.
+static zcert_t *
+s_server_cert_load (const char *file, act_err_t *err)
+{
+    char *secret = zsys_sprintf ("%s_secret", file);
+    const char *from = secret, *why;
+    struct stat info;
+    bool unreadable;
+    char *text = s_key_file_text (secret, &info, &why, &unreadable);
+    if (!text && unreadable) {
+        from = file;
+        text = s_key_file_text (file, &info, &why, &unreadable);
+    }
+    zconfig_t *config = text? zconfig_str_load (text): NULL;
+    byte public [32], private [32] = { 0 };
+    zcert_t *cert = NULL;
+    if (!text)
+        act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s: %s (make one "
+                     "with: actctl keygen server)", from, why);
+    else
+    if (!config || !s_key_decode (zconfig_get (config, "curve/public-key", NULL), public))
+        act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s: not a key file "
+                     "(make one with: actctl keygen server)", from);
+    else
+    //  zcert_load would take the public half alone, with a secret key of
+    //  zeros: every handshake would then fail, unexplained
+    if (!s_key_decode (zconfig_get (config, "curve/secret-key", NULL), private))
+        act_err_set (err, ACT_E_INTERNAL, "the server key %s has no secret half: %s is "
+                     "missing or this user cannot read it", file, secret);
+    else
+        cert = zcert_new_from (public, private);
+    zconfig_destroy (&config);
+    free (text);
+    zstr_free (&secret);
+    return cert;
+}
+
 //  Before binding: load the keys and start the ZAP handler, or (without
 //  keys) make sure nothing but this machine can reach plain sockets
 static int
@@ -265,18 +343,9 @@ s_setup (act_security_t *self, act_err_t *err)
         act_log (LOG_NOTICE, "no CURVE keys: clients and workers are not authenticated");
         return 0;
     }
-    self->server_cert = zcert_load (settings->server_key);
+    self->server_cert = s_server_cert_load (settings->server_key, err);
     if (!self->server_cert)
-        return act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s "
-                            "(make one with: actctl keygen server)", settings->server_key);
-    //  zcert_load falls back to the public half alone when NAME.key_secret
-    //  cannot be read, with a secret key of zeros: every handshake would
-    //  then fail, unexplained
-    static const byte s_no_secret [32] = { 0 };
-    if (memcmp (zcert_secret_key (self->server_cert), s_no_secret, sizeof s_no_secret) == 0)
-        return act_err_set (err, ACT_E_INTERNAL, "the server key %s has no secret half: "
-                            "%s_secret is missing or this user cannot read it",
-                            settings->server_key, settings->server_key);
+        return -1;
     if (s_keys_load (self, false, err))
         return -1;
     self->zap = zsock_new_rep ("inproc://zeromq.zap.01");

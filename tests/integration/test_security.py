@@ -7,6 +7,7 @@ import os
 import pwd
 import re
 import signal
+import stat
 import subprocess
 import time
 import unittest
@@ -304,6 +305,55 @@ class SecurityTest(unittest.TestCase):
         self.assertIn("CURVE: %s is not a regular file; ignored" % fifo, log)
         self.assertIn("CURVE: %s is larger than 65536 bytes" % huge, log)
         self.assertEqual(self.client(bob).request("PING"), ["PONG"])
+
+
+class ServerKeyFileTest(unittest.TestCase):
+    """security/server_key is read as key files are: a FIFO (or anything
+    but a regular file) or a file over 64 KiB refuses the start, exit 1,
+    where zcert_load's blocking fopen left actd hung on a FIFO for good."""
+
+    def start_refused(self, make):
+        """actd whose server.key_secret make(path) replaced: its exit code
+        and log. Bounded: a FIFO opened for writing lets a blocked open
+        return, and actd is killed if it is still there."""
+        directory = scratch_dir("actd-serverkey-")
+        self.addCleanup(remove_scratch, directory)
+        actd = curve_actd(directory)
+        self.addCleanup(actd.cleanup)
+        path = os.path.join(directory, "server.key_secret")
+        os.remove(path)
+        make(path)
+        actd.start(wait=False)
+        try:
+            code = actd.process.wait(20)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            if stat.S_ISFIFO(os.stat(path).st_mode):
+                try:
+                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+            actd.kill()
+        self.assertIsNotNone(code, "actd did not exit within 20 s (hung reading the server "
+                             "key, or started with it):\n" + actd.log())
+        return code, actd.log(), path
+
+    def test_a_fifo_as_the_server_key_refuses_the_start(self):
+        code, log, path = self.start_refused(os.mkfifo)
+        self.assertEqual(code, 1, log)
+        self.assertIn("cannot read the server key %s: not a regular file" % path, log)
+
+    def test_a_huge_server_key_file_refuses_the_start(self):
+        def huge(path):
+            public, secret = keygen("big", os.path.dirname(path))
+            with open(path, "w") as handle:
+                handle.write('curve\n    public-key = "%s"\n    secret-key = "%s"\n'
+                             % (public, secret) + "#" * 70000 + "\n")
+        code, log, path = self.start_refused(huge)
+        self.assertEqual(code, 1, log)
+        self.assertIn("cannot read the server key %s: larger than 65536 bytes: not a key "
+                      "file" % path, log)
 
 
 class KeyDirectoryTest(unittest.TestCase):
