@@ -79,6 +79,35 @@ s_key_file_text (const char *file, struct stat *info, const char **why, bool *un
     return text;
 }
 
+//  Warn (the keys still load) when path, status info, could be changed by
+//  others than its owner, or (secret: the server's secret key) read by
+//  every user: whoever may write a key directory or key file chooses who
+//  is let in, and whoever reads the secret key may pose as the broker.
+//  OpenSSH's StrictModes refuses such files; refusing here would stop
+//  brokers that run today with a key of mode 0644 (what some installs
+//  copy), so it is said at each start and reload instead. CZMQ's zauth
+//  and zcertstore do not look at modes at all.
+static void
+s_mode_check (const char *path, const struct stat *info, bool secret)
+{
+    const char *what = secret? "the server's secret key"
+                     : S_ISDIR (info->st_mode)? "key directory": "key file";
+    unsigned mode = (unsigned) info->st_mode & 07777;
+    if (mode & (S_IWGRP | S_IWOTH))
+        act_log (LOG_WARNING, "CURVE: %s %s is writable by %s (mode %04o): whoever can "
+                 "write it can %s; chmod go-w", what, path,
+                 mode & S_IWOTH? "every user": "its group", mode,
+                 secret? "replace the broker's key"
+                 : S_ISDIR (info->st_mode)? "add a key of their own": "change its key");
+    if (secret && (mode & S_IROTH))
+        act_log (LOG_WARNING, "CURVE: %s %s is readable by every user (mode %04o): any of "
+                 "them can pose as this broker; chmod o-r (0640, group actd)", what, path,
+                 mode);
+    if (info->st_uid != 0 && info->st_uid != geteuid ())
+        act_log (LOG_WARNING, "CURVE: %s %s is owned by uid %u, neither root nor actd's "
+                 "user: that user can change it", what, path, (unsigned) info->st_uid);
+}
+
 //  True when given is a key in Z85 (40 characters that decode, written
 //  back the same) and not all zeros, decoded into binary (zcert_load takes
 //  a key that does not decode for zeros)
@@ -114,8 +143,10 @@ s_key_file_read (const char *file, char key [41])
     const char *given = config? zconfig_get (config, "curve/public-key", NULL): NULL;
     byte binary [32];
     bool valid = s_key_decode (given, binary);
-    if (valid)
+    if (valid) {
         strcpy (key, given);
+        s_mode_check (file, &info, false);
+    }
     else
         act_log (LOG_WARNING, "CURVE: %s is not a key file; ignored", file);
     zconfig_destroy (&config);
@@ -138,6 +169,8 @@ s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
     if (!path || stat (path, &info)
     ||  access (path, S_ISDIR (info.st_mode)? R_OK | X_OK: R_OK))
         return -1;
+    if (S_ISDIR (info.st_mode))
+        s_mode_check (path, &info, false);
     zlistx_t *files = zlistx_new ();
     zlistx_set_destructor (files, (czmq_destructor *) zstr_free);
     if (S_ISDIR (info.st_mode)) {
@@ -295,8 +328,10 @@ s_server_cert_load (const char *file, act_err_t *err)
     if (!s_key_decode (zconfig_get (config, "curve/secret-key", NULL), private))
         act_err_set (err, ACT_E_INTERNAL, "the server key %s has no secret half: %s is "
                      "missing or this user cannot read it", file, secret);
-    else
+    else {
         cert = zcert_new_from (public, private);
+        s_mode_check (from, &info, true);
+    }
     zconfig_destroy (&config);
     free (text);
     zstr_free (&secret);

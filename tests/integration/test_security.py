@@ -388,6 +388,58 @@ class KeyDirectoryTest(unittest.TestCase):
         self.assertIn("security/client_keys: cannot read %s: Permission denied" % clients,
                       actd.log())
 
+    def test_keys_others_may_change_or_read_are_warned_of(self):
+        """Like OpenSSH's StrictModes, but warned of (at start and at each
+        reload), not refused: a key directory (client, worker, tenant) or
+        key file writable by its group or by every user, and the server's
+        secret key writable by them or readable by every user. Nothing
+        was said: whoever could write such a directory could let any key
+        in unnoticed."""
+        directory = scratch_dir("actd-keymodes-")
+        self.addCleanup(remove_scratch, directory)
+        actd = curve_actd(directory)
+        self.addCleanup(actd.cleanup)
+        tenant = os.path.join(directory, "tenant")
+        os.mkdir(tenant)
+        keygen("tenanted", tenant)
+        with open(actd.args[-1], "a") as handle:
+            handle.write('tenants\n    team\n        prefix = "team/"\n        rights = read\n'
+                         "        keys = %s\n" % tenant)
+        clients, workers = os.path.join(directory, "clients"), os.path.join(directory, "workers")
+        secret = os.path.join(directory, "server.key_secret")
+        alice = os.path.join(clients, "alice.key")
+        os.chmod(clients, 0o777)
+        os.chmod(workers, 0o770)
+        os.chmod(tenant, 0o757)
+        os.chmod(alice, 0o664)
+        os.chmod(secret, 0o644)
+        actd.start(wait=False)
+        wait_for(lambda: actd.process.poll() is not None or "ready: " in actd.log(),
+                 "actd to start")
+        self.assertIsNone(actd.process.poll(), actd.log())
+        expected = [
+            r"key directory %s is writable by every user \(mode 0777\)" % re.escape(clients),
+            r"key directory %s is writable by its group \(mode 0770\)" % re.escape(workers),
+            r"key directory %s is writable by every user \(mode 0757\)" % re.escape(tenant),
+            r"key file %s is writable by its group \(mode 0664\)" % re.escape(alice),
+            r"the server's secret key %s is readable by every user \(mode 0644\)"
+            % re.escape(secret)]
+        for pattern in expected:
+            self.assertRegex(actd.log(), r"(?m)^W: actd .* CURVE: " + pattern, actd.log())
+        #  The keys are still allowed; a key file of mode 0644 is not warned of
+        self.assertIn("CURVE: 2 client keys", actd.log())
+        self.assertNotIn("%s is" % os.path.join(workers, "w1.key"), actd.log())
+        #  Again at a reload, once fixed no more
+        actd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload: allowed keys reloaded" in actd.log(), "the reload")
+        self.assertEqual(actd.log().count("key directory %s is writable" % clients), 2)
+        for path in (clients, workers, tenant):
+            os.chmod(path, 0o750)
+        actd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: actd.log().count("reload: allowed keys reloaded") == 2, "the reload")
+        self.assertEqual(actd.log().count("key directory %s is writable" % clients), 2)
+        self.assertEqual(actd.stop(), 0, actd.log())
+
     def test_a_reload_whose_keys_do_not_load_changes_nothing(self):
         """docs/operations.md: a file that does not load changes nothing.
         A file that parses but whose keys cannot be used (worker_keys
