@@ -306,8 +306,13 @@ s_stats (void *arg)
 //  The broker
 
 //  The outbox's guard: whether the connection behind a routing id is the
-//  one of the client a DONE or EVENT is owed to, and that client may still
-//  reach the context it is about (act_out_owner)
+//  one of the client a reply is owed to, and (DONE, EVENT) that client may
+//  still reach the context it is about (act_out_owner). The sockets do not
+//  set ZMQ_ROUTER_HANDOVER, so libzmq gives no one a routing id while its
+//  connection lives; but once the client left, any peer may take the id,
+//  with another key, while a reply to the client still waits in the
+//  outbox for its commit (or a HISTORY page is built): with CURVE every
+//  reply is tied to its requester's key (act_outbox_serving)
 static bool
 s_owner_holds (void *security, const void *id, size_t size, const char *owner,
                const char *context)

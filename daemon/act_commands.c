@@ -760,7 +760,7 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
     //  Metadata rides on the frames the peer sent, not on the routing id;
     //  its key is read once (each read is a lookup in libzmq)
     const char *user = act_part_meta (header, "User-Id");
-    act_outbox_serving (self->outbox, user);
+    act_outbox_serving (self->outbox, client, user);
     if (!act_security_client_grant (self->security, header, &req.grant)) {
         act_log_peer (LOG_WARNING, user? user: "(none)", "CURVE client refused",
                       "CURVE: client refused: key %s is not in %s nor in a tenant",
@@ -780,6 +780,6 @@ act_commands_message (act_commands_t *self, act_msg_t *msg)
             row->handler (self, &req);
     }
     act_outbox_envelope (self->outbox, NULL);
-    act_outbox_serving (self->outbox, NULL);
+    act_outbox_serving (self->outbox, NULL, NULL);
     zframe_destroy (&req.request);
 }

@@ -96,6 +96,8 @@ struct _act_outbox_t {
     size_t max_client_bytes;    //  Bytes libzmq may hold for one client
                                 //  (0: no bound)
     const char *serving;        //  Key of the client served now, or NULL
+    zframe_t *serving_client;   //  Its routing id (borrowed), or NULL when
+                                //  its replies get no owner
     act_outbox_guard_fn *guard; //  Judges messages with an owner, or NULL
     void *guard_arg;            //  Its argument
     uint64_t unowned;           //  Messages the guard dropped
@@ -351,6 +353,12 @@ act_outbox_reply_to (act_outbox_t *self, const void *client, size_t client_size,
         act_out_add (out, "", 0);
         out->head = 2;
     }
+    //  A reply to the client served now is owed to its key (nothing to
+    //  compare without CURVE: the hot path stays as it was)
+    zframe_t *served = self->serving_client;
+    if (served && zframe_size (served) == client_size
+    &&  memcmp (zframe_data (served), client, client_size) == 0)
+        strcpy (out->owner, self->serving);
     act_out_literal (out, ACT_CLIENT_HEADER);
     act_out_literal (out, verb);
     act_out_add (out, request, request_size);
@@ -382,9 +390,10 @@ act_out_owner (act_out_t *out, const char *owner, const char *context)
 }
 
 void
-act_outbox_serving (act_outbox_t *self, const char *owner)
+act_outbox_serving (act_outbox_t *self, zframe_t *client, const char *owner)
 {
     self->serving = owner && *owner? owner: NULL;
+    self->serving_client = self->serving && strlen (owner) < ACT_OWNER_SIZE? client: NULL;
 }
 
 const char *
@@ -636,11 +645,17 @@ s_owned (act_outbox_t *self, act_out_t *out)
         return true;
     self->unowned++;
     char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
-    act_log_peer (LOG_INFO, client, "reply owed to another key",
-                  "reply owed to key %s not sent to routing id %s: its connection is not "
-                  "that key's (it left, or has not spoken since it connected), or the key "
-                  "was revoked, or its tenant no longer reaches context %s",
-                  out->owner, client, out->reach? out->reach: "(none)");
+    if (out->reach)
+        act_log_peer (LOG_INFO, client, "reply owed to another key",
+                      "reply owed to key %s not sent to routing id %s: its connection is "
+                      "not that key's (it left, or has not spoken since it connected), or "
+                      "the key was revoked, or its tenant no longer reaches context %s",
+                      out->owner, client, out->reach);
+    else
+        act_log_peer (LOG_INFO, client, "reply owed to another key",
+                      "reply owed to key %s not sent to routing id %s: its connection is "
+                      "not that key's (it left, or has not spoken since it connected)",
+                      out->owner, client);
     free (client);
     return false;
 }

@@ -96,11 +96,15 @@ act_out_t *act_outbox_reply_to (act_outbox_t *self, const void *client, size_t c
 //  such a client: a REQ socket takes one reply per request.
 void act_outbox_envelope (act_outbox_t *self, zframe_t *client);
 
-//  While a request is served: the CURVE key (Z85) its client
-//  authenticated with, or NULL (none, or no request served). What is
-//  owed to that client later (DONE, EVENT) is sent to its connection only
-//  (act_out_owner); owner is borrowed until the next call.
-void act_outbox_serving (act_outbox_t *self, const char *owner);
+//  While a request of client (its routing id) is served: the CURVE key
+//  (Z85) it authenticated with, or NULL (none: CURVE is off, or no
+//  request served). Every reply to that routing id built meanwhile is
+//  owed to that key (act_out_owner, with no context): it goes only to a
+//  connection of that key, not to one that took the routing id after
+//  the client left while the reply waited for its commit (or its HISTORY
+//  page was built). What is owed later (DONE, EVENT) is tied the same
+//  way by its builder. Both are borrowed until the next call.
+void act_outbox_serving (act_outbox_t *self, zframe_t *client, const char *owner);
 
 //  The key act_outbox_serving set, or NULL.
 const char *act_outbox_serving_owner (act_outbox_t *self);
@@ -126,8 +130,9 @@ void act_out_patient (act_out_t *out);
 
 //  out is owed to the client that authenticated with CURVE key owner
 //  (Z85; NULL or "": to whoever holds its routing id), about context (or
-//  NULL). It is sent only if the outbox's guard says the connection behind
-//  its routing id is that client's and that client's grant still reaches
+//  NULL: a reply to a request, judged when it was served). It is sent
+//  only if the outbox's guard says the connection behind its routing id
+//  is that client's and (context given) that client's grant still reaches
 //  context (a reload may have moved its key); else it is dropped
 //  (act_outbox_unowned).
 void act_out_owner (act_out_t *out, const char *owner, const char *context);

@@ -40,6 +40,7 @@ typedef struct {
     zframe_t *client;           //  Whom to answer
     zframe_t *request;          //  Its request id
     bool enveloped;             //  A REQ client: the reply gets an empty frame
+    char owner [ACT_OWNER_SIZE];    //  The CURVE key it asked with, or ""
     char *context;              //  The context read
     uint64_t next;              //  The next _seq to read
     size_t left;                //  Messages the page may still take
@@ -232,6 +233,10 @@ act_pages_start (act_pages_t *self, zframe_t *client, zframe_t *request, bool en
     page->client = zframe_dup (client);
     page->request = zframe_dup (request);
     page->enveloped = enveloped;
+    //  Asked while served: the page is owed to that key (act_outbox_serving)
+    const char *key = act_outbox_serving_owner (self->outbox);
+    if (key && strlen (key) < ACT_OWNER_SIZE)
+        strcpy (page->owner, key);
     page->context = strdup (context);
     page->next = from;
     page->left = limit;
@@ -239,11 +244,13 @@ act_pages_start (act_pages_t *self, zframe_t *client, zframe_t *request, bool en
     zlistx_add_end (owner->pages, page);
 }
 
-//  Answer the page: VALUE with its text, or ERROR internal
+//  Answer the page: VALUE with its text, or ERROR internal, owed to the
+//  key that asked for it
 static void
 s_answer (act_pages_t *self, s_page_t *page, bool failed)
 {
     act_outbox_envelope (self->outbox, page->enveloped? page->client: NULL);
+    act_outbox_serving (self->outbox, page->client, page->owner);
     if (failed) {
         act_err_t err = { 0 };
         act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
@@ -256,6 +263,7 @@ s_answer (act_pages_t *self, s_page_t *page, bool failed)
         act_out_add (out, zchunk_data (page->text), zchunk_size (page->text));
     }
     act_outbox_envelope (self->outbox, NULL);
+    act_outbox_serving (self->outbox, NULL, NULL);
 }
 
 //  A piece being read into a page
@@ -343,12 +351,16 @@ s_refuse (act_pages_t *self, act_msg_t *msg, const char *key, const char *reason
     act_log_peer (LOG_WARNING, key, reason, "client %s: a request refused busy: %s", key, why);
     zmq_msg_t *client = act_msg_part (msg, 0);
     act_outbox_envelope (self->outbox, from_req? act_msg_routing (msg): NULL);
+    //  Owed to its key, as when it is served (act_outbox_serving)
+    act_outbox_serving (self->outbox, act_msg_routing (msg),
+                        act_part_meta (act_msg_part (msg, at), "User-Id"));
     act_out_t *out = act_outbox_reply_to (self->outbox, zmq_msg_data (client),
                                           zmq_msg_size (client), zmq_msg_data (request),
                                           zmq_msg_size (request), "ERROR", false);
     act_out_addstr (out, ACT_E_BUSY);
     act_out_addstr (out, why);
     act_outbox_envelope (self->outbox, NULL);
+    act_outbox_serving (self->outbox, NULL, NULL);
     act_msg_close (msg);
     return true;
 }

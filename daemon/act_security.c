@@ -569,13 +569,14 @@ bool
 act_security_client_holds (act_security_t *self, const void *id, size_t size,
                            const char *key, const char *context)
 {
-    //  A key revoked since (a reload) is owed nothing more, even on its
-    //  own connection back; nor one whose grant no longer reaches the
-    //  context (moved to another tenant, or its prefix narrowed)
+    //  A key revoked since (a reload) is owed nothing more about a
+    //  context, even on its own connection back; nor one whose grant no
+    //  longer reaches it (moved to another tenant, or its prefix narrowed).
+    //  A reply to a request (no context) was judged when it was served: an
+    //  ERROR unauthorized is owed to a key that is not allowed at all
     act_grant_t grant;
-    if (self && self->server_cert
-    &&  (!s_grant (self->clients, key, &grant)
-    ||   (context && !act_grant_reaches (&grant, context))))
+    if (self && self->server_cert && context
+    &&  (!s_grant (self->clients, key, &grant) || !act_grant_reaches (&grant, context)))
         return false;
     return self && act_peers_holds (self->peers, false, id, size, key);
 }

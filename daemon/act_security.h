@@ -86,12 +86,13 @@ bool act_security_cut_client (act_security_t *self, const char *key);
 
 //  True when a reply owed to the client that authenticated with key (Z85)
 //  may go to routing id (size bytes): the connection behind it now is one
-//  that spoke with that key and is still open (act_peers_holds). A
-//  DONE or EVENT is sent only then, so a peer that took a left client's
-//  routing id gets nothing of its calls or watches; and a key revoked
-//  since (a reload), or whose grant no longer reaches context (not NULL:
-//  moved to another tenant, or its tenant's prefix narrowed), gets
-//  nothing more of it, even on its own connection.
+//  that spoke with that key and is still open (act_peers_holds). Every
+//  reply to a CURVE client is sent only then, so a peer that took a left
+//  client's routing id gets nothing of its requests, calls or watches;
+//  and (context not NULL: a DONE or EVENT) a key revoked since (a
+//  reload), or whose grant no longer reaches context (moved to another
+//  tenant, or its tenant's prefix narrowed), gets nothing more of it,
+//  even on its own connection.
 bool act_security_client_holds (act_security_t *self, const void *id, size_t size,
                                 const char *key, const char *context);
 

@@ -2,7 +2,9 @@
 operations.md section 8): a worker key that takes the routing id of a
 worker registered with another key gets none of that worker's tasks, and
 a client key revoked by a reload, or moved by one to another tenant, gets
-no DONE of the calls it made before in contexts it no longer reaches.
+no DONE of the calls it made before in contexts it no longer reaches; a
+reply that waits for its commit while its client leaves does not reach a
+client of another key that took the routing id.
 Each test runs a real actd with CURVE (test_tenants.TenantsBase)."""
 
 import json
@@ -131,6 +133,41 @@ class KeysTest(test_tenants.TenantsBase):
                       % re.escape(self.keys["acme"][0]))
         #  The call itself ended as usual
         self.assertEqual(self.clients["ops"].status(call_id)["state"], "ok")
+
+    def test_a_reply_waiting_for_its_commit_does_not_reach_a_newcomer_on_its_routing_id(self):
+        """Every reply is owed to the key of the request it answers, not
+        only DONE and EVENT. acme's ACCEPTED waits for its commit (the
+        commit hold: a tool's result may share it); acme leaves, and a
+        globex client takes its routing id (libzmq lets any peer once the
+        id is free: actd does not set ROUTER_HANDOVER, so no one takes an
+        id while its connection lives). Before, globex's PING ended the
+        hold and acme's ACCEPTED, call id and all, went to globex."""
+        self.assertEqual(self.actd.stop(), 0)
+        with open(self.config, "a") as handle:
+            handle.write("store\n    hold_us = 10000000\n")
+        self.actd.start(wait=False)
+        self.clients.clear()
+        self.wait_up()
+        worker = self.holding_worker()
+        self.unowned()                  # ops's STATS answered before the hold
+        acme = self.take_routing_id("acme", b"agent-held")
+        acme.send("CALL", "acme/h", {"_tool": "hold", "_outputPath": "\u2020answer"})
+        task = self.task_of(worker, 1)  # served: its ACCEPTED waits in the hold
+        self.assertFalse(acme.socket.poll(300), "the ACCEPTED did not wait for the hold")
+        acme.socket.close(0)
+        self.sockets.remove(acme.socket)
+        globex = self.take_routing_id("globex", b"agent-held")
+        globex.socket.poll(500)
+        while globex.socket.poll(0):
+            globex.pending.append(globex._receive(0))
+        self.assertEqual([frames for _, frames in globex.pending if frames[0] == "ACCEPTED"],
+                         [], "globex received acme's ACCEPTED")
+        self.assertEqual(self.unowned(), 1, "the ACCEPTED was not withheld by the guard")
+        self.wait_log(r"reply owed to key %s not sent to routing id %s"
+                      % (re.escape(self.keys["acme"][0]), b"agent-held".hex().upper()))
+        #  The call ends as usual (its DONE, owed to acme, withheld too)
+        worker.send_result(task, "acme's result")
+        wait_for(lambda: self.unowned() == 2, "the DONE owed to acme withheld")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
     held for its commit to the same worker; a send that fails counts as
     not sent; a batch awaits its early tasks' results among patient
     messages only; a client past max_client_bytes is listed once to be cut,
-    gets nothing more while libzmq holds its replies, then starts clean.
+    gets nothing more while libzmq holds its replies, then starts clean;
+    replies to the CURVE client served are owed to its key.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -596,6 +597,70 @@ test_a_workers_large_frames_count_until_libzmq_lets_them_go (void **state)
     act_outbox_destroy (&outbox);
 }
 
+
+
+//  --------------------------------------------------------------------------
+//  Owners
+
+//  What a guard was asked
+typedef struct {
+    size_t calls;               //  Times it was asked
+    char owner [ACT_OWNER_SIZE];    //  The last key asked about
+    bool context;               //  The last question named a context
+} s_asked_t;
+
+//  A guard for which every routing id is now another key's connection
+static bool
+s_other_key (void *arg, const void *id, size_t size, const char *owner, const char *context)
+{
+    (void) id;
+    (void) size;
+    s_asked_t *asked = (s_asked_t *) arg;
+    asked->calls++;
+    snprintf (asked->owner, sizeof asked->owner, "%s", owner);
+    asked->context = context != NULL;
+    return false;
+}
+
+//  While a request of a CURVE client is served, the replies to its routing
+//  id (not those to others, not those built after) are owed to its key,
+//  with no context: one that another key's connection took is withheld.
+//  Without a key (CURVE off) the guard is never asked.
+static void
+test_replies_to_the_client_served_are_owed_to_its_key (void **state)
+{
+    (void) state;
+    const char *key = "rq:z6Mf7/w+0G)d{1.!uL<9gRCTVBf6<yrB.Gz>G";
+    act_outbox_t *outbox = act_outbox_new ();
+    s_asked_t asked = { 0 };
+    act_outbox_set_guard (outbox, s_other_key, &asked);
+    zframe_t *client = zframe_from ("client-1");
+    act_outbox_serving (outbox, client, key);
+    s_reply (outbox, "client-1", "r1", "ACCEPTED", "12", true);
+    s_reply (outbox, "client-2", "w1", "EVENT", "{}", true);     //  Another's watch
+    act_outbox_serving (outbox, NULL, NULL);
+    s_reply (outbox, "client-1", "r2", "PONG", NULL, false);
+    unit_sent_t sent = { .size = 0 };
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
+    unit_assert_sent (&sent, 0, false, "client-2", "ACTC01", "EVENT", "w1", "{}", NULL);
+    unit_assert_sent (&sent, 1, false, "client-1", "ACTC01", "PONG", "r2", NULL);
+    unit_sent_release (&sent);
+    assert_int_equal (asked.calls, 1);
+    assert_string_equal (asked.owner, key);
+    assert_false (asked.context);
+    assert_int_equal (act_outbox_unowned (outbox), 1);
+    //  CURVE off: no key, no owner, nothing asked
+    act_outbox_serving (outbox, client, NULL);
+    s_reply (outbox, "client-1", "r3", "PONG", NULL, false);
+    act_outbox_serving (outbox, NULL, NULL);
+    sent.size = 0;
+    assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 1);
+    unit_sent_release (&sent);
+    assert_int_equal (asked.calls, 1);
+    zframe_destroy (&client);
+    act_outbox_destroy (&outbox);
+}
+
 int
 main (void)
 {
@@ -615,6 +680,7 @@ main (void)
         cmocka_unit_test (test_early_tasks_go_again_after_the_held_ones_left),
         cmocka_unit_test (test_early_tasks_wait_past_many_held_workers),
         cmocka_unit_test (test_a_batch_awaits_early_tasks_among_patient_messages_only),
+        cmocka_unit_test (test_replies_to_the_client_served_are_owed_to_its_key),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
