@@ -9,12 +9,14 @@ struct _act_pool_t {
     act_settings_t *settings;   //  Per-activity limits (borrowed)
     zhashx_t *activities;       //  Name -> act_activity_t
     zhashx_t *workers;          //  Routing id hex -> act_worker_t
-    zlistx_t *idle;             //  act_activity_t no worker served, with no
+    zlistx_t *idle;             //  act_activity_t with no worker and no
                                 //  call left, the oldest idle first; one in
                                 //  use again stays until it is the oldest
                                 //  or idle again (borrowed: activities owns
                                 //  them)
     uint64_t joins;             //  Workers joined since the start
+    act_pool_forget_fn *forget; //  Told of each activity forgotten, or NULL
+    void *forget_arg;           //  Its argument
 };
 
 static void
@@ -96,10 +98,13 @@ s_unused (const act_activity_t *activity)
         && activity->running == 0;
 }
 
-//  Forget activity (it is unused), and its place among the idle
+//  Forget activity (it is unused), and its place among the idle; the
+//  forget hook is told first
 static void
 s_forget (act_pool_t *self, act_activity_t *activity)
 {
+    if (self->forget)
+        self->forget (self->forget_arg, activity->name);
     if (activity->idle)
         zlistx_delete (self->idle, activity->idle);
     zhashx_delete (self->activities, activity->name);
@@ -111,7 +116,7 @@ act_pool_prune (act_pool_t *self)
     zlistx_t *unused = zlistx_new ();
     for (act_activity_t *activity = zhashx_first (self->activities); activity;
          activity = zhashx_next (self->activities))
-        if (s_unused (activity) && activity->done == 0)
+        if (s_unused (activity) && activity->done == 0 && !activity->served)
             zlistx_add_end (unused, activity);
     for (act_activity_t *activity = zlistx_first (unused); activity;
          activity = zlistx_next (unused))
@@ -119,12 +124,12 @@ act_pool_prune (act_pool_t *self)
     zlistx_destroy (&unused);
 }
 
-//  Count activity, which no worker served, among the idle (again: then
-//  as the most recent), when it is unused
+//  Count activity among the idle (again: then as the most recent), when
+//  it is unused
 static void
 s_idle_note (act_pool_t *self, act_activity_t *activity)
 {
-    if (activity->served || !s_unused (activity))
+    if (!s_unused (activity))
         return;
     if (activity->idle)
         zlistx_move_end (self->idle, activity->idle);
@@ -142,7 +147,7 @@ s_idle_trim (act_pool_t *self)
         act_activity_t *oldest = (act_activity_t *) zlistx_first (self->idle);
         zlistx_delete (self->idle, oldest->idle);
         oldest->idle = NULL;
-        if (!oldest->served && s_unused (oldest))
+        if (s_unused (oldest))
             s_forget (self, oldest);
     }
 }
@@ -152,6 +157,13 @@ act_pool_idle (act_pool_t *self, act_activity_t *activity)
 {
     s_idle_note (self, activity);
     s_idle_trim (self);
+}
+
+void
+act_pool_on_forget (act_pool_t *self, act_pool_forget_fn *fn, void *arg)
+{
+    self->forget = fn;
+    self->forget_arg = arg;
 }
 
 void
@@ -215,7 +227,13 @@ act_pool_detach (act_pool_t *self, act_worker_t *worker)
         void *handle = zlistx_find (activity->workers, worker);
         if (handle)
             zlistx_delete (activity->workers, handle);
+        s_idle_note (self, activity);
     }
+    //  It refers to none of them any more: one may be forgotten now (by
+    //  the trim below, or as another worker leaves, while this one waits
+    //  for its removal)
+    zlistx_purge (worker->activities);
+    s_idle_trim (self);
 }
 
 void

@@ -46,10 +46,11 @@ typedef struct {
                                 //  in us (1/4 the last, 3/4 those before);
                                 //  0 until one has ended
     const act_activity_settings_t *settings;    //  Its limits
-    bool served;                //  A READY named it since the start: kept
-                                //  while actd runs (act_pool_idle)
-    void *idle;                 //  Its handle among the idle activities no
-                                //  worker served (act_pool_idle), or NULL
+    bool served;                //  A READY named it since it was made: the
+                                //  tools registry knows it, and only the
+                                //  idle bound forgets it (act_pool_idle)
+    void *idle;                 //  Its handle among the idle activities
+                                //  (act_pool_idle), or NULL
 } act_activity_t;
 
 //  Room for a task id, "<call>.<attempt>", and its NUL
@@ -95,21 +96,40 @@ void act_pool_destroy (act_pool_t **self_p);
 //  The activity named name, made if it is new.
 act_activity_t *act_pool_activity (act_pool_t *self, const char *name);
 
-//  Forget activities nothing refers to (no worker, call or history): a
-//  refused call may have named one never seen, and a refused request
-//  changes nothing.
+//  Forget activities nothing refers to (no worker, call, history, nor a
+//  READY that named it): a refused call may have named one never seen,
+//  and a refused request changes nothing.
 void act_pool_prune (act_pool_t *self);
 
-//  A call of activity just ended. Of the activities no worker has served
-//  since the start, at most ACT_POOL_IDLE_KEPT are kept once they have no
-//  call left: past them, the one idle the longest is forgotten with its
-//  counts (STATS). Calls may name any number of activities nobody serves:
-//  each would be kept until actd stops. An activity a READY named is kept
-//  for good, as its tool is. O(1), amortized over the calls that end.
+//  A call of activity just ended (act_pool_detach does the same for the
+//  activities of a worker that leaves). Of the activities idle, with no
+//  worker and no call left, at most ACT_POOL_IDLE_KEPT are kept: past
+//  them, the one idle the longest is forgotten with its counts (STATS),
+//  and the forget hook told (the tools registry drops its name and tool).
+//  Calls may name any number of activities nobody serves, and workers
+//  that come and go any number of activities in their READY: each would
+//  be kept until actd stops. An activity configured in the settings file
+//  is forgotten as any other: its limits stay in the settings, and it
+//  takes them again if it comes back (act_pool_activity). O(1), amortized
+//  over the calls that end and the workers that leave.
 void act_pool_idle (act_pool_t *self, act_activity_t *activity);
 
-//  Idle activities no worker served kept at most (act_pool_idle)
+//  Idle activities kept at most (act_pool_idle). Not a setting: one
+//  kept costs about 1 KB (its entry, three histograms, its name in the
+//  tools registry), 5 KB with a small tool whose params schema is
+//  compiled, so 1024 cost a few MB, while a deployment's activities
+//  number in the tens or hundreds: every one whose workers restart or
+//  move keeps its counts and tool. Only a flood of names reaches the
+//  bound, and then no number would keep the ones that matter.
 #define ACT_POOL_IDLE_KEPT 1024
+
+//  What is told each activity the pool forgets (act_pool_idle), its name,
+//  before it is freed
+typedef void (act_pool_forget_fn) (void *arg, const char *activity);
+
+//  Tell fn (with arg) of each activity forgotten from now on; fn NULL:
+//  tell nobody.
+void act_pool_on_forget (act_pool_t *self, act_pool_forget_fn *fn, void *arg);
 
 //  Point every activity at its settings again (after a reload).
 void act_pool_resettle (act_pool_t *self);
@@ -124,7 +144,10 @@ act_worker_t *act_pool_join (act_pool_t *self, zframe_t *identity, const char *k
                              size_t capacity, const char *name, const char *lang);
 
 //  Take a worker out of its activities: nothing is dispatched to it any
-//  more. Its tasks are still listed, for the caller to deal with.
+//  more, and it serves none (STATS lists it with none until it is
+//  removed). Each of them that it leaves with no worker and no call is
+//  idle (act_pool_idle). Its tasks are still listed, for the caller to
+//  deal with. Once detached, detaching it again does nothing.
 void act_pool_detach (act_pool_t *self, act_worker_t *worker);
 
 //  Forget a worker (detached or not) and free it.

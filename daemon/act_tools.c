@@ -20,7 +20,8 @@ struct _act_tools_t {
     act_settings_t *settings;   //  strict_activities, named activities (borrowed)
     act_pool_t *pool;           //  Workers of each activity (borrowed)
     zhashx_t *tools;            //  Activity -> s_tool_t, the latest declared
-    zhashx_t *named;            //  Activities a READY named since the start (value unused)
+    zhashx_t *named;            //  Activities a READY named that the pool
+                                //  keeps (value unused)
     uint64_t versions;          //  Tools recorded so far
     pcre2_match_data *match;    //  For output patterns (one match at a time)
     pcre2_match_context *limits;    //  Their backtracking limit, as act_schema's
@@ -47,6 +48,16 @@ s_tool_destructor (void **item)
     s_tool_destroy ((s_tool_t **) item);
 }
 
+//  The pool forgets activity (act_pool_idle): no worker serves it, so
+//  none connected declares its tool; its name and tool go with it
+static void
+s_forgotten (void *arg, const char *activity)
+{
+    act_tools_t *self = (act_tools_t *) arg;
+    zhashx_delete (self->tools, activity);
+    zhashx_delete (self->named, activity);
+}
+
 act_tools_t *
 act_tools_new (act_settings_t *settings, act_pool_t *pool)
 {
@@ -62,8 +73,10 @@ act_tools_new (act_settings_t *settings, act_pool_t *pool)
     self->limits = pcre2_match_context_create (NULL);
     if (!self->match || !self->limits)
         act_tools_destroy (&self);
-    else
+    else {
         pcre2_set_match_limit (self->limits, 1000000);
+        act_pool_on_forget (pool, s_forgotten, self);
+    }
     return self;
 }
 
@@ -72,6 +85,7 @@ act_tools_destroy (act_tools_t **self_p)
 {
     if (self_p && *self_p) {
         act_tools_t *self = *self_p;
+        act_pool_on_forget (self->pool, NULL, NULL);
         zhashx_destroy (&self->tools);
         zhashx_destroy (&self->named);
         pcre2_match_data_free (self->match);

@@ -4,8 +4,11 @@
     activity: its description, its params JSON Schema (compiled once, at
     READY), and its output path (a prescribed one, or a pattern the whole
     _outputPath must match). The latest READY that declares a tool for an
-    activity wins (a change is logged). It also remembers every activity
-    a READY named since the broker started, for strict activities.
+    activity wins (a change is logged). It also remembers the activities
+    a READY named, for strict activities and TOOLS, for as long as the
+    pool keeps them: once no worker serves one and it has no call, it is
+    idle, and the pool forgets the one idle the longest past
+    ACT_POOL_IDLE_KEPT (act_pool_idle), its name and tool with it.
 
     Calls are checked at submit (act_tools_prescribe, act_tools_admit)
     and, after resolution, at dispatch (act_tools_check_params).
@@ -19,7 +22,8 @@
 typedef struct _act_tools_t act_tools_t;
 
 //  An empty registry; settings (strict_activities, the activities the
-//  config names) and pool (workers per activity) are borrowed.
+//  config names) and pool (workers per activity) are borrowed. It is
+//  the pool's forget hook (act_pool_on_forget) until it is destroyed.
 act_tools_t *act_tools_new (act_settings_t *settings, act_pool_t *pool);
 
 //  Destroy the registry and null the pointer; safe on NULL.
@@ -40,7 +44,8 @@ int act_tools_declare (act_tools_t *self, const json_t *names, const json_t *too
 //  the last READY left it.
 void act_tools_left (act_tools_t *self, act_worker_t *worker);
 
-//  True when a READY since the start named activity.
+//  True when a READY named activity and the pool keeps it (its workers
+//  have not all left, or it is among the idle it keeps).
 bool act_tools_named (act_tools_t *self, const char *activity);
 
 //  A call just made (a CALL's or a PLAN entry's): when its activity
@@ -75,8 +80,8 @@ int act_tools_check_params (act_tools_t *self, const char *activity, const json_
                             uint64_t checked, act_err_t *err);
 
 //  TOOLS' body: {"<activity>": {"description"?, "params"?, "outputPath"?,
-//  "workers": N}} for activity (NULL: every activity a READY named since
-//  the start), as a new object.
+//  "workers": N}} for activity (NULL: every activity a READY named that
+//  the pool keeps), as a new object.
 json_t *act_tools_json (act_tools_t *self, const char *activity);
 
 #endif

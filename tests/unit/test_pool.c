@@ -1,6 +1,7 @@
 /*  =========================================================================
     test_pool - activities and workers (daemon/act_pool.c) on their own:
-    which idle activities are kept (act_pool_idle), and STATS' entries
+    which idle activities are kept (act_pool_idle), those of workers that
+    left among them, and STATS' entries
     within a number of bytes (act_pool_stats, PROTOCOL.md sections 1 and 4).
     ========================================================================= */
 
@@ -130,26 +131,169 @@ test_activity_in_use_is_kept_and_idle_again_last (void **state)
     json_decref (activities);
 }
 
-//  An activity a READY named is kept after its worker left, however many
-//  others are idle
+//  The names the pool told its forget hook of, in order
+static zlistx_t *s_forgotten_names;
+
 static void
-test_served_activity_is_kept (void **state)
+s_forgotten (void *arg, const char *activity)
+{
+    assert_ptr_equal (arg, &s_forgotten_names);
+    zlistx_add_end (s_forgotten_names, (void *) activity);
+}
+
+//  A pool whose forget hook records the names in s_forgotten_names
+static int
+s_setup_hooked (void **state)
+{
+    s_setup (state);
+    s_forgotten_names = zlistx_new ();
+    zlistx_set_duplicator (s_forgotten_names, (czmq_duplicator *) strdup);
+    zlistx_set_destructor (s_forgotten_names, (czmq_destructor *) zstr_free);
+    act_pool_on_forget ((act_pool_t *) *state, s_forgotten, &s_forgotten_names);
+    return 0;
+}
+
+static int
+s_teardown_hooked (void **state)
+{
+    zlistx_destroy (&s_forgotten_names);
+    return s_teardown (state);
+}
+
+//  A worker (key, its routing id too) joins, serving the activity name
+static act_worker_t *
+s_join (act_pool_t *pool, const char *key, const char *name)
+{
+    zframe_t *identity = zframe_new (key, strlen (key));
+    json_t *names = json_pack ("[s]", name);
+    act_worker_t *worker = act_pool_join (pool, identity, key, ACT_PROTO_ACTW, false,
+                                          names, 1, key, "c");
+    json_decref (names);
+    zframe_destroy (&identity);
+    return worker;
+}
+
+//  True when the forget hook was told of name
+static bool
+s_told (const char *name)
+{
+    for (const char *told = zlistx_first (s_forgotten_names); told;
+         told = zlistx_next (s_forgotten_names))
+        if (streq (told, name))
+            return true;
+    return false;
+}
+
+//  An activity a READY named is idle once its last worker left and it has
+//  no call: the one idle the longest is forgotten, the hook told. One
+//  with a worker, or a call queued or running, is kept however many others
+//  are idle; one whose running call ends is idle then
+static void
+test_activity_whose_workers_left_is_idle (void **state)
 {
     act_pool_t *pool = (act_pool_t *) *state;
-    zframe_t *identity = zframe_new ("w1", 2);
-    json_t *names = json_pack ("[s]", "served");
-    act_worker_t *worker = act_pool_join (pool, identity, "7731", ACT_PROTO_ACTW,
-                                          false, names, 1, "w1", "c");
-    act_pool_remove (pool, worker);
-    s_call_ends (pool, "served");
+    act_worker_t *gone = s_join (pool, "w1", "served");
+    s_join (pool, "w2", "live");
+    act_worker_t *leaving = s_join (pool, "w3", "queued");
+    act_worker_t *running = s_join (pool, "w4", "busy");
+    act_worker_t *second = s_join (pool, "w5", "served");     //  Two serve it
+    act_pool_activity (pool, "busy")->running = 1;
+    act_pool_remove (pool, gone);
+    act_pool_remove (pool, running);
+    act_pool_activity (pool, "queued")->backlog = 1;
+    act_pool_remove (pool, leaving);
     char name [16];
-    for (int n = 0; n < ACT_POOL_IDLE_KEPT + 10; n++) {
+    for (int n = 0; n < ACT_POOL_IDLE_KEPT; n++) {
         snprintf (name, sizeof name, "a%04d", n);
         s_call_ends (pool, name);
     }
+    assert_true (s_listed (pool, "served"));    //  w5 still serves it
+    act_pool_remove (pool, second);
+    for (int n = ACT_POOL_IDLE_KEPT; n < ACT_POOL_IDLE_KEPT + 10; n++) {
+        snprintf (name, sizeof name, "a%04d", n);
+        s_call_ends (pool, name);
+    }
+    //  a0000 to a0009 went first: "served" was idle later than they
     assert_true (s_listed (pool, "served"));
-    json_decref (names);
-    zframe_destroy (&identity);
+    assert_true (s_told ("a0009"));
+    assert_false (s_told ("served"));
+    for (int n = ACT_POOL_IDLE_KEPT + 10; n < 2 * ACT_POOL_IDLE_KEPT; n++) {
+        snprintf (name, sizeof name, "a%04d", n);
+        s_call_ends (pool, name);
+    }
+    assert_false (s_listed (pool, "served"));
+    assert_true (s_told ("served"));
+    assert_true (s_listed (pool, "live"));
+    assert_true (s_listed (pool, "queued"));
+    assert_true (s_listed (pool, "busy"));
+    json_t *activities = s_activities (pool);
+    assert_int_equal (json_object_size (activities), ACT_POOL_IDLE_KEPT + 3);
+    json_decref (activities);
+    //  Its task ended: idle, the most recent
+    act_activity_t *busy = act_pool_activity (pool, "busy");
+    busy->running = 0;
+    s_call_ends (pool, "busy");
+    activities = s_activities (pool);
+    assert_int_equal (json_object_size (activities), ACT_POOL_IDLE_KEPT + 2);
+    assert_non_null (json_object_get (activities, "busy"));
+    json_decref (activities);
+    //  2048 names and "served" were idle, "busy" then: 1024 are kept
+    assert_int_equal (zlistx_size (s_forgotten_names), ACT_POOL_IDLE_KEPT + 2);
+}
+
+//  Workers that come and go, each naming a new activity, leave at most
+//  ACT_POOL_IDLE_KEPT activities behind; one that comes back has fresh
+//  counts
+static void
+test_workers_that_come_and_go_leave_a_bounded_number (void **state)
+{
+    act_pool_t *pool = (act_pool_t *) *state;
+    char name [16];
+    for (int n = 0; n < 3 * ACT_POOL_IDLE_KEPT; n++) {
+        snprintf (name, sizeof name, "w%04d", n);
+        act_worker_t *worker = s_join (pool, name, name);
+        if (n == 0)
+            s_call_ends (pool, name);           //  It has a count
+        act_pool_remove (pool, worker);
+    }
+    assert_int_equal (act_pool_size (pool), 0);
+    json_t *activities = s_activities (pool);
+    assert_int_equal (json_object_size (activities), ACT_POOL_IDLE_KEPT);
+    assert_null (json_object_get (activities, "w0000"));
+    assert_non_null (json_object_get (activities, "w3071"));
+    json_decref (activities);
+    assert_int_equal (zlistx_size (s_forgotten_names), 2 * ACT_POOL_IDLE_KEPT);
+    assert_string_equal (zlistx_first (s_forgotten_names), "w0000");
+    act_pool_prune (pool);                      //  Leaves the idle ones
+    activities = s_activities (pool);
+    assert_int_equal (json_object_size (activities), ACT_POOL_IDLE_KEPT);
+    json_decref (activities);
+    s_join (pool, "back", "w0000");
+    assert_int_equal (act_pool_activity (pool, "w0000")->done, 0);
+}
+
+//  Workers detached together (dead at one heartbeat round), then removed
+//  one by one: an activity forgotten as one leaves is one the others no
+//  longer refer to
+static void
+test_workers_detached_together_then_removed (void **state)
+{
+    act_pool_t *pool = (act_pool_t *) *state;
+    act_worker_t *first = s_join (pool, "w1", "one");
+    act_worker_t *second = s_join (pool, "w2", "two");
+    act_pool_detach (pool, second);
+    act_pool_detach (pool, first);
+    char name [16];
+    for (int n = 0; n < ACT_POOL_IDLE_KEPT - 1; n++) {
+        snprintf (name, sizeof name, "a%04d", n);
+        s_call_ends (pool, name);
+    }
+    assert_true (s_told ("two"));
+    assert_false (s_told ("one"));
+    act_pool_remove (pool, first);
+    act_pool_remove (pool, second);
+    assert_int_equal (act_pool_size (pool), 0);
+    assert_true (s_listed (pool, "one"));
 }
 
 //  STATS lists what fits in the bytes given, the activities in use
@@ -190,7 +334,12 @@ main (void)
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_activity_in_use_is_kept_and_idle_again_last,
                                          s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown (test_served_activity_is_kept, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_activity_whose_workers_left_is_idle,
+                                         s_setup_hooked, s_teardown_hooked),
+        cmocka_unit_test_setup_teardown (test_workers_that_come_and_go_leave_a_bounded_number,
+                                         s_setup_hooked, s_teardown_hooked),
+        cmocka_unit_test_setup_teardown (test_workers_detached_together_then_removed,
+                                         s_setup_hooked, s_teardown_hooked),
         cmocka_unit_test_setup_teardown (test_stats_entries_stay_within_the_bytes_given,
                                          s_setup, s_teardown),
     };

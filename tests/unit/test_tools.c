@@ -4,7 +4,7 @@
     one winning, prescribed and pattern output paths, params checked at
     submit (with references as unknown values) and, when they held
     references or the tool changed since, at dispatch, strict activities,
-    and TOOLS' body.
+    TOOLS' body, and an activity the pool forgets taking its tool along.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -309,6 +309,57 @@ test_strict (void **state)
     assert_int_equal (s_admit (world, "{\"_tool\": \"named\"}", &err, NULL), 0);
 }
 
+//  A worker (key) joins the pool serving names (JSON text) and declaring
+//  tools (JSON text), as a READY does
+static act_worker_t *
+s_ready (s_world_t *world, const char *key, const char *names, const char *tools)
+{
+    act_err_t err = { 0 };
+    assert_int_equal (s_declare (world, names, tools, &err), 0);
+    json_t *n = json_loads (names, 0, NULL);
+    zframe_t *identity = zframe_new (key, strlen (key));
+    act_worker_t *worker = act_pool_join (world->pool, identity, key, ACT_PROTO_ACTW, false,
+                                          n, 1, key, "c");
+    worker->tools = json_loads (tools, 0, NULL);
+    zframe_destroy (&identity);
+    json_decref (n);
+    return worker;
+}
+
+//  An activity the pool forgets (its workers left, and more than
+//  ACT_POOL_IDLE_KEPT others were idle since) takes its name and tool out
+//  of the registry: TOOLS lists it no more, and strict activities refuse
+//  it. One a connected worker serves keeps both.
+static void
+test_forgotten_activity_takes_its_tool (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    act_worker_t *gone = s_ready (world, "w1", "[\"gone\"]",
+                                  "{\"gone\": {\"description\": \"g\"}}");
+    s_ready (world, "w2", "[\"kept\"]", "{\"kept\": {\"description\": \"k\"}}");
+    act_tools_left (world->tools, gone);
+    act_pool_remove (world->pool, gone);
+    s_assert_json (act_tools_json (world->tools, "gone"),
+                   "{\"gone\": {\"description\": \"g\", \"workers\": 0}}");
+    char name [16];
+    for (int n = 0; n < ACT_POOL_IDLE_KEPT; n++) {
+        snprintf (name, sizeof name, "a%04d", n);
+        act_activity_t *activity = act_pool_activity (world->pool, name);
+        activity->done++;
+        act_pool_idle (world->pool, activity);
+    }
+    assert_false (act_tools_named (world->tools, "gone"));
+    s_assert_json (act_tools_json (world->tools, NULL),
+                   "{\"kept\": {\"description\": \"k\", \"workers\": 1}}");
+    world->settings->strict_activities = true;
+    act_err_t err = { 0 };
+    assert_int_equal (s_admit (world, "{\"_tool\": \"gone\"}", &err, NULL), -1);
+    assert_string_equal (err.code, ACT_E_UNKNOWN_ACTIVITY);
+    //  It comes back with a READY, without its old tool
+    s_ready (world, "w3", "[\"gone\"]", "{}");
+    s_assert_json (act_tools_json (world->tools, "gone"), "{\"gone\": {\"workers\": 1}}");
+}
+
 int
 main (void)
 {
@@ -319,6 +370,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_pattern_output, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_params, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_strict, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_forgotten_activity_takes_its_tool, s_setup,
+                                         s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
