@@ -2,7 +2,8 @@
 VIEW and RESOLVE may pass it plus one stored value): CONTEXTS pages stop
 early and give next, STATS lists what fits and counts the rest, a PLAN
 whose ACCEPTED would pass the bound and a TOOLS over it are too_large; and
-the activities no worker serves are kept at most 1,024 once idle.
+the activities with no worker and no call (nobody served them, or their
+workers all left) are kept at most 1,024.
 
 Apart from test_broker_reads and test_broker_errors, which also run under
 valgrind (tests/valgrind/run.sh): these build large PLANs and many
@@ -13,7 +14,9 @@ import json
 import subprocess
 import unittest
 
-from harness import find_binary
+import zmq
+
+from harness import find_binary, wait_for
 from test_broker import BrokerCase, enc, standard
 from test_tools import ToolWorker
 
@@ -148,6 +151,82 @@ class IdleActivitiesTest(BrokerCase):
         self.submit("again", {"_tool": forgotten})
         activity = self.stats()["activities"][forgotten]
         self.assertEqual((activity["queued"], activity["done"]), (1, 0))
+
+
+class ServedActivitiesTest(BrokerCase):
+    """An activity whose last worker left, with no call queued, waiting or
+    running, is idle as one nobody served is: at most 1024 are kept, with
+    their tools. Workers that each READY a new name and leave grew actd
+    for good (from the resource-growth audit: 8,000 such workers took it
+    from 16 MB to 61 MB). One a worker serves, or with a call queued, is
+    kept however many come and go."""
+
+    standard = False
+    churn = 2000            # short-lived workers, each with a new activity
+    batch = 200             # connected at once
+
+    def ready(self, context, name, tools=None):
+        """A raw ACT/1 worker that sent READY for activity name."""
+        socket = context.socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 2000)
+        socket.connect(self.actd.worker_endpoint)
+        body = {"activities": [name], "capacity": 1, "name": name}
+        if tools:
+            body["tools"] = tools
+        socket.send_multipart([b"ACTW01", b"READY", json.dumps(body).encode()])
+        return socket
+
+    def leave(self, sockets):
+        """Each worker of sockets, once actd has its READY (it sent the
+        worker a HEARTBEAT, or a DISCONNECT when the batch was slow to
+        register and the worker judged silent), sends DISCONNECT and
+        closes."""
+        for socket in sockets:
+            self.assertTrue(socket.poll(20000), "no word from actd after READY")
+            socket.recv_multipart()
+            socket.send_multipart([b"ACTW01", b"DISCONNECT"])
+            socket.close()
+
+    def workers(self):
+        return [w["name"] for w in self.stats()["workers"]]
+
+    def test_activities_whose_workers_left_are_kept_at_most_1024(self):
+        context = zmq.Context.instance()
+        self.start_worker(["keep-live"], standard, "live")
+        self.leave([self.ready(context, "keep-queued")])
+        wait_for(lambda: self.workers() == ["live"], "keep-queued's worker to leave", 20.0)
+        self.submit("q", {"_tool": "keep-queued"})
+        names = ["churn-%04d" % n for n in range(self.churn)]
+        #  The first has a call done, and leaves
+        first = self.start_worker([names[0]], lambda *_: "r", "first")
+        self.assertEqual(self.call("f", {"_tool": names[0], "_outputPath": "†f.r"})[1]
+                         ["status"], "ok")
+        self.assertEqual(self.stats()["activities"][names[0]]["done"], 1)
+        first.stop()
+        wait_for(lambda: self.workers() == ["live"], "the first to leave", 20.0)
+        #  Batch after batch (within one, they leave in any order)
+        for start in range(1, self.churn, self.batch):
+            self.leave([self.ready(context, name, {name: {"description": "d"}})
+                        for name in names[start:start + self.batch]])
+            wait_for(lambda: self.workers() == ["live"], "a batch to leave", 20.0)
+        stats = self.stats()
+        self.assertNotIn("activities_left_out", stats)
+        activities = stats["activities"]
+        self.assertEqual(len(activities), 1024 + 2)
+        kept = {name for name in activities if name.startswith("churn-")}
+        self.assertLessEqual(kept, set(names[-1024 - self.batch:]))
+        self.assertLessEqual(set(names[-1024 + self.batch:]), kept)
+        self.assertEqual((activities["keep-live"]["workers"], activities["keep-queued"]
+                          ["queued"]), (1, 1))
+        tools = self.client.value("TOOLS")
+        self.assertEqual(set(tools), {"keep-live", "keep-queued"} | kept)
+        self.assertEqual(tools[names[-1]], {"description": "d", "workers": 0})
+        #  One forgotten comes back with fresh counts and no tool
+        socket = self.ready(context, names[0])
+        wait_for(lambda: names[0] in self.client.value("TOOLS"), "it to come back", 20.0)
+        self.assertEqual(self.client.value("TOOLS", names[0]), {names[0]: {"workers": 1}})
+        self.assertEqual(self.stats()["activities"][names[0]]["done"], 0)
+        self.leave([socket])
 
 
 class ReplyBoundTest(BrokerCase):
