@@ -58,11 +58,10 @@ act_client_t *act_client_new (const char *endpoint);
 void act_client_destroy (act_client_t **self_p);
 
 //  How long a synchronous request waits for its reply (default 30 000 ms).
-//  A synchronous request (act_client_call, _append, _ping, ...) that timed
-//  out is forgotten: its late reply, and the DONE of a call whose outcome
-//  was not waited for to the end, are dropped as they come, never kept for
-//  act_client_recv. (act_client_wait leaves its request as it is: wait
-//  again, or take the reply from act_client_recv.)
+//  A request that timed out (in act_client_wait, act_client_call, _append,
+//  _ping, ...) is forgotten: its late reply, and the DONE of a call whose
+//  outcome was not waited for to the end, are dropped as they come, never
+//  kept for act_client_recv.
 void act_client_set_timeout (act_client_t *self, int timeout_ms);
 
 //  Use CURVE: the broker's public key and this client's certificate (see
@@ -104,7 +103,12 @@ void act_client_set_wakeup (act_client_t *self, zsock_t *socket);
 act_reply_t *act_client_poll (act_client_t *self, int timeout_ms);
 
 //  The reply to request (with verb, if not NULL), waiting up to the
-//  client's timeout; other replies are kept. NULL on timeout.
+//  client's timeout; other replies are kept. NULL on timeout, and then
+//  request is forgotten: the replies to it kept meanwhile (another verb)
+//  and those still due (its reply; the DONEs of an accepted CALL or PLAN)
+//  are dropped, never returned, as the other libraries drop a late reply.
+//  To wait longer, set a longer timeout first, or take replies with
+//  act_client_recv or act_client_poll, which forget nothing.
 act_reply_t *act_client_wait (act_client_t *self, const char *request, const char *verb);
 
 //  Destroy a reply and null the pointer; safe on NULL.

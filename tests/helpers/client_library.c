@@ -31,6 +31,17 @@
         time out, prints "cont" and waits for a line (actd goes on): its
         late PONG must not be received either, and afterwards the client
         must ignore no request any more.
+    wait-late ENDPOINT
+        act_client_wait with a timeout of 500 ms (5 s for an ACCEPTED)
+        times out on a call to sleep for 1200 ms (sent with
+        act_client_send): on its DONE after
+        its ACCEPTED, on its DONE while its ACCEPTED came (kept), and on
+        the DONEs of a PLAN of two after its ACCEPTED; none of their
+        replies may be received later. Then prints "stop" and waits for a
+        line (actd was stopped): the wait for a PING must time out; prints
+        "cont" and waits for a line (actd goes on): its late PONG must not
+        be received either. Afterwards the client must keep, ignore, await
+        and have pending nothing.
     tables ENDPOINT ROUNDS LIMIT
         The client's tables limited to LIMIT entries; ROUNDS times, a
         fire-and-forget call to echo in context grow-N, and a watch of it
@@ -264,6 +275,73 @@ s_late (act_client_t *client)
                             && act_table_size (client->ignored) == 0, &err);
 }
 
+//  Send request (command, a, b; none without command) and wait up to ms
+//  for its reply with verb (NULL: any): true when act_client_wait
+//  returned one with want (NULL: none)
+static bool
+s_waited (act_client_t *client, char *request, const char *command, const char *a,
+          const char *b, int ms, const char *verb, const char *want)
+{
+    if (command)
+        act_client_send (client, request, command, a, b, NULL);
+    act_client_set_timeout (client, ms);
+    act_reply_t *reply = act_client_wait (client, request, verb);
+    bool ok = want? reply && streq (reply->verb, want): reply == NULL;
+    act_reply_destroy (&reply);
+    return ok;
+}
+
+//  Print whether client holds nothing for any request: no reply came
+//  within ms, none is kept, ignored, awaited or pending
+static void
+s_nothing_left (act_client_t *client, const char *step, int ms)
+{
+    act_err_t err = { NULL, "" };
+    act_reply_t *reply = act_client_recv (client, ms);
+    if (reply)
+        act_err_set (&err, ACT_E_INTERNAL, "%s for %s", reply->verb, reply->request);
+    else
+        act_err_set (&err, ACT_E_INTERNAL, "%zu kept, %zu ignored, %zu awaiting, %zu pending",
+                     zlistx_size (client->kept), act_table_size (client->ignored),
+                     zhashx_size (client->awaiting), zhashx_size (client->pending));
+    s_step (step, !reply && zlistx_size (client->kept) == 0
+                  && act_table_size (client->ignored) == 0
+                  && zhashx_size (client->awaiting) == 0
+                  && zhashx_size (client->pending) == 0, &err);
+    act_reply_destroy (&reply);
+}
+
+//  Mode wait-late: a request whose act_client_wait timed out is forgotten
+static void
+s_wait_late (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    const char *call = "{\"_tool\":\"sleep\",\"ms\":1200,\"_outputPath\":\"\xe2\x80\xa0state.s\"}";
+    char *plan = zsys_sprintf ("[%s,%s]", call, call);
+    char request [24];
+    bool ok = s_waited (client, request, "CALL", "wait-late-a", call, 5000, NULL, "ACCEPTED")
+           && s_waited (client, request, NULL, NULL, NULL, 500, "DONE", NULL);
+    s_step ("call's DONE timed out", ok, &err);
+    ok = s_waited (client, request, "CALL", "wait-late-b", call, 500, "DONE", NULL);
+    s_step ("DONE timed out, ACCEPTED kept", ok, &err);
+    ok = s_waited (client, request, "PLAN", "wait-late-c", plan, 5000, NULL, "ACCEPTED")
+      && s_waited (client, request, NULL, NULL, NULL, 500, "DONE", NULL);
+    s_step ("plan's DONE timed out", ok, &err);
+    zstr_free (&plan);
+    s_nothing_left (client, "no late DONE", 2500);
+    printf ("stop\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    s_step ("ping timed out", s_waited (client, request, "PING", NULL, NULL, 500, NULL, NULL),
+            &err);
+    printf ("cont\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    s_nothing_left (client, "no late PONG", 1500);
+}
+
 //  Mode tables: the client's tables stay bounded
 static void
 s_tables (act_client_t *client, int rounds, size_t limit)
@@ -360,6 +438,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "late"))
         s_late (client);
+    else
+    if (streq (mode, "wait-late"))
+        s_wait_late (client);
     else
     if (streq (mode, "malformed"))
         s_malformed (client);

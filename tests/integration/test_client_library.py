@@ -168,10 +168,27 @@ class LateReplyTest(unittest.TestCase):
     kept for good in a program that never calls it."""
 
     def test_the_late_reply_of_a_request_that_timed_out_is_dropped(self):
+        self.stop_and_go("late", ("call timed out", "no late DONE", "ping timed out",
+                                  "no late PONG", "nothing kept"))
+
+    def test_a_request_whose_wait_timed_out_is_forgotten(self):
+        """act_client_wait left its request as it was after a timeout: the
+        late reply (a call's DONE, its ACCEPTED kept while the DONE was
+        waited for, a plan's DONEs, a PONG) stayed kept for
+        act_client_recv, for good in a program that never calls it, and
+        the request pending meanwhile."""
+        self.stop_and_go("wait-late", ("call's DONE timed out", "DONE timed out, ACCEPTED kept",
+                                       "plan's DONE timed out", "no late DONE",
+                                       "ping timed out", "no late PONG"))
+
+    def stop_and_go(self, mode, steps):
+        """Run client_library mode against actd and its worker, stopping
+        actd at the helper's "stop" and letting it go on at "cont"; each
+        of steps must be ok."""
         actd = Actd().start()
         worker = example_worker(actd)
         try:
-            helper = subprocess.Popen([find_binary("client_library"), "late",
+            helper = subprocess.Popen([find_binary("client_library"), mode,
                                        actd.client_endpoint],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True)
@@ -192,8 +209,7 @@ class LateReplyTest(unittest.TestCase):
             stop(worker)
             actd.cleanup()
         self.assertEqual(helper.returncode, 0, self.seen + out + err)
-        for step in ("call timed out", "no late DONE", "ping timed out", "no late PONG",
-                     "nothing kept"):
+        for step in steps:
             self.assertIn("%s ok" % step, self.seen + out)
 
     def read_until(self, helper, wanted):

@@ -167,6 +167,8 @@ s_client_new (const char *endpoint)
     self->lost = zlistx_new ();
     zlistx_set_destructor (self->lost, s_reply_free);
     self->awaiting = zhashx_new ();
+    //  act_awaiting_t, a plain struct: free () is its destructor
+    zhashx_set_destructor (self->awaiting, (zhashx_destructor_fn *) zstr_free);
     self->watches = zhashx_new ();
     self->ignored = act_table_new (ACT_CLIENT_ROUTES_KEPT, s_ignored_destroy);
     self->prescribed = json_object ();
@@ -410,6 +412,7 @@ void
 act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *link,
                          size_t dones)
 {
+    zhashx_delete (self->awaiting, request);
     if (dones == 0)
         return;
     s_ignored_t *ignored = calloc (1, sizeof *ignored);
@@ -437,8 +440,14 @@ s_accepted (act_client_t *self, act_link_t *link, s_pending_t *pending, act_repl
         act_table_update (self->accepted, ids, link);
     json_decref (list);
     free (ids);
-    if (s_expects_done (pending))
-        zhashx_update (self->awaiting, reply->request, link);
+    size_t dones = s_dones_due (pending);
+    if (dones) {
+        act_awaiting_t *due = calloc (1, sizeof *due);
+        due->link = link;
+        due->dones = dones;
+        due->plan = streq (pending->command, "PLAN");
+        zhashx_update (self->awaiting, reply->request, due);
+    }
     if (pending->context)
         act_table_update (self->owners, pending->context, link);
 }
@@ -465,7 +474,8 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     zmsg_destroy (&msg);
     if (!reply)
         return NULL;
-    if (streq (reply->verb, "DONE"))
+    act_awaiting_t *due = zhashx_lookup (self->awaiting, reply->request);
+    if (due && streq (reply->verb, "DONE") && --due->dones == 0)
         zhashx_delete (self->awaiting, reply->request);
     s_pending_t *pending = zhashx_lookup (self->pending, reply->request);
     char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
@@ -577,14 +587,19 @@ s_link_lost (act_client_t *self, act_link_t *link)
     zlistx_destroy (&requests);
     s_ignored_lost (self, link);
     //  Accepted calls whose DONE was due on it: it is lost (DONE goes to
-    //  the socket identity that submitted them); STATUS tells their state
+    //  the socket identity that submitted them); STATUS tells their state.
+    //  A CALL's caller gets an ERROR disconnected; a PLAN's DONEs stop
     zlistx_t *calls = zlistx_new ();
-    for (act_link_t *on = zhashx_first (self->awaiting); on; on = zhashx_next (self->awaiting))
-        if (on == link)
-            zlistx_add_end (calls, (void *) zhashx_cursor (self->awaiting));
+    zlistx_set_destructor (calls, (zlistx_destructor_fn *) zstr_free);
+    for (act_awaiting_t *due = zhashx_first (self->awaiting); due;
+         due = zhashx_next (self->awaiting))
+        if (due->link == link)
+            zlistx_add_end (calls, strdup (zhashx_cursor (self->awaiting)));
     for (const char *request = zlistx_first (calls); request; request = zlistx_next (calls)) {
-        s_lost (self, request, "the connection to %s dropped before the DONE of this "
-                "accepted call: ask STATUS", link->endpoint);
+        act_awaiting_t *due = zhashx_lookup (self->awaiting, request);
+        if (!due->plan)
+            s_lost (self, request, "the connection to %s dropped before the DONE of this "
+                    "accepted call: ask STATUS", link->endpoint);
         zhashx_delete (self->awaiting, request);
     }
     zlistx_destroy (&calls);
@@ -742,8 +757,10 @@ act_client_wait (act_client_t *self, const char *request, const char *verb)
         //  (a dead owner's, while its lease runs out)
         int64_t patience = zlistx_size (self->links) > 1? self->timeout / 3: self->timeout;
         int64_t now = zclock_mono ();
-        if (now >= deadline)
+        if (now >= deadline) {
+            act_client_forget (self, request);
             return NULL;
+        }
         s_pending_t *pending = zhashx_lookup (self->pending, request);
         if (pending && now - pending->sent >= patience && pending->hops < S_MAX_HOPS) {
             pending->link->dead_until = now + S_DEAD_MS;

@@ -49,16 +49,25 @@ act_client_check (act_reply_t *reply, const char *expected, act_err_t *err)
     return 0;
 }
 
-//  The reply to request, waited for up to the client's timeout; NULL on
-//  timeout, and then the request is forgotten: its late reply is dropped
-//  as it comes, not kept for act_client_recv
-static act_reply_t *
-s_await (act_client_t *self, const char *request)
+//  Forget a request whose wait timed out: nothing of it is kept or
+//  returned any more
+void
+act_client_forget (act_client_t *self, const char *request)
 {
-    act_reply_t *reply = act_client_wait (self, request, NULL);
-    if (!reply)
+    act_reply_t *reply = zlistx_first (self->kept);
+    while (reply)
+        if (streq (reply->request, request)) {
+            zlistx_delete (self->kept, zlistx_cursor (self->kept));
+            reply = zlistx_first (self->kept);
+        }
+        else
+            reply = zlistx_next (self->kept);
+    act_awaiting_t *due = zhashx_lookup (self->awaiting, request);
+    if (zhashx_lookup (self->pending, request))
         act_client_ignore (self, request);
-    return reply;
+    else
+    if (due)
+        act_client_ignore_dones (self, request, due->link, due->dones);
 }
 
 //  Send a request and wait for its reply, parsing frame 0 as JSON when
@@ -72,7 +81,7 @@ s_request (act_client_t *self, const char *expected, bool json, act_err_t *err,
         act_err_set (err, "internal", "cannot send to the broker");
         return NULL;
     }
-    act_reply_t *reply = s_await (self, request);
+    act_reply_t *reply = act_client_wait (self, request, NULL);
     json_t *value = NULL;
     if (act_client_check (reply, expected, err) == 0) {
         if (json) {
@@ -196,7 +205,7 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     free (text);
     if (rc)
         return act_err_set (err, "internal", "cannot send to the broker");
-    act_reply_t *reply = s_await (self, request);
+    act_reply_t *reply = act_client_wait (self, request, NULL);
     rc = act_client_check (reply, "ACCEPTED", err);
     char *id = rc == 0? act_reply_arg (reply, 0): NULL;
     if (rc == 0 && (!id || !*id)) {
@@ -206,7 +215,8 @@ act_client_call (act_client_t *self, const char *context, const char *call,
     act_reply_destroy (&reply);
     //  Its DONE is awaited here, across a dropped connection (a watch), or
     //  by nobody: then dropped as it comes, not kept for act_client_recv
-    act_link_t *accepted_on = zhashx_lookup (self->awaiting, request);
+    act_awaiting_t *due = zhashx_lookup (self->awaiting, request);
+    act_link_t *accepted_on = due? due->link: NULL;
     zhashx_delete (self->awaiting, request);
     if (rc)
         return -1;
@@ -274,7 +284,7 @@ act_client_plan (act_client_t *self, const char *context, const char *calls,
         json_decref (entries);
         return act_err_set (err, "internal", "cannot send to the broker");
     }
-    act_reply_t *reply = s_await (self, request);
+    act_reply_t *reply = act_client_wait (self, request, NULL);
     int rc = act_client_check (reply, "ACCEPTED", err);
     if (rc == 0) {
         char *text = act_reply_arg (reply, 0);
@@ -346,7 +356,7 @@ act_client_view_text (act_client_t *self, const char *context, act_err_t *err)
         act_err_set (err, "internal", "cannot send to the broker");
         return NULL;
     }
-    act_reply_t *reply = s_await (self, request);
+    act_reply_t *reply = act_client_wait (self, request, NULL);
     char *text = act_client_check (reply, "VALUE", err) == 0? act_reply_arg (reply, 0): NULL;
     if (reply && !text && streq (reply->verb, "VALUE"))
         act_err_set (err, ACT_E_BAD_FRAME, "VALUE reply without its frame");

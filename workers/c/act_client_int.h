@@ -67,6 +67,14 @@ zlistx_t *act_table_keys (act_table_t *self);
 //  Keep at most limit entries from the next update on (tests make it small).
 void act_table_set_limit (act_table_t *self, size_t limit);
 
+//  An accepted CALL or PLAN (sent with act_client_send) whose DONE replies
+//  are still due
+typedef struct {
+    act_link_t *link;           //  Broker that accepted it: its DONEs come from it
+    size_t dones;               //  DONE replies still due
+    bool plan;                  //  A PLAN: a dropped link makes no ERROR for it
+} act_awaiting_t;
+
 struct _act_client_t {
     zlistx_t *links;            //  act_link_t, the endpoints given, then learned
     zpoller_t *poller;          //  Polls every link's socket and monitor
@@ -78,8 +86,8 @@ struct _act_client_t {
     zlistx_t *kept;             //  act_reply_t received but not yet taken
     zlistx_t *lost;             //  act_reply_t: the ERROR disconnected of each
                                 //  request its connection dropped under
-    zhashx_t *awaiting;         //  Request id of an accepted CALL with
-                                //  _outputPath -> act_link_t its DONE is due on
+    zhashx_t *awaiting;         //  Request id of an accepted CALL or PLAN
+                                //  whose DONEs are due -> act_awaiting_t
     zhashx_t *watches;          //  Request id of its WATCH -> act_watch_t
     act_table_t *ignored;       //  Request id -> s_ignored_t: requests whose
                                 //  replies are dropped (old WATCHes,
@@ -112,9 +120,17 @@ act_link_t *act_client_post_on (act_client_t *self, act_link_t *link, char *requ
 void act_client_ignore (act_client_t *self, const char *request);
 
 //  Forget the dones DONE replies (none: nothing) still due to request,
-//  accepted on link, whose pending entry is gone: dropped as they come.
+//  accepted on link, whose pending entry is gone: dropped as they come,
+//  and no ERROR disconnected made for them when link drops.
 void act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *link,
                               size_t dones);
+
+//  From act_client_commands.c: forget request, whose wait timed out, as
+//  a synchronous request that timed out is: its replies kept so far are
+//  dropped, and those still due (its reply, the DONEs of an accepted CALL
+//  or PLAN) are dropped as they come, so that a client that gives up on
+//  requests does not grow.
+void act_client_forget (act_client_t *self, const char *request);
 
 //  One reply from any broker, waiting up to timeout_ms; NULL on timeout,
 //  and sooner when an event was queued on a watch (self->woke).
