@@ -248,8 +248,14 @@ act_watch_t *act_client_watch (act_client_t *self, const char *context, uint64_t
 //  rather than sent again). Message events come in _seq order with
 //  no duplicate and no gap: after a gap (dropped at the high-water mark),
 //  or when the connection drops and comes back (a broker restart), the
-//  watch is sent again from the last _seq + 1. Call events are not
-//  numbered: a change of state while the connection was down is missed.
+//  watch is sent again from the last _seq + 1. With several brokers
+//  (sharing a store) it is sent from there to another at once when its
+//  broker's connection drops, and when its WATCH waited a third of the
+//  client's timeout on a broker not connected (a dead owner a moved reply
+//  named, its lease not yet out): the events go on, from that broker,
+//  while this one waits in act_watch_next, act_client_recv or
+//  act_client_poll. Call events are not numbered: a change of state while
+//  no watch was open is missed.
 json_t *act_watch_next (act_watch_t *self, int timeout_ms, act_err_t *err);
 
 //  The event act_watch_next returned last, as the broker sent it (JSON

@@ -491,6 +491,7 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
             if (streq (pending->command, "CALL"))
                 act_client_id_call (pending->args);
             s_transmit (pending);
+            act_watch_moved (self, reply->request, target);
             act_reply_destroy (&reply);
         }
         free (owner);
@@ -552,7 +553,8 @@ s_ignored_lost (act_client_t *self, act_link_t *link)
 //  each gets an ERROR disconnected now, for act_client_read to return
 //  (no reply can come any more). A watch's own WATCH is no
 //  caller's request: it is forgotten without a word, and the watch is
-//  sent again once the link is back (act_watch_link_event)
+//  sent again to another broker, or once the link is back
+//  (act_watch_link_event)
 static void
 s_link_lost (act_client_t *self, act_link_t *link)
 {
@@ -566,9 +568,9 @@ s_link_lost (act_client_t *self, act_link_t *link)
     for (s_pending_t *pending = zlistx_first (watches); pending;
          pending = zlistx_next (watches))
         zhashx_delete (self->pending, pending->request);
-    zlistx_destroy (&watches);
-    if (zlistx_size (requests) && zlistx_size (self->links) > 1)
+    if ((zlistx_size (requests) || zlistx_size (watches)) && zlistx_size (self->links) > 1)
         link->dead_until = zclock_mono () + S_DEAD_MS;
+    zlistx_destroy (&watches);
     for (s_pending_t *pending = zlistx_first (requests); pending;
          pending = zlistx_next (requests)) {
         act_link_t *next = zlistx_size (self->links) > 1 && pending->hops < S_MAX_HOPS
@@ -615,6 +617,7 @@ s_link_event (act_client_t *self, act_link_t *link)
     if (frame && zframe_size (frame) >= 2) {
         uint16_t event;
         memcpy (&event, zframe_data (frame), sizeof event);
+        link->up = event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
         if (event == ZMQ_EVENT_DISCONNECTED)
             s_link_lost (self, link);
         if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
@@ -673,7 +676,10 @@ act_client_read (act_client_t *self, int timeout_ms)
         int64_t left = deadline - zclock_mono ();
         if (left < 0)
             left = 0;
-        zsock_t *socket = zpoller_wait (self->poller, (int) left);
+        int check = act_watch_check (self);
+        zsock_t *socket = zpoller_wait (self->poller, check >= 0 && check < left? check: (int) left);
+        if (!socket && zpoller_expired (self->poller) && zclock_mono () < deadline)
+            continue;           //  Time to look at the watches again
         if (!socket)
             return NULL;
         if (socket == self->wakeup)

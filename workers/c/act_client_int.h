@@ -18,6 +18,8 @@ typedef struct {
     zsock_t *socket;            //  DEALER to it
     zsock_t *monitor;           //  PAIR receiving the DEALER's connection events
     int64_t dead_until;         //  Skipped until then (it did not answer)
+    bool up;                    //  Connected: a handshake succeeded, and the
+                                //  connection has not dropped since
 } act_link_t;
 
 //  Milliseconds a TOOLS <activity> answer is used for by act_client_call
@@ -97,6 +99,7 @@ struct _act_client_t {
     json_t *prescribed;         //  Activity -> [until (zclock_mono), path or null]:
                                 //  TOOLS answers, kept ACT_CLIENT_PRESCRIBED_MS
     bool woke;                  //  An event was queued on a watch
+    int64_t watch_check;        //  When act_watch_check looks at the watches next
     int timeout;                //  Milliseconds a synchronous request waits
     uint64_t sequence;          //  Makes request ids
     act_curve_t curve;          //  CURVE: the broker's key, this client's certificate
@@ -164,8 +167,20 @@ int act_client_outcomes (act_client_t *self, const char *request, const char *co
 bool act_watch_intake (act_client_t *self, act_link_t *link, act_reply_t *reply);
 
 //  From act_client_watch.c: link's connection dropped (up false) or was
-//  made again (up true): the watches on it are sent again once it is back.
+//  made again (up true): the watches on it are sent again at once to
+//  another broker when the client knows several, else once it is back.
 void act_watch_link_event (act_client_t *self, act_link_t *link, bool up);
+
+//  From act_client_watch.c: request, a watch's WATCH, was sent on to
+//  link by a moved reply: the watch is there now.
+void act_watch_moved (act_client_t *self, const char *request, act_link_t *link);
+
+//  From act_client_watch.c: with several brokers, a watch whose WATCH has
+//  waited a third of the client's timeout on a broker that is not
+//  connected (a dead owner a moved reply named) is sent to another.
+//  Returns the milliseconds until it should be called again, -1: not
+//  before something changes (one broker, no watch, every link up).
+int act_watch_check (act_client_t *self);
 
 //  From act_client_watch.c: the client is going: each open watch is sent
 //  UNWATCH and their OK awaited ACT_CLIENT_UNWATCH_MS at most (not at all

@@ -6,13 +6,21 @@
     forgotten it, so a watch keeps the _seq of the last message it gave
     out and sends WATCH again, from the next one, whenever it cannot trust
     the stream: after a gap in _seq, and when its connection dropped and
-    came back (the link's monitor says so). Events of the WATCH it replaced
+    came back (the link's monitor says so). With several brokers (sharing
+    a store) it does not wait for one that went away: a dropped connection
+    sends it to another at once, and so does a WATCH that waited a third
+    of the client's timeout on a broker not connected (a dead owner that a
+    moved reply named, its lease not yet out). Events of the WATCH it replaced
     are dropped by request id, and any message at or before the last _seq
     is dropped too, so the caller sees each message once, in order.
     ========================================================================= */
 
 #include "actd/act_json.h"
 #include "act_client_int.h"
+
+//  Milliseconds between looks, with several brokers, for watches whose
+//  WATCH waits on a broker that is not connected (act_watch_check)
+#define S_CHECK_MS 250
 
 struct _act_watch_t {
     act_client_t *client;       //  Its client; NULL once the client is gone
@@ -22,6 +30,7 @@ struct _act_watch_t {
     uint64_t last;              //  _seq of the last message event taken (0: none)
     char request [24];          //  Request id of the WATCH now open
     act_link_t *link;           //  Broker it went to, or its events came from
+    int64_t sent;               //  When its WATCH went there; 0 once an event came
     bool stale;                 //  That link dropped: WATCH again once it is back
     zlistx_t *events;           //  s_event_t received, not yet returned
     char *text;                 //  Text of the event last returned
@@ -30,16 +39,19 @@ struct _act_watch_t {
     size_t resumes;             //  Times it was sent again
 };
 
-//  Send WATCH from the next _seq not yet seen, under a new request id
+//  Send WATCH from the next _seq not yet seen, under a new request id, to
+//  the context's broker (avoid: any other than that one)
 static void
-s_watch_send (act_watch_t *self)
+s_watch_send (act_watch_t *self, act_link_t *avoid)
 {
     act_client_t *client = self->client;
     uint64_t next = self->last? self->last + 1: self->from;
     char from [24];
     snprintf (from, sizeof from, "%" PRIu64, next);
-    self->link = act_client_post (client, self->request, "WATCH", self->context, from,
-                                  self->calls? "all": "messages");
+    act_link_t *to = avoid? act_client_route (client, self->context, avoid): NULL;
+    self->link = act_client_post_on (client, to, self->request, "WATCH", self->context, from,
+                                     self->calls? "all": "messages");
+    self->sent = zclock_mono ();
     self->stale = false;
     zhashx_insert (client->watches, self->request, self);
 }
@@ -71,7 +83,22 @@ static void
 s_watch_resume (act_watch_t *self)
 {
     s_watch_close (self);
-    s_watch_send (self);
+    s_watch_send (self, NULL);
+    self->resumes++;
+}
+
+//  Its broker is gone: watch again from the next _seq on another. A WATCH
+//  still queued for it (its connection not made) is closed behind it,
+//  should it come back; one on a connection that dropped is gone already
+static void
+s_watch_move (act_watch_t *self, bool queued)
+{
+    act_link_t *from = self->link;
+    if (queued)
+        s_watch_close (self);
+    else
+        zhashx_delete (self->client->watches, self->request);
+    s_watch_send (self, from);
     self->resumes++;
 }
 
@@ -102,7 +129,7 @@ s_watch_open (act_client_t *client, const char *context, uint64_t from, bool cal
     self->from = from;
     self->events = zlistx_new ();
     zlistx_set_destructor (self->events, s_event_free);
-    s_watch_send (self);
+    s_watch_send (self, NULL);
     return self;
 }
 
@@ -200,6 +227,7 @@ act_watch_intake (act_client_t *self, act_link_t *link, act_reply_t *reply)
     if (!watch)
         return false;
     watch->link = link;
+    watch->sent = 0;
     char *text = act_reply_arg (reply, 0);
     if (streq (reply->verb, "EVENT"))
         s_watch_event (watch, &text);
@@ -224,12 +252,49 @@ act_watch_link_event (act_client_t *self, act_link_t *link, bool up)
         if (watch->link == link)
             zlistx_add_end (affected, watch);
     for (act_watch_t *watch = zlistx_first (affected); watch; watch = zlistx_next (affected))
+        if (!up && zlistx_size (self->links) > 1)
+            s_watch_move (watch, false);
+        else
         if (!up)
             watch->stale = true;
         else
         if (watch->stale)
             s_watch_resume (watch);
     zlistx_destroy (&affected);
+}
+
+void
+act_watch_moved (act_client_t *self, const char *request, act_link_t *link)
+{
+    act_watch_t *watch = zhashx_lookup (self->watches, request);
+    if (watch) {
+        watch->link = link;
+        watch->sent = zclock_mono ();
+    }
+}
+
+int
+act_watch_check (act_client_t *self)
+{
+    bool down = false;
+    for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+        down |= !link->up;
+    if (!down || zlistx_size (self->links) < 2 || zhashx_size (self->watches) == 0)
+        return -1;
+    int64_t now = zclock_mono ();
+    if (now < self->watch_check)
+        return (int) (self->watch_check - now);
+    self->watch_check = now + S_CHECK_MS;
+    //  Collected first: moving a watch changes the table being walked
+    zlistx_t *parked = zlistx_new ();
+    for (act_watch_t *watch = zhashx_first (self->watches); watch;
+         watch = zhashx_next (self->watches))
+        if (watch->sent && !watch->link->up && now - watch->sent >= self->timeout / 3)
+            zlistx_add_end (parked, watch);
+    for (act_watch_t *watch = zlistx_first (parked); watch; watch = zlistx_next (parked))
+        s_watch_move (watch, true);
+    zlistx_destroy (&parked);
+    return S_CHECK_MS;
 }
 
 void
