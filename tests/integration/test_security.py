@@ -62,6 +62,15 @@ CURVE_KEYS = ("server.key_secret", "clients/alice.key_secret", "workers/w1.key_s
               "mallory.key_secret")
 
 
+def release_fifo(path):
+    """Let an open of the FIFO at path that blocks return (EOF): open its
+    other end without blocking. Nothing when nobody waits on it."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
 def curve_actd(directory):
     """An Actd (not started) with CURVE on, its keys written in directory
     (CURVE_KEYS): client keys in clients/, worker keys in workers/."""
@@ -295,11 +304,8 @@ class SecurityTest(unittest.TestCase):
             self.wait_log(r"reload: allowed keys reloaded")
             reply = self.client(self.alice).request("PING", timeout=5.0)
         finally:
-            for path in (fifo, secret):     # lets a blocked open return (EOF)
-                try:
-                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-                except OSError:
-                    pass
+            for path in (fifo, secret):
+                release_fifo(path)
         self.assertEqual(reply, ["PONG"])
         log = self.actd.log()
         self.assertIn("CURVE: %s is not a regular file; ignored" % fifo, log)
@@ -330,10 +336,7 @@ class ServerKeyFileTest(unittest.TestCase):
             code = None
         finally:
             if stat.S_ISFIFO(os.stat(path).st_mode):
-                try:
-                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-                except OSError:
-                    pass
+                release_fifo(path)
             actd.kill()
         self.assertIsNotNone(code, "actd did not exit within 20 s (hung reading the server "
                              "key, or started with it):\n" + actd.log())
