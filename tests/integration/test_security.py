@@ -62,6 +62,16 @@ CURVE_KEYS = ("server.key_secret", "clients/alice.key_secret", "workers/w1.key_s
               "mallory.key_secret")
 
 
+def scratch_curve_actd(test, prefix):
+    """A scratch directory and a CURVE actd in it (curve_actd), both
+    cleaned up when test ends: (directory, actd)."""
+    directory = scratch_dir(prefix)
+    test.addCleanup(remove_scratch, directory)
+    actd = curve_actd(directory)
+    test.addCleanup(actd.cleanup)
+    return directory, actd
+
+
 def release_fifo(path):
     """Let an open of the FIFO at path that blocks return (EOF): open its
     other end without blocking. Nothing when nobody waits on it."""
@@ -322,10 +332,7 @@ class ServerKeyFileTest(unittest.TestCase):
         """actd whose server.key_secret make(path) replaced: its exit code
         and log. Bounded: a FIFO opened for writing lets a blocked open
         return, and actd is killed if it is still there."""
-        directory = scratch_dir("actd-serverkey-")
-        self.addCleanup(remove_scratch, directory)
-        actd = curve_actd(directory)
-        self.addCleanup(actd.cleanup)
+        directory, actd = scratch_curve_actd(self, "actd-serverkey-")
         path = os.path.join(directory, "server.key_secret")
         os.remove(path)
         make(path)
@@ -365,10 +372,7 @@ class KeyDirectoryTest(unittest.TestCase):
     a directory with no key (zdir lists nothing it cannot read)."""
 
     def test_an_unreadable_key_directory(self):
-        directory = scratch_dir("actd-keydir-")
-        self.addCleanup(remove_scratch, directory)
-        actd = curve_actd(directory)
-        self.addCleanup(actd.cleanup)
+        directory, actd = scratch_curve_actd(self, "actd-keydir-")
         open_to_all(directory)
         actd.store = os.path.join(directory, "actd.db")
         actd.preexec = drop_root
@@ -398,10 +402,7 @@ class KeyDirectoryTest(unittest.TestCase):
         secret key writable by them or readable by every user. Nothing
         was said: whoever could write such a directory could let any key
         in unnoticed."""
-        directory = scratch_dir("actd-keymodes-")
-        self.addCleanup(remove_scratch, directory)
-        actd = curve_actd(directory)
-        self.addCleanup(actd.cleanup)
+        directory, actd = scratch_curve_actd(self, "actd-keymodes-")
         tenant = os.path.join(directory, "tenant")
         os.mkdir(tenant)
         keygen("tenanted", tenant)
@@ -448,10 +449,7 @@ class KeyDirectoryTest(unittest.TestCase):
         A file that parses but whose keys cannot be used (worker_keys
         dropped while CURVE is on) applied its log level and defaults
         before the keys were refused: half the new file, half the old."""
-        directory = scratch_dir("actd-halfload-")
-        self.addCleanup(remove_scratch, directory)
-        actd = curve_actd(directory)
-        self.addCleanup(actd.cleanup)
+        directory, actd = scratch_curve_actd(self, "actd-halfload-")
         config = actd.args[-1]
         with open(config, "a") as handle:
             handle.write("defaults\n    timeout_ms = 11111\n")
