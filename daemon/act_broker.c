@@ -129,15 +129,37 @@ s_retain_one (const json_t *context, void *arg)
     return 0;
 }
 
+//  Milliseconds on clock
+static long long
+s_clock_ms (clockid_t clock)
+{
+    struct timespec now;
+    clock_gettime (clock, &now);
+    return (long long) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
 //  Delete, a batch at a time, the contexts with no call left to end and
-//  no message newer than retain_ms (PROTOCOL.md 1.1, store/retain_ms)
+//  no message newer than retain_ms (PROTOCOL.md 1.1, store/retain_ms).
+//  Messages carry wall-clock dates, so the cutoff is one too; but it
+//  never moves ahead faster than time really passes (CLOCK_BOOTTIME,
+//  which counts a suspend, as the wall clock does): a wall clock stepped
+//  forward (an NTP step, an admin's typo) made every context look old
+//  at once, and deleted contexts written a second before, for good. So
+//  a step forward keeps contexts longer (by the step, until a restart),
+//  never shorter; a step back keeps those written before it longer
 static void
 s_retain (act_broker_t *self, long long now)
 {
     if (self->settings->retain_ms <= 0 || now < self->retain_at || self->stopping)
         return;
+    long long wall = s_clock_ms (CLOCK_REALTIME), looked = s_clock_ms (CLOCK_BOOTTIME);
+    long long cutoff = wall - self->settings->retain_ms;
+    if (self->retain_cutoff && cutoff > self->retain_cutoff + (looked - self->retain_looked))
+        cutoff = self->retain_cutoff + (looked - self->retain_looked);
+    self->retain_cutoff = cutoff;
+    self->retain_looked = looked;
     char before [32];
-    act_date_ago (self->settings->retain_ms, before);
+    act_date_ago (wall - cutoff, before);
     act_store_idle_contexts (self->store, before, 64, s_retain_one, self);
     self->retain_at = now + 1000;
 }

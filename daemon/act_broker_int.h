@@ -80,6 +80,9 @@ struct _act_broker_t {
     long long renewed;          //  Shared store: last successful renewal
     long long orphans_at;       //  Shared store: next look for orphans
     long long retain_at;        //  Next look for contexts idle past retain_ms
+    long long retain_cutoff;    //  The last look's cutoff (wall-clock ms; 0
+                                //  before the first): see s_retain
+    long long retain_looked;    //  When it was taken (CLOCK_BOOTTIME ms)
     long long passed;           //  End of the last pass, 0 before the first
     bool workers_waiting;       //  The last read left worker messages unread
     long long workers_drained;  //  When a read last left none (ms)

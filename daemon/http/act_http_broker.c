@@ -102,7 +102,14 @@ s_job_new (act_http_broker_t *broker, s_op_t op)
 {
     act_http_job_t *job = calloc (1, sizeof *job);
     pthread_mutex_init (&job->lock, NULL);
-    pthread_cond_init (&job->cond, NULL);
+    //  Its waits are timed on the monotonic clock (s_job_wait): on the
+    //  real-time one, a step of the wall clock back by an hour held a
+    //  request (and an SSE keepalive) an hour past its timeout
+    pthread_condattr_t attributes;
+    pthread_condattr_init (&attributes);
+    pthread_condattr_setclock (&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init (&job->cond, &attributes);
+    pthread_condattr_destroy (&attributes);
     job->refs = 2;
     job->broker = broker;
     job->op = op;
@@ -489,10 +496,10 @@ s_job_wait (act_http_job_t *self, int64_t deadline)
         int64_t left = deadline - zclock_mono ();
         if (left <= 0)
             break;
-        //  The condition's clock is the real-time one: a step of it only
-        //  shortens or lengthens one wait, the loop checks the monotonic one
+        //  The condition's clock is the monotonic one (s_job_new), as is
+        //  zclock_mono's
         struct timespec until;
-        clock_gettime (CLOCK_REALTIME, &until);
+        clock_gettime (CLOCK_MONOTONIC, &until);
         until.tv_sec += left / 1000;
         until.tv_nsec += (left % 1000) * 1000000;
         if (until.tv_nsec >= 1000000000) {

@@ -202,7 +202,8 @@ s_pipe_writes (act_pg_t *self, s_pipe_t *pipe)
         return;
     s_pipe_begin (self, pipe);
     s_pipe_rows (pipe, "cannot store contexts",
-        "INSERT INTO contexts (id) SELECT jsonb_array_elements_text ($1::jsonb) "
+        "INSERT INTO contexts (id, created) "
+        "SELECT r->>0, (r->>1)::timestamptz FROM jsonb_array_elements ($1::jsonb) AS r "
         "ON CONFLICT DO NOTHING", self->contexts);
     if (json_array_size (self->messages)) {
         json_t *added = s_added (self);
@@ -279,7 +280,13 @@ s_put_context (void *impl, const char *context)
     if (zhashx_lookup (self->known, context))
         return 0;
     zhashx_insert (self->known, context, (void *) 1);
-    json_array_append_new (self->contexts, json_string (context));
+    //  Its creation date on actd's clock, as its messages' _date and
+    //  retention's cutoff are: the database server's now() is another
+    //  clock, and a skew between the two deleted (or kept) a context
+    //  with no message early (or late)
+    char created [32];
+    act_date_now (created);
+    json_array_append_new (self->contexts, json_pack ("[ss]", context, created));
     zhashx_update (self->touched, context, (void *) 1);
     return 1;
 }

@@ -252,12 +252,15 @@ act_pg_connected (act_pg_t *self)
         //  server that is there (it restarted, it ended the session)
         //  gives a connection in milliseconds, and the statement runs
         self->waited = true;
+        //  On the monotonic clock: on the real-time one, a step back of
+        //  the wall clock during the wait held the broker's loop until
+        //  the connection attempt gave up (connect_timeout)
         struct timespec until;
-        clock_gettime (CLOCK_REALTIME, &until);
+        clock_gettime (CLOCK_MONOTONIC, &until);
         until.tv_nsec += S_WAIT_MS * 1000000L;
         until.tv_sec += until.tv_nsec / 1000000000L;
         until.tv_nsec %= 1000000000L;
-        if (pthread_timedjoin_np (self->reconnector, NULL, &until) == 0)
+        if (pthread_clockjoin_np (self->reconnector, NULL, CLOCK_MONOTONIC, &until) == 0)
             s_attempted (self);
     }
     else
