@@ -102,7 +102,8 @@ export declare class Task {
     readonly attempt: number;
     /** Milliseconds this attempt may run, counted from when it arrived. */
     readonly deadlineMs: number;
-    /** Date.now() value when the attempt's time is up. */
+    /** Date.now() value when the attempt's time is up (a date, to show:
+     *  time with remaining(), which a step of the wall clock does not move). */
     readonly deadline: number | undefined;
     readonly instance: string | undefined;
     /** The call's `_trace` (a W3C traceparent,
@@ -117,6 +118,9 @@ export declare class Task {
     readonly signal: AbortSignal;
     /** signal.aborted */
     readonly cancelled: boolean;
+    /** Milliseconds left before the attempt's deadline (negative once past),
+     *  on a monotonic clock; undefined when the meta has no deadline_ms. */
+    remaining(): number | undefined;
     /** Send PROGRESS (STATUS shows it); a no-op once cancelled or answered. */
     progress(details: unknown): Promise<void>;
 }

@@ -32,6 +32,7 @@
 //  ./client_watch.js (their methods are Client's).
 
 const { ActdError, NotFoundError } = require ('./errors');
+const clock = require ('./clock');
 const { endpointList, withIds } = require ('./route');
 const { curveOptions } = require ('./curve');
 const { ClientRequests, MAX_HOPS, parseFrame } = require ('./client_requests');
@@ -111,7 +112,7 @@ class Client {
             throw new TypeError ('requestTimeoutMs and statusPollMs are numbers >= 0');
         this._curve = curveOptions (options);
         this._links = new Map ();       //  endpoint -> Link
-        this._dead = new Map ();        //  endpoint -> skipped until (Date.now ())
+        this._dead = new Map ();        //  endpoint -> skipped until (clock.now ())
         this._owners = new Map ();      //  context -> endpoint
         this._accepted = new Map ();    //  call id -> endpoint
         this._pending = new Map ();     //  request id -> request
@@ -190,7 +191,7 @@ class Client {
             if (activity === null || paths.has (activity))
                 continue;
             const known = this._prescriptions.get (activity);
-            if (known && known.until > Date.now ()) {
+            if (known && known.until > clock.now ()) {
                 paths.set (activity, known.path);
                 continue;
             }
@@ -204,7 +205,7 @@ class Client {
                     throw error;
             }
             const path = s_prescribed (answer, activity);
-            this._prescriptions.set (activity, { until: Date.now () + PRESCRIBED_MS, path });
+            this._prescriptions.set (activity, { until: clock.now () + PRESCRIBED_MS, path });
             paths.set (activity, path);
         }
         return calls.map ((call) => {
@@ -240,7 +241,7 @@ class Client {
             request.dones.set (id, []);
         request.dones.get (id).push (deferred);
         this._waits.set (request.id + '\n' + id, {
-            request, callId: id, endpoint: request.endpoint, heard: Date.now (), rescue: null,
+            request, callId: id, endpoint: request.endpoint, heard: clock.now (), rescue: null,
             promise, settle: (outcome) => this._done (request, id, outcome),
             //  A failed watch: DONE may still come, or a new watch after
             //  statusPollMs; but a call STATUS does not know, or whose

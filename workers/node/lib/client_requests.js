@@ -5,6 +5,7 @@
 
 const { Link } = require ('./link');
 const { ActdError, errorFromReply } = require ('./errors');
+const clock = require ('./clock');
 const { rendezvous, withIds } = require ('./route');
 
 const HEADER = 'ACTC01';
@@ -73,7 +74,7 @@ class ClientRequests {
     //  rendezvous order (the list's order for the others) not tried yet;
     //  never avoid when there is another
     _route (request, avoid) {
-        const now = Date.now ();
+        const now = clock.now ();
         let known, order;
         if (request.context !== undefined) {
             known = this._owners.get (request.context);
@@ -121,7 +122,7 @@ class ClientRequests {
     }
 
     _transmit (request) {
-        request.sentAt = Date.now ();
+        request.sentAt = clock.now ();
         request.tried.add (request.endpoint);
         const endpoint = request.endpoint;
         this._link (endpoint).send ([HEADER, request.command, request.id, ...request.args])
@@ -345,7 +346,7 @@ class ClientRequests {
     }
 
     _scan () {
-        const now = Date.now ();
+        const now = clock.now ();
         for (const request of [...this._pending.values ()]) {
             if (request.replied)
                 continue;
@@ -411,7 +412,7 @@ class ClientRequests {
         const lost = [...this._pending.values ()].filter ((request) =>
             request.endpoint === endpoint && !request.replied && !request.stream);
         if (lost.length && this.endpoints.length > 1)
-            this._dead.set (endpoint, Date.now () + DEAD_MS);
+            this._dead.set (endpoint, clock.now () + DEAD_MS);
         for (const request of lost) {
             const next = request.pinned || request.hops >= MAX_HOPS
                        ? endpoint: this._route (request, endpoint);

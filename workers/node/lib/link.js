@@ -10,6 +10,7 @@
 
 const zmq = require ('zeromq');
 const { ActdError } = require ('./errors');
+const clock = require ('./clock');
 
 const HEARTBEAT_MS = 1000;              //  ZMTP heartbeat interval (as in C)
 const HEARTBEAT_TIMEOUT_MS = 10000;     //  A connection silent this long drops
@@ -23,7 +24,7 @@ class Link {
     constructor (endpoint, options = {}) {
         this.endpoint = endpoint;
         this.closed = false;
-        this.lastSent = 0;              //  Date.now () of the last send
+        this.lastSent = 0;              //  clock.now () of the last send
         this._queue = [];               //  { frames, resolve, reject }
         this._pumping = false;
         this._onMessage = options.onMessage || (() => {});
@@ -96,7 +97,7 @@ class Link {
         while (this._queue.length && !this.closed) {
             const item = this._queue [0];
             try {
-                this.lastSent = Date.now ();
+                this.lastSent = clock.now ();
                 await this.socket.send (item.frames);
                 item.resolve ();
             }

@@ -56,6 +56,7 @@ const {
 } = require ('@modelcontextprotocol/sdk/types.js');
 const { Client } = require ('./client');
 const { ActdError } = require ('./errors');
+const clock = require ('./clock');
 const { version } = require ('../package.json');
 
 const URI_PREFIX = 'actd://context/';
@@ -245,7 +246,7 @@ class ActdMcp {
         this.known = new Map ();        //  name -> TOOLS entry, every declared tool
         this._fingerprint = null;       //  s_stable of the served tools (null: none asked yet)
         this._failure = null;           //  The last TOOLS failure (an Error), null after an answer
-        this._heard = Date.now ();      //  When actd last answered TOOLS
+        this._heard = clock.now ();     //  When actd last answered TOOLS
         this._sessions = new Set ();    //  Open sessions (stdio's, or HTTP's once initialized)
         this._waiting = new Set ();     //  Calls awaiting DONE: { since, giveUp (error) }
         this._submits = new Set ();     //  CALLs sent, not ACCEPTED yet
@@ -270,7 +271,7 @@ class ActdMcp {
             if (this.closed)
                 return false;
             if (error instanceof ActdError && !LOCAL_CODES.has (error.code))
-                this._heard = Date.now ();  //  It answered (ERROR)
+                this._heard = clock.now (); //  It answered (ERROR)
             //  Once per kind of failure, not at every poll
             if (!this._failure || error.message !== this._failure.message)
                 this.log (`TOOLS failed: ${error.message}`);
@@ -278,7 +279,7 @@ class ActdMcp {
             this._unreachable ();
             return false;
         }
-        this._heard = Date.now ();
+        this._heard = clock.now ();
         this._failure = null;
         const served = new Map (Object.entries (tools).filter (([, tool]) => tool.workers > 0)
                                                      .sort (([a], [b]) => (a < b? -1: a > b)));
@@ -302,7 +303,7 @@ class ActdMcp {
     //  timeoutMs (since it last answered TOOLS, or since they were
     //  accepted) stop waiting
     _unreachable () {
-        const now = Date.now ();
+        const now = clock.now ();
         for (const waiting of [...this._waiting]) {
             const silent = now - Math.max (this._heard, waiting.since);
             if (this.timeoutMs > 0 && silent >= this.timeoutMs)
@@ -433,7 +434,7 @@ class ActdMcp {
     //  CANCEL and this rejects.
     _outcome ({ callId, done }, signal) {
         return new Promise ((resolve, reject) => {
-            const waiting = { since: Date.now () };
+            const waiting = { since: clock.now () };
             const finish = (settle, value) => {
                 if (!this._waiting.delete (waiting))
                     return;
@@ -541,7 +542,7 @@ class ActdMcp {
     //  Close the HTTP sessions idle (no request under way, none open: a
     //  GET stream counts) for sessionIdleMs
     _expire () {
-        const now = Date.now ();
+        const now = clock.now ();
         for (const [id, entry] of this._transports)
             if (!entry.active && now - entry.last >= this.sessionIdleMs) {
                 this.log (`HTTP: session ${id} idle for ${now - entry.last} ms: closed`);
@@ -595,7 +596,7 @@ class ActdMcp {
         entry.active++;
         res.once ('close', () => {
             entry.active--;
-            entry.last = Date.now ();
+            entry.last = clock.now ();
         });
         await entry.transport.handleRequest (req, res, body);
     }
@@ -615,7 +616,7 @@ class ActdMcp {
             sessionIdGenerator: () => crypto.randomUUID (),
             onsessioninitialized: (sessionId) => {
                 this._transports.set (sessionId, { transport, session, active: 0,
-                                                   last: Date.now () });
+                                                   last: clock.now () });
                 this._sessions.add (session);
             }
         });

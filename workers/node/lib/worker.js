@@ -24,6 +24,7 @@
 const os = require ('os');
 const { EventEmitter } = require ('events');
 const { Link } = require ('./link');
+const clock = require ('./clock');
 const { ActivityError } = require ('./errors');
 const { endpointList } = require ('./route');
 const { curveOptions } = require ('./curve');
@@ -68,7 +69,7 @@ class Connection {
         this.link = null;               //  Current Link, null when stopped
         this.generation = 0;            //  Of the current Link
         this.tasks = new Map ();        //  task id -> Task, of the current link
-        this.lastHeard = 0;             //  Date.now () of the last message in
+        this.lastHeard = 0;             //  clock.now () of the last message in
         this.welcomed = false;          //  The broker sent more than DISCONNECT on the link
         this.pause = 0;                 //  The last wait after a refused READY (0: none)
         this.pauseTimer = null;         //  Connects again when that wait is over
@@ -92,6 +93,9 @@ class Task {
         this.callId = meta.call_id;             //  Call id (decimal string)
         this.attempt = meta.attempt;            //  1 for the first dispatch
         this.deadlineMs = meta.deadline_ms;     //  ms this attempt may run
+        this._received = clock.now ();          //  clock.now () when it arrived
+        //  The deadline as a date (a Date.now () value), to show; remaining ()
+        //  is what to time with
         this.deadline = typeof meta.deadline_ms === 'number'
                       ? Date.now () + meta.deadline_ms: undefined;
         this.instance = meta.instance;          //  Instance scope, or undefined
@@ -108,6 +112,15 @@ class Task {
     //  dropped by the broker, but it frees the worker's slot.
     get cancelled () {
         return this.signal.aborted;
+    }
+
+    //  Milliseconds left before this attempt's deadline (negative once
+    //  past), on the monotonic clock: a step of the wall clock does not
+    //  change it, as it changes deadline - Date.now (). Undefined when the
+    //  meta has no deadline_ms.
+    remaining () {
+        return typeof this.deadlineMs === 'number'
+            ? this._received + this.deadlineMs - clock.now (): undefined;
     }
 
     //  Send PROGRESS with details (any JSON value); STATUS shows the latest
@@ -334,7 +347,7 @@ class Worker extends EventEmitter {
 
     //  READY on the connection's new socket
     _ready (connection) {
-        connection.lastHeard = Date.now ();
+        connection.lastHeard = clock.now ();
         connection.welcomed = false;
         this.connections++;
         const ready = { activities: this.activities, capacity: this.capacity,
@@ -410,7 +423,7 @@ class Worker extends EventEmitter {
     _tick () {
         if (!this._running)
             return;
-        const now = Date.now ();
+        const now = clock.now ();
         for (const connection of this._connections) {
             const link = connection.link;
             if (!link)
@@ -430,7 +443,7 @@ class Worker extends EventEmitter {
     _message (connection, generation, frames) {
         if (generation !== connection.generation || !this._running)
             return;                     //  From a link we dropped
-        connection.lastHeard = Date.now ();
+        connection.lastHeard = clock.now ();
         if (frames.length < 2 || frames [0].toString () !== HEADER) {
             this.emit ('warning', new Error ('dropped a message without the ACTW01 header'));
             return;

@@ -7,13 +7,14 @@
 //  given, 0 included. A CALL without an _id that it sends on to the owner
 //  gets a random one (the moved broker stored nothing), so that sending it
 //  back cannot run it twice. The client's request routing is driven by hand (its
-//  links faked, Date.now on a clock the test moves), then once against
+//  links faked, its clock.now on a clock the test moves), then once against
 //  scripted brokers in real time.
 
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Client } = require ('..');
 const { ScriptedBroker } = require ('./actd');
+const clock = require ('../lib/clock');
 
 const A = 'tcp://127.0.0.1:1';
 const B = 'tcp://127.0.0.1:2';
@@ -21,6 +22,7 @@ const STATUS = { call_id: 'c-1', context: 'ctx', state: 'queued', attempts: 0 };
 const CALL = { _tool: 't', x: 1, note: '\u2020' };
 const UUID = /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/;
 const realNow = Date.now;
+const realClock = clock.now;
 
 //  A client given endpoint A whose requests are recorded, not sent:
 //  client.sent holds [endpoint, command, request id] of each, client.frames
@@ -64,11 +66,11 @@ describe ('moved to an owner that does not answer', () => {
 
     function fakeClock () {
         now = 1e9;
-        Date.now = () => now;
+        clock.now = () => now;
     }
 
     afterEach (() => {
-        Date.now = realNow;
+        clock.now = realClock;
         for (const client of clients)
             client.close ();
         clients = [];

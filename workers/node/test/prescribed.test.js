@@ -9,6 +9,7 @@ const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker } = require ('..');
 const { PRESCRIBED_MS } = require ('../lib/client');
+const clock = require ('../lib/clock');
 const { Actd, until } = require ('./actd');
 
 //  The commands client sends from now on, in order (its _request, which
@@ -77,7 +78,7 @@ describe ('prescribed output paths', () => {
             await mine.call ('n-presc', { _tool: 'note', text: 'n' });
             assert.equal (sent.filter ((c) => c === 'TOOLS').length, 2);
             //  Once the period has passed, TOOLS is asked again
-            mine._prescriptions.get ('summarize').until = Date.now () - 1;
+            mine._prescriptions.get ('summarize').until = clock.now () - 1;
             await mine.call ('n-presc', { _tool: 'summarize', text: 'v' });
             assert.equal (sent.filter ((c) => c === 'TOOLS').length, 3);
             assert.equal (PRESCRIBED_MS, 2000);
