@@ -355,6 +355,7 @@ main (int argc, char *argv [])
     //  A store migrated to a new schema can take minutes before READY=1:
     //  systemd hears how it goes, and waits past TimeoutStartSec=
     act_store_on_progress (act_notify_progress, NULL, act_notify_progress_ms ());
+    act_store_set_lease (settings->lease_ms);
     act_err_t err = { 0 };
     act_broker_t *broker = act_broker_new (settings, true, &err);
     if (!broker) {

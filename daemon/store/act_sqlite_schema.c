@@ -310,7 +310,11 @@ act_sqlite_schema_migrate (sqlite3 *db, const char *path, act_err_t *err)
                          : sqlite3_exec (db, sql, NULL, NULL, NULL);
         zstr_free (&sql);
         if (rc != SQLITE_OK) {
-            s_fail (db, path, err, "cannot migrate the schema");
+            //  Which step, and the hint a full disk needs (the usual cause)
+            char failed [96];
+            snprintf (failed, sizeof failed, "cannot migrate the schema to version %d (the "
+                      "store is left at %d; check free space)", version + 1, version);
+            s_fail (db, path, err, failed);
             sqlite3_exec (db, "ROLLBACK", NULL, NULL, NULL);
             sqlite3_progress_handler (db, 0, NULL, NULL);
             return -1;

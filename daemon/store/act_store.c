@@ -76,6 +76,21 @@ act_state_ended (const char *state)
 //  --------------------------------------------------------------------------
 //  The store
 
+//  See act_store_set_lease
+static long long s_lease_ms = 10000;
+
+void
+act_store_set_lease (long long lease_ms)
+{
+    s_lease_ms = lease_ms;
+}
+
+long long
+act_store_lease (void)
+{
+    return s_lease_ms;
+}
+
 act_store_t *
 act_store_open (const char *location, act_sync_t sync, act_err_t *err)
 {

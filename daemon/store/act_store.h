@@ -82,6 +82,13 @@ typedef void (act_store_progress_fn) (const char *status, long long extend_ms, v
 //  not a store: set it before act_store_open.
 void act_store_on_progress (act_store_progress_fn *fn, void *arg, long long interval_ms);
 
+//  The longest a broker of a shared store goes without renewing its
+//  heartbeat (server/lease_ms; 10000 unless set): a shared store's schema
+//  is not migrated while another broker renewed its own within it, as
+//  that broker may run an older actd (act_pg_migrate). For the process,
+//  not a store: set it before act_store_open.
+void act_store_set_lease (long long lease_ms);
+
 //  Close the store (what is not committed is lost) and null the pointer.
 void act_store_destroy (act_store_t **self_p);
 

@@ -127,6 +127,9 @@ extern const act_store_backend_t act_store_memory;
 void *act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err);
 extern const act_store_backend_t act_store_sqlite;
 
+//  What act_store_set_lease set
+long long act_store_lease (void);
+
 //  Open the PostgreSQL backend (when built with libpq); NULL with err set
 void *act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err);
 extern const act_store_backend_t act_store_pg;

@@ -49,6 +49,36 @@ static const char *s_migrations [] = {
 };
 #define S_VERSION (int) (sizeof s_migrations / sizeof s_migrations [0])
 
+//  0, or -1 with err set when another broker renewed its heartbeat within
+//  the lease (act_store_set_lease): the schema is at version from and
+//  that broker may run an older actd, which would go on writing by the
+//  old schema (it never reads the version again): counts a migration
+//  adds left wrong for good, retention then deleting live contexts. A
+//  broker that stopped left '-infinity'; one that died is taken for gone
+//  a lease after its last heartbeat
+static int
+s_alone (act_pg_t *self, int from, act_err_t *err)
+{
+    char lease [24];
+    snprintf (lease, sizeof lease, "%lld", act_store_lease ());
+    const char *params [] = { lease };
+    PGresult *result = act_pg_exec (self, "cannot read the brokers",
+        "SELECT id, round (extract (epoch FROM now () - heartbeat) * 1000)::bigint "
+        "FROM brokers WHERE heartbeat > now () - $1::bigint * interval '1 ms' "
+        "ORDER BY heartbeat DESC", 1, params, err);
+    int rc = result? 0: -1;
+    if (result && PQntuples (result))
+        rc = act_err_set (err, ACT_E_INTERNAL, "store %s has schema version %d, and broker "
+                          "%s (and %d more) renewed its heartbeat %s ms ago: it may run an "
+                          "older actd, which would go on writing by the old schema. Stop "
+                          "every broker of the store before the upgrade (docs/operations.md, "
+                          "Upgrades); a broker that died is taken for gone %s ms after its "
+                          "last heartbeat", self->where, from, PQgetvalue (result, 0, 0),
+                          PQntuples (result) - 1, PQgetvalue (result, 0, 1), lease);
+    PQclear (result);
+    return rc;
+}
+
 //  Bring the schema to S_VERSION, each step in a transaction, under an
 //  advisory lock so that brokers starting together migrate once
 int
@@ -69,6 +99,12 @@ act_pg_migrate (act_pg_t *self, act_err_t *err)
         rc = act_err_set (err, ACT_E_INTERNAL,
                           "store %s has schema version %d; this actd knows up to %d",
                           self->where, version, S_VERSION);
+    if (rc == 0 && from > 0 && version < S_VERSION)
+        rc = s_alone (self, from, err);
+    int64_t started = zclock_mono ();
+    if (rc == 0 && from > 0 && version < S_VERSION)
+        act_log (LOG_NOTICE, "store %s: schema version %d, migrating it to version %d "
+                 "before serving", self->where, from, S_VERSION);
     for (; rc == 0 && version < S_VERSION; version++) {
         char *sql = zsys_sprintf ("BEGIN; %s INSERT INTO actd_meta VALUES ('schema_version', '%d') "
                                   "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value; COMMIT;",
@@ -76,7 +112,9 @@ act_pg_migrate (act_pg_t *self, act_err_t *err)
         PGresult *step = PQexec (self->conn, sql);
         zstr_free (&sql);
         if (PQresultStatus (step) != PGRES_COMMAND_OK) {
-            rc = act_pg_fail (self, err, "cannot migrate the schema", step);
+            char what [64];
+            snprintf (what, sizeof what, "cannot migrate the schema to version %d", version + 1);
+            rc = act_pg_fail (self, err, what, step);
             PQclear (PQexec (self->conn, "ROLLBACK"));
         }
         else
@@ -84,6 +122,9 @@ act_pg_migrate (act_pg_t *self, act_err_t *err)
             act_log (LOG_INFO, "store %s: schema migrated to version %d", self->where, version + 1);
         PQclear (step);
     }
+    if (rc == 0 && from > 0 && from < S_VERSION)
+        act_log (LOG_NOTICE, "store %s: schema migrated from version %d to %d in %.1f s",
+                 self->where, from, S_VERSION, (double) (zclock_mono () - started) / 1000);
     //  A new database goes through every step in no time: one line
     if (rc == 0 && from == 0)
         act_log (LOG_INFO, "store %s: created with schema version %d", self->where, S_VERSION);

@@ -231,6 +231,41 @@ class NewPostgresStoreTest(unittest.TestCase):
         self.assertEqual(client.wait_status(call_id, ["ok", "error", "skipped"])["state"], "ok")
         self.assertEqual(actd.stop(), 0, actd.log())
 
+    def test_a_migration_waits_until_no_other_broker_runs(self):
+        """A broker of an older actd still running on the database would
+        go on writing by the old schema (it never reads the version
+        again): an upgrade audit saw CONTEXTS counts wrong for good and
+        retention delete live contexts. So a migration is refused while
+        another broker renewed its heartbeat within the lease; one that
+        stopped (its heartbeat '-infinity') is no obstacle."""
+        url = pg.database()
+        actd = Actd(store=url)
+        self.addCleanup(actd.cleanup)
+        actd.start()
+        self.assertEqual(actd.stop(), 0, actd.log())
+        psql = [pg._bin("psql"), url, "-v", "ON_ERROR_STOP=1", "-At", "-c"]
+
+        def sql(text):
+            return subprocess.run(psql + [text], check=True, capture_output=True, text=True,
+                                  timeout=60).stdout.strip()
+        sql("DROP TABLE resume; UPDATE actd_meta SET value = '2' WHERE key = 'schema_version';"
+            " INSERT INTO brokers VALUES ('old-host/tcp://10.0.0.9:5555', 'tcp://10.0.0.9:5555',"
+            " now ())")
+        actd.start(wait=False)
+        self.assertEqual(actd.process.wait(60), 1, actd.log())
+        self.assertRegex(actd.log(), r"cannot start: store .* has schema version 2, and broker "
+                         r"old-host/tcp://10\.0\.0\.9:5555 \(and 0 more\) renewed its "
+                         r"heartbeat \d+ ms ago: it may run an older actd")
+        self.assertEqual(sql("SELECT value FROM actd_meta WHERE key = 'schema_version'"), "2")
+        #  Stopped, it left '-infinity': the migration goes ahead, said at notice
+        sql("UPDATE brokers SET heartbeat = '-infinity' WHERE id LIKE 'old-host/%'")
+        actd.start()
+        self.assertRegex(actd.log(), r"N: actd .*schema version 2, migrating it to version 3 "
+                         r"before serving")
+        self.assertRegex(actd.log(), r"N: actd .*schema migrated from version 2 to 3 in ")
+        self.assertEqual(sql("SELECT value FROM actd_meta WHERE key = 'schema_version'"), "3")
+        self.assertEqual(actd.stop(), 0, actd.log())
+
 
 if __name__ == "__main__":
     unittest.main()
