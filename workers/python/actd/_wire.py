@@ -19,6 +19,10 @@ order. A client given one endpoint has no ``request_timeout`` by default;
 a ``moved`` reply naming a second broker gives it ``several_timeout``
 (the default of several endpoints), so that an owner named while it is
 dead (its lease not yet run out) costs that long, not the whole wait.
+A watch whose broker went away goes on at another: its iterator watches
+again when the connection drops (that broker is then skipped, as a silent
+one is), and when its ``WATCH`` has waited ``request_timeout`` at a broker
+not connected (a dead owner that a ``moved`` reply named).
 Calls whose ``DONE`` is awaited are asked about with ``STATUS`` every
 ``status_poll`` seconds once that long has passed without their ``DONE``
 (a new owner of the context cannot send ``DONE`` to the socket of the
@@ -125,6 +129,7 @@ class Pending:
         self.endpoint = ""                  # Where it was sent last
         self.hops = 0                       # moved replies followed
         self.sent_at = 0.0
+        self.heard = False                  # A reply came since it was sent last
         self.tried: Set[str] = set()
         self.wait: Optional["_Wait"] = None  # A poll: the wait it is for
         self.pin = pin                      # The broker it must go to (None: routed)
@@ -210,6 +215,7 @@ class Tracker:
         self._counter = itertools.count(1)
         self._pending: Dict[bytes, Pending] = {}
         self._dead: Dict[str, float] = {}       # endpoint -> skipped until
+        self._up: Set[str] = set()              # Endpoints connected (handshake done)
         self._owners: "collections.OrderedDict[str, str]" = collections.OrderedDict()
         self._accepted: "collections.OrderedDict[str, str]" = collections.OrderedDict()
         self._waits: Dict[Tuple[bytes, str], _Wait] = {}
@@ -320,6 +326,20 @@ class Tracker:
         counting the tracker's own STATUS polls)."""
         return sum(1 for pending in self._pending.values() if pending.kind != "poll")
 
+    def link_event(self, endpoint: str, up: bool) -> List[Action]:
+        """The connection to the broker at ``endpoint`` came up (its
+        handshake succeeded) or dropped (its socket's monitor said so): a
+        drop of one that was up loses what was sent on it (:meth:`lost`);
+        returns the actions to run."""
+        if up:
+            self._up.add(endpoint)
+            return []
+        if endpoint not in self._up:
+            return []
+        self._up.discard(endpoint)
+        log.info("the connection to %s dropped", endpoint)
+        return self.lost(endpoint)
+
     def lost(self, endpoint: str) -> List[Action]:
         """The connection to the broker at ``endpoint`` dropped (its socket's
         monitor said so): the requests sent on it and not answered are lost
@@ -330,7 +350,8 @@ class Tracker:
         replies are dropped. A call accepted on it whose ``DONE`` is
         awaited is polled at once when ``status_poll`` is set (its outcome
         still comes), else fails the same way. A watch on it is told
-        :data:`WATCH_LOST` (its iterator watches again)."""
+        :data:`WATCH_LOST` (its iterator watches again: with several
+        brokers, at another one, as this one is skipped)."""
         now = self._clock()
         actions: List[Action] = []
         lost = [(request_id, pending) for request_id, pending in self._pending.items()
@@ -429,6 +450,7 @@ class Tracker:
 
     def _transmit(self, request_id: bytes, pending: Pending) -> None:
         pending.sent_at = self._clock()
+        pending.heard = False
         pending.tried.add(pending.endpoint)
         self.outbox.append((pending.endpoint, request_frames(pending.command, request_id,
                                                              pending.args)))
@@ -491,6 +513,7 @@ class Tracker:
         if pending is None:
             log.debug("%s for a request no longer waited for dropped", verb)
             return []
+        pending.heard = True
         if verb == "DONE":
             return self._done(request_id, pending, args)
         if pending.accepted:
@@ -615,17 +638,21 @@ class Tracker:
         return self._next_scan
 
     def tick(self) -> List[Action]:
-        """Send again the requests a broker did not answer in time, give up
-        STATUS polls that got no answer, and poll the calls whose DONE has
-        not come for ``status_poll``."""
+        """Send again the requests a broker did not answer in time, move
+        the watches parked at a broker not connected (:meth:`_parked`),
+        give up STATUS polls that got no answer, and poll the calls whose
+        DONE has not come for ``status_poll``."""
         now = self._clock()
         if now < self._next_scan:
             return []
         self._next_scan = now + self._scan_every
         actions: List[Action] = []
         for request_id, pending in list(self._pending.items()):
+            if pending.kind == "watch" and self._parked(pending, now):
+                actions += self._move(request_id, pending, now)
+        for request_id, pending in list(self._pending.items()):
             if pending.accepted or pending.kind == "watch":
-                continue                    # A watch's liveness is its reader's affair
+                continue                    # A watch's liveness is else its reader's affair
             if pending.kind == "poll" and now - pending.sent_at >= POLL_EXPIRES:
                 self._pending.pop(request_id, None)
                 if pending.wait is not None:
@@ -648,6 +675,37 @@ class Tracker:
                          key=lambda wait: wait.heard)
             for wait in due[:POLL_BATCH]:
                 self._poll(wait)
+        return actions
+
+    def _parked(self, pending: Pending, now: float) -> bool:
+        """A watch's ``WATCH`` that has waited ``request_timeout``, nothing
+        heard since, at a broker not connected while several are known: a
+        dead owner that a ``moved`` reply named, its lease not yet run out
+        (a broker connected but idle sends nothing either: its watch is
+        left to the reader's probe)."""
+        return (len(self.endpoints) > 1 and self.request_timeout is not None
+                and not pending.heard and pending.endpoint not in self._up
+                and now - pending.sent_at >= self.request_timeout)
+
+    def _move(self, request_id: bytes, pending: Pending, now: float) -> List[Action]:
+        """A parked watch (:meth:`_parked`) goes to another broker: its
+        broker is skipped (:meth:`_silent`), an ``UNWATCH`` is queued behind
+        its ``WATCH`` should that broker come back, and its iterator is told
+        :data:`WATCH_LOST` (it watches again, from the seq after the last
+        one). A ``STATS`` that only that broker may answer (the iterator's
+        probe) fails with :class:`actd.Disconnected`, so the iterator does
+        not wait for it."""
+        endpoint = pending.endpoint
+        log.info("WATCH waited %.1f s at %s, not connected: watched at another broker",
+                 now - pending.sent_at, endpoint)
+        self._silent(endpoint, now)
+        self.unwatch(request_id)
+        actions = [_to_sink(pending.reply, WATCH_LOST)]
+        error = Disconnected("the broker at %s is not connected" % endpoint)
+        for other_id, other in list(self._pending.items()):
+            if other.pin == endpoint and other.kind == "simple":
+                del self._pending[other_id]
+                actions.append(_set_exception(other.reply, error))
         return actions
 
     def _silent(self, endpoint: str, now: float) -> None:

@@ -315,17 +315,13 @@ class AsyncClient:
 
     async def _watch_link(self, endpoint: str, monitor: zmq.asyncio.Socket) -> None:
         """Read the socket's monitor: a dropped connection fails the
-        requests it lost (see ``_wire.Tracker.lost``)."""
-        up = False                          # Connected (handshake done)
+        requests it lost (see ``_wire.Tracker.link_event``)."""
         while True:
             event = _socket.link_event(await monitor.recv_multipart())
-            if event is False and up:
-                _wire.log.info("the connection to %s dropped", endpoint)
-                for action in self._tracker.lost(endpoint):
+            if event is not None:
+                for action in self._tracker.link_event(endpoint, event):
                     action()
                 self._flush()
-            if event is not None:
-                up = event
 
     async def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
         self._start()

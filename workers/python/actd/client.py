@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 import warnings
-from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import zmq
 
@@ -196,7 +196,6 @@ class Client:
         self._context = context or zmq.Context.instance()
         self._sockets: Dict[str, zmq.Socket] = {}
         self._monitors: Dict[str, zmq.Socket] = {}     # endpoint -> its connection events
-        self._up: Set[str] = set()                      # Endpoints connected (handshake done)
         try:
             for listed in endpoints:
                 self._connect(listed)
@@ -317,7 +316,7 @@ class Client:
 
     def _events(self, ready: Dict[Any, int]) -> None:
         """Read the monitors that ``poll`` found ``ready``: a dropped
-        connection fails the requests it lost (see ``_wire.Tracker.lost``)."""
+        connection fails the requests it lost (see ``_wire.Tracker.link_event``)."""
         for endpoint, monitor in list(self._monitors.items()):
             while monitor in ready:
                 try:
@@ -325,14 +324,10 @@ class Client:
                 except zmq.Again:
                     break
                 up = _socket.link_event(frames)
-                if up:
-                    self._up.add(endpoint)
-                if up is not False or endpoint not in self._up:
+                if up is None:
                     continue
-                self._up.discard(endpoint)
-                log.info("the connection to %s dropped", endpoint)
                 with self._lock:
-                    actions = self._tracker.lost(endpoint)
+                    actions = self._tracker.link_event(endpoint, up)
                 for action in actions:
                     action()
 
@@ -567,7 +562,10 @@ class Client:
         without duplicate or gap, when messages were dropped (a gap in
         ``seq``), and when nothing came for ``probe`` seconds (None: never
         check) and the broker then does not answer ``STATS`` within
-        ``probe`` seconds or has restarted since. Call events while no
+        ``probe`` seconds or has restarted since. With several brokers, it
+        goes on at another at once when its connection drops, and when its
+        ``WATCH`` waited ``request_timeout`` at a broker not connected (a
+        dead owner a ``moved`` reply named). Call events while no
         watch was open are not sent again. Closing the iterator (``break``
         out of the loop, or ``close()``) sends ``UNWATCH``."""
         stream = self._stream(_watch.Watch(context, from_seq, calls), probe)

@@ -28,6 +28,7 @@ from support import TIMEOUT, Actd, wait_until
 
 import actd
 import actd.aio
+import actd._watch
 from actd import _codec, _socket, _wire
 from harness import Client as RawClient, find_binary
 import pg
@@ -402,6 +403,63 @@ class MovedToADeadOwnerTest(unittest.TestCase):
         self.assertEqual(self.sent(tracker), [])
         self.tick_at(tracker, 100.0 + 31.0)
         self.assertEqual(self.sent(tracker), [(self.A, b"STATUS")])
+
+    def watching(self, tracker: Any) -> Tuple[List[Any], Any, Any]:
+        """A watch of ctx, its WATCH at A (A connected, its events
+        taken); returns the list its sink fills, its subscription and its
+        state."""
+        tracker.endpoints.append(self.B)
+        tracker.request_timeout = actd.client.MULTI_REQUEST_TIMEOUT
+        tracker._owners["ctx"] = self.A
+        items: List[Any] = []
+        state = actd._watch.Watch("ctx", 1, False)
+        sub = tracker.subscribe(state, items.append, concurrent.futures.Future())
+        self.assertEqual(self.sent(tracker), [(self.A, b"STATS"), (self.A, b"WATCH")])
+        self.assertEqual(tracker.link_event(self.A, True), [])
+        tracker.dispatch(self.A, [b"ACTC01", b"EVENT", sub.watch_id, b'{"seq": 1}'])[0]()
+        self.assertEqual(items, [{"seq": 1}])
+        return items, sub, state
+
+    def test_a_watch_whose_broker_dropped_goes_to_another_at_once(self) -> None:
+        """With several brokers a dropped connection sends the watch to
+        another broker (the iterator subscribes again): the one it left is
+        skipped, as when requests were lost with it."""
+        tracker = self.tracker()
+        items, sub, state = self.watching(tracker)
+        for action in tracker.link_event(self.A, False):
+            action()
+        self.assertIs(items[-1], actd._watch.WATCH_LOST)
+        tracker.unwatch(sub.watch_id)
+        tracker.subscribe(state, items.append, concurrent.futures.Future())
+        self.assertEqual(self.sent(tracker), [(self.A, b"UNWATCH"), (self.B, b"STATS"),
+                                              (self.B, b"WATCH")])
+
+    def test_a_watch_moved_to_an_owner_not_connected_goes_on_after_request_timeout(
+            self) -> None:
+        """B, told the WATCH, answers moved to A, the dead owner (its lease
+        not yet out), whose connection is down: after request_timeout the
+        watch's iterator is told WATCH_LOST, an UNWATCH is queued behind
+        the WATCH at A, its probe's STATS to A fails, and A is skipped."""
+        tracker = self.tracker()
+        items, sub, state = self.watching(tracker)
+        tracker.link_event(self.A, False)
+        tracker.unwatch(sub.watch_id)
+        sub = tracker.subscribe(state, items.append, concurrent.futures.Future())
+        self.assertEqual(self.sent(tracker), [(self.A, b"UNWATCH"), (self.B, b"STATS"),
+                                              (self.B, b"WATCH")])
+        tracker.dispatch(self.B, [b"ACTC01", b"ERROR", sub.watch_id, b"moved",
+                                  self.A.encode()])
+        self.assertEqual(self.sent(tracker), [(self.A, b"WATCH")])
+        probe: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        tracker.probe(sub, probe)
+        self.assertEqual(self.sent(tracker), [(self.A, b"STATS")])
+        self.tick_at(tracker, 100.0 + actd.client.MULTI_REQUEST_TIMEOUT - 0.5)
+        self.assertEqual(items[-1], {"seq": 1})
+        self.tick_at(tracker, 100.0 + actd.client.MULTI_REQUEST_TIMEOUT + 0.5)
+        self.assertIs(items[-1], actd._watch.WATCH_LOST)
+        self.assertEqual(self.sent(tracker), [(self.A, b"UNWATCH")])
+        self.assertIsInstance(probe.exception(0), actd.Disconnected)
+        self.assertEqual(tracker.route("ctx"), self.B)
 
     def test_the_clients_own_request_timeout_says_so(self) -> None:
         client = actd.aio.AsyncClient(self.A)
