@@ -1,4 +1,4 @@
-"""The Python client library's watches on several brokers sharing
+"""The Python and Node client libraries' watches on several brokers sharing
 a PostgreSQL store (test_multibroker's Brokers), as test_multibroker_watch
 checks the C client's: when the broker a watch is on dies, the watch goes
 on at another, from the message after the last it gave, within about 10 s."""
@@ -6,6 +6,7 @@ on at another, from the message after the last it gave, within about 10 s."""
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from test_multibroker import Brokers, actctl, owner
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PYTHON_PACKAGE = os.path.join(ROOT, "workers", "python")
+NODE_PACKAGE = os.path.join(ROOT, "workers", "node")
 
 #  Seconds from the kill by which the messages appended after it (within
 #  about a second) have all come: the C client (actctl tail --timeout
@@ -25,7 +27,7 @@ PYTHON_PACKAGE = os.path.join(ROOT, "workers", "python")
 #  request timeout, 5 s by default with several brokers
 BOUND = 10.0
 
-#  Prints every event of the watch of argv[2] from 1, one JSON line
+#  Each prints every event of the watch of argv[2] from 1, one JSON line
 #  each, given the brokers' endpoints (comma-separated) as argv[1]
 PYTHON_WATCHER = r"""
 import json, sys
@@ -35,6 +37,17 @@ with actd.Client(sys.argv[1]) as client:
     for event in client.watch(sys.argv[2], 1):
         print(json.dumps(event), flush=True)
 """
+
+NODE_WATCHER = r"""
+'use strict';
+const { Client } = require (%s);
+const client = new Client ({ endpoints: process.argv [2] });
+(async () => {
+    for await (const event of client.watch (process.argv [3], { fromSeq: 1 }))
+        console.log (JSON.stringify (event));
+}) ().catch ((error) => { console.error (error); process.exit (1); });
+"""
+
 
 def message(n):
     return json.dumps({"type": "data", "kind": "input", "data": {"n": n}})
@@ -60,6 +73,20 @@ class MultiBrokerWatchLangsTest(unittest.TestCase):
         with open(script, "w") as handle:
             handle.write(PYTHON_WATCHER % json.dumps(PYTHON_PACKAGE))
         self.check_watcher([sys.executable, script], "watched-py")
+
+    def test_node_watch_on_a_killed_broker_goes_on_at_another(self):
+        """The Node watch went back to the dead owner (a dropped
+        connection with only a watch on it did not skip that broker) and
+        left it once its idle PING failed: messages 4-6 came 15 s after
+        the kill. Now it goes on at the survivor after requestTimeoutMs
+        (5 s)."""
+        self.assertTrue(shutil.which("node"), "node is needed (Node.js 20 or later)")
+        self.assertTrue(os.path.isdir(os.path.join(NODE_PACKAGE, "node_modules", "zeromq")),
+                        "run `npm ci` in workers/node")
+        script = os.path.join(self.dir, "watch.js")
+        with open(script, "w") as handle:
+            handle.write(NODE_WATCHER % json.dumps(NODE_PACKAGE))
+        self.check_watcher(["node", script], "watched-node")
 
     def check_watcher(self, command, context):
         """command (given the endpoints and context) watches from 1 and

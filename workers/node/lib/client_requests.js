@@ -123,6 +123,7 @@ class ClientRequests {
 
     _transmit (request) {
         request.sentAt = clock.now ();
+        request.heard = false;
         request.tried.add (request.endpoint);
         const endpoint = request.endpoint;
         this._link (endpoint).send ([HEADER, request.command, request.id, ...request.args])
@@ -220,6 +221,7 @@ class ClientRequests {
         if (!request)
             return;                     //  Timed out, or DONE nobody waits for
         const args = frames.slice (3);
+        request.heard = true;
         if (request.stream) {
             if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
             &&  this._follow (request, args))
@@ -347,6 +349,9 @@ class ClientRequests {
 
     _scan () {
         const now = clock.now ();
+        for (const request of [...this._pending.values ()])
+            if (this._parked (request, now))
+                this._silent (request.endpoint, now);
         for (const request of [...this._pending.values ()]) {
             if (request.replied)
                 continue;
@@ -367,6 +372,18 @@ class ClientRequests {
                     wait.heard = now;   //  Again after statusPollMs if its watch fails
                     this._rescue (wait.request.context, wait);
                 }
+    }
+
+    //  True for a watch's WATCH that has waited requestTimeoutMs, nothing
+    //  heard since, at a broker not connected while several are known: a
+    //  dead owner that a moved reply named, its lease not yet out (a
+    //  broker connected but idle sends nothing either: its watch is left
+    //  to the idle PING). _silent then sends the watch to another broker
+    _parked (request, now) {
+        const link = this._links.get (request.endpoint);
+        return Boolean (request.stream) && !request.heard && this.endpoints.length > 1
+            && this.requestTimeoutMs > 0 && now - request.sentAt >= this.requestTimeoutMs
+            && !(link && link.up);
     }
 
     //  A request to endpoint timed out (request_timeout). When the
@@ -393,7 +410,8 @@ class ClientRequests {
     }
 
     //  The broker at endpoint did not answer in time: skip it for a while,
-    //  and follow the calls it accepted at once
+    //  follow the calls it accepted at once, and watch again at another
+    //  broker what was watched there (_lost)
     _silent (endpoint, now) {
         this._dead.set (endpoint, now + DEAD_MS);
         this._lost (endpoint);
@@ -407,11 +425,15 @@ class ClientRequests {
     //  goes to the next, as when a broker is silent; otherwise each rejects
     //  with code "disconnected", and its late reply is dropped. A DONE
     //  awaited on it is followed with a watch (_lost) when statusPollMs is
-    //  set, else rejects the same way
+    //  set, else rejects the same way. A watch on it watches again (_lost):
+    //  with several brokers at another one, as this one is then skipped
+    //  for DEAD_MS as when requests were lost with it
     _disconnected (endpoint) {
         const lost = [...this._pending.values ()].filter ((request) =>
             request.endpoint === endpoint && !request.replied && !request.stream);
-        if (lost.length && this.endpoints.length > 1)
+        const watched = [...this._watches].some ((watch) =>
+            watch.request && watch.request.endpoint === endpoint);
+        if ((lost.length || watched) && this.endpoints.length > 1)
             this._dead.set (endpoint, clock.now () + DEAD_MS);
         for (const request of lost) {
             const next = request.pinned || request.hops >= MAX_HOPS

@@ -37,6 +37,9 @@ class ClientWatch {
     //  (UNWATCH of the old watch, WATCH anew): after a gap in seq, when the
     //  connection to the broker drops (a restart), and when the broker,
     //  silent for options.idleMs (10000), does not answer PING in as long.
+    //  With several brokers it goes on at another at once when the
+    //  connection drops, and when its WATCH waited requestTimeoutMs at a
+    //  broker not connected (a dead owner a moved reply named).
     //  {call} events of the time between are lost. options.signal (an
     //  AbortSignal) ends it with the signal's reason. Leaving the loop
     //  sends UNWATCH.

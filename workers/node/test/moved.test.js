@@ -6,7 +6,9 @@
 //  the whole of timeoutMs for the dead one; unless requestTimeoutMs was
 //  given, 0 included. A CALL without an _id that it sends on to the owner
 //  gets a random one (the moved broker stored nothing), so that sending it
-//  back cannot run it twice. The client's request routing is driven by hand (its
+//  back cannot run it twice. A watch whose broker dropped goes on at the
+//  other at once, and one moved to an owner not connected goes on at
+//  another after requestTimeoutMs. The client's request routing is driven by hand (its
 //  links faked, its clock.now on a clock the test moves), then once against
 //  scripted brokers in real time.
 
@@ -226,5 +228,72 @@ describe ('moved to an owner that does not answer', () => {
             dead.close ();
             live.close ();
         }
+    });
+
+    //  A watch of ctx at A, given endpoints A and B, its first event
+    //  taken: its iterator, and the request id of its WATCH
+    async function watching (client) {
+        client._owners.set ('ctx', A);
+        const events = client.watch ('ctx');
+        const first = events.next ();
+        assert.deepEqual (client.sent.map (([endpoint, command]) => [endpoint, command]),
+                          [[A, 'WATCH']]);
+        const id = client.sent [0][2];
+        reply (client, A, 'EVENT', id, '{"seq": 1}');
+        assert.deepEqual ((await first).value, { seq: 1 });
+        client.sent = [];
+        return { events, id };
+    }
+
+    //  Let the watch's iterator run its turn
+    const settle = () => new Promise ((resolve) => setImmediate (resolve));
+
+    it ('watches at the other broker at once when the watch\'s broker dropped', async () => {
+        fakeClock ();
+        const client = recording ({ endpoints: [A, B] });
+        clients.push (client);
+        const { events } = await watching (client);
+        const next = events.next ();
+        next.catch (() => {});          //  Rejected (closed) at the end
+        client._disconnected (A);
+        await settle ();
+        assert.deepEqual (client.sent.map (([endpoint, command]) => [endpoint, command]),
+                          [[A, 'UNWATCH'], [B, 'WATCH']]);
+    });
+
+    it ('watches at another broker when moved to an owner not connected', async () => {
+        fakeClock ();
+        const client = recording ({ endpoints: [A, B] });
+        clients.push (client);
+        const { events } = await watching (client);
+        const next = events.next ();
+        next.catch (() => {});
+        client._disconnected (A);
+        await settle ();
+        const id = client.sent [1][2];
+        client.sent = [];
+        //  B answers moved to A, the dead owner, its lease not yet out
+        reply (client, B, 'ERROR', id, 'moved', A);
+        assert.deepEqual (client.sent, [[A, 'WATCH', id]]);
+        client.sent = [];
+        //  The UNWATCH of the first WATCH is given up after 2000 ms (a
+        //  timer on the real clock, which this test does not move)
+        for (const [key, request] of client._pending)
+            if (request.command === 'UNWATCH')
+                client._pending.delete (key);
+        now += 4500;
+        client._scan ();
+        await settle ();
+        assert.deepEqual (client.sent, []);
+        now += 1000;
+        client._scan ();
+        await settle ();
+        assert.deepEqual (client.sent.map (([endpoint, command]) => [endpoint, command]),
+                          [[A, 'UNWATCH'], [B, 'WATCH']]);
+        //  Its events come from B, from the message after the last given
+        const again = client.sent [1][2];
+        assert.deepEqual (client.frames.at (-1) [1].slice (3), ['ctx', '2', 'messages']);
+        reply (client, B, 'EVENT', again, '{"seq": 2}');
+        assert.deepEqual ((await next).value, { seq: 2 });
     });
 });
