@@ -46,6 +46,19 @@ def find_binary(name):
     raise RuntimeError("cannot find %s; build the project first" % name)
 
 
+def node_problem():
+    """Why Node.js workers and clients (workers/node) cannot run here, or
+    None. Tests that need them fail with it, never skip: ctest runs them
+    after the node_modules fixture."""
+    if not shutil.which("node"):
+        return ("node is not installed: this test needs Node.js 20 or later "
+                "(apt-get install nodejs npm), then `npm ci` in workers/node")
+    if not os.path.isdir(os.path.join(ROOT, "workers", "node", "node_modules", "zeromq")):
+        return ("workers/node/node_modules/zeromq is missing: run `npm ci` in workers/node "
+                "(or workers/node/run-tests.sh once)")
+    return None
+
+
 def s_ephemeral_low():
     """The lowest port the kernel hands out to outgoing connections."""
     try:

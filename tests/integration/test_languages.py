@@ -33,7 +33,8 @@ import unittest
 
 import zmq
 
-from harness import DAGGER, ROOT, Actd, end_process, find_binary, free_port, wait_for
+from harness import (DAGGER, ROOT, Actd, end_process, find_binary, free_port, node_problem,
+                     wait_for)
 
 sys.path.insert(0, os.path.join(ROOT, "workers", "python"))
 import actd  # noqa: E402  (the package under test, from the source tree)
@@ -41,7 +42,6 @@ import actd  # noqa: E402  (the package under test, from the source tree)
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_WORKER = os.path.join(HERE, "lang", "node_worker.js")
 EXEC_TOOL = os.path.join(HERE, "lang", "exec_tool.sh")
-NODE_PACKAGE = os.path.join(ROOT, "workers", "node")
 
 WEATHER_PATH = DAGGER + "state.sunny || " + DAGGER + "state.rainy"
 ONE_ATTEMPT = {"max_attempts": 1}
@@ -82,17 +82,6 @@ def python_worker(endpoint):
                                  retryable=False, city=params["city"])
 
     return worker
-
-
-def node_problem():
-    """Why the Node worker cannot run here, or None."""
-    if not shutil.which("node"):
-        return ("node is not installed: the cross-language tests need Node.js 20 or later "
-                "(apt-get install nodejs npm), then `npm ci` in workers/node")
-    if not os.path.isdir(os.path.join(NODE_PACKAGE, "node_modules", "zeromq")):
-        return ("workers/node/node_modules/zeromq is missing: run `npm ci` in workers/node "
-                "(or workers/node/run-tests.sh once)")
-    return None
 
 
 class TestPythonAndNodeWorkers(unittest.TestCase):

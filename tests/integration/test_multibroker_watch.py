@@ -6,14 +6,13 @@ the message after the last it gave, within about 10 s."""
 import json
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import threading
 import time
 import unittest
 
-from harness import find_binary, remove_scratch, scratch_dir
+from harness import find_binary, node_problem, remove_scratch, scratch_dir
 from test_multibroker import Brokers, actctl, owner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -90,9 +89,7 @@ class MultiBrokerWatchLangsTest(unittest.TestCase):
         left it once its idle PING failed: messages 4-6 came 15 s after
         the kill. Now it goes on at the survivor after requestTimeoutMs
         (5 s)."""
-        self.assertTrue(shutil.which("node"), "node is needed (Node.js 20 or later)")
-        self.assertTrue(os.path.isdir(os.path.join(NODE_PACKAGE, "node_modules", "zeromq")),
-                        "run `npm ci` in workers/node")
+        self.assertIsNone(node_problem())
         script = os.path.join(self.dir, "watch.js")
         with open(script, "w") as handle:
             handle.write(NODE_WATCHER % json.dumps(NODE_PACKAGE))

@@ -19,16 +19,14 @@ Run: cd tests/integration && ACTD_BIN=build-x/bin/actd /usr/bin/python3 -m unitt
 
 import json
 import os
-import shutil
 import subprocess
 import time
 import unittest
 
-from harness import DAGGER, ROOT, Actd, end_process, find_binary, wait_for
+from harness import DAGGER, Actd, end_process, find_binary, node_problem, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_WORKER = os.path.join(HERE, "lang", "node_clock_worker.js")
-NODE_PACKAGE = os.path.join(ROOT, "workers", "node")
 HEARTBEAT_MS = 200
 TASK_MS = 2500
 HOUR_MS = 3600 * 1000
@@ -37,11 +35,8 @@ HOUR_MS = 3600 * 1000
 class TestNodeWorkerClockStep(unittest.TestCase):
 
     def setUp(self):
-        if not shutil.which("node"):
-            self.fail("node is not installed: this test needs Node.js 20 or later")
-        if not os.path.isdir(os.path.join(NODE_PACKAGE, "node_modules", "zeromq")):
-            self.fail("workers/node/node_modules/zeromq is missing: run `npm ci` in "
-                      "workers/node (or workers/node/run-tests.sh once)")
+        if node_problem():
+            self.fail(node_problem())
         self.actd = Actd(heartbeat_ms=HEARTBEAT_MS, liveness=3)
         self.addCleanup(self.actd.cleanup)
         self.actd.start()

@@ -18,7 +18,7 @@ import unittest
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from harness import Actd, NoAnswer, Worker, abandon, find_binary, wait_for
+from harness import Actd, NoAnswer, Worker, abandon, find_binary, node_problem, wait_for
 from test_security import CurveClient, keygen
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -598,9 +598,7 @@ class TenantsTest(TenantsBase):
         self.assertEqual(worker.returncode, 0, output)
 
     def test_node_client_and_worker_with_tenant_and_group_keys(self):
-        self.assertTrue(shutil.which("node"), "node is needed (Node.js 20 or later)")
-        self.assertTrue(os.path.isdir(os.path.join(NODE_PACKAGE, "node_modules", "zeromq")),
-                        "run `npm ci` in workers/node")
+        self.assertIsNone(node_problem())
         script = os.path.join(self.dir, "tenant.js")
         with open(script, "w") as handle:
             handle.write(NODE_SCRIPT % json.dumps(NODE_PACKAGE))
