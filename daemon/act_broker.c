@@ -679,9 +679,11 @@ act_broker_run (act_broker_t *self, act_broker_reload_fn *reload, act_settings_t
     if (self->committer)
         items [commit_at] = (zmq_pollitem_t) {
             zsock_resolve (act_committer_sock (self->committer)), 0, ZMQ_POLLIN, 0 };
+    char *shown = act_store_location_shown (self->settings->store);
     act_log (LOG_NOTICE, "actd %s ready: clients %s, workers %s, store %s (%s)",
              ACTD_VERSION, self->settings->client_endpoint, self->settings->worker_endpoint,
-             self->settings->store, act_store_backend (self->store));
+             shown, act_store_backend (self->store));
+    free (shown);
     while (true) {
         if (act_broker_stop_requested && !self->stopping)
             s_begin_stop (self);

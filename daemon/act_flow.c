@@ -544,7 +544,9 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
                        bool delay)
 {
     const char *code = json_string_value (json_object_get (error, "code"));
-    const char *message = json_string_value (json_object_get (error, "message"));
+    char shown [ACT_LOG_CUT + 4];
+    const char *message = act_log_cut (json_string_value (json_object_get (error, "message")),
+                                    shown);
     //  While stopping, a retry is queued like any other but not
     //  dispatched: the call is recovered and runs at the next start
     if (retryable && call->attempts < call->retry.max_attempts) {
@@ -629,9 +631,12 @@ s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *e
         free (self->outcome.data);              //  Not held after a large one
         self->outcome = (act_buf_t) { 0 };
     }
-    if (!streq (status, "ok"))
+    if (!streq (status, "ok")) {
+        char shown [ACT_LOG_CUT + 4];
         act_log (LOG_INFO, "call %s (%s) ended %s: %s", call->id, call->activity->name,
-                 status, json_string_value (json_object_get (error, "message")));
+                 status, act_log_cut (json_string_value (json_object_get (error, "message")),
+                                   shown));
+    }
     json_decref (error);
     s_call_wake (self, call);
     act_flow_key (self, call, false);

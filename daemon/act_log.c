@@ -193,3 +193,18 @@ act_log_level_parse (const char *name)
     return -1;
 }
 
+const char *
+act_log_cut (const char *text, char shown [ACT_LOG_CUT + 4])
+{
+    if (!text)
+        return "(none)";
+    size_t size = strlen (text);
+    if (size <= ACT_LOG_CUT)
+        return text;
+    size = ACT_LOG_CUT;
+    while (size && (text [size] & 0xC0) == 0x80)
+        size--;
+    memcpy (shown, text, size);
+    memcpy (shown + size, "...", 4);
+    return shown;
+}

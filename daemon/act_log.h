@@ -52,6 +52,16 @@ void act_log_peer_emit (int level, const char *peer, const char *reason,
 //  it now and then (the broker does every second).
 void act_log_peer_flush (void);
 
+//  Bytes of a text from a peer that a log line shows (act_log_cut)
+#define ACT_LOG_CUT 200
+
+//  text as a log line shows it: at most its first ACT_LOG_CUT bytes, cut
+//  where a UTF-8 character starts, then "..." (written into shown); text
+//  itself when short enough; "(none)" for NULL. A peer's text (a worker's
+//  error message) may be as long as a message may be, a flood of them
+//  filled a log at 34 MB/s, and it may carry a call's parameters.
+const char *act_log_cut (const char *text, char shown [ACT_LOG_CUT + 4]);
+
 //  Parse a log level name (error, warning, notice, info, debug); -1 if unknown.
 int act_log_level_parse (const char *name);
 

@@ -6,6 +6,7 @@
 
 #include <syslog.h>
 #include "act_settings.h"
+#include "act_store.h"
 
 //  Log, at warning, each restart-only setting (docs/operations.md section
 //  5) that differs in fresh: a reload does not apply it. broker_id and
@@ -25,9 +26,14 @@ s_log_restart_only (const act_settings_t *now, const act_settings_t *fresh)
     for (size_t i = 0; i < sizeof texts / sizeof texts [0]; i++) {
         const char *old = texts [i].old? texts [i].old: "(none)";
         const char *new = texts [i].new? texts [i].new: "(none)";
-        if (!streq (old, new) && !(texts [i].defaulted && !texts [i].new))
-            act_log (LOG_WARNING, "reload: %s %s -> %s needs a restart: not applied",
-                     texts [i].name, old, new);
+        if (streq (old, new) || (texts [i].defaulted && !texts [i].new))
+            continue;
+        //  A store's URL may carry a password: not in the log
+        char *old_shown = act_store_location_shown (old), *new_shown = act_store_location_shown (new);
+        act_log (LOG_WARNING, "reload: %s %s -> %s needs a restart: not applied",
+                 texts [i].name, old_shown, new_shown);
+        free (old_shown);
+        free (new_shown);
     }
     struct { const char *name; long long old, new; } numbers [] = {
         { "server/heartbeat_ms", now->heartbeat_ms, fresh->heartbeat_ms },

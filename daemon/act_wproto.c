@@ -283,7 +283,9 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at, cons
         char *service = act_part_string (service_frame);
         const zlistx_t *patterns = NULL;
         json_t *names = service? json_pack ("[s]", service): NULL;
-        if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL)
+        //  names is NULL when the name is not UTF-8 (jansson refuses it):
+        //  such a worker joined with no activity at all
+        if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL || !names)
             problem = worker? "READY from a worker already registered": "bad service name";
         else
         if (!(problem = s_may_serve (self, service_frame, names, &patterns, err))) {

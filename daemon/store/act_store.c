@@ -7,6 +7,7 @@
 #include "act_store.h"
 #include "act_store_int.h"
 #include "actd/act_json.h"
+#include "actd/act_text.h"
 
 const char *act_store_counter_names [S_COUNTERS] = {
     "contexts", "messages", "accepted", "ok", "error", "timeout", "skipped", "cancelled",
@@ -75,6 +76,39 @@ act_state_ended (const char *state)
 
 //  --------------------------------------------------------------------------
 //  The store
+
+char *
+act_store_location_shown (const char *location)
+{
+    if (!location)
+        return strdup ("(none)");
+    //  A PostgreSQL URL may carry a password: as user:password@ and as a
+    //  password= parameter; each is written as *** (the rest says which
+    //  store it is)
+    const char *scheme = strstr (location, "://");
+    if (!scheme || !(strncmp (location, "postgres://", 11) == 0
+                 ||  strncmp (location, "postgresql://", 13) == 0))
+        return strdup (location);
+    act_buf_t shown = { 0 };
+    const char *rest = scheme + 3;
+    const char *at = strchr (rest, '@'), *slash = strchr (rest, '/');
+    const char *colon = at? memchr (rest, ':', (size_t) (at - rest)): NULL;
+    if (at && (!slash || at < slash) && colon) {
+        act_buf_add (&shown, location, (size_t) (colon + 1 - location));
+        act_buf_add_str (&shown, "***");
+        rest = at;
+    }
+    else
+        rest = location;
+    for (const char *next; (next = strstr (rest, "password=")) != NULL; rest = next) {
+        next += 9;
+        act_buf_add (&shown, rest, (size_t) (next - rest));
+        act_buf_add_str (&shown, "***");
+        next += strcspn (next, "&");
+    }
+    act_buf_add_str (&shown, rest);
+    return act_buf_take (&shown);
+}
 
 //  See act_store_set_lease
 static long long s_lease_ms = 10000;

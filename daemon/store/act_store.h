@@ -89,6 +89,11 @@ void act_store_on_progress (act_store_progress_fn *fn, void *arg, long long inte
 //  not a store: set it before act_store_open.
 void act_store_set_lease (long long lease_ms);
 
+//  location as a log may show it: a PostgreSQL URL with its password (as
+//  user:password@ or a password= parameter) written ***. The caller
+//  frees it.
+char *act_store_location_shown (const char *location);
+
 //  Close the store (what is not committed is lost) and null the pointer.
 void act_store_destroy (act_store_t **self_p);
 

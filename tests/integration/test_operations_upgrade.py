@@ -231,6 +231,18 @@ class NewPostgresStoreTest(unittest.TestCase):
         self.assertEqual(client.wait_status(call_id, ["ok", "error", "skipped"])["state"], "ok")
         self.assertEqual(actd.stop(), 0, actd.log())
 
+    def test_the_password_in_the_url_is_not_logged(self):
+        """The ready line gave the store's URL as written, password and
+        all, at each start (an audit of the logs)."""
+        url = pg.database().replace("postgres@", "postgres:TopSecretPw@", 1)
+        actd = Actd(store=url + "?password=TopSecretPw")
+        self.addCleanup(actd.cleanup)
+        actd.start()
+        self.assertEqual(actd.stop(), 0, actd.log())
+        self.assertIn("store postgresql://postgres:***@", actd.log())
+        self.assertIn("?password=***", actd.log())
+        self.assertNotIn("TopSecretPw", actd.log())
+
     def test_a_migration_waits_until_no_other_broker_runs(self):
         """A broker of an older actd still running on the database would
         go on writing by the old schema (it never reads the version

@@ -76,6 +76,21 @@ class FramingTest(unittest.TestCase):
             socket.send_multipart(header)
             self.assertEqual(self.reply(socket), expected, header)
 
+    def test_a_majordomo_service_name_not_utf8_is_refused(self):
+        """Its READY joined a worker serving no activity at all (logged
+        "activities (null)"): the name could not become a JSON string.
+        It is refused as a bad service name, as an empty one is."""
+        socket = self.worker()
+        socket.send_multipart([b"MDPW02", b"\x01", b"ocr-\xff\xfe"])
+        frames = self.reply(socket)
+        while frames[:2] == [b"MDPW02", b"\x05"]:          # heartbeats (18/MDP)
+            frames = self.reply(socket)
+        self.assertEqual(frames, [b"MDPW02", b"\x06"])
+        client = self.actd.client()
+        self.addCleanup(client.close)
+        self.assertEqual(client.value("STATS")["workers"], [])
+        self.assertNotIn("activities (null)", self.actd.log())
+
     def test_no_worker_header_is_dropped_and_logged(self):
         socket = self.worker()
         socket.send_multipart([b"HELLO", b"READY"])

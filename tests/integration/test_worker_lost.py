@@ -180,6 +180,26 @@ class WorkerLostTest(WorkerCase):
         self.assertRegex(self.actd.log(), r"(?m)^W: actd \S+ call %s \(fatal\) failed at "
                          r"attempt 1, not to be retried: \S+: bad input$" % done["call_id"])
 
+    def test_a_long_failure_message_is_cut_in_the_log(self):
+        """A worker's error message may be a MiB (max_message_bytes) and
+        carry the call's parameters: the log showed it whole, twice (an
+        audit of the logs: 34 MB/s of log from one worker). The log shows
+        its first 200 bytes; the outcome keeps it whole."""
+        worker = self.worker("wordy", identity=b"wordy")
+        rid = self.client.send("CALL", "wordy", {"_tool": "wordy", "_outputPath": DAGGER + "s.w"})
+        task = worker.collect(0.5)[0]
+        message = "\u00e9" * 150 + "secret=hunter2" + "x" * 50000
+        worker.send(b"FAIL", task.encode(),
+                    json.dumps({"message": message, "retryable": False}).encode())
+        done = json.loads(self.client.wait(rid, "DONE", timeout=10)[2])
+        self.assertEqual(done["error"]["message"], message)
+        lines = [line for line in self.actd.log().splitlines() if "call %s " % done["call_id"]
+                 in line and "wordy" in line and ("failed" in line or "ended" in line)]
+        self.assertEqual(len(lines), 2, lines)
+        for line in lines:
+            self.assertTrue(line.endswith(": " + "\u00e9" * 100 + "..."), line[-300:])
+            self.assertNotIn("hunter2", line)
+
 
 class UnreachableTest(WorkerCase):
 

@@ -580,6 +580,28 @@ test_a_failed_lookup_is_no_answer (void **state)
     zstr_free (&context);
 }
 
+//  A store's location as logged: a PostgreSQL URL without its password
+static void
+test_a_password_is_not_shown (void **state)
+{
+    (void) state;
+    const char *cases [][2] = {
+        { "/var/lib/actd/actd.db", "/var/lib/actd/actd.db" },
+        { "postgresql://actd:s3cret@db.example:5432/actd",
+          "postgresql://actd:***@db.example:5432/actd" },
+        { "postgres://actd@db/actd?password=s3cret&sslmode=require",
+          "postgres://actd@db/actd?password=***&sslmode=require" },
+        { "postgresql://a:b@h/d?password=c", "postgresql://a:***@h/d?password=***" },
+        { "postgresql://h/d?user=me", "postgresql://h/d?user=me" },
+        { "postgresql://h/d?x=a@b:c", "postgresql://h/d?x=a@b:c" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        char *shown = act_store_location_shown (cases [i][0]);
+        assert_string_equal (shown, cases [i][1]);
+        free (shown);
+    }
+}
+
 int
 main (void)
 {
@@ -592,6 +614,7 @@ main (void)
         cmocka_unit_test (test_a_version_6_store_is_migrated),
         cmocka_unit_test (test_a_failed_write_fails_the_commit),
         cmocka_unit_test (test_a_failed_lookup_is_no_answer),
+        cmocka_unit_test (test_a_password_is_not_shown),
     };
     return s_run_on_every_store ("store", tests, sizeof tests / sizeof tests [0]);
 }
