@@ -208,6 +208,18 @@ s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
     s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, 0, 0);
 }
 
+//  The most bytes a TASK's parameters may take, references resolved: a
+//  call of a few KB repeating a reference to a large value made TASKs of
+//  hundreds of MB, built on the loop (an audit: 737 MB from 10 KB).
+//  max_worker_bytes, what libzmq may hold for a worker, bounds them (0:
+//  no bound there, then max_message_bytes times 64)
+static size_t
+s_params_max (act_flow_t *self)
+{
+    long long held = self->settings->max_worker_bytes;
+    return (size_t) (held > 0? held: self->settings->max_message_bytes * 64);
+}
+
 //  True when the call's TASK may leave before the commit that stores its
 //  acceptance and this attempt, so that the worker runs while the store
 //  commits (the commit then costs a call no time of its own). Only the
@@ -248,11 +260,19 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
                            NULL, 0, 0);
             return;
         }
-        params_text = act_json_dump (params);
+        params_text = params? act_json_dump_within (params, s_params_max (self)): NULL;
+        if (params && !params_text)
+            act_err_set (&err, ACT_E_TOO_LARGE, "the parameters with their references "
+                         "resolved would be over %zu bytes", s_params_max (self));
         json_decref (params);
     }
     else
-        params_text = act_call_params_text (call->call, call->context->ctx, &err);
+        params_text = act_call_params_text_within (call->call, call->context->ctx,
+                                                   s_params_max (self), &err);
+    if (!params_text && err.code && streq (err.code, ACT_E_TOO_LARGE)) {
+        s_call_finish (self, call, "error", s_error_json (err.code, err.message), NULL, 0, 0);
+        return;
+    }
     if (!params_text) {
         s_call_unready (self, call, &err);
         return;

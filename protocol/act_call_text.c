@@ -19,10 +19,12 @@
 #include "actd/act_text.h"
 
 //  The text of one dagger span: a reference's value, as act_json_dump
-//  writes it, or a literal's string without its first dagger. NULL with
-//  err set (unresolved_reference, internal).
+//  writes it (at most room bytes: the parameters may be max), or a
+//  literal's string without its first dagger. NULL with err set
+//  (unresolved_reference, too_large, internal).
 static char *
-s_replacement (act_call_t *self, const act_call_span_t *span, act_ctx_t *ctx, act_err_t *err)
+s_replacement (act_call_t *self, const act_call_span_t *span, act_ctx_t *ctx, size_t room,
+               size_t max, act_err_t *err)
 {
     if (span->ref >= 0) {
         act_expr_t *expr = self->refs [span->ref];
@@ -31,8 +33,12 @@ s_replacement (act_call_t *self, const act_call_span_t *span, act_ctx_t *ctx, ac
             act_err_set (err, ACT_E_UNRESOLVED_REFERENCE, "'%.200s' is absent", expr->text);
             return NULL;
         }
-        char *text = act_json_dump (resolved);
+        char *text = act_json_dump_within (resolved, room);
         json_decref (resolved);
+        if (!text)
+            act_err_set (err, ACT_E_TOO_LARGE, "the parameters with their references "
+                         "resolved would be over %zu bytes (at '%.200s')", max,
+                         expr->text);
         return text;
     }
     char local [256];
@@ -46,15 +52,19 @@ s_replacement (act_call_t *self, const act_call_span_t *span, act_ctx_t *ctx, ac
     return text;
 }
 
-//  Write the member at spans [*index] and the dagger spans in it
+//  Write the member at spans [*index] and the dagger spans in it; out
+//  stays within max bytes
 static int
-s_member (act_call_t *self, size_t *index, act_ctx_t *ctx, act_buf_t *out, act_err_t *err)
+s_member (act_call_t *self, size_t *index, act_ctx_t *ctx, size_t max, act_buf_t *out,
+          act_err_t *err)
 {
     const act_call_span_t *member = &self->spans [(*index)++];
     size_t at = member->offset, end = member->offset + member->size;
     for (; *index < self->nspans && self->spans [*index].ref != -2; (*index)++) {
         const act_call_span_t *span = &self->spans [*index];
-        char *replacement = s_replacement (self, span, ctx, err);
+        size_t used = out->size + (span->offset - at);
+        char *replacement = s_replacement (self, span, ctx, used < max? max - used: 0, max,
+                                           err);
         if (!replacement)
             return err->code? -1: act_err_set (err, ACT_E_INTERNAL, "out of memory");
         bool put = act_buf_add (out, self->text + at, span->offset - at)
@@ -72,10 +82,19 @@ s_member (act_call_t *self, size_t *index, act_ctx_t *ctx, act_buf_t *out, act_e
 char *
 act_call_params_text (act_call_t *self, act_ctx_t *ctx, act_err_t *err)
 {
+    return act_call_params_text_within (self, ctx, SIZE_MAX, err);
+}
+
+char *
+act_call_params_text_within (act_call_t *self, act_ctx_t *ctx, size_t max, act_err_t *err)
+{
     if (!self->dumped_numbers) {
         //  jansson would write some number otherwise: the tree decides
         json_t *params = act_call_params (self, ctx, err);
-        char *text = act_json_dump (params);
+        char *text = params? act_json_dump_within (params, max): NULL;
+        if (params && !text)
+            act_err_set (err, ACT_E_TOO_LARGE, "the parameters with their references "
+                         "resolved would be over %zu bytes", max);
         json_decref (params);
         return text;
     }
@@ -84,7 +103,7 @@ act_call_params_text (act_call_t *self, act_ctx_t *ctx, act_err_t *err)
     size_t index = 0;
     while (written && index < self->nspans)
         written = (out.size == 1 || act_buf_add (&out, ",", 1))
-               && s_member (self, &index, ctx, &out, err) == 0;
+               && s_member (self, &index, ctx, max, &out, err) == 0;
     if (!written || !act_buf_add (&out, "}", 1)) {
         free (act_buf_take (&out));
         if (!err->code)

@@ -226,11 +226,18 @@ typedef struct {
     size_t size;                //  Bytes allocated
     int indent;                 //  Spaces per level; 0: all on one line
     bool compact;               //  No space after ',' and ':' on one line
+    size_t max;                 //  Bytes it may reach; SIZE_MAX: any
+    bool over;                  //  It would have gone past max: nothing
+                                //  more is written
 } s_text_t;
 
 static void
 s_text_add (s_text_t *self, const char *bytes, size_t length)
 {
+    if (self->over || length > self->max - self->used) {
+        self->over = true;
+        return;
+    }
     if (self->used + length + 1 > self->size) {
         while (self->used + length + 1 > self->size)
             self->size *= 2;
@@ -260,6 +267,10 @@ s_text_break (s_text_t *self, int depth, bool spaced)
 static void
 s_text_string (s_text_t *self, const char *string, size_t length)
 {
+    if (self->over || length > self->max - self->used)
+        self->over = true;              //  Not worth escaping
+    if (self->over)
+        return;
     s_text_add (self, "\"", 1);
     size_t start = 0;
     for (size_t i = 0; i < length; i++) {
@@ -359,6 +370,29 @@ s_text_value (s_text_t *self, const json_t *value, int depth)
     }
 }
 
+//  value written as flags say, at most max bytes; NULL when it is longer
+//  (or NULL, or holds a cycle)
+static char *
+s_dumps (const json_t *value, size_t flags, size_t max)
+{
+    if (!value)
+        return NULL;
+    s_text_t text = { malloc (256), 0, 256, (int) (flags & JSON_MAX_INDENT),
+                      (flags & JSON_COMPACT) != 0, max, false };
+    if (!s_text_value (&text, value, 0) || text.over) {
+        free (text.data);
+        return NULL;
+    }
+    text.data [text.used] = 0;
+    return text.data;
+}
+
+char *
+act_json_dump_within (const json_t *value, size_t max)
+{
+    return s_dumps (value, JSON_COMPACT, max);
+}
+
 char *
 act_json_dumps (const json_t *value, size_t flags)
 {
@@ -366,16 +400,7 @@ act_json_dumps (const json_t *value, size_t flags)
     //  formats the container's address with snprintf and keeps it in a
     //  hash table (its cycle check), which made serializing a third of the
     //  broker's instructions per call; and it writes reals with 17 digits.
-    if (!value)
-        return NULL;
-    s_text_t text = { malloc (256), 0, 256, (int) (flags & JSON_MAX_INDENT),
-                      (flags & JSON_COMPACT) != 0 };
-    if (!s_text_value (&text, value, 0)) {
-        free (text.data);
-        return NULL;
-    }
-    text.data [text.used] = 0;
-    return text.data;
+    return s_dumps (value, flags, SIZE_MAX);
 }
 
 char *
@@ -636,7 +661,7 @@ act_json_quote (const char *string)
 char *
 act_json_quoten (const char *string, size_t length)
 {
-    s_text_t text = { malloc (length + 8), 0, length + 8, 0, true };
+    s_text_t text = { malloc (length + 8), 0, length + 8, 0, true, SIZE_MAX, false };
     s_text_string (&text, string, length);
     text.data [text.used] = 0;
     return text.data;

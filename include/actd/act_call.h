@@ -105,6 +105,12 @@ json_t *act_call_params (act_call_t *self, act_ctx_t *ctx, act_err_t *err);
 //  tree is dumped instead. Returns a new string, or NULL with err set.
 char *act_call_params_text (act_call_t *self, act_ctx_t *ctx, act_err_t *err);
 
+//  As act_call_params_text, but the text is at most max bytes: past them
+//  it stops, and returns NULL with err too_large (a reference repeated
+//  may turn a small call into parameters of any size).
+char *act_call_params_text_within (act_call_t *self, act_ctx_t *ctx, size_t max,
+                                   act_err_t *err);
+
 //  True when every number in the size bytes of valid JSON at text is
 //  written as act_json_dump writes it (an int64 integer other than "-0",
 //  or a real in act_dtoa's shortest form).

@@ -56,6 +56,10 @@ json_t *act_json_parse_reply (const char *data, size_t size, act_err_t *err);
 //  is NULL (or holds a cycle).
 char *act_json_dump (const json_t *value);
 
+//  As act_json_dump, but NULL when the text would be over max bytes: it
+//  stops there (a value may be far larger than anything worth writing).
+char *act_json_dump_within (const json_t *value, size_t max);
+
 //  Serialize value (any JSON value) byte for byte as json_dumps (value,
 //  flags | JSON_ENCODE_ANY) lays it out, honouring JSON_INDENT (n) and
 //  JSON_COMPACT (other flags are ignored), except that reals are written

@@ -16,7 +16,7 @@ import unittest
 
 import zmq
 
-from harness import find_binary, wait_for
+from harness import DAGGER, find_binary, wait_for
 from test_broker import BrokerCase, enc, standard
 from test_tools import ToolWorker
 
@@ -227,6 +227,35 @@ class ServedActivitiesTest(BrokerCase):
         self.assertEqual(self.client.value("TOOLS", names[0]), {names[0]: {"workers": 1}})
         self.assertEqual(self.stats()["activities"][names[0]]["done"], 0)
         self.leave([socket])
+
+
+class TaskParamsBoundTest(BrokerCase):
+    """A call of a few KB that repeats a reference to a large value made a
+    TASK of any size, built on actd's loop (an audit: 737 MB of
+    parameters from a 10 KB call, the loop stalled 4 s). The parameters,
+    references resolved, stay within server/max_worker_bytes: past it the
+    call ends error too_large, and nothing is sent."""
+
+    config = "server\n    max_worker_bytes = 1048576\n"
+
+    def test_a_reference_repeated_past_the_bound_ends_the_call_too_large(self):
+        big = "b" * 200000
+        reply = self.client.request("APPEND", "amp", json.dumps(
+            {"type": "data", "kind": "big", "data": big}))
+        self.assertEqual(reply[0], "OK", reply)
+        _, done = self.call("amp", {"_tool": "echo", "_outputPath": DAGGER + "small",
+                                    "x": [DAGGER + "big"] * 4})
+        self.assertEqual(done["status"], "ok", str(done)[:300])
+        self.assertEqual(done["result"]["x"], [big] * 4)
+        for params in ({"x": [DAGGER + "big"] * 40},
+                       {"x": [DAGGER + "big"] * 40, "n": 1.5e300}):     #  the tree's way
+            #  A worker that answers small: before, the call was ok
+            call = dict(params, _tool="value", value=1, _outputPath=DAGGER + "large")
+            _, done = self.call("amp", call)
+            self.assertEqual(done["status"], "error", str(done)[:300])
+            self.assertEqual(done["error"]["code"], "too_large", done["error"])
+            self.assertIn("over 1048576 bytes", done["error"]["message"])
+        self.assertEqual(self.client.request("PING"), ["PONG"])
 
 
 class ReplyBoundTest(BrokerCase):

@@ -503,6 +503,24 @@ test_depth_limits (void **state)
     }
 }
 
+//  act_json_dump_within: the text when it fits, NULL past max
+static void
+test_dump_within (void **state)
+{
+    (void) state;
+    json_t *value = json_pack ("{s:[s,s],s:f}", "x", "abc", "d\"e", "n", 0.1);
+    char *whole = act_json_dump (value);
+    size_t size = strlen (whole);
+    char *fits = act_json_dump_within (value, size);
+    assert_non_null (fits);
+    assert_string_equal (fits, whole);
+    for (size_t max = 0; max < size; max++)
+        assert_null (act_json_dump_within (value, max));
+    free (fits);
+    free (whole);
+    json_decref (value);
+}
+
 int
 main (void)
 {
@@ -516,6 +534,7 @@ main (void)
         cmocka_unit_test (test_number_dumped),
         cmocka_unit_test (test_quote_matches_jansson),
         cmocka_unit_test (test_depth_limits),
+        cmocka_unit_test (test_dump_within),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
