@@ -433,6 +433,15 @@ test_messages_name_pointer_and_keyword (void **state)
           "(root): pattern: the pattern could not be matched: match limit exceeded" },
         { "{\"uniqueItems\": true}", "[1, {\"a\": 1}, {\"a\": 1.0}]",
           "(root): uniqueItems: items 1 and 2 are equal" },
+        //  A limit hit gives the whole validation up: anyOf and not took
+        //  it as a branch's answer and went on, each hit some 15 ms, for
+        //  every string and branch of a call
+        { "{\"anyOf\": [{\"pattern\": \"^(a+)+$\"}, {\"type\": \"string\"}]}",
+          "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"",
+          "(root): pattern: the pattern could not be matched: match limit exceeded" },
+        { "{\"items\": {\"not\": {\"pattern\": \"^(a+)+$\"}}}",
+          "[\"ab\", \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\", \"c\"]",
+          "/1: pattern: the pattern could not be matched: match limit exceeded" },
     };
     for (size_t index = 0; index < sizeof cases / sizeof cases [0]; index++)
         assert_string_equal (s_message (cases [index][0], cases [index][1]), cases [index][2]);
