@@ -110,13 +110,14 @@ act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     }
     json_t *base;
     size_t depth;
+    bool shared;
     ident->visited = 0;
-    if (!act_ctx_instance_base (kind, ident, segs, nsegs, &base, &depth))
+    if (!act_ctx_instance_base (kind, ident, segs, nsegs, &base, &depth, &shared))
         return NULL;
     //  A whole-kind reference has no segments (segs may be NULL)
     json_t *value = act_path_get (base, nsegs > depth? segs + depth: NULL,
                                   nsegs - depth);
-    value = value == base? json_incref (value): json_deep_copy (value);
+    value = value == base && !shared? json_incref (value): json_deep_copy (value);
     json_decref (base);
     return value;
 }
@@ -157,7 +158,8 @@ act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
         return act_err_set (err, ACT_E_BAD_PATH, "the path runs through an array by a key");
     json_t *base;
     size_t depth;
-    if (!act_ctx_instance_base (kind, ident, segs, nsegs, &base, &depth))
+    bool shared;                //  The dry run below changes nothing of it
+    if (!act_ctx_instance_base (kind, ident, segs, nsegs, &base, &depth, &shared))
         return act_err_set (err, ACT_E_BAD_PATH,
                             "the path runs through an array by a key");
     int rc = act_path_write (&base, nsegs > depth? segs + depth: NULL,

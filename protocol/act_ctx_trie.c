@@ -717,8 +717,9 @@ s_cache_fold (act_ctx_kind_t *kind, act_ctx_ident_t *ident, const act_seg_t *seg
 bool
 act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
                        const act_seg_t *segs, size_t nsegs,
-                       json_t **base, size_t *depth)
+                       json_t **base, size_t *depth, bool *shared)
 {
+    *shared = false;
     size_t length = 0;
     while (length < nsegs && segs [length].type == ACT_SEG_KEY)
         length++;
@@ -740,7 +741,8 @@ act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     free (list.items);
     if (s_levels_blocked (cache->levels, length))
         return false;
-    *base = cache->value? json_deep_copy (cache->value): NULL;
+    *base = cache->value? json_incref (cache->value): NULL;
+    *shared = true;
     *depth = length;
     return true;
 }
