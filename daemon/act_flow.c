@@ -198,7 +198,7 @@ static void
 s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
 {
     //  Evaluated while queued: a call skipped now never waited
-    act_live_eval_t eval = act_live_evaluate (call, &self->stamp, err);
+    act_live_eval_t eval = act_live_evaluate (call, err);
     if (eval == ACT_LIVE_WAIT) {
         act_flow_enter (self, call, ACT_LIVE_WAITING);
         return;
@@ -717,7 +717,7 @@ act_flow_settle (act_flow_t *self)
         if (!call || call->state != ACT_LIVE_WAITING || call->waiting_on)
             continue;
         act_err_t err = { 0 };
-        act_live_eval_t eval = act_live_evaluate (call, &self->stamp, &err);
+        act_live_eval_t eval = act_live_evaluate (call, &err);
         if (eval == ACT_LIVE_READY)
             s_call_queue_saved (self, call, false);
         else

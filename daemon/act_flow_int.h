@@ -33,7 +33,6 @@ struct _act_flow_t {
     uint64_t *todo;             //  Calls to evaluate again (numbers)
     size_t ntodo;               //  Entries in todo
     size_t todo_size;           //  Slots allocated
-    uint64_t stamp;             //  Current evaluation's mark
     size_t counts [ACT_LIVE_STATES];   //  Live calls per state (waiting, ...)
     bool stopping;              //  No new calls, no dispatch
     bool reset;                 //  A failed commit reset the flow: a call

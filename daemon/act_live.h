@@ -86,7 +86,6 @@ typedef struct {
                                 //  only one (no allocation then)
     byte first_bytes [ACT_LIVE_FIRST_BYTES];   //  Its ids, when they fit
     json_t *progress;           //  Latest PROGRESS details, or NULL
-    uint64_t stamp;             //  Marks it found in one evaluation
     long long accepted_at;      //  When it was accepted (or recovered)
     long long queued_at;        //  When it last entered the queue
     long long started_at;       //  When its current attempt was dispatched
@@ -164,9 +163,10 @@ long long act_live_resume (act_live_t *self, const json_t *resume, const char *s
 
 //  Evaluate the call's references in a new round, against its context
 //  and the live calls that could still write them. On WAIT it is
-//  registered as a waiter of each producer it needs (once each; *stamp
-//  marks them). On UNRESOLVED err says which reference.
-act_live_eval_t act_live_evaluate (act_live_t *self, uint64_t *stamp, act_err_t *err);
+//  registered as a waiter of the newest producer it needs, and is to be
+//  evaluated again when that one ends. On UNRESOLVED err says which
+//  reference.
+act_live_eval_t act_live_evaluate (act_live_t *self, act_err_t *err);
 
 //  The meta of its TASK (PROTOCOL.md section 2) as JSON text: in local
 //  (room bytes) when it fits, else a new string the caller frees.

@@ -31,7 +31,7 @@ static void
 s_resume (act_flow_t *self, act_live_t *call, long long retry_ms)
 {
     act_err_t err = { 0 };
-    act_live_eval_t eval = act_live_evaluate (call, &self->stamp, &err);
+    act_live_eval_t eval = act_live_evaluate (call, &err);
     if (eval == ACT_LIVE_WAIT)
         act_flow_enter (self, call, ACT_LIVE_WAITING);
     else

@@ -118,7 +118,7 @@ s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
         return ACT_LIVE_UNRESOLVED;
     }
     act_live_number (call, number);
-    act_live_eval_t eval = act_live_evaluate (call, &self->stamp, err);
+    act_live_eval_t eval = act_live_evaluate (call, err);
     if (eval == ACT_LIVE_UNRESOLVED)
         act_flow_drop (self, call_p);
     else
