@@ -333,21 +333,35 @@ class TenantsTest(TenantsBase):
 
     def test_a_silent_connection_on_a_left_clients_routing_id_gets_nothing_owed(self):
         """A connection that takes a left client's routing id and never
-        speaks is not known to be that client's: its DONE is not sent."""
+        speaks is not known to be that client's: its DONE is not sent.
+        A run proves something only when the silent connection held the
+        id (its PING is answered at the end): libzmq may keep a connection
+        that came while the id's last one was not yet gone aside, unnamed,
+        with no event to tell; such a run is done again, on another id."""
         worker = self.holding_worker()
-        acme = self.take_routing_id("acme", b"agent-2")
+        for attempt in range(3):
+            routing_id = b"agent-2.%d" % attempt
+            if self.silent_taker_gets_nothing(worker, attempt + 1, routing_id):
+                return
+        self.fail("in 3 runs the silent connection never held the routing id")
+
+    def silent_taker_gets_nothing(self, worker, nth, routing_id):
+        """One run: acme's call (the worker's nth task) ends while a silent
+        globex connection holds acme's routing id. False when that
+        connection turned out not to hold it."""
+        acme = self.take_routing_id("acme", routing_id)
         rid = acme.send("CALL", "acme/a", {"_tool": "hold", "_outputPath": "\u2020secret"})
         acme.wait(rid, "ACCEPTED")
-        task = self.task_of(worker, 1)
+        task = self.task_of(worker, nth)
         acme.socket.close(0)
         self.sockets.remove(acme.socket)
         #  Make sure actd let the id go: a globex client takes it, then leaves
-        taker = self.take_routing_id("globex", b"agent-2")
+        taker = self.take_routing_id("globex", routing_id)
         taker.socket.close(0)
         self.sockets.remove(taker.socket)
         deadline = time.time() + 20
         while True:
-            silent = self.fixed_client("globex", b"agent-2")
+            silent = self.fixed_client("globex", routing_id)
             monitor = self.monitor(silent.socket,
                                    zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
             silent.socket.connect(self.actd.client_endpoint)
@@ -361,12 +375,18 @@ class TenantsTest(TenantsBase):
             silent.socket.close(0)
             self.sockets.remove(silent.socket)
             self.assertLess(time.time(), deadline, "routing id never free")
+        unowned = self.unowned()
         worker.send_result(task, "acme secret result")
-        wait_for(lambda: self.unowned() >= 1, "the DONE owed to acme dropped")
+        wait_for(lambda: self.unowned() > unowned, "the DONE owed to acme dropped")
         self.assertFalse(silent.socket.poll(300), "a silent taker received acme's DONE")
         #  It was attached all along: it is answered, on the same connection
-        self.assertEqual(silent.request("PING")[0], "PONG")
+        try:
+            answered = silent.request("PING", timeout=5.0)[0] == "PONG"
+        except TimeoutError:
+            return False
+        self.assertTrue(answered)
         self.assertFalse(monitor.poll(0), "the silent socket was disconnected")
+        return True
 
     def test_after_a_crash_the_owner_key_still_guards_the_done(self):
         """The owner's key is stored with the call: after kill -9 and a
