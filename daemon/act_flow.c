@@ -514,8 +514,8 @@ s_newer_first (const void *a, const void *b)
 void
 act_flow_worker_lost (act_flow_t *self, act_worker_t *worker, const char *why)
 {
-    act_log (LOG_NOTICE, "worker %s lost (%s): %zu tasks held", worker->name, why,
-             zhashx_size (worker->tasks));
+    act_log_burst (LOG_NOTICE, "worker lost", "worker %s lost (%s): %zu tasks held",
+                   worker->name, why, zhashx_size (worker->tasks));
     //  Out of its activities first: the tasks it held go back to their
     //  queues and must never be dispatched to it again
     act_pool_detach (self->pool, worker);

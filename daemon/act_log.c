@@ -171,10 +171,73 @@ act_log_peer_emit (int level, const char *peer, const char *reason, const char *
     slot->repeats = 0;
 }
 
+//  --------------------------------------------------------------------------
+//  Kinds of lines that come in floods
+
+//  Kinds followed at once (a few call sites)
+#define S_BURSTS 8
+
+typedef struct {
+    char reason [S_REASON_SIZE];    //  The kind; "" for a free slot
+    int level;                  //  Of its lines
+    long long since;            //  Start of the interval
+    unsigned count;             //  Lines logged in it
+    unsigned long long left_out;    //  Lines not logged in it
+} s_burst_t;
+
+static s_burst_t s_bursts [S_BURSTS];
+
+//  End slot's interval: log how many of its lines were left out, if any
+static void
+s_burst_close (s_burst_t *slot, long long now)
+{
+    if (slot->left_out && slot->level <= act_log_threshold)
+        act_log_emit (slot->level, "%llu more '%s' lines left out in the last %lld s "
+                      "(at most %d each %d s)", slot->left_out, slot->reason,
+                      (now - slot->since) / 1000, ACT_LOG_BURST, ACT_LOG_REPEAT_MS / 1000);
+    slot->since = now;
+    slot->count = 0;
+    slot->left_out = 0;
+}
+
+void
+act_log_burst_emit (int level, const char *reason, const char *format, ...)
+{
+    long long now = act_clock_ms ();
+    s_burst_t *slot = NULL;
+    for (s_burst_t *each = s_bursts; each < s_bursts + S_BURSTS && !slot; each++)
+        if (!*each->reason || strncmp (each->reason, reason, S_REASON_SIZE - 1) == 0)
+            slot = each;
+    if (slot && !*slot->reason) {
+        snprintf (slot->reason, S_REASON_SIZE, "%s", reason);
+        slot->since = now;
+    }
+    if (slot) {
+        slot->level = level;
+        if (now - slot->since >= ACT_LOG_REPEAT_MS)
+            s_burst_close (slot, now);
+        if (slot->count == ACT_LOG_BURST) {
+            slot->left_out++;
+            return;
+        }
+        slot->count++;
+    }
+    va_list args;
+    va_start (args, format);
+    char *text = zsys_vprintf (format, args);
+    va_end (args);
+    if (text)
+        act_log_emit (level, "%s", text);
+    zstr_free (&text);
+}
+
 void
 act_log_peer_flush (void)
 {
     long long now = act_clock_ms ();
+    for (s_burst_t *slot = s_bursts; slot < s_bursts + S_BURSTS; slot++)
+        if (*slot->reason && slot->left_out && now - slot->since >= ACT_LOG_REPEAT_MS)
+            s_burst_close (slot, now);
     for (s_peer_t *slot = s_peers; slot < s_peers + S_PEERS; slot++)
         if (slot->since && now - slot->since >= ACT_LOG_REPEAT_MS)
             s_peer_close (slot, now);

@@ -45,11 +45,28 @@ void act_log_emit (int level, const char *format, ...) __attribute__ ((format (p
 //  How long repeats of one peer's misbehaviour are counted, not logged
 #define ACT_LOG_REPEAT_MS 10000
 
+//  Log a line of a kind that peers can make come in floods (reason: the
+//  kind, the same text each time, such as "worker joined"): at most
+//  ACT_LOG_BURST lines of that kind each ACT_LOG_REPEAT_MS, whoever the
+//  peers are; past them the lines are counted, and the count is logged
+//  when the interval ends. A worker that joins and leaves in a loop
+//  wrote thousands of lines a second.
+#define act_log_burst(level, reason, ...) \
+    do { if ((level) <= act_log_threshold) \
+        act_log_burst_emit ((level), (reason), __VA_ARGS__); } while (0)
+
+//  Lines of one kind logged in an interval (act_log_burst)
+#define ACT_LOG_BURST 50
+
+void act_log_burst_emit (int level, const char *reason, const char *format, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
 void act_log_peer_emit (int level, const char *peer, const char *reason,
                         const char *format, ...) __attribute__ ((format (printf, 4, 5)));
 
-//  Log the counts of repeats whose interval is over and forget them; call
-//  it now and then (the broker does every second).
+//  Log the counts of repeats (and of act_log_burst's lines left out)
+//  whose interval is over and forget them; call it now and then (the
+//  broker does every second).
 void act_log_peer_flush (void);
 
 //  Bytes of a text from a peer that a log line shows (act_log_cut)

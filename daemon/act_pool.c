@@ -212,9 +212,11 @@ act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_
     }
     zhashx_insert (self->workers, key, worker);
     char *list = act_json_dump (names);
-    act_log (LOG_INFO, "worker %s joined (%s%s%s): activities %s, capacity %zu", worker->name,
-             protocol == ACT_PROTO_ACTW? "ACT/1": protocol == ACT_PROTO_MDP1? "MDP/0.1": "MDP/0.2",
-             *worker->lang? ", ": "", worker->lang, list, capacity);
+    act_log_burst (LOG_INFO, "worker joined",
+                   "worker %s joined (%s%s%s): activities %s, capacity %zu", worker->name,
+                   protocol == ACT_PROTO_ACTW? "ACT/1"
+                   : protocol == ACT_PROTO_MDP1? "MDP/0.1": "MDP/0.2",
+                   *worker->lang? ", ": "", worker->lang, list, capacity);
     free (list);
     return worker;
 }

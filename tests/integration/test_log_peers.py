@@ -51,6 +51,33 @@ class LogPeersTest(unittest.TestCase):
             self.assertNotIn("\x1b", line)
         self.assertIn("\\nW: actd", self.actd.log())
 
+    def test_workers_that_come_and_go_cost_a_few_lines(self):
+        """Worker joins and losses were logged each time: a worker joining
+        and leaving in a loop wrote thousands of lines a second (an audit
+        of the logs). At most 50 of each kind are logged each 10 s; the
+        rest are counted, and the count is logged when the 10 s end."""
+        context = zmq.Context.instance()
+        for n in range(120):
+            worker = context.socket(zmq.DEALER)
+            worker.setsockopt(zmq.LINGER, 2000)     #  Its two messages go
+            worker.setsockopt(zmq.ROUTING_ID, b"churn-%d" % n)
+            worker.connect(self.actd.worker_endpoint)
+            worker.send_multipart([b"ACTW01", b"READY", json.dumps(
+                {"activities": ["churn"], "name": "churn-%d" % n}).encode()])
+            worker.send_multipart([b"ACTW01", b"DISCONNECT"])
+            worker.close()
+        wait_for(lambda: "left out" in self.actd.log(), "the count of the lines left out", 30)
+        wait_for(lambda: self.actd.log().count("'worker joined' lines left out") == 1
+                 and self.actd.log().count("'worker lost' lines left out") == 1,
+                 "both counts", 30)
+        log = self.actd.log()
+        joined = len(re.findall(r"(?m)^I: actd \S+ worker churn-\d+ joined \(", log))
+        lost = len(re.findall(r"(?m)^N: actd \S+ worker churn-\d+ lost \(", log))
+        self.assertEqual((joined, lost), (50, 50))
+        left_joined = int(re.search(r"(\d+) more 'worker joined' lines left out", log).group(1))
+        left_lost = int(re.search(r"(\d+) more 'worker lost' lines left out", log).group(1))
+        self.assertEqual((joined + left_joined, lost + left_lost), (120, 120))
+
     def test_a_flood_of_refused_requests_costs_a_few_lines(self):
         """2,000 refused requests of three kinds from one client: before,
         2,000 lines; now one line per kind, then the count of repeats."""
