@@ -4,22 +4,20 @@
     Reading order, which is the order of a call's life: its first step,
     submit (validate, number, evaluate) and acceptance (stored, indexed,
     started) are in act_submit.c; here, queue and dispatch; the worker's
-    answer; failures and retries; the output and the end; timers. Recovery
-    of a loaded context's calls is in act_recover.c; STATUS of the live
-    calls and the end of a context in act_flow_calls.c.
+    answer (act_flow_answers.c); failures and retries; the output and the
+    end; timers. Recovery of a loaded context's calls is in
+    act_recover.c; STATUS of the live calls and the end of a context in
+    act_flow_calls.c.
     ========================================================================= */
 
 #include "act_flow_int.h"
 #include "act_outcome.h"
 
-static void s_call_finish (act_flow_t *self, act_live_t *call, const char *status,
-                           json_t *error, const char *result_text, size_t result_size,
-                           long long branch);
 static void s_call_queue (act_flow_t *self, act_live_t *call, bool front);
 static void s_dispatch_activity (act_flow_t *self, act_activity_t *activity);
 
-static json_t *
-s_error_json (const char *code, const char *message)
+json_t *
+act_flow_error_json (const char *code, const char *message)
 {
     return json_pack ("{ssss}", "code", code, "message", message);
 }
@@ -205,7 +203,7 @@ s_call_unready (act_flow_t *self, act_live_t *call, act_err_t *err)
     }
     if (eval == ACT_LIVE_READY)
         act_err_set (err, ACT_E_UNRESOLVED_REFERENCE, "%s", "a reference became absent");
-    s_call_finish (self, call, "skipped", s_error_json (err->code, err->message), NULL, 0, 0);
+    act_flow_finish (self, call, "skipped", act_flow_error_json (err->code, err->message), NULL, 0, 0);
 }
 
 //  The most bytes a TASK's parameters may take, references resolved: a
@@ -256,7 +254,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
         if (params && act_tools_check_params (self->tools, call->activity->name, params,
                                               call->tool_checked, &err)) {
             json_decref (params);
-            s_call_finish (self, call, "error", s_error_json (err.code, err.message),
+            act_flow_finish (self, call, "error", act_flow_error_json (err.code, err.message),
                            NULL, 0, 0);
             return;
         }
@@ -270,7 +268,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
         params_text = act_call_params_text_within (call->call, call->context->ctx,
                                                    s_params_max (self), &err);
     if (!params_text && err.code && streq (err.code, ACT_E_TOO_LARGE)) {
-        s_call_finish (self, call, "error", s_error_json (err.code, err.message), NULL, 0, 0);
+        act_flow_finish (self, call, "error", act_flow_error_json (err.code, err.message), NULL, 0, 0);
         return;
     }
     if (!params_text) {
@@ -363,188 +361,6 @@ act_flow_worker_ready (act_flow_t *self, act_worker_t *worker)
 
 
 //  --------------------------------------------------------------------------
-//  The worker's answer
-
-//  The live call of task held by worker, when the task is still the
-//  call's current attempt; NULL when it timed out, was cancelled or was
-//  dispatched again
-static act_live_t *
-s_task_call (act_flow_t *self, act_worker_t *worker, const char *task)
-{
-    uint64_t number, attempt;
-    if (!act_task_parse (task, &number, &attempt))
-        return NULL;
-    act_live_t *call = act_flow_lookup (self, number);
-    if (call && call->state == ACT_LIVE_RUNNING && call->worker == worker && streq (call->task, task))
-        return call;
-    return NULL;
-}
-
-//  Parse a JSON frame no larger than max_message_bytes; NULL with err
-static json_t *
-s_frame_json (act_flow_t *self, zmq_msg_t *frame, act_err_t *err)
-{
-    if (zmq_msg_size (frame) > (size_t) self->settings->max_message_bytes) {
-        act_err_set (err, ACT_E_TOO_LARGE, "%zu bytes is over max_message_bytes",
-                     zmq_msg_size (frame));
-        return NULL;
-    }
-    return act_json_parse ((const char *) zmq_msg_data (frame), zmq_msg_size (frame), err);
-}
-
-static void s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error,
-                                   bool retryable, bool delay);
-
-//  Validate a result frame no larger than max_message_bytes with the
-//  scanner (the verdicts of act_json_parse, without a tree): 0, or -1 with
-//  err
-static int
-s_frame_scan (act_flow_t *self, zmq_msg_t *frame, act_err_t *err)
-{
-    if (zmq_msg_size (frame) > (size_t) self->settings->max_message_bytes)
-        return act_err_set (err, ACT_E_TOO_LARGE, "%zu bytes is over max_message_bytes",
-                            zmq_msg_size (frame));
-    return act_scan (self->scan, (const char *) zmq_msg_data (frame), zmq_msg_size (frame), err);
-}
-
-void
-act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body,
-                 zmq_msg_t *branch_frame)
-{
-    act_live_t *call = s_task_call (self, worker, task);
-    act_worker_release (worker, task);          //  Its slot is free again
-    act_err_t err = { 0 };
-    bool valid = false;
-    uint64_t branch = 0;
-    if (!call)
-        act_log (LOG_DEBUG, "late result for task %s from %s dropped",
-                 task, worker->name);
-    else
-    if (!call->call->output)
-        //  Fire-and-forget: the result is thrown away, so any body will do
-        //  (PROTOCOL.md section 2) and it is not even parsed
-        s_call_finish (self, call, "ok", NULL, NULL, 0, 0);
-    else
-    if ((valid = s_frame_scan (self, body, &err) == 0)
-    &&  (!branch_frame || act_decimal_parse ((const char *) zmq_msg_data (branch_frame),
-                                             zmq_msg_size (branch_frame), 1000000, &branch))) {
-        //  The worker's bytes are the written value: stored as they came,
-        //  and parsed only when something reads them (act_ctx_output_text).
-        //  A number not in its shortest form ("1E2", "0.10") is written
-        //  again first, as DONE, the store and every view must show it
-        //  (SEMANTICS.md section 1)
-        char *dumped = act_scan_numbers_dumped (self->scan)
-                     ? NULL: act_json_redump ((const char *) zmq_msg_data (body),
-                                              zmq_msg_size (body));
-        s_call_finish (self, call, "ok", NULL,
-                       dumped? dumped: (const char *) zmq_msg_data (body),
-                       dumped? strlen (dumped): zmq_msg_size (body), (long long) branch);
-        free (dumped);
-    }
-    else {
-        char *message = zsys_sprintf ("worker %s sent a bad result: %s", worker->name,
-                                      valid? "the branch is not a decimal number up to 1000000"
-                                           : err.message);
-        s_call_attempt_failed (self, call, s_error_json (ACT_E_ACTIVITY_FAILED, message),
-                               false, false);
-        zstr_free (&message);
-    }
-    act_flow_worker_ready (self, worker);
-}
-
-void
-act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body)
-{
-    act_live_t *call = s_task_call (self, worker, task);
-    act_worker_release (worker, task);
-    if (!call)
-        act_log (LOG_DEBUG, "late failure for task %s from %s dropped",
-                 task, worker->name);
-    else {
-        act_err_t err = { 0 };
-        json_t *body_json = s_frame_json (self, body, &err);
-        const char *code = json_string_value (json_object_get (body_json, "code"));
-        const char *message = json_string_value (json_object_get (body_json, "message"));
-        json_t *retryable = json_object_get (body_json, "retryable");
-        json_t *error = s_error_json (code && *code? code: ACT_E_ACTIVITY_FAILED,
-                                      message? message: "the activity failed");
-        //  Extra fields of the worker's error object are kept
-        const char *key;
-        json_t *value;
-        json_object_foreach (body_json, key, value)
-            if (!streq (key, "code") && !streq (key, "message") && !streq (key, "retryable"))
-                json_object_set (error, key, value);
-        s_call_attempt_failed (self, call, error, !json_is_false (retryable), true);
-        json_decref (body_json);
-    }
-    act_flow_worker_ready (self, worker);
-}
-
-void
-act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body)
-{
-    act_live_t *call = s_task_call (self, worker, task);
-    act_err_t err = { 0 };
-    json_t *details = call? s_frame_json (self, body, &err): NULL;
-    if (details) {
-        json_decref (call->progress);
-        call->progress = details;
-        act_live_save (call, self->store);
-    }
-}
-
-bool
-act_flow_busy (act_flow_t *self, act_worker_t *worker)
-{
-    //  The task ids are the keys (a value may outlive its call)
-    for (void *item = zhashx_first (worker->tasks); item; item = zhashx_next (worker->tasks))
-        if (s_task_call (self, worker, (const char *) zhashx_cursor (worker->tasks)))
-            return true;
-    return false;
-}
-
-//  zlistx comparator: the call with the higher id first
-static int
-s_newer_first (const void *a, const void *b)
-{
-    uint64_t one = ((const act_live_t *) a)->number, other = ((const act_live_t *) b)->number;
-    return one > other? -1: one < other? 1: 0;
-}
-
-void
-act_flow_worker_lost (act_flow_t *self, act_worker_t *worker, const char *why)
-{
-    act_log_burst (LOG_NOTICE, "worker lost", "worker %s lost (%s): %zu tasks held",
-                   worker->name, why, zhashx_size (worker->tasks));
-    //  Out of its activities first: the tasks it held go back to their
-    //  queues and must never be dispatched to it again
-    act_pool_detach (self->pool, worker);
-    //  Each retry goes to the front of its queue: the calls are failed
-    //  newest first, so that they stand there oldest first (first in,
-    //  first out: PROTOCOL.md 1), whatever the order of the worker's table
-    zlistx_t *calls = zlistx_new ();
-    zlistx_set_comparator (calls, s_newer_first);
-    zlistx_t *tasks = zhashx_keys (worker->tasks);
-    for (char *task = zlistx_first (tasks); task; task = zlistx_next (tasks)) {
-        act_live_t *call = s_task_call (self, worker, task);
-        if (call)
-            zlistx_add_end (calls, call);
-    }
-    zlistx_destroy (&tasks);
-    zlistx_sort (calls);
-    for (act_live_t *call = zlistx_first (calls); call; call = zlistx_next (calls)) {
-        char *message = zsys_sprintf ("worker %s was lost (%s) during attempt %lld",
-                                      worker->name, why, call->attempts);
-        s_call_attempt_failed (self, call, s_error_json (ACT_E_WORKER_LOST, message),
-                               true, false);
-        zstr_free (&message);
-    }
-    zlistx_destroy (&calls);
-    act_pool_remove (self->pool, worker);
-}
-
-
-//  --------------------------------------------------------------------------
 //  Failures and retries
 
 //  The delay before the retry after attempt number call->attempts
@@ -559,9 +375,9 @@ s_retry_delay (act_live_t *call)
 
 //  One attempt failed: retry when the policy allows (after the backoff
 //  delay when delay is set), else end the call. Takes ownership of error.
-static void
-s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool retryable,
-                       bool delay)
+void
+act_flow_failed (act_flow_t *self, act_live_t *call, json_t *error, bool retryable,
+                 bool delay)
 {
     const char *code = json_string_value (json_object_get (error, "code"));
     char shown [ACT_LOG_CUT + 4];
@@ -595,7 +411,7 @@ s_call_attempt_failed (act_flow_t *self, act_live_t *call, json_t *error, bool r
         act_log (LOG_WARNING, "call %s (%s) failed at attempt %lld, not to be retried: %s: %s",
                  call->id, call->activity->name, call->attempts, code, message);
     bool timed_out = code && (streq (code, ACT_E_TIMEOUT) || streq (code, ACT_E_NO_WORKER));
-    s_call_finish (self, call, timed_out? "timeout": "error", error, NULL, 0, 0);
+    act_flow_finish (self, call, timed_out? "timeout": "error", error, NULL, 0, 0);
 }
 
 
@@ -622,9 +438,9 @@ s_call_wake (act_flow_t *self, act_live_t *call)
 //  result_size bytes, valid JSON, not NUL-terminated):
 //  write its output, store the outcome, send DONE, wake the calls that
 //  waited for it, and forget it. Takes ownership of error.
-static void
-s_call_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *error,
-               const char *result_text, size_t result_size, long long branch)
+void
+act_flow_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *error,
+                 const char *result_text, size_t result_size, long long branch)
 {
     act_live_enter (call, ACT_LIVE_ENDED, self->counts);
     act_ending_t ending = { status, error, NULL, result_text, result_size, branch };
@@ -680,22 +496,22 @@ s_call_cancel (act_flow_t *self, act_live_t *call)
 {
     if (call->state == ACT_LIVE_RUNNING)
         act_out_addstr (act_worker_send (self->outbox, call->worker, "CANCEL"), call->task);
-    s_call_finish (self, call, "cancelled",
-                   s_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, 0, 0);
+    act_flow_finish (self, call, "cancelled",
+                   act_flow_error_json (ACT_E_CANCELLED, "cancelled by a client"), NULL, 0, 0);
 }
 
 void
 act_flow_end (act_flow_t *self, act_live_t *call, const char *status, const char *code,
               const char *message)
 {
-    s_call_finish (self, call, status, s_error_json (code, message), NULL, 0, 0);
+    act_flow_finish (self, call, status, act_flow_error_json (code, message), NULL, 0, 0);
 }
 
 void
 act_flow_attempt_failed (act_flow_t *self, act_live_t *call, const char *code,
                          const char *message)
 {
-    s_call_attempt_failed (self, call, s_error_json (code, message), true, true);
+    act_flow_failed (self, call, act_flow_error_json (code, message), true, true);
 }
 
 void
@@ -722,7 +538,7 @@ act_flow_settle (act_flow_t *self)
             s_call_queue_saved (self, call, false);
         else
         if (eval == ACT_LIVE_UNRESOLVED)
-            s_call_finish (self, call, "skipped", s_error_json (err.code, err.message),
+            act_flow_finish (self, call, "skipped", act_flow_error_json (err.code, err.message),
                            NULL, 0, 0);
     }
     self->ntodo = 0;

@@ -43,6 +43,21 @@ struct _act_flow_t {
 //  The live call numbered number, or NULL.
 act_live_t *act_flow_lookup (act_flow_t *self, uint64_t number);
 
+//  A new error object {code, message}.
+json_t *act_flow_error_json (const char *code, const char *message);
+
+//  End the call with status (for ok: the worker's text of its result,
+//  result_size bytes, valid JSON, not NUL-terminated): write its output,
+//  store the outcome, send DONE, wake the calls that waited for it, and
+//  forget it. Takes ownership of error.
+void act_flow_finish (act_flow_t *self, act_live_t *call, const char *status, json_t *error,
+                      const char *result_text, size_t result_size, long long branch);
+
+//  One attempt failed: retry when the policy allows (after the backoff
+//  delay when delay is set), else end the call. Takes ownership of error.
+void act_flow_failed (act_flow_t *self, act_live_t *call, json_t *error, bool retryable,
+                      bool delay);
+
 //  Drop a call that was never accepted: release its reservation, free it.
 void act_flow_drop (act_flow_t *self, act_live_t **call_p);
 

@@ -211,6 +211,14 @@ bool act_sval_has (const act_sval_t *self, const char *name);
 //  out of memory
 json_t *act_sval_tree (const act_sval_t *self);
 
+//  JSON Schema equality of two scalars of text (a and b).
+bool act_sval_equal_text (const act_sval_t *a, const act_sval_t *b);
+
+//  JSON Schema equality of self and a value of a schema. Text scalars
+//  compare in place; a text object or array is made a tree first (rare:
+//  enum and const of containers).
+bool act_sval_equal (const act_sval_t *self, const json_t *value);
+
 //  Start a walk over the container
 void act_siter_start (act_siter_t *self, const act_sval_t *of);
 

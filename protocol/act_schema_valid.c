@@ -392,31 +392,6 @@ s_check_unique (s_state_t *st, const json_t *array)
     return true;
 }
 
-//  JSON Schema equality of two scalars of text
-static bool
-s_equal_scalars (const act_sval_t *a, const act_sval_t *b)
-{
-    unsigned kind = act_sval_kind (a);
-    if (kind != act_sval_kind (b))
-        return false;
-    if (kind == ACT_ST_NUMBER) {
-        act_snum_t x, y;
-        act_sval_number (a, &x);
-        act_sval_number (b, &y);
-        return act_snum_compare (&x, &y) == 0;
-    }
-    if (kind != ACT_ST_STRING)
-        return kind == ACT_ST_NULL || a->text [0] == b->text [0];
-    act_sbuf_t one, other;
-    size_t size, other_size;
-    const char *text = act_sval_string (a, &one, &size);
-    const char *other_text = act_sval_string (b, &other, &other_size);
-    bool equal = text && other_text && size == other_size && !memcmp (text, other_text, size);
-    act_sbuf_release (&one);
-    act_sbuf_release (&other);
-    return equal;
-}
-
 //  The items of an array of text, read once
 typedef struct {
     act_sval_t items [64];      //  The first 64 items
@@ -449,7 +424,7 @@ s_check_unique_text (s_state_t *st, const s_items_t *items)
     }
     for (size_t index = 1; index < items->count; index++)
         for (size_t before = 0; before < index; before++)
-            if (s_equal_scalars (&items->items [before], &items->items [index]))
+            if (act_sval_equal_text (&items->items [before], &items->items [index]))
                 return s_fail (st, "uniqueItems", "items %zu and %zu are equal", before, index);
     return 1;
 }
@@ -660,46 +635,6 @@ s_check_apply (s_state_t *st, const act_snode_t *node, const act_sval_t *instanc
     return true;
 }
 
-//  JSON Schema equality of the instance and a value of the schema. Text
-//  scalars compare in place; a text object or array is made a tree first
-//  (rare: enum and const of containers).
-static bool
-s_equal (const act_sval_t *instance, const json_t *value)
-{
-    if (instance->json)
-        return act_schema_equal (value, instance->json);
-    unsigned kind = act_sval_kind (instance);
-    if (kind == ACT_ST_NUMBER) {
-        if (!json_is_number (value))
-            return false;
-        act_snum_t number, other;
-        act_sval_number (instance, &number);
-        act_snum_of (value, &other);
-        return act_snum_compare (&number, &other) == 0;
-    }
-    if (kind == ACT_ST_STRING) {
-        if (!json_is_string (value))
-            return false;
-        act_sbuf_t buffer;
-        size_t size;
-        const char *text = act_sval_string (instance, &buffer, &size);
-        bool equal = text && size == json_string_length (value)
-                  && !memcmp (text, json_string_value (value), size);
-        act_sbuf_release (&buffer);
-        return equal;
-    }
-    if (kind == ACT_ST_BOOLEAN)
-        return instance->text [0] == 't'? json_is_true (value): json_is_false (value);
-    if (kind == ACT_ST_NULL)
-        return json_is_null (value);
-    if (!(kind == ACT_ST_OBJECT? json_is_object (value): json_is_array (value)))
-        return false;
-    json_t *tree = act_sval_tree (instance);
-    bool equal = tree && act_schema_equal (value, tree);
-    json_decref (tree);
-    return equal;
-}
-
 //  enum: the instance equals one of the values (JSON Schema equality)
 static bool
 s_check_enum (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
@@ -707,7 +642,7 @@ s_check_enum (s_state_t *st, const act_snode_t *node, const act_sval_t *instance
     size_t index;
     json_t *value;
     json_array_foreach (node->enum_values, index, value)
-        if (s_equal (instance, value))
+        if (act_sval_equal (instance, value))
             return true;
     if (s_unsure (st, instance))
         return true;            //  It may equal one once resolved
@@ -734,7 +669,7 @@ s_valid (s_state_t *st, const act_snode_t *node, const act_sval_t *instance)
     if (node->types && !s_check_type (st, node, instance))
         valid = false;
     else
-    if (node->const_value && !s_equal (instance, node->const_value)
+    if (node->const_value && !act_sval_equal (instance, node->const_value)
     &&  !s_unsure (st, instance))
         valid = s_fail (st, "const", "not the value required");
     else

@@ -686,3 +686,64 @@ act_schema_hash (const json_t *value, const uint64_t key [2], bool *plain)
     }
     return s_hash (value, key, 0, plain);
 }
+
+bool
+act_sval_equal_text (const act_sval_t *a, const act_sval_t *b)
+{
+    unsigned kind = act_sval_kind (a);
+    if (kind != act_sval_kind (b))
+        return false;
+    if (kind == ACT_ST_NUMBER) {
+        act_snum_t x, y;
+        act_sval_number (a, &x);
+        act_sval_number (b, &y);
+        return act_snum_compare (&x, &y) == 0;
+    }
+    if (kind != ACT_ST_STRING)
+        return kind == ACT_ST_NULL || a->text [0] == b->text [0];
+    act_sbuf_t one, other;
+    size_t size, other_size;
+    const char *text = act_sval_string (a, &one, &size);
+    const char *other_text = act_sval_string (b, &other, &other_size);
+    bool equal = text && other_text && size == other_size && !memcmp (text, other_text, size);
+    act_sbuf_release (&one);
+    act_sbuf_release (&other);
+    return equal;
+}
+
+bool
+act_sval_equal (const act_sval_t *instance, const json_t *value)
+{
+    if (instance->json)
+        return act_schema_equal (value, instance->json);
+    unsigned kind = act_sval_kind (instance);
+    if (kind == ACT_ST_NUMBER) {
+        if (!json_is_number (value))
+            return false;
+        act_snum_t number, other;
+        act_sval_number (instance, &number);
+        act_snum_of (value, &other);
+        return act_snum_compare (&number, &other) == 0;
+    }
+    if (kind == ACT_ST_STRING) {
+        if (!json_is_string (value))
+            return false;
+        act_sbuf_t buffer;
+        size_t size;
+        const char *text = act_sval_string (instance, &buffer, &size);
+        bool equal = text && size == json_string_length (value)
+                  && !memcmp (text, json_string_value (value), size);
+        act_sbuf_release (&buffer);
+        return equal;
+    }
+    if (kind == ACT_ST_BOOLEAN)
+        return instance->text [0] == 't'? json_is_true (value): json_is_false (value);
+    if (kind == ACT_ST_NULL)
+        return json_is_null (value);
+    if (!(kind == ACT_ST_OBJECT? json_is_object (value): json_is_array (value)))
+        return false;
+    json_t *tree = act_sval_tree (instance);
+    bool equal = tree && act_schema_equal (value, tree);
+    json_decref (tree);
+    return equal;
+}
