@@ -15,6 +15,9 @@ struct _act_pool_t {
                                 //  or idle again (borrowed: activities owns
                                 //  them)
     uint64_t joins;             //  Workers joined since the start
+    size_t unserved;            //  Activities counted unserved in use
+                                //  (act_pool_admit)
+    uint64_t unserved_refused;  //  Calls refused for their bound since the start
     act_pool_forget_fn *forget; //  Told of each activity forgotten, or NULL
     void *forget_arg;           //  Its argument
 };
@@ -98,11 +101,44 @@ s_unused (const act_activity_t *activity)
         && activity->running == 0;
 }
 
+//  True when activity counts among the unserved, once in use: no READY
+//  named it since it was made, and the settings do not name it
+static bool
+s_unknown (act_pool_t *self, const act_activity_t *activity)
+{
+    return !activity->served && !zhashx_lookup (self->settings->activities, activity->name);
+}
+
+//  Take activity out of the unserved in use, if it was counted
+static void
+s_uncount (act_pool_t *self, act_activity_t *activity)
+{
+    if (activity->unserved) {
+        activity->unserved = false;
+        self->unserved--;
+    }
+}
+
+bool
+act_pool_admit (act_pool_t *self, act_activity_t *activity, bool bounded)
+{
+    if (activity->unserved || !s_unknown (self, activity))
+        return true;
+    if (bounded && self->unserved >= (size_t) self->settings->max_unserved_activities) {
+        self->unserved_refused++;
+        return false;
+    }
+    activity->unserved = true;
+    self->unserved++;
+    return true;
+}
+
 //  Forget activity (it is unused), and its place among the idle; the
 //  forget hook is told first
 static void
 s_forget (act_pool_t *self, act_activity_t *activity)
 {
+    s_uncount (self, activity);
     if (self->forget)
         self->forget (self->forget_arg, activity->name);
     if (activity->idle)
@@ -115,9 +151,15 @@ act_pool_prune (act_pool_t *self)
 {
     zlistx_t *unused = zlistx_new ();
     for (act_activity_t *activity = zhashx_first (self->activities); activity;
-         activity = zhashx_next (self->activities))
-        if (s_unused (activity) && activity->done == 0 && !activity->served)
+         activity = zhashx_next (self->activities)) {
+        if (!s_unused (activity))
+            continue;
+        //  Counted for a refused request's calls only, it is unserved in
+        //  use no more
+        s_uncount (self, activity);
+        if (activity->done == 0 && !activity->served)
             zlistx_add_end (unused, activity);
+    }
     for (act_activity_t *activity = zlistx_first (unused); activity;
          activity = zlistx_next (unused))
         s_forget (self, activity);
@@ -131,6 +173,7 @@ s_idle_note (act_pool_t *self, act_activity_t *activity)
 {
     if (!s_unused (activity))
         return;
+    s_uncount (self, activity);
     if (activity->idle)
         zlistx_move_end (self->idle, activity->idle);
     else
@@ -170,8 +213,14 @@ void
 act_pool_resettle (act_pool_t *self)
 {
     for (act_activity_t *activity = zhashx_first (self->activities); activity;
-         activity = zhashx_next (self->activities))
+         activity = zhashx_next (self->activities)) {
         activity->settings = act_settings_activity (self->settings, activity->name);
+        if (!s_unknown (self, activity))
+            s_uncount (self, activity);
+        else
+        if (!s_unused (activity))
+            act_pool_admit (self, activity, false);
+    }
 }
 
 act_worker_t *
@@ -205,6 +254,7 @@ act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_
     json_array_foreach (names, index, activity_name) {
         act_activity_t *activity = act_pool_activity (self, json_string_value (activity_name));
         activity->served = true;
+        s_uncount (self, activity);
         if (!zlistx_find (worker->activities, activity)) {
             zlistx_add_end (worker->activities, activity);
             zlistx_add_end (activity->workers, worker);
@@ -274,6 +324,7 @@ act_pool_clear (act_pool_t *self, act_outbox_t *outbox)
     zhashx_purge (self->workers);
     zlistx_purge (self->idle);
     zhashx_purge (self->activities);
+    self->unserved = 0;
 }
 
 void
@@ -543,6 +594,10 @@ s_list (s_listing_t *listing, json_t *container, const char *key, json_t *entry)
 void
 act_pool_stats (act_pool_t *self, json_t *stats, size_t max_bytes)
 {
+    json_object_set_new (stats, "unserved", json_pack ("{sIsIsI}",
+        "activities", (json_int_t) self->unserved,
+        "max", (json_int_t) self->settings->max_unserved_activities,
+        "refused", (json_int_t) self->unserved_refused));
     json_t *workers = json_array ();
     json_t *activities = json_object ();
     json_object_set_new (stats, "workers", workers);

@@ -71,6 +71,7 @@ s_recover_one (const json_t *record, void *arg)
     }
     act_live_number (call, number);
     call->recovered = true;
+    act_pool_admit (self->pool, call->activity, false);    //  Accepted before: not refused
     call->attempts = json_integer_value (json_object_get (record, "attempts"));
     json_t *progress = json_object_get (record, "progress");
     call->progress = progress? json_incref (progress): NULL;

@@ -80,6 +80,9 @@ typedef struct {
     bool io_batch;              //  libzmq's I/O threads under SCHED_BATCH
     bool strict_activities;     //  A call to an activity no READY named and
                                 //  the config does not name: unknown_activity
+    long long max_unserved_activities;  //  Without strict activities: such
+                                //  activities with calls at once, at most
+                                //  (a call naming one more is busy)
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
     long long context_idle_ms;  //  Idle contexts leave memory after this
     long long max_contexts;     //  Loaded contexts kept in memory, at most

@@ -40,6 +40,8 @@ s_log_restart_only (const act_settings_t *now, const act_settings_t *fresh)
         { "server/liveness", now->liveness, fresh->liveness },
         { "server/mdp_heartbeat_ms", now->mdp_heartbeat_ms, fresh->mdp_heartbeat_ms },
         { "server/strict_activities", now->strict_activities, fresh->strict_activities },
+        { "server/max_unserved_activities", now->max_unserved_activities,
+          fresh->max_unserved_activities },
         { "server/max_watches", now->max_watches, fresh->max_watches },
         { "server/ipc_mode", now->ipc_mode, fresh->ipc_mode },
         { "server/max_message_bytes", now->max_message_bytes, fresh->max_message_bytes },

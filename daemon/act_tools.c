@@ -17,7 +17,8 @@ typedef struct {
 } s_tool_t;
 
 struct _act_tools_t {
-    act_settings_t *settings;   //  strict_activities, named activities (borrowed)
+    act_settings_t *settings;   //  strict_activities, max_unserved_activities,
+                                //  named activities (borrowed)
     act_pool_t *pool;           //  Workers of each activity (borrowed)
     zhashx_t *tools;            //  Activity -> s_tool_t, the latest declared
     zhashx_t *named;            //  Activities a READY named that the pool
@@ -373,6 +374,11 @@ act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
         return act_err_set (err, ACT_E_UNKNOWN_ACTIVITY, "no worker serves or has served "
                             "activity %.64s, and the configuration does not name it "
                             "(strict_activities)", call->tool);
+    if (!act_pool_admit (self->pool, activity, true))
+        return act_err_set (err, ACT_E_BUSY, "activity %.64s: no worker serves or has "
+                            "served it, the configuration does not name it, and %lld such "
+                            "activities have calls already (max_unserved_activities)",
+                            call->tool, self->settings->max_unserved_activities);
     s_tool_t *tool = zhashx_size (self->tools)
                    ? (s_tool_t *) zhashx_lookup (self->tools, call->tool): NULL;
     if (!tool)

@@ -56,13 +56,14 @@ bool act_tools_named (act_tools_t *self, const char *activity);
 int act_tools_prescribe (act_tools_t *self, act_call_t **call_p, act_err_t *err);
 
 //  A parsed call of activity at submit: strict activities
-//  (unknown_activity), its _outputPath against the prescribed one or the
+//  (unknown_activity), the bound on unserved activities in use (busy:
+//  act_pool_admit), its _outputPath against the prescribed one or the
 //  pattern, and its parameters against the params schema; parameters that
 //  hold references are refused only when no value of theirs would make
 //  them valid (act_schema_valid_unresolved), and checked whole at
 //  dispatch. *checked is set to the version of the tool its params were
 //  checked against, 0 when they were not (or held references). Returns 0,
-//  or -1 with err (unknown_activity, bad_call).
+//  or -1 with err (unknown_activity, busy, bad_call).
 int act_tools_admit (act_tools_t *self, act_call_t *call, act_activity_t *activity,
                      uint64_t *checked, act_err_t *err);
 

@@ -1,7 +1,8 @@
 /*  =========================================================================
     test_pool - activities and workers (daemon/act_pool.c) on their own:
     which idle activities are kept (act_pool_idle), those of workers that
-    left among them, and STATS' entries
+    left among them, the bound on unserved activities with calls
+    (act_pool_admit), and STATS' entries
     within a number of bytes (act_pool_stats, PROTOCOL.md sections 1 and 4).
     ========================================================================= */
 
@@ -326,6 +327,73 @@ test_stats_entries_stay_within_the_bytes_given (void **state)
     json_decref (activities);
 }
 
+//  A call of activity name is submitted, as act_tools_admit asks: true
+//  when admitted, then its place in the backlog taken
+static bool
+s_admit (act_pool_t *pool, const char *name)
+{
+    act_activity_t *activity = act_pool_activity (pool, name);
+    if (!act_pool_admit (pool, activity, true))
+        return false;
+    activity->backlog++;
+    return true;
+}
+
+//  STATS' "unserved" object, as a new one
+static json_t *
+s_unserved (act_pool_t *pool)
+{
+    json_t *stats = json_object ();
+    act_pool_stats (pool, stats, SIZE_MAX);
+    json_t *unserved = json_incref (json_object_get (stats, "unserved"));
+    json_decref (stats);
+    return unserved;
+}
+
+//  Of the activities no READY named, with calls, at most
+//  max_unserved_activities at once: a call naming one more is refused
+//  (counted), one naming one counted is not. One leaves the count when a
+//  READY names it, when its last call ends, or when a refused request's
+//  calls are gone (act_pool_prune); a recovered call is not refused
+static void
+test_unserved_activities_with_calls_are_bounded (void **state)
+{
+    act_pool_t *pool = (act_pool_t *) *state;
+    s_settings->max_unserved_activities = 2;
+    assert_true (s_admit (pool, "a"));
+    assert_true (s_admit (pool, "b"));
+    assert_false (s_admit (pool, "c"));
+    assert_true (s_admit (pool, "a"));          //  Counted already
+    json_t *unserved = s_unserved (pool);
+    json_t *expected = json_pack ("{sisisi}", "activities", 2, "max", 2, "refused", 1);
+    assert_true (json_equal (unserved, expected));
+    json_decref (unserved);
+    json_decref (expected);
+    //  Served now: room for one; served ones take any number
+    s_join (pool, "w1", "b");
+    assert_true (s_admit (pool, "b"));
+    assert_true (s_admit (pool, "c"));
+    assert_false (s_admit (pool, "d"));
+    //  a's calls end: room for one
+    act_activity_t *a = act_pool_activity (pool, "a");
+    a->backlog = 0;
+    a->done = 2;
+    act_pool_idle (pool, a);
+    assert_true (s_admit (pool, "d"));
+    //  A refused request's call of d is gone: room for one, and d forgotten
+    act_pool_activity (pool, "d")->backlog = 0;
+    act_pool_prune (pool);
+    assert_false (s_listed (pool, "d"));
+    //  Recovered: admitted past the bound
+    assert_true (s_admit (pool, "e"));
+    assert_true (act_pool_admit (pool, act_pool_activity (pool, "f"), false));
+    unserved = s_unserved (pool);
+    assert_int_equal (json_integer_value (json_object_get (unserved, "activities")), 3);
+    assert_int_equal (json_integer_value (json_object_get (unserved, "refused")), 2);
+    json_decref (unserved);
+    s_settings->max_unserved_activities = 1024;
+}
+
 int
 main (void)
 {
@@ -341,6 +409,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_workers_detached_together_then_removed,
                                          s_setup_hooked, s_teardown_hooked),
         cmocka_unit_test_setup_teardown (test_stats_entries_stay_within_the_bytes_given,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_unserved_activities_with_calls_are_bounded,
                                          s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, s_group_setup, s_group_teardown);

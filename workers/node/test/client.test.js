@@ -267,10 +267,11 @@ describe ('Client', () => {
     it ('stats () reports counts, activities and workers', async () => {
         const stats = await client.stats ();
         //  PROTOCOL.md section 4, plus actd's own "store" object (commit
-        //  figures) and "clients" (reply bytes held, clients cut off)
+        //  figures), "clients" (reply bytes held, clients cut off) and
+        //  "unserved" (activities nobody serves with calls, their bound)
         assert.deepEqual (Object.keys (stats).sort (),
                           ['activities', 'calls', 'clients', 'contexts', 'deleted', 'messages',
-                           'store', 'uptime_ms', 'workers']);
+                           'store', 'unserved', 'uptime_ms', 'workers']);
         assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'batch', 'commit_ms',
                                                               'commits', 'early_tasks', 'held',
                                                               'held_expired', 'sync', 'writes']);
