@@ -94,6 +94,24 @@ s_histogram (FILE *out, const char *name, const char *label, const char *value,
     }
 }
 
+//  The families of the activities no worker serves that have calls (an
+//  actd before them has no "unserved" in STATS: none)
+static void
+s_unserved (FILE *out, json_t *unserved)
+{
+    if (!unserved)
+        return;
+    s_single (out, "actd_unserved_activities", "gauge",
+              "Activities no worker serves or has served, and the config does not name, "
+              "with calls now", json_object_get (unserved, "activities"));
+    s_single (out, "actd_unserved_activities_max", "gauge",
+              "server/max_unserved_activities: past it a call to one more is busy",
+              json_object_get (unserved, "max"));
+    s_single (out, "actd_unserved_refused_total", "counter",
+              "Calls refused busy for server/max_unserved_activities since actd started",
+              json_object_get (unserved, "refused"));
+}
+
 //  The families labelled by activity
 static void
 s_activities (FILE *out, json_t *activities)
@@ -236,6 +254,7 @@ act_http_metrics_text (json_t *stats)
                       "Contexts deleted, over the life of the store",
                       json_object_get (stats, "deleted"));
         s_totals (out, stats);
+        s_unserved (out, json_object_get (stats, "unserved"));
         s_activities (out, json_object_get (stats, "activities"));
         s_workers (out, json_object_get (stats, "workers"));
     }
