@@ -88,17 +88,24 @@ act_log_emit (int level, const char *format, ...)
 #define S_PEERS         256
 #define S_PEER_SIZE     72      //  A routing id in hex, a key, an address
 #define S_REASON_SIZE   96
+//  Slots one peer may hold (reasons are fixed codes, far fewer): beyond
+//  them its repeats go with the other peers', so no peer fills the table
+#define S_PEER_REASONS  16
+//  Reasons of the other peers counted apart; more are counted together
+#define S_OTHERS        16
 
 typedef struct {
-    char peer [S_PEER_SIZE];
-    char reason [S_REASON_SIZE];
+    char peer [S_PEER_SIZE];    //  Whose repeats are counted ("other peers")
+    char reason [S_REASON_SIZE];    //  Their kind, a fixed code
     int level;                  //  Of the line the repeats are like
     long long since;            //  When its line was logged; 0: free slot
     unsigned long long repeats; //  Not logged since
 } s_peer_t;
 
 static s_peer_t s_peers [S_PEERS];
-static s_peer_t s_others;       //  Repeats from peers the table had no room for
+static s_peer_t s_others [S_OTHERS];    //  Repeats from peers the table had
+                                        //  no room for, per reason
+static s_peer_t s_rest;         //  Theirs of reasons s_others had no room for
 
 //  Log text, with the count of the slot's repeats when there were some
 static void
@@ -121,20 +128,27 @@ s_peer_close (s_peer_t *slot, long long now)
     slot->repeats = 0;
 }
 
-//  The slot of peer and reason, a new one, or NULL when all are in use
+//  Among count slots, the one of peer and reason, else a free one taken
+//  for them while peer holds fewer than most slots, else NULL. Closes the
+//  slots whose interval is over on the way.
 static s_peer_t *
-s_peer_slot (const char *peer, const char *reason, long long now)
+s_peer_slot (s_peer_t *slots, size_t count, const char *peer, const char *reason,
+             size_t most, long long now)
 {
     s_peer_t *free_slot = NULL;
-    for (s_peer_t *slot = s_peers; slot < s_peers + S_PEERS; slot++) {
-        if (slot->since && strncmp (slot->peer, peer, S_PEER_SIZE - 1) == 0
-        &&  strncmp (slot->reason, reason, S_REASON_SIZE - 1) == 0)
+    size_t held = 0;
+    for (s_peer_t *slot = slots; slot < slots + count; slot++) {
+        bool same_peer = slot->since && strncmp (slot->peer, peer, S_PEER_SIZE - 1) == 0;
+        if (same_peer && strncmp (slot->reason, reason, S_REASON_SIZE - 1) == 0)
             return slot;
         if (slot->since && now - slot->since >= ACT_LOG_REPEAT_MS)
             s_peer_close (slot, now);
+        held += same_peer && slot->since;
         if (!slot->since && !free_slot)
             free_slot = slot;
     }
+    if (held >= most)
+        return NULL;
     if (free_slot) {
         snprintf (free_slot->peer, S_PEER_SIZE, "%s", peer);
         snprintf (free_slot->reason, S_REASON_SIZE, "%s", reason);
@@ -146,14 +160,15 @@ void
 act_log_peer_emit (int level, const char *peer, const char *reason, const char *format, ...)
 {
     long long now = act_clock_ms ();
-    s_peer_t *slot = s_peer_slot (peer, reason, now);
+    s_peer_t *slot = s_peer_slot (s_peers, S_PEERS, peer, reason, S_PEER_REASONS, now);
+    if (!slot)
+        slot = s_peer_slot (s_others, S_OTHERS, "other peers", reason, S_OTHERS, now);
     if (!slot) {
-        if (s_others.since && now - s_others.since >= ACT_LOG_REPEAT_MS)
-            s_peer_close (&s_others, now);
-        slot = &s_others;
-        if (!slot->since)
-            snprintf (slot->peer, S_PEER_SIZE, "other peers");
-        snprintf (slot->reason, S_REASON_SIZE, "%s", reason);
+        if (s_rest.since && now - s_rest.since >= ACT_LOG_REPEAT_MS)
+            s_peer_close (&s_rest, now);
+        slot = &s_rest;
+        snprintf (slot->peer, S_PEER_SIZE, "other peers");
+        snprintf (slot->reason, S_REASON_SIZE, "misbehaviour of other kinds");
     }
     slot->level = level;
     if (slot->since && now - slot->since < ACT_LOG_REPEAT_MS) {
@@ -241,8 +256,11 @@ act_log_peer_flush (void)
     for (s_peer_t *slot = s_peers; slot < s_peers + S_PEERS; slot++)
         if (slot->since && now - slot->since >= ACT_LOG_REPEAT_MS)
             s_peer_close (slot, now);
-    if (s_others.since && now - s_others.since >= ACT_LOG_REPEAT_MS)
-        s_peer_close (&s_others, now);
+    for (s_peer_t *slot = s_others; slot < s_others + S_OTHERS; slot++)
+        if (slot->since && now - slot->since >= ACT_LOG_REPEAT_MS)
+            s_peer_close (slot, now);
+    if (s_rest.since && now - s_rest.since >= ACT_LOG_REPEAT_MS)
+        s_peer_close (&s_rest, now);
 }
 
 int

@@ -34,10 +34,14 @@ extern bool act_log_zsys;
 void act_log_emit (int level, const char *format, ...) __attribute__ ((format (printf, 2, 3)));
 
 //  Log a line about a peer's misbehaviour (peer: its key or routing id;
-//  reason: what it did, the same text each time), at most once per peer
-//  and reason in ACT_LOG_REPEAT_MS: the repeats are counted, and the next
-//  line says how many there were ("... (and 1234 more like it from PEER in
-//  the last 10 s)"). A flood of messages, or of peers, costs a few lines.
+//  reason: what it did, a fixed code such as a PROTOCOL.md error code or
+//  a constant kind, never text with what the peer sent in it), at most
+//  once per peer and reason in ACT_LOG_REPEAT_MS: the repeats are counted,
+//  and the next line says how many there were ("... (and 1234 more like
+//  it from PEER in the last 10 s)"). 256 peers are followed, each with at
+//  most 16 reasons; the repeats of the others are counted per reason (16
+//  of them, then together). A flood of messages, of reasons or of peers
+//  costs a few lines.
 #define act_log_peer(level, peer, reason, ...) \
     do { if ((level) <= act_log_threshold) \
         act_log_peer_emit ((level), (peer), (reason), __VA_ARGS__); } while (0)

@@ -49,15 +49,20 @@ s_lost (act_wproto_t *self, act_worker_t *worker, const char *why)
 }
 
 //  Refuse a peer: log, forget it if it was registered (its tasks go
-//  back), and tell it to DISCONNECT in its own protocol
+//  back), and tell it to DISCONNECT in its own protocol. problem is a
+//  static text, or err's message when err has a code (a READY refused).
 static void
 s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const char *key,
-          act_proto_t protocol, bool envelope, const char *problem)
+          act_proto_t protocol, bool envelope, const char *problem, const act_err_t *err)
 {
     //  A peer that keeps at it (HEARTBEATs without READY) is logged once
-    //  in a while, with a count
-    act_log_peer (LOG_WARNING, key, problem, "worker %s: %s; disconnecting it",
-                  worker? worker->name: key, problem);
+    //  in a while, with a count: per kind of problem, not per text (a
+    //  READY's error names the bad value: each would be a kind of its own)
+    char reason [64];
+    if (err && err->code)
+        snprintf (reason, sizeof reason, "READY refused: %s", err->code);
+    act_log_peer (LOG_WARNING, key, err && err->code? reason: problem,
+                  "worker %s: %s; disconnecting it", worker? worker->name: key, problem);
     if (worker)
         s_lost (self, worker, problem);
     act_pool_disconnect (self->outbox, identity, protocol, envelope, problem);
@@ -337,7 +342,7 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
         //  this peer), and this peer may serve only what its own READY
         //  allows, once it has sent one on a routing id of its own
         s_refuse (self, worker, act_msg_routing (msg), key, worker->protocol,
-                  worker->envelope, "its routing id was registered with another key");
+                  worker->envelope, "its routing id was registered with another key", NULL);
         return;
     }
     if (worker)
@@ -380,7 +385,7 @@ act_wproto_message (act_wproto_t *self, act_msg_t *msg)
     }
     if (problem)
         s_refuse (self, act_pool_worker (self->pool, key), act_msg_routing (msg), key,
-                  protocol, envelope, problem);
+                  protocol, envelope, problem, &err);
     //  A worker that stopped reading its tasks gets more once it has read
     //  them: any message of its (a heartbeat at least) looks again
     worker = throttled? act_pool_worker (self->pool, key): NULL;

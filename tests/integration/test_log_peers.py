@@ -96,6 +96,89 @@ class LogPeersTest(unittest.TestCase):
             self.assertTrue(any(re.search(r"refused: %s: " % code, line) for line in lines),
                             (code, lines))
 
+    def worker(self, identity):
+        worker = zmq.Context.instance().socket(zmq.DEALER)
+        worker.setsockopt(zmq.LINGER, 0)
+        worker.setsockopt(zmq.ROUTING_ID, identity)
+        worker.connect(self.actd.worker_endpoint)
+        self.addCleanup(worker.close, 0)
+        return worker
+
+    @staticmethod
+    def disconnects(worker, count):
+        """Read count DISCONNECTs from worker (each refusal sends one)."""
+        got = 0
+        deadline = time.time() + 60
+        while got < count and time.time() < deadline:
+            if worker.poll(1000):
+                frames = worker.recv_multipart()
+                if frames[:2] == [b"ACTW01", b"DISCONNECT"]:
+                    got += 1
+        return got
+
+    def test_a_peer_varying_its_errors_is_logged_once(self):
+        """300 READYs from one worker, each refused with an error naming
+        its bad value: before, each error text was a kind of its own, the
+        first 256 were logged and filled the table of peers, and another
+        peer's misbehaviour then went unlogged. Now they are one kind
+        (READY refused: bad_argument): one line, then the count."""
+        before = len(self.actd.log())
+        varying = self.worker(b"varying-worker")
+        count = 300
+        for n in range(count):
+            varying.send_multipart([b"ACTW01", b"READY", json.dumps(
+                {"activities": ["vary"], "tools": {"bad-%d" % n: {}}}).encode()])
+        self.assertEqual(self.disconnects(varying, count), count)
+        key = b"varying-worker".hex().upper()
+        grown = self.actd.log()[before:]
+        lines = [line for line in grown.splitlines() if "disconnecting it" in line]
+        self.assertEqual(len(lines), 1, lines[:5])
+        self.assertIn("tools names bad-0,", lines[0])
+        #  Another peer's misbehaviour is logged at once, named
+        second = self.worker(b"second-worker")
+        second.send_multipart([b"ACTW01", b"HEARTBEAT"])
+        self.assertEqual(self.disconnects(second, 1), 1)
+        wait_for(lambda: "worker %s: not registered" % b"second-worker".hex().upper()
+                 in self.actd.log()[before:], "the second worker's line", 5)
+        #  Every READY is accounted for when the 10 s end
+        counted = re.compile(r"READY refused: bad_argument \(and (\d+) more like it from %s "
+                             % key)
+        wait_for(lambda: counted.search(self.actd.log()), "the count of the repeats", 30)
+        self.assertEqual(int(counted.search(self.actd.log()).group(1)), count - 1)
+
+    def test_other_peers_are_counted_per_reason(self):
+        """Past the 256 peers followed, the repeats of the others were
+        counted together under the last reason seen: 4 clients' garbage
+        and 40 worker HEARTBEATs came out as 43 HEARTBEATs. Now each
+        reason has its own count."""
+        before = len(self.actd.log())
+        clients = [self.actd.client(identity=b"peer-%04d" % n) for n in range(260)]
+        for client in clients:
+            client.send_raw([b"garbage", "0"])
+        for client in clients:
+            self.assertEqual(client.request("PING", timeout=60), ["PONG"])
+            client.close()
+        workers = [self.worker(b"quiet-%02d" % n) for n in range(20)]
+        for worker in workers:
+            for _ in range(2):
+                worker.send_multipart([b"ACTW01", b"HEARTBEAT"])
+        for worker in workers:
+            self.assertEqual(self.disconnects(worker, 2), 2)
+
+        def accounted(what):
+            """Lines of what, and the counts of the other peers' repeats."""
+            total = 0
+            for line in self.actd.log()[before:].splitlines():
+                if what not in line:
+                    continue
+                found = re.search(r"\(and (\d+) more like it from other peers", line)
+                total += int(found.group(1)) if found else 1
+            return total
+        wait_for(lambda: self.actd.log()[before:].count("more like it from other peers") >= 2,
+                 "the other peers' counts", 30)
+        self.assertEqual(accounted("not registered: send READY first"), 40)
+        self.assertEqual(accounted("without a request id or ACTC01 header"), 260)
+
 
 if __name__ == "__main__":
     unittest.main()
