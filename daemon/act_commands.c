@@ -164,7 +164,7 @@ s_reply_json (act_commands_t *self, s_request_t *req, const char *verb, const js
 static void
 s_reply_error (act_commands_t *self, s_request_t *req, act_err_t *err)
 {
-    act_outbox_error (self->outbox, req->client, req->request, req->name, err);
+    act_outbox_error (self->outbox, req->client, req->request, req->name, err, NULL);
 }
 
 //  VALUE with text (which it frees), or ERROR too_large when text is over
@@ -506,8 +506,10 @@ s_watch (act_commands_t *self, s_request_t *req)
         }
         act_cache_release (self->cache, context);   //  If it was made for this
     }
+    //  act_watches_open refuses only busy, at max_watches
     if (err.code)
-        s_reply_error (self, req, &err);
+        act_outbox_error (self->outbox, req->client, req->request, req->name, &err,
+                          context && streq (err.code, ACT_E_BUSY)? "max_watches": NULL);
 }
 
 //  An optional argument that is a context id or a prefix of one (empty

@@ -429,15 +429,26 @@ act_outbox_enveloped (act_outbox_t *self, zframe_t *client)
 
 void
 act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
-                  const char *command, const act_err_t *err)
+                  const char *command, const act_err_t *err, const char *limit)
 {
     //  Refusals of a key are logged by act_log_peer where they are decided;
-    //  the others here, per client and error code: a flood of refused
-    //  requests costs a few lines either way
-    if (!streq (err->code, ACT_E_UNAUTHORIZED) && LOG_INFO <= act_log_threshold) {
+    //  the others here, per client and error code (or limit): a flood of
+    //  refused requests costs a few lines either way
+    int level = limit? LOG_NOTICE: LOG_INFO;
+    if (!streq (err->code, ACT_E_UNAUTHORIZED) && level <= act_log_threshold) {
         char *peer = client? zframe_strhex (client): NULL;
-        act_log_peer (LOG_INFO, peer? peer: "?", err->code, "client request %s refused: %s: %s",
-                      command, err->code, err->message);
+        //  The key of the client served now (none without CURVE)
+        bool served = self->serving_client && client
+                   && zframe_eq (self->serving_client, client);
+        const char *key = served? self->serving: "(none)";
+        if (limit)
+            act_log_peer (level, peer? peer: "?", limit, "client %s (key %s): request %s "
+                          "refused: %s: %s reached: %s", peer? peer: "?", key, command,
+                          err->code, limit, err->message);
+        else
+            act_log_peer (level, peer? peer: "?", err->code, "client %s (key %s): request %s "
+                          "refused: %s: %s", peer? peer: "?", key, command, err->code,
+                          err->message);
         free (peer);
     }
     act_out_t *out = act_outbox_reply (self, client, request, "ERROR", false);

@@ -113,9 +113,13 @@ const char *act_outbox_serving_owner (act_outbox_t *self);
 bool act_outbox_enveloped (act_outbox_t *self, zframe_t *client);
 
 //  ERROR with err's code and message to a client's request (command
-//  names the request in the log line: a refusal is logged at info).
+//  names the request in the log line: a refusal is logged at info, per
+//  client and code). limit: the setting whose bound refused it busy
+//  (static, such as "max_queue"), or NULL; such a refusal is logged at
+//  notice, naming the client (routing id and key) and the limit, per
+//  client and limit.
 void act_outbox_error (act_outbox_t *self, zframe_t *client, zframe_t *request,
-                       const char *command, const act_err_t *err);
+                       const char *command, const act_err_t *err, const char *limit);
 
 //  out, a message to a worker, promises nothing the store holds: it may
 //  leave before the commit of its pass (act_outbox_flush_early). Nothing

@@ -226,7 +226,7 @@ act_pages_start (act_pages_t *self, zframe_t *client, zframe_t *request, bool en
         act_err_t err = { 0 };
         act_err_set (&err, ACT_E_INTERNAL, "the page could not be kept (out of memory)");
         act_outbox_envelope (self->outbox, enveloped? client: NULL);
-        act_outbox_error (self->outbox, client, request, "HISTORY", &err);
+        act_outbox_error (self->outbox, client, request, "HISTORY", &err, NULL);
         act_outbox_envelope (self->outbox, NULL);
         return;
     }
@@ -254,7 +254,7 @@ s_answer (act_pages_t *self, s_page_t *page, bool failed)
     if (failed) {
         act_err_t err = { 0 };
         act_err_set (&err, ACT_E_INTERNAL, "the store could not read the history");
-        act_outbox_error (self->outbox, page->client, page->request, "HISTORY", &err);
+        act_outbox_error (self->outbox, page->client, page->request, "HISTORY", &err, NULL);
     }
     else {
         zchunk_extend (page->text, "]", 1);

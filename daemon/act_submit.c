@@ -98,15 +98,17 @@ s_prepare_repeat (act_flow_t *self, act_live_t **calls, size_t index, s_entry_t 
 
 //  Prepare one new entry: reserve its place, number it, evaluate it and
 //  register its outputs. Returns its evaluation, or ACT_LIVE_UNRESOLVED with err
-//  (busy, internal, unresolved_reference) and the call dropped.
+//  (busy, with *limit "max_queue"; internal, unresolved_reference) and the
+//  call dropped.
 static act_live_eval_t
-s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err)
+s_prepare_one (act_flow_t *self, act_live_t **call_p, act_err_t *err, const char **limit)
 {
     act_live_t *call = *call_p;
     act_activity_t *activity = call->activity;
     if (activity->backlog >= (size_t) activity->settings->max_queue) {
         act_err_set (err, ACT_E_BUSY, "activity %s has %zu calls waiting (max_queue %lld)",
                      activity->name, activity->backlog, activity->settings->max_queue);
+        *limit = "max_queue";
         act_flow_drop (self, call_p);
         return ACT_LIVE_UNRESOLVED;
     }
@@ -170,12 +172,13 @@ s_accepted_fits (act_flow_t *self, const s_entry_t *accepted, size_t count, act_
 //  _id) and entries [i] (its id; for a repeated _id, the earlier call live,
 //  or the record of an ended one). Or returns -1 with err naming the
 //  entry (or too_large: its ACCEPTED would pass max_reply_bytes), keeping
-//  nothing. Numbers of refused calls are not reused: a
+//  nothing, and *limit the setting whose bound refused it busy, if one
+//  did. Numbers of refused calls are not reused: a
 //  wait they registered on a live call must never match a later call.
 static int
 s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t **first,
            const act_err_t *first_err, act_live_t **calls, act_live_eval_t *evals,
-           s_entry_t *accepted, act_err_t *err)
+           s_entry_t *accepted, act_err_t *err, const char **limit)
 {
     //  The global cap beside each activity's max_queue: many activities,
     //  each under its own limit, must not hold memory without end. Only
@@ -203,6 +206,7 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t
             act_err_set (err, ACT_E_BUSY, "%zu calls are waiting or queued, and %zu more "
                          "would pass max_queued_calls (%lld)", backlog, fresh,
                          self->settings->max_queued_calls);
+            *limit = "max_queued_calls";
             act_flow_drop (self, &calls [index]);
             break;
         }
@@ -211,7 +215,7 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t
             act_flow_drop (self, &calls [index]);
             break;
         }
-        evals [index] = s_prepare_one (self, &calls [index], err);
+        evals [index] = s_prepare_one (self, &calls [index], err, limit);
         if (!calls [index])
             break;
         memcpy (accepted [index].id, calls [index]->id, sizeof accepted [index].id);
@@ -384,7 +388,7 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
         context = act_cache_get (self->cache, context_id, true, &err);
     if (!context) {
         act_call_destroy (&first);
-        act_outbox_error (self->outbox, client, request, command, &err);
+        act_outbox_error (self->outbox, client, request, command, &err, NULL);
         return;
     }
     //  A CALL's entry (or a short PLAN's) on the stack, no allocation
@@ -396,9 +400,10 @@ act_flow_submit (act_flow_t *self, zframe_t *client, zframe_t *request, const ch
     act_live_t **calls = local? local_calls: calloc (count, sizeof (act_live_t *));
     act_live_eval_t *evals = local? local_evals: calloc (count, sizeof (act_live_eval_t));
     s_entry_t *accepted = local? local_accepted: calloc (count, sizeof (s_entry_t));
+    const char *limit = NULL;
     if (s_prepare (self, context, entries, &first, &first_err, calls, evals, accepted,
-                   &err)) {
-        act_outbox_error (self->outbox, client, request, command, &err);
+                   &err, &limit)) {
+        act_outbox_error (self->outbox, client, request, command, &err, limit);
         act_cache_release (self->cache, context);
         act_pool_prune (self->pool);
     }

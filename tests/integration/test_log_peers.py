@@ -9,7 +9,7 @@ import unittest
 
 import zmq
 
-from harness import Actd, wait_for
+from harness import Actd, actd_with_config, wait_for
 
 
 class LogPeersTest(unittest.TestCase):
@@ -178,6 +178,48 @@ class LogPeersTest(unittest.TestCase):
                  "the other peers' counts", 30)
         self.assertEqual(accounted("not registered: send READY first"), 40)
         self.assertEqual(accounted("without a request id or ACTC01 header"), 260)
+
+
+class BusyLogTest(unittest.TestCase):
+    """Requests refused busy at a limit of actd's (docs/operations.md
+    section 4): logged at notice, each limit apart, naming the client."""
+
+    def test_each_limit_hit_is_logged_at_notice_naming_the_client(self):
+        """Before, they were logged at info, all three in one slot per
+        client (the first hit hid the others for 10 s), and the line did
+        not say which client it was."""
+        actd = actd_with_config("server\n    max_queued_calls = 3\n    max_watches = 1\n"
+                                "activities\n    narrow\n        max_queue = 1\n",
+                                args=["--log-level", "notice"]).start()
+        self.addCleanup(actd.cleanup)
+        self.addCleanup(actd.stop)
+        client = actd.client(identity=b"busy-client")
+        self.addCleanup(client.close)
+        peer = b"busy-client".hex().upper()
+        before = len(actd.log())
+        call = lambda tool: json.dumps({"_tool": tool})
+        #  No worker: each call waits in its activity's queue
+        self.assertEqual(client.request("CALL", "c", call("narrow"))[0], "ACCEPTED")
+        for _ in range(2):
+            self.assertEqual(client.request("CALL", "c", call("narrow"))[:2], ["ERROR", "busy"])
+        for tool in ("wide1", "wide2"):
+            self.assertEqual(client.request("CALL", "c", call(tool))[0], "ACCEPTED")
+        for _ in range(2):
+            self.assertEqual(client.request("CALL", "c", call("wide3"))[:2], ["ERROR", "busy"])
+        client.send("WATCH", "c", "0")     #  Open: no reply until an event
+        for _ in range(2):
+            self.assertEqual(client.request("WATCH", "c", "0")[:2], ["ERROR", "busy"])
+        self.assertEqual(client.request("PING"), ["PONG"])
+        lines = [line for line in actd.log()[before:].splitlines() if "refused" in line]
+        for limit, why in (("max_queue", "activity narrow has 1 calls waiting"),
+                           ("max_queued_calls", "3 calls are waiting or queued"),
+                           ("max_watches", "1 watches are open")):
+            found = [line for line in lines if "%s reached" % limit in line]
+            self.assertEqual(len(found), 1, (limit, lines))
+            self.assertRegex(found[0], r"^N: actd \S+ client %s \(key \(none\)\): request "
+                             r"(CALL|WATCH) refused: busy: %s reached: " % (peer, limit))
+            self.assertIn(why, found[0])
+        self.assertEqual(len(lines), 3, lines)
 
 
 if __name__ == "__main__":

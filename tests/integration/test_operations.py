@@ -288,8 +288,8 @@ class ReloadTest(unittest.TestCase):
                 self.assertEqual(client.request("CALL", "c", {"_tool": "slow"})[0], "ACCEPTED")
             refused = client.request("CALL", "c", {"_tool": "slow"})
             self.assertEqual(refused, ["ERROR", "busy", "activity slow has 3 calls waiting (max_queue 3)"])
-            #  At info, a refused request is logged
-            self.assertEqual(actd.log().count("client request CALL refused: busy"), 1)
+            #  At notice, a request refused at a limit is logged
+            self.assertEqual(actd.log().count("request CALL refused: busy: max_queue reached"), 1)
 
             write(self.config, """
                 log
@@ -309,8 +309,8 @@ class ReloadTest(unittest.TestCase):
                 self.assertEqual(client.request("CALL", "c", {"_tool": "slow"})[0], "ACCEPTED")
             refused = client.request("CALL", "c", {"_tool": "slow"})
             self.assertEqual(refused, ["ERROR", "busy", "activity slow has 5 calls waiting (max_queue 5)"])
-            #  At warning, the refusal (info) is no longer logged
-            self.assertEqual(actd.log().count("client request CALL refused: busy"), 1)
+            #  At warning, the refusal (notice) is no longer logged
+            self.assertEqual(actd.log().count("request CALL refused: busy: max_queue reached"), 1)
             #  The harness's flags (endpoints, store, heartbeat) are not
             #  taken for changes of the file
             self.assertNotIn("needs a restart", actd.log())
@@ -418,7 +418,7 @@ class ReloadTest(unittest.TestCase):
             self.assertIn("(max_queue 2)", refused[2])
             #  actd runs on: the debug log level of the flag stays too
             self.assertEqual(client.request("PING"), ["PONG"])
-            self.assertRegex(actd.log(), r"(?m)^I: actd .* client request CALL refused: busy")
+            self.assertRegex(actd.log(), r"(?m)^N: actd .* request CALL refused: busy: max_queue reached")
             client.close()
 
     def test_sighup_without_a_config_file(self):

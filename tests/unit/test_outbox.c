@@ -111,7 +111,7 @@ test_error_reply_echoes_the_request (void **state)
     zframe_t *request = zframe_from ("req-9");
     act_err_t err = { 0 };
     act_err_set (&err, ACT_E_NOT_FOUND, "no call 12");
-    act_outbox_error (outbox, client, request, "STATUS", &err);
+    act_outbox_error (outbox, client, request, "STATUS", &err, NULL);
     zframe_destroy (&client);
     zframe_destroy (&request);
 
@@ -384,7 +384,7 @@ test_refuse_after_a_failed_commit (void **state)
     zframe_t *request = zframe_from ("r6");
     act_err_t err = { 0 };
     act_err_set (&err, ACT_E_BAD_JSON, "not JSON");
-    act_outbox_error (outbox, client, request, "CALL", &err);
+    act_outbox_error (outbox, client, request, "CALL", &err, NULL);
     zframe_destroy (&client);
     zframe_destroy (&request);
     assert_int_equal (act_outbox_size (outbox), 8);
