@@ -587,6 +587,15 @@ s_list (s_listing_t *listing, json_t *container, const char *key, json_t *entry)
     }
 }
 
+//  Workers in the order they joined (qsort)
+static int
+s_compare_joined (const void *a, const void *b)
+{
+    uint64_t left = (*(act_worker_t * const *) a)->joined;
+    uint64_t right = (*(act_worker_t * const *) b)->joined;
+    return left < right? -1: left > right;
+}
+
 //  The room "workers_left_out" and "activities_left_out" take at most:
 //  their keys, quotes, colons, commas, and 20 digits each
 #define S_LEFT_OUT_ROOM (2 * (sizeof "\"activities_left_out\":," + 20))
@@ -608,10 +617,21 @@ act_pool_stats (act_pool_t *self, json_t *stats, size_t max_bytes)
     s_listing_t listing = { used < max_bytes? max_bytes - used: 0, 0 };
     //  Workers first: they are few (one a connection), and what an
     //  operator reads STATS for; then the activities in use, which a
-    //  flood of idle names (act_pool_idle keeps 1024) must not hide
-    for (act_worker_t *worker = zhashx_first (self->workers); worker;
+    //  flood of idle names (act_pool_idle keeps 1024) must not hide. The
+    //  workers in the order they joined, not the table's: the same from
+    //  one STATS to the next (actd-http numbers workers of one name so)
+    size_t count = 0;
+    act_worker_t **joined = malloc ((zhashx_size (self->workers) + 1) * sizeof *joined);
+    for (act_worker_t *worker = zhashx_first (self->workers); worker && joined;
          worker = zhashx_next (self->workers))
-        s_list (&listing, workers, NULL, listing.room? s_worker_json (worker): NULL);
+        joined [count++] = worker;
+    if (joined)
+        qsort (joined, count, sizeof *joined, s_compare_joined);
+    else
+        listing.left_out = zhashx_size (self->workers);     //  No memory
+    for (size_t i = 0; i < count; i++)
+        s_list (&listing, workers, NULL, listing.room? s_worker_json (joined [i]): NULL);
+    free (joined);
     size_t workers_left_out = listing.left_out;
     listing.left_out = 0;
     for (int idle = 0; idle < 2; idle++)

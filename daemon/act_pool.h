@@ -251,8 +251,8 @@ void act_pool_disconnect (act_outbox_t *outbox, zframe_t *identity, act_proto_t 
 //  bound, and the calls refused for it: act_pool_admit), "workers" array
 //  and "activities" object (PROTOCOL.md section 4) to stats, with as many entries as keep its text within
 //  max_bytes (PROTOCOL.md section 1: replies are bounded): the workers
-//  first, then the activities with a worker or a live call, then the
-//  others, until one does not fit. When some were left out,
+//  first, in the order they joined, then the activities with a worker or
+//  a live call, then the others, until one does not fit. When some were left out,
 //  "workers_left_out" and "activities_left_out" count them. Costs one
 //  serialization of stats and of each entry listed.
 void act_pool_stats (act_pool_t *self, json_t *stats, size_t max_bytes);

@@ -155,6 +155,46 @@ s_activities (FILE *out, json_t *activities)
     }
 }
 
+//  The workers' labels, one a worker of STATS' "workers" (in the order
+//  they joined): its name, unique as a series must be. Worker names need
+//  not be unique: the first worker of a name has it, the next ones have
+//  "NAME#2", "NAME#3"... skipping any name a worker has or a label took
+//  (a worker named "w#2" keeps its name, and the second "w" is "w#3"), so
+//  no two series are one, and the same workers get the same labels at
+//  each scrape.
+static json_t *
+s_worker_labels (json_t *workers)
+{
+    json_t *labels = json_array ();
+    json_t *taken = json_object ();     //  Names and labels -> true
+    size_t index;
+    json_t *worker;
+    json_array_foreach (workers, index, worker) {
+        const char *name = json_string_value (json_object_get (worker, "name"));
+        json_object_set_new (taken, name? name: "", json_true ());
+    }
+    //  Names given to a worker already -> the next suffix to try (each
+    //  tried once: thousands of workers of one name stay cheap)
+    json_t *named = json_object ();
+    json_array_foreach (workers, index, worker) {
+        const char *name = json_string_value (json_object_get (worker, "name"));
+        name = name? name: "";
+        json_int_t suffix = json_integer_value (json_object_get (named, name));
+        char *label = strdup (name);
+        while (suffix && json_object_get (taken, label)) {
+            free (label);
+            label = zsys_sprintf ("%s#%" JSON_INTEGER_FORMAT, name, suffix++);
+        }
+        json_object_set_new (named, name, json_integer (suffix? suffix: 2));
+        json_object_set_new (taken, label, json_true ());
+        json_array_append_new (labels, json_string_nocheck (label));
+        free (label);
+    }
+    json_decref (named);
+    json_decref (taken);
+    return labels;
+}
+
 //  The families labelled by worker, and the count of workers
 static void
 s_workers (FILE *out, json_t *workers)
@@ -166,22 +206,9 @@ s_workers (FILE *out, json_t *workers)
         { "actd_worker_capacity", "capacity", "Tasks the worker takes at once" },
         { "actd_worker_running", "running", "Tasks the worker holds now" }
     };
-    //  Worker names need not be unique; a series must be: the second
-    //  "w" is "w#2", and so on
-    json_t *labels = json_array ();
-    json_t *seen = json_object ();
+    json_t *labels = s_worker_labels (workers);
     size_t index;
     json_t *worker;
-    json_array_foreach (workers, index, worker) {
-        const char *name = json_string_value (json_object_get (worker, "name"));
-        name = name? name: "";
-        json_int_t times = json_integer_value (json_object_get (seen, name)) + 1;
-        json_object_set_new (seen, name, json_integer (times));
-        char *label = times > 1? zsys_sprintf ("%s#%" JSON_INTEGER_FORMAT, name, times)
-                               : strdup (name);
-        json_array_append_new (labels, json_string_nocheck (label));
-        free (label);
-    }
     for (size_t i = 0; i < sizeof gauges / sizeof gauges [0]; i++) {
         s_family (out, gauges [i].metric, "gauge", gauges [i].help);
         json_array_foreach (workers, index, worker)
@@ -190,7 +217,6 @@ s_workers (FILE *out, json_t *workers)
                       json_object_get (worker, gauges [i].field));
     }
     json_decref (labels);
-    json_decref (seen);
 }
 
 //  The families of the calls and of the store

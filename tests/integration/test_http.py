@@ -592,6 +592,50 @@ class MetricsTest(unittest.TestCase):
             twin.stop()
             actd.finish()
 
+    def test_worker_series_are_unique_and_follow_the_join_order(self):
+        """Workers of one name are NAME, NAME#2, ... in the order they
+        joined, skipping the names workers have: before, a worker named
+        "twin#2" and the second "twin" made two series of one name, and
+        the suffixes followed actd's hash table, not the workers."""
+        actd = Actd().start()
+        workers = []
+        server = None
+        try:
+            server = ActdHttp(actd.client_endpoint)
+            #  Capacity n + 1 tells the n-th worker to join apart
+            names = ["twin"] * 5 + ["twin#2", "twin"]
+            for n, name in enumerate(names):
+                worker = Worker(actd.worker_endpoint, ["idle"], self.handle, capacity=n + 1,
+                                name=name)
+                worker.start()
+                workers.append(worker)
+                wait_for(lambda: len(server.json("GET", "/v1/stats")["workers"]) == n + 1,
+                         "worker %d to register" % n)
+            texts = [server.request("GET", "/metrics")[2] for _ in range(3)]
+            for text in texts:
+                checked = subprocess.run(["promtool", "check", "metrics"], input=text,
+                                         text=True, capture_output=True)
+                self.assertEqual(checked.returncode, 0, checked.stdout + checked.stderr)
+                series = [line.rpartition(" ")[0] for line in text.splitlines()
+                          if line.startswith("actd_worker_capacity{")]
+                self.assertEqual(len(series), len(names))
+                self.assertEqual(len(set(series)), len(series), series)
+            #  The same labels at each scrape
+            capacities = [[line for line in text.splitlines()
+                           if line.startswith("actd_worker_capacity{")] for text in texts]
+            self.assertEqual(capacities[1:], capacities[:1] * 2)
+            capacity = {key[len('actd_worker_capacity{worker="'):-2]: value
+                        for key, value in self.samples(texts[0]).items()
+                        if key.startswith("actd_worker_capacity{")}
+            self.assertEqual(capacity, {"twin": 1, "twin#3": 2, "twin#4": 3, "twin#5": 4,
+                                        "twin#6": 5, "twin#2": 6, "twin#7": 7})
+        finally:
+            if server:
+                server.finish()
+            for worker in workers:
+                worker.stop()
+            actd.finish()
+
     @staticmethod
     def handle(activity, params, meta):
         if activity == "count_fail":
