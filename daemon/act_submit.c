@@ -212,6 +212,9 @@ s_prepare (act_flow_t *self, act_context_t *context, json_t *entries, act_call_t
         }
         if (act_tools_admit (self->tools, calls [index]->call, calls [index]->activity,
                              &calls [index]->tool_checked, err)) {
+            //  The one busy of act_tools_admit is its bound
+            if (streq (err->code, ACT_E_BUSY))
+                *limit = "max_unserved_activities";
             act_flow_drop (self, &calls [index]);
             break;
         }

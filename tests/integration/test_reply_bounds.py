@@ -206,7 +206,7 @@ class UnservedActivitiesTest(BrokerCase):
         self.assertNotIn("activities_left_out", stats)
         self.assertEqual(set(stats["activities"]), set(names) | {"echo", "named"})
         self.assertEqual(stats["calls"]["queued"], 1024 + 2)
-        self.assertIn("client request CALL refused: busy: activity unserved-new", self.actd.log())
+        self.assertIn("request CALL refused: busy: max_unserved_activities reached: activity unserved-new", self.actd.log())
         #  A worker that serves one makes room: it is served now
         self.start_worker([names[1]], standard, "w2")
         self.assertEqual(self.unserved()["activities"], 1023)
