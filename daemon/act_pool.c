@@ -314,20 +314,6 @@ act_pool_size (act_pool_t *self)
 }
 
 void
-act_pool_clear (act_pool_t *self, act_outbox_t *outbox)
-{
-    for (act_worker_t *worker = zhashx_first (self->workers); worker;
-         worker = zhashx_next (self->workers))
-        if (outbox)
-            act_pool_disconnect (outbox, worker->identity, worker->protocol,
-                                 worker->envelope, "broker restarting its state");
-    zhashx_purge (self->workers);
-    zlistx_purge (self->idle);
-    zhashx_purge (self->activities);
-    self->unserved = 0;
-}
-
-void
 act_pool_forget_calls (act_pool_t *self)
 {
     for (act_activity_t *activity = zhashx_first (self->activities); activity;

@@ -177,10 +177,6 @@ act_worker_t *act_pool_next (act_pool_t *self);
 //  Workers registered.
 size_t act_pool_size (act_pool_t *self);
 
-//  Forget every worker and activity (reload of state); with send, each
-//  worker is first told to DISCONNECT through outbox.
-void act_pool_clear (act_pool_t *self, act_outbox_t *outbox);
-
 //  Empty every queue and zero the activities' counts of live calls
 //  (their calls were forgotten).
 void act_pool_forget_calls (act_pool_t *self);
