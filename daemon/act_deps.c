@@ -38,6 +38,9 @@ struct _act_producer_t {
     size_t ntargets;            //  Number of targets
 };
 
+//  Steps of all lookups (act_deps_visits)
+static size_t s_visits;
+
 struct _act_deps_t {
     zhashx_t *kinds;            //  Kind -> s_node_t (the root)
     uint64_t stamp;             //  Current lookup
@@ -206,7 +209,9 @@ s_at (act_deps_t *self, s_node_t *node, const char *instance, uint64_t reader,
       zlistx_t *found)
 {
     size_t matched = 0;
+    s_visits++;
     for (s_target_t *target = node->first; target; target = target->next) {
+        s_visits++;
         act_producer_t *producer = target->producer;
         if (producer->number >= reader)
             continue;           //  Only earlier calls produce for a call
@@ -270,4 +275,10 @@ size_t
 act_deps_size (act_deps_t *self)
 {
     return self->size;
+}
+
+size_t
+act_deps_visits (void)
+{
+    return s_visits;
 }

@@ -46,4 +46,8 @@ size_t act_deps_find (act_deps_t *self, const act_ref_t *ref, const char *instan
 //  Registrations held.
 size_t act_deps_size (act_deps_t *self);
 
+//  Steps every index's lookups took in this process so far: nodes and
+//  targets looked at. Tests bound what a lookup costs with it.
+size_t act_deps_visits (void);
+
 #endif

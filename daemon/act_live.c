@@ -357,9 +357,13 @@ s_expression (act_live_t *self, act_expr_t *expr, zlistx_t *found)
     return X_IMPOSSIBLE;
 }
 
+//  Evaluations so far (act_live_evaluations)
+static size_t s_evaluations;
+
 act_live_eval_t
 act_live_evaluate (act_live_t *self, act_err_t *err)
 {
+    s_evaluations++;
     self->round++;
     //  Most calls have no reference: ready at once, nothing to list
     if (self->call->nrefs == 0)
@@ -399,6 +403,12 @@ act_live_evaluate (act_live_t *self, act_err_t *err)
     }
     zlistx_destroy (&found);
     return result;
+}
+
+size_t
+act_live_evaluations (void)
+{
+    return s_evaluations;
 }
 
 //  Append text to *at, moving it past; returns the new end

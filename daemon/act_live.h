@@ -168,6 +168,10 @@ long long act_live_resume (act_live_t *self, const json_t *resume, const char *s
 //  reference.
 act_live_eval_t act_live_evaluate (act_live_t *self, act_err_t *err);
 
+//  Evaluations of every call in this process so far (tests bound how
+//  often a call is evaluated with it).
+size_t act_live_evaluations (void);
+
 //  The meta of its TASK (PROTOCOL.md section 2) as JSON text: in local
 //  (room bytes) when it fits, else a new string the caller frees.
 char *act_live_meta (act_live_t *self, char *local, size_t room);
