@@ -45,6 +45,7 @@ act_live_destroy (act_live_t **self_p)
     act_call_destroy (&self->call);
     json_decref (self->progress);
     zlistx_destroy (&self->waiters);
+    free (self->awaited);
     for (size_t i = 0; i < self->nrecipients; i++)
         if (self->recipients [i].client != self->first_bytes)
             free (self->recipients [i].client);
@@ -329,32 +330,95 @@ act_live_resume (act_live_t *self, const json_t *resume, const char *state, long
 
 typedef enum { X_PRESENT, X_PENDING, X_IMPOSSIBLE } s_presence_t;
 
-//  How expr stands for the call; pending producers are added to found
+//  Widen bounds with those of one alternative
+static void
+s_widen (act_deps_bounds_t *bounds, const act_deps_bounds_t *with)
+{
+    if (with->newest && (!bounds->newest || with->newest_number > bounds->newest_number)) {
+        bounds->newest = with->newest;
+        bounds->newest_number = with->newest_number;
+    }
+    if (with->oldest && (!bounds->oldest || with->oldest_number < bounds->oldest_number)) {
+        bounds->oldest = with->oldest;
+        bounds->oldest_number = with->oldest_number;
+    }
+}
+
+//  References in the call's expressions: the most it can await
+static size_t
+s_references (act_live_t *self)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < self->call->nrefs; i++)
+        for (size_t a = 0; a < self->call->refs [i]->nalts; a++)
+            count += self->call->refs [i]->alts [a].nrefs;
+    return count;
+}
+
+//  How expr stands for the call; the newest and the oldest pending
+//  producers it waits for widen bounds, and with record the references
+//  they may write are added to the call's awaited (STATUS only looks)
 static s_presence_t
-s_expression (act_live_t *self, act_expr_t *expr, zlistx_t *found)
+s_expression (act_live_t *self, act_expr_t *expr, act_deps_bounds_t *bounds, bool record)
 {
     act_ctx_t *ctx = self->context->ctx;
     for (size_t a = 0; a < expr->nalts; a++) {
         s_presence_t presence = X_PRESENT;
-        zlistx_t *producers = zlistx_new ();
+        act_deps_bounds_t producers = { 0 };
+        size_t awaited = self->nawaited;
         for (size_t r = 0; r < expr->alts [a].nrefs && presence != X_IMPOSSIBLE; r++) {
             act_ref_t *ref = &expr->alts [a].refs [r];
             if (act_ctx_has (ctx, ref, self->call->instance))
                 continue;
-            if (act_deps_find (self->context->deps, ref, self->call->instance,
-                               self->number, producers))
+            if (act_deps_bound (self->context->deps, ref, self->call->instance,
+                                self->number, &producers)) {
                 presence = X_PENDING;
+                if (record && !self->awaited)
+                    self->awaited = malloc (s_references (self) * sizeof (act_ref_t *));
+                if (record)
+                    self->awaited [self->nawaited++] = ref;
+            }
             else
                 presence = X_IMPOSSIBLE;
         }
         if (presence == X_PENDING)
-            for (act_live_t *p = zlistx_first (producers); p; p = zlistx_next (producers))
-                zlistx_add_end (found, p);
-        zlistx_destroy (&producers);
+            s_widen (bounds, &producers);
+        else
+            self->nawaited = awaited;
         if (presence != X_IMPOSSIBLE)
             return presence;
     }
     return X_IMPOSSIBLE;
+}
+
+//  Register the call as a waiter of producer, in its current round
+static void
+s_wait_for (act_live_t *self, act_live_t *producer)
+{
+    act_live_waiter_t *waiter = malloc (sizeof (act_live_waiter_t));
+    *waiter = (act_live_waiter_t) { self->number, self->round };
+    if (!producer->waiters) {
+        producer->waiters = zlistx_new ();
+        zlistx_set_destructor (producer->waiters, (zlistx_destructor_fn *) zstr_free);
+    }
+    zlistx_add_end (producer->waiters, waiter);
+    self->waiting_on++;
+}
+
+//  Wait for the newest and the oldest producer of bounds alone, to be
+//  evaluated again when both have ended: a waiter on each producer made
+//  n^2/2 of them in a PLAN whose every call read what all the earlier
+//  ones wrote (8,000 calls: 1.5 GB, 6 s of the loop; an audit). Those
+//  that end oldest first (each waiting for those before it) end with the
+//  newest, those that end newest first with the oldest: one wait each,
+//  where waiting for the newest alone made one evaluation per producer
+static void
+s_wait (act_live_t *self, const act_deps_bounds_t *bounds)
+{
+    self->waiting_on = 0;
+    s_wait_for (self, bounds->newest);
+    if (bounds->oldest != bounds->newest)
+        s_wait_for (self, bounds->oldest);
 }
 
 //  Evaluations so far (act_live_evaluations)
@@ -368,11 +432,23 @@ act_live_evaluate (act_live_t *self, act_err_t *err)
     //  Most calls have no reference: ready at once, nothing to list
     if (self->call->nrefs == 0)
         return ACT_LIVE_READY;
-    zlistx_t *found = zlistx_new ();
+    act_deps_bounds_t bounds = { 0 };
+    //  It waited: while a call that may write what it awaits is pending,
+    //  whatever is written meanwhile, it waits on (SEMANTICS.md 7: it is
+    //  resolved again when they have all finished)
+    for (size_t i = 0; i < self->nawaited; i++)
+        act_deps_bound (self->context->deps, self->awaited [i], self->call->instance,
+                        self->number, &bounds);
+    if (bounds.newest) {
+        s_wait (self, &bounds);
+        return ACT_LIVE_WAIT;
+    }
+    //  Resolved again: what it awaits now is worked out anew
+    self->nawaited = 0;
     act_live_eval_t result = ACT_LIVE_READY;
     for (size_t i = 0; i < self->call->nrefs; i++) {
         act_expr_t *expr = self->call->refs [i];
-        if (s_expression (self, expr, found) == X_IMPOSSIBLE) {
+        if (s_expression (self, expr, &bounds, true) == X_IMPOSSIBLE) {
             act_err_set (err, ACT_E_UNRESOLVED_REFERENCE,
                          "'%.200s' is absent and no pending call of context %s can write it",
                          expr->text, self->context->id);
@@ -380,28 +456,15 @@ act_live_evaluate (act_live_t *self, act_err_t *err)
             break;
         }
     }
-    if (result == ACT_LIVE_READY && zlistx_size (found)) {
-        //  It waits for the newest of them alone, and is evaluated again
-        //  when that one ends (then for the newest left, if any): waiting
-        //  for each, a PLAN whose every call read what all the earlier
-        //  ones wrote made n^2/2 waiters (8,000 calls: 1.5 GB, 6 s of the
-        //  loop; an audit). Producers mostly end oldest first, as each
-        //  waits for those before it: one wait each
-        act_live_t *newest = zlistx_first (found);
-        for (act_live_t *producer = newest; producer; producer = zlistx_next (found))
-            if (producer->number > newest->number)
-                newest = producer;
-        act_live_waiter_t *waiter = malloc (sizeof (act_live_waiter_t));
-        *waiter = (act_live_waiter_t) { self->number, self->round };
-        if (!newest->waiters) {
-            newest->waiters = zlistx_new ();
-            zlistx_set_destructor (newest->waiters, (zlistx_destructor_fn *) zstr_free);
-        }
-        zlistx_add_end (newest->waiters, waiter);
-        self->waiting_on = 1;
+    if (result == ACT_LIVE_READY && bounds.newest) {
+        s_wait (self, &bounds);
         result = ACT_LIVE_WAIT;
     }
-    zlistx_destroy (&found);
+    else {
+        free (self->awaited);
+        self->awaited = NULL;
+        self->nawaited = 0;
+    }
     return result;
 }
 
@@ -520,11 +583,10 @@ act_live_status (act_live_t *self)
     //  producer (one met since the call started waiting is not listed)
     if (self->state == ACT_LIVE_WAITING) {
         json_t *unmet = json_array ();
-        zlistx_t *found = zlistx_new ();
+        act_deps_bounds_t bounds = { 0 };
         for (size_t i = 0; i < self->call->nrefs; i++)
-            if (s_expression (self, self->call->refs [i], found) == X_PENDING)
+            if (s_expression (self, self->call->refs [i], &bounds, false) == X_PENDING)
                 json_array_append_new (unmet, json_string (self->call->refs [i]->text));
-        zlistx_destroy (&found);
         json_object_set_new (status, "waiting_on", unmet);
     }
     return status;

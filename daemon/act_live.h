@@ -76,6 +76,10 @@ typedef struct {
     uint32_t timer;             //  Generation: timers of older ones are void
     uint32_t round;             //  Evaluation round (dependencies)
     size_t waiting_on;          //  Producers not ended in this round
+    const act_ref_t **awaited;  //  While it waits: the references it
+                                //  waits for the writers of (absent at
+                                //  its last resolution), NULL if none
+    size_t nawaited;            //  Entries in awaited
     zlistx_t *waiters;          //  act_live_waiter_t * waiting for it, or NULL
     act_producer_t *producer;   //  Its targets in the dependency index
     struct _act_live_recipient_t *recipients;  //  Where its DONE goes (an
@@ -163,9 +167,12 @@ long long act_live_resume (act_live_t *self, const json_t *resume, const char *s
 
 //  Evaluate the call's references in a new round, against its context
 //  and the live calls that could still write them. On WAIT it is
-//  registered as a waiter of the newest producer it needs, and is to be
-//  evaluated again when that one ends. On UNRESOLVED err says which
-//  reference.
+//  registered as a waiter of the newest and the oldest producer it needs
+//  (waiting_on 2, or 1 when they are one), and is to be evaluated again
+//  when both have ended: then, while any call it waited for is pending,
+//  it waits again for the newest and the oldest of those left, and its
+//  references are resolved again only once they have all ended
+//  (SEMANTICS.md section 7). On UNRESOLVED err says which reference.
 act_live_eval_t act_live_evaluate (act_live_t *self, act_err_t *err);
 
 //  Evaluations of every call in this process so far (tests bound how

@@ -287,6 +287,60 @@ test_plan_accepts_calls_in_order (void **state)
     s_expect_frame (world, "c4", "ACCEPTED", "3");         //  No number was taken
 }
 
+//  The state of call id (STATUS), in state (size bytes)
+static void
+s_state_of (s_world_t *world, const char *id, char *state, size_t size)
+{
+    s_request (world, "STATUS", "s", id, NULL);
+    json_t *status = s_take_json (world, "s", "VALUE");
+    snprintf (state, size, "%s", json_string_value (json_object_get (status, "state")));
+    json_decref (status);
+}
+
+//  A call waits for every earlier call that could write what it reads,
+//  and is resolved again when they have all finished (SEMANTICS.md
+//  section 7): what it reads written meanwhile, by an APPEND or by some
+//  of them, does not let it go while one is pending, whatever order
+//  they end in.
+static void
+test_a_waiting_call_waits_for_every_producer (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    //  The producers' places in their plan, in the order they end
+    const size_t orders [][3] = { { 3, 1, 2 }, { 3, 2, 1 }, { 1, 3, 2 } };
+    for (size_t o = 0; o < 3; o++) {
+        char context [16], ids [64];
+        snprintf (context, sizeof context, "ctx%zu", o);
+        s_request (world, "PLAN", "p", context,
+                   "[{\"_tool\":\"a\",\"_outputPath\":\"†r.a\"},"
+                   "{\"_tool\":\"a\",\"_outputPath\":\"†r.b\"},"
+                   "{\"_tool\":\"a\",\"_outputPath\":\"†r.c\"},"
+                   "{\"_tool\":\"b\",\"x\":\"†r\"}]", NULL);
+        size_t first = 4 * o + 1;
+        snprintf (ids, sizeof ids, "[\"%zu\",\"%zu\",\"%zu\",\"%zu\"]",
+                  first, first + 1, first + 2, first + 3);
+        s_expect_json (world, "p", "ACCEPTED", ids);
+        s_request (world, "APPEND", "a", context,
+                   "{\"type\":\"data\",\"kind\":\"r\",\"data\":{\"d\":1}}", NULL);
+        s_expect_json (world, "a", "OK", "{\"seq\":1}");
+        char reader [16];
+        snprintf (reader, sizeof reader, "%zu", first + 3);
+        char state [16];
+        for (size_t i = 0; i < 3; i++) {
+            s_state_of (world, reader, state, sizeof state);
+            if (strcmp (state, "waiting") != 0)
+                fail_msg ("order %zu: the reader is %s with %zu of its producers ended",
+                          o, state, i);
+            char producer [16];
+            snprintf (producer, sizeof producer, "%zu", first - 1 + orders [o][i]);
+            s_request (world, "CANCEL", "x", producer, NULL);
+            unit_sent_clear (&world->sent);         //  Its OK and its DONE
+        }
+        s_state_of (world, reader, state, sizeof state);
+        assert_string_equal (state, "queued");
+    }
+}
+
 //  Every malformed or refused request gets an ERROR reply and changes
 //  nothing: a refused APPEND, CALL or PLAN naming a new context does not
 //  create it, and takes no _seq or call number.
@@ -408,6 +462,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_cancelled_call_with_output_path_is_done,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_plan_accepts_calls_in_order, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_a_waiting_call_waits_for_every_producer,
+                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_refused_request_changes_nothing,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_stats_has_the_section_4_keys, s_setup, s_teardown),

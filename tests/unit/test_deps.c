@@ -10,7 +10,8 @@
     reads, where the index must find exactly the owners a brute force over
     every registered target finds with libactd's act_ref_may_write and the
     rule "only earlier calls produce", before and after unregistering a
-    random half.
+    random half; and act_deps_bound must give the newest and the oldest
+    of them.
 
     The property test prints its seed; to replay: ACTD_DEPS_SEED=<seed>.
     ========================================================================= */
@@ -391,6 +392,28 @@ s_check_read (act_deps_t *deps, s_model_t *calls, size_t ncalls, uint64_t *rng,
             ok = false;
         else
             seen [c] = true;
+    }
+    //  act_deps_bound gives the newest and the oldest of them, their
+    //  numbers with them
+    s_model_t *newest = NULL, *oldest = NULL;
+    for (size_t c = 0; c < ncalls; c++)
+        if (expected [c]) {
+            if (!newest || calls [c].number > newest->number)
+                newest = &calls [c];
+            if (!oldest || calls [c].number < oldest->number)
+                oldest = &calls [c];
+        }
+    act_deps_bounds_t bounds = { 0 };
+    if (act_deps_bound (deps, ref, instance, reader, &bounds) != (nexpected > 0)
+    ||  bounds.newest != newest || bounds.oldest != oldest
+    ||  (newest && (bounds.newest_number != newest->number
+                ||  bounds.oldest_number != oldest->number))) {
+        fprintf (stderr, "test_deps: act_deps_bound gave %llu and %llu, not %llu and %llu\n",
+                 (unsigned long long) bounds.newest_number,
+                 (unsigned long long) bounds.oldest_number,
+                 (unsigned long long) (newest? newest->number: 0),
+                 (unsigned long long) (oldest? oldest->number: 0));
+        ok = false;
     }
     if (!ok) {
         fprintf (stderr, "test_deps: seed %llu round %zu: read %s in %s by call %llu: "
