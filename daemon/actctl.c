@@ -21,6 +21,11 @@
 #define S_TIMEOUT_MS        30000
 #define S_PING_TIMEOUT_MS   2000
 
+//  How long to wait for a first connection unless --connect-timeout says
+//  otherwise: a broker that is not there (or a CURVE key that does not
+//  match) is said at once, not after the whole --timeout
+#define S_CONNECT_TIMEOUT_MS 5000
+
 static void
 s_usage (FILE *stream)
 {
@@ -49,6 +54,8 @@ s_usage (FILE *stream)
         "  --endpoint EP     broker's client endpoint ($ACTD_ENDPOINT, else %s)\n"
         "  --json            print JSON, for scripts\n"
         "  --timeout MS      how long to wait for a reply (30000; ping: 2000)\n"
+        "  --connect-timeout MS   how long to wait for a connection to the broker\n"
+        "                    (5000; 0, or not below --timeout: as long as --timeout)\n"
         "  --curve-server KEY --curve-cert FILE   connect with CURVE\n"
         "                    ($ACTD_SERVER_KEY, $ACTD_CERT)\n"
         "  --version         print actctl's version\n"
@@ -130,7 +137,7 @@ s_parse (int argc, char *argv [], actctl_options_t *options)
         { "curve-cert", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'v' }, { "calls", no_argument, 0, 'C' },
         { "key", required_argument, 0, 'k' }, { "format", required_argument, 0, 'F' },
-        { "force", no_argument, 0, 'o' },
+        { "force", no_argument, 0, 'o' }, { "connect-timeout", required_argument, 0, 'T' },
         { 0, 0, 0, 0 }
     };
     int option;
@@ -143,6 +150,11 @@ s_parse (int argc, char *argv [], actctl_options_t *options)
                 if (s_number ("--timeout", optarg, 1, INT_MAX, &number))
                     return 2;
                 options->timeout = (int) number;
+                break;
+            case 'T':
+                if (s_number ("--connect-timeout", optarg, 0, INT_MAX, &number))
+                    return 2;
+                options->connect_timeout = (int) number;
                 break;
             case 'w': options->wait = true; break;
             case 'x': options->text = true; break;
@@ -187,6 +199,11 @@ s_parse (int argc, char *argv [], actctl_options_t *options)
     }
     if (options->timeout == 0)
         options->timeout = streq (argv [optind], "ping")? S_PING_TIMEOUT_MS: S_TIMEOUT_MS;
+    if (options->connect_timeout < 0)
+        options->connect_timeout = S_CONNECT_TIMEOUT_MS;
+    //  A bound as long as the reply's is none: the reply's own says more
+    if (options->connect_timeout >= options->timeout)
+        options->connect_timeout = 0;
     //  The live line is for people: never in a pipe or a file, nor in JSON
     options->live = options->wait && !options->json && isatty (STDOUT_FILENO);
     return -1;
@@ -202,6 +219,7 @@ s_connect (actctl_options_t *options)
         return NULL;
     }
     act_client_set_timeout (client, options->timeout);
+    act_client_set_connect_timeout (client, options->connect_timeout);
     int rc = options->curve_server
            ? act_client_set_curve (client, options->curve_server, options->curve_cert): 0;
     if (rc == -2)
@@ -219,7 +237,7 @@ s_connect (actctl_options_t *options)
 int
 main (int argc, char *argv [])
 {
-    actctl_options_t options = { 0 };
+    actctl_options_t options = { .connect_timeout = -1 };
     options.endpoint = getenv ("ACTD_ENDPOINT")? getenv ("ACTD_ENDPOINT"): ACT_CLIENT_ENDPOINT;
     //  The names the Python and Node libraries read too
     options.curve_server = getenv ("ACTD_SERVER_KEY");

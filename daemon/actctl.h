@@ -27,6 +27,8 @@ typedef struct {
     uint64_t from;              //  history: first _seq
     uint64_t limit;             //  history: page size
     int timeout;                //  Milliseconds to wait for a reply (0: not given)
+    int connect_timeout;        //  Milliseconds to wait for a first connection
+                                //  (0: no bound of its own; -1: not given)
     bool live;                  //  --wait on a terminal: show the call's state
     bool calls;                 //  tail: the calls' changes of state too
     const char *key;            //  append: the idempotency key

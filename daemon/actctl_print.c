@@ -21,13 +21,16 @@ actctl_print_line (const json_t *value)
     free (text);
 }
 
-//  Print a failed request; returns the exit code. No reply at all is
-//  mostly a broker that is not there, or one that refused our key at the
-//  CURVE handshake (which a client cannot see), so say what to check.
+//  Print a failed request; returns the exit code. No broker reached
+//  (unreachable) says what the connection saw; no reply at all (a broker
+//  reached once, or --connect-timeout 0) is mostly a broker that is not
+//  there, or a CURVE key it refuses, so say what to check.
 int
 actctl_fail (const actctl_options_t *options, act_err_t *err)
 {
     fprintf (stderr, "actctl: %s: %s\n", err->code, err->message);
+    if (streq (err->code, ACT_CLIENT_UNREACHABLE))
+        return 3;               //  The message says what the connection saw
     if (!streq (err->code, "timeout"))
         return 1;
     fprintf (stderr, "actctl: no reply: is actd running at %s?\n", options->endpoint);

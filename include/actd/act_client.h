@@ -64,6 +64,20 @@ void act_client_destroy (act_client_t **self_p);
 //  kept for act_client_recv.
 void act_client_set_timeout (act_client_t *self, int timeout_ms);
 
+//  Bound how long requests wait while no broker has ever been reached
+//  (default 0: no bound, only act_client_set_timeout's). Once timeout_ms
+//  have passed since the client's first request with no handshake done
+//  with any broker, each request waiting for its reply, and each sent
+//  after, gets an ERROR ACT_CLIENT_UNREACHABLE whose message says what the
+//  connection attempts saw: refused (nothing listens), a handshake that
+//  failed (CURVE keys that do not match), or no answer. Such a request is
+//  forgotten as one that timed out: it stays queued for its broker, which
+//  may still carry it out if it comes up while the client lives (its
+//  replies are dropped). A client that was connected once is never
+//  bounded so (a broker restarting is waited for). Watches are not
+//  bounded: they are sent once a broker is there.
+void act_client_set_connect_timeout (act_client_t *self, int timeout_ms);
+
 //  Use CURVE: the broker's public key and this client's certificate (see
 //  actctl keygen). Call before the first request. Returns 0; -2 (nothing
 //  changed) if server_public is not a CURVE public key (40 characters of
@@ -76,6 +90,10 @@ int act_client_set_curve (act_client_t *self, const char *server_public,
 //  silent past the ZMTP heartbeat timeout): the broker may or may not have
 //  carried it out, and its reply, if any, is lost.
 #define ACT_CLIENT_DISCONNECTED "disconnected"
+
+//  The code of the ERROR this library makes for a request when no broker
+//  was reached within act_client_set_connect_timeout.
+#define ACT_CLIENT_UNREACHABLE "unreachable"
 
 //  Send a request without waiting: command, then args (strings, ended by
 //  NULL). Writes the request id into request (at least 24 bytes). Returns

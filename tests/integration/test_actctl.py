@@ -57,6 +57,49 @@ class CommandLineTest(unittest.TestCase):
         self.assertIn("actctl: no reply: is actd running at %s?" % endpoint, done.stderr)
         self.assertNotIn("curve", done.stderr.lower())
 
+    def test_no_broker_is_said_after_the_connect_timeout_not_the_reply_timeout(self):
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        for args, bound in ((), 5000), (("--connect-timeout", "1000"), 1000):
+            start = time.monotonic()
+            done = actctl("--endpoint", endpoint, *args, "stats")
+            elapsed = time.monotonic() - start
+            self.assertEqual(done.returncode, 3, done.stderr)
+            self.assertEqual(done.stderr, "actctl: unreachable: no connection to %s in %d ms: "
+                             "refused: is actd listening there?\n" % (endpoint, bound))
+            self.assertLess(elapsed, 20.0)     # not the 30 s of --timeout
+        # 0: as long as --timeout, whose message it is then
+        done = actctl("--endpoint", endpoint, "--connect-timeout", "0", "--timeout", "1500",
+                      "stats")
+        self.assertEqual(done.returncode, 3, done.stderr)
+        self.assertIn("actctl: no reply: is actd running at %s?" % endpoint, done.stderr)
+
+    def test_a_broker_of_another_curve_key_is_said_to_fail_the_handshake(self):
+        import zmq
+        public, secret = zmq.curve_keypair()
+        other, _ = zmq.curve_keypair()
+        context = zmq.Context()
+        broker = context.socket(zmq.ROUTER)
+        broker.curve_server = True
+        broker.curve_publickey, broker.curve_secretkey = public, secret
+        port = broker.bind_to_random_port("tcp://127.0.0.1")
+        directory = tempfile.mkdtemp()
+        try:
+            self.assertEqual(actctl("keygen", "me", "--dir", directory).returncode, 0)
+            endpoint = "tcp://127.0.0.1:%d" % port
+            done = actctl("--endpoint", endpoint, "--curve-server", other.decode(),
+                          "--curve-cert", os.path.join(directory, "me.key_secret"),
+                          "--connect-timeout", "1000", "stats")
+            # Before: "disconnected: ... may or may not have been carried out"
+            # at once, exit 1, though no request could have passed
+            self.assertEqual(done.returncode, 3, done.stderr)
+            self.assertEqual(done.stderr, "actctl: unreachable: no connection to %s in 1000 ms: "
+                             "the handshake failed: are both ends on CURVE, with the "
+                             "broker's public key?\n" % endpoint)
+        finally:
+            broker.close(0)
+            context.term()
+            shutil.rmtree(directory)
+
     def test_timeout_overrides_the_ping_default(self):
         start = time.monotonic()
         done = actctl("--endpoint", "tcp://127.0.0.1:%d" % free_port(), "--timeout", "4000",

@@ -119,7 +119,10 @@ s_link_add (act_client_t *self, const char *endpoint)
     zsock_set_heartbeat_timeout (link->socket, S_SILENT_MS);
     char *monitor = zsys_sprintf ("inproc://act-client-monitor-%p", (void *) link);
     if (zmq_socket_monitor (zsock_resolve (link->socket), monitor,
-                            ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0) {
+                            ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+                            | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0) {
         link->monitor = zsock_new (ZMQ_PAIR);
         zsock_connect (link->monitor, "%s", monitor);
     }
@@ -236,6 +239,12 @@ act_client_set_timeout (act_client_t *self, int timeout_ms)
     self->timeout = timeout_ms;
 }
 
+void
+act_client_set_connect_timeout (act_client_t *self, int timeout_ms)
+{
+    self->connect_ms = timeout_ms > 0? timeout_ms: 0;
+}
+
 int
 act_client_set_curve (act_client_t *self, const char *server_public,
                       const char *certificate_file)
@@ -307,6 +316,8 @@ s_post (act_client_t *self, char *request, s_pending_t *pending, act_link_t *lin
 {
     snprintf (request, 24, "c%" PRIu64, ++self->sequence);
     pending->request = strdup (request);
+    if (!self->first_sent)
+        self->first_sent = zclock_mono ();
     //  Which broker: by context, by the broker that accepted the call, or any
     const char *command = pending->command;
     const char *first = zmsg_size (pending->args)? zframe_strdup (zmsg_first (pending->args)): NULL;
@@ -507,16 +518,16 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     return reply;
 }
 
-//  Queue the library's own ERROR disconnected reply to request, with a
-//  message made of format
+//  Queue the library's own ERROR reply to request, of code (one of the
+//  library's), with a message made of format
 static void
-s_lost (act_client_t *self, const char *request, const char *format, ...)
+s_lost (act_client_t *self, const char *code, const char *request, const char *format, ...)
 {
     act_reply_t *reply = calloc (1, sizeof *reply);
     reply->verb = strdup ("ERROR");
     reply->request = strdup (request);
     reply->args = zmsg_new ();
-    zmsg_addstr (reply->args, ACT_CLIENT_DISCONNECTED);
+    zmsg_addstr (reply->args, code);
     va_list args;
     va_start (args, format);
     char *message = zsys_vprintf (format, args);
@@ -582,8 +593,8 @@ s_link_lost (act_client_t *self, act_link_t *link)
             continue;
         }
         const char *request = pending->request;
-        s_lost (self, request, "the connection to %s dropped before the reply: the request "
-                "may or may not have been carried out", link->endpoint);
+        s_lost (self, ACT_CLIENT_DISCONNECTED, request, "the connection to %s dropped before "
+                "the reply: the request may or may not have been carried out", link->endpoint);
         zhashx_delete (self->pending, request);     //  Frees request: last
     }
     zlistx_destroy (&requests);
@@ -600,11 +611,44 @@ s_link_lost (act_client_t *self, act_link_t *link)
     for (const char *request = zlistx_first (calls); request; request = zlistx_next (calls)) {
         act_awaiting_t *due = zhashx_lookup (self->awaiting, request);
         if (!due->plan)
-            s_lost (self, request, "the connection to %s dropped before the DONE of this "
-                    "accepted call: ask STATUS", link->endpoint);
+            s_lost (self, ACT_CLIENT_DISCONNECTED, request, "the connection to %s dropped "
+                    "before the DONE of this accepted call: ask STATUS", link->endpoint);
         zhashx_delete (self->awaiting, request);
     }
     zlistx_destroy (&calls);
+}
+
+//  With a bound on the wait for a first connection
+//  (act_client_set_connect_timeout): the milliseconds left of it, or -1
+//  when none applies (no bound, a broker was connected once, or the time
+//  is up). Once it is up, every request waiting for its reply gets an
+//  ERROR ACT_CLIENT_UNREACHABLE saying why, from the connection events of
+//  its broker, and is forgotten as one that timed out (libzmq keeps it
+//  queued). Watches keep waiting: they are sent again once a broker is
+//  there
+static int64_t
+s_unreachable (act_client_t *self)
+{
+    if (!self->connect_ms || self->connected || !self->first_sent)
+        return -1;
+    int64_t left = self->first_sent + self->connect_ms - zclock_mono ();
+    if (left > 0)
+        return left;
+    zlistx_t *requests = zlistx_new ();
+    for (s_pending_t *pending = zhashx_first (self->pending); pending;
+         pending = zhashx_next (self->pending))
+        if (!zhashx_lookup (self->watches, pending->request))
+            zlistx_add_end (requests, pending);
+    for (s_pending_t *pending = zlistx_first (requests); pending;
+         pending = zlistx_next (requests)) {
+        act_link_t *link = pending->link;
+        s_lost (self, ACT_CLIENT_UNREACHABLE, pending->request,
+                "no connection to %s in %d ms: %s", link->endpoint, self->connect_ms,
+                link->failure? link->failure: "no answer (a firewall, or a host that is down?)");
+        act_client_ignore (self, pending->request);
+    }
+    zlistx_destroy (&requests);
+    return -1;
 }
 
 //  A connection event of link's DEALER (zmq_socket_monitor: the event
@@ -617,9 +661,31 @@ s_link_event (act_client_t *self, act_link_t *link)
     if (frame && zframe_size (frame) >= 2) {
         uint16_t event;
         memcpy (&event, zframe_data (frame), sizeof event);
-        link->up = event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
-        if (event == ZMQ_EVENT_DISCONNECTED)
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            link->up = self->connected = true;
+            link->failure = NULL;
+        }
+        else
+        if (event == ZMQ_EVENT_DISCONNECTED && link->up) {
+            link->up = false;
             s_link_lost (self, link);
+        }
+        else
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+            //  A connection that never completed its handshake carried no
+            //  request: they wait for the next (libzmq keeps them queued)
+            if (!link->failure)
+                link->failure = "the connection closed at the handshake";
+        }
+        else
+        if (event == ZMQ_EVENT_CONNECT_RETRIED && !link->failure)
+            link->failure = "refused: is actd listening there?";
+        else
+        if (event != ZMQ_EVENT_CONNECT_RETRIED)
+            //  A broker of another CURVE key (or without CURVE, or with it
+            //  where this client has none) ends the handshake
+            link->failure = "the handshake failed: are both ends on CURVE, "
+                            "with the broker's public key?";
         if (event == ZMQ_EVENT_DISCONNECTED || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             act_watch_link_event (self, link, event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
     }
@@ -668,6 +734,7 @@ act_client_read (act_client_t *self, int timeout_ms)
     int64_t deadline = zclock_mono () + (timeout_ms < 0? INT32_MAX: timeout_ms);
     self->woke = false;
     while (!self->woke) {
+        int64_t unreachable = s_unreachable (self);
         act_reply_t *lost = zlistx_first (self->lost);
         if (lost) {
             zlistx_detach_cur (self->lost);
@@ -677,7 +744,11 @@ act_client_read (act_client_t *self, int timeout_ms)
         if (left < 0)
             left = 0;
         int check = act_watch_check (self);
-        zsock_t *socket = zpoller_wait (self->poller, check >= 0 && check < left? check: (int) left);
+        if (check >= 0 && check < left)
+            left = check;
+        if (unreachable >= 0 && unreachable < left)
+            left = unreachable;
+        zsock_t *socket = zpoller_wait (self->poller, (int) left);
         if (!socket && zpoller_expired (self->poller) && zclock_mono () < deadline)
             continue;           //  Time to look at the watches again
         if (!socket)

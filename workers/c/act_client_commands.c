@@ -18,7 +18,7 @@ s_code (const char *code)
         ACT_E_BAD_CALL, ACT_E_BAD_REFERENCE, ACT_E_BAD_METHOD, ACT_E_BAD_ARGUMENT,
         ACT_E_TYPE_MISMATCH, ACT_E_UNRESOLVED_REFERENCE, ACT_E_NOT_FOUND,
         ACT_E_TOO_LARGE, ACT_E_BUSY, ACT_E_UNAUTHORIZED, ACT_E_UNKNOWN_ACTIVITY,
-        ACT_E_INTERNAL, ACT_E_MOVED, ACT_CLIENT_DISCONNECTED
+        ACT_E_INTERNAL, ACT_E_MOVED, ACT_CLIENT_DISCONNECTED, ACT_CLIENT_UNREACHABLE
     };
     for (size_t i = 0; code && i < sizeof codes / sizeof codes [0]; i++)
         if (streq (code, codes [i]))

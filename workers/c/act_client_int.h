@@ -20,6 +20,8 @@ typedef struct {
     int64_t dead_until;         //  Skipped until then (it did not answer)
     bool up;                    //  Connected: a handshake succeeded, and the
                                 //  connection has not dropped since
+    const char *failure;        //  Why its last try to connect failed (a
+                                //  constant), or NULL
 } act_link_t;
 
 //  Milliseconds a TOOLS <activity> answer is used for by act_client_call
@@ -101,6 +103,10 @@ struct _act_client_t {
     bool woke;                  //  An event was queued on a watch
     int64_t watch_check;        //  When act_watch_check looks at the watches next
     int timeout;                //  Milliseconds a synchronous request waits
+    int connect_ms;             //  Milliseconds requests wait for a first
+                                //  connection to any broker (0: no bound)
+    int64_t first_sent;         //  When the first request was sent, or 0
+    bool connected;             //  A handshake with a broker succeeded once
     uint64_t sequence;          //  Makes request ids
     act_curve_t curve;          //  CURVE: the broker's key, this client's certificate
     zsock_t *wakeup;            //  act_client_poll returns when it is readable, or NULL
