@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include "act_security.h"
+#include "act_curve_int.h"
 
 struct _act_security_t {
     act_settings_t *settings;   //  Key files, tenants, groups (borrowed; its
@@ -33,51 +34,6 @@ static act_tenant_settings_t s_everything = { "(client_keys)", "", ACT_RIGHTS_AL
 
 //  The "group" of the keys in security/worker_keys: every activity
 static act_group_settings_t s_anything = { "(worker_keys)", NULL, NULL };
-
-//  A key file is a few hundred bytes: a bigger one is not one
-#define S_KEY_FILE_MAX 65536
-#define S_TEXT(number) S_TEXT_OF (number)
-#define S_TEXT_OF(number) #number
-
-//  The text of key file (NUL-terminated; the caller frees it), and its
-//  status in *info. Only a regular file of at most S_KEY_FILE_MAX bytes is
-//  read, opened without blocking: a FIFO would hang actd's one thread
-//  (zconfig_load, which zcert_load uses, opens it with a blocking fopen).
-//  NULL when it is not read, with *why saying why: strerror when it could
-//  not be opened or read (*unreadable true), else what it is instead.
-static char *
-s_key_file_text (const char *file, struct stat *info, const char **why, bool *unreadable)
-{
-    *unreadable = false;
-    int fd = open (file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        *why = strerror (errno);
-        *unreadable = true;
-        return NULL;
-    }
-    char *text = NULL;
-    ssize_t size = -1;
-    if (fstat (fd, info) || !S_ISREG (info->st_mode))
-        *why = "not a regular file";
-    else
-    if (info->st_size > S_KEY_FILE_MAX)
-        *why = "larger than " S_TEXT (S_KEY_FILE_MAX) " bytes: not a key file";
-    else
-    if (!(text = malloc ((size_t) info->st_size + 1)))
-        *why = "too large to hold (out of memory)";
-    else
-    if ((size = read (fd, text, (size_t) info->st_size)) < 0) {
-        *why = strerror (errno);
-        *unreadable = true;
-    }
-    close (fd);
-    if (size < 0) {
-        free (text);
-        return NULL;
-    }
-    text [size] = 0;
-    return text;
-}
 
 //  Warn (the keys still load) when path, status info, could be changed by
 //  others than its owner, or (secret: the server's secret key) read by
@@ -108,22 +64,10 @@ s_mode_check (const char *path, const struct stat *info, bool secret)
                  "user: that user can change it", what, path, (unsigned) info->st_uid);
 }
 
-//  True when given is a key in Z85 (40 characters that decode, written
-//  back the same) and not all zeros, decoded into binary (zcert_load takes
-//  a key that does not decode for zeros)
-static bool
-s_key_decode (const char *given, byte binary [32])
-{
-    static const byte s_zeros [32] = { 0 };
-    char again [41];
-    return given && strlen (given) == 40 && zmq_z85_decode (binary, given)
-        && memcmp (binary, s_zeros, 32) != 0
-        && zmq_z85_encode (again, binary, 32) && streq (again, given);
-}
-
 //  Read the public key of key file (a zcert public file: curve/public-key)
-//  into key (Z85, 40 characters and a NUL), as s_key_file_text reads
-//  files; its key must be valid (s_key_decode). Returns true, or false
+//  into key (Z85, 40 characters and a NUL), as act_curve_file_text reads
+//  files (a regular file of at most 64 KiB, opened without blocking); its
+//  key must be valid (act_curve_key_decode). Returns true, or false
 //  with the reason logged: the file is ignored.
 static bool
 s_key_file_read (const char *file, char key [41])
@@ -131,7 +75,7 @@ s_key_file_read (const char *file, char key [41])
     struct stat info;
     const char *why;
     bool unreadable;
-    char *text = s_key_file_text (file, &info, &why, &unreadable);
+    char *text = act_curve_file_text (file, &info, &why, &unreadable);
     if (!text) {
         if (unreadable)
             act_log (LOG_WARNING, "CURVE: cannot read %s: %s; ignored", file, why);
@@ -142,7 +86,7 @@ s_key_file_read (const char *file, char key [41])
     zconfig_t *config = zconfig_str_load (text);
     const char *given = config? zconfig_get (config, "curve/public-key", NULL): NULL;
     byte binary [32];
-    bool valid = s_key_decode (given, binary);
+    bool valid = act_curve_key_decode (given, binary);
     if (valid) {
         strcpy (key, given);
         s_mode_check (file, &info, false);
@@ -297,44 +241,24 @@ s_endpoint_local (const char *endpoint)
     return false;
 }
 
-//  The broker's certificate: as zcert_load reads it (NAME_secret, else
-//  NAME itself when NAME_secret cannot be opened), but each file read as
-//  key files are (s_key_file_text). NULL with err set: actd does not start.
+//  The broker's certificate, read by act_curve_cert_load (the library's
+//  reader of certificates: no FIFO, nothing over 64 KiB, both halves), its
+//  mode checked. NULL with err set: actd does not start.
 static zcert_t *
 s_server_cert_load (const char *file, act_err_t *err)
 {
-    char *secret = zsys_sprintf ("%s_secret", file);
-    const char *from = secret, *why;
     struct stat info;
-    bool unreadable;
-    char *text = s_key_file_text (secret, &info, &why, &unreadable);
-    if (!text && unreadable) {
-        from = file;
-        text = s_key_file_text (file, &info, &why, &unreadable);
+    bool from_secret;
+    act_err_t why = { 0 };
+    zcert_t *cert = act_curve_cert_load (file, "the server key", &info, &from_secret, &why);
+    if (!cert) {
+        act_err_set (err, ACT_E_INTERNAL, "%s (make one with: actctl keygen server)",
+                     why.message);
+        return NULL;
     }
-    zconfig_t *config = text? zconfig_str_load (text): NULL;
-    byte public [32], private [32] = { 0 };
-    zcert_t *cert = NULL;
-    if (!text)
-        act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s: %s (make one "
-                     "with: actctl keygen server)", from, why);
-    else
-    if (!config || !s_key_decode (zconfig_get (config, "curve/public-key", NULL), public))
-        act_err_set (err, ACT_E_INTERNAL, "cannot read the server key %s: not a key file "
-                     "(make one with: actctl keygen server)", from);
-    else
-    //  zcert_load would take the public half alone, with a secret key of
-    //  zeros: every handshake would then fail, unexplained
-    if (!s_key_decode (zconfig_get (config, "curve/secret-key", NULL), private))
-        act_err_set (err, ACT_E_INTERNAL, "the server key %s has no secret half: %s is "
-                     "missing or this user cannot read it", file, secret);
-    else {
-        cert = zcert_new_from (public, private);
-        s_mode_check (from, &info, true);
-    }
-    zconfig_destroy (&config);
-    free (text);
-    zstr_free (&secret);
+    char *from = zsys_sprintf ("%s%s", file, from_secret? "_secret": "");
+    s_mode_check (from, &info, true);
+    zstr_free (&from);
     return cert;
 }
 

@@ -227,8 +227,14 @@ s_connect (actctl_options_t *options)
                          "Z85, as actctl keygen prints it)\n", options->curve_source,
                  options->curve_server);
     else
+    if (rc == -1 && errno == EINVAL)
+        fprintf (stderr, "actctl: cannot read certificate %s: not a certificate with both "
+                         "keys (a regular file of at most 64 KiB: actctl keygen makes "
+                         "NAME.key and NAME.key_secret, both to be readable)\n", options->curve_cert);
+    else
     if (rc)
-        fprintf (stderr, "actctl: cannot read certificate %s\n", options->curve_cert);
+        fprintf (stderr, "actctl: cannot read certificate %s: %s\n", options->curve_cert,
+                 strerror (errno));
     if (rc)
         act_client_destroy (&client);
     return client;

@@ -11,8 +11,10 @@
     ========================================================================= */
 
 #include "act_http_broker.h"
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define S_MAX_ARGS      4       //  Args of a request, at most
 
@@ -374,14 +376,18 @@ s_certificate_readable (const char *certificate, act_err_t *err)
     char *secret = zsys_sprintf ("%s_secret", certificate);
     struct stat info;
     const char *file = stat (secret, &info) == 0 || errno != ENOENT? secret: certificate;
-    FILE *handle = fopen (file, "r");
-    if (handle)
-        fclose (handle);
-    else
-        act_err_set (err, ACT_E_BAD_ARGUMENT, "cannot read the certificate %s: %s", file,
-                     strerror (errno));
+    //  Opened without blocking, as libactd reads it then: a FIFO there
+    //  hung actd-http at start in a blocking fopen
+    int fd = open (file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int rc = fd < 0? act_err_set (err, ACT_E_BAD_ARGUMENT, "cannot read the certificate "
+                                  "%s: %s", file, strerror (errno)): 0;
+    if (fd >= 0 && (fstat (fd, &info) || !S_ISREG (info.st_mode)))
+        rc = act_err_set (err, ACT_E_BAD_ARGUMENT, "cannot read the certificate %s: not a "
+                          "regular file", file);
+    if (fd >= 0)
+        close (fd);
     zstr_free (&secret);
-    return handle? 0: -1;
+    return rc;
 }
 
 act_http_broker_t *

@@ -81,7 +81,12 @@ void act_client_set_connect_timeout (act_client_t *self, int timeout_ms);
 //  Use CURVE: the broker's public key and this client's certificate (see
 //  actctl keygen). Call before the first request. Returns 0; -2 (nothing
 //  changed) if server_public is not a CURVE public key (40 characters of
-//  Z85 that decode); -1 if the certificate does not load.
+//  Z85 that decode); -1 if the certificate does not load, errno set: the
+//  error opening it, or EINVAL when it is not a certificate with both keys.
+//  It is read as actd reads its own key, never blocking: only a regular
+//  file of at most 64 KiB (a FIFO there hung the caller in CZMQ's
+//  zcert_load), and certificate_file_secret when it can be opened, else
+//  certificate_file itself; its secret half is required.
 int act_client_set_curve (act_client_t *self, const char *server_public,
                           const char *certificate_file);
 

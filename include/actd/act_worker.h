@@ -96,7 +96,9 @@ int act_worker_set_lang (act_worker_t *self, const char *lang);
 
 //  Use CURVE: the broker's public key and this worker's certificate file.
 //  Returns 0; -2 (nothing changed) if server_public is not a CURVE public
-//  key (40 characters of Z85 that decode); -1 if the file does not load.
+//  key (40 characters of Z85 that decode); -1 if the file does not load,
+//  errno set (read as act_client_set_curve reads it: never blocking, only
+//  a regular file of at most 64 KiB, with both keys).
 int act_worker_set_curve (act_worker_t *self, const char *server_public,
                           const char *certificate_file);
 

@@ -133,6 +133,42 @@ class CommandLineTest(unittest.TestCase):
         done = actctl("keygen", "other", "--dir", keys, env={"ACTD_SERVER_KEY": made["public"]})
         self.assertEqual(done.returncode, 0, done.stderr)
 
+    def test_a_certificate_that_is_not_a_regular_file_is_refused_at_once(self):
+        """$ACTD_CERT is read by libactd as actd reads its own key: a FIFO
+        (the certificate, or its NAME.key_secret) hung actctl for good in
+        CZMQ's zcert_load, a blocking fopen; a file over 64 KiB was read
+        whole. Now each is a usage error, exit 2, within seconds."""
+        keys = tempfile.mkdtemp(prefix="actctl-keys-")
+        self.addCleanup(shutil.rmtree, keys, True)
+        made = json.loads(actctl("keygen", "client", "--dir", keys, "--json").stdout)
+        pipe = os.path.join(keys, "pipe.key")
+        os.mkfifo(pipe)
+        secret = os.path.join(keys, "client.key_secret")
+        os.rename(secret, secret + ".kept")
+        os.mkfifo(secret)
+        huge = os.path.join(keys, "huge.key")
+        with open(secret + ".kept") as handle:
+            kept = handle.read()
+        with open(huge, "w") as handle:
+            handle.write(kept + "#" * 70000 + "\n")
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        cases = ((pipe, "cannot read certificate %s: not a certificate" % pipe),
+                 (made["file"], "cannot read certificate %s: not a certificate"
+                  % made["file"]),
+                 (huge, "cannot read certificate %s: not a certificate" % huge))
+        for certificate, said in cases:
+            with self.subTest(certificate=certificate):
+                start = time.monotonic()
+                try:
+                    done = actctl("--endpoint", endpoint, "ping", timeout=20,
+                                  env={"ACTD_SERVER_KEY": made["public"],
+                                       "ACTD_CERT": certificate})
+                except subprocess.TimeoutExpired:
+                    self.fail("actctl hung reading %s (killed after 20 s)" % certificate)
+                self.assertEqual((done.returncode, done.stdout), (2, ""), done.stderr)
+                self.assertIn(said, done.stderr)
+                self.assertLess(time.monotonic() - start, 10.0)
+
     def test_a_bad_curve_server_key_is_a_usage_error_naming_its_source(self):
         """40 characters of Z85 or exit 2 (it aborted in CZMQ's assertion)."""
         keys = tempfile.mkdtemp(prefix="actctl-keys-")

@@ -536,6 +536,29 @@ class ConfigTest(unittest.TestCase):
                 self.run_refused(["--server-key", key, "--certificate", certificate],
                                  "actd-http: server_key '%s' is not a CURVE public key" % key)
 
+    def test_a_certificate_that_is_a_fifo_is_named(self):
+        """The certificate (or its NAME.key_secret) a FIFO: actd-http hung
+        at start in a blocking fopen of it; it exits 2 naming it now."""
+        from test_security import keygen, release_fifo
+        directory = tempfile.mkdtemp(prefix="actd-http-fifo-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        server_public = keygen("server", directory)[0]
+        keygen("reader", directory)
+        secret = os.path.join(directory, "reader.key_secret")
+        os.remove(secret)
+        os.mkfifo(secret)
+        pipe = os.path.join(directory, "pipe.key")
+        os.mkfifo(pipe)
+        for certificate, named in ((os.path.join(directory, "reader.key"), secret),
+                                   (pipe, pipe)):
+            with self.subTest(certificate=certificate):
+                try:
+                    self.run_refused(["--server-key", server_public, "--certificate",
+                                      certificate], "actd-http: cannot read the certificate "
+                                     "%s: not a regular file" % named)
+                finally:
+                    release_fifo(named)
+
     def test_an_unreadable_certificate_is_named(self):
         """docs/http.md: a token's certificate that actd-http's user cannot
         read is named at start, not reported as a failure to connect (nor,
