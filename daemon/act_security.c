@@ -22,6 +22,9 @@ struct _act_security_t {
     act_peers_t *peers;         //  Connections by routing id, to cut
     zlistx_t *revoked;          //  Client routing ids (zframe_t) revoked by
                                 //  the last reload, for the caller
+    zhashx_t *checked;          //  Directories above the keys whose modes
+                                //  this start (reload) checked: each is
+                                //  warned of once, not once per key path
 };
 
 //  s_keys_read reads a tenant's or a group's name through a pointer to it
@@ -62,6 +65,41 @@ s_mode_check (const char *path, const struct stat *info, bool secret)
     if (info->st_uid != 0 && info->st_uid != geteuid ())
         act_log (LOG_WARNING, "CURVE: %s %s is owned by uid %u, neither root nor actd's "
                  "user: that user can change it", what, path, (unsigned) info->st_uid);
+}
+
+//  Warn, as s_mode_check does, of each directory above path (a key
+//  directory or key file, the server's secret key) up to /, as OpenSSH's
+//  StrictModes walks them (safe_path in its misc.c): whoever may write one
+//  can rename what is in it and put a directory of keys of their own in
+//  its place. One difference: a sticky directory (/tmp, mode 1777) is not
+//  warned of for its write bits, as others cannot rename or remove what
+//  they do not own in it (its owner is checked, and the entry below it).
+//  Each directory once per start or reload (checked).
+static void
+s_parents_check (const char *path, zhashx_t *checked)
+{
+    char *real = realpath (path, NULL);
+    char *at = real? strrchr (real, '/'): NULL;
+    while (at) {
+        //  The directory that holds what real names now: "/" for "/etc"
+        *(at == real? at + 1: at) = 0;
+        struct stat info;
+        if (!zhashx_lookup (checked, real) && stat (real, &info) == 0) {
+            zhashx_insert (checked, real, "checked");
+            unsigned mode = (unsigned) info.st_mode & 07777;
+            if ((mode & (S_IWGRP | S_IWOTH)) && !(mode & S_ISVTX))
+                act_log (LOG_WARNING, "CURVE: directory %s, above the keys in %s, is "
+                         "writable by %s (mode %04o): whoever can write it can put keys "
+                         "of their own in their place; chmod go-w", real, path,
+                         mode & S_IWOTH? "every user": "its group", mode);
+            if (info.st_uid != 0 && info.st_uid != geteuid ())
+                act_log (LOG_WARNING, "CURVE: directory %s, above the keys in %s, is owned "
+                         "by uid %u, neither root nor actd's user: that user can put keys "
+                         "of their own in their place", real, path, (unsigned) info.st_uid);
+        }
+        at = streq (real, "/")? NULL: strrchr (real, '/');
+    }
+    free (real);
 }
 
 //  Read the public key of key file (a zcert public file: curve/public-key)
@@ -107,7 +145,8 @@ s_key_file_read (const char *file, char key [41])
 //  lists nothing of a directory it may not read, which would pass for a
 //  directory with no key.
 static int
-s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
+s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind,
+             zhashx_t *checked)
 {
     struct stat info;
     if (!path || stat (path, &info)
@@ -115,6 +154,7 @@ s_keys_read (const char *path, zhashx_t *keys, void *value, const char *kind)
         return -1;
     if (S_ISDIR (info.st_mode))
         s_mode_check (path, &info, false);
+    s_parents_check (path, checked);
     zlistx_t *files = zlistx_new ();
     zlistx_set_destructor (files, (czmq_destructor *) zstr_free);
     if (S_ISDIR (info.st_mode)) {
@@ -156,11 +196,14 @@ static int
 s_keys_load (act_security_t *self, bool reload, act_err_t *err)
 {
     act_settings_t *settings = self->settings;
+    if (reload)
+        zhashx_purge (self->checked);   //  Each directory warned of again
     zhashx_t *clients = zhashx_new (), *workers = zhashx_new ();
     int rc = 0, tenanted = 0, grouped = 0;
     for (act_tenant_settings_t *tenant = zlistx_first (settings->tenants); tenant && !rc;
          tenant = zlistx_next (settings->tenants))
-        if ((rc = s_keys_read (tenant->keys, clients, tenant, "tenants")) >= 0)
+        if ((rc = s_keys_read (tenant->keys, clients, tenant, "tenants",
+                                    self->checked)) >= 0)
             tenanted += rc, rc = 0;
         else
         if (reload) {
@@ -173,7 +216,8 @@ s_keys_load (act_security_t *self, bool reload, act_err_t *err)
                          tenant->name, tenant->keys, strerror (errno));
     for (act_group_settings_t *group = zlistx_first (settings->worker_groups); group && !rc;
          group = zlistx_next (settings->worker_groups))
-        if ((rc = s_keys_read (group->keys, workers, group, "workers")) >= 0)
+        if ((rc = s_keys_read (group->keys, workers, group, "workers",
+                                    self->checked)) >= 0)
             grouped += rc, rc = 0;
         else
         if (reload) {
@@ -192,7 +236,7 @@ s_keys_load (act_security_t *self, bool reload, act_err_t *err)
         if ((dirs [i] || !sets [i])
         &&  (plain [i] = s_keys_read (dirs [i], i? workers: clients,
                                       i? (void *) &s_anything: (void *) &s_everything,
-                                      NULL)) < 0) {
+                                      NULL, self->checked)) < 0) {
             if (reload && dirs [i]) {
                 act_log (LOG_ERR, "reload: security/%s_keys: cannot read %s: none of its "
                          "keys is allowed now", i? "worker": "client", dirs [i]);
@@ -245,7 +289,7 @@ s_endpoint_local (const char *endpoint)
 //  reader of certificates: no FIFO, nothing over 64 KiB, both halves), its
 //  mode checked. NULL with err set: actd does not start.
 static zcert_t *
-s_server_cert_load (const char *file, act_err_t *err)
+s_server_cert_load (const char *file, zhashx_t *checked, act_err_t *err)
 {
     struct stat info;
     bool from_secret;
@@ -258,6 +302,7 @@ s_server_cert_load (const char *file, act_err_t *err)
     }
     char *from = zsys_sprintf ("%s%s", file, from_secret? "_secret": "");
     s_mode_check (from, &info, true);
+    s_parents_check (from, checked);
     zstr_free (&from);
     return cert;
 }
@@ -302,7 +347,7 @@ s_setup (act_security_t *self, act_err_t *err)
         act_log (LOG_NOTICE, "no CURVE keys: clients and workers are not authenticated");
         return 0;
     }
-    self->server_cert = s_server_cert_load (settings->server_key, err);
+    self->server_cert = s_server_cert_load (settings->server_key, self->checked, err);
     if (!self->server_cert)
         return -1;
     if (s_keys_load (self, false, err))
@@ -518,6 +563,7 @@ act_security_new (act_settings_t *settings, act_err_t *err)
     self->settings = settings;
     self->revoked = zlistx_new ();
     zlistx_set_destructor (self->revoked, (czmq_destructor *) zframe_destroy);
+    self->checked = zhashx_new ();
     if (s_setup (self, err))
         act_security_destroy (&self);
     return self;
@@ -533,6 +579,7 @@ act_security_destroy (act_security_t **self_p)
         zhashx_destroy (&self->workers);
         act_peers_destroy (&self->peers);
         zlistx_destroy (&self->revoked);
+        zhashx_destroy (&self->checked);
         zcert_destroy (&self->server_cert);
         free (self);
         *self_p = NULL;

@@ -444,6 +444,35 @@ class KeyDirectoryTest(unittest.TestCase):
         self.assertEqual(actd.log().count("key directory %s is writable" % clients), 2)
         self.assertEqual(actd.stop(), 0, actd.log())
 
+    def test_directories_above_the_keys_are_warned_of_once_each(self):
+        """StrictModes walks up to /: a directory above a key directory (or
+        the server's key) that others may write lets them rename the key
+        directory and put one of their own in its place. Only the key
+        directory itself was checked; each directory above is now warned
+        of, once per start or reload however many key paths it holds, and
+        not when it is sticky (as /tmp is)."""
+        directory, actd = scratch_curve_actd(self, "actd-keyparents-")
+        #  clients, workers and server.key_secret are all in directory
+        os.chmod(directory, 0o777)
+        warned = "CURVE: directory %s, above the keys in " % directory
+        actd.start(wait=False)
+        wait_for(lambda: actd.process.poll() is not None or "ready: " in actd.log(),
+                 "actd to start")
+        self.assertIsNone(actd.process.poll(), actd.log())
+        self.assertRegex(actd.log(), r"(?m)^W: actd .* %s.*, is writable by every user "
+                         r"\(mode 0777\): whoever can write it can put keys of their own "
+                         r"in their place; chmod go-w$" % re.escape(warned), actd.log())
+        self.assertEqual(actd.log().count(warned), 1, actd.log())
+        #  Again at a reload; sticky, no more
+        actd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload: allowed keys reloaded" in actd.log(), "the reload")
+        self.assertEqual(actd.log().count(warned), 2, actd.log())
+        os.chmod(directory, 0o1777)
+        actd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: actd.log().count("reload: allowed keys reloaded") == 2, "the reload")
+        self.assertEqual(actd.log().count(warned), 2, actd.log())
+        self.assertEqual(actd.stop(), 0, actd.log())
+
     def test_a_reload_whose_keys_do_not_load_changes_nothing(self):
         """docs/operations.md: a file that does not load changes nothing.
         A file that parses but whose keys cannot be used (worker_keys
