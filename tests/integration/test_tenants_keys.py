@@ -4,7 +4,8 @@ worker registered with another key gets none of that worker's tasks, and
 a client key revoked by a reload, or moved by one to another tenant, gets
 no DONE of the calls it made before in contexts it no longer reaches; a
 reply that waits for its commit while its client leaves does not reach a
-client of another key that took the routing id.
+client of another key that took the routing id, nor does a HISTORY page
+or a busy refusal owed to it.
 Each test runs a real actd with CURVE (test_tenants.TenantsBase)."""
 
 import json
@@ -16,7 +17,7 @@ import unittest
 import zmq
 
 import test_tenants
-from harness import wait_for
+from harness import find_binary, wait_for
 
 
 class KeysTest(test_tenants.TenantsBase):
@@ -168,6 +169,99 @@ class KeysTest(test_tenants.TenantsBase):
         #  The call ends as usual (its DONE, owed to acme, withheld too)
         worker.send_result(task, "acme's result")
         wait_for(lambda: self.unowned() == 2, "the DONE owed to acme withheld")
+
+    def stalled_store(self):
+        """actd again, its fsyncs held while the file self.stall exists
+        (tests/helpers/fsync_stall.c): a commit lasts as long as the test
+        wants, and what waits for it (replies, requests read ahead) waits."""
+        self.assertEqual(self.actd.stop(), 0)
+        self.stall = os.path.join(self.dir, "stall")
+        asan = os.environ.get("ASAN_OPTIONS", "detect_leaks=1")
+        self.actd.env = {"LD_PRELOAD": find_binary("libfsync_stall.so"),
+                         "ACTD_FSYNC_STALL": self.stall,
+                         #  The library comes before the sanitizers' runtime
+                         "ASAN_OPTIONS": asan + ":verify_asan_link_order=0"}
+        self.actd.start(wait=False)
+        self.clients.clear()
+        self.wait_up()
+
+    def left_during_a_held_commit(self, routing_id, requests):
+        """acme, on routing_id, sends requests ((command, args) each) while
+        ops's APPEND waits for a held commit, and leaves once actd read
+        them; a globex client takes routing_id and PINGs, then the commit
+        goes. Returns what globex received, up to its PONG. The waits only
+        let actd read what came (it reads ahead while a commit is in
+        flight) and drop acme's connection before globex's arrives: libzmq
+        keeps a connection on an id still held aside, unnamed."""
+        acme = self.take_routing_id("acme", routing_id)
+        writer = self.client("ops")
+        open(self.stall, "w").close()
+        try:        # never left held: actd could not stop
+            writer.send("APPEND", "ops/stall", {"type": "note"})
+            wait_for(lambda: os.path.exists(self.stall + ".stalled"), "the commit held")
+            for command, args in requests:
+                acme.send(command, *args)
+            time.sleep(1.0)
+            acme.socket.close(0)
+            self.sockets.remove(acme.socket)
+            time.sleep(1.0)
+            globex = self.fixed_client("globex", routing_id)
+            globex.socket.connect(self.actd.client_endpoint)
+            ping = globex.send("PING")
+            time.sleep(1.0)
+        finally:
+            os.remove(self.stall)
+        received = []
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            rid, frames = globex._receive(deadline - time.time())
+            if (rid, frames[0]) == (ping, "PONG"):
+                return received
+            received.append((rid, frames[0], frames[1:2]))
+        self.fail("globex never had its PONG (its connection was kept aside)")
+
+    def test_a_history_page_owed_to_a_client_that_left_does_not_reach_a_newcomer(self):
+        """A HISTORY page is owed to the key that asked for it, as an
+        ACCEPTED is: acme's page of acme/h, built while a commit is held,
+        goes (or is withheld) when the commit ends; acme left meanwhile,
+        and a globex client took its routing id. Without the page's owner
+        (before 9ed1836) globex got acme's history."""
+        self.stalled_store()
+        acme = self.client("acme")
+        self.assertEqual(acme.request("APPEND", "acme/h", {"type": "note", "text": "acme only"})
+                         [0], "OK")
+        before = self.unowned()
+        received = self.left_during_a_held_commit(
+            b"agent-page", [("HISTORY", ("acme/h", "1", "10"))])
+        self.assertEqual(received, [], "globex received what was owed to acme")
+        self.assertEqual(self.unowned() - before, 1, "the page was not withheld by the guard")
+        self.wait_log(r"reply owed to key %s not sent to routing id %s"
+                      % (re.escape(self.keys["acme"][0]), b"agent-page".hex().upper()))
+
+    def test_a_busy_refusal_owed_to_a_client_that_left_does_not_reach_a_newcomer(self):
+        """A busy refusal is owed to the key of the request refused: acme
+        asks for 65 HISTORY pages while a commit is held (the first of a
+        context big enough to take several passes, so that 64 are pending
+        when the 65th is judged), and leaves; a globex client takes its
+        routing id. Without an owner on the refusal (before 9ed1836)
+        globex got acme's ERROR busy, and its pages."""
+        self.stalled_store()
+        acme = self.client("acme")
+        ids = [acme.send("APPEND", "acme/big", {"type": "note", "text": "x" * 8000})
+               for _ in range(200)]
+        for rid in ids:
+            self.assertEqual(acme.wait(rid, timeout=60)[0], "OK")
+        self.assertEqual(acme.request("APPEND", "acme/h", {"type": "note"})[0], "OK")
+        before = self.unowned()
+        requests = [("HISTORY", ("acme/big", "1", "1000"))]
+        requests += [("HISTORY", ("acme/h", "1", "10"))] * 64
+        received = self.left_during_a_held_commit(b"agent-busy", requests)
+        self.assertEqual([r for r in received if r[1] == "ERROR"], [],
+                         "globex received acme's busy refusal")
+        self.assertEqual(received, [], "globex received what was owed to acme")
+        self.wait_log(r"client %s: a request refused busy" % b"agent-busy".hex().upper())
+        #  64 pages and the refusal
+        self.assertEqual(self.unowned() - before, 65, "not all withheld by the guard")
 
 
 if __name__ == "__main__":
