@@ -162,6 +162,7 @@ act_broker_read_ahead (act_broker_t *self, int which)
                                          zsock_resolve (which? self->workers: self->clients));
         if (!msg)
             break;
+        act_security_stat (self->security, msg);
         if (which == 0 && act_broker_ping_now (self, msg, true))
             act_inbox_drop_last (self->inbox [which]);
     }

@@ -15,6 +15,7 @@ act_msg_recv (act_msg_t *msg, void *socket)
 {
     msg->held = msg->size = msg->bytes = 0;
     msg->routing = NULL;
+    msg->stated = false;
     zmq_msg_t scratch;
     bool more = true;
     while (more) {
@@ -49,6 +50,7 @@ act_msg_from_zmsg (act_msg_t *msg, zmsg_t *zmsg)
 {
     msg->held = msg->size = msg->bytes = 0;
     msg->routing = NULL;
+    msg->stated = false;
     for (zframe_t *frame = zmsg_first (zmsg); frame; frame = zmsg_next (zmsg)) {
         if (msg->held < ACT_MSG_MAX) {
             zmq_msg_init_size (&msg->part [msg->held], zframe_size (frame));

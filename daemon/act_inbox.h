@@ -10,6 +10,7 @@
 #ifndef ACT_INBOX_H_INCLUDED
 #define ACT_INBOX_H_INCLUDED
 
+#include <sys/stat.h>
 #include <czmq.h>
 
 //  Frames kept of one message (a client request takes at most 8)
@@ -22,6 +23,9 @@ typedef struct {
     size_t size;                //  Frames the message had (may be > held)
     size_t bytes;               //  Bytes of all its frames
     zframe_t *routing;          //  Part 0 as a frame, made once when asked
+    bool stated;                //  socket holds what the message came on
+    struct stat socket;         //  Read ahead: its connection's socket
+                                //  then (act_security_stat)
 } act_msg_t;
 
 typedef struct _act_inbox_t act_inbox_t;

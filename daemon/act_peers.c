@@ -78,6 +78,18 @@ s_same_socket (s_peer_t *peer)
         && now.st_dev == peer->dev && now.st_ino == peer->ino;
 }
 
+//  True when a message came on peer's socket: socket, the status of its
+//  descriptor when it was read, is peer's; or (socket NULL: read just
+//  now) peer's descriptor is still that socket
+static bool
+s_came_on (s_peer_t *peer, const struct stat *socket)
+{
+    if (!socket)
+        return s_same_socket (peer);
+    return S_ISSOCK (socket->st_mode) && socket->st_dev == peer->dev
+        && socket->st_ino == peer->ino;
+}
+
 //  True when peer's socket is checked at each message: with CURVE a
 //  descriptor number may have been reused by a connection of another key;
 //  a watched client's socket ending must be seen even when its routing id
@@ -126,8 +138,16 @@ s_forget (act_peers_t *self, s_peer_t *peer)
             self->last [side].peer = NULL;
 }
 
+bool
+act_peers_socket (zmq_msg_t *frame, struct stat *socket)
+{
+    const char *fd_text = frame? zmq_msg_gets (frame, "__fd"): NULL;
+    return fd_text && fstat (atoi (fd_text), socket) == 0;
+}
+
 void
-act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *frame)
+act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *frame,
+                const struct stat *socket)
 {
     const char *fd_text = self && frame? zmq_msg_gets (frame, "__fd"): NULL;
     if (!fd_text)
@@ -138,27 +158,27 @@ act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *f
     //  descriptor number may have been closed and reused by a connection
     //  of another key since: act_peers_holds relies on the entry being the
     //  connection's own, so its socket is checked (CURVE costs far more
-    //  per message than that fstat)
+    //  per message than that fstat): the one it was read on, when given
     s_last_t *last = &self->last [worker];
     size_t size = zmq_msg_size (routing);
     const byte *data = (const byte *) zmq_msg_data (routing);
     if (last->peer && last->peer->fd == fd && last->size == size
     &&  memcmp (last->id, data, size) == 0
-    &&  (!s_checked (last->peer) || s_same_socket (last->peer)))
+    &&  (!s_checked (last->peer) || s_came_on (last->peer, socket)))
         return;
     char buffer [S_NAME_MAX];
     char *name = s_frame_name (worker, routing, buffer);
     if (!name)
         return;
     s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->peers, name);
-    if (!peer || peer->fd != fd || (s_checked (peer) && !s_same_socket (peer))) {
+    if (!peer || peer->fd != fd || (s_checked (peer) && !s_came_on (peer, socket))) {
         //  A new connection took the routing id: what the old one opened
         //  is no longer its (PROTOCOL.md 1.1: a watch ends when the
         //  broker can no longer route to the socket that opened it)
         if (peer && peer->watched && !worker && self->gone)
             self->gone (self->gone_arg, data, size);
         struct stat status;
-        if (fstat (fd, &status) == 0) {
+        if (socket? (status = *socket, true): fstat (fd, &status) == 0) {
             const char *user = zmq_msg_gets (frame, "User-Id");
             s_peer_t *fresh = calloc (1, sizeof *fresh);
             *fresh = (s_peer_t) { zframe_new (data, size), user && *user? strdup (user): NULL,

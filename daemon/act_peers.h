@@ -35,8 +35,19 @@ void act_peers_destroy (act_peers_t **self_p);
 
 //  Note the peer of a message that arrived on the worker (or client)
 //  socket: routing is its routing id frame, frame one the peer sent (the
-//  metadata rides on those, not always on the routing id).
-void act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *frame);
+//  metadata rides on those, not always on the routing id). socket is the
+//  status of the descriptor it came on, taken when it was read
+//  (act_peers_socket), or NULL: read just now, taken here. A message
+//  handled long after it was read (read ahead during a commit) may come
+//  from a connection since closed, whose descriptor number a newcomer's
+//  socket has now: its key must not be taken for the newcomer's.
+void act_peers_seen (act_peers_t *self, bool worker, zmq_msg_t *routing, zmq_msg_t *frame,
+                     const struct stat *socket);
+
+//  The status of the descriptor frame (one a peer sent) came on, into
+//  *socket, as act_peers_seen takes it. False when libzmq does not name
+//  it, or it cannot be read.
+bool act_peers_socket (zmq_msg_t *frame, struct stat *socket);
 
 //  Iterate over the client peers: the routing id of each (borrowed), and
 //  its key in *user. Not safe against act_peers_seen while iterating.

@@ -606,8 +606,16 @@ void
 act_security_seen (act_security_t *self, bool worker, act_msg_t *msg)
 {
     if (self && self->peers && msg && msg->held > 1) {
-        act_peers_seen (self->peers, worker, act_msg_part (msg, 0), act_msg_part (msg, 1));
+        act_peers_seen (self->peers, worker, act_msg_part (msg, 0), act_msg_part (msg, 1),
+                        msg->stated? &msg->socket: NULL);
     }
+}
+
+void
+act_security_stat (act_security_t *self, act_msg_t *msg)
+{
+    if (self && self->peers && msg && msg->held > 1)
+        msg->stated = act_peers_socket (act_msg_part (msg, 1), &msg->socket);
 }
 
 void

@@ -75,6 +75,12 @@ bool act_security_patterns_match (const zlistx_t *patterns, const char *activity
 //  peer sent), for revocation.
 void act_security_seen (act_security_t *self, bool worker, act_msg_t *msg);
 
+//  A message read ahead, to be handled later (after a commit): keep in it
+//  the socket it came on, which act_security_seen then takes for it
+//  rather than what its descriptor number names by then (a newcomer's
+//  socket, maybe, on the same routing id).
+void act_security_stat (act_security_t *self, act_msg_t *msg);
+
 //  Cut the connection of the worker with routing id key (hex) shortly,
 //  once what was queued for it (its DISCONNECT) has gone.
 void act_security_cut_worker (act_security_t *self, const char *key);
