@@ -313,6 +313,57 @@ test_a_write_check_does_not_copy_the_instance_value (void **state)
     json_set_alloc_funcs (malloc, free);
 }
 
+//  Overlapping targets of a fan-out are tried in turn and undone: what the
+//  tries can change is copied, not the whole kind's document at each
+//  target (an audit: 64 targets on a document of 200,000 members, 10.7 s
+//  of actd's loop and 1.5 GB). Counted in jansson's allocations
+static void
+test_overlapping_targets_do_not_copy_the_document (void **state)
+{
+    (void) state;
+    act_ctx_t *ctx = act_ctx_new ("fan");
+    char path [64];
+    for (int member = 0; member < 2000; member++) {
+        snprintf (path, sizeof path, DAGGER "s.m%d", member);
+        s_write (ctx, path, "set", "{\"v\": [1, 2]}", NULL);
+    }
+    s_write (ctx, DAGGER "s.t", "set", "\"text\"", NULL);
+    s_write (ctx, DAGGER "s.arr", "set", "[0]", NULL);
+    json_set_alloc_funcs (s_counted_malloc, free);
+    s_allocations = 0;
+    s_counting = true;
+    s_write (ctx, DAGGER "s.q && " DAGGER "s.q && " DAGGER "s.q.r && " DAGGER "s.q",
+             "set", "1", NULL);
+    s_counting = false;
+    json_set_alloc_funcs (malloc, free);
+    //  Four copies of 2,000 members: some 16,000
+    assert_in_range (s_allocations, 1, 400);
+    s_expect (ctx, DAGGER "s.q", NULL, "1");
+    //  A fan-out refused at its last target leaves every level as it was:
+    //  a member added, items pushed, a value replaced
+    const char *refused [] = {
+        DAGGER "s.l && " DAGGER "s.l && " DAGGER "s.t",
+        DAGGER "s.arr && " DAGGER "s.arr && " DAGGER "s.t",
+        DAGGER "s.m7.v && " DAGGER "s.m7 && " DAGGER "s.t",
+        DAGGER "s.arr[1] && " DAGGER "s.arr[1] && " DAGGER "s.t",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused [0]; i++) {
+        act_err_t err = { NULL, "" };
+        act_expr_t *expr = act_expr_parse (refused [i], true, &err);
+        assert_non_null (expr);
+        json_t *value = json_integer (5);
+        assert_null (act_ctx_output (ctx, &expr->alts [0], value, ACT_PUSH, NULL,
+                                     NULL, "c1", &err));
+        json_decref (value);
+        act_expr_destroy (&expr);
+    }
+    s_expect (ctx, DAGGER "s.l", NULL, "absent");
+    s_expect (ctx, DAGGER "s.arr", NULL, "[0]");
+    s_expect (ctx, DAGGER "s.m7", NULL, "{\"v\":[1,2]}");
+    s_expect (ctx, DAGGER "s.t", NULL, "\"text\"");
+    act_ctx_destroy (&ctx);
+}
+
 int
 main (void)
 {
@@ -323,6 +374,7 @@ main (void)
         cmocka_unit_test (test_semantics_example),
         cmocka_unit_test (test_assign_replaces_or_keeps),
         cmocka_unit_test (test_a_write_check_does_not_copy_the_instance_value),
+        cmocka_unit_test (test_overlapping_targets_do_not_copy_the_document),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
