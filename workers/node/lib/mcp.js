@@ -66,6 +66,7 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024; //  The largest HTTP request body (the S
 const LINGER_MS = 2000;                 //  How long the rest of a body too large is read and dropped
 const SESSION_IDLE_MS = 30 * 60000;     //  An HTTP session with no request this long is closed
 const MAX_SESSIONS = 1000;              //  Open HTTP sessions at most
+const MAX_ERROR_LINES = 10;             //  Errors of one session logged at most
 //  The arguments starting with "_" a tool call may have (the others are
 //  actd's call fields, not the MCP client's to set)
 const ARGUMENTS = new Set (['_context', '_outputPath']);
@@ -338,7 +339,8 @@ class ActdMcp {
         const server = new Server ({ name: 'actd-mcp', version },
             { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } });
         //  shown: the fingerprint of the last tools/list answered
-        const session = { server, id, contexts: new Set (), shown: null };
+        //  errors: how many the SDK reported (server.onerror)
+        const session = { server, id, contexts: new Set (), shown: null, errors: 0 };
         session.defaultContext = () => this.context ?? `mcp/${session.id ()}`;
         server.setRequestHandler (ListToolsRequestSchema, async () => {
             if (this._fingerprint === null && this._first)
@@ -363,6 +365,20 @@ class ActdMcp {
         }));
         server.setRequestHandler (ReadResourceRequestSchema, (request) =>
             this._read (session, request.params.uri));
+        //  What the SDK refuses without an answer (a line that is not
+        //  JSON-RPC, a stdio message past its 10 MB buffer, which also
+        //  closes the session): one line each, MAX_ERROR_LINES at most
+        server.onerror = (error) => {
+            if (++session.errors > MAX_ERROR_LINES)
+                return;
+            //  The SDK's schema error (a zod error: its issues) is a page
+            const text = Array.isArray (error.issues)
+                ? 'not a JSON-RPC message (an array is a batch, which MCP has had no more since '
+                  + `2025-06-18): ${error.issues [0] && error.issues [0].message}`
+                : String (error.message).replace (/\s+/gu, ' ').slice (0, 300);
+            this.log (`session ${session.id () ?? '(initializing)'}: ${text}`
+                      + (session.errors === MAX_ERROR_LINES? ' (its next errors are not logged)': ''));
+        };
         server.onclose = () => {
             this._sessions.delete (session);
             if (session.onclose)

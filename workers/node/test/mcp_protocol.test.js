@@ -1,0 +1,86 @@
+'use strict';
+//  actd-mcp (bin/actd-mcp.js, lib/mcp.js) as the MCP specification has a
+//  server behave, seen on the wire: what the SDK refuses without an
+//  answer is logged (a line that is not JSON-RPC, a batch, a stdio
+//  message past the SDK's 10 MB buffer).
+
+const { describe, it, before, after } = require ('node:test');
+const assert = require ('node:assert/strict');
+const { spawn } = require ('node:child_process');
+const path = require ('node:path');
+const { Worker } = require ('..');
+const { Actd, until } = require ('./actd');
+
+const BIN = path.join (__dirname, '..', 'bin', 'actd-mcp.js');
+
+//  actd-mcp on stdio, spoken to line by line: { child, send (message or
+//  text), reply (id), stderr () }
+function s_stdio (endpoint) {
+    const child = spawn (process.execPath, [BIN, '--endpoint', endpoint, '--poll-ms', '100'],
+                         { stdio: ['pipe', 'pipe', 'pipe'] });
+    const replies = [];
+    let out = '', err = '';
+    child.stdout.setEncoding ('utf8');
+    child.stdout.on ('data', (chunk) => {
+        out += chunk;
+        for (let end; (end = out.indexOf ('\n')) >= 0; out = out.slice (end + 1))
+            replies.push (JSON.parse (out.slice (0, end)));
+    });
+    child.stderr.setEncoding ('utf8');
+    child.stderr.on ('data', (chunk) => { err += chunk; });
+    child.stdin.on ('error', () => {});
+    const exited = new Promise ((resolve) => child.once ('exit', (code) => resolve (code)));
+    return {
+        child, replies, exited,
+        send: (message) => child.stdin.write ((typeof message === 'string'? message
+                                                : JSON.stringify (message)) + '\n'),
+        reply: (id) => until (() => replies.find ((reply) => reply.id === id), `reply ${id}`),
+        stderr: () => err
+    };
+}
+
+describe ('actd-mcp protocol', () => {
+    let actd, worker;
+
+    before (async () => {
+        actd = await new Actd ().start ();
+        worker = new Worker ({ endpoint: actd.workerEndpoint, heartbeatMs: 200, liveness: 3,
+                               name: 'protocol-worker' });
+        worker.activity ('echo', (params) => params, { description: 'Echo' });
+        worker.run ();
+    });
+
+    after (async () => {
+        if (worker)
+            await worker.stop ();
+        await actd.finish ();
+    });
+
+    it ('logs what the SDK drops without an answer, and why a stdio session closed', async () => {
+        const peer = s_stdio (actd.clientEndpoint);
+        try {
+            peer.send ({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+                protocolVersion: '2025-06-18', capabilities: {},
+                clientInfo: { name: 'raw', version: '1' } } });
+            await peer.reply (1);
+            peer.send ({ jsonrpc: '2.0', method: 'notifications/initialized' });
+            //  Neither is answered (the SDK drops them), and the session
+            //  goes on; each is one line on stderr
+            peer.send ('{"jsonrpc": "2.0", "id": 2, "method": ');
+            peer.send ([{ jsonrpc: '2.0', id: 3, method: 'ping' }]);
+            peer.send ({ jsonrpc: '2.0', id: 4, method: 'ping' });
+            assert.deepEqual ((await peer.reply (4)).result, {});
+            await until (() => (peer.stderr ().match (/^actd-mcp: session [0-9a-f-]{36}: /gmu)
+                                ?? []).length >= 2, 'two errors logged');
+            assert.ok (!peer.replies.some ((reply) => reply.id === 2 || reply.id === 3));
+            //  A message past the SDK's buffer (10 MB) closes the session:
+            //  the client sees its server go, the log says why
+            peer.send ({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: {
+                name: 'echo', arguments: { text: 'x'.repeat (11 * 1024 * 1024) } } });
+            await peer.exited;
+            assert.match (peer.stderr (), /session [0-9a-f-]{36}: ReadBuffer exceeded maximum size/);
+        } finally {
+            peer.child.kill ();
+        }
+    });
+});
