@@ -27,7 +27,11 @@
 //    message. A request the client cancels (notifications/cancelled), or
 //    whose session closes, cancels its call (CANCEL); a call whose broker
 //    has not answered TOOLS for timeoutMs ends with isError (unreachable)
-//    and is cancelled as well (best effort).
+//    and is cancelled as well (best effort). A request with a
+//    progressToken gets notifications/progress while its call runs: each
+//    change of the call's state or of its worker's PROGRESS (its STATUS,
+//    asked every pollMs), so that a client resetting its timeout on
+//    progress waits for a long call.
 //  - resources: each context a session used (its own from the start;
 //    another once actd accepted a call in it) is the resource
 //    actd://context/<id> (the id percent-encoded where a URI needs it),
@@ -67,6 +71,7 @@ const LINGER_MS = 2000;                 //  How long the rest of a body too larg
 const SESSION_IDLE_MS = 30 * 60000;     //  An HTTP session with no request this long is closed
 const MAX_SESSIONS = 1000;              //  Open HTTP sessions at most
 const MAX_ERROR_LINES = 10;             //  Errors of one session logged at most
+const MAX_PROGRESS_TEXT = 1000;         //  Characters of a PROGRESS's details in a progress message
 //  The arguments starting with "_" a tool call may have (the others are
 //  actd's call fields, not the MCP client's to set)
 const ARGUMENTS = new Set (['_context', '_outputPath']);
@@ -214,6 +219,16 @@ function s_from_loopback (req) {
     return origin === undefined || names (origin);
 }
 
+//  A function (progress, message) that sends notifications/progress for
+//  the request, or null when it has no progressToken
+function s_progress_sender (request, extra) {
+    const token = request.params._meta && request.params._meta.progressToken;
+    if (token === undefined)
+        return null;
+    return (progress, message) => extra.sendNotification ({ method: 'notifications/progress',
+        params: { progressToken: token, progress, message } }).catch (() => {});
+}
+
 //  What an MCP client reads of an outcome that is not ok, or a refusal
 function s_error_result (code, message) {
     return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }] };
@@ -350,7 +365,7 @@ class ActdMcp {
         });
         server.setRequestHandler (CallToolRequestSchema, (request, extra) =>
             this._call (session, request.params.name, request.params.arguments ?? {},
-                        extra.signal));
+                        extra.signal, s_progress_sender (request, extra)));
         server.setRequestHandler (ListResourcesRequestSchema, async () => ({
             resources: [session.defaultContext (), ...session.contexts]
                 .filter ((context, index, all) => all.indexOf (context) === index)
@@ -395,8 +410,8 @@ class ActdMcp {
     }
 
     //  tools/call: a CALL in the session's context, until its DONE (or
-    //  signal aborts: the call is cancelled)
-    async _call (session, name, args, signal) {
+    //  signal aborts: the call is cancelled); progress: see _follow
+    async _call (session, name, args, signal, progress = null) {
         const tool = this.known.get (name) ?? (await this.refresh (), this.known.get (name));
         if (!tool) {
             //  TOOLS failed: its error, not an unknown tool
@@ -431,7 +446,7 @@ class ActdMcp {
             submitting.then (forget, forget);
             const submitted = await submitting;
             this._used (session, context);
-            outcome = await this._outcome (submitted, signal);
+            outcome = await this._outcome (submitted, signal, progress);
         } catch (error) {
             return s_error_result (error.code ?? 'error', error.message);
         }
@@ -447,13 +462,15 @@ class ActdMcp {
     //  The DONE outcome of a submitted call ({ callId, done }). When
     //  signal aborts (the MCP request was cancelled, or its session
     //  closed), or actd stops answering (_unreachable), the call is sent
-    //  CANCEL and this rejects.
-    _outcome ({ callId, done }, signal) {
+    //  CANCEL and this rejects. progress: see _follow.
+    _outcome ({ callId, done }, signal, progress) {
         return new Promise ((resolve, reject) => {
             const waiting = { since: clock.now () };
+            const unfollow = progress? this._follow (callId, progress): () => {};
             const finish = (settle, value) => {
                 if (!this._waiting.delete (waiting))
                     return;
+                unfollow ();
                 if (signal)
                     signal.removeEventListener ('abort', abort);
                 settle (value);
@@ -475,6 +492,37 @@ class ActdMcp {
             done.then ((outcome) => finish (resolve, outcome),
                        (error) => finish (reject, error));
         });
+    }
+
+    //  Follow call callId for a request that asked for progress (a
+    //  progressToken): its STATUS every pollMs until the returned function
+    //  is called; each change of its state or of its worker's latest
+    //  PROGRESS is sent with progress (the count of changes, so that it
+    //  increases) and a message (the state, and the details as JSON).
+    //  Best effort: a STATUS that fails is tried again at the next tick.
+    _follow (callId, progress) {
+        let last = null, count = 0, timer = null, followed = true;
+        const tick = async () => {
+            try {
+                const status = await this.client.status (callId);
+                const seen = s_stable ([status.state, status.progress ?? null]);
+                if (followed && seen !== last) {
+                    last = seen;
+                    const details = status.progress === undefined? ''
+                                  : ': ' + JSON.stringify (status.progress).slice (0, MAX_PROGRESS_TEXT);
+                    await progress (++count, status.state + details);
+                }
+            } catch {
+                //  The next tick asks again; DONE ends the call either way
+            }
+            if (followed)
+                timer = setTimeout (tick, this.pollMs);
+        };
+        tick ();
+        return () => {
+            followed = false;
+            clearTimeout (timer);
+        };
     }
 
     //  CANCEL of call callId, best effort (close () waits for it a while)

@@ -2,14 +2,18 @@
 //  actd-mcp (bin/actd-mcp.js, lib/mcp.js) as the MCP specification has a
 //  server behave, seen on the wire: what the SDK refuses without an
 //  answer is logged (a line that is not JSON-RPC, a batch, a stdio
-//  message past the SDK's 10 MB buffer).
+//  message past the SDK's 10 MB buffer); a request with a progressToken
+//  gets notifications/progress from its call's state and its worker's
+//  PROGRESS.
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { spawn } = require ('node:child_process');
 const path = require ('node:path');
+const { Client: McpClient } = require ('@modelcontextprotocol/sdk/client/index.js');
+const { StdioClientTransport } = require ('@modelcontextprotocol/sdk/client/stdio.js');
 const { Worker } = require ('..');
-const { Actd, until } = require ('./actd');
+const { Actd, until, sleep } = require ('./actd');
 
 const BIN = path.join (__dirname, '..', 'bin', 'actd-mcp.js');
 
@@ -47,6 +51,14 @@ describe ('actd-mcp protocol', () => {
         worker = new Worker ({ endpoint: actd.workerEndpoint, heartbeatMs: 200, liveness: 3,
                                name: 'protocol-worker' });
         worker.activity ('echo', (params) => params, { description: 'Echo' });
+        //  2 s in all, a PROGRESS every 400 ms
+        worker.activity ('steps', async (params, task) => {
+            for (let step = 1; step <= 5; step++) {
+                await task.progress ({ step });
+                await sleep (400);
+            }
+            return 'stepped';
+        }, { description: 'Takes 2 s, telling its progress' });
         worker.run ();
     });
 
@@ -81,6 +93,36 @@ describe ('actd-mcp protocol', () => {
             assert.match (peer.stderr (), /session [0-9a-f-]{36}: ReadBuffer exceeded maximum size/);
         } finally {
             peer.child.kill ();
+        }
+    });
+
+    it ('sends notifications/progress to a request with a progressToken', async () => {
+        const client = new McpClient ({ name: 'actd-mcp-protocol-test', version: '1.0.0' });
+        await client.connect (new StdioClientTransport ({ command: process.execPath,
+            args: [BIN, '--endpoint', actd.clientEndpoint, '--poll-ms', '100', '--quiet'],
+            stderr: 'ignore' }));
+        try {
+            await until (async () => (await client.listTools ()).tools.length === 2, 'the tools');
+            //  Without progress a client's timeout (60 s by default) ends a
+            //  long call; reset by each notification, a shorter one is met
+            const seen = [];
+            const result = await client.callTool ({ name: 'steps', arguments: {} }, undefined, {
+                timeout: 1000, resetTimeoutOnProgress: true, maxTotalTimeout: 20000,
+                onprogress: (progress) => seen.push (progress) });
+            assert.equal (result.isError, undefined);
+            assert.equal (result.content [0].text, '"stepped"');
+            assert.ok (seen.length >= 3, JSON.stringify (seen));
+            assert.ok (seen.every ((progress, i) => i === 0 || progress.progress > seen [i - 1].progress),
+                       JSON.stringify (seen));
+            assert.ok (seen.some ((progress) => progress.message === 'running: {"step":3}'),
+                       JSON.stringify (seen));
+            //  A request without a token gets none
+            let unasked = 0;
+            client.fallbackNotificationHandler = async () => { unasked++; };
+            await client.callTool ({ name: 'echo', arguments: { a: 1 } });
+            assert.equal (unasked, 0);
+        } finally {
+            await client.close ();
         }
     });
 });
