@@ -219,6 +219,15 @@ function s_from_loopback (req) {
     return origin === undefined || names (origin);
 }
 
+//  Refuse a list request with a cursor (-32602, as MCP has a server do
+//  with one it never gave): every list is one page, with no nextCursor.
+//  Returns nothing.
+function s_no_cursor (request) {
+    if (request.params && request.params.cursor !== undefined)
+        throw new McpError (ErrorCode.InvalidParams, `${request.method}: no such cursor `
+            + `${JSON.stringify (request.params.cursor)} (actd-mcp lists all in one page)`);
+}
+
 //  A function (progress, message) that sends notifications/progress for
 //  the request, or null when it has no progressToken
 function s_progress_sender (request, extra) {
@@ -357,7 +366,8 @@ class ActdMcp {
         //  errors: how many the SDK reported (server.onerror)
         const session = { server, id, contexts: new Set (), shown: null, errors: 0 };
         session.defaultContext = () => this.context ?? `mcp/${session.id ()}`;
-        server.setRequestHandler (ListToolsRequestSchema, async () => {
+        server.setRequestHandler (ListToolsRequestSchema, async (request) => {
+            s_no_cursor (request);
             if (this._fingerprint === null && this._first)
                 await s_within (this._first, FIRST_TOOLS_MS);
             session.shown = this._fingerprint ?? s_stable ([]);
@@ -366,14 +376,16 @@ class ActdMcp {
         server.setRequestHandler (CallToolRequestSchema, (request, extra) =>
             this._call (session, request.params.name, request.params.arguments ?? {},
                         extra.signal, s_progress_sender (request, extra)));
-        server.setRequestHandler (ListResourcesRequestSchema, async () => ({
+        server.setRequestHandler (ListResourcesRequestSchema, async (request) => ({
+            ...s_no_cursor (request),
             resources: [session.defaultContext (), ...session.contexts]
                 .filter ((context, index, all) => all.indexOf (context) === index)
                 .map ((context) => ({ uri: s_uri (context), name: context,
                                       mimeType: 'text/plain',
                                       description: `The merged view of actd context ${context}` }))
         }));
-        server.setRequestHandler (ListResourceTemplatesRequestSchema, async () => ({
+        server.setRequestHandler (ListResourceTemplatesRequestSchema, async (request) => ({
+            ...s_no_cursor (request),
             resourceTemplates: this.confine? []: [{
                 uriTemplate: URI_PREFIX + '{id}', name: 'actd context', mimeType: 'text/plain',
                 description: 'The merged view of an actd context' }]

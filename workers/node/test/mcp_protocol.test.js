@@ -4,7 +4,7 @@
 //  answer is logged (a line that is not JSON-RPC, a batch, a stdio
 //  message past the SDK's 10 MB buffer); a request with a progressToken
 //  gets notifications/progress from its call's state and its worker's
-//  PROGRESS.
+//  PROGRESS; a list request with a cursor actd-mcp never gave is -32602.
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
@@ -41,6 +41,16 @@ function s_stdio (endpoint) {
         reply: (id) => until (() => replies.find ((reply) => reply.id === id), `reply ${id}`),
         stderr: () => err
     };
+}
+
+//  An MCP client of actd-mcp on stdio, once it lists actd's two tools
+async function s_client (actd) {
+    const client = new McpClient ({ name: 'actd-mcp-protocol-test', version: '1.0.0' });
+    await client.connect (new StdioClientTransport ({ command: process.execPath,
+        args: [BIN, '--endpoint', actd.clientEndpoint, '--poll-ms', '100', '--quiet'],
+        stderr: 'ignore' }));
+    await until (async () => (await client.listTools ()).tools.length === 2, 'the tools');
+    return client;
 }
 
 describe ('actd-mcp protocol', () => {
@@ -97,12 +107,8 @@ describe ('actd-mcp protocol', () => {
     });
 
     it ('sends notifications/progress to a request with a progressToken', async () => {
-        const client = new McpClient ({ name: 'actd-mcp-protocol-test', version: '1.0.0' });
-        await client.connect (new StdioClientTransport ({ command: process.execPath,
-            args: [BIN, '--endpoint', actd.clientEndpoint, '--poll-ms', '100', '--quiet'],
-            stderr: 'ignore' }));
+        const client = await s_client (actd);
         try {
-            await until (async () => (await client.listTools ()).tools.length === 2, 'the tools');
             //  Without progress a client's timeout (60 s by default) ends a
             //  long call; reset by each notification, a shorter one is met
             const seen = [];
@@ -121,6 +127,21 @@ describe ('actd-mcp protocol', () => {
             client.fallbackNotificationHandler = async () => { unasked++; };
             await client.callTool ({ name: 'echo', arguments: { a: 1 } });
             assert.equal (unasked, 0);
+        } finally {
+            await client.close ();
+        }
+    });
+
+    it ('refuses a list request with a cursor it never gave (-32602)', async () => {
+        const client = await s_client (actd);
+        try {
+            for (const list of ['listTools', 'listResources', 'listResourceTemplates']) {
+                const { nextCursor } = await client [list] ();
+                assert.equal (nextCursor, undefined, list);
+                await assert.rejects (client [list] ({ cursor: 'page-2' }),
+                                      (error) => error.code === -32602
+                                              && /no such cursor "page-2"/.test (error.message), list);
+            }
         } finally {
             await client.close ();
         }
