@@ -70,6 +70,23 @@ def _describe(error: BaseException) -> str:
     return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
 
 
+def _result(task: "Task", value: Any) -> List[bytes]:
+    """The RESULT of a handler's value. A value JSON cannot carry (a set,
+    bytes, NaN) is a FAIL that is not retried: each attempt would run the
+    handler again to return the same, as actd does not retry a RESULT that
+    is not JSON (docs/protocol.md section 3.4)."""
+    branch = [str(value.index).encode()] if isinstance(value, Branch) else []
+    try:
+        body = _json(value.value if isinstance(value, Branch) else value)
+    except (TypeError, ValueError) as error:
+        log.warning("worker: task %s (%s): the result is not JSON: %s", task.id,
+                    task.activity, error)
+        return [_HEADER, b"FAIL", task.id.encode(), _json(
+            {"message": "the result is not JSON: %s" % error, "code": "activity_failed",
+             "retryable": False})]
+    return [_HEADER, b"RESULT", task.id.encode(), body] + branch
+
+
 def _meta_integer(meta: Dict[str, Any], key: str, default: Optional[int]) -> Any:
     """``meta[key]``, an integer (``default`` when absent; null too when
     that is None); ``ValueError`` for anything else, which the worker
@@ -748,11 +765,7 @@ class Worker:
             value = self._handlers[task.activity].call(task.params, task)
             if inspect.isawaitable(value):
                 value = self._event_loop().run(value)
-            if isinstance(value, Branch):
-                frames = [_HEADER, b"RESULT", task.id.encode(), _json(value.value),
-                          str(value.index).encode()]
-            else:
-                frames = [_HEADER, b"RESULT", task.id.encode(), _json(value)]
+            frames = _result(task, value)
         except ActivityError as error:
             try:
                 body = _json(error.body())

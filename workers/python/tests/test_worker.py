@@ -221,6 +221,27 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(outcome.code, "activity_failed")
         self.assertEqual(outcome.attempts, 1)
 
+    def test_result_that_is_not_json_is_not_tried_again(self) -> None:
+        # The same handler would return the same set again: each retry ran
+        # it again (its side effects too) to fail the same way, as a
+        # retryable TypeError that did not say it came from the result
+        runs: List[int] = []
+
+        def odd(params: Dict[str, Any], task: actd.Task) -> Any:
+            runs.append(task.attempt)
+            return {"tags": {"a", "b"}}
+
+        with self.serve({"w-set": odd}):
+            outcome = self.client.call("w-set", {
+                "_tool": "w-set", "_outputPath": "†out",
+                "_retry": {"max_attempts": 3, "initial_ms": 10}}, timeout=TIMEOUT)
+        self.assertEqual(outcome.status, "error")
+        self.assertEqual(outcome.code, "activity_failed")
+        self.assertEqual(outcome.attempts, 1)
+        self.assertEqual(runs, [1])
+        self.assertTrue(outcome.message.startswith("the result is not JSON: "), outcome.message)
+        self.assertIn("set", outcome.message)
+
     def test_progress_is_shown_by_status(self) -> None:
         gate = Gate()
 
