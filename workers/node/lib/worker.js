@@ -521,9 +521,12 @@ class Worker extends EventEmitter {
                    : ['RESULT', task.id, s_json (value)];
         }
         catch (error) {
-            //  A result JSON cannot carry (a BigInt, a cycle)
+            //  A result JSON cannot carry (a BigInt, a cycle): not retried,
+            //  as actd does not retry a RESULT that is not JSON; another
+            //  attempt would run the handler again to return the same
             frames = ['FAIL', task.id, JSON.stringify ({ code: 'activity_failed',
-                      message: 'the result is not JSON: ' + error.message })];
+                      message: 'the result is not JSON: ' + s_message (error),
+                      retryable: false })];
         }
         this._send (task._connection, frames).catch (() => {});
     }

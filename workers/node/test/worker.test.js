@@ -65,6 +65,28 @@ describe ('Worker', () => {
         assert.equal (await client.resolve ('w-null', '†state.x'), null);
     });
 
+    it ('fails a result JSON cannot carry (a BigInt, a cycle) once, not retried', async () => {
+        //  Each retry ran the handler again to return the same value
+        const runs = [];
+        await serve ({ unjson: async ({ kind }, task) => {
+            runs.push (kind + task.attempt);
+            if (kind === 'bigint')
+                return { n: 10n };
+            const cycle = {};
+            cycle.self = cycle;
+            return branch (0, cycle);
+        } });
+        for (const kind of ['bigint', 'cycle']) {
+            const outcome = await client.call ('w-unjson', { _tool: 'unjson', kind,
+                _outputPath: '†state.x', _retry: { max_attempts: 3, initial_ms: 10 } });
+            assert.equal (outcome.status, 'error');
+            assert.equal (outcome.error.code, 'activity_failed');
+            assert.match (outcome.error.message, /^the result is not JSON: /);
+            assert.equal (outcome.attempts, 1);
+        }
+        assert.deepEqual (runs, ['bigint1', 'cycle1']);
+    });
+
     it ('takes the alternative named by branch (n, value)', async () => {
         await serve ({ sky: async ({ city }) => city.length % 2 === 0
             ? branch (0, { city, sky: 'sunny' }) : branch (1, { city, sky: 'rainy' }) });
