@@ -334,7 +334,8 @@ class Worker:
     while the broker keeps refusing the ``READY``). Tasks of a lost connection
     are marked cancelled and their results dropped; the broker runs them
     again. On stop, running handlers get up to ``grace`` seconds to finish
-    and answer, then the worker sends ``DISCONNECT`` and returns.
+    and answer (tasks the broker sends meanwhile run too), then the worker
+    sends ``DISCONNECT`` and returns.
 
     ``name`` (default ``python-<host>-<pid>``, up to 256 bytes) and
     ``lang`` ``"python"`` are sent in ``READY`` and shown by ``STATS``.
@@ -565,7 +566,7 @@ class Worker:
                     self._drain_wake()
                 for link in self._links:
                     if link.socket is not None and link.socket in events:
-                        self._receive(link, pool, draining_until is not None)
+                        self._receive(link, pool)
                 self._flush()
                 now = time.monotonic()
                 for link in self._links:
@@ -687,7 +688,7 @@ class Worker:
                     break
             # Else for a connection that is gone: dropped
 
-    def _receive(self, link: _Link, pool: _Pool, draining: bool) -> None:
+    def _receive(self, link: _Link, pool: _Pool) -> None:
         while link.socket is not None:
             try:
                 frames = link.socket.recv_multipart(zmq.NOBLOCK)
@@ -699,7 +700,7 @@ class Worker:
                 continue
             command = frames[1]
             if command == b"TASK":
-                self._on_task(link, frames[2:], pool, draining)
+                self._on_task(link, frames[2:], pool)
             elif command == b"CANCEL" and len(frames) >= 3:
                 task = link.tasks.get(frames[2].decode("utf-8", "replace"))
                 if task is not None:
@@ -714,18 +715,17 @@ class Worker:
             else:
                 log.warning("worker %s: unknown command %r dropped", self.name, command)
 
-    def _on_task(self, link: _Link, args: List[bytes], pool: _Pool, draining: bool) -> None:
+    def _on_task(self, link: _Link, args: List[bytes], pool: _Pool) -> None:
+        """Run a TASK, also one that comes while the worker stops: the broker
+        sends tasks while the worker has free slots, until its DISCONNECT,
+        and one not answered then fails worker_lost, an attempt spent. So it
+        runs within what is left of the grace, as those running do."""
         if len(args) != 4:
             log.warning("worker %s: a TASK with %d frames dropped", self.name, len(args))
             return
         task_id = args[0].decode("utf-8", "replace")
         activity = args[1].decode("utf-8", "replace")
         link.tasked = True          # The broker took this connection's READY
-        if draining:
-            # Not started: the broker gives it to another worker after our
-            # DISCONNECT.
-            log.info("worker %s: task %s not started (stopping)", self.name, task_id)
-            return
         try:
             params = json.loads(args[2])
             meta = json.loads(args[3])

@@ -383,6 +383,39 @@ class WorkerTest(unittest.TestCase):
                          ("ok", "answered", 1))
         self.assertFalse(thread.is_alive())
 
+    def test_a_task_that_comes_during_the_grace_runs(self) -> None:
+        # The broker sends a stopping worker tasks while it has free slots:
+        # one that came during the grace was dropped unrun, and failed
+        # worker_lost at its end (an attempt lost: with one, the call ended
+        # error though another worker could have run it)
+        gate = Gate()
+
+        def slow(params: Dict[str, Any], task: actd.Task) -> str:
+            gate.enter()
+            return "slow"
+
+        worker = make_worker(self.broker, {"w-drain-slow": slow,
+                                           "w-drain-quick": lambda params, task: "quick"},
+                             self.id(), capacity=2)
+        thread = worker.start()
+        try:
+            wait_until(lambda: listed_worker(self.client, self.id()), what="worker registered")
+            handle = self.client.submit("w-drain", {"_tool": "w-drain-slow", "_outputPath": "†a"})
+            self.assertTrue(gate.entered.wait(TIMEOUT))
+            worker.stop()
+            quick = self.client.call("w-drain", {"_tool": "w-drain-quick", "_outputPath": "†b",
+                                                 "_retry": {"max_attempts": 1}}, timeout=TIMEOUT)
+            self.assertEqual((quick.status, quick.result, quick.attempts), ("ok", "quick", 1))
+            gate.release()
+            slow_outcome = handle.outcome(TIMEOUT)
+            thread.join(TIMEOUT)
+        finally:
+            gate.release()
+            worker.stop(wait=True, timeout=TIMEOUT)
+            worker.close()
+        self.assertEqual((slow_outcome.status, slow_outcome.result), ("ok", "slow"))
+        self.assertFalse(thread.is_alive())
+
     def test_worker_reconnects_when_the_broker_is_silent(self) -> None:
         with self.serve({"w-silent": lambda params, task: params["x"]}) as worker:
             os.kill(self.broker.process.pid, signal.SIGSTOP)
