@@ -10,7 +10,6 @@ worker's own event loop, in a thread of its own; the pool thread that
 started one waits for it, so they too run ``capacity`` at a time.
 """
 
-import asyncio
 import collections
 import inspect
 import json
@@ -26,6 +25,7 @@ import zmq
 
 from . import _socket
 from ._socket import Endpoints
+from ._threads import _Loop, _Pool
 from .errors import ActivityError
 from .tools import Tool
 from .types import DEFAULT_WORKER_ENDPOINT, Branch
@@ -195,77 +195,6 @@ class Task:
     def __repr__(self) -> str:
         """``Task(id, activity)``."""
         return "Task(%r, %r)" % (self.id, self.activity)
-
-
-class _Pool:
-    """``size`` daemon threads running tasks from a queue (daemon threads, so
-    a handler stuck forever does not keep the process alive at exit)."""
-
-    def __init__(self, size: int, run: Callable[[Task], None]) -> None:
-        self._queue: "collections.deque[Optional[Task]]" = collections.deque()
-        self._ready = threading.Condition()
-        self._run = run
-        self._threads = [threading.Thread(target=self._loop, name="actd-handler-%d" % (index + 1),
-                                          daemon=True) for index in range(size)]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, task: Task) -> None:
-        with self._ready:
-            self._queue.append(task)
-            self._ready.notify()
-
-    def shutdown(self) -> None:
-        """Threads stop after their current task; queued tasks are dropped."""
-        with self._ready:
-            self._queue.clear()
-            self._queue.extend([None] * len(self._threads))
-            self._ready.notify_all()
-
-    def _loop(self) -> None:
-        while True:
-            with self._ready:
-                while not self._queue:
-                    self._ready.wait()
-                task = self._queue.popleft()
-            if task is None:
-                return
-            self._run(task)
-
-
-class _Loop:
-    """An asyncio event loop running in a daemon thread of its own, for the
-    coroutines handlers return."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._main, name="actd-asyncio", daemon=True)
-        self.thread.start()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_forever()
-        finally:
-            # Coroutines still running past the grace are cancelled, so that
-            # none is destroyed while pending
-            tasks = asyncio.all_tasks(self.loop)
-            for task in tasks:
-                task.cancel()
-            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.close()
-
-    def run(self, awaitable: Any) -> Any:
-        """Run awaitable on the loop; block until it ends; its result."""
-        async def wrapped() -> Any:
-            return await awaitable
-        return asyncio.run_coroutine_threadsafe(wrapped(), self.loop).result()
-
-    def close(self, timeout: float) -> None:
-        """Stop the loop; wait up to timeout seconds for its thread."""
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout)
 
 
 class _Link:
