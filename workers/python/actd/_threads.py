@@ -5,32 +5,48 @@ coroutines handlers return."""
 import asyncio
 import collections
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Set
 
 
 class _Pool:
     """``size`` daemon threads running tasks from a queue (daemon threads, so
-    a handler stuck forever does not keep the process alive at exit)."""
+    a handler stuck forever does not keep the process alive at exit), and
+    one more for each handler :meth:`replace` was told of, while it runs."""
 
     def __init__(self, size: int, run: Callable[[Any], None]) -> None:
         self._queue: "collections.deque[Optional[Any]]" = collections.deque()
         self._ready = threading.Condition()
         self._run = run
-        self._threads = [threading.Thread(target=self._loop, name="actd-handler-%d" % (index + 1),
-                                          daemon=True) for index in range(size)]
-        for thread in self._threads:
-            thread.start()
+        self._threads = 0                   # Threads started and not ended
+        self._replaced: Set[int] = set()    # id() of tasks whose thread is replaced
+        for _ in range(size):
+            self._start()
+
+    def _start(self) -> None:
+        with self._ready:
+            self._threads += 1
+            name = "actd-handler-%d" % self._threads
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
 
     def submit(self, task: Any) -> None:
         with self._ready:
             self._queue.append(task)
             self._ready.notify()
 
+    def replace(self, task: Any) -> None:
+        """Start a thread in the place of the one running task, whose
+        connection was lost: the broker told capacity again in the next
+        READY sends that many tasks, while the handler may run on for
+        long. The thread that ran it ends when it returns."""
+        with self._ready:
+            self._replaced.add(id(task))
+        self._start()
+
     def shutdown(self) -> None:
         """Threads stop after their current task; queued tasks are dropped."""
         with self._ready:
             self._queue.clear()
-            self._queue.extend([None] * len(self._threads))
+            self._queue.extend([None] * self._threads)
             self._ready.notify_all()
 
     def _loop(self) -> None:
@@ -42,6 +58,11 @@ class _Pool:
             if task is None:
                 return
             self._run(task)
+            with self._ready:
+                if id(task) in self._replaced:
+                    self._replaced.discard(id(task))
+                    self._threads -= 1
+                    return
 
 
 class _Loop:

@@ -125,6 +125,7 @@ class Task:
         self._cancel = threading.Event()
         self._finished = False
         self._abandoned = False
+        self._started = False           # Its handler was called
         self.id: str = task_id
         self.activity: str = activity
         self.params: Any = params
@@ -186,10 +187,14 @@ class Task:
             if not self._abandoned:
                 self._worker._post(self._generation, self.id, frames, True)
 
-    def _abandon(self) -> None:
-        """The connection that brought the task is gone: nothing more is sent."""
+    def _abandon(self, pool: Optional[_Pool] = None) -> None:
+        """The connection that brought the task is gone: nothing more is
+        sent. A handler still running gets its thread replaced in pool (under
+        the task's lock, so that its thread, past _finish, sees it)."""
         with self._lock:
             self._abandoned = True
+            if pool is not None and self._started and not self._finished:
+                pool.replace(self)
         self._cancel.set()
 
     def __repr__(self) -> str:
@@ -313,6 +318,7 @@ class Worker:
         self._connections = 0
         self._links: List[_Link] = []
         self._poller: Optional[zmq.Poller] = None
+        self._pool: Optional[_Pool] = None      # Runs the handlers, while run() serves
         self._thread: Optional[threading.Thread] = None
 
     # -- registration ---------------------------------------------------
@@ -401,9 +407,11 @@ class Worker:
         # Each broker may send capacity tasks
         pool = _Pool(self.capacity * len(self.endpoints), self._execute)
         try:
+            self._pool = pool
             self._serve(pool)
         finally:
             pool.shutdown()
+            self._pool = None
             with self._lock:
                 loop, self._loop = self._loop, None
             if loop is not None:
@@ -541,7 +549,7 @@ class Worker:
         self._close_socket(link)
         tasks, link.tasks = link.tasks, {}
         for task in tasks.values():
-            task._abandon()
+            task._abandon(self._pool)
         # What handlers queued for the old connection is dropped by _flush
         # (a new connection has a new generation)
         if delay:
@@ -687,8 +695,10 @@ class Worker:
 
     def _execute(self, task: Task) -> None:
         """Run one task's handler in a pool thread and post its answer."""
-        if task._abandoned:
-            return
+        with task._lock:
+            if task._abandoned:
+                return
+            task._started = True
         frames: Optional[List[bytes]] = None
         try:
             value = self._handlers[task.activity].call(task.params, task)

@@ -450,5 +450,34 @@ class RestartTest(unittest.TestCase):
             self.assertEqual(client.resolve("restart", "†one"), "ONE")
 
 
+    def test_a_handler_of_the_lost_connection_leaves_the_capacity_to_new_tasks(self) -> None:
+        # The restarted broker is told capacity 1 and sends a task; it waited
+        # in the pool behind the handler of the dropped connection, which
+        # still held the pool's one thread, and ran past its _timeout
+        gate = Gate()
+
+        def hold(params: Dict[str, Any], task: actd.Task) -> str:
+            gate.enter()
+            return "held"
+
+        with Actd() as broker, actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client:
+            activities = {"r-hold": hold, "r-quick": lambda p, t: "quick"}
+            try:
+                with serving(broker, client, activities, self.id()) as worker:
+                    client.submit("lost", {"_tool": "r-hold", "_outputPath": "†held",
+                                           "_retry": {"max_attempts": 1}}).accepted(TIMEOUT)
+                    self.assertTrue(gate.entered.wait(TIMEOUT))
+                    broker.kill()
+                    broker.start()
+                    wait_until(lambda: worker.connections >= 2, what="READY to the new actd")
+                    quick = client.call("lost", {"_tool": "r-quick", "_outputPath": "†quick",
+                                                 "_timeout": 5000,
+                                                 "_retry": {"max_attempts": 1}}, timeout=TIMEOUT)
+                    self.assertEqual((quick.status, quick.result), ("ok", "quick"))
+                    gate.release()
+            finally:
+                gate.release()
+
+
 if __name__ == "__main__":
     unittest.main()
