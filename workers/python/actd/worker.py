@@ -50,6 +50,12 @@ MAX_NAME_BYTES = 256
 RECONNECT_FIRST = 0.1
 RECONNECT_LAST = 5.0
 
+#: A FAIL body over this many bytes (actd's default max_message_bytes,
+#: which actd reads as ``{}``) is sent as its code, retryable and first
+#: MAX_FAIL_MESSAGE bytes of its message.
+MAX_FAIL_BYTES = 1048576
+MAX_FAIL_MESSAGE = 65536
+
 #: An activity handler: ``handler(params, task) -> result``, or a coroutine
 #: function (``async def``). Return a JSON-serialisable value (branch 0),
 #: or :class:`actd.Branch` to name the alternative; raise
@@ -85,6 +91,25 @@ def _result(task: "Task", value: Any) -> List[bytes]:
             {"message": "the result is not JSON: %s" % error, "code": "activity_failed",
              "retryable": False})]
     return [_HEADER, b"RESULT", task.id.encode(), body] + branch
+
+
+def _failure(task: "Task", body: Dict[str, Any]) -> List[bytes]:
+    """The FAIL of an error object. Details JSON cannot carry are left out;
+    one over MAX_FAIL_BYTES keeps its code and retryable, its message cut to
+    MAX_FAIL_MESSAGE bytes, its details left out: actd reads a FAIL over its
+    max_message_bytes as ``{}``, retried as activity_failed."""
+    code = body.get("code") or "activity_failed"
+    message = str(body.get("message", ""))
+    retryable = body.get("retryable", True) is not False
+    try:
+        text = _json(body)
+    except (TypeError, ValueError):
+        text = _json({"message": message, "code": code, "retryable": retryable})
+    if len(text) > MAX_FAIL_BYTES:
+        cut = message.encode("utf-8")[:MAX_FAIL_MESSAGE].decode("utf-8", "ignore")
+        text = _json({"message": "%s... (cut: the failure was %d bytes)" % (cut, len(text)),
+                      "code": code, "retryable": retryable})
+    return [_HEADER, b"FAIL", task.id.encode(), text]
 
 
 def _meta_integer(meta: Dict[str, Any], key: str, default: Optional[int]) -> Any:
@@ -706,18 +731,12 @@ class Worker:
                 value = self._event_loop().run(value)
             frames = _result(task, value)
         except ActivityError as error:
-            try:
-                body = _json(error.body())
-            except (TypeError, ValueError):
-                body = _json({"message": error.message, "code": error.code or "activity_failed",
-                              "retryable": error.retryable})
-            frames = [_HEADER, b"FAIL", task.id.encode(), body]
+            frames = _failure(task, error.body())
         except Exception as error:  # noqa: BLE001 - any failure of a handler is a FAIL
             log.warning("worker %s: task %s (%s) failed", self.name, task.id, task.activity,
                         exc_info=True)
-            frames = [_HEADER, b"FAIL", task.id.encode(), _json(
-                {"message": _describe(error), "code": "activity_failed",
-                 "retryable": True})]
+            frames = _failure(task, {"message": _describe(error), "code": "activity_failed",
+                                     "retryable": True})
         finally:
             if frames is None:
                 # A BaseException (SystemExit, ...): still free the slot

@@ -242,6 +242,26 @@ class WorkerTest(unittest.TestCase):
         self.assertTrue(outcome.message.startswith("the result is not JSON: "), outcome.message)
         self.assertIn("set", outcome.message)
 
+    def test_a_failure_over_a_mib_keeps_its_code_and_is_not_retried(self) -> None:
+        # actd reads a FAIL over max_message_bytes (1 MiB by default) as {}:
+        # the call was retried, its code and message lost
+        runs: List[int] = []
+
+        def huge(params: Dict[str, Any], task: actd.Task) -> Any:
+            runs.append(task.attempt)
+            raise actd.ActivityError("é" * (1 << 20), code="w_huge", retryable=False,
+                                     context="x" * (1 << 20))
+
+        with self.serve({"w-huge-fail": huge}):
+            outcome = self.client.call("w-huge-fail", {
+                "_tool": "w-huge-fail", "_outputPath": "†out",
+                "_retry": {"max_attempts": 3, "initial_ms": 10}}, timeout=TIMEOUT)
+        self.assertEqual((outcome.status, outcome.code, outcome.attempts), ("error", "w_huge", 1))
+        self.assertEqual(runs, [1])
+        self.assertTrue(outcome.message.startswith("éé"), outcome.message[:40])
+        self.assertLess(len(outcome.message.encode()), 70000)
+        self.assertIn("cut", outcome.message)
+
     def test_progress_is_shown_by_status(self) -> None:
         gate = Gate()
 
