@@ -46,6 +46,12 @@ const MAX_ACTIVITY_BYTES = 256;
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_LAST_MS = 5000;
 
+//  A FAIL body over MAX_FAIL_BYTES (actd's default max_message_bytes, which
+//  actd reads as {}) is sent as its code, retryable and first
+//  MAX_FAIL_MESSAGE bytes of its message
+const MAX_FAIL_BYTES = 1048576;
+const MAX_FAIL_MESSAGE = 65536;
+
 //  What a handler returns to name the alternative of the output path it
 //  took: return branch (1, value)
 class Branch {
@@ -177,6 +183,19 @@ function s_tool (tool) {
 function s_json (value) {
     const text = JSON.stringify (value === undefined? null: value);
     return text === undefined? 'null': text;
+}
+
+//  The FAIL body, JSON text over MAX_FAIL_BYTES, as its code, retryable and
+//  its message cut to MAX_FAIL_MESSAGE bytes, details left out: actd reads a
+//  FAIL over its max_message_bytes as {}, retried as activity_failed
+function s_cut_failure (text) {
+    const { message, code, retryable } = JSON.parse (text);
+    const bytes = Buffer.from (String (message ?? ''), 'utf8').subarray (0, MAX_FAIL_MESSAGE);
+    //  A character cut in two decodes as U+FFFD: drop it
+    const cut = bytes.toString ('utf8').replace (/\uFFFD$/, '');
+    return JSON.stringify ({
+        message: `${cut}... (cut: the failure was ${Buffer.byteLength (text)} bytes)`,
+        code: code || 'activity_failed', retryable: retryable !== false });
 }
 
 //  The message of a value a handler threw, never throwing itself: a value
@@ -557,6 +576,8 @@ class Worker extends EventEmitter {
             }
             body = JSON.stringify ({ message: s_message (error), code, retryable });
         }
+        if (Buffer.byteLength (body) > MAX_FAIL_BYTES)
+            body = s_cut_failure (body);
         this._send (task._connection, ['FAIL', task.id, body]).catch (() => {});
     }
 

@@ -87,6 +87,25 @@ describe ('Worker', () => {
         assert.deepEqual (runs, ['bigint1', 'cycle1']);
     });
 
+    it ('sends a failure over a MiB as its code and retryable, its message cut', async () => {
+        //  actd reads a FAIL over max_message_bytes (1 MiB by default) as
+        //  {}: the call was retried, its code and message lost
+        let runs = 0;
+        await serve ({ hugefail: async () => {
+            runs++;
+            throw new ActivityError ('é'.repeat (1 << 20), { code: 'w_huge', retryable: false,
+                                                            context: 'x'.repeat (1 << 20) });
+        } });
+        const outcome = await client.call ('w-hugefail', { _tool: 'hugefail', _outputPath: '†state.x',
+            _retry: { max_attempts: 3, initial_ms: 10 } });
+        assert.equal (outcome.status, 'error');
+        assert.equal (outcome.error.code, 'w_huge');
+        assert.equal (outcome.attempts, 1);
+        assert.equal (runs, 1);
+        assert.match (outcome.error.message, /^éé.*cut/s);
+        assert.ok (Buffer.byteLength (outcome.error.message) < 70000);
+    });
+
     it ('takes the alternative named by branch (n, value)', async () => {
         await serve ({ sky: async ({ city }) => city.length % 2 === 0
             ? branch (0, { city, sky: 'sunny' }) : branch (1, { city, sky: 'rainy' }) });
