@@ -19,14 +19,13 @@
     and once libzmq holds nothing more for it (its connection gone) the
     client starts clean.
 
-    A worker's large frames count too, in an account of its own (act_held_t,
+    A worker's large frames count too, in an account of its own (act_held.h,
     kept by the pool: act_out_charge), charged as the TASK is built: a
     worker that stops reading its tasks but still heartbeats is given no
     more once libzmq holds server/max_worker_bytes for it (act_worker_free),
     instead of having every queued call's params copied to it.
     ========================================================================= */
 
-#include <stdatomic.h>
 #include "act_outbox.h"
 #include "act_frame.h"
 #include "actd/act_err.h"
@@ -43,24 +42,6 @@
 //  Frames this large or larger count in their client's account
 #define S_TRACKED 512
 
-//  The bytes libzmq holds for one peer. Its frames' free function runs
-//  on libzmq's I/O thread: the counts are atomic, and the account lives
-//  until its holder (the table, or a worker) and every frame have let it go.
-struct _act_held_t {
-    atomic_size_t bytes;        //  Bytes of its frames libzmq holds
-    atomic_size_t refs;         //  The holder's reference, and one per frame
-    bool cut;                   //  Over max_client_bytes: its replies are
-                                //  dropped until libzmq holds nothing for
-                                //  it (the loop's thread only)
-};
-typedef act_held_t s_account_t;
-
-//  Before the bytes of a tracked frame: its size and account
-typedef struct {
-    size_t size;                //  The frame's bytes
-    s_account_t *account;       //  Whose, once sent; NULL before
-} s_ticket_t;
-
 struct _act_out_t {
     zmq_msg_t parts [S_PARTS];  //  The frames, routing id first
     size_t nparts;              //  Frames built
@@ -72,6 +53,8 @@ struct _act_out_t {
     bool gone;                  //  Left early: an empty slot until the
                                 //  messages before it leave
     unsigned tracked;           //  Bit n: part n is a tracked frame
+    act_ticket_t *tickets [S_PARTS];    //  The tickets of the tracked
+                                //  frames (their parts' once added)
     size_t head;                //  Index of a reply's ACTC01 frame (1, or 2
                                 //  after a REQ client's empty frame)
     char owner [ACT_OWNER_SIZE];    //  CURVE key of the client it is owed
@@ -92,7 +75,7 @@ struct _act_outbox_t {
                                 //  flight (act_outbox_seal)
     size_t counted;             //  Messages whose bytes are in bytes
     size_t bytes;               //  Bytes of the first counted messages
-    zhashx_t *accounts;         //  Client routing id (hex) -> s_account_t
+    zhashx_t *accounts;         //  Client routing id (hex) -> act_held_t
     size_t max_client_bytes;    //  Bytes libzmq may hold for one client
                                 //  (0: no bound)
     const char *serving;        //  Key of the client served now, or NULL
@@ -114,46 +97,10 @@ struct _act_outbox_t {
                                 //  more leaves early before a flush
 };
 
-//  Let an account go; the last reference frees it
-static void
-s_account_release (s_account_t *account)
-{
-    if (atomic_fetch_sub (&account->refs, 1) == 1)
-        free (account);
-}
-
 static void
 s_account_destroy (void **item)
 {
-    if (*item)
-        s_account_release ((s_account_t *) *item);
-    *item = NULL;
-}
-
-act_held_t *
-act_held_new (void)
-{
-    act_held_t *self = (act_held_t *) calloc (1, sizeof (act_held_t));
-    if (self) {
-        atomic_init (&self->bytes, 0);
-        atomic_init (&self->refs, 1);
-    }
-    return self;
-}
-
-void
-act_held_destroy (act_held_t **self_p)
-{
-    if (self_p && *self_p) {
-        s_account_release (*self_p);
-        *self_p = NULL;
-    }
-}
-
-size_t
-act_held_bytes (act_held_t *self)
-{
-    return self? atomic_load (&self->bytes): 0;
+    act_held_destroy ((act_held_t **) item);
 }
 
 void
@@ -161,19 +108,6 @@ act_out_charge (act_out_t *out, act_held_t *held)
 {
     if (out)
         out->charge = held;
-}
-
-//  libzmq is done with a tracked frame (sent, or dropped)
-static void
-s_ticket_free (void *data, void *hint)
-{
-    (void) data;
-    s_ticket_t *ticket = (s_ticket_t *) hint;
-    if (ticket->account) {
-        atomic_fetch_sub (&ticket->account->bytes, ticket->size);
-        s_account_release (ticket->account);
-    }
-    free (ticket);
 }
 
 act_outbox_t *
@@ -199,9 +133,9 @@ size_t
 act_outbox_client_bytes (act_outbox_t *self)
 {
     size_t total = 0;
-    for (s_account_t *account = (s_account_t *) zhashx_first (self->accounts); account;
-         account = (s_account_t *) zhashx_next (self->accounts))
-        total += atomic_load (&account->bytes);
+    for (act_held_t *account = (act_held_t *) zhashx_first (self->accounts); account;
+         account = (act_held_t *) zhashx_next (self->accounts))
+        total += act_held_bytes (account);
     return total;
 }
 
@@ -209,9 +143,9 @@ void
 act_outbox_sweep (act_outbox_t *self)
 {
     zlistx_t *idle = zlistx_new ();
-    for (s_account_t *account = (s_account_t *) zhashx_first (self->accounts); account;
-         account = (s_account_t *) zhashx_next (self->accounts))
-        if (atomic_load (&account->bytes) == 0)
+    for (act_held_t *account = (act_held_t *) zhashx_first (self->accounts); account;
+         account = (act_held_t *) zhashx_next (self->accounts))
+        if (act_held_bytes (account) == 0)
             zlistx_add_end (idle, (void *) zhashx_cursor (self->accounts));
     for (const char *key = (const char *) zlistx_first (idle); key;
          key = (const char *) zlistx_next (idle))
@@ -279,26 +213,20 @@ act_out_add (act_out_t *out, const void *data, size_t size)
     if (!out)
         return;
     assert (out->nparts < S_PARTS);             //  The broker's own messages
-    zmq_msg_t *part = &out->parts [out->nparts++];
+    size_t index = out->nparts++;
+    zmq_msg_t *part = &out->parts [index];
     out->bytes += size;
     if (size >= S_TRACKED && (!out->to_worker || out->charge)) {
-        //  The frame's bytes after its ticket, freed by s_ticket_free
-        s_ticket_t *ticket = (s_ticket_t *) malloc (sizeof (s_ticket_t) + size);
-        if (!ticket) {
-            act_log (LOG_ERR, "out of memory for a frame of %zu bytes", size);
-            abort ();
-        }
-        ticket->size = size;
-        ticket->account = out->charge;
-        memcpy (ticket + 1, data, size);
-        zmq_msg_init_data (part, ticket + 1, size, s_ticket_free, ticket);
-        if (out->charge) {
+        //  The frame's bytes after its ticket, let go by libzmq
+        act_ticket_t *ticket = act_ticket_new (size);
+        memcpy (act_ticket_data (ticket), data, size);
+        act_ticket_init (ticket, part);
+        out->tickets [index] = ticket;
+        if (out->charge)
             //  A worker's: charged now (a client's when it is admitted)
-            atomic_fetch_add (&out->charge->refs, 1);
-            atomic_fetch_add (&out->charge->bytes, size);
-        }
+            act_ticket_charge (ticket, out->charge);
         else
-            out->tracked |= 1u << (out->nparts - 1);
+            out->tracked |= 1u << index;
         return;
     }
     if (zmq_msg_init_size (part, size)) {
@@ -563,8 +491,8 @@ act_outbox_client_over (act_outbox_t *self, zframe_t *client)
     if (zframe_size (client) > 255)
         return false;
     act_hex_write (hex, zframe_data (client), zframe_size (client));
-    s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, hex);
-    return account && account->cut && atomic_load (&account->bytes) > 0;
+    act_held_t *account = (act_held_t *) zhashx_lookup (self->accounts, hex);
+    return account && act_held_cut (account) && act_held_bytes (account) > 0;
 }
 
 zframe_t *
@@ -580,14 +508,16 @@ act_outbox_cuts (act_outbox_t *self)
 }
 
 //  The account of the client out goes to, made when it has none
-static s_account_t *
+static act_held_t *
 s_account (act_outbox_t *self, const char *client)
 {
-    s_account_t *account = (s_account_t *) zhashx_lookup (self->accounts, client);
+    act_held_t *account = (act_held_t *) zhashx_lookup (self->accounts, client);
     if (!account) {
-        account = (s_account_t *) calloc (1, sizeof (s_account_t));
-        atomic_init (&account->bytes, 0);
-        atomic_init (&account->refs, 1);
+        account = act_held_new ();
+        if (!account) {
+            act_log (LOG_ERR, "out of memory for the account of client %s", client);
+            abort ();                           //  As CZMQ's allocations do
+        }
         zhashx_insert (self->accounts, client, account);
     }
     return account;
@@ -622,22 +552,18 @@ s_admit (act_outbox_t *self, act_out_t *out)
         if (out->tracked & (1u << part))
             bytes += zmq_msg_size (&out->parts [part]);
     char *client = s_hex (zmq_msg_data (&out->parts [0]), zmq_msg_size (&out->parts [0]));
-    s_account_t *account = s_account (self, client);
-    size_t held = atomic_load (&account->bytes);
+    act_held_t *account = s_account (self, client);
+    size_t held = act_held_bytes (account);
     if (held == 0)
-        account->cut = false;       //  Its connection is gone, or it read
-    bool admitted = !account->cut
+        act_held_set_cut (account, false);  //  Its connection is gone, or it read
+    bool admitted = !act_held_cut (account)
                  && (self->max_client_bytes == 0 || held == 0
                  ||  held + bytes <= self->max_client_bytes);
     for (size_t part = 0; admitted && part < out->nparts; part++)
-        if (out->tracked & (1u << part)) {
-            s_ticket_t *ticket = (s_ticket_t *) zmq_msg_data (&out->parts [part]) - 1;
-            ticket->account = account;
-            atomic_fetch_add (&account->refs, 1);
-            atomic_fetch_add (&account->bytes, ticket->size);
-        }
-    if (!admitted && !account->cut) {
-        account->cut = true;
+        if (out->tracked & (1u << part))
+            act_ticket_charge (out->tickets [part], account);
+    if (!admitted && !act_held_cut (account)) {
+        act_held_set_cut (account, true);
         s_over (self, out, client, held, bytes);
     }
     free (client);

@@ -19,10 +19,10 @@
 
 #include <czmq.h>
 #include "actd/act_err.h"
+#include "act_held.h"
 
 typedef struct _act_outbox_t act_outbox_t;
 typedef struct _act_out_t act_out_t;
-typedef struct _act_held_t act_held_t;
 
 //  Sends one message whose frames are parts [0..nparts) (routing id
 //  first) to the client socket or the worker socket. Returns true when it
@@ -152,20 +152,10 @@ uint64_t act_outbox_unowned (act_outbox_t *self);
 //  when out is NULL.
 void act_out_add (act_out_t *out, const void *data, size_t size);
 
-//  The bytes libzmq holds for one worker: frames of 512 bytes or more
-//  count from when they are added to a message charged to it
-//  (act_out_charge) until libzmq has written them to its connection or
-//  dropped them. NULL when out of memory.
-act_held_t *act_held_new (void);
-
-//  Let the account go (the frames still held keep it until they go);
-//  null the pointer; safe on NULL.
-void act_held_destroy (act_held_t **self_p);
-
-//  The bytes it counts now (0 for NULL).
-size_t act_held_bytes (act_held_t *self);
-
-//  Charge the large frames added to out from now on to held (NULL: none).
+//  Charge the large frames added to out from now on to held (NULL: none),
+//  a worker's account (act_held.h): frames of 512 bytes or more count in
+//  it from when they are added until libzmq has written them to its
+//  connection or dropped them.
 void act_out_charge (act_out_t *out, act_held_t *held);
 void act_out_addstr (act_out_t *out, const char *string);
 void act_out_frame (act_out_t *out, zframe_t *frame);
