@@ -24,6 +24,11 @@
     worker that stops reading its tasks but still heartbeats is given no
     more once libzmq holds server/max_worker_bytes for it (act_worker_free),
     instead of having every queued call's params copied to it.
+
+    A frame built once for many messages (act_out_shared: an EVENT's body,
+    to every watcher of a context) is the same bytes in each, each with a
+    ticket of its own: each account counts all of it, as if it were its
+    own, and knows when libzmq lets go of its message.
     ========================================================================= */
 
 #include "act_outbox.h"
@@ -207,28 +212,38 @@ act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
     return out;
 }
 
+//  Add ticket's frame to out, handed to libzmq as it is (let go by
+//  libzmq): a worker's account is charged now, a client's when out is
+//  admitted (s_admit)
+static void
+s_add_ticket (act_out_t *out, act_ticket_t *ticket)
+{
+    size_t index = out->nparts++;
+    out->bytes += act_ticket_size (ticket);
+    act_ticket_init (ticket, &out->parts [index]);
+    out->tickets [index] = ticket;
+    if (out->charge)
+        act_ticket_charge (ticket, out->charge);
+    else
+    if (!out->to_worker)
+        out->tracked |= 1u << index;
+}
+
 void
 act_out_add (act_out_t *out, const void *data, size_t size)
 {
     if (!out)
         return;
     assert (out->nparts < S_PARTS);             //  The broker's own messages
-    size_t index = out->nparts++;
-    zmq_msg_t *part = &out->parts [index];
-    out->bytes += size;
     if (size >= S_TRACKED && (!out->to_worker || out->charge)) {
-        //  The frame's bytes after its ticket, let go by libzmq
+        //  The frame's bytes after its ticket
         act_ticket_t *ticket = act_ticket_new (size);
         memcpy (act_ticket_data (ticket), data, size);
-        act_ticket_init (ticket, part);
-        out->tickets [index] = ticket;
-        if (out->charge)
-            //  A worker's: charged now (a client's when it is admitted)
-            act_ticket_charge (ticket, out->charge);
-        else
-            out->tracked |= 1u << index;
+        s_add_ticket (out, ticket);
         return;
     }
+    zmq_msg_t *part = &out->parts [out->nparts++];
+    out->bytes += size;
     if (zmq_msg_init_size (part, size)) {
         act_log (LOG_ERR, "out of memory for a frame of %zu bytes", size);
         abort ();
@@ -247,6 +262,18 @@ act_out_literal (act_out_t *out, const char *literal)
     out->bytes += size;
     //  No free function: libzmq takes it as constant data
     zmq_msg_init_data (&out->parts [out->nparts++], (void *) literal, size, NULL, NULL);
+}
+
+void
+act_out_shared (act_out_t *out, act_shared_t *shared)
+{
+    if (!out || !shared)
+        return;
+    assert (out->nparts < S_PARTS);
+    if (act_shared_size (shared) < S_TRACKED)
+        act_out_add (out, act_shared_data (shared), act_shared_size (shared));
+    else
+        s_add_ticket (out, act_ticket_shared (shared));
 }
 
 void

@@ -160,6 +160,14 @@ void act_out_charge (act_out_t *out, act_held_t *held);
 void act_out_addstr (act_out_t *out, const char *string);
 void act_out_frame (act_out_t *out, zframe_t *frame);
 
+//  Add shared (act_held.h: bytes built once for many messages, such as
+//  an EVENT's body to every watcher of a context) as a frame of out: one
+//  of 512 bytes or more is handed to libzmq as the same bytes in every
+//  message it is added to, not copied; a smaller one is copied. It counts
+//  in full in the account of each client it goes to, as a frame of its
+//  own would. Nothing when out or shared is NULL.
+void act_out_shared (act_out_t *out, act_shared_t *shared);
+
 //  Add a frame of literal, a string that lives as long as the program (a
 //  string literal, a protocol header): handed to libzmq as it is, not
 //  copied. Nothing when out is NULL.

@@ -85,31 +85,50 @@ s_form (const char *text, size_t size, char **written)
     return *written != NULL;
 }
 
-//  An EVENT with body to watch
+//  An EVENT with body to watch: a large body's bytes are shared by every
+//  watcher's EVENT (act_out_shared), not copied into each
 static void
-s_event (act_watches_t *self, s_watch_t *watch, const char *body)
+s_event (act_watches_t *self, s_watch_t *watch, act_shared_t *body)
 {
     //  Durable: it reports what a commit made durable, and a failed
     //  commit drops it
     act_out_t *out = act_outbox_reply (self->outbox, watch->client, watch->request, "EVENT",
                                        true);
     act_out_owner (out, watch->owner, watch->context);
-    act_out_addstr (out, body);
+    act_out_shared (out, body);
 }
 
-//  The message event {"seq": N, "message": <text of size bytes>} to watch
+//  The body of an event, head, then size bytes at text, then tail, built
+//  once for every watcher it goes to (the caller destroys it)
+static act_shared_t *
+s_body (const char *head, const char *text, size_t size, const char *tail)
+{
+    size_t before = strlen (head), after = strlen (tail);
+    act_shared_t *body = act_shared_new (before + size + after);
+    char *data = (char *) act_shared_data (body);
+    memcpy (data, head, before);
+    memcpy (data + before, text, size);
+    memcpy (data + before + size, tail, after);
+    return body;
+}
+
+//  The body {"seq": N, "message": <text of size bytes>} of a message event
+static act_shared_t *
+s_message_body (uint64_t seq, const char *text, size_t size)
+{
+    char head [48];
+    snprintf (head, sizeof head, "{\"seq\":%" PRIu64 ",\"message\":", seq);
+    return s_body (head, text, size, "}");
+}
+
+//  The message event of seq (its text, size bytes) to watch alone
 static void
 s_send_message (act_watches_t *self, s_watch_t *watch, uint64_t seq, const char *text,
                 size_t size)
 {
-    char head [48];
-    int length = snprintf (head, sizeof head, "{\"seq\":%" PRIu64 ",\"message\":", seq);
-    char *body = malloc ((size_t) length + size + 2);
-    memcpy (body, head, (size_t) length);
-    memcpy (body + length, text, size);
-    memcpy (body + length + size, "}", 2);
+    act_shared_t *body = s_message_body (seq, text, size);
     s_event (self, watch, body);
-    free (body);
+    act_shared_destroy (&body);
     watch->next = seq + 1;
 }
 
@@ -174,20 +193,24 @@ act_watches_message (act_watches_t *self, const char *context, uint64_t seq,
 {
     zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
     char *written = NULL;
-    bool formed = false;
-    size_t size = strlen (text);
+    act_shared_t *body = NULL;
     for (s_watch_t *watch = list? zlistx_first (list): NULL; watch; watch = zlistx_next (list))
         if (!watch->behind && seq >= watch->next) {
             //  The message as HISTORY gives it (the stored text holds the
             //  call as the client wrote it, white space included); a text
-            //  that does not read goes as it is
-            if (!formed && s_form (text, size, &written) && written) {
-                text = written;
-                size = strlen (written);
+            //  that does not read goes as it is. Built once, for every
+            //  watcher
+            if (!body) {
+                size_t size = strlen (text);
+                if (s_form (text, size, &written) && written)
+                    body = s_message_body (seq, written, strlen (written));
+                else
+                    body = s_message_body (seq, text, size);
             }
-            formed = true;
-            s_send_message (self, watch, seq, text, size);
+            s_event (self, watch, body);
+            watch->next = seq + 1;
         }
+    act_shared_destroy (&body);
     free (written);
 }
 
@@ -217,11 +240,14 @@ act_watches_call (act_watches_t *self, const char *context, const char *status)
     zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
     if (!list)
         return;
-    char *body = zsys_sprintf ("{\"call\":%s}", status);
+    act_shared_t *body = NULL;
     for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list))
-        if (watch->calls)
+        if (watch->calls) {
+            if (!body)
+                body = s_body ("{\"call\":", status, strlen (status), "}");
             s_event (self, watch, body);
-    zstr_free (&body);
+        }
+    act_shared_destroy (&body);
 }
 
 void
@@ -230,10 +256,12 @@ act_watches_deleted (act_watches_t *self, const char *context)
     zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, context);
     if (!list)
         return;
+    act_shared_t *body = s_body ("{\"deleted\":true}", "", 0, "");
     for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list)) {
-        s_event (self, watch, "{\"deleted\":true}");
+        s_event (self, watch, body);
         self->behind -= watch->behind;
     }
+    act_shared_destroy (&body);
     self->size -= zlistx_size (list);
     zhashx_delete (self->contexts, context);
 }

@@ -38,7 +38,9 @@ int act_watches_open (act_watches_t *self, zframe_t *client, zframe_t *request,
 void act_watches_close (act_watches_t *self, zframe_t *client, zframe_t *request);
 
 //  A message of context was stored (text, its stored JSON, with _seq seq):
-//  send it to the watches that have their backlog behind them.
+//  send it to the watches that have their backlog behind them. The event
+//  is built once: its body's bytes are shared by every watcher's EVENT
+//  (so is a call's change of state, act_watches_call).
 void act_watches_message (act_watches_t *self, const char *context, uint64_t seq,
                           const char *text);
 
