@@ -6,8 +6,11 @@ requests in flight); 0, 1, 10 and 100 watchers follow the context (each
 its own DEALER socket, WATCH from 0). For each count it prints appends per
 second, events per second delivered to all watchers together, and the
 latency from an APPEND's OK to the same message's EVENT at the first
-watcher (p50, p99), with the ratio of appends/s to the run without
-watchers. Nothing here is a test: the figures move with the machine.
+watcher (p50, p99), actd's CPU (all its threads) per APPEND, with the
+ratio of appends/s to the run without watchers. --size sets the bytes of
+each message's text (150 by default): from 512 bytes on, an event's body
+is built once and shared by every watcher's EVENT. Nothing here is a
+test: the figures move with the machine.
 
 With --replay N it measures instead the replay of a stored backlog: N
 messages appended first, then each count of watchers opens WATCH from 1
@@ -16,7 +19,7 @@ while the backlog is replayed (the store's texts sent as they are when
 they are already in reply form).
 
     /usr/bin/python3 bench/bench_watch.py [--appends N] [--watchers 0,1,10,100]
-                                          [--replay N]
+                                          [--size BYTES] [--replay N]
 """
 
 import argparse
@@ -49,7 +52,14 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
-def run(actd_bin, appends, watchers, window=200):
+def cpu_seconds(pid):
+    """The CPU time process pid has used, all its threads (/proc)."""
+    with open("/proc/%d/stat" % pid) as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(actd_bin, appends, watchers, size, window=200):
     port = free_port()
     endpoint = "tcp://127.0.0.1:%d" % port
     workdir = tempfile.mkdtemp(prefix="bench-watch-")
@@ -77,14 +87,14 @@ def run(actd_bin, appends, watchers, window=200):
             sock.send_multipart([b"ACTC01", b"PING", b"p"])
             while sock.recv_multipart()[1] != b"PONG":
                 pass
-        body = json.dumps({"type": "data", "kind": "log", "data": {"text": "x" * 150}}).encode()
+        body = json.dumps({"type": "data", "kind": "log", "data": {"text": "x" * size}}).encode()
         ok_at, event_at = {}, {}
         sent = acked = events = 0
         poller = zmq.Poller()
         poller.register(client, zmq.POLLIN)
         for sock in socks:
             poller.register(sock, zmq.POLLIN)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds(process.pid)
         while acked < appends or events < appends * watchers:
             while sent < appends and sent - acked < window:
                 client.send_multipart([b"ACTC01", b"APPEND", b"a%d" % sent, b"bench", body])
@@ -104,9 +114,10 @@ def run(actd_bin, appends, watchers, window=200):
                         if sock is socks[0]:
                             event_at[json.loads(frames[3])["seq"]] = now
         elapsed = time.perf_counter() - start
+        cpu = cpu_seconds(process.pid) - cpu
         latency = [(event_at[seq] - ok_at[seq]) * 1000 for seq in event_at if seq in ok_at]
         return appends / elapsed, events / elapsed, percentile(latency, 0.5), \
-            percentile(latency, 0.99)
+            percentile(latency, 0.99), cpu * 1e6 / appends
     finally:
         process.terminate()
         process.wait(10)
@@ -166,6 +177,8 @@ def main():
     parser.add_argument("--watchers", default="0,1,10,100")
     parser.add_argument("--actd", default=os.path.join(ROOT, "build", "bin", "actd"))
     parser.add_argument("--replay", type=int, default=0)
+    parser.add_argument("--size", type=int, default=150,
+                        help="bytes of each live message's text (150)")
     options = parser.parse_args()
     counts = [int(n) for n in options.watchers.split(",")]
     if options.replay:
@@ -177,16 +190,17 @@ def main():
                 print("%9d %12.0f" % (count, replay(options.actd, options.replay, count)))
                 sys.stdout.flush()
         return
-    print("bench_watch: %d APPENDs of ~200 bytes to one context, 200 in flight; actd %s"
-          % (options.appends, options.actd))
-    print("%9s %12s %12s %13s %13s %8s" % ("watchers", "appends/s", "events/s",
-                                            "OK->EVENT p50", "OK->EVENT p99", "ratio"))
+    print("bench_watch: %d APPENDs of ~%d bytes to one context, 200 in flight; actd %s"
+          % (options.appends, options.size + 50, options.actd))
+    print("%9s %12s %12s %13s %13s %14s %8s" % ("watchers", "appends/s", "events/s",
+                                                 "OK->EVENT p50", "OK->EVENT p99",
+                                                 "actd CPU/APPEND", "ratio"))
     baseline = None
     for count in counts:
-        appends, events, p50, p99 = run(options.actd, options.appends, count)
+        appends, events, p50, p99, cpu = run(options.actd, options.appends, count, options.size)
         baseline = baseline or appends
-        print("%9d %12.0f %12.0f %10.2f ms %10.2f ms %8.2f" % (
-            count, appends, events, p50, p99, appends / baseline))
+        print("%9d %12.0f %12.0f %10.2f ms %10.2f ms %12.0f us %8.2f" % (
+            count, appends, events, p50, p99, cpu, appends / baseline))
         sys.stdout.flush()
 
 
