@@ -72,6 +72,8 @@ const SESSION_IDLE_MS = 30 * 60000;     //  An HTTP session with no request this
 const MAX_SESSIONS = 1000;              //  Open HTTP sessions at most
 const MAX_ERROR_LINES = 10;             //  Errors of one session logged at most
 const MAX_PROGRESS_TEXT = 1000;         //  Characters of a PROGRESS's details in a progress message
+const SERVED_WAIT_MS = 5000;            //  How long a tools/call of a tool no worker serves
+                                        //  waits for one before it ends isError no_worker
 //  The arguments starting with "_" a tool call may have (the others are
 //  actd's call fields, not the MCP client's to set)
 const ARGUMENTS = new Set (['_context', '_outputPath']);
@@ -421,6 +423,22 @@ class ActdMcp {
              ? `this server is confined to the session's context ${own}, not ${context}`: null;
     }
 
+    //  Whether a worker serves tool name, asking TOOLS again for
+    //  SERVED_WAIT_MS at most (until signal aborts). A tool whose workers
+    //  all left stays declared in actd, and its call would wait there for
+    //  a worker up to schedule_timeout_ms (60 s by default: an MCP
+    //  client's whole request timeout), the client told nothing of why
+    async _served (name, signal) {
+        const deadline = clock.now () + SERVED_WAIT_MS;
+        while (!this.tools.has (name) && clock.now () < deadline && !(signal && signal.aborted)) {
+            const pause = Math.max (1, Math.min (this.pollMs, 250, deadline - clock.now ()));
+            await new Promise ((resolve) => setTimeout (resolve, pause));
+            if (!this.closed)
+                await this.refresh ();
+        }
+        return this.tools.has (name);
+    }
+
     //  tools/call: a CALL in the session's context, until its DONE (or
     //  signal aborts: the call is cancelled); progress: see _follow
     async _call (session, name, args, signal, progress = null) {
@@ -431,6 +449,9 @@ class ActdMcp {
             return failure? s_error_result (failure.code ?? 'error', failure.message)
                           : s_error_result ('unknown_tool', `actd has no tool ${name}`);
         }
+        if (!this.tools.has (name) && !(await this._served (name, signal)))
+            return s_error_result ('no_worker', `no worker serves tool ${name} now (its workers `
+                + `left, and none came within ${SERVED_WAIT_MS} ms): try again later`);
         const fields = Object.keys (args).filter ((key) => key.startsWith ('_')
                                                         && !ARGUMENTS.has (key));
         if (fields.length)

@@ -202,6 +202,15 @@ describe ('actd-mcp', () => {
         await until (() => toolsChanged.length > gone, 'list_changed when the worker goes');
         await until (async () => !(await client.listTools ()).tools.some ((t) => t.name === 'summarize'),
                      'summarize off the list');
+        //  Its workers gone, a call of it says so within seconds (it waited in
+        //  actd for a worker up to schedule_timeout_ms, the SDK client's whole
+        //  60 s request timeout: before, this one timed out at 15 s)
+        const started = Date.now ();
+        const result = await client.callTool ({ name: 'summarize', arguments: { text: 'abc' } },
+                                              undefined, { timeout: 15000 });
+        assert.equal (result.isError, true);
+        assert.match (result.content [0].text, /^no_worker: no worker serves tool summarize now/u);
+        assert.ok (Date.now () - started < 12000, `${Date.now () - started} ms`);
     });
 
     it ('lists tools whose schema is not a plain object schema, as object schemas', async () => {
