@@ -165,7 +165,17 @@ int act_task_result (act_task_t *self, const json_t *result, int branch);
 //  act_json_parse); the broker fails the attempt when it is not.
 int act_task_result_text (act_task_t *self, const char *text, size_t size, int branch);
 
-//  Answer with a failure (code may be NULL). Frees the task.
+//  A failure whose body would be over ACT_WORKER_MAX_FAIL bytes (actd's
+//  default server/max_message_bytes, past which actd reads it as no body
+//  at all: a retryable activity_failed, its code and message lost) is sent
+//  as its code and retryable, its message cut to its first
+//  ACT_WORKER_MAX_FAIL_MESSAGE bytes (at a UTF-8 character's start) and
+//  followed by "... (cut: the failure was N bytes)"
+#define ACT_WORKER_MAX_FAIL         1048576
+#define ACT_WORKER_MAX_FAIL_MESSAGE 65536
+
+//  Answer with a failure (code may be NULL; message UTF-8, cut as said
+//  above when the failure is over ACT_WORKER_MAX_FAIL). Frees the task.
 int act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable);
 
 //  Report progress (kept with the call; shown by STATUS).

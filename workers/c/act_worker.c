@@ -714,15 +714,41 @@ act_task_result_text (act_task_t *self, const char *text, size_t size, int branc
     return s_answer (self, "RESULT", args);
 }
 
+//  The failure's text with its message cut to ACT_WORKER_MAX_FAIL_MESSAGE
+//  bytes, backed up to a UTF-8 character's start (jansson refuses half a
+//  character), for a failure whose text was size bytes
+static char *
+s_fail_cut (json_t *error, const char *message, size_t size)
+{
+    size_t cut = strlen (message);
+    if (cut > ACT_WORKER_MAX_FAIL_MESSAGE) {
+        cut = ACT_WORKER_MAX_FAIL_MESSAGE;
+        while (cut > 0 && ((unsigned char) message [cut] & 0xC0) == 0x80)
+            cut--;
+    }
+    char *shown = zsys_sprintf ("%.*s... (cut: the failure was %zu bytes)",
+                                (int) cut, message, size);
+    json_object_set_new (error, "message", json_string (shown));
+    zstr_free (&shown);
+    return act_json_dump (error);
+}
+
 int
 act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable)
 {
-    json_t *error = json_pack ("{sssb}", "message", message? message: "failed",
-                               "retryable", retryable);
+    message = message? message: "failed";
+    json_t *error = json_pack ("{sssb}", "message", message, "retryable", retryable);
     if (code)
         json_object_set_new (error, "code", json_string (code));
     zmsg_t *args = zmsg_new ();
     char *text = act_json_dump (error);
+    //  actd reads a FAIL over its max_message_bytes as {}: retried as
+    //  activity_failed, the code lost
+    if (text && strlen (text) > ACT_WORKER_MAX_FAIL) {
+        char *cut = s_fail_cut (error, message, strlen (text));
+        free (text);
+        text = cut;
+    }
     zmsg_addstr (args, text);
     free (text);
     json_decref (error);
