@@ -175,7 +175,9 @@ int act_task_result_text (act_task_t *self, const char *text, size_t size, int b
 #define ACT_WORKER_MAX_FAIL_MESSAGE 65536
 
 //  Answer with a failure (code may be NULL; message UTF-8, cut as said
-//  above when the failure is over ACT_WORKER_MAX_FAIL). Frees the task.
+//  above when the failure is over ACT_WORKER_MAX_FAIL; a byte of code or
+//  message that is not part of well-formed UTF-8 is sent as '?'). Frees
+//  the task.
 int act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable);
 
 //  Report progress (kept with the call; shown by STATUS).

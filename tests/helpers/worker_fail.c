@@ -4,7 +4,8 @@
 
     worker_fail ENDPOINT
         Serves c-fail as worker c-fail: its params {"text": s, "repeat": n}
-        make the message, s n times over; it fails with code w_huge, not
+        make the message, s n times over (then, with "tail": t, the bytes
+        FF FE, not UTF-8, and t); it fails with code w_huge, not
         retryable, and prints "run ATTEMPT" for each task. Until SIGTERM.
     ========================================================================= */
 
@@ -27,6 +28,13 @@ s_fail (act_task_t *task, void *arg)
     for (json_int_t index = 0; index < repeat; index++)
         memcpy (message + size * (size_t) index, text, size);
     message [size * (size_t) repeat] = 0;
+    //  "tail" given: the message ends with bytes that are not UTF-8, then it
+    if (json_string_value (json_object_get (params, "tail"))) {
+        char *bad = zsys_sprintf ("%s\xff\xfe%s", message,
+                                  json_string_value (json_object_get (params, "tail")));
+        free (message);
+        message = bad;
+    }
     printf ("run %lld\n", act_task_attempt (task));
     fflush (stdout);
     act_task_fail (task, "w_huge", message, false);

@@ -54,6 +54,16 @@ class WorkerFailTest(unittest.TestCase):
                          "\u20ac" * 21845 + "... (cut: the failure was 2100048 bytes)")
         self.assertEqual(self.actd.stop(), 0, self.actd.log())
 
+    def test_a_message_that_is_not_utf8_is_sent_with_its_bad_bytes_as_question_marks(self):
+        # jansson refused the FAIL's body: the worker crashed in zmsg_addstr
+        _, outcome = self.client.call("ctx-fail", {
+            "_tool": "c-fail", "_outputPath": DAGGER + "out", "_retry": RETRY,
+            "text": "caf\u00e9 ", "repeat": 1, "tail": " end"}, timeout=60)
+        self.assertEqual((outcome["error"]["code"], outcome["error"]["message"],
+                          outcome["attempts"]), ("w_huge", "caf\u00e9 ?? end", 1))
+        self.assertIsNone(self.worker.poll(), "the worker is still there")
+        self.assertEqual(self.actd.stop(), 0, self.actd.log())
+
     def test_a_failure_that_fits_is_sent_whole(self):
         outcome, runs = self.failed_call("a", (1 << 20) - 100)
         error = outcome["error"]

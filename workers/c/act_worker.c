@@ -733,13 +733,33 @@ s_fail_cut (json_t *error, const char *message, size_t size)
     return act_json_dump (error);
 }
 
+//  A copy of text with each byte that is not part of well-formed UTF-8
+//  written '?' (the caller frees it): a message that is not UTF-8 (a
+//  strerror in another locale, a program's output) made jansson refuse the
+//  FAIL's body, and the worker crashed sending none
+static char *
+s_utf8_fixed (const char *text)
+{
+    char *fixed = strdup (text);
+    size_t size = strlen (fixed), from = 0, bad;
+    while (!act_utf8_valid (fixed + from, size - from, &bad)) {
+        fixed [from + bad] = '?';
+        from += bad + 1;
+    }
+    return fixed;
+}
+
 int
 act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable)
 {
-    message = message? message: "failed";
+    char *fixed = s_utf8_fixed (message? message: "failed");
+    message = fixed;
     json_t *error = json_pack ("{sssb}", "message", message, "retryable", retryable);
-    if (code)
-        json_object_set_new (error, "code", json_string (code));
+    if (code) {
+        char *code_fixed = s_utf8_fixed (code);
+        json_object_set_new (error, "code", json_string (code_fixed));
+        free (code_fixed);
+    }
     zmsg_t *args = zmsg_new ();
     char *text = act_json_dump (error);
     //  actd reads a FAIL over its max_message_bytes as {}: retried as
@@ -752,6 +772,7 @@ act_task_fail (act_task_t *self, const char *code, const char *message, bool ret
     zmsg_addstr (args, text);
     free (text);
     json_decref (error);
+    free (fixed);
     return s_answer (self, "FAIL", args);
 }
 
