@@ -16,6 +16,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import zmq
 import zmq.utils.monitor
 
+from ._wire import HANDSHAKE_FAILED, REFUSED
+
 #: The client endpoints when none are given (as for actctl): one, or a
 #: comma-separated list.
 ENDPOINT_VARIABLE = "ACTD_ENDPOINT"
@@ -183,15 +185,23 @@ def disconnects(sock: Any) -> Any:
     connection events (``zmq_socket_monitor``): read each with
     ``recv_multipart`` and pass it to :func:`link_event`. Stop with
     :func:`stop_monitor`. The same socket each time (pyzmq keeps it)."""
-    return sock.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+    return sock.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED
+                                   | zmq.EVENT_CONNECT_RETRIED | _HANDSHAKE_FAILED)
 
 
-def link_event(frames: List[bytes]) -> Optional[bool]:
+#: The monitor events of a handshake that failed (CURVE keys that do not match)
+_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                     | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+
+
+
+def link_event(frames: List[bytes]) -> Union[bool, str, None]:
     """What a monitor message says: True when a connection came up (its
-    handshake succeeded), False when one dropped, None for anything else.
-    Only a drop after a handshake loses requests: libzmq writes nothing
-    to a connection before (a handshake that fails, say a plain client to
-    a CURVE broker, also ends in a drop)."""
+    handshake succeeded), False when one dropped, :data:`REFUSED` or
+    :data:`HANDSHAKE_FAILED` when an attempt failed so, None for anything
+    else. Only a drop after a handshake loses requests: libzmq writes
+    nothing to a connection before (a handshake that fails, say a plain
+    client to a CURVE broker, also ends in a drop)."""
     try:
         event: int = zmq.utils.monitor.parse_monitor_message(frames)["event"]
     except (ValueError, KeyError, TypeError):
@@ -200,6 +210,10 @@ def link_event(frames: List[bytes]) -> Optional[bool]:
         return True
     if event == zmq.EVENT_DISCONNECTED:
         return False
+    if event == zmq.EVENT_CONNECT_RETRIED:
+        return REFUSED
+    if event & _HANDSHAKE_FAILED:
+        return HANDSHAKE_FAILED
     return None
 
 

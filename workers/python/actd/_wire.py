@@ -34,7 +34,7 @@ import itertools
 import json
 import logging
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import ActdError, Disconnected, ProtocolError, error_for
 from .types import Outcome
@@ -182,6 +182,11 @@ def _remember(table: "collections.OrderedDict[str, str]", key: str, endpoint: st
         table.popitem(last=False)
 
 
+#: What a connection attempt saw (``_socket.link_event``), as the C library says it
+REFUSED = "refused: is actd listening there?"
+HANDSHAKE_FAILED = "the handshake failed: are both ends on CURVE, with the broker's public key?"
+
+
 class Tracker:
     """Pending requests by request id, where each goes, and the routing of
     replies to them.
@@ -216,6 +221,8 @@ class Tracker:
         self._pending: Dict[bytes, Pending] = {}
         self._dead: Dict[str, float] = {}       # endpoint -> skipped until
         self._up: Set[str] = set()              # Endpoints connected (handshake done)
+        self._ever_up = False                   # A handshake succeeded once, with any broker
+        self._failures: Dict[str, str] = {}     # endpoint -> what its last attempt saw
         self._owners: "collections.OrderedDict[str, str]" = collections.OrderedDict()
         self._accepted: "collections.OrderedDict[str, str]" = collections.OrderedDict()
         self._waits: Dict[Tuple[bytes, str], _Wait] = {}
@@ -326,19 +333,42 @@ class Tracker:
         counting the tracker's own STATUS polls)."""
         return sum(1 for pending in self._pending.values() if pending.kind != "poll")
 
-    def link_event(self, endpoint: str, up: bool) -> List[Action]:
+    def link_event(self, endpoint: str, up: Union[bool, str]) -> List[Action]:
         """The connection to the broker at ``endpoint`` came up (its
-        handshake succeeded) or dropped (its socket's monitor said so): a
+        handshake succeeded), dropped (its socket's monitor said so), or
+        an attempt failed (``up`` says why: ``_socket.link_event``): a
         drop of one that was up loses what was sent on it (:meth:`lost`);
-        returns the actions to run."""
-        if up:
+        one that closed at its handshake carried no request (they wait for
+        the next); returns the actions to run."""
+        if up is True:
             self._up.add(endpoint)
+            self._ever_up = True
+            self._failures.pop(endpoint, None)
+            return []
+        if isinstance(up, str):
+            # A failed handshake is not hidden by the retries that follow
+            if self._failures.get(endpoint) != HANDSHAKE_FAILED:
+                self._failures[endpoint] = up
             return []
         if endpoint not in self._up:
+            self._failures.setdefault(endpoint, "the connection closed at the handshake")
             return []
         self._up.discard(endpoint)
         log.info("the connection to %s dropped", endpoint)
         return self.lost(endpoint)
+
+    def unreached(self) -> str:
+        """While no handshake with any broker has succeeded since the
+        client was made, what the connection attempts saw, to add to a
+        :class:`actd.Timeout`'s message (as ``: no connection to ... was
+        ever made (refused: ...)``); else ''."""
+        if self._ever_up:
+            return ""
+        seen = [self._failures.get(endpoint, "no answer: a firewall, or a host that is down?")
+                for endpoint in self.endpoints]
+        if len(seen) > 1:
+            seen = ["; ".join("%s: %s" % pair for pair in zip(self.endpoints, seen))]
+        return ": no connection to %s was ever made (%s)" % (", ".join(self.endpoints), seen[0])
 
     def lost(self, endpoint: str) -> List[Action]:
         """The connection to the broker at ``endpoint`` dropped (its socket's

@@ -43,12 +43,17 @@ def _sent(future: "asyncio.Future[Any]") -> None:
         future.exception()
 
 
-async def _wait(future: "asyncio.Future[Any]", timeout: Optional[float], what: str) -> Any:
+async def _wait(future: "asyncio.Future[Any]", timeout: Optional[float], what: str,
+                client: Any = None) -> Any:
+    """The future's result, or :class:`actd.Timeout` after ``timeout``
+    seconds (None: no limit), saying, while ``client`` never reached a
+    broker, what its connection attempts saw."""
     try:
         # shield: a timeout must not cancel the future (it can be awaited again)
         return await asyncio.wait_for(asyncio.shield(future), timeout)
     except asyncio.TimeoutError:
-        raise Timeout("no %s within %.3g s" % (what, timeout)) from None
+        unreached = client._unreached() if client is not None else ""
+        raise Timeout("no %s within %.3g s%s" % (what, timeout, unreached)) from None
 
 
 class AsyncCallHandle(_handles.CallHandleBase):
@@ -57,14 +62,14 @@ class AsyncCallHandle(_handles.CallHandleBase):
     async def accepted(self, timeout: Optional[float] = None) -> str:
         """The call id once actd accepted the call; raises the
         :class:`actd.ActdError` of an ``ERROR`` reply, or :class:`actd.Timeout`."""
-        return str(await _wait(self._reply, timeout, "ACCEPTED"))
+        return str(await _wait(self._reply, timeout, "ACCEPTED", self._client))
 
     async def outcome(self, timeout: Optional[float] = None) -> Outcome:
         """The call's :class:`actd.Outcome`; ``ValueError`` for a call
         without output path."""
         if self._done is None:
             raise ValueError("a call without _outputPath gets no DONE")
-        outcome: Outcome = await _wait(self._done, timeout, "DONE")
+        outcome: Outcome = await _wait(self._done, timeout, "DONE", self._client)
         return outcome
 
     async def result(self, timeout: Optional[float] = None) -> Union[Outcome, str]:
@@ -83,7 +88,7 @@ class AsyncPlanHandle(_handles.PlanHandleBase):
 
     async def accepted(self, timeout: Optional[float] = None) -> List[str]:
         """The call ids, in the plan's order."""
-        ids: List[str] = await _wait(self._reply, timeout, "ACCEPTED")
+        ids: List[str] = await _wait(self._reply, timeout, "ACCEPTED", self._client)
         return list(ids)
 
     async def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
@@ -315,7 +320,8 @@ class AsyncClient:
 
     async def _watch_link(self, endpoint: str, monitor: zmq.asyncio.Socket) -> None:
         """Read the socket's monitor: a dropped connection fails the
-        requests it lost (see ``_wire.Tracker.link_event``)."""
+        requests it lost, a failed attempt is kept to say (see
+        ``_wire.Tracker.link_event``)."""
         while True:
             event = _socket.link_event(await monitor.recv_multipart())
             if event is not None:
@@ -329,6 +335,11 @@ class AsyncClient:
         self._flush()
         return request_id
 
+    def _unreached(self) -> str:
+        """What a Timeout adds while no broker was ever reached
+        (``_wire.Tracker.unreached``)."""
+        return self._tracker.unreached()
+
     async def _request(self, command: str, args: Sequence[bytes], parse: Any,
                        timeout: Optional[float]) -> Any:
         if timeout is _DEFAULT:
@@ -336,7 +347,7 @@ class AsyncClient:
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         request_id = await self._send(command, args, _wire.Pending("simple", future, parse))
         try:
-            return await _wait(future, timeout, "reply to %s" % command)
+            return await _wait(future, timeout, "reply to %s" % command, self)
         except Timeout:
             self._tracker.drop(request_id)
             raise
@@ -424,7 +435,7 @@ class AsyncClient:
         client awaits it, else by watching its context's calls."""
         done = self._tracker.outcome_future(call_id)
         if done is not None:
-            outcome: Outcome = await _wait(done, timeout, "DONE for call %s" % call_id)
+            outcome: Outcome = await _wait(done, timeout, "DONE for call %s" % call_id, self)
             return outcome
         deadline = _handles.deadline_after(timeout)
         # The STATUS requests too end by the deadline

@@ -65,11 +65,16 @@ def _options(endpoints: Optional[Endpoints], endpoint: Optional[Endpoints],
     return listed, request_timeout, several_timeout
 
 
-def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str) -> Any:
+def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str,
+          client: Any = None) -> Any:
+    """The future's result, or :class:`actd.Timeout` after ``timeout``
+    seconds (None: no limit), saying, while ``client`` never reached a
+    broker, what its connection attempts saw."""
     try:
         return future.result(timeout)
     except concurrent.futures.TimeoutError:
-        raise Timeout("no %s within %.3g s" % (what, timeout)) from None
+        unreached = client._unreached() if client is not None else ""
+        raise Timeout("no %s within %.3g s%s" % (what, timeout, unreached)) from None
 
 
 class CallHandle(_handles.CallHandleBase):
@@ -81,7 +86,7 @@ class CallHandle(_handles.CallHandleBase):
         """The call id once actd accepted (durably stored) the call; raises
         the :class:`actd.ActdError` of an ``ERROR`` reply, or
         :class:`actd.Timeout`."""
-        return str(_wait(self._reply, timeout, "ACCEPTED"))
+        return str(_wait(self._reply, timeout, "ACCEPTED", self._client))
 
     @property
     def call_id(self) -> str:
@@ -94,7 +99,7 @@ class CallHandle(_handles.CallHandleBase):
         :meth:`Client.wait` with the call id)."""
         if self._done is None:
             raise ValueError("a call without _outputPath gets no DONE")
-        outcome: Outcome = _wait(self._done, timeout, "DONE")
+        outcome: Outcome = _wait(self._done, timeout, "DONE", self._client)
         return outcome
 
     def result(self, timeout: Optional[float] = None) -> Union[Outcome, str]:
@@ -110,7 +115,7 @@ class PlanHandle(_handles.PlanHandleBase):
 
     def accepted(self, timeout: Optional[float] = None) -> List[str]:
         """The call ids, in the plan's order, once actd accepted the plan."""
-        ids: List[str] = _wait(self._reply, timeout, "ACCEPTED")
+        ids: List[str] = _wait(self._reply, timeout, "ACCEPTED", self._client)
         return list(ids)
 
     def results(self, timeout: Optional[float] = None) -> List[Union[Outcome, str]]:
@@ -316,7 +321,8 @@ class Client:
 
     def _events(self, ready: Dict[Any, int]) -> None:
         """Read the monitors that ``poll`` found ``ready``: a dropped
-        connection fails the requests it lost (see ``_wire.Tracker.link_event``)."""
+        connection fails the requests it lost, a failed attempt is kept to
+        say (see ``_wire.Tracker.link_event``)."""
         for endpoint, monitor in list(self._monitors.items()):
             while monitor in ready:
                 try:
@@ -408,6 +414,12 @@ class Client:
         with self._lock:
             self._tracker.drop(request_id)
 
+    def _unreached(self) -> str:
+        """What a Timeout adds while no broker was ever reached
+        (``_wire.Tracker.unreached``)."""
+        with self._lock:
+            return self._tracker.unreached()
+
     def _request(self, command: str, args: Sequence[bytes], parse: Any,
                  timeout: Optional[float]) -> Any:
         """Send one request and wait for its single reply."""
@@ -416,7 +428,7 @@ class Client:
         future: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
         request_id = self._send(command, args, _wire.Pending("simple", future, parse))
         try:
-            return _wait(future, timeout, "reply to %s" % command)
+            return _wait(future, timeout, "reply to %s" % command, self)
         except Timeout:
             self._forget(request_id)
             raise
@@ -530,7 +542,7 @@ class Client:
         with self._lock:
             done = self._tracker.outcome_future(call_id)
         if done is not None:
-            outcome: Outcome = _wait(done, timeout, "DONE for call %s" % call_id)
+            outcome: Outcome = _wait(done, timeout, "DONE for call %s" % call_id, self)
             return outcome
         deadline = _handles.deadline_after(timeout)
         # The STATUS requests too end by the deadline
