@@ -112,6 +112,8 @@ class Client {
             throw new TypeError ('requestTimeoutMs and statusPollMs are numbers >= 0');
         this._curve = curveOptions (options);
         this._links = new Map ();       //  endpoint -> Link
+        this._everUp = false;           //  A handshake succeeded once, with any broker
+        this._failures = new Map ();    //  endpoint -> what its last attempt saw
         this._dead = new Map ();        //  endpoint -> skipped until (clock.now ())
         this._owners = new Map ();      //  context -> endpoint
         this._accepted = new Map ();    //  call id -> endpoint

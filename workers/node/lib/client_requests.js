@@ -3,7 +3,7 @@
 //  among the brokers, sending it, matching the replies by request id,
 //  and the timers and dropped connections that send it elsewhere.
 
-const { Link } = require ('./link');
+const { Link, HANDSHAKE_FAILED, CLOSED_AT_HANDSHAKE } = require ('./link');
 const { ActdError, errorFromReply } = require ('./errors');
 const clock = require ('./clock');
 const { rendezvous, withIds } = require ('./route');
@@ -57,12 +57,41 @@ class ClientRequests {
                 onMessage: (frames) => this._message (endpoint, frames),
                 onDisconnect: (dropped) => dropped? this._disconnected (endpoint)
                                                   : this._lost (endpoint),
+                onAttempt: (why) => this._attempt (endpoint, why),
                 curve: this._curve,
                 heartbeat: true
             });
             this._links.set (endpoint, link);
         }
         return link;
+    }
+
+    //  What an attempt to connect to endpoint saw (Link's onAttempt): kept
+    //  until a handshake succeeds, for _unreached. A failed handshake is
+    //  not hidden by the retries that follow it
+    _attempt (endpoint, why) {
+        if (why === null) {
+            this._everUp = true;
+            this._failures.delete (endpoint);
+        }
+        else
+        if (this._failures.get (endpoint) !== HANDSHAKE_FAILED
+            && !(why === CLOSED_AT_HANDSHAKE && this._failures.has (endpoint)))
+            this._failures.set (endpoint, why);
+    }
+
+    //  While no handshake with any broker has succeeded since the client
+    //  was made, what the connection attempts saw, to add to a timeout's
+    //  message (': no connection to ... was ever made (refused: ...)');
+    //  else ''
+    _unreached () {
+        if (this._everUp)
+            return '';
+        let seen = this.endpoints.map ((endpoint) => this._failures.get (endpoint)
+                                      ?? 'no answer: a firewall, or a host that is down?');
+        if (seen.length > 1)
+            seen = [this.endpoints.map ((endpoint, at) => `${endpoint}: ${seen [at]}`).join ('; ')];
+        return `: no connection to ${this.endpoints.join (', ')} was ever made (${seen [0]})`;
     }
 
     _live (endpoint, now) {
@@ -190,7 +219,8 @@ class ClientRequests {
                 request.timer = setTimeout (() => {
                     this._pending.delete (request.id);
                     reject (new ActdError ('request_timeout', `no reply to ${command} within `
-                        + `${timeout} ms: the request may or may not have been carried out`));
+                        + `${timeout} ms: the request may or may not have been carried out`
+                        + this._unreached ()));
                     this._withdraw (request.endpoint);
                 }, timeout);
             this._transmit (request);

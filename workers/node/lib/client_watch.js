@@ -212,7 +212,8 @@ class ClientWatch {
         try {
             return await (options.timeout > 0? Promise.race ([ended, new Promise ((_, reject) => {
                 timer = setTimeout (reject, options.timeout, new ActdError (
-                    'timeout', `call ${id} did not end within ${options.timeout} ms`));
+                    'timeout', `call ${id} did not end within ${options.timeout} ms`
+                    + this._unreached ()));
             })]): ended);
         }
         finally {

@@ -15,9 +15,20 @@ const clock = require ('./clock');
 const HEARTBEAT_MS = 1000;              //  ZMTP heartbeat interval (as in C)
 const HEARTBEAT_TIMEOUT_MS = 10000;     //  A connection silent this long drops
 
+//  What a connection attempt saw (onAttempt), as the C library says it
+const REFUSED = 'refused: is actd listening there?';
+const HANDSHAKE_FAILED = 'the handshake failed: are both ends on CURVE, '
+                       + 'with the broker\'s public key?';
+const CLOSED_AT_HANDSHAKE = 'the connection closed at the handshake';
+const ATTEMPTS = { 'connect:retry': REFUSED, 'handshake:error:protocol': HANDSHAKE_FAILED,
+                   'handshake:error:auth': HANDSHAKE_FAILED,
+                   'handshake:error:other': HANDSHAKE_FAILED };
+
 class Link {
     //  options: { onMessage (frames), onDisconnect (dropped), onConnect (),
-    //  onRefused (), onError (error: onMessage threw, or the receive loop
+    //  onRefused (), onAttempt (why: what an attempt to connect saw, one of
+    //  REFUSED, HANDSHAKE_FAILED, CLOSED_AT_HANDSHAKE; null once a
+    //  handshake succeeded), onError (error: onMessage threw, or the receive loop
     //  failed; default a process warning), linger, curve (socket options of
     //  ./curve.js), heartbeat (true: ZMTP heartbeats, HEARTBEAT_MS, and a
     //  connection silent HEARTBEAT_TIMEOUT_MS drops) }
@@ -50,6 +61,8 @@ class Link {
         //  also ends in a disconnect, with nothing written
         this.up = false;                //  Connected, handshake done
         this.socket.events.on ('handshake', () => { this.up = true; });
+        if (options.onAttempt)
+            this._attempts (options.onAttempt);
         const watched = { disconnect: options.onDisconnect, connect: options.onConnect,
                           'handshake:error:auth': options.onRefused };
         for (const [event, callback] of Object.entries (watched))
@@ -78,6 +91,23 @@ class Link {
         //  an unhandled rejection, which ends the process
         this._onError = options.onError || ((error) => process.emitWarning (error));
         this._receive ();
+    }
+
+    //  Tell onAttempt what each connection attempt saw (registered before
+    //  onDisconnect's listener, so a disconnect is seen while up still
+    //  says whether the handshake had succeeded)
+    _attempts (onAttempt) {
+        const tell = (why) => {
+            if (!this.closed)
+                onAttempt (why);
+        };
+        for (const [event, why] of Object.entries (ATTEMPTS))
+            this.socket.events.on (event, () => tell (why));
+        this.socket.events.on ('handshake', () => tell (null));
+        this.socket.events.on ('disconnect', () => {
+            if (!this.up)
+                tell (CLOSED_AT_HANDSHAKE);
+        });
     }
 
     //  Queue a multipart message; resolves once zeromq has taken it
@@ -160,4 +190,5 @@ class Link {
 //  need not wait 10 s for each drop
 Link.heartbeatTimeoutMs = HEARTBEAT_TIMEOUT_MS;
 
-module.exports = { Link, HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS };
+module.exports = { Link, HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS, REFUSED, HANDSHAKE_FAILED,
+                   CLOSED_AT_HANDSHAKE };
