@@ -28,26 +28,6 @@ typedef struct {
     int64_t sent;               //  When it was (last) sent
 } s_pending_t;
 
-//  A request this client forgot: its replies are dropped, until the last
-//  it can get has come
-typedef struct {
-    act_link_t *link;           //  Broker it went to, or NULL: not known
-    size_t dones;               //  DONE replies still due (an accepted CALL
-                                //  or PLAN with _outputPath); 0: its first
-                                //  reply other than EVENT is its last
-    char *closes;               //  An UNWATCH: the WATCH it closes (ignored
-                                //  too, until this one ends), else NULL
-} s_ignored_t;
-
-static void
-s_ignored_destroy (void **item)
-{
-    s_ignored_t *ignored = (s_ignored_t *) *item;
-    free (ignored->closes);
-    free (ignored);
-    *item = NULL;
-}
-
 static void
 s_reply_free (void **item)
 {
@@ -173,7 +153,7 @@ s_client_new (const char *endpoint)
     //  act_awaiting_t, a plain struct: free () is its destructor
     zhashx_set_destructor (self->awaiting, (zhashx_destructor_fn *) zstr_free);
     self->watches = zhashx_new ();
-    self->ignored = act_table_new (ACT_CLIENT_ROUTES_KEPT, s_ignored_destroy);
+    self->ignored = act_table_new (ACT_CLIENT_ROUTES_KEPT, act_client_ignored_destroy);
     self->prescribed = json_object ();
     self->timeout = 30000;
     //  No endpoint: the environment's, as actctl reads it (CURVE too)
@@ -408,28 +388,12 @@ void
 act_client_ignore (act_client_t *self, const char *request)
 {
     s_pending_t *pending = zhashx_lookup (self->pending, request);
-    s_ignored_t *ignored = calloc (1, sizeof *ignored);
-    if (pending) {
-        ignored->link = pending->link;
-        ignored->dones = s_dones_due (pending);
-        if (streq (pending->command, "UNWATCH") && zmsg_size (pending->args))
-            ignored->closes = zframe_strdup (zmsg_first (pending->args));
-    }
-    act_table_update (self->ignored, request, ignored);
+    char *closes = pending && streq (pending->command, "UNWATCH") && zmsg_size (pending->args)
+                 ? zframe_strdup (zmsg_first (pending->args)): NULL;
+    act_client_ignored_add (self, request, pending? pending->link: NULL,
+                            pending? s_dones_due (pending): 0, closes);
+    free (closes);
     zhashx_delete (self->pending, request);
-}
-
-void
-act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *link,
-                         size_t dones)
-{
-    zhashx_delete (self->awaiting, request);
-    if (dones == 0)
-        return;
-    s_ignored_t *ignored = calloc (1, sizeof *ignored);
-    ignored->link = link;
-    ignored->dones = dones;
-    act_table_update (self->ignored, request, ignored);
 }
 
 //  pending was accepted (reply) by link: STATUS and CANCEL of its calls,
@@ -537,26 +501,6 @@ s_lost (act_client_t *self, const char *code, const char *request, const char *f
     zlistx_add_end (self->lost, reply);
 }
 
-//  link's connection dropped: the requests forgotten on it can no longer
-//  be answered (a connection made again is a new routing id to the
-//  broker, whose ROUTER drops the replies to the old one), so they leave
-//  the ignored table, with the WATCH an UNWATCH among them closed
-static void
-s_ignored_lost (act_client_t *self, act_link_t *link)
-{
-    zlistx_t *requests = act_table_keys (self->ignored);
-    for (const char *request = zlistx_first (requests); request;
-         request = zlistx_next (requests)) {
-        s_ignored_t *ignored = act_table_lookup (self->ignored, request);
-        if (ignored && ignored->link == link) {
-            if (ignored->closes)
-                act_table_delete (self->ignored, ignored->closes);
-            act_table_delete (self->ignored, request);
-        }
-    }
-    zlistx_destroy (&requests);
-}
-
 //  link's connection dropped: the requests sent on it and not answered
 //  are lost with it (libzmq forgets what it wrote to the connection, and
 //  the broker's replies go to a routing id that is gone). With several
@@ -598,7 +542,7 @@ s_link_lost (act_client_t *self, act_link_t *link)
         zhashx_delete (self->pending, request);     //  Frees request: last
     }
     zlistx_destroy (&requests);
-    s_ignored_lost (self, link);
+    act_client_ignored_lost (self, link);
     //  Accepted calls whose DONE was due on it: it is lost (DONE goes to
     //  the socket identity that submitted them); STATUS tells their state.
     //  A CALL's caller gets an ERROR disconnected; a PLAN's DONEs stop
@@ -692,34 +636,13 @@ s_link_event (act_client_t *self, act_link_t *link)
     zmsg_destroy (&msg);
 }
 
-//  True when a reply with verb is the last an ignored request gets (a
-//  DONE counted down)
-static bool
-s_ignored_ends (s_ignored_t *ignored, const char *verb)
-{
-    if (streq (verb, "EVENT"))
-        return false;           //  A WATCH ends with its UNWATCH, or an ERROR
-    if (streq (verb, "DONE") && ignored->dones > 0)
-        ignored->dones--;
-    return streq (verb, "ERROR") || ignored->dones == 0;
-}
-
 //  A reply the caller should see, or NULL when it was taken here: by a
 //  watch, or dropped as the reply to a request this client forgot
 static act_reply_t *
 s_sort (act_client_t *self, act_link_t *link, act_reply_t *reply)
 {
-    s_ignored_t *ignored = act_table_lookup (self->ignored, reply->request);
-    if (ignored) {
-        if (s_ignored_ends (ignored, reply->verb)) {
-            //  Its last reply: once an UNWATCH is answered, the WATCH it
-            //  closed sends no more either
-            if (ignored->closes)
-                act_table_delete (self->ignored, ignored->closes);
-            act_table_delete (self->ignored, reply->request);
-        }
-        act_reply_destroy (&reply);
-    }
+    if (act_client_ignored_take (self, &reply))
+        ;                       //  Dropped: a request this client forgot
     else
     if (act_watch_intake (self, link, reply)) {
         reply = NULL;           //  Queued on its watch (or dropped)

@@ -128,11 +128,32 @@ act_link_t *act_client_post_on (act_client_t *self, act_link_t *link, char *requ
 //  for an UNWATCH, the WATCH it closes is forgotten with it).
 void act_client_ignore (act_client_t *self, const char *request);
 
-//  Forget the dones DONE replies (none: nothing) still due to request,
-//  accepted on link, whose pending entry is gone: dropped as they come,
-//  and no ERROR disconnected made for them when link drops.
+//  From act_client_ignored.c: forget the dones DONE replies (none:
+//  nothing) still due to request, accepted on link, whose pending entry
+//  is gone: dropped as they come, and no ERROR disconnected made for them
+//  when link drops.
 void act_client_ignore_dones (act_client_t *self, const char *request, act_link_t *link,
                               size_t dones);
+
+//  Forget request, sent to link (NULL: not known): its replies are
+//  dropped until its last, after dones DONEs (0: its first reply other
+//  than EVENT); closes, when not NULL, is the WATCH an UNWATCH closes,
+//  forgotten when it ends.
+void act_client_ignored_add (act_client_t *self, const char *request, act_link_t *link,
+                             size_t dones, const char *closes);
+
+//  The destructor of self->ignored's items.
+void act_client_ignored_destroy (void **item);
+
+//  link's connection dropped: the requests forgotten on it can no longer
+//  be answered (a connection made again is a new routing id to the
+//  broker, whose ROUTER drops the replies to the old one), so they are
+//  forgotten for good, with the WATCH an UNWATCH among them closed.
+void act_client_ignored_lost (act_client_t *self, act_link_t *link);
+
+//  True, with the reply destroyed and *reply_p NULL, when it answers a
+//  request this client forgot (counting it towards that one's last).
+bool act_client_ignored_take (act_client_t *self, act_reply_t **reply_p);
 
 //  From act_client_commands.c: forget request, whose wait timed out, as
 //  a synchronous request that timed out is: its replies kept so far are
