@@ -93,13 +93,21 @@ def _result(task: "Task", value: Any) -> List[bytes]:
     return [_HEADER, b"RESULT", task.id.encode(), body] + branch
 
 
+def _text(text: str) -> str:
+    """text with each character UTF-8 cannot carry (a lone surrogate) as "?"."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _failure(task: "Task", body: Dict[str, Any]) -> List[bytes]:
     """The FAIL of an error object. Details JSON cannot carry are left out;
     one over MAX_FAIL_BYTES keeps its code and retryable, its message cut to
     MAX_FAIL_MESSAGE bytes, its details left out: actd reads a FAIL over its
     max_message_bytes as ``{}``, retried as activity_failed."""
-    code = body.get("code") or "activity_failed"
-    message = str(body.get("message", ""))
+    # A str that is not Unicode text (os.fsdecode's surrogates for a file
+    # name's bytes that are not UTF-8, in an OSError's message) cannot be
+    # sent: each such character is sent as "?"
+    code = _text(str(body.get("code") or "activity_failed"))
+    message = _text(str(body.get("message", "")))
     retryable = body.get("retryable", True) is not False
     try:
         text = _json(body)

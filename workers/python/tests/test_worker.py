@@ -262,6 +262,22 @@ class WorkerTest(unittest.TestCase):
         self.assertLess(len(outcome.message.encode()), 70000)
         self.assertIn("cut", outcome.message)
 
+    def test_a_failure_naming_a_file_name_that_is_not_utf8_keeps_its_message(self) -> None:
+        # os.fsdecode (os.listdir too) gives the bytes of such a name as lone
+        # surrogates: the FAIL could not be encoded, and the call ended "the
+        # handler was interrupted", its code and message lost
+        def unreadable(params: Dict[str, Any], task: actd.Task) -> Any:
+            name = os.fsdecode(b"caf\xe9.txt")
+            raise actd.ActivityError("cannot read " + name, code="w_" + name,
+                                     retryable=False)
+
+        with self.serve({"w-bad-name": unreadable}):
+            outcome = self.client.call("w-bad-name", {
+                "_tool": "w-bad-name", "_outputPath": "†out",
+                "_retry": {"max_attempts": 2, "initial_ms": 10}}, timeout=TIMEOUT)
+        self.assertEqual((outcome.status, outcome.code, outcome.message, outcome.attempts),
+                         ("error", "w_caf?.txt", "cannot read caf?.txt", 1))
+
     def test_progress_is_shown_by_status(self) -> None:
         gate = Gate()
 
