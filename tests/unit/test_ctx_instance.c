@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include "actd/act.h"
+#include "json_count.h"
 
 #define DAGGER "\xe2\x80\xa0"
 
@@ -273,17 +274,6 @@ test_assign_replaces_or_keeps (void **state)
     S_RUN (steps);
 }
 
-//  jansson's allocations, counted while s_counting is set
-static bool s_counting;
-static size_t s_allocations;
-
-static void *
-s_counted_malloc (size_t size)
-{
-    s_allocations += s_counting;
-    return malloc (size);
-}
-
 //  A write's check in an instance reads the instance's value where it is
 //  cached, not a copy of it: a copy made each push to an array of n items
 //  cost O(n), n pushes O(n^2) (an audit: 10k pushes of 70 bytes, 16.7 s
@@ -292,25 +282,21 @@ static void
 test_a_write_check_does_not_copy_the_instance_value (void **state)
 {
     (void) state;
-    json_set_alloc_funcs (s_counted_malloc, free);
     act_ctx_t *ctx = act_ctx_new ("copies");
     size_t cost [2];
     for (int round = 0; round < 2; round++) {
         uint64_t items = round? 4000: 2000;
         while (act_ctx_next_seq (ctx) <= items)
             s_write (ctx, DAGGER "s.list", "push", "{\"v\": 1}", "i");
-        s_allocations = 0;
-        s_counting = true;
+        unit_json_count_start ();
         s_write (ctx, DAGGER "s.list", "push", "{\"v\": 1}", "i");
-        s_counting = false;
-        cost [round] = s_allocations;
+        cost [round] = unit_json_count_stop ();
     }
     //  The same few allocations at 4000 items as at 2000 (a copy: 4000+)
     assert_true (cost [0] < 200);
     assert_true (cost [1] < 200);
     s_expect (ctx, DAGGER "s.list.0", "i", "{\"v\":1}");
     act_ctx_destroy (&ctx);
-    json_set_alloc_funcs (malloc, free);
 }
 
 //  Overlapping targets of a fan-out are tried in turn and undone: what the
@@ -329,15 +315,12 @@ test_overlapping_targets_do_not_copy_the_document (void **state)
     }
     s_write (ctx, DAGGER "s.t", "set", "\"text\"", NULL);
     s_write (ctx, DAGGER "s.arr", "set", "[0]", NULL);
-    json_set_alloc_funcs (s_counted_malloc, free);
-    s_allocations = 0;
-    s_counting = true;
+    unit_json_count_start ();
     s_write (ctx, DAGGER "s.q && " DAGGER "s.q && " DAGGER "s.q.r && " DAGGER "s.q",
              "set", "1", NULL);
-    s_counting = false;
-    json_set_alloc_funcs (malloc, free);
+    size_t allocations = unit_json_count_stop ();
     //  Four copies of 2,000 members: some 16,000
-    assert_in_range (s_allocations, 1, 400);
+    assert_in_range (allocations, 1, 400);
     s_expect (ctx, DAGGER "s.q", NULL, "1");
     //  A fan-out refused at its last target leaves every level as it was:
     //  a member added, items pushed, a value replaced

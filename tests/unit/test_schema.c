@@ -29,6 +29,7 @@
 #include <jansson.h>
 #include "actd/act.h"
 #include "schema_support.h"
+#include "json_count.h"
 
 #define S_SUITE_DIR     "/usr/share/json-schema-test-suite/tests/draft7"
 #define S_OWN_DIR       ACTD_SOURCE_DIR "/tests/schema/2020-12"
@@ -621,17 +622,6 @@ test_calls_read_in_place (void **state)
     act_schema_destroy (&schema);
 }
 
-//  jansson's allocations, counted while s_counting is set
-static bool s_counting;
-static size_t s_allocations;
-
-static void *
-s_counted_malloc (size_t size)
-{
-    s_allocations += s_counting;
-    return malloc (size);
-}
-
 //  An enum against an object of a call's text builds the object's tree
 //  once, not once for each of its values (an audit: 1,000 {} against an
 //  object of 10,000 members, 5 s of actd's loop). Counted in jansson's
@@ -653,16 +643,14 @@ test_enum_builds_the_instance_once (void **state)
         snprintf (text + strlen (text), sizeof text - strlen (text), ", \"k%d\": %d",
                   index, index);
     strcat (text, "}}");
-    json_set_alloc_funcs (s_counted_malloc, free);
-    s_counting = true;
+    unit_json_count_start ();
     char *message = schema_call_message (schema, text);
-    s_counting = false;
-    json_set_alloc_funcs (malloc, free);
+    size_t allocations = unit_json_count_stop ();
     assert_non_null (message);
     assert_non_null (strstr (message, "enum"));
     free (message);
     //  A tree of 100 members is some 200 allocations; 201 of them, 40,000
-    assert_in_range (s_allocations, 1, 2000);
+    assert_in_range (allocations, 1, 2000);
     //  And an equal one is still found
     text [strlen (text) - 1] = '\0';
     strcpy (strstr (text, "\"x\": ") + 5, "{\"k0\": 0.0}}");
