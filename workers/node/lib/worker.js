@@ -185,6 +185,19 @@ function s_json (value) {
     return text === undefined? 'null': text;
 }
 
+//  JSON text with each lone surrogate (a \uD800-\uDFFF code unit without
+//  its pair: a Buffer decoded wrongly, a string cut inside a pair) written
+//  '?', in keys and values alike, as the Python and C workers send what
+//  UTF-8 cannot carry. JSON.stringify writes such a character as the
+//  escape \udxxx (lowercase, ECMA-262's QuoteJSONString), which actd
+//  refuses: it read such a FAIL as {}, retried as activity_failed. Every
+//  '\' of the text starts an escape, so scanning them in order never takes
+//  an escaped '\' followed by "ud800" for one.
+function s_well_formed (text) {
+    return text.replace (/\\(?:ud[89a-f][0-9a-f]{2}|.)/g,
+                         (escape) => escape.length > 2? '?': escape);
+}
+
 //  The FAIL body, JSON text over MAX_FAIL_BYTES, as its code, retryable and
 //  its message cut to MAX_FAIL_MESSAGE bytes, details left out: actd reads a
 //  FAIL over its max_message_bytes as {}, retried as activity_failed
@@ -508,9 +521,9 @@ class Worker extends EventEmitter {
             meta = JSON.parse (args [3].toString ());
         }
         catch (error) {
-            this._send (connection, ['FAIL', id, JSON.stringify ({
+            this._send (connection, ['FAIL', id, s_well_formed (JSON.stringify ({
                 message: 'TASK json does not parse: ' + error.message, code: 'bad_json',
-                retryable: false })]).catch (() => {});
+                retryable: false }))]).catch (() => {});
             return;
         }
         const task = new Task (this, connection, connection.generation, id, activity,
@@ -543,9 +556,10 @@ class Worker extends EventEmitter {
             //  A result JSON cannot carry (a BigInt, a cycle): not retried,
             //  as actd does not retry a RESULT that is not JSON; another
             //  attempt would run the handler again to return the same
-            frames = ['FAIL', task.id, JSON.stringify ({ code: 'activity_failed',
+            frames = ['FAIL', task.id, s_well_formed (JSON.stringify ({
+                      code: 'activity_failed',
                       message: 'the result is not JSON: ' + s_message (error),
-                      retryable: false })];
+                      retryable: false }))];
         }
         this._send (task._connection, frames).catch (() => {});
     }
@@ -576,6 +590,7 @@ class Worker extends EventEmitter {
             }
             body = JSON.stringify ({ message: s_message (error), code, retryable });
         }
+        body = s_well_formed (body);
         if (Buffer.byteLength (body) > MAX_FAIL_BYTES)
             body = s_cut_failure (body);
         this._send (task._connection, ['FAIL', task.id, body]).catch (() => {});

@@ -106,6 +106,57 @@ describe ('Worker', () => {
         assert.ok (Buffer.byteLength (outcome.error.message) < 70000);
     });
 
+    it ('sends each lone surrogate of a failure as ?, its code and message kept', async () => {
+        //  JSON.stringify writes a lone surrogate as \udxxx, which actd
+        //  refuses: it read the FAIL as {}, retried as activity_failed, code
+        //  and message lost. In keys and details too; a '\' before "ud800"
+        //  (path) is no surrogate and stays
+        const lone = 'caf\uD800.txt';
+        let runs = 0;
+        await serve ({ badname: async ({ kind }) => {
+            runs++;
+            if (kind === 'thrown')
+                throw new Error ('cannot read ' + lone.slice (0, 4));
+            if (kind === 'huge')
+                throw new ActivityError ('\uDC00'.repeat (1 << 20) + ' end',
+                                         { code: 'w_\uDC00', retryable: false });
+            throw new ActivityError ('cannot read ' + lone, { code: 'w_' + lone, retryable: false,
+                file: lone, tried: [lone, { [lone]: 'x\uDFFF', ok: '\uD83D\uDE00' }],
+                path: 'C:\\ud800' });
+        } });
+        const call = (kind) => client.call ('w-surrogate', { _tool: 'badname', kind,
+            _outputPath: '†state.' + kind, _retry: { max_attempts: 3, initial_ms: 10 } });
+        const failure = await call ('failure');
+        assert.deepEqual ([failure.status, failure.attempts], ['error', 1]);
+        assert.deepEqual (failure.error, { code: 'w_caf?.txt', message: 'cannot read caf?.txt',
+            file: 'caf?.txt', tried: ['caf?.txt', { 'caf?.txt': 'x?', ok: '\u{1F600}' }],
+            path: 'C:\\ud800' });
+        const thrown = await call ('thrown');
+        assert.deepEqual ([thrown.attempts, thrown.error], [3,
+            { code: 'activity_failed', message: 'cannot read caf?' }]);
+        const huge = await call ('huge');
+        assert.deepEqual ([huge.attempts, huge.error.code], [1, 'w_?']);
+        assert.match (huge.error.message, /^\?\?\?.*cut/s);
+        assert.equal (runs, 5);
+    });
+
+    it ('fails a result holding a lone surrogate once, naming it', async () => {
+        //  actd refuses the RESULT's \ud800 (not JSON to it) and ends the
+        //  call: not retried, as the Python worker's FAIL "the result is not
+        //  JSON: ... surrogates not allowed" is not
+        let runs = 0;
+        await serve ({ badresult: async () => {
+            runs++;
+            return { name: 'caf\uD800' };
+        } });
+        const outcome = await client.call ('w-surrogate-result', { _tool: 'badresult',
+            _outputPath: '†state.x', _retry: { max_attempts: 3, initial_ms: 10 } });
+        assert.deepEqual ([outcome.status, outcome.attempts, outcome.error.code],
+                          ['error', 1, 'activity_failed']);
+        assert.match (outcome.error.message, /bad result: .*surrogate alone/);
+        assert.equal (runs, 1);
+    });
+
     it ('takes the alternative named by branch (n, value)', async () => {
         await serve ({ sky: async ({ city }) => city.length % 2 === 0
             ? branch (0, { city, sky: 'sunny' }) : branch (1, { city, sky: 'rainy' }) });
