@@ -73,6 +73,34 @@ class UnreachedTest(unittest.TestCase):
         self.assertEqual(self.ping(endpoint), expected)
         self.assertEqual(self.aping(endpoint), expected)
 
+    def test_a_plans_results_and_a_wait_say_it_too(self) -> None:
+        # Their DONE and deadline are waited for only after a reply
+        # (ACCEPTED, STATUS), so once a broker was reached: while none was,
+        # the request before them times out, saying why. Not a fix: they
+        # said it before; this keeps it so
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        plan = [{"_tool": "a", "_outputPath": "†x"}]
+        accepted = ("timeout: no ACCEPTED within 1.5 s: no connection to %s was ever made %s"
+                    % (endpoint, REFUSED))
+        status = ("timeout: no reply to STATUS within 1.5 s: no connection to %s was ever "
+                  "made %s" % (endpoint, REFUSED))
+        with actd.Client(endpoint, timeout=WAIT) as client:
+            for wait, expected in ((lambda: client.submit_plan("c", plan).results(WAIT), accepted),
+                                   (lambda: client.wait("1", timeout=WAIT), status)):
+                with self.assertRaises(actd.Timeout) as caught:
+                    wait()
+                self.assertEqual(str(caught.exception), expected)
+
+        async def run() -> None:
+            async with actd.aio.AsyncClient(endpoint, timeout=WAIT) as client:
+                handle = await client.submit_plan("c", plan)
+                for wait, expected in ((handle.results(WAIT), accepted),
+                                       (client.wait("1", timeout=WAIT), status)):
+                    with self.assertRaises(actd.Timeout) as caught:
+                        await wait
+                    self.assertEqual(str(caught.exception), expected)
+        asyncio.run(run())
+
     def test_a_broker_of_another_curve_key_fails_the_handshake_not_the_request(self) -> None:
         # Not Disconnected ('may or may not have been carried out'): no
         # request passes a handshake that fails; the Timeout says why
