@@ -24,14 +24,17 @@
 //    (actd's call fields: _id, _instance, _timeout...) are refused. An ok
 //    outcome is the result as JSON text; any other outcome, and a call
 //    actd refuses, is a result with isError: true and the error's code and
-//    message. A request the client cancels (notifications/cancelled), or
-//    whose session closes, cancels its call (CANCEL); a call whose broker
-//    has not answered TOOLS for timeoutMs ends with isError (unreachable)
-//    and is cancelled as well (best effort). A request with a
-//    progressToken gets notifications/progress while its call runs: each
-//    change of the call's state or of its worker's PROGRESS (its STATUS,
-//    asked every pollMs), so that a client resetting its timeout on
-//    progress waits for a long call.
+//    message. A tool actd does not declare is a JSON-RPC error, -32602
+//    "Unknown tool: NAME" (a protocol error in MCP), unless TOOLS failed
+//    (then a result with isError and TOOLS' error). A request the client
+//    cancels (notifications/cancelled), or whose session closes, cancels
+//    its call (CANCEL); a call whose broker has not answered TOOLS for
+//    timeoutMs ends with isError (unreachable) and is cancelled as well
+//    (best effort). A request with a progressToken gets
+//    notifications/progress while its call runs: each change of the
+//    call's state or of its worker's PROGRESS (its STATUS, asked every
+//    pollMs), so that a client resetting its timeout on progress waits
+//    for a long call.
 //  - resources: each context a session used (its own from the start;
 //    another once actd accepted a call in it) is the resource
 //    actd://context/<id> (the id percent-encoded where a URI needs it),
@@ -219,6 +222,15 @@ function s_from_loopback (req) {
         return false;
     const origin = req.headers.origin;
     return origin === undefined || names (origin);
+}
+
+//  A JSON-RPC error the SDK sends as it is, { code, message }: an
+//  McpError's own message starts "MCP error <code>: ", which the SDK
+//  would put on the wire too (and its client adds once more)
+function s_protocol_error (code, message) {
+    const error = new McpError (code, message);
+    error.message = message;
+    return error;
 }
 
 //  Refuse a list request with a cursor (-32602, as MCP has a server do
@@ -440,14 +452,17 @@ class ActdMcp {
     }
 
     //  tools/call: a CALL in the session's context, until its DONE (or
-    //  signal aborts: the call is cancelled); progress: see _follow
+    //  signal aborts: the call is cancelled); progress: see _follow. A
+    //  tool actd does not declare throws -32602 "Unknown tool: NAME" (a
+    //  protocol error in MCP, not a result with isError).
     async _call (session, name, args, signal, progress = null) {
         const tool = this.known.get (name) ?? (await this.refresh (), this.known.get (name));
         if (!tool) {
-            //  TOOLS failed: its error, not an unknown tool
+            //  TOOLS failed: its error (a result), not an unknown tool
             const failure = this._failure;
-            return failure? s_error_result (failure.code ?? 'error', failure.message)
-                          : s_error_result ('unknown_tool', `actd has no tool ${name}`);
+            if (failure)
+                return s_error_result (failure.code ?? 'error', failure.message);
+            throw s_protocol_error (ErrorCode.InvalidParams, `Unknown tool: ${name}`);
         }
         if (!this.tools.has (name) && !(await this._served (name, signal)))
             return s_error_result ('no_worker', `no worker serves tool ${name} now (its workers `

@@ -3,7 +3,8 @@
 //  bin/actd-mcp.js process) and Streamable HTTP, against a real actd and
 //  real Node workers: tools/list (schemas that are not plain object
 //  schemas too), tools/call (ok, error outcome, refused call, arguments
-//  that are actd call fields, a cancelled request), the context's merged
+//  that are actd call fields, an unknown tool (a JSON-RPC error), a
+//  cancelled request), the context's merged
 //  view as a resource, and notifications/tools/list_changed when a worker
 //  with a new tool comes and goes. mcp_sessions.test.js has the rest:
 //  sessions that close mid-call, HTTP limits, --confine, actd down.
@@ -141,9 +142,14 @@ describe ('actd-mcp', () => {
         const refused = await client.callTool ({ name: 'weather', arguments: { town: 'Oslo' } });
         assert.equal (refused.isError, true);
         assert.match (refused.content [0].text, /^bad_call: /);
-        const unknown = await client.callTool ({ name: 'nothing', arguments: {} });
-        assert.equal (unknown.isError, true);
-        assert.match (unknown.content [0].text, /^unknown_tool: /);
+    });
+
+    it ('refuses an unknown tool as a JSON-RPC error -32602', async () => {
+        //  A protocol error, as MCP's Tools page has it; the SDK's client
+        //  puts "MCP error -32602: " before the message it received
+        await assert.rejects (client.callTool ({ name: 'nothing', arguments: {} }),
+            (error) => error.code === -32602
+                    && error.message === 'MCP error -32602: Unknown tool: nothing');
     });
 
     it ('serves the session\'s context\'s merged view as a resource', async () => {
@@ -319,6 +325,9 @@ describe ('actd-mcp', () => {
             const result = await httpClient.callTool ({ name: 'weather',
                                                         arguments: { city: 'Rome' } });
             assert.deepEqual (JSON.parse (result.content [0].text), { city: 'Rome', sky: 'sunny' });
+            await assert.rejects (httpClient.callTool ({ name: 'nothing', arguments: {} }),
+                (error) => error.code === -32602
+                        && error.message === 'MCP error -32602: Unknown tool: nothing');
             const { resources } = await httpClient.listResources ();
             assert.equal (resources [0].uri, `actd://context/mcp/${httpTransport.sessionId}`);
             const read = await httpClient.readResource ({ uri: resources [0].uri });

@@ -4,7 +4,8 @@
 //  answer is logged (a line that is not JSON-RPC, a batch, a stdio
 //  message past the SDK's 10 MB buffer); a request with a progressToken
 //  gets notifications/progress from its call's state and its worker's
-//  PROGRESS; a list request with a cursor actd-mcp never gave is -32602.
+//  PROGRESS; a list request with a cursor actd-mcp never gave is -32602,
+//  and so is a tools/call of an unknown tool ("Unknown tool: NAME").
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
@@ -92,6 +93,12 @@ describe ('actd-mcp protocol', () => {
             peer.send ([{ jsonrpc: '2.0', id: 3, method: 'ping' }]);
             peer.send ({ jsonrpc: '2.0', id: 4, method: 'ping' });
             assert.deepEqual ((await peer.reply (4)).result, {});
+            //  An unknown tool is a protocol error, its message as the
+            //  example of MCP's Tools page (no "MCP error -32602: " before)
+            peer.send ({ jsonrpc: '2.0', id: 6, method: 'tools/call',
+                         params: { name: 'nothing', arguments: {} } });
+            assert.deepEqual (await peer.reply (6), { jsonrpc: '2.0', id: 6, error: {
+                code: -32602, message: 'Unknown tool: nothing' } });
             await until (() => (peer.stderr ().match (/^actd-mcp: session [0-9a-f-]{36}: /gmu)
                                 ?? []).length >= 2, 'two errors logged');
             assert.ok (!peer.replies.some ((reply) => reply.id === 2 || reply.id === 3));
