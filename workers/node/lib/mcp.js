@@ -48,7 +48,10 @@
 //  requests whose Host or Origin is not a loopback name are refused, a
 //  body over MAX_BODY_BYTES gets 413, an initialize beyond maxSessions
 //  open sessions 503, and a session idle (no request under way) for
-//  sessionIdleMs is closed.
+//  sessionIdleMs is closed. A JSON-RPC batch (a body that is an array)
+//  gets 400, -32600, when the request's MCP-Protocol-Version, or without
+//  it the session's negotiated version, is 2025-06-18 or later (MCP has
+//  had no batches since); 2025-03-26's are answered as the SDK does.
 
 const crypto = require ('node:crypto');
 const http = require ('node:http');
@@ -59,7 +62,7 @@ const { StreamableHTTPServerTransport } =
 const {
     ListToolsRequestSchema, CallToolRequestSchema, ListResourcesRequestSchema,
     ListResourceTemplatesRequestSchema, ReadResourceRequestSchema, McpError, ErrorCode,
-    isInitializeRequest
+    isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION
 } = require ('@modelcontextprotocol/sdk/types.js');
 const { Client } = require ('./client');
 const { ActdError } = require ('./errors');
@@ -75,6 +78,7 @@ const SESSION_IDLE_MS = 30 * 60000;     //  An HTTP session with no request this
 const MAX_SESSIONS = 1000;              //  Open HTTP sessions at most
 const MAX_ERROR_LINES = 10;             //  Errors of one session logged at most
 const MAX_PROGRESS_TEXT = 1000;         //  Characters of a PROGRESS's details in a progress message
+const NO_BATCHES = '2025-06-18';        //  The first MCP version without JSON-RPC batches
 const SERVED_WAIT_MS = 5000;            //  How long a tools/call of a tool no worker serves
                                         //  waits for one before it ends isError no_worker
 //  The arguments starting with "_" a tool call may have (the others are
@@ -203,6 +207,12 @@ function s_body (req, limit) {
     });
 }
 
+//  True when MCP protocol version has no JSON-RPC batches (2025-06-18 on);
+//  false for one the SDK does not support (its transport answers 400)
+function s_no_batches (version) {
+    return SUPPORTED_PROTOCOL_VERSIONS.includes (version) && version >= NO_BATCHES;
+}
+
 //  True when req names a loopback host in Host, and in Origin when it has
 //  one. A web page whose name an attacker resolves to 127.0.0.1 (DNS
 //  rebinding) reaches a loopback server with its own name in both; the
@@ -290,7 +300,7 @@ class ActdMcp {
         this._waiting = new Set ();     //  Calls awaiting DONE: { since, giveUp (error) }
         this._submits = new Set ();     //  CALLs sent, not ACCEPTED yet
         this._cancels = new Set ();     //  CANCEL requests under way
-        this._transports = new Map ();  //  HTTP session id -> { transport, session, active, last }
+        this._transports = new Map ();  //  HTTP session -> { transport, session, active, last, version }
         this._initializing = 0;         //  HTTP initializes under way
         this._first = null;             //  The first TOOLS' refresh ()
         this._timer = null;
@@ -705,6 +715,18 @@ class ActdMcp {
                                                   : 'No session: initialize first');
             return;
         }
+        //  The request's version is its header's; without one, the
+        //  session's (the specification's 2025-03-26 is for a server with
+        //  no other way to know)
+        const version = req.headers ['mcp-protocol-version'] ?? entry.version;
+        if (Array.isArray (body) && s_no_batches (version)) {
+            const message = 'Invalid Request: a JSON-RPC batch (an array) is not part of MCP '
+                + `since ${NO_BATCHES} (this request's protocol version is ${version}): send `
+                + 'each message in a POST of its own';
+            entry.session.server.onerror (new Error (message));
+            s_refuse (res, 400, -32600, message);
+            return;
+        }
         entry.active++;
         res.once ('close', () => {
             entry.active--;
@@ -724,11 +746,15 @@ class ActdMcp {
             return;
         }
         let session = null;
+        //  The version the SDK's Server negotiates (the client's when it
+        //  supports it, else its newest): kept as the session's version
+        const asked = body.params.protocolVersion;
+        const version = SUPPORTED_PROTOCOL_VERSIONS.includes (asked)? asked: LATEST_PROTOCOL_VERSION;
         const transport = new StreamableHTTPServerTransport ({
             sessionIdGenerator: () => crypto.randomUUID (),
             onsessioninitialized: (sessionId) => {
                 this._transports.set (sessionId, { transport, session, active: 0,
-                                                   last: clock.now () });
+                                                   last: clock.now (), version });
                 this._sessions.add (session);
             }
         });

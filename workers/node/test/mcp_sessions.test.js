@@ -3,8 +3,9 @@
 //  and go: a call whose MCP session closes mid-call (HTTP DELETE, a stdio
 //  client that goes) is cancelled at actd; a call whose actd dies ends
 //  (unreachable); an actd down at start holds neither initialize nor
-//  tools/list_changed; HTTP sessions refused, idle or too many, and
-//  request bodies too large; confine; TOOLS' error when it fails.
+//  tools/list_changed; HTTP sessions refused, idle or too many, request
+//  bodies too large, and JSON-RPC batches (refused from 2025-06-18 on);
+//  confine; TOOLS' error when it fails.
 
 const { describe, it, before, after } = require ('node:test');
 const assert = require ('node:assert/strict');
@@ -334,6 +335,56 @@ describe ('actd-mcp sessions', () => {
             assert.equal (streamed.status, 413);
             assert.match (JSON.parse (streamed.body).error.message, /4194304 bytes at most/);
             assert.ok (sent < 256, `${sent} MB sent`);
+        } finally {
+            await mcp.close ();
+        }
+    });
+
+    it ('refuses a JSON-RPC batch on 2025-06-18 and later, answers it on 2025-03-26', async () => {
+        const mcp = await new ActdMcp ({ endpoint: actd.clientEndpoint }).start ();
+        try {
+            const port = await mcp.listenHttp (0);
+            //  A session that negotiated version: its id
+            const open = async (version) => {
+                const reply = await s_raw (port, 'POST', JSON.stringify ({ jsonrpc: '2.0', id: 1,
+                    method: 'initialize', params: { protocolVersion: version, capabilities: {},
+                                                    clientInfo: { name: 'raw', version: '1' } } }));
+                assert.equal (reply.status, 200);
+                return reply.headers ['mcp-session-id'];
+            };
+            const batch = JSON.stringify ([{ jsonrpc: '2.0', id: 2, method: 'ping' },
+                                           { jsonrpc: '2.0', id: 3, method: 'ping' }]);
+            //  The ids of the answers in an SSE body
+            const answered = (reply) => reply.body.split ('\n')
+                .filter ((line) => line.startsWith ('data: '))
+                .map ((line) => JSON.parse (line.slice (6)).id).sort ();
+            //  2025-06-18, from the header or, without it, the session's
+            const newer = await open ('2025-06-18');
+            for (const version of ['2025-06-18', undefined]) {
+                const reply = await s_raw (port, 'POST', batch, { 'mcp-session-id': newer,
+                    ...(version && { 'mcp-protocol-version': version }) });
+                assert.equal (reply.status, 400, version);
+                const { jsonrpc, id, error } = JSON.parse (reply.body);
+                assert.deepEqual ([jsonrpc, id, error.code], ['2.0', null, -32600]);
+                assert.match (error.message, /batch .* not part of MCP since 2025-06-18/);
+            }
+            const single = await s_raw (port, 'POST', JSON.stringify ({ jsonrpc: '2.0', id: 4,
+                method: 'ping' }), { 'mcp-session-id': newer, 'mcp-protocol-version': '2025-06-18' });
+            assert.equal (single.status, 200);
+            assert.deepEqual (answered (single), [4]);
+            //  2025-03-26 had batches: answered, with the header or without
+            const older = await open ('2025-03-26');
+            for (const version of ['2025-03-26', undefined]) {
+                const reply = await s_raw (port, 'POST', batch, { 'mcp-session-id': older,
+                    ...(version && { 'mcp-protocol-version': version }) });
+                assert.equal (reply.status, 200, version);
+                assert.deepEqual (answered (reply), [2, 3]);
+            }
+            //  The header names the version of its request
+            const later = await s_raw (port, 'POST', batch, { 'mcp-session-id': older,
+                                                              'mcp-protocol-version': '2025-11-25' });
+            assert.equal (later.status, 400);
+            assert.equal (JSON.parse (later.body).error.code, -32600);
         } finally {
             await mcp.close ();
         }
