@@ -248,7 +248,7 @@ function s_protocol_error (code, message) {
 //  Returns nothing.
 function s_no_cursor (request) {
     if (request.params && request.params.cursor !== undefined)
-        throw new McpError (ErrorCode.InvalidParams, `${request.method}: no such cursor `
+        throw s_protocol_error (ErrorCode.InvalidParams, `${request.method}: no such cursor `
             + `${JSON.stringify (request.params.cursor)} (actd-mcp lists all in one page)`);
 }
 
@@ -603,25 +603,25 @@ class ActdMcp {
     //  resources/read of actd://context/<id>: VIEW text
     async _read (session, uri) {
         if (!uri.startsWith (URI_PREFIX))
-            throw new McpError (ErrorCode.InvalidParams, `not an actd context: ${uri}`);
+            throw s_protocol_error (ErrorCode.InvalidParams, `not an actd context: ${uri}`);
         let context;
         try {
             context = decodeURIComponent (uri.slice (URI_PREFIX.length));
         } catch {
-            throw new McpError (ErrorCode.InvalidParams, `not an actd context: ${uri} (its `
+            throw s_protocol_error (ErrorCode.InvalidParams, `not an actd context: ${uri} (its `
                                 + 'percent-encoding is broken)');
         }
         const refused = this._refused (session, context);
         if (refused)
-            throw new McpError (ErrorCode.InvalidParams, `forbidden: ${refused}`);
+            throw s_protocol_error (ErrorCode.InvalidParams, `forbidden: ${refused}`);
         let text;
         try {
             text = await this.client.view (context, 'text');
         } catch (error) {
             if (error.code === 'bad_context')
-                throw new McpError (ErrorCode.InvalidParams, `${error.code}: ${error.message}`);
+                throw s_protocol_error (ErrorCode.InvalidParams, `${error.code}: ${error.message}`);
             if (error.code !== 'not_found')
-                throw new McpError (ErrorCode.InternalError, `${error.code}: ${error.message}`);
+                throw s_protocol_error (ErrorCode.InternalError, `${error.code}: ${error.message}`);
             text = '';
         }
         return { contents: [{ uri, mimeType: 'text/plain', text }] };
