@@ -376,8 +376,7 @@ s_output_check (act_ctx_t *self, const act_alt_t *alt, const json_t *value,
                 u++;
             if (u == undos)
                 s_undo_save (&undo [undos++], kind, alt, ref);
-            act_path_write (&kind->doc, ref->segs, ref->nsegs, method, value, false, NULL);
-            kind->lazy |= act_ctx_lazy_is (value);
+            act_ctx_global_write (kind, ref->segs, ref->nsegs, method, value);
             kind->version++;
         }
     }

@@ -140,6 +140,8 @@ act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
 {
     act_ctx_ident_t *ident = instance? act_ctx_ident (self, kind, instance, false): NULL;
     if (!ident) {
+        if (method == ACT_CONCAT && act_ctx_lazy_concat (kind, segs, nsegs, value, true))
+            return 0;
         act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
         return act_path_write (&kind->doc, segs, nsegs, method, value, true, err);
     }
@@ -178,11 +180,20 @@ act_ctx_scope_apply (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
     if (instance)
         act_ctx_node_add (ident->root, seq, segs, nsegs, method, value);
     else {
-        act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
-        act_path_write (&kind->doc, segs, nsegs, method, value, false, NULL);
-        kind->lazy |= act_ctx_lazy_is (value);
+        act_ctx_global_write (kind, segs, nsegs, method, value);
         kind->version++;
     }
+}
+
+void
+act_ctx_global_write (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
+                      act_method_t method, const json_t *value)
+{
+    if (method == ACT_CONCAT && act_ctx_lazy_concat (kind, segs, nsegs, value, false))
+        return;
+    act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
+    act_path_write (&kind->doc, segs, nsegs, method, value, false, NULL);
+    kind->lazy |= act_ctx_lazy_is (value);
 }
 
 void
@@ -194,9 +205,11 @@ act_ctx_scope_apply_shared (act_ctx_t *self, act_ctx_kind_t *kind, const char *i
         act_ctx_scope_apply (self, kind, instance, seq, segs, nsegs, method, value);
     else {
         act_ctx_ident (self, kind, NULL, true);
-        act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
-        act_path_write_shared (&kind->doc, segs, nsegs, method, value, NULL);
-        kind->lazy |= act_ctx_lazy_is (value);
+        if (!(method == ACT_CONCAT && act_ctx_lazy_concat (kind, segs, nsegs, value, false))) {
+            act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
+            act_path_write_shared (&kind->doc, segs, nsegs, method, value, NULL);
+            kind->lazy |= act_ctx_lazy_is (value);
+        }
         kind->version++;
     }
 }
@@ -206,6 +219,11 @@ int
 act_ctx_scope_write_shared (act_ctx_t *self, act_ctx_kind_t *kind, const act_seg_t *segs,
                             size_t nsegs, act_method_t method, json_t *value, act_err_t *err)
 {
+    if (method == ACT_CONCAT && act_ctx_lazy_concat (kind, segs, nsegs, value, false)) {
+        act_ctx_ident (self, kind, NULL, true);
+        kind->version++;
+        return 0;
+    }
     act_ctx_lazy_force (kind, segs, nsegs, s_reach (method));
     if (act_path_write_shared (&kind->doc, segs, nsegs, method, value, err))
         return -1;

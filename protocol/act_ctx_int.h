@@ -102,6 +102,16 @@ typedef enum {
 void act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
                          act_ctx_lazy_reach_t reach);
 
+//  A global concat of string value onto the string at segs kept as a rope
+//  (the value's piece appended, nothing copied of what is there): true
+//  when it is one that a rope takes (a string of 256 bytes or more, or a
+//  rope, is there), and then done unless dry_run (the write is valid: a
+//  check needs nothing more); false when the write must go the usual way
+//  (its check says whether it is valid). Call before act_ctx_lazy_force
+//  with the method's reach, which would join the rope.
+bool act_ctx_lazy_concat (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
+                          const json_t *value, bool dry_run);
+
 //  --------------------------------------------------------------------------
 //  Kinds, identities and writes in a scope (act_ctx_index.c)
 
@@ -134,6 +144,11 @@ int act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *inst
 void act_ctx_scope_apply (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance,
                           uint64_t seq, const act_seg_t *segs, size_t nsegs,
                           act_method_t method, const json_t *value);
+
+//  Apply to kind's global document a write that its check accepted (a
+//  copy of value; a concat onto a long string as a rope).
+void act_ctx_global_write (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
+                           act_method_t method, const json_t *value);
 
 //  The same, but a global set may keep value itself rather than a copy
 //  (act_path_write_shared): no one else may hold value or change it.

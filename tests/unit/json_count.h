@@ -14,11 +14,14 @@
 
 //  jansson's allocations since unit_json_count_start
 static size_t s_unit_json_counted;
+//  The bytes they asked for
+static size_t s_unit_json_bytes;
 
 static void *
 s_unit_json_count_malloc (size_t size)
 {
     s_unit_json_counted++;
+    s_unit_json_bytes += size;
     return malloc (size);
 }
 
@@ -27,7 +30,15 @@ static inline void
 unit_json_count_start (void)
 {
     s_unit_json_counted = 0;
+    s_unit_json_bytes = 0;
     json_set_alloc_funcs (s_unit_json_count_malloc, free);
+}
+
+//  The bytes jansson's allocations asked for since unit_json_count_start
+static inline size_t
+unit_json_count_bytes (void)
+{
+    return s_unit_json_bytes;
 }
 
 //  Stop counting; the allocations counted since unit_json_count_start

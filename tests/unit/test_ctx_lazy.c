@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include "actd/act.h"
+#include "json_count.h"
 
 #define DAGGER "\xe2\x80\xa0"
 
@@ -354,6 +355,133 @@ test_append_over_text (void **state)
     s_twins_destroy (&twins);
 }
 
+//  A JSON string of size bytes of letter, as text (the caller frees it)
+static char *
+s_letters (char letter, size_t size)
+{
+    char *text = malloc (size + 3);
+    assert_non_null (text);
+    text [0] = '"';
+    memset (text + 1, letter, size);
+    strcpy (text + 1 + size, "\"");
+    return text;
+}
+
+//  Concats onto a string of 256 bytes or more keep their pieces (a rope,
+//  act_ctx_lazy.c) until something reads the string: every read, check
+//  and write sees the string the concats make, with the errors a string
+//  gives, in both contexts
+static void
+test_concats_onto_a_long_string (void **state)
+{
+    (void) state;
+    s_twins_t twins = s_twins_new ();
+    char *base = s_letters ('a', 300);
+    s_write_t set = { DAGGER "s.t", "set", base, NULL };
+    assert_true (s_write (&twins, &set));
+    //  What the string should be: the base, then each piece
+    char *want = malloc (300 + 40 * 20 + 16);
+    assert_non_null (want);
+    strcpy (want, base);
+    size_t size = 301;
+    for (int i = 0; i < 40; i++) {
+        char *piece = s_letters ((char) ('b' + i % 20), 20);
+        s_write_t concat = { DAGGER "s.t", "concat", piece, NULL };
+        assert_true (s_write (&twins, &concat));
+        memcpy (want + size, piece + 1, 20);
+        size += 20;
+        strcpy (want + size, "\"");
+        free (piece);
+        if (i == 9 || i == 29) {
+            s_expect (&twins, DAGGER "s.t", NULL, want);    //  Read halfway
+            s_same_view (&twins);
+        }
+    }
+    s_expect (&twins, DAGGER "s.t", NULL, want);
+    //  Writes that meet the pieces before anything reads them: a string's
+    //  errors, the same in both contexts
+    s_write_t more = { DAGGER "s.t", "concat", "\"!\"", NULL };
+    assert_true (s_write (&twins, &more));
+    const s_write_t refused [] = {
+        { DAGGER "s.t", "concat", "[1]", NULL },            //  type_mismatch
+        { DAGGER "s.t", "push", "1", NULL },                //  type_mismatch
+        { DAGGER "s.t", "assign", "{\"k\":1}", NULL },    //  type_mismatch
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused [0]; i++)
+        assert_false (s_write (&twins, &refused [i]));
+    s_write_t concat = { DAGGER "s.t", "concat", "\"?\"", NULL };
+    assert_true (s_write (&twins, &concat));
+    strcpy (want + size, "!?\"");
+    //  An instance reads and writes the global string below its own writes,
+    //  before anything joined the pieces
+    s_write_t beside = { DAGGER "s.u", "set", "1", "i" };
+    assert_true (s_write (&twins, &beside));
+    s_write_t mine = { DAGGER "s.t", "concat", "\"x\"", "i" };
+    assert_true (s_write (&twins, &mine));
+    s_write_t not_mine = { DAGGER "s.t", "push", "1", "i" };
+    assert_false (s_write (&twins, &not_mine));
+    strcpy (want + size, "!?x\"");
+    s_expect (&twins, DAGGER "s.t", "i", want);
+    strcpy (want + size, "!?\"");
+    s_expect (&twins, DAGGER "s.t", NULL, want);
+    s_same_view (&twins);
+    //  A fan-out whose targets overlap is tried, undone, then applied: a
+    //  piece for each target; one with a target refused changes nothing
+    s_write_t fanout = { DAGGER "s.t&&" DAGGER "s.t", "concat", "\"z\"", NULL };
+    assert_true (s_write (&twins, &fanout));
+    s_write_t list = { DAGGER "s.l", "set", "[]", NULL };
+    assert_true (s_write (&twins, &list));
+    s_write_t half = { DAGGER "s.t&&" DAGGER "s.l", "concat", "\"y\"", NULL };
+    assert_false (s_write (&twins, &half));
+    strcpy (want + size, "!?zz\"");
+    s_expect (&twins, DAGGER "s.t", NULL, want);
+    //  A set through it makes it an object, as through any string
+    s_write_t concat_more = { DAGGER "s.t", "concat", "\"w\"", NULL };
+    assert_true (s_write (&twins, &concat_more));
+    s_write_t through = { DAGGER "s.t.0", "set", "1", NULL };
+    assert_true (s_write (&twins, &through));
+    s_expect (&twins, DAGGER "s.t", NULL, "{\"0\":1}");
+    s_same_view (&twins);
+    free (want);
+    free (base);
+    s_twins_destroy (&twins);
+}
+
+//  n concats onto one path cost O(n) of copying, not O(n^2): 1,000
+//  concats of 1 KiB, with no read between them, make jansson allocate a
+//  few times 1 MB (each concat copied the whole string: some 500 MB)
+static void
+test_concats_copy_each_piece_once (void **state)
+{
+    (void) state;
+    act_ctx_t *ctx = act_ctx_new ("rope");
+    assert_non_null (ctx);
+    act_err_t err = { NULL, "" };
+    act_expr_t *expr = act_expr_parse (DAGGER "s.t", true, &err);
+    assert_non_null (expr);
+    char *piece = s_letters ('p', 1024);
+    unit_json_count_start ();
+    for (int i = 0; i < 1000; i++) {
+        json_t *value = json_stringn (piece + 1, 1024);
+        json_t *messages = act_ctx_output (ctx, &expr->alts [0], value, ACT_CONCAT, NULL,
+                                           NULL, "c1", &err);
+        assert_non_null (messages);
+        json_decref (messages);
+        json_decref (value);
+    }
+    size_t bytes = unit_json_count_bytes ();
+    unit_json_count_stop ();
+    print_message ("1,000 concats of 1 KiB: jansson allocated %zu bytes\n", bytes);
+    assert_true (bytes < 16 * 1024 * 1024);
+    json_t *read = act_ctx_resolve (ctx, expr, NULL);
+    assert_true (json_is_string (read));
+    assert_int_equal (json_string_length (read), 1000 * 1024);
+    json_decref (read);
+    free (piece);
+    act_expr_destroy (&expr);
+    act_ctx_destroy (&ctx);
+}
+
 int
 main (void)
 {
@@ -364,6 +492,8 @@ main (void)
         cmocka_unit_test (test_instances_see_text),
         cmocka_unit_test (test_fanout_with_text),
         cmocka_unit_test (test_append_over_text),
+        cmocka_unit_test (test_concats_onto_a_long_string),
+        cmocka_unit_test (test_concats_copy_each_piece_once),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

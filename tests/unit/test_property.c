@@ -170,6 +170,21 @@ s_model_refold (s_model_t *self, int kind, int scope)
 //  writes that turn their level into a scalar or an array
 static bool s_assign_heavy;
 
+//  Sequences for test_long_concats_match_naive_fold: concat and set
+//  strings of 100 bytes or more, so that concats meet strings of 256 bytes
+//  and more, which the context keeps as ropes (act_ctx_lazy.c)
+static bool s_long_strings;
+
+//  A string of 100 to 199 bytes of one letter
+static json_t *
+s_long_string (uint64_t *rng)
+{
+    char text [200];
+    size_t size = 100 + (size_t) s_below (rng, 100);
+    memset (text, 'a' + (int) s_below (rng, 26), size);
+    return json_stringn (text, size);
+}
+
 static json_t *
 s_random_value (uint64_t *rng, int budget)
 {
@@ -212,6 +227,11 @@ s_random_op (uint64_t *rng, s_op_t *op)
     op->method = (act_method_t) s_below (rng, 6);
     if (s_assign_heavy && op->scope && s_below (rng, 3) == 0)
         op->method = ACT_ASSIGN;
+    //  Long strings: mostly concats and sets, on few paths, so that
+    //  strings grow past 256 bytes and meet other writes
+    int few = s_long_strings? (int) s_below (rng, 6): -1;
+    if (few >= 0 && few < 4)
+        op->method = few < 3? ACT_CONCAT: ACT_SET;
     op->path.kind = op->kind;
     op->dotted = s_below (rng, 2);
     if (op->append) {
@@ -230,6 +250,12 @@ s_random_op (uint64_t *rng, s_op_t *op)
                               : choice < 17? s_seg_index ((size_t) (choice - 9) % 4)
                               : s_seg_append ();
         }
+        if (few >= 0 && few < 4) {
+            op->scope = s_below (rng, 4) == 0? op->scope: 0;
+            op->path.depth = s_below (rng, 4) == 0? 2: 1;
+            for (size_t i = 0; i < op->path.depth; i++)
+                op->path.segs [i] = s_seg_key (s_keys [0]);
+        }
     }
     //  Most assign and concat values are of the type the method needs, so
     //  that their writes are more often refused for the target's type
@@ -240,6 +266,10 @@ s_random_op (uint64_t *rng, s_op_t *op)
             json_decref (op->value);
             op->value = s_random_value (rng, 2);
         }
+    else
+    if (s_long_strings && (op->method == ACT_CONCAT || op->method == ACT_SET)
+    &&  s_below (rng, 4) > 0)
+        op->value = s_long_string (rng);
     else
     if (op->method == ACT_CONCAT && s_below (rng, 4) > 0)
         op->value = s_below (rng, 2)
@@ -660,41 +690,43 @@ s_writes_match_naive_fold (void)
                   (unsigned long long) failed, (unsigned long long) sequences);
 }
 
-static void
-test_writes_match_naive_fold (void **state)
-{
-    (void) state;
-    s_text_outputs = false;
-    s_read_seldom = false;
-    s_writes_match_naive_fold ();
-}
+//  How a run makes and checks its sequences: the generator's and the
+//  runner's flags (a test's prestate)
+typedef struct {
+    bool text;                  //  s_text_outputs
+    bool seldom;                //  s_read_seldom
+    bool assign_heavy;          //  s_assign_heavy
+    bool long_strings;          //  s_long_strings
+} s_mode_t;
 
-//  The same with every output given as JSON text (act_ctx_output_text: a
-//  global set or push keeps it as text until read) and reads only now and then, so
-//  that such values meet later writes, fan-outs and instance reads before
-//  anything parses them: nothing may differ from the fold.
-static void
-test_text_writes_match_naive_fold (void **state)
-{
-    (void) state;
-    s_text_outputs = true;
-    s_read_seldom = true;
-    s_writes_match_naive_fold ();
-    s_text_outputs = false;
-    s_read_seldom = false;
-}
+//  Every output given as a tree, read back after every write
+static s_mode_t s_plain = { false, false, false, false };
+//  Every output given as JSON text (act_ctx_output_text: a global set or
+//  push keeps it as text until read) and reads only now and then, so that
+//  such values meet later writes, fan-outs and instance reads before
+//  anything parses them: nothing may differ from the fold
+static s_mode_t s_text = { true, true, false, false };
+//  Sequences made for assigns in instances (s_assign_heavy): an assign
+//  above a read path replaces the path's part or leaves it alone, and
+//  applies only when its level holds an object or nothing when it folds,
+//  which a write beside the path can decide
+static s_mode_t s_assigns = { false, false, true, false };
+//  Long strings concatenated and set (s_long_strings), given as text and
+//  read seldom: a concat onto a string of 256 bytes or more keeps the
+//  pieces (a rope) until something reads them
+static s_mode_t s_long = { true, true, false, true };
 
-//  The same with sequences made for assigns in instances (s_assign_heavy):
-//  an assign above a read path replaces the path's part or leaves it
-//  alone, and applies only when its level holds an object or nothing when
-//  it folds, which a write beside the path can decide
+//  The sequences of the mode *state match the naive fold
 static void
-test_instance_assigns_match_naive_fold (void **state)
+test_match_naive_fold (void **state)
 {
-    (void) state;
-    s_assign_heavy = true;
+    const s_mode_t *mode = (const s_mode_t *) *state;
+    s_text_outputs = mode->text;
+    s_read_seldom = mode->seldom;
+    s_assign_heavy = mode->assign_heavy;
+    s_long_strings = mode->long_strings;
     s_writes_match_naive_fold ();
-    s_assign_heavy = false;
+    s_text_outputs = s_read_seldom = s_assign_heavy = s_long_strings = false;
 }
 
 //  A fan-out whose targets overlap is tried on the context and undone
@@ -762,9 +794,11 @@ int
 main (void)
 {
     const struct CMUnitTest tests [] = {
-        cmocka_unit_test (test_writes_match_naive_fold),
-        cmocka_unit_test (test_text_writes_match_naive_fold),
-        cmocka_unit_test (test_instance_assigns_match_naive_fold),
+        { "test_writes_match_naive_fold", test_match_naive_fold, NULL, NULL, &s_plain },
+        { "test_text_writes_match_naive_fold", test_match_naive_fold, NULL, NULL, &s_text },
+        { "test_instance_assigns_match_naive_fold", test_match_naive_fold, NULL, NULL,
+          &s_assigns },
+        { "test_long_concats_match_naive_fold", test_match_naive_fold, NULL, NULL, &s_long },
         cmocka_unit_test (test_overlapping_fanout_in_new_instance),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
