@@ -112,7 +112,7 @@ act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     size_t depth;
     bool shared;
     ident->visited = 0;
-    if (!act_ctx_instance_base (kind, ident, segs, nsegs, &base, &depth, &shared))
+    if (!act_ctx_instance_base (kind, ident, segs, nsegs, false, &base, &depth, &shared))
         return NULL;
     //  A whole-kind reference has no segments (segs may be NULL)
     json_t *value = act_path_get (base, nsegs > depth? segs + depth: NULL,
@@ -161,10 +161,13 @@ act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance
     json_t *base;
     size_t depth;
     bool shared;                //  The dry run below changes nothing of it
-    if (!act_ctx_instance_base (kind, ident, segs, nsegs, &base, &depth, &shared))
+    bool rope = method == ACT_CONCAT && json_is_string (value);
+    if (!act_ctx_instance_base (kind, ident, segs, nsegs, rope, &base, &depth, &shared))
         return act_err_set (err, ACT_E_BAD_PATH,
                             "the path runs through an array by a key");
-    int rc = act_path_write (&base, nsegs > depth? segs + depth: NULL,
+    //  A rope at the path holds a string, onto which a string concats
+    int rc = rope && depth == nsegs && act_ctx_lazy_rope_is (base)? 0
+           : act_path_write (&base, nsegs > depth? segs + depth: NULL,
                              nsegs - depth, method, value, true, err);
     json_decref (base);
     return rc;

@@ -73,9 +73,11 @@ int act_ctx_instance_blocked (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
 //  the fold's cached value itself: it must not be changed (a write's check
 //  only reads it; a read copies what it keeps). A copy cost every write's
 //  check in an instance the whole instance value (an audit: 10k pushes of
-//  70 bytes, 16.7 s).
+//  70 bytes, 16.7 s). With rope, the caller checks a concat of a string
+//  at segs, and takes a rope (act_ctx_lazy_rope_is) there for the string
+//  it holds; else a rope is joined first.
 bool act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
-                            const act_seg_t *segs, size_t nsegs,
+                            const act_seg_t *segs, size_t nsegs, bool rope,
                             json_t **base, size_t *depth, bool *shared);
 
 //  --------------------------------------------------------------------------
@@ -111,6 +113,17 @@ void act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nse
 //  with the method's reach, which would join the rope.
 bool act_ctx_lazy_concat (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
                           const json_t *value, bool dry_run);
+
+//  The same for a value of its own (an instance's cached fold): the
+//  string value appended to *value_p as a rope, true, when *value_p is a
+//  rope or a string of 256 bytes or more; else false, nothing changed
+bool act_ctx_lazy_rope_append (json_t **value_p, const json_t *value);
+
+//  True when value is a rope (of act_ctx_lazy_rope_append)
+bool act_ctx_lazy_rope_is (const json_t *value);
+
+//  *value_p joined into its string when it is a rope
+void act_ctx_lazy_rope_join (json_t **value_p);
 
 //  --------------------------------------------------------------------------
 //  Kinds, identities and writes in a scope (act_ctx_index.c)

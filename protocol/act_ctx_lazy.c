@@ -22,7 +22,8 @@
     writes of 256 KB, 35 s). A rope is an array whose first item is the
     string 0xFE (never UTF-8, so never data) and whose other items are the
     pieces; a concat appends its piece, and a read joins the pieces once,
-    as it parses a stand-in.
+    as it parses a stand-in. An instance's cached fold of a path
+    (act_ctx_trie.c) keeps its value's concats as a rope the same way.
     ========================================================================= */
 
 #include <czmq.h>
@@ -237,6 +238,45 @@ s_locate (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs, json_t **pa
     return node;
 }
 
+//  node (a rope, or a string of S_ROPE_MIN bytes or more) with the string
+//  value appended: node itself when it is a rope, else a new rope holding
+//  it (a new reference)
+static json_t *
+s_rope_add (json_t *node, const json_t *value)
+{
+    json_t *piece = json_stringn_nocheck (json_string_value (value), json_string_length (value));
+    //  A short last piece takes the new one in: each piece but the last
+    //  is S_ROPE_MIN bytes or more, so a rope of many small concats costs
+    //  little more than their text
+    size_t pieces = s_rope_is (node)? json_array_size (node): 0;
+    json_t *last = pieces > 2? json_array_get (node, pieces - 1): NULL;
+    if (last && json_string_length (last) < S_ROPE_MIN) {
+        json_t *both = json_pack ("[Oo]", last, piece);
+        piece = s_join (both, 0);
+        json_decref (both);
+        json_array_remove (node, pieces - 1);
+    }
+    if (pieces) {
+        json_array_append_new (node, piece);
+        return node;
+    }
+    char mark = S_ROPE_MARK;
+    json_t *made = json_array ();
+    json_array_append_new (made, json_stringn_nocheck (&mark, 1));
+    json_array_append (made, node);
+    json_array_append_new (made, piece);
+    return made;
+}
+
+//  True when a concat of value onto node is one a rope takes
+static bool
+s_rope_takes (const json_t *node, const json_t *value)
+{
+    return json_is_string (value) && !act_ctx_lazy_is (value)
+        && (s_rope_is (node)
+        ||  (json_is_string (node) && json_string_length (node) >= S_ROPE_MIN));
+}
+
 bool
 act_ctx_lazy_concat (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
                      const json_t *value, bool dry_run)
@@ -252,41 +292,51 @@ act_ctx_lazy_concat (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
         act_ctx_lazy_force (kind, segs, nsegs, ACT_CTX_LAZY_NODE);
         node = s_locate (kind, segs, nsegs, &parent);
     }
-    bool rope = s_rope_is (node);
-    if (!rope && !(json_is_string (node) && json_string_length (node) >= S_ROPE_MIN))
+    if (!s_rope_takes (node, value))
         return false;                   //  The usual way: a copy, or an error
     if (dry_run)
         return true;
-    json_t *piece = json_stringn_nocheck (json_string_value (value), json_string_length (value));
-    //  A short last piece takes the new one in: each piece but the last
-    //  is S_ROPE_MIN bytes or more, so a rope of many small concats costs
-    //  little more than their text
-    size_t pieces = rope? json_array_size (node): 0;
-    json_t *last = pieces > 2? json_array_get (node, pieces - 1): NULL;
-    if (last && json_string_length (last) < S_ROPE_MIN) {
-        json_t *both = json_pack ("[Oo]", last, piece);
-        piece = s_join (both, 0);
-        json_decref (both);
-        json_array_remove (node, pieces - 1);
-    }
-    if (rope) {
-        json_array_append_new (node, piece);
+    json_t *rope = s_rope_add (node, value);
+    if (rope == node)
         return true;
-    }
-    char mark = S_ROPE_MARK;
-    json_t *made = json_array ();
-    json_array_append_new (made, json_stringn_nocheck (&mark, 1));
-    json_array_append (made, node);
-    json_array_append_new (made, piece);
     if (!parent) {
         json_decref (kind->doc);
-        kind->doc = made;
+        kind->doc = rope;
     }
     else
     if (json_is_array (parent))
-        json_array_set_new (parent, segs [nsegs - 1].index, made);
+        json_array_set_new (parent, segs [nsegs - 1].index, rope);
     else
-        json_object_set_new_nocheck (parent, segs [nsegs - 1].key, made);
+        json_object_set_new_nocheck (parent, segs [nsegs - 1].key, rope);
     kind->lazy = true;
     return true;
+}
+
+bool
+act_ctx_lazy_rope_append (json_t **value_p, const json_t *value)
+{
+    if (!s_rope_takes (*value_p, value))
+        return false;
+    json_t *rope = s_rope_add (*value_p, value);
+    if (rope != *value_p) {
+        json_decref (*value_p);
+        *value_p = rope;
+    }
+    return true;
+}
+
+bool
+act_ctx_lazy_rope_is (const json_t *value)
+{
+    return s_rope_is (value);
+}
+
+void
+act_ctx_lazy_rope_join (json_t **value_p)
+{
+    if (s_rope_is (*value_p)) {
+        json_t *joined = s_join (*value_p, 1);
+        json_decref (*value_p);
+        *value_p = joined;
+    }
 }

@@ -407,6 +407,22 @@ s_track_applies (s_track_t *track, s_item_t *item)
         || s_track_object (track, item->depth, item->write->seq);
 }
 
+//  Apply write, at P' or below it, to the value at P': 0 when it applies.
+//  A concat of a string onto P' itself, when a long string is there,
+//  appends a piece to a rope (act_ctx_lazy.c), so that n concats onto one
+//  path of an instance copy each piece once; any other write joins it
+static int
+s_track_write (s_track_t *track, s_write_t *write)
+{
+    if (write->method == ACT_CONCAT && write->nsegs == track->length
+    &&  act_ctx_lazy_rope_append (&track->value, write->value))
+        return 0;
+    act_ctx_lazy_rope_join (&track->value);
+    return act_path_write (&track->value, write->segs + track->length,
+                           write->nsegs - track->length, write->method,
+                           write->value, false, NULL);
+}
+
 //  Apply one gathered write to the tracked state. At a level above P', an
 //  assign either replaces P's part (its value has the member on the way to
 //  P') or leaves it as it was; push and concat never come here (see
@@ -438,9 +454,7 @@ s_track_apply (s_track_t *track, s_item_t *item)
     }
     else
     if (track->keep_value && !s_track_blocked (track, track->length)
-    &&  act_path_write (&track->value, write->segs + track->length,
-                        write->nsegs - track->length, write->method,
-                        write->value, false, NULL) == 0
+    &&  s_track_write (track, write) == 0
     &&  write->method != ACT_ERASE)
         s_track_through (track, track->length);
 }
@@ -716,7 +730,7 @@ s_cache_fold (act_ctx_kind_t *kind, act_ctx_ident_t *ident, const act_seg_t *seg
 //  SEMANTICS.md section 4 prescribes for push and concat.
 bool
 act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
-                       const act_seg_t *segs, size_t nsegs,
+                       const act_seg_t *segs, size_t nsegs, bool rope,
                        json_t **base, size_t *depth, bool *shared)
 {
     *shared = false;
@@ -741,6 +755,8 @@ act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     free (list.items);
     if (s_levels_blocked (cache->levels, length))
         return false;
+    if (!(rope && length == nsegs))
+        act_ctx_lazy_rope_join (&cache->value);
     *base = cache->value? json_incref (cache->value): NULL;
     *shared = true;
     *depth = length;

@@ -447,13 +447,13 @@ test_concats_onto_a_long_string (void **state)
     s_twins_destroy (&twins);
 }
 
-//  n concats onto one path cost O(n) of copying, not O(n^2): 1,000
-//  concats of 1 KiB, with no read between them, make jansson allocate a
-//  few times 1 MB (each concat copied the whole string: some 500 MB)
+//  n concats onto one path cost O(n) of copying, not O(n^2), in the
+//  global scope and in an instance: 1,000 concats of 1 KiB, with no read
+//  between them, make jansson allocate a few times 1 MB (each concat copied
+//  the whole string: some 500 MB)
 static void
-test_concats_copy_each_piece_once (void **state)
+s_concat_many (const char *instance)
 {
-    (void) state;
     act_ctx_t *ctx = act_ctx_new ("rope");
     assert_non_null (ctx);
     act_err_t err = { NULL, "" };
@@ -463,23 +463,32 @@ test_concats_copy_each_piece_once (void **state)
     unit_json_count_start ();
     for (int i = 0; i < 1000; i++) {
         json_t *value = json_stringn (piece + 1, 1024);
-        json_t *messages = act_ctx_output (ctx, &expr->alts [0], value, ACT_CONCAT, NULL,
-                                           NULL, "c1", &err);
+        json_t *messages = act_ctx_output (ctx, &expr->alts [0], value, ACT_CONCAT,
+                                           instance, NULL, "c1", &err);
         assert_non_null (messages);
         json_decref (messages);
         json_decref (value);
     }
     size_t bytes = unit_json_count_bytes ();
     unit_json_count_stop ();
-    print_message ("1,000 concats of 1 KiB: jansson allocated %zu bytes\n", bytes);
+    print_message ("1,000 concats of 1 KiB in %s: jansson allocated %zu bytes\n",
+                   instance? "an instance": "the global scope", bytes);
     assert_true (bytes < 16 * 1024 * 1024);
-    json_t *read = act_ctx_resolve (ctx, expr, NULL);
+    json_t *read = act_ctx_resolve (ctx, expr, instance);
     assert_true (json_is_string (read));
     assert_int_equal (json_string_length (read), 1000 * 1024);
     json_decref (read);
     free (piece);
     act_expr_destroy (&expr);
     act_ctx_destroy (&ctx);
+}
+
+static void
+test_concats_copy_each_piece_once (void **state)
+{
+    (void) state;
+    s_concat_many (NULL);
+    s_concat_many ("i");
 }
 
 int
