@@ -180,7 +180,9 @@ int act_task_result_text (act_task_t *self, const char *text, size_t size, int b
 //  the task.
 int act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable);
 
-//  Report progress (kept with the call; shown by STATUS).
+//  Report progress (kept with the call; shown by STATUS); a byte of a
+//  string or key that is not part of well-formed UTF-8 is sent as '?'.
+//  Returns 0, or -1 if it could not be sent (details NULL: nothing sent).
 int act_task_progress (act_task_t *self, const json_t *details);
 
 #ifdef __cplusplus

@@ -6,7 +6,11 @@
         Serves c-fail as worker c-fail: its params {"text": s, "repeat": n}
         make the message, s n times over (then, with "tail": t, the bytes
         FF FE, not UTF-8, and t); it fails with code w_huge, not
-        retryable, and prints "run ATTEMPT" for each task. Until SIGTERM.
+        retryable, and prints "run ATTEMPT" for each task. With
+        "progress": p, it first reports progress {"file": "pFFFE"} made
+        by json_pack, which refuses it (NULL details: it prints "progress
+        RC"), then {"pFFFE": "pFFFE"}, its key and string ending with
+        bytes that are not UTF-8. Until SIGTERM.
     ========================================================================= */
 
 #include "actd/act_worker.h"
@@ -34,6 +38,19 @@ s_fail (act_task_t *task, void *arg)
                                   json_string_value (json_object_get (params, "tail")));
         free (message);
         message = bad;
+    }
+    //  "progress" given: a PROGRESS whose key and string are not UTF-8
+    const char *progress = json_string_value (json_object_get (params, "progress"));
+    if (progress) {
+        char *bad = zsys_sprintf ("%s\xff\xfe", progress);
+        json_t *details = json_pack ("{ss}", "file", bad);
+        printf ("progress %d\n", act_task_progress (task, details));
+        json_decref (details);
+        details = json_object ();
+        json_object_set_new_nocheck (details, bad, json_string_nocheck (bad));
+        act_task_progress (task, details);
+        json_decref (details);
+        zstr_free (&bad);
     }
     printf ("run %lld\n", act_task_attempt (task));
     fflush (stdout);

@@ -64,6 +64,20 @@ class WorkerFailTest(unittest.TestCase):
         self.assertIsNone(self.worker.poll(), "the worker is still there")
         self.assertEqual(self.actd.stop(), 0, self.actd.log())
 
+    def test_progress_that_is_not_utf8_is_sent_with_its_bad_bytes_as_question_marks(self):
+        # actd refused the PROGRESS's body and ignored it: STATUS showed
+        # none. Details json_pack refused (NULL) aborted the worker
+        call_id, outcome = self.client.call("ctx-fail", {
+            "_tool": "c-fail", "_outputPath": DAGGER + "out", "_retry": RETRY,
+            "text": "failed", "repeat": 1, "progress": "caf\u00e9 "}, timeout=60)
+        self.assertEqual((outcome["error"]["code"], outcome["attempts"]), ("w_huge", 1))
+        self.assertEqual(self.client.status(call_id).get("progress"),
+                         {"caf\u00e9 ??": "caf\u00e9 ??"})
+        self.assertIsNone(self.worker.poll(), "the worker is still there")
+        end_process(self.worker)
+        self.assertEqual(self.worker.stdout.read().split(), ["progress", "-1", "run", "1"])
+        self.assertEqual(self.actd.stop(), 0, self.actd.log())
+
     def test_a_failure_that_fits_is_sent_whole(self):
         outcome, runs = self.failed_call("a", (1 << 20) - 100)
         error = outcome["error"]

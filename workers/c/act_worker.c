@@ -779,12 +779,22 @@ act_task_fail (act_task_t *self, const char *code, const char *message, bool ret
 int
 act_task_progress (act_task_t *self, const json_t *details)
 {
-    if (self->connection != self->link->connection)
-        return 0;
-    zmsg_t *args = zmsg_new ();
-    zmsg_addstr (args, self->id);
+    //  A string or key that is not UTF-8 (json_string_nocheck's) is dumped
+    //  as its bytes, which actd refused (it ignored the PROGRESS): they are
+    //  only ever inside a JSON string, where '?' is fine. NULL details (a
+    //  json_pack that refused such a string) aborted the worker
     char *text = act_json_dump (details);
-    zmsg_addstr (args, text);
+    if (!text)
+        return -1;
+    char *fixed = s_utf8_fixed (text);
     free (text);
-    return s_send (self->link, "PROGRESS", args);
+    int rc = 0;
+    if (self->connection == self->link->connection) {
+        zmsg_t *args = zmsg_new ();
+        zmsg_addstr (args, self->id);
+        zmsg_addstr (args, fixed);
+        rc = s_send (self->link, "PROGRESS", args);
+    }
+    free (fixed);
+    return rc;
 }
