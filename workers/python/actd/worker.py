@@ -63,10 +63,13 @@ MAX_FAIL_MESSAGE = 65536
 Handler = Callable[[Dict[str, Any], "Task"], Any]
 
 
-def _json(value: Any) -> bytes:
-    """Strict JSON (no NaN or Infinity, which the broker would refuse)."""
+def _json(value: Any, errors: str = "strict") -> bytes:
+    """Strict JSON (no NaN or Infinity, which the broker would refuse).
+    A lone surrogate (os.fsdecode's for a file name's bytes that are not
+    UTF-8), in a key or a string, cannot be encoded: UnicodeEncodeError, or
+    with errors="replace" each such character sent as "?"."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":")).encode("utf-8")
+                      separators=(",", ":")).encode("utf-8", errors)
 
 
 def _describe(error: BaseException) -> str:
@@ -85,11 +88,16 @@ def _result(task: "Task", value: Any) -> List[bytes]:
     try:
         body = _json(value.value if isinstance(value, Branch) else value)
     except (TypeError, ValueError) as error:
+        # A lone surrogate is data that cannot be sent, not one to change
+        # to "?": named as the Node worker names it
+        why = ("it holds a lone surrogate (%s), which UTF-8 cannot carry"
+               % error.object[error.start].encode("unicode_escape").decode()
+               if isinstance(error, UnicodeEncodeError) else str(error))
         log.warning("worker: task %s (%s): the result is not JSON: %s", task.id,
-                    task.activity, error)
+                    task.activity, why)
         return [_HEADER, b"FAIL", task.id.encode(), _json(
-            {"message": "the result is not JSON: %s" % error, "code": "activity_failed",
-             "retryable": False})]
+            {"message": "the result is not JSON: %s" % why, "code": "activity_failed",
+             "retryable": False}, "replace")]
     return [_HEADER, b"RESULT", task.id.encode(), body] + branch
 
 
@@ -99,10 +107,11 @@ def _text(text: str) -> str:
 
 
 def _failure(task: "Task", body: Dict[str, Any]) -> List[bytes]:
-    """The FAIL of an error object. Details JSON cannot carry are left out;
-    one over MAX_FAIL_BYTES keeps its code and retryable, its message cut to
-    MAX_FAIL_MESSAGE bytes, its details left out: actd reads a FAIL over its
-    max_message_bytes as ``{}``, retried as activity_failed."""
+    """The FAIL of an error object, each lone surrogate of its message, code
+    and details' strings and keys sent as "?". Details JSON cannot carry are
+    left out; one over MAX_FAIL_BYTES keeps its code and retryable, its
+    message cut to MAX_FAIL_MESSAGE bytes, its details left out: actd reads
+    a FAIL over its max_message_bytes as ``{}``, retried as activity_failed."""
     # A str that is not Unicode text (os.fsdecode's surrogates for a file
     # name's bytes that are not UTF-8, in an OSError's message) cannot be
     # sent: each such character is sent as "?"
@@ -110,7 +119,7 @@ def _failure(task: "Task", body: Dict[str, Any]) -> List[bytes]:
     message = _text(str(body.get("message", "")))
     retryable = body.get("retryable", True) is not False
     try:
-        text = _json(body)
+        text = _json(body, "replace")
     except (TypeError, ValueError):
         text = _json({"message": message, "code": code, "retryable": retryable})
     if len(text) > MAX_FAIL_BYTES:
@@ -202,8 +211,9 @@ class Task:
         """Report progress: sends ``PROGRESS`` with ``details`` (any JSON
         value), which ``STATUS`` shows as the call's ``progress``. Callable
         from the handler's thread. Returns False (and sends nothing) once the
-        task has been answered or its connection was lost."""
-        body = _json(details)
+        task has been answered or its connection was lost. Each lone
+        surrogate of a string or key is sent as "?", as a failure's is."""
+        body = _json(details, "replace")
         with self._lock:
             if self._finished or self._abandoned:
                 return False

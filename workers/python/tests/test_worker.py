@@ -278,6 +278,66 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual((outcome.status, outcome.code, outcome.message, outcome.attempts),
                          ("error", "w_caf?.txt", "cannot read caf?.txt", 1))
 
+    def test_a_failure_whose_details_hold_lone_surrogates_keeps_them(self) -> None:
+        # A string or key of the details that could not be encoded dropped
+        # every detail: the error held only the code and message
+        def unreadable(params: Dict[str, Any], task: actd.Task) -> Any:
+            name = os.fsdecode(b"caf\xe9.txt")
+            raise actd.ActivityError("cannot read " + name, code="w_x", retryable=False,
+                                     file=name, tried=[name, {name: "x\udfff"}], ok="fine")
+
+        with self.serve({"w-bad-details": unreadable}):
+            outcome = self.client.call("w-bad-details", {
+                "_tool": "w-bad-details", "_outputPath": "†out",
+                "_retry": {"max_attempts": 2, "initial_ms": 10}}, timeout=TIMEOUT)
+        self.assertEqual((outcome.status, outcome.attempts), ("error", 1))
+        self.assertEqual(outcome.error, {
+            "code": "w_x", "message": "cannot read caf?.txt", "file": "caf?.txt",
+            "tried": ["caf?.txt", {"caf?.txt": "x?"}], "ok": "fine"})
+
+    def test_progress_holding_lone_surrogates_is_sent_with_question_marks(self) -> None:
+        # task.progress raised UnicodeEncodeError in the handler: the call
+        # failed, retried, and no progress was ever shown
+        gate = Gate()
+        sent: List[bool] = []
+
+        def slow(params: Dict[str, Any], task: actd.Task) -> str:
+            name = os.fsdecode(b"caf\xe9.txt")
+            sent.append(task.progress({"file": name, name: 1}))
+            gate.enter()
+            return "finished"
+
+        with self.serve({"w-bad-progress": slow}):
+            handle = self.client.submit("w-bad-progress", {
+                "_tool": "w-bad-progress", "_outputPath": "†out",
+                "_retry": {"max_attempts": 2, "initial_ms": 10}})
+            call_id = handle.accepted(TIMEOUT)
+            status = wait_until(lambda: (lambda s: s if s.has_progress or s.state == "error"
+                                         else None)(self.client.status(call_id)),
+                                what="progress in STATUS")
+            gate.release()
+            outcome = handle.outcome(TIMEOUT)
+        self.assertEqual(status.progress, {"file": "caf?.txt", "caf?.txt": 1})
+        self.assertEqual((outcome.status, outcome.result, outcome.attempts, sent),
+                         ("ok", "finished", 1, [True]))
+
+    def test_a_result_holding_a_lone_surrogate_fails_once_naming_it(self) -> None:
+        # As the Node worker's: the result is data, not sent with "?"
+        runs: List[int] = []
+
+        def named(params: Dict[str, Any], task: actd.Task) -> Any:
+            runs.append(task.attempt)
+            return actd.Branch(0, {"file": os.fsdecode(b"caf\xe9.txt")})
+
+        with self.serve({"w-bad-result": named}):
+            outcome = self.client.call("w-bad-result", {
+                "_tool": "w-bad-result", "_outputPath": "†out",
+                "_retry": {"max_attempts": 3, "initial_ms": 10}}, timeout=TIMEOUT)
+        self.assertEqual((outcome.status, outcome.code, outcome.attempts, runs),
+                         ("error", "activity_failed", 1, [1]))
+        self.assertEqual(outcome.message, "the result is not JSON: it holds a lone "
+                         "surrogate (\\udce9), which UTF-8 cannot carry")
+
     def test_progress_is_shown_by_status(self) -> None:
         gate = Gate()
 
