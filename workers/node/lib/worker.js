@@ -129,12 +129,15 @@ class Task {
             ? this._received + this.deadlineMs - clock.now (): undefined;
     }
 
-    //  Send PROGRESS with details (any JSON value); STATUS shows the latest
-    //  as "progress". Does nothing once the task is cancelled or answered.
+    //  Send PROGRESS with details (any JSON value), each lone surrogate as
+    //  '?' as a failure's (actd refused the PROGRESS and ignored it);
+    //  STATUS shows the latest as "progress". Does nothing once the task is
+    //  cancelled or answered.
     progress (details) {
         if (this._answered || this.signal.aborted || !this._worker._holds (this))
             return Promise.resolve ();
-        return this._worker._send (this._connection, ['PROGRESS', this.id, s_json (details)])
+        return this._worker._send (this._connection, ['PROGRESS', this.id,
+                                                      s_well_formed (s_json (details))])
             .catch (() => {});
     }
 
@@ -185,6 +188,9 @@ function s_json (value) {
     return text === undefined? 'null': text;
 }
 
+//  Each escape of JSON text, a lone surrogate's (\udxxx) or another's
+const ESCAPE = /\\(?:ud[89a-f][0-9a-f]{2}|.)/g;
+
 //  JSON text with each lone surrogate (a \uD800-\uDFFF code unit without
 //  its pair: a Buffer decoded wrongly, a string cut inside a pair) written
 //  '?', in keys and values alike, as the Python and C workers send what
@@ -194,8 +200,19 @@ function s_json (value) {
 //  '\' of the text starts an escape, so scanning them in order never takes
 //  an escaped '\' followed by "ud800" for one.
 function s_well_formed (text) {
-    return text.replace (/\\(?:ud[89a-f][0-9a-f]{2}|.)/g,
-                         (escape) => escape.length > 2? '?': escape);
+    return text.replace (ESCAPE, (escape) => escape.length > 2? '?': escape);
+}
+
+//  JSON text of a result; throws for one holding a lone surrogate (the
+//  escape \udxxx, which actd refuses), data not to send with '?': named,
+//  as the Python worker names it
+function s_result_json (value) {
+    const text = s_json (value);
+    if (text.includes ('\\ud'))
+        for (const [escape] of text.matchAll (ESCAPE))
+            if (escape.length > 2)
+                throw new Error (`it holds a lone surrogate (${escape}), which UTF-8 cannot carry`);
+    return text;
 }
 
 //  The FAIL body, JSON text over MAX_FAIL_BYTES, as its code, retryable and
@@ -549,13 +566,14 @@ class Worker extends EventEmitter {
         let frames;
         try {
             frames = value instanceof Branch
-                   ? ['RESULT', task.id, s_json (value.value), String (value.index)]
-                   : ['RESULT', task.id, s_json (value)];
+                   ? ['RESULT', task.id, s_result_json (value.value), String (value.index)]
+                   : ['RESULT', task.id, s_result_json (value)];
         }
         catch (error) {
-            //  A result JSON cannot carry (a BigInt, a cycle): not retried,
-            //  as actd does not retry a RESULT that is not JSON; another
-            //  attempt would run the handler again to return the same
+            //  A result JSON cannot carry (a BigInt, a cycle, a lone
+            //  surrogate): not retried, as actd does not retry a RESULT that
+            //  is not JSON; another attempt would run the handler again to
+            //  return the same
             frames = ['FAIL', task.id, s_well_formed (JSON.stringify ({
                       code: 'activity_failed',
                       message: 'the result is not JSON: ' + s_message (error),

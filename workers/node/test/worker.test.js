@@ -141,20 +141,46 @@ describe ('Worker', () => {
     });
 
     it ('fails a result holding a lone surrogate once, naming it', async () => {
-        //  actd refuses the RESULT's \ud800 (not JSON to it) and ends the
-        //  call: not retried, as the Python worker's FAIL "the result is not
-        //  JSON: ... surrogates not allowed" is not
+        //  The result is data, not sent with '?': the worker fails it as the
+        //  Python worker does, where actd refused the RESULT's \ud800 with
+        //  "worker NAME sent a bad result: invalid Unicode escape"
         let runs = 0;
-        await serve ({ badresult: async () => {
+        await serve ({ badresult: async ({ kind }) => {
             runs++;
-            return { name: 'caf\uD800' };
+            return kind === 'branch'? branch (0, { '\\ud800': 'caf\uDFFF' })
+                                    : { name: 'caf\uD800' };
         } });
-        const outcome = await client.call ('w-surrogate-result', { _tool: 'badresult',
-            _outputPath: '†state.x', _retry: { max_attempts: 3, initial_ms: 10 } });
-        assert.deepEqual ([outcome.status, outcome.attempts, outcome.error.code],
-                          ['error', 1, 'activity_failed']);
-        assert.match (outcome.error.message, /bad result: .*surrogate alone/);
-        assert.equal (runs, 1);
+        for (const [kind, lone] of [['value', '\\ud800'], ['branch', '\\udfff']]) {
+            const outcome = await client.call ('w-surrogate-result', { _tool: 'badresult',
+                kind, _outputPath: '†state.x', _retry: { max_attempts: 3, initial_ms: 10 } });
+            assert.deepEqual ([outcome.status, outcome.attempts, outcome.error],
+                              ['error', 1, { code: 'activity_failed', message:
+                               `the result is not JSON: it holds a lone surrogate (${lone}), `
+                               + 'which UTF-8 cannot carry' }]);
+        }
+        assert.equal (runs, 2);
+    });
+
+    it ('sends each lone surrogate of progress as ?', async () => {
+        //  actd refused the PROGRESS's \ud800 and ignored it: STATUS showed
+        //  no progress
+        const release = gate ();
+        await serve ({ badprogress: async (params, task) => {
+            await task.progress ({ file: 'caf\uD800.txt', ['k\uDC00']: 'C:\\ud800' });
+            await release;
+            return 'finished';
+        } });
+        const { callId, done } = await client.submit ('w-surrogate-progress', {
+            _tool: 'badprogress', _outputPath: '†state.x' });
+        await until (async () => (await client.status (callId)).state === 'running',
+                     'the call to run');
+        const status = await until (async () => {
+            const value = await client.status (callId);
+            return value.progress && value;
+        }, 'progress in STATUS', 3000);
+        assert.deepEqual (status.progress, { file: 'caf?.txt', 'k?': 'C:\\ud800' });
+        release.open ();
+        assert.deepEqual ([(await done).result, (await done).attempts], ['finished', 1]);
     });
 
     it ('takes the alternative named by branch (n, value)', async () => {
