@@ -16,7 +16,7 @@
 #include "actd/act_ref.h"
 #include "actd/act_wire.h"
 #include "actd/act_schema.h"
-#include "act_curve_int.h"
+#include "act_worker_int.h"
 
 //  A handler for one activity
 typedef struct {
@@ -35,23 +35,9 @@ typedef struct {
     bool dead;                  //  Cancelled; freed once its pass is over
 } s_hook_t;
 
-//  The worker's connection to one broker
-typedef struct {
-    act_worker_t *worker;       //  Owner
-    char *endpoint;             //  The broker's worker endpoint
-    zsock_t *socket;            //  DEALER, replaced at each reconnect
-    uint64_t connection;        //  Number of the current connection
-    int64_t heard;              //  Last message from the broker
-    int64_t sent;               //  Last message to the broker
-    bool welcomed;              //  This connection got more than DISCONNECT
-    int backoff_ms;             //  Wait before connecting again after a
-                                //  refused READY (0: none)
-    int64_t retry_at;           //  When to connect again, while the socket
-                                //  is closed after a refused READY
-} s_link_t;
 
 struct _act_worker_t {
-    zlistx_t *links;            //  s_link_t, one per broker
+    zlistx_t *links;            //  act_worker_link_t, one per broker
     char *name;                 //  Name in READY
     char *lang;                 //  Language in READY
     zloop_t *loop;              //  The event loop
@@ -68,32 +54,6 @@ struct _act_worker_t {
     act_curve_t curve;          //  CURVE: the broker's key, this worker's certificate
 };
 
-struct _act_task_t {
-    act_worker_t *worker;       //  Owner
-    s_link_t *link;             //  Broker it came from
-    uint64_t connection;        //  Connection of that link it came on
-    char *id;                   //  Task id
-    char *activity;             //  Activity
-    json_t *params;             //  Parameters
-    json_t *meta;               //  Meta (context, call_id, deadline_ms, ...)
-    bool cancelled;             //  The broker sent CANCEL
-    act_task_cancel_fn *on_cancel;  //  Called on CANCEL
-    void *cancel_arg;           //  Its argument
-};
-
-static void
-s_task_destroy (act_task_t **self_p)
-{
-    act_task_t *self = *self_p;
-    if (self) {
-        free (self->id);
-        free (self->activity);
-        json_decref (self->params);
-        json_decref (self->meta);
-        free (self);
-        *self_p = NULL;
-    }
-}
 
 static void
 s_free_item (void **item)
@@ -105,7 +65,7 @@ s_free_item (void **item)
 static void
 s_link_destroy (void **item)
 {
-    s_link_t *link = (s_link_t *) *item;
+    act_worker_link_t *link = (act_worker_link_t *) *item;
     zsock_destroy (&link->socket);
     free (link->endpoint);
     free (link);
@@ -132,7 +92,7 @@ act_worker_new (const char *endpoint, const char *name)
     //  A list of brokers: "tcp://a:5556,tcp://b:5556"
     char *list = strdup (endpoint);
     for (char *item = strtok (list, ", "); item; item = strtok (NULL, ", ")) {
-        s_link_t *link = calloc (1, sizeof *link);
+        act_worker_link_t *link = calloc (1, sizeof *link);
         link->worker = self;
         link->endpoint = strdup (item);
         zlistx_add_end (self->links, link);
@@ -162,7 +122,7 @@ act_worker_destroy (act_worker_t **self_p)
         act_worker_t *self = *self_p;
         for (act_task_t *task = zhashx_first (self->tasks); task;
              task = zhashx_next (self->tasks))
-            s_task_destroy (&task);
+            act_task_destroy (&task);
         zhashx_destroy (&self->tasks);
         zhashx_destroy (&self->handlers);
         json_decref (self->tools);
@@ -275,10 +235,8 @@ act_worker_set_curve (act_worker_t *self, const char *server_public,
     return act_curve_set (&self->curve, server_public, certificate_file);
 }
 
-//  Send command and args (a message to consume, may be NULL) to a broker;
-//  -1 while the link waits to connect again (its socket closed)
-static int
-s_send (s_link_t *link, const char *command, zmsg_t *args)
+int
+act_worker_link_send (act_worker_link_t *link, const char *command, zmsg_t *args)
 {
     if (!link->socket) {
         zmsg_destroy (&args);
@@ -314,7 +272,7 @@ s_hooks_purge (act_worker_t *self)
 //  (logged; the socket is kept, unconnected and not read, and replaced at
 //  the next attempt)
 static int
-s_connect (s_link_t *link)
+s_connect (act_worker_link_t *link)
 {
     act_worker_t *self = link->worker;
     if (link->socket) {
@@ -357,7 +315,7 @@ s_connect (s_link_t *link)
     char *text = act_json_dump (ready);
     zmsg_t *args = zmsg_new ();
     zmsg_addstr (args, text);
-    s_send (link, "READY", args);
+    act_worker_link_send (link, "READY", args);
     free (text);
     json_decref (ready);
     link->heard = zclock_mono ();
@@ -373,7 +331,7 @@ s_connect (s_link_t *link)
 #define S_BACKOFF_MIN_MS 100
 #define S_BACKOFF_MAX_MS 5000
 static void
-s_on_disconnect (s_link_t *link, const char *reason)
+s_on_disconnect (act_worker_link_t *link, const char *reason)
 {
     act_worker_t *self = link->worker;
     if (link->welcomed) {
@@ -395,7 +353,7 @@ s_on_disconnect (s_link_t *link, const char *reason)
 static int
 s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
 {
-    s_link_t *link = (s_link_t *) arg;
+    act_worker_link_t *link = (act_worker_link_t *) arg;
     act_worker_t *self = link->worker;
     s_hooks_purge (self);
     zmsg_t *msg = zmsg_recv (reader);
@@ -406,18 +364,7 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
     char *command = zmsg_popstr (msg);
     if (header && command && streq (header, ACT_WORKER_HEADER)) {
         if (streq (command, "TASK") && zmsg_size (msg) == 4) {
-            act_task_t *task = calloc (1, sizeof *task);
-            task->worker = self;
-            task->link = link;
-            task->connection = link->connection;
-            task->id = zmsg_popstr (msg);
-            task->activity = zmsg_popstr (msg);
-            char *params = zmsg_popstr (msg);
-            char *meta = zmsg_popstr (msg);
-            task->params = json_loads (params, JSON_DECODE_ANY, NULL);
-            task->meta = json_loads (meta, 0, NULL);
-            free (params);
-            free (meta);
+            act_task_t *task = act_task_new (link, msg);
             s_handler_t *handler = zhashx_lookup (self->handlers, task->activity);
             zhashx_update (self->tasks, task->id, task);
             if (!handler || !task->params || !task->meta)
@@ -459,7 +406,7 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
 //  held the loop for long (a large result), the timers run before the
 //  socket is read, and the broker's heartbeats are waiting there
 static bool
-s_link_silent (s_link_t *link, int64_t now)
+s_link_silent (act_worker_link_t *link, int64_t now)
 {
     act_worker_t *self = link->worker;
     if (now - link->heard <= (int64_t) self->heartbeat_ms * self->liveness)
@@ -479,7 +426,7 @@ s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
     if (zsys_interrupted)
         return -1;              //  SIGINT or SIGTERM (CZMQ's handler)
     int64_t now = zclock_mono ();
-    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
+    for (act_worker_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
         if (!link->socket) {
             if (now >= link->retry_at)
                 s_connect (link);
@@ -489,7 +436,7 @@ s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
             s_connect (link);
         else
         if (now - link->sent >= self->heartbeat_ms)
-            s_send (link, "HEARTBEAT", NULL);
+            act_worker_link_send (link, "HEARTBEAT", NULL);
     }
     return self->stopped? -1: 0;
 }
@@ -499,7 +446,7 @@ act_worker_connect (act_worker_t *self)
 {
     if (self->connected)
         return 0;
-    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+    for (act_worker_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
         if (s_connect (link)) {
             //  Nothing sent to any: close the links connected so far
             int error = errno;
@@ -538,9 +485,9 @@ act_worker_run (act_worker_t *self)
     //  again unless the worker was asked to stop
     while (zloop_start (self->loop) == 0 && !self->stopped && !zsys_interrupted)
         ;
-    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+    for (act_worker_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
         if (link->socket)
-            s_send (link, "DISCONNECT", NULL);
+            act_worker_link_send (link, "DISCONNECT", NULL);
     return 0;
 }
 
@@ -553,9 +500,9 @@ act_worker_stop (act_worker_t *self)
 void
 act_worker_heartbeat (act_worker_t *self)
 {
-    for (s_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
+    for (act_worker_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
         if (link->socket && self->connected)
-            s_send (link, "HEARTBEAT", NULL);
+            act_worker_link_send (link, "HEARTBEAT", NULL);
 }
 
 size_t
@@ -634,167 +581,8 @@ act_worker_cancel_timer (act_worker_t *self, int timer_id)
         }
 }
 
-
-//  --------------------------------------------------------------------------
-//  Tasks
-
-const char *act_task_id (act_task_t *self) { return self->id; }
-const char *act_task_activity (act_task_t *self) { return self->activity; }
-json_t *act_task_params (act_task_t *self) { return self->params; }
-json_t *act_task_meta (act_task_t *self) { return self->meta; }
-act_worker_t *act_task_worker (act_task_t *self) { return self->worker; }
-bool act_task_cancelled (act_task_t *self) { return self->cancelled; }
-
-static const char *
-s_meta_string (act_task_t *self, const char *name)
-{
-    return json_string_value (json_object_get (self->meta, name));
-}
-
-static long long
-s_meta_integer (act_task_t *self, const char *name)
-{
-    return (long long) json_integer_value (json_object_get (self->meta, name));
-}
-
-const char *act_task_context (act_task_t *self) { return s_meta_string (self, "context"); }
-const char *act_task_call_id (act_task_t *self) { return s_meta_string (self, "call_id"); }
-const char *act_task_instance (act_task_t *self) { return s_meta_string (self, "instance"); }
-const char *act_task_trace (act_task_t *self) { return s_meta_string (self, "trace"); }
-long long act_task_deadline_ms (act_task_t *self) { return s_meta_integer (self, "deadline_ms"); }
-long long act_task_attempt (act_task_t *self) { return s_meta_integer (self, "attempt"); }
-long long act_task_branches (act_task_t *self) { return s_meta_integer (self, "branches"); }
-
-bool
-act_task_discard (act_task_t *self)
-{
-    return json_is_true (json_object_get (self->meta, "discard"));
-}
-
 void
-act_task_on_cancel (act_task_t *self, act_task_cancel_fn *fn, void *arg)
+act_worker_task_forget (act_worker_t *self, act_task_t *task)
 {
-    self->on_cancel = fn;
-    self->cancel_arg = arg;
-}
-
-//  Send an answer for the task on its connection, then forget the task
-static int
-s_answer (act_task_t *self, const char *command, zmsg_t *args)
-{
-    act_worker_t *worker = self->worker;
-    int rc = 0;
-    if (self->connection == self->link->connection) {
-        zmsg_pushstr (args, self->id);
-        rc = s_send (self->link, command, args);
-    }
-    else
-        zmsg_destroy (&args);   //  The broker gave this task to someone else
-    zhashx_delete (worker->tasks, self->id);
-    s_task_destroy (&self);
-    return rc;
-}
-
-int
-act_task_result (act_task_t *self, const json_t *result, int branch)
-{
-    char *text = act_json_dump (result? result: json_null ());
-    int rc = act_task_result_text (self, text, strlen (text), branch);
-    free (text);
-    return rc;
-}
-
-int
-act_task_result_text (act_task_t *self, const char *text, size_t size, int branch)
-{
-    zmsg_t *args = zmsg_new ();
-    zmsg_addmem (args, text, size);
-    if (branch)
-        zmsg_addstrf (args, "%d", branch);
-    return s_answer (self, "RESULT", args);
-}
-
-//  The failure's text with its message cut to ACT_WORKER_MAX_FAIL_MESSAGE
-//  bytes, backed up to a UTF-8 character's start (jansson refuses half a
-//  character), for a failure whose text was size bytes
-static char *
-s_fail_cut (json_t *error, const char *message, size_t size)
-{
-    size_t cut = strlen (message);
-    if (cut > ACT_WORKER_MAX_FAIL_MESSAGE) {
-        cut = ACT_WORKER_MAX_FAIL_MESSAGE;
-        while (cut > 0 && ((unsigned char) message [cut] & 0xC0) == 0x80)
-            cut--;
-    }
-    char *shown = zsys_sprintf ("%.*s... (cut: the failure was %zu bytes)",
-                                (int) cut, message, size);
-    json_object_set_new (error, "message", json_string (shown));
-    zstr_free (&shown);
-    return act_json_dump (error);
-}
-
-//  A copy of text with each byte that is not part of well-formed UTF-8
-//  written '?' (the caller frees it): a message that is not UTF-8 (a
-//  strerror in another locale, a program's output) made jansson refuse the
-//  FAIL's body, and the worker crashed sending none
-static char *
-s_utf8_fixed (const char *text)
-{
-    char *fixed = strdup (text);
-    size_t size = strlen (fixed), from = 0, bad;
-    while (!act_utf8_valid (fixed + from, size - from, &bad)) {
-        fixed [from + bad] = '?';
-        from += bad + 1;
-    }
-    return fixed;
-}
-
-int
-act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable)
-{
-    char *fixed = s_utf8_fixed (message? message: "failed");
-    message = fixed;
-    json_t *error = json_pack ("{sssb}", "message", message, "retryable", retryable);
-    if (code) {
-        char *code_fixed = s_utf8_fixed (code);
-        json_object_set_new (error, "code", json_string (code_fixed));
-        free (code_fixed);
-    }
-    zmsg_t *args = zmsg_new ();
-    char *text = act_json_dump (error);
-    //  actd reads a FAIL over its max_message_bytes as {}: retried as
-    //  activity_failed, the code lost
-    if (text && strlen (text) > ACT_WORKER_MAX_FAIL) {
-        char *cut = s_fail_cut (error, message, strlen (text));
-        free (text);
-        text = cut;
-    }
-    zmsg_addstr (args, text);
-    free (text);
-    json_decref (error);
-    free (fixed);
-    return s_answer (self, "FAIL", args);
-}
-
-int
-act_task_progress (act_task_t *self, const json_t *details)
-{
-    //  A string or key that is not UTF-8 (json_string_nocheck's) is dumped
-    //  as its bytes, which actd refused (it ignored the PROGRESS): they are
-    //  only ever inside a JSON string, where '?' is fine. NULL details (a
-    //  json_pack that refused such a string) aborted the worker
-    char *text = act_json_dump (details);
-    if (!text)
-        return -1;
-    char *fixed = s_utf8_fixed (text);
-    free (text);
-    int rc = 0;
-    if (self->connection == self->link->connection) {
-        zmsg_t *args = zmsg_new ();
-        zmsg_addstr (args, self->id);
-        zmsg_addstr (args, fixed);
-        rc = s_send (self->link, "PROGRESS", args);
-    }
-    free (fixed);
-    return rc;
+    zhashx_delete (self->tasks, task->id);
 }

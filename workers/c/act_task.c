@@ -1,0 +1,206 @@
+/*  =========================================================================
+    act_task - one task a C worker received: what it asks, and its answer
+    (a result, a failure) or progress, sent on the connection it came on.
+
+    A task remembers its link and that link's connection number: an
+    answer to a task from an older connection is not sent (the broker has
+    given that task to someone else as a new attempt).
+    ========================================================================= */
+
+#include "actd/act_worker.h"
+#include "actd/act_json.h"
+#include "actd/act_wire.h"
+#include "act_worker_int.h"
+
+act_task_t *
+act_task_new (act_worker_link_t *link, zmsg_t *msg)
+{
+    act_task_t *self = calloc (1, sizeof *self);
+    self->worker = link->worker;
+    self->link = link;
+    self->connection = link->connection;
+    self->id = zmsg_popstr (msg);
+    self->activity = zmsg_popstr (msg);
+    char *params = zmsg_popstr (msg);
+    char *meta = zmsg_popstr (msg);
+    self->params = json_loads (params, JSON_DECODE_ANY, NULL);
+    self->meta = json_loads (meta, 0, NULL);
+    free (params);
+    free (meta);
+    return self;
+}
+
+void
+act_task_destroy (act_task_t **self_p)
+{
+    act_task_t *self = *self_p;
+    if (self) {
+        free (self->id);
+        free (self->activity);
+        json_decref (self->params);
+        json_decref (self->meta);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+const char *act_task_id (act_task_t *self) { return self->id; }
+const char *act_task_activity (act_task_t *self) { return self->activity; }
+json_t *act_task_params (act_task_t *self) { return self->params; }
+json_t *act_task_meta (act_task_t *self) { return self->meta; }
+act_worker_t *act_task_worker (act_task_t *self) { return self->worker; }
+bool act_task_cancelled (act_task_t *self) { return self->cancelled; }
+
+static const char *
+s_meta_string (act_task_t *self, const char *name)
+{
+    return json_string_value (json_object_get (self->meta, name));
+}
+
+static long long
+s_meta_integer (act_task_t *self, const char *name)
+{
+    return (long long) json_integer_value (json_object_get (self->meta, name));
+}
+
+const char *act_task_context (act_task_t *self) { return s_meta_string (self, "context"); }
+const char *act_task_call_id (act_task_t *self) { return s_meta_string (self, "call_id"); }
+const char *act_task_instance (act_task_t *self) { return s_meta_string (self, "instance"); }
+const char *act_task_trace (act_task_t *self) { return s_meta_string (self, "trace"); }
+long long act_task_deadline_ms (act_task_t *self) { return s_meta_integer (self, "deadline_ms"); }
+long long act_task_attempt (act_task_t *self) { return s_meta_integer (self, "attempt"); }
+long long act_task_branches (act_task_t *self) { return s_meta_integer (self, "branches"); }
+
+bool
+act_task_discard (act_task_t *self)
+{
+    return json_is_true (json_object_get (self->meta, "discard"));
+}
+
+void
+act_task_on_cancel (act_task_t *self, act_task_cancel_fn *fn, void *arg)
+{
+    self->on_cancel = fn;
+    self->cancel_arg = arg;
+}
+
+//  Send an answer for the task on its connection, then forget the task
+static int
+s_answer (act_task_t *self, const char *command, zmsg_t *args)
+{
+    act_worker_t *worker = self->worker;
+    int rc = 0;
+    if (self->connection == self->link->connection) {
+        zmsg_pushstr (args, self->id);
+        rc = act_worker_link_send (self->link, command, args);
+    }
+    else
+        zmsg_destroy (&args);   //  The broker gave this task to someone else
+    act_worker_task_forget (worker, self);
+    act_task_destroy (&self);
+    return rc;
+}
+
+int
+act_task_result (act_task_t *self, const json_t *result, int branch)
+{
+    char *text = act_json_dump (result? result: json_null ());
+    int rc = act_task_result_text (self, text, strlen (text), branch);
+    free (text);
+    return rc;
+}
+
+int
+act_task_result_text (act_task_t *self, const char *text, size_t size, int branch)
+{
+    zmsg_t *args = zmsg_new ();
+    zmsg_addmem (args, text, size);
+    if (branch)
+        zmsg_addstrf (args, "%d", branch);
+    return s_answer (self, "RESULT", args);
+}
+
+//  The failure's text with its message cut to ACT_WORKER_MAX_FAIL_MESSAGE
+//  bytes, backed up to a UTF-8 character's start (jansson refuses half a
+//  character), for a failure whose text was size bytes
+static char *
+s_fail_cut (json_t *error, const char *message, size_t size)
+{
+    size_t cut = strlen (message);
+    if (cut > ACT_WORKER_MAX_FAIL_MESSAGE) {
+        cut = ACT_WORKER_MAX_FAIL_MESSAGE;
+        while (cut > 0 && ((unsigned char) message [cut] & 0xC0) == 0x80)
+            cut--;
+    }
+    char *shown = zsys_sprintf ("%.*s... (cut: the failure was %zu bytes)",
+                                (int) cut, message, size);
+    json_object_set_new (error, "message", json_string (shown));
+    zstr_free (&shown);
+    return act_json_dump (error);
+}
+
+//  A copy of text with each byte that is not part of well-formed UTF-8
+//  written '?' (the caller frees it): a message that is not UTF-8 (a
+//  strerror in another locale, a program's output) made jansson refuse the
+//  FAIL's body, and the worker crashed sending none
+static char *
+s_utf8_fixed (const char *text)
+{
+    char *fixed = strdup (text);
+    size_t size = strlen (fixed), from = 0, bad;
+    while (!act_utf8_valid (fixed + from, size - from, &bad)) {
+        fixed [from + bad] = '?';
+        from += bad + 1;
+    }
+    return fixed;
+}
+
+int
+act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable)
+{
+    char *fixed = s_utf8_fixed (message? message: "failed");
+    message = fixed;
+    json_t *error = json_pack ("{sssb}", "message", message, "retryable", retryable);
+    if (code) {
+        char *code_fixed = s_utf8_fixed (code);
+        json_object_set_new (error, "code", json_string (code_fixed));
+        free (code_fixed);
+    }
+    zmsg_t *args = zmsg_new ();
+    char *text = act_json_dump (error);
+    //  actd reads a FAIL over its max_message_bytes as {}: retried as
+    //  activity_failed, the code lost
+    if (text && strlen (text) > ACT_WORKER_MAX_FAIL) {
+        char *cut = s_fail_cut (error, message, strlen (text));
+        free (text);
+        text = cut;
+    }
+    zmsg_addstr (args, text);
+    free (text);
+    json_decref (error);
+    free (fixed);
+    return s_answer (self, "FAIL", args);
+}
+
+int
+act_task_progress (act_task_t *self, const json_t *details)
+{
+    //  A string or key that is not UTF-8 (json_string_nocheck's) is dumped
+    //  as its bytes, which actd refused (it ignored the PROGRESS): they are
+    //  only ever inside a JSON string, where '?' is fine. NULL details (a
+    //  json_pack that refused such a string) aborted the worker
+    char *text = act_json_dump (details);
+    if (!text)
+        return -1;
+    char *fixed = s_utf8_fixed (text);
+    free (text);
+    int rc = 0;
+    if (self->connection == self->link->connection) {
+        zmsg_t *args = zmsg_new ();
+        zmsg_addstr (args, self->id);
+        zmsg_addstr (args, fixed);
+        rc = act_worker_link_send (self->link, "PROGRESS", args);
+    }
+    free (fixed);
+    return rc;
+}
