@@ -18,6 +18,11 @@ struct _act_pool_t {
     size_t unserved;            //  Activities counted unserved in use
                                 //  (act_pool_admit)
     uint64_t unserved_refused;  //  Calls refused for their bound since the start
+    size_t served;              //  Activities a connected worker serves now
+    uint64_t served_refused;    //  READYs refused busy for max_served_activities
+                                //  since the start
+    uint64_t worker_refused;    //  READYs refused for max_worker_activities
+                                //  since the start
     act_pool_forget_fn *forget; //  Told of each activity forgotten, or NULL
     void *forget_arg;           //  Its argument
 };
@@ -223,6 +228,41 @@ act_pool_resettle (act_pool_t *self)
     }
 }
 
+int
+act_pool_ready_names (act_pool_t *self, size_t count, act_err_t *err)
+{
+    if (count <= (size_t) self->settings->max_worker_activities)
+        return 0;
+    self->worker_refused++;
+    return act_err_set (err, ACT_E_BAD_ARGUMENT, "READY names %zu activities, more than "
+                        "max_worker_activities (%lld)", count,
+                        self->settings->max_worker_activities);
+}
+
+int
+act_pool_room (act_pool_t *self, const json_t *names, act_err_t *err)
+{
+    //  The names no connected worker serves, each once
+    zhashx_t *fresh = zhashx_new ();
+    size_t index;
+    json_t *item;
+    json_array_foreach (names, index, item) {
+        const char *name = json_string_value (item);
+        act_activity_t *activity = (act_activity_t *) zhashx_lookup (self->activities, name);
+        if (!activity || zlistx_size (activity->workers) == 0)
+            zhashx_insert (fresh, name, (void *) name);
+    }
+    size_t count = zhashx_size (fresh);
+    zhashx_destroy (&fresh);
+    size_t max = (size_t) self->settings->max_served_activities;
+    if (self->served + count <= max)
+        return 0;
+    self->served_refused++;
+    return act_err_set (err, ACT_E_BUSY, "max_served_activities (%zu) reached: workers serve "
+                        "%zu activities, and this READY names %zu more", max, self->served,
+                        count);
+}
+
 act_worker_t *
 act_pool_worker (act_pool_t *self, const char *key)
 {
@@ -258,6 +298,8 @@ act_pool_join (act_pool_t *self, zframe_t *identity, const char *key, act_proto_
         if (!zlistx_find (worker->activities, activity)) {
             zlistx_add_end (worker->activities, activity);
             zlistx_add_end (activity->workers, worker);
+            if (zlistx_size (activity->workers) == 1)
+                self->served++;
         }
     }
     zhashx_insert (self->workers, key, worker);
@@ -277,8 +319,11 @@ act_pool_detach (act_pool_t *self, act_worker_t *worker)
     for (act_activity_t *activity = zlistx_first (worker->activities); activity;
          activity = zlistx_next (worker->activities)) {
         void *handle = zlistx_find (activity->workers, worker);
-        if (handle)
+        if (handle) {
             zlistx_delete (activity->workers, handle);
+            if (zlistx_size (activity->workers) == 0)
+                self->served--;
+        }
         s_idle_note (self, activity);
     }
     //  It refers to none of them any more: one may be forgotten now (by
@@ -593,6 +638,12 @@ act_pool_stats (act_pool_t *self, json_t *stats, size_t max_bytes)
         "activities", (json_int_t) self->unserved,
         "max", (json_int_t) self->settings->max_unserved_activities,
         "refused", (json_int_t) self->unserved_refused));
+    json_object_set_new (stats, "served", json_pack ("{sIsIsIsIsI}",
+        "activities", (json_int_t) self->served,
+        "max", (json_int_t) self->settings->max_served_activities,
+        "refused", (json_int_t) self->served_refused,
+        "max_per_worker", (json_int_t) self->settings->max_worker_activities,
+        "refused_per_worker", (json_int_t) self->worker_refused));
     json_t *workers = json_array ();
     json_t *activities = json_object ();
     json_object_set_new (stats, "workers", workers);

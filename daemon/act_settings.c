@@ -68,6 +68,8 @@ act_settings_new (void)
     self->max_worker_bytes = 64 * 1024 * 1024;
     self->max_queued_calls = 1000000;
     self->max_unserved_activities = 1024;
+    self->max_worker_activities = 1024;
+    self->max_served_activities = 4096;
     self->shutdown_grace_ms = 10000;
     self->context_idle_ms = 60000;
     self->max_contexts = 10000;
@@ -375,6 +377,14 @@ s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
     if (streq (full, "server/max_unserved_activities"))
         s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_COUNT,
                    &self->max_unserved_activities);
+    else
+    if (streq (full, "server/max_worker_activities"))
+        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT,
+                   &self->max_worker_activities);
+    else
+    if (streq (full, "server/max_served_activities"))
+        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT,
+                   &self->max_served_activities);
     else
     if (streq (full, "server/io_batch"))
         s_boolean (reader, item, full, &self->io_batch);

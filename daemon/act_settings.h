@@ -83,6 +83,11 @@ typedef struct {
     long long max_unserved_activities;  //  Without strict activities: such
                                 //  activities with calls at once, at most
                                 //  (a call naming one more is busy)
+    long long max_worker_activities;    //  Names one READY may give, at
+                                //  most (a READY naming more: bad_argument)
+    long long max_served_activities;    //  Activities connected workers
+                                //  serve at once, at most (a READY that
+                                //  would pass it: busy)
     long long shutdown_grace_ms;//  How long SIGTERM lets running tasks finish
     long long context_idle_ms;  //  Idle contexts leave memory after this
     long long max_contexts;     //  Loaded contexts kept in memory, at most

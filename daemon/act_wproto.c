@@ -69,15 +69,18 @@ s_refuse (act_wproto_t *self, act_worker_t *worker, zframe_t *identity, const ch
 }
 
 //  READY's body: {"activities": [...], "capacity"?, "name"?, "lang"?,
-//  "tools"?} (tools are checked by act_tools_declare)
+//  "tools"?} (tools are checked by act_tools_declare), its activities
+//  no more than max_worker_activities (counted before they are read)
 static int
-s_ready_body (json_t *body, json_t **names, size_t *capacity, const char **name,
-              const char **lang, act_err_t *err)
+s_ready_body (act_wproto_t *self, json_t *body, json_t **names, size_t *capacity,
+              const char **name, const char **lang, act_err_t *err)
 {
     *names = json_object_get (body, "activities");
     if (!json_is_object (body) || !json_is_array (*names) || json_array_size (*names) == 0)
         return act_err_set (err, ACT_E_BAD_ARGUMENT,
                             "READY needs {\"activities\": [names], \"capacity\": N}");
+    if (act_pool_ready_names (self->pool, json_array_size (*names), err))
+        return -1;
     size_t index;
     json_t *item;
     json_array_foreach (*names, index, item)
@@ -164,8 +167,9 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
     size_t capacity = 1;
     const char *name = NULL, *lang = NULL;
     const zlistx_t *patterns = NULL;
-    if (body && s_ready_body (body, &names, &capacity, &name, &lang, err) == 0
+    if (body && s_ready_body (self, body, &names, &capacity, &name, &lang, err) == 0
     &&  !s_may_serve (self, frame, names, &patterns, err)
+    &&  act_pool_room (self->pool, names, err) == 0
     &&  act_tools_declare (act_flow_tools (self->flow), names, json_object_get (body, "tools"),
                            name? name: key, err) == 0) {
         worker = act_pool_join (self->pool, identity, key, ACT_PROTO_ACTW, false, names,
@@ -293,7 +297,11 @@ s_mdp (act_wproto_t *self, act_worker_t *worker, act_msg_t *msg, size_t at, cons
         if (worker || !service || !*service || strlen (service) > ACT_MAX_TOOL || !names)
             problem = worker? "READY from a worker already registered": "bad service name";
         else
-        if (!(problem = s_may_serve (self, service_frame, names, &patterns, err))) {
+        if (!(problem = s_may_serve (self, service_frame, names, &patterns, err))
+        &&  act_pool_room (self->pool, names, err))
+            problem = err->message;
+        else
+        if (!problem) {
             act_err_t none = { 0 };     //  Names alone cannot be refused
             act_tools_declare (act_flow_tools (self->flow), names, NULL, service, &none);
             worker = act_pool_join (self->pool, act_msg_routing (msg), key, protocol,

@@ -111,13 +111,15 @@ class BrokerCase(unittest.TestCase):
 
     def stats(self):
         """STATS without uptime_ms (which changes by itself) and without
-        actd's extra "store", "clients" and "unserved" objects (commit
-        figures, reply bytes held for clients, activities nobody serves
-        with calls, beyond PROTOCOL.md section 4), whose shapes are checked
-        here."""
+        actd's extra "store", "clients", "unserved" and "served" objects
+        (commit figures, reply bytes held for clients, activities nobody
+        serves with calls, activities workers serve and their bounds,
+        beyond PROTOCOL.md section 4), whose shapes are checked here."""
         stats = self.client.value("STATS")
         self.assertIsInstance(stats.pop("uptime_ms"), int)
         self.assertEqual(sorted(stats.pop("unserved")), ["activities", "max", "refused"])
+        self.assertEqual(sorted(stats.pop("served")), ["activities", "max", "max_per_worker",
+                                                       "refused", "refused_per_worker"])
         clients = stats.pop("clients")
         self.assertEqual(sorted(clients), ["cut", "held_bytes", "unowned"])
         self.assertEqual(clients["cut"], 0)

@@ -432,6 +432,7 @@ class ConfigFileTest(unittest.TestCase):
             "server/max_client_bytes": "67108864", "server/max_worker_bytes": "67108864",
             "server/max_queued_calls": "1000000", "server/shutdown_grace_ms": "10000",
             "server/strict_activities": "0", "server/max_unserved_activities": "1024",
+            "server/max_worker_activities": "1024", "server/max_served_activities": "4096",
             "server/io_batch": "1",
             "server/context_idle_ms": "60000", "server/max_contexts": "10000",
             "server/lease_ms": "10000",

@@ -2,7 +2,8 @@
     test_pool - activities and workers (daemon/act_pool.c) on their own:
     which idle activities are kept (act_pool_idle), those of workers that
     left among them, the bound on unserved activities with calls
-    (act_pool_admit), and STATS' entries
+    (act_pool_admit), the bounds on the activities READYs name
+    (act_pool_ready_names, act_pool_room), and STATS' entries
     within a number of bytes (act_pool_stats, PROTOCOL.md sections 1 and 4).
     ========================================================================= */
 
@@ -394,6 +395,70 @@ test_unserved_activities_with_calls_are_bounded (void **state)
     s_settings->max_unserved_activities = 1024;
 }
 
+//  STATS' "served" object, as a new one
+static json_t *
+s_served (act_pool_t *pool)
+{
+    json_t *stats = json_object ();
+    act_pool_stats (pool, stats, SIZE_MAX);
+    json_t *served = json_incref (json_object_get (stats, "served"));
+    json_decref (stats);
+    return served;
+}
+
+//  Whether a READY naming the activities of text (a JSON array) has room
+static bool
+s_room (act_pool_t *pool, const char *text)
+{
+    json_t *names = json_loads (text, 0, NULL);
+    act_err_t err = { 0 };
+    int rc = act_pool_room (pool, names, &err);
+    json_decref (names);
+    if (rc)
+        assert_string_equal (err.code, ACT_E_BUSY);
+    return rc == 0;
+}
+
+//  A READY names at most max_worker_activities (its entries counted); of
+//  the activities connected workers serve, at most max_served_activities:
+//  a READY is refused when those none serves among its names, each
+//  counted once, would pass it. An activity leaves the count when its last
+//  worker leaves; each refusal is counted in STATS
+static void
+test_the_activities_readys_name_are_bounded (void **state)
+{
+    act_pool_t *pool = (act_pool_t *) *state;
+    s_settings->max_worker_activities = 2;
+    s_settings->max_served_activities = 3;
+    act_err_t err = { 0 };
+    assert_int_equal (act_pool_ready_names (pool, 2, &err), 0);
+    assert_int_equal (act_pool_ready_names (pool, 3, &err), -1);
+    assert_string_equal (err.code, ACT_E_BAD_ARGUMENT);
+    assert_string_equal (err.message, "READY names 3 activities, more than "
+                                      "max_worker_activities (2)");
+    assert_true (s_room (pool, "[\"a\", \"b\", \"c\"]"));
+    act_worker_t *first = s_join (pool, "w1", "a");
+    s_join (pool, "w2", "b");
+    s_join (pool, "w3", "b");                   //  Served already
+    assert_true (s_room (pool, "[\"a\", \"c\", \"c\"]"));
+    assert_false (s_room (pool, "[\"c\", \"d\"]"));
+    s_join (pool, "w4", "c");
+    assert_false (s_room (pool, "[\"d\"]"));
+    assert_true (s_room (pool, "[\"a\", \"b\"]"));
+    //  a's worker leaves: room for one
+    act_pool_detach (pool, first);
+    assert_true (s_room (pool, "[\"d\"]"));
+    json_t *served = s_served (pool);
+    json_t *expected = json_pack ("{sisisisisi}", "activities", 2, "max", 3, "refused", 2,
+                                  "max_per_worker", 2, "refused_per_worker", 1);
+    assert_true (json_equal (served, expected));
+    json_decref (served);
+    json_decref (expected);
+    act_pool_remove (pool, first);
+    s_settings->max_worker_activities = 1024;
+    s_settings->max_served_activities = 4096;
+}
+
 int
 main (void)
 {
@@ -411,6 +476,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_stats_entries_stay_within_the_bytes_given,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unserved_activities_with_calls_are_bounded,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_the_activities_readys_name_are_bounded,
                                          s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, s_group_setup, s_group_teardown);

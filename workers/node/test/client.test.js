@@ -269,9 +269,10 @@ describe ('Client', () => {
         //  PROTOCOL.md section 4, plus actd's own "store" object (commit
         //  figures), "clients" (reply bytes held, clients cut off) and
         //  "unserved" (activities nobody serves with calls, their bound)
+        //  and "served" (activities workers serve, the bounds on them)
         assert.deepEqual (Object.keys (stats).sort (),
                           ['activities', 'calls', 'clients', 'contexts', 'deleted', 'messages',
-                           'store', 'unserved', 'uptime_ms', 'workers']);
+                           'served', 'store', 'unserved', 'uptime_ms', 'workers']);
         assert.deepEqual (Object.keys (stats.store).sort (), ['backend', 'batch', 'commit_ms',
                                                               'commits', 'early_tasks', 'held',
                                                               'held_expired', 'sync', 'writes']);
