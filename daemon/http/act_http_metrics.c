@@ -112,6 +112,29 @@ s_unserved (FILE *out, json_t *unserved)
               json_object_get (unserved, "refused"));
 }
 
+//  The families of the activities workers serve and of the bounds on
+//  what READYs name (an actd before them has no "served" in STATS: none)
+static void
+s_served (FILE *out, json_t *served)
+{
+    if (!served)
+        return;
+    s_single (out, "actd_served_activities", "gauge",
+              "Activities connected workers serve now", json_object_get (served, "activities"));
+    s_single (out, "actd_served_activities_max", "gauge",
+              "server/max_served_activities: past it a READY naming more is busy",
+              json_object_get (served, "max"));
+    s_single (out, "actd_served_refused_total", "counter",
+              "READYs refused busy for server/max_served_activities since actd started",
+              json_object_get (served, "refused"));
+    s_single (out, "actd_worker_activities_max", "gauge",
+              "server/max_worker_activities: a READY naming more is refused",
+              json_object_get (served, "max_per_worker"));
+    s_single (out, "actd_worker_activities_refused_total", "counter",
+              "READYs refused for server/max_worker_activities since actd started",
+              json_object_get (served, "refused_per_worker"));
+}
+
 //  The families labelled by activity
 static void
 s_activities (FILE *out, json_t *activities)
@@ -281,6 +304,7 @@ act_http_metrics_text (json_t *stats)
                       json_object_get (stats, "deleted"));
         s_totals (out, stats);
         s_unserved (out, json_object_get (stats, "unserved"));
+        s_served (out, json_object_get (stats, "served"));
         s_activities (out, json_object_get (stats, "activities"));
         s_workers (out, json_object_get (stats, "workers"));
     }

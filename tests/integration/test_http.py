@@ -16,6 +16,8 @@ import threading
 import unittest
 import urllib.parse
 
+import zmq
+
 from harness import (DAGGER, Actd, Fail, NoAnswer, Worker, actd_with_config, end_process,
                      find_binary, free_port, wait_for)
 
@@ -536,6 +538,15 @@ class MetricsTest(unittest.TestCase):
             #  Two calls no worker serves: the queue depth
             for n in range(2):
                 server.json("POST", "/v1/contexts/m/calls", {"_tool": "unserved"}, status=202)
+            #  A READY naming more than max_worker_activities: refused
+            refused = zmq.Context.instance().socket(zmq.DEALER)
+            refused.setsockopt(zmq.LINGER, 0)
+            refused.connect(actd.worker_endpoint)
+            refused.send_multipart([b"ACTW01", b"READY", json.dumps(
+                {"activities": ["many-%04d" % n for n in range(1025)]}).encode()])
+            self.assertTrue(refused.poll(10000))
+            self.assertEqual(refused.recv_multipart()[1], b"DISCONNECT")
+            refused.close()
             status, headers, text = server.request("GET", "/metrics")
             self.assertEqual(status, 200)
             self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
@@ -563,6 +574,13 @@ class MetricsTest(unittest.TestCase):
             self.assertEqual((samples['actd_unserved_activities'],
                               samples['actd_unserved_activities_max'],
                               samples['actd_unserved_refused_total']), (1, 1024, 0))
+            #  count_ok, count_fail and idle; the READY of 1025 names refused
+            self.assertEqual((samples['actd_served_activities'],
+                              samples['actd_served_activities_max'],
+                              samples['actd_served_refused_total'],
+                              samples['actd_worker_activities_max'],
+                              samples['actd_worker_activities_refused_total']),
+                             (3, 4096, 0, 1024, 1))
             self.assertEqual(samples['actd_calls{state="queued"}'], 2)
             #  Each call was dispatched once: one queue wait each
             self.assertEqual(
