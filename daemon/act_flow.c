@@ -333,30 +333,50 @@ act_flow_dispatch (act_flow_t *self, act_live_t *call)
     }
 }
 
+//  Activities act_flow_worker_ready looked at (act_flow_ready_steps)
+static size_t s_ready_steps;
+
 void
 act_flow_worker_ready (act_flow_t *self, act_worker_t *worker)
 {
     //  Serve its activities in turn, one call at a time, so a flooded
-    //  activity cannot starve the others
+    //  activity cannot starve the others. Each round walks the list once,
+    //  from the cursor round to it again: it walked from the first
+    //  activity to each in turn, count^2/2 steps a round, which a worker
+    //  of 1,024 activities paid at each of its results
     size_t count = zlistx_size (worker->activities);
     bool progress = true;
-    while (progress && !self->stopping && act_worker_free (worker)) {
+    while (progress && count && !self->stopping && act_worker_free (worker)) {
         progress = false;
-        for (size_t k = 0; k < count && !progress; k++) {
-            size_t index = (worker->cursor + k) % count;
-            act_activity_t *activity = zlistx_first (worker->activities);
-            for (size_t i = 0; i < index; i++)
+        size_t index = worker->cursor % count;
+        act_activity_t *activity = zlistx_first (worker->activities);
+        for (size_t i = 0; i < index; i++)
+            activity = zlistx_next (worker->activities);
+        s_ready_steps += index;
+        for (size_t k = 0; k < count && activity && !progress; k++) {
+            s_ready_steps++;
+            act_worker_t *chosen = zlistx_size (activity->queue)? act_worker_pick (activity): NULL;
+            if (chosen) {
+                //  The dispatch may change the lists: the round ends here
+                s_call_dispatch (self, (act_live_t *) zlistx_first (activity->queue), chosen);
+                worker->cursor = index + 1;
+                progress = true;
+            }
+            else
+            if (++index == count) {
+                index = 0;
+                activity = zlistx_first (worker->activities);
+            }
+            else
                 activity = zlistx_next (worker->activities);
-            if (!zlistx_size (activity->queue))
-                continue;
-            act_worker_t *chosen = act_worker_pick (activity);
-            if (!chosen)
-                continue;
-            s_call_dispatch (self, (act_live_t *) zlistx_first (activity->queue), chosen);
-            worker->cursor = index + 1;
-            progress = true;
         }
     }
+}
+
+size_t
+act_flow_ready_steps (void)
+{
+    return s_ready_steps;
 }
 
 

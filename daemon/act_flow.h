@@ -71,6 +71,10 @@ void act_flow_cancel (act_flow_t *self, act_live_t *call);
 //  A worker joined or has room: give it calls, its activities in turn.
 void act_flow_worker_ready (act_flow_t *self, act_worker_t *worker);
 
+//  Activities act_flow_worker_ready looked at in this process so far.
+//  Tests bound what a worker's turn costs with it.
+size_t act_flow_ready_steps (void);
+
 //  A worker's RESULT for task (body: the result; branch: its frame or
 //  NULL), FAIL (body: the error object) or PROGRESS (body: details). The
 //  task is one the worker holds; its slot is freed by RESULT and FAIL.
