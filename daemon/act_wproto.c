@@ -162,6 +162,12 @@ s_actw_ready (act_wproto_t *self, act_worker_t *worker, zframe_t *identity,
         return "READY from a worker already registered";
     if (!frame)
         return "READY takes one frame";
+    //  As every frame (docs/protocol.md section 1): libzmq reads up to
+    //  four times as much, which READY took as it came
+    if (act_part_size (frame) > (size_t) self->settings->max_message_bytes)
+        return act_err_set (err, ACT_E_TOO_LARGE, "READY is %zu bytes, over "
+                            "max_message_bytes (%lld)", act_part_size (frame),
+                            (long long) self->settings->max_message_bytes), err->message;
     json_t *body = act_json_parse (act_part_data (frame), act_part_size (frame), err);
     json_t *names = NULL;
     size_t capacity = 1;

@@ -153,5 +153,28 @@ class ServedActivitiesTest(ReadyCase):
                       "this READY names 2 more; disconnecting it", self.actd.log())
 
 
+class ReadySizeTest(ReadyCase):
+    """A READY over server/max_message_bytes is refused too_large, as every
+    frame over it is (docs/protocol.md section 1): libzmq reads frames up
+    to four times that, and a READY was taken whatever its size."""
+
+    config = "server\n    max_message_bytes = 2048\n"
+
+    def test_a_ready_over_max_message_bytes_is_refused(self):
+        names = ["name-%03d" % n for n in range(200)]
+        size = len(json.dumps({"activities": names, "name": "big"}).encode())
+        self.assertGreater(size, 2048)
+        big = self.ready(names, "big")
+        self.assertEqual(self.disconnect(big, timeout=5),
+                         [b"ACTW01", b"DISCONNECT", b"READY is %d bytes, over "
+                          b"max_message_bytes (2048)" % size])
+        self.assertNotIn("big", [worker["name"] for worker in self.stats()["workers"]])
+        #  One within it joins
+        self.ready(names[:100], "within")
+        self.joined("within")
+        self.assertIn("READY is %d bytes, over max_message_bytes (2048)" % size,
+                      self.actd.log())
+
+
 if __name__ == "__main__":
     unittest.main()
