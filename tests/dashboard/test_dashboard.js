@@ -4,14 +4,18 @@
 //  counts STATS gives; the contexts view finds a context by prefix; the
 //  context's page shows its timeline (each output with its _call and
 //  method), the view as /view?format=text gives it, and the plan's graph;
-//  and it follows a new message and a new call without a reload. Any
-//  console error or page error fails the test. Screenshots go to the build
+//  and it follows a new message and a new call without a reload; a
+//  context's page whose event stream ends busy (actd's max_watches, or a
+//  page reading slower than its events come) says reconnecting and comes
+//  back by itself, every message shown once. Any console error or page
+//  error fails the test. Screenshots go to the build
 //  tree (ACTD_BUILD_DIR, else build/): dashboard.png (a context) and
 //  dashboard-overview.png; with ACTD_DASHBOARD_DOCS=1 the first is also
 //  copied to docs/dashboard.png for the README.
 //
-//  Environment: ACTD_BIN (actd), ACTD_HTTP_BIN (actd-http; default: beside
-//  ACTD_BIN), CHROMIUM (default /usr/bin/chromium).
+//  Environment: ACTD_BIN (actd; actctl beside it), ACTD_HTTP_BIN
+//  (actd-http; default: beside ACTD_BIN), CHROMIUM (default
+//  /usr/bin/chromium).
 
 'use strict';
 
@@ -26,6 +30,7 @@ const puppeteer = require ('puppeteer-core');
 const ROOT = path.resolve (__dirname, '..', '..');
 const ACTD = process.env.ACTD_BIN || path.join (ROOT, 'build', 'bin', 'actd');
 const ACTD_HTTP = process.env.ACTD_HTTP_BIN || path.join (path.dirname (ACTD), 'actd-http');
+const ACTCTL = path.join (path.dirname (ACTD), 'actctl');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const BUILD = process.env.ACTD_BUILD_DIR || path.join (ROOT, 'build');
 const PYTHON = '/usr/bin/python3';
@@ -93,8 +98,165 @@ async function until (fn, what, timeout = TIMEOUT_MS) {
     }
 }
 
+//  The context page's event stream ended `busy`, both ways (docs/http.md,
+//  Server-Sent Events), against an actd of its own with server/max_watches
+//  = 1 and an actd-http whose max_stream_bytes is 2 MiB: the page says
+//  "reconnecting…" (not "refused", no banner), EventSource comes back by
+//  itself once it may, and every message comes once, those appended while
+//  it was refused too (Last-Event-ID). The other watch is actctl tail's.
+//  Returns actd and actd-http, to be stopped with the others.
+async function refusedStreams (browser) {
+    const [clientPort, workerPort, httpPort] = [await freePort (), await freePort (), await freePort ()];
+    const endpoint = `tcp://127.0.0.1:${clientPort}`;
+    const base = `http://127.0.0.1:${httpPort}`;
+    const actdConfig = path.join (scratch, 'watches-actd.cfg');
+    fs.writeFileSync (actdConfig, 'server\n    max_watches = 1\n');
+    const actd = start ('watches-actd', ACTD, ['--config', actdConfig,
+        '--db', path.join (scratch, 'watches.db'), '--client-endpoint', endpoint,
+        '--worker-endpoint', `tcp://127.0.0.1:${workerPort}`]);
+    const httpConfig = path.join (scratch, 'watches-http.cfg');
+    //  Above what a resumed stream's backlog brings at once here (at most
+    //  one batch of 4 messages of 256 KiB, below), so that it is not ended
+    //  busy again
+    fs.writeFileSync (httpConfig, `http\n    max_stream_bytes = 2097152\n`
+                                  + `tokens\n    dashboard\n        token = "${TOKEN}"\n`);
+    const http = start ('watches-http', ACTD_HTTP, ['--config', httpConfig,
+        '--listen', `127.0.0.1:${httpPort}`, '--endpoint', endpoint,
+        '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')]);
+    const append = async (ctx, text) => {
+        const response = await fetch (`${base}/v1/contexts/${ctx}/messages`, {
+            method: 'POST', body: JSON.stringify ({ type: 'text', text }),
+            headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' } });
+        if (!response.ok)
+            throw new Error (`append to ${ctx}: ${response.status} ${await response.text ()}`);
+        return (await response.json ()).seq;
+    };
+    await until (async () => await append ('held', 'the other watch') === 1, 'actd-http to append');
+    //  The other client's watch: actctl tail of "held", which prints its
+    //  message once the watch is open. Returns the process, or null when
+    //  actd refused it (busy: the slot is taken)
+    let tails = 0;
+    const hold = async () => {
+        const tail = start (`watches-tail-${++tails}`, ACTCTL, ['--endpoint', endpoint, 'tail', 'held']);
+        const held = await until (async () => logOf (tail).includes ('the other watch') ? 'held'
+                                              : tail.exitCode !== null ? 'refused' : null,
+                                  'actctl tail to watch or to be refused');
+        return held === 'held' ? tail : null;
+    };
+    const release = async (tail) => {
+        tail.kill ('SIGTERM');
+        const { code, signal } = await tail.exited;
+        assert.equal (code, 0, `actctl tail exited ${code ?? signal}:\n${logOf (tail)}`);
+    };
+
+    const page = await browser.newPage ();
+    const problems = [];
+    page.on ('console', (message) => {
+        if (message.type () === 'error')
+            problems.push (`console error: ${message.text ()}`);
+    });
+    page.on ('pageerror', (error) => problems.push ('page error: ' + error.message));
+    //  What the page's EventSource got: each message's id, each error
+    //  event's data (null: the connection's), and each text of the pill
+    await page.evaluateOnNewDocument (() => {
+        const seen = window.__stream = { ids: [], errors: [], pills: [] };
+        window.EventSource = class extends window.EventSource {
+            constructor (...args) {
+                super (...args);
+                this.addEventListener ('message', (event) => seen.ids.push (Number (event.lastEventId)));
+                this.addEventListener ('error', (event) => seen.errors.push (event.data ?? null));
+            }
+        };
+        new MutationObserver (() => {
+            const pill = document.getElementById ('stream')?.textContent;
+            if (pill && pill !== seen.pills.at (-1))
+                seen.pills.push (pill);
+        }).observe (document, { subtree: true, childList: true, characterData: true });
+    });
+    const waitFor = (fn, what, ...args) =>
+        page.waitForFunction (fn, { timeout: TIMEOUT_MS, polling: 50 }, ...args)
+            .catch ((error) => { throw new Error (`timed out waiting for ${what}: ${error.message}`); });
+    const shown = (seq) => waitFor ((seq) =>
+        document.querySelector (`#timeline .entry.msg[data-seq="${seq}"]`)
+        && document.getElementById ('stream').textContent === 'live',
+        `message ${seq} shown, the stream live`, seq);
+
+    //  -- max_watches: the page opened while another client holds the
+    //  only watch
+    const ctx = 'refused';
+    await append (ctx, 'before the page');
+    let tail = await hold ();
+    assert.ok (tail, 'actctl tail was refused');
+    await page.goto (`${base}/?token=${TOKEN}#/c/${ctx}`, { waitUntil: 'load' });
+    await page.waitForSelector ('#timeline .entry.msg[data-seq="1"]', { timeout: TIMEOUT_MS });
+    await waitFor (() => document.getElementById ('stream').textContent === 'reconnecting…'
+                         && window.__stream.errors.some ((data) => /"busy".*max_watches/.test (data)),
+                   'the page to be refused busy (max_watches) and say reconnecting');
+    await append (ctx, 'while refused');
+    await release (tail);
+    await shown (2);
+    await append (ctx, 'after the release');
+    await shown (3);
+    log ('refused streams: max_watches, then live again by itself');
+
+    //  -- a slow reader: the page stops reading (paused in the debugger:
+    //  Chromium stops taking the stream's bytes) while messages come,
+    //  until actd-http ends its stream busy, which frees the watch (tail
+    //  gets it, then leaves); resumed, the page reads what was sent, then
+    //  the error, and comes back after its last event (Last-Event-ID)
+    const cdp = await page.createCDPSession ();
+    await cdp.send ('Debugger.enable');
+    const paused = new Promise ((resolve) => cdp.once ('Debugger.paused', resolve));
+    await cdp.send ('Debugger.pause');
+    await append (ctx, 'wakes the page up, to pause it');
+    await paused;
+    const big = 'x'.repeat (256 * 1024);
+    let bytes = 0;
+    for (tail = null; !tail; tail = await hold ()) {
+        for (let i = 0; i < 4; i++)
+            await append (ctx, big);
+        bytes += 4 * big.length;
+        assert.ok (bytes < 128 * 1024 * 1024,
+                   'actd-http never ended the stream of a page that does not read');
+    }
+    await release (tail);
+    const endedSeq = await append (ctx, 'while the stream was ended');
+    await cdp.send ('Debugger.resume');
+    await cdp.detach ();
+    await waitFor (() => document.getElementById ('stream').textContent === 'reconnecting…'
+                         && window.__stream.errors.some (
+                             (data) => /"busy".*slower than its events come/.test (data)),
+                   'the page to read its stream ended busy (a slow reader) and say reconnecting');
+    await shown (endedSeq);
+    const lastSeq = await append (ctx, 'after the reconnection');
+    await shown (lastSeq);
+
+    //  Every message once, in the timeline and on the stream
+    const { seqs, ids, slow, pills, banner } = await page.evaluate (() => ({
+        seqs: [...document.querySelectorAll ('#timeline .entry.msg')].map (
+            (node) => Number (node.dataset.seq)),
+        ids: window.__stream.ids,
+        slow: window.__stream.errors.filter ((data) => /slower than its events come/.test (data)).length,
+        pills: window.__stream.pills,
+        banner: document.querySelector ('.error-banner').hidden
+              ? null : document.querySelector ('.error-banner').textContent }));
+    const all = Array.from ({ length: lastSeq }, (_, i) => i + 1);
+    assert.deepEqual ([...seqs].sort ((a, b) => a - b), all, 'the timeline shows each message once');
+    assert.deepEqual (ids, all.slice (1), 'the stream brought each message after the first once, in order');
+    assert.equal (slow, 1, 'the stream was ended busy again');
+    assert.equal (banner, null, 'a banner was shown');
+    assert.ok (!pills.includes ('refused') && !pills.includes ('stream closed'),
+               'the pill said ' + pills.join (', '));
+    assert.deepEqual (problems, [], 'the page had errors:\n' + problems.join ('\n'));
+    log (`refused streams: a slow reader (${bytes} bytes appended while paused), live again `
+         + `by itself; ${lastSeq} messages, none lost or twice`);
+    await page.close ();
+    return [http, actd];
+}
+
 async function main () {
-    for (const [name, file] of [['actd', ACTD], ['actd-http', ACTD_HTTP], ['chromium', CHROMIUM]])
+    for (const [name, file] of [['actd', ACTD], ['actd-http', ACTD_HTTP], ['actctl', ACTCTL],
+                                ['chromium', CHROMIUM]])
         assert.ok (fs.existsSync (file), `${name} not found at ${file}`);
     const [clientPort, workerPort, httpPort] = [await freePort (), await freePort (), await freePort ()];
     const clientEndpoint = `tcp://127.0.0.1:${clientPort}`;
@@ -160,6 +322,7 @@ async function main () {
     //  ---- the browser ---------------------------------------------------
     fs.mkdirSync (BUILD, { recursive: true });
     const problems = [];
+    let others = [];        //  refusedStreams' actd and actd-http
     const browser = await puppeteer.launch ({
         executablePath: CHROMIUM, headless: true,
         args: (process.getuid?.() === 0 ? ['--no-sandbox'] : []).concat (['--disable-gpu']),
@@ -434,6 +597,8 @@ async function main () {
         assert.equal (await other.$eval ('#status', (node) => node.className), 'status live');
         await other.close ();
         log ('token: from ?token=, and asked for when missing');
+
+        others = await refusedStreams (browser);
     }
     finally {
         await browser.close ();
@@ -441,8 +606,11 @@ async function main () {
 
     //  The review is cancelled so that everything stops cleanly
     await post (`/v1/calls/${plan [3]}/cancel`, {});
-    for (const child of [worker, http, actd]) {
+    for (const child of others)         //  Their actd-http's grace meanwhile
         child.kill ('SIGTERM');
+    for (const child of [worker, http, actd, ...others]) {
+        if (!others.includes (child))
+            child.kill ('SIGTERM');
         const { code, signal } = await child.exited;
         assert.ok (code === 0, `${child.label} exited ${code ?? signal} on SIGTERM:\n${logOf (child)}`);
     }
