@@ -34,6 +34,19 @@ s_frame_json (act_flow_t *self, zmq_msg_t *frame, act_err_t *err)
     return act_json_parse ((const char *) zmq_msg_data (frame), zmq_msg_size (frame), err);
 }
 
+//  Log a FAIL or PROGRESS body that did not parse (what: the command),
+//  which PROTOCOL.md section 3 has count as {} or be ignored: without the
+//  line, an operator saw "the activity failed" or no progress, and no why.
+//  Per worker and command, so that a worker that keeps at it costs a line
+//  now and then (act_log_peer)
+static void
+s_bad_body (act_worker_t *worker, const char *what, const char *task, const act_err_t *err)
+{
+    act_log_peer (LOG_WARNING, worker->key, what,
+                  "worker %s: %s for task %s %s: %s", worker->name, what, task,
+                  streq (what, "bad FAIL body")? "read as {}": "ignored", err->message);
+}
+
 //  Validate a result frame no larger than max_message_bytes with the
 //  scanner (the verdicts of act_json_parse, without a tree): 0, or -1 with
 //  err
@@ -102,6 +115,8 @@ act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg
     else {
         act_err_t err = { 0 };
         json_t *body_json = s_frame_json (self, body, &err);
+        if (!body_json)
+            s_bad_body (worker, "bad FAIL body", task, &err);
         const char *code = json_string_value (json_object_get (body_json, "code"));
         const char *message = json_string_value (json_object_get (body_json, "message"));
         json_t *retryable = json_object_get (body_json, "retryable");
@@ -125,6 +140,8 @@ act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task, zmq
     act_live_t *call = s_task_call (self, worker, task);
     act_err_t err = { 0 };
     json_t *details = call? s_frame_json (self, body, &err): NULL;
+    if (call && !details)
+        s_bad_body (worker, "bad PROGRESS body", task, &err);
     if (details) {
         json_decref (call->progress);
         call->progress = details;

@@ -180,6 +180,43 @@ class LogPeersTest(unittest.TestCase):
         self.assertEqual(accounted("without a request id or ACTC01 header"), 260)
 
 
+    def test_bad_fail_and_progress_bodies_are_logged(self):
+        """A FAIL body that does not parse counts as {} and a PROGRESS one
+        is ignored (PROTOCOL.md section 3), but actd said nothing of
+        either: the call failed "the activity failed", STATUS showed no
+        progress, and the operator had no why. Now each is logged, naming
+        the worker, the task and the parse error, once per worker and kind
+        (50 bad PROGRESS bodies: one line)."""
+        before = len(self.actd.log())
+        worker = self.worker(b"bad-bodies")
+        worker.send_multipart([b"ACTW01", b"READY", json.dumps(
+            {"activities": ["bodies"], "name": "bodies-worker"}).encode()])
+        rid = self.client.send("CALL", "c", json.dumps(
+            {"_tool": "bodies", "_outputPath": "\u2020s.x",
+             "_retry": {"max_attempts": 1}}))
+        self.assertEqual(self.client.wait(rid, timeout=10)[0], "ACCEPTED")
+        self.assertTrue(worker.poll(10000), "no TASK")
+        frames = worker.recv_multipart()
+        self.assertEqual(frames[1], b"TASK", frames[:2])
+        task = frames[2]
+        for _ in range(50):
+            worker.send_multipart([b"ACTW01", b"PROGRESS", task, b"{\"pct\": 5"])
+        worker.send_multipart([b"ACTW01", b"FAIL", task, b"{\"code\": \"w_x\""])
+        done = json.loads(self.client.wait(rid, "DONE", timeout=10)[2])
+        #  As documented: the FAIL read as {}, the progress ignored
+        self.assertEqual(done["error"]["code"], "activity_failed", done)
+        self.assertNotIn("progress", self.client.status(done["call_id"]))
+        grown = lambda: self.actd.log()[before:]
+        wait_for(lambda: "bad FAIL body" in grown(), "the FAIL's line", 5)
+        progress = [line for line in grown().splitlines() if "bad PROGRESS body for task" in line]
+        self.assertEqual(len(progress), 1, progress[:5])
+        self.assertIn("worker bodies-worker: bad PROGRESS body for task %s ignored: "
+                      % task.decode(), progress[0])
+        fail = [line for line in grown().splitlines() if "bad FAIL body" in line]
+        self.assertEqual(len(fail), 1, fail)
+        self.assertIn("read as {}: ", fail[0])
+
+
 class BusyLogTest(unittest.TestCase):
     """Requests refused busy at a limit of actd's (docs/operations.md
     section 4): logged at notice, each limit apart, naming the client."""
