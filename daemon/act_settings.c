@@ -286,31 +286,31 @@ s_activity (s_reader_t *reader, zconfig_t *section, const char *prefix,
 
 //  store/sync: full or normal
 static void
-s_sync (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const char *full)
+s_sync (s_reader_t *reader, zconfig_t *item, const char *path, act_sync_t *target)
 {
-    if (!s_leaf (reader, item, full))
+    if (!s_leaf (reader, item, path))
         return;
     const char *text = zconfig_value (item);
     if (text && streq (text, "full"))
-        self->sync = ACT_SYNC_FULL;
+        *target = ACT_SYNC_FULL;
     else
     if (text && streq (text, "normal"))
-        self->sync = ACT_SYNC_NORMAL;
+        *target = ACT_SYNC_NORMAL;
     else
-        s_error (reader, item, full, "must be full or normal");
+        s_error (reader, item, path, "must be full or normal");
 }
 
 //  log/level: one of the names act_log_level_parse knows
 static void
-s_log_level (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const char *full)
+s_log_level (s_reader_t *reader, zconfig_t *item, const char *path, int *target)
 {
-    if (!s_leaf (reader, item, full))
+    if (!s_leaf (reader, item, path))
         return;
     int level = act_log_level_parse (zconfig_value (item));
     if (level < 0)
-        s_error (reader, item, full, "must be error, warning, notice, info or debug");
+        s_error (reader, item, path, "must be error, warning, notice, info or debug");
     else
-        self->log_level = level;
+        *target = level;
 }
 
 //  server/ipc_mode: octal permissions, at most 0777
@@ -328,135 +328,96 @@ s_mode (s_reader_t *reader, zconfig_t *item, const char *path, int *target)
         *target = (int) value;
 }
 
-//  Read one setting of the server section; false when it is none of them
-static bool
-s_server_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
-                  const char *full)
-{
-    if (streq (full, "server/client_endpoint"))
-        s_string (reader, item, full, &self->client_endpoint);
-    else
-    if (streq (full, "server/worker_endpoint"))
-        s_string (reader, item, full, &self->worker_endpoint);
-    else
-    if (streq (full, "server/heartbeat_ms"))
-        s_integer (reader, item, full, 10, ACT_SETTINGS_MAX_MS, &self->heartbeat_ms);
-    else
-    if (streq (full, "server/liveness"))
-        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_LIVENESS, &self->liveness);
-    else
-    if (streq (full, "server/mdp_heartbeat_ms"))
-        s_integer (reader, item, full, 10, ACT_SETTINGS_MAX_MS, &self->mdp_heartbeat_ms);
-    else
-    if (streq (full, "server/ipc_mode"))
-        s_mode (reader, item, full, &self->ipc_mode);
-    else
-    if (streq (full, "server/max_watches"))
-        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_COUNT, &self->max_watches);
-    else
-    if (streq (full, "server/max_message_bytes"))
-        s_integer (reader, item, full, 1024, ACT_SETTINGS_MAX_BYTES, &self->max_message_bytes);
-    else
-    if (streq (full, "server/max_reply_bytes"))
-        s_integer (reader, item, full, 1024, ACT_SETTINGS_MAX_BYTES, &self->max_reply_bytes);
-    else
-    if (streq (full, "server/max_client_bytes"))
-        s_integer (reader, item, full, 65536, ACT_SETTINGS_MAX_CLIENT_BYTES,
-                   &self->max_client_bytes);
-    else
-    if (streq (full, "server/max_worker_bytes"))
-        s_integer (reader, item, full, 65536, ACT_SETTINGS_MAX_CLIENT_BYTES,
-                   &self->max_worker_bytes);
-    else
-    if (streq (full, "server/max_queued_calls"))
-        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT, &self->max_queued_calls);
-    else
-    if (streq (full, "server/strict_activities"))
-        s_boolean (reader, item, full, &self->strict_activities);
-    else
-    if (streq (full, "server/max_unserved_activities"))
-        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_COUNT,
-                   &self->max_unserved_activities);
-    else
-    if (streq (full, "server/max_worker_activities"))
-        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT,
-                   &self->max_worker_activities);
-    else
-    if (streq (full, "server/max_served_activities"))
-        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT,
-                   &self->max_served_activities);
-    else
-    if (streq (full, "server/io_batch"))
-        s_boolean (reader, item, full, &self->io_batch);
-    else
-    if (streq (full, "server/shutdown_grace_ms"))
-        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_MS, &self->shutdown_grace_ms);
-    else
-    if (streq (full, "server/broker_id"))
-        s_string (reader, item, full, &self->broker_id);
-    else
-    if (streq (full, "server/advertise"))
-        s_string (reader, item, full, &self->advertise);
-    else
-    if (streq (full, "server/lease_ms"))
-        s_integer (reader, item, full, 100, ACT_SETTINGS_MAX_MS, &self->lease_ms);
-    else
-    if (streq (full, "server/context_idle_ms"))
-        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_MS, &self->context_idle_ms);
-    else
-    if (streq (full, "server/max_contexts"))
-        s_integer (reader, item, full, 1, ACT_SETTINGS_MAX_COUNT, &self->max_contexts);
-    else
-        return false;
-    return true;
-}
+//  How a plain setting's value is read
+typedef enum {
+    S_STRING,                   //  Not empty (char *)
+    S_INTEGER,                  //  From least to most (long long)
+    S_BOOLEAN,                  //  1/0, true/false, yes/no (bool)
+    S_MODE,                     //  Octal permissions (int)
+    S_SYNC,                     //  full or normal (act_sync_t)
+    S_LEVEL                     //  A syslog level's name (int)
+} s_kind_t;
 
-//  Read one setting of the store, log or security section; false when it
-//  is none of them
+//  A setting of the server, store, log or security section, as Redis's
+//  config table has them: one line each, so that adding one is one line
+//  (and its field, default and documentation)
+typedef struct {
+    const char *path;           //  "section/name"
+    s_kind_t kind;              //  How its value is read
+    long long least;            //  S_INTEGER's range
+    long long most;
+    size_t offset;              //  Its field in act_settings_t
+} s_setting_t;
+
+#define S_FIELD(field) offsetof (act_settings_t, field)
+static const s_setting_t s_settings [] = {
+    { "server/client_endpoint", S_STRING, 0, 0, S_FIELD (client_endpoint) },
+    { "server/worker_endpoint", S_STRING, 0, 0, S_FIELD (worker_endpoint) },
+    { "server/heartbeat_ms", S_INTEGER, 10, ACT_SETTINGS_MAX_MS, S_FIELD (heartbeat_ms) },
+    { "server/liveness", S_INTEGER, 1, ACT_SETTINGS_MAX_LIVENESS, S_FIELD (liveness) },
+    { "server/mdp_heartbeat_ms", S_INTEGER, 10, ACT_SETTINGS_MAX_MS, S_FIELD (mdp_heartbeat_ms) },
+    { "server/ipc_mode", S_MODE, 0, 0, S_FIELD (ipc_mode) },
+    { "server/max_watches", S_INTEGER, 0, ACT_SETTINGS_MAX_COUNT, S_FIELD (max_watches) },
+    { "server/max_message_bytes", S_INTEGER, 1024, ACT_SETTINGS_MAX_BYTES,
+      S_FIELD (max_message_bytes) },
+    { "server/max_reply_bytes", S_INTEGER, 1024, ACT_SETTINGS_MAX_BYTES,
+      S_FIELD (max_reply_bytes) },
+    { "server/max_client_bytes", S_INTEGER, 65536, ACT_SETTINGS_MAX_CLIENT_BYTES,
+      S_FIELD (max_client_bytes) },
+    { "server/max_worker_bytes", S_INTEGER, 65536, ACT_SETTINGS_MAX_CLIENT_BYTES,
+      S_FIELD (max_worker_bytes) },
+    { "server/max_queued_calls", S_INTEGER, 1, ACT_SETTINGS_MAX_COUNT,
+      S_FIELD (max_queued_calls) },
+    { "server/strict_activities", S_BOOLEAN, 0, 0, S_FIELD (strict_activities) },
+    { "server/max_unserved_activities", S_INTEGER, 0, ACT_SETTINGS_MAX_COUNT,
+      S_FIELD (max_unserved_activities) },
+    { "server/max_worker_activities", S_INTEGER, 1, ACT_SETTINGS_MAX_COUNT,
+      S_FIELD (max_worker_activities) },
+    { "server/max_served_activities", S_INTEGER, 1, ACT_SETTINGS_MAX_COUNT,
+      S_FIELD (max_served_activities) },
+    { "server/io_batch", S_BOOLEAN, 0, 0, S_FIELD (io_batch) },
+    { "server/shutdown_grace_ms", S_INTEGER, 0, ACT_SETTINGS_MAX_MS, S_FIELD (shutdown_grace_ms) },
+    { "server/broker_id", S_STRING, 0, 0, S_FIELD (broker_id) },
+    { "server/advertise", S_STRING, 0, 0, S_FIELD (advertise) },
+    { "server/lease_ms", S_INTEGER, 100, ACT_SETTINGS_MAX_MS, S_FIELD (lease_ms) },
+    { "server/context_idle_ms", S_INTEGER, 0, ACT_SETTINGS_MAX_MS, S_FIELD (context_idle_ms) },
+    { "server/max_contexts", S_INTEGER, 1, ACT_SETTINGS_MAX_COUNT, S_FIELD (max_contexts) },
+    { "store/path", S_STRING, 0, 0, S_FIELD (store) },
+    { "store/sync", S_SYNC, 0, 0, S_FIELD (sync) },
+    { "store/early_tasks", S_BOOLEAN, 0, 0, S_FIELD (early_tasks) },
+    { "store/hold_us", S_INTEGER, 0, ACT_SETTINGS_MAX_HOLD_US, S_FIELD (hold_us) },
+    { "store/retain_ms", S_INTEGER, 0, ACT_SETTINGS_MAX_RETAIN_MS, S_FIELD (retain_ms) },
+    { "store/timeout_ms", S_INTEGER, 100, ACT_SETTINGS_MAX_MS, S_FIELD (store_timeout_ms) },
+    { "log/level", S_LEVEL, 0, 0, S_FIELD (log_level) },
+    { "log/syslog", S_BOOLEAN, 0, 0, S_FIELD (log_syslog) },
+    { "log/stderr", S_BOOLEAN, 0, 0, S_FIELD (log_stderr) },
+    { "security/server_key", S_STRING, 0, 0, S_FIELD (server_key) },
+    { "security/client_keys", S_STRING, 0, 0, S_FIELD (client_keys) },
+    { "security/worker_keys", S_STRING, 0, 0, S_FIELD (worker_keys) },
+    { "security/allow_plain_tcp", S_BOOLEAN, 0, 0, S_FIELD (allow_plain_tcp) },
+};
+
+//  Read the plain setting at full (item) into self; false when no
+//  setting has that path
 static bool
-s_other_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item,
-                 const char *full)
+s_plain_setting (s_reader_t *reader, act_settings_t *self, zconfig_t *item, const char *full)
 {
-    if (streq (full, "store/path"))
-        s_string (reader, item, full, &self->store);
-    else
-    if (streq (full, "store/sync"))
-        s_sync (reader, self, item, full);
-    else
-    if (streq (full, "store/early_tasks"))
-        s_boolean (reader, item, full, &self->early_tasks);
-    else
-    if (streq (full, "store/hold_us"))
-        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_HOLD_US, &self->hold_us);
-    else
-    if (streq (full, "store/retain_ms"))
-        s_integer (reader, item, full, 0, ACT_SETTINGS_MAX_RETAIN_MS, &self->retain_ms);
-    else
-    if (streq (full, "store/timeout_ms"))
-        s_integer (reader, item, full, 100, ACT_SETTINGS_MAX_MS, &self->store_timeout_ms);
-    else
-    if (streq (full, "log/level"))
-        s_log_level (reader, self, item, full);
-    else
-    if (streq (full, "log/syslog"))
-        s_boolean (reader, item, full, &self->log_syslog);
-    else
-    if (streq (full, "log/stderr"))
-        s_boolean (reader, item, full, &self->log_stderr);
-    else
-    if (streq (full, "security/server_key"))
-        s_string (reader, item, full, &self->server_key);
-    else
-    if (streq (full, "security/client_keys"))
-        s_string (reader, item, full, &self->client_keys);
-    else
-    if (streq (full, "security/worker_keys"))
-        s_string (reader, item, full, &self->worker_keys);
-    else
-    if (streq (full, "security/allow_plain_tcp"))
-        s_boolean (reader, item, full, &self->allow_plain_tcp);
-    else
+    const s_setting_t *setting = NULL;
+    for (size_t i = 0; i < sizeof s_settings / sizeof s_settings [0] && !setting; i++)
+        if (streq (full, s_settings [i].path))
+            setting = &s_settings [i];
+    if (!setting)
         return false;
+    void *field = (char *) self + setting->offset;
+    switch (setting->kind) {
+        case S_STRING:  s_string (reader, item, full, (char **) field); break;
+        case S_INTEGER: s_integer (reader, item, full, setting->least, setting->most,
+                                   (long long *) field); break;
+        case S_BOOLEAN: s_boolean (reader, item, full, (bool *) field); break;
+        case S_MODE:    s_mode (reader, item, full, (int *) field); break;
+        case S_SYNC:    s_sync (reader, item, full, (act_sync_t *) field); break;
+        case S_LEVEL:   s_log_level (reader, item, full, (int *) field); break;
+    }
     return true;
 }
 
@@ -477,8 +438,7 @@ s_plain_section (s_reader_t *reader, act_settings_t *self, zconfig_t *section)
     const char *name = zconfig_name (section);
     for (zconfig_t *item = zconfig_child (section); item; item = zconfig_next (item)) {
         char *full = zsys_sprintf ("%s/%s", name, zconfig_name (item));
-        if (!s_server_setting (reader, self, item, full)
-        &&  !s_other_setting (reader, self, item, full)) {
+        if (!s_plain_setting (reader, self, item, full)) {
             if (zconfig_child (item))
                 s_error (reader, section, name, "unknown setting");
             else

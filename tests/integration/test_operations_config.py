@@ -468,7 +468,8 @@ class ConfigFileTest(unittest.TestCase):
         commented out), and with them all turned on the file still loads."""
         with open(SETTINGS_SOURCE) as handle:
             source = handle.read()
-        accepted = set(re.findall(r'streq \(full, "([a-z_]+/[a-z_]+)"\)', source))
+        #  The plain settings' table, one line each: { "server/name", S_...
+        accepted = set(re.findall(r'\{ "([a-z_]+/[a-z_]+)", S_[A-Z]+,', source))
         for name in re.findall(r'streq \(name, "([a-z_]+)"\)', source):
             if name not in ("defaults", "activities", "retry", "tenants", "workers"):
                 accepted.add("defaults/" + name)
