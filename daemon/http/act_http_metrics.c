@@ -94,45 +94,48 @@ s_histogram (FILE *out, const char *name, const char *label, const char *value,
     }
 }
 
-//  The families of the activities no worker serves that have calls (an
-//  actd before them has no "unserved" in STATS: none)
-static void
-s_unserved (FILE *out, json_t *unserved)
-{
-    if (!unserved)
-        return;
-    s_single (out, "actd_unserved_activities", "gauge",
-              "Activities no worker serves or has served, and the config does not name, "
-              "with calls now", json_object_get (unserved, "activities"));
-    s_single (out, "actd_unserved_activities_max", "gauge",
-              "server/max_unserved_activities: past it a call to one more is busy",
-              json_object_get (unserved, "max"));
-    s_single (out, "actd_unserved_refused_total", "counter",
-              "Calls refused busy for server/max_unserved_activities since actd started",
-              json_object_get (unserved, "refused"));
-}
+//  A family of one sample read from a member of one of STATS' objects
+typedef struct {
+    const char *object;         //  STATS' member holding it ("unserved")
+    const char *member;         //  Its member there ("activities")
+    const char *name;           //  The family's name
+    const char *type;           //  "gauge" or "counter"
+    const char *help;           //  Its HELP text
+} s_family_t;
 
-//  The families of the activities workers serve and of the bounds on
-//  what READYs name (an actd before them has no "served" in STATS: none)
+//  The families of the bounds on activities: those no worker serves
+//  that have calls, those workers serve, and what one READY may name
+static const s_family_t s_bounds [] = {
+    { "unserved", "activities", "actd_unserved_activities", "gauge",
+      "Activities no worker serves or has served, and the config does not name, "
+      "with calls now" },
+    { "unserved", "max", "actd_unserved_activities_max", "gauge",
+      "server/max_unserved_activities: past it a call to one more is busy" },
+    { "unserved", "refused", "actd_unserved_refused_total", "counter",
+      "Calls refused busy for server/max_unserved_activities since actd started" },
+    { "served", "activities", "actd_served_activities", "gauge",
+      "Activities connected workers serve now" },
+    { "served", "max", "actd_served_activities_max", "gauge",
+      "server/max_served_activities: past it a READY naming more is busy" },
+    { "served", "refused", "actd_served_refused_total", "counter",
+      "READYs refused busy for server/max_served_activities since actd started" },
+    { "served", "max_per_worker", "actd_worker_activities_max", "gauge",
+      "server/max_worker_activities: a READY naming more is refused" },
+    { "served", "refused_per_worker", "actd_worker_activities_refused_total", "counter",
+      "READYs refused for server/max_worker_activities since actd started" },
+};
+
+//  The families of s_bounds whose object STATS has (an actd before them
+//  has none: nothing is written for it)
 static void
-s_served (FILE *out, json_t *served)
+s_bound_families (FILE *out, json_t *stats)
 {
-    if (!served)
-        return;
-    s_single (out, "actd_served_activities", "gauge",
-              "Activities connected workers serve now", json_object_get (served, "activities"));
-    s_single (out, "actd_served_activities_max", "gauge",
-              "server/max_served_activities: past it a READY naming more is busy",
-              json_object_get (served, "max"));
-    s_single (out, "actd_served_refused_total", "counter",
-              "READYs refused busy for server/max_served_activities since actd started",
-              json_object_get (served, "refused"));
-    s_single (out, "actd_worker_activities_max", "gauge",
-              "server/max_worker_activities: a READY naming more is refused",
-              json_object_get (served, "max_per_worker"));
-    s_single (out, "actd_worker_activities_refused_total", "counter",
-              "READYs refused for server/max_worker_activities since actd started",
-              json_object_get (served, "refused_per_worker"));
+    for (size_t i = 0; i < sizeof s_bounds / sizeof s_bounds [0]; i++) {
+        json_t *object = json_object_get (stats, s_bounds [i].object);
+        if (object)
+            s_single (out, s_bounds [i].name, s_bounds [i].type, s_bounds [i].help,
+                      json_object_get (object, s_bounds [i].member));
+    }
 }
 
 //  The families labelled by activity
@@ -303,8 +306,7 @@ act_http_metrics_text (json_t *stats)
                       "Contexts deleted, over the life of the store",
                       json_object_get (stats, "deleted"));
         s_totals (out, stats);
-        s_unserved (out, json_object_get (stats, "unserved"));
-        s_served (out, json_object_get (stats, "served"));
+        s_bound_families (out, stats);
         s_activities (out, json_object_get (stats, "activities"));
         s_workers (out, json_object_get (stats, "workers"));
     }

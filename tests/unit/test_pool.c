@@ -340,15 +340,15 @@ s_admit (act_pool_t *pool, const char *name)
     return true;
 }
 
-//  STATS' "unserved" object, as a new one
+//  STATS' member name ("unserved", "served"), as a new reference
 static json_t *
-s_unserved (act_pool_t *pool)
+s_stats_member (act_pool_t *pool, const char *name)
 {
     json_t *stats = json_object ();
     act_pool_stats (pool, stats, SIZE_MAX);
-    json_t *unserved = json_incref (json_object_get (stats, "unserved"));
+    json_t *member = json_incref (json_object_get (stats, name));
     json_decref (stats);
-    return unserved;
+    return member;
 }
 
 //  Of the activities no READY named, with calls, at most
@@ -365,7 +365,7 @@ test_unserved_activities_with_calls_are_bounded (void **state)
     assert_true (s_admit (pool, "b"));
     assert_false (s_admit (pool, "c"));
     assert_true (s_admit (pool, "a"));          //  Counted already
-    json_t *unserved = s_unserved (pool);
+    json_t *unserved = s_stats_member (pool, "unserved");
     json_t *expected = json_pack ("{sisisi}", "activities", 2, "max", 2, "refused", 1);
     assert_true (json_equal (unserved, expected));
     json_decref (unserved);
@@ -388,22 +388,11 @@ test_unserved_activities_with_calls_are_bounded (void **state)
     //  Recovered: admitted past the bound
     assert_true (s_admit (pool, "e"));
     assert_true (act_pool_admit (pool, act_pool_activity (pool, "f"), false));
-    unserved = s_unserved (pool);
+    unserved = s_stats_member (pool, "unserved");
     assert_int_equal (json_integer_value (json_object_get (unserved, "activities")), 3);
     assert_int_equal (json_integer_value (json_object_get (unserved, "refused")), 2);
     json_decref (unserved);
     s_settings->max_unserved_activities = 1024;
-}
-
-//  STATS' "served" object, as a new one
-static json_t *
-s_served (act_pool_t *pool)
-{
-    json_t *stats = json_object ();
-    act_pool_stats (pool, stats, SIZE_MAX);
-    json_t *served = json_incref (json_object_get (stats, "served"));
-    json_decref (stats);
-    return served;
 }
 
 //  Whether a READY naming the activities of text (a JSON array) has room
@@ -448,7 +437,7 @@ test_the_activities_readys_name_are_bounded (void **state)
     //  a's worker leaves: room for one
     act_pool_detach (pool, first);
     assert_true (s_room (pool, "[\"d\"]"));
-    json_t *served = s_served (pool);
+    json_t *served = s_stats_member (pool, "served");
     json_t *expected = json_pack ("{sisisisisi}", "activities", 2, "max", 3, "refused", 2,
                                   "max_per_worker", 2, "refused_per_worker", 1);
     assert_true (json_equal (served, expected));
