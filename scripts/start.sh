@@ -11,6 +11,9 @@
 #  or any endpoints, by flag or from the environment (flags win):
 #      scripts/start.sh --client-endpoint ipc:///tmp/actd-c --worker-endpoint ipc:///tmp/actd-w
 #      ACTD_CLIENT_ENDPOINT=tcp://127.0.0.1:6555 ACTD_WORKER_ENDPOINT=tcp://127.0.0.1:6556 scripts/start.sh
+#  It builds in build/ (RelWithDebInfo), or in $ACTD_BUILD_DIR: a tree
+#  configured already is built as it was configured (tests/integration/
+#  test_start.py runs this script on the test suite's own tree).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 client_endpoint=${ACTD_CLIENT_ENDPOINT:-tcp://127.0.0.1:5555}
@@ -49,9 +52,11 @@ while (( $# )); do
 done
 
 "$root/scripts/deps.sh" build
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$root/build" -j"$(nproc)"
-bin="$root/build/bin"
+build=${ACTD_BUILD_DIR:-$root/build}
+[ -f "$build/CMakeCache.txt" ] \
+    || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)"
+bin="$build/bin"
 
 "$bin/actd" -v --client-endpoint "$client_endpoint" --worker-endpoint "$worker_endpoint" &
 actd=$!
