@@ -350,15 +350,23 @@ s_view (act_commands_t *self, s_request_t *req)
         act_err_set (&err, ACT_E_BAD_ARGUMENT, "VIEW format is json or text");
     else
         context = act_cache_get (self->cache, req->context, false, &err);
-    if (!context)
+    if (!context) {
         s_reply_error (self, req, &err);
-    else
-    if (text)
-        s_reply_bounded (self, req, act_ctx_view_text (context->ctx), S_RESOLVE_PART);
+        return;
+    }
+    //  Written straight into one buffer, and given up as soon as it passes
+    //  the bound: a view of many GB was built whole, then refused
+    size_t max = (size_t) self->settings->max_reply_bytes, size;
+    char *view = act_ctx_view_dump (context->ctx, text, max, &size);
+    if (view)
+        s_reply_bounded (self, req, view, S_RESOLVE_PART);
     else {
-        json_t *view = act_ctx_view (context->ctx);
-        s_reply_bounded (self, req, act_json_dump (view), S_RESOLVE_PART);
-        json_decref (view);
+        if (size > max)
+            act_err_set (&err, ACT_E_TOO_LARGE, "the view is over max_reply_bytes (%lld); %s",
+                         self->settings->max_reply_bytes, S_RESOLVE_PART);
+        else
+            act_err_set (&err, ACT_E_INTERNAL, "out of memory writing the view");
+        s_reply_error (self, req, &err);
     }
 }
 

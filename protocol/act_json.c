@@ -394,6 +394,12 @@ act_json_dump_within (const json_t *value, size_t max)
 }
 
 char *
+act_json_dumps_within (const json_t *value, size_t flags, size_t max)
+{
+    return s_dumps (value, flags, max);
+}
+
+char *
 act_json_dumps (const json_t *value, size_t flags)
 {
     //  Not json_dumps: for every object and array it writes, jansson 2.14

@@ -152,6 +152,15 @@ json_t *act_ctx_view (act_ctx_t *self);
 //  The text rendering of the merged view; the caller frees the string.
 char *act_ctx_view_text (act_ctx_t *self);
 
+//  The merged view's text, written into one growing buffer: with text,
+//  act_ctx_view_text's; else the compact JSON act_json_dump writes of
+//  act_ctx_view. Stops as soon as the text passes max bytes (SIZE_MAX: no
+//  bound), building nothing past it, and copies no value. Returns a new
+//  string the caller frees, with *size its length; NULL with *size over
+//  max when the text is longer than max, NULL with *size 0 when memory
+//  ran out.
+char *act_ctx_view_dump (act_ctx_t *self, bool text, size_t max, size_t *size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,6 +68,10 @@ char *act_json_dump_within (const json_t *value, size_t max);
 //  value is NULL (or holds a cycle).
 char *act_json_dumps (const json_t *value, size_t flags);
 
+//  As act_json_dumps, but NULL when the text would be over max bytes: it
+//  stops there.
+char *act_json_dumps_within (const json_t *value, size_t flags, size_t max);
+
 //  The size bytes at data as act_json_dump writes them once
 //  act_json_parse_stored has read them (numbers in their shortest form,
 //  compact); a new string the caller frees, or NULL when they are not JSON
