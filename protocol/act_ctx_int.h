@@ -101,7 +101,9 @@ typedef enum {
 //  Parse the stand-ins of kind's global document that a use of path segs
 //  sees: on each level it walks through and at segs as reach says. Call
 //  before anything interprets those levels (reads, checks, writes).
-void act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
+//  Returns the values it looked at (0 when the kind holds no stand-in);
+//  ACT_CTX_LAZY_DEEP looks at every value below segs, parsed or not.
+size_t act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
                          act_ctx_lazy_reach_t reach);
 
 //  A global concat of string value onto the string at segs kept as a rope

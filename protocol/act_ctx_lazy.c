@@ -119,10 +119,12 @@ s_parse (const json_t *lazy)
 }
 
 //  Parse every stand-in in value and below it; returns value itself, or
-//  what replaces it when value is a stand-in (value is then released)
+//  what replaces it when value is a stand-in (value is then released).
+//  Adds the values it looked at to *walked
 static json_t *
-s_force_tree (json_t *value)
+s_force_tree (json_t *value, size_t *walked)
 {
+    (*walked)++;
     if (s_lazy_is (value)) {
         json_t *parsed = s_parse (value);
         json_decref (value);
@@ -132,7 +134,7 @@ s_force_tree (json_t *value)
         const char *key;
         json_t *member;
         json_object_foreach (value, key, member) {
-            json_t *forced = s_force_tree (json_incref (member));
+            json_t *forced = s_force_tree (json_incref (member), walked);
             //  Setting a key that exists replaces its value in place: the
             //  iteration goes on
             if (forced != member)
@@ -146,7 +148,7 @@ s_force_tree (json_t *value)
         size_t index;
         json_t *member;
         json_array_foreach (value, index, member) {
-            json_t *forced = s_force_tree (json_incref (member));
+            json_t *forced = s_force_tree (json_incref (member), walked);
             if (forced != member)
                 json_array_set_new (value, index, forced);
             else
@@ -158,16 +160,22 @@ s_force_tree (json_t *value)
 
 //  The value in parent under key (an object) or at index (an array), or
 //  the document at *root_p when parent is NULL: parsed when it is a
-//  stand-in, and everything below it too when deep. Returns what is there
+//  stand-in, and everything below it too when deep. Returns what is there;
+//  adds the values it looked at to *walked
 static json_t *
-s_force_at (json_t **root_p, json_t *parent, const char *key, size_t index, bool deep)
+s_force_at (json_t **root_p, json_t *parent, const char *key, size_t index, bool deep,
+            size_t *walked)
 {
     json_t *node = !parent? *root_p
                  : json_is_object (parent)? json_object_get (parent, key)
                  : json_array_get (parent, index);
-    if (!node || !(deep || s_lazy_is (node)))
+    if (!node || !(deep || s_lazy_is (node))) {
+        *walked += node != NULL;
         return node;
-    json_t *forced = deep? s_force_tree (json_incref (node)): s_parse (node);
+    }
+    if (!deep)
+        (*walked)++;
+    json_t *forced = deep? s_force_tree (json_incref (node), walked): s_parse (node);
     if (forced == node)
         json_decref (forced);           //  Changed in place, if at all
     else
@@ -188,18 +196,20 @@ s_force_at (json_t **root_p, json_t *parent, const char *key, size_t index, bool
 //  parent of segs' end), and then as reach says the value at segs
 //  (ACT_CTX_LAZY_NODE) or that value and everything below it
 //  (ACT_CTX_LAZY_DEEP). Changes how the document is held, never what it
-//  means. Nothing to do when the kind holds no stand-in
-void
+//  means. Nothing to do when the kind holds no stand-in. Returns the
+//  values it looked at: its cost, for act_ctx_visited
+size_t
 act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
                     act_ctx_lazy_reach_t reach)
 {
+    size_t walked = 0;
     if (!kind->lazy)
-        return;
+        return walked;
     json_t *parent = NULL;
     const char *key = NULL;
     size_t index = 0;
     for (size_t i = 0; i < nsegs; i++) {
-        json_t *current = s_force_at (&kind->doc, parent, key, index, false);
+        json_t *current = s_force_at (&kind->doc, parent, key, index, false, &walked);
         const act_seg_t *seg = &segs [i];
         if (json_is_array (current) && seg->type == ACT_SEG_INDEX
         &&  seg->index < json_array_size (current))
@@ -209,13 +219,14 @@ act_ctx_lazy_force (act_ctx_kind_t *kind, const act_seg_t *segs, size_t nsegs,
         &&  json_object_get (current, seg->key))
             key = seg->key;
         else
-            return;                     //  Nothing there: nothing below
+            return walked;              //  Nothing there: nothing below
         parent = current;
     }
     if (reach != ACT_CTX_LAZY_ABOVE)
-        s_force_at (&kind->doc, parent, key, index, reach == ACT_CTX_LAZY_DEEP);
+        s_force_at (&kind->doc, parent, key, index, reach == ACT_CTX_LAZY_DEEP, &walked);
     if (nsegs == 0 && reach == ACT_CTX_LAZY_DEEP)
         kind->lazy = false;             //  The whole document is a tree
+    return walked;
 }
 
 //  The value at segs in the kind's document, with its container in

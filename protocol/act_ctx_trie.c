@@ -600,7 +600,7 @@ act_ctx_instance_blocked (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     }
     s_level_t levels [ACT_MAX_SEGMENTS];
     s_track_t track = { segs, nsegs, levels, NULL, false, chain, 0 };
-    act_ctx_lazy_force (kind, segs, nsegs, ACT_CTX_LAZY_ABOVE);
+    list.visited += act_ctx_lazy_force (kind, segs, nsegs, ACT_CTX_LAZY_ABOVE);
     s_track_reset (&track, kind->doc);
     s_items_apply (&track, &list);
     ident->visited += list.visited + track.searched;
@@ -697,6 +697,10 @@ s_cache_fold (act_ctx_kind_t *kind, act_ctx_ident_t *ident, const act_seg_t *seg
     else {
         if (!cache)
             cache = s_cache_new (ident, code, length);
+        //  Values kept as text are parsed when the fold starts again from
+        //  the global document, not each time it is continued (a walk of
+        //  the value at P': an audit, 2,000 pushes in an instance, 4.25 s)
+        list->visited += act_ctx_lazy_force (kind, segs, length, ACT_CTX_LAZY_DEEP);
         s_track_t track = { segs, length, cache->levels, NULL, true, chain, 0 };
         s_track_fold (&track, kind, chain, reached, list);
         json_decref (cache->value);
@@ -742,14 +746,13 @@ act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     size_t shallowest;
     s_items_t list = { NULL, 0, 0, 0 };
     if (s_chain_complex (chain, reached, length, &list, &shallowest)) {
-        act_ctx_lazy_force (kind, segs, shallowest, ACT_CTX_LAZY_DEEP);
+        list.visited += act_ctx_lazy_force (kind, segs, shallowest, ACT_CTX_LAZY_DEEP);
         bool found = s_fold_below (kind, chain, shallowest, segs, &list, base);
         ident->visited += list.visited;
         free (list.items);
         *depth = shallowest;
         return found;
     }
-    act_ctx_lazy_force (kind, segs, length, ACT_CTX_LAZY_DEEP);
     s_cache_t *cache = s_cache_fold (kind, ident, segs, length, chain, reached, &list);
     ident->visited += list.visited;
     free (list.items);

@@ -136,8 +136,9 @@ json_t *act_ctx_get (act_ctx_t *self, const act_ref_t *ref, const char *instance
 bool act_ctx_has (act_ctx_t *self, const act_ref_t *ref, const char *instance);
 
 //  How many of instance's writes of kind the last read or write check in
-//  that scope looked at: its cost, counted rather than timed, for tests
-//  and diagnostics. 0 when the scope has no writes.
+//  that scope looked at, with the values of the kind's global document it
+//  walked to parse values kept as text: its cost, counted rather than
+//  timed, for tests and diagnostics. 0 when the scope has no writes.
 uint64_t act_ctx_visited (act_ctx_t *self, const char *kind, const char *instance);
 
 //  The value of a parameter expression: the first alternative whose
