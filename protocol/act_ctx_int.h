@@ -70,10 +70,11 @@ int act_ctx_instance_blocked (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
 //  the rest can be read or written exactly: false when that prefix runs
 //  through an array by a key; else *base (a reference the caller drops;
 //  NULL: absent) at the first *depth segments. With *shared set, *base is
-//  the fold's cached value itself: it must not be changed (a write's check
-//  only reads it; a read copies what it keeps). A copy cost every write's
-//  check in an instance the whole instance value (an audit: 10k pushes of
-//  70 bytes, 16.7 s). With rope, the caller checks a concat of a string
+//  the fold's cached value itself, which may be the global document's
+//  value or a write's (it shares them): it must not be changed (a write's
+//  check only reads it; a read copies what it keeps). A copy cost every
+//  write's check in an instance the whole instance value (an audit: 10k
+//  pushes of 70 bytes, 16.7 s). With rope, the caller checks a concat of a string
 //  at segs, and takes a rope (act_ctx_lazy_rope_is) there for the string
 //  it holds; else a rope is joined first.
 bool act_ctx_instance_base (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
