@@ -69,6 +69,25 @@ s_frame (s_stream_t *self, char *event)
     return frame;
 }
 
+//  The SSE frame of the error that ends a stream: "event: error", data
+//  {"error": {"code", "message"}}
+static char *
+s_error_frame (const act_err_t *err)
+{
+    //  A broker's message may be cut inside a UTF-8 sequence: jansson
+    //  refuses such a string, so fall back to a plain one
+    json_t *message = json_string (err->message);
+    if (!message)
+        message = json_string ("(message not valid UTF-8)");
+    json_t *error = json_pack ("{s{ssso}}", "error", "code",
+                               err->code? err->code: ACT_E_INTERNAL, "message", message);
+    char *text = act_json_dump (error);
+    json_decref (error);
+    char *frame = zsys_sprintf ("event: error\ndata: %s\n\n", text);
+    free (text);
+    return frame;
+}
+
 //  The next text: an event, a keepalive, or the error that ended the watch
 static void
 s_stream_next (s_stream_t *self)
@@ -83,13 +102,7 @@ s_stream_next (s_stream_t *self)
     }
     else
     if (ended) {
-        json_t *error = json_pack ("{s{ssss}}", "error", "code",
-                                   err.code? err.code: ACT_E_INTERNAL, "message",
-                                   err.message);
-        char *text = act_json_dump (error);
-        json_decref (error);
-        s_stream_queue (self, zsys_sprintf ("event: error\ndata: %s\n\n", text));
-        free (text);
+        s_stream_queue (self, s_error_frame (&err));
         self->last = true;
     }
     else
@@ -165,25 +178,39 @@ s_refused (act_http_req_t *req, const char *context, act_reply_t **reply)
     return refused;
 }
 
-enum MHD_Result
-act_http_sse_start (act_http_req_t *req, const char *context)
+//  Whether the failed HISTORY (reply, NULL when none came) says actd is
+//  away for now, not that it refuses the stream: no answer in time
+//  (timeout: actd down or restarting), the connection dropped
+//  (disconnected), or actd too busy (busy, as a stopping actd answers).
+//  Such a stream is worth retrying: err says why. Not when actd-http
+//  itself is stopping.
+static bool
+s_retryable (act_http_req_t *req, act_reply_t *reply, act_err_t *err)
 {
-    act_reply_t *refusal;
-    if (s_refused (req, context, &refusal))
-        return act_http_req_reply (req, refusal, 500);
-    long long from = s_from (req, context);
-    long long all = act_http_req_number (req, "all", 0, 0, 1);
-    if (from < 0 || all < 0)
-        return act_http_req_error (req, ACT_E_BAD_ARGUMENT,
-                                   "from and Last-Event-ID are a _seq, all is 0 or 1");
-    if (streq (req->method, "HEAD"))     //  The headers of a stream, no watch
-        return act_http_req_send (req, 200, "text/event-stream", "", 0);
-    s_stream_t *stream = calloc (1, sizeof *stream);
-    stream->job = act_http_broker_watch (req->broker, context, (uint64_t) from, all == 1,
-                                         req->config->max_stream_bytes,
-                                         req->config->max_stream_events);
-    //  A first comment, so the headers go out before the first event
-    s_stream_queue (stream, strdup (": stream\nretry: 2000\n\n"));
+    if (!reply) {
+        if (act_http_broker_stopping (req->broker))
+            return false;
+        act_err_set (err, ACT_E_TIMEOUT, "actd did not answer within %d ms (it may be down "
+                     "or restarting); reconnect to retry", req->config->request_timeout_ms);
+        return true;
+    }
+    char *code = act_reply_arg (reply, 0);
+    char *message = act_reply_arg (reply, 1);
+    const char *known = !code? NULL
+                      : streq (code, ACT_E_BUSY)? ACT_E_BUSY
+                      : streq (code, ACT_CLIENT_DISCONNECTED)? ACT_CLIENT_DISCONNECTED: NULL;
+    if (known)
+        act_err_set (err, known, "%s", message? message: "");
+    free (code);
+    free (message);
+    return known != NULL;
+}
+
+//  Answer req with the stream (taken): 200, text/event-stream, its text
+//  read by s_stream_read
+static enum MHD_Result
+s_stream_answer (act_http_req_t *req, s_stream_t *stream)
+{
     struct MHD_Response *response = MHD_create_response_from_callback (
         MHD_SIZE_UNKNOWN, 4096, s_stream_read, stream, s_stream_free);
     if (!response) {
@@ -198,4 +225,50 @@ act_http_sse_start (act_http_req_t *req, const char *context)
     MHD_destroy_response (response);
     req->status = 200;
     return rc;
+}
+
+//  The answer to a stream that actd is away for (err says why): 200, the
+//  retry interval and one event: error, and the stream ends. Any other
+//  status would make an EventSource give up for good; this way it comes
+//  back by itself after retry, as after a stream ended busy.
+static enum MHD_Result
+s_stream_retry (act_http_req_t *req, const act_err_t *err)
+{
+    if (streq (req->method, "HEAD"))
+        return act_http_req_send (req, 200, "text/event-stream", "", 0);
+    s_stream_t *stream = calloc (1, sizeof *stream);
+    char *error = s_error_frame (err);
+    s_stream_queue (stream, zsys_sprintf (": stream\nretry: %d\n\n%s", ACT_HTTP_SSE_RETRY_MS,
+                                          error));
+    free (error);
+    stream->last = true;
+    return s_stream_answer (req, stream);
+}
+
+enum MHD_Result
+act_http_sse_start (act_http_req_t *req, const char *context)
+{
+    act_reply_t *refusal;
+    if (s_refused (req, context, &refusal)) {
+        act_err_t err = { 0 };
+        if (s_retryable (req, refusal, &err)) {
+            act_reply_destroy (&refusal);
+            return s_stream_retry (req, &err);
+        }
+        return act_http_req_reply (req, refusal, 500);
+    }
+    long long from = s_from (req, context);
+    long long all = act_http_req_number (req, "all", 0, 0, 1);
+    if (from < 0 || all < 0)
+        return act_http_req_error (req, ACT_E_BAD_ARGUMENT,
+                                   "from and Last-Event-ID are a _seq, all is 0 or 1");
+    if (streq (req->method, "HEAD"))     //  The headers of a stream, no watch
+        return act_http_req_send (req, 200, "text/event-stream", "", 0);
+    s_stream_t *stream = calloc (1, sizeof *stream);
+    stream->job = act_http_broker_watch (req->broker, context, (uint64_t) from, all == 1,
+                                         req->config->max_stream_bytes,
+                                         req->config->max_stream_events);
+    //  A first comment, so the headers go out before the first event
+    s_stream_queue (stream, zsys_sprintf (": stream\nretry: %d\n\n", ACT_HTTP_SSE_RETRY_MS));
+    return s_stream_answer (req, stream);
 }

@@ -151,6 +151,41 @@ class ErrorMappingTest(unittest.TestCase):
                 server.finish()
             fake.stop()
 
+    def test_a_stream_refused_for_now_is_retried(self):
+        """docs/http.md: an event stream whose first request actd answers
+        busy, or that its connection dropped (disconnected), is answered
+        200 with the retry line and one event: error with that code and
+        message, then ends (an EventSource reconnects by itself; 429 and
+        502 made it give up). Other refusals keep their status."""
+        fake = FakeActd()
+        server = None
+        try:
+            server = ActdHttp(fake.endpoint)
+            for code in ("busy", "disconnected"):
+                with self.subTest(code=code):
+                    fake.code = code
+                    stream = EventStream(server, "/v1/contexts/e/events?from=1")
+                    try:
+                        self.assertEqual(stream.response.status, 200)
+                        events = stream.rest()
+                    finally:
+                        stream.close()
+                    self.assertEqual(events[0], {"retry": "2000"})
+                    self.assertEqual([e.get("event") for e in events[1:]], ["error"], events)
+                    self.assertEqual(json.loads(events[1]["data"]),
+                                     {"error": {"code": code, "message": "the fake's " + code}})
+                    self.assertEqual(server.error("GET", "/v1/contexts/e/view"),
+                                     (self.STATUSES.get(code, 502), code))
+            for code in ("unauthorized", "bad_context", "internal"):
+                with self.subTest(code=code):
+                    fake.code = code
+                    self.assertEqual(server.error("GET", "/v1/contexts/e/events"),
+                                     (self.STATUSES[code], code))
+        finally:
+            if server:
+                server.finish()
+            fake.stop()
+
     def test_a_dropped_connection_is_502(self):
         actd = Actd().start()
         server = ActdHttp(actd.client_endpoint)
