@@ -13,6 +13,9 @@ const HISTORY_MAX = 5000;       //  Older messages are not loaded
 const TIMELINE_MAX = 3000;      //  Entries kept in the DOM
 const STATUS_FETCH_MAX = 200;   //  Calls of the history whose STATUS is read
 const LIVE = new Set (['waiting', 'queued', 'running']);
+//  The codes of an event: error that ends a stream for now, not for good:
+//  EventSource reconnects by itself (docs/http.md, Server-Sent Events)
+const AWAY = new Set (['busy', 'timeout', 'disconnected']);
 
 //  The parameters of a submitted call, its "_" keys left out
 function params (call) {
@@ -337,12 +340,17 @@ export function mountContext (root, { id, setStatus }) {
                     refusal = { message: event.data };
                 }
                 const error = refusal.error || refusal;
-                if (error.code === 'busy') {
-                    //  The page read slower than events came (or actd's
-                    //  max_watches): the stream ends, EventSource comes
-                    //  back after the last event it took (Last-Event-ID)
+                if (AWAY.has (error.code)) {
+                    //  The page read slower than events came (busy), actd
+                    //  is full (max_watches), stopping or down (busy,
+                    //  timeout), or the connection to it dropped
+                    //  (disconnected): the stream ends, EventSource comes
+                    //  back after retry, from the last event it took
+                    //  (Last-Event-ID)
                     live.textContent = 'reconnecting…';
                     live.className = 'pill warn';
+                    if (error.code !== 'busy')
+                        setStatus ('down', `actd: ${error.message || error.code}`);
                     return;
                 }
                 showBanner (`actd refused to stream this context: ${error.code || ''} ${error.message || ''}`);

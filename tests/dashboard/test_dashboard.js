@@ -7,7 +7,8 @@
 //  and it follows a new message and a new call without a reload; a
 //  context's page whose event stream ends busy (actd's max_watches, or a
 //  page reading slower than its events come) says reconnecting and comes
-//  back by itself, every message shown once. Any console error or page
+//  back by itself, every message shown once; so does a context's page
+//  whose stream reopens while its actd restarts. Any console error or page
 //  error fails the test. Screenshots go to the build
 //  tree (ACTD_BUILD_DIR, else build/): dashboard.png (a context) and
 //  dashboard-overview.png; with ACTD_DASHBOARD_DOCS=1 the first is also
@@ -98,6 +99,57 @@ async function until (fn, what, timeout = TIMEOUT_MS) {
     }
 }
 
+//  A function appending a text message to a context through actd-http at
+//  base; it returns the message's _seq
+function appender (base) {
+    return async (ctx, text) => {
+        const response = await fetch (`${base}/v1/contexts/${ctx}/messages`, {
+            method: 'POST', body: JSON.stringify ({ type: 'text', text }),
+            headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' } });
+        if (!response.ok)
+            throw new Error (`append to ${ctx}: ${response.status} ${await response.text ()}`);
+        return (await response.json ()).seq;
+    };
+}
+
+//  A new page that records what its EventSource got, in window.__stream:
+//  each message's id, each error event's data (null: the connection's),
+//  and each text of the stream's pill. Returns the page, its problems
+//  (console and page errors), waitFor (fn, what, ...args) and shown (seq):
+//  message seq shown, the stream live
+async function streamPage (browser) {
+    const page = await browser.newPage ();
+    const problems = [];
+    page.on ('console', (message) => {
+        if (message.type () === 'error')
+            problems.push (`console error: ${message.text ()}`);
+    });
+    page.on ('pageerror', (error) => problems.push ('page error: ' + error.message));
+    await page.evaluateOnNewDocument (() => {
+        const seen = window.__stream = { ids: [], errors: [], pills: [] };
+        window.EventSource = class extends window.EventSource {
+            constructor (...args) {
+                super (...args);
+                this.addEventListener ('message', (event) => seen.ids.push (Number (event.lastEventId)));
+                this.addEventListener ('error', (event) => seen.errors.push (event.data ?? null));
+            }
+        };
+        new MutationObserver (() => {
+            const pill = document.getElementById ('stream')?.textContent;
+            if (pill && pill !== seen.pills.at (-1))
+                seen.pills.push (pill);
+        }).observe (document, { subtree: true, childList: true, characterData: true });
+    });
+    const waitFor = (fn, what, ...args) =>
+        page.waitForFunction (fn, { timeout: TIMEOUT_MS, polling: 50 }, ...args)
+            .catch ((error) => { throw new Error (`timed out waiting for ${what}: ${error.message}`); });
+    const shown = (seq) => waitFor ((seq) =>
+        document.querySelector (`#timeline .entry.msg[data-seq="${seq}"]`)
+        && document.getElementById ('stream').textContent === 'live',
+        `message ${seq} shown, the stream live`, seq);
+    return { page, problems, waitFor, shown };
+}
+
 //  The context page's event stream ended `busy`, both ways (docs/http.md,
 //  Server-Sent Events), against an actd of its own with server/max_watches
 //  = 1 and an actd-http whose max_stream_bytes is 2 MiB: the page says
@@ -123,14 +175,7 @@ async function refusedStreams (browser) {
     const http = start ('watches-http', ACTD_HTTP, ['--config', httpConfig,
         '--listen', `127.0.0.1:${httpPort}`, '--endpoint', endpoint,
         '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')]);
-    const append = async (ctx, text) => {
-        const response = await fetch (`${base}/v1/contexts/${ctx}/messages`, {
-            method: 'POST', body: JSON.stringify ({ type: 'text', text }),
-            headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' } });
-        if (!response.ok)
-            throw new Error (`append to ${ctx}: ${response.status} ${await response.text ()}`);
-        return (await response.json ()).seq;
-    };
+    const append = appender (base);
     await until (async () => await append ('held', 'the other watch') === 1, 'actd-http to append');
     //  The other client's watch: actctl tail of "held", which prints its
     //  message once the watch is open. Returns the process, or null when
@@ -149,37 +194,7 @@ async function refusedStreams (browser) {
         assert.equal (code, 0, `actctl tail exited ${code ?? signal}:\n${logOf (tail)}`);
     };
 
-    const page = await browser.newPage ();
-    const problems = [];
-    page.on ('console', (message) => {
-        if (message.type () === 'error')
-            problems.push (`console error: ${message.text ()}`);
-    });
-    page.on ('pageerror', (error) => problems.push ('page error: ' + error.message));
-    //  What the page's EventSource got: each message's id, each error
-    //  event's data (null: the connection's), and each text of the pill
-    await page.evaluateOnNewDocument (() => {
-        const seen = window.__stream = { ids: [], errors: [], pills: [] };
-        window.EventSource = class extends window.EventSource {
-            constructor (...args) {
-                super (...args);
-                this.addEventListener ('message', (event) => seen.ids.push (Number (event.lastEventId)));
-                this.addEventListener ('error', (event) => seen.errors.push (event.data ?? null));
-            }
-        };
-        new MutationObserver (() => {
-            const pill = document.getElementById ('stream')?.textContent;
-            if (pill && pill !== seen.pills.at (-1))
-                seen.pills.push (pill);
-        }).observe (document, { subtree: true, childList: true, characterData: true });
-    });
-    const waitFor = (fn, what, ...args) =>
-        page.waitForFunction (fn, { timeout: TIMEOUT_MS, polling: 50 }, ...args)
-            .catch ((error) => { throw new Error (`timed out waiting for ${what}: ${error.message}`); });
-    const shown = (seq) => waitFor ((seq) =>
-        document.querySelector (`#timeline .entry.msg[data-seq="${seq}"]`)
-        && document.getElementById ('stream').textContent === 'live',
-        `message ${seq} shown, the stream live`, seq);
+    const { page, problems, waitFor, shown } = await streamPage (browser);
 
     //  -- max_watches: the page opened while another client holds the
     //  only watch
@@ -254,6 +269,108 @@ async function refusedStreams (browser) {
     return [http, actd];
 }
 
+//  A TCP proxy to 127.0.0.1:port on a free port: { port, cut, close }; cut
+//  () drops the connections open through it (as a network, or a proxy in
+//  front of actd-http, would), new ones are still taken
+async function proxy (port) {
+    const open = new Set ();
+    const server = net.createServer ((client) => {
+        const upstream = net.connect (port, '127.0.0.1');
+        const pair = [client, upstream];
+        const end = () => {
+            client.destroy ();
+            upstream.destroy ();
+            open.delete (pair);
+        };
+        open.add (pair);
+        for (const socket of pair)
+            socket.on ('error', end).on ('close', end);
+        client.pipe (upstream);
+        upstream.pipe (client);
+    });
+    server.unref ();        //  A test that failed still exits
+    await new Promise ((resolve) => server.listen (0, '127.0.0.1', resolve));
+    return {
+        port: server.address ().port,
+        cut: () => [...open].flat ().forEach ((socket) => socket.destroy ()),
+        close: () => server.close ()
+    };
+}
+
+//  A context page open while its actd restarts (docs/http.md, Server-Sent
+//  Events), against an actd and actd-http of their own (request_timeout_ms
+//  1 s). The stream left open would outlive the restart (actd-http's watch
+//  resumes once actd is back), so the page's connection is cut too while
+//  actd is down (by a proxy between the page and actd-http): each
+//  stream it opens then finds actd away, is answered 200 with event: error
+//  timeout (504 before: EventSource gave up, "stream closed" for good), the
+//  page says "reconnecting…", and once actd is back on the same endpoint
+//  and store it shows the messages appended since, each once, without a
+//  reload. Returns actd and actd-http, to be stopped with the others.
+async function restartedActd (browser) {
+    const [clientPort, workerPort, httpPort] = [await freePort (), await freePort (), await freePort ()];
+    const endpoint = `tcp://127.0.0.1:${clientPort}`;
+    const base = `http://127.0.0.1:${httpPort}`;
+    const startActd = () => start ('restart-actd', ACTD, ['--db', path.join (scratch, 'restart.db'),
+        '--client-endpoint', endpoint, '--worker-endpoint', `tcp://127.0.0.1:${workerPort}`]);
+    let actd = startActd ();
+    const httpConfig = path.join (scratch, 'restart-http.cfg');
+    fs.writeFileSync (httpConfig, `http\n    request_timeout_ms = 1000\n`
+                                  + `tokens\n    dashboard\n        token = "${TOKEN}"\n`);
+    const http = start ('restart-http', ACTD_HTTP, ['--config', httpConfig,
+        '--listen', `127.0.0.1:${httpPort}`, '--endpoint', endpoint,
+        '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')]);
+    const append = appender (base);
+    const healthy = () => until (async () => (await fetch (base + '/healthz',
+        { headers: { Authorization: 'Bearer ' + TOKEN } })).ok, 'actd-http to reach actd');
+    const ctx = 'restarted';
+    await healthy ();
+    assert.equal (await append (ctx, 'before the restart'), 1);
+
+    const { page, problems, waitFor, shown } = await streamPage (browser);
+    const between = await proxy (httpPort);
+    await page.goto (`http://127.0.0.1:${between.port}/?token=${TOKEN}#/c/${ctx}`,
+                     { waitUntil: 'load' });
+    //  Its view read too: a request in flight when actd stops is 504
+    await waitFor (() => document.querySelector ('#timeline .entry.msg[data-seq="1"]')
+                         && document.getElementById ('view').dataset.seq === '1'
+                         && document.getElementById ('stream').textContent === 'live',
+                   'the page to show message 1 and the view, live');
+    actd.kill ('SIGTERM');
+    const { code, signal } = await actd.exited;
+    assert.equal (code, 0, `actd exited ${code ?? signal}:\n${logOf (actd)}`);
+    between.cut ();
+    await waitFor (() => document.getElementById ('stream').textContent === 'reconnecting…'
+                         && window.__stream.errors.some ((data) => /"timeout"/.test (data)),
+                   'the streams opened while actd is down to end timeout, the page reconnecting');
+    actd = startActd ();
+    await healthy ();
+    const afterSeq = await append (ctx, 'after the restart');
+    await shown (afterSeq);
+    const lastSeq = await append (ctx, 'live again');
+    await shown (lastSeq);
+
+    const { seqs, ids, pills, banner } = await page.evaluate (() => ({
+        seqs: [...document.querySelectorAll ('#timeline .entry.msg')].map (
+            (node) => Number (node.dataset.seq)),
+        ids: window.__stream.ids,
+        pills: window.__stream.pills,
+        banner: document.querySelector ('.error-banner').hidden
+              ? null : document.querySelector ('.error-banner').textContent }));
+    assert.deepEqual ([...seqs].sort (), [1, 2, 3], 'the timeline shows each message once');
+    assert.deepEqual (ids, [2, 3], 'the stream brought each message after the first once');
+    assert.equal (banner, null, 'a banner was shown');
+    assert.ok (!pills.includes ('refused') && !pills.includes ('stream closed'),
+               'the pill said ' + pills.join (', '));
+    //  The stream cut is Chromium's console error, not the page's
+    const real = problems.filter ((problem) => !/ERR_INCOMPLETE_CHUNKED_ENCODING/.test (problem));
+    assert.deepEqual (real, [], 'the page had errors:\n' + real.join ('\n'));
+    log (`restarted actd: the page said ${pills.join (', ')}; messages ${[...seqs].sort ().join (', ')} once`);
+    await page.close ();
+    between.close ();
+    return [http, actd];
+}
+
 async function main () {
     for (const [name, file] of [['actd', ACTD], ['actd-http', ACTD_HTTP], ['actctl', ACTCTL],
                                 ['chromium', CHROMIUM]])
@@ -322,7 +439,7 @@ async function main () {
     //  ---- the browser ---------------------------------------------------
     fs.mkdirSync (BUILD, { recursive: true });
     const problems = [];
-    let others = [];        //  refusedStreams' actd and actd-http
+    let others = [];        //  refusedStreams' and restartedActd's actd and actd-http
     const browser = await puppeteer.launch ({
         executablePath: CHROMIUM, headless: true,
         args: (process.getuid?.() === 0 ? ['--no-sandbox'] : []).concat (['--disable-gpu']),
@@ -599,6 +716,7 @@ async function main () {
         log ('token: from ?token=, and asked for when missing');
 
         others = await refusedStreams (browser);
+        others.push (...await restartedActd (browser));
     }
     finally {
         await browser.close ();
