@@ -392,33 +392,6 @@ class HttpTest(unittest.TestCase):
         finally:
             silent.finish()
 
-    def test_a_stream_opened_while_actd_does_not_answer_is_retried(self):
-        """docs/http.md: an event stream whose first request actd does not
-        answer in time (down, or restarting) is answered 200 with the
-        retry line and one event: error timeout, and ends, so that an
-        EventSource comes back by itself after retry (a 504 made it give
-        up for good). HEAD answers 200 likewise; other routes keep 504."""
-        silent = ActdHttp("tcp://127.0.0.1:%d" % free_port(),
-                          config="http\n    request_timeout_ms = 300\n")
-        try:
-            stream = EventStream(silent, "/v1/contexts/away/events?from=1&all=1")
-            try:
-                self.assertEqual(stream.response.status, 200)
-                self.assertEqual(stream.response.headers["Content-Type"], "text/event-stream")
-                events = stream.rest()
-            finally:
-                stream.close()
-            self.assertEqual(len(events), 2, events)
-            self.assertEqual(events[0], {"retry": "2000"})
-            self.assertEqual(events[1]["event"], "error")
-            error = json.loads(events[1]["data"])["error"]
-            self.assertEqual(error["code"], "timeout")
-            self.assertIn("300 ms", error["message"])
-            self.assertEqual(silent.request("HEAD", "/v1/contexts/away/events")[0], 200)
-            self.assertEqual(silent.error("GET", "/v1/contexts/away/history"), (504, "timeout"))
-        finally:
-            silent.finish()
-
     #  ------------------------------------------------------------------
     #  Server-Sent Events
 
