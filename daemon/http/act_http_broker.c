@@ -178,7 +178,7 @@ s_thread_start (s_thread_t *self, act_http_job_t *job)
 {
     act_err_t err = { 0 };
     if (self->stopping) {
-        act_err_set (&err, ACT_E_INTERNAL, "actd-http is stopping");
+        act_err_set (&err, ACT_HTTP_E_UNAVAILABLE, ACT_HTTP_STOPPING);
         s_job_file (job, NULL, true, &err);
         s_job_unref (job);
     }
@@ -229,7 +229,7 @@ s_thread_stop (s_thread_t *self)
 {
     self->stopping = true;
     act_err_t err = { 0 };
-    act_err_set (&err, ACT_E_INTERNAL, "actd-http is stopping");
+    act_err_set (&err, ACT_HTTP_E_UNAVAILABLE, ACT_HTTP_STOPPING);
     for (act_http_job_t *job = zhashx_first (self->sent); job; job = zhashx_next (self->sent))
         s_job_file (job, NULL, true, &err);
     for (act_http_job_t *job = zlistx_first (self->watches); job;

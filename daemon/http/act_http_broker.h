@@ -11,6 +11,12 @@
 
 #include "actd/act_client.h"
 
+//  The code of what actd-http refuses because it is stopping (503): a
+//  restart of actd-http, which its clients retry, not a bug (internal)
+#define ACT_HTTP_E_UNAVAILABLE "unavailable"
+//  Its message
+#define ACT_HTTP_STOPPING "actd-http is stopping; retry shortly"
+
 typedef struct _act_http_broker_t act_http_broker_t;
 typedef struct _act_http_job_t act_http_job_t;
 

@@ -20,7 +20,7 @@ static const struct {
     { ACT_E_INTERNAL, 500 }, { ACT_E_UNKNOWN_COMMAND, 501 },
     { "unauthenticated", 401 }, { "method_not_allowed", 405 },
     { "forbidden_host", 403 }, { "forbidden_origin", 403 }, { "unsupported_media_type", 415 },
-    { ACT_CLIENT_DISCONNECTED, 502 }
+    { ACT_CLIENT_DISCONNECTED, 502 }, { ACT_HTTP_E_UNAVAILABLE, 503 }
 };
 
 bool
@@ -162,7 +162,7 @@ enum MHD_Result
 act_http_req_timeout (act_http_req_t *self, const char *format, ...)
 {
     if (self->broker && act_http_broker_stopping (self->broker))
-        return act_http_req_error (self, ACT_E_INTERNAL, "actd-http is stopping");
+        return act_http_req_error (self, ACT_HTTP_E_UNAVAILABLE, ACT_HTTP_STOPPING);
     va_list args;
     va_start (args, format);
     char message [512];

@@ -65,7 +65,7 @@ enum MHD_Result act_http_req_error (act_http_req_t *self, const char *code,
                                     const char *format, ...);
 
 //  Answer a request that got no answer in time: 504 timeout with the
-//  message, or 500 internal when the process is stopping.
+//  message, or 503 unavailable when the process is stopping.
 enum MHD_Result act_http_req_timeout (act_http_req_t *self, const char *format, ...);
 
 //  Answer a broker reply: its ERROR mapped, NULL as 504 timeout, else

@@ -181,15 +181,17 @@ s_refused (act_http_req_t *req, const char *context, act_reply_t **reply)
 //  Whether the failed HISTORY (reply, NULL when none came) says actd is
 //  away for now, not that it refuses the stream: no answer in time
 //  (timeout: actd down or restarting), the connection dropped
-//  (disconnected), or actd too busy (busy, as a stopping actd answers).
-//  Such a stream is worth retrying: err says why. Not when actd-http
-//  itself is stopping.
+//  (disconnected), actd too busy (busy, as a stopping actd answers), or
+//  actd-http itself stopping (unavailable: it is being restarted, as a
+//  rule). Such a stream is worth retrying: err says why.
 static bool
 s_retryable (act_http_req_t *req, act_reply_t *reply, act_err_t *err)
 {
+    if (act_http_broker_stopping (req->broker)) {
+        act_err_set (err, ACT_HTTP_E_UNAVAILABLE, ACT_HTTP_STOPPING);
+        return true;
+    }
     if (!reply) {
-        if (act_http_broker_stopping (req->broker))
-            return false;
         act_err_set (err, ACT_E_TIMEOUT, "actd did not answer within %d ms (it may be down "
                      "or restarting); reconnect to retry", req->config->request_timeout_ms);
         return true;

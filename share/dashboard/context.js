@@ -15,7 +15,7 @@ const STATUS_FETCH_MAX = 200;   //  Calls of the history whose STATUS is read
 const LIVE = new Set (['waiting', 'queued', 'running']);
 //  The codes of an event: error that ends a stream for now, not for good:
 //  EventSource reconnects by itself (docs/http.md, Server-Sent Events)
-const AWAY = new Set (['busy', 'timeout', 'disconnected']);
+const AWAY = new Set (['busy', 'timeout', 'disconnected', 'unavailable']);
 
 //  The parameters of a submitted call, its "_" keys left out
 function params (call) {
@@ -343,8 +343,9 @@ export function mountContext (root, { id, setStatus }) {
                 if (AWAY.has (error.code)) {
                     //  The page read slower than events came (busy), actd
                     //  is full (max_watches), stopping or down (busy,
-                    //  timeout), or the connection to it dropped
-                    //  (disconnected): the stream ends, EventSource comes
+                    //  timeout), the connection to it dropped
+                    //  (disconnected), or actd-http is being restarted
+                    //  (unavailable): the stream ends, EventSource comes
                     //  back after retry, from the last event it took
                     //  (Last-Event-ID)
                     live.textContent = 'reconnecting…';

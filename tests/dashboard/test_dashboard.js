@@ -297,6 +297,25 @@ async function proxy (port) {
     };
 }
 
+//  The page of restartedActd while actd-http itself restarts (SIGTERM,
+//  then started again with args on its port): its stream ends
+//  `unavailable` (it was 500 `internal`, which the page took for a
+//  refusal: "refused", a banner, the stream closed for good), the page
+//  says "reconnecting…", EventSource comes back once actd-http is there
+//  again, and after () shows what is appended then. Returns the new
+//  actd-http.
+async function restartedHttp (http, args, waitFor, after) {
+    http.kill ('SIGTERM');
+    const { code, signal } = await http.exited;
+    assert.equal (code, 0, `actd-http exited ${code ?? signal}:\n${logOf (http)}`);
+    await waitFor (() => document.getElementById ('stream').textContent === 'reconnecting…'
+                         && window.__stream.errors.some ((data) => /"unavailable"/.test (data)),
+                   'the stream of a stopping actd-http to end unavailable, the page reconnecting');
+    const again = start ('restart-http-again', ACTD_HTTP, args);
+    await after ();
+    return again;
+}
+
 //  A context page open while its actd restarts (docs/http.md, Server-Sent
 //  Events), against an actd and actd-http of their own (request_timeout_ms
 //  1 s). The stream left open would outlive the restart (actd-http's watch
@@ -306,7 +325,8 @@ async function proxy (port) {
 //  timeout (504 before: EventSource gave up, "stream closed" for good), the
 //  page says "reconnecting…", and once actd is back on the same endpoint
 //  and store it shows the messages appended since, each once, without a
-//  reload. Returns actd and actd-http, to be stopped with the others.
+//  reload; then actd-http restarts (restartedHttp). Returns actd and
+//  actd-http, to be stopped with the others.
 async function restartedActd (browser) {
     const [clientPort, workerPort, httpPort] = [await freePort (), await freePort (), await freePort ()];
     const endpoint = `tcp://127.0.0.1:${clientPort}`;
@@ -317,9 +337,9 @@ async function restartedActd (browser) {
     const httpConfig = path.join (scratch, 'restart-http.cfg');
     fs.writeFileSync (httpConfig, `http\n    request_timeout_ms = 1000\n`
                                   + `tokens\n    dashboard\n        token = "${TOKEN}"\n`);
-    const http = start ('restart-http', ACTD_HTTP, ['--config', httpConfig,
-        '--listen', `127.0.0.1:${httpPort}`, '--endpoint', endpoint,
-        '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')]);
+    const httpArgs = ['--config', httpConfig, '--listen', `127.0.0.1:${httpPort}`,
+        '--endpoint', endpoint, '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')];
+    let http = start ('restart-http', ACTD_HTTP, httpArgs);
     const append = appender (base);
     const healthy = () => until (async () => (await fetch (base + '/healthz',
         { headers: { Authorization: 'Bearer ' + TOKEN } })).ok, 'actd-http to reach actd');
@@ -349,6 +369,10 @@ async function restartedActd (browser) {
     await shown (afterSeq);
     const lastSeq = await append (ctx, 'live again');
     await shown (lastSeq);
+    http = await restartedHttp (http, httpArgs, waitFor, async () => {
+        await healthy ();
+        await shown (await append (ctx, 'after actd-http restarted'));
+    });
 
     const { seqs, ids, pills, banner } = await page.evaluate (() => ({
         seqs: [...document.querySelectorAll ('#timeline .entry.msg')].map (
@@ -357,15 +381,17 @@ async function restartedActd (browser) {
         pills: window.__stream.pills,
         banner: document.querySelector ('.error-banner').hidden
               ? null : document.querySelector ('.error-banner').textContent }));
-    assert.deepEqual ([...seqs].sort (), [1, 2, 3], 'the timeline shows each message once');
-    assert.deepEqual (ids, [2, 3], 'the stream brought each message after the first once');
+    assert.deepEqual ([...seqs].sort (), [1, 2, 3, 4], 'the timeline shows each message once');
+    assert.deepEqual (ids, [2, 3, 4], 'the stream brought each message after the first once');
     assert.equal (banner, null, 'a banner was shown');
     assert.ok (!pills.includes ('refused') && !pills.includes ('stream closed'),
                'the pill said ' + pills.join (', '));
-    //  The stream cut is Chromium's console error, not the page's
-    const real = problems.filter ((problem) => !/ERR_INCOMPLETE_CHUNKED_ENCODING/.test (problem));
+    //  The stream cut is Chromium's console error, not the page's; so is
+    //  a request a stopping actd-http answered 503 (the header's polling)
+    const real = problems.filter ((problem) =>
+        !/ERR_INCOMPLETE_CHUNKED_ENCODING|status of 503 \(Service Unavailable\)/.test (problem));
     assert.deepEqual (real, [], 'the page had errors:\n' + real.join ('\n'));
-    log (`restarted actd: the page said ${pills.join (', ')}; messages ${[...seqs].sort ().join (', ')} once`);
+    log (`restarted actd, then actd-http: the page said ${pills.join (', ')}; messages ${[...seqs].sort ().join (', ')} once`);
     await page.close ();
     between.close ();
     return [http, actd];

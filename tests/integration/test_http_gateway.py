@@ -23,7 +23,9 @@ from test_http import STATE, TOKEN, ActdHttp, EventStream
 
 class StopTest(unittest.TestCase):
     """SIGTERM with an event stream open and a request waiting for a call:
-    both are answered at once and actd-http exits 0."""
+    both are answered at once, 503 unavailable (a restart, which clients
+    retry: it was 500 internal, which the dashboard took for a refusal
+    and gave up on), and actd-http exits 0."""
 
     def test_sigterm_ends_streams_and_waits(self):
         actd = Actd().start()
@@ -42,9 +44,11 @@ class StopTest(unittest.TestCase):
             self.assertEqual(server.process.wait(60), 0, server.log())
             waiting.join(60)
             self.assertEqual(len(answers), 1)
-            self.assertEqual(answers[0][0], 500, answers)
-            self.assertEqual(json.loads(answers[0][2])["error"]["code"], "internal")
-            self.assertEqual(stream.next_of("error")[1]["error"]["code"], "internal")
+            self.assertEqual(answers[0][0], 503, answers)
+            self.assertEqual(json.loads(answers[0][2])["error"],
+                             {"code": "unavailable",
+                              "message": "actd-http is stopping; retry shortly"})
+            self.assertEqual(stream.next_of("error")[1]["error"]["code"], "unavailable")
             self.assertRaises(EOFError, stream.next)
             stream.close()
         finally:
