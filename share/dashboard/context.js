@@ -229,6 +229,11 @@ export function mountContext (root, { id, setStatus }) {
         readStatuses ();
     }
 
+    //  The banner says the history could not be read (actd away when the
+    //  page opened): the stream, which starts where the history stopped,
+    //  brings it once actd is back, and the banner goes then
+    let historyMissing = false;
+
     function showBanner (text) {
         banner.hidden = !text;
         banner.textContent = text || '';
@@ -313,6 +318,10 @@ export function mountContext (root, { id, setStatus }) {
         source.addEventListener ('message', (event) => {
             const { message } = parseJson (event.data);
             timeline.querySelector ('.empty-note')?.remove ();
+            if (historyMissing) {
+                historyMissing = false;
+                showBanner ('');
+            }
             addMessage (message);
             redrawPlan ();
             refreshView ();
@@ -374,6 +383,7 @@ export function mountContext (root, { id, setStatus }) {
         }
         catch (problem) {
             showBanner (`Cannot read the history: ${problem.message}`);
+            historyMissing = true;
             setStatus (statusOf (problem), problem.message);
         }
         if (stopped)
