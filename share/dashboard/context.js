@@ -13,6 +13,8 @@ const HISTORY_MAX = 5000;       //  Older messages are not loaded
 const TIMELINE_MAX = 3000;      //  Entries kept in the DOM
 const STATUS_FETCH_MAX = 200;   //  Calls of the history whose STATUS is read
 const LIVE = new Set (['waiting', 'queued', 'running']);
+//  How long a stream stays open before the page calls it live (stream)
+const LIVE_AFTER_MS = 500;
 //  The codes of an event: error that ends a stream for now, not for good:
 //  EventSource reconnects by itself (docs/http.md, Server-Sent Events)
 const AWAY = new Set (['busy', 'timeout', 'disconnected', 'unavailable']);
@@ -310,12 +312,25 @@ export function mountContext (root, { id, setStatus }) {
 
     function stream () {
         source = new EventSource (eventsUrl (id, lastSeq + 1));
-        source.addEventListener ('open', () => {
+        //  A stream is called live once it has stayed open LIVE_AFTER_MS or
+        //  brought a message: one that actd-http ends at once (actd away:
+        //  retry, event: error) opens first, and the pill flickered "live"
+        //  between each "reconnecting…"
+        let opening = null;
+        const showLive = () => {
+            clearTimeout (opening);
+            opening = null;
             live.textContent = 'live';
             live.className = 'pill live';
             setStatus ('live', 'streaming ' + id);
+        };
+        source.addEventListener ('open', () => {
+            clearTimeout (opening);
+            opening = setTimeout (showLive, LIVE_AFTER_MS);
         });
         source.addEventListener ('message', (event) => {
+            if (opening)
+                showLive ();
             const { message } = parseJson (event.data);
             timeline.querySelector ('.empty-note')?.remove ();
             if (historyMissing) {
@@ -338,6 +353,8 @@ export function mountContext (root, { id, setStatus }) {
             source.close ();
         });
         source.addEventListener ('error', (event) => {
+            clearTimeout (opening);
+            opening = null;
             if (stopped)
                 return;
             if (event.data) {           //  actd refused the watch (event: error)
