@@ -193,6 +193,7 @@ s_integer (s_reader_t *reader, zconfig_t *item, const char *path, long long leas
     s_error (reader, item, path, problem);
 }
 
+//  A boolean setting: 1/true/yes or 0/false/no
 static void
 s_boolean (s_reader_t *reader, zconfig_t *item, const char *path, bool *target)
 {
@@ -208,6 +209,7 @@ s_boolean (s_reader_t *reader, zconfig_t *item, const char *path, bool *target)
         s_error (reader, item, path, "must be 1 or 0");
 }
 
+//  A string setting, not empty; it replaces what target held
 static void
 s_string (s_reader_t *reader, zconfig_t *item, const char *path, char **target)
 {
