@@ -100,6 +100,18 @@ int act_client_set_curve (act_client_t *self, const char *server_public,
 //  was reached within act_client_set_connect_timeout.
 #define ACT_CLIENT_UNREACHABLE "unreachable"
 
+//  Whether a broker is connected now: a handshake with one succeeded and
+//  its connection has not dropped since, as the connection events read so
+//  far say (they are read while the client waits for replies: in
+//  act_client_poll, act_client_recv, the synchronous calls). When none is
+//  and why is not NULL, *why is what the last attempts to connect saw (a
+//  constant: "refused: is actd listening there?", a handshake that
+//  failed), or NULL when they saw nothing yet. A connection comes back by
+//  itself (libzmq tries again every 100 ms): false says where things
+//  stood at the last event, not that the next request cannot be
+//  delivered, as it is once a broker is there.
+bool act_client_connected (act_client_t *self, const char **why);
+
 //  Send a request without waiting: command, then args (strings, ended by
 //  NULL). Writes the request id into request (at least 24 bytes). Returns
 //  0. A request still unanswered when its connection drops gets an ERROR

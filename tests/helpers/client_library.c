@@ -191,6 +191,32 @@ s_restart (act_client_t *client)
     act_watch_destroy (&watch);
 }
 
+//  Mode connected: act_client_connected before anything listens (false,
+//  refused once the connection events were read), then after a PONG
+//  from the broker started meanwhile (true), then after it was killed
+//  (false again)
+static void
+s_connected (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    const char *why = NULL;
+    act_client_recv (client, 500);      //  Reads the connection events
+    bool connected = act_client_connected (client, &why);
+    s_step ("not connected, refused", !connected && why && strstr (why, "refused"), &err);
+    printf ("start\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    s_step ("connected after a PONG", act_client_ping (client, &err) == 0
+                                      && act_client_connected (client, NULL), &err);
+    printf ("kill\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    act_client_recv (client, 500);
+    s_step ("not connected after the broker went", !act_client_connected (client, NULL), &err);
+}
+
 //  Mode nowait: the DONEs of calls submitted without wait are dropped
 static void
 s_nowait (act_client_t *client, int count)
@@ -438,6 +464,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "late"))
         s_late (client);
+    else
+    if (streq (mode, "connected"))
+        s_connected (client);
     else
     if (streq (mode, "wait-late"))
         s_wait_late (client);

@@ -143,6 +143,43 @@ class WatchRestartTest(unittest.TestCase):
 
 
 
+class ConnectedTest(unittest.TestCase):
+    """act_client_connected (act_client.h): false with why "refused"
+    while nothing listens, true once a broker answered, false again once
+    it is gone (actd-http answers at once from it while actd is down)."""
+
+    def test_the_connection_state_follows_the_broker(self):
+        actd = Actd()
+        actd.start()
+        actd.kill()             # Its ports reserved, nothing listening
+        try:
+            helper = subprocess.Popen([find_binary("client_library"), "connected",
+                                       actd.client_endpoint],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+            lines = []
+            try:
+                for step, act in (("start", actd.start), ("kill", actd.kill)):
+                    while not lines or lines[-1] not in (step, ""):
+                        lines.append(helper.stdout.readline().strip())
+                    self.assertEqual(lines[-1], step, lines)
+                    act()
+                    helper.stdin.write("go\n")
+                    helper.stdin.flush()
+                out, err = helper.communicate(timeout=60)
+                out = "\n".join(lines) + "\n" + out
+            finally:
+                if helper.poll() is None:
+                    helper.kill()
+                    helper.communicate()
+        finally:
+            actd.cleanup()
+        self.assertEqual(helper.returncode, 0, out + err)
+        for step in ("not connected, refused", "connected after a PONG",
+                     "not connected after the broker went"):
+            self.assertIn(step + " ok", out)
+
+
 class UnwaitedDoneTest(unittest.TestCase):
     """act_client_call and act_client_plan without wait, on calls with an
     _outputPath: their DONEs came later under a request id the caller

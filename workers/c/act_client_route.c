@@ -1,7 +1,8 @@
 /*  =========================================================================
     act_client_route - which broker a client's request goes to: the owner
     a moved reply named, else the first of the rendezvous order that every
-    actd client library computes alike (docs/protocol.md section 12).
+    actd client library computes alike (docs/protocol.md section 12); and
+    whether any broker is connected now.
     ========================================================================= */
 
 #include "act_client_int.h"
@@ -51,4 +52,19 @@ act_client_route (act_client_t *self, const char *key, act_link_t *avoid)
             }
         }
     return best? best: zlistx_first (self->links);
+}
+
+bool
+act_client_connected (act_client_t *self, const char **why)
+{
+    const char *failure = NULL;
+    for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
+        if (link->up)
+            return true;
+        if (!failure)
+            failure = link->failure;
+    }
+    if (why)
+        *why = failure;
+    return false;
 }
