@@ -8,6 +8,16 @@
     the pipe at once, sends what the pipe brings, and files each reply on
     its job by request id. A job is shared by its HTTP thread and the
     broker thread: a reference count and the job's mutex guard it.
+
+    A request that comes while actd is not connected (the client's
+    connection events say so) is held, not sent: sent once the connection
+    is there, or refused unreachable after S_HOLD_MS. Before, it was
+    queued on the DEALER and its HTTP request waited request_timeout_ms
+    (30 s) for a broker that was down; held, it is answered within a
+    second, and never reaches actd after its answer said it did not. The
+    hold covers the race of an actd that just came back: libzmq connects
+    again within its 100 ms reconnect interval, and the requests held
+    meanwhile go out then, none refused for a state a moment old.
     ========================================================================= */
 
 #include "act_http_broker.h"
@@ -17,6 +27,9 @@
 #include <unistd.h>
 
 #define S_MAX_ARGS      4       //  Args of a request, at most
+#define S_HOLD_MS       1000    //  A request held while actd is not connected
+                                //  waits this long for the connection
+#define S_HOLD_POLL_MS  20      //  How often the connection is looked at then
 
 typedef enum { S_SEND, S_WATCH, S_CLOSE, S_STOP } s_op_t;
 
@@ -33,6 +46,8 @@ struct _act_http_job_t {
     uint64_t from;              //  S_WATCH: first _seq
     bool calls;                 //  S_WATCH: calls' changes too
     char request [24];          //  Its request id (broker thread)
+    int64_t held_until;         //  S_SEND held: refused unreachable then, if
+                                //  actd is still not connected (broker thread)
     act_watch_t *watch;         //  S_WATCH: the watch (broker thread)
     zlistx_t *items;            //  act_reply_t (send) or char * event text (watch)
     size_t queued;              //  S_WATCH: bytes of the event texts in items
@@ -59,6 +74,8 @@ typedef struct {
     act_client_t *client;       //  The connection to actd
     zhashx_t *sent;             //  Request id -> act_http_job_t sent, not ended
     zlistx_t *watches;          //  act_http_job_t watching
+    zlistx_t *held;             //  act_http_job_t sends that came while actd
+                                //  was not connected, oldest first
     bool stopping;              //  End every job at once
     bool terminated;            //  $TERM came
 } s_thread_t;
@@ -172,6 +189,56 @@ s_job_event (act_http_job_t *job, char *event)
 //  --------------------------------------------------------------------------
 //  The broker thread
 
+//  Send job's request to actd
+static void
+s_thread_send (s_thread_t *self, act_http_job_t *job)
+{
+    const char **a = (const char **) job->args;
+    act_client_send (self->client, job->request, job->command, a [0], a [1], a [2], a [3],
+                     NULL);
+    zhashx_insert (self->sent, job->request, job);
+}
+
+//  End held job with the ERROR unreachable that says where actd was not
+//  reached and why (the client's last connection events), unsent
+static void
+s_thread_unreachable (s_thread_t *self, act_http_job_t *job, const char *why)
+{
+    act_reply_t *reply = calloc (1, sizeof *reply);
+    reply->verb = strdup ("ERROR");
+    reply->request = strdup ("");
+    reply->args = zmsg_new ();
+    zmsg_addstr (reply->args, ACT_CLIENT_UNREACHABLE);
+    zmsg_addstrf (reply->args, "actd is not reachable at %s (%s); the request was not sent: "
+                  "retry shortly", self->owner->endpoint,
+                  why? why: "no connection yet: a firewall, or a host that is down?");
+    s_job_file (job, reply, true, NULL);
+    s_job_unref (job);
+}
+
+//  The requests held while actd was not connected: sent, oldest first,
+//  once it is; refused unreachable once their hold is over. Returns the
+//  milliseconds to poll actd for before looking again.
+static int
+s_thread_held (s_thread_t *self)
+{
+    if (!zlistx_size (self->held))
+        return 1000;
+    const char *why = NULL;
+    bool connected = act_client_connected (self->client, &why);
+    int64_t now = zclock_mono ();
+    act_http_job_t *job;
+    //  Held in order of arrival, so their holds end in that order too
+    while ((job = zlistx_first (self->held)) && (connected || job->held_until <= now)) {
+        zlistx_detach_cur (self->held);
+        if (connected)
+            s_thread_send (self, job);
+        else
+            s_thread_unreachable (self, job, why);
+    }
+    return zlistx_size (self->held)? S_HOLD_POLL_MS: 1000;
+}
+
 //  Start what job asks for
 static void
 s_thread_start (s_thread_t *self, act_http_job_t *job)
@@ -183,12 +250,14 @@ s_thread_start (s_thread_t *self, act_http_job_t *job)
         s_job_unref (job);
     }
     else
-    if (job->op == S_SEND) {
-        const char **a = (const char **) job->args;
-        act_client_send (self->client, job->request, job->command, a [0], a [1], a [2], a [3],
-                         NULL);
-        zhashx_insert (self->sent, job->request, job);
+    if (job->op == S_SEND && (zlistx_size (self->held)
+                              || !act_client_connected (self->client, NULL))) {
+        job->held_until = zclock_mono () + S_HOLD_MS;
+        zlistx_add_end (self->held, job);
     }
+    else
+    if (job->op == S_SEND)
+        s_thread_send (self, job);
     else {
         job->watch = act_client_watch (self->client, job->context, job->from, job->calls, &err);
         if (job->watch)
@@ -204,6 +273,11 @@ s_thread_start (s_thread_t *self, act_http_job_t *job)
 static void
 s_thread_close (s_thread_t *self, act_http_job_t *job)
 {
+    void *held = job->op == S_SEND? zlistx_find (self->held, job): NULL;
+    if (held) {
+        zlistx_delete (self->held, held);
+        s_job_unref (job);
+    }
     if (job->op == S_SEND && zhashx_lookup (self->sent, job->request) == job) {
         zhashx_delete (self->sent, job->request);
         s_job_unref (job);
@@ -235,6 +309,13 @@ s_thread_stop (s_thread_t *self)
     for (act_http_job_t *job = zlistx_first (self->watches); job;
          job = zlistx_next (self->watches))
         s_job_file (job, NULL, true, &err);
+    //  Held ones are never sent now
+    act_http_job_t *job;
+    while ((job = zlistx_first (self->held))) {
+        zlistx_detach_cur (self->held);
+        s_job_file (job, NULL, true, &err);
+        s_job_unref (job);
+    }
 }
 
 //  Everything the pipe holds now
@@ -338,14 +419,19 @@ s_thread_run (zsock_t *pipe, void *args)
     }
     self.sent = zhashx_new ();
     self.watches = zlistx_new ();
+    self.held = zlistx_new ();
     act_client_set_wakeup (self.client, pipe);
     zsock_signal (pipe, 0);
+    int poll = 1000;
     while (!self.terminated) {
-        act_reply_t *reply = act_client_poll (self.client, 1000);
+        act_reply_t *reply = act_client_poll (self.client, poll);
         if (reply)
             s_thread_reply (&self, reply);
         s_thread_events (&self);
         s_thread_pipe (&self);
+        //  While requests are held, the connection is looked at often: the
+        //  client reads its connection events without returning
+        poll = s_thread_held (&self);
     }
     //  Jobs left (there should be none): ended, the broker's reference dropped
     s_thread_stop (&self);
@@ -358,6 +444,7 @@ s_thread_run (zsock_t *pipe, void *args)
     }
     zhashx_destroy (&self.sent);
     zlistx_destroy (&self.watches);
+    zlistx_destroy (&self.held);
     act_client_destroy (&self.client);
 }
 

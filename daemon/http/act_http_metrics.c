@@ -322,9 +322,13 @@ act_http_metrics_handle (act_http_req_t *req)
     int timeout = req->config->request_timeout_ms < S_STATS_MS? req->config->request_timeout_ms
                                                               : S_STATS_MS;
     act_reply_t *reply = act_http_broker_ask (req->broker, timeout, "STATS", NULL);
-    //  A refusal (STATS needs the admin right) is an error; silence is
-    //  actd_up 0, which is what a scrape of a down actd should say
-    if (reply && streq (reply->verb, "ERROR"))
+    //  A refusal (STATS needs the admin right) is an error; silence, or
+    //  no connection to actd (unreachable), is actd_up 0, which is what a
+    //  scrape of a down actd should say
+    char *code = reply && streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
+    bool away = code && streq (code, ACT_CLIENT_UNREACHABLE);
+    free (code);
+    if (reply && streq (reply->verb, "ERROR") && !away)
         return act_http_req_reply (req, reply, 500);
     char *text = reply && streq (reply->verb, "VALUE")? act_reply_arg (reply, 0): NULL;
     json_t *stats = text? json_loads (text, 0, NULL): NULL;

@@ -20,7 +20,8 @@ static const struct {
     { ACT_E_INTERNAL, 500 }, { ACT_E_UNKNOWN_COMMAND, 501 },
     { "unauthenticated", 401 }, { "method_not_allowed", 405 },
     { "forbidden_host", 403 }, { "forbidden_origin", 403 }, { "unsupported_media_type", 415 },
-    { ACT_CLIENT_DISCONNECTED, 502 }, { ACT_HTTP_E_UNAVAILABLE, 503 }
+    { ACT_CLIENT_DISCONNECTED, 502 }, { ACT_HTTP_E_UNAVAILABLE, 503 },
+    { ACT_CLIENT_UNREACHABLE, 503 }
 };
 
 bool

@@ -88,12 +88,15 @@ s_static (act_http_req_t *req)
     return rc;
 }
 
-//  GET /healthz: ok when actd answers PING
+//  GET /healthz: ok when actd answers PING; 503 unreachable at once (a
+//  second at most) while actd-http has no connection to actd
 static enum MHD_Result
 s_healthz (act_http_req_t *req)
 {
     act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
                                               "PING", NULL);
+    if (reply && streq (reply->verb, "ERROR"))
+        return act_http_req_reply (req, reply, 500);
     bool up = reply && streq (reply->verb, "PONG");
     act_reply_destroy (&reply);
     if (up)

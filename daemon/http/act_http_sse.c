@@ -179,11 +179,12 @@ s_refused (act_http_req_t *req, const char *context, act_reply_t **reply)
 }
 
 //  Whether the failed HISTORY (reply, NULL when none came) says actd is
-//  away for now, not that it refuses the stream: no answer in time
-//  (timeout: actd down or restarting), the connection dropped
-//  (disconnected), actd too busy (busy, as a stopping actd answers), or
-//  actd-http itself stopping (unavailable: it is being restarted, as a
-//  rule). Such a stream is worth retrying: err says why.
+//  away for now, not that it refuses the stream: no connection to actd
+//  (unreachable: down, or not yet back), no answer in time (timeout:
+//  actd stopped, or starved), the connection dropped (disconnected),
+//  actd too busy (busy, as a stopping actd answers), or actd-http itself
+//  stopping (unavailable: it is being restarted, as a rule). Such a
+//  stream is worth retrying: err says why.
 static bool
 s_retryable (act_http_req_t *req, act_reply_t *reply, act_err_t *err)
 {
@@ -200,7 +201,8 @@ s_retryable (act_http_req_t *req, act_reply_t *reply, act_err_t *err)
     char *message = act_reply_arg (reply, 1);
     const char *known = !code? NULL
                       : streq (code, ACT_E_BUSY)? ACT_E_BUSY
-                      : streq (code, ACT_CLIENT_DISCONNECTED)? ACT_CLIENT_DISCONNECTED: NULL;
+                      : streq (code, ACT_CLIENT_DISCONNECTED)? ACT_CLIENT_DISCONNECTED
+                      : streq (code, ACT_CLIENT_UNREACHABLE)? ACT_CLIENT_UNREACHABLE: NULL;
     if (known)
         act_err_set (err, known, "%s", message? message: "");
     free (code);

@@ -17,7 +17,7 @@ const LIVE = new Set (['waiting', 'queued', 'running']);
 const LIVE_AFTER_MS = 500;
 //  The codes of an event: error that ends a stream for now, not for good:
 //  EventSource reconnects by itself (docs/http.md, Server-Sent Events)
-const AWAY = new Set (['busy', 'timeout', 'disconnected', 'unavailable']);
+const AWAY = new Set (['busy', 'timeout', 'disconnected', 'unreachable', 'unavailable']);
 
 //  The parameters of a submitted call, its "_" keys left out
 function params (call) {
@@ -369,7 +369,7 @@ export function mountContext (root, { id, setStatus }) {
                 if (AWAY.has (error.code)) {
                     //  The page read slower than events came (busy), actd
                     //  is full (max_watches), stopping or down (busy,
-                    //  timeout), the connection to it dropped
+                    //  timeout, unreachable), the connection to it dropped
                     //  (disconnected), or actd-http is being restarted
                     //  (unavailable): the stream ends, EventSource comes
                     //  back after retry, from the last event it took

@@ -204,16 +204,18 @@ async function restartedHttp (http, args, waitFor, after) {
 }
 
 //  A context page open while its actd restarts (docs/http.md, Server-Sent
-//  Events), against an actd and actd-http of their own (request_timeout_ms
-//  1 s). The stream left open would outlive the restart (actd-http's watch
-//  resumes once actd is back), so the page's connection is cut too while
-//  actd is down (by a proxy between the page and actd-http): each
-//  stream it opens then finds actd away, is answered 200 with event: error
-//  timeout (504 before: EventSource gave up, "stream closed" for good), the
-//  page says "reconnecting…", and once actd is back on the same endpoint
-//  and store it shows the messages appended since, each once, without a
-//  reload; then actd-http restarts (restartedHttp). Returns actd and
-//  actd-http, to be stopped with the others.
+//  Events), against an actd and actd-http of their own, with the default
+//  request_timeout_ms (30 s, as TIMEOUT_MS). The stream left open would
+//  outlive the restart (actd-http's watch resumes once actd is back), so
+//  the page's connection is cut too while actd is down (by a proxy
+//  between the page and actd-http): each stream it opens then finds actd
+//  away, is answered 200 with event: error unreachable within a second
+//  (504 before: EventSource gave up, "stream closed" for good; then 200
+//  with timeout, but only after the 30 s each), the page says
+//  "reconnecting…", and once actd is back on the same endpoint and store
+//  it shows the messages appended since, each once, without a reload;
+//  then actd-http restarts (restartedHttp). Returns actd and actd-http,
+//  to be stopped with the others.
 async function restartedActd (browser) {
     const [clientPort, workerPort, httpPort] = [await freePort (), await freePort (), await freePort ()];
     const endpoint = `tcp://127.0.0.1:${clientPort}`;
@@ -222,8 +224,7 @@ async function restartedActd (browser) {
         '--client-endpoint', endpoint, '--worker-endpoint', `tcp://127.0.0.1:${workerPort}`]);
     let actd = startActd ();
     const httpConfig = path.join (scratch, 'restart-http.cfg');
-    fs.writeFileSync (httpConfig, `http\n    request_timeout_ms = 1000\n`
-                                  + `tokens\n    dashboard\n        token = "${TOKEN}"\n`);
+    fs.writeFileSync (httpConfig, `tokens\n    dashboard\n        token = "${TOKEN}"\n`);
     const httpArgs = ['--config', httpConfig, '--listen', `127.0.0.1:${httpPort}`,
         '--endpoint', endpoint, '--dashboard-dir', path.join (ROOT, 'share', 'dashboard')];
     let http = start ('restart-http', ACTD_HTTP, httpArgs);
@@ -247,13 +248,18 @@ async function restartedActd (browser) {
     const { code, signal } = await actd.exited;
     assert.equal (code, 0, `actd exited ${code ?? signal}:\n${logOf (actd)}`);
     between.cut ();
+    const down = Date.now ();
     await waitFor (() => document.getElementById ('stream').textContent === 'reconnecting…'
-                         && window.__stream.errors.some ((data) => /"timeout"/.test (data)),
-                   'the streams opened while actd is down to end timeout, the page reconnecting');
+                         && window.__stream.errors.some ((data) => /"unreachable"/.test (data)),
+                   'the streams opened while actd is down to end unreachable, the page reconnecting');
+    log (`restarted actd: the page's stream ended unreachable ${Date.now () - down} ms after `
+         + 'its connection was cut');
     actd = startActd ();
+    const back = Date.now ();
     await healthy ();
     const afterSeq = await append (ctx, 'after the restart');
     await shown (afterSeq);
+    log (`restarted actd: the page live again ${Date.now () - back} ms after actd started`);
     const lastSeq = await append (ctx, 'live again');
     await shown (lastSeq);
     http = await restartedHttp (http, httpArgs, waitFor, async () => {

@@ -281,6 +281,62 @@ class GatewayTest(unittest.TestCase):
         finally:
             silent.finish()
 
+    def test_while_actd_is_unreachable_requests_are_answered_at_once(self):
+        """docs/http.md: while actd-http has no connection to actd (never
+        reached, then killed), with the default request_timeout_ms (30 s)
+        a request is answered 503 unreachable naming the endpoint, /healthz
+        too, /metrics actd_up 0, and a stream 200 with retry and event:
+        error unreachable, each within a second or so (each waited the
+        30 s for 504 timeout). Once actd is back the first requests go
+        through, none refused for the state of a moment before."""
+        actd = Actd()
+        actd.start()
+        actd.kill()             # Its ports reserved; actd-http never reaches it
+        server = ActdHttp(actd.client_endpoint)
+        try:
+            for label in ("never started", "killed"):
+                with self.subTest(actd=label):
+                    started = time.monotonic()
+                    status, _, text = server.request("GET", "/v1/contexts/away/history",
+                                                     timeout=60)
+                    self.assertEqual(status, 503, text)
+                    error = json.loads(text)["error"]
+                    self.assertEqual(error["code"], "unreachable")
+                    self.assertIn("actd is not reachable at %s (" % actd.client_endpoint,
+                                  error["message"])
+                    status, _, text = server.request("GET", "/healthz", timeout=60)
+                    self.assertEqual((status, json.loads(text)["error"]["code"]),
+                                     (503, "unreachable"))
+                    self.assertIn("actd_up 0\n", server.request("GET", "/metrics")[2])
+                    stream = EventStream(server, "/v1/contexts/away/events?from=1")
+                    try:
+                        self.assertEqual(stream.response.status, 200)
+                        events = stream.rest()
+                    finally:
+                        stream.close()
+                    self.assertEqual(events[0], {"retry": "2000"})
+                    self.assertEqual(json.loads(events[1]["data"])["error"]["code"],
+                                     "unreachable", events)
+                    #  Four answers, about a second each; generous for a
+                    #  shared machine, and well under one request_timeout_ms
+                    self.assertLess(time.monotonic() - started, 20)
+                    actd.start()        # Answers PING: actd-http may not be connected yet
+                    answers = []
+                    threads = [threading.Thread(target=lambda: answers.append(server.request(
+                        "POST", "/v1/contexts/away/messages", {"type": "text", "text": label})))
+                        for _ in range(3)]
+                    for thread in threads:
+                        thread.start()
+                    for thread in threads:
+                        thread.join()
+                    self.assertEqual([status for status, _, _ in answers], [200] * 3, answers)
+                    self.assertEqual(server.request("GET", "/healthz")[0], 200)
+                    actd.kill()
+                    time.sleep(0.5)     # Its connection's drop seen (else 502)
+        finally:
+            server.finish()
+            actd.cleanup()
+
     def test_metrics_of_a_down_actd_answer_quickly(self):
         """docs/http.md: /metrics waits at most 5 s for STATS (not
         request_timeout_ms, 30 s by default, past Prometheus' 10 s scrape
