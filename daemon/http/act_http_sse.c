@@ -132,9 +132,12 @@ s_stream_read (void *cls, uint64_t position, char *buffer, size_t size)
 
 //  The first _seq to stream: after Last-Event-ID, else ?from= (default 1;
 //  0: only messages appended from now on, after the context's last_seq as
-//  CONTEXTS gives it). -1 when an argument is bad.
+//  CONTEXTS gives it). -1 when an argument is bad; -2 when CONTEXTS was
+//  not answered with a page (failed: its reply, NULL for none), which
+//  must not make the stream start from 1: a client asking for what comes
+//  next got the whole history.
 static long long
-s_from (act_http_req_t *req, const char *context)
+s_from (act_http_req_t *req, const char *context, act_reply_t **failed)
 {
     const char *last = MHD_lookup_connection_value (req->connection, MHD_HEADER_KIND,
                                                     "Last-Event-ID");
@@ -150,7 +153,11 @@ s_from (act_http_req_t *req, const char *context)
     act_reply_t *reply = act_http_broker_ask (req->broker, req->config->request_timeout_ms,
                                               "CONTEXTS", context, "", "1", NULL);
     char *text = reply && streq (reply->verb, "VALUE")? act_reply_arg (reply, 0): NULL;
-    json_t *page = text? json_loads (text, 0, NULL): NULL;
+    if (!text) {
+        *failed = reply;
+        return -2;
+    }
+    json_t *page = json_loads (text, 0, NULL);
     json_t *first = json_array_get (json_object_get (page, "contexts"), 0);
     const char *id = json_string_value (json_object_get (first, "context"));
     from = id && streq (id, context)
@@ -249,19 +256,28 @@ s_stream_retry (act_http_req_t *req, const act_err_t *err)
     return s_stream_answer (req, stream);
 }
 
+//  Answer a stream whose request to actd failed (reply: actd's ERROR, or
+//  NULL for none; taken): retried when actd is away for now, else the
+//  refusal's status
+static enum MHD_Result
+s_stream_failed (act_http_req_t *req, act_reply_t *reply)
+{
+    act_err_t err = { 0 };
+    if (!s_retryable (req, reply, &err))
+        return act_http_req_reply (req, reply, 500);
+    act_reply_destroy (&reply);
+    return s_stream_retry (req, &err);
+}
+
 enum MHD_Result
 act_http_sse_start (act_http_req_t *req, const char *context)
 {
-    act_reply_t *refusal;
-    if (s_refused (req, context, &refusal)) {
-        act_err_t err = { 0 };
-        if (s_retryable (req, refusal, &err)) {
-            act_reply_destroy (&refusal);
-            return s_stream_retry (req, &err);
-        }
-        return act_http_req_reply (req, refusal, 500);
-    }
-    long long from = s_from (req, context);
+    act_reply_t *refusal = NULL;
+    if (s_refused (req, context, &refusal))
+        return s_stream_failed (req, refusal);
+    long long from = s_from (req, context, &refusal);
+    if (from == -2)
+        return s_stream_failed (req, refusal);
     long long all = act_http_req_number (req, "all", 0, 0, 1);
     if (from < 0 || all < 0)
         return act_http_req_error (req, ACT_E_BAD_ARGUMENT,

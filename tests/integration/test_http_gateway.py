@@ -91,15 +91,18 @@ class WatchCleanupTest(unittest.TestCase):
             actd.finish()
 
 class FakeActd(threading.Thread):
-    """A stand-in for actd on a ROUTER socket: PONG to PING, and to every
-    other request ERROR with the code set in .code (a moved names this
-    very endpoint, so that actd-http's client follows it to its hop
+    """A stand-in for actd on a ROUTER socket: PONG to PING, the frames of
+    .answers[command] to a command there, nothing to one in .silent, and to
+    every other request ERROR with the code set in .code (a moved names
+    this very endpoint, so that actd-http's client follows it to its hop
     limit). For the codes a real actd is hard to make answer."""
 
     def __init__(self):
         super().__init__(daemon=True)
         self.endpoint = "tcp://127.0.0.1:%d" % free_port()
         self.code = "internal"
+        self.answers = {}           # command: the frames of its reply
+        self.silent = set()         # commands not answered
         self.requests = []          # (command, error code answered)
         self.running = True
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
@@ -115,6 +118,12 @@ class FakeActd(threading.Thread):
             identity, command, request = frames[0], frames[2], frames[3]
             if command == b"PING":
                 reply = [b"PONG"]
+            elif command.decode() in self.silent:
+                self.requests.append((command.decode(), None))
+                continue
+            elif command.decode() in self.answers:
+                reply = self.answers[command.decode()]
+                self.requests.append((command.decode(), reply[0].decode()))
             else:
                 message = self.endpoint if self.code == "moved" else "the fake's " + self.code
                 reply = [b"ERROR", self.code.encode(), message.encode()]
@@ -185,6 +194,43 @@ class ErrorMappingTest(unittest.TestCase):
                     fake.code = code
                     self.assertEqual(server.error("GET", "/v1/contexts/e/events"),
                                      (self.STATUSES[code], code))
+        finally:
+            if server:
+                server.finish()
+            fake.stop()
+
+    def test_a_stream_from_now_whose_contexts_fails_is_retried(self):
+        """?from=0 streams what comes next, after the last_seq CONTEXTS
+        gives. When CONTEXTS failed (busy here), the stream started from 1,
+        sending the whole history to a client that asked for none of it;
+        now it is answered as a stream whose first request failed: 200,
+        retry, event: error, and no WATCH is sent."""
+        fake = FakeActd()
+        server = None
+        try:
+            server = ActdHttp(fake.endpoint)
+            fake.code = "busy"
+            fake.answers = {"HISTORY": [b"VALUE", b"[]"]}
+            fake.silent = {"WATCH"}
+            stream = EventStream(server, "/v1/contexts/e/events?from=0")
+            events = []
+            try:
+                self.assertEqual(stream.response.status, 200)
+                #  Before, the stream went on (a WATCH from 1, which the
+                #  fake leaves unanswered): read it for 20 s at most
+                reader = threading.Thread(target=lambda: events.extend(stream.rest()),
+                                          daemon=True)
+                reader.start()
+                reader.join(20)
+                self.assertFalse(reader.is_alive(), "the stream did not end; actd-http "
+                                 "asked %r" % [command for command, _ in fake.requests])
+            finally:
+                stream.close()
+            self.assertEqual(events[0], {"retry": "2000"})
+            self.assertEqual(json.loads(events[1]["data"]),
+                             {"error": {"code": "busy", "message": "the fake's busy"}})
+            commands = [command for command, _ in fake.requests]
+            self.assertEqual(commands, ["HISTORY", "CONTEXTS"], fake.requests)
         finally:
             if server:
                 server.finish()
