@@ -71,6 +71,19 @@ s_replay (const json_t *message, void *arg)
     return 0;
 }
 
+//  The store could not be read about context: when this broker's lease
+//  has lapsed, the client goes to a live peer (moved) rather than coming
+//  back here, refused, until the store is reachable again. True when err
+//  was so set.
+static bool
+s_elsewhere (act_cache_t *self, const char *id, act_err_t *err)
+{
+    const char *peer = act_store_elsewhere (self->store, id);
+    if (peer)
+        act_err_set (err, ACT_E_MOVED, "%s", peer);
+    return peer != NULL;
+}
+
 //  On a shared store, own the context before using it. Returns true when
 //  this broker owns it; else err says who does (moved) or that the store
 //  could not tell (internal).
@@ -88,7 +101,7 @@ s_claim (act_cache_t *self, const char *id, act_err_t *err)
         act_err_set (err, ACT_E_BUSY, "context %s: another broker's transaction holds its "
                      "lease (a broker stopped in the middle of a commit); try again", id);
     else
-    if (rc < 0)
+    if (rc < 0 && !s_elsewhere (self, id, err))
         act_err_set (err, ACT_E_INTERNAL, "the store could not tell who owns context %s", id);
     free (owner);
     return rc > 0;
@@ -112,8 +125,9 @@ act_cache_get (act_cache_t *self, const char *id, bool create, act_err_t *err)
     }
     int stored = act_store_has_context (self->store, id);
     if (stored < 0) {
-        act_err_set (err, ACT_E_INTERNAL, "the store could not tell whether context %s "
-                     "exists", id);
+        if (!s_elsewhere (self, id, err))
+            act_err_set (err, ACT_E_INTERNAL, "the store could not tell whether context %s "
+                         "exists", id);
         return NULL;
     }
     if (!stored && !create) {

@@ -551,6 +551,13 @@ act_store_renew (act_store_t *self)
     return self->backend->renew? self->backend->renew (self->impl): 0;
 }
 
+const char *
+act_store_elsewhere (act_store_t *self, const char *context)
+{
+    //  Reads only what the last renewal left: the commit in flight may go on
+    return self->backend->elsewhere? self->backend->elsewhere (self->impl, context): NULL;
+}
+
 int
 act_store_timeout (act_store_t *self, long long ms)
 {

@@ -58,6 +58,7 @@ s_destroy (void *impl)
     json_decref (self->contexts);
     json_decref (self->messages);
     json_decref (self->inserts);
+    json_decref (self->peers);
     zhashx_destroy (&self->updates);
     zhashx_destroy (&self->append_keys);
     zhashx_destroy (&self->resumes);
@@ -673,7 +674,7 @@ const act_store_backend_t act_store_pg = {
     s_last_call, s_counters, s_next_call, act_pg_join, act_pg_claim, act_pg_renew,
     act_pg_leave, act_pg_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
     act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts, act_pg_timeout,
-    NULL, act_pg_on_wait, act_pg_put_resume
+    NULL, act_pg_on_wait, act_pg_put_resume, act_pg_elsewhere
 };
 
 void *
@@ -695,6 +696,7 @@ act_store_pg_open (const char *url, act_sync_t sync, act_err_t *err)
     self->broker = strdup ("");
     self->endpoint = strdup ("");
     self->lease_ms = 10000;
+    self->peers = json_array ();
     self->url = strdup (url);
     self->conn = act_pg_connect (url);
     if (PQstatus (self->conn) != CONNECTION_OK) {

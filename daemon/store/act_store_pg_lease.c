@@ -36,13 +36,76 @@ act_pg_join (void *impl, const char *id, const char *endpoint, long long lease_m
     return 0;
 }
 
+//  Renew the heartbeat and read, in the same statement, the other brokers
+//  live by the database's clock (act_pg_elsewhere sends clients there
+//  should this broker's lease lapse)
 int
 act_pg_renew (void *impl)
 {
     act_pg_t *self = (act_pg_t *) impl;
-    const char *params [] = { self->broker };
-    return act_pg_run (self, "cannot renew the lease",
-                  "UPDATE brokers SET heartbeat = now () WHERE id = $1", 1, params, NULL);
+    char lease [32];
+    snprintf (lease, sizeof lease, "%lld", self->lease_ms);
+    const char *params [] = { self->broker, lease, self->endpoint };
+    int64_t sent = zclock_mono ();
+    PGresult *result = act_pg_exec (self, "cannot renew the lease",
+        "WITH beat AS (UPDATE brokers SET heartbeat = now () WHERE id = $1) "
+        "SELECT DISTINCT endpoint FROM brokers WHERE id <> $1 AND endpoint <> $3 "
+        "AND heartbeat > now () - $2::bigint * interval '1 ms' ORDER BY endpoint",
+        3, params, NULL);
+    if (!result)
+        return -1;
+    json_array_clear (self->peers);
+    for (int row = 0; row < PQntuples (result); row++)
+        json_array_append_new (self->peers, json_string (PQgetvalue (result, row, 0)));
+    PQclear (result);
+    self->renewed = sent;
+    return 0;
+}
+
+//  The rendezvous score of a broker for a context, as every actd client
+//  library computes it (docs/protocol.md section 12): FNV-1a (64 bits) of
+//  endpoint "\n" context, then MurmurHash3's 64-bit finalizer
+static uint64_t
+s_score (const char *endpoint, const char *context)
+{
+    uint64_t hash = 14695981039346656037ULL;
+    for (const char *c = endpoint; *c; c++)
+        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
+    hash = (hash ^ (unsigned char) '\n') * 1099511628211ULL;
+    for (const char *c = context; *c; c++)
+        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
+    hash ^= hash >> 33;
+    hash *= 0xff51afd7ed558ccdULL;
+    hash ^= hash >> 33;
+    hash *= 0xc4ceb9fe1a85ec53ULL;
+    hash ^= hash >> 33;
+    return hash;
+}
+
+//  A broker cut off from the database past two thirds of its lease (the
+//  point where it drops what it holds) cannot serve a context; the others
+//  take its contexts over once the lease has run out. Its clients would
+//  otherwise come back to it, refused, for as long as the cut lasts: they
+//  are sent to the peer the rendezvous order ranks first instead, which
+//  serves them once it can take the context over (and until then names
+//  this broker, the owner, as moved: the client tries again).
+const char *
+act_pg_elsewhere (void *impl, const char *context)
+{
+    act_pg_t *self = (act_pg_t *) impl;
+    if (!self->renewed || zclock_mono () - self->renewed <= self->lease_ms * 2 / 3)
+        return NULL;
+    const char *best = NULL;
+    uint64_t best_score = 0;
+    for (size_t i = 0; i < json_array_size (self->peers); i++) {
+        const char *peer = json_string_value (json_array_get (self->peers, i));
+        uint64_t score = s_score (peer, context);
+        if (!best || score > best_score) {
+            best = peer;
+            best_score = score;
+        }
+    }
+    return best;
 }
 
 int

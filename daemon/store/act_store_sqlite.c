@@ -631,7 +631,8 @@ const act_store_backend_t act_store_sqlite = {
     s_commit, s_has_context, s_messages, s_history, s_call, s_idem, s_pending,
     s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in,
     act_sqlite_contexts, act_sqlite_delete_context, act_sqlite_append_key,
-    act_sqlite_put_append_key, act_sqlite_idle_contexts, NULL, s_borrow, NULL, s_put_resume
+    act_sqlite_put_append_key, act_sqlite_idle_contexts, NULL, s_borrow, NULL, s_put_resume,
+    NULL
 };
 
 //  Open the store's file and take its lock: one process a store. Returns

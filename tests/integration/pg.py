@@ -31,9 +31,11 @@ class Server:
     """One PostgreSQL server; database() makes a fresh database and returns
     its URL."""
 
-    def __init__(self, fsync=False):
+    def __init__(self, fsync=False, addresses=("127.0.0.1",)):
         """fsync=False (tests): commits do not reach the disk; benchmarks
-        pass fsync=True to measure what production would pay."""
+        pass fsync=True to measure what production would pay. addresses:
+        the loopback addresses it listens on (url(address=...) names one),
+        so that a test can cut one client off (Silence) and not another."""
         from harness import free_port
         self.dir = tempfile.mkdtemp(prefix="actd-pg-")
         self.data = os.path.join(self.dir, "data")
@@ -45,9 +47,12 @@ class Server:
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
         self._run([_bin("initdb"), "-D", self.data, "-U", "postgres", "-A", "trust",
                    "-E", "UTF8", "--no-sync"])
-        options = "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=%s " \
+        if len(addresses) > 1:
+            with open(os.path.join(self.data, "pg_hba.conf"), "a") as handle:
+                handle.write("host all all 127.0.0.0/8 trust\n")
+        options = "-p %d -k %s -c listen_addresses=%s -c fsync=%s " \
                   "-c max_connections=200 -c shared_buffers=64MB" \
-                  % (self.port, self.dir, "on" if fsync else "off")
+                  % (self.port, self.dir, ",".join(addresses), "on" if fsync else "off")
         self.options = options
         self.start()
         atexit.register(self.stop)
@@ -81,15 +86,15 @@ class Server:
             raise RuntimeError("%s failed:\n%s" % (" ".join(command), result.stdout))
         return result.stdout
 
-    def url(self, database="postgres"):
-        return "postgresql://postgres@127.0.0.1:%d/%s" % (self.port, database)
+    def url(self, database="postgres", address="127.0.0.1"):
+        return "postgresql://postgres@%s:%d/%s" % (address, self.port, database)
 
-    def database(self):
-        """A new, empty database; returns its URL."""
+    def database(self, address="127.0.0.1"):
+        """A new, empty database; returns its URL (through address)."""
         name = "actd_" + uuid.uuid4().hex[:12]
         self._run([_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port),
                    "-U", "postgres", name])
-        return self.url(name)
+        return self.url(name, address)
 
     def processes(self):
         """The PIDs of the server: its postmaster and its children."""
@@ -131,6 +136,35 @@ class Paused:
         for pid in self.pids:
             os.kill(pid, signal.SIGCONT)
         return False
+
+
+class Silence:
+    """While in effect, the kernel drops every TCP packet to or from port
+    on this machine (only those to or from address, when given), as for a
+    host that went silent: nothing is refused, nothing acknowledged. Needs
+    root and nft (scripts/deps.sh test)."""
+
+    def __init__(self, port, address=None):
+        self.table = "actd_silence_%d" % os.getpid()
+        self.port = port
+        self.match = "ip daddr %s " % address if address else ""
+        self.back = "ip saddr %s " % address if address else ""
+
+    def nft(self, script):
+        subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True,
+                       capture_output=True, timeout=30)
+
+    def __enter__(self):
+        if os.geteuid() != 0 or not shutil.which("nft"):
+            raise AssertionError("this test drops packets with nft: it needs root and "
+                                 "the nftables package (scripts/deps.sh test)")
+        self.nft("table inet %s {\n chain out {\n type filter hook output priority 0;\n"
+                 " %stcp dport %d drop\n %stcp sport %d drop\n }\n}\n"
+                 % (self.table, self.match, self.port, self.back, self.port))
+        return self
+
+    def __exit__(self, *error):
+        self.nft("delete table inet %s\n" % self.table)
 
 
 def server():

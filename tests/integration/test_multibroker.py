@@ -4,7 +4,6 @@ following it, and a dead broker's contexts taken over with their calls."""
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -98,32 +97,6 @@ def history(endpoints, context):
     code, output, error = actctl(endpoints, "history", context, "--all")
     assert code == 0, error
     return json.loads(output)
-
-
-class Silence:
-    """While in effect, the kernel drops every TCP packet to or from port
-    on this machine, as for a host that went silent: nothing is refused,
-    nothing acknowledged. Needs root and nft (scripts/deps.sh test)."""
-
-    def __init__(self, port):
-        self.table = "actd_silence_%d" % os.getpid()
-        self.port = port
-
-    def nft(self, script):
-        subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True,
-                       capture_output=True, timeout=30)
-
-    def __enter__(self):
-        if os.geteuid() != 0 or not shutil.which("nft"):
-            raise AssertionError("this test drops packets with nft: it needs root and "
-                                 "the nftables package (scripts/deps.sh test)")
-        self.nft("table inet %s {\n chain out {\n type filter hook output priority 0;\n"
-                 " tcp dport %d drop\n tcp sport %d drop\n }\n}\n"
-                 % (self.table, self.port, self.port))
-        return self
-
-    def __exit__(self, *error):
-        self.nft("delete table inet %s\n" % self.table)
 
 
 class MultiBrokerTest(unittest.TestCase):
@@ -450,7 +423,7 @@ class MultiBrokerTest(unittest.TestCase):
             message = {"type": "data", "kind": "input", "data": {"n": 0}}
             self.assertEqual(client.request("APPEND", "silent", message)[0], "OK")
             stored = [0]
-            with Silence(pg.server().port):
+            with pg.Silence(pg.server().port):
                 started = time.monotonic()
                 message = {"type": "data", "kind": "input", "data": {"n": 1}}
                 reply = client.request("APPEND", "silent", message, timeout=120)
@@ -497,7 +470,7 @@ class MultiBrokerTest(unittest.TestCase):
         meanwhile() and during() returned."""
         message = {"type": "data", "kind": "input", "data": {"n": 0}}
         self.assertEqual(client.request("APPEND", context, message)[0], "OK")
-        with Silence(pg.server().port):
+        with pg.Silence(pg.server().port):
             started = time.monotonic()
             rid = client.send("HISTORY", context, "1", "10")
             before = meanwhile()
@@ -572,7 +545,7 @@ class MultiBrokerTest(unittest.TestCase):
         client = Client(self.group.brokers[0].client_endpoint)
         try:
             self.assertEqual(client.request("PING"), ["PONG"])
-            with Silence(pg.server().port):
+            with pg.Silence(pg.server().port):
                 message = {"type": "data", "kind": "input", "data": {"n": 0}}
                 appended = client.send("APPEND", "new", message)
                 time.sleep(0.3)             #  The claim is waiting by now

@@ -1,0 +1,98 @@
+"""A broker cut off from PostgreSQL (a network partition between it and
+the database, the other broker still connected), longer than the lease
+(docs/operations.md, "Several brokers on PostgreSQL"): the others take its
+contexts over once its lease has run out, and its clients get there. An
+audit saw the cut-off broker, alive and answering, refuse its contexts'
+requests (internal) for the whole partition, so that clients given both
+brokers never reached the one that could serve them: its contexts were
+down as long as the cut lasted. Now, once its lease has lapsed, it sends
+them on (moved) to the other broker, which serves them from the end of
+the lease on; and it writes nothing meanwhile (no split brain)."""
+
+import json
+import os
+import sys
+import time
+import unittest
+
+import pg
+from harness import Actd, Client, remove_scratch, scratch_dir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "workers", "python"))
+import actd  # noqa: E402  (the Python package under test, from the source tree)
+
+LEASE_MS = 2000
+CUT = "127.0.0.2"       #  The address the cut-off broker reaches the server by
+
+
+def message(n):
+    return {"type": "data", "kind": "input", "data": {"n": n}}
+
+
+class PartitionTest(unittest.TestCase):
+
+    def setUp(self):
+        self.server = pg.Server(addresses=("127.0.0.1", CUT))
+        self.addCleanup(self.server.stop)
+        url = self.server.database()
+        self.dir = scratch_dir("actd-cut-")
+        self.addCleanup(remove_scratch, self.dir)
+        config = os.path.join(self.dir, "actd.cfg")
+        with open(config, "w") as handle:
+            handle.write("server\n    lease_ms = %d\nstore\n    timeout_ms = 500\n" % LEASE_MS)
+        self.cut = Actd(store=url.replace("127.0.0.1", CUT), args=["--config", config]).start()
+        self.addCleanup(self.cut.cleanup)
+        self.other = Actd(store=url, args=["--config", config]).start()
+        self.addCleanup(self.other.cleanup)
+        #  Both have renewed their heartbeat since the other joined (each
+        #  learns there which brokers are live)
+        time.sleep(LEASE_MS / 1000)
+
+    def test_a_broker_cut_off_from_the_database_sends_its_clients_to_the_other(self):
+        direct = Client(self.cut.client_endpoint)
+        self.addCleanup(direct.close)
+        #  A context of the broker to be cut off: the first broker asked claims it
+        self.assertEqual(direct.request("APPEND", "cut", message(0))[0], "OK")
+        library = actd.Client([self.cut.client_endpoint, self.other.client_endpoint],
+                              timeout=30)
+        self.addCleanup(library.close)
+        self.assertEqual(library.append("cut", message(1)), 2)
+        stored, n = [0, 1], 2
+        refusals = set()
+        with pg.Silence(self.server.port, CUT):
+            started = time.monotonic()
+            #  The client library, given both brokers, appends until one
+            #  broker stores it: the other, once the lease has run out
+            while True:
+                try:
+                    seq = library.append("cut", message(n), key="k%d" % n)
+                    break
+                except actd.ActdError as error:
+                    refusals.add("%s: %s" % (type(error).__name__, error))
+                waited = time.monotonic() - started
+                self.assertLess(waited, 6 * LEASE_MS / 1000, "the context is still not served "
+                                "(refused: %s)" % sorted(refusals))
+                time.sleep(0.1)
+            served = time.monotonic() - started
+            stored.append(n)
+            self.assertEqual(seq, 3)
+            #  Still cut off: the broker names the other one, and writes
+            #  nothing (the other owns the context now)
+            reply = direct.request("APPEND", "cut", message(99), timeout=30)
+            self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
+            reply = direct.request("RESOLVE", "cut", "\u2020input.n", timeout=30)
+            self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
+        print("a broker cut off from the database: its context served by the other "
+              "%.1f s after the cut (lease %d ms)" % (served, LEASE_MS))
+        #  Back: the context stays with the other broker, which has it all
+        reply = direct.request("APPEND", "cut", message(3), timeout=30)
+        self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
+        history = [m["data"]["n"] for m in library.history("cut")]
+        self.assertEqual(history, stored)
+        self.assertEqual(self.cut.stop(), 0)
+        self.assertEqual(self.other.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
