@@ -363,6 +363,7 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
                           "the batch", self->where)
            : 0;
     s_pipe_t pipe = { .count = 0 };
+    char xid [32] = "";         //  The transaction's id, once the leases are checked
     if (rc == 0)
         s_pipe_writes (self, &pipe);
     if (rc == 0 && !self->open_batch)
@@ -373,10 +374,12 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     if (touched) {
         PGresult *held = NULL;
         s_pipe_add (&pipe, "cannot check leases",
-            "SELECT context FROM leases WHERE broker = $1 AND context IN "
+            "SELECT context, txid_current () FROM leases WHERE broker = $1 AND context IN "
             "(SELECT jsonb_array_elements_text ($2::jsonb)) FOR SHARE", 2, self->broker,
             touched, touched);
         rc = s_pipe_run (self, &pipe, true, &held, err);
+        if (rc == 0 && PQntuples (held) > 0)
+            snprintf (xid, sizeof xid, "%s", PQgetvalue (held, 0, 1));
         if (rc == 0 && (size_t) PQntuples (held) != zhashx_size (self->touched)) {
             act_log (LOG_ERR, "store %s: this broker lost the lease of a context it wrote; "
                      "the batch is rolled back", self->where);
@@ -405,6 +408,17 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
     if (rc == 0) {
         s_pipe_add (&pipe, "commit failed", "COMMIT", 0, NULL, NULL, NULL);
         rc = s_pipe_run (self, &pipe, false, NULL, err);
+        //  Lost once COMMIT was sent (the server restarted, ended the
+        //  session, or went silent): the transaction may have committed
+        //  all the same (a session ended while its COMMIT waited for a
+        //  synchronous standby has committed), and its replies, refused,
+        //  would be sent again by clients and stored twice. The server
+        //  is asked (act_pg_outcome)
+        if (rc && self->lost && *xid && act_pg_outcome (self, xid) == 1) {
+            rc = 0;
+            if (err)
+                memset (err, 0, sizeof *err);
+        }
     }
     if (rc) {
         //  No transaction left to roll back when the connection was lost

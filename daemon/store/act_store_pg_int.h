@@ -73,6 +73,13 @@ void act_pg_lost (act_pg_t *self);
 //  once (the first statement after a loss waits up to 100 ms for it).
 bool act_pg_connected (act_pg_t *self);
 
+//  The connection was lost once the COMMIT of transaction xid (its
+//  txid_current, as text) was sent: the server may have committed it.
+//  Asks, on a connection of its own (txid_status), again while the
+//  server is away or the transaction in progress, for up to lease_ms:
+//  1 committed, 0 not, -1 no answer (logged)
+int act_pg_outcome (act_pg_t *self, const char *xid);
+
 //  Let go of an attempt to connect again, before the store is destroyed:
 //  joined when it has ended, else left to end on its own (its thread
 //  frees it), so that a stop does not wait for connect_timeout

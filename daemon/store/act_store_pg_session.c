@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include "act_store_pg_int.h"
 #include "act_log.h"
 
@@ -22,6 +23,7 @@
 #define S_RETRY_MS 1000         //  Between two attempts to connect again
 #define S_WAIT_MS 100           //  A statement may wait for an attempt, once
 #define S_FAILURE_LOG_MS 60000  //  Failed attempts logged once a minute at most
+#define S_OUTCOME_RETRY_MS 200  //  Between two questions about a commit's outcome
 
 //  Connect to url. libpq alone waits for ever for a server that accepts
 //  the connection and never answers, and minutes for a host that does not
@@ -269,6 +271,60 @@ act_pg_connected (act_pg_t *self)
     if (self->lost)
         s_attempt (self);
     return !self->lost;
+}
+
+//  txid_status of xid asked on conn, the answer awaited until deadline
+//  (a server paused or gone silent answers nothing): "committed",
+//  "aborted", "in progress", or NULL when none came
+static const char *
+s_xid_status (PGconn *conn, const char *xid, int64_t deadline)
+{
+    const char *params [] = { xid };
+    if (!PQsendQueryParams (conn, "SELECT txid_status ($1::bigint)", 1, NULL, params,
+                            NULL, NULL, 0))
+        return NULL;
+    while (true) {
+        int unsent = PQflush (conn);
+        if (unsent < 0)
+            return NULL;
+        if (!unsent && !PQisBusy (conn))
+            break;
+        //  Writable only matters while the question is not all sent
+        int64_t left = deadline - zclock_mono ();
+        struct pollfd item = { PQsocket (conn), (short) (POLLIN | (unsent? POLLOUT: 0)), 0 };
+        if (left <= 0 || poll (&item, 1, (int) (left > 1000? 1000: left)) < 0
+        ||  !PQconsumeInput (conn))
+            return NULL;
+    }
+    static const char *states [] = { "committed", "aborted", "in progress" };
+    const char *status = NULL;
+    PGresult *result;
+    while ((result = PQgetResult (conn))) {
+        for (size_t i = 0; i < 3 && PQresultStatus (result) == PGRES_TUPLES_OK; i++)
+            if (PQntuples (result) == 1 && streq (PQgetvalue (result, 0, 0), states [i]))
+                status = states [i];
+        PQclear (result);
+    }
+    return status;
+}
+
+int
+act_pg_outcome (act_pg_t *self, const char *xid)
+{
+    int64_t until = zclock_mono () + self->lease_ms;
+    const char *status = NULL;
+    while (true) {
+        PGconn *conn = act_pg_connect (self->url);
+        status = PQstatus (conn) == CONNECTION_OK? s_xid_status (conn, xid, until): NULL;
+        PQfinish (conn);
+        if ((status && !streq (status, "in progress")) || zclock_mono () >= until)
+            break;
+        zclock_sleep (S_OUTCOME_RETRY_MS);
+    }
+    act_log (LOG_WARNING, "store %s: the connection was lost once COMMIT was sent; "
+             "transaction %s: %s", self->where, xid,
+             status? status: "no answer within the lease (taken as not committed)");
+    return !status? -1: streq (status, "committed");
 }
 
 void

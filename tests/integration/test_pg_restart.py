@@ -5,6 +5,8 @@ lease at once, and serves and stores the next requests. Nothing is timed
 but the bound on how soon after the server's return."""
 
 import json
+import os
+import subprocess
 import time
 import unittest
 
@@ -59,6 +61,58 @@ class RestartTest(unittest.TestCase):
             history = client.request("HISTORY", "a", "1", "100")
             self.assertEqual(history[0], "VALUE", history)
             self.assertEqual([m["data"]["n"] for m in json.loads(history[1])], stored)
+
+    def test_a_commit_the_restart_cut_off_after_its_commit_is_answered_as_kept(self):
+        """PostgreSQL stopped (fast shutdown) while a commit's COMMIT waits
+        for a synchronous standby (docs/operations.md recommends one for
+        no loss; here one that never answers): the session is ended with
+        the transaction committed locally, and no reply to the COMMIT.
+        actd said 'the store could not commit; nothing was kept' for an
+        APPEND that the store kept: a client sending it again, as told,
+        stored it twice. actd now asks the server, once it is back,
+        whether the transaction committed (txid_status), and answers
+        OK."""
+        server = pg.Server()
+        self.addCleanup(server.stop)
+        url = server.database()
+
+        def sql(text):
+            subprocess.run([pg._bin("psql"), url, "-v", "ON_ERROR_STOP=1", "-Atc", text],
+                           check=True, capture_output=True, timeout=60)
+        with actd_with_config("", store=url) as actd:
+            client = actd.client()
+            self.addCleanup(client.close)
+            self.assertEqual(client.request("APPEND", "a", message(0))[0], "OK")
+            sql("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+            sql("SELECT pg_reload_conf ()")
+            time.sleep(0.5)                 #  The reload reaches every backend
+            rid = client.send("APPEND", "a", message(1))
+            waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"
+            wait_for(lambda: subprocess.run(
+                [pg._bin("psql"), url, "-Atc", waiting], capture_output=True,
+                text=True).stdout.strip() == "1", "the COMMIT waits for the standby")
+            server._run([pg._bin("pg_ctl"), "-D", server.data, "-m", "fast", "-w", "stop"])
+            auto = os.path.join(server.data, "postgresql.auto.conf")
+            with open(auto) as handle:
+                kept = [line for line in handle if "synchronous_standby_names" not in line]
+            with open(auto, "w") as handle:
+                handle.writelines(kept)
+            time.sleep(0.5)
+            server.start()
+            reply = client.wait(rid, timeout=30)
+            self.assertEqual(reply, ["OK", json.dumps({"seq": 2}, separators=(",", ":"))])
+            #  Read once connected again (an attempt a second)
+            deadline = time.monotonic() + 30
+            while True:
+                history = client.request("HISTORY", "a", "1", "100", timeout=30)
+                if history[0] == "VALUE":
+                    break
+                self.assertEqual(history[:2], ["ERROR", "internal"], history)
+                self.assertLess(time.monotonic(), deadline, "not connected again")
+                time.sleep(0.1)
+            self.assertEqual([m["data"]["n"] for m in json.loads(history[1])], [0, 1])
+            self.assertRegex(actd.log(), "the connection was lost once COMMIT was sent; "
+                                         "transaction [0-9]+: committed")
 
 
 if __name__ == "__main__":
