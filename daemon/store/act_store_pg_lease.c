@@ -10,6 +10,7 @@
 #ifdef ACTD_POSTGRES
 
 #include "act_store_pg_int.h"
+#include "actd/act_client.h"
 #include "act_log.h"
 
 #define S_CLAIM_WAIT_MS 50     //  A claim's longest wait for a lease row's lock
@@ -62,26 +63,6 @@ act_pg_renew (void *impl)
     return 0;
 }
 
-//  The rendezvous score of a broker for a context, as every actd client
-//  library computes it (docs/protocol.md section 12): FNV-1a (64 bits) of
-//  endpoint "\n" context, then MurmurHash3's 64-bit finalizer
-static uint64_t
-s_score (const char *endpoint, const char *context)
-{
-    uint64_t hash = 14695981039346656037ULL;
-    for (const char *c = endpoint; *c; c++)
-        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
-    hash = (hash ^ (unsigned char) '\n') * 1099511628211ULL;
-    for (const char *c = context; *c; c++)
-        hash = (hash ^ (unsigned char) *c) * 1099511628211ULL;
-    hash ^= hash >> 33;
-    hash *= 0xff51afd7ed558ccdULL;
-    hash ^= hash >> 33;
-    hash *= 0xc4ceb9fe1a85ec53ULL;
-    hash ^= hash >> 33;
-    return hash;
-}
-
 //  A broker cut off from the database past two thirds of its lease (the
 //  point where it drops what it holds) cannot serve a context; the others
 //  take its contexts over once the lease has run out. Its clients would
@@ -99,7 +80,7 @@ act_pg_elsewhere (void *impl, const char *context)
     uint64_t best_score = 0;
     for (size_t i = 0; i < json_array_size (self->peers); i++) {
         const char *peer = json_string_value (json_array_get (self->peers, i));
-        uint64_t score = s_score (peer, context);
+        uint64_t score = act_client_score (peer, context);
         if (!best || score > best_score) {
             best = peer;
             best_score = score;

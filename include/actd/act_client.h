@@ -112,6 +112,14 @@ int act_client_set_curve (act_client_t *self, const char *server_public,
 //  delivered, as it is once a broker is there.
 bool act_client_connected (act_client_t *self, const char **why);
 
+//  The rendezvous score of the broker at endpoint for key (a context id),
+//  as every actd client library computes it (docs/protocol.md section 12):
+//  the brokers ranked by it, highest first, are where a key's requests
+//  go. FNV-1a (64 bits) of endpoint "\n" key, then MurmurHash3's 64-bit
+//  finalizer (FNV-1a alone mixes its last bytes into the high bits too
+//  little: the endpoint would decide every key).
+uint64_t act_client_score (const char *endpoint, const char *key);
+
 //  Send a request without waiting: command, then args (strings, ended by
 //  NULL). Writes the request id into request (at least 24 bytes). Returns
 //  0. A request still unanswered when its connection drops gets an ERROR

@@ -7,12 +7,8 @@
 
 #include "act_client_int.h"
 
-//  The rendezvous score of a broker for a key, which every actd client
-//  library computes the same way: FNV-1a (64 bits) of endpoint "\n" key,
-//  then MurmurHash3's 64-bit finalizer. (FNV-1a alone mixes its last bytes
-//  into the high bits too little: the endpoint would decide every key.)
-static uint64_t
-s_score (const char *endpoint, const char *key)
+uint64_t
+act_client_score (const char *endpoint, const char *key)
 {
     uint64_t hash = 14695981039346656037ULL;
     for (const char *c = endpoint; *c; c++)
@@ -44,7 +40,7 @@ act_client_route (act_client_t *self, const char *key, act_link_t *avoid)
             //  First pass: live links only; second: any but avoid
             if (link == avoid || (pass == 0 && link->dead_until > now))
                 continue;
-            uint64_t score = key? s_score (link->endpoint, key): 0;
+            uint64_t score = key? act_client_score (link->endpoint, key): 0;
             if (!best || score > best_score
             ||  (score == best_score && strcmp (link->endpoint, best->endpoint) < 0)) {
                 best = link;
