@@ -113,7 +113,7 @@ act_commands_name (size_t index, size_t *least, size_t *most)
 //  --------------------------------------------------------------------------
 //  Arguments
 
-
+//  A frame parsed as JSON; NULL with err when it is not JSON
 static json_t *
 s_frame_json (zmq_msg_t *frame, act_err_t *err)
 {
@@ -324,13 +324,19 @@ s_resolve (act_commands_t *self, s_request_t *req)
         expr = act_expr_parse (text, false, &err);
     if (expr && s_instance_arg (req->args [2], &instance, &err) == 0) {
         act_context_t *context = act_cache_get (self->cache, req->context, false, &err);
-        json_t *value = context? act_ctx_resolve (context->ctx, expr, instance): NULL;
+        bool absent = false;
+        size_t max = (size_t) self->settings->max_reply_bytes;
+        char *value = context? act_ctx_resolve_dump (context->ctx, expr, instance, max, &absent)
+                             : NULL;
         if (value)
-            s_reply_bounded (self, req, act_json_dump (value), S_RESOLVE_PART);
+            s_reply_bounded (self, req, value, S_RESOLVE_PART);
+        else
+        if (context && absent)
+            act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
         else
         if (context)
-            act_err_set (&err, ACT_E_NOT_FOUND, "'%.200s' is absent", text);
-        json_decref (value);
+            act_err_set (&err, ACT_E_TOO_LARGE, "the value is over max_reply_bytes (%zu); %s",
+                         max, S_RESOLVE_PART);
     }
     if (err.code)
         s_reply_error (self, req, &err);

@@ -147,6 +147,15 @@ uint64_t act_ctx_visited (act_ctx_t *self, const char *kind, const char *instanc
 json_t *act_ctx_resolve (act_ctx_t *self, const act_expr_t *expr,
                          const char *instance);
 
+//  The text of act_ctx_resolve's value, as act_json_dump writes it, dumped
+//  straight from the stored value (nothing is copied in the global scope)
+//  and given up once it passes max bytes. Returns a new string; NULL with
+//  *absent true when no alternative has a value, NULL with *absent false
+//  when the text would pass max. A RESOLVE of a value of 200 MB copied it
+//  and wrote it whole before refusing it too_large.
+char *act_ctx_resolve_dump (act_ctx_t *self, const act_expr_t *expr, const char *instance,
+                            size_t max, bool *absent);
+
 //  The merged view (SEMANTICS.md section 6) as a new JSON array.
 json_t *act_ctx_view (act_ctx_t *self);
 

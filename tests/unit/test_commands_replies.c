@@ -196,6 +196,55 @@ test_view_copies_no_value (void **state)
     }
 }
 
+//  RESOLVE writes the value straight from the stored one and gives up past
+//  max_reply_bytes: a global list of 20,000 numbers is resolved without a
+//  copy (json_deep_copy made 20,000 allocations, then the whole text was
+//  written before a value over the bound was refused: a value of 200 MB
+//  cost 200 MB twice). Counted in jansson's allocations, not timed
+static void
+test_resolve_copies_no_value (void **state)
+{
+    s_world_t *world = (s_world_t *) *state;
+    char *message = malloc (200000);
+    size_t at = (size_t) sprintf (message, "{\"type\":\"data\",\"kind\":\"big\",\"data\":"
+                                           "{\"list\":[0");
+    for (int i = 1; i < 20000; i++)
+        at += (size_t) sprintf (message + at, ",%d", i);
+    strcpy (message + at, "]}}");
+    s_request (world, "APPEND", "a", "ctx", message, NULL);
+    s_expect_json (world, "a", "OK", "{\"seq\":1}");
+    for (int bounded = 0; bounded < 2; bounded++) {
+        if (bounded)
+            world->settings->max_reply_bytes = 4096;
+        unit_json_count_start ();
+        s_request (world, "RESOLVE", "r", "ctx", "\u2020big.list", NULL);
+        size_t allocations = unit_json_count_stop ();
+        zmsg_t *msg = s_reply (world, "r", bounded? "ERROR": "VALUE");
+        char *first = s_body (msg, 0), *second = bounded? s_body (msg, 1): NULL;
+        unit_sent_clear (&world->sent);
+        print_message ("RESOLVE of 20,000 items%s: %zu allocations\n",
+                       bounded? ", refused": "", allocations);
+        assert_in_range (allocations, 0, 100);
+        if (bounded) {
+            assert_string_equal (first, "too_large");
+            assert_string_equal (second, "the value is over max_reply_bytes (4096); "
+                                         "resolve a part of it");
+        }
+        else {  //  The text the list was appended as
+            char *list = strdup (strstr (message, "[0"));
+            strchr (list, ']') [1] = 0;
+            assert_string_equal (first, list);
+            free (list);
+        }
+        free (first);
+        free (second);
+    }
+    //  Absent is still not_found
+    s_request (world, "RESOLVE", "r", "ctx", "\u2020big.nothing", NULL);
+    s_reply (world, "r", "ERROR");
+    free (message);
+}
+
 //  HISTORY -> VALUE: the stored messages from from-seq, oldest first, at
 //  most limit of them (limit at most 1000).
 static void
@@ -522,6 +571,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_resolve_what_was_appended, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_view_json_and_text, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_view_copies_no_value, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_resolve_copies_no_value, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_history_returns_stored_messages,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_call_status_cancel, s_setup, s_teardown),
