@@ -716,23 +716,6 @@ act_ctx_visited (act_ctx_t *self, const char *kind_name, const char *instance)
     return ident? ident->visited: 0;
 }
 
-//  The value at ref in scope instance, borrowed in the global scope
-//  (*owned false: the stored value itself, never to be changed) or a new
-//  reference in an instance's (*owned true); NULL if absent
-static json_t *
-s_borrow (act_ctx_t *self, const act_ref_t *ref, const char *instance, bool *owned)
-{
-    act_ctx_kind_t *kind = (act_ctx_kind_t *) zhashx_lookup (self->kinds, ref->kind);
-    if (!kind)
-        return NULL;
-    act_ctx_ident_t *ident = instance? act_ctx_ident (self, kind, instance, false): NULL;
-    *owned = ident && ident->root;
-    if (*owned)
-        return act_ctx_scope_read (kind, ident, ref->segs, ref->nsegs);
-    act_ctx_lazy_force (kind, ref->segs, ref->nsegs, ACT_CTX_LAZY_DEEP);
-    return act_path_get (kind->doc, ref->segs, ref->nsegs);
-}
-
 char *
 act_ctx_resolve_dump (act_ctx_t *self, const act_expr_t *expr, const char *instance,
                       size_t max, bool *absent)
@@ -743,15 +726,16 @@ act_ctx_resolve_dump (act_ctx_t *self, const act_expr_t *expr, const char *insta
         size_t r = 0;
         while (r + 1 < alt->nrefs && act_ctx_has (self, &alt->refs [r], instance))
             r++;
-        bool owned = false;
-        json_t *value = r + 1 == alt->nrefs? s_borrow (self, &alt->refs [r], instance, &owned)
-                                            : NULL;
-        if (value) {
-            char *text = act_json_dump_within (value, max);
-            if (owned)
-                json_decref (value);
+        if (alt->nrefs == 0 || r + 1 < alt->nrefs)
+            continue;
+        const act_ref_t *ref = &alt->refs [r];
+        act_ctx_kind_t *kind = (act_ctx_kind_t *) zhashx_lookup (self->kinds, ref->kind);
+        act_ctx_ident_t *ident = kind && instance? act_ctx_ident (self, kind, instance, false)
+                                                 : NULL;
+        bool found;
+        char *text = act_ctx_scope_dump (kind, ident, ref->segs, ref->nsegs, max, &found);
+        if (found)
             return text;
-        }
     }
     *absent = true;
     return NULL;

@@ -122,6 +122,31 @@ act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
     return value;
 }
 
+char *
+act_ctx_scope_dump (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
+                    const act_seg_t *segs, size_t nsegs, size_t max, bool *found)
+{
+    *found = false;
+    json_t *base = NULL, *value = NULL;
+    size_t depth = 0;
+    bool shared;
+    if (!kind)
+        return NULL;
+    if (!ident || !ident->root) {
+        act_ctx_lazy_force (kind, segs, nsegs, ACT_CTX_LAZY_DEEP);
+        value = act_path_get (kind->doc, segs, nsegs);
+    }
+    else {
+        ident->visited = 0;
+        if (act_ctx_instance_base (kind, ident, segs, nsegs, false, &base, &depth, &shared))
+            value = act_path_get (base, nsegs > depth? segs + depth: NULL, nsegs - depth);
+    }
+    *found = value != NULL;
+    char *text = value? act_json_dump_within (value, max): NULL;
+    json_decref (base);
+    return text;
+}
+
 //  What a global write by method reads at its path: set and erase replace
 //  it, push needs only its type; the others combine with all of it
 static act_ctx_lazy_reach_t

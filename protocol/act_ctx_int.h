@@ -150,6 +150,12 @@ act_ctx_ident_t *act_ctx_ident (act_ctx_t *self, act_ctx_kind_t *kind,
 json_t *act_ctx_scope_read (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
                             const act_seg_t *segs, size_t nsegs);
 
+//  The text of the value act_ctx_scope_read gives, as act_json_dump
+//  writes it, within max bytes, copying no value: a new string, or NULL
+//  (*found says whether the value was there, too large then)
+char *act_ctx_scope_dump (act_ctx_kind_t *kind, act_ctx_ident_t *ident,
+                          const act_seg_t *segs, size_t nsegs, size_t max, bool *found);
+
 //  Check a write in scope (kind, instance), without changing anything:
 //  0, or -1 with err set.
 int act_ctx_scope_check (act_ctx_t *self, act_ctx_kind_t *kind, const char *instance,

@@ -148,8 +148,8 @@ json_t *act_ctx_resolve (act_ctx_t *self, const act_expr_t *expr,
                          const char *instance);
 
 //  The text of act_ctx_resolve's value, as act_json_dump writes it, dumped
-//  straight from the stored value (nothing is copied in the global scope)
-//  and given up once it passes max bytes. Returns a new string; NULL with
+//  straight from the stored value (nothing is copied, in the global scope
+//  or an instance's) and given up once it passes max bytes. Returns a new string; NULL with
 //  *absent true when no alternative has a value, NULL with *absent false
 //  when the text would pass max. A RESOLVE of a value of 200 MB copied it
 //  and wrote it whole before refusing it too_large.
