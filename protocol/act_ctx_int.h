@@ -45,7 +45,27 @@ struct _act_ctx_t {
 };
 
 //  --------------------------------------------------------------------------
-//  The trie of instance writes (act_ctx_trie.c)
+//  The trie of instance writes (act_ctx_node.c) and its fold (act_ctx_trie.c)
+
+//  One instance write
+typedef struct {
+    uint64_t seq;               //  _seq of the message that made it
+    act_method_t method;        //  How it combines with what is there
+    json_t *value;              //  The value written (a reference)
+    act_seg_t *segs;            //  Its path, an owned copy
+    size_t nsegs;               //  Length of the path
+} act_ctx_write_t;
+
+//  A node of an instance's write trie: one path
+struct _act_ctx_node_t {
+    zhashx_t *children;         //  Segment text -> act_ctx_node_t, NULL if none
+    act_ctx_node_t *append;     //  The "-" child, NULL if none
+    act_ctx_write_t **writes;   //  Writes whose path ends here, oldest first
+    size_t nwrites;             //  Number of writes
+    size_t capacity;            //  Slots allocated in writes
+    uint64_t first;             //  Oldest _seq written here or below
+    uint64_t last;              //  Newest _seq written here or below
+};
 
 //  An empty trie node, to be the root of an instance's writes.
 act_ctx_node_t *act_ctx_node_new (void);
@@ -59,6 +79,9 @@ void act_ctx_node_add (act_ctx_node_t *root, uint64_t seq, const act_seg_t *segs
 
 //  Forget the newest write at path (undo of a tentative act_ctx_node_add).
 void act_ctx_node_pop (act_ctx_node_t *root, const act_seg_t *segs, size_t nsegs);
+
+//  The child of node for seg; made when create is set, else NULL if none.
+act_ctx_node_t *act_ctx_node_child (act_ctx_node_t *self, const act_seg_t *seg, bool create);
 
 //  For a set, merge or erase at a path of keys in instance ident: 1 when a
 //  level above the path is an array (the write fails), 0 when none is, -1

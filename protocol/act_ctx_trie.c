@@ -1,6 +1,6 @@
 /*  =========================================================================
-    act_ctx_trie - the writes of one instance, in a trie by path, and the
-    fold that reads a path of the instance through them.
+    act_ctx_trie - the fold that reads a path of an instance through its
+    writes, which act_ctx_node.c keeps in a trie by path.
 
     The fold of instance I is the global document with I's writes applied
     on top, skipping those that no longer apply. A global write can change
@@ -18,25 +18,7 @@
 #include "actd/act_json.h"
 #include "act_ctx_int.h"
 
-//  One instance write
-typedef struct {
-    uint64_t seq;               //  _seq of the message that made it
-    act_method_t method;        //  How it combines with what is there
-    json_t *value;              //  The value written (a reference)
-    act_seg_t *segs;            //  Its path, an owned copy
-    size_t nsegs;               //  Length of the path
-} s_write_t;
 
-//  A node of an instance's write trie: one path
-struct _act_ctx_node_t {
-    zhashx_t *children;         //  Segment text -> act_ctx_node_t, NULL if none
-    act_ctx_node_t *append;     //  The "-" child, NULL if none
-    s_write_t **writes;         //  Writes whose path ends here, oldest first
-    size_t nwrites;             //  Number of writes
-    size_t capacity;            //  Slots allocated in writes
-    uint64_t first;             //  Oldest _seq written here or below
-    uint64_t last;              //  Newest _seq written here or below
-};
 
 //  What one level above a read path P' holds, as far as a key path and an
 //  assign through it care: an array, a scalar (null included), or else
@@ -61,111 +43,9 @@ typedef struct {
 #define S_CACHE_MAX 64
 
 
-//  --------------------------------------------------------------------------
-//  The trie of instance writes
-
-//  Free one write with its copies of the path and value
-static void
-s_write_destroy (s_write_t *write)
-{
-    for (size_t s = 0; s < write->nsegs; s++)
-        free (write->segs [s].key);
-    free (write->segs);
-    json_decref (write->value);
-    free (write);
-}
-
-//  An empty node: no children, no writes
-act_ctx_node_t *
-act_ctx_node_new (void)
-{
-    return calloc (1, sizeof (act_ctx_node_t));
-}
-
-//  Free the node, everything below it and all their writes
-void
-act_ctx_node_destroy (act_ctx_node_t **self_p)
-{
-    act_ctx_node_t *self = *self_p;
-    if (!self)
-        return;
-    if (self->children) {
-        for (act_ctx_node_t *child = zhashx_first (self->children); child;
-             child = zhashx_next (self->children))
-            act_ctx_node_destroy (&child);
-        zhashx_destroy (&self->children);
-    }
-    act_ctx_node_destroy (&self->append);
-    for (size_t i = 0; i < self->nwrites; i++)
-        s_write_destroy (self->writes [i]);
-    free (self->writes);
-    free (self);
-    *self_p = NULL;
-}
-
-//  The child for seg, created when create is set; NULL if there is none
-static act_ctx_node_t *
-s_node_child (act_ctx_node_t *self, const act_seg_t *seg, bool create)
-{
-    if (seg->type == ACT_SEG_APPEND) {
-        if (!self->append && create)
-            self->append = act_ctx_node_new ();
-        return self->append;
-    }
-    act_ctx_node_t *child = self->children? zhashx_lookup (self->children, seg->key): NULL;
-    if (!child && create) {
-        if (!self->children)
-            self->children = zhashx_new ();
-        child = act_ctx_node_new ();
-        zhashx_insert (self->children, seg->key, child);
-    }
-    return child;
-}
-
-//  Record a write at its path under root
-void
-act_ctx_node_add (act_ctx_node_t *root, uint64_t seq, const act_seg_t *segs,
-                  size_t nsegs, act_method_t method, const json_t *value)
-{
-    act_ctx_node_t *node = root;
-    root->first = root->first? root->first: seq;
-    root->last = seq;
-    for (size_t i = 0; i < nsegs; i++) {
-        node = s_node_child (node, &segs [i], true);
-        node->first = node->first? node->first: seq;
-        node->last = seq;
-    }
-    if (node->nwrites == node->capacity) {
-        node->capacity = node->capacity? node->capacity * 2: 2;
-        node->writes = realloc (node->writes, node->capacity * sizeof (s_write_t *));
-    }
-    s_write_t *write = calloc (1, sizeof *write);
-    write->seq = seq;
-    write->method = method;
-    write->value = json_deep_copy (value);
-    write->nsegs = nsegs;
-    write->segs = calloc (nsegs + 1, sizeof (act_seg_t));
-    for (size_t i = 0; i < nsegs; i++) {
-        write->segs [i] = segs [i];
-        write->segs [i].key = strdup (segs [i].key);
-    }
-    node->writes [node->nwrites++] = write;
-}
-
-//  Forget the newest write at path (undo of a tentative act_ctx_node_add)
-void
-act_ctx_node_pop (act_ctx_node_t *root, const act_seg_t *segs, size_t nsegs)
-{
-    act_ctx_node_t *node = root;
-    for (size_t i = 0; i < nsegs && node; i++)
-        node = s_node_child (node, &segs [i], false);
-    if (node && node->nwrites)
-        s_write_destroy (node->writes [--node->nwrites]);
-}
-
 //  A write gathered for one read, with the depth of the node it sits on
 typedef struct {
-    s_write_t *write;           //  The write
+    act_ctx_write_t *write;           //  The write
     size_t depth;               //  Depth of its node from the kind's root
 } s_item_t;
 
@@ -389,7 +269,7 @@ s_node_objectified (act_ctx_node_t *node, uint64_t from, uint64_t to, size_t *se
                 high = middle;
         }
         for (size_t w = low; w > 0 && child->writes [w - 1]->seq >= from; w--) {
-            s_write_t *write = child->writes [w - 1];
+            act_ctx_write_t *write = child->writes [w - 1];
             (*searched)++;
             if (write->method != ACT_ERASE)
                 return true;
@@ -435,7 +315,7 @@ s_track_applies (s_track_t *track, s_item_t *item)
 //  appends a piece to a rope (act_ctx_lazy.c), so that n concats onto one
 //  path of an instance copy each piece once; any other write joins it
 static int
-s_track_write (s_track_t *track, s_write_t *write)
+s_track_write (s_track_t *track, act_ctx_write_t *write)
 {
     if (write->method == ACT_CONCAT && write->nsegs == track->length) {
         if (act_ctx_lazy_rope_is (track->value))
@@ -464,7 +344,7 @@ s_track_write (s_track_t *track, s_write_t *write)
 static void
 s_track_apply (s_track_t *track, s_item_t *item)
 {
-    s_write_t *write = item->write;
+    act_ctx_write_t *write = item->write;
     uint64_t since = write->seq + 1;
     if (item->depth < track->length) {
         if (!s_track_applies (track, item))
@@ -519,7 +399,7 @@ s_items_apply (s_track_t *track, s_items_t *list)
 static bool
 s_replaces (s_item_t *item, const s_track_t *track)
 {
-    s_write_t *write = item->write;
+    act_ctx_write_t *write = item->write;
     if (write->method == ACT_ASSIGN)
         return item->depth < track->length
             && json_object_get (write->value, track->segs [item->depth].key);
@@ -597,7 +477,7 @@ s_chain (act_ctx_ident_t *ident, const act_seg_t *segs, size_t length,
     size_t reached = 0;
     chain [0] = ident->root;
     while (reached < length) {
-        act_ctx_node_t *child = s_node_child (chain [reached], &segs [reached], false);
+        act_ctx_node_t *child = act_ctx_node_child (chain [reached], &segs [reached], false);
         if (!child)
             break;
         chain [++reached] = child;
@@ -684,7 +564,7 @@ s_fold_below (act_ctx_kind_t *kind, act_ctx_node_t **chain, size_t shallowest,
     if (list->size)
         qsort (list->items, list->size, sizeof (s_item_t), s_items_compare);
     for (size_t i = 0; i < list->size; i++) {
-        s_write_t *write = list->items [i].write;
+        act_ctx_write_t *write = list->items [i].write;
         act_path_write (&value, write->segs + shallowest,
                         write->nsegs - shallowest, write->method,
                         write->value, false, NULL);
