@@ -539,58 +539,6 @@ s_prefix_arg (zmq_msg_t *frame, char **text)
     return **text == 0 || act_ctx_id_valid (*text);
 }
 
-//  Combine a CONTEXTS prefix (*prefix, NULL: none) with the tenant's: the
-//  longer of the two when one starts with the other. False when they
-//  differ, so that no context of the tenant can match.
-static bool
-s_tenant_prefix (const act_grant_t *grant, char **prefix)
-{
-    const char *own = (grant->rights & ACT_RIGHT_ADMIN)? "": grant->prefix;
-    const char *asked = *prefix? *prefix: "";
-    if (strncmp (asked, own, strlen (own)) == 0)
-        return true;            //  Asked within the tenant's prefix
-    if (strncmp (own, asked, strlen (asked)) != 0)
-        return false;
-    free (*prefix);
-    *prefix = strdup (own);
-    return true;
-}
-
-//  The CONTEXTS reply with page (taken), the store's entries in order, of
-//  which it may list limit: those up to the first whose text would take
-//  the reply past max_bytes, one at least (PROTOCOL.md section 1: paged
-//  replies stop early, as HISTORY does), with "next", the id of the last
-//  one listed, when an entry comes after it
-static json_t *
-s_contexts_reply (json_t *page, size_t limit, size_t max_bytes)
-{
-    size_t count = json_array_size (page);
-    size_t used = strlen ("{\"contexts\":[]}");
-    size_t kept;
-    for (kept = 0; kept < count && kept < limit; kept++) {
-        json_t *entry = json_array_get (page, kept);
-        char *text = act_json_dump (entry);
-        char *next = kept + 1 < count
-                   ? act_json_quote (json_string_value (json_object_get (entry, "context")))
-                   : NULL;
-        size_t bytes = (text? strlen (text): max_bytes) + (kept? 1: 0);
-        size_t tail = next? strlen (",\"next\":") + strlen (next): 0;
-        free (text);
-        free (next);
-        if (kept && used + bytes + tail > max_bytes)
-            break;
-        used += bytes;
-    }
-    json_t *reply = json_object ();
-    if (kept < count)
-        json_object_set (reply, "next", json_object_get (json_array_get (page, kept - 1),
-                                                         "context"));
-    for (size_t index = count; index > kept; index--)
-        json_array_remove (page, index - 1);
-    json_object_set_new (reply, "contexts", page);
-    return reply;
-}
-
 //  CONTEXTS [prefix] [after] [limit]: a page of the stored contexts, in
 //  byte order of their ids, with "next" when more remain
 static void
@@ -610,13 +558,13 @@ s_contexts (act_commands_t *self, s_request_t *req)
                                                      "limit is 1 to %d", ACT_HISTORY_LIMIT))))
         ;
     else
-    if (!s_tenant_prefix (&req->grant, &prefix))
+    if (!act_security_prefix (&req->grant, &prefix))
         page = json_array ();   //  Nothing of this tenant starts so
     else
     if (!(page = act_store_contexts (self->store, prefix, after, (size_t) limit + 1)))
         act_err_set (&err, ACT_E_INTERNAL, "the store could not list contexts");
     if (page) {
-        json_t *reply = s_contexts_reply (page, (size_t) limit,
+        json_t *reply = act_pages_contexts (page, (size_t) limit,
                                           (size_t) self->settings->max_reply_bytes);
         s_reply_json (self, req, "VALUE", reply, false);
         json_decref (reply);

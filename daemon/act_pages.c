@@ -1,5 +1,6 @@
 /*  =========================================================================
-    act_pages - HISTORY pages built in pieces (see act_pages.h).
+    act_pages - reply pages: HISTORY pages built in pieces, and a CONTEXTS
+    page cut to a reply's bound (see act_pages.h).
     ========================================================================= */
 
 #include "act_pages.h"
@@ -511,4 +512,35 @@ size_t
 act_pages_size (act_pages_t *self)
 {
     return zlistx_size (self->turns);
+}
+
+//  See act_pages.h
+json_t *
+act_pages_contexts (json_t *page, size_t limit, size_t max_bytes)
+{
+    size_t count = json_array_size (page);
+    size_t used = strlen ("{\"contexts\":[]}");
+    size_t kept;
+    for (kept = 0; kept < count && kept < limit; kept++) {
+        json_t *entry = json_array_get (page, kept);
+        char *text = act_json_dump (entry);
+        char *next = kept + 1 < count
+                   ? act_json_quote (json_string_value (json_object_get (entry, "context")))
+                   : NULL;
+        size_t bytes = (text? strlen (text): max_bytes) + (kept? 1: 0);
+        size_t tail = next? strlen (",\"next\":") + strlen (next): 0;
+        free (text);
+        free (next);
+        if (kept && used + bytes + tail > max_bytes)
+            break;
+        used += bytes;
+    }
+    json_t *reply = json_object ();
+    if (kept < count)
+        json_object_set (reply, "next", json_object_get (json_array_get (page, kept - 1),
+                                                         "context"));
+    for (size_t index = count; index > kept; index--)
+        json_array_remove (page, index - 1);
+    json_object_set_new (reply, "contexts", page);
+    return reply;
 }

@@ -80,4 +80,11 @@ size_t act_pages_pump (act_pages_t *self, size_t budget);
 //  Clients with pages pending or requests held.
 size_t act_pages_size (act_pages_t *self);
 
+//  The CONTEXTS reply with page (taken), the store's entries in order, of
+//  which it may list limit: those up to the first whose text would take
+//  the reply past max_bytes, one at least (PROTOCOL.md section 1: paged
+//  replies stop early, as HISTORY does), with "next", the id of the last
+//  one listed, when an entry comes after it.
+json_t *act_pages_contexts (json_t *page, size_t limit, size_t max_bytes);
+
 #endif

@@ -735,3 +735,18 @@ act_security_bind (act_security_t *self, act_settings_t *settings, const char *e
     }
     return socket;
 }
+
+//  See act_security.h
+bool
+act_security_prefix (const act_grant_t *grant, char **prefix)
+{
+    const char *own = (grant->rights & ACT_RIGHT_ADMIN)? "": grant->prefix;
+    const char *asked = *prefix? *prefix: "";
+    if (strncmp (asked, own, strlen (own)) == 0)
+        return true;            //  Asked within the tenant's prefix
+    if (strncmp (own, asked, strlen (asked)) != 0)
+        return false;
+    free (*prefix);
+    *prefix = strdup (own);
+    return true;
+}

@@ -131,4 +131,9 @@ zframe_t *act_security_revoked_client (act_security_t *self);
 zsock_t *act_security_bind (act_security_t *self, act_settings_t *settings, const char *endpoint,
                             const char *domain, act_err_t *err);
 
+//  Combine a CONTEXTS prefix (*prefix, NULL: none) with grant's: the
+//  longer of the two when one starts with the other (replacing *prefix).
+//  False when they differ, so that no context of the tenant can match.
+bool act_security_prefix (const act_grant_t *grant, char **prefix);
+
 #endif
