@@ -132,6 +132,25 @@ test_view_json_and_text (void **state)
     s_expect_error (world, "v4", "bad_argument", "VIEW format is json or text");
 }
 
+//  Append to context ctx a data message of kind big whose list is the
+//  numbers 0 to 19,999; returns the list's text (the caller frees it)
+static char *
+s_append_big_list (s_world_t *world)
+{
+    char *message = malloc (200000);
+    size_t at = (size_t) sprintf (message, "{\"type\":\"data\",\"kind\":\"big\",\"data\":"
+                                           "{\"list\":[0");
+    for (int i = 1; i < 20000; i++)
+        at += (size_t) sprintf (message + at, ",%d", i);
+    strcpy (message + at, "]}}");
+    s_request (world, "APPEND", "a", "ctx", message, NULL);
+    s_expect_json (world, "a", "OK", "{\"seq\":1}");
+    char *list = strdup (strstr (message, "[0"));
+    strchr (list, ']') [1] = 0;
+    free (message);
+    return list;
+}
+
 //  VIEW writes its answer from the context's values, copying none, and
 //  gives up as soon as it passes max_reply_bytes: a view too large was
 //  built whole, every value copied, then refused (an audit: 3.2 GB and
@@ -143,15 +162,7 @@ test_view_copies_no_value (void **state)
 {
     s_world_t *world = (s_world_t *) *state;
     //  A global list of 20,000 numbers, and 300 instances of another kind
-    char *message = malloc (200000);
-    size_t at = (size_t) sprintf (message, "{\"type\":\"data\",\"kind\":\"big\",\"data\":"
-                                           "{\"list\":[0");
-    for (int i = 1; i < 20000; i++)
-        at += (size_t) sprintf (message + at, ",%d", i);
-    strcpy (message + at, "]}}");
-    s_request (world, "APPEND", "a", "ctx", message, NULL);
-    s_expect_json (world, "a", "OK", "{\"seq\":1}");
-    free (message);
+    free (s_append_big_list (world));
     char instance [128], request [32];
     for (int i = 0; i < 300; i++) {
         snprintf (instance, sizeof instance, "{\"type\":\"data\",\"kind\":\"t\","
@@ -205,14 +216,7 @@ static void
 test_resolve_copies_no_value (void **state)
 {
     s_world_t *world = (s_world_t *) *state;
-    char *message = malloc (200000);
-    size_t at = (size_t) sprintf (message, "{\"type\":\"data\",\"kind\":\"big\",\"data\":"
-                                           "{\"list\":[0");
-    for (int i = 1; i < 20000; i++)
-        at += (size_t) sprintf (message + at, ",%d", i);
-    strcpy (message + at, "]}}");
-    s_request (world, "APPEND", "a", "ctx", message, NULL);
-    s_expect_json (world, "a", "OK", "{\"seq\":1}");
+    char *list = s_append_big_list (world);
     for (int bounded = 0; bounded < 2; bounded++) {
         if (bounded)
             world->settings->max_reply_bytes = 4096;
@@ -230,12 +234,8 @@ test_resolve_copies_no_value (void **state)
             assert_string_equal (second, "the value is over max_reply_bytes (4096); "
                                          "resolve a part of it");
         }
-        else {  //  The text the list was appended as
-            char *list = strdup (strstr (message, "[0"));
-            strchr (list, ']') [1] = 0;
+        else    //  The text the list was appended as
             assert_string_equal (first, list);
-            free (list);
-        }
         free (first);
         free (second);
     }
@@ -259,7 +259,7 @@ test_resolve_copies_no_value (void **state)
     //  Absent is still not_found
     s_request (world, "RESOLVE", "r", "ctx", "\u2020big.nothing", NULL);
     s_reply (world, "r", "ERROR");
-    free (message);
+    free (list);
 }
 
 //  HISTORY -> VALUE: the stored messages from from-seq, oldest first, at
