@@ -19,13 +19,15 @@ act_http_auth_new (const act_http_config_t *config, act_err_t *err)
     self->brokers = calloc (config->ntokens + 1, sizeof *self->brokers);
     if (config->ntokens == 0)
         self->anonymous = act_http_broker_new (config->broker, config->server_key,
-                                               config->certificate, err);
+                                               config->certificate,
+                                               config->request_timeout_ms, err);
     bool failed = config->ntokens == 0 && !self->anonymous;
     for (size_t i = 0; i < config->ntokens && !failed; i++) {
         const char *certificate = config->tokens [i].certificate
                                 ? config->tokens [i].certificate: config->certificate;
         self->brokers [i] = act_http_broker_new (config->broker, config->server_key,
-                                                 certificate, err);
+                                                 certificate, config->request_timeout_ms,
+                                                 err);
         failed = !self->brokers [i];
     }
     if (failed)

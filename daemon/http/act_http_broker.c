@@ -11,7 +11,9 @@
 
     A request that comes while actd is not connected (the client's
     connection events say so) is held, not sent: sent once the connection
-    is there, or refused unreachable after S_HOLD_MS. Before, it was
+    is there, or refused unreachable after S_HOLD_MS (or three quarters of
+    its caller's wait, when that is shorter: a timeout would say actd may
+    have had it). Before, it was
     queued on the DEALER and its HTTP request waited request_timeout_ms
     (30 s) for a broker that was down; held, it is answered within a
     second, and never reaches actd after its answer said it did not. The
@@ -28,7 +30,7 @@
 
 #define S_MAX_ARGS      4       //  Args of a request, at most
 #define S_HOLD_MS       1000    //  A request held while actd is not connected
-                                //  waits this long for the connection
+                                //  waits this long for the connection, at most
 #define S_HOLD_POLL_MS  20      //  How often the connection is looked at then
 
 typedef enum { S_SEND, S_WATCH, S_CLOSE, S_STOP } s_op_t;
@@ -46,6 +48,7 @@ struct _act_http_job_t {
     uint64_t from;              //  S_WATCH: first _seq
     bool calls;                 //  S_WATCH: calls' changes too
     char request [24];          //  Its request id (broker thread)
+    int hold_ms;                //  S_SEND: how long it may be held (constant)
     int64_t held_until;         //  S_SEND held: refused unreachable then, if
                                 //  actd is still not connected (broker thread)
     act_watch_t *watch;         //  S_WATCH: the watch (broker thread)
@@ -64,6 +67,8 @@ struct _act_http_broker_t {
     char *endpoint;             //  Broker endpoint(s)
     char *server_key;           //  CURVE: the broker's public key, or NULL
     char *certificate;          //  CURVE: this client's certificate file, or NULL
+    int hold_ms;                //  A send's hold when its caller's wait is
+                                //  request_timeout_ms
     act_err_t error;            //  Why the thread could not start
 };
 
@@ -199,6 +204,16 @@ s_thread_send (s_thread_t *self, act_http_job_t *job)
     zhashx_insert (self->sent, job->request, job);
 }
 
+//  How long a send may be held for a caller that waits timeout_ms: a second
+//  at most, and its answer (unreachable) well within that wait, so that a
+//  request_timeout_ms under a second is not answered timeout first
+static int
+s_hold_ms (int timeout_ms)
+{
+    int hold = timeout_ms - timeout_ms / 4;
+    return hold < S_HOLD_MS? hold: S_HOLD_MS;
+}
+
 //  End held job with the ERROR unreachable that says where actd was not
 //  reached and why (the client's last connection events), unsent
 static void
@@ -228,13 +243,19 @@ s_thread_held (s_thread_t *self)
     bool connected = act_client_connected (self->client, &why);
     int64_t now = zclock_mono ();
     act_http_job_t *job;
-    //  Held in order of arrival, so their holds end in that order too
-    while ((job = zlistx_first (self->held)) && (connected || job->held_until <= now)) {
-        zlistx_detach_cur (self->held);
-        if (connected)
-            s_thread_send (self, job);
-        else
-            s_thread_unreachable (self, job, why);
+    //  Holds differ (a caller's wait may be shorter): every one is looked at
+    job = zlistx_first (self->held);
+    while (job) {
+        void *handle = zlistx_cursor (self->held);
+        act_http_job_t *next = zlistx_next (self->held);
+        if (connected || job->held_until <= now) {
+            zlistx_detach (self->held, handle);
+            if (connected)
+                s_thread_send (self, job);
+            else
+                s_thread_unreachable (self, job, why);
+        }
+        job = next;
     }
     return zlistx_size (self->held)? S_HOLD_POLL_MS: 1000;
 }
@@ -252,7 +273,7 @@ s_thread_start (s_thread_t *self, act_http_job_t *job)
     else
     if (job->op == S_SEND && (zlistx_size (self->held)
                               || !act_client_connected (self->client, NULL))) {
-        job->held_until = zclock_mono () + S_HOLD_MS;
+        job->held_until = zclock_mono () + job->hold_ms;
         zlistx_add_end (self->held, job);
     }
     else
@@ -479,7 +500,7 @@ s_certificate_readable (const char *certificate, act_err_t *err)
 
 act_http_broker_t *
 act_http_broker_new (const char *endpoint, const char *server_key, const char *certificate,
-                     act_err_t *err)
+                     int request_timeout_ms, act_err_t *err)
 {
     //  Without a certificate CZMQ's zcert_load would assert: actd would
     //  refuse an ephemeral key anyway, as it is in none of its key folders
@@ -497,6 +518,7 @@ act_http_broker_new (const char *endpoint, const char *server_key, const char *c
     self->endpoint = strdup (endpoint);
     self->server_key = server_key? strdup (server_key): NULL;
     self->certificate = certificate? strdup (certificate): NULL;
+    self->hold_ms = s_hold_ms (request_timeout_ms);
     self->actor = zactor_new (s_thread_run, self);
     if (!self->actor || self->error.code) {
         if (err)
@@ -541,11 +563,14 @@ act_http_broker_stopping (act_http_broker_t *self)
     return stopping;
 }
 
-//  A new send job for command and args, handed to the broker thread
+//  A new send job for command and args, handed to the broker thread; held
+//  hold_ms at most while actd is not connected
 static act_http_job_t *
-s_send (act_http_broker_t *self, const char *final_verb, const char *command, va_list args)
+s_send (act_http_broker_t *self, const char *final_verb, int hold_ms, const char *command,
+        va_list args)
 {
     act_http_job_t *job = s_job_new (self, S_SEND);
+    job->hold_ms = hold_ms;
     job->command = strdup (command);
     job->final_verb = final_verb? strdup (final_verb): NULL;
     const char *arg;
@@ -560,7 +585,7 @@ act_http_broker_send (act_http_broker_t *self, const char *final_verb, const cha
 {
     va_list args;
     va_start (args, command);
-    act_http_job_t *job = s_send (self, final_verb, command, args);
+    act_http_job_t *job = s_send (self, final_verb, self->hold_ms, command, args);
     va_end (args);
     return job;
 }
@@ -646,7 +671,7 @@ act_http_broker_ask (act_http_broker_t *self, int timeout_ms, const char *comman
 {
     va_list args;
     va_start (args, command);
-    act_http_job_t *job = s_send (self, NULL, command, args);
+    act_http_job_t *job = s_send (self, NULL, s_hold_ms (timeout_ms), command, args);
     va_end (args);
     act_reply_t *reply = act_http_job_reply (job, zclock_mono () + timeout_ms);
     act_http_job_destroy (&job);

@@ -22,10 +22,14 @@ typedef struct _act_http_job_t act_http_job_t;
 
 //  Start the thread, connected to endpoint (a list as act_client_new takes),
 //  with CURVE when server_key is not NULL (certificate: this client's,
-//  required then). NULL with err set when the endpoint or the keys are not
+//  required then). A request made while actd is not connected is held for
+//  the connection up to a second, and three quarters of request_timeout_ms
+//  (the wait of act_http_broker_send's callers) at most, then answered
+//  unreachable. NULL with err set when the endpoint or the keys are not
 //  valid, or the certificate (its secret half) cannot be read.
 act_http_broker_t *act_http_broker_new (const char *endpoint, const char *server_key,
-                                        const char *certificate, act_err_t *err);
+                                        const char *certificate, int request_timeout_ms,
+                                        act_err_t *err);
 
 //  Stop the thread and null the pointer; safe on NULL. Every job must have
 //  been destroyed first.

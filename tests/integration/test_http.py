@@ -16,6 +16,8 @@ import threading
 import unittest
 import urllib.parse
 
+import zmq
+
 from harness import (DAGGER, Actd, Fail, NoAnswer, Worker, actd_with_config, end_process,
                      find_binary, free_port, wait_for)
 
@@ -379,8 +381,14 @@ class HttpTest(unittest.TestCase):
             strict.finish()
 
     def test_an_actd_that_does_not_answer_is_504(self):
-        silent = ActdHttp("tcp://127.0.0.1:%d" % free_port(),
-                          config="http\n    request_timeout_ms = 300\n")
+        """A broker connected that never answers (a ROUTER that reads
+        nothing: libzmq completes the handshake) times out; one not
+        reached at all is unreachable (test_http_gateway)."""
+        mute = zmq.Context.instance().socket(zmq.ROUTER)
+        mute.setsockopt(zmq.LINGER, 0)
+        endpoint = "tcp://127.0.0.1:%d" % free_port()
+        mute.bind(endpoint)
+        silent = ActdHttp(endpoint, config="http\n    request_timeout_ms = 300\n")
         try:
             self.assertEqual(silent.error("GET", "/v1/stats"), (504, "timeout"))
             self.assertEqual(silent.request("GET", "/healthz")[0], 504)
@@ -389,6 +397,7 @@ class HttpTest(unittest.TestCase):
             self.assertIn("actd_up 0\n", metrics[2])
         finally:
             silent.finish()
+            mute.close(0)
 
     #  ------------------------------------------------------------------
     #  Server-Sent Events

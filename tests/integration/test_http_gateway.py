@@ -305,9 +305,12 @@ class GatewayTest(unittest.TestCase):
         answer in time (down, or restarting) is answered 200 with the
         retry line and one event: error timeout, and ends, so that an
         EventSource comes back by itself after retry (a 504 made it give
-        up for good). HEAD answers 200 likewise; other routes keep 504."""
-        silent = ActdHttp("tcp://127.0.0.1:%d" % free_port(),
-                          config="http\n    request_timeout_ms = 300\n")
+        up for good). HEAD answers 200 likewise; other routes keep 504.
+        The broker is connected (a fake that answers PING alone): one
+        that is not reached is unreachable (the test after this)."""
+        fake = FakeActd()
+        fake.silent = {"HISTORY", "WATCH", "CONTEXTS", "RESOLVE", "VIEW"}
+        silent = ActdHttp(fake.endpoint, config="http\n    request_timeout_ms = 300\n")
         try:
             stream = EventStream(silent, "/v1/contexts/away/events?from=1&all=1")
             try:
@@ -326,6 +329,30 @@ class GatewayTest(unittest.TestCase):
             self.assertEqual(silent.error("GET", "/v1/contexts/away/history"), (504, "timeout"))
         finally:
             silent.finish()
+            fake.stop()
+
+    def test_a_short_request_timeout_still_says_unreachable(self):
+        """docs/http.md: with request_timeout_ms under a second, a request
+        made while actd is not reachable is held three quarters of it for
+        the connection, then answered 503 unreachable, not 504 timeout (a
+        timeout says actd may have the request; this one was never sent),
+        and a stream's event: error says unreachable too."""
+        away = ActdHttp("tcp://127.0.0.1:%d" % free_port(),
+                        config="http\n    request_timeout_ms = 300\n")
+        try:
+            for path in ("/v1/contexts/away/history", "/v1/stats", "/healthz"):
+                with self.subTest(path=path):
+                    self.assertEqual(away.error("GET", path), (503, "unreachable"))
+            stream = EventStream(away, "/v1/contexts/away/events?from=1")
+            try:
+                events = stream.rest()
+            finally:
+                stream.close()
+            self.assertEqual(events[0], {"retry": "2000"})
+            self.assertEqual(json.loads(events[1]["data"])["error"]["code"], "unreachable",
+                             events)
+        finally:
+            away.finish()
 
     def test_while_actd_is_unreachable_requests_are_answered_at_once(self):
         """docs/http.md: while actd-http has no connection to actd (never
