@@ -1,6 +1,7 @@
 """Shared test support: the package from this source tree, the project's
 integration harness (its Actd class starts a real actd on free ports with a
-temporary store), and a Python Worker running in a thread.
+temporary store), a Python Worker running in a thread, and a scripted
+broker (FakeBroker) for the client's tests.
 
 Run the suite with Debian's /usr/bin/python3 (python3-zmq):
 
@@ -13,7 +14,7 @@ import sys
 import threading
 import time
 import unittest
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.dirname(HERE)                    # workers/python
@@ -23,6 +24,8 @@ HARNESS_DIR = os.path.join(PROJECT_ROOT, "tests", "integration")
 for folder in (PACKAGE_ROOT, HARNESS_DIR):
     if folder not in sys.path:
         sys.path.insert(0, folder)
+
+import zmq  # noqa: E402
 
 import actd  # noqa: E402
 from harness import Actd  # noqa: E402,F401
@@ -141,3 +144,36 @@ class BrokerTest(unittest.TestCase):
 
     def setUp(self) -> None:
         type(self).gate = Gate()
+
+
+class FakeBroker:
+    """A ROUTER on a free port: answer(frames) -> reply frames, a list of
+    replies (each a list of frames), or None."""
+
+    def __init__(self, answer: Any = None) -> None:
+        self.socket = zmq.Context.instance().socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        port = self.socket.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = "tcp://127.0.0.1:%d" % port
+        self.answer = answer
+        self.received: List[List[bytes]] = []
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopping:
+            if not self.socket.poll(20):
+                continue
+            identity, *frames = self.socket.recv_multipart()
+            self.received.append(frames)
+            reply = self.answer(frames) if self.answer else None
+            replies = reply if reply and isinstance(reply[0], list) else [reply]
+            for one in replies:
+                if one is not None:
+                    self.socket.send_multipart([identity] + one)
+
+    def close(self) -> None:
+        self.stopping = True
+        self.thread.join(5)
+        self.socket.close(0)

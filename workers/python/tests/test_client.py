@@ -9,8 +9,7 @@ import time
 import unittest
 from typing import Any, Dict, List, Optional
 
-from support import TIMEOUT, Actd, BrokerTest
-from test_brokers import FakeBroker
+from support import TIMEOUT, Actd, BrokerTest, FakeBroker
 
 import actd
 import actd.aio
