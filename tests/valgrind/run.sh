@@ -5,10 +5,12 @@
 #    tests/valgrind/run.sh [TEST_FILE...]   default: test_broker test_broker_reads
 #                                          test_broker_errors test_dataflow
 #
-#  test_reliability is not among the defaults (the CI budget): its 26 short
-#  tests each start actd, 86 s under memcheck for what the ASan run checks
-#  in 15 s, leaks included. Run it by name after a change to retries,
-#  timeouts or the loss of workers: tests/valgrind/run.sh test_reliability
+#  test_reliability and test_reliability_shutdown are not among the
+#  defaults (the CI budget): their 23 short tests each start actd (26 of
+#  them took 86 s under memcheck for what the ASan run checks in 15 s,
+#  leaks included). Run them by name after a change to retries, timeouts,
+#  the loss of workers or the stop:
+#      tests/valgrind/run.sh test_reliability test_reliability_shutdown
 #
 #  Builds a tree without sanitizers (build-valgrind/, Debug), makes a folder
 #  build-valgrind/valgrind-bin/ holding an "actd" wrapper that execs
