@@ -15,8 +15,8 @@
     printed with its seed; the run goes on and fails at the end. To replay
     one sequence: ACTD_PROPERTY_SEED=<seed> ACTD_PROPERTY_SEQUENCES=1.
 
-    The model itself is checked on the decisions it encodes in
-    test_property_model.
+    The ops are drawn from a seed by property_gen.h. The model itself is
+    checked on the decisions it encodes in test_property_model.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -27,101 +27,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <czmq.h>
 #include <jansson.h>
 #include "actd/act.h"
 #include "property_model.h"
+#include "property_gen.h"
 
 #define S_SEED          0x5EEDAC7DULL   //  Default base seed
 #define S_SEQUENCES     1500            //  Default number of sequences (the
                                         //  run stays under 20 s with ASan)
-#define S_HEAVY         300             //  The same for s_assign_heavy (twice
+#define S_HEAVY         300             //  The same, assign heavy (twice
                                         //  the writes: about as long a run)
 #define S_MAX_WRITES    40              //  Writes per sequence: 1 to this
-#define S_MAX_DEPTH     4               //  Segments in a written path
-#define S_MAX_READ      12              //  Segments in a path read back
 #define S_MAX_TOUCHED   512             //  Distinct read paths per sequence
 #define S_REPORTED      10              //  Failing sequences shown, shrunk
 
-#define S_KINDS         2
-#define S_SCOPES        3               //  Global, then two instances
-static const char *s_kinds [S_KINDS] = { "data", "state" };
-static const char *s_instances [S_SCOPES] = { NULL, "i1", "i2" };
-static const char *s_keys [] = { "a", "b", "c" };
-
 //  --------------------------------------------------------------------------
-//  Random numbers: splitmix64, so a seed gives the same run everywhere
-
-static uint64_t
-s_next (uint64_t *rng)
-{
-    uint64_t z = (*rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static int
-s_below (uint64_t *rng, int bound)
-{
-    return (int) (s_next (rng) % (uint64_t) bound);
-}
-
-
-//  --------------------------------------------------------------------------
-//  A path read or written: a kind, then the model's own segments
-
-typedef struct {
-    int kind;
-    size_t depth;
-    m_seg_t segs [S_MAX_READ];
-} m_path_t;
-
-//  The reference text of a path, "†state.a[2].-"; dotted tells whether
-//  indices are written .2 (true) or [2]
-static void
-s_path_text (const m_path_t *path, bool dotted, char *buffer, size_t size)
-{
-    int used = snprintf (buffer, size, ACT_DAGGER "%s", s_kinds [path->kind]);
-    for (size_t i = 0; i < path->depth && used < (int) size; i++) {
-        const m_seg_t *seg = &path->segs [i];
-        if (seg->type == M_INDEX && !dotted)
-            used += snprintf (buffer + used, size - used, "[%s]", seg->text);
-        else
-            used += snprintf (buffer + used, size - used, ".%s", seg->text);
-    }
-}
-
-static bool
-s_path_equal (const m_path_t *left, const m_path_t *right)
-{
-    if (left->kind != right->kind || left->depth != right->depth)
-        return false;
-    for (size_t i = 0; i < left->depth; i++)
-        if (left->segs [i].type != right->segs [i].type
-        ||  strcmp (left->segs [i].text, right->segs [i].text) != 0)
-            return false;
-    return true;
-}
-
-
-//  --------------------------------------------------------------------------
-//  One operation of a sequence, and the model's list of accepted writes
-
-typedef struct {
-    bool append;                //  act_ctx_append (root) or act_ctx_output
-    int kind;
-    int scope;                  //  0: global, else s_instances [scope]
-    m_path_t path;              //  path.kind == kind
-    act_method_t method;
-    bool explicit_method;       //  Appends: _outputMethod given
-    bool explicit_kind;         //  Appends: kind given
-    bool dotted;                //  Indices written .2 rather than [2]
-    json_t *value;              //  Owned
-} s_op_t;
+//  The model's list of accepted writes
 
 typedef struct {
     const s_op_t **writes;      //  Accepted ops, in _seq order
-    size_t nwrites;
+    size_t nwrites;             //  How many
     json_t *folds [S_KINDS][S_SCOPES];  //  Cache of s_model_fold
 } s_model_t;
 
@@ -158,155 +84,6 @@ s_model_refold (s_model_t *self, int kind, int scope)
             json_decref (self->folds [kind][other]);
             self->folds [kind][other] = s_model_fold (self, kind, other);
         }
-}
-
-
-//  --------------------------------------------------------------------------
-//  Generating sequences
-
-//  Sequences for test_instance_assigns_match_naive_fold: mostly instance
-//  writes, many assigns, paths mostly of keys, twice as many writes, so
-//  that assigns above a read path meet many writes beside it and global
-//  writes that turn their level into a scalar or an array
-static bool s_assign_heavy;
-
-//  Sequences for test_long_concats_match_naive_fold: concat and set
-//  strings of 100 bytes or more, so that concats meet strings of 256 bytes
-//  and more, which the context keeps as ropes (act_ctx_lazy.c)
-static bool s_long_strings;
-
-//  A string of 100 to 199 bytes of one letter
-static json_t *
-s_long_string (uint64_t *rng)
-{
-    char text [200];
-    size_t size = 100 + (size_t) s_below (rng, 100);
-    memset (text, 'a' + (int) s_below (rng, 26), size);
-    return json_stringn (text, size);
-}
-
-static json_t *
-s_random_value (uint64_t *rng, int budget)
-{
-    int choice = s_below (rng, budget > 0? 10: 5);
-    switch (choice) {
-        case 0: return json_null ();
-        case 1: return json_boolean (s_below (rng, 2));
-        case 2: return json_integer (s_below (rng, 10));
-        case 3: {
-            static const char *strings [] = { "x", "yz", "" };
-            return json_string (strings [s_below (rng, 3)]);
-        }
-        case 4: return json_integer (s_below (rng, 3));
-        case 5:
-        case 6: {
-            json_t *array = json_array ();
-            int size = s_below (rng, 3);
-            for (int i = 0; i < size; i++)
-                json_array_append_new (array, s_random_value (rng, budget - 1));
-            return array;
-        }
-        default: {
-            json_t *object = json_object ();
-            int size = s_below (rng, 4);
-            for (int i = 0; i < size; i++)
-                json_object_set_new (object, s_keys [s_below (rng, 3)],
-                                     s_random_value (rng, budget - 1));
-            return object;
-        }
-    }
-}
-
-static void
-s_random_op (uint64_t *rng, s_op_t *op)
-{
-    memset (op, 0, sizeof *op);
-    op->kind = s_below (rng, S_KINDS);
-    op->scope = s_below (rng, 5) < (s_assign_heavy? 1: 3)? 0: 1 + s_below (rng, 2);
-    op->append = s_below (rng, 4) == 0;
-    op->method = (act_method_t) s_below (rng, 6);
-    if (s_assign_heavy && op->scope && s_below (rng, 3) == 0)
-        op->method = ACT_ASSIGN;
-    //  Long strings: mostly concats and sets, on few paths, so that
-    //  strings grow past 256 bytes and meet other writes
-    int few = s_long_strings? (int) s_below (rng, 6): -1;
-    if (few >= 0 && few < 4)
-        op->method = few < 3? ACT_CONCAT: ACT_SET;
-    op->path.kind = op->kind;
-    op->dotted = s_below (rng, 2);
-    if (op->append) {
-        op->path.depth = 0;
-        op->explicit_method = op->method != ACT_MERGE || s_below (rng, 2);
-        op->explicit_kind = op->kind != 0 || s_below (rng, 2);
-    }
-    else {
-        static const size_t depths [] = { 0, 1, 1, 1, 2, 2, 2, 3, 3, 4 };
-        op->path.depth = depths [s_below (rng, 10)];
-        for (size_t i = 0; i < op->path.depth; i++) {
-            int choice = s_below (rng, 20);
-            if (s_assign_heavy && choice >= 9 && s_below (rng, 3))
-                choice %= 9;    //  Two in three indices or "-" become keys
-            op->path.segs [i] = choice < 9? s_seg_key (s_keys [choice % 3])
-                              : choice < 17? s_seg_index ((size_t) (choice - 9) % 4)
-                              : s_seg_append ();
-        }
-        if (few >= 0 && few < 4) {
-            op->scope = s_below (rng, 4) == 0? op->scope: 0;
-            op->path.depth = s_below (rng, 4) == 0? 2: 1;
-            for (size_t i = 0; i < op->path.depth; i++)
-                op->path.segs [i] = s_seg_key (s_keys [0]);
-        }
-    }
-    //  Most assign and concat values are of the type the method needs, so
-    //  that their writes are more often refused for the target's type
-    //  than for their own
-    op->value = NULL;
-    if (op->method == ACT_ASSIGN && s_below (rng, 4) > 0)
-        while (!json_is_object (op->value)) {
-            json_decref (op->value);
-            op->value = s_random_value (rng, 2);
-        }
-    else
-    if (s_long_strings && (op->method == ACT_CONCAT || op->method == ACT_SET)
-    &&  s_below (rng, 4) > 0)
-        op->value = s_long_string (rng);
-    else
-    if (op->method == ACT_CONCAT && s_below (rng, 4) > 0)
-        op->value = s_below (rng, 2)
-                  ? json_string (s_below (rng, 2)? "x": "yz")
-                  : json_pack ("[i, s]", s_below (rng, 10), "x");
-    else
-        op->value = s_random_value (rng, 2);
-}
-
-static void
-s_op_describe (const s_op_t *op, char *buffer, size_t size)
-{
-    char *value = json_dumps (op->value, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (op->append) {
-        json_t *message = json_pack ("{s:s}", "type", "data");
-        if (op->explicit_kind)
-            json_object_set_new (message, "kind", json_string (s_kinds [op->kind]));
-        if (op->scope)
-            json_object_set_new (message, "_instance",
-                                 json_string (s_instances [op->scope]));
-        json_object_set (message, "data", op->value);
-        if (op->explicit_method)
-            json_object_set_new (message, "_outputMethod",
-                                 json_string (act_method_name (op->method)));
-        char *text = json_dumps (message, JSON_COMPACT);
-        snprintf (buffer, size, "act_ctx_append %s", text);
-        free (text);
-        json_decref (message);
-    }
-    else {
-        char path [256];
-        s_path_text (&op->path, op->dotted, path, sizeof path);
-        snprintf (buffer, size, "act_ctx_output \"%s\" %s %s%s%s", path,
-                  act_method_name (op->method), value,
-                  op->scope? " instance ": "", op->scope? s_instances [op->scope]: "");
-    }
-    free (value);
 }
 
 
@@ -642,21 +419,22 @@ s_env (const char *name, uint64_t fallback)
 //  the global scope and two instances of two kinds, are accepted or
 //  refused as the naive fold says, and read back as the fold says at
 //  every touched path and every node, in every scope, after every write.
+//  The ops are drawn as gen says.
 static void
-s_writes_match_naive_fold (void)
+s_writes_match_naive_fold (const s_gen_t *gen)
 {
     uint64_t seed = s_env ("ACTD_PROPERTY_SEED", S_SEED);
     uint64_t sequences = s_env ("ACTD_PROPERTY_SEQUENCES",
-                                s_assign_heavy? S_HEAVY: S_SEQUENCES);
+                                gen->assign_heavy? S_HEAVY: S_SEQUENCES);
     size_t total_ops = 0;
     uint64_t run = 0, failed = 0;
     for (run = 0; run < sequences; run++) {
         uint64_t rng = seed + run;
-        size_t nops = 1 + (size_t) s_below (&rng, S_MAX_WRITES * (s_assign_heavy? 2: 1));
+        size_t nops = 1 + (size_t) s_below (&rng, S_MAX_WRITES * (gen->assign_heavy? 2: 1));
         s_op_t *ops = calloc (nops, sizeof *ops);
         assert_non_null (ops);
         for (size_t i = 0; i < nops; i++)
-            s_random_op (&rng, &ops [i]);
+            s_random_op (&rng, gen, &ops [i]);
         total_ops += nops;
         s_failure_t failure;
         if (!s_run_sequence (ops, nops, &failure)) {
@@ -695,26 +473,25 @@ s_writes_match_naive_fold (void)
 typedef struct {
     bool text;                  //  s_text_outputs
     bool seldom;                //  s_read_seldom
-    bool assign_heavy;          //  s_assign_heavy
-    bool long_strings;          //  s_long_strings
+    s_gen_t gen;                //  How the ops are drawn
 } s_mode_t;
 
 //  Every output given as a tree, read back after every write
-static s_mode_t s_plain = { false, false, false, false };
+static s_mode_t s_plain = { false, false, { false, false } };
 //  Every output given as JSON text (act_ctx_output_text: a global set or
 //  push keeps it as text until read) and reads only now and then, so that
 //  such values meet later writes, fan-outs and instance reads before
 //  anything parses them: nothing may differ from the fold
-static s_mode_t s_text = { true, true, false, false };
-//  Sequences made for assigns in instances (s_assign_heavy): an assign
+static s_mode_t s_text = { true, true, { false, false } };
+//  Sequences made for assigns in instances (assign heavy): an assign
 //  above a read path replaces the path's part or leaves it alone, and
 //  applies only when its level holds an object or nothing when it folds,
 //  which a write beside the path can decide
-static s_mode_t s_assigns = { false, false, true, false };
-//  Long strings concatenated and set (s_long_strings), given as text and
+static s_mode_t s_assigns = { false, false, { true, false } };
+//  Long strings concatenated and set (long strings), given as text and
 //  read seldom: a concat onto a string of 256 bytes or more keeps the
 //  pieces (a rope) until something reads them
-static s_mode_t s_long = { true, true, false, true };
+static s_mode_t s_long = { true, true, { false, true } };
 
 //  The sequences of the mode *state match the naive fold
 static void
@@ -723,10 +500,8 @@ test_match_naive_fold (void **state)
     const s_mode_t *mode = (const s_mode_t *) *state;
     s_text_outputs = mode->text;
     s_read_seldom = mode->seldom;
-    s_assign_heavy = mode->assign_heavy;
-    s_long_strings = mode->long_strings;
-    s_writes_match_naive_fold ();
-    s_text_outputs = s_read_seldom = s_assign_heavy = s_long_strings = false;
+    s_writes_match_naive_fold (&mode->gen);
+    s_text_outputs = s_read_seldom = false;
 }
 
 //  A fan-out whose targets overlap is tried on the context and undone
