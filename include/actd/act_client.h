@@ -196,7 +196,11 @@ int act_client_append (act_client_t *self, const char *context, const char *mess
 
 //  APPEND with an idempotency key (1-128 bytes; NULL: none): a second
 //  APPEND with the same key in the same context appends nothing and sets
-//  *seq to the first one's. Returns 0 or -1.
+//  *seq to the first one's. Without a key (act_client_append too), the
+//  APPEND gets a random one (a UUID, kept across its resends) when the
+//  client knows several brokers, or when a moved reply sends it on to the
+//  owner, as a call gets an _id: a retry elsewhere then appends nothing
+//  more. With one broker none is added. Returns 0 or -1.
 int act_client_append_key (act_client_t *self, const char *context, const char *message,
                            const char *key, uint64_t *seq, act_err_t *err);
 

@@ -463,8 +463,7 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
                 act_table_update (self->owners, pending->context, target);
             pending->link = target;
             pending->hops++;
-            if (streq (pending->command, "CALL"))
-                act_client_id_call (pending->args);
+            act_client_id_moved (pending->command, pending->args);
             s_transmit (pending);
             act_watch_moved (self, reply->request, target);
             act_reply_destroy (&reply);

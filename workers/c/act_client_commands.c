@@ -163,8 +163,15 @@ s_give_id (act_client_t *self, json_t *call, bool *changed)
 }
 
 void
-act_client_id_call (zmsg_t *args)
+act_client_id_moved (const char *command, zmsg_t *args)
 {
+    if (streq (command, "APPEND") && zmsg_size (args) == 2) {
+        zuuid_t *uuid = zuuid_new ();
+        zmsg_addstr (args, zuuid_str_canonical (uuid));
+        zuuid_destroy (&uuid);
+    }
+    if (!streq (command, "CALL"))
+        return;
     zframe_t *context = zmsg_first (args);
     zframe_t *frame = context? zmsg_next (args): NULL;
     json_t *call = frame? act_json_parse ((const char *) zframe_data (frame),
@@ -322,11 +329,20 @@ act_client_append (act_client_t *self, const char *context, const char *message,
     return act_client_append_key (self, context, message, NULL, seq, err);
 }
 
+//  Without a key, with several brokers, the APPEND may be sent again to
+//  another broker (the first did not answer): it gets a random key, kept
+//  across its resends, so that actd appends it once (a second APPEND with
+//  the key answers the first one's seq). With one broker none is added:
+//  a context keeps its keys for good
 int
 act_client_append_key (act_client_t *self, const char *context, const char *message,
                        const char *key, uint64_t *seq, act_err_t *err)
 {
+    zuuid_t *uuid = !key && zlistx_size (self->links) > 1? zuuid_new (): NULL;
+    if (uuid)
+        key = zuuid_str_canonical (uuid);
     json_t *reply = s_request (self, "OK", true, err, "APPEND", context, message, key);
+    zuuid_destroy (&uuid);
     if (!reply)
         return -1;
     if (seq)

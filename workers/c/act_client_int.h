@@ -175,11 +175,12 @@ act_link_t *act_client_route (act_client_t *self, const char *key, act_link_t *a
 //  The reply's verb must be expected; an ERROR or a timeout sets err.
 int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
 
-//  From act_client_commands.c: args are a CALL's ([context][call]) about
-//  to be sent to a second broker after a moved reply (which stored
-//  nothing): a call without an _id gets a random one, so that sending it
-//  again to a third (the owner silent) cannot run it twice.
-void act_client_id_call (zmsg_t *args);
+//  From act_client_commands.c: args are command's about to be sent to a
+//  second broker after a moved reply (which stored nothing): a CALL's
+//  call ([context][call]) without an _id gets a random one, an APPEND
+//  ([context][message]) without a key a random key, so that sending it
+//  again to a third (the owner silent) cannot run or append it twice.
+void act_client_id_moved (const char *command, zmsg_t *args);
 
 //  From act_client_watch.c: wait for the outcomes of the calls in ids
 //  (call ids of context) submitted by request, from their DONE replies or
