@@ -243,11 +243,25 @@ class HistoryPages:
         return page
 
 
-def append_args(context: str, message: JsonArg, key: Optional[str]) -> List[bytes]:
-    """APPEND's arguments, with the idempotency key when given."""
+def append_args(context: str, message: JsonArg, key: Optional[str],
+                auto_key: bool) -> List[bytes]:
+    """APPEND's arguments, with the idempotency key when given, else one
+    made up when ``auto_key`` (:func:`with_key`)."""
     args = [text_arg(context), json_arg(message)]
     if key is not None:
         args.append(text_arg(key))
+    elif auto_key:
+        args = with_key(args)
+    return args
+
+
+def with_key(args: List[bytes]) -> List[bytes]:
+    """APPEND's arguments given an idempotency key (a random UUID) when
+    they have none, so that sending it again to another broker after a
+    timeout does not append it twice (actd answers the first ``seq``). A
+    key given is kept."""
+    if len(args) == 2:
+        return args + [str(uuid.uuid4()).encode("ascii")]
     return args
 
 

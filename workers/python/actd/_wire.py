@@ -39,7 +39,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tu
 from .errors import ActdError, Disconnected, ProtocolError, error_for
 from .types import Outcome
 from ._codec import (HEADER, decode_frame, parse_ok, parse_status, parse_value, read_outcome,
-                     request_frames, text_arg, with_ids)
+                     request_frames, text_arg, with_ids, with_key)
 from ._watch import WATCH_LOST, Subscription, Watch
 
 log = logging.getLogger("actd.client")
@@ -503,6 +503,9 @@ class Tracker:
             # call and then fall silent, and the request be sent on again:
             # a call without an _id gets one now, so that it runs once
             pending.args[1] = with_ids(pending.args[1], plan=False)
+        if pending.command == "APPEND":
+            # Likewise: an APPEND without a key gets one, kept from now on
+            pending.args = with_key(pending.args)
         log.debug("%s moved to %s", pending.command, owner)
         pending.hops += 1
         pending.endpoint = owner

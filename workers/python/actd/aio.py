@@ -537,8 +537,8 @@ class AsyncClient:
     async def append(self, context: str, message: _codec.JsonArg, key: Optional[str] = None,
                      timeout: Optional[float] = _DEFAULT) -> int:
         """Append a message (once per ``key`` when given); returns its ``_seq``."""
-        seq: int = await self._request("APPEND", _codec.append_args(context, message, key),
-                                       _codec.parse_seq, timeout)
+        args = _codec.append_args(context, message, key, self._auto_id)
+        seq: int = await self._request("APPEND", args, _codec.parse_seq, timeout)
         return seq
 
     def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,

@@ -170,8 +170,9 @@ class Client:
     each ``CALL`` and each call of a ``PLAN`` without an ``_id`` is given
     one (a random UUID) when several endpoints are given, and a ``CALL``
     without one that a ``moved`` reply sends on to the owner is given one
-    then, so that actd runs it once (an ``APPEND`` sent twice is appended
-    twice). Calls whose ``DONE`` is
+    then, so that actd runs it once; an ``APPEND`` without a ``key`` is
+    given a random one likewise, kept across its resends, so that actd
+    appends it once. Calls whose ``DONE`` is
     awaited are followed with ``STATUS`` every ``status_poll`` seconds once
     that long has passed without it (a broker that took the context over
     from a dead one cannot send ``DONE`` to this client); None turns this
@@ -656,9 +657,12 @@ class Client:
                timeout: Optional[float] = _DEFAULT) -> int:
         """Append a message to ``context`` (``APPEND``); returns its
         ``_seq``. With ``key`` (1 to 128 bytes), a second append with the
-        same key in the context appends nothing and returns the first's."""
-        seq: int = self._request("APPEND", _codec.append_args(context, message, key),
-                                 _codec.parse_seq, timeout)
+        same key in the context appends nothing and returns the first's.
+        Without one, a client that knows several brokers gives the append a
+        random key (so does a ``moved`` reply that sends it on), so that a
+        retry at another broker is stored once."""
+        args = _codec.append_args(context, message, key, self._auto_id)
+        seq: int = self._request("APPEND", args, _codec.parse_seq, timeout)
         return seq
 
     def contexts(self, prefix: str = "", limit: Optional[int] = None, page_size: int = 1000,
