@@ -375,7 +375,10 @@ export interface HistoryOptions {
 
 export interface AppendOptions {
     /** An idempotency key (1-128 bytes): an APPEND again with it in the
-     *  context appends nothing and resolves with the first one's _seq. */
+     *  context appends nothing and resolves with the first one's _seq.
+     *  Without one, a client that knows several brokers (or sends the
+     *  APPEND on after a moved reply) gives it a random key, kept across
+     *  its resends, so that a retry at another broker appends it once. */
     key?: string;
 }
 

@@ -33,7 +33,7 @@
 
 const { ActdError, NotFoundError } = require ('./errors');
 const clock = require ('./clock');
-const { endpointList, withIds } = require ('./route');
+const { endpointList, withIds, withKey } = require ('./route');
 const { curveOptions } = require ('./curve');
 const { ClientRequests, MAX_HOPS, parseFrame } = require ('./client_requests');
 const { ClientWatch } = require ('./client_watch');
@@ -262,11 +262,17 @@ class Client {
 
     //  APPEND; resolves with the message's _seq. options.key: an
     //  idempotency key (1-128 bytes): an APPEND again with the same key in
-    //  the context appends nothing and resolves with the first one's _seq
+    //  the context appends nothing and resolves with the first one's _seq.
+    //  Without one, with several brokers (given, or named by a moved reply
+    //  since) it may be sent twice (a retry after a timeout): it gets a
+    //  random key, kept across its resends, so that actd appends it once
     async append (context, message, options = {}) {
-        const args = [context, s_json (message, 'the message')];
+        let args = [context, s_json (message, 'the message')];
         if (options.key !== undefined)
             args.push (String (options.key));
+        else
+        if (this.endpoints.length > 1)
+            args = withKey (args);
         return this._request ('APPEND', args, {}, (request, reply) => parseFrame (reply [0]).seq);
     }
 

@@ -6,7 +6,7 @@
 const { Link, HANDSHAKE_FAILED, CLOSED_AT_HANDSHAKE } = require ('./link');
 const { ActdError, errorFromReply } = require ('./errors');
 const clock = require ('./clock');
-const { rendezvous, withIds } = require ('./route');
+const { rendezvous, withIds, withKey } = require ('./route');
 
 const HEADER = 'ACTC01';
 const MAX_HOPS = 5;                     //  moved replies followed per request
@@ -172,8 +172,9 @@ class ClientRequests {
     //  cannot connect to, such as the tcp://*:5555 of a broker bound to a
     //  wildcard address without server/advertise: the request then
     //  rejects with the moved error, as in the C library). A CALL without
-    //  an _id gets a random one: the moved broker stored nothing, but the
-    //  owner may store it and fall silent, and the request be sent on again
+    //  an _id gets a random one, an APPEND without a key a random key: the
+    //  moved broker stored nothing, but the owner may store it and fall
+    //  silent, and the request be sent on again
     _follow (request, args) {
         const owner = args [1]? args [1].toString (): '';
         if (!owner || request.hops >= MAX_HOPS)
@@ -195,6 +196,8 @@ class ClientRequests {
         if (request.command === 'CALL' && request.args.length > 1)
             request.args = [request.args [0], s_call_with_id (request.args [1]),
                             ...request.args.slice (2)];
+        if (request.command === 'APPEND')
+            request.args = withKey (request.args);
         request.hops++;
         request.endpoint = owner;
         this._transmit (request);

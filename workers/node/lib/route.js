@@ -83,4 +83,12 @@ function withIds (body, plan) {
     return s_with_id (body);
 }
 
-module.exports = { score, rendezvous, endpointList, withIds, fnv1a64, fmix64 };
+//  An APPEND's arguments ([context, message], or with a key) given an
+//  idempotency key (a random UUID) when they have none, so that sending it
+//  again to another broker after a timeout does not append it twice (actd
+//  answers the first _seq); a key given is kept
+function withKey (args) {
+    return args.length === 2? [...args, crypto.randomUUID ()]: args;
+}
+
+module.exports = { score, rendezvous, endpointList, withIds, withKey, fnv1a64, fmix64 };
