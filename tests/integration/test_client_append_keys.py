@@ -82,21 +82,22 @@ class ScriptedAppendKeyTest(unittest.TestCase):
             code, out = actctl_append(endpoints, context, *options)
         self.assertEqual(code, 0, out)
         self.assertEqual(json.loads(out), {"seq": 1})
-        self.assertEqual([len(recorder.appends.get(name, [])) for name in ("silent", "live")],
-                         [1, 1], recorder.appends)
-        return recorder.appends["silent"][0], recorder.appends["live"][0]
+        #  Once to each at least (more should the live one be slow)
+        self.assertTrue(recorder.appends.get("silent") and recorder.appends.get("live"),
+                        recorder.appends)
+        return recorder.appends["silent"] + recorder.appends["live"]
 
     def test_an_append_sent_again_after_a_timeout_keeps_the_key_it_was_given(self):
-        first, again = self.silent_then_live()
+        first, *again = self.silent_then_live()
         self.assertEqual(len(first), 3, first)
         self.assertRegex(first[2].decode(), UUID)
-        self.assertEqual(again, first)                      # The same key
+        self.assertEqual(again, [first] * len(again))       # The same key
         self.assertEqual(first[1].decode(), MESSAGE)
 
     def test_a_key_given_is_kept(self):
-        first, again = self.silent_then_live("--key", "mine")
+        first, *again = self.silent_then_live("--key", "mine")
         self.assertEqual(first[2:], [b"mine"])
-        self.assertEqual(again, first)
+        self.assertEqual(again, [first] * len(again))
 
     def test_one_broker_adds_no_key(self):
         recorder = Recorder()
@@ -143,7 +144,7 @@ class AppendOnceTest(unittest.TestCase):
                     code, out = actctl_append(endpoints, context)
                 self.assertEqual(code, 0, out)
                 self.assertEqual(json.loads(out), {"seq": 1})
-                self.assertEqual(relayed, ["APPEND"])       # It reached actd first
+                self.assertIn("APPEND", relayed)            # It reached actd first
                 reader = actd.client()
                 history = reader.request("HISTORY", context, "1", "10")
                 reader.close()

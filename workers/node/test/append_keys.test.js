@@ -21,7 +21,7 @@ const { Actd, ScriptedBroker, collect } = require ('./actd');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const MESSAGE = { type: 'data', kind: 'k', data: { n: 1 } };
-const REQUEST_TIMEOUT_MS = 300;
+const REQUEST_TIMEOUT_MS = 500;
 
 //  Answer an APPEND with OK {"seq":1}, nothing else
 function okSeq (frames) {
@@ -68,23 +68,24 @@ describe ('APPEND keys, with scripted brokers', () => {
         const client = new Client ({ endpoints, requestTimeoutMs: REQUEST_TIMEOUT_MS });
         closing.push (client);
         assert.equal (await client.append (context, MESSAGE, options), 1);
-        assert.equal (appends (silent).length, 1, JSON.stringify (silent.received));
-        assert.equal (appends (live).length, 1, JSON.stringify (live.received));
+        //  Once to each at least (more should the live one be slow)
+        assert.ok (appends (silent).length && appends (live).length,
+                   JSON.stringify ([silent.received, live.received]));
         return [...appends (silent), ...appends (live)];
     }
 
     it ('an APPEND sent again after a timeout keeps the key it was given', async () => {
-        const [first, again] = await silentThenLive ();
+        const [first, ...again] = await silentThenLive ();
         assert.equal (first.length, 3, JSON.stringify (first));
         assert.match (first [2], UUID);
-        assert.deepEqual (again, first);
+        assert.deepEqual (again, again.map (() => first));
         assert.deepEqual (JSON.parse (first [1]), MESSAGE);
     });
 
     it ('a key given is kept', async () => {
-        const [first, again] = await silentThenLive ({ key: 'mine' });
+        const [first, ...again] = await silentThenLive ({ key: 'mine' });
         assert.deepEqual (first.slice (2), ['mine']);
-        assert.deepEqual (again, first);
+        assert.deepEqual (again, again.map (() => first));
     });
 
     it ('each append gets a key of its own', async () => {
@@ -138,7 +139,7 @@ describe ('APPEND keys, with one actd behind a relay', () => {
         const client = new Client ({ endpoints, requestTimeoutMs: 1000 });
         try {
             assert.equal (await client.append (context, MESSAGE), 1);
-            assert.equal (appends (relay).length, 1);       //  It reached actd first
+            assert.ok (appends (relay).length);             //  It reached actd first
             const history = await collect (client.history (context));
             assert.deepEqual (history.map ((m) => m._seq), [1]);
         }

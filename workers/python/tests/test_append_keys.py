@@ -29,7 +29,7 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9
 MESSAGE = {"type": "data", "kind": "k", "data": {"n": 1}}
 
 #: Seconds a broker may take to answer before the request goes to the next
-REQUEST_TIMEOUT = 0.3
+REQUEST_TIMEOUT = 0.5
 
 Answer = Callable[[List[bytes]], Optional[List[bytes]]]
 
@@ -102,21 +102,21 @@ class ScriptedAppendKeyTest(unittest.TestCase):
         context = context_first_at(endpoints, silent.endpoint, "retried")
         with actd.Client(endpoints, timeout=TIMEOUT, request_timeout=REQUEST_TIMEOUT) as client:
             self.assertEqual(client.append(context, MESSAGE, key=key), 1)
-        self.assertEqual(len(silent.appends()), 1, silent.received)
-        self.assertEqual(len(live.appends()), 1, live.received)
+        # Once to each at least (more should the live one be slow)
+        self.assertTrue(silent.appends() and live.appends(), (silent.received, live.received))
         return silent.appends() + live.appends()
 
     def test_an_append_sent_again_after_a_timeout_keeps_the_key_it_was_given(self) -> None:
-        first, again = self.silent_then_live(None)
+        first, *again = self.silent_then_live(None)
         self.assertEqual(len(first), 3, first)
         self.assertRegex(first[2].decode(), UUID)
-        self.assertEqual(again, first)                      # The same key
+        self.assertEqual(again, [first] * len(again))       # The same key
         self.assertEqual(json.loads(first[1]), MESSAGE)
 
     def test_a_key_given_is_kept(self) -> None:
-        first, again = self.silent_then_live("mine")
+        first, *again = self.silent_then_live("mine")
         self.assertEqual(first[2:], [b"mine"])
-        self.assertEqual(again, first)
+        self.assertEqual(again, [first] * len(again))
 
     def test_each_append_gets_a_key_of_its_own(self) -> None:
         live, = self.brokers(ok_seq)
@@ -138,9 +138,10 @@ class ScriptedAppendKeyTest(unittest.TestCase):
                                             request_timeout=REQUEST_TIMEOUT) as client:
                 self.assertEqual(await client.append(context, MESSAGE), 1)
         asyncio.run(scenario())
-        (first,), (again,) = silent.appends(), live.appends()
+        self.assertTrue(silent.appends() and live.appends(), (silent.received, live.received))
+        first, *again = silent.appends() + live.appends()
         self.assertRegex(first[2].decode(), UUID)
-        self.assertEqual(again, first)
+        self.assertEqual(again, [first] * len(again))
 
     def test_one_broker_adds_no_key(self) -> None:
         live, = self.brokers(ok_seq)
@@ -192,7 +193,7 @@ class AppendOnceTest(unittest.TestCase):
                 with actd.Client(endpoints, timeout=TIMEOUT, request_timeout=1.0) as client:
                     self.assertEqual(client.append(context, MESSAGE), 1)
                     history = list(client.history(context))
-                self.assertEqual(len(relay.appends()), 1)   # It reached actd first
+                self.assertTrue(relay.appends())            # It reached actd first
                 self.assertEqual([m["_seq"] for m in history], [1])
             finally:
                 relay.close()
