@@ -125,9 +125,12 @@ uint64_t act_client_score (const char *endpoint, const char *key);
 //  0. A request still unanswered when its connection drops gets an ERROR
 //  ACT_CLIENT_DISCONNECTED reply, made here, and any late reply is dropped
 //  (with several brokers it goes to the next instead); so does an accepted
-//  CALL with _outputPath whose DONE was due on it (STATUS tells the rest). A request that cannot be queued (a broker that refused this client's
+//  CALL with _outputPath whose DONE was due on it (STATUS tells the rest).
+//  A request that cannot be queued (a broker that refused this client's
 //  CURVE key) is treated as one the broker did not answer: waiting for it
-//  times out, or it goes to another broker.
+//  times out, or it goes to another broker. An APPEND of two args (no
+//  key) gets a random key when the client knows several brokers, as
+//  act_client_append_key says.
 int act_client_send (act_client_t *self, char *request, const char *command, ...);
 
 //  The next reply not yet taken, waiting up to timeout_ms (-1: forever).

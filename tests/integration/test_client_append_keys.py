@@ -1,4 +1,5 @@
-"""The C client library (act_client_append_key, through actctl append): an
+"""The C client library (act_client_append_key through actctl append, and
+actd-http's raw act_client_send): an
 APPEND without a key, from a client that may send it again (several
 brokers known, or a moved reply sending it on), is given one, a random
 UUID chosen once and kept across every resend, so a retry at another
@@ -152,6 +153,58 @@ class AppendOnceTest(unittest.TestCase):
                 self.assertEqual([m["_seq"] for m in json.loads(history[1])], [1])
             finally:
                 upstream.close()
+
+    def test_actd_http_append_resent_after_a_dropped_connection_is_stored_once(self):
+        """actd-http's requests take the library's raw path (act_client_send):
+        with two brokers, an APPEND whose connection drops before its
+        reply is sent on to the other, which is the same actd here. The
+        relay forwards the APPEND, waits for actd's OK (it is stored),
+        then closes instead of answering: the message must be stored once
+        (it was twice: no key on that path)."""
+        from test_http import ActdHttp
+        with Actd() as actd:
+            upstream = zmq.Context.instance().socket(zmq.DEALER)
+            upstream.linger = 0
+            upstream.connect(actd.client_endpoint)
+            relay = zmq.Context.instance().socket(zmq.ROUTER)
+            relay.linger = 0
+            port = relay.bind_to_random_port("tcp://127.0.0.1")
+            endpoints = ["tcp://127.0.0.1:%d" % port, actd.client_endpoint]
+            context = context_first_at(endpoints, endpoints[0], "http")
+            forwarded = []
+
+            def serve():
+                while relay.poll(30000):
+                    frames = relay.recv_multipart()
+                    identity, rest = frames[0], frames[1:]
+                    upstream.send_multipart(rest)
+                    reply = upstream.recv_multipart() if upstream.poll(10000) else None
+                    if rest[1] == b"APPEND":
+                        forwarded.append((rest[3:], reply))
+                        relay.close(0)          # The connection drops, unanswered
+                        return
+                    if reply:
+                        relay.send_multipart([identity] + reply)
+            thread = threading.Thread(target=serve, daemon=True)
+            thread.start()
+            http = ActdHttp(",".join(endpoints))
+            try:
+                status, _, text = http.request("POST", "/v1/contexts/%s/messages" % context,
+                                               MESSAGE)
+                thread.join(30)
+                self.assertEqual(len(forwarded), 1, forwarded)
+                self.assertEqual(forwarded[0][1][1], b"OK", forwarded)     # Stored
+                self.assertEqual(status, 200, text)
+                self.assertEqual(json.loads(text), {"seq": 1})
+                reader = actd.client()
+                history = reader.request("HISTORY", context, "1", "10")
+                reader.close()
+                self.assertEqual([m["_seq"] for m in json.loads(history[1])], [1])
+            finally:
+                http.finish()
+                upstream.close()
+                if not relay.closed:
+                    relay.close(0)
 
 
 if __name__ == "__main__":

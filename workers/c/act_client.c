@@ -290,10 +290,22 @@ s_transmit (s_pending_t *pending)
 }
 
 //  Send a request made of pending's command and args: route it (to link
-//  when given), keep it pending (to send again when moved) and transmit it
+//  when given), keep it pending (to send again when moved) and transmit it.
+//  An APPEND without a key, with several brokers, may be sent again to
+//  another broker (the first did not answer): it gets a random key, kept
+//  across its resends, so that actd appends it once (a second APPEND with
+//  the key answers the first one's seq). Every sender gets this, the
+//  raw act_client_send of actd-http and actctl too. With one broker none
+//  is added: a context keeps its keys for good
 static act_link_t *
 s_post (act_client_t *self, char *request, s_pending_t *pending, act_link_t *link)
 {
+    if (streq (pending->command, "APPEND") && zmsg_size (pending->args) == 2
+    &&  zlistx_size (self->links) > 1) {
+        zuuid_t *uuid = zuuid_new ();
+        zmsg_addstr (pending->args, zuuid_str_canonical (uuid));
+        zuuid_destroy (&uuid);
+    }
     snprintf (request, 24, "c%" PRIu64, ++self->sequence);
     pending->request = strdup (request);
     if (!self->first_sent)

@@ -329,20 +329,13 @@ act_client_append (act_client_t *self, const char *context, const char *message,
     return act_client_append_key (self, context, message, NULL, seq, err);
 }
 
-//  Without a key, with several brokers, the APPEND may be sent again to
-//  another broker (the first did not answer): it gets a random key, kept
-//  across its resends, so that actd appends it once (a second APPEND with
-//  the key answers the first one's seq). With one broker none is added:
-//  a context keeps its keys for good
+//  Without a key, with several brokers, the APPEND gets a random one
+//  (act_client.c's s_post)
 int
 act_client_append_key (act_client_t *self, const char *context, const char *message,
                        const char *key, uint64_t *seq, act_err_t *err)
 {
-    zuuid_t *uuid = !key && zlistx_size (self->links) > 1? zuuid_new (): NULL;
-    if (uuid)
-        key = zuuid_str_canonical (uuid);
     json_t *reply = s_request (self, "OK", true, err, "APPEND", context, message, key);
-    zuuid_destroy (&uuid);
     if (!reply)
         return -1;
     if (seq)
