@@ -345,6 +345,37 @@ class MovedCallTest(unittest.TestCase):
         self.assertEqual({k: v for k, v in calls[1].items() if k != "_id"}, calls[0])
 
 
+class MovedNowhereTest(unittest.TestCase):
+    """A broker cut off from the database, its lease lapsed, that knew no
+    live broker answers moved naming none (docs/protocol.md section 12):
+    the C library (actctl here) sends the request to the next broker at
+    once, never back to that one. It gave the error to the caller, so
+    the request never reached the broker that could serve it."""
+
+    def test_a_request_moved_nowhere_goes_to_the_next_broker(self):
+        def answer(broker):
+            def reply(command, request, args):
+                #  Each broker is cut off the first time it is asked: the
+                #  other one is then asked, and the first again
+                if broker.seen[command] == 1:
+                    return [b"ERROR", request, b"moved", b""]
+                return [b"VALUE", request, b"42"]
+            return reply
+        first = FakeBroker(None)
+        second = FakeBroker(None)
+        first.answer, second.answer = answer(first), answer(second)
+        with first, second:
+            result = subprocess.run(
+                [find_binary("actctl"), "--endpoint", "%s,%s" % (first.endpoint,
+                                                                 second.endpoint),
+                 "--timeout", "5000", "resolve", "ctx", "\u2020x"],
+                capture_output=True, text=True, timeout=60)
+            seen = (first.seen.get("RESOLVE"), second.seen.get("RESOLVE"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), "42")
+        self.assertIn(seen, ((2, 1), (1, 2)))
+
+
 class ExampleSleepTest(unittest.TestCase):
     """actd-example-worker's sleep cast ms to int: {"ms": 3000000000}
     (negative as an int) and 4294967297 (1) were answered at once. An ms

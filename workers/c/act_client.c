@@ -10,8 +10,9 @@
 
 //  Several brokers sharing a store (PROTOCOL.md, "moved"): requests about a
 //  context go first to the broker rendezvous hashing names, then to the
-//  owner a "moved" reply names; a broker that does not answer is skipped
-//  for a while and the request goes to the next one.
+//  owner a "moved" reply names (the next broker when it names none); a
+//  broker that does not answer is skipped for a while and the request
+//  goes to the next one.
 #define S_MAX_HOPS      5       //  moved replies followed for one request
 #define S_DEAD_MS       10000   //  A silent broker is skipped this long
 #define S_HEARTBEAT_MS  1000    //  ZMTP heartbeat interval
@@ -467,9 +468,16 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     s_pending_t *pending = zhashx_lookup (self->pending, reply->request);
     char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
     if (pending && code && streq (code, "moved") && pending->hops < S_MAX_HOPS) {
-        //  Another broker owns the context: send the request there
+        //  Another broker owns the context: send the request there. One
+        //  that names none (cut off from the database, it knew no live
+        //  broker) leaves the choice here: the next broker, as after a
+        //  timeout, never the one that answered
         char *owner = act_reply_arg (reply, 1);
         act_link_t *target = owner && *owner? s_link_add (self, owner): NULL;
+        if (!owner || !*owner) {
+            target = act_client_route (self, pending->context, link);
+            target = target == link? NULL: target;
+        }
         if (target) {
             if (pending->context)
                 act_table_update (self->owners, pending->context, target);

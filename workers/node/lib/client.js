@@ -10,7 +10,9 @@
 //  a request about context C goes to the broker C was last seen at, else to
 //  the first broker of C's rendezvous order (./route.js); an ERROR moved
 //  names the owner, and the request is sent there again, with the same
-//  request id (at most MAX_HOPS times). STATUS and CANCEL go first to the
+//  request id (at most MAX_HOPS times); one that names none (a broker cut
+//  off from the database that knew no live one) sends it to the next
+//  broker at once, never back to that one. STATUS and CANCEL go first to the
 //  broker that accepted the call, STATS and PING to the first broker in the
 //  list. A broker that gives no reply within requestTimeoutMs is skipped
 //  for DEAD_MS and the request goes to the next broker in the order; a

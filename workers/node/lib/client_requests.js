@@ -167,16 +167,24 @@ class ClientRequests {
         this._arm ();
     }
 
-    //  ERROR moved: send request again to the owner it names; false when
-    //  it cannot (no owner named, too many hops, or an endpoint zeromq
-    //  cannot connect to, such as the tcp://*:5555 of a broker bound to a
-    //  wildcard address without server/advertise: the request then
-    //  rejects with the moved error, as in the C library). A CALL without
-    //  an _id gets a random one, an APPEND without a key a random key: the
-    //  moved broker stored nothing, but the owner may store it and fall
-    //  silent, and the request be sent on again
-    _follow (request, args) {
-        const owner = args [1]? args [1].toString (): '';
+    //  ERROR moved from the broker at endpoint: send request again to the
+    //  owner it names, or, when it names none (a broker cut off from the
+    //  database that knew no live one), to the next broker as _route
+    //  picks it, never that one; false when it cannot (no other broker,
+    //  too many hops, or an endpoint zeromq cannot connect to, such as the
+    //  tcp://*:5555 of a broker bound to a wildcard address without
+    //  server/advertise: the request then rejects with the moved error,
+    //  as in the C library). A CALL without an _id gets a random one, an
+    //  APPEND without a key a random key: the moved broker stored nothing,
+    //  but the owner may store it and fall silent, and the request be sent
+    //  on again
+    _follow (request, args, endpoint) {
+        let owner = args [1]? args [1].toString (): '';
+        if (!owner && !request.pinned && request.hops < MAX_HOPS) {
+            owner = this._route (request, endpoint);
+            if (owner === endpoint)
+                return false;
+        }
         if (!owner || request.hops >= MAX_HOPS)
             return false;
         try {
@@ -257,7 +265,7 @@ class ClientRequests {
         request.heard = true;
         if (request.stream) {
             if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
-            &&  this._follow (request, args))
+            &&  this._follow (request, args, endpoint))
                 return;
             if (verb !== 'ERROR')
                 s_remember (this._owners, request.context, endpoint);
@@ -272,7 +280,7 @@ class ClientRequests {
         if (request.replied)
             return;
         if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
-        &&  this._follow (request, args))
+        &&  this._follow (request, args, endpoint))
             return;
         if (verb !== 'ERROR') {
             if (request.context !== undefined)

@@ -12,7 +12,9 @@ context C goes first to the broker C was last seen at, else to the broker
 rendezvous hashing ranks first for C (:func:`rendezvous` and :func:`score`:
 the same rule in every actd client library); an ``ERROR moved`` reply names the owner, and
 the request is sent there again (at most :data:`MAX_HOPS` times; a ``CALL``
-without an ``_id`` is given a random one then, as it may be sent on again). A broker
+without an ``_id`` is given a random one then, as it may be sent on again); one
+that names none (a broker cut off from the database that knew no live one)
+sends it to the next broker at once, never back to that one. A broker
 that does not answer within ``request_timeout`` is skipped for
 :data:`DEAD_FOR` seconds and the request goes to the next broker in C's
 order. A client given one endpoint has no ``request_timeout`` by default;
@@ -485,10 +487,18 @@ class Tracker:
         self.outbox.append((pending.endpoint, request_frames(pending.command, request_id,
                                                              pending.args)))
 
-    def _follow(self, request_id: bytes, pending: Pending, args: List[bytes]) -> bool:
-        """An ``ERROR moved``: send the request again to the owner it names;
-        False when it cannot (no owner named, or too many hops)."""
+    def _follow(self, request_id: bytes, pending: Pending, args: List[bytes],
+                endpoint: str) -> bool:
+        """An ``ERROR moved`` from the broker at endpoint: send the request
+        again to the owner it names, or, when it names none (a broker cut
+        off from the database that knew no live one), to the next broker
+        as :meth:`_route` picks it, never that one; False when it cannot
+        (no other broker, or too many hops)."""
         owner = decode_frame(args[1]) if len(args) > 1 else ""
+        if not owner and pending.hops < MAX_HOPS:
+            owner = self._route(pending, endpoint)
+            if owner == endpoint:
+                return False
         if not owner or pending.hops >= MAX_HOPS:
             return False
         if owner not in self.endpoints:
@@ -553,7 +563,7 @@ class Tracker:
             log.warning("%s after ACCEPTED dropped", verb)
             return []
         if verb == "ERROR" and args and args[0] == b"moved" \
-                and self._follow(request_id, pending, args):
+                and self._follow(request_id, pending, args, endpoint):
             return []
         if verb != "ERROR":
             if pending.context is not None:
