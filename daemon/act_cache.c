@@ -73,8 +73,9 @@ s_replay (const json_t *message, void *arg)
 
 //  The store could not be read about context: when this broker's lease
 //  has lapsed, the client goes to a live peer (moved) rather than coming
-//  back here, refused, until the store is reachable again. True when err
-//  was so set.
+//  back here, refused, until the store is reachable again; to another
+//  broker of its own choice (moved naming none) when this one knew no
+//  live peer. True when err was so set.
 static bool
 s_elsewhere (act_cache_t *self, const char *id, act_err_t *err)
 {

@@ -552,10 +552,11 @@ act_store_renew (act_store_t *self)
 }
 
 const char *
-act_store_elsewhere (act_store_t *self, const char *context)
+act_store_elsewhere (act_store_t *self, const char *key)
 {
-    //  Reads only what the last renewal left: the commit in flight may go on
-    return self->backend->elsewhere? self->backend->elsewhere (self->impl, context): NULL;
+    //  Reads only what the last renewal or claim left: the commit in
+    //  flight may go on
+    return self->backend->elsewhere? self->backend->elsewhere (self->impl, key): NULL;
 }
 
 int

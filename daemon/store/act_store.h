@@ -302,17 +302,19 @@ int act_store_join (act_store_t *self, const char *id, const char *endpoint,
 int act_store_claim (act_store_t *self, const char *context, char **owner);
 
 //  Renew this broker's heartbeat (and read which other brokers renewed
-//  theirs within the lease). Returns 0, or -1 when the store could not be
-//  reached.
+//  theirs within the lease: so does each act_store_claim). Returns 0, or
+//  -1 when the store could not be reached.
 int act_store_renew (act_store_t *self);
 
 //  While this broker's lease has lapsed (no renewal for two thirds of
-//  it), the client endpoint of another broker that was live at the last
-//  renewal, for context (the one the clients' rendezvous order ranks
-//  first among them): a request this broker cannot serve goes there
-//  (moved) rather than failing until the store is back. NULL otherwise,
-//  and on a store of one broker.
-const char *act_store_elsewhere (act_store_t *self, const char *context);
+//  it), where a request it cannot serve goes (moved) rather than failing
+//  until the store is back: the client endpoint of another broker that
+//  was live at the last read of the brokers (a renewal or a claim), the
+//  one the clients' rendezvous order ranks first among them for key (a
+//  context id, or a call id); "" when it knew of none (the client tries
+//  another broker it knows of). Never this broker's own endpoint. NULL
+//  while the lease holds, and on a store of one broker.
+const char *act_store_elsewhere (act_store_t *self, const char *key);
 
 //  Bound every statement, and every wait for a lock another broker holds,
 //  to ms (PostgreSQL's statement_timeout and lock_timeout, for the

@@ -76,9 +76,10 @@ typedef struct {
     //  Keep text as call call_id's resume state (act_store_put_resume),
     //  in the batch
     int (*put_resume) (void *impl, const char *context, uint64_t call_id, const char *text);
-    //  Shared stores: another live broker to send context's requests to
-    //  while this one's lease has lapsed (act_store_elsewhere), or NULL
-    const char *(*elsewhere) (void *impl, const char *context);
+    //  Shared stores: another live broker to send key's requests to while
+    //  this one's lease has lapsed, "" when none is known, or NULL while
+    //  the lease holds (act_store_elsewhere)
+    const char *(*elsewhere) (void *impl, const char *key);
 } act_store_backend_t;
 
 //  A batch's writes held in memory for a backend (act_store_journal.c)

@@ -51,7 +51,7 @@ typedef struct {
     uint64_t next_id;           //  Next call id of the current block
     uint64_t block_end;         //  Last call id of the current block
     json_t *peers;              //  The other brokers' client endpoints,
-                                //  live at the last renewal
+                                //  live at the last renewal or claim
     int64_t renewed;            //  When that renewal was sent (zclock_mono)
 } act_pg_t;
 
@@ -169,7 +169,7 @@ int act_pg_join (void *impl, const char *id, const char *endpoint, long long lea
 int act_pg_renew (void *impl);
 int act_pg_leave (void *impl);
 int act_pg_claim (void *impl, const char *context, char **owner);
-const char *act_pg_elsewhere (void *impl, const char *context);
+const char *act_pg_elsewhere (void *impl, const char *key);
 int act_pg_contexts_pending (void *impl, bool mine, act_store_each_fn *fn, void *arg);
 
 //  act_store_pg_contexts.c

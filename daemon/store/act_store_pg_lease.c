@@ -37,6 +37,30 @@ act_pg_join (void *impl, const char *id, const char *endpoint, long long lease_m
     return 0;
 }
 
+//  The other brokers' client endpoints live by the database's clock, as
+//  one JSON array (NULL when there is none): the column a renewal and a
+//  claim read, from the id and endpoint of this broker and the lease
+#define S_PEERS_SQL(id, endpoint, lease) \
+    "(SELECT json_agg (DISTINCT endpoint ORDER BY endpoint) FROM brokers " \
+    "WHERE id <> " id " AND endpoint <> " endpoint " " \
+    "AND heartbeat > now () - " lease " * interval '1 ms')"
+
+//  Keep the peers column (S_PEERS_SQL) of result's row 0 as the live
+//  brokers; what this broker knows of them is never older than its last
+//  read of the database, a renewal or a claim (act_pg_elsewhere)
+static void
+s_peers_learn (act_pg_t *self, PGresult *result, int column)
+{
+    json_t *peers = PQgetisnull (result, 0, column)
+                  ? json_array ()
+                  : json_loads (PQgetvalue (result, 0, column), 0, NULL);
+    if (json_is_array (peers)) {
+        json_decref (self->peers);
+        self->peers = json_incref (peers);
+    }
+    json_decref (peers);
+}
+
 //  Renew the heartbeat and read, in the same statement, the other brokers
 //  live by the database's clock (act_pg_elsewhere sends clients there
 //  should this broker's lease lapse)
@@ -50,14 +74,11 @@ act_pg_renew (void *impl)
     int64_t sent = zclock_mono ();
     PGresult *result = act_pg_exec (self, "cannot renew the lease",
         "WITH beat AS (UPDATE brokers SET heartbeat = now () WHERE id = $1) "
-        "SELECT DISTINCT endpoint FROM brokers WHERE id <> $1 AND endpoint <> $3 "
-        "AND heartbeat > now () - $2::bigint * interval '1 ms' ORDER BY endpoint",
-        3, params, NULL);
+        "SELECT " S_PEERS_SQL ("$1", "$3", "$2::bigint"), 3, params, NULL);
     if (!result)
         return -1;
-    json_array_clear (self->peers);
-    for (int row = 0; row < PQntuples (result); row++)
-        json_array_append_new (self->peers, json_string (PQgetvalue (result, row, 0)));
+    if (PQntuples (result) == 1)
+        s_peers_learn (self, result, 0);
     PQclear (result);
     self->renewed = sent;
     return 0;
@@ -69,19 +90,23 @@ act_pg_renew (void *impl)
 //  otherwise come back to it, refused, for as long as the cut lasts: they
 //  are sent to the peer the rendezvous order ranks first instead, which
 //  serves them once it can take the context over (and until then names
-//  this broker, the owner, as moved: the client tries again).
+//  this broker, the owner, as moved: the client tries again). Only a
+//  broker live at this one's last read of the database is named, never
+//  this one. When it knew none (a peer joined after that read, or there
+//  is no other broker), the answer is "": the client tries another
+//  broker it knows of, if any.
 const char *
-act_pg_elsewhere (void *impl, const char *context)
+act_pg_elsewhere (void *impl, const char *key)
 {
     act_pg_t *self = (act_pg_t *) impl;
     if (!self->renewed || zclock_mono () - self->renewed <= self->lease_ms * 2 / 3)
         return NULL;
-    const char *best = NULL;
+    const char *best = "";
     uint64_t best_score = 0;
     for (size_t i = 0; i < json_array_size (self->peers); i++) {
         const char *peer = json_string_value (json_array_get (self->peers, i));
-        uint64_t score = act_client_score (peer, context);
-        if (!best || score > best_score) {
+        uint64_t score = peer? act_client_score (peer, key): 0;
+        if (peer && (!*best || score > best_score)) {
             best = peer;
             best_score = score;
         }
@@ -127,6 +152,9 @@ s_plain (act_pg_t *self, const char *sql)
 //    too: it would otherwise hold the loop for lock_timeout.
 //  - Otherwise the lease is taken when it is free, ours, or its broker's
 //    heartbeat is older than the lease; else the live owner is named.
+//  It also reads which other brokers are live (S_PEERS_SQL), as a renewal
+//  does: a peer that joined since the last renewal is known from the next
+//  context claimed on (act_pg_elsewhere).
 //  Outside a batch the statements run as one implicit transaction, which
 //  an error rolls back whole, the first SET with it; in a batch, a
 //  rollback to the savepoint does the same.
@@ -154,7 +182,7 @@ s_plain (act_pg_t *self, const char *sql)
     "  RETURNING broker) " \
     "SELECT (SELECT locked FROM probe), (SELECT broker FROM claimed), " \
     "  (SELECT b.endpoint FROM leases l JOIN brokers b ON b.id = l.broker " \
-    "   WHERE l.context = %s); " \
+    "   WHERE l.context = %s), " S_PEERS_SQL ("%s", "%s", "%lld") "; " \
     "SET lock_timeout = %lld"
 
 int
@@ -167,18 +195,21 @@ act_pg_claim (void *impl, const char *context, char **owner)
         return -1;
     char *quoted = PQescapeLiteral (self->conn, context, strlen (context));
     char *broker = PQescapeLiteral (self->conn, self->broker, strlen (self->broker));
+    char *endpoint = PQescapeLiteral (self->conn, self->endpoint, strlen (self->endpoint));
     bool batch = self->open_batch;
-    char *sql = quoted && broker
+    char *sql = quoted && broker && endpoint
               ? zsys_sprintf (S_CLAIM_SQL, batch? "SAVEPOINT claim; ": "", S_CLAIM_WAIT_MS,
                               quoted, quoted, quoted, broker, self->lease_ms, quoted,
-                              self->timeout_ms)
+                              broker, endpoint, self->lease_ms, self->timeout_ms)
               : NULL;
     PQfreemem (quoted);
     PQfreemem (broker);
+    PQfreemem (endpoint);
     PGresult *result = sql? act_pg_query (self, sql, -1, NULL): NULL;
     zstr_free (&sql);
     int rc = -1;
     if (PQresultStatus (result) == PGRES_TUPLES_OK && PQntuples (result) == 1) {
+        s_peers_learn (self, result, 3);
         if (streq (PQgetvalue (result, 0, 0), "t"))
             rc = -2;
         else

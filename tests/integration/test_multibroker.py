@@ -449,7 +449,10 @@ class MultiBrokerTest(unittest.TestCase):
                 if reply[0] == "OK":
                     stored.append(n)
                     break
-                self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                #  Its lease lapsed, a broker that knows no other names
+                #  none (moved, empty) until the lease is renewed
+                self.assertTrue(reply[:2] == ["ERROR", "internal"]
+                                or reply == ["ERROR", "moved", ""], reply)
                 self.assertLess(time.monotonic(), deadline, "not connected again")
                 time.sleep(0.2)
                 n += 1

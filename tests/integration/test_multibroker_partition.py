@@ -7,7 +7,13 @@ requests (internal) for the whole partition, so that clients given both
 brokers never reached the one that could serve them: its contexts were
 down as long as the cut lasted. Now, once its lease has lapsed, it sends
 them on (moved) to the other broker, which serves them from the end of
-the lease on; and it writes nothing meanwhile (no split brain)."""
+the lease on; and it writes nothing meanwhile (no split brain).
+
+A gap, closed since: a broker cut off before it had read that a peer
+had joined (it learns the live brokers at each lease renewal and each
+claim) knew no broker to name, and refused its contexts (internal) for
+the whole cut; it now answers moved with no endpoint, and the client
+libraries try the next broker at once."""
 
 import json
 import os
@@ -30,21 +36,34 @@ def message(n):
     return {"type": "data", "kind": "input", "data": {"n": n}}
 
 
-class PartitionTest(unittest.TestCase):
+class Brokers(unittest.TestCase):
+    """A PostgreSQL server on two addresses, and brokers on it: the one to
+    be cut off reaches it through CUT."""
 
     def setUp(self):
         self.server = pg.Server(addresses=("127.0.0.1", CUT))
         self.addCleanup(self.server.stop)
-        url = self.server.database()
+        self.url = self.server.database()
         self.dir = scratch_dir("actd-cut-")
         self.addCleanup(remove_scratch, self.dir)
-        config = os.path.join(self.dir, "actd.cfg")
-        with open(config, "w") as handle:
+        self.config = os.path.join(self.dir, "actd.cfg")
+        with open(self.config, "w") as handle:
             handle.write("server\n    lease_ms = %d\nstore\n    timeout_ms = 500\n" % LEASE_MS)
-        self.cut = Actd(store=url.replace("127.0.0.1", CUT), args=["--config", config]).start()
-        self.addCleanup(self.cut.cleanup)
-        self.other = Actd(store=url, args=["--config", config]).start()
-        self.addCleanup(self.other.cleanup)
+
+    def broker(self, address="127.0.0.1"):
+        """A broker started on the server, reaching it through address."""
+        broker = Actd(store=self.url.replace("127.0.0.1", address),
+                      args=["--config", self.config]).start()
+        self.addCleanup(broker.cleanup)
+        return broker
+
+
+class PartitionTest(Brokers):
+
+    def setUp(self):
+        super().setUp()
+        self.cut = self.broker(CUT)
+        self.other = self.broker()
         #  Both have renewed their heartbeat since the other joined (each
         #  learns there which brokers are live)
         time.sleep(LEASE_MS / 1000)
@@ -92,6 +111,44 @@ class PartitionTest(unittest.TestCase):
         self.assertEqual(history, stored)
         self.assertEqual(self.cut.stop(), 0)
         self.assertEqual(self.other.stop(), 0)
+
+
+class LateTest(Brokers):
+    """A broker cut off before it has read that the other joined: it knows
+    no live broker to name."""
+
+    def test_a_broker_cut_off_before_a_peer_joined_sends_its_clients_on(self):
+        cut = self.broker(CUT)
+        direct = Client(cut.client_endpoint)
+        self.addCleanup(direct.close)
+        self.assertEqual(direct.request("APPEND", "cut", message(0))[0], "OK")
+        with pg.Silence(self.server.port, CUT):
+            started = time.monotonic()
+            other = self.broker()
+            library = actd.Client([cut.client_endpoint, other.client_endpoint], timeout=30)
+            self.addCleanup(library.close)
+            refusals = set()
+            while True:
+                try:
+                    seq = library.append("cut", message(1), key="k1")
+                    break
+                except actd.ActdError as error:
+                    refusals.add("%s: %s" % (type(error).__name__, error))
+                waited = time.monotonic() - started
+                self.assertLess(waited, 6 * LEASE_MS / 1000, "the context is still not served "
+                                "(refused: %s)" % sorted(refusals))
+                time.sleep(0.1)
+            served = time.monotonic() - started
+            self.assertEqual(seq, 2)
+            #  Still cut off, knowing no live broker: moved, naming none
+            #  (never itself); the libraries try the next broker
+            reply = direct.request("APPEND", "cut", message(99), timeout=30)
+            self.assertEqual(reply, ["ERROR", "moved", ""])
+        print("a broker cut off before a peer joined: its context served by the other "
+              "%.1f s after the cut (lease %d ms)" % (served, LEASE_MS))
+        self.assertEqual([m["data"]["n"] for m in library.history("cut")], [0, 1])
+        self.assertEqual(cut.stop(), 0)
+        self.assertEqual(other.stop(), 0)
 
 
 if __name__ == "__main__":

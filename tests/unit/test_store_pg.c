@@ -4,8 +4,10 @@
     whose transaction the loss took is refused whole, and the store
     connects again by itself; the bounds on a silent server (TCP options
     of the store's connection) hold, unless the URL sets its own, before
-    and after connecting again. Runs on the database ACTD_TEST_PG_URL
-    names (ctest runs it through tests/unit/with_postgres.py).
+    and after connecting again; and the live brokers a broker knows of,
+    learnt at its renewals and its claims, where it sends its clients once
+    its lease has lapsed. Runs on the database ACTD_TEST_PG_URL names
+    (ctest runs it through tests/unit/with_postgres.py).
     ========================================================================= */
 
 #include <stdarg.h>
@@ -354,6 +356,64 @@ test_a_pipeline_cut_short_gives_its_connection_up (void **state)
     act_store_pg.destroy (pg);
 }
 
+//  The store on the test's database, joined as broker id at endpoint
+static act_store_t *
+s_joined (const char *id, const char *endpoint, long long lease_ms)
+{
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (s_url, ACT_SYNC_NORMAL, &err);
+    if (!store)
+        fail_msg ("cannot open %s: %s", s_url, err.message);
+    assert_int_equal (act_store_timeout (store, 3000), 0);
+    assert_int_equal (act_store_join (store, id, endpoint, lease_ms, &err), 0);
+    return store;
+}
+
+//  Run sql on a connection of its own
+static void
+s_run (const char *sql)
+{
+    PGconn *conn = PQconnectdb (s_url);
+    assert_int_equal (PQstatus (conn), CONNECTION_OK);
+    PGresult *result = PQexec (conn, sql);
+    assert_int_equal (PQresultStatus (result), PGRES_COMMAND_OK);
+    PQclear (result);
+    PQfinish (conn);
+}
+
+#define S_PEERS_LEASE_MS 900    //  Lapsed past 600 ms without a renewal
+
+//  Where a broker whose lease has lapsed (cut off from the database) sends
+//  its clients: a peer that joined after its last renewal is known from
+//  its next claim (it was not: such a broker named none, and refused its
+//  contexts for the whole cut); knowing none, "" (the client tries another
+//  broker), never itself; while the lease holds, NULL
+static void
+test_peers_are_learnt_at_claims (void **state)
+{
+    //  The other tests' brokers left
+    s_run ("UPDATE brokers SET heartbeat = '-infinity'");
+    act_store_t *a = s_joined ("broker-a", "tcp://a:1", S_PEERS_LEASE_MS);
+    assert_int_equal (act_store_renew (a), 0);
+    assert_null (act_store_elsewhere (a, "ctx"));
+    act_store_t *b = s_joined ("broker-b", "tcp://b:1", S_PEERS_LEASE_MS);
+    assert_int_equal (act_store_claim (a, "peers-ctx", NULL), 1);
+    zclock_sleep (S_PEERS_LEASE_MS * 2 / 3 + 100);
+    const char *peer = act_store_elsewhere (a, "ctx");
+    assert_non_null (peer);
+    assert_string_equal (peer, "tcp://b:1");
+    //  b left: a, renewed, knows no live peer
+    assert_int_equal (act_store_leave (b), 0);
+    assert_int_equal (act_store_renew (a), 0);
+    assert_null (act_store_elsewhere (a, "ctx"));
+    zclock_sleep (S_PEERS_LEASE_MS * 2 / 3 + 100);
+    peer = act_store_elsewhere (a, "ctx");
+    assert_non_null (peer);
+    assert_string_equal (peer, "");
+    act_store_destroy (&b);
+    act_store_destroy (&a);
+}
+
 int
 main (void)
 {
@@ -372,6 +432,7 @@ main (void)
         cmocka_unit_test (test_a_silent_server_is_given_up_after_the_lease),
         cmocka_unit_test (test_the_url_bounds_stand),
         cmocka_unit_test (test_a_pipeline_cut_short_gives_its_connection_up),
+        cmocka_unit_test (test_peers_are_learnt_at_claims),
     };
     return cmocka_run_group_tests_name ("store (postgres, lost connections)", tests, NULL, NULL);
 }
