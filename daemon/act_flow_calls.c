@@ -38,8 +38,9 @@ s_status_record (const char *id, json_t *record)
 
 //  The call named id: live (*call) or ended (*record, the caller's to
 //  free). Returns 0, or -1 with err (not_found; internal when the store
-//  could not be read, never taken for not_found; moved and internal when
-//  its context cannot be loaded here). A call of a context grant does not
+//  could not be read, never taken for not_found, or moved when this
+//  broker's lease has lapsed meanwhile; moved and internal when its
+//  context cannot be loaded here). A call of a context grant does not
 //  reach is not_found, as one that never was: call ids are sequential,
 //  and guessing them must reveal nothing about other tenants' calls.
 static int
@@ -50,8 +51,15 @@ s_find (act_flow_t *self, const act_grant_t *grant, const char *id, act_live_t *
     bool valid = id && act_decimal_parse (id, strlen (id), UINT64_MAX, &number) && number;
     *call = valid? act_flow_call (self, number): NULL;
     *record = NULL;
-    if (valid && !*call && act_store_call (self->store, number, record) < 0)
-        return act_err_set (err, ACT_E_INTERNAL, "the store could not read call %s", id);
+    if (valid && !*call && act_store_call (self->store, number, record) < 0) {
+        //  Cut off from a shared store past two thirds of the lease, this
+        //  broker has forgotten its calls: the client goes to a live peer,
+        //  which reads the call and names its context's owner or takes the
+        //  context over, as for the context's own requests
+        const char *peer = act_store_elsewhere (self->store, id);
+        return peer? act_err_set (err, ACT_E_MOVED, "%s", peer)
+                   : act_err_set (err, ACT_E_INTERNAL, "the store could not read call %s", id);
+    }
     const char *owner = *call? (*call)->context->id
                       : json_string_value (json_object_get (*record, "context"));
     if (owner && !act_grant_reaches (grant, owner)) {

@@ -9,11 +9,14 @@ down as long as the cut lasted. Now, once its lease has lapsed, it sends
 them on (moved) to the other broker, which serves them from the end of
 the lease on; and it writes nothing meanwhile (no split brain).
 
-A gap, closed since: a broker cut off before it had read that a peer
-had joined (it learns the live brokers at each lease renewal and each
-claim) knew no broker to name, and refused its contexts (internal) for
-the whole cut; it now answers moved with no endpoint, and the client
-libraries try the next broker at once."""
+Two more gaps, closed since: a broker cut off before it had read that a
+peer had joined (it learns the live brokers at each lease renewal and
+each claim) knew no broker to name, and refused its contexts (internal)
+for the whole cut; it now answers moved with no endpoint, and the client
+libraries try the next broker at once. And STATUS of a call it held,
+which the libraries poll to follow a call, was refused (internal): it is
+sent on (moved) as the context's requests are, so the client gets the
+outcome from the broker that took the call over."""
 
 import json
 import os
@@ -22,7 +25,7 @@ import time
 import unittest
 
 import pg
-from harness import Actd, Client, remove_scratch, scratch_dir
+from harness import Actd, Client, Worker, remove_scratch, scratch_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "workers", "python"))
@@ -109,6 +112,43 @@ class PartitionTest(Brokers):
         self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
         history = [m["data"]["n"] for m in library.history("cut")]
         self.assertEqual(history, stored)
+        self.assertEqual(self.cut.stop(), 0)
+        self.assertEqual(self.other.stop(), 0)
+
+
+    def test_a_call_held_by_a_cut_off_broker_is_followed_to_the_other(self):
+        """The libraries follow a call whose DONE they await with STATUS
+        (its accepting broker may not be the one that ends it): asked of
+        the cut-off broker once its lease has lapsed, STATUS names the
+        other broker, which gives the outcome once it has taken the call
+        over. It was refused (internal), and the outcome never came."""
+        worker = Worker(self.other.worker_endpoint, ["echo"],
+                        lambda activity, params, meta: params)
+        worker.start()
+        self.addCleanup(worker.stop)
+        direct = Client(self.cut.client_endpoint)
+        self.addCleanup(direct.close)
+        #  The context is the cut-off broker's; the call waits there (its
+        #  workers are connected to the other broker only)
+        self.assertEqual(direct.request("APPEND", "job", message(0))[0], "OK")
+        library = actd.Client([self.cut.client_endpoint, self.other.client_endpoint],
+                              timeout=30, status_poll=0.2)
+        self.addCleanup(library.close)
+        handle = library.submit("job", {"_tool": "echo", "n": 1, "_outputPath": "\u2020out"})
+        call_id = handle.accepted()
+        self.assertEqual(direct.status(call_id)["state"], "queued")
+        with pg.Silence(self.server.port, CUT):
+            started = time.monotonic()
+            outcome = handle.outcome(timeout=6 * LEASE_MS / 1000)
+            served = time.monotonic() - started
+            self.assertEqual((outcome.status, outcome.result), ("ok", {"n": 1}))
+            reply = direct.request("STATUS", call_id, timeout=30)
+            self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
+            reply = direct.request("CANCEL", call_id, timeout=30)
+            self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
+        print("a call held by a broker cut off from the database: its outcome, from the "
+              "other, %.1f s after the cut (lease %d ms)" % (served, LEASE_MS))
+        self.assertEqual(library.status(call_id).state, "ok")
         self.assertEqual(self.cut.stop(), 0)
         self.assertEqual(self.other.stop(), 0)
 
