@@ -253,28 +253,6 @@ act_client_set_curve (act_client_t *self, const char *server_public,
     return rc;
 }
 
-void
-act_reply_destroy (act_reply_t **self_p)
-{
-    if (self_p && *self_p) {
-        act_reply_t *self = *self_p;
-        free (self->verb);
-        free (self->request);
-        zmsg_destroy (&self->args);
-        free (self);
-        *self_p = NULL;
-    }
-}
-
-char *
-act_reply_arg (act_reply_t *self, size_t index)
-{
-    zframe_t *frame = zmsg_first (self->args);
-    while (frame && index--)
-        frame = zmsg_next (self->args);
-    return frame? zframe_strdup (frame): NULL;
-}
-
 //  Send pending to its link: [ACTC01][command][request][args...]
 static void
 s_transmit (s_pending_t *pending)
@@ -445,21 +423,7 @@ s_accepted (act_client_t *self, act_link_t *link, s_pending_t *pending, act_repl
 static act_reply_t *
 s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
 {
-    zframe_t *header = zmsg_pop (msg);
-    zframe_t *verb = zmsg_pop (msg);
-    zframe_t *request = zmsg_pop (msg);
-    act_reply_t *reply = NULL;
-    if (header && verb && request && zframe_streq (header, ACT_CLIENT_HEADER)) {
-        reply = calloc (1, sizeof *reply);
-        reply->verb = zframe_strdup (verb);
-        reply->request = zframe_strdup (request);
-        reply->args = msg;
-        msg = NULL;
-    }
-    zframe_destroy (&header);
-    zframe_destroy (&verb);
-    zframe_destroy (&request);
-    zmsg_destroy (&msg);
+    act_reply_t *reply = act_reply_decode (&msg);
     if (!reply)
         return NULL;
     act_awaiting_t *due = zhashx_lookup (self->awaiting, reply->request);
@@ -506,18 +470,12 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
 static void
 s_lost (act_client_t *self, const char *code, const char *request, const char *format, ...)
 {
-    act_reply_t *reply = calloc (1, sizeof *reply);
-    reply->verb = strdup ("ERROR");
-    reply->request = strdup (request);
-    reply->args = zmsg_new ();
-    zmsg_addstr (reply->args, code);
     va_list args;
     va_start (args, format);
     char *message = zsys_vprintf (format, args);
     va_end (args);
-    zmsg_addstr (reply->args, message);
+    zlistx_add_end (self->lost, act_reply_error (request, code, message));
     zstr_free (&message);
-    zlistx_add_end (self->lost, reply);
 }
 
 //  link's connection dropped: the requests sent on it and not answered

@@ -172,6 +172,13 @@ act_reply_t *act_client_read (act_client_t *self, int timeout_ms);
 //  skipping avoid; any link but avoid when none is live.
 act_link_t *act_client_route (act_client_t *self, const char *key, act_link_t *avoid);
 
+//  The reply in msg's frames ([header][verb][request][args...]), taking
+//  msg (nulled); NULL, msg destroyed, when they are not a reply.
+act_reply_t *act_reply_decode (zmsg_t **msg_p);
+
+//  A reply of the library's own to request: ERROR code message.
+act_reply_t *act_reply_error (const char *request, const char *code, const char *message);
+
 //  The reply's verb must be expected; an ERROR or a timeout sets err.
 int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
 
