@@ -375,6 +375,19 @@ class MovedNowhereTest(unittest.TestCase):
         self.assertEqual(result.stdout.strip(), "42")
         self.assertIn(seen, ((2, 1), (1, 2)))
 
+    def test_with_no_other_broker_moved_nowhere_says_what_it_means(self):
+        """The caller gets the moved error, its empty message replaced by
+        what it means (it said "moved: ")."""
+        def reply(command, request, args):
+            return [b"ERROR", request, b"moved", b""]
+        with FakeBroker(reply) as lone:
+            result = subprocess.run(
+                [find_binary("actctl"), "--endpoint", lone.endpoint, "--timeout", "5000",
+                 "resolve", "ctx", "\u2020x"], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("moved: the broker no longer serves the context (cut off from its "
+                      "store) and named no other broker", result.stderr)
+
 
 class ExampleSleepTest(unittest.TestCase):
     """actd-example-worker's sleep cast ms to int: {"ms": 3000000000}

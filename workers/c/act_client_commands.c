@@ -36,6 +36,12 @@ act_client_check (act_reply_t *reply, const char *expected, act_err_t *err)
         char *code = act_reply_arg (reply, 0);
         char *message = act_reply_arg (reply, 1);
         const char *known = s_code (code);
+        //  A moved that names no broker (a broker cut off from its store
+        //  that knows no other, docs/protocol.md section 12): say so
+        if (code && streq (code, "moved") && (!message || !*message)) {
+            free (message);
+            message = strdup (ACT_CLIENT_MOVED_NOWHERE);
+        }
         if (code && !streq (known, code))
             act_err_set (err, known, "%s: %s", code, message? message: "");
         else

@@ -179,6 +179,9 @@ act_reply_t *act_reply_decode (zmsg_t **msg_p);
 //  A reply of the library's own to request: ERROR code message.
 act_reply_t *act_reply_error (const char *request, const char *code, const char *message);
 
+//  The message of a moved that names no broker, as the caller sees it
+#define ACT_CLIENT_MOVED_NOWHERE "the broker no longer serves the context (cut off from its store) and named no other broker"
+
 //  The reply's verb must be expected; an ERROR or a timeout sets err.
 int act_client_check (act_reply_t *reply, const char *expected, act_err_t *err);
 

@@ -25,8 +25,12 @@ class NotFoundError extends ActdError {
     }
 }
 
-//  The ERROR reply's error: NotFoundError for not_found, ActdError else
+//  The ERROR reply's error: NotFoundError for not_found, ActdError else. A
+//  moved that names no broker (a broker cut off from its store that knows
+//  no other, docs/protocol.md section 12) says what that means
 function errorFromReply (code, message) {
+    if (code === 'moved' && !message)
+        message = 'the broker no longer serves the context (cut off from its store) and named no other broker';
     return code === 'not_found'? new NotFoundError (message): new ActdError (code, message);
 }
 

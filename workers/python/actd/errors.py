@@ -124,8 +124,17 @@ class Moved(ActdError):
     """``moved``: another broker sharing the store owns the context; the
     message is that broker's client endpoint (also in :attr:`endpoint`).
     The client follows ``moved`` replies by itself and raises this only
-    when it has followed too many (:data:`actd._wire.MAX_HOPS`)."""
+    when it has followed too many (:data:`actd._wire.MAX_HOPS`), or when
+    the reply names no broker (a broker cut off from its store that knows
+    no other, docs/protocol.md section 12) and no other is known: then
+    :attr:`endpoint` is empty and the error's text says so."""
     default_code = "moved"
+
+    def __init__(self, message: str, code: Optional[str] = None) -> None:
+        """Create the error; a moved naming no broker says what that means."""
+        super().__init__(message, code)
+        if not message:
+            Exception.__init__(self, "%s: the broker no longer serves the context (cut off from its store) and named no other broker" % self.code)
 
     @property
     def endpoint(self) -> str:

@@ -77,6 +77,8 @@ class MovedNowhereTest(unittest.TestCase):
         self.answer(tracker, self.A, [b"ERROR", request_id, b"moved", b""])
         self.assertEqual(self.sent(tracker), [])
         self.assertIsInstance(future.exception(0), actd.Moved)
+        self.assertEqual(future.exception(0).endpoint, "")
+        self.assertIn("named no other broker", str(future.exception(0)))
 
     def test_moved_back_and_forth_is_followed_max_hops_times(self) -> None:
         """The other broker names the cut-off one (its lease has not run
