@@ -18,7 +18,6 @@ which the libraries poll to follow a call, was refused (internal): it is
 sent on (moved) as the context's requests are, so the client gets the
 outcome from the broker that took the call over."""
 
-import json
 import os
 import sys
 import time
@@ -60,6 +59,22 @@ class Brokers(unittest.TestCase):
         self.addCleanup(broker.cleanup)
         return broker
 
+    def append_until_served(self, library, n, started):
+        """library.append of message n to "cut" (key kn), tried every 0.1 s
+        until a broker stores it, within six leases of started: its seq
+        and the seconds since started."""
+        refusals = set()
+        while True:
+            try:
+                seq = library.append("cut", message(n), key="k%d" % n)
+                return seq, time.monotonic() - started
+            except actd.ActdError as error:
+                refusals.add("%s: %s" % (type(error).__name__, error))
+            waited = time.monotonic() - started
+            self.assertLess(waited, 6 * LEASE_MS / 1000, "the context is still not served "
+                            "(refused: %s)" % sorted(refusals))
+            time.sleep(0.1)
+
 
 class PartitionTest(Brokers):
 
@@ -81,22 +96,11 @@ class PartitionTest(Brokers):
         self.addCleanup(library.close)
         self.assertEqual(library.append("cut", message(1)), 2)
         stored, n = [0, 1], 2
-        refusals = set()
         with pg.Silence(self.server.port, CUT):
             started = time.monotonic()
             #  The client library, given both brokers, appends until one
             #  broker stores it: the other, once the lease has run out
-            while True:
-                try:
-                    seq = library.append("cut", message(n), key="k%d" % n)
-                    break
-                except actd.ActdError as error:
-                    refusals.add("%s: %s" % (type(error).__name__, error))
-                waited = time.monotonic() - started
-                self.assertLess(waited, 6 * LEASE_MS / 1000, "the context is still not served "
-                                "(refused: %s)" % sorted(refusals))
-                time.sleep(0.1)
-            served = time.monotonic() - started
+            seq, served = self.append_until_served(library, n, started)
             stored.append(n)
             self.assertEqual(seq, 3)
             #  Still cut off: the broker names the other one, and writes
@@ -167,18 +171,7 @@ class LateTest(Brokers):
             other = self.broker()
             library = actd.Client([cut.client_endpoint, other.client_endpoint], timeout=30)
             self.addCleanup(library.close)
-            refusals = set()
-            while True:
-                try:
-                    seq = library.append("cut", message(1), key="k1")
-                    break
-                except actd.ActdError as error:
-                    refusals.add("%s: %s" % (type(error).__name__, error))
-                waited = time.monotonic() - started
-                self.assertLess(waited, 6 * LEASE_MS / 1000, "the context is still not served "
-                                "(refused: %s)" % sorted(refusals))
-                time.sleep(0.1)
-            served = time.monotonic() - started
+            seq, served = self.append_until_served(library, 1, started)
             self.assertEqual(seq, 2)
             #  Still cut off, knowing no live broker: moved, naming none
             #  (never itself); the libraries try the next broker

@@ -176,6 +176,21 @@ class ScriptedBroker {
     }
 }
 
+//  A relay in front of the actd at endpoint that passes requests on and
+//  loses the replies: a client hears nothing from it, as from a broker
+//  that stored its request and died. close () closes both sockets
+async function lossyRelay (endpoint) {
+    const upstream = new zmq.Dealer ({ linger: 0 });
+    upstream.connect (endpoint);
+    let sending = Promise.resolve ();
+    const relay = await new ScriptedBroker ().start ((frames) => {
+        sending = sending.then (() => upstream.send (frames));
+    });
+    const close = relay.close.bind (relay);
+    relay.close = () => { close (); upstream.close (); };
+    return relay;
+}
+
 class Actd {
     constructor (options = {}) {
         this.dir = fs.mkdtempSync (path.join (os.tmpdir (), 'actd-node-test-'));
@@ -299,4 +314,4 @@ class Actd {
     }
 }
 
-module.exports = { Actd, ScriptedBroker, until, sleep, gate, held, release, collect, runProgram, freePort, sibling, ROOT };
+module.exports = { Actd, ScriptedBroker, lossyRelay, until, sleep, gate, held, release, collect, runProgram, freePort, sibling, ROOT };

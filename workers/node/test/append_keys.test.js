@@ -14,10 +14,9 @@
 
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
-const zmq = require ('zeromq');
 const { Client } = require ('..');
 const { rendezvous } = require ('../lib/route');
-const { Actd, ScriptedBroker, collect } = require ('./actd');
+const { Actd, ScriptedBroker, lossyRelay, collect } = require ('./actd');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const MESSAGE = { type: 'data', kind: 'k', data: { n: 1 } };
@@ -127,13 +126,7 @@ describe ('APPEND keys, with scripted brokers', () => {
 describe ('APPEND keys, with one actd behind a relay', () => {
     it ('an APPEND retried after a lost reply is stored once', async () => {
         const actd = await new Actd ().start ();
-        //  The relay passes requests on to actd and loses its replies
-        const upstream = new zmq.Dealer ({ linger: 0 });
-        upstream.connect (actd.clientEndpoint);
-        let sending = Promise.resolve ();
-        const relay = await new ScriptedBroker ().start ((frames) => {
-            sending = sending.then (() => upstream.send (frames));
-        });
+        const relay = await lossyRelay (actd.clientEndpoint);
         const endpoints = [relay.endpoint, actd.clientEndpoint];
         const context = contextFirstAt (endpoints, relay.endpoint, 'node-once');
         const client = new Client ({ endpoints, requestTimeoutMs: 1000 });
@@ -146,7 +139,6 @@ describe ('APPEND keys, with one actd behind a relay', () => {
         finally {
             client.close ();
             relay.close ();
-            upstream.close ();
             await actd.finish ();
         }
     });

@@ -20,7 +20,7 @@ const zmq = require ('zeromq');
 const { Worker, Client, ActdError } = require ('..');
 const { score, rendezvous, fnv1a64 } = require ('../lib/route');
 const { MAX_HOPS } = require ('../lib/client');
-const { Actd, ScriptedBroker, until, collect, runProgram, freePort, sibling, ROOT } = require ('./actd');
+const { Actd, ScriptedBroker, lossyRelay, until, collect, runProgram, freePort, sibling, ROOT } = require ('./actd');
 const pg = require ('./pg');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -263,12 +263,7 @@ describe ('Client routing, with scripted brokers and one actd', () => {
         //  requests on to actd and loses its replies: the client hears
         //  nothing, sends the CALL again to actd itself, and actd knows it
         //  by its _id
-        const upstream = new zmq.Dealer ({ linger: 0 });
-        upstream.connect (actd.clientEndpoint);
-        let sending = Promise.resolve ();
-        const relay = await new ScriptedBroker ().start ((frames) => {
-            sending = sending.then (() => upstream.send (frames));
-        });
+        const relay = await lossyRelay (actd.clientEndpoint);
         const endpoints = [relay.endpoint, actd.clientEndpoint];
         const [context] = contextsFirstAt (endpoints, relay.endpoint, 'node-retried');
         const client = new Client ({ endpoints, requestTimeoutMs: 1000 });
@@ -299,7 +294,6 @@ describe ('Client routing, with scripted brokers and one actd', () => {
         finally {
             client.close ();
             relay.close ();
-            upstream.close ();
         }
     });
 

@@ -15,11 +15,11 @@ import json
 import re
 import threading
 import unittest
-from typing import Any, Callable, List, Optional
+from typing import Callable, List, Optional
 
 import zmq
 
-from support import TIMEOUT, Actd
+from support import TIMEOUT, Actd, FakeBroker
 
 import actd
 import actd.aio
@@ -34,39 +34,13 @@ REQUEST_TIMEOUT = 0.5
 Answer = Callable[[List[bytes]], Optional[List[bytes]]]
 
 
-class ScriptedBroker:
-    """A ROUTER on a free port that records each request's frames (after
-    the peer's identity) in ``received`` and sends answer(frames), if any."""
-
-    def __init__(self, answer: Optional[Answer] = None) -> None:
-        self.socket = zmq.Context.instance().socket(zmq.ROUTER)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        port = self.socket.bind_to_random_port("tcp://127.0.0.1")
-        self.endpoint = "tcp://127.0.0.1:%d" % port
-        self.answer = answer
-        self.received: List[List[bytes]] = []
-        self.stopping = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopping:
-            if not self.socket.poll(20):
-                continue
-            identity, *frames = self.socket.recv_multipart()
-            self.received.append(frames)
-            reply = self.answer(frames) if self.answer else None
-            if reply is not None:
-                self.socket.send_multipart([identity] + reply)
+class ScriptedBroker(FakeBroker):
+    """support's FakeBroker, which records each request's frames (after
+    the peer's identity) in ``received``, with the APPENDs among them."""
 
     def appends(self) -> List[List[bytes]]:
         """The APPEND requests received, each as its frames from the context on."""
         return [frames[3:] for frames in self.received if frames[1] == b"APPEND"]
-
-    def close(self) -> None:
-        self.stopping = True
-        self.thread.join(5)
-        self.socket.close(0)
 
 
 def ok_seq(frames: List[bytes]) -> Optional[List[bytes]]:
