@@ -1,0 +1,138 @@
+"""The store's disk fills up (docs/operations.md, "When the disk is
+full"), seen from outside as a client and a worker see it: a request that
+writes is refused `internal` and nothing of it kept, reads and PING are
+answered, a call in flight ends once, and commits
+resume as soon as there is room, without a restart; a crash while full
+loses nothing acknowledged and keeps nothing refused.
+
+The disk is filled on demand by tests/helpers/disk_full.c (LD_PRELOAD,
+no root nor mount): while the file self.full exists, every write under
+the store's directory fails with ENOSPC, as on a full copy-on-write file
+system, and SQLite answers SQLITE_FULL.
+"""
+
+import json
+import os
+import time
+import unittest
+
+from harness import DAGGER, STORE, Actd, NoAnswer, Worker, find_binary, wait_for
+from test_crash import wait_workers
+
+REFUSED = ["ERROR", "internal",
+           "the store could not commit; nothing was kept"]
+
+
+@unittest.skipIf(STORE != "sqlite", "the disk filled is the SQLite store's")
+class DiskFullTest(unittest.TestCase):
+
+    def setUp(self):
+        self.actd = Actd()
+        store = os.path.join(self.actd.dir, "store")
+        os.mkdir(store)
+        self.actd.store = os.path.join(store, "actd.db")
+        self.full = os.path.join(self.actd.dir, "full")
+        asan = os.environ.get("ASAN_OPTIONS", "detect_leaks=1")
+        self.actd.env = {"LD_PRELOAD": find_binary("libdisk_full.so"),
+                         "ACTD_DISK_FULL": self.full, "ACTD_DISK_FULL_DIR": store,
+                         #  The library comes before the sanitizers' runtime
+                         "ASAN_OPTIONS": asan + ":verify_asan_link_order=0"}
+        self.workers = []
+        self.actd.start()
+        self.client = self.actd.client()
+
+    def tearDown(self):
+        for worker in self.workers:
+            worker.stop()
+        self.client.close()
+        self.actd.cleanup()
+
+    def fill(self):
+        open(self.full, "w").close()
+
+    def free(self):
+        os.unlink(self.full)
+
+    def worker(self, activity, handler, **kwargs):
+        worker = Worker(self.actd.worker_endpoint, [activity], handler, name=activity, **kwargs)
+        worker.start()
+        self.workers.append(worker)
+        wait_workers(self.actd, len(self.workers))
+        return worker
+
+    def timed(self, *request, timeout=10.0):
+        """A request's reply and the seconds it took"""
+        began = time.time()
+        reply = self.client.request(*request, timeout=timeout)
+        return reply, time.time() - began
+
+    def history(self, context):
+        return json.loads(self.client.request("HISTORY", context, "1", "1000")[1])
+
+    def test_a_call_in_flight_when_the_disk_fills_ends_once(self):
+        """Its worker answers while the disk is full: the commit of its end
+        fails, and the call runs again (at least once, docs/protocol.md
+        section 8) once there is room; its output is written once, its
+        DONE says ok, STATUS agrees."""
+        slow = self.worker("slow", lambda activity, params, meta: NoAnswer)
+        request = self.client.send("CALL", "flight", {"_tool": "slow", "_outputPath": DAGGER + "o.x"})
+        call_id = self.client.wait(request, "ACCEPTED")[1]
+        wait_for(lambda: slow.tasks, "the first attempt")
+        self.fill()
+        slow.send_result(slow.tasks[0][0], {"attempt": 1})
+        wait_for(lambda: "store commit failed" in self.actd.log(), "the failed commit")
+        self.assertEqual(self.timed("PING")[0], ["PONG"])
+        time.sleep(1.0)
+        self.assertEqual(len(slow.tasks), 1, "a TASK left while nothing commits")
+        self.free()
+        wait_for(lambda: len(slow.tasks) == 2, "the next attempt", timeout=10.0)
+        self.assertEqual(slow.tasks[1][0], call_id + ".2")
+        slow.send_result(slow.tasks[1][0], {"attempt": 2})
+        done = json.loads(self.client.wait(request, "DONE", timeout=10.0)[2])
+        self.assertEqual((done["status"], done["attempts"], done["result"]),
+                         ("ok", 2, {"attempt": 2}))
+        status = self.client.status(call_id)
+        self.assertEqual((status["state"], status["attempts"]), ("ok", 2))
+        self.assertEqual([m["data"] for m in self.history("flight")], [{"x": {"attempt": 2}}])
+        time.sleep(0.5)
+        self.assertEqual([p for p in self.client.pending if p[0] == request], [], "a second DONE")
+
+    def test_a_crash_while_full_keeps_what_was_acknowledged(self):
+        """kill -9 while full; actd starts again on the full disk (SQLite
+        takes back the room of its -shm file), serves reads, refuses
+        writes; then room, and a second crash: every acknowledged message
+        and call is there once, nothing refused is."""
+        self.worker("echo", lambda activity, params, meta: params)
+        acknowledged = []
+        for i in range(5):
+            reply = self.client.request("APPEND", "crash", {"type": "text", "text": "m%d" % i})
+            self.assertEqual(reply[0], "OK")
+            acknowledged.append("m%d" % i)
+        call_id, outcome = self.client.call("crash", {"_tool": "echo", "_outputPath": DAGGER + "o.c",
+                                                      "v": 1})
+        self.fill()
+        for i in range(3):
+            self.assertEqual(self.client.request("APPEND", "crash", {"type": "text", "text": "x%d" % i}),
+                             REFUSED)
+        self.actd.kill()
+        self.client.close()
+        self.actd.start()                   # still full
+        self.client = self.actd.client()
+        texts = [m.get("text") for m in self.history("crash")]
+        self.assertEqual(texts, acknowledged + [None])
+        self.assertEqual(self.client.status(call_id)["state"], "ok")
+        self.assertEqual(self.client.request("APPEND", "crash", {"type": "text", "text": "x9"}),
+                         REFUSED)
+        self.free()
+        reply = self.client.request("APPEND", "crash", {"type": "text", "text": "m9"})
+        self.assertEqual(reply, ["OK", '{"seq":7}'])
+        self.actd.kill()
+        self.client.close()
+        self.actd.start()
+        self.client = self.actd.client()
+        texts = [m.get("text") for m in self.history("crash")]
+        self.assertEqual(texts, acknowledged + [None, "m9"])
+
+
+if __name__ == "__main__":
+    unittest.main()
