@@ -223,11 +223,12 @@ act_broker_pass (act_broker_t *self)
 //  patient (ACCEPTEDs whose clients wait for DONE) and its early tasks
 //  are out, so that a fast worker's result shares the commit that stores
 //  the call (one commit, one fsync a call, not two), for store/hold_us at
-//  most. Any other reply, a full batch or a stop ends the wait.
+//  most. Any other reply, a full batch, a stop or failed commits (early
+//  tasks then wait for their commit) end the wait.
 static bool
 s_hold (act_broker_t *self)
 {
-    if (!self->settings->hold_us || self->stopping
+    if (!self->settings->hold_us || self->stopping || self->failures
     ||  act_store_batch (self->store) >= S_NEXT_WRITES
     ||  !act_outbox_awaits_early (self->outbox)) {
         self->hold_until = 0;
@@ -278,8 +279,11 @@ s_pass_async (act_broker_t *self)
         }
         //  The tasks that promise nothing stored go now, while their
         //  commit runs (act_flow's s_task_early): the worker's time and
-        //  the commit's overlap
-        act_outbox_flush_early (self->outbox, self->send, self->send_arg);
+        //  the commit's overlap. Not once a commit failed, until one
+        //  succeeds: the next is likely to fail too (a full disk), and
+        //  every call refused meanwhile would have run all the same
+        if (!self->failures)
+            act_outbox_flush_early (self->outbox, self->send, self->send_arg);
     }
     s_pass_end (self);
 }

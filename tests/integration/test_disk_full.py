@@ -69,6 +69,59 @@ class DiskFullTest(unittest.TestCase):
     def history(self, context):
         return json.loads(self.client.request("HISTORY", context, "1", "1000")[1])
 
+    def test_writes_are_refused_reads_answered_and_commits_resume(self):
+        echo = self.worker("echo", lambda activity, params, meta: params, capacity=8)
+        self.assertEqual(self.client.request("APPEND", "notes", {"type": "text", "text": "kept"})[0],
+                         "OK")
+        before, outcome = self.client.call("calls", {"_tool": "echo", "_outputPath": DAGGER + "o.a",
+                                                     "v": "kept"})
+        self.assertEqual(outcome["status"], "ok")
+        self.fill()
+        #  The first refusal: the commit fails (the helper does catch
+        #  SQLite's writes)
+        self.assertEqual(self.client.request("APPEND", "notes", {"type": "text", "text": "lost"}),
+                         REFUSED)
+        self.assertIn("database or disk is full", self.actd.log())
+        #  Every kind of write, sent together (one commit tried for all)
+        requests = [
+            self.client.send("APPEND", "notes", {"type": "text", "text": "lost"}, "key-1"),
+            self.client.send("CALL", "calls", {"_tool": "echo", "_outputPath": DAGGER + "o.b",
+                                               "v": "lost", "_id": "id-1"}),
+            self.client.send("CALL", "calls", {"_tool": "echo", "v": "lost-fire-and-forget"}),
+            self.client.send("PLAN", "calls", [{"_tool": "echo", "_outputPath": DAGGER + "o.c",
+                                                "v": "lost-plan"}]),
+            self.client.send("DELETE", "notes")]
+        for request in requests:
+            self.assertEqual(self.client.wait(request, timeout=10.0), REFUSED)
+        #  What writes nothing is answered at once
+        for request in (["PING"], ["STATS"], ["STATUS", before], ["HISTORY", "notes", "1", "10"],
+                        ["VIEW", "calls"], ["RESOLVE", "calls", DAGGER + "o.a"], ["CONTEXTS"]):
+            reply, took = self.timed(*request)
+            self.assertIn(reply[0], ("PONG", "VALUE"), (request, reply))
+            self.assertLess(took, 0.5, request)
+        #  Once a commit has failed, no TASK leaves before its commit: a
+        #  call refused was not run (the first attempt of a call may leave
+        #  while its commit runs, store/early_tasks, which a failing store
+        #  turns into a run of a call its client was told was not kept)
+        time.sleep(0.3)
+        self.assertEqual([task[2]["v"] for task in echo.tasks], ["kept"])
+        #  Room again: the next commit succeeds, without a restart, within
+        #  the back-off (at most 2 s)
+        self.free()
+        reply, took = self.timed("APPEND", "notes", {"type": "text", "text": "after"}, "key-1")
+        self.assertEqual(reply[0], "OK", reply)
+        self.assertLess(took, 3.0)
+        self.assertIn("store commits again", self.actd.log())
+        after, outcome = self.client.call("calls", {"_tool": "echo", "_outputPath": DAGGER + "o.b",
+                                                    "v": "again", "_id": "id-1"})
+        self.assertEqual(outcome["status"], "ok")
+        self.assertNotEqual(after, before)
+        #  Nothing refused was kept, nothing kept is there twice
+        self.assertEqual([m["text"] for m in self.history("notes")], ["kept", "after"])
+        self.assertEqual([(m["_callId"], m["data"]) for m in self.history("calls")],
+                         [(before, {"a": {"v": "kept"}}), (after, {"b": {"v": "again"}})])
+        self.assertEqual([task[2]["v"] for task in echo.tasks], ["kept", "again"])
+
     def test_a_call_in_flight_when_the_disk_fills_ends_once(self):
         """Its worker answers while the disk is full: the commit of its end
         fails, and the call runs again (at least once, docs/protocol.md
