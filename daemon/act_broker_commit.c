@@ -76,8 +76,8 @@ s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long lon
                  "refusing what they acknowledged and reloading state from the store "
                  "(failure %" PRIu64 " in a row; next try in %lld ms)", err->message, writes,
                  act_store_batch (self->store), self->failures, wait);
+        act_outbox_refuse (self->outbox, act_store_cause (self->store));
         act_store_abort (self->store);
-        act_outbox_refuse (self->outbox);
         act_broker_reset (self);
     }
     else

@@ -47,7 +47,7 @@ s_stop_writing (act_broker_t *self)
         act_log (LOG_WARNING, "the lease was not renewed for %lld ms: %zu writes dropped, "
                  "not committed", act_clock_ms () - self->renewed, writes);
         act_store_abort (self->store);
-        act_outbox_refuse (self->outbox);
+        act_outbox_refuse (self->outbox, NULL);
         s_forget_all (self);
     }
 }

@@ -454,8 +454,15 @@ s_rescan (act_outbox_t *self)
 }
 
 size_t
-act_outbox_refuse (act_outbox_t *self)
+act_outbox_refuse (act_outbox_t *self, const char *cause)
 {
+    //  The cause, for the clients to know what to do (wait for room, call
+    //  their operator): SQLite's words, no path nor detail of the server
+    char text [160];
+    if (cause)
+        snprintf (text, sizeof text, "the store could not commit (%s); nothing was kept", cause);
+    else
+        snprintf (text, sizeof text, "the store could not commit; nothing was kept");
     size_t refused = 0, kept = 0;
     for (size_t i = 0; i < self->size; i++) {
         act_out_t *out = &self->messages [i];
@@ -485,7 +492,7 @@ act_outbox_refuse (act_outbox_t *self)
             act_out_add (&error, zmq_msg_data (&out->parts [head + 2]),
                          zmq_msg_size (&out->parts [head + 2]));
             act_out_addstr (&error, ACT_E_INTERNAL);
-            act_out_addstr (&error, "the store could not commit; nothing was kept");
+            act_out_addstr (&error, text);
             s_close (out);
             self->messages [kept++] = error;
         }

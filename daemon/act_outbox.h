@@ -183,12 +183,14 @@ size_t act_outbox_bytes (act_outbox_t *self);
 bool act_outbox_holds (act_outbox_t *self, const void *client, size_t size);
 
 //  The commit of the pass failed: nothing durable may be promised. Replies
-//  that promised stored state become ERROR internal to the same request,
+//  that promised stored state become ERROR internal to the same request
+//  ("the store could not commit (cause); nothing was kept", cause a few
+//  words on why, as act_store_cause gives them, or left out when NULL),
 //  DONE is dropped (the call runs again after recovery), so is EVENT
 //  (what it reported was not kept), and messages to
 //  workers are dropped (their tasks were never stored as running).
 //  Returns how many messages were refused or dropped.
-size_t act_outbox_refuse (act_outbox_t *self);
+size_t act_outbox_refuse (act_outbox_t *self, const char *cause);
 
 //  Send every message in order through send and empty the outbox.
 //  Returns how many went.

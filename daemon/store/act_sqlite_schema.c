@@ -153,12 +153,31 @@ act_store_on_progress (act_store_progress_fn *fn, void *arg, long long interval_
 }
 
 //  Log and set err (internal) with SQLite's message; returns -1
+const char *
+act_sqlite_words (const char *words, int code, int errno_value, char *text, size_t size)
+{
+    int primary = code & 0xff;
+    if (errno_value && (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN))
+        snprintf (text, size, "%s (%s)", words, strerror (errno_value));
+    else
+        snprintf (text, size, "%s", words);
+    return text;
+}
+
+const char *
+act_sqlite_errmsg (sqlite3 *db, char *text, size_t size)
+{
+    return act_sqlite_words (sqlite3_errmsg (db), sqlite3_extended_errcode (db),
+                             sqlite3_system_errno (db), text, size);
+}
+
 static int
 s_fail (sqlite3 *db, const char *path, act_err_t *err, const char *what)
 {
-    act_log (LOG_ERR, "store %s: %s: %s", path, what, sqlite3_errmsg (db));
-    return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", path, what,
-                        sqlite3_errmsg (db));
+    char text [256];
+    act_sqlite_errmsg (db, text, sizeof text);
+    act_log (LOG_ERR, "store %s: %s: %s", path, what, text);
+    return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", path, what, text);
 }
 
 //  How long the work may go before it calls the hook again: three

@@ -320,6 +320,13 @@ act_store_commit (act_store_t *self, act_err_t *err)
     return rc;
 }
 
+const char *
+act_store_cause (act_store_t *self)
+{
+    s_settle (self);
+    return self->backend->cause? self->backend->cause (self->impl): NULL;
+}
+
 size_t
 act_store_batch (act_store_t *self)
 {

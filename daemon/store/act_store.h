@@ -125,6 +125,12 @@ int act_store_put_resume (act_store_t *self, const char *context, uint64_t call_
 //  set, and then none of the batch was kept.
 int act_store_commit (act_store_t *self, act_err_t *err);
 
+//  Why the last commit failed, in a few words fit for a client (SQLite's:
+//  "database or disk is full", "disk I/O error (No space left on
+//  device)"; no path nor detail), or NULL when the backend does not say.
+//  Valid until the next use of the store.
+const char *act_store_cause (act_store_t *self);
+
 //  Number of writes in the current batch.
 size_t act_store_batch (act_store_t *self);
 

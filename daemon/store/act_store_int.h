@@ -80,6 +80,9 @@ typedef struct {
     //  this one's lease has lapsed, "" when none is known, or NULL while
     //  the lease holds (act_store_elsewhere)
     const char *(*elsewhere) (void *impl, const char *key);
+    //  Why the last commit failed, for clients (act_store_cause), or NULL
+    //  (NULL: the backend does not say)
+    const char *(*cause) (void *impl);
 } act_store_backend_t;
 
 //  A batch's writes held in memory for a backend (act_store_journal.c)

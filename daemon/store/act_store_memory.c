@@ -656,7 +656,7 @@ const act_store_backend_t act_store_memory = {
     s_memory_pending, s_memory_last_call, s_memory_counters, NULL, NULL, NULL, NULL, NULL,
     s_memory_contexts_pending, NULL, s_memory_contexts, s_memory_delete_context,
     s_memory_append_key, s_memory_put_append_key, s_memory_idle_contexts, NULL, NULL, NULL,
-    s_memory_put_resume, NULL
+    s_memory_put_resume, NULL, NULL
 };
 
 void *

@@ -688,7 +688,7 @@ const act_store_backend_t act_store_pg = {
     s_last_call, s_counters, s_next_call, act_pg_join, act_pg_claim, act_pg_renew,
     act_pg_leave, act_pg_contexts_pending, s_pending_in, act_pg_contexts, act_pg_delete_context,
     act_pg_append_key, act_pg_put_append_key, act_pg_idle_contexts, act_pg_timeout,
-    NULL, act_pg_on_wait, act_pg_put_resume, act_pg_elsewhere
+    NULL, act_pg_on_wait, act_pg_put_resume, act_pg_elsewhere, NULL
 };
 
 void *

@@ -90,9 +90,29 @@ s_destroy (void *impl)
 static int
 s_fail (act_sqlite_t *self, act_err_t *err, const char *what)
 {
-    act_log (LOG_ERR, "store %s: %s: %s", self->path, what, sqlite3_errmsg (self->db));
-    return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->path, what,
-                        sqlite3_errmsg (self->db));
+    //  Kept for s_cause. A doomed batch's commit fails on the error of the
+    //  write that doomed it: its own step may have none
+    int code = sqlite3_extended_errcode (self->db);
+    if (code != SQLITE_OK) {
+        self->failed = code;
+        self->failed_errno = sqlite3_system_errno (self->db);
+    }
+    char text [256];
+    act_sqlite_errmsg (self->db, text, sizeof text);
+    act_log (LOG_ERR, "store %s: %s: %s", self->path, what, text);
+    return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->path, what, text);
+}
+
+//  Why the last commit failed, in SQLite's generic words (not its message,
+//  which may name tables and columns) and the system's error
+static const char *
+s_cause (void *impl)
+{
+    act_sqlite_t *self = (act_sqlite_t *) impl;
+    if (!self->failed)
+        return NULL;
+    return act_sqlite_words (sqlite3_errstr (self->failed), self->failed, self->failed_errno,
+                             self->cause, sizeof self->cause);
 }
 
 //  Open the batch's transaction if it is not open yet
@@ -349,6 +369,8 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         if (act_sqlite_live_load (self->live))
             s_fail (self, NULL, "cannot read the live calls");
     }
+    if (rc == 0)
+        self->failed = self->failed_errno = 0;
     self->open_batch = false;
     zhashx_purge (self->added);
     self->reclaim |= rc == 0 && self->deleted && self->incremental;
@@ -632,7 +654,7 @@ const act_store_backend_t act_store_sqlite = {
     s_last_call, s_counters, NULL, NULL, NULL, NULL, NULL, s_contexts_pending, s_pending_in,
     act_sqlite_contexts, act_sqlite_delete_context, act_sqlite_append_key,
     act_sqlite_put_append_key, act_sqlite_idle_contexts, NULL, s_borrow, NULL, s_put_resume,
-    NULL
+    NULL, s_cause
 };
 
 //  Open the store's file and take its lock: one process a store. Returns

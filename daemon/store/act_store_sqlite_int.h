@@ -29,6 +29,10 @@ typedef struct {
     bool deleted;                   //  This batch deleted a context
     bool incremental;               //  auto_vacuum is INCREMENTAL
     bool reclaim;                   //  Free pages are left to hand back
+    int failed;                     //  SQLite's code of the last failure
+                                    //  since a commit succeeded, or 0
+    int failed_errno;               //  The system's error with it, or 0
+    char cause [128];               //  Room for s_cause's words
 } act_sqlite_t;
 
 //  Turns the current row of a query into JSON (NULL: skip the row)

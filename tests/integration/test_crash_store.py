@@ -18,6 +18,13 @@ from harness import DAGGER, STORE, Actd, NoAnswer, Worker, wait_for
 from test_crash import wait_workers
 
 
+#  The refusal of a commit that failed, its cause named: a file size limit
+#  (EFBIG) is an I/O error to SQLite, a full file system (ENOSPC) is not
+REFUSED_IO = ["ERROR", "internal", "the store could not commit (disk I/O error); nothing was kept"]
+REFUSED_FULL = ["ERROR", "internal",
+                "the store could not commit (database or disk is full); nothing was kept"]
+
+
 class StoreFullTest(unittest.TestCase):
     """A store that cannot commit (here a full disk: actd may not write
     files larger than 2 MiB): what the batch acknowledged is refused with
@@ -49,8 +56,7 @@ class StoreFullTest(unittest.TestCase):
             self.assertEqual([json.loads(r[1])["seq"] for r in kept],
                              list(range(1, len(kept) + 1)))
             for reply in refused:
-                self.assertEqual(reply, ["ERROR", "internal",
-                                         "the store could not commit; nothing was kept"])
+                self.assertEqual(reply, REFUSED_IO)
             self.assertEqual(replies[:len(kept)], kept)     # kept ones came first
             #  A reply that promises nothing is still sent, and a small write
             #  that fits takes the next _seq: nothing refused was kept
@@ -79,13 +85,11 @@ class StoreFullTest(unittest.TestCase):
                 {"type": "data", "kind": "state", "data": {"k%d" % i: big}})) for i in range(3)]
             resolve = client.send("RESOLVE", "lost", "†state.k2")
             replies = [client.wait(rid, timeout=30) for rid in appends]
-            self.assertEqual(replies[2], ["ERROR", "internal",
-                                          "the store could not commit; nothing was kept"])
+            self.assertEqual(replies[2], REFUSED_IO)
             reply = client.wait(resolve, timeout=30)
             self.assertFalse(reply[0] == "VALUE" and reply[1] == json.dumps(big),
                              "the lost value was read")
-            self.assertEqual(reply, ["ERROR", "internal",
-                                     "the store could not commit; nothing was kept"])
+            self.assertEqual(reply, REFUSED_IO)
             #  Read again, the value is absent: nothing of it was kept
             self.assertEqual(client.request("RESOLVE", "lost", "†state.k2")[0], "ERROR")
             client.close()
@@ -164,8 +168,7 @@ class DiskFullTest(unittest.TestCase):
                     accepted.append(reply[1])
                 else:
                     refused = reply
-        self.assertEqual(refused, ["ERROR", "internal",
-                                   "the store could not commit; nothing was kept"])
+        self.assertEqual(refused, REFUSED_FULL)
         time.sleep(0.5)
         start = actd.log().count("store commit failed")
         began = time.time()

@@ -1,7 +1,7 @@
 """The store's disk fills up (docs/operations.md, "When the disk is
 full"), seen from outside as a client and a worker see it: a request that
-writes is refused `internal` and nothing of it kept, reads and PING are
-answered, a call in flight ends once, and commits
+writes is refused `internal` with the cause named and nothing of it kept,
+reads and PING are answered, a call in flight ends once, and commits
 resume as soon as there is room, without a restart; a crash while full
 loses nothing acknowledged and keeps nothing refused.
 
@@ -20,7 +20,7 @@ from harness import DAGGER, STORE, Actd, NoAnswer, Worker, find_binary, wait_for
 from test_crash import wait_workers
 
 REFUSED = ["ERROR", "internal",
-           "the store could not commit; nothing was kept"]
+           "the store could not commit (database or disk is full); nothing was kept"]
 
 
 @unittest.skipIf(STORE != "sqlite", "the disk filled is the SQLite store's")
@@ -78,7 +78,7 @@ class DiskFullTest(unittest.TestCase):
         self.assertEqual(outcome["status"], "ok")
         self.fill()
         #  The first refusal: the commit fails (the helper does catch
-        #  SQLite's writes)
+        #  SQLite's writes), and the client is told why
         self.assertEqual(self.client.request("APPEND", "notes", {"type": "text", "text": "lost"}),
                          REFUSED)
         self.assertIn("database or disk is full", self.actd.log())

@@ -227,7 +227,7 @@ test_watchers_that_do_not_read_are_still_bounded (void **state)
     assert_int_equal (act_outbox_flush (outbox, s_hold, held), S_WATCHERS);
     s_release (held, 0);
     act_watches_message (watches, "ctx", 4, text);
-    assert_int_equal (act_outbox_refuse (outbox), S_WATCHERS);
+    assert_int_equal (act_outbox_refuse (outbox, NULL), S_WATCHERS);
     assert_int_equal (act_outbox_size (outbox), 0);
     free (text);
     free (held);
