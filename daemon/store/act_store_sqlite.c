@@ -743,7 +743,12 @@ act_store_sqlite_open (const char *path, act_sync_t sync, act_err_t *err)
     int rc = sqlite3_exec (self->db, sql, NULL, NULL, NULL);
     zstr_free (&sql);
     if (rc != SQLITE_OK) {
-        s_fail (self, err, "not a usable database");
+        //  Not a database, or one that cannot be opened now (its -shm file
+        //  cannot grow on a full disk): the log must not say the first of
+        //  the second, which an operator might then delete
+        int primary = sqlite3_errcode (self->db);
+        s_fail (self, err, primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT?
+                           "not a usable database": "cannot open it");
         goto failed;
     }
     if (act_sqlite_schema_migrate (self->db, self->path, err))

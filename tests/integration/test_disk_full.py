@@ -186,6 +186,26 @@ class DiskFullTest(unittest.TestCase):
         texts = [m.get("text") for m in self.history("crash")]
         self.assertEqual(texts, acknowledged + [None, "m9"])
 
+    def test_a_start_on_a_full_disk_says_so(self):
+        """A store stopped cleanly (its -wal and -shm files removed) cannot
+        be opened on a full disk (SQLite must write its -shm file): actd
+        exits naming the cause, not as if the file were not a database,
+        and starts once there is room."""
+        self.assertEqual(self.client.request("APPEND", "start", {"type": "text", "text": "kept"})[0],
+                         "OK")
+        self.assertEqual(self.actd.stop(), 0)
+        self.fill()
+        self.actd.start(wait=False)
+        self.assertNotEqual(self.actd.process.wait(20), 0)
+        line = [l for l in self.actd.log().splitlines() if "cannot start" in l][-1]
+        self.assertIn("No space left on device", line)
+        self.assertNotIn("not a usable database", line)
+        self.free()
+        self.client.close()
+        self.actd.start()
+        self.client = self.actd.client()
+        self.assertEqual([m["text"] for m in self.history("start")], ["kept"])
+
 
 if __name__ == "__main__":
     unittest.main()
