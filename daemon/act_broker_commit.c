@@ -76,7 +76,9 @@ s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long lon
                  "refusing what they acknowledged and reloading state from the store "
                  "(failure %" PRIu64 " in a row; next try in %lld ms)", err->message, writes,
                  act_store_batch (self->store), self->failures, wait);
-        act_outbox_refuse (self->outbox, act_store_cause (self->store));
+        act_outbox_refuse (self->outbox, act_store_cause (self->store), act_watches_lost,
+                           self->watches);
+        act_watches_rewind (self->watches);
         act_store_abort (self->store);
         act_broker_reset (self);
     }

@@ -47,7 +47,8 @@ s_stop_writing (act_broker_t *self)
         act_log (LOG_WARNING, "the lease was not renewed for %lld ms: %zu writes dropped, "
                  "not committed", act_clock_ms () - self->renewed, writes);
         act_store_abort (self->store);
-        act_outbox_refuse (self->outbox, NULL);
+        act_outbox_refuse (self->outbox, NULL, act_watches_lost, self->watches);
+        act_watches_rewind (self->watches);
         s_forget_all (self);
     }
 }

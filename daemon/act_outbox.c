@@ -454,7 +454,7 @@ s_rescan (act_outbox_t *self)
 }
 
 size_t
-act_outbox_refuse (act_outbox_t *self, const char *cause)
+act_outbox_refuse (act_outbox_t *self, const char *cause, act_outbox_lost_fn *lost, void *arg)
 {
     //  The cause, for the clients to know what to do (wait for room, call
     //  their operator): SQLite's words, no path nor detail of the server
@@ -496,8 +496,12 @@ act_outbox_refuse (act_outbox_t *self, const char *cause)
             s_close (out);
             self->messages [kept++] = error;
         }
-        else
+        else {
+            if (lost && !out->to_worker && out->nparts > head + 3
+            &&  s_part_is (out, head + 1, "EVENT"))
+                lost (arg, &out->parts [0], &out->parts [head + 2], &out->parts [head + 3]);
             s_close (out);
+        }
     }
     self->size = kept;
     self->sealed = 0;

@@ -182,15 +182,22 @@ size_t act_outbox_bytes (act_outbox_t *self);
 //  True when a message to the client with this routing id is waiting.
 bool act_outbox_holds (act_outbox_t *self, const void *client, size_t size);
 
+//  Told of an EVENT that a failed commit dropped: the routing id of its
+//  client, the request id of its WATCH and its body (act_outbox_refuse)
+typedef void (act_outbox_lost_fn) (void *arg, zmq_msg_t *client, zmq_msg_t *request,
+                                   zmq_msg_t *body);
+
 //  The commit of the pass failed: nothing durable may be promised. Replies
 //  that promised stored state become ERROR internal to the same request
 //  ("the store could not commit (cause); nothing was kept", cause a few
 //  words on why, as act_store_cause gives them, or left out when NULL),
 //  DONE is dropped (the call runs again after recovery), so is EVENT
-//  (what it reported was not kept), and messages to
+//  (what it reported was not kept, or not sent yet: lost, when not NULL,
+//  hears of each, for its watch to send it again), and messages to
 //  workers are dropped (their tasks were never stored as running).
 //  Returns how many messages were refused or dropped.
-size_t act_outbox_refuse (act_outbox_t *self, const char *cause);
+size_t act_outbox_refuse (act_outbox_t *self, const char *cause, act_outbox_lost_fn *lost,
+                          void *arg);
 
 //  Send every message in order through send and empty the outbox.
 //  Returns how many went.

@@ -15,16 +15,28 @@ typedef struct {
     bool behind;                //  Stored messages may come before the
                                 //  live ones: the pump reads them
     bool calls;                 //  Also the calls' changes of state
-    void *handle;               //  Its handle in its context's list
+    void *handle;               //  Its handle in its context's list (or
+                                //  in ended)
     char owner [ACT_OWNER_SIZE];    //  CURVE key of the client that opened
                                 //  it: events go to that key's connection
                                 //  only ("": no CURVE)
+    uint64_t ended_in;          //  In ended: the batch whose DELETE ended it
 } s_watch_t;
+
+//  What a failed commit dropped of one watch's events (act_watches_lost)
+typedef struct {
+    uint64_t seq;               //  The first message event's _seq, or 0
+    bool deleted;               //  Its {"deleted": true}
+} s_lost_t;
 
 struct _act_watches_t {
     act_store_t *store;         //  Backlogs come from it (borrowed)
     act_outbox_t *outbox;       //  Events go out through it (borrowed)
     zhashx_t *contexts;         //  Context id -> zlistx_t of s_watch_t
+    zlistx_t *ended;            //  Watches a DELETE ended, until its
+                                //  commit: open again if it fails
+    zhashx_t *lost;             //  s_key -> s_lost_t, from act_watches_lost
+                                //  to act_watches_rewind
     size_t size;                //  Watches open
     size_t behind;              //  Watches with a backlog left to send
     size_t max;                 //  At most this many (max_watches)
@@ -38,6 +50,13 @@ s_watch_destroy (void **item)
     zframe_destroy (&watch->request);
     free (watch->context);
     free (watch);
+    *item = NULL;
+}
+
+static void
+s_lost_destroy (void **item)
+{
+    free (*item);
     *item = NULL;
 }
 
@@ -58,6 +77,10 @@ act_watches_new (act_store_t *store, act_outbox_t *outbox, size_t max)
     self->max = max;
     self->contexts = zhashx_new ();
     zhashx_set_destructor (self->contexts, s_list_destroy);
+    self->ended = zlistx_new ();
+    zlistx_set_destructor (self->ended, s_watch_destroy);
+    self->lost = zhashx_new ();
+    zhashx_set_destructor (self->lost, s_lost_destroy);
     return self;
 }
 
@@ -66,6 +89,8 @@ act_watches_destroy (act_watches_t **self_p)
 {
     if (self_p && *self_p) {
         zhashx_destroy (&(*self_p)->contexts);
+        zlistx_destroy (&(*self_p)->ended);
+        zhashx_destroy (&(*self_p)->lost);
         free (*self_p);
         *self_p = NULL;
     }
@@ -257,12 +282,17 @@ act_watches_deleted (act_watches_t *self, const char *context)
     if (!list)
         return;
     act_shared_t *body = s_body ("{\"deleted\":true}", "", 0, "");
-    for (s_watch_t *watch = zlistx_first (list); watch; watch = zlistx_next (list)) {
+    //  Kept aside until the DELETE's commit: a failed one deleted nothing
+    uint64_t batch = self->store? act_store_generation (self->store): 0;
+    s_watch_t *watch;
+    while ((watch = (s_watch_t *) zlistx_detach (list, NULL))) {
         s_event (self, watch, body);
         self->behind -= watch->behind;
+        self->size--;
+        watch->ended_in = batch;
+        watch->handle = zlistx_add_end (self->ended, watch);
     }
     act_shared_destroy (&body);
-    self->size -= zlistx_size (list);
     zhashx_delete (self->contexts, context);
 }
 
@@ -279,6 +309,15 @@ act_watches_drop_client (act_watches_t *self, const void *id, size_t size)
     for (s_watch_t *watch = zlistx_first (ended); watch; watch = zlistx_next (ended))
         s_end (self, zhashx_lookup (self->contexts, watch->context), watch);
     zlistx_destroy (&ended);
+    //  And those a DELETE ended, which nothing could open again
+    s_watch_t *watch = zlistx_first (self->ended);
+    while (watch) {
+        s_watch_t *next = zlistx_next (self->ended);
+        if (zframe_size (watch->client) == size
+        &&  memcmp (zframe_data (watch->client), id, size) == 0)
+            zlistx_delete (self->ended, watch->handle);
+        watch = next;
+    }
 }
 
 //  A backlog being replayed to a watch
@@ -322,9 +361,24 @@ s_pump_one (act_watches_t *self, s_watch_t *watch, size_t budget)
     return replay.read;
 }
 
+//  Forget the watches whose DELETE's commit succeeded
+static void
+s_prune_ended (act_watches_t *self)
+{
+    s_watch_t *watch = zlistx_first (self->ended);
+    while (watch) {
+        s_watch_t *next = zlistx_next (self->ended);
+        if (!self->store || act_store_durable (self->store, watch->ended_in))
+            zlistx_delete (self->ended, watch->handle);
+        watch = next;
+    }
+}
+
 size_t
 act_watches_pump (act_watches_t *self, size_t budget)
 {
+    if (zlistx_size (self->ended))
+        s_prune_ended (self);
     size_t sent = 0;
     for (zlistx_t *list = zhashx_first (self->contexts); list && sent < budget;
          list = zhashx_next (self->contexts))
@@ -345,4 +399,107 @@ size_t
 act_watches_size (act_watches_t *self)
 {
     return self->size;
+}
+
+//  The key of the watch client's request opened, in hex (the caller frees
+//  it); NULL when out of memory
+static char *
+s_key (const void *client, size_t client_size, const void *request, size_t request_size)
+{
+    char *key = (char *) malloc (2 * (client_size + request_size) + 2);
+    if (!key)
+        return NULL;
+    act_hex_write (key, client, client_size);
+    key [2 * client_size] = '/';
+    act_hex_write (key + 2 * client_size + 1, request, request_size);
+    return key;
+}
+
+void
+act_watches_lost (void *arg, zmq_msg_t *client, zmq_msg_t *request, zmq_msg_t *body)
+{
+    act_watches_t *self = (act_watches_t *) arg;
+    const char *text = (const char *) zmq_msg_data (body);
+    size_t size = zmq_msg_size (body);
+    //  {"seq":N,"message":...} or {"deleted":true} ({"call":...} is told
+    //  again as the recovered call changes state)
+    static const char seq_head [] = "{\"seq\":", deleted [] = "{\"deleted\":true}";
+    uint64_t seq = 0;
+    bool ended = size == strlen (deleted) && memcmp (text, deleted, size) == 0;
+    size_t at = strlen (seq_head);
+    if (size > at && memcmp (text, seq_head, at) == 0)
+        for (; at < size && text [at] >= '0' && text [at] <= '9'; at++)
+            seq = seq * 10 + (uint64_t) (text [at] - '0');
+    if (!seq && !ended)
+        return;
+    char *key = s_key (zmq_msg_data (client), zmq_msg_size (client),
+                       zmq_msg_data (request), zmq_msg_size (request));
+    s_lost_t *lost = key? (s_lost_t *) zhashx_lookup (self->lost, key): NULL;
+    if (key && !lost) {
+        lost = (s_lost_t *) calloc (1, sizeof (s_lost_t));
+        if (lost)
+            zhashx_insert (self->lost, key, lost);
+    }
+    if (!lost) {
+        free (key);
+        return;
+    }
+    if (seq && (!lost->seq || seq < lost->seq))
+        lost->seq = seq;
+    lost->deleted |= ended;
+    free (key);
+}
+
+//  The events of watch that a failed commit dropped (NULL: none)
+static s_lost_t *
+s_lost_of (act_watches_t *self, s_watch_t *watch)
+{
+    char *key = s_key (zframe_data (watch->client), zframe_size (watch->client),
+                       zframe_data (watch->request), zframe_size (watch->request));
+    s_lost_t *lost = key? (s_lost_t *) zhashx_lookup (self->lost, key): NULL;
+    free (key);
+    return lost;
+}
+
+void
+act_watches_rewind (act_watches_t *self)
+{
+    if (zhashx_size (self->lost) == 0)
+        return;
+    //  Open again the watches whose DELETE was not kept
+    s_watch_t *watch = zlistx_first (self->ended);
+    while (watch) {
+        s_watch_t *next = zlistx_next (self->ended);
+        s_lost_t *lost = s_lost_of (self, watch);
+        if (lost && lost->deleted) {
+            zlistx_detach (self->ended, watch->handle);
+            zlistx_t *list = (zlistx_t *) zhashx_lookup (self->contexts, watch->context);
+            if (!list) {
+                list = zlistx_new ();
+                zlistx_set_destructor (list, s_watch_destroy);
+                zhashx_insert (self->contexts, watch->context, list);
+            }
+            watch->handle = zlistx_add_end (list, watch);
+            self->size++;
+            self->behind += watch->behind;
+        }
+        watch = next;
+    }
+    //  Each goes back to the first message it was not sent, and reads the
+    //  store from there: what it holds under that _seq and after comes
+    //  once stored (read or appended), whether the store gives that _seq
+    //  again or had it already (a page of a backlog dropped)
+    for (zlistx_t *list = zhashx_first (self->contexts); list;
+         list = zhashx_next (self->contexts))
+        for (watch = zlistx_first (list); watch; watch = zlistx_next (list)) {
+            s_lost_t *lost = s_lost_of (self, watch);
+            if (!lost || !lost->seq || lost->seq >= watch->next)
+                continue;
+            watch->next = lost->seq;
+            if (!watch->behind) {
+                watch->behind = true;
+                self->behind++;
+            }
+        }
+    zhashx_purge (self->lost);
 }

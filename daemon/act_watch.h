@@ -8,7 +8,10 @@
     time by act_watches_pump, so a long history never stalls the loop),
     then each new one as it is appended. Every event goes through the
     outbox, so it leaves only after the commit that made it durable; a
-    failed commit drops it (act_outbox_refuse), as it drops DONE.
+    failed commit drops it (act_outbox_refuse), as it drops DONE, and the
+    watch goes back to the first message it was not sent (act_watches_lost,
+    act_watches_rewind): the store gives a lost message's _seq again, and
+    the watch sends what is stored under it once it is.
     ========================================================================= */
 
 #ifndef ACT_WATCH_H_INCLUDED
@@ -72,5 +75,17 @@ size_t act_watches_behind (act_watches_t *self);
 
 //  Watches open.
 size_t act_watches_size (act_watches_t *self);
+
+//  act_outbox_refuse's lost function (arg: the watches): a failed commit
+//  dropped the EVENT body to the watch that client's request opened. Noted
+//  for act_watches_rewind.
+void act_watches_lost (void *arg, zmq_msg_t *client, zmq_msg_t *request, zmq_msg_t *body);
+
+//  After a failed commit's refusals (act_watches_lost told of each EVENT
+//  dropped): a watch whose message events were dropped goes back to the
+//  first of them, and sends from there what the store holds, then what is
+//  appended (a lost message's _seq is given again to the next one kept);
+//  a watch that a DELETE ended, whose commit failed, is open again.
+void act_watches_rewind (act_watches_t *self);
 
 #endif

@@ -122,6 +122,34 @@ class DiskFullTest(unittest.TestCase):
                          [(before, {"a": {"v": "kept"}}), (after, {"b": {"v": "again"}})])
         self.assertEqual([task[2]["v"] for task in echo.tasks], ["kept", "again"])
 
+    def test_a_watch_goes_on_through_refusals(self):
+        """A refused APPEND's _seq is given again to the next message kept,
+        and a refused DELETE deletes nothing: a watch of the context sees
+        each message kept once, in order, and goes on (it missed the one
+        that took a refused message's _seq, and a refused DELETE ended it
+        without a word: both watchers then waited for ever)."""
+        self.assertEqual(self.client.request("APPEND", "w", {"type": "text", "text": "m1"})[0],
+                         "OK")
+        watcher = self.actd.client()
+        watches = [watcher.send("WATCH", "w", "1"), watcher.send("WATCH", "w", "1", "all")]
+        for watch in watches:
+            self.assertEqual(json.loads(watcher.wait(watch, "EVENT")[1])["seq"], 1)
+        self.fill()
+        self.assertEqual(self.client.request("APPEND", "w", {"type": "text", "text": "lost"}),
+                         REFUSED)
+        self.assertEqual(self.client.request("DELETE", "w"), REFUSED)
+        self.free()
+        for text in ("m2", "m3"):
+            self.assertEqual(self.client.request("APPEND", "w", {"type": "text", "text": text})[0],
+                             "OK")
+        for watch in watches:
+            events = [json.loads(watcher.wait(watch, "EVENT", timeout=5.0)[1]) for _ in range(2)]
+            self.assertEqual([(e["seq"], e["message"]["text"]) for e in events],
+                             [(2, "m2"), (3, "m3")])
+        time.sleep(0.2)
+        self.assertEqual(watcher.pending, [])
+        watcher.close()
+
     def test_a_call_in_flight_when_the_disk_fills_ends_once(self):
         """Its worker answers while the disk is full: the commit of its end
         fails, and the call runs again (at least once, docs/protocol.md

@@ -295,7 +295,7 @@ test_early_tasks_keep_their_order_per_worker (void **state)
     assert_int_equal (act_outbox_size (outbox), 4);
 
     //  The commit fails: the tasks that waited are dropped with it
-    assert_int_equal (act_outbox_refuse (outbox, NULL), 4);
+    assert_int_equal (act_outbox_refuse (outbox, NULL, NULL, NULL), 4);
     assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 1);
     unit_assert_sent (&sent, 0, false, "client-1", "ACTC01", "ERROR", "r1", "internal",
                       S_REFUSED, NULL);
@@ -393,7 +393,7 @@ test_refuse_after_a_failed_commit (void **state)
 
     //  Refused or dropped: ACCEPTED, VALUE, the two tasks, OK, DONE; the
     //  refusals name the store's cause
-    assert_int_equal (act_outbox_refuse (outbox, "database or disk is full"), 6);
+    assert_int_equal (act_outbox_refuse (outbox, "database or disk is full", NULL, NULL), 6);
     assert_int_equal (act_outbox_size (outbox), 5);
 
     unit_sent_t sent = { .size = 0 };
@@ -420,8 +420,8 @@ test_refuse_twice_changes_nothing_more (void **state)
     act_outbox_t *outbox = act_outbox_new ();
     s_reply (outbox, "c", "r1", "ACCEPTED", "[\"1\",\"2\"]", true);
     s_reply (outbox, "c", "r2", "PONG", NULL, false);
-    assert_int_equal (act_outbox_refuse (outbox, NULL), 1);
-    assert_int_equal (act_outbox_refuse (outbox, NULL), 0);
+    assert_int_equal (act_outbox_refuse (outbox, NULL, NULL, NULL), 1);
+    assert_int_equal (act_outbox_refuse (outbox, NULL, NULL, NULL), 0);
     assert_int_equal (act_outbox_size (outbox), 2);
     unit_sent_t sent = { .size = 0 };
     assert_int_equal (act_outbox_flush (outbox, unit_sent_capture, &sent), 2);
@@ -449,7 +449,7 @@ test_refuse_keeps_order_across_many_messages (void **state)
         else
             s_task (outbox, "w", request, false);
     }
-    assert_int_equal (act_outbox_refuse (outbox, NULL), 400);
+    assert_int_equal (act_outbox_refuse (outbox, NULL, NULL, NULL), 400);
     assert_int_equal (act_outbox_size (outbox), 400);
 
     unit_sent_t sent = { .size = 0 };
@@ -583,7 +583,7 @@ test_a_workers_large_frames_count_until_libzmq_lets_them_go (void **state)
     act_out_addstr (task, "w1");
     act_out_add (task, params, 1000);
     assert_int_equal (act_held_bytes (account), 1000);
-    act_outbox_refuse (outbox, NULL);
+    act_outbox_refuse (outbox, NULL, NULL, NULL);
     assert_int_equal (act_held_bytes (account), 0);
     //  The holder lets go first; a frame still held keeps the account
     task = act_outbox_add (outbox, true, false);

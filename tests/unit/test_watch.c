@@ -227,12 +227,126 @@ test_watchers_that_do_not_read_are_still_bounded (void **state)
     assert_int_equal (act_outbox_flush (outbox, s_hold, held), S_WATCHERS);
     s_release (held, 0);
     act_watches_message (watches, "ctx", 4, text);
-    assert_int_equal (act_outbox_refuse (outbox, NULL), S_WATCHERS);
+    assert_int_equal (act_outbox_refuse (outbox, NULL, NULL, NULL), S_WATCHERS);
     assert_int_equal (act_outbox_size (outbox), 0);
     free (text);
     free (held);
     act_watches_destroy (&watches);
     act_outbox_destroy (&outbox);
+}
+
+
+//  --------------------------------------------------------------------------
+//  A failed commit drops events: the watches go back
+
+//  The bodies of the EVENTs held from frame 0, each [client][ACTC01]
+//  [EVENT][request][body], joined with spaces
+static char *
+s_bodies (s_held_t *held)
+{
+    char *joined = strdup ("");
+    for (size_t first = 0; first + 5 <= held->size; first += 5) {
+        zmq_msg_t *body = &held->parts [first + 4];
+        char *more = zsys_sprintf ("%s%s%.*s", joined, *joined? " ": "",
+                                   (int) zmq_msg_size (body), (char *) zmq_msg_data (body));
+        free (joined);
+        joined = more;
+    }
+    return joined;
+}
+
+//  Store message seq of ctx ({"_seq":seq,"n":n}) in the batch
+static void
+s_put (act_store_t *store, uint64_t seq, int n)
+{
+    char text [64];
+    snprintf (text, sizeof text, "{\"_seq\":%d,\"n\":%d}", (int) seq, n);
+    assert_int_equal (act_store_put_message (store, "ctx", seq, text, strlen (text)), 0);
+}
+
+//  A watch's backlog and a live message, dropped by a failed commit: the
+//  watch reads the store again from the first one it was not sent, and
+//  the message that takes the lost one's _seq is sent (before, the watch
+//  had moved past it: it never came)
+static void
+test_a_failed_commit_takes_a_watch_back (void **state)
+{
+    (void) state;
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (":memory:", ACT_SYNC_NORMAL, &err);
+    act_outbox_t *outbox = act_outbox_new ();
+    act_watches_t *watches = act_watches_new (store, outbox, 10);
+    assert_true (act_store_put_context (store, "ctx") >= 0);
+    s_put (store, 1, 1);
+    s_put (store, 2, 1);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    zframe_t *client = zframe_from ("c0"), *request = zframe_from ("w");
+    assert_int_equal (act_watches_open (watches, client, request, "ctx", 1, true, false, &err), 0);
+    assert_int_equal (act_watches_pump (watches, 100), 2);
+    //  (The memory store's rollback keeps the messages of the batch: this
+    //  one is not stored, only told)
+    act_watches_message (watches, "ctx", 3, "{\"_seq\":3,\"n\":1}");
+    assert_int_equal (act_outbox_size (outbox), 3);
+
+    //  The commit fails: the three events are dropped
+    assert_int_equal (act_outbox_refuse (outbox, NULL, act_watches_lost, watches), 3);
+    act_store_abort (store);
+    act_watches_rewind (watches);
+    assert_int_equal (act_watches_behind (watches), 1);
+    assert_int_equal (act_watches_pump (watches, 100), 2);
+    s_put (store, 3, 2);            //  The _seq given again
+    assert_int_equal (act_store_commit (store, &err), 0);
+    act_watches_message (watches, "ctx", 3, "{\"_seq\":3,\"n\":2}");
+    s_held_t *held = calloc (1, sizeof (s_held_t));
+    assert_int_equal (act_outbox_flush (outbox, s_hold, held), 3);
+    char *bodies = s_bodies (held);
+    assert_string_equal (bodies, "{\"seq\":1,\"message\":{\"_seq\":1,\"n\":1}} "
+                                 "{\"seq\":2,\"message\":{\"_seq\":2,\"n\":1}} "
+                                 "{\"seq\":3,\"message\":{\"_seq\":3,\"n\":2}}");
+    free (bodies);
+    s_release (held, 0);
+    free (held);
+    zframe_destroy (&client);
+    zframe_destroy (&request);
+    act_watches_destroy (&watches);
+    act_outbox_destroy (&outbox);
+    act_store_destroy (&store);
+}
+
+//  A DELETE whose commit failed deleted nothing: its watches are open
+//  again, and see the next message; one whose commit succeeded is gone
+static void
+test_a_delete_not_kept_keeps_its_watches (void **state)
+{
+    (void) state;
+    act_err_t err = { 0 };
+    act_store_t *store = act_store_open (":memory:", ACT_SYNC_NORMAL, &err);
+    act_outbox_t *outbox = act_outbox_new ();
+    act_watches_t *watches = act_watches_new (store, outbox, 1000);
+    s_open (watches, "ctx", false);
+    act_watches_deleted (watches, "ctx");
+    assert_int_equal (act_watches_size (watches), 0);
+    assert_int_equal (act_outbox_refuse (outbox, NULL, act_watches_lost, watches), S_WATCHERS);
+    act_watches_rewind (watches);
+    assert_int_equal (act_watches_size (watches), S_WATCHERS);
+    act_watches_message (watches, "ctx", 1, "{\"_seq\":1}");
+    s_held_t *held = calloc (1, sizeof (s_held_t));
+    assert_int_equal (act_outbox_flush (outbox, s_hold, held), S_WATCHERS);
+    s_release (held, 0);
+
+    //  Deleted again, and kept: they end
+    act_watches_deleted (watches, "ctx");
+    assert_true (act_store_put_context (store, "other") >= 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    assert_int_equal (act_outbox_flush (outbox, s_hold, held), S_WATCHERS);
+    s_release (held, 0);
+    act_watches_pump (watches, 100);
+    act_watches_rewind (watches);
+    assert_int_equal (act_watches_size (watches), 0);
+    free (held);
+    act_watches_destroy (&watches);
+    act_outbox_destroy (&outbox);
+    act_store_destroy (&store);
 }
 
 
@@ -243,6 +357,8 @@ main (void)
         cmocka_unit_test (test_a_message_to_many_watchers_is_one_copy),
         cmocka_unit_test (test_a_calls_change_to_many_watchers_is_one_copy),
         cmocka_unit_test (test_watchers_that_do_not_read_are_still_bounded),
+        cmocka_unit_test (test_a_failed_commit_takes_a_watch_back),
+        cmocka_unit_test (test_a_delete_not_kept_keeps_its_watches),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
