@@ -116,8 +116,17 @@ class StartScriptTest(unittest.TestCase):
         self.assertEqual(self.process.wait(60), 0, self.stderr())
         for port in self.ports:
             self.assertFalse(listening(port), "port %d still open after Ctrl-C" % port)
-        with self.assertRaises(ProcessLookupError):
+        #  A sanitizer's report at a program's exit (a leak) would not
+        #  change the script's status: its text would
+        self.assertNotIn("Sanitizer", self.stderr())
+        try:
             os.killpg(self.process.pid, 0)
+            left = subprocess.run(["ps", "-o", "pid,ppid,stat,etime,args", "-g",
+                                   str(self.process.pid)], capture_output=True, text=True)
+            self.fail("still running after the script ended:\n%s\nits stderr:\n%s"
+                      % (left.stdout, self.stderr()))
+        except ProcessLookupError:
+            pass
 
 
 if __name__ == "__main__":
