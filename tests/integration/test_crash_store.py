@@ -1,17 +1,13 @@
 """A store that fails to commit (PROTOCOL 1: nothing is acknowledged that
 is not stored): a failed commit refuses what its batch acknowledged and
 does not end a call as if actd had stopped, a read does not show what it
-lost, and a full disk is tried again with a back-off instead of a reset
-loop. Split from test_crash.py, whose helpers it uses.
+lost (a full disk, its back-off and the rest: test_disk_full). Split from
+test_crash.py, whose helpers it uses.
 """
 
 import json
-import os
 import resource
 import signal
-import subprocess
-import tempfile
-import time
 import unittest
 
 from harness import DAGGER, STORE, Actd, NoAnswer, Worker, wait_for
@@ -19,10 +15,8 @@ from test_crash import wait_workers
 
 
 #  The refusal of a commit that failed, its cause named: a file size limit
-#  (EFBIG) is an I/O error to SQLite, a full file system (ENOSPC) is not
+#  (EFBIG) is an I/O error to SQLite (a full disk: test_disk_full)
 REFUSED_IO = ["ERROR", "internal", "the store could not commit (disk I/O error); nothing was kept"]
-REFUSED_FULL = ["ERROR", "internal",
-                "the store could not commit (database or disk is full); nothing was kept"]
 
 
 class StoreFullTest(unittest.TestCase):
@@ -125,79 +119,6 @@ class StoreFullTest(unittest.TestCase):
             self.assertIn("store commit failed", actd.log())
             worker.stop()
             client.close()
-
-
-class DiskFullTest(unittest.TestCase):
-    """operations.md section 6: a store that keeps failing its commits
-    (here a full tmpfs) is retried with a back-off: actd stays up, answers
-    PING and STATS, logs at a bounded rate, keeps its workers, and takes
-    up again once there is space."""
-
-    def setUp(self):
-        if STORE != "sqlite" or os.geteuid() != 0:
-            self.skipTest("needs root to mount a tmpfs for a SQLite store")
-        self.mount = tempfile.mkdtemp(prefix="actd-full-")
-        subprocess.check_call(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.mount])
-        self.actd = Actd(store=os.path.join(self.mount, "actd.db"))
-
-    def tearDown(self):
-        self.actd.cleanup()
-        subprocess.call(["umount", self.mount])
-        os.rmdir(self.mount)
-
-    def test_a_full_disk_is_retried_with_a_back_off(self):
-        actd = self.actd.start()
-        client = actd.client()
-        echo = Worker(actd.worker_endpoint, ["echo"], lambda a, p, m: p, capacity=20,
-                      name="echo")
-        echo.start()
-        idle = Worker(actd.worker_endpoint, ["other"], lambda a, p, m: None, name="idle")
-        idle.start()
-        wait_workers(actd, 2)
-        #  Calls whose results take room, 20 at a time, until the disk is
-        #  full: some are left to run when it is
-        accepted, refused, n = [], None, 0
-        while refused is None and n < 2000:
-            rids = [client.send("CALL", "full", {"_tool": "echo", "n": n + k, "pad": "z" * 1500,
-                                                 "_outputPath": DAGGER + "o.c%d" % (n + k)})
-                    for k in range(20)]
-            n += 20
-            for rid in rids:
-                reply = client.wait(rid, timeout=30.0)
-                if reply[0] == "ACCEPTED":
-                    accepted.append(reply[1])
-                else:
-                    refused = reply
-        self.assertEqual(refused, REFUSED_FULL)
-        time.sleep(0.5)
-        start = actd.log().count("store commit failed")
-        began = time.time()
-        time.sleep(2.0)
-        failures = actd.log().count("store commit failed") - start
-        elapsed = time.time() - began
-        #  A bounded rate, not a count: 100 ms doubling to 2 s, and a small
-        #  commit that still fits starts the back-off again, so how many
-        #  depends on how the batches fall (13 seen once on a machine at
-        #  load 6); without a back-off, every pass with work fails one
-        self.assertLessEqual(failures, 20, "%d failed commits in %.1f s" % (failures, elapsed))
-        #  Up, and answering what needs no write meanwhile
-        self.assertEqual(client.request("PING", timeout=2.0), ["PONG"])
-        self.assertIn("calls", client.value("STATS", timeout=5.0))
-        #  An idle worker holds nothing the failures made stale: it stays
-        self.assertEqual(idle.disconnects, 0)
-        #  Space again: every call accepted ends ok, none "actd stopped"
-        subprocess.check_call(["mount", "-o", "remount,size=64m", self.mount])
-        for call_id in accepted:
-            status = client.wait_status(call_id, ["ok", "error", "timeout", "skipped",
-                                                  "cancelled"], timeout=30.0)
-            self.assertEqual(status["state"], "ok", status)
-        reply = client.request("CALL", "full", {"_tool": "echo", "n": -1}, timeout=30.0)
-        self.assertEqual(reply[0], "ACCEPTED", reply)
-        self.assertNotIn("actd stopped during", actd.log())
-        echo.stop()
-        idle.stop()
-        client.close()
-        self.assertEqual(actd.stop(), 0)
 
 
 if __name__ == "__main__":

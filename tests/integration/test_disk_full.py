@@ -178,6 +178,51 @@ class DiskFullTest(unittest.TestCase):
         time.sleep(0.5)
         self.assertEqual([p for p in self.client.pending if p[0] == request], [], "a second DONE")
 
+    def test_failed_commits_back_off_and_idle_workers_stay(self):
+        """operations.md section 6: a store that keeps failing its commits
+        is retried with a back-off (100 ms doubling to 2 s, not every
+        pass): actd logs at a bounded rate, answers PING and STATS, keeps
+        a worker that holds no task, and every call accepted before the
+        disk filled ends ok once there is room. (Moved from
+        test_crash_store, where it needed root to mount a tmpfs.)"""
+        def echo_later(activity, params, meta):
+            time.sleep(0.05)
+            return params
+        self.worker("echo", echo_later, capacity=20)
+        idle = self.worker("other", lambda activity, params, meta: None)
+        accepted = []
+        for n in range(0, 60, 20):
+            rids = [self.client.send("CALL", "full", {"_tool": "echo", "n": n + k,
+                                                      "_outputPath": DAGGER + "o.c%d" % (n + k)})
+                    for k in range(20)]
+            accepted += [self.client.wait(rid, "ACCEPTED", timeout=30.0)[1] for rid in rids]
+        #  Full while some of them still run: their ends are refused too
+        self.fill()
+        reply = self.client.request("CALL", "full", {"_tool": "echo", "n": -1}, timeout=30.0)
+        self.assertEqual(reply, REFUSED)
+        time.sleep(0.5)
+        start = self.actd.log().count("store commit failed")
+        began = time.time()
+        time.sleep(2.0)
+        failures = self.actd.log().count("store commit failed") - start
+        elapsed = time.time() - began
+        #  A bounded rate, not a count: without a back-off, every pass
+        #  with work fails one
+        self.assertLessEqual(failures, 20, "%d failed commits in %.1f s" % (failures, elapsed))
+        self.assertEqual(self.timed("PING")[0], ["PONG"])
+        self.assertIn("calls", self.client.value("STATS", timeout=5.0))
+        #  An idle worker holds nothing the failures made stale: it stays
+        self.assertEqual(idle.disconnects, 0)
+        self.free()
+        for call_id in accepted:
+            status = self.client.wait_status(call_id, ["ok", "error", "timeout", "skipped",
+                                                       "cancelled"], timeout=30.0)
+            self.assertEqual(status["state"], "ok", status)
+        reply = self.client.request("CALL", "full", {"_tool": "echo", "n": -2}, timeout=30.0)
+        self.assertEqual(reply[0], "ACCEPTED", reply)
+        self.assertNotIn("actd stopped during", self.actd.log())
+        self.assertEqual(self.actd.stop(), 0)
+
     def test_a_crash_while_full_keeps_what_was_acknowledged(self):
         """kill -9 while full; actd starts again on the full disk (SQLite
         takes back the room of its -shm file), serves reads, refuses
