@@ -426,10 +426,12 @@ act_watches_lost (void *arg, zmq_msg_t *client, zmq_msg_t *request, zmq_msg_t *b
     static const char seq_head [] = "{\"seq\":", deleted [] = "{\"deleted\":true}";
     uint64_t seq = 0;
     bool ended = size == strlen (deleted) && memcmp (text, deleted, size) == 0;
-    size_t at = strlen (seq_head);
+    size_t at = strlen (seq_head), digits = 0;
     if (size > at && memcmp (text, seq_head, at) == 0)
-        for (; at < size && text [at] >= '0' && text [at] <= '9'; at++)
-            seq = seq * 10 + (uint64_t) (text [at] - '0');
+        while (at + digits < size && text [at + digits] >= '0' && text [at + digits] <= '9')
+            digits++;
+    if (digits && !act_decimal_parse (text + at, digits, UINT64_MAX, &seq))
+        seq = 0;
     if (!seq && !ended)
         return;
     char *key = s_key (zmq_msg_data (client), zmq_msg_size (client),

@@ -152,7 +152,6 @@ act_store_on_progress (act_store_progress_fn *fn, void *arg, long long interval_
     s_progress_ms = interval_ms > 0? interval_ms: 0;
 }
 
-//  Log and set err (internal) with SQLite's message; returns -1
 const char *
 act_sqlite_words (const char *words, int code, int errno_value, char *text, size_t size)
 {
@@ -171,6 +170,7 @@ act_sqlite_errmsg (sqlite3 *db, char *text, size_t size)
                              sqlite3_system_errno (db), text, size);
 }
 
+//  Log and set err (internal) with SQLite's message; returns -1
 static int
 s_fail (sqlite3 *db, const char *path, act_err_t *err, const char *what)
 {

@@ -22,6 +22,32 @@ def run_helper(*args, timeout=60):
     return run.returncode, run.stdout + run.stderr
 
 
+def run_steps(test, mode, endpoint, steps):
+    """Run client_library mode at endpoint; at each (line, act) of steps,
+    in order, wait for that line of its output, call act () and let it go
+    on ("go"). (exit code, its whole output, the step lines included)."""
+    helper = subprocess.Popen([find_binary("client_library"), mode, endpoint],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    seen = ""
+    try:
+        for line, act in steps:
+            for got in helper.stdout:
+                seen += got
+                if got.strip() == line:
+                    break
+            test.assertTrue(seen.endswith(line + "\n"), "no '%s' in: %s" % (line, seen))
+            act()
+            helper.stdin.write("go\n")
+            helper.stdin.flush()
+        out, err = helper.communicate(timeout=60)
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+            helper.communicate()
+    return helper.returncode, seen + out + err
+
+
 def example_worker(actd):
     """actd-example-worker serving actd (upper, echo, weather, sleep)."""
     return subprocess.Popen([find_binary("actd-example-worker"), "--endpoint",
@@ -110,7 +136,6 @@ class DeepRepliesTest(unittest.TestCase):
         self.assertEqual(broker.seen.get("WATCH"), 1, broker.seen)
 
 
-
 class WatchRestartTest(unittest.TestCase):
     """A broker restart under a watch whose WATCH had no event yet (still
     pending in the library): the library turned its own WATCH into an
@@ -120,27 +145,14 @@ class WatchRestartTest(unittest.TestCase):
     def test_a_restart_under_a_quiet_watch_gives_the_caller_nothing(self):
         actd = Actd().start()
         try:
-            helper = subprocess.Popen([find_binary("client_library"), "restart",
-                                       actd.client_endpoint],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
-            try:
-                self.assertEqual(helper.stdout.readline().strip(), "restart")
-                actd.kill()
-                actd.start()
-                helper.stdin.write("go\n")
-                helper.stdin.flush()
-                out, err = helper.communicate(timeout=60)
-            finally:
-                if helper.poll() is None:
-                    helper.kill()
-                    helper.communicate()
+            code, out = run_steps(self, "restart", actd.client_endpoint,
+                                  [("restart", lambda: (actd.kill(), actd.start()))])
         finally:
             actd.cleanup()
-        self.assertEqual(helper.returncode, 0, out + err)
+        self.assertEqual(code, 0, out)
+        self.assertTrue(out.startswith("restart\n"), out)
         self.assertIn("nothing received ok", out)
         self.assertIn("watch resumed ok", out)
-
 
 
 class ConnectedTest(unittest.TestCase):
@@ -153,28 +165,11 @@ class ConnectedTest(unittest.TestCase):
         actd.start()
         actd.kill()             # Its ports reserved, nothing listening
         try:
-            helper = subprocess.Popen([find_binary("client_library"), "connected",
-                                       actd.client_endpoint],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
-            lines = []
-            try:
-                for step, act in (("start", actd.start), ("kill", actd.kill)):
-                    while not lines or lines[-1] not in (step, ""):
-                        lines.append(helper.stdout.readline().strip())
-                    self.assertEqual(lines[-1], step, lines)
-                    act()
-                    helper.stdin.write("go\n")
-                    helper.stdin.flush()
-                out, err = helper.communicate(timeout=60)
-                out = "\n".join(lines) + "\n" + out
-            finally:
-                if helper.poll() is None:
-                    helper.kill()
-                    helper.communicate()
+            code, out = run_steps(self, "connected", actd.client_endpoint,
+                                  [("start", actd.start), ("kill", actd.kill)])
         finally:
             actd.cleanup()
-        self.assertEqual(helper.returncode, 0, out + err)
+        self.assertEqual(code, 0, out)
         for step in ("not connected, refused", "connected after a PONG",
                      "not connected after the broker went"):
             self.assertIn(step + " ok", out)
@@ -196,7 +191,6 @@ class UnwaitedDoneTest(unittest.TestCase):
         self.assertEqual(code, 0, out)
         for step in ("submitted", "ended", "nothing received", "nothing kept"):
             self.assertIn("%s ok" % step, out)
-
 
 
 class LateReplyTest(unittest.TestCase):
@@ -225,39 +219,16 @@ class LateReplyTest(unittest.TestCase):
         actd = Actd().start()
         worker = example_worker(actd)
         try:
-            helper = subprocess.Popen([find_binary("client_library"), mode,
-                                       actd.client_endpoint],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
-            try:
-                self.seen = ""
-                for line, sig in (("stop", signal.SIGSTOP), ("cont", signal.SIGCONT)):
-                    self.assertEqual(self.read_until(helper, line), line, self.seen)
-                    actd.process.send_signal(sig)
-                    helper.stdin.write("go\n")
-                    helper.stdin.flush()
-                out, err = helper.communicate(timeout=60)
-            finally:
-                actd.process.send_signal(signal.SIGCONT)
-                if helper.poll() is None:
-                    helper.kill()
-                    helper.communicate()
+            code, out = run_steps(self, mode, actd.client_endpoint,
+                                  [("stop", lambda: actd.process.send_signal(signal.SIGSTOP)),
+                                   ("cont", lambda: actd.process.send_signal(signal.SIGCONT))])
         finally:
+            actd.process.send_signal(signal.SIGCONT)
             stop(worker)
             actd.cleanup()
-        self.assertEqual(helper.returncode, 0, self.seen + out + err)
+        self.assertEqual(code, 0, out)
         for step in steps:
-            self.assertIn("%s ok" % step, self.seen + out)
-
-    def read_until(self, helper, wanted):
-        """Read the helper's lines up to wanted (the others are added to
-        self.seen); wanted, or None at their end."""
-        for line in helper.stdout:
-            if line.strip() == wanted:
-                return wanted
-            self.seen += line
-        return None
-
+            self.assertIn("%s ok" % step, out)
 
 
 class TablesBoundedTest(unittest.TestCase):
@@ -279,7 +250,6 @@ class TablesBoundedTest(unittest.TestCase):
         self.assertEqual(code, 0, out)
         for step in ("called", "routes bounded", "nothing ignored"):
             self.assertIn("%s ok" % step, out)
-
 
 
 class MalformedRepliesTest(unittest.TestCase):

@@ -21,6 +21,21 @@ from harness import Actd, actd_with_config, find_binary, free_port, wait_for
 from test_http import STATE, TOKEN, ActdHttp, EventStream
 
 
+def retried_stream_error(test, server, path):
+    """The error of an event stream actd-http answers for a retry (docs/http.md:
+    200, text/event-stream, the retry line, one event: error, then the end)."""
+    stream = EventStream(server, path)
+    try:
+        test.assertEqual(stream.response.status, 200)
+        test.assertEqual(stream.response.headers["Content-Type"], "text/event-stream")
+        events = stream.rest()
+    finally:
+        stream.close()
+    test.assertEqual(events[0], {"retry": "2000"})
+    test.assertEqual([event.get("event") for event in events[1:]], ["error"], events)
+    return json.loads(events[1]["data"])["error"]
+
+
 class StopTest(unittest.TestCase):
     """SIGTERM with an event stream open and a request waiting for a call:
     both are answered at once, 503 unavailable (a restart, which clients
@@ -177,16 +192,9 @@ class ErrorMappingTest(unittest.TestCase):
             for code in ("busy", "disconnected"):
                 with self.subTest(code=code):
                     fake.code = code
-                    stream = EventStream(server, "/v1/contexts/e/events?from=1")
-                    try:
-                        self.assertEqual(stream.response.status, 200)
-                        events = stream.rest()
-                    finally:
-                        stream.close()
-                    self.assertEqual(events[0], {"retry": "2000"})
-                    self.assertEqual([e.get("event") for e in events[1:]], ["error"], events)
-                    self.assertEqual(json.loads(events[1]["data"]),
-                                     {"error": {"code": code, "message": "the fake's " + code}})
+                    self.assertEqual(retried_stream_error(self, server,
+                                                          "/v1/contexts/e/events?from=1"),
+                                     {"code": code, "message": "the fake's " + code})
                     self.assertEqual(server.error("GET", "/v1/contexts/e/view"),
                                      (self.STATUSES.get(code, 502), code))
             for code in ("unauthorized", "bad_context", "internal"):
@@ -312,17 +320,7 @@ class GatewayTest(unittest.TestCase):
         fake.silent = {"HISTORY", "WATCH", "CONTEXTS", "RESOLVE", "VIEW"}
         silent = ActdHttp(fake.endpoint, config="http\n    request_timeout_ms = 300\n")
         try:
-            stream = EventStream(silent, "/v1/contexts/away/events?from=1&all=1")
-            try:
-                self.assertEqual(stream.response.status, 200)
-                self.assertEqual(stream.response.headers["Content-Type"], "text/event-stream")
-                events = stream.rest()
-            finally:
-                stream.close()
-            self.assertEqual(len(events), 2, events)
-            self.assertEqual(events[0], {"retry": "2000"})
-            self.assertEqual(events[1]["event"], "error")
-            error = json.loads(events[1]["data"])["error"]
+            error = retried_stream_error(self, silent, "/v1/contexts/away/events?from=1&all=1")
             self.assertEqual(error["code"], "timeout")
             self.assertIn("300 ms", error["message"])
             self.assertEqual(silent.request("HEAD", "/v1/contexts/away/events")[0], 200)
@@ -343,14 +341,8 @@ class GatewayTest(unittest.TestCase):
             for path in ("/v1/contexts/away/history", "/v1/stats", "/healthz"):
                 with self.subTest(path=path):
                     self.assertEqual(away.error("GET", path), (503, "unreachable"))
-            stream = EventStream(away, "/v1/contexts/away/events?from=1")
-            try:
-                events = stream.rest()
-            finally:
-                stream.close()
-            self.assertEqual(events[0], {"retry": "2000"})
-            self.assertEqual(json.loads(events[1]["data"])["error"]["code"], "unreachable",
-                             events)
+            self.assertEqual(retried_stream_error(self, away, "/v1/contexts/away/events?from=1")
+                             ["code"], "unreachable")
         finally:
             away.finish()
 
@@ -381,15 +373,8 @@ class GatewayTest(unittest.TestCase):
                     self.assertEqual((status, json.loads(text)["error"]["code"]),
                                      (503, "unreachable"))
                     self.assertIn("actd_up 0\n", server.request("GET", "/metrics")[2])
-                    stream = EventStream(server, "/v1/contexts/away/events?from=1")
-                    try:
-                        self.assertEqual(stream.response.status, 200)
-                        events = stream.rest()
-                    finally:
-                        stream.close()
-                    self.assertEqual(events[0], {"retry": "2000"})
-                    self.assertEqual(json.loads(events[1]["data"])["error"]["code"],
-                                     "unreachable", events)
+                    self.assertEqual(retried_stream_error(
+                        self, server, "/v1/contexts/away/events?from=1")["code"], "unreachable")
                     #  Four answers, about a second each; generous for a
                     #  shared machine, and well under one request_timeout_ms
                     self.assertLess(time.monotonic() - started, 20)
