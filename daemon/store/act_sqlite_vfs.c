@@ -42,6 +42,12 @@ typedef struct {
     size_t size;                    //  Bytes in held
     size_t room;                    //  Bytes allocated for held
     sqlite3_int64 held_at;          //  Offset of held's first byte
+    sqlite3_int64 txn_at;           //  A WAL's first byte written since
+                                    //  its last sync (0: none)
+    int synced;                     //  Nothing written since the last sync
+    int commit_page;                //  The next write is a commit frame's page
+    int committed;                  //  A commit frame's page was written
+                                    //  since the last sync
 } s_file_t;
 
 //  Where the system VFS's file starts after ours (16-byte aligned)
@@ -110,12 +116,35 @@ s_room (s_file_t *self, size_t size)
 //  Write amount bytes at offset: a WAL's are held when they continue what
 //  is held or start a run (see the top of this file), and written with
 //  it once the commit frame is complete; the rest go through
+static int s_write_held (s_file_t *self, const void *data, int amount, sqlite3_int64 offset);
+
 static int
 s_write (sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset)
 {
     s_file_t *self = (s_file_t *) file;
     if (!self->wal || amount <= 0)
         return self->real->pMethods->xWrite (self->real, data, amount, offset);
+    //  Where the frames not synced yet start (act_sqlite_vfs_forget): with
+    //  synchronous = FULL each commit syncs the WAL, so these are the
+    //  frames of one transaction: after the WAL's header (written again
+    //  when the WAL starts over), or at the first write since a sync
+    if (offset == 0) {
+        self->txn_at = S_WAL_HEADER;
+        self->committed = 0;
+    }
+    else
+    if (self->synced)
+        self->txn_at = offset;
+    self->synced = 0;
+    self->committed |= self->commit_page;
+    self->commit_page = amount == S_FRAME_HEADER && s_is_commit (data);
+    return s_write_held (self, data, amount, offset);
+}
+
+//  s_write for a WAL: held, or written through
+static int
+s_write_held (s_file_t *self, const void *data, int amount, sqlite3_int64 offset)
+{
     if (self->size && offset == self->held_at + (sqlite3_int64) self->size
     &&  s_room (self, (size_t) amount) == 0) {
         memcpy (self->held + self->size, data, (size_t) amount);
@@ -176,7 +205,13 @@ s_sync (sqlite3_file *file, int flags)
 {
     s_file_t *self = (s_file_t *) file;
     int rc = s_flush (self);
-    return rc != SQLITE_OK? rc: self->real->pMethods->xSync (self->real, flags);
+    if (rc == SQLITE_OK)
+        rc = self->real->pMethods->xSync (self->real, flags);
+    if (rc == SQLITE_OK) {
+        self->synced = 1;
+        self->committed = 0;
+    }
+    return rc;
 }
 
 static int
@@ -281,6 +316,7 @@ s_open (sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *
 {
     s_file_t *self = (s_file_t *) file;
     memset (self, 0, sizeof *self);
+    self->synced = 1;
     self->real = (sqlite3_file *) ((char *) file + S_REAL_OFFSET);
     self->real->pMethods = NULL;
     int rc = s_real (vfs)->xOpen (s_real (vfs), name, self->real, flags, out_flags);
@@ -401,6 +437,34 @@ act_sqlite_vfs_flush (sqlite3 *db)
     ||  !file || file->pMethods != &s_methods)
         return 0;
     return s_flush ((s_file_t *) file) == SQLITE_OK? 0: -1;
+}
+
+int
+act_sqlite_vfs_forget (sqlite3 *db)
+{
+    sqlite3_file *file = NULL;
+    if (sqlite3_file_control (db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file) != SQLITE_OK
+    ||  !file || file->pMethods != &s_methods)
+        return -1;              //  Not on this VFS: it cannot know the frames
+    s_file_t *self = (s_file_t *) file;
+    if (!self->committed || !self->txn_at)
+        return 0;               //  No commit frame reached the file since the sync
+    //  A frame whose salts differ from the WAL header's ends what SQLite
+    //  recovers of the WAL (and every frame after it): the salts' bytes
+    //  of the transaction's first frame, inverted
+    unsigned char salts [8];
+    sqlite3_int64 at = self->txn_at + 8;
+    int rc = self->real->pMethods->xRead (self->real, salts, sizeof salts, at);
+    for (size_t i = 0; i < sizeof salts; i++)
+        salts [i] = (unsigned char) ~salts [i];
+    if (rc == SQLITE_OK)
+        rc = self->real->pMethods->xWrite (self->real, salts, sizeof salts, at);
+    self->committed = 0;
+    //  The flush may fail as the commit's did; the page cache, which a
+    //  restart of actd reads, holds the inverted salts either way
+    if (rc == SQLITE_OK)
+        self->real->pMethods->xSync (self->real, SQLITE_SYNC_NORMAL);
+    return rc == SQLITE_OK? 0: -1;
 }
 
 uint64_t

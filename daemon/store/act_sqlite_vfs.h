@@ -40,6 +40,17 @@ int act_sqlite_vfs_register (void);
 //  write failed
 int act_sqlite_vfs_flush (sqlite3 *db);
 
+//  Make the frames of db's last transaction unreadable to SQLite's
+//  recovery of the WAL, once its commit failed after they were written
+//  (the sync of the WAL failed): in the file (the page cache, for a
+//  failing disk), they would make a commit SQLite refused come back when
+//  the store is next opened. Does nothing unless that transaction's
+//  commit frame was written since the WAL's last sync (with synchronous
+//  = FULL, as a commit syncs: the failed commit's frames only). Returns
+//  0, or -1 when the file could not be read or written, or db is not
+//  on this VFS
+int act_sqlite_vfs_forget (sqlite3 *db);
+
 //  Writes to WAL files made through the system's VFS since the process
 //  started (a commit of frames is one): for tests and benchmarks
 uint64_t act_sqlite_vfs_wal_writes (void);

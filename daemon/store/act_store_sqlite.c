@@ -103,6 +103,26 @@ s_fail (act_sqlite_t *self, act_err_t *err, const char *what)
     return act_err_set (err, ACT_E_INTERNAL, "store %s: %s: %s", self->path, what, text);
 }
 
+//  After a COMMIT that failed at the sync of its WAL (a failing disk:
+//  EIO), its frames stay in the file, the page cache at least, with a
+//  valid commit frame: SQLite's recovery of the WAL, the next time the
+//  store is opened, would find the commit whose writes actd refused.
+//  They are made unreadable to it (act_sqlite_vfs_forget). With
+//  synchronous = NORMAL a commit does not sync, nor fail so.
+static void
+s_forget (act_sqlite_t *self)
+{
+    if (self->failed != SQLITE_IOERR_FSYNC)
+        return;
+    if (act_sqlite_vfs_forget (self->db))
+        act_log (LOG_ERR, "store %s: cannot mark the frames of the failed commit unusable "
+                 "in the WAL: if actd stops before its next commit, the refused writes "
+                 "may be found in the store when it starts again", self->path);
+    else
+        act_log (LOG_NOTICE, "store %s: the failed commit's frames in the WAL are marked "
+                 "unusable (its sync failed): a restart will not find them", self->path);
+}
+
 //  Why the last commit failed, in SQLite's generic words (not its message,
 //  which may name tables and columns) and the system's error
 static const char *
@@ -355,8 +375,10 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         sqlite3_stmt *query = self->queries [Q_COMMIT];
         int step = sqlite3_step (query);
         sqlite3_reset (query);
-        if (step != SQLITE_DONE)
+        if (step != SQLITE_DONE) {
             rc = s_fail (self, err, "commit failed");
+            s_forget (self);
+        }
         else    //  Frames still held (act_sqlite_vfs.h) go before any reply
         if (act_sqlite_vfs_flush (self->db))
             rc = s_fail (self, err, "cannot write the WAL after the commit");

@@ -1,7 +1,7 @@
 /*  =========================================================================
-    disk_full - an LD_PRELOAD library that fills one process's disk on
-    demand, for the tests of a store that cannot write (test_disk_full),
-    without root or a mount (CI may allow neither).
+    disk_full - an LD_PRELOAD library that fills one process's disk, or
+    fails its syncs, on demand, for the tests of a store that cannot write
+    (test_disk_full), without root or a mount (CI may allow neither).
 
     While the file that ACTD_DISK_FULL names exists, the file system under
     the directory ACTD_DISK_FULL_DIR is full: a call that needs room in a
@@ -16,7 +16,10 @@
       commit nothing, whatever its WAL holds;
     - "grow": the bytes past the file's end only, as on ext4 or tmpfs,
       where a block is overwritten in place (SQLite may then commit in a
-      WAL it starts again from its beginning).
+      WAL it starts again from its beginning);
+    - "eio": none, but every fsync and fdatasync of a file there fails
+      EIO, as on a failing disk: what was written stays in the page cache,
+      where a process that opens the file next reads it.
 
     The room this process freed there since the disk filled (a truncate to
     a smaller size, an unlink) may be taken again, as the kernel gives
@@ -46,7 +49,7 @@
 #include <unistd.h>
 
 //  How full: not at all, every byte written, or bytes that grow a file
-typedef enum { S_ROOM, S_FULL, S_FULL_GROW } s_state_t;
+typedef enum { S_ROOM, S_FULL, S_FULL_GROW, S_SYNC_EIO } s_state_t;
 
 static char s_dir [PATH_MAX];       //  ACTD_DISK_FULL_DIR, resolved
 static pthread_once_t s_dir_once = PTHREAD_ONCE_INIT;
@@ -65,6 +68,8 @@ s_state (void)
     char mode [8] = { 0 };
     ssize_t size = read (fd, mode, sizeof mode - 1);
     close (fd);
+    if (size >= 3 && memcmp (mode, "eio", 3) == 0)
+        return S_SYNC_EIO;
     return size >= 4 && memcmp (mode, "grow", 4) == 0? S_FULL_GROW: S_FULL;
 }
 
@@ -124,7 +129,7 @@ s_refused (int fd, off_t offset, size_t size)
     s_state_t state = s_state ();
     struct stat info;
     int refused = 0;
-    if (state != S_ROOM && s_ours (fd, &info)) {
+    if (state != S_ROOM && state != S_SYNC_EIO && s_ours (fd, &info)) {
         off_t at = offset == S_HERE? lseek (fd, 0, SEEK_CUR): offset;
         long long past = at < 0? (long long) size: (long long) (at + (off_t) size) - info.st_size;
         long long need = past > 0? past: 0;
@@ -142,7 +147,8 @@ s_shrinks (int fd, off_t size)
 {
     int saved = errno;
     struct stat info;
-    if (s_state () != S_ROOM && s_ours (fd, &info) && size < info.st_size)
+    s_state_t state = s_state ();
+    if (state != S_ROOM && state != S_SYNC_EIO && s_ours (fd, &info) && size < info.st_size)
         atomic_fetch_add (&s_freed, (long long) (info.st_size - size));
     errno = saved;
 }
@@ -305,7 +311,8 @@ unlink (const char *path)
     int saved = errno;
     long long size = 0;
     struct stat info;
-    int fd = s_state () != S_ROOM? open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK): -1;
+    s_state_t state = s_state ();
+    int fd = state != S_ROOM && state != S_SYNC_EIO? open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK): -1;
     if (fd >= 0 && s_ours (fd, &info) && info.st_nlink == 1)
         size = (long long) info.st_size;
     if (fd >= 0)
@@ -315,4 +322,40 @@ unlink (const char *path)
     if (rc == 0 && size)
         atomic_fetch_add (&s_freed, size);
     return rc;
+}
+
+//  A flush of a file under the directory fails EIO in mode "eio", as a
+//  failing disk fails it: what was written stays in the page cache
+static int
+s_sync_fails (int fd)
+{
+    int saved = errno;
+    struct stat info;
+    int fails = s_state () == S_SYNC_EIO && s_ours (fd, &info);
+    errno = saved;
+    return fails;
+}
+
+int
+fsync (int fd)
+{
+    typedef int (fn_t) (int);
+    S_REAL (fn_t, "fsync");
+    if (s_sync_fails (fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real (fd);
+}
+
+int
+fdatasync (int fd)
+{
+    typedef int (fn_t) (int);
+    S_REAL (fn_t, "fdatasync");
+    if (s_sync_fails (fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real (fd);
 }

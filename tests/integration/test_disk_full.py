@@ -8,11 +8,13 @@ loses nothing acknowledged and keeps nothing refused.
 The disk is filled on demand by tests/helpers/disk_full.c (LD_PRELOAD,
 no root nor mount): while the file self.full exists, every write under
 the store's directory fails with ENOSPC, as on a full copy-on-write file
-system, and SQLite answers SQLITE_FULL.
+system, and SQLite answers SQLITE_FULL; or, when that file says "eio",
+every fsync there fails EIO, as on a failing disk.
 """
 
 import json
 import os
+import sqlite3
 import time
 import unittest
 
@@ -258,6 +260,61 @@ class DiskFullTest(unittest.TestCase):
         self.client = self.actd.client()
         texts = [m.get("text") for m in self.history("crash")]
         self.assertEqual(texts, acknowledged + [None, "m9"])
+
+    def test_a_failed_sync_keeps_nothing_refused_across_a_crash(self):
+        """A failing disk: the WAL's sync fails (EIO) after a commit's
+        frames were written. The commit is refused, and its frames, still
+        in the file (the page cache), must not make it come back when the
+        store is opened again: a kill -9 right after the failure, and one
+        after a commit that wrote over them, find only what was
+        acknowledged, and no refused call runs."""
+        refused = ["ERROR", "internal",
+                   "the store could not commit (disk I/O error); nothing was kept"]
+        self.assertEqual(self.client.request("APPEND", "sync", {"type": "text", "text": "kept"}),
+                         ["OK", '{"seq":1}'])
+        self.fail_syncs()
+        self.assertEqual(self.client.request("APPEND", "sync", {"type": "text", "text": "lost"}),
+                         refused)
+        self.assertEqual(self.client.request("CALL", "sync", {"_tool": "echo", "v": "lost"}),
+                         refused)
+        self.restart_after_kill()
+        echo = self.worker("echo", lambda activity, params, meta: params)
+        self.assertEqual([m.get("text") for m in self.history("sync")], ["kept"])
+        self.assertEqual(self.client.value("STATS")["calls"]["accepted"], 0)
+        self.assertIn("marked unusable", self.actd.log())
+        #  Now a commit that succeeds after the failed one, in its place
+        self.assertEqual(self.client.request("APPEND", "sync", {"type": "text", "text": "after"}),
+                         ["OK", '{"seq":2}'])
+        self.fail_syncs()
+        for i in range(3):
+            self.assertEqual(self.client.request("APPEND", "sync", {"type": "text", "text": "x"}),
+                             refused)
+        self.free()
+        reply = self.client.request("APPEND", "sync", {"type": "text", "text": "again"})
+        self.assertEqual(reply, ["OK", '{"seq":3}'])
+        self.restart_after_kill()
+        self.assertEqual([m.get("text") for m in self.history("sync")], ["kept", "after", "again"])
+        self.assertEqual(self.client.value("STATS")["messages"], 3)
+        time.sleep(0.3)
+        self.assertEqual(echo.tasks, [])
+        self.assertEqual(self.actd.stop(), 0)
+        with sqlite3.connect(self.actd.store) as db:
+            self.assertEqual(db.execute("PRAGMA integrity_check").fetchall(), [("ok",)])
+
+    def fail_syncs(self):
+        """From now on every fsync and fdatasync under the store's
+        directory fails EIO (the disk_full library's "eio" mode)"""
+        with open(self.full, "w") as control:
+            control.write("eio")
+
+    def restart_after_kill(self):
+        """kill -9, the disk well again, and a start on the same store"""
+        self.actd.kill()
+        if os.path.exists(self.full):
+            self.free()
+        self.client.close()
+        self.actd.start()
+        self.client = self.actd.client()
 
     def test_a_start_on_a_full_disk_says_so(self):
         """A store stopped cleanly (its -wal and -shm files removed) cannot
