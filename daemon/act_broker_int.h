@@ -108,6 +108,9 @@ struct _act_broker_t {
 //  commit: nothing of what it held may be trusted).
 void act_broker_reset (act_broker_t *self);
 
+//  STATS' value (arg: the broker), for act_commands.
+json_t *act_broker_stats (void *arg);
+
 //  Before calls are forgotten (a failed commit, a lapsed lease): every
 //  worker that holds tasks is disconnected (told to connect again) and
 //  removed, so that each forgotten task frees its slot.
