@@ -176,10 +176,12 @@ s_pass_work (act_broker_t *self)
     if (self->recovering && !act_broker_backing_off (self)) {
         self->recovering = act_cache_adopt (self->cache, S_ADOPT_BATCH) > 0;
         act_flow_settle (self->flow);
-        if (!self->recovering)
+        if (!self->recovering) {
             act_log (LOG_NOTICE, "recovery done: %zu calls running, %zu queued, %zu waiting",
                      act_flow_running (self->flow), act_flow_queued (self->flow),
                      act_flow_waiting (self->flow));
+            act_broker_cancel_orphans (self);
+        }
     }
     act_flow_timers (self->flow, now);
     self->pumped = act_watches_pump (self->watches, S_PUMP_BUDGET);

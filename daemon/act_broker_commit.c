@@ -30,15 +30,28 @@ act_broker_drop_busy_workers (act_broker_t *self)
 }
 
 //  Drop all state and take it again from the store: after a failed
-//  commit, memory may hold what the store does not. The workers that
-//  hold tasks are told to connect again (act_broker_drop_busy_workers).
+//  commit, memory may hold what the store does not. Workers keep their
+//  tasks: a call stored running whose task a worker holds runs on there
+//  once recovered (act_flow_attach), so that an outage of the store does
+//  not throw away the work of long tasks; the tasks no call takes back
+//  are cancelled once recovery is done (act_flow_cancel_orphans).
 void
 act_broker_reset (act_broker_t *self)
 {
-    act_broker_drop_busy_workers (self);
     act_flow_reset (self->flow);
     act_cache_clear (self->cache);
     self->recovering = act_cache_recover (self->cache) > 0;
+    if (!self->recovering)
+        act_broker_cancel_orphans (self);
+}
+
+//  The tasks no recovered call took back are cancelled at once, not after
+//  the next commit (which may fail again): CANCEL promises nothing
+void
+act_broker_cancel_orphans (act_broker_t *self)
+{
+    if (act_flow_cancel_orphans (self->flow, self->beats))
+        act_outbox_flush (self->beats, self->send, self->send_arg);
 }
 
 bool

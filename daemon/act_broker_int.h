@@ -111,9 +111,14 @@ void act_broker_reset (act_broker_t *self);
 //  STATS' value (arg: the broker), for act_commands.
 json_t *act_broker_stats (void *arg);
 
-//  Before calls are forgotten (a failed commit, a lapsed lease): every
-//  worker that holds tasks is disconnected (told to connect again) and
-//  removed, so that each forgotten task frees its slot.
+//  Cancel at their workers, at once, the tasks that no call took back
+//  after a reset (act_flow_cancel_orphans).
+void act_broker_cancel_orphans (act_broker_t *self);
+
+//  Before calls are forgotten for good (a lapsed lease: other brokers
+//  may run them now): every worker that holds tasks is disconnected (told
+//  to connect again) and removed, so that each forgotten task frees its
+//  slot.
 void act_broker_drop_busy_workers (act_broker_t *self);
 
 //  True while commits failed in a row and the next is not due yet (a full

@@ -280,11 +280,7 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     call->attempts++;
     act_flow_enter (self, call, ACT_LIVE_RUNNING);
     call->worker = worker;
-    //  "<call>.<attempt>" by hand: snprintf costs more than the rest
-    size_t id_size = strlen (call->id);
-    memcpy (call->task, call->id, id_size);
-    call->task [id_size] = '.';
-    call->task [id_size + 1 + act_decimal_write (call->task + id_size + 1, call->attempts)] = 0;
+    act_live_task_id (call);
     act_worker_hold (worker, call->task, call->number, (uint64_t) call->attempts);
     long long now = call->started_at / 1000;    //  The attempt's stamp, in ms
     worker->used = now;
@@ -301,6 +297,23 @@ s_call_dispatch (act_flow_t *self, act_live_t *call, act_worker_t *worker)
     act_live_save (call, self->store);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld sent to worker %s",
              call->id, call->activity->name, call->attempts, worker->name);
+}
+
+bool
+act_flow_attach (act_flow_t *self, act_live_t *call)
+{
+    act_live_task_id (call);
+    act_worker_t *worker = act_pool_holder (self->pool, call->task);
+    if (!worker)
+        return false;
+    act_flow_enter (self, call, ACT_LIVE_RUNNING);
+    call->worker = worker;
+    //  Its timeout counts again from now: when the attempt began is not
+    //  stored, and a call must not time out for the outage
+    s_timer_set (self, call, T_DEADLINE, act_clock_ms (), call->timeout_ms);
+    act_log (LOG_DEBUG, "call %s (%s) attempt %lld still running at worker %s",
+             call->id, call->activity->name, call->attempts, worker->name);
+    return true;
 }
 
 static void
@@ -596,6 +609,9 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     self->cache = cache;
     self->pool = pool;
     self->outbox = outbox;
+    //  A TASK that a failed commit drops never reached its worker: its
+    //  slot is free again (the worker keeps its other tasks: act_flow_attach)
+    act_outbox_on_unsent (outbox, act_pool_unsent, pool);
     self->watches = watches;
     self->timers = act_timers_new ();
     self->calls = zhashx_new ();

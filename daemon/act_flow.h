@@ -89,6 +89,12 @@ void act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task
 //  timed out, cancelled or dispatched again since).
 bool act_flow_busy (act_flow_t *self, act_worker_t *worker);
 
+//  After state was taken again from the store (a failed commit): put in
+//  outbox CANCEL of each task a worker holds that no call took back (its
+//  call was not kept, or runs as another attempt), once; its slot stays
+//  taken until the worker answers. Returns how many were cancelled.
+size_t act_flow_cancel_orphans (act_flow_t *self, act_outbox_t *outbox);
+
 //  The worker is gone (silent, disconnected, misbehaving): its tasks go
 //  back to the front of their queues as new attempts, or end
 //  worker_lost; the worker is forgotten.

@@ -159,6 +159,26 @@ act_flow_busy (act_flow_t *self, act_worker_t *worker)
     return false;
 }
 
+size_t
+act_flow_cancel_orphans (act_flow_t *self, act_outbox_t *outbox)
+{
+    size_t cancelled = 0;
+    for (act_worker_t *worker = act_pool_first (self->pool); worker;
+         worker = act_pool_next (self->pool)) {
+        zlistx_t *tasks = zhashx_keys (worker->tasks);
+        for (char *task = zlistx_first (tasks); task; task = zlistx_next (tasks))
+            if (!s_task_call (self, worker, task) && act_worker_orphan (worker, task)) {
+                act_out_addstr (act_worker_send (outbox, worker, "CANCEL"), task);
+                cancelled++;
+            }
+        zlistx_destroy (&tasks);
+    }
+    if (cancelled)
+        act_log (LOG_NOTICE, "%zu tasks cancelled at their workers: their calls were not "
+                 "kept (a failed commit), or run again", cancelled);
+    return cancelled;
+}
+
 //  zlistx comparator: the call with the higher id first
 static int
 s_newer_first (const void *a, const void *b)

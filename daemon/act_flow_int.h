@@ -77,6 +77,12 @@ void act_flow_backoff (act_flow_t *self, act_live_t *call, long long delay);
 //  queued. call may have ended when it returns (its params refused).
 void act_flow_dispatch (act_flow_t *self, act_live_t *call);
 
+//  A recovered call stored running: when a worker still holds its
+//  attempt's task (a commit failed while it ran, and state was taken
+//  again from the store), it is running there again, with its timeout
+//  counted from now, and true; else false, and nothing changed.
+bool act_flow_attach (act_flow_t *self, act_live_t *call);
+
 //  Queue call number for the next evaluation round (a worklist); a call
 //  queued but not dispatched yet is dispatched then.
 void act_flow_todo (act_flow_t *self, uint64_t number);

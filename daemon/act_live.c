@@ -64,6 +64,16 @@ act_live_number (act_live_t *self, uint64_t number)
 }
 
 void
+act_live_task_id (act_live_t *self)
+{
+    //  By hand, as the id: this is on every dispatch
+    size_t id_size = strlen (self->id);
+    memcpy (self->task, self->id, id_size);
+    self->task [id_size] = '.';
+    self->task [id_size + 1 + act_decimal_write (self->task + id_size + 1, self->attempts)] = 0;
+}
+
+void
 act_live_enter (act_live_t *self, act_live_state_t state, size_t *counts)
 {
     act_activity_t *activity = self->activity;

@@ -115,6 +115,9 @@ void act_live_destroy (act_live_t **self_p);
 //  Give the call its number (and id text).
 void act_live_number (act_live_t *self, uint64_t number);
 
+//  Set the call's task id to its current attempt's, "<call>.<attempt>".
+void act_live_task_id (act_live_t *self);
+
 //  Move the call to state: undo what the old state counted and held, then
 //  count the new one in its activity and in counts (ACT_LIVE_STATES
 //  entries). Voids the call's pending timer.

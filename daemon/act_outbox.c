@@ -88,6 +88,8 @@ struct _act_outbox_t {
                                 //  its replies get no owner
     act_outbox_guard_fn *guard; //  Judges messages with an owner, or NULL
     void *guard_arg;            //  Its argument
+    act_outbox_unsent_fn *unsent;   //  Told of worker messages refused
+    void *unsent_arg;           //  Its argument
     uint64_t unowned;           //  Messages the guard dropped
     zlistx_t *cuts;             //  Routing ids (zframe_t) of clients that
                                 //  went over, for act_outbox_next_cut
@@ -364,6 +366,13 @@ act_outbox_set_guard (act_outbox_t *self, act_outbox_guard_fn *guard, void *arg)
     self->guard_arg = arg;
 }
 
+void
+act_outbox_on_unsent (act_outbox_t *self, act_outbox_unsent_fn *unsent, void *arg)
+{
+    self->unsent = unsent;
+    self->unsent_arg = arg;
+}
+
 uint64_t
 act_outbox_unowned (act_outbox_t *self)
 {
@@ -500,6 +509,8 @@ act_outbox_refuse (act_outbox_t *self, const char *cause, act_outbox_lost_fn *lo
             if (lost && !out->to_worker && out->nparts > head + 3
             &&  s_part_is (out, head + 1, "EVENT"))
                 lost (arg, &out->parts [0], &out->parts [head + 2], &out->parts [head + 3]);
+            if (out->to_worker && self->unsent)
+                self->unsent (self->unsent_arg, out->parts, out->nparts);
             s_close (out);
         }
     }

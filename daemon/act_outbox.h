@@ -199,6 +199,14 @@ typedef void (act_outbox_lost_fn) (void *arg, zmq_msg_t *client, zmq_msg_t *requ
 size_t act_outbox_refuse (act_outbox_t *self, const char *cause, act_outbox_lost_fn *lost,
                           void *arg);
 
+//  Told of a message to a worker that act_outbox_refuse dropped unsent:
+//  its frames, routing id first
+typedef void (act_outbox_unsent_fn) (void *arg, zmq_msg_t *parts, size_t nparts);
+
+//  Tell unsent (with arg) of each message to a worker that a failed
+//  commit drops before it left (act_outbox_refuse).
+void act_outbox_on_unsent (act_outbox_t *self, act_outbox_unsent_fn *unsent, void *arg);
+
 //  Send every message in order through send and empty the outbox.
 //  Returns how many went.
 size_t act_outbox_flush (act_outbox_t *self, act_outbox_send_fn *send, void *arg);

@@ -401,10 +401,14 @@ act_worker_unthrottle (act_worker_t *worker)
     return true;
 }
 
+//  What a worker's table of tasks holds for each task id (the id is the
+//  key): a task given, or one cancelled because no call is its own
+static char s_given, s_orphan;
+
 void
 act_worker_hold (act_worker_t *worker, const char *task, uint64_t number, uint64_t attempt)
 {
-    zhashx_insert (worker->tasks, task, (void *) task);
+    zhashx_insert (worker->tasks, task, &s_given);
     if (number < worker->first_call)
         worker->first_call = number;
     if (number > worker->last_call)
@@ -417,6 +421,25 @@ void
 act_worker_release (act_worker_t *worker, const char *task)
 {
     zhashx_delete (worker->tasks, task);
+}
+
+bool
+act_worker_orphan (act_worker_t *worker, const char *task)
+{
+    if (zhashx_lookup (worker->tasks, task) != &s_given)
+        return false;
+    zhashx_update (worker->tasks, task, &s_orphan);
+    return true;
+}
+
+act_worker_t *
+act_pool_holder (act_pool_t *self, const char *task)
+{
+    for (act_worker_t *worker = zhashx_first (self->workers); worker;
+         worker = zhashx_next (self->workers))
+        if (zhashx_lookup (worker->tasks, task) == &s_given)
+            return worker;
+    return NULL;
 }
 
 bool
@@ -501,6 +524,35 @@ act_worker_send (act_outbox_t *outbox, act_worker_t *worker, const char *command
         act_out_patient (out);      //  It promises nothing: it may wait
     worker->sent = act_clock_ms ();
     return out;
+}
+
+void
+act_pool_unsent (void *arg, zmq_msg_t *parts, size_t nparts)
+{
+    act_pool_t *self = (act_pool_t *) arg;
+    //  [routing id][""]?[header][verb][task]... as act_worker_send and
+    //  act_worker_task build it: ACT/1's TASK, or Majordomo's REQUEST
+    char key [2 * 255 + 1];
+    size_t size = zmq_msg_size (&parts [0]);
+    act_worker_t *worker = NULL;
+    if (size <= 255) {
+        act_hex_write (key, zmq_msg_data (&parts [0]), size);
+        worker = act_pool_worker (self, key);
+    }
+    size_t at = worker && worker->envelope? 2: 1;
+    if (!worker || nparts < at + 3)
+        return;
+    zmq_msg_t *verb = &parts [at + 1];
+    bool task = worker->protocol == ACT_PROTO_ACTW
+              ? zmq_msg_size (verb) == 4 && memcmp (zmq_msg_data (verb), "TASK", 4) == 0
+              : zmq_msg_size (verb) == 1 && *(byte *) zmq_msg_data (verb) == ACT_MDP_REQUEST;
+    size = zmq_msg_size (&parts [at + 2]);
+    if (task && size < ACT_TASK_ID_SIZE) {
+        char id [ACT_TASK_ID_SIZE];
+        memcpy (id, zmq_msg_data (&parts [at + 2]), size);
+        id [size] = 0;
+        act_worker_release (worker, id);
+    }
 }
 
 size_t

@@ -217,6 +217,20 @@ void act_worker_hold (act_worker_t *worker, const char *task, uint64_t number,
 //  The worker answered task, which it held: its slot is free.
 void act_worker_release (act_worker_t *worker, const char *task);
 
+//  Mark task, which the worker holds, as one no call owns any longer (it
+//  was told CANCEL): its slot stays taken until it answers, and no call
+//  takes it back (act_pool_holder). False when the worker does not hold
+//  it, or it was marked already.
+bool act_worker_orphan (act_worker_t *worker, const char *task);
+
+//  act_outbox_unsent for the pool (arg): a TASK that a failed commit
+//  dropped before it left frees its worker's slot (the worker never had
+//  it); other messages change nothing.
+void act_pool_unsent (void *arg, zmq_msg_t *parts, size_t nparts);
+
+//  The worker that holds task (given, not marked an orphan), or NULL.
+act_worker_t *act_pool_holder (act_pool_t *self, const char *task);
+
 //  Read task as a task id, "<call>.<attempt>", both decimal (no sign, no
 //  leading zero) and the attempt from 1: true with *number and *attempt,
 //  else false (no task actd gives out looks like that).

@@ -11,7 +11,11 @@
     (act_flow_reset) a call stored running was running in this run. Such
     a call runs again as its next attempt, even one past its _retry's
     max_attempts: its attempts count every TASK sent, so that a task id
-    ("<call>.<attempt>") is never sent twice, even across restarts.
+    ("<call>.<attempt>") is never sent twice, even across restarts; but
+    when a worker still holds that attempt's task (a failed commit does
+    not disconnect workers), the call is running there again
+    (act_flow_attach), and the tasks no call took back are cancelled at
+    their workers (act_flow_cancel_orphans).
     ========================================================================= */
 
 #include <inttypes.h>
@@ -92,6 +96,9 @@ s_recover_one (const json_t *record, void *arg)
     //  attempts used up, the call ends now rather than run once more than
     //  its _retry allows. One lost with a failed commit of this run is no
     //  crash (see above).
+    if (state && streq (state, "running") && act_flow_attach (self, call))
+        ;                       //  A worker still runs that attempt
+    else
     if (state && streq (state, "running") && !self->reset
     &&  call->attempts >= call->retry.max_attempts) {
         char *message = zsys_sprintf ("actd stopped during attempt %lld, the last of %lld "

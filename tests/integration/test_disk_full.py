@@ -180,6 +180,44 @@ class DiskFullTest(unittest.TestCase):
         time.sleep(0.5)
         self.assertEqual([p for p in self.client.pending if p[0] == request], [], "a second DONE")
 
+    def test_a_task_running_when_a_commit_fails_goes_on(self):
+        """A failed commit takes state again from the store, but workers
+        keep their tasks: a call stored running whose task its worker
+        still holds runs on there (before, every worker holding a task was
+        told DISCONNECT and the work was done again: an outage of the
+        store threw away the work of long tasks). The call's context is
+        read without waiting for the store (nothing of it to write). A
+        task whose call was not kept is cancelled at its worker."""
+        slow = self.worker("slow", lambda activity, params, meta: NoAnswer, capacity=4)
+        request = self.client.send("CALL", "long", {"_tool": "slow", "_outputPath": DAGGER + "o.x",
+                                                    "v": "kept"})
+        call_id = self.client.wait(request, "ACCEPTED")[1]
+        wait_for(lambda: slow.tasks, "the first attempt")
+        self.fill()
+        refused = self.client.send("CALL", "long", {"_tool": "slow", "v": "lost"})
+        self.assertEqual(self.client.wait(refused, timeout=10.0), REFUSED)
+        self.assertEqual(self.client.request("APPEND", "long", {"type": "text", "text": "x"}),
+                         REFUSED)
+        #  Still full: the call is running, its context read at once
+        status, took = self.timed("STATUS", call_id)
+        self.assertEqual(status[0], "VALUE", status)
+        self.assertEqual(json.loads(status[1])["state"], "running")
+        self.assertLess(took, 0.5)
+        self.assertEqual(slow.disconnects, 0)
+        #  A refused call's task that left before the failed commit (its
+        #  first attempt may leave while the commit runs) is cancelled
+        lost = [task for task, _, params, _ in slow.tasks if params["v"] == "lost"]
+        wait_for(lambda: slow.cancels == lost, "the lost call's task cancelled")
+        self.free()
+        slow.send_result(slow.tasks[0][0], {"done": True})
+        done = json.loads(self.client.wait(request, "DONE", timeout=10.0)[2])
+        self.assertEqual((done["status"], done["attempts"], done["result"]),
+                         ("ok", 1, {"done": True}))
+        self.assertEqual([task[0] for task in slow.tasks if task[2]["v"] == "kept"],
+                         [call_id + ".1"])
+        self.assertEqual(slow.disconnects, 0)
+        self.assertEqual([m.get("data") for m in self.history("long")], [{"x": {"done": True}}])
+
     def test_failed_commits_back_off_and_idle_workers_stay(self):
         """operations.md section 6: a store that keeps failing its commits
         is retried with a back-off (100 ms doubling to 2 s, not every

@@ -3,8 +3,9 @@
     which idle activities are kept (act_pool_idle), those of workers that
     left among them, the bound on unserved activities with calls
     (act_pool_admit), the bounds on the activities READYs name
-    (act_pool_ready_names, act_pool_room), and STATS' entries
-    within a number of bytes (act_pool_stats, PROTOCOL.md sections 1 and 4).
+    (act_pool_ready_names, act_pool_room), STATS' entries within a
+    number of bytes (act_pool_stats, PROTOCOL.md sections 1 and 4), and
+    the tasks workers keep through a failed commit.
     ========================================================================= */
 
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "act_outbox.h"
 #include "act_pool.h"
 
 //  The defaults every pool takes its activities' settings from
@@ -448,6 +450,59 @@ test_the_activities_readys_name_are_bounded (void **state)
     s_settings->max_served_activities = 4096;
 }
 
+//  A worker of protocol whose routing id is id and whose key is its hex
+//  (as the broker keys them), serving "a"
+static act_worker_t *
+s_join_proto (act_pool_t *pool, const char *id, const char *key, act_proto_t protocol,
+              bool envelope)
+{
+    zframe_t *identity = zframe_new (id, strlen (id));
+    json_t *names = json_pack ("[s]", "a");
+    act_worker_t *worker = act_pool_join (pool, identity, key, protocol, envelope, names, 4,
+                                          id, "c");
+    json_decref (names);
+    zframe_destroy (&identity);
+    return worker;
+}
+
+//  A failed commit keeps workers and their tasks (act_broker_reset): a
+//  task is found by the call that takes it back (act_pool_holder) until
+//  it is marked an orphan (cancelled: its slot stays taken until the
+//  worker answers), and a TASK the failed commit dropped unsent frees its
+//  slot (act_pool_unsent, in ACT/1 and Majordomo framing); nothing else
+//  the outbox drops does
+static void
+test_tasks_kept_through_a_failed_commit (void **state)
+{
+    act_pool_t *pool = (act_pool_t *) *state;
+    act_worker_t *actw = s_join_proto (pool, "w1", "7731", ACT_PROTO_ACTW, false);
+    act_worker_t *mdp = s_join_proto (pool, "m1", "6D31", ACT_PROTO_MDP1, true);
+    act_worker_hold (actw, "5.1", 5, 1);
+    act_worker_hold (actw, "6.2", 6, 2);
+    assert_ptr_equal (act_pool_holder (pool, "5.1"), actw);
+    assert_null (act_pool_holder (pool, "6.1"));
+    assert_true (act_worker_orphan (actw, "6.2"));
+    assert_false (act_worker_orphan (actw, "6.2"));     //  Once
+    assert_false (act_worker_orphan (actw, "9.1"));     //  Not held
+    assert_null (act_pool_holder (pool, "6.2"));
+    assert_int_equal (zhashx_size (actw->tasks), 2);
+    //  Tasks dispatched in the pass whose commit fails, and other messages
+    act_outbox_t *outbox = act_outbox_new ();
+    act_outbox_on_unsent (outbox, act_pool_unsent, pool);
+    act_worker_hold (actw, "7.1", 7, 1);
+    act_worker_task (outbox, actw, "7.1", "a", "{}", "{}");
+    act_worker_hold (mdp, "8.1", 8, 1);
+    act_worker_task (outbox, mdp, "8.1", "a", "{}", "{}");
+    act_worker_send (outbox, actw, "HEARTBEAT");
+    act_out_addstr (act_worker_send (outbox, actw, "CANCEL"), "5.1");
+    assert_int_equal (act_outbox_refuse (outbox, NULL, NULL, NULL), 4);
+    assert_int_equal (zhashx_size (actw->tasks), 2);
+    assert_ptr_equal (act_pool_holder (pool, "5.1"), actw);
+    assert_null (act_pool_holder (pool, "7.1"));
+    assert_int_equal (zhashx_size (mdp->tasks), 0);
+    act_outbox_destroy (&outbox);
+}
+
 int
 main (void)
 {
@@ -467,6 +522,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_unserved_activities_with_calls_are_bounded,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_the_activities_readys_name_are_bounded,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_tasks_kept_through_a_failed_commit,
                                          s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, s_group_setup, s_group_teardown);
