@@ -4,11 +4,17 @@
 
 #include "act_cache.h"
 
+#define S_RECOVER_RETRY_MS  60000   //  How long recovery tries a store it
+                                    //  cannot read again (s_recover_later)
+
 struct _act_cache_t {
     act_settings_t *settings;   //  Limits (borrowed)
     act_store_t *store;         //  Where contexts live (borrowed)
     zhashx_t *contexts;         //  Context id -> act_context_t
     zlistx_t *adopt;            //  Ids with calls to recover, not loaded yet
+    bool unlisted;              //  Those ids could not be read: read again
+    long long retry_since;      //  When recovery first failed on a store
+                                //  that could not be read, or 0
     act_cache_loaded_fn *loaded;    //  Recovers a loaded context's calls
     void *loaded_arg;           //  Its argument
 };
@@ -221,6 +227,27 @@ act_cache_evict (act_cache_t *self, long long now)
     free (idle);
 }
 
+//  Recovery could not read the store (why): true while it is tried again
+//  at the next passes, for S_RECOVER_RETRY_MS after the first failure
+//  (PostgreSQL restarting, a connection lost), so that the calls still
+//  running at their workers are taken back rather than run again; then
+//  false, and what is left is recovered when a request loads it
+static bool
+s_recover_later (act_cache_t *self, const char *why)
+{
+    long long now = act_clock_ms ();
+    if (!self->retry_since)
+        self->retry_since = now;
+    bool again = now - self->retry_since < S_RECOVER_RETRY_MS;
+    act_log_burst (again? LOG_NOTICE: LOG_WARNING, "recovery waits for the store",
+                   "recovery: %s; %s", why, again? "trying again": "given up");
+    if (!again) {
+        self->unlisted = false;
+        self->retry_since = 0;
+    }
+    return again;
+}
+
 static int
 s_adopt_later (const json_t *context, void *arg)
 {
@@ -232,7 +259,14 @@ size_t
 act_cache_recover (act_cache_t *self)
 {
     zlistx_purge (self->adopt);
-    act_store_contexts_pending (self->store, true, s_adopt_later, self->adopt);
+    self->unlisted = act_store_contexts_pending (self->store, true, s_adopt_later,
+                                                 self->adopt) != 0;
+    if (self->unlisted) {
+        zlistx_purge (self->adopt);
+        return s_recover_later (self, "the contexts with calls to recover could not be "
+                                "listed")? 1: 0;
+    }
+    self->retry_since = 0;
     if (zlistx_size (self->adopt))
         act_log (LOG_NOTICE, "recovering the calls that had not ended in %zu contexts",
                  zlistx_size (self->adopt));
@@ -242,14 +276,25 @@ act_cache_recover (act_cache_t *self)
 size_t
 act_cache_adopt (act_cache_t *self, size_t count)
 {
-    for (size_t i = 0; i < count && zlistx_size (self->adopt); i++) {
+    if (self->unlisted && act_cache_recover (self) == 0)
+        return 0;
+    for (size_t i = 0; i < count && zlistx_size (self->adopt) && !self->unlisted; i++) {
         char *id = zlistx_detach (self->adopt, NULL);
         act_err_t err = { 0 };
-        if (!zhashx_lookup (self->contexts, id) && !act_cache_get (self, id, false, &err))
+        if (zhashx_lookup (self->contexts, id) || act_cache_get (self, id, false, &err))
+            free (id);
+        else
+        if ((streq (err.code, ACT_E_INTERNAL) || streq (err.code, ACT_E_BUSY))
+        &&  s_recover_later (self, err.message)) {
+            zlistx_add_end (self->adopt, id);
+            break;              //  The store cannot be read now: next pass
+        }
+        else {
             act_log (LOG_WARNING, "context %s not recovered: %s", id, err.message);
-        free (id);
+            free (id);
+        }
     }
-    return zlistx_size (self->adopt);
+    return zlistx_size (self->adopt) + (self->unlisted? 1: 0);
 }
 
 //  A context another broker left behind (its lease ran out) with calls

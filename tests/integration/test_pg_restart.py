@@ -11,7 +11,7 @@ import time
 import unittest
 
 import pg
-from harness import actd_with_config, wait_for
+from harness import NoAnswer, Worker, actd_with_config, wait_for
 
 #  A lease whose renewals are 7 s apart: a renewal that waited for the next
 #  of them left actd refusing every write for up to 7 s after the server
@@ -64,6 +64,48 @@ class RestartTest(unittest.TestCase):
             history = client.request("HISTORY", "a", "1", "100")
             self.assertEqual(history[0], "VALUE", history)
             self.assertEqual([m["data"]["n"] for m in json.loads(history[1])], stored)
+
+    def test_a_task_running_through_a_short_restart_goes_on(self):
+        """PostgreSQL restarted (shorter than the lease) while a worker runs
+        a task: the commit that finds it gone fails, and actd takes its
+        state again from the store, which it cannot read until the server
+        is back. It tries the recovery again until then, and the call,
+        still running at its worker, runs on there: its worker is not
+        disconnected nor its task cancelled, and its DONE is its first
+        attempt's. (Recovery gave up on the first failed read: the task
+        was cancelled and the call ran again from the start.)"""
+        server = pg.Server()
+        self.addCleanup(server.stop)
+        config = "server\n    lease_ms = %d\nstore\n    timeout_ms = 1000\n" % LEASE_MS
+        with actd_with_config(config, store=server.database()) as actd:
+            slow = Worker(actd.worker_endpoint, ["slow"], lambda a, p, m: NoAnswer,
+                          name="slow", capacity=2)
+            slow.start()
+            self.addCleanup(slow.stop)
+            client = actd.client()
+            self.addCleanup(client.close)
+            wait_for(lambda: "worker slow joined" in actd.log(), "the worker")
+            request = client.send("CALL", "a", {"_tool": "slow", "_outputPath": "\u2020o.x"})
+            call_id = client.wait(request, "ACCEPTED", timeout=30)[1]
+            wait_for(lambda: slow.tasks, "the task")
+            server.halt()
+            reply = client.request("APPEND", "a", message(1), timeout=30)
+            self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+            time.sleep(1.0)         #  The recovery tries the store meanwhile
+            server.start()
+            deadline = time.monotonic() + 30
+            while client.request("APPEND", "a", message(2), timeout=30)[0] != "OK":
+                self.assertLess(time.monotonic(), deadline, "not served again")
+                time.sleep(0.1)
+            time.sleep(0.5)
+            self.assertEqual((slow.disconnects, slow.cancels), (0, []))
+            self.assertEqual(client.status(call_id)["state"], "running")
+            slow.send_result(slow.tasks[0][0], {"done": True})
+            done = json.loads(client.wait(request, "DONE", timeout=30)[2])
+            self.assertEqual((done["status"], done["attempts"]), ("ok", 1))
+            self.assertEqual(len(slow.tasks), 1)
+            self.assertIn("trying again", actd.log())
+            self.assertIn("recovery done", actd.log())
 
     def test_a_commit_the_restart_cut_off_after_its_commit_is_answered_as_kept(self):
         """PostgreSQL stopped (fast shutdown) while a commit's COMMIT waits
