@@ -336,16 +336,20 @@ s_sync_fails (int fd)
     return fails;
 }
 
+//  A failed flush, as the kernel fails one
+static int
+s_eio (void)
+{
+    errno = EIO;
+    return -1;
+}
+
 int
 fsync (int fd)
 {
     typedef int (fn_t) (int);
     S_REAL (fn_t, "fsync");
-    if (s_sync_fails (fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real (fd);
+    return s_sync_fails (fd)? s_eio (): real (fd);
 }
 
 int
@@ -353,9 +357,5 @@ fdatasync (int fd)
 {
     typedef int (fn_t) (int);
     S_REAL (fn_t, "fdatasync");
-    if (s_sync_fails (fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real (fd);
+    return s_sync_fails (fd)? s_eio (): real (fd);
 }
