@@ -561,8 +561,15 @@ s_contexts (act_commands_t *self, s_request_t *req)
     if (!act_security_prefix (&req->grant, &prefix))
         page = json_array ();   //  Nothing of this tenant starts so
     else
-    if (!(page = act_store_contexts (self->store, prefix, after, (size_t) limit + 1)))
-        act_err_set (&err, ACT_E_INTERNAL, "the store could not list contexts");
+    if (!(page = act_store_contexts (self->store, prefix, after, (size_t) limit + 1))) {
+        //  Cut off from a shared store past two thirds of the lease: a
+        //  live peer lists them, as it serves the contexts' requests
+        const char *peer = act_store_elsewhere (self->store, prefix? prefix: "");
+        if (peer)
+            act_err_set (&err, ACT_E_MOVED, "%s", peer);
+        else
+            act_err_set (&err, ACT_E_INTERNAL, "the store could not list contexts");
+    }
     if (page) {
         json_t *reply = act_pages_contexts (page, (size_t) limit,
                                           (size_t) self->settings->max_reply_bytes);

@@ -109,6 +109,11 @@ class PartitionTest(Brokers):
             self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
             reply = direct.request("RESOLVE", "cut", "\u2020input.n", timeout=30)
             self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
+            #  CONTEXTS lists the store, which the other broker reads (it
+            #  was refused internal); the library goes there
+            reply = direct.request("CONTEXTS", timeout=30)
+            self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
+            self.assertEqual([c["context"] for c in library.contexts()], ["cut"])
         print("a broker cut off from the database: its context served by the other "
               "%.1f s after the cut (lease %d ms)" % (served, LEASE_MS))
         #  Back: the context stays with the other broker, which has it all
