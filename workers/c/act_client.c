@@ -662,6 +662,11 @@ act_client_read (act_client_t *self, int timeout_ms)
             s_link_event (self, link);
             continue;
         }
+        //  The connection's events came before its messages: those still
+        //  unread go first (the poller gave the socket before its monitor,
+        //  and a PONG left the client saying it was not connected)
+        while (link && link->monitor && (zsock_events (link->monitor) & ZMQ_POLLIN))
+            s_link_event (self, link);
         zmsg_t *msg = zmsg_recv (socket);
         if (!msg || !link) {
             zmsg_destroy (&msg);
