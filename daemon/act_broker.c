@@ -271,6 +271,7 @@ s_pass_async (act_broker_t *self)
             //  After failed commits, a batch waits for the next try
             if (writes && !act_broker_backing_off (self)) {
                 act_outbox_seal (self->outbox);
+                act_flow_kept_sealed (self->flow);
                 self->sealed_writes = act_store_seal (self->store);
                 self->sealed_at = act_hist_clock_us ();
                 act_committer_start (self->committer);

@@ -38,9 +38,11 @@ act_broker_drop_busy_workers (act_broker_t *self)
 void
 act_broker_reset (act_broker_t *self)
 {
+    act_flow_kept_reset (self->flow);
     act_flow_reset (self->flow);
     act_cache_clear (self->cache);
     self->recovering = act_cache_recover (self->cache) > 0;
+    act_broker_keep_answers (self);
     if (!self->recovering)
         act_broker_cancel_orphans (self);
 }
@@ -50,8 +52,21 @@ act_broker_reset (act_broker_t *self)
 void
 act_broker_cancel_orphans (act_broker_t *self)
 {
+    act_broker_keep_answers (self);
+    size_t dropped = act_flow_kept_drop (self->flow);
+    if (dropped)
+        act_log (LOG_NOTICE, "%zu answers kept through failed commits dropped: their calls "
+                 "were not kept, or run again", dropped);
     if (act_flow_cancel_orphans (self->flow, self->beats))
         act_outbox_flush (self->beats, self->send, self->send_arg);
+}
+
+//  Workers' answers are kept from a failed commit until one succeeds and
+//  recovery is done (act_flow_kept.c)
+void
+act_broker_keep_answers (act_broker_t *self)
+{
+    act_flow_kept_on (self->flow, self->failures > 0 || self->recovering, self->recovering);
 }
 
 bool
@@ -102,10 +117,12 @@ s_committed (act_broker_t *self, size_t writes, int rc, act_err_t *err, long lon
                      self->failures);
         self->failures = 0;
         self->retry_at = 0;
+        act_flow_kept_committed (self->flow);
         self->commits++;
         self->committed += writes;
         act_hist_add_us (&self->commit_ms, act_hist_clock_us () - started);
         act_hist_add (&self->batch, (long long) writes);
+        act_broker_keep_answers (self);
     }
 }
 
@@ -119,6 +136,8 @@ act_broker_commit (act_broker_t *self)
     size_t writes = act_store_batch (self->store);
     act_err_t err = { 0 };
     long long started = act_hist_clock_us ();
+    if (writes)
+        act_flow_kept_sealed (self->flow);
     s_committed (self, writes, writes? act_store_commit (self->store, &err): 0, &err, started);
 }
 

@@ -111,6 +111,9 @@ void act_broker_reset (act_broker_t *self);
 //  STATS' value (arg: the broker), for act_commands.
 json_t *act_broker_stats (void *arg);
 
+//  Keep workers' answers while commits fail or recovery runs.
+void act_broker_keep_answers (act_broker_t *self);
+
 //  Cancel at their workers, at once, the tasks that no call took back
 //  after a reset (act_flow_cancel_orphans).
 void act_broker_cancel_orphans (act_broker_t *self);

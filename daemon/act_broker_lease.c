@@ -18,6 +18,10 @@ s_forget_all (act_broker_t *self)
     act_log (LOG_ERR, "lost the store for too long: its leases may have run out; "
              "dropping %zu contexts and %zu calls from memory",
              act_cache_size (self->cache), act_flow_live (self->flow));
+    //  The answers kept through failed commits go too: their calls are
+    //  other brokers' to run now
+    act_flow_kept_reset (self->flow);
+    act_flow_kept_drop (self->flow);
     act_broker_drop_busy_workers (self);
     act_flow_forget (self->flow);
     act_cache_clear (self->cache);

@@ -313,6 +313,8 @@ act_flow_attach (act_flow_t *self, act_live_t *call)
     s_timer_set (self, call, T_DEADLINE, act_clock_ms (), call->timeout_ms);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld still running at worker %s",
              call->id, call->activity->name, call->attempts, worker->name);
+    if (self->kept)             //  Its answer may be kept: taken at settle
+        act_flow_todo (self, call->number);
     return true;
 }
 
@@ -560,6 +562,11 @@ act_flow_settle (act_flow_t *self)
     //  in the order they were accepted; entries added meanwhile run too
     for (size_t next = 0; next < self->ntodo; next++) {
         act_live_t *call = act_flow_lookup (self, self->todo [next]);
+        //  One attached after a failed commit takes its kept answer
+        if (call && self->kept && call->state == ACT_LIVE_RUNNING) {
+            act_flow_kept_replay (self, call);
+            continue;
+        }
         //  One recovered queued is dispatched once its context has loaded
         if (call && call->state == ACT_LIVE_QUEUED && !call->backoff)
             s_dispatch_activity (self, call->activity);
@@ -609,6 +616,7 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     self->cache = cache;
     self->pool = pool;
     self->outbox = outbox;
+    self->batch = 1;
     //  A TASK that a failed commit drops never reached its worker: its
     //  slot is free again (the worker keeps its other tasks: act_flow_attach)
     act_outbox_on_unsent (outbox, act_pool_unsent, pool);
@@ -637,6 +645,7 @@ act_flow_destroy (act_flow_t **self_p)
         act_scan_destroy (&self->scan);
         free (self->outcome.data);
         act_tools_destroy (&self->tools);
+        act_flow_kept_destroy (self);
         free (self->todo);
         free (self);
         *self_p = NULL;

@@ -89,6 +89,26 @@ void act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task
 //  timed out, cancelled or dispatched again since).
 bool act_flow_busy (act_flow_t *self, act_worker_t *worker);
 
+//  Keep workers' answers (act_flow_kept.c) while keeping (commits fail,
+//  or recovery runs), and those of calls not live yet while recovering.
+void act_flow_kept_on (act_flow_t *self, bool keeping, bool recovering);
+
+//  The open batch is handed to a commit: answers taken from now on go
+//  into the next one.
+void act_flow_kept_sealed (act_flow_t *self);
+
+//  The batch last handed to a commit is durable: its answers are dropped.
+void act_flow_kept_committed (act_flow_t *self);
+
+//  A commit failed: every kept answer goes back to its worker's table, to
+//  be taken again once its call is recovered (act_flow_attach). Before
+//  act_flow_reset.
+void act_flow_kept_reset (act_flow_t *self);
+
+//  Recovery is done: the kept answers no call took are dropped and their
+//  slots freed. Returns how many.
+size_t act_flow_kept_drop (act_flow_t *self);
+
 //  After state was taken again from the store (a failed commit): put in
 //  outbox CANCEL of each task a worker holds that no call took back (its
 //  call was not kept, or runs as another attempt), once; its slot stays

@@ -64,6 +64,9 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_m
                  zmq_msg_t *branch_frame)
 {
     act_live_t *call = s_task_call (self, worker, task);
+    if (self->keeping && act_flow_kept_add (self, worker, task, body, branch_frame, false, call)
+    &&  !call)
+        return;                 //  Kept, its slot taken, for its call's recovery
     act_worker_release (worker, task);          //  Its slot is free again
     act_err_t err = { 0 };
     bool valid = false;
@@ -108,6 +111,9 @@ void
 act_flow_fail (act_flow_t *self, act_worker_t *worker, const char *task, zmq_msg_t *body)
 {
     act_live_t *call = s_task_call (self, worker, task);
+    if (self->keeping && act_flow_kept_add (self, worker, task, body, NULL, true, call)
+    &&  !call)
+        return;                 //  Kept, its slot taken, for its call's recovery
     act_worker_release (worker, task);
     if (!call)
         act_log (LOG_DEBUG, "late failure for task %s from %s dropped",

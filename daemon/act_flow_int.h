@@ -37,6 +37,13 @@ struct _act_flow_t {
     bool stopping;              //  No new calls, no dispatch
     bool reset;                 //  A failed commit reset the flow: a call
                                 //  stored running was running in this run
+    zlistx_t *kept;             //  Answers kept through failed commits
+                                //  (act_flow_kept.c), or NULL
+    bool keeping;               //  Commits fail, or recovery runs: keep them
+    bool recovering;            //  Recovery runs: keep those of calls not live
+    bool replaying;             //  A kept answer is being taken again
+    uint64_t batch;             //  The batch answers' effects go into now
+    uint64_t sealed;            //  The last batch handed to a commit
 };
 
 
@@ -82,6 +89,20 @@ void act_flow_dispatch (act_flow_t *self, act_live_t *call);
 //  again from the store), it is running there again, with its timeout
 //  counted from now, and true; else false, and nothing changed.
 bool act_flow_attach (act_flow_t *self, act_live_t *call);
+
+//  Keep a worker's answer to task (its body, the branch frame or NULL;
+//  fail: a FAIL) while commits fail or recovery runs (act_flow_kept.c);
+//  taken: its call is live and the answer is taken now, else it waits for
+//  its call to be recovered (act_flow_kept_replay). Returns true when kept.
+bool act_flow_kept_add (act_flow_t *self, act_worker_t *worker, const char *task,
+                        zmq_msg_t *body, zmq_msg_t *branch, bool fail, bool taken);
+
+//  Take again the kept answer of call's current task, if any (call was
+//  attached to its worker after a failed commit).
+void act_flow_kept_replay (act_flow_t *self, act_live_t *call);
+
+//  Free the kept answers (the flow is destroyed).
+void act_flow_kept_destroy (act_flow_t *self);
 
 //  Queue call number for the next evaluation round (a worklist); a call
 //  queued but not dispatched yet is dispatched then.

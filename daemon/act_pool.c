@@ -432,6 +432,12 @@ act_worker_orphan (act_worker_t *worker, const char *task)
     return true;
 }
 
+bool
+act_worker_holds (act_worker_t *worker, const char *task)
+{
+    return zhashx_lookup (worker->tasks, task) == &s_given;
+}
+
 act_worker_t *
 act_pool_holder (act_pool_t *self, const char *task)
 {

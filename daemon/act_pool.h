@@ -228,6 +228,9 @@ bool act_worker_orphan (act_worker_t *worker, const char *task);
 //  it); other messages change nothing.
 void act_pool_unsent (void *arg, zmq_msg_t *parts, size_t nparts);
 
+//  True when the worker holds task (given, not marked an orphan).
+bool act_worker_holds (act_worker_t *worker, const char *task);
+
 //  The worker that holds task (given, not marked an orphan), or NULL.
 act_worker_t *act_pool_holder (act_pool_t *self, const char *task);
 

@@ -218,6 +218,117 @@ class DiskFullTest(unittest.TestCase):
         self.assertEqual(slow.disconnects, 0)
         self.assertEqual([m.get("data") for m in self.history("long")], [{"x": {"done": True}}])
 
+    def test_an_answer_while_commits_fail_is_kept_for_its_call(self):
+        """Once a commit has failed, a worker's answer is kept until a
+        commit succeeds: its call's end, refused with the batches that
+        fail, is written from it once there is room, and the call is not
+        run again (it was: a task that ended during an outage was done
+        twice). A FAIL is kept alike, its retry counted once."""
+        slow = self.worker("slow", lambda activity, params, meta: NoAnswer, capacity=4)
+        first = self.client.send("CALL", "kept", {"_tool": "slow", "_outputPath": DAGGER + "o.a",
+                                                  "_retry": {"max_attempts": 3}})
+        second = self.client.send("CALL", "kept", {"_tool": "slow", "_outputPath": DAGGER + "o.b",
+                                                   "_retry": {"max_attempts": 3}})
+        ids = [self.client.wait(request, "ACCEPTED")[1] for request in (first, second)]
+        wait_for(lambda: len(slow.tasks) == 2, "both tasks")
+        self.fill()
+        self.assertEqual(self.client.request("APPEND", "kept", {"type": "text", "text": "x"}),
+                         REFUSED)
+        slow.send_result(slow.tasks[0][0], {"answered": "while full"})
+        slow.outbox.put([b"ACTW01", b"FAIL", slow.tasks[1][0].encode(),
+                         json.dumps({"message": "try again", "retryable": True}).encode()])
+        wait_for(lambda: self.actd.log().count("store commit failed") >= 3, "more failures")
+        self.free()
+        done = json.loads(self.client.wait(first, "DONE", timeout=10.0)[2])
+        self.assertEqual((done["status"], done["attempts"], done["result"]),
+                         ("ok", 1, {"answered": "while full"}))
+        #  The FAIL's retry: attempt 2, once
+        wait_for(lambda: len(slow.tasks) == 3, "the failed call's retry", timeout=10.0)
+        time.sleep(0.5)
+        self.assertEqual([task[0] for task in slow.tasks],
+                         [ids[0] + ".1", ids[1] + ".1", ids[1] + ".2"])
+        self.assertEqual([m["data"] for m in self.history("kept") if m.get("kind") == "o"],
+                         [{"a": {"answered": "while full"}}])
+        self.assertEqual((slow.disconnects, slow.cancels), (0, []))
+        self.assertIn("kept through a failed commit, is taken again", self.actd.log())
+
+    def test_calls_through_a_disk_that_fills_and_empties_end_once(self):
+        """Chaos: calls with an output path sent all along while the disk
+        fills and empties every few hundred ms, a worker answering each
+        task after a random delay (some while full, some after a failed
+        commit made their call run again, cancelled or not). Each call,
+        sent again with its _id while refused, is accepted once, ends ok,
+        and has its output written once; the worker's slots all come back
+        (a burst of calls afterwards all ends)."""
+        import random
+        import threading
+        rng = random.Random(46)
+        worker = None
+
+        def later(activity, params, meta):
+            #  Answered from a timer, while the worker goes on reading
+            task = meta["call_id"] + "." + str(meta["attempt"])
+            threading.Timer(rng.uniform(0.0, 0.3), worker.send_result,
+                            (task, {"n": params["n"]})).start()
+            return NoAnswer
+        worker = self.worker("work", later, capacity=8)
+        stop = threading.Event()
+
+        def toggle():
+            while not stop.wait(rng.uniform(0.2, 0.6)):
+                if os.path.exists(self.full):
+                    self.free()
+                else:
+                    self.fill()
+        chaos = threading.Thread(target=toggle)
+        chaos.start()
+        accepted, waiting = {}, {}
+        try:
+            began = time.time()
+            n = 0
+            while time.time() - began < 6.0 or waiting:
+                if time.time() - began < 6.0:
+                    for _ in range(4):
+                        call = {"_tool": "work", "_outputPath": DAGGER + "o.c%d" % n, "n": n,
+                                "_id": "c%d" % n}
+                        waiting[self.client.send("CALL", "chaos", call)] = call
+                        n += 1
+                for request, call in list(waiting.items()):
+                    reply = self.client.wait(request, timeout=30.0)
+                    del waiting[request]
+                    if reply[0] == "ACCEPTED":
+                        accepted.setdefault(call["n"], reply[1])
+                        self.assertEqual(accepted[call["n"]], reply[1], "accepted twice")
+                    else:
+                        self.assertEqual(reply[:2], ["ERROR", "internal"], reply)
+                        waiting[self.client.send("CALL", "chaos", call)] = call
+                    if time.time() - began > 60:
+                        self.fail("calls still refused after 60 s")
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            chaos.join()
+            if os.path.exists(self.full):
+                self.free()
+        self.assertEqual(sorted(accepted), list(range(n)))
+        for number, call_id in accepted.items():
+            status = self.client.wait_status(call_id, ["ok", "error", "timeout", "skipped",
+                                                       "cancelled"], timeout=60.0)
+            self.assertEqual(status["state"], "ok", status)
+            self.assertEqual(status["outcome"]["result"], {"n": number}, status)
+        writes = [m["data"] for m in self.history("chaos")]
+        self.assertEqual(sorted(list(w.keys())[0] for w in writes),
+                         sorted("c%d" % number for number in accepted))
+        #  No slot is lost: 16 more calls (twice the capacity) all end
+        more = [self.client.send("CALL", "after", {"_tool": "work", "n": k,
+                                                   "_outputPath": DAGGER + "o.a%d" % k})
+                for k in range(16)]
+        for request in more:
+            self.assertEqual(self.client.wait(request, "DONE", timeout=30.0)[0], "DONE")
+        print("chaos: %d calls, %d tasks, %d cancelled, %d commits failed"
+              % (n, len(worker.tasks), len(worker.cancels),
+                 self.actd.log().count("store commit failed")))
+
     def test_failed_commits_back_off_and_idle_workers_stay(self):
         """operations.md section 6: a store that keeps failing its commits
         is retried with a back-off (100 ms doubling to 2 s, not every
