@@ -19,12 +19,13 @@ sent on (moved) as the context's requests are, so the client gets the
 outcome from the broker that took the call over."""
 
 import os
+import subprocess
 import sys
 import time
 import unittest
 
 import pg
-from harness import Actd, Client, Worker, remove_scratch, scratch_dir
+from harness import Actd, Client, Worker, find_binary, remove_scratch, scratch_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "workers", "python"))
@@ -114,6 +115,13 @@ class PartitionTest(Brokers):
             reply = direct.request("CONTEXTS", timeout=30)
             self.assertEqual(reply, ["ERROR", "moved", self.other.client_endpoint])
             self.assertEqual([c["context"] for c in library.contexts()], ["cut"])
+            #  And the C library (actctl), given the cut-off broker first
+            listed = subprocess.run(
+                [find_binary("actctl"), "--endpoint", "%s,%s" % (
+                    self.cut.client_endpoint, self.other.client_endpoint), "contexts"],
+                capture_output=True, text=True, timeout=60)
+            self.assertEqual(listed.returncode, 0, listed.stderr)
+            self.assertIn("cut", listed.stdout)
         print("a broker cut off from the database: its context served by the other "
               "%.1f s after the cut (lease %d ms)" % (served, LEASE_MS))
         #  Back: the context stays with the other broker, which has it all
