@@ -284,8 +284,8 @@ act_cache_adopt (act_cache_t *self, size_t count)
         if (zhashx_lookup (self->contexts, id) || act_cache_get (self, id, false, &err))
             free (id);
         else
-        if ((streq (err.code, ACT_E_INTERNAL) || streq (err.code, ACT_E_BUSY))
-        &&  s_recover_later (self, err.message)) {
+        if (err.code && (streq (err.code, ACT_E_INTERNAL) || streq (err.code, ACT_E_BUSY))
+        &&  act_ctx_id_valid (id) && s_recover_later (self, err.message)) {
             zlistx_add_end (self->adopt, id);
             break;              //  The store cannot be read now: next pass
         }

@@ -65,10 +65,13 @@ act_flow_kept_add (act_flow_t *self, act_worker_t *worker, const char *task,
     ||  (!taken && (!self->recovering || !act_worker_holds (worker, task))))
         return false;
     s_kept_t *kept = (s_kept_t *) calloc (1, sizeof *kept);
-    if (!kept)
-        return false;
+    if (kept)
+        kept->worker = strdup (worker->key);
+    if (!kept || !kept->worker) {
+        free (kept);
+        return false;           //  Out of memory: taken as before, not kept
+    }
     strcpy (kept->task, task);
-    kept->worker = strdup (worker->key);
     kept->fail = fail;
     zmq_msg_init (&kept->body);
     zmq_msg_copy (&kept->body, body);
