@@ -66,7 +66,7 @@ act_broker_cancel_orphans (act_broker_t *self)
 void
 act_broker_keep_answers (act_broker_t *self)
 {
-    act_flow_kept_on (self->flow, self->failures > 0 || self->recovering, self->recovering);
+    act_flow_kept_on (self->flow, self->failures > 0, self->recovering);
 }
 
 bool

@@ -308,9 +308,15 @@ act_flow_attach (act_flow_t *self, act_live_t *call)
         return false;
     act_flow_enter (self, call, ACT_LIVE_RUNNING);
     call->worker = worker;
-    //  Its timeout counts again from now: when the attempt began is not
-    //  stored, and a call must not time out for the outage
-    s_timer_set (self, call, T_DEADLINE, act_clock_ms (), call->timeout_ms);
+    //  Its deadline is its attempt's, as the flow knew it before the
+    //  failed commit (act_flow_reset); unknown (a store shared by other
+    //  brokers may hand over a call), it counts from now
+    long long *began = self->began? (long long *) zhashx_lookup (self->began, call->task): NULL;
+    if (began) {
+        call->started_at = *began;
+        zhashx_delete (self->began, call->task);
+    }
+    s_timer_set (self, call, T_DEADLINE, call->started_at / 1000, call->timeout_ms);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld still running at worker %s",
              call->id, call->activity->name, call->attempts, worker->name);
     if (self->kept)             //  Its answer may be kept: taken at settle
@@ -646,6 +652,7 @@ act_flow_destroy (act_flow_t **self_p)
         free (self->outcome.data);
         act_tools_destroy (&self->tools);
         act_flow_kept_destroy (self);
+        zhashx_destroy (&self->began);
         free (self->todo);
         free (self);
         *self_p = NULL;

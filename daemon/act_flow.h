@@ -89,9 +89,10 @@ void act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task
 //  timed out, cancelled or dispatched again since).
 bool act_flow_busy (act_flow_t *self, act_worker_t *worker);
 
-//  Keep workers' answers (act_flow_kept.c) while keeping (commits fail,
-//  or recovery runs), and those of calls not live yet while recovering.
-void act_flow_kept_on (act_flow_t *self, bool keeping, bool recovering);
+//  Keep workers' answers (act_flow_kept.c) while commits fail (failing)
+//  or recovery runs, and those of calls not live yet while recovering.
+//  While failing, running attempts do not time out (act_flow_timers).
+void act_flow_kept_on (act_flow_t *self, bool failing, bool recovering);
 
 //  The open batch is handed to a commit: answers taken from now on go
 //  into the next one.

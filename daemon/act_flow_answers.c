@@ -182,6 +182,9 @@ act_flow_cancel_orphans (act_flow_t *self, act_outbox_t *outbox)
     if (cancelled)
         act_log (LOG_NOTICE, "%zu tasks cancelled at their workers: their calls were not "
                  "kept (a failed commit), or run again", cancelled);
+    //  Recovery is done: the attempts not attached again are over
+    if (self->began)
+        zhashx_purge (self->began);
     return cancelled;
 }
 

@@ -40,10 +40,14 @@ struct _act_flow_t {
     zlistx_t *kept;             //  Answers kept through failed commits
                                 //  (act_flow_kept.c), or NULL
     bool keeping;               //  Commits fail, or recovery runs: keep them
+    bool failing;               //  Commits fail: attempts do not time out
     bool recovering;            //  Recovery runs: keep those of calls not live
     bool replaying;             //  A kept answer is being taken again
     uint64_t batch;             //  The batch answers' effects go into now
     uint64_t sealed;            //  The last batch handed to a commit
+    zhashx_t *began;            //  Task id -> when its attempt began (us), of
+                                //  the calls running when a failed commit
+                                //  reset the flow, or NULL
 };
 
 

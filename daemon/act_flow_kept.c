@@ -49,9 +49,10 @@ s_kept_destroy (void **item)
 }
 
 void
-act_flow_kept_on (act_flow_t *self, bool keeping, bool recovering)
+act_flow_kept_on (act_flow_t *self, bool failing, bool recovering)
 {
-    self->keeping = keeping;
+    self->failing = failing;
+    self->keeping = failing || recovering;
     self->recovering = recovering;
 }
 

@@ -8,6 +8,8 @@
 
 //  Timers held before void ones are swept out (and at least four a live call)
 #define S_TIMERS_SWEEP  4096
+//  While commits fail, a due deadline is looked at again this often (ms)
+#define S_DEFER_MS      100
 
 //  The sweep's test: the timer's call has not ended nor moved on
 static bool
@@ -39,6 +41,25 @@ act_flow_timers (act_flow_t *self, long long now)
         act_live_t *call = act_flow_lookup (self, timer.id);
         if (!call || call->timer != timer.generation)
             continue;           //  Void: the call moved on
+        //  While commits fail, an attempt's end would be refused with its
+        //  batch and its task, released, taken from its worker: the call,
+        //  taken again from the store, would run once more. Its timeout
+        //  waits for the commits instead, and its task stays its worker's
+        //  (an answer meanwhile is kept, act_flow_kept.c)
+        if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING && self->failing) {
+            timer.at = now + S_DEFER_MS;
+            if (act_timers_add (self->timers, timer))
+                act_log (LOG_ERR, "out of memory for a timer of call %s", call->id);
+            continue;
+        }
+        //  An answer kept through them is taken first: the deadline may
+        //  have passed while the call could not end
+        if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING && self->kept) {
+            act_flow_kept_replay (self, call);
+            call = act_flow_lookup (self, timer.id);
+            if (!call || call->timer != timer.generation)
+                continue;
+        }
         if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING) {
             act_out_addstr (act_worker_send (self->outbox, call->worker, "CANCEL"), call->task);
             char *message = zsys_sprintf ("attempt %lld ran over its timeout of %lld ms",

@@ -120,9 +120,34 @@ act_flow_recover (void *arg, act_context_t *context)
     act_store_pending_in (self->store, context->id, s_recover_one, self);
 }
 
+//  zhashx destructor of a stamp
+static void
+s_stamp_destroy (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
 void
 act_flow_reset (act_flow_t *self)
 {
+    //  When each running attempt began, so that one attached again keeps
+    //  its deadline: an outage of the store neither extends an attempt
+    //  past its _timeout nor, through failures in a row, keeps it from
+    //  ever timing out. Out of memory, an attempt's deadline counts again
+    //  from its attach, as it did before.
+    if (!self->began && (self->began = zhashx_new ()))
+        zhashx_set_destructor (self->began, s_stamp_destroy);
+    for (act_live_t *call = zhashx_first (self->calls); call && self->began;
+         call = zhashx_next (self->calls))
+        if (call->state == ACT_LIVE_RUNNING && call->worker) {
+            long long *began = (long long *) malloc (sizeof *began);
+            if (began) {
+                *began = call->started_at;
+                act_live_task_id (call);
+                zhashx_update (self->began, call->task, began);
+            }
+        }
     act_flow_forget (self);
     //  For the rest of the run: a call left running by a crash of the last
     //  run and not recovered yet when a commit fails then gets one attempt

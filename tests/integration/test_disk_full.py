@@ -252,6 +252,54 @@ class DiskFullTest(unittest.TestCase):
         self.assertEqual((slow.disconnects, slow.cancels), (0, []))
         self.assertIn("kept through a failed commit, is taken again", self.actd.log())
 
+    def test_an_attempt_times_out_through_failed_commits(self):
+        """A running call's deadline is its attempt's, through failed
+        commits: it used to count again from each failure (the call,
+        taken again from the store, attached to its task), so failures
+        every few seconds kept a task nobody answers from ever timing out,
+        and a call timed out its whole _timeout after the disk had room.
+        Now the timeout, due during the outage, ends the call with the
+        first commit that succeeds. An answer kept through the failures
+        still wins over a deadline passed meanwhile."""
+        slow = self.worker("slow", lambda activity, params, meta: NoAnswer, capacity=4)
+        calls = [self.client.send("CALL", "late", {"_tool": "slow", "_timeout": 4000,
+                                                   "_outputPath": DAGGER + "o." + name,
+                                                   "_retry": {"max_attempts": 1}})
+                 for name in ("never", "answered")]
+        ids = [self.client.wait(request, "ACCEPTED")[1] for request in calls]
+        wait_for(lambda: len(slow.tasks) == 2, "both tasks")
+        began, sent = time.time(), False
+        self.fill()
+        #  Writes refused for 6 s, well past the deadlines: commits fail
+        #  every 0.1 to 2 s (the backoff doubles)
+        while time.time() - began < 6.0:
+            self.assertEqual(self.client.request("APPEND", "late", {"type": "text", "text": "x"}),
+                             REFUSED)
+            if not sent and time.time() - began > 1.0:
+                slow.send_result(slow.tasks[1][0], {"answered": "in time"})
+                sent = True
+            time.sleep(0.2)
+        self.free()
+        while True:             # the first commit that succeeds
+            reply = self.client.request("APPEND", "late", {"type": "text", "text": "y"})
+            if reply[0] == "OK":
+                break
+            self.assertEqual(reply, REFUSED)
+            time.sleep(0.05)
+        room = time.time()
+        done = json.loads(self.client.wait(calls[0], "DONE", timeout=10.0)[2])
+        waited = time.time() - room
+        self.assertEqual((done["status"], done["attempts"], done["error"]["code"]),
+                         ("timeout", 1, "timeout"))
+        #  Before: 4 s counted from the last failure, which the first
+        #  commit that succeeds follows by 2 s at most (the backoff)
+        self.assertLess(waited, 1.0, "the timeout counted again from a failed commit")
+        answered = json.loads(self.client.wait(calls[1], "DONE", timeout=10.0)[2])
+        self.assertEqual((answered["status"], answered["attempts"], answered["result"]),
+                         ("ok", 1, {"answered": "in time"}))
+        wait_for(lambda: ids[0] + ".1" in slow.cancels, "the timed-out task cancelled")
+        self.assertNotIn(ids[1] + ".1", slow.cancels)
+
     def test_calls_through_a_disk_that_fills_and_empties_end_once(self):
         """Chaos: calls with an output path sent all along while the disk
         fills and empties every few hundred ms, a worker answering each
