@@ -307,8 +307,12 @@ class DiskFullTest(unittest.TestCase):
         commit made their call run again, cancelled or not). Each call,
         sent again with its _id while refused, is accepted once, ends ok,
         and has its output written once; the worker's slots all come back
-        (a burst of calls afterwards all ends). ACTD_CHAOS_SECONDS sets how
-        long calls are sent (6 s; longer runs by hand)."""
+        (a burst of calls afterwards all ends). One call in eight has a
+        _timeout of 300 ms and one attempt, and is answered after 0.5 to
+        0.9 s: it ends timeout with nothing written, or ok when its answer
+        was kept through failed commits that deferred its deadline; never
+        both, never twice. ACTD_CHAOS_SECONDS sets how long calls are sent
+        (6 s; longer runs by hand)."""
         seconds = float(os.environ.get("ACTD_CHAOS_SECONDS", "6"))
         import random
         import threading
@@ -318,7 +322,8 @@ class DiskFullTest(unittest.TestCase):
         def later(activity, params, meta):
             #  Answered from a timer, while the worker goes on reading
             task = meta["call_id"] + "." + str(meta["attempt"])
-            threading.Timer(rng.uniform(0.0, 0.3), worker.send_result,
+            delay = rng.uniform(0.5, 0.9) if "_timeout" in params else rng.uniform(0.0, 0.3)
+            threading.Timer(delay, worker.send_result,
                             (task, {"n": params["n"]})).start()
             return NoAnswer
         worker = self.worker("work", later, capacity=8)
@@ -341,6 +346,8 @@ class DiskFullTest(unittest.TestCase):
                     for _ in range(4):
                         call = {"_tool": "work", "_outputPath": DAGGER + "o.c%d" % n, "n": n,
                                 "_id": "c%d" % n}
+                        if n % 8 == 7:
+                            call.update(_timeout=300, _retry={"max_attempts": 1})
                         waiting[self.client.send("CALL", "chaos", call)] = call
                         n += 1
                 for request, call in list(waiting.items()):
@@ -361,28 +368,38 @@ class DiskFullTest(unittest.TestCase):
             if os.path.exists(self.full):
                 self.free()
         self.assertEqual(sorted(accepted), list(range(n)))
+        written, timeouts = set(), []
         for number, call_id in accepted.items():
             status = self.client.wait_status(call_id, ["ok", "error", "timeout", "skipped",
                                                        "cancelled"], timeout=60.0)
+            if number % 8 == 7 and status["state"] == "timeout":
+                self.assertEqual(status["outcome"]["error"]["code"], "timeout", status)
+                timeouts.append(call_id)
+                continue
             self.assertEqual(status["state"], "ok", status)
             self.assertEqual(status["outcome"]["result"], {"n": number}, status)
-        writes, after = [], 1
+            written.add("c%d" % number)
+        self.assertTrue(timeouts, "no call timed out")
+        writes, errors, after = [], [], 1
         while True:             #  Every page of the context's history
             page = json.loads(self.client.request("HISTORY", "chaos", str(after), "1000")[1])
-            writes += [m["data"] for m in page]
+            writes += [m["data"] for m in page if "data" in m]
+            errors += [m for m in page if "data" not in m]
             if len(page) < 1000:
                 break
             after = page[-1]["_seq"] + 1
-        self.assertEqual(sorted(list(w.keys())[0] for w in writes),
-                         sorted("c%d" % number for number in accepted))
+        self.assertEqual(sorted(list(w.keys())[0] for w in writes), sorted(written))
+        #  A call timed out has its error appended once (SEMANTICS.md 6)
+        self.assertEqual(sorted((m["type"], m["error"]["code"], m["_callId"]) for m in errors),
+                         sorted(("error", "timeout", call_id) for call_id in timeouts))
         #  No slot is lost: 16 more calls (twice the capacity) all end
         more = [self.client.send("CALL", "after", {"_tool": "work", "n": k,
                                                    "_outputPath": DAGGER + "o.a%d" % k})
                 for k in range(16)]
         for request in more:
             self.assertEqual(self.client.wait(request, "DONE", timeout=30.0)[0], "DONE")
-        print("chaos: %d calls, %d tasks, %d cancelled, %d commits failed"
-              % (n, len(worker.tasks), len(worker.cancels),
+        print("chaos: %d calls (%d timed out), %d tasks, %d cancelled, %d commits failed"
+              % (n, len(timeouts), len(worker.tasks), len(worker.cancels),
                  self.actd.log().count("store commit failed")))
 
     def test_failed_commits_back_off_and_idle_workers_stay(self):
