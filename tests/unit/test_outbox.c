@@ -147,6 +147,42 @@ test_flush_empties_it (void **state)
     act_outbox_destroy (&outbox);
 }
 
+//  Sealed batches leave in order while the next ones are built behind
+//  them, past the room first allocated and back: a flush sends the sealed
+//  messages and leaves the others where they are, the slots sent are
+//  taken back when the room runs out (act_outbox_add).
+static void
+test_sealed_batches_leave_in_order_as_the_room_is_reused (void **state)
+{
+    (void) state;
+    act_outbox_t *outbox = act_outbox_new ();
+    unit_sent_t sent = { .size = 0 };
+    char request [16];
+    int added = 0, batch [] = { 3, 250, 40, 600, 1, 255, 256, 90, 1000, 7, 0, 300 };
+    size_t expected = 0;
+    for (size_t round = 0; round < sizeof batch / sizeof batch [0]; round++) {
+        //  The batch sealed last round is in flight while this one grows
+        for (int i = 0; i < batch [round]; i++) {
+            snprintf (request, sizeof request, "%d", added++);
+            s_reply (outbox, "c", request, "OK", "{\"seq\":1}", true);
+        }
+        size_t before = act_outbox_size (outbox);
+        size_t flushed = act_outbox_flush_sealed (outbox, unit_sent_capture, &sent);
+        expected += flushed;
+        assert_int_equal (act_outbox_size (outbox), before - flushed);
+        act_outbox_seal (outbox);
+    }
+    expected += act_outbox_flush (outbox, unit_sent_capture, &sent);
+    assert_int_equal (expected, added);
+    assert_int_equal (sent.size, added);
+    for (int i = 0; i < added; i++) {
+        snprintf (request, sizeof request, "%d", i);
+        unit_assert_sent (&sent, i, false, "c", "ACTC01", "OK", request, "{\"seq\":1}", NULL);
+    }
+    unit_sent_release (&sent);
+    act_outbox_destroy (&outbox);
+}
+
 //  A message the send function could not send counts as not sent, and is
 //  not kept for later: the outbox is empty after the flush.
 static void
@@ -671,6 +707,7 @@ main (void)
         cmocka_unit_test (test_messages_leave_in_order_with_their_frames),
         cmocka_unit_test (test_error_reply_echoes_the_request),
         cmocka_unit_test (test_flush_empties_it),
+        cmocka_unit_test (test_sealed_batches_leave_in_order_as_the_room_is_reused),
         cmocka_unit_test (test_a_failed_send_counts_as_not_sent),
         cmocka_unit_test (test_adders_are_null_safe),
         cmocka_unit_test (test_refuse_after_a_failed_commit),
