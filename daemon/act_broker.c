@@ -183,6 +183,14 @@ s_pass_work (act_broker_t *self)
             act_broker_cancel_orphans (self);
         }
     }
+    if (!act_broker_backing_off (self)) {
+        act_flow_kept_retake (self->flow);
+        //  While commits fail and nothing else is to be written, answers
+        //  kept wait for a commit that may never come: a probe is written
+        if (self->failures && !act_store_batch (self->store)
+        &&  (!self->committer || !act_committer_busy (self->committer)))
+            act_flow_kept_probe (self->flow);
+    }
     act_flow_timers (self->flow, now);
     self->pumped = act_watches_pump (self->watches, S_PUMP_BUDGET);
     act_broker_liveness (self, now);

@@ -306,7 +306,8 @@ act_flow_attach (act_flow_t *self, act_live_t *call)
     act_worker_t *worker = act_pool_holder (self->pool, call->task);
     if (!worker)
         return false;
-    act_flow_enter (self, call, ACT_LIVE_RUNNING);
+    //  Not told to the watches: for them it has been running all along
+    act_live_enter (call, ACT_LIVE_RUNNING, self->counts);
     call->worker = worker;
     //  Its deadline is its attempt's, as the flow knew it before the
     //  failed commit (act_flow_reset); unknown (a store shared by other
@@ -319,7 +320,7 @@ act_flow_attach (act_flow_t *self, act_live_t *call)
     s_timer_set (self, call, T_DEADLINE, call->started_at / 1000, call->timeout_ms);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld still running at worker %s",
              call->id, call->activity->name, call->attempts, worker->name);
-    if (self->kept)             //  Its answer may be kept: taken at settle
+    if (self->untaken)          //  Its answer may be kept: taken at settle
         act_flow_todo (self, call->number);
     return true;
 }
@@ -569,7 +570,7 @@ act_flow_settle (act_flow_t *self)
     for (size_t next = 0; next < self->ntodo; next++) {
         act_live_t *call = act_flow_lookup (self, self->todo [next]);
         //  One attached after a failed commit takes its kept answer
-        if (call && self->kept && call->state == ACT_LIVE_RUNNING) {
+        if (call && self->untaken && call->state == ACT_LIVE_RUNNING) {
             act_flow_kept_replay (self, call);
             continue;
         }
@@ -612,6 +613,9 @@ act_flow_new (act_settings_t *settings, act_store_t *store, act_cache_t *cache,
     act_flow_t *self = (act_flow_t *) calloc (1, sizeof (act_flow_t));
     if (!self)
         return NULL;
+    //  An answer is kept until its effects are durable where commits can
+    //  fail (act_flow_kept.c)
+    self->keep_always = self->keeping = !streq (act_store_backend (store), "memory");
     self->scan = act_scan_new ();
     if (!self->scan) {
         free (self);

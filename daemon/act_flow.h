@@ -89,9 +89,11 @@ void act_flow_progress (act_flow_t *self, act_worker_t *worker, const char *task
 //  timed out, cancelled or dispatched again since).
 bool act_flow_busy (act_flow_t *self, act_worker_t *worker);
 
-//  Keep workers' answers (act_flow_kept.c) while commits fail (failing)
-//  or recovery runs, and those of calls not live yet while recovering.
-//  While failing, running attempts do not time out (act_flow_timers).
+//  Keep workers' answers (act_flow_kept.c) until their batch commits,
+//  always on a store whose commits can fail, else while commits fail
+//  (failing) or recovery runs; those of calls not live yet while
+//  recovering. While failing, running attempts do not time out
+//  (act_flow_timers).
 void act_flow_kept_on (act_flow_t *self, bool failing, bool recovering);
 
 //  The open batch is handed to a commit: answers taken from now on go
@@ -105,6 +107,17 @@ void act_flow_kept_committed (act_flow_t *self);
 //  be taken again once its call is recovered (act_flow_attach). Before
 //  act_flow_reset.
 void act_flow_kept_reset (act_flow_t *self);
+
+//  Take again the kept answers whose calls are attached and that may be
+//  taken now (one whose effects failed a commit waits for a commit to
+//  succeed). Cheap when there are none.
+void act_flow_kept_retake (act_flow_t *self);
+
+//  While commits fail: write again the record of a call attached to a
+//  kept answer waiting for a commit to succeed, so that a commit tells
+//  whether the store can commit again when nothing else is to be
+//  written. Returns true when it wrote one.
+bool act_flow_kept_probe (act_flow_t *self);
 
 //  Recovery is done: the kept answers no call took are dropped and their
 //  slots freed. Returns how many.

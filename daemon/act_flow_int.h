@@ -15,6 +15,8 @@
 #include "act_timers.h"
 #include "act_watch.h"
 
+typedef struct _act_kept_t act_kept_t;
+
 struct _act_flow_t {
     act_settings_t *settings;   //  Limits and defaults (borrowed)
     act_store_t *store;         //  Durable state (borrowed)
@@ -37,8 +39,15 @@ struct _act_flow_t {
     bool stopping;              //  No new calls, no dispatch
     bool reset;                 //  A failed commit reset the flow: a call
                                 //  stored running was running in this run
-    zlistx_t *kept;             //  Answers kept through failed commits
-                                //  (act_flow_kept.c), or NULL
+    act_kept_t *kept;           //  Answers kept until their effects are
+                                //  durable (act_flow_kept.c), in the order taken
+    size_t nkept;               //  Entries in kept
+    size_t kept_room;           //  Slots allocated
+    size_t untaken;             //  Of those, the ones not taken again since
+                                //  a failed commit (act_flow_kept_replay)
+    uint64_t commits;           //  Commits that succeeded (act_flow_kept_committed)
+    bool keep_always;           //  The store's commits can fail: every
+                                //  answer is kept until its batch commits
     bool keeping;               //  Commits fail, or recovery runs: keep them
     bool failing;               //  Commits fail: attempts do not time out
     bool recovering;            //  Recovery runs: keep those of calls not live
@@ -95,7 +104,7 @@ void act_flow_dispatch (act_flow_t *self, act_live_t *call);
 bool act_flow_attach (act_flow_t *self, act_live_t *call);
 
 //  Keep a worker's answer to task (its body, the branch frame or NULL;
-//  fail: a FAIL) while commits fail or recovery runs (act_flow_kept.c);
+//  fail: a FAIL) until its effects are durable (act_flow_kept.c);
 //  taken: its call is live and the answer is taken now, else it waits for
 //  its call to be recovered (act_flow_kept_replay). Returns true when kept.
 bool act_flow_kept_add (act_flow_t *self, act_worker_t *worker, const char *task,

@@ -54,7 +54,7 @@ act_flow_timers (act_flow_t *self, long long now)
         }
         //  An answer kept through them is taken first: the deadline may
         //  have passed while the call could not end
-        if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING && self->kept) {
+        if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING && self->untaken) {
             act_flow_kept_replay (self, call);
             call = act_flow_lookup (self, timer.id);
             if (!call || call->timer != timer.generation)

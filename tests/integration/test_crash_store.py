@@ -10,7 +10,7 @@ import resource
 import signal
 import unittest
 
-from harness import DAGGER, STORE, Actd, NoAnswer, Worker, wait_for
+from harness import DAGGER, STORE, Actd, CallRefused, NoAnswer, Worker, wait_for
 from test_crash import wait_workers
 
 
@@ -91,9 +91,13 @@ class StoreFullTest(unittest.TestCase):
     @unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
     def test_a_failed_commit_does_not_end_a_call_as_if_actd_had_stopped(self):
         """A commit that fails is not a crash: the call whose result it
-        carried (its dispatch stored by an earlier commit) runs again, even
-        past its last allowed attempt, instead of ending worker_lost
-        'actd stopped during attempt 1'."""
+        carried (its dispatch stored by an earlier commit) is not ended
+        worker_lost 'actd stopped during attempt 1'. Its answer, kept, is
+        taken again once a commit succeeds (a write of the call's record,
+        nothing else being written); failing again, it is one the store
+        cannot hold (900 KB in a file limited to 512 KB): it is dropped,
+        and the call runs again, even past its last allowed attempt, while
+        the store goes on committing."""
         def answer(activity, params, meta):
             return NoAnswer if meta["attempt"] == 1 else {"attempt": meta["attempt"]}
         def limit():
@@ -111,12 +115,22 @@ class StoreFullTest(unittest.TestCase):
             #  A result of 900 KB: more than a file may hold
             worker.send_result(call_id + ".1", ["x" * 300000] * 3)
             wait_for(lambda: "store commit failed" in actd.log(), "the commit failed")
-            status = client.wait_status(call_id, ["ok", "error", "timeout", "skipped",
-                                                  "cancelled"])
+            def ended():
+                try:            # a STATUS read while a commit fails is refused with it
+                    return client.status(call_id)["state"] not in ("queued", "running")
+                except CallRefused as refused:
+                    self.assertEqual(refused.code, "internal")
+                    return False
+            wait_for(ended, "the call's end", timeout=20.0)
+            status = client.status(call_id)
             outcome = status.pop("outcome", None)
             self.assertEqual((status["state"], status["attempts"]), ("ok", 2), status)
             self.assertEqual(outcome["result"], {"attempt": 2})
             self.assertIn("store commit failed", actd.log())
+            self.assertIn("failed a commit again after others succeeded: dropped", actd.log())
+            #  The store commits: an APPEND is kept
+            self.assertEqual(client.request("APPEND", "full", {"type": "text", "text": "x"})[0],
+                             "OK")
             worker.stop()
             client.close()
 
