@@ -71,11 +71,8 @@ struct _act_out_t {
 };
 
 struct _act_outbox_t {
-    act_out_t *messages;        //  In the order they leave: base + first
+    act_out_t *messages;        //  In the order they leave
     size_t size;                //  Messages held
-    act_out_t *base;            //  The slots allocated
-    size_t first;               //  Slots before messages, free (their
-                                //  messages left): a flush moves nothing
     size_t room;                //  Slots allocated
     zframe_t *envelope;         //  Client whose replies get an empty frame
                                 //  now (borrowed), or NULL
@@ -181,7 +178,7 @@ act_outbox_destroy (act_outbox_t **self_p)
         act_outbox_t *self = *self_p;
         for (size_t i = 0; i < self->size; i++)
             s_close (&self->messages [i]);
-        free (self->base);
+        free (self->messages);
         zhashx_destroy (&self->accounts);
         zlistx_destroy (&self->cuts);
         free (self);
@@ -192,24 +189,14 @@ act_outbox_destroy (act_outbox_t **self_p)
 act_out_t *
 act_outbox_add (act_outbox_t *self, bool to_worker, bool durable)
 {
-    if (self->first + self->size == self->room) {
-        //  The free slots before the messages are taken back, and the room
-        //  doubled once they are a quarter of it or less, so that a message
-        //  moves a third of a time on average. libzmq messages may be moved
-        //  as plain memory (zmq_msg_move does)
-        if (self->first) {
-            memmove (self->base, self->messages, self->size * sizeof (act_out_t));
-            self->first = 0;
+    if (self->size == self->room) {
+        //  libzmq messages may be moved as plain memory (zmq_msg_move does)
+        self->room = self->room? self->room * 2: 256;
+        self->messages = realloc (self->messages, self->room * sizeof (act_out_t));
+        if (!self->messages) {
+            act_log (LOG_ERR, "out of memory for %zu outgoing messages", self->room);
+            abort ();                           //  As CZMQ's allocations do
         }
-        if (!self->room || 4 * self->size > self->room) {
-            self->room = self->room? self->room * 2: 256;
-            self->base = realloc (self->base, self->room * sizeof (act_out_t));
-            if (!self->base) {
-                act_log (LOG_ERR, "out of memory for %zu outgoing messages", self->room);
-                abort ();                       //  As CZMQ's allocations do
-            }
-        }
-        self->messages = self->base;
     }
     act_out_t *out = &self->messages [self->size++];
     out->nparts = 0;
@@ -674,13 +661,10 @@ s_flush (act_outbox_t *self, size_t count, act_outbox_send_fn *send, void *arg)
             sent++;
         s_close (out);
     }
-    //  The rest stay where they are: the slots sent are taken back when the
-    //  room runs out (act_outbox_add)
-    if (count) {
-        self->size -= count;
-        self->first = self->size? self->first + count: 0;
-        self->messages = self->base + self->first;
-    }
+    if (count < self->size)
+        memmove (self->messages, self->messages + count,
+                 (self->size - count) * sizeof (act_out_t));
+    self->size -= count;
     self->sealed = 0;
     self->counted = self->bytes = 0;
     s_rescan (self);
