@@ -64,7 +64,11 @@ act_flow_result (act_flow_t *self, act_worker_t *worker, const char *task, zmq_m
                  zmq_msg_t *branch_frame)
 {
     act_live_t *call = s_task_call (self, worker, task);
-    if (self->keeping && act_flow_kept_add (self, worker, task, body, branch_frame, false, call)
+    //  A fire-and-forget call's result is thrown away: its answer is kept
+    //  without it
+    bool discarded = call && !call->call->output;
+    if (self->keeping && act_flow_kept_add (self, worker, task, discarded? NULL: body,
+                                            branch_frame, false, call)
     &&  !call)
         return;                 //  Kept, its slot taken, for its call's recovery
     act_worker_release (worker, task);          //  Its slot is free again

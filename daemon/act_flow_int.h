@@ -103,7 +103,8 @@ void act_flow_dispatch (act_flow_t *self, act_live_t *call);
 //  counted from now, and true; else false, and nothing changed.
 bool act_flow_attach (act_flow_t *self, act_live_t *call);
 
-//  Keep a worker's answer to task (its body, the branch frame or NULL;
+//  Keep a worker's answer to task (its body, or NULL: an empty one; the
+//  branch frame or NULL;
 //  fail: a FAIL) until its effects are durable (act_flow_kept.c);
 //  taken: its call is live and the answer is taken now, else it waits for
 //  its call to be recovered (act_flow_kept_replay). Returns true when kept.

@@ -110,7 +110,8 @@ act_flow_kept_add (act_flow_t *self, act_worker_t *worker, const char *task,
     memcpy (kept->task, task, task_size);
     kept->fail = fail;
     zmq_msg_init (&kept->body);
-    zmq_msg_copy (&kept->body, body);
+    if (body)
+        zmq_msg_copy (&kept->body, body);
     kept->has_branch = branch != NULL;
     if (branch) {
         zmq_msg_init (&kept->branch);

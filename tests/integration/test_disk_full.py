@@ -158,17 +158,22 @@ class DiskFullTest(unittest.TestCase):
         is kept, and once there is room the call ends from it: no second
         attempt (before, an answer taken in the first failed batch was
         lost with it and the call ran again); its output is written once,
-        its DONE says ok, STATUS agrees."""
-        slow = self.worker("slow", lambda activity, params, meta: NoAnswer)
+        its DONE says ok, STATUS agrees. A fire-and-forget call answered
+        in the same batch (its answer kept without its result, thrown
+        away) ends ok too, once."""
+        slow = self.worker("slow", lambda activity, params, meta: NoAnswer, capacity=2)
         request = self.client.send("CALL", "flight", {"_tool": "slow", "_outputPath": DAGGER + "o.x"})
         call_id = self.client.wait(request, "ACCEPTED")[1]
-        wait_for(lambda: slow.tasks, "the first attempt")
+        forget = self.client.send("CALL", "flight", {"_tool": "slow", "v": "forget"})
+        forget_id = self.client.wait(forget, "ACCEPTED")[1]
+        wait_for(lambda: len(slow.tasks) == 2, "the first attempts")
         self.fill()
         slow.send_result(slow.tasks[0][0], {"attempt": 1})
+        slow.send_result(slow.tasks[1][0], {"thrown": "away"})
         wait_for(lambda: "store commit failed" in self.actd.log(), "the failed commit")
         self.assertEqual(self.timed("PING")[0], ["PONG"])
         time.sleep(1.0)
-        self.assertEqual(len(slow.tasks), 1, "a TASK left while nothing commits")
+        self.assertEqual(len(slow.tasks), 2, "a TASK left while nothing commits")
         self.free()
         done = json.loads(self.client.wait(request, "DONE", timeout=10.0)[2])
         self.assertEqual((done["status"], done["attempts"], done["result"]),
@@ -178,7 +183,9 @@ class DiskFullTest(unittest.TestCase):
         self.assertEqual([m["data"] for m in self.history("flight")], [{"x": {"attempt": 1}}])
         time.sleep(0.5)
         self.assertEqual([p for p in self.client.pending if p[0] == request], [], "a second DONE")
-        self.assertEqual((len(slow.tasks), slow.cancels, slow.disconnects), (1, [], 0))
+        self.assertEqual((len(slow.tasks), slow.cancels, slow.disconnects), (2, [], 0))
+        status = self.client.wait_status(forget_id, ["ok", "error", "timeout", "cancelled"])
+        self.assertEqual((status["state"], status["attempts"]), ("ok", 1))
 
     def test_a_task_running_when_a_commit_fails_goes_on(self):
         """A failed commit takes state again from the store, but workers
