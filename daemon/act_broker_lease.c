@@ -24,6 +24,7 @@ s_forget_all (act_broker_t *self)
     act_flow_kept_drop (self->flow);
     act_broker_drop_busy_workers (self);
     act_flow_forget (self->flow);
+    act_flow_kept_drop (self->flow);    //  Those the calls forgotten waited for
     act_cache_clear (self->cache);
 }
 
