@@ -8,6 +8,7 @@ test_crash.py, whose helpers it uses.
 import json
 import resource
 import signal
+import time
 import unittest
 
 from harness import DAGGER, STORE, Actd, CallRefused, NoAnswer, Worker, wait_for
@@ -131,6 +132,48 @@ class StoreFullTest(unittest.TestCase):
             #  The store commits: an APPEND is kept
             self.assertEqual(client.request("APPEND", "full", {"type": "text", "text": "x"})[0],
                              "OK")
+            worker.stop()
+            client.close()
+
+
+    @unittest.skipIf(STORE != "sqlite", "the limit is on actd's own files")
+    def test_an_answer_the_store_cannot_hold_fails_two_commits_of_others_at_most(self):
+        """Others' writes go on while an answer the store cannot hold is
+        kept: once its commit failed, the answer waits for a commit to
+        succeed (the APPENDs sent meanwhile, without it), is taken again,
+        fails a commit again, and is dropped; its call runs again. Two
+        failed commits in all, not one each try for ever."""
+        def answer(activity, params, meta):
+            return NoAnswer if meta["attempt"] == 1 else {"attempt": meta["attempt"]}
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (512 << 10, 512 << 10))
+        with Actd(preexec=limit) as actd:
+            client = actd.client()
+            worker = Worker(actd.worker_endpoint, ["big"], answer, name="big")
+            worker.start()
+            wait_workers(actd, 1)
+            rid = client.send("CALL", "full", {
+                "_tool": "big", "_outputPath": DAGGER + "out.x", "_retry": {"max_attempts": 1}})
+            call_id = client.wait(rid, timeout=20.0)[1]
+            self.assertEqual(client.wait_status(call_id, ["running"])["attempts"], 1)
+            worker.send_result(call_id + ".1", ["x" * 300000] * 3)
+            replies = []
+            #  An APPEND every 40 ms for 0.3 s or more (each commit adds some
+            #  30 KB to the WAL, which may not grow past the limit either)
+            for n in range(8):
+                replies.append(client.request("APPEND", "others",
+                                              {"type": "text", "text": str(n)}, timeout=20.0))
+                time.sleep(0.04)
+            refused = [reply for reply in replies if reply[0] != "OK"]
+            self.assertTrue(all(reply == REFUSED_IO for reply in refused), refused)
+            self.assertEqual(actd.log().count("store commit failed ("), 2, actd.log())
+            self.assertIn("failed a commit again after others succeeded: dropped", actd.log())
+            done = json.loads(client.wait(rid, "DONE", timeout=20.0)[2])
+            self.assertEqual((done["status"], done["attempts"], done["result"]),
+                             ("ok", 2, {"attempt": 2}))
+            kept = json.loads(client.request("HISTORY", "others", "1", "1000")[1])
+            self.assertEqual(len(kept), 8 - len(refused))
             worker.stop()
             client.close()
 
