@@ -24,6 +24,9 @@
 
 //  Worker keys up to this long (with their NUL) are kept in the entry
 #define S_KEY_SMALL     24
+//  Slots the array keeps once empty; a larger one (a stalled commit's
+//  burst) is given back
+#define S_ROOM_KEPT     4096
 
 //  One answer kept
 struct _act_kept_t {
@@ -142,6 +145,11 @@ act_flow_kept_committed (act_flow_t *self)
 {
     self->commits++;
     s_compact (self, s_durable);
+    if (!self->nkept && self->kept_room > S_ROOM_KEPT) {
+        free (self->kept);
+        self->kept = NULL;
+        self->kept_room = 0;
+    }
 }
 
 //  s_compact's test, after a failed commit: an answer whose effects failed
