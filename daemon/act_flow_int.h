@@ -99,15 +99,16 @@ void act_flow_dispatch (act_flow_t *self, act_live_t *call);
 
 //  A recovered call stored running: when a worker still holds its
 //  attempt's task (a commit failed while it ran, and state was taken
-//  again from the store), it is running there again, with its timeout
-//  counted from now, and true; else false, and nothing changed.
+//  again from the store), it is running there again, its deadline its
+//  attempt's (act_flow_reset noted when it began), and true; else false,
+//  and nothing changed.
 bool act_flow_attach (act_flow_t *self, act_live_t *call);
 
 //  Keep a worker's answer to task (its body, or NULL: an empty one; the
-//  branch frame or NULL;
-//  fail: a FAIL) until its effects are durable (act_flow_kept.c);
-//  taken: its call is live and the answer is taken now, else it waits for
-//  its call to be recovered (act_flow_kept_replay). Returns true when kept.
+//  branch frame or NULL; fail: a FAIL) until its effects are durable
+//  (act_flow_kept.c); taken: its call is live and the answer is taken
+//  now, else it waits for its call to be recovered (act_flow_kept_replay).
+//  Returns true when kept.
 bool act_flow_kept_add (act_flow_t *self, act_worker_t *worker, const char *task,
                         zmq_msg_t *body, zmq_msg_t *branch, bool fail, bool taken);
 
