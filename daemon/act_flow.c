@@ -320,9 +320,7 @@ act_flow_attach (act_flow_t *self, act_live_t *call)
     s_timer_set (self, call, T_DEADLINE, call->started_at / 1000, call->timeout_ms);
     act_log (LOG_DEBUG, "call %s (%s) attempt %lld still running at worker %s",
              call->id, call->activity->name, call->attempts, worker->name);
-    if (self->untaken)          //  Its answer may be kept: taken at settle
-        act_flow_todo (self, call->number);
-    return true;
+    return true;                //  Its answer, if kept, is taken by act_flow_kept_retake
 }
 
 static void
@@ -569,11 +567,6 @@ act_flow_settle (act_flow_t *self)
     //  in the order they were accepted; entries added meanwhile run too
     for (size_t next = 0; next < self->ntodo; next++) {
         act_live_t *call = act_flow_lookup (self, self->todo [next]);
-        //  One attached after a failed commit takes its kept answer
-        if (call && self->untaken && call->state == ACT_LIVE_RUNNING) {
-            act_flow_kept_replay (self, call);
-            continue;
-        }
         //  One recovered queued is dispatched once its context has loaded
         if (call && call->state == ACT_LIVE_QUEUED && !call->backoff)
             s_dispatch_activity (self, call->activity);

@@ -44,7 +44,7 @@ struct _act_flow_t {
     size_t nkept;               //  Entries in kept
     size_t kept_room;           //  Slots allocated
     size_t untaken;             //  Of those, the ones not taken again since
-                                //  a failed commit (act_flow_kept_replay)
+                                //  a failed commit (act_flow_kept_retake)
     uint64_t commits;           //  Commits that succeeded (act_flow_kept_committed)
     bool keep_always;           //  The store's commits can fail: every
                                 //  answer is kept until its batch commits
@@ -107,14 +107,10 @@ bool act_flow_attach (act_flow_t *self, act_live_t *call);
 //  Keep a worker's answer to task (its body, or NULL: an empty one; the
 //  branch frame or NULL; fail: a FAIL) until its effects are durable
 //  (act_flow_kept.c); taken: its call is live and the answer is taken
-//  now, else it waits for its call to be recovered (act_flow_kept_replay).
+//  now, else it waits for its call to be recovered (act_flow_kept_retake).
 //  Returns true when kept.
 bool act_flow_kept_add (act_flow_t *self, act_worker_t *worker, const char *task,
                         zmq_msg_t *body, zmq_msg_t *branch, bool fail, bool taken);
-
-//  Take again the kept answer of call's current task, if any (call was
-//  attached to its worker after a failed commit).
-void act_flow_kept_replay (act_flow_t *self, act_live_t *call);
 
 //  Free the kept answers (the flow is destroyed).
 void act_flow_kept_destroy (act_flow_t *self);

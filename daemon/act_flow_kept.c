@@ -14,7 +14,7 @@
     commit gives every kept answer back to its worker's table
     (act_flow_kept_reset), so that the call, once recovered, is found
     running there (act_flow_attach) and the answer is taken again
-    (act_flow_kept_replay). Those whose call is not recovered (it was not
+    (act_flow_kept_retake). Those whose call is not recovered (it was not
     kept, or runs again) are dropped when recovery is done, their slots
     freed (act_flow_kept_drop). The answers live in one array, in the order
     taken: an answer costs a copy of its frames' headers, no allocation.
@@ -250,19 +250,6 @@ act_flow_kept_probe (act_flow_t *self)
         }
     }
     return false;
-}
-
-void
-act_flow_kept_replay (act_flow_t *self, act_live_t *call)
-{
-    for (size_t i = 0; i < self->nkept && self->untaken; i++) {
-        act_kept_t *kept = &self->kept [i];
-        if (s_may_take (self, kept) && streq (kept->task, call->task)
-        &&  streq (s_key (kept), call->worker->key)) {
-            s_take (self, kept, call);
-            return;
-        }
-    }
 }
 
 //  s_compact's test: the answer was not taken again, and no call waits

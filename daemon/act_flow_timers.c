@@ -45,20 +45,13 @@ act_flow_timers (act_flow_t *self, long long now)
         //  batch and its task, released, taken from its worker: the call,
         //  taken again from the store, would run once more. Its timeout
         //  waits for the commits instead, and its task stays its worker's
-        //  (an answer meanwhile is kept, act_flow_kept.c)
+        //  (an answer meanwhile is kept, and taken before the deadline is
+        //  looked at again: act_flow_kept_retake runs first in the pass)
         if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING && self->failing) {
             timer.at = now + S_DEFER_MS;
             if (act_timers_add (self->timers, timer))
                 act_log (LOG_ERR, "out of memory for a timer of call %s", call->id);
             continue;
-        }
-        //  An answer kept through them is taken first: the deadline may
-        //  have passed while the call could not end
-        if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING && self->untaken) {
-            act_flow_kept_replay (self, call);
-            call = act_flow_lookup (self, timer.id);
-            if (!call || call->timer != timer.generation)
-                continue;
         }
         if (timer.type == T_DEADLINE && call->state == ACT_LIVE_RUNNING) {
             act_out_addstr (act_worker_send (self->outbox, call->worker, "CANCEL"), call->task);
