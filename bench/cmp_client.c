@@ -209,170 +209,248 @@ s_calls_ok (void)
     return ok;
 }
 
+//  The state of one run of calls (s_run), shared by its helpers
+typedef struct {
+    const s_options_t *options; //  The options it runs with
+    size_t calls;               //  Calls in the run
+    const char *tag;            //  Names its contexts and paths
+    bool forget;                //  Fire-and-forget calls (mode forget)
+    size_t window;              //  Most calls outstanding (1 for latency)
+    double *sent_at;            //  Per call: when it was sent
+    double *took;               //  The latencies measured (ms)
+    bool *finished;             //  Per call: its reply is taken
+    char **contexts;            //  The contexts the calls are spread over
+    char *payload;              //  Room for a call's payload
+    uint64_t first;             //  The request id of call 0
+    size_t sent;                //  Calls sent
+    size_t done;                //  Calls done
+    size_t replied;             //  Calls with their ACCEPTED or ERROR (forget)
+    size_t measured;            //  Values in took
+    double last_progress;       //  When a call was last seen done or replied to
+    s_result_t result;          //  Its errors and failures so far
+} s_state_t;
+
+//  A run's state, its per-call tables zeroed and its contexts named
+static void
+s_state_init (s_state_t *self, const s_options_t *options, size_t calls, const char *tag)
+{
+    memset (self, 0, sizeof *self);
+    self->options = options;
+    self->calls = calls;
+    self->tag = tag;
+    self->forget = !strcmp (options->mode, "forget");
+    bool latency = !strcmp (options->mode, "latency");
+    self->window = latency? 1: options->window;
+    self->sent_at = calloc (calls, sizeof (double));
+    self->took = calloc (calls, sizeof (double));
+    self->finished = calloc (calls, sizeof (bool));
+    self->contexts = calloc (options->contexts, sizeof (char *));
+    for (size_t c = 0; c < options->contexts; c++) {
+        self->contexts [c] = malloc (64);
+        snprintf (self->contexts [c], 64, "cmp-%s-%zu", tag, c);
+    }
+    self->payload = malloc (options->size + 512);
+}
+
+//  Free what s_state_init allocated
+static void
+s_state_free (s_state_t *self)
+{
+    for (size_t c = 0; c < self->options->contexts; c++)
+        free (self->contexts [c]);
+    free (self->contexts);
+    free (self->payload);
+    free (self->sent_at);
+    free (self->took);
+    free (self->finished);
+}
+
+//  The call index request id number is for, or SIZE_MAX when none of
+//  this run
+static size_t
+s_index (s_state_t *self, uint64_t number)
+{
+    return number >= self->first && number - self->first < self->calls
+         ? (size_t) (number - self->first): SIZE_MAX;
+}
+
+//  Send calls until the window is full or every call is sent
+static void
+s_fill_window (s_state_t *self)
+{
+    const s_options_t *options = self->options;
+    while (self->sent < self->calls && self->sent - self->done < self->window) {
+        size_t size = cmp_payload (self->payload, options->size, self->sent, !self->forget,
+                                   self->tag);
+        self->sent_at [self->sent] = cmp_now ();
+        if (options->actd)
+            s_send ("CALL", self->contexts [self->sent % options->contexts], self->payload, size);
+        else
+            s_send (NULL, NULL, self->payload, size);
+        self->sent++;
+    }
+}
+
+//  Take an actd reply (count frames) received at now: ERROR, ACCEPTED
+//  (forget) or DONE (durable) of a call not yet finished. The first
+//  refusal and the first call not ended ok are shown.
+static void
+s_on_actd_reply (s_state_t *self, zmq_msg_t *frames, int count, double now)
+{
+    size_t index = s_index (self, s_number (&frames [2]));
+    if (index == SIZE_MAX || self->finished [index])
+        return;
+    if (s_is (&frames [1], "ERROR")) {
+        if (self->result.errors++ == 0 && count >= 5)
+            fprintf (stderr, "cmp_client: call %zu refused: ERROR %.*s %.*s\n",
+                     index, (int) zmq_msg_size (&frames [3]),
+                     (char *) zmq_msg_data (&frames [3]),
+                     (int) zmq_msg_size (&frames [4]),
+                     (char *) zmq_msg_data (&frames [4]));
+        self->finished [index] = true;
+        if (!self->forget)
+            self->done++;
+        self->replied++;
+    }
+    else
+    if (self->forget && s_is (&frames [1], "ACCEPTED")) {
+        self->finished [index] = true;
+        self->took [self->measured++] = (now - self->sent_at [index]) * 1000;
+        self->replied++;
+    }
+    else
+    if (!self->forget && s_is (&frames [1], "DONE")) {
+        self->finished [index] = true;
+        self->took [self->measured++] = (now - self->sent_at [index]) * 1000;
+        self->done++;
+        if (count < 5 || !memmem (zmq_msg_data (&frames [4]), zmq_msg_size (&frames [4]),
+                                  "\"status\":\"ok\"", 13)) {
+            if (self->result.failed++ == 0)
+                fprintf (stderr, "cmp_client: call %zu did not end ok: %.*s\n",
+                         index, count >= 5? (int) zmq_msg_size (&frames [4]): 0,
+                         count >= 5? (char *) zmq_msg_data (&frames [4]): "");
+        }
+    }
+}
+
+//  Take the replies waiting (4096 at most)
+static void
+s_take_replies (s_state_t *self)
+{
+    for (int batch = 0; batch < 4096; batch++) {
+        zmq_msg_t frames [6];
+        int count = s_recv (frames, 6, ZMQ_DONTWAIT);
+        if (count < 0)
+            break;
+        double now = cmp_now ();
+        if (self->options->actd && count >= 3)
+            s_on_actd_reply (self, frames, count, now);
+        else
+        if (!self->options->actd && count == 2) {
+            size_t index = s_index (self, s_number (&frames [0]));
+            if (index != SIZE_MAX && !self->finished [index]) {
+                self->finished [index] = true;
+                self->took [self->measured++] = (now - self->sent_at [index]) * 1000;
+                self->done++;
+            }
+        }
+        s_close (frames, count);
+        self->last_progress = now;
+    }
+}
+
+//  Forget, once the workers have answered every call: take every
+//  ACCEPTED still to come (exits after 60 s without one), then wait (60 s
+//  at most) until STATS counts every call not refused ok since ok_start.
+//  Returns the time it was counted (or the wait ended).
+static double
+s_forget_settle (s_state_t *self, long long ok_start)
+{
+    size_t calls = self->calls;
+    while (self->replied < calls) {
+        zmq_msg_t frames [6];
+        zmq_pollitem_t item = { s_socket, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll (&item, 1, 60000) <= 0) {
+            fprintf (stderr, "cmp_client: %zu of %zu ACCEPTED after 60 s\n", self->replied, calls);
+            exit (1);
+        }
+        int count = s_recv (frames, 6, ZMQ_DONTWAIT);
+        if (count >= 3) {
+            size_t index = s_index (self, s_number (&frames [2]));
+            if (index != SIZE_MAX && !self->finished [index]) {
+                self->finished [index] = true;
+                if (s_is (&frames [1], "ACCEPTED"))
+                    self->took [self->measured++] = (cmp_now () - self->sent_at [index]) * 1000;
+                else
+                    self->result.errors++;
+                self->replied++;
+            }
+        }
+        if (count > 0)
+            s_close (frames, count);
+    }
+    double deadline = cmp_now () + 60;
+    long long ok = 0;
+    while ((ok = s_calls_ok ()) - ok_start < (long long) (calls - self->result.errors)
+    &&     cmp_now () < deadline)
+        usleep (500);
+    double end = cmp_now ();
+    if (ok - ok_start < (long long) (calls - self->result.errors))
+        fprintf (stderr, "cmp_client: STATS counts %lld calls ok of %zu\n",
+                 ok - ok_start, calls - self->result.errors);
+    return end;
+}
+
 //  One run of calls; tag names its contexts and paths
 static s_result_t
 s_run (const s_options_t *options, size_t calls, const char *tag)
 {
-    s_result_t result = { 0 };
-    bool forget = !strcmp (options->mode, "forget");
-    bool latency = !strcmp (options->mode, "latency");
-    size_t window = latency? 1: options->window;
-    double *sent_at = calloc (calls, sizeof (double));
-    double *took = calloc (calls, sizeof (double));
-    bool *finished = calloc (calls, sizeof (bool));
-    char **contexts = calloc (options->contexts, sizeof (char *));
-    for (size_t c = 0; c < options->contexts; c++) {
-        contexts [c] = malloc (64);
-        snprintf (contexts [c], 64, "cmp-%s-%zu", tag, c);
-    }
-    char *payload = malloc (options->size + 512);
+    s_state_t run;
+    s_state_init (&run, options, calls, tag);
+    bool forget = run.forget;
     long long ok_start = forget? s_calls_ok (): 0;
     uint64_t counter_start = forget? cmp_counter_sum (s_counter): 0;
-    uint64_t first = s_request + 1;
-    size_t sent = 0, done = 0, replied = 0, measured = 0;
+    run.first = s_request + 1;
     double cpu_start = cmp_cpu_ms (options->pid);
-    double start = cmp_now (), last_progress = start;
-    while (done < calls) {
+    double start = cmp_now ();
+    run.last_progress = start;
+    while (run.done < calls) {
         if (forget) {
             //  Done: answered by a worker (refused calls never get there)
             uint64_t answered = cmp_counter_sum (s_counter) - counter_start;
-            size_t now_done = (size_t) answered + result.errors;
-            if (now_done > done) {
-                done = now_done < calls? now_done: calls;
-                last_progress = cmp_now ();
+            size_t now_done = (size_t) answered + run.result.errors;
+            if (now_done > run.done) {
+                run.done = now_done < calls? now_done: calls;
+                run.last_progress = cmp_now ();
             }
         }
-        while (sent < calls && sent - done < window) {
-            size_t size = cmp_payload (payload, options->size, sent, !forget, tag);
-            sent_at [sent] = cmp_now ();
-            if (options->actd)
-                s_send ("CALL", contexts [sent % options->contexts], payload, size);
-            else
-                s_send (NULL, NULL, payload, size);
-            sent++;
-        }
-        if (done >= calls)
+        s_fill_window (&run);
+        if (run.done >= calls)
             break;
         zmq_pollitem_t item = { s_socket, 0, ZMQ_POLLIN, 0 };
         int rc = zmq_poll (&item, 1, forget? 1: 1000);
         double now = cmp_now ();
         if (rc <= 0) {
-            if (now - last_progress > 60) {
+            if (now - run.last_progress > 60) {
                 fprintf (stderr, "cmp_client: no progress for 60 s (%zu sent, %zu done)\n",
-                         sent, done);
+                         run.sent, run.done);
                 exit (1);
             }
             continue;
         }
-        for (int batch = 0; batch < 4096; batch++) {
-            zmq_msg_t frames [6];
-            int count = s_recv (frames, 6, ZMQ_DONTWAIT);
-            if (count < 0)
-                break;
-            now = cmp_now ();
-            if (options->actd && count >= 3) {
-                uint64_t number = s_number (&frames [2]);
-                size_t index = number >= first && number - first < calls
-                             ? (size_t) (number - first): SIZE_MAX;
-                if (index != SIZE_MAX && !finished [index]) {
-                    if (s_is (&frames [1], "ERROR")) {
-                        if (result.errors++ == 0 && count >= 5)
-                            fprintf (stderr, "cmp_client: call %zu refused: ERROR %.*s %.*s\n",
-                                     index, (int) zmq_msg_size (&frames [3]),
-                                     (char *) zmq_msg_data (&frames [3]),
-                                     (int) zmq_msg_size (&frames [4]),
-                                     (char *) zmq_msg_data (&frames [4]));
-                        finished [index] = true;
-                        if (!forget)
-                            done++;
-                        replied++;
-                    }
-                    else
-                    if (forget && s_is (&frames [1], "ACCEPTED")) {
-                        finished [index] = true;
-                        took [measured++] = (now - sent_at [index]) * 1000;
-                        replied++;
-                    }
-                    else
-                    if (!forget && s_is (&frames [1], "DONE")) {
-                        finished [index] = true;
-                        took [measured++] = (now - sent_at [index]) * 1000;
-                        done++;
-                        if (count < 5 || !memmem (zmq_msg_data (&frames [4]),
-                                                  zmq_msg_size (&frames [4]),
-                                                  "\"status\":\"ok\"", 13)) {
-                            if (result.failed++ == 0)
-                                fprintf (stderr, "cmp_client: call %zu did not end ok: %.*s\n",
-                                         index, count >= 5? (int) zmq_msg_size (&frames [4]): 0,
-                                         count >= 5? (char *) zmq_msg_data (&frames [4]): "");
-                        }
-                    }
-                }
-            }
-            else
-            if (!options->actd && count == 2) {
-                uint64_t number = s_number (&frames [0]);
-                size_t index = number >= first && number - first < calls
-                             ? (size_t) (number - first): SIZE_MAX;
-                if (index != SIZE_MAX && !finished [index]) {
-                    finished [index] = true;
-                    took [measured++] = (now - sent_at [index]) * 1000;
-                    done++;
-                }
-            }
-            s_close (frames, count);
-            last_progress = now;
-        }
+        s_take_replies (&run);
     }
     double end = cmp_now ();
-    if (forget) {
+    if (forget)
         //  Every ACCEPTED in, and the broker has counted every call ok
-        while (replied < calls) {
-            zmq_msg_t frames [6];
-            zmq_pollitem_t item = { s_socket, 0, ZMQ_POLLIN, 0 };
-            if (zmq_poll (&item, 1, 60000) <= 0) {
-                fprintf (stderr, "cmp_client: %zu of %zu ACCEPTED after 60 s\n", replied, calls);
-                exit (1);
-            }
-            int count = s_recv (frames, 6, ZMQ_DONTWAIT);
-            if (count >= 3) {
-                uint64_t number = s_number (&frames [2]);
-                size_t index = number >= first && number - first < calls
-                             ? (size_t) (number - first): SIZE_MAX;
-                if (index != SIZE_MAX && !finished [index]) {
-                    finished [index] = true;
-                    if (s_is (&frames [1], "ACCEPTED"))
-                        took [measured++] = (cmp_now () - sent_at [index]) * 1000;
-                    else
-                        result.errors++;
-                    replied++;
-                }
-            }
-            if (count > 0)
-                s_close (frames, count);
-        }
-        double deadline = cmp_now () + 60;
-        long long ok = 0;
-        while ((ok = s_calls_ok ()) - ok_start < (long long) (calls - result.errors)
-        &&     cmp_now () < deadline)
-            usleep (500);
-        end = cmp_now ();
-        if (ok - ok_start < (long long) (calls - result.errors))
-            fprintf (stderr, "cmp_client: STATS counts %lld calls ok of %zu\n",
-                     ok - ok_start, calls - result.errors);
-    }
+        end = s_forget_settle (&run, ok_start);
+    s_result_t result = run.result;
     result.cpu_us = options->pid? (cmp_cpu_ms (options->pid) - cpu_start) * 1000 / calls: 0;
     result.seconds = end - start;
     result.rate = calls / result.seconds;
-    result.p50 = cmp_percentile (took, measured, 50);
-    result.p99 = cmp_percentile (took, measured, 99);
-    for (size_t c = 0; c < options->contexts; c++)
-        free (contexts [c]);
-    free (contexts);
-    free (payload);
-    free (sent_at);
-    free (took);
-    free (finished);
+    result.p50 = cmp_percentile (run.took, run.measured, 50);
+    result.p99 = cmp_percentile (run.took, run.measured, 99);
+    s_state_free (&run);
     return result;
 }
 
