@@ -136,6 +136,138 @@ s_dispatch (void *backend, s_worker_t *worker, s_request_t *request)
     worker->credit--;
 }
 
+//  The relay: its sockets, the workers it knows and the requests queued
+typedef struct {
+    void *frontend;             //  ROUTER the clients connect to
+    void *backend;              //  ROUTER the workers connect to
+    s_worker_t workers [MAX_WORKERS];   //  Workers that said ready
+    size_t nworkers;            //  How many
+    size_t next;                //  Where the round robin looks first
+    s_queue_t queue;            //  Requests waiting for a free slot
+} s_relay_t;
+
+//  Open the relay's sockets bound on frontend_ep and backend_ep; returns
+//  -1 (after a message) when one cannot be bound
+static int
+s_relay_bind (s_relay_t *self, void *context, const char *frontend_ep, const char *backend_ep)
+{
+    self->frontend = zmq_socket (context, ZMQ_ROUTER);
+    self->backend = zmq_socket (context, ZMQ_ROUTER);
+    int hwm = 0, linger = 0;
+    zmq_setsockopt (self->frontend, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt (self->frontend, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt (self->backend, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt (self->backend, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt (self->frontend, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt (self->backend, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_bind (self->frontend, frontend_ep) || zmq_bind (self->backend, backend_ep)) {
+        fprintf (stderr, "null_relay: cannot bind: %s\n", zmq_strerror (errno));
+        return -1;
+    }
+    return 0;
+}
+
+//  The known worker of identity, or NULL
+static s_worker_t *
+s_relay_worker (s_relay_t *self, zmq_msg_t *identity)
+{
+    for (size_t w = 0; w < self->nworkers; w++)
+        if (zmq_msg_size (&self->workers [w].identity) == zmq_msg_size (identity)
+        &&  !memcmp (zmq_msg_data (&self->workers [w].identity), zmq_msg_data (identity),
+                     zmq_msg_size (identity)))
+            return &self->workers [w];
+    return NULL;
+}
+
+//  Take what the workers sent (256 messages at most): a ready worker is
+//  known from then on; a reply frees a slot and goes to its client
+static void
+s_relay_from_workers (s_relay_t *self)
+{
+    for (int batch = 0; batch < 256; batch++) {
+        zmq_msg_t frames [6];
+        int count = s_recv_parts (self->backend, frames, 6, ZMQ_DONTWAIT);
+        if (count < 0)
+            break;
+        s_worker_t *worker = s_relay_worker (self, &frames [0]);
+        const char *command = count >= 2 && zmq_msg_size (&frames [1]) == 1
+                            ? (const char *) zmq_msg_data (&frames [1]): "";
+        if (count == 3 && *command == 'R' && !worker && self->nworkers < MAX_WORKERS) {
+            worker = &self->workers [self->nworkers++];
+            zmq_msg_init (&worker->identity);
+            zmq_msg_copy (&worker->identity, &frames [0]);
+            char text [32] = "";
+            size_t size = zmq_msg_size (&frames [2]);
+            memcpy (text, zmq_msg_data (&frames [2]), size < 31? size: 31);
+            worker->credit = (size_t) strtoul (text, NULL, 10);
+            s_close (frames, count);
+        }
+        else
+        if (count == 5 && *command == 'D' && worker) {
+            worker->credit++;
+            //  [client][request-id][payload] to the frontend
+            s_send_parts (self->frontend, frames + 2, 3);
+            zmq_msg_close (&frames [0]);
+            zmq_msg_close (&frames [1]);
+        }
+        else
+            s_close (frames, count);
+    }
+}
+
+//  Take what the clients sent (256 messages at most): queue every
+//  request, answer "?" with the number of workers
+static void
+s_relay_from_clients (s_relay_t *self)
+{
+    for (int batch = 0; batch < 256; batch++) {
+        zmq_msg_t frames [4];
+        int count = s_recv_parts (self->frontend, frames, 4, ZMQ_DONTWAIT);
+        if (count < 0)
+            break;
+        if (count == 2 && zmq_msg_size (&frames [1]) == 1
+        &&  *(const char *) zmq_msg_data (&frames [1]) == '?') {
+            char text [32];
+            int size = snprintf (text, sizeof text, "%zu", self->nworkers);
+            zmq_msg_send (&frames [0], self->frontend, ZMQ_SNDMORE);
+            zmq_msg_send (&frames [1], self->frontend, ZMQ_SNDMORE);
+            zmq_send (self->frontend, text, (size_t) size, 0);
+        }
+        else
+        if (count == 3) {
+            s_request_t *request = s_queue_push (&self->queue);
+            for (int f = 0; f < 3; f++) {
+                zmq_msg_init (&request->frame [f]);
+                zmq_msg_move (&request->frame [f], &frames [f]);
+                zmq_msg_close (&frames [f]);
+            }
+        }
+        else
+            s_close (frames, count);
+    }
+}
+
+//  Hand queued requests to workers with a free slot, round robin, until
+//  the queue is empty or no worker has a free slot
+static void
+s_relay_dispatch (s_relay_t *self)
+{
+    while (self->queue.count && self->nworkers) {
+        s_worker_t *worker = NULL;
+        for (size_t w = 0; w < self->nworkers; w++) {
+            s_worker_t *candidate = &self->workers [(self->next + w) % self->nworkers];
+            if (candidate->credit) {
+                worker = candidate;
+                self->next = (self->next + w + 1) % self->nworkers;
+                break;
+            }
+        }
+        if (!worker)
+            break;
+        s_dispatch (self->backend, worker, s_queue_pop (&self->queue));
+    }
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -156,24 +288,11 @@ main (int argc, char *argv [])
     sigaction (SIGTERM, &action, NULL);
 
     void *context = zmq_ctx_new ();
-    void *frontend = zmq_socket (context, ZMQ_ROUTER);
-    void *backend = zmq_socket (context, ZMQ_ROUTER);
-    int hwm = 0, linger = 0;
-    zmq_setsockopt (frontend, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt (frontend, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    zmq_setsockopt (backend, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt (backend, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    zmq_setsockopt (frontend, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt (backend, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_bind (frontend, frontend_ep) || zmq_bind (backend, backend_ep)) {
-        fprintf (stderr, "null_relay: cannot bind: %s\n", zmq_strerror (errno));
+    s_relay_t relay = { 0 };
+    if (s_relay_bind (&relay, context, frontend_ep, backend_ep))
         return 1;
-    }
-    s_worker_t workers [MAX_WORKERS];
-    size_t nworkers = 0, next = 0;
-    s_queue_t queue = { 0 };
     zmq_pollitem_t items [] = {
-        { backend, 0, ZMQ_POLLIN, 0 }, { frontend, 0, ZMQ_POLLIN, 0 }
+        { relay.backend, 0, ZMQ_POLLIN, 0 }, { relay.frontend, 0, ZMQ_POLLIN, 0 }
     };
     while (!s_interrupted) {
         if (zmq_poll (items, 2, 500) < 0) {
@@ -183,93 +302,21 @@ main (int argc, char *argv [])
         }
         //  Workers first: replies free slots. Drain what is there.
         if (items [0].revents & ZMQ_POLLIN)
-        for (int batch = 0; batch < 256; batch++) {
-            zmq_msg_t frames [6];
-            int count = s_recv_parts (backend, frames, 6, ZMQ_DONTWAIT);
-            if (count < 0)
-                break;
-            s_worker_t *worker = NULL;
-            for (size_t w = 0; w < nworkers; w++)
-                if (zmq_msg_size (&workers [w].identity) == zmq_msg_size (&frames [0])
-                &&  !memcmp (zmq_msg_data (&workers [w].identity), zmq_msg_data (&frames [0]),
-                             zmq_msg_size (&frames [0]))) {
-                    worker = &workers [w];
-                    break;
-                }
-            const char *command = count >= 2 && zmq_msg_size (&frames [1]) == 1
-                                ? (const char *) zmq_msg_data (&frames [1]): "";
-            if (count == 3 && *command == 'R' && !worker && nworkers < MAX_WORKERS) {
-                worker = &workers [nworkers++];
-                zmq_msg_init (&worker->identity);
-                zmq_msg_copy (&worker->identity, &frames [0]);
-                char text [32] = "";
-                size_t size = zmq_msg_size (&frames [2]);
-                memcpy (text, zmq_msg_data (&frames [2]), size < 31? size: 31);
-                worker->credit = (size_t) strtoul (text, NULL, 10);
-                s_close (frames, count);
-            }
-            else
-            if (count == 5 && *command == 'D' && worker) {
-                worker->credit++;
-                //  [client][request-id][payload] to the frontend
-                s_send_parts (frontend, frames + 2, 3);
-                zmq_msg_close (&frames [0]);
-                zmq_msg_close (&frames [1]);
-            }
-            else
-                s_close (frames, count);
-        }
+            s_relay_from_workers (&relay);
         //  Clients: queue every request
         if (items [1].revents & ZMQ_POLLIN)
-        for (int batch = 0; batch < 256; batch++) {
-            zmq_msg_t frames [4];
-            int count = s_recv_parts (frontend, frames, 4, ZMQ_DONTWAIT);
-            if (count < 0)
-                break;
-            if (count == 2 && zmq_msg_size (&frames [1]) == 1
-            &&  *(const char *) zmq_msg_data (&frames [1]) == '?') {
-                char text [32];
-                int size = snprintf (text, sizeof text, "%zu", nworkers);
-                zmq_msg_send (&frames [0], frontend, ZMQ_SNDMORE);
-                zmq_msg_send (&frames [1], frontend, ZMQ_SNDMORE);
-                zmq_send (frontend, text, (size_t) size, 0);
-            }
-            else
-            if (count == 3) {
-                s_request_t *request = s_queue_push (&queue);
-                for (int f = 0; f < 3; f++) {
-                    zmq_msg_init (&request->frame [f]);
-                    zmq_msg_move (&request->frame [f], &frames [f]);
-                    zmq_msg_close (&frames [f]);
-                }
-            }
-            else
-                s_close (frames, count);
-        }
+            s_relay_from_clients (&relay);
         //  Dispatch: round robin over workers with a free slot
-        while (queue.count && nworkers) {
-            s_worker_t *worker = NULL;
-            for (size_t w = 0; w < nworkers; w++) {
-                s_worker_t *candidate = &workers [(next + w) % nworkers];
-                if (candidate->credit) {
-                    worker = candidate;
-                    next = (next + w + 1) % nworkers;
-                    break;
-                }
-            }
-            if (!worker)
-                break;
-            s_dispatch (backend, worker, s_queue_pop (&queue));
-        }
+        s_relay_dispatch (&relay);
     }
     s_request_t *request;
-    while ((request = s_queue_pop (&queue)))
+    while ((request = s_queue_pop (&relay.queue)))
         s_close (request->frame, 3);
-    free (queue.items);
-    for (size_t w = 0; w < nworkers; w++)
-        zmq_msg_close (&workers [w].identity);
-    zmq_close (frontend);
-    zmq_close (backend);
+    free (relay.queue.items);
+    for (size_t w = 0; w < relay.nworkers; w++)
+        zmq_msg_close (&relay.workers [w].identity);
+    zmq_close (relay.frontend);
+    zmq_close (relay.backend);
     zmq_ctx_term (context);
     return 0;
 }
