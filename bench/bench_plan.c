@@ -153,134 +153,189 @@ s_usage (FILE *stream)
         "asserts nothing.\n");
 }
 
-int
-main (int argc, char *argv [])
+//  What the command line asks for
+typedef struct {
+    char *sizes_text;           //  --sizes as given (split in place into sizes)
+    size_t sizes [64];          //  Calls per PLAN
+    size_t nsizes;              //  How many sizes
+    char *shapes;               //  --shapes: the shapes to run
+    char *modes;                //  --modes: the stores to run
+    size_t capacity;            //  The worker's capacity
+    size_t repeats;             //  Runs of each shape and size
+} s_options_t;
+
+//  The store modes and the shapes, in the order they run
+static const char *s_mode_names [] = { "memory", "normal", "full" };
+static const char *s_shape_names [] = { "chain", "fanin", "fanout" };
+
+//  Parse the command line into options. Returns -1 to go on, else the
+//  exit code (0 after --help, 2 with the usage on bad arguments).
+static int
+s_parse (int argc, char *argv [], s_options_t *options)
 {
-    char *sizes_text = strdup ("1000,2000,5000,10000");
-    char *shapes = strdup ("chain,fanin,fanout");
-    char *modes = strdup ("memory,normal");
-    size_t capacity = 64, repeats = 3;
-    static struct option options [] = {
+    static struct option long_options [] = {
         { "sizes", required_argument, 0, 's' }, { "shapes", required_argument, 0, 'S' },
         { "modes", required_argument, 0, 'm' }, { "capacity", required_argument, 0, 'c' },
         { "repeat", required_argument, 0, 'r' },
         { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
     };
     int option;
-    while ((option = getopt_long (argc, argv, "", options, NULL)) != -1) {
+    while ((option = getopt_long (argc, argv, "", long_options, NULL)) != -1) {
         switch (option) {
-            case 's': free (sizes_text); sizes_text = strdup (optarg); break;
-            case 'S': free (shapes); shapes = strdup (optarg); break;
-            case 'm': free (modes); modes = strdup (optarg); break;
-            case 'c': capacity = strtoull (optarg, NULL, 10); break;
-            case 'r': repeats = strtoull (optarg, NULL, 10); break;
+            case 's': free (options->sizes_text); options->sizes_text = strdup (optarg); break;
+            case 'S': free (options->shapes); options->shapes = strdup (optarg); break;
+            case 'm': free (options->modes); options->modes = strdup (optarg); break;
+            case 'c': options->capacity = strtoull (optarg, NULL, 10); break;
+            case 'r': options->repeats = strtoull (optarg, NULL, 10); break;
             case 'h': s_usage (stdout); return 0;
             default: s_usage (stderr); return 2;
         }
     }
-    size_t sizes [64], nsizes = 0;
-    for (char *item = strtok (sizes_text, ","); item && nsizes < 64; item = strtok (NULL, ","))
+    for (char *item = strtok (options->sizes_text, ","); item && options->nsizes < 64;
+         item = strtok (NULL, ","))
         if (strtoull (item, NULL, 10) >= 2)
-            sizes [nsizes++] = strtoull (item, NULL, 10);
-    if (nsizes == 0 || capacity < 1 || repeats < 1) {
+            options->sizes [options->nsizes++] = strtoull (item, NULL, 10);
+    if (options->nsizes == 0 || options->capacity < 1 || options->repeats < 1) {
         s_usage (stderr);
         return 2;
     }
+    return -1;
+}
+
+//  Run every listed shape at every size, options->repeats times (the
+//  repeats go round the shapes and sizes), keeping in best (zeroed) the
+//  least times of each and the failures summed
+static void
+s_measure (act_client_t *client, const s_options_t *options, s_result_t best [3][64])
+{
+    for (size_t rep = 1; rep <= options->repeats; rep++)
+        for (int s = 0; s < 3; s++) {
+            if (!s_listed (options->shapes, s_shape_names [s]))
+                continue;
+            for (size_t i = 0; i < options->nsizes; i++) {
+                char context [64];
+                snprintf (context, sizeof context, "plan-%s-%zu-r%zu", s_shape_names [s],
+                          options->sizes [i], rep);
+                s_result_t r = s_run (client, context, s_shape_names [s], options->sizes [i]);
+                s_result_t *b = &best [s][i];
+                if (r.refused) {
+                    b->refused = true;
+                    continue;
+                }
+                if (b->accept == 0 || r.accept < b->accept)
+                    b->accept = r.accept;
+                if (b->done == 0 || r.done < b->done)
+                    b->done = r.done;
+                b->failed += r.failed;
+            }
+        }
+}
+
+//  Print the table of store mode m: the best times per shape and size,
+//  and per shape the ratio of time per call, largest size to smallest
+static void
+s_print_best (int m, const s_options_t *options, s_result_t best [3][64])
+{
+    const size_t *sizes = options->sizes;
+    size_t nsizes = options->nsizes;
+    printf ("\nstore: %s (best of %zu runs each)\n%-8s %7s %11s %13s %11s %13s %7s\n",
+            s_mode_names [m], options->repeats, "shape", "calls", "ACCEPTED ms", "us/call",
+            "all DONE ms", "us/call", "failed");
+    for (int s = 0; s < 3; s++) {
+        if (!s_listed (options->shapes, s_shape_names [s]))
+            continue;
+        for (size_t i = 0; i < nsizes; i++) {
+            s_result_t *r = &best [s][i];
+            if (r->refused && r->done == 0) {
+                printf ("%-8s %7zu refused (see above)\n", s_shape_names [s], sizes [i]);
+                continue;
+            }
+            printf ("%-8s %7zu %11.1f %13.2f %11.1f %13.2f %7zu\n", s_shape_names [s],
+                    sizes [i], r->accept * 1000, r->accept * 1e6 / sizes [i],
+                    r->done * 1000, r->done * 1e6 / sizes [i], r->failed);
+        }
+        s_result_t *first = &best [s][0], *last = &best [s][nsizes - 1];
+        if (nsizes > 1 && first->done > 0 && last->done > 0)
+            printf ("%-8s ratio of time per call, %zu vs %zu: ACCEPTED %.2f, all DONE %.2f "
+                    "(linear: near 1)\n", s_shape_names [s], sizes [nsizes - 1], sizes [0],
+                    (last->accept / sizes [nsizes - 1]) / (first->accept / sizes [0]),
+                    (last->done / sizes [nsizes - 1]) / (first->done / sizes [0]));
+    }
+    fflush (stdout);
+}
+
+//  Measure store mode m on its own actd (its store in dir) and print its
+//  table and commits. Returns 0, or 1 (after a message) when actd does
+//  not answer PING.
+static int
+s_mode (int m, const char *actd, const char *dir, const s_options_t *options)
+{
+    char *db = m == 0? strdup (":memory:")
+                     : zsys_sprintf ("%s/plan-%s.db", dir, s_mode_names [m]);
+    //  A PLAN of 10 000 calls is close to the default 1 MiB frame limit
+    bench_actd_t *daemon = bench_actd_start (actd, dir, db, m == 2? "full": "normal",
+                                             "    max_message_bytes = 16777216\n");
+    if (bench_actd_pong (daemon, 30000) < 0) {
+        fprintf (stderr, "bench_plan: actd did not answer PING in 30 s\n");
+        bench_actd_log_tail (daemon, 20);
+        return 1;
+    }
+    bench_worker_t *worker = bench_worker_start (daemon->worker, options->capacity);
+    act_client_t *client = act_client_new (daemon->client);
+    act_client_set_timeout (client, 120000);
+    bench_wait_worker (client, "step", 30000);
+    //  Warm up
+    for (int s = 0; s < 3; s++) {
+        char context [64];
+        snprintf (context, sizeof context, "warm-%s", s_shape_names [s]);
+        s_run (client, context, s_shape_names [s], 500);
+    }
+    //  The repeats go round the shapes and sizes; the best (least)
+    //  time of each is kept
+    s_result_t best [3][64];
+    memset (best, 0, sizeof best);
+    s_measure (client, options, best);
+    s_print_best (m, options, best);
+    json_t *stats = bench_stats (client);
+    json_t *store = json_object_get (stats, "store");
+    long long commits = bench_json_int (store, "commits", NULL);
+    printf ("store %s: %lld commits, %.1f writes per commit over the whole run\n",
+            s_mode_names [m], commits,
+            commits? (double) bench_json_int (store, "writes", NULL) / commits: 0);
+    json_decref (stats);
+    act_client_destroy (&client);
+    bench_worker_stop (&worker);
+    bench_actd_stop (&daemon);
+    free (db);
+    return 0;
+}
+
+int
+main (int argc, char *argv [])
+{
+    s_options_t options = { .sizes_text = strdup ("1000,2000,5000,10000"),
+                            .shapes = strdup ("chain,fanin,fanout"),
+                            .modes = strdup ("memory,normal"), .capacity = 64, .repeats = 3 };
+    int rc = s_parse (argc, argv, &options);
+    if (rc >= 0)
+        return rc;
     zsys_init ();
     zsys_set_logstream (stderr);
     char *actd = bench_actd_path ();
     char *dir = bench_tmpdir ("bench_plan");
-    printf ("bench_plan: PLAN of N calls, worker capacity %zu; actd: %s\n", capacity, actd);
-    const char *mode_names [] = { "memory", "normal", "full" };
-    const char *shape_names [] = { "chain", "fanin", "fanout" };
+    printf ("bench_plan: PLAN of N calls, worker capacity %zu; actd: %s\n", options.capacity,
+            actd);
     for (int m = 0; m < 3; m++) {
-        if (!s_listed (modes, mode_names [m]))
+        if (!s_listed (options.modes, s_mode_names [m]))
             continue;
-        char *db = m == 0? strdup (":memory:"): zsys_sprintf ("%s/plan-%s.db", dir, mode_names [m]);
-        //  A PLAN of 10 000 calls is close to the default 1 MiB frame limit
-        bench_actd_t *daemon = bench_actd_start (actd, dir, db, m == 2? "full": "normal",
-                                                 "    max_message_bytes = 16777216\n");
-        if (bench_actd_pong (daemon, 30000) < 0) {
-            fprintf (stderr, "bench_plan: actd did not answer PING in 30 s\n");
-            bench_actd_log_tail (daemon, 20);
+        if (s_mode (m, actd, dir, &options))
             return 1;
-        }
-        bench_worker_t *worker = bench_worker_start (daemon->worker, capacity);
-        act_client_t *client = act_client_new (daemon->client);
-        act_client_set_timeout (client, 120000);
-        bench_wait_worker (client, "step", 30000);
-        //  Warm up
-        for (int s = 0; s < 3; s++) {
-            char context [64];
-            snprintf (context, sizeof context, "warm-%s", shape_names [s]);
-            s_run (client, context, shape_names [s], 500);
-        }
-        //  The repeats go round the shapes and sizes; the best (least)
-        //  time of each is kept
-        s_result_t best [3][64];
-        memset (best, 0, sizeof best);
-        for (size_t rep = 1; rep <= repeats; rep++)
-            for (int s = 0; s < 3; s++) {
-                if (!s_listed (shapes, shape_names [s]))
-                    continue;
-                for (size_t i = 0; i < nsizes; i++) {
-                    char context [64];
-                    snprintf (context, sizeof context, "plan-%s-%zu-r%zu", shape_names [s],
-                              sizes [i], rep);
-                    s_result_t r = s_run (client, context, shape_names [s], sizes [i]);
-                    s_result_t *b = &best [s][i];
-                    if (r.refused) {
-                        b->refused = true;
-                        continue;
-                    }
-                    if (b->accept == 0 || r.accept < b->accept)
-                        b->accept = r.accept;
-                    if (b->done == 0 || r.done < b->done)
-                        b->done = r.done;
-                    b->failed += r.failed;
-                }
-            }
-        printf ("\nstore: %s (best of %zu runs each)\n%-8s %7s %11s %13s %11s %13s %7s\n",
-                mode_names [m], repeats, "shape", "calls", "ACCEPTED ms", "us/call",
-                "all DONE ms", "us/call", "failed");
-        for (int s = 0; s < 3; s++) {
-            if (!s_listed (shapes, shape_names [s]))
-                continue;
-            for (size_t i = 0; i < nsizes; i++) {
-                s_result_t *r = &best [s][i];
-                if (r->refused && r->done == 0) {
-                    printf ("%-8s %7zu refused (see above)\n", shape_names [s], sizes [i]);
-                    continue;
-                }
-                printf ("%-8s %7zu %11.1f %13.2f %11.1f %13.2f %7zu\n", shape_names [s],
-                        sizes [i], r->accept * 1000, r->accept * 1e6 / sizes [i],
-                        r->done * 1000, r->done * 1e6 / sizes [i], r->failed);
-            }
-            s_result_t *first = &best [s][0], *last = &best [s][nsizes - 1];
-            if (nsizes > 1 && first->done > 0 && last->done > 0)
-                printf ("%-8s ratio of time per call, %zu vs %zu: ACCEPTED %.2f, all DONE %.2f "
-                        "(linear: near 1)\n", shape_names [s], sizes [nsizes - 1], sizes [0],
-                        (last->accept / sizes [nsizes - 1]) / (first->accept / sizes [0]),
-                        (last->done / sizes [nsizes - 1]) / (first->done / sizes [0]));
-        }
-        fflush (stdout);
-        json_t *stats = bench_stats (client);
-        json_t *store = json_object_get (stats, "store");
-        long long commits = bench_json_int (store, "commits", NULL);
-        printf ("store %s: %lld commits, %.1f writes per commit over the whole run\n",
-                mode_names [m], commits,
-                commits? (double) bench_json_int (store, "writes", NULL) / commits: 0);
-        json_decref (stats);
-        act_client_destroy (&client);
-        bench_worker_stop (&worker);
-        bench_actd_stop (&daemon);
-        free (db);
     }
     bench_rmdir (dir);
     free (dir);
     free (actd);
-    free (sizes_text);
-    free (shapes);
-    free (modes);
+    free (options.sizes_text);
+    free (options.shapes);
+    free (options.modes);
     return 0;
 }
