@@ -67,105 +67,144 @@ s_is (zmq_msg_t *frame, const char *text)
     return zmq_msg_size (frame) == size && !memcmp (zmq_msg_data (frame), text, size);
 }
 
-int
-main (int argc, char *argv [])
+//  What the command line asks for
+typedef struct {
+    const char *proto;          //  "actd" or "null"
+    const char *endpoint;       //  The broker's worker endpoint
+    const char *counter_path;   //  The counter file, or NULL
+    size_t capacity;            //  Tasks at once
+    size_t slot;                //  This worker's slot in the counter file
+} s_options_t;
+
+//  Parse the command line into options. Returns -1 to go on, else the
+//  exit code (2, after a message, on bad arguments).
+static int
+s_parse (int argc, char *argv [], s_options_t *options)
 {
-    const char *proto = NULL, *endpoint = NULL, *counter_path = NULL;
-    size_t capacity = 64, slot = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp (argv [i], "--proto"))
-            proto = argv [i + 1];
+            options->proto = argv [i + 1];
         else
         if (!strcmp (argv [i], "--endpoint"))
-            endpoint = argv [i + 1];
+            options->endpoint = argv [i + 1];
         else
         if (!strcmp (argv [i], "--capacity"))
-            capacity = strtoul (argv [i + 1], NULL, 10);
+            options->capacity = strtoul (argv [i + 1], NULL, 10);
         else
         if (!strcmp (argv [i], "--counter"))
-            counter_path = argv [i + 1];
+            options->counter_path = argv [i + 1];
         else
         if (!strcmp (argv [i], "--slot"))
-            slot = strtoul (argv [i + 1], NULL, 10);
+            options->slot = strtoul (argv [i + 1], NULL, 10);
         else {
             fprintf (stderr, "cmp_worker: unknown option %s\n", argv [i]);
             return 2;
         }
     }
-    if (!proto || !endpoint || (strcmp (proto, "actd") && strcmp (proto, "null"))
-    ||  capacity < 1 || slot >= CMP_SLOTS) {
+    if (!options->proto || !options->endpoint
+    ||  (strcmp (options->proto, "actd") && strcmp (options->proto, "null"))
+    ||  options->capacity < 1 || options->slot >= CMP_SLOTS) {
         fprintf (stderr, "usage: cmp_worker --proto actd|null --endpoint EP [--capacity N]"
                  " [--counter FILE --slot N]\n");
         return 2;
     }
-    bool actd = !strcmp (proto, "actd");
-    _Atomic uint64_t *counter = counter_path? cmp_counter_map (counter_path): NULL;
+    return -1;
+}
+
+//  Receive the next message waiting on socket into frames (at most 8
+//  kept); returns the frame count, 0 when none is waiting
+static int
+s_recv (void *socket, zmq_msg_t *frames)
+{
+    int count = 0, more = 1;
+    while (more) {
+        zmq_msg_t part;
+        zmq_msg_init (&part);
+        if (zmq_msg_recv (&part, socket, count? 0: ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&part);
+            break;
+        }
+        more = zmq_msg_more (&part);
+        if (count < 8) {
+            zmq_msg_init (&frames [count]);
+            zmq_msg_move (&frames [count++], &part);
+        }
+        zmq_msg_close (&part);
+    }
+    return count;
+}
+
+//  Answer the tasks waiting on socket (1024 messages at most), counting
+//  them in answered; last_sent: when the last message went to an actd.
+//  Returns true when actd said DISCONNECT.
+static bool
+s_serve (void *socket, bool actd, uint64_t *answered, double *last_sent)
+{
+    bool reconnect = false;
+    for (int batch = 0; batch < 1024; batch++) {
+        zmq_msg_t frames [8];
+        int count = s_recv (socket, frames);
+        if (count == 0)
+            break;
+        if (actd) {
+            //  [ACTW01][TASK][task-id][activity][params][meta]
+            if (count == 6 && s_is (&frames [1], "TASK")) {
+                zmq_msg_send (&frames [0], socket, ZMQ_SNDMORE);
+                zmq_send (socket, "RESULT", 6, ZMQ_SNDMORE);
+                zmq_msg_send (&frames [2], socket, ZMQ_SNDMORE);
+                zmq_msg_send (&frames [4], socket, 0);
+                (*answered)++;
+                *last_sent = cmp_now ();
+            }
+            else
+            if (count >= 2 && s_is (&frames [1], "DISCONNECT"))
+                reconnect = true;
+        }
+        else
+        if (count == 3) {
+            //  [client][request-id][payload]
+            zmq_send (socket, "D", 1, ZMQ_SNDMORE);
+            zmq_msg_send (&frames [0], socket, ZMQ_SNDMORE);
+            zmq_msg_send (&frames [1], socket, ZMQ_SNDMORE);
+            zmq_msg_send (&frames [2], socket, 0);
+            (*answered)++;
+        }
+        for (int f = 0; f < count; f++)
+            zmq_msg_close (&frames [f]);
+    }
+    return reconnect;
+}
+
+int
+main (int argc, char *argv [])
+{
+    s_options_t options = { NULL, NULL, NULL, 64, 0 };
+    int code = s_parse (argc, argv, &options);
+    if (code >= 0)
+        return code;
+    bool actd = !strcmp (options.proto, "actd");
+    _Atomic uint64_t *counter = options.counter_path? cmp_counter_map (options.counter_path)
+                                                    : NULL;
     uint64_t answered = 0;
     struct sigaction action = { .sa_handler = s_on_signal };
     sigaction (SIGINT, &action, NULL);
     sigaction (SIGTERM, &action, NULL);
 
     void *context = zmq_ctx_new ();
-    void *socket = s_connect (context, endpoint, actd, capacity);
+    void *socket = s_connect (context, options.endpoint, actd, options.capacity);
     double last_sent = cmp_now ();
     while (!s_interrupted) {
         zmq_pollitem_t item = { socket, 0, ZMQ_POLLIN, 0 };
         int rc = zmq_poll (&item, 1, 250);
         if (rc < 0 && errno != EINTR)
             break;
-        bool reconnect = false;
-        if (rc > 0)
-        for (int batch = 0; batch < 1024; batch++) {
-            zmq_msg_t frames [8];
-            int count = 0, more = 1;
-            while (more) {
-                zmq_msg_t part;
-                zmq_msg_init (&part);
-                if (zmq_msg_recv (&part, socket, count? 0: ZMQ_DONTWAIT) < 0) {
-                    zmq_msg_close (&part);
-                    break;
-                }
-                more = zmq_msg_more (&part);
-                if (count < 8) {
-                    zmq_msg_init (&frames [count]);
-                    zmq_msg_move (&frames [count++], &part);
-                }
-                zmq_msg_close (&part);
-            }
-            if (count == 0)
-                break;
-            if (actd) {
-                //  [ACTW01][TASK][task-id][activity][params][meta]
-                if (count == 6 && s_is (&frames [1], "TASK")) {
-                    zmq_msg_send (&frames [0], socket, ZMQ_SNDMORE);
-                    zmq_send (socket, "RESULT", 6, ZMQ_SNDMORE);
-                    zmq_msg_send (&frames [2], socket, ZMQ_SNDMORE);
-                    zmq_msg_send (&frames [4], socket, 0);
-                    answered++;
-                    last_sent = cmp_now ();
-                }
-                else
-                if (count >= 2 && s_is (&frames [1], "DISCONNECT"))
-                    reconnect = true;
-            }
-            else
-            if (count == 3) {
-                //  [client][request-id][payload]
-                zmq_send (socket, "D", 1, ZMQ_SNDMORE);
-                zmq_msg_send (&frames [0], socket, ZMQ_SNDMORE);
-                zmq_msg_send (&frames [1], socket, ZMQ_SNDMORE);
-                zmq_msg_send (&frames [2], socket, 0);
-                answered++;
-            }
-            for (int f = 0; f < count; f++)
-                zmq_msg_close (&frames [f]);
-        }
+        bool reconnect = rc > 0 && s_serve (socket, actd, &answered, &last_sent);
         if (counter)
-            atomic_store_explicit (&counter [slot], answered, memory_order_relaxed);
+            atomic_store_explicit (&counter [options.slot], answered, memory_order_relaxed);
         if (reconnect) {
             fprintf (stderr, "cmp_worker: DISCONNECT from the broker; connecting anew\n");
             zmq_close (socket);
-            socket = s_connect (context, endpoint, actd, capacity);
+            socket = s_connect (context, options.endpoint, actd, options.capacity);
             last_sent = cmp_now ();
         }
         if (actd && cmp_now () - last_sent > 1.0) {
