@@ -236,66 +236,76 @@ s_usage (FILE *stream)
         "Starts actd (beside this program, or $ACTD_BIN). Prints figures; asserts nothing.\n");
 }
 
-int
-main (int argc, char *argv [])
+//  What the command line asks for
+typedef struct {
+    size_t messages;            //  Messages in the store
+    size_t contexts;            //  Contexts they are spread over
+    size_t pending;             //  Pending calls in the store
+    size_t nprobes;             //  Random contexts resolved after the start
+    size_t runs;                //  Starts of actd on the big store
+} s_options_t;
+
+//  Parse the command line into options. Returns -1 to go on, else the
+//  exit code (0 after --help, 2 with the usage on bad arguments).
+static int
+s_parse (int argc, char *argv [], s_options_t *options)
 {
-    size_t messages = 1000000, contexts = 10000, pending = 100, nprobes = 100, runs = 3;
-    static struct option options [] = {
+    static struct option long_options [] = {
         { "messages", required_argument, 0, 'm' }, { "contexts", required_argument, 0, 'k' },
         { "pending", required_argument, 0, 'p' }, { "probes", required_argument, 0, 'n' },
         { "runs", required_argument, 0, 'r' }, { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 }
     };
     int option;
-    while ((option = getopt_long (argc, argv, "", options, NULL)) != -1) {
+    while ((option = getopt_long (argc, argv, "", long_options, NULL)) != -1) {
         switch (option) {
-            case 'm': messages = strtoull (optarg, NULL, 10); break;
-            case 'k': contexts = strtoull (optarg, NULL, 10); break;
-            case 'p': pending = strtoull (optarg, NULL, 10); break;
-            case 'n': nprobes = strtoull (optarg, NULL, 10); break;
-            case 'r': runs = strtoull (optarg, NULL, 10); break;
+            case 'm': options->messages = strtoull (optarg, NULL, 10); break;
+            case 'k': options->contexts = strtoull (optarg, NULL, 10); break;
+            case 'p': options->pending = strtoull (optarg, NULL, 10); break;
+            case 'n': options->nprobes = strtoull (optarg, NULL, 10); break;
+            case 'r': options->runs = strtoull (optarg, NULL, 10); break;
             case 'h': s_usage (stdout); return 0;
             default: s_usage (stderr); return 2;
         }
     }
-    if (contexts < 1 || runs < 1 || pending > contexts) {
+    if (options->contexts < 1 || options->runs < 1 || options->pending > options->contexts) {
         s_usage (stderr);
         return 2;
     }
-    zsys_init ();
-    zsys_set_logstream (stderr);
-    char *actd = bench_actd_path ();
-    char *dir = bench_tmpdir ("bench_restart");
-    char *db = zsys_sprintf ("%s/big.db", dir);
-    char *empty = zsys_sprintf ("%s/empty.db", dir);
-    printf ("bench_restart: %zu messages in %zu contexts, %zu pending calls; actd: %s\n",
-            messages, contexts, pending, actd);
-    fflush (stdout);
-    double build = s_build (db, messages, contexts, pending);
-    printf ("store written in %.1f s (%.0f messages/s)\n", build, messages / build);
-    s_print_size ("store", db);
+    return -1;
+}
 
-    //  Probes: random contexts without a pending call (those are loaded
-    //  at the start by recovery), each once
-    size_t every = pending? contexts / pending: 0;
-    size_t *probes = calloc (nprobes + 1, sizeof (size_t));
-    size_t found = 0;
+//  Up to nprobes random contexts without a pending call (those are loaded
+//  at the start by recovery), each once; their number in *found. The
+//  caller frees.
+static size_t *
+s_pick_probes (const s_options_t *options, size_t *found)
+{
+    size_t contexts = options->contexts;
+    size_t every = options->pending? contexts / options->pending: 0;
+    size_t *probes = calloc (options->nprobes + 1, sizeof (size_t));
+    *found = 0;
     srand (12345);
     bool *taken = calloc (contexts, sizeof (bool));
-    for (size_t tries = 0; found < nprobes && tries < contexts * 10; tries++) {
+    for (size_t tries = 0; *found < options->nprobes && tries < contexts * 10; tries++) {
         size_t c = ((size_t) rand () * (RAND_MAX + 1ull) + (size_t) rand ()) % contexts;
         if (taken [c] || s_has_pending (c, every))
             continue;
         taken [c] = true;
-        probes [found++] = c;
+        probes [(*found)++] = c;
     }
     free (taken);
+    return probes;
+}
 
-    //  Baseline: an empty store
-    //  (best of the runs, as for the big store)
-    s_run_t base = s_start (actd, dir, empty, NULL, 0);
+//  Start actd runs times on the store at db (no probes), print the table's
+//  heading and the best start's line; returns that start
+static s_run_t
+s_baseline (const char *actd, const char *dir, const char *db, size_t runs)
+{
+    s_run_t base = s_start (actd, dir, db, NULL, 0);
     for (size_t r = 1; r < runs; r++) {
-        s_run_t again = s_start (actd, dir, empty, NULL, 0);
+        s_run_t again = s_start (actd, dir, db, NULL, 0);
         if (again.pong_ms < base.pong_ms)
             base = again;
     }
@@ -304,9 +314,19 @@ main (int argc, char *argv [])
     printf ("%-14s %9.1f ms %9ld kB %14s %14s %14s %12s\n", "empty (best)", base.pong_ms,
             base.rss_start, "-", "-", "-", "-");
     fflush (stdout);
-    double best = 0;
+    return base;
+}
+
+//  Start actd options->runs times on the big store at db, probing the
+//  found contexts of probes, and print a line per start. Returns the
+//  last start; its best start->PONG in *best.
+static s_run_t
+s_big_runs (const char *actd, const char *dir, const char *db, const s_options_t *options,
+            size_t *probes, size_t found, double *best)
+{
+    *best = 0;
     s_run_t last = { 0 };
-    for (size_t r = 0; r < runs; r++) {
+    for (size_t r = 0; r < options->runs; r++) {
         s_run_t run = s_start (actd, dir, db, probes, found);
         char label [32];
         snprintf (label, sizeof label, "big, run %zu", r + 1);
@@ -315,25 +335,64 @@ main (int argc, char *argv [])
                 run.first_ms [1], run.first_ms [2], run.rss_loaded);
         if (run.absent)
             printf ("    %zu of %zu probes were not answered with a value\n", run.absent, found);
-        if (run.pending != (long long) pending)
+        if (run.pending != (long long) options->pending)
             printf ("    STATS calls.queued after the start: %lld (stored pending: %zu)\n",
-                    run.pending, pending);
+                    run.pending, options->pending);
         fflush (stdout);
-        if (r == 0 || run.pong_ms < best)
-            best = run.pong_ms;
+        if (r == 0 || run.pong_ms < *best)
+            *best = run.pong_ms;
         last = run;
     }
+    return last;
+}
+
+//  Print the summing up: start time, memory and first-use loads of the
+//  big store (best start, last start) against the empty store's (base)
+static void
+s_print_summary (const s_options_t *options, s_run_t *base, s_run_t *last, double best,
+                 size_t found)
+{
     printf ("\nstart->PONG on the big store: best %.1f ms (target from the issue: 1000 ms), "
-            "%.2fx the empty store's %.1f ms\n", best, best / base.pong_ms, base.pong_ms);
+            "%.2fx the empty store's %.1f ms\n", best, best / base->pong_ms, base->pong_ms);
     printf ("RSS: %ld kB after the start (%.2fx the empty store's %ld kB), %ld kB after %zu "
             "first-use loads (%.1f kB per loaded context of %zu messages)\n",
-            last.rss_start, (double) last.rss_start / base.rss_start, base.rss_start,
-            last.rss_loaded, found,
-            found? (double) (last.rss_loaded - last.rss_start) / found: 0,
-            messages / contexts);
+            last->rss_start, (double) last->rss_start / base->rss_start, base->rss_start,
+            last->rss_loaded, found,
+            found? (double) (last->rss_loaded - last->rss_start) / found: 0,
+            options->messages / options->contexts);
     printf ("first-use load: %.3f ms per context (RESOLVE of a loaded context: %.3f ms; "
-            "ratio %.1fx)\n", last.first_ms [0], last.again_ms [0],
-            last.again_ms [0] > 0? last.first_ms [0] / last.again_ms [0]: 0);
+            "ratio %.1fx)\n", last->first_ms [0], last->again_ms [0],
+            last->again_ms [0] > 0? last->first_ms [0] / last->again_ms [0]: 0);
+}
+
+int
+main (int argc, char *argv [])
+{
+    s_options_t options = { 1000000, 10000, 100, 100, 3 };
+    int rc = s_parse (argc, argv, &options);
+    if (rc >= 0)
+        return rc;
+    zsys_init ();
+    zsys_set_logstream (stderr);
+    char *actd = bench_actd_path ();
+    char *dir = bench_tmpdir ("bench_restart");
+    char *db = zsys_sprintf ("%s/big.db", dir);
+    char *empty = zsys_sprintf ("%s/empty.db", dir);
+    printf ("bench_restart: %zu messages in %zu contexts, %zu pending calls; actd: %s\n",
+            options.messages, options.contexts, options.pending, actd);
+    fflush (stdout);
+    double build = s_build (db, options.messages, options.contexts, options.pending);
+    printf ("store written in %.1f s (%.0f messages/s)\n", build, options.messages / build);
+    s_print_size ("store", db);
+    size_t found;
+    size_t *probes = s_pick_probes (&options, &found);
+
+    //  Baseline: an empty store
+    //  (best of the runs, as for the big store)
+    s_run_t base = s_baseline (actd, dir, empty, options.runs);
+    double best;
+    s_run_t last = s_big_runs (actd, dir, db, &options, probes, found, &best);
+    s_print_summary (&options, &base, &last, best, found);
     s_print_size ("store after the runs", db);
     bench_rmdir (dir);
     free (probes);
