@@ -182,107 +182,150 @@ s_wait_counter (uint64_t target)
     }
 }
 
+//  What one client run works with, shared by the helpers of its modes
+typedef struct {
+    gearman_client_st *client;  //  Its client
+    char *payload;              //  Room for a job's payload
+    double *sent_at;            //  Per job: when it was sent (fg)
+    double *took;               //  The latencies measured (ms)
+    size_t measured;            //  Values in took
+    size_t errors;              //  Jobs that failed
+    uint64_t counter_start;     //  The workers' counter sum before the run
+} s_state_t;
+
+//  do: calls jobs, one at a time, with gearman_client_do
+static void
+s_run_do (s_state_t *self, size_t calls)
+{
+    for (size_t i = 0; i < calls; i++) {
+        size_t size = cmp_payload (self->payload, s_options.size, i, true, "g");
+        size_t result_size = 0;
+        gearman_return_t rc;
+        double sent = cmp_now ();
+        void *value = gearman_client_do (self->client, "echo", NULL, self->payload, size,
+                                         &result_size, &rc);
+        self->took [self->measured++] = (cmp_now () - sent) * 1000;
+        if (rc != GEARMAN_SUCCESS || result_size != size)
+            self->errors++;
+        free (value);
+    }
+}
+
+//  fg: calls jobs pipelined, at most --window outstanding, until every
+//  one has completed or failed; exits when run_tasks fails
+static void
+s_run_fg (s_state_t *self, size_t calls)
+{
+    gearman_client_st *client = self->client;
+    gearman_client_add_options (client, GEARMAN_CLIENT_FREE_TASKS);
+    gearman_client_set_complete_fn (client, s_fg_complete);
+    gearman_client_set_fail_fn (client, s_fg_fail);
+    memset (&s_fg, 0, sizeof s_fg);
+    s_fg.client = client;
+    s_fg.calls = calls;
+    s_fg.sent_at = self->sent_at;
+    s_fg.took = self->took;
+    s_fg.payload = self->payload;
+    while (s_fg.sent < calls && s_fg.sent < s_options.window)
+        s_fg_add ();
+    while (s_fg.done < calls) {
+        gearman_return_t rc = gearman_client_run_tasks (client);
+        if (rc != GEARMAN_SUCCESS) {
+            fprintf (stderr, "cmp_gearman: run_tasks: %s\n", gearman_client_error (client));
+            exit (1);
+        }
+    }
+    self->measured = s_fg.measured;
+    self->errors = s_fg.errors;
+}
+
+//  dobg: calls background jobs, one submission at a time, then wait until
+//  the workers have done them
+static void
+s_run_dobg (s_state_t *self, size_t calls)
+{
+    for (size_t i = 0; i < calls; i++) {
+        size_t size = cmp_payload (self->payload, s_options.size, i, false, "g");
+        double sent = cmp_now ();
+        gearman_return_t rc = gearman_client_do_background (self->client, "echo", NULL,
+                                                            self->payload, size, NULL);
+        self->took [self->measured++] = (cmp_now () - sent) * 1000;
+        if (rc != GEARMAN_SUCCESS) {
+            if (self->errors++ == 0)
+                fprintf (stderr, "cmp_gearman: do_background: %s\n",
+                         gearman_client_error (self->client));
+        }
+    }
+    s_wait_counter (self->counter_start + calls - self->errors);
+}
+
+//  bg: calls background jobs in batches, at most --window submitted and
+//  not yet done by a worker, then wait until the workers have done them;
+//  exits when run_tasks fails
+static void
+s_run_bg (s_state_t *self, size_t calls)
+{
+    gearman_client_st *client = self->client;
+    gearman_client_add_options (client, GEARMAN_CLIENT_FREE_TASKS);
+    size_t sent = 0;
+    while (sent < calls) {
+        uint64_t done = cmp_counter_sum (s_counter) - self->counter_start + self->errors;
+        size_t room = sent - done < s_options.window? s_options.window - (sent - done): 0;
+        if (room == 0) {
+            usleep (200);
+            continue;
+        }
+        for (size_t i = 0; i < room && sent < calls; i++, sent++) {
+            size_t size = cmp_payload (self->payload, s_options.size, sent, false, "g");
+            gearman_return_t rc;
+            gearman_client_add_task_background (client, NULL, NULL, "echo", NULL,
+                                                self->payload, size, &rc);
+            if (rc != GEARMAN_SUCCESS && self->errors++ == 0)
+                fprintf (stderr, "cmp_gearman: add_task_background: %s\n",
+                         gearman_client_error (client));
+        }
+        gearman_return_t rc = gearman_client_run_tasks (client);
+        if (rc != GEARMAN_SUCCESS) {
+            fprintf (stderr, "cmp_gearman: run_tasks: %s\n", gearman_client_error (client));
+            exit (1);
+        }
+    }
+    s_wait_counter (self->counter_start + calls - self->errors);
+}
+
+//  One run of calls jobs in the mode of s_options
 static s_result_t
 s_run (size_t calls)
 {
     s_result_t result = { 0 };
     const char *mode = s_options.mode;
-    gearman_client_st *client = s_client ();
-    char *payload = malloc (s_options.size + 512);
-    double *sent_at = calloc (calls, sizeof (double));
-    double *took = calloc (calls, sizeof (double));
-    size_t measured = 0;
-    uint64_t counter_start = s_counter? cmp_counter_sum (s_counter): 0;
+    s_state_t run = { 0 };
+    run.client = s_client ();
+    run.payload = malloc (s_options.size + 512);
+    run.sent_at = calloc (calls, sizeof (double));
+    run.took = calloc (calls, sizeof (double));
+    run.counter_start = s_counter? cmp_counter_sum (s_counter): 0;
     double start = cmp_now ();
-    if (!strcmp (mode, "do")) {
-        for (size_t i = 0; i < calls; i++) {
-            size_t size = cmp_payload (payload, s_options.size, i, true, "g");
-            size_t result_size = 0;
-            gearman_return_t rc;
-            double sent = cmp_now ();
-            void *value = gearman_client_do (client, "echo", NULL, payload, size,
-                                             &result_size, &rc);
-            took [measured++] = (cmp_now () - sent) * 1000;
-            if (rc != GEARMAN_SUCCESS || result_size != size)
-                result.errors++;
-            free (value);
-        }
-    }
+    if (!strcmp (mode, "do"))
+        s_run_do (&run, calls);
     else
-    if (!strcmp (mode, "fg")) {
-        gearman_client_add_options (client, GEARMAN_CLIENT_FREE_TASKS);
-        gearman_client_set_complete_fn (client, s_fg_complete);
-        gearman_client_set_fail_fn (client, s_fg_fail);
-        memset (&s_fg, 0, sizeof s_fg);
-        s_fg.client = client;
-        s_fg.calls = calls;
-        s_fg.sent_at = sent_at;
-        s_fg.took = took;
-        s_fg.payload = payload;
-        while (s_fg.sent < calls && s_fg.sent < s_options.window)
-            s_fg_add ();
-        while (s_fg.done < calls) {
-            gearman_return_t rc = gearman_client_run_tasks (client);
-            if (rc != GEARMAN_SUCCESS) {
-                fprintf (stderr, "cmp_gearman: run_tasks: %s\n", gearman_client_error (client));
-                exit (1);
-            }
-        }
-        measured = s_fg.measured;
-        result.errors = s_fg.errors;
-    }
+    if (!strcmp (mode, "fg"))
+        s_run_fg (&run, calls);
     else
-    if (!strcmp (mode, "dobg")) {
-        for (size_t i = 0; i < calls; i++) {
-            size_t size = cmp_payload (payload, s_options.size, i, false, "g");
-            double sent = cmp_now ();
-            gearman_return_t rc = gearman_client_do_background (client, "echo", NULL, payload,
-                                                                size, NULL);
-            took [measured++] = (cmp_now () - sent) * 1000;
-            if (rc != GEARMAN_SUCCESS) {
-                if (result.errors++ == 0)
-                    fprintf (stderr, "cmp_gearman: do_background: %s\n",
-                             gearman_client_error (client));
-            }
-        }
-        s_wait_counter (counter_start + calls - result.errors);
-    }
-    else {
+    if (!strcmp (mode, "dobg"))
+        s_run_dobg (&run, calls);
+    else
         //  bg: batches of background submissions, at most window not done
-        gearman_client_add_options (client, GEARMAN_CLIENT_FREE_TASKS);
-        size_t sent = 0;
-        while (sent < calls) {
-            uint64_t done = cmp_counter_sum (s_counter) - counter_start + result.errors;
-            size_t room = sent - done < s_options.window? s_options.window - (sent - done): 0;
-            if (room == 0) {
-                usleep (200);
-                continue;
-            }
-            for (size_t i = 0; i < room && sent < calls; i++, sent++) {
-                size_t size = cmp_payload (payload, s_options.size, sent, false, "g");
-                gearman_return_t rc;
-                gearman_client_add_task_background (client, NULL, NULL, "echo", NULL,
-                                                    payload, size, &rc);
-                if (rc != GEARMAN_SUCCESS && result.errors++ == 0)
-                    fprintf (stderr, "cmp_gearman: add_task_background: %s\n",
-                             gearman_client_error (client));
-            }
-            gearman_return_t rc = gearman_client_run_tasks (client);
-            if (rc != GEARMAN_SUCCESS) {
-                fprintf (stderr, "cmp_gearman: run_tasks: %s\n", gearman_client_error (client));
-                exit (1);
-            }
-        }
-        s_wait_counter (counter_start + calls - result.errors);
-    }
+        s_run_bg (&run, calls);
     result.seconds = cmp_now () - start;
+    result.errors = run.errors;
     result.rate = calls / result.seconds;
-    result.p50 = cmp_percentile (took, measured, 50);
-    result.p99 = cmp_percentile (took, measured, 99);
-    gearman_client_free (client);
-    free (payload);
-    free (sent_at);
-    free (took);
+    result.p50 = cmp_percentile (run.took, run.measured, 50);
+    result.p99 = cmp_percentile (run.took, run.measured, 99);
+    gearman_client_free (run.client);
+    free (run.payload);
+    free (run.sent_at);
+    free (run.took);
     return result;
 }
 
