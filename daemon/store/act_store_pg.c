@@ -350,6 +350,70 @@ s_touched (act_pg_t *self)
     return text;
 }
 
+//  Fencing: add to pipe the check that the batch only touches contexts
+//  this broker still owns (their lease rows held FOR SHARE until the
+//  commit) and run it; on success xid (room 32) holds the transaction's id.
+//  0, or -1 with err (the lease of a context written was lost)
+static int
+s_check_leases (act_pg_t *self, s_pipe_t *pipe, char *xid, act_err_t *err)
+{
+    char *touched = s_touched (self);
+    PGresult *held = NULL;
+    s_pipe_add (pipe, "cannot check leases",
+        "SELECT context, txid_current () FROM leases WHERE broker = $1 AND context IN "
+        "(SELECT jsonb_array_elements_text ($2::jsonb)) FOR SHARE", 2, self->broker,
+        touched, touched);
+    int rc = s_pipe_run (self, pipe, true, &held, err);
+    if (rc == 0 && PQntuples (held) > 0)
+        snprintf (xid, 32, "%s", PQgetvalue (held, 0, 1));
+    if (rc == 0 && (size_t) PQntuples (held) != zhashx_size (self->touched)) {
+        act_log (LOG_ERR, "store %s: this broker lost the lease of a context it wrote; "
+                 "the batch is rolled back", self->where);
+        rc = act_err_set (err, ACT_E_INTERNAL, "this broker no longer owns a context it wrote");
+    }
+    PQclear (held);
+    return rc;
+}
+
+//  Room for the counters' changes as one JSON text (s_add_counters)
+#define S_CHANGES_MAX (S_COUNTERS * 40 + 2)
+
+//  Add to pipe the counters that changed, in one statement ({"name":
+//  delta, ...}) written into changes (S_CHANGES_MAX bytes, which the
+//  pipe points to until it runs), when any did
+static void
+s_add_counters (act_pg_t *self, s_pipe_t *pipe, const int64_t *deltas, char *changes)
+{
+    size_t used = 1;
+    strcpy (changes, "{");
+    for (int i = 0; i < S_COUNTERS; i++)
+        if (deltas [i])
+            used += (size_t) snprintf (changes + used, S_CHANGES_MAX - used, "%s\"%s\":%" PRId64,
+                                       used > 1? ",": "", act_store_counter_names [i], deltas [i]);
+    snprintf (changes + used, S_CHANGES_MAX - used, "}");
+    if (used > 1)
+        s_pipe_add (pipe, "cannot update counters",
+            "INSERT INTO counters (broker, name, value) "
+            "SELECT $1, key, value::bigint FROM jsonb_each_text ($2::jsonb) "
+            "ON CONFLICT (broker, name) DO UPDATE SET value = counters.value + EXCLUDED.value",
+            2, self->broker, changes, NULL);
+}
+
+//  Forget the batch's state, committed or not
+static void
+s_batch_reset (act_pg_t *self)
+{
+    self->open_batch = false;
+    self->batch_lost = false;
+    zhashx_purge (self->touched);
+    json_array_clear (self->contexts);
+    json_array_clear (self->messages);
+    json_array_clear (self->inserts);
+    zhashx_purge (self->updates);
+    zhashx_purge (self->append_keys);
+    zhashx_purge (self->resumes);
+}
+
 //  Commit the batch in two round trips: its writes not sent yet, then the
 //  check of its leases, in one; its counters and COMMIT in the other
 static int
@@ -364,44 +428,15 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
            : 0;
     s_pipe_t pipe = { .count = 0 };
     char xid [32] = "";         //  The transaction's id, once the leases are checked
+    char changes [S_CHANGES_MAX];   //  The counters' changes, for the pipe
     if (rc == 0)
         s_pipe_writes (self, &pipe);
     if (rc == 0 && !self->open_batch)
         return 0;               //  Nothing was written
-    //  Fencing: the batch may only touch contexts this broker still owns
-    //  (their lease rows held FOR SHARE until the commit)
-    char *touched = rc == 0 && zhashx_size (self->touched)? s_touched (self): NULL;
-    if (touched) {
-        PGresult *held = NULL;
-        s_pipe_add (&pipe, "cannot check leases",
-            "SELECT context, txid_current () FROM leases WHERE broker = $1 AND context IN "
-            "(SELECT jsonb_array_elements_text ($2::jsonb)) FOR SHARE", 2, self->broker,
-            touched, touched);
-        rc = s_pipe_run (self, &pipe, true, &held, err);
-        if (rc == 0 && PQntuples (held) > 0)
-            snprintf (xid, sizeof xid, "%s", PQgetvalue (held, 0, 1));
-        if (rc == 0 && (size_t) PQntuples (held) != zhashx_size (self->touched)) {
-            act_log (LOG_ERR, "store %s: this broker lost the lease of a context it wrote; "
-                     "the batch is rolled back", self->where);
-            rc = act_err_set (err, ACT_E_INTERNAL,
-                              "this broker no longer owns a context it wrote");
-        }
-        PQclear (held);
-    }
-    //  The counters that changed, in one statement: {"name": delta, ...}
-    char changes [S_COUNTERS * 40 + 2] = "{";
-    size_t used = 1;
-    for (int i = 0; i < S_COUNTERS; i++)
-        if (deltas [i])
-            used += (size_t) snprintf (changes + used, sizeof changes - used, "%s\"%s\":%" PRId64,
-                                       used > 1? ",": "", act_store_counter_names [i], deltas [i]);
-    snprintf (changes + used, sizeof changes - used, "}");
-    if (rc == 0 && used > 1)
-        s_pipe_add (&pipe, "cannot update counters",
-            "INSERT INTO counters (broker, name, value) "
-            "SELECT $1, key, value::bigint FROM jsonb_each_text ($2::jsonb) "
-            "ON CONFLICT (broker, name) DO UPDATE SET value = counters.value + EXCLUDED.value",
-            2, self->broker, changes, NULL);
+    if (rc == 0 && zhashx_size (self->touched))
+        rc = s_check_leases (self, &pipe, xid, err);
+    if (rc == 0)
+        s_add_counters (self, &pipe, deltas, changes);
     //  A COMMIT waits for the server's disk, which statement_timeout does
     //  not cancel: given up, it might still be kept. It waits without a
     //  bound of actd's own (the kernel's holds: s_bound_silence)
@@ -427,15 +462,7 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
         //  Contexts created in the batch are not known to exist any more
         zhashx_purge (self->known);
     }
-    self->open_batch = false;
-    self->batch_lost = false;
-    zhashx_purge (self->touched);
-    json_array_clear (self->contexts);
-    json_array_clear (self->messages);
-    json_array_clear (self->inserts);
-    zhashx_purge (self->updates);
-    zhashx_purge (self->append_keys);
-    zhashx_purge (self->resumes);
+    s_batch_reset (self);
     return rc;
 }
 
