@@ -111,15 +111,22 @@ s_pipe_rows (s_pipe_t *pipe, const char *what, const char *sql, json_t *rows)
     s_pipe_add (pipe, what, sql, 1, text, NULL, text);
 }
 
+//  Empty the pipeline without running it
+static void
+s_pipe_drop (s_pipe_t *pipe)
+{
+    for (size_t i = 0; i < pipe->ntexts; i++)
+        free (pipe->texts [i]);
+    pipe->count = pipe->ntexts = 0;
+}
+
 //  Run the pipeline's statements in one round trip, as act_pg_pipeline,
 //  and empty it
 static int
 s_pipe_run (act_pg_t *self, s_pipe_t *pipe, bool bounded, PGresult **last, act_err_t *err)
 {
     int rc = act_pg_pipeline (self, pipe->statements, pipe->count, bounded, last, err);
-    for (size_t i = 0; i < pipe->ntexts; i++)
-        free (pipe->texts [i]);
-    pipe->count = pipe->ntexts = 0;
+    s_pipe_drop (pipe);
     return rc;
 }
 
@@ -358,6 +365,10 @@ static int
 s_check_leases (act_pg_t *self, s_pipe_t *pipe, char *xid, act_err_t *err)
 {
     char *touched = s_touched (self);
+    if (!touched) {
+        s_pipe_drop (pipe);
+        return act_err_set (err, ACT_E_INTERNAL, "store %s: out of memory", self->where);
+    }
     PGresult *held = NULL;
     s_pipe_add (pipe, "cannot check leases",
         "SELECT context, txid_current () FROM leases WHERE broker = $1 AND context IN "
