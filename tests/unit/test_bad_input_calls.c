@@ -141,9 +141,15 @@ test_bad_calls (void **state)
     s_assert_bad_call ("{\"_tool\":\"t\",\"_retry\":{\"backoff\":\"2\"}}", ACT_E_BAD_CALL);
     s_assert_bad_call ("{\"_tool\":\"t\",\"_retry\":{\"max_ms\":{}}}", ACT_E_BAD_CALL);
     s_assert_bad_call ("{\"_tool\":\"t\",\"_retry\":{\"max_attempts\":null}}", ACT_E_BAD_CALL);
+}
 
-    //  SEMANTICS 2: a bad reference at any depth of the parameters names
-    //  the string and the byte offset
+//  SEMANTICS 2: a bad reference at any depth of the parameters names the
+//  string and the byte offset; meta-properties are not references
+static void
+test_bad_call_references (void **state)
+{
+    act_err_t err = { NULL, "" };
+    act_call_t *parsed;
     static const char *bad_params [] = {
         "{\"_tool\":\"t\",\"a\":{\"b\":{\"c\":\"†bad..ref\"}}}",
         "{\"_tool\":\"t\",\"a\":[{\"b\":[\"†bad..ref\"]}]}",
@@ -326,6 +332,7 @@ main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_bad_calls),
+        cmocka_unit_test (test_bad_call_references),
         cmocka_unit_test (test_call_fields),
         cmocka_unit_test (test_call_params),
     };
