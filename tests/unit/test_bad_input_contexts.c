@@ -76,6 +76,69 @@ s_is_date (const char *text)
     return true;
 }
 
+//  with and without, what act_ctx_output and act_ctx_output_bare returned
+//  for one write to two targets: two messages each, the same but for
+//  "data", which only with has
+static void
+s_assert_bare_messages (json_t *with, json_t *without)
+{
+    assert_non_null (with);
+    assert_non_null (without);
+    assert_int_equal (json_array_size (without), 2);
+    for (size_t m = 0; m < 2; m++) {
+        json_t *message = json_deep_copy (json_array_get (with, m));
+        assert_non_null (json_object_get (message, "data"));
+        assert_null (json_object_get (json_array_get (without, m), "data"));
+        json_object_del (message, "data");
+        //  Same members, same order, same _seq; only _date may differ
+        json_object_del (message, "_date");
+        json_t *other = json_deep_copy (json_array_get (without, m));
+        json_object_del (other, "_date");
+        char *a = act_json_dump (message), *b = act_json_dump (other);
+        assert_string_equal (a, b);
+        free (a);
+        free (b);
+        json_decref (message);
+        json_decref (other);
+    }
+}
+
+//  The merged views of full and bare are equal
+static void
+s_assert_same_view (act_ctx_t *full, act_ctx_t *bare)
+{
+    json_t *view_full = act_ctx_view (full), *view_bare = act_ctx_view (bare);
+    assert_true (json_equal (view_full, view_bare));
+    json_decref (view_full);
+    json_decref (view_bare);
+}
+
+//  SEMANTICS 6: the text rendering of the view of test_merged_view's ctx:
+//  every part, in order; no schema where none was given
+static void
+s_assert_view_text (act_ctx_t *ctx)
+{
+    char *text = act_ctx_view_text (ctx);
+    assert_non_null (text);
+    const char *heading = strstr (text, "## Data: ¶user");
+    const char *name = strstr (text, "\"name\": \"John Doe\"");
+    const char *age = strstr (text, "\"age\": 30");
+    const char *description = strstr (text, "The user we talk to");
+    const char *schema = strstr (text, "Schema for ¶user:");
+    if (!heading || !name || !age || !description || !schema || !strstr (text, "## Data: ¶state"))
+        fail_msg ("view text lacks a part:\n%s", text);
+    //  In the order of SEMANTICS 6: heading, pretty JSON, description, schema
+    assert_true (heading < name);
+    assert_true (name < description);
+    assert_true (description < schema);
+    assert_non_null (strstr (schema, "\"type\": \"object\""));
+    //  The JSON is pretty-printed: the heading's line ends before it
+    assert_non_null (memchr (heading, '\n', (size_t) (name - heading)));
+    //  No description nor schema was given for state
+    assert_null (strstr (text, "Schema for ¶state"));
+    free (text);
+}
+
 
 //  --------------------------------------------------------------------------
 //  Contexts
@@ -285,33 +348,12 @@ test_output_bare (void **state)
                                        NULL, "call-1", &err);
         json_t *without = act_ctx_output_bare (bare, &expr->alts [0], value, ACT_SET,
                                                instances [i], NULL, "call-1", &err);
-        assert_non_null (with);
-        assert_non_null (without);
-        assert_int_equal (json_array_size (without), 2);
-        for (size_t m = 0; m < 2; m++) {
-            json_t *message = json_deep_copy (json_array_get (with, m));
-            assert_non_null (json_object_get (message, "data"));
-            assert_null (json_object_get (json_array_get (without, m), "data"));
-            json_object_del (message, "data");
-            //  Same members, same order, same _seq; only _date may differ
-            json_object_del (message, "_date");
-            json_t *other = json_deep_copy (json_array_get (without, m));
-            json_object_del (other, "_date");
-            char *a = act_json_dump (message), *b = act_json_dump (other);
-            assert_string_equal (a, b);
-            free (a);
-            free (b);
-            json_decref (message);
-            json_decref (other);
-        }
+        s_assert_bare_messages (with, without);
         json_decref (with);
         json_decref (without);
         s_assert_resolves (bare, "†data.a.b.v", instances [i], "[1,2]");
         s_assert_resolves (bare, "†data.c.s", instances [i], "\"x\"");
-        json_t *view_full = act_ctx_view (full), *view_bare = act_ctx_view (bare);
-        assert_true (json_equal (view_full, view_bare));
-        json_decref (view_full);
-        json_decref (view_bare);
+        s_assert_same_view (full, bare);
         act_expr_destroy (&expr);
     }
     //  A refused write appends nothing, with the same code
@@ -354,10 +396,7 @@ test_output_bare (void **state)
     s_assert_resolves (bare, "†data.p", NULL, "{\"k\":[1,{\"m\":5}]}");
     s_assert_resolves (bare, "†data.r", NULL,
                        "{\"k\":[5,{\"m\":2}],\"q\":{\"k\":[1,{\"m\":2},5]}}");
-    json_t *view_full = act_ctx_view (full), *view_bare = act_ctx_view (bare);
-    assert_true (json_equal (view_full, view_bare));
-    json_decref (view_full);
-    json_decref (view_bare);
+    s_assert_same_view (full, bare);
     act_ctx_destroy (&full);
     act_ctx_destroy (&bare);
 }
@@ -535,25 +574,7 @@ test_merged_view (void **state)
         json_object_get (entry, "data"), "email")), "j@d.example");
     json_decref (view);
 
-    char *text = act_ctx_view_text (ctx);
-    assert_non_null (text);
-    const char *heading = strstr (text, "## Data: ¶user");
-    const char *name = strstr (text, "\"name\": \"John Doe\"");
-    const char *age = strstr (text, "\"age\": 30");
-    const char *description = strstr (text, "The user we talk to");
-    const char *schema = strstr (text, "Schema for ¶user:");
-    if (!heading || !name || !age || !description || !schema || !strstr (text, "## Data: ¶state"))
-        fail_msg ("view text lacks a part:\n%s", text);
-    //  In the order of SEMANTICS 6: heading, pretty JSON, description, schema
-    assert_true (heading < name);
-    assert_true (name < description);
-    assert_true (description < schema);
-    assert_non_null (strstr (schema, "\"type\": \"object\""));
-    //  The JSON is pretty-printed: the heading's line ends before it
-    assert_non_null (memchr (heading, '\n', (size_t) (name - heading)));
-    //  No description nor schema was given for state
-    assert_null (strstr (text, "Schema for ¶state"));
-    free (text);
+    s_assert_view_text (ctx);
     act_ctx_destroy (&ctx);
 }
 
