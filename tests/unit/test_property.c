@@ -237,6 +237,49 @@ s_check_nodes (act_ctx_t *ctx, s_model_t *model, const json_t *node, m_path_t *p
     return true;
 }
 
+//  Append op to the library as a message (with its kind, method and
+//  instance as it says); the stored message, or NULL with err set
+static json_t *
+s_library_append (act_ctx_t *ctx, const s_op_t *op, const char *instance, act_err_t *err)
+{
+    json_t *message = json_pack ("{s:s, s:O}", "type", "data", "data", op->value);
+    if (op->explicit_kind)
+        json_object_set_new (message, "kind", json_string (s_kinds [op->kind]));
+    if (op->explicit_method)
+        json_object_set_new (message, "_outputMethod",
+                             json_string (act_method_name (op->method)));
+    if (instance)
+        json_object_set_new (message, "_instance", json_string (instance));
+    json_t *stored = act_ctx_append (ctx, message, err);
+    json_decref (message);
+    return stored;
+}
+
+//  Write op's value to the library as JSON text (act_ctx_output_text) at
+//  expr; the stored texts as the messages, for s_run_op's checks, or NULL
+//  with err set
+static json_t *
+s_library_output_text (act_ctx_t *ctx, act_expr_t *expr, const s_op_t *op,
+                       const char *instance, act_err_t *err)
+{
+    char *value = json_dumps (op->value, JSON_ENCODE_ANY | JSON_COMPACT);
+    uint64_t first_seq;
+    char **texts = act_ctx_output_text (ctx, &expr->alts [0], value, strlen (value),
+                                        op->method, instance, NULL, "call-1",
+                                        &first_seq, err);
+    free (value);
+    json_t *stored = NULL;
+    if (texts) {
+        stored = json_array ();
+        for (size_t i = 0; texts [i]; i++) {
+            json_array_append_new (stored, json_loads (texts [i], 0, NULL));
+            free (texts [i]);
+        }
+        free (texts);
+    }
+    return stored;
+}
+
 //  Apply one op to the library and to the model; false (with failure set)
 //  when they disagree
 static bool
@@ -254,18 +297,8 @@ s_run_op (act_ctx_t *ctx, s_model_t *model, const s_op_t *op, size_t step,
     act_err_t err = { NULL, "" };
     json_t *stored = NULL;
     const char *instance = s_instances [op->scope];
-    if (op->append) {
-        json_t *message = json_pack ("{s:s, s:O}", "type", "data", "data", op->value);
-        if (op->explicit_kind)
-            json_object_set_new (message, "kind", json_string (s_kinds [op->kind]));
-        if (op->explicit_method)
-            json_object_set_new (message, "_outputMethod",
-                                 json_string (act_method_name (op->method)));
-        if (instance)
-            json_object_set_new (message, "_instance", json_string (instance));
-        stored = act_ctx_append (ctx, message, &err);
-        json_decref (message);
-    }
+    if (op->append)
+        stored = s_library_append (ctx, op, instance, &err);
     else {
         char text [256];
         s_path_text (&op->path, op->dotted, text, sizeof text);
@@ -278,23 +311,8 @@ s_run_op (act_ctx_t *ctx, s_model_t *model, const s_op_t *op, size_t step,
                                   "_outputMethod", act_method_name (op->method));
         if (instance)
             json_object_set_new (call, "_instance", json_string (instance));
-        if (s_text_outputs) {
-            char *value = json_dumps (op->value, JSON_ENCODE_ANY | JSON_COMPACT);
-            uint64_t first_seq;
-            char **texts = act_ctx_output_text (ctx, &expr->alts [0], value, strlen (value),
-                                                op->method, instance, NULL, "call-1",
-                                                &first_seq, &err);
-            free (value);
-            //  The stored texts as the messages, for the checks below
-            if (texts) {
-                stored = json_array ();
-                for (size_t i = 0; texts [i]; i++) {
-                    json_array_append_new (stored, json_loads (texts [i], 0, NULL));
-                    free (texts [i]);
-                }
-                free (texts);
-            }
-        }
+        if (s_text_outputs)
+            stored = s_library_output_text (ctx, expr, op, instance, &err);
         else
             stored = act_ctx_output (ctx, &expr->alts [0], op->value, op->method,
                                      instance, call, "call-1", &err);
