@@ -90,37 +90,16 @@ test_calls_are_recorded_updated_and_counted (void **state)
     zstr_free (&context);
 }
 
-//  A call written several times in one batch (accepted, dispatched, ended)
-//  reads back as its last write, before and after the commit, with what
-//  only its first write had; many calls and messages in one batch are all
-//  kept; an aborted batch keeps none of them
+//  Many calls and messages in one batch, in a context with one call
+//  pending already (test_a_batch_keeps_each_calls_last_write): a read in
+//  the middle sees the first ones; after the commit every call reads back
+//  as its last write, and every message is kept
 static void
-test_a_batch_keeps_each_calls_last_write (void **state)
+s_assert_many_in_one_batch (act_store_t *store, const char *context)
 {
-    char *context = s_context ("last");
-    act_store_t *store = s_open_owning (context);
-    act_store_put_context (store, context);
     act_err_t err = { 0 };
-    uint64_t first = act_store_next_call (store);
-    act_call_record_t record = s_record (first, context, "queued", NULL);
-    record.client = "00ab";
-    record.request = "0102";
-    assert_int_equal (act_store_put_call (store, &record), 0);
-    record = s_record (first, context, "running", NULL);
-    record.attempts = 1;
-    record.progress = "{\"done\":1}";
-    assert_int_equal (act_store_update_call (store, &record), 0);
-    assert_int_equal (act_store_commit (store, &err), 0);
-    json_t *stored = s_call (store, first);
-    assert_string_equal (json_string_value (json_object_get (stored, "state")), "running");
-    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
-    assert_string_equal (json_string_value (json_object_get (stored, "client")), "00ab");
-    assert_string_equal (json_string_value (json_object_get (stored, "request")), "0102");
-    assert_int_equal (json_integer_value (json_object_get (json_object_get (stored, "progress"),
-                                                           "done")), 1);
-    json_decref (stored);
-
-    //  Many in one batch: a read in the middle sees the first ones
+    act_call_record_t record;
+    json_t *stored;
     enum { CALLS = 300 };       //  More than a batch first indexes (256 slots)
     uint64_t ids [CALLS];
     for (int i = 0; i < CALLS; i++) {
@@ -161,6 +140,39 @@ test_a_batch_keeps_each_calls_last_write (void **state)
     assert_int_equal (json_integer_value (json_object_get (json_array_get (page, CALLS - 1),
                                                            "n")), CALLS - 1);
     json_decref (page);
+}
+
+//  A call written several times in one batch (accepted, dispatched, ended)
+//  reads back as its last write, before and after the commit, with what
+//  only its first write had; many calls and messages in one batch are all
+//  kept; an aborted batch keeps none of them
+static void
+test_a_batch_keeps_each_calls_last_write (void **state)
+{
+    char *context = s_context ("last");
+    act_store_t *store = s_open_owning (context);
+    act_store_put_context (store, context);
+    act_err_t err = { 0 };
+    uint64_t first = act_store_next_call (store);
+    act_call_record_t record = s_record (first, context, "queued", NULL);
+    record.client = "00ab";
+    record.request = "0102";
+    assert_int_equal (act_store_put_call (store, &record), 0);
+    record = s_record (first, context, "running", NULL);
+    record.attempts = 1;
+    record.progress = "{\"done\":1}";
+    assert_int_equal (act_store_update_call (store, &record), 0);
+    assert_int_equal (act_store_commit (store, &err), 0);
+    json_t *stored = s_call (store, first);
+    assert_string_equal (json_string_value (json_object_get (stored, "state")), "running");
+    assert_int_equal (json_integer_value (json_object_get (stored, "attempts")), 1);
+    assert_string_equal (json_string_value (json_object_get (stored, "client")), "00ab");
+    assert_string_equal (json_string_value (json_object_get (stored, "request")), "0102");
+    assert_int_equal (json_integer_value (json_object_get (json_object_get (stored, "progress"),
+                                                           "done")), 1);
+    json_decref (stored);
+
+    s_assert_many_in_one_batch (store, context);
 
     //  Aborted: nothing of the batch (the memory store keeps what it
     //  wrote, by design: see act_store_memory.c)
