@@ -357,9 +357,13 @@ s_touched (act_pg_t *self)
     return text;
 }
 
+//  Room for a transaction's id as text (txid_current: a 64-bit number)
+#define S_XID_SIZE 32
+
 //  Fencing: add to pipe the check that the batch only touches contexts
 //  this broker still owns (their lease rows held FOR SHARE until the
-//  commit) and run it; on success xid (room 32) holds the transaction's id.
+//  commit) and run it; on success xid (S_XID_SIZE bytes) holds the
+//  transaction's id.
 //  0, or -1 with err (the lease of a context written was lost)
 static int
 s_check_leases (act_pg_t *self, s_pipe_t *pipe, char *xid, act_err_t *err)
@@ -376,7 +380,7 @@ s_check_leases (act_pg_t *self, s_pipe_t *pipe, char *xid, act_err_t *err)
         touched, touched);
     int rc = s_pipe_run (self, pipe, true, &held, err);
     if (rc == 0 && PQntuples (held) > 0)
-        snprintf (xid, 32, "%s", PQgetvalue (held, 0, 1));
+        snprintf (xid, S_XID_SIZE, "%s", PQgetvalue (held, 0, 1));
     if (rc == 0 && (size_t) PQntuples (held) != zhashx_size (self->touched)) {
         act_log (LOG_ERR, "store %s: this broker lost the lease of a context it wrote; "
                  "the batch is rolled back", self->where);
@@ -438,7 +442,7 @@ s_commit (void *impl, const int64_t *deltas, bool rollback, act_err_t *err)
                           "the batch", self->where)
            : 0;
     s_pipe_t pipe = { .count = 0 };
-    char xid [32] = "";         //  The transaction's id, once the leases are checked
+    char xid [S_XID_SIZE] = ""; //  The transaction's id, once the leases are checked
     char changes [S_CHANGES_MAX];   //  The counters' changes, for the pipe
     if (rc == 0)
         s_pipe_writes (self, &pipe);
