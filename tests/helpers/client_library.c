@@ -55,6 +55,13 @@
         answered moved to an endpoint that is not valid: each must fail
         with err set, leaving no request pending.
 
+    dropped ENDPOINT
+        Against a fake broker: six PINGs sent, then prints "sent" and
+        waits for a line (the broker answered five and went away, its
+        connection dropped): the five PONGs, unread when the connection
+        dropped, must come first, in order, then one ERROR disconnected,
+        for the sixth.
+
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
     not, 2 on bad usage.
@@ -466,6 +473,42 @@ s_malformed (act_client_t *client)
     json_decref (value);
 }
 
+//  Mode dropped: replies that came before their connection dropped
+//  answer their requests; only the unanswered one gets ERROR disconnected
+static void
+s_dropped (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    char requests [6][24];
+    for (int i = 0; i < 6; i++)
+        act_client_send (client, requests [i], "PING", NULL);
+    printf ("sent\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    int pongs = 0, errors = 0;
+    for (act_reply_t *reply = act_client_recv (client, 5000); reply;
+         reply = act_client_recv (client, pongs + errors < 6? 5000: 500)) {
+        char *code = act_reply_arg (reply, 0);
+        if (streq (reply->verb, "PONG") && !errors && pongs < 5
+        &&  streq (reply->request, requests [pongs]))
+            pongs++;
+        else
+        if (streq (reply->verb, "ERROR") && streq (reply->request, requests [5])
+        &&  code && streq (code, ACT_CLIENT_DISCONNECTED))
+            errors++;
+        else {
+            printf ("unexpected %s %s for %s\n", reply->verb, code? code: "", reply->request);
+            errors += 10;
+        }
+        free (code);
+        act_reply_destroy (&reply);
+    }
+    act_err_set (&err, ACT_E_INTERNAL, "%d PONGs, %d errors", pongs, errors);
+    s_step ("the five PONGs first", pongs == 5, &err);
+    s_step ("then one ERROR disconnected", errors == 1, &err);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -504,6 +547,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "nowait") && argc == 4)
         s_nowait (client, atoi (argv [3]));
+    else
+    if (streq (mode, "dropped"))
+        s_dropped (client);
     else {
         fprintf (stderr, "client_library: unknown mode or arguments\n");
         act_client_destroy (&client);

@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import threading
+import time
 import unittest
 
 import zmq
@@ -280,6 +281,43 @@ class MalformedRepliesTest(unittest.TestCase):
         self.assertIn("moved nowhere: moved", out)
         #  Followed as far as S_MAX_HOPS (5), no further
         self.assertEqual(broker.seen.get("RESOLVE"), 1 + 5 + 1, broker.seen)
+
+
+class DroppedConnectionTest(unittest.TestCase):
+    """Replies that reached the client before their connection dropped,
+    still unread when it did: libzmq keeps them readable after its
+    DISCONNECTED event, but the library read its connection events first
+    and failed their requests with ERROR disconnected (then dropped the
+    replies as late): a request the broker had answered looked lost, and
+    a call it had accepted could be sent again."""
+
+    def test_replies_read_before_the_drop_answer_their_requests(self):
+        pings = []
+
+        def answer(command, request, args):
+            if command != "PING":
+                return None
+            pings.append(request)
+            return [b"PONG", request] if len(pings) <= 5 else None
+        broker = FakeBroker(answer)
+        broker.start()
+
+        def answer_then_go():
+            deadline = time.monotonic() + 10
+            while len(pings) < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)                 # The PONGs written out
+            broker.__exit__(None, None, None)
+            time.sleep(0.5)                 # The drop seen by the client
+        try:
+            code, out = run_steps(self, "dropped", broker.endpoint, [("sent", answer_then_go)])
+        finally:
+            if not broker.router.closed:
+                broker.__exit__(None, None, None)
+        self.assertEqual(len(pings), 6, out)
+        self.assertEqual(code, 0, out)
+        self.assertIn("the five PONGs first ok", out)
+        self.assertIn("then one ERROR disconnected ok", out)
 
 
 class MovedCallTest(unittest.TestCase):

@@ -148,8 +148,8 @@ s_client_new (const char *endpoint)
     zhashx_set_destructor (self->pending, s_pending_destroy);
     self->kept = zlistx_new ();
     zlistx_set_destructor (self->kept, s_reply_free);
-    self->lost = zlistx_new ();
-    zlistx_set_destructor (self->lost, s_reply_free);
+    self->ready = zlistx_new ();
+    zlistx_set_destructor (self->ready, s_reply_free);
     self->awaiting = zhashx_new ();
     //  act_awaiting_t, a plain struct: free () is its destructor
     zhashx_set_destructor (self->awaiting, (zhashx_destructor_fn *) zstr_free);
@@ -205,7 +205,7 @@ act_client_destroy (act_client_t **self_p)
         act_table_destroy (&self->accepted);
         zlistx_destroy (&self->links);
         zlistx_destroy (&self->kept);
-        zlistx_destroy (&self->lost);
+        zlistx_destroy (&self->ready);
         zhashx_destroy (&self->awaiting);
         json_decref (self->prescribed);
         act_curve_reset (&self->curve);
@@ -474,7 +474,7 @@ s_lost (act_client_t *self, const char *code, const char *request, const char *f
     va_start (args, format);
     char *message = zsys_vprintf (format, args);
     va_end (args);
-    zlistx_add_end (self->lost, act_reply_error (request, code, message));
+    zlistx_add_end (self->ready, act_reply_error (request, code, message));
     zstr_free (&message);
 }
 
@@ -572,6 +572,40 @@ s_unreachable (act_client_t *self)
     return -1;
 }
 
+//  A reply the caller should see, or NULL when it was taken here: by a
+//  watch, or dropped as the reply to a request this client forgot
+static act_reply_t *
+s_sort (act_client_t *self, act_link_t *link, act_reply_t *reply)
+{
+    if (act_client_ignored_take (self, &reply))
+        ;                       //  Dropped: a request this client forgot
+    else
+    if (act_watch_intake (self, link, reply)) {
+        reply = NULL;           //  Queued on its watch (or dropped)
+        self->woke = true;
+    }
+    return reply;
+}
+
+//  The replies that came on link's connection before it dropped and are
+//  still unread: libzmq keeps them readable after its DISCONNECTED event,
+//  and each answers its request, which the drop must then not fail. They
+//  go to the list act_client_read returns first, before the drop's own
+//  ERRORs (s_link_lost)
+static void
+s_link_drain (act_client_t *self, act_link_t *link)
+{
+    while (zsock_events (link->socket) & ZMQ_POLLIN) {
+        zmsg_t *msg = zmsg_recv (link->socket);
+        if (!msg)
+            break;
+        act_reply_t *reply = s_reply_handle (self, link, msg);
+        reply = reply? s_sort (self, link, reply): NULL;
+        if (reply)
+            zlistx_add_end (self->ready, reply);
+    }
+}
+
 //  A connection event of link's DEALER (zmq_socket_monitor: the event
 //  number in the first two bytes of the first frame)
 static void
@@ -589,6 +623,7 @@ s_link_event (act_client_t *self, act_link_t *link)
         else
         if (event == ZMQ_EVENT_DISCONNECTED && link->up) {
             link->up = false;
+            s_link_drain (self, link);
             s_link_lost (self, link);
         }
         else
@@ -613,21 +648,6 @@ s_link_event (act_client_t *self, act_link_t *link)
     zmsg_destroy (&msg);
 }
 
-//  A reply the caller should see, or NULL when it was taken here: by a
-//  watch, or dropped as the reply to a request this client forgot
-static act_reply_t *
-s_sort (act_client_t *self, act_link_t *link, act_reply_t *reply)
-{
-    if (act_client_ignored_take (self, &reply))
-        ;                       //  Dropped: a request this client forgot
-    else
-    if (act_watch_intake (self, link, reply)) {
-        reply = NULL;           //  Queued on its watch (or dropped)
-        self->woke = true;
-    }
-    return reply;
-}
-
 act_reply_t *
 act_client_read (act_client_t *self, int timeout_ms)
 {
@@ -635,10 +655,10 @@ act_client_read (act_client_t *self, int timeout_ms)
     self->woke = false;
     while (!self->woke) {
         int64_t unreachable = s_unreachable (self);
-        act_reply_t *lost = zlistx_first (self->lost);
-        if (lost) {
-            zlistx_detach_cur (self->lost);
-            return lost;
+        act_reply_t *ready = zlistx_first (self->ready);
+        if (ready) {
+            zlistx_detach_cur (self->ready);
+            return ready;
         }
         int64_t left = deadline - zclock_mono ();
         if (left < 0)
@@ -667,6 +687,9 @@ act_client_read (act_client_t *self, int timeout_ms)
         //  and a PONG left the client saying it was not connected)
         while (link && link->monitor && (zsock_events (link->monitor) & ZMQ_POLLIN))
             s_link_event (self, link);
+        //  A drop among them read the socket's messages (s_link_drain)
+        if (!(zsock_events (socket) & ZMQ_POLLIN))
+            continue;
         zmsg_t *msg = zmsg_recv (socket);
         if (!msg || !link) {
             zmsg_destroy (&msg);

@@ -88,8 +88,11 @@ struct _act_client_t {
                                 //  (ACT_CLIENT_ROUTES_KEPT at most)
     zhashx_t *pending;          //  Request id -> s_pending_t
     zlistx_t *kept;             //  act_reply_t received but not yet taken
-    zlistx_t *lost;             //  act_reply_t: the ERROR disconnected of each
-                                //  request its connection dropped under
+    zlistx_t *ready;            //  act_reply_t for act_client_read to return
+                                //  before it reads a socket: the replies read
+                                //  as their connection dropped, then the
+                                //  ERROR disconnected of each request that
+                                //  it dropped under
     zhashx_t *awaiting;         //  Request id of an accepted CALL or PLAN
                                 //  whose DONEs are due -> act_awaiting_t
     zhashx_t *watches;          //  Request id of its WATCH -> act_watch_t
