@@ -263,7 +263,7 @@ class AsyncClient:
             monitor = _socket.disconnects(sock)
             self._monitors[endpoint] = monitor
             self._tasks.append(asyncio.ensure_future(self._read(endpoint, sock)))
-            self._tasks.append(asyncio.ensure_future(self._watch_link(endpoint, monitor)))
+            self._tasks.append(asyncio.ensure_future(self._watch_link(endpoint, sock, monitor)))
         return sock
 
     def _start(self) -> None:
@@ -306,24 +306,49 @@ class AsyncClient:
         self._flush()
 
     async def _read(self, endpoint: str, sock: zmq.asyncio.Socket) -> None:
+        """Route the replies from the broker at endpoint as they come (see
+        :meth:`_receive`)."""
         try:
             while True:
-                frames = await sock.recv_multipart()
-                for action in self._tracker.dispatch(endpoint, frames):
-                    action()
-                self._flush()
+                await sock.poll(None, zmq.POLLIN)
+                self._receive(endpoint, sock)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - the socket failed: nobody will be answered
             for action in self._tracker.fail_all(Closed("the client's socket failed: %s" % error)):
                 action()
 
-    async def _watch_link(self, endpoint: str, monitor: zmq.asyncio.Socket) -> None:
+    def _receive(self, endpoint: str, sock: zmq.asyncio.Socket) -> None:
+        """Route every message readable on sock now, in order, and send what
+        that queued. The socket's only reader, called by :meth:`_read` once
+        it is readable (``poll`` takes no message) and by :meth:`_watch_link`
+        before a drop. It takes each message with ``recv_multipart(NOBLOCK)``
+        (zmq.asyncio returns a future already done) and never yields to the
+        loop: no message waits in a future for a task's turn while the other
+        task reads the ones after it (they would be routed out of order, and
+        a drop handled between would fail the request it answers)."""
+        while True:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK).result()
+            except zmq.Again:
+                break
+            for action in self._tracker.dispatch(endpoint, frames):
+                action()
+        self._flush()
+
+    async def _watch_link(self, endpoint: str, sock: zmq.asyncio.Socket,
+                          monitor: zmq.asyncio.Socket) -> None:
         """Read the socket's monitor: a dropped connection fails the
         requests it lost, a failed attempt is kept to say (see
-        ``_wire.Tracker.link_event``)."""
+        ``_wire.Tracker.link_event``). The replies that came before the
+        drop are routed first: libzmq keeps them readable after its
+        DISCONNECTED event, and each answers its request, which the drop
+        must then not fail. The event may well be taken before them (the
+        monitor's turn of the loop may come first)."""
         while True:
             event = _socket.link_event(await monitor.recv_multipart())
+            if event is False:
+                self._receive(endpoint, sock)
             if event is not None:
                 for action in self._tracker.link_event(endpoint, event):
                     action()

@@ -333,10 +333,30 @@ class Client:
                 up = _socket.link_event(frames)
                 if up is None:
                     continue
+                if not up:
+                    # A drop may have come after this turn read the socket,
+                    # with replies before it: libzmq keeps them readable after
+                    # its DISCONNECTED event, and each answers its request,
+                    # which the drop must then not fail
+                    self._receive(endpoint)
                 with self._lock:
                     actions = self._tracker.link_event(endpoint, up)
                 for action in actions:
                     action()
+
+    def _receive(self, endpoint: str) -> None:
+        """Route every message readable now on the socket to ``endpoint``,
+        in order (the I/O thread's only reader of it)."""
+        sock = self._sockets.get(endpoint)
+        while sock is not None:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            with self._lock:
+                actions = self._tracker.dispatch(endpoint, frames)
+            for action in actions:
+                action()
 
     def _io(self) -> None:
         poller = zmq.Poller()
@@ -389,16 +409,8 @@ class Client:
                         except zmq.Again:
                             break
                         backlog.popleft()
-                for endpoint, sock in list(self._sockets.items()):
-                    while True:
-                        try:
-                            frames = sock.recv_multipart(zmq.NOBLOCK)
-                        except zmq.Again:
-                            break
-                        with self._lock:
-                            actions = self._tracker.dispatch(endpoint, frames)
-                        for action in actions:
-                            action()
+                for endpoint in list(self._sockets):
+                    self._receive(endpoint)
                 self._events(events)
         finally:
             self._close_sockets()

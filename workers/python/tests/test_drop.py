@@ -9,13 +9,21 @@ request pending and started again on the same ports. Nothing is timed:
 each wait has a generous bound, and a request given a timeout longer than
 the pause would end with :class:`actd.Timeout`, not
 :class:`actd.Disconnected`, were the drop not noticed.
+
+Only the requests it lost: a fake broker (a ROUTER in the test) answers
+all its PINGs but the last and closes while the client is busy; the
+replies still unread then answer their requests (RepliesBeforeTheDrop).
 """
 
 import asyncio
 import concurrent.futures
 import signal
+import threading
+import time
 import unittest
 from typing import Any, Callable, Dict, List
+
+import zmq
 
 from support import TIMEOUT, Actd, Gate, serving, wait_until
 from test_watch import Collector
@@ -248,6 +256,111 @@ class TwoBrokers(unittest.TestCase):
         with Actd() as second:
             for result in asyncio.run(main(first, second)):
                 self.assertIsInstance(result, float)
+
+
+#: PINGs sent to the fake broker, which answers all but the last.
+PINGS = 6
+
+
+def answers(results: List[Any]) -> List[str]:
+    """What each ping got: PONG (its round trip), or its error's code."""
+    return ["PONG" if isinstance(result, float) else getattr(result, "code", repr(result))
+            for result in results]
+
+
+class RepliesBeforeTheDrop(unittest.TestCase):
+    """Replies that reached the client before its connection dropped, still
+    unread when it did (the client was busy): libzmq keeps them readable
+    after the socket's DISCONNECTED event, and each answers its request.
+    Only the request left unanswered fails with :class:`actd.Disconnected`,
+    as in the C library (tests/integration/test_client_library.py,
+    DroppedConnectionTest): a client that took the event first failed
+    the answered ones too (an accepted call would look lost), then dropped
+    their replies as late."""
+
+    def setUp(self) -> None:
+        self.router = zmq.Context.instance().socket(zmq.ROUTER)
+        self.addCleanup(self.router.close, 0)
+        port = self.router.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = "tcp://127.0.0.1:%d" % port
+
+    def receive(self, command: bytes, count: int) -> List[List[bytes]]:
+        """The next count requests, each ``command``, as the broker receives
+        them: ``[identity][ACTC01][command][request-id]...``."""
+        requests = []
+        for _ in range(count):
+            self.assertTrue(self.router.poll(int(TIMEOUT * 1000)), "no %s came" % command)
+            requests.append(self.router.recv_multipart())
+            self.assertEqual(requests[-1][1:3], [b"ACTC01", command])
+        return requests
+
+    def answer_then_go(self, requests: List[List[bytes]]) -> None:
+        """PONG to all the PINGs but the last, then close the broker's
+        socket and wait until the client's libzmq surely saw the drop."""
+        for identity, _, _, request_id in requests[:-1]:
+            self.router.send_multipart([identity, b"ACTC01", b"PONG", request_id])
+        time.sleep(0.3)                     # The PONGs written out
+        self.router.close(1000)
+        time.sleep(0.5)                     # The drop seen (its DISCONNECTED event)
+
+    def test_pings_answered_before_the_drop_get_their_pong(self) -> None:
+        entered = threading.Event()
+        locked = threading.Event()
+
+        def stall(_: Any) -> None:
+            """Run by the I/O thread (which sets the future) as the CALL's
+            ACCEPTED comes: it goes on once the test holds the client's lock."""
+            entered.set()
+            locked.wait(TIMEOUT)
+
+        with actd.Client(self.endpoint, timeout=TIMEOUT) as client, \
+                concurrent.futures.ThreadPoolExecutor(PINGS) as pool:
+            pings = []
+            for sent in range(1, PINGS + 1):    # One at a time: sent in this order
+                pings.append(pool.submit(client.ping, TIMEOUT))
+                wait_until(lambda: client.pending == sent, what="PING %d sent" % sent)
+            call = client.submit("c", {"_tool": "t"})
+            call._reply.add_done_callback(stall)
+            requests = self.receive(b"PING", PINGS)
+            identity, _, _, request_id, *_ = self.receive(b"CALL", 1)[0]
+            self.router.send_multipart([identity, b"ACTC01", b"ACCEPTED", request_id, b"7"])
+            self.assertTrue(entered.wait(TIMEOUT))
+            # The I/O thread ends its turn and waits for the lock (it routes
+            # under it) before its next poll, which then finds the PONGs and
+            # the drop both ready: the order it takes them in is tested
+            with client._lock:
+                locked.set()
+                time.sleep(0.1)             # The I/O thread at the lock
+                self.answer_then_go(requests)
+            results = [ping.exception(TIMEOUT) or ping.result() for ping in pings]
+            self.assertEqual(answers(results), ["PONG"] * (PINGS - 1) + ["disconnected"])
+            self.assertIsInstance(results[-1], actd.Disconnected)
+            self.assertEqual(call.accepted(0), "7")
+            self.assertEqual(client.pending, 0)
+
+    def test_async_pings_answered_before_the_drop_get_their_pong(self) -> None:
+        async def main() -> None:
+            async with actd.aio.AsyncClient(self.endpoint, timeout=TIMEOUT) as client:
+                # Each task sends its PING at its first step: in this order
+                pings = [asyncio.ensure_future(client.ping(TIMEOUT)) for _ in range(PINGS)]
+                loop = asyncio.get_running_loop()
+                requests = await loop.run_in_executor(None, self.receive, b"PING", PINGS)
+                # The loop is blocked (the client busy) while the PONGs and
+                # the drop come. A request sent then, before the loop polls
+                # again, has pyzmq take the socket's pending commands: its
+                # PONGs are left to a timer callback (call_later(0)), which
+                # the loop runs after the monitor's I/O callback, so the
+                # DISCONNECTED event is handled first
+                self.answer_then_go(requests)
+                late = await client.submit("c", {"_tool": "t"})
+                results = await asyncio.gather(*pings, return_exceptions=True)
+                self.assertEqual(answers(results), ["PONG"] * (PINGS - 1) + ["disconnected"])
+                self.assertIsInstance(results[-1], actd.Disconnected)
+                with self.assertRaises(actd.Disconnected):  # Sent on the dropped connection
+                    await late.accepted(TIMEOUT)
+                self.assertEqual(client.pending, 0)
+
+        asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
 
 
 if __name__ == "__main__":
