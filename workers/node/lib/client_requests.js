@@ -55,8 +55,8 @@ class ClientRequests {
         if (!link) {
             link = new Link (endpoint, {
                 onMessage: (frames) => this._message (endpoint, frames),
-                onDisconnect: (dropped) => dropped? this._disconnected (endpoint)
-                                                  : this._lost (endpoint),
+                onDisconnect: (dropped, disconnects) => dropped
+                    ? this._disconnected (endpoint, disconnects): this._lost (endpoint),
                 onAttempt: (why) => this._attempt (endpoint, why),
                 curve: this._curve,
                 heartbeat: true
@@ -155,7 +155,10 @@ class ClientRequests {
         request.heard = false;
         request.tried.add (request.endpoint);
         const endpoint = request.endpoint;
-        this._link (endpoint).send ([HEADER, request.command, request.id, ...request.args])
+        const link = this._link (endpoint);
+        //  Which drops of its connection lose it (_disconnected)
+        request.disconnects = link.disconnects;
+        link.send ([HEADER, request.command, request.id, ...request.args])
             .catch ((error) => {
                 if (this.closed || this._pending.get (request.id) !== request
                 ||  request.replied || request.endpoint !== endpoint)
@@ -460,18 +463,22 @@ class ClientRequests {
 
     //  The connection to endpoint dropped (its socket's disconnect event:
     //  the broker restarted, or was silent past the ZMTP heartbeat
-    //  timeout): the requests sent on it and not answered are lost with it
-    //  (libzmq forgets what it wrote to the connection, and the broker's
-    //  replies go to a routing id that is gone). With several brokers each
+    //  timeout), told once the replies that came on it are read (Link's
+    //  onDisconnect): the requests sent before the drop (the link's
+    //  disconnects count then below disconnects) and not answered are
+    //  lost with it (libzmq forgets what it wrote to the connection, and
+    //  the broker's replies go to a routing id that is gone); those sent
+    //  since go out on the next connection. With several brokers each
     //  goes to the next, as when a broker is silent; otherwise each rejects
     //  with code "disconnected", and its late reply is dropped. A DONE
     //  awaited on it is followed with a watch (_lost) when statusPollMs is
     //  set, else rejects the same way. A watch on it watches again (_lost):
     //  with several brokers at another one, as this one is then skipped
     //  for DEAD_MS as when requests were lost with it
-    _disconnected (endpoint) {
+    _disconnected (endpoint, disconnects) {
         const lost = [...this._pending.values ()].filter ((request) =>
-            request.endpoint === endpoint && !request.replied && !request.stream);
+            request.endpoint === endpoint && !request.replied && !request.stream
+            && request.disconnects < disconnects);
         const watched = [...this._watches].some ((watch) =>
             watch.request && watch.request.endpoint === endpoint);
         if ((lost.length || watched) && this.endpoints.length > 1)

@@ -7,6 +7,11 @@
 //  through a FIFO queue that one pump drains in order. Received messages are
 //  handed to onMessage synchronously, so a slow handler never stalls the
 //  socket.
+//
+//  A dropped connection is told (onDisconnect) only once the messages that
+//  came on it are handed to onMessage (_afterRead): libzmq keeps them
+//  readable after it reports the drop, and they answer requests that the
+//  drop would otherwise fail.
 
 const zmq = require ('zeromq');
 const { ActdError } = require ('./errors');
@@ -24,8 +29,16 @@ const ATTEMPTS = { 'connect:retry': REFUSED, 'handshake:error:protocol': HANDSHA
                    'handshake:error:auth': HANDSHAKE_FAILED,
                    'handshake:error:other': HANDSHAKE_FAILED };
 
+//  Run run once the event loop has polled for I/O again: an immediate
+//  queued from an immediate runs on the loop's next turn, after its poll
+function s_after_poll (run) {
+    setImmediate (() => setImmediate (run));
+}
+
 class Link {
-    //  options: { onMessage (frames), onDisconnect (dropped), onConnect (),
+    //  options: { onMessage (frames), onDisconnect (dropped, disconnects:
+    //  this.disconnects as the drop made it; told once the messages that
+    //  came before it are handed to onMessage), onConnect (),
     //  onRefused (), onAttempt (why: what an attempt to connect saw, one of
     //  REFUSED, HANDSHAKE_FAILED, CLOSED_AT_HANDSHAKE; null once a
     //  handshake succeeded), onError (error: onMessage threw, or the receive loop
@@ -60,19 +73,28 @@ class Link {
         //  lost; a handshake that fails (a plain client to a CURVE broker)
         //  also ends in a disconnect, with nothing written
         this.up = false;                //  Connected, handshake done
+        //  Disconnects so far: a message sent while it was n goes out on
+        //  the connection that the n+1th ends, or on a later one
+        this.disconnects = 0;
+        this._told = [];                //  { tell, due }: onDisconnect calls (_afterRead)
+        this._left = 0;                 //  Messages read before the due ones are told anyway
+        this._idle = true;              //  The receive loop has read all that was readable
         this.socket.events.on ('handshake', () => { this.up = true; });
         if (options.onAttempt)
             this._attempts (options.onAttempt);
-        const watched = { disconnect: options.onDisconnect, connect: options.onConnect,
-                          'handshake:error:auth': options.onRefused };
+        this.socket.events.on ('disconnect', () => {
+            const dropped = this.up;
+            const disconnects = ++this.disconnects;
+            this.up = false;
+            if (options.onDisconnect)
+                this._afterRead (() => options.onDisconnect (dropped, disconnects));
+        });
+        const watched = { connect: options.onConnect, 'handshake:error:auth': options.onRefused };
         for (const [event, callback] of Object.entries (watched))
             if (callback)
                 this.socket.events.on (event, () => {
-                    const dropped = this.up;
-                    if (event === 'disconnect')
-                        this.up = false;
                     if (!this.closed)
-                        callback (dropped);
+                        callback ();
                 });
         try {
             this.socket.connect (endpoint);
@@ -152,6 +174,7 @@ class Link {
                 catch (error) {
                     this._report (error);
                 }
+                this._read ();
             }
         }
         catch (error) {
@@ -159,6 +182,61 @@ class Link {
             //  cannot recover from on this socket
             if (!this.closed)
                 this._report (error);
+        }
+        //  Nothing more will be read: what waits for it is told now
+        this._idle = true;
+        this._tell ();
+    }
+
+    //  After each message: whether the loop has read all that is readable
+    //  (asked here, just before its next receive, which asks again: the
+    //  socket's wake-up it may take is not lost), and the drops due then
+    //  (_afterRead)
+    _read () {
+        this._idle = !this.socket.readable;
+        if (this._told.length && (this._idle || --this._left <= 0))
+            this._tell ();
+    }
+
+    //  Call tell (onDisconnect) once the messages readable when the
+    //  connection dropped are handed to onMessage. libzmq keeps the
+    //  replies that came on a connection readable after it reports the
+    //  drop, but the socket's events and the receive loop are separate
+    //  paths, taken in the order the event loop picks: a drop told first
+    //  fails requests whose replies wait, and drops those as late.
+    //  socket.readable cannot tell from here: asking takes the socket's
+    //  wake-up (its ZMQ_FD is edge-triggered), and a receive waiting for
+    //  it would wait on with messages readable. The wake-up of the replies
+    //  came before the drop's event: once the event loop has polled again
+    //  the receive loop has had them, and tell is due; told then if the
+    //  loop has read all that is readable (_idle), else when it has
+    //  (_read). A new connection's messages may keep the socket readable:
+    //  no more than its receive high-water mark of messages wait unread at
+    //  the drop, so after that many tell goes anyway
+    _afterRead (tell) {
+        const told = { tell, due: false };
+        this._told.push (told);
+        s_after_poll (() => {
+            if (this.closed)
+                return;
+            told.due = true;
+            this._left = this.socket.receiveHighWaterMark || Infinity;
+            if (this._idle)
+                this._tell ();
+        });
+    }
+
+    //  Tell the due drops, in the order they came (none once closed)
+    _tell () {
+        while (this._told.length && this._told [0].due) {
+            const { tell } = this._told.shift ();
+            try {
+                if (!this.closed)
+                    tell ();
+            }
+            catch (error) {
+                this._report (error);
+            }
         }
     }
 

@@ -9,11 +9,16 @@
 //  with a request pending and started again on the same ports. Nothing is
 //  timed: requests get a timeoutMs longer than the pause, so a drop not
 //  noticed would end them with "request_timeout", not "disconnected".
+//
+//  And replies that came before the connection dropped, unread when it
+//  did (the process was busy): they answer their requests, and only the
+//  request left unanswered rejects with "disconnected".
 
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker, Client, ActdError } = require ('..');
-const { Actd, until, gate, held, collect } = require ('./actd');
+const { spawnSync } = require ('node:child_process');
+const { Actd, until, gate, held, collect, freePort } = require ('./actd');
 const { Link } = require ('../lib/link');
 
 //  Each pause lasted the library's 10 s (some 40 s of the suite); what is
@@ -144,6 +149,70 @@ describe ('A dropped connection, with several brokers', { timeout: 120000 }, () 
             client.close ();
             first.cleanup ();           //  Killed: no clean stop
             await second.finish ();
+        }
+    });
+});
+
+//  A broker in a child process, on endpoint: answers the first five of six
+//  PINGs with PONG, closes its ROUTER 300 ms later (the PONGs written out:
+//  linger), and exits 500 ms after that (the drop seen by this process's
+//  libzmq); prints how many PINGs came
+const DROPPING_BROKER = `
+    const zmq = require (process.argv [1]);
+    const sleep = (ms) => new Promise ((resolve) => setTimeout (resolve, ms));
+    (async () => {
+        const router = new zmq.Router ({ linger: 2000 });
+        await router.bind (process.argv [2]);
+        const pings = [];
+        for await (const [identity, header, command, request] of router)
+            if (String (command) === 'PING' && pings.push ([identity, header, request]) === 6)
+                break;
+        for (const [identity, header, request] of pings.slice (0, 5))
+            await router.send ([identity, header, 'PONG', request]);
+        await sleep (300);
+        router.close ();
+        await sleep (500);
+        console.log (pings.length);
+    }) ();`;
+
+describe ('A dropped connection, its replies unread', { timeout: 60000 }, () => {
+    //  libzmq keeps the replies that came on a connection readable after it
+    //  reports the drop: they answer their requests, and only what is still
+    //  pending then is lost. The client's receive loop and its socket's
+    //  events are separate paths: here the process is busy (blocked in a
+    //  listener of the socket's events) while the broker answers and goes
+    //  away, so that the events that follow (the drop) are read before the
+    //  replies, as when a busy client gets both at once
+    it ('answers the requests whose replies came before the drop; only the sixth rejects with disconnected', async () => {
+        const endpoint = 'tcp://127.0.0.1:' + await freePort ();
+        const client = new Client ({ endpoint, timeoutMs: 20000 });
+        try {
+            const settled = [];
+            const pings = [];
+            for (let n = 0; n < 6; n++)
+                pings.push (client.ping ().then (() => settled.push (`PONG ${n}`),
+                    (error) => settled.push (`${error.code} ${n}`)));
+            //  Sent after the drop, as its last reply is read: not lost
+            //  with it (it waits for the next connection)
+            const after = pings [4].then (() => client.ping ().catch ((error) => error.code));
+            //  Nothing listens on endpoint yet: the first attempt to connect
+            //  is refused, and its event blocks this process while the
+            //  broker runs (the six PINGs wait in the socket)
+            let broker;
+            client._links.get (endpoint).socket.events.on ('connect:retry', () => {
+                broker ??= spawnSync (process.execPath, ['-e', DROPPING_BROKER,
+                    require.resolve ('zeromq'), endpoint], { encoding: 'utf8', timeout: 20000 });
+            });
+            await Promise.all (pings);
+            assert.equal (broker.status, 0, broker.stderr || String (broker.error));
+            assert.equal (broker.stdout.trim (), '6');
+            assert.deepEqual (settled, ['PONG 0', 'PONG 1', 'PONG 2', 'PONG 3', 'PONG 4',
+                                        'disconnected 5']);
+            client.close ();
+            assert.equal (await after, 'closed');
+        }
+        finally {
+            client.close ();
         }
     });
 });
