@@ -61,6 +61,12 @@
         connection dropped): the five PONGs, unread when the connection
         dropped, must come first, in order, then one ERROR disconnected,
         for the sixth.
+    idle-drop ENDPOINT
+        A PING, then prints "idle" and waits for a line (the broker was
+        killed and started again meanwhile, and the client read nothing):
+        an APPEND to "idle" must then succeed (the drop came before it,
+        so it does not fail it), and act_client_recv must return nothing
+        for 1.5 s (no stray reply).
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -509,6 +515,27 @@ s_dropped (act_client_t *client)
     s_step ("then one ERROR disconnected", errors == 1, &err);
 }
 
+//  Mode idle-drop: a drop the client read only when it sent again
+static void
+s_idle_drop (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    s_step ("ping", act_client_ping (client, &err) == 0, &err);
+    printf ("idle\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    uint64_t seq = 0;
+    int rc = act_client_append (client, "idle", "{\"type\":\"data\",\"kind\":\"x\",\"data\":1}",
+                                &seq, &err);
+    s_step ("append after the drop", rc == 0 && seq == 1, &err);
+    act_reply_t *stray = act_client_recv (client, 1500);
+    if (stray)
+        act_err_set (&err, ACT_E_INTERNAL, "%s for %s", stray->verb, stray->request);
+    s_step ("no stray reply", stray == NULL, &err);
+    act_reply_destroy (&stray);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -550,6 +577,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "dropped"))
         s_dropped (client);
+    else
+    if (streq (mode, "idle-drop"))
+        s_idle_drop (client);
     else {
         fprintf (stderr, "client_library: unknown mode or arguments\n");
         act_client_destroy (&client);

@@ -320,6 +320,31 @@ class DroppedConnectionTest(unittest.TestCase):
         self.assertIn("then one ERROR disconnected ok", out)
 
 
+class IdleDropTest(unittest.TestCase):
+    """A drop that came while the program was away from the library (actd
+    killed and started again on the same store): the library read it only
+    while waiting for the next request, failed that request with ERROR
+    disconnected though it had gone out on the new connection and was
+    carried out (an APPEND stored, a CALL run: a caller who sent it again
+    did it twice), and then handed its reply to act_client_recv."""
+
+    def test_a_request_sent_after_an_unread_drop_is_not_failed_by_it(self):
+        actd = Actd()
+        actd.start()
+
+        def restart():
+            actd.kill()
+            actd.start()
+        try:
+            code, out = run_steps(self, "idle-drop", actd.client_endpoint, [("idle", restart)])
+        finally:
+            actd.stop()
+            actd.cleanup()
+        self.assertEqual(code, 0, out)
+        for step in ("ping", "append after the drop", "no stray reply"):
+            self.assertIn(step + " ok", out)
+
+
 class MovedCallTest(unittest.TestCase):
     """A CALL without an _id from a client given one broker, told moved to
     the owner: the client resends it to a third broker when the owner is

@@ -15,8 +15,6 @@
 //  goes to the next one.
 #define S_MAX_HOPS      5       //  moved replies followed for one request
 #define S_DEAD_MS       10000   //  A silent broker is skipped this long
-#define S_HEARTBEAT_MS  1000    //  ZMTP heartbeat interval
-#define S_SILENT_MS     10000   //  A link silent this long drops
 
 //  A request sent and not answered yet, to send again when moved
 typedef struct {
@@ -36,20 +34,6 @@ s_reply_free (void **item)
 }
 
 static void
-s_link_destroy (void **item)
-{
-    act_link_t *link = (act_link_t *) *item;
-    if (link->monitor) {
-        zmq_socket_monitor (zsock_resolve (link->socket), NULL, 0);
-        zsock_destroy (&link->monitor);
-    }
-    zsock_destroy (&link->socket);
-    free (link->endpoint);
-    free (link);
-    *item = NULL;
-}
-
-static void
 s_pending_destroy (void **item)
 {
     s_pending_t *pending = (s_pending_t *) *item;
@@ -59,65 +43,6 @@ s_pending_destroy (void **item)
     free (pending->context);
     free (pending);
     *item = NULL;
-}
-
-//  True unless endpoint is a tcp:// one whose port (after its last ':') is
-//  not a decimal number of 1 to 65535: libzmq checks only that the port
-//  starts with a digit, and a connect to "tcp://host:99999" would wait for
-//  a reply that cannot come rather than fail
-static bool
-s_port_valid (const char *endpoint)
-{
-    if (strncmp (endpoint, "tcp://", 6) != 0)
-        return true;
-    const char *colon = strrchr (endpoint, ':');
-    const char *port = colon + 1;
-    size_t digits = strspn (port, "0123456789");
-    return colon > endpoint + 5 && digits >= 1 && digits <= 5 && !port [digits]
-        && atoi (port) >= 1 && atoi (port) <= 65535;
-}
-
-//  Connect a link to endpoint (with CURVE when set); NULL if it is not valid
-static act_link_t *
-s_link_add (act_client_t *self, const char *endpoint)
-{
-    if (!s_port_valid (endpoint))
-        return NULL;
-    for (act_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
-        if (streq (link->endpoint, endpoint))
-            return link;
-    act_link_t *link = calloc (1, sizeof *link);
-    link->endpoint = strdup (endpoint);
-    link->socket = act_curve_dealer (&self->curve, endpoint);
-    //  A broker that dies without closing the connection (its machine went
-    //  away) is noticed by ZMTP heartbeats: the connection drops, and the
-    //  watches on it are sent again when it is back. Generous: a dropped
-    //  connection loses the replies in flight on it (a new connection is a
-    //  new routing id), and a broker's I/O thread on a loaded machine (or
-    //  under valgrind) may answer late; a restart is seen at once anyway
-    //  (the monitor's disconnect)
-    zsock_set_heartbeat_ivl (link->socket, S_HEARTBEAT_MS);
-    zsock_set_heartbeat_timeout (link->socket, S_SILENT_MS);
-    char *monitor = zsys_sprintf ("inproc://act-client-monitor-%p", (void *) link);
-    if (zmq_socket_monitor (zsock_resolve (link->socket), monitor,
-                            ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
-                            | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                            | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-                            | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0) {
-        link->monitor = zsock_new (ZMQ_PAIR);
-        zsock_connect (link->monitor, "%s", monitor);
-    }
-    zstr_free (&monitor);
-    if (zsock_connect (link->socket, "%s", endpoint)) {
-        void *item = link;
-        s_link_destroy (&item);
-        return NULL;
-    }
-    zlistx_add_end (self->links, link);
-    zpoller_add (self->poller, link->socket);
-    if (link->monitor)
-        zpoller_add (self->poller, link->monitor);
-    return link;
 }
 
 //  CZMQ takes SIGINT and SIGTERM the first time it is used (its handler
@@ -140,7 +65,7 @@ s_client_new (const char *endpoint)
 {
     act_client_t *self = calloc (1, sizeof *self);
     self->links = zlistx_new ();
-    zlistx_set_destructor (self->links, s_link_destroy);
+    zlistx_set_destructor (self->links, act_client_link_destroy);
     self->poller = zpoller_new (NULL);
     self->owners = act_table_new (ACT_CLIENT_ROUTES_KEPT, NULL);
     self->accepted = act_table_new (ACT_CLIENT_ROUTES_KEPT, NULL);
@@ -170,7 +95,7 @@ s_client_new (const char *endpoint)
     //  A list of brokers: "tcp://a:5555,tcp://b:5555"
     char *list = strdup (endpoint);
     for (char *item = strtok (list, ", "); item; item = strtok (NULL, ", "))
-        if (!s_link_add (self, item)) {
+        if (!act_client_link_add (self, item)) {
             free (list);
             act_client_destroy (&self);
             return NULL;
@@ -247,7 +172,7 @@ act_client_set_curve (act_client_t *self, const char *server_public,
     zlistx_purge (self->links);
     rc = 0;
     for (char *endpoint = zlistx_first (endpoints); endpoint; endpoint = zlistx_next (endpoints))
-        if (!s_link_add (self, endpoint))
+        if (!act_client_link_add (self, endpoint))
             rc = -1;
     zlistx_destroy (&endpoints);
     return rc;
@@ -276,9 +201,15 @@ s_transmit (s_pending_t *pending)
 //  the key answers the first one's seq). Every sender gets this, the
 //  raw act_client_send of actd-http and actctl too. With one broker none
 //  is added: a context keeps its keys for good
+static void s_take_events (act_client_t *self);
+
 static act_link_t *
 s_post (act_client_t *self, char *request, s_pending_t *pending, act_link_t *link)
 {
+    //  A drop that came while the program was away is a drop before this
+    //  request: taken first, it fails only what was sent before it, and
+    //  the routing sees the link down
+    s_take_events (self);
     if (streq (pending->command, "APPEND") && zmsg_size (pending->args) == 2
     &&  zlistx_size (self->links) > 1) {
         zuuid_t *uuid = zuuid_new ();
@@ -437,7 +368,7 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
         //  broker) leaves the choice here: the next broker, as after a
         //  timeout, never the one that answered
         char *owner = act_reply_arg (reply, 1);
-        act_link_t *target = owner && *owner? s_link_add (self, owner): NULL;
+        act_link_t *target = owner && *owner? act_client_link_add (self, owner): NULL;
         if (!owner || !*owner) {
             target = act_client_route (self, pending->context, link);
             target = target == link? NULL: target;
@@ -490,6 +421,7 @@ s_lost (act_client_t *self, const char *code, const char *request, const char *f
 static void
 s_link_lost (act_client_t *self, act_link_t *link)
 {
+    act_client_ignored_lost (self, link);
     zlistx_t *requests = zlistx_new ();
     zlistx_t *watches = zlistx_new ();
     for (s_pending_t *pending = zhashx_first (self->pending); pending;
@@ -513,13 +445,14 @@ s_link_lost (act_client_t *self, act_link_t *link)
             s_transmit (pending);
             continue;
         }
+        //  Its replies, should any come (a drop read late, after the
+        //  request went out on the next connection), are dropped as late
         const char *request = pending->request;
         s_lost (self, ACT_CLIENT_DISCONNECTED, request, "the connection to %s dropped before "
                 "the reply: the request may or may not have been carried out", link->endpoint);
-        zhashx_delete (self->pending, request);     //  Frees request: last
+        act_client_ignore (self, request);          //  Frees request: last
     }
     zlistx_destroy (&requests);
-    act_client_ignored_lost (self, link);
     //  Accepted calls whose DONE was due on it: it is lost (DONE goes to
     //  the socket identity that submitted them); STATUS tells their state.
     //  A CALL's caller gets an ERROR disconnected; a PLAN's DONEs stop
@@ -646,6 +579,16 @@ s_link_event (act_client_t *self, act_link_t *link)
             act_watch_link_event (self, link, event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
     }
     zmsg_destroy (&msg);
+}
+
+//  Take every connection event that came and was not read yet (each
+//  lookup starts again: handling one walks the links too)
+static void
+s_take_events (act_client_t *self)
+{
+    act_link_t *link;
+    while ((link = act_client_link_with_events (self)))
+        s_link_event (self, link);
 }
 
 act_reply_t *

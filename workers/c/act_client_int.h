@@ -169,6 +169,18 @@ void act_client_forget (act_client_t *self, const char *request);
 //  and sooner when an event was queued on a watch (self->woke).
 act_reply_t *act_client_read (act_client_t *self, int timeout_ms);
 
+//  From act_client_link.c: destroy a link (a zlistx destructor: nulls
+//  *item; closes its socket and its monitor).
+void act_client_link_destroy (void **item);
+
+//  From act_client_link.c: the link to endpoint, connected now (with CURVE
+//  when set) unless the client has one; NULL when endpoint is not valid.
+act_link_t *act_client_link_add (act_client_t *self, const char *endpoint);
+
+//  From act_client_link.c: a link with a connection event not yet read, or
+//  NULL.
+act_link_t *act_client_link_with_events (act_client_t *self);
+
 //  From act_client_route.c: the broker for a request about key (a
 //  context, or NULL): the owner learned from moved, else the live link
 //  with the highest rendezvous score (ties: the smaller endpoint),
