@@ -180,7 +180,9 @@ char *act_reply_arg (act_reply_t *self, size_t index);
 //  retry elsewhere is then the same call. Returns 0, or -1 with
 //  err set: the broker's
 //  ERROR code and message (of TOOLS too; bad_call when the registry
-//  prescribes another path by the time the call arrives), or "timeout".
+//  prescribes another path by the time the call arrives), "timeout", or,
+//  while waiting for an accepted call's end, not_found when STATUS says
+//  the broker no longer knows it (it came back without its store).
 int act_client_call (act_client_t *self, const char *context, const char *call,
                      bool wait, char **call_id, json_t **outcome, act_err_t *err);
 

@@ -67,6 +67,11 @@
         an APPEND to "idle" must then succeed (the drop came before it,
         so it does not fail it), and act_client_recv must return nothing
         for 1.5 s (no stray reply).
+    status-gone ENDPOINT
+        Against a fake broker that accepts a CALL (with an _outputPath)
+        and never sends its DONE, and answers STATUS not_found: the
+        waited call must fail with not_found (not wait out its timeout,
+        30 s here).
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -536,6 +541,22 @@ s_idle_drop (act_client_t *client)
     act_reply_destroy (&stray);
 }
 
+//  Mode status-gone: a call the broker no longer knows ends the wait
+static void
+s_status_gone (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    act_client_set_timeout (client, 30000);
+    char *id = NULL;
+    json_t *outcome = NULL;
+    int rc = act_client_call (client, "ctx", "{\"_tool\":\"t\",\"_outputPath\":\"\u2020s.x\"}",
+                              true, &id, &outcome, &err);
+    bool gone = rc == -1 && err.code && streq (err.code, ACT_E_NOT_FOUND);
+    s_step ("call not found", gone, &err);
+    free (id);
+    json_decref (outcome);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -580,6 +601,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "idle-drop"))
         s_idle_drop (client);
+    else
+    if (streq (mode, "status-gone"))
+        s_status_gone (client);
     else {
         fprintf (stderr, "client_library: unknown mode or arguments\n");
         act_client_destroy (&client);

@@ -345,6 +345,26 @@ class IdleDropTest(unittest.TestCase):
             self.assertIn(step + " ok", out)
 
 
+class StatusGoneTest(unittest.TestCase):
+    """A waited call whose DONE does not come is followed with a watch and
+    STATUS; a STATUS that says not_found (actd came back without its
+    store, or with it emptied) was taken as "not ended yet", and the
+    call waited out the client's whole timeout to end in timeout."""
+
+    def test_a_call_the_broker_no_longer_knows_fails_not_found(self):
+        def answer(command, request, args):
+            if command == "CALL":
+                return [b"ACCEPTED", request, b"7"]
+            if command == "STATUS":
+                return [b"ERROR", request, b"not_found", b"no call " + args[0]]
+            return None             # WATCH: no event ever
+        with FakeBroker(answer) as broker:
+            code, out = run_helper("status-gone", broker.endpoint)
+        self.assertEqual(code, 0, out)
+        self.assertIn("call not found ok", out)
+        self.assertGreaterEqual(broker.seen.get("STATUS", 0), 1, broker.seen)
+
+
 class MovedCallTest(unittest.TestCase):
     """A CALL without an _id from a client given one broker, told moved to
     the owner: the client resends it to a third broker when the owner is

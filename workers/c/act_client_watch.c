@@ -425,18 +425,28 @@ s_note (json_t *ids, json_t *ended, json_t *status)
             json_object_set (ended, id, status);
 }
 
-//  Ask STATUS once for each call of ids not in ended yet
-static void
-s_ask (act_client_t *self, json_t *ids, json_t *ended)
+//  Ask STATUS once for each call of ids not in ended yet. Returns 0, or -1
+//  with err set when the broker no longer knows one (not_found: the store
+//  it was in is gone, or was emptied): no end of it will come. Other
+//  failures (a timeout, a store outage) leave the wait to go on
+static int
+s_ask (act_client_t *self, json_t *ids, json_t *ended, act_err_t *err)
 {
     size_t index;
     json_t *id;
     json_array_foreach (ids, index, id)
         if (!json_object_get (ended, json_string_value (id))) {
-            json_t *status = act_client_status (self, json_string_value (id), NULL);
+            act_err_t asked = { NULL, "" };
+            json_t *status = act_client_status (self, json_string_value (id), &asked);
             s_note (ids, ended, status);
             json_decref (status);
+            if (!status && asked.code && streq (asked.code, ACT_E_NOT_FOUND)) {
+                if (err)
+                    *err = asked;
+                return -1;
+            }
         }
+    return 0;
 }
 
 //  The next DONE for request (when not NULL), kept or read, waiting up to
@@ -488,7 +498,8 @@ s_note_done (json_t *ids, json_t *ended, act_reply_t *reply)
 //  context's calls says when they end, after one STATUS each (asked after
 //  WATCH, which the broker serves first, so no end falls between), and
 //  again whenever the watch had to be sent again. Returns 0, or -1 with err
-//  set (timeout, or the watch ended: refused, or the context deleted).
+//  set (timeout; the watch ended: refused, or the context deleted; or
+//  STATUS said not_found: the broker no longer knows a call).
 static int
 s_wait_ended (act_client_t *self, const char *request, const char *context, json_t *ids,
               json_t *ended, size_t *dones, act_err_t *err)
@@ -505,16 +516,22 @@ s_wait_ended (act_client_t *self, const char *request, const char *context, json
         }
         //  After asking, the loop's test comes first: STATUS may have said
         //  every call ended, and the watch has nothing more to tell then
+        bool ask = false;
         if (!watch && now >= watch_at) {
             watch = s_watch_open (self, context, 0, true);
-            s_ask (self, ids, ended);
-            continue;
+            ask = true;
         }
+        else
         if (watch && watch->resumes != resumes) {
             resumes = watch->resumes;
-            s_ask (self, ids, ended);
-            continue;
+            ask = true;
         }
+        if (ask && s_ask (self, ids, ended, err)) {
+            act_watch_destroy (&watch);
+            return -1;
+        }
+        if (ask)
+            continue;
         act_reply_t *reply = s_next_done (self, request, watch,
                                           watch || watch_at > deadline? deadline: watch_at);
         if (reply) {
