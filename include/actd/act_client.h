@@ -155,6 +155,12 @@ act_reply_t *act_client_poll (act_client_t *self, int timeout_ms);
 //  are dropped, never returned, as the other libraries drop a late reply.
 //  To wait longer, set a longer timeout first, or take replies with
 //  act_client_recv or act_client_poll, which forget nothing.
+//  A request that timed out may or may not have been carried out. One
+//  sent while no connection was up waits in libzmq's queue: when nothing
+//  else waits on that broker as it times out, the client opens its socket
+//  anew, which drops the queue; otherwise, or should the connection come
+//  up just then, it may still arrive later. Ask again only what is safe to
+//  repeat (reads; APPEND with a key; CALL with an _id).
 act_reply_t *act_client_wait (act_client_t *self, const char *request, const char *verb);
 
 //  Destroy a reply and null the pointer; safe on NULL.

@@ -72,6 +72,12 @@
         and never sends its DONE, and answers STATUS not_found: the
         waited call must fail with not_found (not wait out its timeout,
         30 s here).
+    down-timeout ENDPOINT
+        With a timeout of 1500 ms: a PING, then prints "kill" and waits
+        for a line (the broker was killed); an APPEND to "down" must time
+        out; prints "start" and waits for a line (the broker was started
+        again on the same store); a PING must succeed, and "down" must
+        not exist: the APPEND that timed out was not delivered later.
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -557,6 +563,36 @@ s_status_gone (act_client_t *client)
     json_decref (outcome);
 }
 
+//  Mode down-timeout: a request that timed out while the broker was down
+//  is not delivered once it is back
+static void
+s_down_timeout (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    act_client_set_timeout (client, 1500);
+    s_step ("ping", act_client_ping (client, &err) == 0, &err);
+    printf ("kill\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    uint64_t seq = 0;
+    int rc = act_client_append (client, "down", "{\"type\":\"data\",\"kind\":\"x\",\"data\":1}",
+                                &seq, &err);
+    s_step ("append timed out", rc == -1 && err.code && streq (err.code, ACT_E_TIMEOUT), &err);
+    printf ("start\n");
+    fflush (stdout);
+    if (!s_go ())
+        exit (2);
+    act_client_set_timeout (client, 10000);
+    s_step ("ping once back", act_client_ping (client, &err) == 0, &err);
+    zclock_sleep (500);             //  What libzmq would deliver, delivered
+    err = (act_err_t) { NULL, "" };
+    json_t *history = act_client_history (client, "down", 1, 10, &err);
+    s_step ("the append not delivered", !history && err.code
+            && streq (err.code, ACT_E_NOT_FOUND), &err);
+    json_decref (history);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -604,6 +640,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "status-gone"))
         s_status_gone (client);
+    else
+    if (streq (mode, "down-timeout"))
+        s_down_timeout (client);
     else {
         fprintf (stderr, "client_library: unknown mode or arguments\n");
         act_client_destroy (&client);

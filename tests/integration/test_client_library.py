@@ -365,6 +365,26 @@ class StatusGoneTest(unittest.TestCase):
         self.assertGreaterEqual(broker.seen.get("STATUS", 0), 1, broker.seen)
 
 
+class DownTimeoutTest(unittest.TestCase):
+    """A request sent while the broker is down waits in libzmq's queue; one
+    that timed out there was still delivered once the broker came back,
+    and a caller who asked again, told it timed out, had it done twice
+    (the Node client drops that queue; now the C client does too)."""
+
+    def test_a_request_that_timed_out_while_down_is_not_delivered_later(self):
+        actd = Actd()
+        actd.start()
+        try:
+            code, out = run_steps(self, "down-timeout", actd.client_endpoint,
+                                  [("kill", actd.kill), ("start", actd.start)])
+        finally:
+            actd.stop()
+            actd.cleanup()
+        self.assertEqual(code, 0, out)
+        for step in ("ping", "append timed out", "ping once back", "the append not delivered"):
+            self.assertIn(step + " ok", out)
+
+
 class MovedCallTest(unittest.TestCase):
     """A CALL without an _id from a client given one broker, told moved to
     the owner: the client resends it to a third broker when the owner is

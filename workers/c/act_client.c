@@ -318,6 +318,39 @@ act_client_ignore (act_client_t *self, const char *request)
     zhashx_delete (self->pending, request);
 }
 
+//  True when a request or a DONE still waits on link
+static bool
+s_link_busy (act_client_t *self, act_link_t *link)
+{
+    for (s_pending_t *pending = zhashx_first (self->pending); pending;
+         pending = zhashx_next (self->pending))
+        if (pending->link == link)
+            return true;
+    for (act_awaiting_t *due = zhashx_first (self->awaiting); due;
+         due = zhashx_next (self->awaiting))
+        if (due->link == link)
+            return true;
+    return false;
+}
+
+void
+act_client_give_up (act_client_t *self, const char *request)
+{
+    s_pending_t *pending = zhashx_lookup (self->pending, request);
+    act_link_t *link = pending? pending->link: NULL;
+    act_client_ignore (self, request);
+    //  While no connection is up, a request waits in libzmq's queue and
+    //  goes out once the broker is back: the caller, told it timed out,
+    //  may ask again and have it done twice. With nothing else waiting on
+    //  the link (a watch's WATCH is pending too), the socket is opened
+    //  anew, which drops that queue. Should the connection come up just
+    //  then, the request may still arrive: as the docs say, ask again only
+    //  what is safe to repeat
+    if (link && !link->up && !s_link_busy (self, link)
+    &&  act_client_link_reopen (self, link))
+        link->failure = "cannot open a socket again";
+}
+
 //  pending was accepted (reply) by link: STATUS and CANCEL of its calls,
 //  and requests about its context, start at that broker
 static void
@@ -499,7 +532,7 @@ s_unreachable (act_client_t *self)
         s_lost (self, ACT_CLIENT_UNREACHABLE, pending->request,
                 "no connection to %s in %d ms: %s", link->endpoint, self->connect_ms,
                 link->failure? link->failure: "no answer (a firewall, or a host that is down?)");
-        act_client_ignore (self, pending->request);
+        act_client_give_up (self, pending->request);
     }
     zlistx_destroy (&requests);
     return -1;

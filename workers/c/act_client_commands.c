@@ -70,7 +70,7 @@ act_client_forget (act_client_t *self, const char *request)
             reply = zlistx_next (self->kept);
     act_awaiting_t *due = zhashx_lookup (self->awaiting, request);
     if (zhashx_lookup (self->pending, request))
-        act_client_ignore (self, request);
+        act_client_give_up (self, request);
     else
     if (due)
         act_client_ignore_dones (self, request, due->link, due->dones);

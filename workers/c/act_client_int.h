@@ -22,6 +22,8 @@ typedef struct {
                                 //  connection has not dropped since
     const char *failure;        //  Why its last try to connect failed (a
                                 //  constant), or NULL
+    unsigned opened;            //  Sockets opened for it so far (each
+                                //  monitor's inproc name differs)
 } act_link_t;
 
 //  Milliseconds a TOOLS <activity> answer is used for by act_client_call
@@ -131,6 +133,12 @@ act_link_t *act_client_post_on (act_client_t *self, act_link_t *link, char *requ
 //  for an UNWATCH, the WATCH it closes is forgotten with it).
 void act_client_ignore (act_client_t *self, const char *request);
 
+//  act_client_ignore for a request given up (its wait timed out, or no
+//  connection came in time); when its link is down and nothing else waits
+//  on it, the link's socket is opened anew, so that libzmq's queue, which
+//  holds the request until the broker is back, is dropped with it.
+void act_client_give_up (act_client_t *self, const char *request);
+
 //  From act_client_ignored.c: forget the dones DONE replies (none:
 //  nothing) still due to request, accepted on link, whose pending entry
 //  is gone: dropped as they come, and no ERROR disconnected made for them
@@ -176,6 +184,11 @@ void act_client_link_destroy (void **item);
 //  From act_client_link.c: the link to endpoint, connected now (with CURVE
 //  when set) unless the client has one; NULL when endpoint is not valid.
 act_link_t *act_client_link_add (act_client_t *self, const char *endpoint);
+
+//  From act_client_link.c: close link's socket, dropping what libzmq
+//  still queues for its broker, and open a new one to the same endpoint
+//  (a new connection, a new routing id). Returns 0, or -1 if it fails.
+int act_client_link_reopen (act_client_t *self, act_link_t *link);
 
 //  From act_client_link.c: a link with a connection event not yet read, or
 //  NULL.

@@ -9,15 +9,23 @@
 #define S_HEARTBEAT_MS  1000    //  ZMTP heartbeat interval
 #define S_SILENT_MS     10000   //  A link silent this long drops
 
-void
-act_client_link_destroy (void **item)
+//  Close link's socket and monitor; what libzmq still queues for the
+//  broker is dropped (act_curve_dealer gives the socket a linger of 0)
+static void
+s_close (act_link_t *link)
 {
-    act_link_t *link = (act_link_t *) *item;
     if (link->monitor) {
         zmq_socket_monitor (zsock_resolve (link->socket), NULL, 0);
         zsock_destroy (&link->monitor);
     }
     zsock_destroy (&link->socket);
+}
+
+void
+act_client_link_destroy (void **item)
+{
+    act_link_t *link = (act_link_t *) *item;
+    s_close (link);
     free (link->endpoint);
     free (link);
     *item = NULL;
@@ -39,6 +47,40 @@ s_port_valid (const char *endpoint)
         && atoi (port) >= 1 && atoi (port) <= 65535;
 }
 
+//  Open link's socket to its endpoint (with CURVE when set), with its
+//  monitor, and poll both; 0, or -1 when the endpoint is not valid
+static int
+s_open (act_client_t *self, act_link_t *link)
+{
+    link->socket = act_curve_dealer (&self->curve, link->endpoint);
+    //  A broker that dies without closing the connection (its machine went
+    //  away) is noticed by ZMTP heartbeats: the connection drops, and the
+    //  watches on it are sent again when it is back. Generous: a dropped
+    //  connection loses the replies in flight on it (a new connection is a
+    //  new routing id), and a broker's I/O thread on a loaded machine (or
+    //  under valgrind) may answer late; a restart is seen at once anyway
+    //  (the monitor's disconnect)
+    zsock_set_heartbeat_ivl (link->socket, S_HEARTBEAT_MS);
+    zsock_set_heartbeat_timeout (link->socket, S_SILENT_MS);
+    char *monitor = zsys_sprintf ("inproc://act-client-monitor-%p-%u", (void *) link,
+                                  link->opened++);
+    if (zmq_socket_monitor (zsock_resolve (link->socket), monitor,
+                            ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+                            | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0) {
+        link->monitor = zsock_new (ZMQ_PAIR);
+        zsock_connect (link->monitor, "%s", monitor);
+    }
+    zstr_free (&monitor);
+    if (zsock_connect (link->socket, "%s", link->endpoint))
+        return -1;
+    zpoller_add (self->poller, link->socket);
+    if (link->monitor)
+        zpoller_add (self->poller, link->monitor);
+    return 0;
+}
+
 //  Connect a link to endpoint (with CURVE when set); NULL if it is not valid
 act_link_t *
 act_client_link_add (act_client_t *self, const char *endpoint)
@@ -50,36 +92,24 @@ act_client_link_add (act_client_t *self, const char *endpoint)
             return link;
     act_link_t *link = calloc (1, sizeof *link);
     link->endpoint = strdup (endpoint);
-    link->socket = act_curve_dealer (&self->curve, endpoint);
-    //  A broker that dies without closing the connection (its machine went
-    //  away) is noticed by ZMTP heartbeats: the connection drops, and the
-    //  watches on it are sent again when it is back. Generous: a dropped
-    //  connection loses the replies in flight on it (a new connection is a
-    //  new routing id), and a broker's I/O thread on a loaded machine (or
-    //  under valgrind) may answer late; a restart is seen at once anyway
-    //  (the monitor's disconnect)
-    zsock_set_heartbeat_ivl (link->socket, S_HEARTBEAT_MS);
-    zsock_set_heartbeat_timeout (link->socket, S_SILENT_MS);
-    char *monitor = zsys_sprintf ("inproc://act-client-monitor-%p", (void *) link);
-    if (zmq_socket_monitor (zsock_resolve (link->socket), monitor,
-                            ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
-                            | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                            | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-                            | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0) {
-        link->monitor = zsock_new (ZMQ_PAIR);
-        zsock_connect (link->monitor, "%s", monitor);
-    }
-    zstr_free (&monitor);
-    if (zsock_connect (link->socket, "%s", endpoint)) {
+    if (s_open (self, link)) {
         void *item = link;
         act_client_link_destroy (&item);
         return NULL;
     }
     zlistx_add_end (self->links, link);
-    zpoller_add (self->poller, link->socket);
-    if (link->monitor)
-        zpoller_add (self->poller, link->monitor);
     return link;
+}
+
+int
+act_client_link_reopen (act_client_t *self, act_link_t *link)
+{
+    zpoller_remove (self->poller, link->socket);
+    if (link->monitor)
+        zpoller_remove (self->poller, link->monitor);
+    s_close (link);
+    link->up = false;
+    return s_open (self, link);
 }
 
 //  The link with a connection event not yet taken, or NULL
