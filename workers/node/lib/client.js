@@ -418,11 +418,12 @@ class Client {
     }
 
     //  Any command: resolves with the reply { verb, args } (args as
-    //  Buffers); ERROR rejects like the other methods. For commands this
-    //  class has no method for; a CALL or PLAN sent this way gets no DONE.
+    //  Buffers), whatever its verb (the caller reads it: this is for
+    //  commands this class has no method for); ERROR rejects like the
+    //  other methods. A CALL or PLAN sent this way gets no DONE.
     async request (command, args = [], options = {}) {
-        return this._request (command, args, options, (request, reply, verb) =>
-            ({ verb, args: reply }));
+        return this._request (command, args, { ...options, anyVerb: true },
+                              (request, reply, verb) => ({ verb, args: reply }));
     }
 
     //  Close the client: requests still waiting reject with code "closed"

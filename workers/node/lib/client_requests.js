@@ -18,9 +18,30 @@ const CONTEXT_COMMANDS = new Set (['CALL', 'PLAN', 'APPEND', 'RESOLVE', 'VIEW', 
                                    'WATCH', 'DELETE']);
 const CALL_COMMANDS = new Set (['STATUS', 'CANCEL']);
 
+//  The verb of each command's first reply besides ERROR (docs/protocol.md
+//  section 2.2; WATCH's every reply), as the C library's s_request and the
+//  Python one's parsers check it: a reply of another verb is not an answer
+//  the command's parser can be trusted with (an OK taken for ACCEPTED is a
+//  call followed for ever), so it rejects the request with bad_reply
+const REPLIES = {
+    CALL: 'ACCEPTED', PLAN: 'ACCEPTED', APPEND: 'OK', RESOLVE: 'VALUE', VIEW: 'VALUE',
+    HISTORY: 'VALUE', STATUS: 'VALUE', CANCEL: 'OK', STATS: 'VALUE', PING: 'PONG',
+    WATCH: 'EVENT', UNWATCH: 'OK', CONTEXTS: 'VALUE', DELETE: 'OK', TOOLS: 'VALUE'
+};
+
 //  The JSON of a reply's frame
 function parseFrame (frame) {
     return JSON.parse (frame.toString ());
+}
+
+//  The bad_reply error of a reply of verb to request, or null when its
+//  command may be answered so: ERROR, its verb, or any verb when it
+//  expects none (request (): the frames as they come)
+function s_unexpected (request, verb) {
+    if (verb === 'ERROR' || !request.expect || verb === request.expect)
+        return null;
+    return new ActdError ('bad_reply', `${verb} reply to ${request.command}: `
+                                       + `expected ${request.expect}`);
 }
 
 //  map.set (key, value) as the newest entry, keeping at most ROUTES_KEPT
@@ -219,15 +240,17 @@ class ClientRequests {
     //  Requests and replies
 
     //  Send command; onReply (request, args, verb) turns the first reply
-    //  (not ERROR) into the result. A request that expects DONE replies
-    //  stays pending until the last one.
+    //  (not ERROR) into the result, once its verb is the command's
+    //  (REPLIES; any with options.anyVerb). A request that expects DONE
+    //  replies stays pending until the last one.
     _request (command, args, options, onReply) {
         if (this.closed)
             return Promise.reject (new ActdError ('closed', 'the client was closed'));
         return new Promise ((resolve, reject) => {
             const pinned = options.endpoint !== undefined;      //  Never another broker
-            const request = this._track (command, args, { resolve, reject, onReply,
-                                                          endpoint: options.endpoint, pinned });
+            const request = this._track (command, args, {
+                resolve, reject, onReply, endpoint: options.endpoint, pinned,
+                expect: options.anyVerb? null: REPLIES [command] });
             const timeout = options.timeoutMs ?? this.timeoutMs;
             if (timeout > 0)
                 request.timer = setTimeout (() => {
@@ -241,11 +264,13 @@ class ClientRequests {
         });
     }
 
-    //  A new request, pending, routed (not sent yet)
+    //  A new request, pending, routed (not sent yet); fields.expect: the
+    //  verb of its first reply (default its command's)
     _track (command, args, fields) {
         const id = (++this._counter).toString (36);
         const request = { id, command, args, replied: false, dones: new Map (), timer: null,
-                          hops: 0, tried: new Set (), sentAt: 0, ...fields };
+                          hops: 0, tried: new Set (), sentAt: 0, expect: REPLIES [command],
+                          ...fields };
         if (CONTEXT_COMMANDS.has (command) && args.length)
             request.context = String (args [0]);
         else
@@ -270,12 +295,16 @@ class ClientRequests {
             if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
             &&  this._follow (request, args, endpoint))
                 return;
-            if (verb !== 'ERROR')
+            //  A reply of another verb ends the watch (client_watch.js)
+            const error = s_unexpected (request, verb);
+            if (verb !== 'ERROR' && !error)
                 s_remember (this._owners, request.context, endpoint);
-            request.stream ({ verb, args });
+            request.stream (error? { verb, args, error }: { verb, args });
             return;
         }
-        if (verb === 'DONE') {
+        //  DONE only after ACCEPTED: one before is a first reply of the
+        //  wrong verb (s_unexpected), not a DONE to keep
+        if (verb === 'DONE' && request.replied) {
             if (args.length >= 1)
                 this._doneReply (request, args [0].toString (), args [1]);
             return;
@@ -285,7 +314,8 @@ class ClientRequests {
         if (verb === 'ERROR' && args [0] && args [0].toString () === 'moved'
         &&  this._follow (request, args, endpoint))
             return;
-        if (verb !== 'ERROR') {
+        const unexpected = s_unexpected (request, verb);
+        if (verb !== 'ERROR' && !unexpected) {
             if (request.context !== undefined)
                 s_remember (this._owners, request.context, endpoint);
             if (request.callId !== undefined)
@@ -294,10 +324,11 @@ class ClientRequests {
         request.replied = true;
         request.endpoint = endpoint;
         clearTimeout (request.timer);
-        if (verb === 'ERROR') {
+        if (verb === 'ERROR' || unexpected) {
             this._pending.delete (request.id);
-            request.reject (errorFromReply (args [0]? args [0].toString (): 'internal',
-                                            args [1]? args [1].toString (): ''));
+            request.reject (unexpected
+                || errorFromReply (args [0]? args [0].toString (): 'internal',
+                                   args [1]? args [1].toString (): ''));
             return;
         }
         try {

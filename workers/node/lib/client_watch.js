@@ -105,8 +105,8 @@ class ClientWatch {
                 if (item.verb === 'ERROR')
                     throw errorFromReply (String (item.args [0] ?? 'internal'),
                                           String (item.args [1] ?? ''));
-                if (item.verb !== 'EVENT')
-                    continue;
+                //  An EVENT that does not read, or a reply of another verb
+                //  (bad_reply, from _message)
                 if (item.error)
                     throw item.error;
                 const event = item.event;

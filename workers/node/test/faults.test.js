@@ -4,7 +4,9 @@
 //  bad_reply, and the client goes on; a moved naming an endpoint zeromq
 //  cannot connect to rejects with moved; a call STATUS does not know
 //  rejects its DONE with NotFoundError and is no longer followed; wait ()
-//  that times out before STATUS answers opens no watch. And endpoints
+//  that times out before STATUS answers opens no watch; a reply of another
+//  verb than its command's rejects with bad_reply, its own still resolves
+//  (request () takes any). And endpoints
 //  zeromq cannot connect to, for a Client and a Worker, in a child process
 //  that must exit by itself.
 
@@ -154,6 +156,148 @@ describe ('The client against a scripted broker', () => {
         await until (() => broker.commands ().length === 1, 'STATUS');
         await sleep (700);              //  STATUS answered at 300 ms
         assert.deepEqual (broker.commands (), ['STATUS']);
+    });
+});
+
+//  Each command's verb (docs/protocol.md section 2.2), one it must not
+//  take (a DONE where none may come first, for PLAN and STATS), and the
+//  request that sends it
+const STATUS_1 = JSON.stringify ({ call_id: '1', context: 'c', state: 'ok', attempts: 1,
+                                   outcome: JSON.parse (OUTCOME ('1')) });
+const VERBS = {
+    PING: ['PONG', ['OK']],
+    APPEND: ['OK', ['VALUE', '{"seq":5}']],
+    CANCEL: ['OK', ['PONG']],
+    CALL: ['ACCEPTED', ['OK', '7']],
+    PLAN: ['ACCEPTED', ['DONE', '7', OUTCOME ('7')]],
+    STATUS: ['VALUE', ['OK', STATUS_1]],
+    RESOLVE: ['VALUE', ['OK', '1']],
+    VIEW: ['VALUE', ['OK', '[]']],
+    HISTORY: ['VALUE', ['OK', '[]']],
+    STATS: ['VALUE', ['DONE', '1', OUTCOME ('1')]],
+    TOOLS: ['VALUE', ['PONG']],
+    CONTEXTS: ['VALUE', ['OK', '{"contexts":[]}']],
+    DELETE: ['OK', ['VALUE', '{"messages":0,"cancelled":0}']],
+    WATCH: ['EVENT', ['VALUE', '{"seq":1,"message":{"_seq":1}}']],
+    UNWATCH: ['OK', ['PONG']]
+};
+const CALL = { _tool: 'x', _outputPath: '\u2020s.x' };
+const REQUESTS = {
+    PING: (client) => client.ping (),
+    APPEND: (client) => client.append ('c', { type: 'text', text: 'a' }),
+    CANCEL: (client) => client.cancel ('1'),
+    CALL: (client) => client.call ('c', CALL),
+    PLAN: (client) => client.plan ('c', [CALL]),
+    STATUS: (client) => client.status ('1'),
+    RESOLVE: (client) => client.resolve ('c', '\u2020s.x'),
+    VIEW: (client) => client.view ('c'),
+    HISTORY: (client) => collect (client.history ('c')),
+    STATS: (client) => client.stats (),
+    TOOLS: (client) => client.tools (),
+    CONTEXTS: (client) => collect (client.contexts ()),
+    DELETE: (client) => client.delete ('c'),
+    WATCH: (client) => collect (client.watch ('c'))
+};
+
+describe ('The verb of a reply', () => {
+    let broker, client;
+
+    afterEach (() => {
+        client.close ();
+        broker.close ();
+    });
+
+    //  Nothing left waiting: no request, DONE or followed call
+    function nothingPending () {
+        assert.deepEqual ([...client._pending.values ()].map ((request) => request.command), []);
+        assert.equal (client._waits.size, 0);
+        assert.equal (client._watches.size, 0);
+    }
+
+    it ('another verb than its command\'s rejects each request with bad_reply naming both, and leaves nothing pending; request () takes any', async () => {
+        broker = await new ScriptedBroker ().start ((frames) => {
+            const [, command, id] = frames.map (String);
+            return ['ACTC01', VERBS [command][1][0], id, ...VERBS [command][1].slice (1)];
+        });
+        client = new Client ({ endpoint: broker.endpoint, timeoutMs: 5000 });
+        //  What each request settled with, all told at once
+        const outcome = (result) => result === 'pending'? 'pending'
+            : result.error? `${result.error.code}: ${result.error.message}`
+            : 'resolved ' + JSON.stringify (result.value);
+        const seen = {}, wanted = {};
+        for (const [command, send] of Object.entries (REQUESTS)) {
+            seen [command] = outcome (await settled (send (client), 2000));
+            const [expected, [got]] = VERBS [command];
+            wanted [command] = `bad_reply: ${got} reply to ${command}: expected ${expected}`;
+        }
+        seen.wait = outcome (await settled (client.wait ('1'), 2000));
+        wanted.wait = wanted.STATUS;
+        assert.deepEqual (seen, wanted);
+        //  The watch's UNWATCH was answered (PONG) and dropped
+        await until (() => broker.commands ().includes ('UNWATCH') && client._pending.size === 0,
+                     'the UNWATCH answered');
+        nothingPending ();
+        //  A CALL answered OK is not followed as accepted call 7
+        await sleep (300);
+        assert.ok (!broker.commands ().some ((command, at) =>
+            command === 'STATUS' && broker.received [at][3] === '7'), broker.commands ().join (' '));
+        //  request (): the frames as they come, whatever the verb
+        const reply = await client.request ('PING');
+        assert.equal (reply.verb, 'OK');
+        nothingPending ();
+    });
+
+    it ('its command\'s verb still resolves each request, and ERROR still rejects with its code', async () => {
+        broker = await new ScriptedBroker ().start ((frames) => {
+            const [, command, id, first, second] = frames.map (String);
+            const reply = (...args) => ['ACTC01', VERBS [command][0], id, ...args];
+            if (command === 'RESOLVE' && first === 'missing')
+                return ['ACTC01', 'ERROR', id, 'not_found', 'no such value'];
+            const answers = {
+                PING: () => reply (),
+                APPEND: () => reply ('{"seq":5}'),
+                CANCEL: () => reply (),
+                CALL: () => [reply ('7'), ['ACTC01', 'DONE', id, '7', OUTCOME ('7')]],
+                PLAN: () => [reply ('["8","9"]'), ['ACTC01', 'DONE', id, '9', OUTCOME ('9')],
+                             ['ACTC01', 'DONE', id, '8', OUTCOME ('8')]],
+                STATUS: () => reply (STATUS_1),
+                RESOLVE: () => reply ('1'),
+                VIEW: () => reply ('[{"_seq":1}]'),
+                HISTORY: () => reply (second === '1'? '[{"_seq":1}]': '[]'),
+                STATS: () => reply ('{"calls":{}}'),
+                TOOLS: () => reply ('{"x":{"workers":1}}'),
+                CONTEXTS: () => reply ('{"contexts":[{"context":"c"}]}'),
+                DELETE: () => reply ('{"messages":1,"cancelled":0}'),
+                WATCH: () => reply ('{"seq":1,"message":{"_seq":1}}'),
+                UNWATCH: () => reply ()
+            };
+            return answers [command] ();
+        });
+        client = new Client ({ endpoint: broker.endpoint, timeoutMs: 5000 });
+        const first = async (iterable) => {
+            for await (const item of iterable)
+                return item;
+        };
+        assert.equal (typeof await client.ping (), 'number');
+        assert.equal (await client.append ('c', { type: 'text', text: 'a' }), 5);
+        assert.equal (await client.cancel ('1'), undefined);
+        assert.equal ((await client.call ('c', CALL)).call_id, '7');
+        assert.deepEqual ((await client.plan ('c', [CALL, CALL])).map ((outcome) => outcome.call_id),
+                          ['8', '9']);
+        assert.equal ((await client.status ('1')).state, 'ok');
+        assert.equal ((await client.wait ('1')).call_id, '1');
+        assert.equal (await client.resolve ('c', '\u2020s.x'), 1);
+        isError (await settled (client.resolve ('missing', '\u2020s.x')), 'not_found', NotFoundError);
+        assert.deepEqual (await client.view ('c'), [{ _seq: 1 }]);
+        assert.deepEqual (await collect (client.history ('c')), [{ _seq: 1 }]);
+        assert.deepEqual (await client.stats (), { calls: {} });
+        assert.deepEqual (await client.tools (), { x: { workers: 1 } });
+        assert.deepEqual (await collect (client.contexts ()), [{ context: 'c' }]);
+        assert.deepEqual (await client.delete ('c'), { messages: 1, cancelled: 0 });
+        assert.equal ((await first (client.watch ('c'))).seq, 1);
+        await until (() => broker.commands ().includes ('UNWATCH') && client._pending.size === 0,
+                     'the UNWATCH answered');
+        nothingPending ();
     });
 });
 
