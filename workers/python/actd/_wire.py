@@ -28,7 +28,9 @@ not connected (a dead owner that a ``moved`` reply named).
 Calls whose ``DONE`` is awaited are asked about with ``STATUS`` every
 ``status_poll`` seconds once that long has passed without their ``DONE``
 (a new owner of the context cannot send ``DONE`` to the socket of the
-broker that accepted the call).
+broker that accepted the call); a ``STATUS`` answered ``not_found`` (the
+context was deleted, or the broker came back without its store) fails the
+wait with :class:`actd.NotFound` (:data:`POLL_TRANSIENT`).
 """
 
 import collections
@@ -64,6 +66,22 @@ POLL_BATCH = 100
 #: Seconds a ``STATUS`` poll may go unanswered before it is given up (the
 #: next interval sends a new one).
 POLL_EXPIRES = 10.0
+
+#: ``ERROR`` codes of a ``STATUS`` poll that are about the broker now, not
+#: about the call: the call is asked about again at the next interval.
+#: ``internal``: the store could not be read (an outage: a call the store
+#: cannot be asked about is refused so, never taken for absent) or a bug;
+#: ``busy``: too many requests of this client queued; ``moved``: one not
+#: followed (too many hops, or a broker cut off from its store naming no
+#: other, while the owner's lease runs out); ``disconnected``: made by a
+#: client, not a broker, never final. Any other code is final and ends the
+#: wait with its error: ``not_found`` says that no broker will ever know
+#: the call (its context was deleted, or the broker came back without its
+#: store, as ``--db :memory:``), so its ``DONE`` will not come; and the
+#: others (``unauthorized``, ``bad_frame``, a code this version does not
+#: know, ...) refuse this client's ``STATUS`` every time, and polling them
+#: for ever would leave a ``call()`` without a timeout waiting for ever.
+POLL_TRANSIENT = frozenset({"internal", "busy", "moved", "disconnected"})
 
 #: Most contexts and call ids whose broker is remembered.
 ROUTES_KEPT = 10000
@@ -381,7 +399,8 @@ class Tracker:
         otherwise each fails with :class:`actd.Disconnected`, and its late
         replies are dropped. A call accepted on it whose ``DONE`` is
         awaited is polled at once when ``status_poll`` is set (its outcome
-        still comes), else fails the same way. A watch on it is told
+        still comes, or :class:`actd.NotFound` when ``STATUS`` no longer
+        knows it), else fails the same way. A watch on it is told
         :data:`WATCH_LOST` (its iterator watches again: with several
         brokers, at another one, as this one is skipped)."""
         now = self._clock()
@@ -770,11 +789,25 @@ class Tracker:
         self.send("STATUS", [text_arg(wait.call_id)], poll)
 
     def _polled(self, poll: Pending, verb: str, args: List[bytes]) -> List[Action]:
-        """A poll's answer: an ended call's outcome settles its DONE."""
+        """A poll's answer: an ended call's outcome settles its DONE; an
+        ``ERROR`` that says the call is gone (``not_found`` above all: see
+        :data:`POLL_TRANSIENT`) fails it with that error, as its ``DONE``
+        will never come; any other answer is asked again."""
         wait = poll.wait
         assert wait is not None
         wait.polling = False
         wait.heard = self._clock()
+        if verb == "ERROR":
+            error = _error(args)
+            if error.code in POLL_TRANSIENT:
+                log.debug("STATUS of call %s: %s: asked again", wait.call_id, error)
+                return []
+            pending = self._pending.get(wait.request_id)
+            if pending is None:
+                return []
+            log.info("STATUS of call %s: %s: its DONE will not come", wait.call_id, error)
+            return [_set_exception(future, error)
+                    for future in self._ended(wait.request_id, pending, wait.call_id)]
         if verb != "VALUE":
             return []
         try:

@@ -90,7 +90,10 @@ class UnresolvedReference(ActdError):
 
 
 class NotFound(ActdError):
-    """``not_found``: no such call, context or value (``resolve`` of an absent value)."""
+    """``not_found``: no such call, context or value (``resolve`` of an absent value).
+    Also raised for the outcome of an accepted call whose ``DONE`` was lost
+    with its connection when ``STATUS`` no longer knows the call (its
+    context was deleted, or the broker came back without its store)."""
     default_code = "not_found"
 
 

@@ -17,6 +17,7 @@ replies still unread then answer their requests (RepliesBeforeTheDrop).
 
 import asyncio
 import concurrent.futures
+import json
 import signal
 import threading
 import time
@@ -361,6 +362,164 @@ class RepliesBeforeTheDrop(unittest.TestCase):
                 self.assertEqual(client.pending, 0)
 
         asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+
+#: The fake broker's answers to STATUS (each without its header and request
+#: id): call 7 is unknown, call 8 ended ok.
+NOT_FOUND = [b"ERROR", b"not_found", b"no call 7"]
+ENDED_8 = [b"VALUE", json.dumps({
+    "call_id": "8", "context": "ctx", "state": "ok", "attempts": 1,
+    "outcome": {"call_id": "8", "status": "ok", "written": ["†s.r"], "seqs": [1],
+                "result": 8, "attempts": 1}}).encode()]
+
+
+class UnknownAfterTheDrop(unittest.TestCase):
+    """An accepted call whose connection dropped before its ``DONE`` is
+    followed with ``STATUS``; a broker that no longer knows it (its context
+    was deleted while the broker restarted, or the broker came back without
+    its store) answers ``ERROR not_found``: the call's ``DONE`` will never
+    come, and the wait ends with :class:`actd.NotFound` (as the Node
+    library's ``NotFoundError``) at once, not only at a timeout (never,
+    with ``timeout=None``). An error that is about the broker now
+    (``internal``: its store is out; ``busy``) is asked about again.
+
+    The broker is a fake (a ROUTER in a thread): it ACCEPTs the CALL or
+    PLAN, then drops the connection (closes its ROUTER and binds a new one
+    on the same port) and answers each STATUS from its script."""
+
+    def setUp(self) -> None:
+        self.router = zmq.Context.instance().socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 0)
+        port = self.router.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = "tcp://127.0.0.1:%d" % port
+        self.accepted = b"7"
+        # What STATUS of each call id answers: one reply after another, the
+        # last one again and again
+        self.statuses: Dict[str, List[List[bytes]]] = {"7": [NOT_FOUND]}
+        self.asked: List[str] = []          # The call ids STATUS asked about
+        self.stopping = threading.Event()
+        thread = threading.Thread(target=self.serve, daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            self.stopping.set()
+            thread.join(TIMEOUT)
+            self.router.close(0)
+        self.addCleanup(stop)
+
+    def serve(self) -> None:
+        """The fake broker's thread."""
+        while not self.stopping.is_set():
+            if not self.router.poll(20):
+                continue
+            identity, _, command, request_id, *args = self.router.recv_multipart()
+            reply: List[bytes] = []
+            if command in (b"CALL", b"PLAN"):
+                self.router.send_multipart([identity, b"ACTC01", b"ACCEPTED", request_id,
+                                            self.accepted])
+                time.sleep(0.3)             # The ACCEPTED read by the client
+                self.rebind()
+                continue
+            if command == b"STATUS":
+                call_id = args[0].decode()
+                self.asked.append(call_id)
+                script = self.statuses[call_id]
+                reply = script.pop(0) if len(script) > 1 else script[0]
+            elif command == b"PING":
+                reply = [b"PONG"]
+            if reply:
+                self.router.send_multipart([identity, b"ACTC01", reply[0], request_id]
+                                           + reply[1:])
+
+    def rebind(self) -> None:
+        """Close the ROUTER (the client's connection drops) and bind a new
+        one on the same port (the broker restarted)."""
+        self.router.close(0)
+        self.router = zmq.Context.instance().socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 0)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                self.router.bind(self.endpoint)
+                return
+            except zmq.ZMQError:            # The port not yet released
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def test_a_call_that_status_no_longer_knows_raises_not_found(self) -> None:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool, \
+                actd.Client(self.endpoint, timeout=TIMEOUT) as client:
+            # call() waits without a limit: a hang fails at result(TIMEOUT),
+            # and closing the client (Closed) ends the thread
+            waiting = pool.submit(client.call, "ctx", call("a"), timeout=None)
+            with self.assertRaises(actd.NotFound) as raised:
+                waiting.result(TIMEOUT)
+            self.assertEqual(raised.exception.code, "not_found")
+            self.assertEqual(raised.exception.message, "no call 7")
+            self.assertEqual(client.pending, 0)
+        self.assertIn("7", self.asked)
+
+    def test_a_plan_entry_that_status_no_longer_knows_raises_not_found(self) -> None:
+        """Only that entry: the other's outcome comes from its STATUS."""
+        self.accepted = b'["7","8"]'
+        self.statuses["8"] = [ENDED_8]
+        with concurrent.futures.ThreadPoolExecutor(1) as pool, \
+                actd.Client(self.endpoint, timeout=TIMEOUT) as client:
+            waiting = pool.submit(client.plan, "ctx", [call("a"), call("b")], timeout=None)
+            with self.assertRaises(actd.NotFound):
+                waiting.result(TIMEOUT)
+            handle = client.submit_plan("ctx", [call("a"), call("b")])
+            self.assertEqual(handle.accepted(TIMEOUT), ["7", "8"])
+            lost, ended = handle._outcomes
+            assert lost is not None and ended is not None
+            self.assertIsInstance(lost.exception(TIMEOUT), actd.NotFound)
+            self.assertEqual(ended.result(TIMEOUT).result, 8)
+            self.assertEqual(client.pending, 0)
+
+    def test_a_store_outage_is_asked_about_again(self) -> None:
+        """``internal`` (the store could not be read) and ``busy`` say
+        nothing of the call: its wait goes on, and ends with what STATUS
+        answers next."""
+        self.statuses["7"] = [[b"ERROR", b"internal", b"the store could not commit"],
+                              [b"ERROR", b"busy", b"too many requests"], NOT_FOUND]
+        with concurrent.futures.ThreadPoolExecutor(1) as pool, \
+                actd.Client(self.endpoint, timeout=TIMEOUT, status_poll=0.2) as client:
+            waiting = pool.submit(client.call, "ctx", call("a"), timeout=None)
+            with self.assertRaises(actd.NotFound):
+                waiting.result(TIMEOUT)
+        self.assertEqual(self.asked, ["7", "7", "7"])
+
+    def test_async_a_call_that_status_no_longer_knows_raises_not_found(self) -> None:
+        async def main() -> None:
+            async with actd.aio.AsyncClient(self.endpoint, timeout=TIMEOUT) as client:
+                with self.assertRaises(actd.NotFound) as raised:
+                    # No limit: a hang fails at wait_for's TIMEOUT
+                    await asyncio.wait_for(client.call("ctx", call("a"), timeout=None),
+                                           TIMEOUT)
+                self.assertEqual(raised.exception.message, "no call 7")
+                self.assertEqual(client.pending, 0)
+
+        asyncio.run(main())
+
+    def test_async_a_plan_entry_that_status_no_longer_knows_raises_not_found(self) -> None:
+        self.accepted = b'["7","8"]'
+        self.statuses["8"] = [ENDED_8]
+
+        async def main() -> None:
+            async with actd.aio.AsyncClient(self.endpoint, timeout=TIMEOUT) as client:
+                with self.assertRaises(actd.NotFound):
+                    await asyncio.wait_for(client.plan("ctx", [call("a"), call("b")],
+                                                       timeout=None), TIMEOUT)
+                handle = await client.submit_plan("ctx", [call("a"), call("b")])
+                self.assertEqual(await handle.accepted(TIMEOUT), ["7", "8"])
+                lost, ended = await asyncio.wait_for(asyncio.gather(
+                    *handle._outcomes, return_exceptions=True), TIMEOUT)
+                self.assertIsInstance(lost, actd.NotFound)
+                self.assertEqual(ended.result, 8)
+                self.assertEqual(client.pending, 0)
+
+        asyncio.run(main())
 
 
 if __name__ == "__main__":
