@@ -236,6 +236,7 @@ class Tracker:
         self.several_timeout = several_timeout
         self.status_poll = status_poll
         self.outbox: Deque[Tuple[str, List[bytes]]] = collections.deque()
+        self.withdrawn: Set[str] = set()        # Sockets to reopen (drop)
         self._clock = clock
         self._counter = itertools.count(1)
         self._pending: Dict[bytes, Pending] = {}
@@ -341,12 +342,35 @@ class Tracker:
                 return futures[0]
         return None
 
-    def drop(self, request_id: bytes) -> None:
-        """Forget a request (its late replies are ignored)."""
+    def drop(self, request_id: bytes, withdraw: bool = False) -> None:
+        """Forget a request (its late replies are ignored). ``withdraw``
+        (its wait timed out): when no connection to its broker is up and
+        nothing else waits on that socket (no request, awaited ``DONE`` or
+        watch), the endpoint goes to :attr:`withdrawn`, for the client to
+        close its socket (linger 0) and open a new one. A request sent
+        while no connection was up waits in libzmq's queue and would be
+        carried out once the broker comes back, though its caller was told
+        :class:`actd.Timeout` and may ask again (as the Node and C clients
+        do)."""
         pending = self._pending.pop(request_id, None)
-        if pending is not None:
-            for call_id in pending.by_call_id:
-                self._waits.pop((request_id, call_id), None)
+        if pending is None:
+            return
+        for call_id in pending.by_call_id:
+            self._waits.pop((request_id, call_id), None)
+        endpoint = pending.endpoint
+        if (withdraw and endpoint not in self._up
+                and all(other.endpoint != endpoint for other in self._pending.values())
+                and all(wait.endpoint != endpoint for wait in self._waits.values())):
+            self.withdrawn.add(endpoint)
+
+    def take_withdrawn(self) -> List[str]:
+        """The endpoints whose socket to reopen now (:meth:`drop`), not
+        those whose connection came up since (what waited in the queue has
+        gone out on it): taken once; the client reopens them before it
+        sends what is in :attr:`outbox`, which then goes on the new socket."""
+        endpoints = [endpoint for endpoint in self.withdrawn if endpoint not in self._up]
+        self.withdrawn.clear()
+        return endpoints
 
     def __len__(self) -> int:
         """Number of requests still waiting for a reply or a DONE (not

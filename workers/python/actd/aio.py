@@ -164,6 +164,7 @@ class AsyncClient:
         self._sockets: Dict[str, zmq.asyncio.Socket] = {}
         self._monitors: Dict[str, zmq.asyncio.Socket] = {}  # endpoint -> its connection events
         self._tasks: "List[asyncio.Task[None]]" = []
+        self._links: "Dict[str, List[asyncio.Task[None]]]" = {}   # endpoint -> its two tasks
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._timer: Optional[asyncio.TimerHandle] = None
         self._timer_at = 0.0
@@ -251,8 +252,45 @@ class AsyncClient:
         replies named."""
         return list(self._tracker.endpoints)
 
-    def _forget(self, request_id: bytes) -> None:
-        self._tracker.drop(request_id)
+    def _forget(self, request_id: bytes, withdraw: bool = False) -> None:
+        """Stop waiting for a request; ``withdraw`` when its wait timed
+        out (see ``_wire.Tracker.drop``: its socket may be reopened)."""
+        self._tracker.drop(request_id, withdraw)
+        for endpoint in self._tracker.take_withdrawn():
+            self._reopen(endpoint)
+
+    def _reopen(self, endpoint: str) -> None:
+        """Replace the socket to ``endpoint`` with a new one, for requests
+        that timed out while no connection was up (``_wire.Tracker.drop``):
+        the old one closes with linger 0, dropping libzmq's queue, so they
+        are not carried out once the broker is back. The new socket is in
+        place at once (what is sent next goes on it); the old one's reader
+        and monitor tasks are cancelled, and it is closed once they ended."""
+        sock = self._sockets.pop(endpoint, None)
+        monitor = self._monitors.pop(endpoint, None)
+        if sock is None or self._closed:
+            return
+        old = self._links.pop(endpoint, [])
+        for task in old:
+            task.cancel()
+            self._tasks.remove(task)
+        _wire.log.info("requests timed out while %s was not connected: its socket reopened",
+                       endpoint)
+
+        async def close_old() -> None:
+            try:
+                await asyncio.gather(*old, return_exceptions=True)
+            finally:
+                if monitor is not None:
+                    _socket.stop_monitor(sock, monitor)
+                sock.close(0)
+
+        self._tasks.append(asyncio.ensure_future(close_old()))
+        try:
+            self._socket(endpoint)
+        except zmq.ZMQError as error:
+            # Connected again when a request goes there (_flush)
+            _wire.log.warning("cannot connect to %s: %s", endpoint, error)
 
     def _socket(self, endpoint: str) -> zmq.asyncio.Socket:
         """The socket to endpoint (connected, with its reader task, on first use)."""
@@ -262,8 +300,10 @@ class AsyncClient:
             self._sockets[endpoint] = sock
             monitor = _socket.disconnects(sock)
             self._monitors[endpoint] = monitor
-            self._tasks.append(asyncio.ensure_future(self._read(endpoint, sock)))
-            self._tasks.append(asyncio.ensure_future(self._watch_link(endpoint, sock, monitor)))
+            tasks = [asyncio.ensure_future(self._read(endpoint, sock)),
+                     asyncio.ensure_future(self._watch_link(endpoint, sock, monitor))]
+            self._links[endpoint] = tasks
+            self._tasks += tasks
         return sock
 
     def _start(self) -> None:
@@ -374,7 +414,7 @@ class AsyncClient:
         try:
             return await _wait(future, timeout, "reply to %s" % command, self)
         except Timeout:
-            self._tracker.drop(request_id)
+            self._forget(request_id, withdraw=True)
             raise
 
     # -- calls ----------------------------------------------------------
@@ -543,7 +583,7 @@ class AsyncClient:
         try:
             stats = await _wait(sub.stats, _handles.wait_time(probe, deadline), "STATS")
         except Timeout:
-            self._tracker.drop(sub.stats_id)
+            self._forget(sub.stats_id, withdraw=True)
             return False
         except Disconnected:
             return False                    # Sent on a connection that dropped

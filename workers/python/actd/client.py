@@ -344,6 +344,28 @@ class Client:
                 for action in actions:
                     action()
 
+    def _reopen(self, poller: zmq.Poller, endpoint: str) -> None:
+        """Close the socket to ``endpoint`` (linger 0: libzmq's queue of
+        requests waiting for a connection is dropped) and open a new one,
+        for requests that timed out while no connection was up
+        (``_wire.Tracker.drop``): they are then not carried out once the
+        broker is back. In the I/O thread, the sockets' only user."""
+        sock = self._sockets.pop(endpoint, None)
+        monitor = self._monitors.pop(endpoint, None)
+        if sock is not None:
+            poller.unregister(sock)
+            if monitor is not None:
+                poller.unregister(monitor)
+                _socket.stop_monitor(sock, monitor)
+            sock.close(0)
+        log.info("requests timed out while %s was not connected: its socket reopened", endpoint)
+        try:
+            poller.register(self._connect(endpoint), zmq.POLLIN)
+            poller.register(self._monitors[endpoint], zmq.POLLIN)
+        except zmq.ZMQError as error:
+            # Connected again when a request goes there (_io)
+            log.warning("cannot connect to %s: %s", endpoint, error)
+
     def _receive(self, endpoint: str) -> None:
         """Route every message readable now on the socket to ``endpoint``,
         in order (the I/O thread's only reader of it)."""
@@ -388,10 +410,14 @@ class Client:
                         pass
                 with self._lock:
                     actions = self._tracker.tick()
+                    withdrawn = self._tracker.take_withdrawn()
                     outgoing = list(self._tracker.outbox)
                     self._tracker.outbox.clear()
                 for action in actions:
                     action()
+                # Before sending: what was queued since goes on the new socket
+                for endpoint in withdrawn:
+                    self._reopen(poller, endpoint)
                 for endpoint, frames in outgoing:
                     if endpoint not in self._sockets:
                         try:
@@ -423,9 +449,15 @@ class Client:
         self._wake()
         return request_id
 
-    def _forget(self, request_id: bytes) -> None:
+    def _forget(self, request_id: bytes, withdraw: bool = False) -> None:
+        """Stop waiting for a request; ``withdraw`` when its wait timed
+        out (see ``_wire.Tracker.drop``: the I/O thread may reopen its
+        socket at its next turn)."""
         with self._lock:
-            self._tracker.drop(request_id)
+            self._tracker.drop(request_id, withdraw)
+            wake = bool(self._tracker.withdrawn)
+        if wake:
+            self._wake()
 
     def _unreached(self) -> str:
         """What a Timeout adds while no broker was ever reached
@@ -443,7 +475,7 @@ class Client:
         try:
             return _wait(future, timeout, "reply to %s" % command, self)
         except Timeout:
-            self._forget(request_id)
+            self._forget(request_id, withdraw=True)
             raise
 
     # -- calls ----------------------------------------------------------
@@ -647,7 +679,7 @@ class Client:
         try:
             stats = _wait(sub.stats, _handles.wait_time(probe, deadline), "STATS")
         except Timeout:
-            self._forget(sub.stats_id)
+            self._forget(sub.stats_id, withdraw=True)
             return False
         except Disconnected:
             return False                    # Sent on a connection that dropped

@@ -210,6 +210,44 @@ class Restarted(unittest.TestCase):
             asyncio.run(main(broker))
 
 
+class TimedOutWhileDown(unittest.TestCase):
+    """An APPEND that times out while actd is down (the connection had
+    dropped, nothing else pending) is not carried out once actd is back:
+    the client closed the socket, dropping libzmq's queue, and opened a
+    new one (``Tracker.drop(withdraw=True)``); a caller told Timeout may
+    ask again without the APPEND being done twice."""
+
+    def test_an_append_that_timed_out_while_down_is_not_done_later(self) -> None:
+        with Actd() as broker, actd.Client(broker.client_endpoint, timeout=TIMEOUT) as client:
+            client.ping()
+            broker.kill()
+            wait_until(lambda: not client._tracker._up, what="the connection dropped")
+            with self.assertRaises(actd.Timeout):
+                client.append("d-down", note("lost"), None, 1.5)
+            broker.start()
+            client.ping()
+            with self.assertRaises(actd.NotFound):
+                list(client.history("d-down"))
+
+    def test_async_an_append_that_timed_out_while_down_is_not_done_later(self) -> None:
+        async def main(broker: Actd) -> None:
+            async with actd.aio.AsyncClient(broker.client_endpoint, timeout=TIMEOUT) as client:
+                await client.ping()
+                broker.kill()
+                while client._tracker._up:
+                    await asyncio.sleep(0.01)   # The drop is seen
+                with self.assertRaises(actd.Timeout):
+                    await client.append("d-adown", note("lost"), None, 1.5)
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, broker.start)
+                await client.ping()
+                with self.assertRaises(actd.NotFound):
+                    [m async for m in client.history("d-adown")]
+
+        with Actd() as broker:
+            asyncio.run(main(broker))
+
+
 class WatchAcrossAPause(unittest.TestCase):
     """A watch whose connection dropped watches again: the broker's events
     for the old one go to a connection that is gone."""
