@@ -78,6 +78,11 @@
         out; prints "start" and waits for a line (the broker was started
         again on the same store); a PING must succeed, and "down" must
         not exist: the APPEND that timed out was not delivered later.
+    strays ENDPOINT
+        Against a fake broker that answers each PING with two PONGs and a
+        PONG to a request never sent: two pings must succeed, and
+        act_client_recv must then return nothing (the extra replies are
+        dropped) and keep nothing.
 
     Reads the client's private tables (act_client_int.h) where a step
     says so. Exits 0 when every step went as the library promises, 1 if
@@ -593,6 +598,21 @@ s_down_timeout (act_client_t *client)
     json_decref (history);
 }
 
+//  Mode strays: replies that answer nothing are dropped, not kept
+static void
+s_strays (act_client_t *client)
+{
+    act_err_t err = { NULL, "" };
+    s_step ("first ping", act_client_ping (client, &err) == 0, &err);
+    s_step ("second ping", act_client_ping (client, &err) == 0, &err);
+    act_reply_t *stray = act_client_recv (client, 500);
+    if (stray)
+        act_err_set (&err, ACT_E_INTERNAL, "%s for %s", stray->verb, stray->request);
+    s_step ("no stray reply", stray == NULL, &err);
+    act_reply_destroy (&stray);
+    s_step ("nothing kept", zlistx_size (client->kept) == 0, &err);
+}
+
 int
 main (int argc, char *argv [])
 {
@@ -643,6 +663,9 @@ main (int argc, char *argv [])
     else
     if (streq (mode, "down-timeout"))
         s_down_timeout (client);
+    else
+    if (streq (mode, "strays"))
+        s_strays (client);
     else {
         fprintf (stderr, "client_library: unknown mode or arguments\n");
         act_client_destroy (&client);

@@ -89,6 +89,7 @@ class FakeBroker(threading.Thread):
             if len(frames) < 4:
                 continue
             identity, command, request, args = frames[0], frames[2], frames[3], frames[4:]
+            self.identity = identity        # For an answer that sends more
             command = command.decode()
             self.seen[command] = self.seen.get(command, 0) + 1
             reply = self.answer(command, request, args)
@@ -382,6 +383,26 @@ class DownTimeoutTest(unittest.TestCase):
             actd.cleanup()
         self.assertEqual(code, 0, out)
         for step in ("ping", "append timed out", "ping once back", "the append not delivered"):
+            self.assertIn(step + " ok", out)
+
+
+class StrayRepliesTest(unittest.TestCase):
+    """Replies that answer nothing the client waits for (a second PONG, a
+    PONG to a request never sent) were kept for act_client_recv: a
+    program making only synchronous calls kept them for good (the Python
+    and Node clients drop them)."""
+
+    def test_replies_that_answer_nothing_are_dropped(self):
+        def answer(command, request, args):
+            if command != "PING":
+                return None
+            broker.router.send_multipart([broker.identity, b"ACTC01", b"PONG", b"never-sent"])
+            broker.router.send_multipart([broker.identity, b"ACTC01", b"PONG", request])
+            return [b"PONG", request]
+        with FakeBroker(answer) as broker:
+            code, out = run_helper("strays", broker.endpoint)
+        self.assertEqual(code, 0, out)
+        for step in ("first ping", "second ping", "no stray reply", "nothing kept"):
             self.assertIn(step + " ok", out)
 
 
