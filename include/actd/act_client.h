@@ -134,7 +134,9 @@ uint64_t act_client_score (const char *endpoint, const char *key);
 int act_client_send (act_client_t *self, char *request, const char *command, ...);
 
 //  The next reply not yet taken, waiting up to timeout_ms (-1: forever).
-//  Returns NULL on timeout.
+//  Returns NULL on timeout. A reply that answers nothing the client waits
+//  for (a request it never sent, or one that has had all its replies) is
+//  dropped as it comes, never returned.
 act_reply_t *act_client_recv (act_client_t *self, int timeout_ms);
 
 //  A socket of the caller's (NULL: none) that act_client_poll also waits
