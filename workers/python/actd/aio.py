@@ -378,15 +378,36 @@ class AsyncClient:
 
     async def _watch_link(self, endpoint: str, sock: zmq.asyncio.Socket,
                           monitor: zmq.asyncio.Socket) -> None:
-        """Read the socket's monitor: a dropped connection fails the
-        requests it lost, a failed attempt is kept to say (see
-        ``_wire.Tracker.link_event``). The replies that came before the
-        drop are routed first: libzmq keeps them readable after its
-        DISCONNECTED event, and each answers its request, which the drop
-        must then not fail. The event may well be taken before them (the
-        monitor's turn of the loop may come first)."""
+        """Read the socket's monitor: each time it is readable (``poll``
+        takes nothing), handle the events it holds (:meth:`_take_events`)."""
         while True:
-            event = _socket.link_event(await monitor.recv_multipart())
+            await monitor.poll(None, zmq.POLLIN)
+            self._take_events(endpoint, sock, monitor)
+
+    def _take_events(self, endpoint: str, sock: zmq.asyncio.Socket,
+                     monitor: zmq.asyncio.Socket) -> None:
+        """Handle every connection event readable on ``monitor`` now: a
+        dropped connection fails the requests it lost, a failed attempt is
+        kept to say (see ``_wire.Tracker.link_event``). The replies that
+        came before a drop are routed first: libzmq keeps them readable
+        after its DISCONNECTED event, and each answers its request, which
+        the drop must then not fail. The event may well be taken before
+        them (the monitor's turn of the loop may come first).
+
+        Called by :meth:`_watch_link` and, for each socket, by
+        :meth:`_send` and :meth:`_subscribe` before a request is tracked:
+        a loop kept busy while the connection dropped and came back has
+        the drop still unread, and the request, sent on the new
+        connection and carried out, would be failed by it. Like
+        :meth:`_receive`, it reads with ``NOBLOCK`` (a future already
+        done) and never yields to the loop, so the monitor task's read
+        cannot interleave with a request being sent."""
+        while True:
+            try:
+                frames = monitor.recv_multipart(zmq.NOBLOCK).result()
+            except zmq.Again:
+                break
+            event = _socket.link_event(frames)
             if event is False:
                 self._receive(endpoint, sock)
             if event is not None:
@@ -394,8 +415,18 @@ class AsyncClient:
                     action()
                 self._flush()
 
+    def _take_all_events(self) -> None:
+        """:meth:`_take_events` for each socket: before a request is
+        tracked, the drops that already happened are handled (they fail
+        only the requests sent before them)."""
+        for endpoint, sock in list(self._sockets.items()):
+            monitor = self._monitors.get(endpoint)
+            if monitor is not None:
+                self._take_events(endpoint, sock, monitor)
+
     async def _send(self, command: str, args: Sequence[bytes], pending: _wire.Pending) -> bytes:
         self._start()
+        self._take_all_events()
         request_id = self._tracker.send(command, args, pending)
         self._flush()
         return request_id
@@ -569,6 +600,7 @@ class AsyncClient:
 
     def _subscribe(self, state: _watch.Watch) -> _watch.Subscription:
         self._start()
+        self._take_all_events()             # As _send
         events: "asyncio.Queue[Any]" = asyncio.Queue()
         assert self._loop is not None
         sub = self._tracker.subscribe(state, events.put_nowait, self._loop.create_future())
