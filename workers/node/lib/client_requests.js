@@ -80,7 +80,8 @@ class ClientRequests {
                     ? this._disconnected (endpoint, disconnects): this._lost (endpoint),
                 onAttempt: (why) => this._attempt (endpoint, why),
                 curve: this._curve,
-                heartbeat: true
+                heartbeat: true,
+                readEventsFirst: true
             });
             this._links.set (endpoint, link);
         }
@@ -177,9 +178,18 @@ class ClientRequests {
         request.tried.add (request.endpoint);
         const endpoint = request.endpoint;
         const link = this._link (endpoint);
-        //  Which drops of its connection lose it (_disconnected)
-        request.disconnects = link.disconnects;
-        link.send ([HEADER, request.command, request.id, ...request.args])
+        //  Which drops of its connection lose it (_disconnected): those
+        //  counted after it is written (none before: Infinity). Link reads
+        //  the socket's pending events first (readEventsFirst), so a drop
+        //  that came before the write, while the process was busy, is
+        //  counted before it and does not fail it. A write of an earlier
+        //  transmission (the request since sent again) counts for nothing
+        request.disconnects = Infinity;
+        const transmission = request.transmission = {};
+        link.send ([HEADER, request.command, request.id, ...request.args], (disconnects) => {
+            if (request.transmission === transmission)
+                request.disconnects = disconnects;
+        })
             .catch ((error) => {
                 if (this.closed || this._pending.get (request.id) !== request
                 ||  request.replied || request.endpoint !== endpoint)

@@ -12,6 +12,11 @@
 //  came on it are handed to onMessage (_afterRead): libzmq keeps them
 //  readable after it reports the drop, and they answer requests that the
 //  drop would otherwise fail.
+//
+//  With readEventsFirst (clients), the socket's pending events are read
+//  before a message is written (_pump), so that a drop that came before
+//  the write is counted (disconnects) before it, as the C library reads
+//  its connection events before each send.
 
 const zmq = require ('zeromq');
 const { ActdError } = require ('./errors');
@@ -44,13 +49,16 @@ class Link {
     //  handshake succeeded), onError (error: onMessage threw, or the receive loop
     //  failed; default a process warning), linger, curve (socket options of
     //  ./curve.js), heartbeat (true: ZMTP heartbeats, HEARTBEAT_MS, and a
-    //  connection silent HEARTBEAT_TIMEOUT_MS drops) }
+    //  connection silent HEARTBEAT_TIMEOUT_MS drops), readEventsFirst
+    //  (true: the event loop polls once before the pump writes, see _pump) }
     constructor (endpoint, options = {}) {
         this.endpoint = endpoint;
         this.closed = false;
         this.lastSent = 0;              //  clock.now () of the last send
         this._queue = [];               //  { frames, resolve, reject }
         this._pumping = false;
+        this._sending = false;          //  The queue's first message is in socket.send
+        this._readEventsFirst = Boolean (options.readEventsFirst);
         this._onMessage = options.onMessage || (() => {});
         //  Heartbeats (clients): a broker that dies without closing the
         //  connection (its machine went away, or it is stopped) is noticed,
@@ -132,24 +140,43 @@ class Link {
         });
     }
 
-    //  Queue a multipart message; resolves once zeromq has taken it
-    send (frames) {
+    //  Queue a multipart message; resolves once zeromq has taken it.
+    //  writing (disconnects), if given, is called just before the message
+    //  is handed to zeromq, with this.disconnects then: the drops it may
+    //  be lost with are the ones that come after
+    send (frames, writing) {
         if (this.closed)
             return Promise.reject (new ActdError ('closed', 'the connection is closed'));
         return new Promise ((resolve, reject) => {
-            this._queue.push ({ frames, resolve, reject });
+            this._queue.push ({ frames, writing, resolve, reject });
             this._pump ();
         });
     }
 
+    //  Write the queue out, in order. With readEventsFirst, a pump that
+    //  starts (nothing was being written) first lets the event loop poll
+    //  once: the socket's events that came meanwhile (a drop, while the
+    //  process was busy) are read, and counted (disconnects), before the
+    //  messages are written. zeromq.js cannot read them synchronously.
+    //  Otherwise a drop that came before the write, read after it, would
+    //  fail a request that went out on the next connection (and was
+    //  carried out). Once per pump, not per message: a pipelined burst
+    //  queues behind one poll; the writes that follow it, while the pump
+    //  runs, are no later than the events they follow, or, waiting for
+    //  the socket to take them, poll as they wait
     async _pump () {
         if (this._pumping)
             return;
         this._pumping = true;
+        if (this._readEventsFirst)
+            await new Promise ((resolve) => s_after_poll (resolve));
         while (this._queue.length && !this.closed) {
             const item = this._queue [0];
             try {
                 this.lastSent = clock.now ();
+                this._sending = true;
+                if (item.writing)
+                    item.writing (this.disconnects);
                 await this.socket.send (item.frames);
                 item.resolve ();
             }
@@ -158,6 +185,7 @@ class Link {
                     ? new ActdError ('closed', 'the connection is closed')
                     : error);
             }
+            this._sending = false;
             this._queue.shift ();
         }
         this._pumping = false;
@@ -255,7 +283,7 @@ class Link {
         if (this.closed)
             return;
         this.closed = true;
-        for (const item of this._queue.splice (this._pumping? 1: 0))
+        for (const item of this._queue.splice (this._sending? 1: 0))
             item.reject (new ActdError ('closed', 'the connection is closed'));
         if (linger !== undefined)
             this.socket.linger = linger;

@@ -17,7 +17,7 @@
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
 const { Worker, Client, ActdError } = require ('..');
-const { spawnSync } = require ('node:child_process');
+const { spawnSync, execSync } = require ('node:child_process');
 const { Actd, until, gate, held, collect, freePort } = require ('./actd');
 const { Link } = require ('../lib/link');
 
@@ -120,6 +120,28 @@ describe ('A dropped connection', { timeout: 300000 }, () => {
         const texts = (await collect (client.history ('n-restart'))).map (m => m.text);
         assert.deepEqual (texts, seq === 3? ['one', 'lost', 'two']: ['one', 'two']);
     });
+
+    //  The process is busy (blocked) while actd is killed and started
+    //  again: the drop's event waits unread when the next request is
+    //  sent. The request goes out on the new connection (it is carried
+    //  out), so the drop, read only then, must not fail it: the link reads
+    //  the socket's pending events before it writes (the C library reads
+    //  them before each send)
+    it ('does not reject a request sent after a drop that the busy process had not yet read', async () => {
+        actd = await new Actd ().start ();
+        client = actd.client ({ timeoutMs: LONG_MS });
+        assert.equal (typeof await client.ping (), 'number');
+        const killed = actd.kill ();   //  SIGKILL sent now
+        execSync ('sleep 0.3');
+        const started = actd.start (); //  Spawned now, on the same store and ports
+        execSync ('sleep 1.5');         //  Blocked while actd starts and the client reconnects
+        const seq = client.append ('n-busy', { type: 'text', text: 'after' });
+        await killed;
+        await started;
+        assert.equal (await seq, 1);
+        const texts = (await collect (client.history ('n-busy'))).map (m => m.text);
+        assert.deepEqual (texts, ['after']);
+    });
 });
 
 describe ('A dropped connection, with several brokers', { timeout: 120000 }, () => {
@@ -197,9 +219,15 @@ describe ('A dropped connection, its replies unread', { timeout: 60000 }, () => 
             const after = pings [4].then (() => client.ping ().catch ((error) => error.code));
             //  Nothing listens on endpoint yet: the first attempt to connect
             //  is refused, and its event blocks this process while the
-            //  broker runs (the six PINGs wait in the socket)
+            //  broker runs (the six PINGs wait in the socket: the link
+            //  writes them after the event loop has polled once, so an
+            //  attempt refused before then is let go, and the next one
+            //  blocks)
             let broker;
-            client._links.get (endpoint).socket.events.on ('connect:retry', () => {
+            const link = client._links.get (endpoint);
+            link.socket.events.on ('connect:retry', () => {
+                if (link._queue.length)
+                    return;
                 broker ??= spawnSync (process.execPath, ['-e', DROPPING_BROKER,
                     require.resolve ('zeromq'), endpoint], { encoding: 'utf8', timeout: 20000 });
             });
