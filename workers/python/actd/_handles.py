@@ -1,7 +1,9 @@
 """What both clients' handles share (:class:`CallHandleBase`,
-:class:`PlanHandleBase`), and the deadlines their waits keep.
+:class:`PlanHandleBase`), the deadlines their waits keep, and the
+threaded client's wait for a reply (:func:`wait_future`).
 """
 
+import concurrent.futures
 import time
 from typing import Any, List, Optional
 
@@ -83,3 +85,15 @@ class PlanHandleBase:
     def forget(self) -> None:
         """Stop waiting: ``DONE`` replies arriving later are dropped."""
         self._client._forget(self._request_id)
+
+
+def wait_future(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str,
+                client: Any = None) -> Any:
+    """The future's result, or :class:`actd.Timeout` after ``timeout``
+    seconds (None: no limit), saying, while ``client`` never reached a
+    broker, what its connection attempts saw."""
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        unreached = client._unreached() if client is not None else ""
+        raise Timeout("no %s within %.3g s%s" % (what, timeout, unreached)) from None

@@ -45,6 +45,8 @@ from .types import Outcome
 from ._codec import (HEADER, decode_frame, parse_ok, parse_status, parse_value, read_outcome,
                      request_frames, text_arg, with_ids, with_key)
 from ._watch import WATCH_LOST, Subscription, Watch
+from ._pending import Pending, _Wait
+from ._route import rendezvous
 
 log = logging.getLogger("actd.client")
 
@@ -93,80 +95,6 @@ CONTEXT_COMMANDS = frozenset({"CALL", "PLAN", "APPEND", "RESOLVE", "VIEW", "HIST
 #: Commands about one call (their first argument): routed to the broker
 #: that accepted it when known.
 CALL_COMMANDS = frozenset({"STATUS", "CANCEL"})
-
-_FNV_OFFSET = 14695981039346656037
-_FNV_PRIME = 1099511628211
-_MASK = (1 << 64) - 1
-
-
-def score(endpoint: str, context: str) -> int:
-    """The rendezvous score of ``endpoint`` for ``context``: FNV-1a, 64
-    bits, of the UTF-8 bytes of ``endpoint + "\\n" + context``, then
-    MurmurHash3's 64-bit finalizer (``fmix64``), as the C library computes
-    it. The finalizer matters: FNV-1a alone barely mixes the last bytes into
-    the high bits, so contexts named alike (``run-1``, ``run-2``, ...) would
-    mostly rank the brokers the same way."""
-    value = _FNV_OFFSET
-    for byte in (endpoint + "\n" + context).encode("utf-8"):
-        value = ((value ^ byte) * _FNV_PRIME) & _MASK
-    value ^= value >> 33
-    value = (value * 0xff51afd7ed558ccd) & _MASK
-    value ^= value >> 33
-    value = (value * 0xc4ceb9fe1a85ec53) & _MASK
-    value ^= value >> 33
-    return value
-
-
-def rendezvous(endpoints: Sequence[str], context: str) -> List[str]:
-    """``endpoints`` in the order requests about ``context`` try them: the
-    highest :func:`score` first, ties broken by the smaller endpoint."""
-    return sorted(endpoints, key=lambda endpoint: (-score(endpoint, context), endpoint))
-
-
-class Pending:
-    """One request waiting for replies.
-
-    ``reply`` gets the first reply (parsed by ``parse``; for CALL the call
-    id, for PLAN the list of call ids). For CALL and PLAN, ``outcomes``
-    holds one future per submitted call that has an output path (None for
-    the others, and for all when ``DONE`` is not wanted); each gets that
-    call's :class:`Outcome`. The other attributes are the tracker's: what
-    to send again, and where.
-    """
-
-    def __init__(self, kind: str, reply: Any, parse: Optional[Callable[[str, List[bytes]], Any]] = None,
-                 outcomes: Sequence[Optional[Any]] = (), pin: Optional[str] = None) -> None:
-        self.kind = kind                    # "simple", "call", "plan", "poll" or "watch"
-        self.reply = reply
-        self.parse = parse
-        self.outcomes: List[Optional[Any]] = list(outcomes)
-        self.accepted = False
-        self.by_call_id: Dict[str, List[Any]] = {}
-        self.command = ""
-        self.args: List[bytes] = []
-        self.context: Optional[str] = None  # Routed by context
-        self.call_id: Optional[str] = None  # Routed by call id
-        self.endpoint = ""                  # Where it was sent last
-        self.hops = 0                       # moved replies followed
-        self.sent_at = 0.0
-        self.heard = False                  # A reply came since it was sent last
-        self.tried: Set[str] = set()
-        self.wait: Optional["_Wait"] = None  # A poll: the wait it is for
-        self.pin = pin                      # The broker it must go to (None: routed)
-
-
-class _Wait:
-    """A call whose ``DONE`` is awaited by request ``request_id``."""
-
-    __slots__ = ("request_id", "call_id", "endpoint", "heard", "polling")
-
-    def __init__(self, request_id: bytes, call_id: str, endpoint: str, heard: float) -> None:
-        self.request_id = request_id
-        self.call_id = call_id
-        self.endpoint = endpoint            # The broker that accepted it
-        self.heard = heard                  # Last news of it (ACCEPTED, a poll's answer)
-        self.polling = False
-
 
 def _set_result(future: Any, value: Any) -> Action:
     def action() -> None:

@@ -20,6 +20,7 @@ from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, 
 import zmq
 
 from . import _codec, _handles, _prescribed, _socket, _watch, _wire
+from ._handles import wait_future as _wait
 from ._socket import Endpoints
 from .errors import ActdError, Closed, Disconnected, NotFound, Timeout
 from .types import DEFAULT_CLIENT_ENDPOINT, Outcome, Status
@@ -63,18 +64,6 @@ def _options(endpoints: Optional[Endpoints], endpoint: Optional[Endpoints],
     if status_poll is not None and status_poll <= 0:
         raise ValueError("status_poll is a number of seconds > 0, or None")
     return listed, request_timeout, several_timeout
-
-
-def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], what: str,
-          client: Any = None) -> Any:
-    """The future's result, or :class:`actd.Timeout` after ``timeout``
-    seconds (None: no limit), saying, while ``client`` never reached a
-    broker, what its connection attempts saw."""
-    try:
-        return future.result(timeout)
-    except concurrent.futures.TimeoutError:
-        unreached = client._unreached() if client is not None else ""
-        raise Timeout("no %s within %.3g s%s" % (what, timeout, unreached)) from None
 
 
 class CallHandle(_handles.CallHandleBase):

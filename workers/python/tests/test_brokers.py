@@ -28,7 +28,7 @@ from support import TIMEOUT, Actd, FakeBroker, wait_until
 
 import actd
 import actd.aio
-from actd import _socket, _wire
+from actd import _route, _socket, _wire
 from harness import Client as RawClient, find_binary
 import pg
 
@@ -101,7 +101,7 @@ def context_first_at(endpoints: List[str], endpoint: str, prefix: str, count: in
     number = 0
     while len(found) < count:
         name = "%s-%d" % (prefix, number)
-        if _wire.rendezvous(endpoints, name)[0] == endpoint:
+        if _route.rendezvous(endpoints, name)[0] == endpoint:
             found.append(name)
         number += 1
     return found
@@ -117,14 +117,14 @@ class RendezvousTest(unittest.TestCase):
         self.assertEqual(fnv1a64(b"foobar"), 0x85944171f73967e8)
         for endpoint, context in [("tcp://127.0.0.1:5555", "chat-1"), ("ipc:///tmp/a", "x"),
                                   ("tcp://b:5555", "caf\u00e9/run:7")]:
-            self.assertEqual(_wire.score(endpoint, context),
+            self.assertEqual(_route.score(endpoint, context),
                              fmix64(fnv1a64((endpoint + "\n" + context).encode("utf-8"))))
 
     def test_contexts_named_alike_spread_over_the_brokers(self) -> None:
         # Whatever the two endpoints, run-0 ... run-999 go about half to each
         for port in range(40000, 40020):
             endpoints = ["tcp://127.0.0.1:%d" % port, "tcp://127.0.0.1:%d" % (port + 7919)]
-            first = sum(_wire.rendezvous(endpoints, "run-%d" % n)[0] == endpoints[0]
+            first = sum(_route.rendezvous(endpoints, "run-%d" % n)[0] == endpoints[0]
                         for n in range(1000))
             self.assertTrue(400 <= first <= 600, (endpoints, first))
 
@@ -132,24 +132,24 @@ class RendezvousTest(unittest.TestCase):
         endpoints = ["tcp://10.0.0.%d:5555" % n for n in range(1, 6)]
         for number in range(50):
             context = "ctx-%d" % number
-            order = _wire.rendezvous(endpoints, context)
-            scores = [_wire.score(endpoint, context) for endpoint in order]
+            order = _route.rendezvous(endpoints, context)
+            scores = [_route.score(endpoint, context) for endpoint in order]
             self.assertEqual(sorted(order), sorted(endpoints))
             self.assertEqual(scores, sorted(scores, reverse=True))
         # The list's order does not matter
-        self.assertEqual(_wire.rendezvous(list(reversed(endpoints)), "ctx-1"),
-                         _wire.rendezvous(endpoints, "ctx-1"))
+        self.assertEqual(_route.rendezvous(list(reversed(endpoints)), "ctx-1"),
+                         _route.rendezvous(endpoints, "ctx-1"))
 
     def test_ties_go_to_the_smaller_endpoint(self) -> None:
         # The same endpoint twice under two spellings cannot tie; a tie is
         # made by scoring with a constant
-        original = _wire.score
+        original = _route.score
         try:
-            _wire.score = lambda endpoint, context: 7
-            self.assertEqual(_wire.rendezvous(["tcp://b:1", "tcp://a:2", "tcp://c:0"], "x"),
+            _route.score = lambda endpoint, context: 7
+            self.assertEqual(_route.rendezvous(["tcp://b:1", "tcp://a:2", "tcp://c:0"], "x"),
                              ["tcp://a:2", "tcp://b:1", "tcp://c:0"])
         finally:
-            _wire.score = original
+            _route.score = original
 
     def test_endpoint_lists(self) -> None:
         self.assertEqual(_socket.endpoint_list("tcp://a:1"), ["tcp://a:1"])
@@ -359,7 +359,7 @@ class TwoBrokersTest(unittest.TestCase):
             other = [endpoint for endpoint in self.endpoints if endpoint != owner][0]
             self.assertEqual(replies[other], ["ERROR", "moved", owner])
             # The client created it where rendezvous hashing said
-            self.assertEqual(owner, _wire.rendezvous(self.endpoints, context)[0])
+            self.assertEqual(owner, _route.rendezvous(self.endpoints, context)[0])
             owned[owner].append(context)
         self.assertTrue(all(owned.values()), owned)
         # The worker connected to both served each broker's calls; each
@@ -461,7 +461,7 @@ class TwoBrokersTest(unittest.TestCase):
                                  timeout=TIMEOUT)
             self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
             replies = owners_by_raw_resolve(self.brokers, context, "\u2020nothing")
-            first = _wire.rendezvous(self.endpoints, context)[0]
+            first = _route.rendezvous(self.endpoints, context)[0]
             self.assertEqual(replies[first], ["ERROR", "not_found", "'\u2020nothing' is absent"])
             self.assertEqual([reply for endpoint, reply in replies.items() if endpoint != first],
                              [["ERROR", "moved", first]])
@@ -487,7 +487,7 @@ class TwoBrokersTest(unittest.TestCase):
         outcomes = asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
         self.assertEqual([o.status for o in outcomes], ["ok"] * len(contexts))
         for context in contexts:
-            owner = _wire.rendezvous(self.endpoints, context)[0]
+            owner = _route.rendezvous(self.endpoints, context)[0]
             replies = owners_by_raw_resolve(self.brokers, context, "\u2020out")
             self.assertEqual(replies[owner], ["VALUE", json.dumps(context.upper())])
 
