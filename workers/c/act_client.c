@@ -382,19 +382,17 @@ s_accepted (act_client_t *self, act_link_t *link, s_pending_t *pending, act_repl
         act_table_update (self->owners, pending->context, link);
 }
 
-//  True when reply answers nothing this client waits for: a request it
-//  never sent or that has had its replies (a second PONG, a DONE past
-//  those due), which a broker does not send. Dropped, as the Python and
-//  Node clients drop them: kept for act_client_recv, they would pile up
-//  in a program that makes only synchronous calls. The replies of
-//  forgotten requests go on to act_client_ignored_take, and a watch's
-//  EVENTs to its watch
+//  True when reply, which is neither pending nor awaited, answers nothing
+//  this client waits for: a request it never sent or that has had its
+//  replies (a second PONG, a DONE past those due), which a broker does not
+//  send. Dropped, as the Python and Node clients drop them: kept for
+//  act_client_recv, they would pile up in a program that makes only
+//  synchronous calls. The replies of forgotten requests go on to
+//  act_client_ignored_take, and a watch's EVENTs to its watch
 static bool
 s_stray (act_client_t *self, act_reply_t *reply)
 {
-    return !zhashx_lookup (self->pending, reply->request)
-        && !zhashx_lookup (self->awaiting, reply->request)
-        && !zhashx_lookup (self->watches, reply->request)
+    return !zhashx_lookup (self->watches, reply->request)
         && !act_table_lookup (self->ignored, reply->request);
 }
 
@@ -406,14 +404,14 @@ s_reply_handle (act_client_t *self, act_link_t *link, zmsg_t *msg)
     act_reply_t *reply = act_reply_decode (&msg);
     if (!reply)
         return NULL;
-    if (s_stray (self, reply)) {
+    act_awaiting_t *due = zhashx_lookup (self->awaiting, reply->request);
+    s_pending_t *pending = zhashx_lookup (self->pending, reply->request);
+    if (!pending && !due && s_stray (self, reply)) {
         act_reply_destroy (&reply);
         return NULL;
     }
-    act_awaiting_t *due = zhashx_lookup (self->awaiting, reply->request);
     if (due && streq (reply->verb, "DONE") && --due->dones == 0)
         zhashx_delete (self->awaiting, reply->request);
-    s_pending_t *pending = zhashx_lookup (self->pending, reply->request);
     char *code = streq (reply->verb, "ERROR")? act_reply_arg (reply, 0): NULL;
     if (pending && code && streq (code, "moved") && pending->hops < S_MAX_HOPS) {
         //  Another broker owns the context: send the request there. One
