@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -142,6 +143,9 @@ def check_scratch():
 #  (under valgrind it runs 20-50 times slower): the liveness actd is given,
 #  the wait for its first PONG and the wait for it to stop.
 TIME_SCALE = max(1.0, float(os.environ.get("ACTD_TEST_TIME_SCALE", "1")))
+
+#  Lines of actd's log a failed test prints (its scratch directory is kept)
+LOG_TAIL_LINES = int(os.environ.get("ACTD_TEST_LOG_LINES", "80"))
 
 
 class Actd:
@@ -283,6 +287,14 @@ class Actd:
         code = self.stop()
         if exc[0] is None and code != 0:
             raise AssertionError("actd exited %s on SIGTERM:\n%s" % (code, self.log()))
+        if exc[0] is not None and exc[0] is not unittest.SkipTest:
+            #  A failed test keeps its directory (check_scratch names it)
+            #  and prints the end of actd's log: in CI the machine, and
+            #  with it the directory, is gone when the failure is read
+            tail = self.log().splitlines()[-LOG_TAIL_LINES:]
+            sys.stderr.write("\n--- the last %d lines of %s ---\n%s\n---\n" % (
+                len(tail), self.log_path, "\n".join(tail)))
+            return
         self.cleanup()
 
 
