@@ -528,7 +528,7 @@ class Tracker:
             log.debug("%s for a request no longer waited for dropped", verb)
             return []
         pending.heard = True
-        if verb == "DONE":
+        if verb == "DONE" and pending.accepted:
             return self._done(request_id, pending, args)
         if pending.accepted:
             log.warning("%s after ACCEPTED dropped", verb)
@@ -579,8 +579,9 @@ class Tracker:
                 item = json.loads(args[0])
             except ValueError as error:
                 item = ProtocolError("EVENT does not parse: %s" % error)
-            if not isinstance(item, dict):
-                item = ProtocolError("EVENT is not an object")
+            else:
+                if not isinstance(item, dict):
+                    item = ProtocolError("EVENT is not an object")
         if not isinstance(item, dict) or item.get("deleted"):
             self._pending.pop(request_id, None)
         return [_to_sink(pending.reply, item)]
@@ -614,9 +615,16 @@ class Tracker:
         return [_set_result(pending.reply, value)]
 
     def _done(self, request_id: bytes, pending: Pending, args: List[bytes]) -> List[Action]:
+        """An accepted call's ``DONE``: its outcome to whoever awaits it.
+        One of other frames than a call id and an outcome fails that call's
+        outcome (or, without a call id, every outcome the request awaits)
+        with ``ProtocolError``, as one that does not parse does."""
         if len(args) != 2:
-            log.warning("a DONE with %d frames dropped", len(args))
-            return []
+            problem = ProtocolError("DONE carries %d frames, not a call id and an outcome"
+                                    % len(args))
+            call_ids = [decode_frame(args[0])] if args else list(pending.by_call_id)
+            return [_set_exception(future, problem) for call_id in call_ids
+                    for future in self._ended(request_id, pending, call_id)]
         try:
             outcome = read_outcome(json.loads(args[1]), "DONE outcome")
         except ValueError as error:

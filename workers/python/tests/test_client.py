@@ -390,6 +390,34 @@ def scripted(frames: List[bytes]) -> Optional[List[Any]]:
     return None
 
 
+#: The contexts misframed() answers a CALL in with a reply of a shape
+#: actd never sends, and what the ProtocolError says of each
+MISFRAMED_CALLS = [("early", "expected ACCEPTED, got DONE"),
+                   ("short", "DONE carries 1 frames"),
+                   ("bare", "DONE carries 0 frames")]
+
+
+def misframed(frames: List[bytes]) -> Optional[List[Any]]:
+    """A broker whose replies are of a shape actd never sends: a DONE
+    before its ACCEPTED, a DONE with only its call id or with nothing, a
+    DONE to a PING, an EVENT that is not JSON."""
+    command, request_id = frames[1], frames[2]
+    outcome = b'{"call_id":"7","status":"ok","written":[],"seqs":[],"attempts":1}'
+    if command == b"CALL" and frames[3] == b"early":
+        return [b"ACTC01", b"DONE", request_id, b"7", outcome]
+    if command == b"CALL":
+        done = [b"7"] if frames[3] == b"short" else []
+        return [[b"ACTC01", b"ACCEPTED", request_id, b"7"],
+                [b"ACTC01", b"DONE", request_id] + done]
+    if command == b"PING":
+        return [b"ACTC01", b"DONE", request_id, b"7", outcome]
+    if command == b"STATS":
+        return [b"ACTC01", b"VALUE", request_id, b'{"uptime_ms":1000}']
+    if command == b"WATCH":
+        return [b"ACTC01", b"EVENT", request_id, b"{not json"]
+    return None
+
+
 class ScriptedBrokerTest(unittest.TestCase):
     """The clients against a fake broker (a ROUTER socket) that sends what
     actd does not: replies the library cannot read, or none at all."""
@@ -420,6 +448,50 @@ class ScriptedBrokerTest(unittest.TestCase):
                 with self.assertRaises(actd.ProtocolError):
                     await client.status("7")
                 self.assertGreaterEqual(await client.ping(), 0.0)
+                self.assertEqual(client.pending, 0)
+
+        asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
+
+    # Replies of a shape actd never sends fail their request at once with
+    # ProtocolError, their reason in the message, rather than leaving it
+    # waiting for its timeout (or, for an outcome, for ever)
+
+    def test_misframed_replies_fail_their_request_with_protocol_error(self) -> None:
+        self.fake.answer = misframed
+        with actd.Client(self.fake.endpoint, timeout=TIMEOUT) as client:
+            for context, reason in MISFRAMED_CALLS:
+                started = time.monotonic()
+                with self.assertRaises(actd.ProtocolError) as raised:
+                    client.call(context, {"_tool": "t", "_outputPath": "†a"}, timeout=TIMEOUT)
+                self.assertIn(reason, raised.exception.message)
+                self.assertTimesOut(started)
+            with self.assertRaises(actd.ProtocolError) as raised:
+                client.ping()
+            self.assertIn("expected PONG, got DONE", raised.exception.message)
+            with self.assertRaises(actd.ProtocolError) as raised:
+                next(iter(client.watch("c", probe=None)))
+            self.assertIn("EVENT does not parse", raised.exception.message)
+            self.assertEqual(client.pending, 0)
+
+    def test_async_misframed_replies_fail_their_request_with_protocol_error(self) -> None:
+        self.fake.answer = misframed
+
+        async def main() -> None:
+            async with actd.aio.AsyncClient(self.fake.endpoint, timeout=TIMEOUT) as client:
+                for context, reason in MISFRAMED_CALLS:
+                    started = time.monotonic()
+                    with self.assertRaises(actd.ProtocolError) as raised:
+                        await client.call(context, {"_tool": "t", "_outputPath": "†a"},
+                                          timeout=TIMEOUT)
+                    self.assertIn(reason, raised.exception.message)
+                    self.assertTimesOut(started)
+                with self.assertRaises(actd.ProtocolError) as raised:
+                    await client.ping()
+                self.assertIn("expected PONG, got DONE", raised.exception.message)
+                with self.assertRaises(actd.ProtocolError) as raised:
+                    async for _ in client.watch("c", probe=None):
+                        break
+                self.assertIn("EVENT does not parse", raised.exception.message)
                 self.assertEqual(client.pending, 0)
 
         asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
