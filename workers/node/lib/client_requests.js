@@ -317,6 +317,10 @@ class ClientRequests {
         if (verb === 'DONE' && request.replied) {
             if (args.length >= 1)
                 this._doneReply (request, args [0].toString (), args [1]);
+            else                        //  Whose? Every DONE the request awaits fails
+                for (const id of [...request.dones.keys ()])
+                    this._done (request, id, null, new ActdError ('bad_reply',
+                        `DONE reply to ${request.command} without a call id`));
             return;
         }
         if (request.replied)

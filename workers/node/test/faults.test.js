@@ -54,12 +54,19 @@ describe ('The client against a scripted broker', () => {
                         ['ACTC01', 'DONE', id, '7', '{not json'],
                         ['ACTC01', 'DONE', id, '8', '5'],
                         ['ACTC01', 'DONE', id, '9', OUTCOME ('9')]];
+            if (command === 'CALL' && frames [3].toString () === 'bare')
+                return [['ACTC01', 'ACCEPTED', id, '11'], ['ACTC01', 'DONE', id]];
             if (command === 'CALL')
                 return [['ACTC01', 'ACCEPTED', id, '10'], ['ACTC01', 'DONE', id, '10', OUTCOME ('10')]];
             if (command === 'PING')
                 return ['ACTC01', 'PONG', id];
         });
         const call = { _tool: 'x', _outputPath: '\u2020s.x' };
+        //  A DONE without even a call id fails what its request awaits
+        const bare = await settled (client.call ('bare', call));
+        isError (bare, 'bad_reply');
+        assert.match ((await client.call ('bare', call).catch ((error) => error)).message,
+                      /without a call id/);
         const { callIds, done } = await client.submitPlan ('bad-done', [call, call, call]);
         assert.deepEqual (callIds, ['7', '8', '9']);
         isError (await settled (done [0]), 'bad_reply');
