@@ -87,6 +87,18 @@ int act_worker_declare (act_worker_t *self, const char *activity, const char *de
 //  would refuse at READY.
 int act_worker_set_capacity (act_worker_t *self, size_t capacity);
 
+//  actd's server/max_message_bytes, the largest RESULT, PROGRESS or FAIL
+//  body this worker sends (default ACT_WORKER_MAX_MESSAGE_BYTES, actd's
+//  default): set it to actd's when actd's is raised. A result over it is
+//  not sent: the task fails activity_failed, not retryable, "the result is
+//  N bytes, over max_message_bytes (M)" (a fire-and-forget task's, which
+//  actd throws away, is sent as null). actd would fail that attempt
+//  itself, but a frame over 4 x max_message_bytes + 65536 it does not
+//  read: the connection drops, and every task running on this worker
+//  fails with it. Returns 0, or -1 (nothing changed) for 0.
+int act_worker_set_max_message_bytes (act_worker_t *self, size_t bytes);
+#define ACT_WORKER_MAX_MESSAGE_BYTES 1048576
+
 //  Heartbeat interval and liveness (defaults 1000 ms and 3), as the broker's.
 void act_worker_set_heartbeat (act_worker_t *self, int heartbeat_ms, int liveness);
 
@@ -156,7 +168,11 @@ act_worker_t *act_task_worker (act_task_t *self);
 void act_task_on_cancel (act_task_t *self, act_task_cancel_fn *fn, void *arg);
 
 //  Answer with result on branch (0 when the output path has one
-//  alternative). Frees the task. Returns 0, or -1 if it could not be sent.
+//  alternative). Frees the task. A result over the worker's
+//  max_message_bytes fails the task instead (act_worker_set_max_message_bytes).
+//  Returns 0, or -1 if it could not be sent (an answer to a task whose
+//  connection has since been replaced is dropped, as the broker gave the
+//  task to someone else: 0).
 int act_task_result (act_task_t *self, const json_t *result, int branch);
 
 //  The same with the result already serialized: size bytes of text, sent
@@ -165,8 +181,8 @@ int act_task_result (act_task_t *self, const json_t *result, int branch);
 //  act_json_parse); the broker fails the attempt when it is not.
 int act_task_result_text (act_task_t *self, const char *text, size_t size, int branch);
 
-//  A failure whose body would be over ACT_WORKER_MAX_FAIL bytes (actd's
-//  default server/max_message_bytes, past which actd reads it as no body
+//  A failure whose body would be over the worker's max_message_bytes
+//  (ACT_WORKER_MAX_FAIL, actd's default, unless set), past which actd reads it as no body
 //  at all: a retryable activity_failed, its code and message lost) is sent
 //  as its code and retryable, its message cut to its first
 //  ACT_WORKER_MAX_FAIL_MESSAGE bytes (at a UTF-8 character's start) and
@@ -175,14 +191,15 @@ int act_task_result_text (act_task_t *self, const char *text, size_t size, int b
 #define ACT_WORKER_MAX_FAIL_MESSAGE 65536
 
 //  Answer with a failure (code may be NULL; message UTF-8, cut as said
-//  above when the failure is over ACT_WORKER_MAX_FAIL; a byte of code or
+//  above when the failure is over max_message_bytes; a byte of code or
 //  message that is not part of well-formed UTF-8 is sent as '?'). Frees
 //  the task.
 int act_task_fail (act_task_t *self, const char *code, const char *message, bool retryable);
 
 //  Report progress (kept with the call; shown by STATUS); a byte of a
 //  string or key that is not part of well-formed UTF-8 is sent as '?'.
-//  Returns 0, or -1 if it could not be sent (details NULL: nothing sent).
+//  Returns 0, or -1 if it could not be sent (details NULL, or over the
+//  worker's max_message_bytes: nothing sent).
 int act_task_progress (act_task_t *self, const json_t *details);
 
 #ifdef __cplusplus

@@ -12,6 +12,34 @@
 #include "actd/act_wire.h"
 #include "act_worker_int.h"
 
+char *
+act_task_key (act_worker_link_t *link, uint64_t connection, const char *id)
+{
+    return zsys_sprintf ("%p.%" PRIu64 ".%s", (void *) link, connection, id);
+}
+
+//  Why meta is not a task's meta as PROTOCOL.md section 2 has it (an
+//  object whose attempt and branches are integers, deadline_ms an integer
+//  or null, instance a string or null), checked as the Python library
+//  checks it; NULL when it is (the caller frees the reason)
+static char *
+s_meta_wrong (const json_t *meta)
+{
+    if (!json_is_object (meta))
+        return strdup ("the meta is not an object");
+    static const char *integers [] = { "attempt", "branches", "deadline_ms" };
+    for (size_t i = 0; i < sizeof integers / sizeof integers [0]; i++) {
+        json_t *value = json_object_get (meta, integers [i]);
+        if (value && !json_is_integer (value)
+        &&  !(json_is_null (value) && streq (integers [i], "deadline_ms")))
+            return zsys_sprintf ("%s is not an integer", integers [i]);
+    }
+    json_t *instance = json_object_get (meta, "instance");
+    if (instance && !json_is_string (instance) && !json_is_null (instance))
+        return strdup ("instance is not a string");
+    return NULL;
+}
+
 act_task_t *
 act_task_new (act_worker_link_t *link, zmsg_t *msg)
 {
@@ -20,11 +48,21 @@ act_task_new (act_worker_link_t *link, zmsg_t *msg)
     self->link = link;
     self->connection = link->connection;
     self->id = zmsg_popstr (msg);
+    self->key = act_task_key (link, self->connection, self->id);
     self->activity = zmsg_popstr (msg);
     char *params = zmsg_popstr (msg);
     char *meta = zmsg_popstr (msg);
-    self->params = json_loads (params, JSON_DECODE_ANY, NULL);
-    self->meta = json_loads (meta, 0, NULL);
+    json_error_t error;
+    self->params = params? json_loads (params, JSON_DECODE_ANY, &error): NULL;
+    if (params && !self->params)
+        self->unreadable = zsys_sprintf ("the task does not parse: params: %s", error.text);
+    self->meta = meta? json_loads (meta, JSON_DECODE_ANY, &error): NULL;
+    if (meta && !self->meta && !self->unreadable)
+        self->unreadable = zsys_sprintf ("the task does not parse: meta: %s", error.text);
+    char *wrong = self->meta? s_meta_wrong (self->meta): NULL;
+    if (wrong && !self->unreadable)
+        self->unreadable = zsys_sprintf ("the task does not parse: %s", wrong);
+    free (wrong);
     free (params);
     free (meta);
     return self;
@@ -36,6 +74,8 @@ act_task_destroy (act_task_t **self_p)
     act_task_t *self = *self_p;
     if (self) {
         free (self->id);
+        free (self->key);
+        free (self->unreadable);
         free (self->activity);
         json_decref (self->params);
         json_decref (self->meta);
@@ -113,6 +153,21 @@ act_task_result (act_task_t *self, const json_t *result, int branch)
 int
 act_task_result_text (act_task_t *self, const char *text, size_t size, int branch)
 {
+    //  actd fails a result over its max_message_bytes, and past four times
+    //  that drops the connection, and every task on it with it: one is
+    //  not sent. A fire-and-forget call's result is thrown away at actd
+    size_t most = act_worker_max_message_bytes (self->worker);
+    if (size > most && act_task_discard (self))
+        text = "null", size = 4;
+    else
+    if (size > most) {
+        char *message = zsys_sprintf ("the result is %zu bytes, over max_message_bytes (%zu)",
+                                      size, most);
+        zsys_warning ("actd worker: task %s: %s: failed instead", self->id, message);
+        int rc = act_task_fail (self, "activity_failed", message, false);
+        zstr_free (&message);
+        return rc;
+    }
     zmsg_t *args = zmsg_new ();
     zmsg_addmem (args, text, size);
     if (branch)
@@ -170,7 +225,7 @@ act_task_fail (act_task_t *self, const char *code, const char *message, bool ret
     char *text = act_json_dump (error);
     //  actd reads a FAIL over its max_message_bytes as {}: retried as
     //  activity_failed, the code lost
-    if (text && strlen (text) > ACT_WORKER_MAX_FAIL) {
+    if (text && strlen (text) > act_worker_max_message_bytes (self->worker)) {
         char *cut = s_fail_cut (error, message, strlen (text));
         free (text);
         text = cut;
@@ -195,6 +250,15 @@ act_task_progress (act_task_t *self, const json_t *details)
     char *fixed = s_utf8_fixed (text);
     free (text);
     int rc = 0;
+    size_t most = act_worker_max_message_bytes (self->worker);
+    if (strlen (fixed) > most) {
+        //  Over actd's limit it would be ignored, and past four times that
+        //  cost the connection and every task on it
+        zsys_warning ("actd worker: task %s: progress of %zu bytes, over max_message_bytes "
+                      "(%zu), not sent", self->id, strlen (fixed), most);
+        rc = -1;
+    }
+    else
     if (self->connection == self->link->connection) {
         zmsg_t *args = zmsg_new ();
         zmsg_addstr (args, self->id);

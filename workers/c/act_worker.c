@@ -43,9 +43,10 @@ struct _act_worker_t {
     zloop_t *loop;              //  The event loop
     zhashx_t *handlers;         //  Activity -> s_handler_t
     json_t *tools;              //  Activity -> tool description, for READY
-    zhashx_t *tasks;            //  Task id -> act_task_t, not answered
+    zhashx_t *tasks;            //  act_task_key -> act_task_t, not answered
     zlistx_t *hooks;            //  s_hook_t of timers and watches
     size_t capacity;            //  Tasks at once, announced in READY
+    size_t max_message_bytes;   //  Largest answer sent (actd's setting)
     int heartbeat_ms;           //  Heartbeat interval
     int liveness;               //  Silent intervals before reconnecting
     bool stopped;               //  act_worker_stop was called
@@ -108,6 +109,7 @@ act_worker_new (const char *endpoint, const char *name)
     self->hooks = zlistx_new ();
     zlistx_set_destructor (self->hooks, s_free_item);
     self->capacity = 1;
+    self->max_message_bytes = ACT_WORKER_MAX_MESSAGE_BYTES;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
     if (from_env && act_curve_from_env (&self->curve))
@@ -209,6 +211,21 @@ act_worker_set_capacity (act_worker_t *self, size_t capacity)
         return -1;
     self->capacity = capacity;
     return 0;
+}
+
+int
+act_worker_set_max_message_bytes (act_worker_t *self, size_t bytes)
+{
+    if (bytes < 1)
+        return -1;
+    self->max_message_bytes = bytes;
+    return 0;
+}
+
+size_t
+act_worker_max_message_bytes (act_worker_t *self)
+{
+    return self->max_message_bytes;
 }
 
 void
@@ -350,6 +367,35 @@ s_on_disconnect (act_worker_link_t *link, const char *reason)
     link->retry_at = zclock_mono () + link->backoff_ms;
 }
 
+//  Run a TASK (its frames left in msg), or answer it at once: FAIL
+//  bad_task when its frames are not a task id, an activity, params and
+//  meta that read (as the Python and Node libraries answer it), so that
+//  its slot at the broker is freed; FAIL unknown_activity (retryable: the
+//  broker may have a worker that serves it) for an activity not served
+static void
+s_on_task (act_worker_link_t *link, zmsg_t *msg)
+{
+    act_worker_t *self = link->worker;
+    size_t frames = zmsg_size (msg);
+    act_task_t *task = act_task_new (link, msg);
+    zhashx_update (self->tasks, task->key, task);
+    s_handler_t *handler = task->activity? zhashx_lookup (self->handlers, task->activity): NULL;
+    if (frames != 4) {
+        char *message = zsys_sprintf ("a TASK of %zu frames, not 4 "
+                                      "(task id, activity, params, meta)", frames);
+        act_task_fail (task, "bad_task", message, false);
+        zstr_free (&message);
+    }
+    else
+    if (task->unreadable)
+        act_task_fail (task, "bad_task", task->unreadable, false);
+    else
+    if (!handler)
+        act_task_fail (task, "unknown_activity", "this worker has no such activity", true);
+    else
+        handler->fn (task, handler->arg);
+}
+
 static int
 s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
 {
@@ -363,20 +409,14 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
     char *header = zmsg_popstr (msg);
     char *command = zmsg_popstr (msg);
     if (header && command && streq (header, ACT_WORKER_HEADER)) {
-        if (streq (command, "TASK") && zmsg_size (msg) == 4) {
-            act_task_t *task = act_task_new (link, msg);
-            s_handler_t *handler = zhashx_lookup (self->handlers, task->activity);
-            zhashx_update (self->tasks, task->id, task);
-            if (!handler || !task->params || !task->meta)
-                act_task_fail (task, NULL, handler? "the task's JSON does not parse"
-                                                  : "this worker has no such activity", false);
-            else
-                handler->fn (task, handler->arg);
-        }
+        if (streq (command, "TASK") && zmsg_size (msg) >= 1)
+            s_on_task (link, msg);
         else
         if (streq (command, "CANCEL") && zmsg_size (msg) == 1) {
             char *id = zmsg_popstr (msg);
-            act_task_t *task = zhashx_lookup (self->tasks, id);
+            char *key = act_task_key (link, link->connection, id);
+            act_task_t *task = zhashx_lookup (self->tasks, key);
+            free (key);
             if (task && !task->cancelled) {
                 task->cancelled = true;
                 if (task->on_cancel)
@@ -584,5 +624,5 @@ act_worker_cancel_timer (act_worker_t *self, int timer_id)
 void
 act_worker_task_forget (act_worker_t *self, act_task_t *task)
 {
-    zhashx_delete (self->tasks, task->id);
+    zhashx_delete (self->tasks, task->key);
 }
