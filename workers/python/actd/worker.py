@@ -24,17 +24,18 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
 import zmq
 
 from . import _socket
+# MAX_FAIL_BYTES and MAX_FAIL_MESSAGE: importable from here, as they were
+from ._answers import (MAX_FAIL_BYTES, MAX_FAIL_MESSAGE, MAX_MESSAGE_BYTES,  # noqa: F401
+                       _HEADER, _describe, _fail, _failure, _json, _result)
 from ._socket import Endpoints
 from ._threads import _Loop, _Pool
 from .errors import ActivityError
 from .tools import Tool
-from .types import DEFAULT_WORKER_ENDPOINT, Branch
+from .types import DEFAULT_WORKER_ENDPOINT
 
 __all__ = ["Worker", "Task", "Handler"]
 
 log = logging.getLogger("actd.worker")
-
-_HEADER = b"ACTW01"
 
 #: What actd takes in ``READY`` (docs/protocol.md section 3.2): a worker
 #: outside these bounds is refused at declaration, not with a DISCONNECT.
@@ -50,83 +51,11 @@ MAX_NAME_BYTES = 256
 RECONNECT_FIRST = 0.1
 RECONNECT_LAST = 5.0
 
-#: A FAIL body over this many bytes (actd's default max_message_bytes,
-#: which actd reads as ``{}``) is sent as its code, retryable and first
-#: MAX_FAIL_MESSAGE bytes of its message.
-MAX_FAIL_BYTES = 1048576
-MAX_FAIL_MESSAGE = 65536
-
 #: An activity handler: ``handler(params, task) -> result``, or a coroutine
 #: function (``async def``). Return a JSON-serialisable value (branch 0),
 #: or :class:`actd.Branch` to name the alternative; raise
 #: :class:`actd.ActivityError` (or any exception) to fail.
 Handler = Callable[[Dict[str, Any], "Task"], Any]
-
-
-def _json(value: Any, errors: str = "strict") -> bytes:
-    """Strict JSON (no NaN or Infinity, which the broker would refuse).
-    A lone surrogate (os.fsdecode's for a file name's bytes that are not
-    UTF-8), in a key or a string, cannot be encoded: UnicodeEncodeError, or
-    with errors="replace" each such character sent as "?"."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":")).encode("utf-8", errors)
-
-
-def _describe(error: BaseException) -> str:
-    """What the agent reads of a handler's exception: its type and text, as
-    a traceback's last line says (``KeyError: 'city'``)."""
-    text = str(error)
-    return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
-
-
-def _result(task: "Task", value: Any) -> List[bytes]:
-    """The RESULT of a handler's value. A value JSON cannot carry (a set,
-    bytes, NaN) is a FAIL that is not retried: each attempt would run the
-    handler again to return the same, as actd does not retry a RESULT that
-    is not JSON (docs/protocol.md section 3.4)."""
-    branch = [str(value.index).encode()] if isinstance(value, Branch) else []
-    try:
-        body = _json(value.value if isinstance(value, Branch) else value)
-    except (TypeError, ValueError) as error:
-        # A lone surrogate is data that cannot be sent, not one to change
-        # to "?": named as the Node worker names it
-        why = ("it holds a lone surrogate (%s), which UTF-8 cannot carry"
-               % error.object[error.start].encode("unicode_escape").decode()
-               if isinstance(error, UnicodeEncodeError) else str(error))
-        log.warning("worker: task %s (%s): the result is not JSON: %s", task.id,
-                    task.activity, why)
-        return [_HEADER, b"FAIL", task.id.encode(), _json(
-            {"message": "the result is not JSON: %s" % why, "code": "activity_failed",
-             "retryable": False}, "replace")]
-    return [_HEADER, b"RESULT", task.id.encode(), body] + branch
-
-
-def _text(text: str) -> str:
-    """text with each character UTF-8 cannot carry (a lone surrogate) as "?"."""
-    return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _failure(task: "Task", body: Dict[str, Any]) -> List[bytes]:
-    """The FAIL of an error object, each lone surrogate of its message, code
-    and details' strings and keys sent as "?". Details JSON cannot carry are
-    left out; one over MAX_FAIL_BYTES keeps its code and retryable, its
-    message cut to MAX_FAIL_MESSAGE bytes, its details left out: actd reads
-    a FAIL over its max_message_bytes as ``{}``, retried as activity_failed."""
-    # A str that is not Unicode text (os.fsdecode's surrogates for a file
-    # name's bytes that are not UTF-8, in an OSError's message) cannot be
-    # sent: each such character is sent as "?"
-    code = _text(str(body.get("code") or "activity_failed"))
-    message = _text(str(body.get("message", "")))
-    retryable = body.get("retryable", True) is not False
-    try:
-        text = _json(body, "replace")
-    except (TypeError, ValueError):
-        text = _json({"message": message, "code": code, "retryable": retryable})
-    if len(text) > MAX_FAIL_BYTES:
-        cut = message.encode("utf-8")[:MAX_FAIL_MESSAGE].decode("utf-8", "ignore")
-        text = _json({"message": "%s... (cut: the failure was %d bytes)" % (cut, len(text)),
-                      "code": code, "retryable": retryable})
-    return [_HEADER, b"FAIL", task.id.encode(), text]
 
 
 def _meta_integer(meta: Dict[str, Any], key: str, default: Optional[int]) -> Any:
@@ -211,9 +140,19 @@ class Task:
         """Report progress: sends ``PROGRESS`` with ``details`` (any JSON
         value), which ``STATUS`` shows as the call's ``progress``. Callable
         from the handler's thread. Returns False (and sends nothing) once the
-        task has been answered or its connection was lost. Each lone
-        surrogate of a string or key is sent as "?", as a failure's is."""
+        task has been answered or its connection was lost, or when the
+        details are over the worker's ``max_message_bytes`` (logged at
+        warning). Each lone surrogate of a string or key is sent as "?", as
+        a failure's is."""
         body = _json(details, "replace")
+        limit = self._worker.max_message_bytes
+        if len(body) > limit:
+            # actd would ignore it, and past 4 x limit + 65536 drop the
+            # connection, and with it every task of the worker
+            log.warning("worker %s: task %s (%s): progress of %d bytes, over "
+                        "max_message_bytes (%d), not sent", self._worker.name, self.id,
+                        self.activity, len(body), limit)
+            return False
         with self._lock:
             if self._finished or self._abandoned:
                 return False
@@ -318,6 +257,13 @@ class Worker:
     ``lang`` ``"python"`` are sent in ``READY`` and shown by ``STATS``.
     What actd would refuse in ``READY`` (docs/protocol.md section 3.2) is a
     ``ValueError`` here and in :meth:`add_activity`.
+
+    ``max_message_bytes`` is actd's (default 1 MiB): set it to actd's when
+    actd's is raised. The worker sends no answer over it: a result over it
+    fails the attempt (``activity_failed``, not retried; a fire-and-forget
+    call's is sent as ``null``), a failure is cut to fit, progress is not
+    sent. Past ``4 × max_message_bytes + 65536`` bytes actd would drop the
+    connection, and every task running on it would fail ``worker_lost``.
     """
 
     def __init__(self, endpoints: Optional[Endpoints] = None, *,
@@ -325,7 +271,8 @@ class Worker:
                  liveness: int = 3, grace: float = 5.0,
                  curve_server: Optional[str] = None, curve_cert: Optional[str] = None,
                  context: Optional[zmq.Context] = None,
-                 endpoint: Optional[Endpoints] = None) -> None:
+                 endpoint: Optional[Endpoints] = None,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         """Create a worker for the brokers' worker endpoints (nothing is
         connected until :meth:`run`)."""
         if isinstance(capacity, bool) or not isinstance(capacity, int) \
@@ -336,6 +283,9 @@ class Worker:
             raise ValueError("a worker's name is a string of up to %d bytes" % MAX_NAME_BYTES)
         if heartbeat_ms < 1 or liveness < 1:
             raise ValueError("heartbeat_ms and liveness must be positive")
+        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
+                or max_message_bytes < 1:
+            raise ValueError("max_message_bytes is a positive integer")
         #: The worker endpoints of the brokers, in the order given.
         self.endpoints: List[str] = _socket.endpoints_option(
             endpoints, endpoint, _socket.WORKER_ENDPOINT_VARIABLE, DEFAULT_WORKER_ENDPOINT)
@@ -346,6 +296,8 @@ class Worker:
         self.heartbeat_ms: int = heartbeat_ms
         self.liveness: int = liveness
         self.grace: float = grace
+        #: No RESULT, FAIL or PROGRESS body over this many bytes is sent.
+        self.max_message_bytes: int = max_message_bytes
         self._curve = _socket.curve_option(curve_server, curve_cert)
         self._context = context or zmq.Context.instance()
         self._loop: Optional[_Loop] = None
@@ -701,7 +653,7 @@ class Worker:
         and one not answered then fails worker_lost, an attempt spent. So it
         runs within what is left of the grace, as those running do."""
         if len(args) != 4:
-            log.warning("worker %s: a TASK with %d frames dropped", self.name, len(args))
+            self._misframed(link, args)
             return
         task_id = args[0].decode("utf-8", "replace")
         activity = args[1].decode("utf-8", "replace")
@@ -715,17 +667,28 @@ class Worker:
             # unreadable as bad JSON: answered, not a crash of this thread
             task = Task(self, link.generation, task_id, activity, params, meta)
         except (TypeError, ValueError) as error:
-            self._send(link, [_HEADER, b"FAIL", task_id.encode(), _json(
-                {"message": "the task does not parse: %s" % error, "code": "bad_task",
-                 "retryable": False})])
+            self._send(link, _fail(task_id.encode(), "the task does not parse: %s" % error,
+                                   "bad_task", False))
             return
         if activity not in self._handlers:
-            self._send(link, [_HEADER, b"FAIL", task_id.encode(), _json(
-                {"message": "this worker has no activity %s" % activity,
-                 "code": "unknown_activity", "retryable": True})])
+            self._send(link, _fail(task_id.encode(), "this worker has no activity %s"
+                                   % activity, "unknown_activity", True))
             return
         link.tasks[task_id] = task
         pool.submit(task)
+
+    def _misframed(self, link: _Link, args: List[bytes]) -> None:
+        """Answer a TASK of other than 4 frames FAIL bad_task, not retried,
+        when it has a task id to answer; drop one without."""
+        if not args:
+            log.warning("worker %s: a TASK of 0 frames dropped", self.name)
+            return
+        # Dropped, it would hold a slot at the broker until the worker is
+        # declared dead
+        log.warning("worker %s: a TASK of %d frames answered bad_task", self.name, len(args))
+        link.tasked = True
+        self._send(link, _fail(args[0], "a TASK of %d frames, not 4 (task id, activity, "
+                               "params, meta)" % len(args), "bad_task", False))
 
     # -- handler threads --------------------------------------------------
 
@@ -747,18 +710,17 @@ class Worker:
             value = self._handlers[task.activity].call(task.params, task)
             if inspect.isawaitable(value):
                 value = self._event_loop().run(value)
-            frames = _result(task, value)
+            frames = _result(task, value, self.max_message_bytes, self.name)
         except ActivityError as error:
-            frames = _failure(task, error.body())
+            frames = _failure(task, error.body(), self.max_message_bytes)
         except Exception as error:  # noqa: BLE001 - any failure of a handler is a FAIL
             log.warning("worker %s: task %s (%s) failed", self.name, task.id, task.activity,
                         exc_info=True)
             frames = _failure(task, {"message": _describe(error), "code": "activity_failed",
-                                     "retryable": True})
+                                     "retryable": True}, self.max_message_bytes)
         finally:
             if frames is None:
                 # A BaseException (SystemExit, ...): still free the slot
-                frames = [_HEADER, b"FAIL", task.id.encode(), _json(
-                    {"message": "the handler was interrupted", "code": "activity_failed",
-                     "retryable": True})]
+                frames = _fail(task.id.encode(), "the handler was interrupted",
+                               "activity_failed", True)
             task._finish(frames)

@@ -298,6 +298,121 @@ class WorkerProtocolTest(unittest.TestCase):
         self.worker.add_activity("a" * 256, lambda params, task: None)
         self.assertEqual(self.worker.activities, ["a" * 256])
 
+    def limited(self, limit: int) -> None:
+        """Replace the worker with one of max_message_bytes limit."""
+        self.worker.close()
+        self.worker = actd.Worker(self.broker.endpoint, capacity=2, name="limited",
+                                  heartbeat_ms=HEARTBEAT_MS, liveness=LIVENESS,
+                                  max_message_bytes=limit)
+
+    def test_max_message_bytes_is_a_positive_integer(self) -> None:
+        for limit in (0, -1, 1.5, True, "1000", None):
+            with self.assertRaises(ValueError):
+                actd.Worker(self.broker.endpoint, max_message_bytes=limit)  # type: ignore
+        actd.Worker(self.broker.endpoint, max_message_bytes=1).close()
+
+    def test_a_result_over_max_message_bytes_is_failed_by_the_worker(self) -> None:
+        # actd would fail it too, but past 4 x max_message_bytes + 65536 it
+        # drops the connection, and every task on it fails worker_lost
+        def work(params: Dict[str, Any], task: actd.Task) -> Any:
+            value = "x" * (params["size"] - 2)          # A JSON string: its quotes
+            return actd.Branch(1, value) if params.get("branch") else value
+
+        self.limited(1000)
+        self.worker.add_activity("work", work)
+        identity = self.start()
+        over = {"code": "activity_failed", "retryable": False,
+                "message": "the result is 2000 bytes, over max_message_bytes (1000)"}
+        with self.assertLogs("actd.worker", "WARNING") as logs:
+            self.broker.task(identity, "1.1", "work", {"size": 2000}, meta("1"))
+            frames = self.broker.expect(b"FAIL", identity)[1]
+            self.assertEqual(frames[:2], [b"FAIL", b"1.1"])
+            self.assertEqual(json.loads(frames[2]), over)
+            self.broker.task(identity, "2.1", "work", {"size": 2000, "branch": True},
+                             meta("2", branches=2))
+            frames = self.broker.expect(b"FAIL", identity)[1]
+            self.assertEqual((frames[:2], json.loads(frames[2])), ([b"FAIL", b"2.1"], over))
+        self.assertIn("limited", logs.output[0])
+        self.assertIn("1.1", logs.output[0])
+        self.assertIn("2000 bytes, over max_message_bytes (1000)", logs.output[0])
+        # A fire-and-forget call's result is thrown away: null frees the slot
+        self.broker.task(identity, "3.1", "work", {"size": 2000}, meta("3", discard=True))
+        self.assertEqual(self.broker.expect(b"RESULT", identity)[1],
+                         [b"RESULT", b"3.1", b"null"])
+        self.broker.task(identity, "4.1", "work", {"size": 2000, "branch": True},
+                         meta("4", branches=2, discard=True))
+        self.assertEqual(self.broker.expect(b"RESULT", identity)[1],
+                         [b"RESULT", b"4.1", b"null"])
+        # Exactly the limit is sent
+        self.broker.task(identity, "5.1", "work", {"size": 1000}, meta("5"))
+        self.assertEqual(self.broker.expect(b"RESULT", identity)[1],
+                         [b"RESULT", b"5.1", b'"' + b"x" * 998 + b'"'])
+        self.broker.task(identity, "6.1", "work", {"size": 1000, "branch": True},
+                         meta("6", branches=2))
+        self.assertEqual(self.broker.expect(b"RESULT", identity)[1],
+                         [b"RESULT", b"6.1", b'"' + b"x" * 998 + b'"', b"1"])
+
+    def test_progress_over_max_message_bytes_is_not_sent(self) -> None:
+        sent: List[bool] = []
+
+        def work(params: Dict[str, Any], task: actd.Task) -> str:
+            sent.append(task.progress("x" * 1999))
+            sent.append(task.progress("x" * 998))
+            return "done"
+
+        self.limited(1000)
+        self.worker.add_activity("work", work)
+        identity = self.start()
+        with self.assertLogs("actd.worker", "WARNING") as logs:
+            self.broker.task(identity, "1.1", "work", {}, meta("1"))
+            self.assertEqual(self.broker.expect(b"PROGRESS", identity)[1],
+                             [b"PROGRESS", b"1.1", b'"' + b"x" * 998 + b'"'])
+        self.assertEqual(self.broker.expect(b"RESULT", identity)[1],
+                         [b"RESULT", b"1.1", b'"done"'])
+        self.assertEqual(sent, [False, True])
+        self.assertIn("2001 bytes, over max_message_bytes (1000)", logs.output[0])
+
+    def test_a_failure_over_max_message_bytes_is_cut_to_fit(self) -> None:
+        def work(params: Dict[str, Any], task: actd.Task) -> Any:
+            raise actd.ActivityError("\u00e9" * 3000, code="long", retryable=False,
+                                     details="d" * 3000)
+
+        self.limited(1000)
+        self.worker.add_activity("work", work)
+        identity = self.start()
+        self.broker.task(identity, "1.1", "work", {}, meta("1"))
+        frames = self.broker.expect(b"FAIL", identity)[1]
+        self.assertLessEqual(len(frames[2]), 1000)
+        body = json.loads(frames[2])
+        self.assertEqual((body["code"], body["retryable"]), ("long", False))
+        self.assertTrue(body["message"].startswith("\u00e9" * 100), body["message"])
+        self.assertNotIn("details", body)
+
+    def test_a_task_of_the_wrong_number_of_frames_fails_bad_task(self) -> None:
+        # Dropped, the task would hold its slot at the broker until the
+        # worker is declared dead
+        self.worker.add_activity("work", lambda params, task: params["n"])
+        identity = self.start()
+        with self.assertLogs("actd.worker", "WARNING") as logs:
+            self.broker.send(identity, b"TASK")             # No task id: dropped
+            self.broker.send(identity, b"TASK", b"1.1", b"work", b'{"n":1}')
+            self.broker.send(identity, b"TASK", b"2.1", b"work", b'{"n":1}',
+                             json.dumps(meta("2")).encode(), b"more")
+            # The worker goes on, on the same connection
+            self.broker.task(identity, "3.1", "work", {"n": 3}, meta("3"))
+            answers = [self.broker.expect(command, identity)[1]
+                       for command in (b"FAIL", b"FAIL", b"RESULT")]
+        self.assertIn("a TASK of 0 frames", logs.output[0])
+        for task_id, count in ((b"1.1", 3), (b"2.1", 5)):
+            frames = answers.pop(0)
+            self.assertEqual(frames[:2], [b"FAIL", task_id])
+            self.assertEqual(json.loads(frames[2]), {
+                "code": "bad_task", "retryable": False,
+                "message": "a TASK of %d frames, not 4 (task id, activity, params, meta)"
+                           % count})
+        self.assertEqual(answers, [[b"RESULT", b"3.1", b"3"]])
+        self.assertEqual(self.worker.connections, 1)
+
     def test_stop_sends_disconnect(self) -> None:
         self.worker.add_activity("a", lambda params, task: None)
         identity = self.start()

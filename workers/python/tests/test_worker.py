@@ -338,6 +338,35 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(outcome.message, "the result is not JSON: it holds a lone "
                          "surrogate (\\udce9), which UTF-8 cannot carry")
 
+    def test_a_result_over_max_message_bytes_fails_only_its_own_call(self) -> None:
+        # Past 4 x max_message_bytes + 65536 (4.06 MiB by default) actd
+        # drops the connection that sent it: the call beside it on the
+        # same worker failed worker_lost too, its work thrown away
+        gate = Gate()
+
+        def big(params: Dict[str, Any], task: actd.Task) -> str:
+            return "x" * 5000000
+
+        def slow(params: Dict[str, Any], task: actd.Task) -> str:
+            gate.enter()
+            return "finished"
+
+        retry = {"max_attempts": 3, "initial_ms": 10}
+        with self.serve({"w-big": big, "w-slow": slow}, capacity=2):
+            handle = self.client.submit("w-big-slow", {"_tool": "w-slow", "_retry": retry,
+                                                       "_outputPath": "†slow"})
+            self.assertTrue(gate.entered.wait(TIMEOUT))
+            outcome = self.client.call("w-big", {"_tool": "w-big", "_retry": retry,
+                                                 "_outputPath": "†out"}, timeout=TIMEOUT)
+            gate.release()
+            slow_outcome = handle.outcome(TIMEOUT)
+        self.assertEqual((outcome.status, outcome.code, outcome.attempts),
+                         ("error", "activity_failed", 1))
+        self.assertEqual(outcome.message,
+                         "the result is 5000002 bytes, over max_message_bytes (1048576)")
+        self.assertEqual((slow_outcome.status, slow_outcome.result, slow_outcome.attempts),
+                         ("ok", "finished", 1))
+
     def test_progress_is_shown_by_status(self) -> None:
         gate = Gate()
 
