@@ -94,6 +94,25 @@ class TestLargeResult(unittest.TestCase):
             self.assertEqual(handle.read(), "run\n")
         self.assertNotIn("silent for too long", actd.log())
 
+    def test_a_raised_max_output_raises_the_librarys_limit(self):
+        # The C library refuses a result over its max_message_bytes (actd's
+        # default unless set): actd-exec sets it from --max-output, so a
+        # 2 MB result, within both raised limits, is stored
+        actd = actd_with_config("server\n    max_message_bytes = 4194304\n").start()
+        self.addCleanup(actd.finish)
+        client = actd.client()
+        self.addCleanup(client.close)
+        size = 2 * 1000 * 1000
+        command = ["/bin/sh", "-c", "head -c %d /dev/zero | tr '\\0' a" % size]
+        with Exec(actd.worker_endpoint, "two-mb", command, "--max-output", "4194304"):
+            reply = client.request("CALL", "exec-two", {
+                "_tool": "two-mb", "_outputPath": ref("r.big")})
+            self.assertEqual(reply[0], "ACCEPTED", reply)
+            status = client.wait_status(reply[1], ["ok", "error", "timeout", "cancelled"],
+                                        timeout=60.0)
+        self.assertEqual((status["state"], status["attempts"]), ("ok", 1), status)
+        self.assertEqual(len(client.resolve("exec-two", ref("r.big"))), size)
+
 
 class TestResultText(ExecTest):
     """The result's text is built in one pass, as act_json_dump writes it."""

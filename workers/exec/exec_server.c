@@ -166,6 +166,12 @@ s_server_worker (exec_server_t *self, exec_options_t *options)
         fprintf (stderr, "actd-exec: --name takes 1 to %d bytes\n", ACT_WORKER_MAX_NAME);
         return -1;
     }
+    //  A result up to --max-output as JSON is sent (s_job_succeed checks
+    //  it): the library's own limit, actd's default, must not refuse it
+    //  when both were raised, nor cut a failure when --max-output is small
+    size_t most = (size_t) options->max_output;
+    act_worker_set_max_message_bytes (self->worker, most > ACT_WORKER_MAX_MESSAGE_BYTES
+                                                    ? most: ACT_WORKER_MAX_MESSAGE_BYTES);
     int rc = options->curve_server? act_worker_set_curve (self->worker, options->curve_server,
                                                           options->curve_cert): 0;
     if (rc == -2)
