@@ -121,7 +121,9 @@ export declare class Task {
     /** Milliseconds left before the attempt's deadline (negative once past),
      *  on a monotonic clock; undefined when the meta has no deadline_ms. */
     remaining(): number | undefined;
-    /** Send PROGRESS (STATUS shows it); a no-op once cancelled or answered. */
+    /** Send PROGRESS (STATUS shows it); a no-op once cancelled or answered,
+     *  and for details over the worker's maxMessageBytes as JSON (with a
+     *  'warning'). */
     progress(details: unknown): Promise<void>;
 }
 
@@ -159,6 +161,14 @@ export interface WorkerOptions extends CurveOptions {
     heartbeatMs?: number;
     /** The broker's liveness (default 3). */
     liveness?: number;
+    /** actd's server/max_message_bytes (default 1048576, actd's default):
+     *  set it to actd's when actd's is raised. A result over it (as JSON)
+     *  is answered FAIL activity_failed, not retried (RESULT null for a
+     *  discarded call), progress over it is not sent, a failure over it is
+     *  cut: actd would fail them, or drop the worker's connection past 4
+     *  times it. A positive integer, else the constructor throws a
+     *  TypeError. */
+    maxMessageBytes?: number;
 }
 
 export interface WorkerEvents {
@@ -218,6 +228,7 @@ export declare class Worker extends EventEmitter {
     readonly name: string;
     readonly heartbeatMs: number;
     readonly liveness: number;
+    readonly maxMessageBytes: number;
     /** READY messages sent so far. */
     readonly connections: number;
     /** Registered activity names. */

@@ -46,10 +46,17 @@ const MAX_ACTIVITY_BYTES = 256;
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_LAST_MS = 5000;
 
-//  A FAIL body over MAX_FAIL_BYTES (actd's default max_message_bytes, which
-//  actd reads as {}) is sent as its code, retryable and first
-//  MAX_FAIL_MESSAGE bytes of its message
-const MAX_FAIL_BYTES = 1048576;
+//  actd's default server/max_message_bytes, the default of the option
+//  maxMessageBytes (set it to actd's when actd's is raised). A body over it
+//  fails at actd: a RESULT fails its attempt, not retried; a FAIL is read
+//  as {}, retried as activity_failed; a PROGRESS is ignored. And a frame
+//  over 4 times it plus 64 KiB makes actd's libzmq (ZMQ_MAXMSGSIZE) drop
+//  the worker's connection: every task on it fails worker_lost. So the
+//  worker sends none: a FAIL over it is sent as its code, retryable and
+//  first MAX_FAIL_MESSAGE bytes (at most half of it) of its message; a
+//  RESULT over it as FAIL activity_failed (RESULT null when the call
+//  discards it); a PROGRESS over it not at all.
+const MAX_MESSAGE_BYTES = 1048576;
 const MAX_FAIL_MESSAGE = 65536;
 
 //  What a handler returns to name the alternative of the output path it
@@ -95,16 +102,16 @@ class Task {
         this.endpoint = connection.endpoint;    //  The broker it came from
         this.activity = activity;               //  Activity name
         this.meta = meta;                       //  TASK meta as sent
-        this.context = meta.context;            //  Context id of the call
-        this.callId = meta.call_id;             //  Call id (decimal string)
-        this.attempt = meta.attempt;            //  1 for the first dispatch
-        this.deadlineMs = meta.deadline_ms;     //  ms this attempt may run
+        this.context = String (meta.context ?? '');         //  Context id of the call
+        this.callId = String (meta.call_id ?? '');          //  Call id (decimal string)
+        this.attempt = meta.attempt ?? 1;                   //  1 for the first dispatch
+        this.deadlineMs = meta.deadline_ms ?? undefined;    //  ms this attempt may run
         this._received = clock.now ();          //  clock.now () when it arrived
         //  The deadline as a date (a Date.now () value), to show; remaining ()
         //  is what to time with
         this.deadline = typeof meta.deadline_ms === 'number'
                       ? Date.now () + meta.deadline_ms: undefined;
-        this.instance = meta.instance;          //  Instance scope, or undefined
+        this.instance = meta.instance ?? undefined;         //  Instance scope, or undefined
         this.branches = meta.branches ?? 0;     //  Alternatives in the output path
         this.discard = Boolean (meta.discard);  //  Fire-and-forget: result dropped
         this.trace = typeof meta.trace === 'string'
@@ -132,12 +139,15 @@ class Task {
     //  Send PROGRESS with details (any JSON value), each lone surrogate as
     //  '?' as a failure's (actd refused the PROGRESS and ignored it);
     //  STATUS shows the latest as "progress". Does nothing once the task is
-    //  cancelled or answered.
+    //  cancelled or answered, nor for details over maxMessageBytes as JSON
+    //  (a warning says so: actd would ignore them, or drop the connection).
     progress (details) {
         if (this._answered || this.signal.aborted || !this._worker._holds (this))
             return Promise.resolve ();
-        return this._worker._send (this._connection, ['PROGRESS', this.id,
-                                                      s_well_formed (s_json (details))])
+        const body = s_well_formed (s_json (details));
+        if (this._worker._oversized (this, 'progress', body, 'not sent'))
+            return Promise.resolve ();
+        return this._worker._send (this._connection, ['PROGRESS', this.id, body])
             .catch (() => {});
     }
 
@@ -221,17 +231,53 @@ function s_result_json (value) {
     return text;
 }
 
-//  The FAIL body, JSON text over MAX_FAIL_BYTES, as its code, retryable and
-//  its message cut to MAX_FAIL_MESSAGE bytes, details left out: actd reads a
-//  FAIL over its max_message_bytes as {}, retried as activity_failed
-function s_cut_failure (text) {
+//  The FAIL body, JSON text over limit (maxMessageBytes), as its code,
+//  retryable and its message cut to MAX_FAIL_MESSAGE bytes or half the
+//  limit, details left out: actd reads a FAIL over its max_message_bytes
+//  as {}, retried as activity_failed
+function s_cut_failure (text, limit) {
     const { message, code, retryable } = JSON.parse (text);
-    const bytes = Buffer.from (String (message ?? ''), 'utf8').subarray (0, MAX_FAIL_MESSAGE);
+    const bytes = Buffer.from (String (message ?? ''), 'utf8')
+        .subarray (0, Math.min (MAX_FAIL_MESSAGE, Math.floor (limit / 2)));
     //  A character cut in two decodes as U+FFFD: drop it
     const cut = bytes.toString ('utf8').replace (/\uFFFD$/, '');
     return JSON.stringify ({
         message: `${cut}... (cut: the failure was ${Buffer.byteLength (text)} bytes)`,
         code: code || 'activity_failed', retryable: retryable !== false });
+}
+
+//  The frames after the task id of a TASK, [activity, params, meta], or
+//  throws saying why they do not read: other than 4 frames, params or meta
+//  not JSON, a meta not an object or a field of it of the wrong type
+function s_task (args) {
+    if (args.length !== 4)
+        throw new Error (`a TASK of ${args.length} frames, not 4 (task id, activity, params, meta)`);
+    try {
+        const params = JSON.parse (args [2].toString ());
+        return [args [1].toString (), params, s_meta (JSON.parse (args [3].toString ()))];
+    }
+    catch (error) {
+        throw new Error ('the task does not parse: ' + error.message);
+    }
+}
+
+//  The TASK meta, checked as the Python worker checks it (a field absent
+//  is its default): an object; attempt and branches integers; deadline_ms
+//  an integer or null; instance a string or null. Throws naming the first
+//  field that is not. context and call_id are read as strings.
+function s_meta (meta) {
+    if (!meta || typeof meta !== 'object' || Array.isArray (meta))
+        throw new Error ('the meta is not an object');
+    for (const key of ['attempt', 'deadline_ms', 'branches']) {
+        const value = meta [key];
+        if (value !== undefined && !(value === null && key === 'deadline_ms')
+            && !Number.isInteger (value))
+            throw new Error (`${key} is not an integer: ${JSON.stringify (value)}`);
+    }
+    const instance = meta.instance;
+    if (instance !== undefined && instance !== null && typeof instance !== 'string')
+        throw new Error ('instance is not a string: ' + JSON.stringify (instance));
+    return meta;
 }
 
 //  The message of a value a handler threw, never throwing itself: a value
@@ -254,7 +300,9 @@ class Worker extends EventEmitter {
     //  comma-separated string), or endpoint (default $ACTD_WORKER_ENDPOINT,
     //  else tcp://127.0.0.1:5556); curveServer and curveCert for CURVE
     //  (./curve.js); capacity (1, per broker), name, heartbeatMs (1000) and
-    //  liveness (3): set these as the brokers' heartbeat_ms and liveness.
+    //  liveness (3): set these as the brokers' heartbeat_ms and liveness;
+    //  maxMessageBytes (1048576): set it to actd's max_message_bytes when
+    //  actd's is raised (see MAX_MESSAGE_BYTES).
     constructor (options = {}) {
         super ();
         if (typeof options === 'string')
@@ -266,12 +314,15 @@ class Worker extends EventEmitter {
         this.name = options.name ?? `node-${os.hostname ()}-${process.pid}`;
         this.heartbeatMs = options.heartbeatMs ?? 1000;
         this.liveness = options.liveness ?? 3;
+        this.maxMessageBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
         if (!Number.isInteger (this.capacity) || this.capacity < 1 || this.capacity > MAX_CAPACITY)
             throw new TypeError (`capacity is an integer from 1 to ${MAX_CAPACITY}`);
         if (typeof this.name !== 'string' || Buffer.byteLength (this.name) > MAX_NAME_BYTES)
             throw new TypeError (`a worker's name is a string of up to ${MAX_NAME_BYTES} bytes`);
         if (!(this.heartbeatMs > 0) || !Number.isInteger (this.liveness) || this.liveness < 1)
             throw new TypeError ('heartbeatMs is > 0 and liveness an integer >= 1');
+        if (!Number.isInteger (this.maxMessageBytes) || this.maxMessageBytes < 1)
+            throw new TypeError ('maxMessageBytes (actd\'s max_message_bytes) is an integer >= 1');
         this._curve = curveOptions (options);
         this._handlers = new Map ();    //  activity name -> handler
         this._tools = new Map ();       //  activity name -> its tool (READY's tools)
@@ -530,27 +581,28 @@ class Worker extends EventEmitter {
             this.emit ('warning', new Error ('dropped an unknown command ' + command));
     }
 
-    //  TASK task-id, activity, params, meta: run the handler
+    //  TASK task-id, activity, params, meta: run the handler. One that does
+    //  not read (s_task) is answered FAIL bad_task, not retried, as the
+    //  Python worker answers it: dropped, it would hold its slot at the
+    //  broker until this worker was declared dead. Without even a task id
+    //  there is no one to answer.
     _task (connection, args) {
-        if (args.length < 4) {
-            this.emit ('warning', new Error ('dropped a TASK with ' + args.length + ' frames'));
+        if (!args.length) {
+            this.emit ('warning', new Error ('dropped a TASK of 0 frames'));
             return;
         }
         const id = args [0].toString ();
-        const activity = args [1].toString ();
-        let params, meta;
+        let activity, params, meta;
         try {
-            params = JSON.parse (args [2].toString ());
-            meta = JSON.parse (args [3].toString ());
+            [activity, params, meta] = s_task (args);
         }
         catch (error) {
+            this.emit ('warning', new Error (`task ${id}: ${error.message}: answered FAIL bad_task`));
             this._send (connection, ['FAIL', id, s_well_formed (JSON.stringify ({
-                message: 'TASK json does not parse: ' + error.message, code: 'bad_json',
-                retryable: false }))]).catch (() => {});
+                code: 'bad_task', message: error.message, retryable: false }))]).catch (() => {});
             return;
         }
-        const task = new Task (this, connection, connection.generation, id, activity,
-                               meta && typeof meta === 'object'? meta: {});
+        const task = new Task (this, connection, connection.generation, id, activity, meta);
         connection.tasks.set (id, task);
         this.emit ('task', task);
         const handler = this._handlers.get (activity);
@@ -585,7 +637,39 @@ class Worker extends EventEmitter {
                       message: 'the result is not JSON: ' + s_message (error),
                       retryable: false }))];
         }
+        if (frames [0] === 'RESULT')
+            frames = this._fitting (task, frames);
         this._send (task._connection, frames).catch (() => {});
+    }
+
+    //  RESULT frames, those of a body over maxMessageBytes answered as the
+    //  worker answers them itself (MAX_MESSAGE_BYTES): RESULT null for a
+    //  discarded call (actd throws the result away), else FAIL
+    //  activity_failed, not retried (another attempt would return as much)
+    _fitting (task, frames) {
+        const bytes = this._oversized (task, 'result', frames [2], task.discard
+                                       ? 'sent RESULT null (the call discards it)'
+                                       : 'answered FAIL activity_failed');
+        if (!bytes)
+            return frames;
+        if (task.discard)
+            return ['RESULT', task.id, 'null', ...frames.slice (3)];
+        const message = `the result is ${bytes} bytes, over max_message_bytes`
+                      + ` (${this.maxMessageBytes})`;
+        return ['FAIL', task.id, JSON.stringify ({ code: 'activity_failed', message,
+                                                   retryable: false })];
+    }
+
+    //  The bytes of body, a task's result or progress, when over
+    //  maxMessageBytes (a warning names the task, the sizes and what is
+    //  done instead; its emitter is the worker); 0 when it fits
+    _oversized (task, what, body, instead) {
+        const bytes = Buffer.byteLength (body);
+        if (bytes <= this.maxMessageBytes)
+            return 0;
+        this.emit ('warning', new Error (`task ${task.id}: the ${what} is ${bytes} bytes, over`
+                                         + ` max_message_bytes (${this.maxMessageBytes}): ${instead}`));
+        return bytes;
     }
 
     _fail (task, error) {
@@ -615,8 +699,8 @@ class Worker extends EventEmitter {
             body = JSON.stringify ({ message: s_message (error), code, retryable });
         }
         body = s_well_formed (body);
-        if (Buffer.byteLength (body) > MAX_FAIL_BYTES)
-            body = s_cut_failure (body);
+        if (Buffer.byteLength (body) > this.maxMessageBytes)
+            body = s_cut_failure (body, this.maxMessageBytes);
         this._send (task._connection, ['FAIL', task.id, body]).catch (() => {});
     }
 
@@ -635,4 +719,4 @@ class Worker extends EventEmitter {
 }
 
 module.exports = { Worker, Task, Branch, branch, DEFAULT_ENDPOINT, MAX_CAPACITY, MAX_NAME_BYTES,
-                   MAX_ACTIVITY_BYTES, RECONNECT_FIRST_MS, RECONNECT_LAST_MS };
+                   MAX_ACTIVITY_BYTES, MAX_MESSAGE_BYTES, RECONNECT_FIRST_MS, RECONNECT_LAST_MS };

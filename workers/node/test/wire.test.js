@@ -251,4 +251,116 @@ describe ('Worker on the wire', () => {
         const bye = await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
         assert.equal (bye.peer, ready.peer);
     });
+    //  actd reads a worker frame up to 4 x max_message_bytes + 64 KiB:
+    //  past that libzmq drops the worker's connection, and every task on it
+    //  fails worker_lost; under it a RESULT over max_message_bytes fails
+    //  its attempt at actd. The worker answers such a result itself
+    it ('answers FAIL activity_failed for a result over maxMessageBytes, RESULT null when discarded', async () => {
+        const warnings = [];
+        //  A string of n characters is n + 2 bytes of JSON
+        const ready = await setup ({ big: ({ bytes, alternative }) => {
+            const text = 'x'.repeat (bytes - 2);
+            return alternative? branch (alternative, text): text;
+        } }, { maxMessageBytes: 1000 });
+        worker.on ('warning', (error) => warnings.push (error.message));
+        const over = JSON.stringify ({ code: 'activity_failed',
+            message: 'the result is 2000 bytes, over max_message_bytes (1000)', retryable: false });
+        await task (ready, '30.1', 'big', { bytes: 2000 });
+        const fail = await broker.take (broker.command ('FAIL'), 'FAIL 30.1');
+        assert.deepEqual (fail.frames, ['ACTW01', 'FAIL', '30.1', over]);
+        await task (ready, '31.1', 'big', { bytes: 2000, alternative: 1 });
+        const branched = await broker.take (broker.command ('FAIL'), 'FAIL 31.1');
+        assert.deepEqual (branched.frames, ['ACTW01', 'FAIL', '31.1', over]);
+        await task (ready, '32.1', 'big', { bytes: 2000 }, { discard: true });
+        const discarded = await broker.take (broker.command ('RESULT'), 'RESULT 32.1');
+        assert.deepEqual (discarded.frames, ['ACTW01', 'RESULT', '32.1', 'null']);
+        await task (ready, '33.1', 'big', { bytes: 1000 });
+        const exact = await broker.take (broker.command ('RESULT'), 'RESULT 33.1');
+        assert.deepEqual (exact.frames, ['ACTW01', 'RESULT', '33.1', JSON.stringify ('x'.repeat (998))]);
+        assert.equal (warnings.length, 3);
+        for (const [n, warning] of warnings.entries ())
+            assert.match (warning, new RegExp (`^task 3${n}\\.1: the result is 2000 bytes, over max_message_bytes \\(1000\\)`));
+    });
+
+    it ('sends no PROGRESS over maxMessageBytes', async () => {
+        const warnings = [];
+        const ready = await setup ({ steps: async (params, task) => {
+            await task.progress ('p'.repeat (1998));
+            await task.progress ('p'.repeat (999));
+            await task.progress ('p'.repeat (998));
+            return 'done';
+        } }, { maxMessageBytes: 1000 });
+        worker.on ('warning', (error) => warnings.push (error.message));
+        await task (ready, '34.1', 'steps', {});
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT 34.1');
+        assert.deepEqual (result.frames, ['ACTW01', 'RESULT', '34.1', '"done"']);
+        const progress = broker.messages.filter (broker.command ('PROGRESS'));
+        assert.deepEqual (progress.map ((m) => m.frames [3].length), [1000]);
+        assert.equal (warnings.length, 2);
+        assert.match (warnings [0], /^task 34\.1: the progress is 2000 bytes, over max_message_bytes \(1000\): not sent$/);
+    });
+
+    it ('cuts a failure over maxMessageBytes, and takes only a positive integer for it', async () => {
+        for (const bad of [0, -1, 1.5, '1000', NaN, Infinity])
+            assert.throws (() => new Worker ({ endpoint: 'tcp://127.0.0.1:1', maxMessageBytes: bad }),
+                           /maxMessageBytes/, String (bad));
+        const ready = await setup ({ fail: () => {
+            throw new ActivityError ('e'.repeat (5000), { code: 'w_long', retryable: false });
+        } }, { maxMessageBytes: 1000 });
+        await task (ready, '35.1', 'fail', {});
+        const fail = await broker.take (broker.command ('FAIL'), 'FAIL 35.1');
+        assert.ok (Buffer.byteLength (fail.frames [3]) <= 1000, fail.frames [3].length + ' bytes');
+        const body = JSON.parse (fail.frames [3]);
+        assert.deepEqual ([body.code, body.retryable], ['w_long', false]);
+        assert.match (body.message, /^e+\.\.\. \(cut: the failure was \d+ bytes\)$/);
+    });
+
+    it ('answers FAIL bad_task for a TASK of other than 4 frames, and goes on', async () => {
+        const warnings = [];
+        const ready = await setup ({ echo: (params) => params });
+        worker.on ('warning', (error) => warnings.push (error.message));
+        const meta = JSON.stringify ({ context: 'c', call_id: '40', attempt: 1 });
+        const frames = (n) => JSON.stringify ({ code: 'bad_task',
+            message: `a TASK of ${n} frames, not 4 (task id, activity, params, meta)`, retryable: false });
+        await broker.send (ready.identity, ['ACTW01', 'TASK', '40.1', 'echo', '{}']);
+        const three = await broker.take (broker.command ('FAIL'), 'FAIL 40.1');
+        assert.deepEqual (three.frames, ['ACTW01', 'FAIL', '40.1', frames (3)]);
+        await broker.send (ready.identity, ['ACTW01', 'TASK', '41.1', 'echo', '{}', meta, 'extra']);
+        const five = await broker.take (broker.command ('FAIL'), 'FAIL 41.1');
+        assert.deepEqual (five.frames, ['ACTW01', 'FAIL', '41.1', frames (5)]);
+        //  Without even a task id there is no one to answer
+        await broker.send (ready.identity, ['ACTW01', 'TASK']);
+        await until (() => warnings.some ((warning) => /TASK of 0 frames/.test (warning)),
+                     'the warning of a TASK of no frame');
+        await task (ready, '42.1', 'echo', { ok: true });
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT 42.1');
+        assert.deepEqual (result.frames, ['ACTW01', 'RESULT', '42.1', '{"ok":true}']);
+        assert.equal (broker.messages.filter (broker.command ('FAIL')).length, 2);
+        assert.equal (worker.running, 0);
+    });
+
+    it ('answers FAIL bad_task for params or meta that do not parse, and goes on', async () => {
+        let runs = 0;
+        const ready = await setup ({ echo: (params) => { runs++; return params; } });
+        const meta = JSON.stringify ({ context: 'c', call_id: '50', attempt: 1 });
+        const cases = [['{not json', meta], ['{}', 'nope'], ['{}', '[1,2]'], ['{}', 'null'],
+                       ['{}', '{"attempt":"x"}'], ['{}', '{"attempt":null}'],
+                       ['{}', '{"deadline_ms":"60000"}'], ['{}', '{"deadline_ms":1.5}'],
+                       ['{}', '{"branches":null}'], ['{}', '{"instance":5}']];
+        for (const [n, [params, meta]] of cases.entries ()) {
+            await broker.send (ready.identity, ['ACTW01', 'TASK', `5${n}.1`, 'echo', params, meta]);
+            const fail = await broker.take (broker.command ('FAIL'), `FAIL 5${n}.1 (${params} ${meta})`);
+            assert.equal (fail.frames [2], `5${n}.1`);
+            const body = JSON.parse (fail.frames [3]);
+            assert.deepEqual ([body.code, body.retryable], ['bad_task', false], params + ' ' + meta);
+            assert.match (body.message, /^the task does not parse: ./);
+        }
+        //  null is no deadline, as absent fields are their defaults
+        await broker.send (ready.identity, ['ACTW01', 'TASK', '60.1', 'echo', '{"ok":1}',
+                                            '{"deadline_ms":null,"context":5}']);
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT 60.1');
+        assert.deepEqual (result.frames, ['ACTW01', 'RESULT', '60.1', '{"ok":1}']);
+        assert.equal (runs, 1);
+        assert.equal (worker.running, 0);
+    });
 });

@@ -13,7 +13,10 @@ interface Forecast { city: string; sky: 'sunny' | 'rainy' }
 
 async function worker (): Promise<void> {
     const worker = new Worker ({ endpoint: DEFAULTS.workerEndpoint, capacity: 4, name: 'typed',
-                                 heartbeatMs: DEFAULTS.heartbeatMs, liveness: DEFAULTS.liveness });
+                                 heartbeatMs: DEFAULTS.heartbeatMs, liveness: DEFAULTS.liveness,
+                                 maxMessageBytes: 1 << 20 });
+    const limit: number = worker.maxMessageBytes;
+    void limit;
     worker
         .activity ('upper', async ({ text }: { text: string }) => text.toUpperCase ())
         .activity<WeatherParams, Forecast> ('weather', async ({ city }, task: Task) => {
