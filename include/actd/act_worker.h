@@ -132,9 +132,23 @@ void act_worker_cancel_timer (act_worker_t *self, int timer_id);
 //  nothing was sent and act_worker_run returns -1 at once.
 int act_worker_connect (act_worker_t *self);
 
-//  Serve until act_worker_stop, SIGINT or SIGTERM. Returns 0, or -1 when
-//  no activity is served or ZeroMQ refuses an endpoint (act_worker_connect).
+//  Serve until act_worker_stop, SIGINT or SIGTERM, and then until no task
+//  runs or the grace is over (act_worker_set_grace), before DISCONNECT.
+//  Returns 0, or -1 when no activity is served or ZeroMQ refuses an
+//  endpoint (act_worker_connect).
 int act_worker_run (act_worker_t *self);
+
+//  How long, at a stop, running tasks may go on to their answers (default
+//  ACT_WORKER_GRACE_MS; 0: none). Meanwhile the worker heartbeats and
+//  answers as before, and runs the TASKs the broker still sends while it
+//  sees a free slot (until DISCONNECT); act_worker_run returns once no
+//  task runs, or when the grace is over. A task cut short there fails
+//  worker_lost at the broker and runs again elsewhere, an attempt spent
+//  (act_task_cancelled is then true; an answer to it is no longer read).
+//  Set it below what stops the program for good (systemd's
+//  TimeoutStopSec).
+void act_worker_set_grace (act_worker_t *self, int grace_ms);
+#define ACT_WORKER_GRACE_MS 5000
 
 //  Send HEARTBEAT to every broker now (once connected), before work that
 //  holds the loop for a while (the broker declares a worker lost after
@@ -145,7 +159,9 @@ void act_worker_heartbeat (act_worker_t *self);
 //  capacity in tasks, so up to that many times capacity run at once.
 size_t act_worker_brokers (act_worker_t *self);
 
-//  Ask act_worker_run to return (from a handler or a watch).
+//  Ask act_worker_run to return (from a handler or a watch), once the
+//  tasks running have answered or the grace is over: a handler that stops
+//  the worker and answers its own task has its answer sent.
 void act_worker_stop (act_worker_t *self);
 
 //  The task's fields (borrowed; valid until the task is answered)

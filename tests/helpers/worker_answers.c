@@ -2,15 +2,17 @@
     worker_answers - a C worker whose answers are as large as the call
     asks, for tests/integration/test_worker_answers.py.
 
-    worker_answers ENDPOINT [MAX_MESSAGE_BYTES]
+    worker_answers ENDPOINT [MAX_MESSAGE_BYTES [GRACE_MS]]
         Serves, as worker c-answers with capacity 4 (heartbeat 200 ms,
-        liveness 3), with act_worker_set_max_message_bytes when given:
+        liveness 3), with act_worker_set_max_message_bytes and
+        act_worker_set_grace when given (MAX_MESSAGE_BYTES 0: the default):
         - big {"n": N}: its result is a string of N 'x' (N + 2 bytes);
         - bigprogress {"n": N}: reports progress, a string of N 'p', prints
           "progress RC" (act_task_progress's), then its result is "done";
         - sleep {"ms": M}: its result, M ms later, is {"cancelled": bool};
-          prints "cancel ID" when the broker cancels it.
-        Until SIGTERM.
+          prints "cancel ID" when the broker cancels it;
+        - stopme: stops the worker (act_worker_stop), then answers "stopped".
+        Until SIGTERM; prints "stopped" when act_worker_run returns.
     ========================================================================= */
 
 #include "actd/act_worker.h"
@@ -84,25 +86,38 @@ s_sleep (act_task_t *task, void *arg)
     act_worker_timer (act_task_worker (task), ms > 0 && ms < 600000? (int) ms: 1, s_woke, task);
 }
 
+static void
+s_stopme (act_task_t *task, void *arg)
+{
+    (void) arg;
+    act_worker_stop (act_task_worker (task));
+    json_t *result = json_string ("stopped");
+    act_task_result (task, result, 0);
+    json_decref (result);
+}
+
 int
 main (int argc, char *argv [])
 {
-    if (argc != 2 && argc != 3) {
-        fprintf (stderr, "usage: worker_answers ENDPOINT [MAX_MESSAGE_BYTES]\n");
+    if (argc < 2 || argc > 4) {
+        fprintf (stderr, "usage: worker_answers ENDPOINT [MAX_MESSAGE_BYTES [GRACE_MS]]\n");
         return 2;
     }
     act_worker_t *worker = act_worker_new (argv [1], "c-answers");
     act_worker_set_heartbeat (worker, 200, 3);
     act_worker_set_capacity (worker, 4);
-    if (argc == 3 && act_worker_set_max_message_bytes (worker, strtoul (argv [2], NULL, 10))) {
-        fprintf (stderr, "worker_answers: bad MAX_MESSAGE_BYTES\n");
-        act_worker_destroy (&worker);
-        return 2;
-    }
+    size_t most = argc > 2? strtoul (argv [2], NULL, 10): 0;
+    if (most)
+        act_worker_set_max_message_bytes (worker, most);
+    if (argc > 3)
+        act_worker_set_grace (worker, atoi (argv [3]));
     act_worker_serve (worker, "big", s_big, NULL);
     act_worker_serve (worker, "bigprogress", s_bigprogress, NULL);
     act_worker_serve (worker, "sleep", s_sleep, NULL);
+    act_worker_serve (worker, "stopme", s_stopme, NULL);
     int rc = act_worker_run (worker);
+    printf ("stopped\n");
+    fflush (stdout);
     act_worker_destroy (&worker);
     return rc;
 }

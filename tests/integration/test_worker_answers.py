@@ -19,6 +19,7 @@ test's control, and against a real actd.
   lost)."""
 
 import json
+import signal
 import subprocess
 import time
 import unittest
@@ -69,6 +70,21 @@ class FakeBroker:
                     raise AssertionError("%s while idle: %r" % (verb, args))
                 self.send(identity, b"HEARTBEAT")
 
+    def until_disconnect(self, timeout=15.0):
+        """[(verb, args)] of what the worker sent (but HEARTBEATs, answered)
+        up to and with its DISCONNECT."""
+        seen, deadline = [], time.monotonic() + timeout
+        while not seen or seen[-1][0] != b"DISCONNECT":
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.socket.poll(int(left * 1000)):
+                raise AssertionError("no DISCONNECT within %s s: %r" % (timeout, seen))
+            identity, _, verb, *args = self.socket.recv_multipart()
+            if verb == b"HEARTBEAT":
+                self.send(identity, b"HEARTBEAT")
+            else:
+                seen.append((verb, args))
+        return seen
+
     def send(self, identity, *frames):
         self.socket.send_multipart([identity, b"ACTW01"] + list(frames))
 
@@ -104,7 +120,8 @@ class FakeBroker:
         self.socket.close(0)
 
 
-class FakeBrokerTest(unittest.TestCase):
+class FakeBrokerCase(unittest.TestCase):
+    """The worker against a fake broker (no tests of its own)."""
 
     def start(self, *args):
         """The worker, connected to a fake broker: its identity."""
@@ -123,7 +140,10 @@ class FakeBrokerTest(unittest.TestCase):
         """What the worker printed, once it ended (not its log lines)."""
         end_process(self.worker)
         return [line for line in self.worker.stdout.read().split("\n")
-                if line.startswith(("progress ", "cancel "))]
+                if line.startswith(("progress ", "cancel ", "stopped"))]
+
+
+class FakeBrokerTest(FakeBrokerCase):
 
     def test_a_result_over_max_message_bytes_fails_its_task(self):
         identity = self.start(1000)
@@ -209,6 +229,46 @@ class FakeBrokerTest(unittest.TestCase):
         #  Both were told: the first by its connection's end, the second
         #  by CANCEL
         self.assertEqual(self.printed()[:2], ["cancel 1.1", "cancel 1.1"])
+
+
+class StopTest(FakeBrokerCase):
+    """At a stop (SIGTERM, act_worker_stop), running tasks have the grace
+    (act_worker_set_grace, 5 s by default) to answer, and TASKs that come
+    meanwhile run too; then DISCONNECT. Before, DISCONNECT went at once:
+    every running task failed worker_lost at actd and ran again elsewhere,
+    and a handler that stopped the worker lost its own answer."""
+
+    def test_running_tasks_answer_before_disconnect(self):
+        identity = self.start()
+        self.broker.task(identity, "1.1", "sleep", {"ms": 800})
+        self.broker.idle(0.3)
+        self.worker.send_signal(signal.SIGTERM)
+        #  The broker sends tasks until DISCONNECT: this one runs too
+        self.broker.task(identity, "1.2", "sleep", {"ms": 100})
+        seen = self.broker.until_disconnect()
+        self.assertEqual(sorted((verb, args[0], json.loads(args[1])) for verb, args in seen[:-1]),
+                         [(b"RESULT", b"1.1", {"cancelled": False}),
+                          (b"RESULT", b"1.2", {"cancelled": False})])
+        self.assertEqual(self.worker.wait(10), 0)
+        self.assertIn("stopped", self.printed())
+
+    def test_a_handler_that_stops_the_worker_has_its_answer_sent(self):
+        identity = self.start()
+        self.broker.task(identity, "1.1", "stopme", {})
+        seen = self.broker.until_disconnect()
+        self.assertEqual(seen, [(b"RESULT", [b"1.1", b'"stopped"']), (b"DISCONNECT", [])])
+        self.assertEqual(self.worker.wait(10), 0)
+
+    def test_the_grace_ends_the_stop(self):
+        for grace in (300, 0):
+            with self.subTest(grace=grace):
+                identity = self.start(0, grace)
+                self.broker.task(identity, "1.1", "sleep", {"ms": 20000})
+                self.broker.idle(0.3)
+                self.worker.send_signal(signal.SIGTERM)
+                #  DISCONNECT, the task not answered: it runs elsewhere
+                self.assertEqual(self.broker.until_disconnect(), [(b"DISCONNECT", [])])
+                self.assertEqual(self.worker.wait(10), 0)
 
 
 class RealBrokerTest(unittest.TestCase):

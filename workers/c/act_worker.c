@@ -50,6 +50,8 @@ struct _act_worker_t {
     int heartbeat_ms;           //  Heartbeat interval
     int liveness;               //  Silent intervals before reconnecting
     bool stopped;               //  act_worker_stop was called
+    int grace_ms;               //  How long running tasks may finish at a stop
+    int64_t draining_until;     //  The stop's grace ends then (0: no stop yet)
     bool connected;             //  act_worker_connect connected every link
     bool refused;               //  ZeroMQ refused an endpoint: it will not run
     act_curve_t curve;          //  CURVE: the broker's key, this worker's certificate
@@ -112,6 +114,7 @@ act_worker_new (const char *endpoint, const char *name)
     self->max_message_bytes = ACT_WORKER_MAX_MESSAGE_BYTES;
     self->heartbeat_ms = 1000;
     self->liveness = 3;
+    self->grace_ms = ACT_WORKER_GRACE_MS;
     if (from_env && act_curve_from_env (&self->curve))
         act_worker_destroy (&self);
     return self;
@@ -339,6 +342,35 @@ s_connect (act_worker_link_t *link)
     return 0;
 }
 
+//  The grace of a stop is over (timer callback): the loop ends
+static int
+s_on_grace_end (zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    (void) arg;
+    return -1;
+}
+
+//  True when act_worker_run is to return: a stop was asked (act_worker_stop,
+//  SIGINT, SIGTERM) and no task runs, or the stop's grace is over. Until
+//  then the worker serves on (heartbeats, answers, the TASKs the broker
+//  sends while it sees a free slot, which run within what is left of the
+//  grace): a task cut short at a stop fails worker_lost and runs again
+//  elsewhere, an attempt spent
+static bool
+s_done (act_worker_t *self)
+{
+    if (!self->stopped && !zsys_interrupted)
+        return false;
+    if (!self->draining_until) {
+        self->draining_until = zclock_mono () + self->grace_ms;
+        if (self->grace_ms > 0 && zhashx_size (self->tasks))
+            zloop_timer (self->loop, (size_t) self->grace_ms, 1, s_on_grace_end, self);
+    }
+    return zhashx_size (self->tasks) == 0 || zclock_mono () >= self->draining_until;
+}
+
 //  The broker sent DISCONNECT. After a connection it had accepted, connect
 //  again at once (PROTOCOL.md section 2). Right after READY it refused
 //  this worker (a capacity or a tool it does not take): close the socket
@@ -404,7 +436,7 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
     s_hooks_purge (self);
     zmsg_t *msg = zmsg_recv (reader);
     if (!msg)
-        return self->stopped? -1: 0;
+        return s_done (self)? -1: 0;
     link->heard = zclock_mono ();
     char *header = zmsg_popstr (msg);
     char *command = zmsg_popstr (msg);
@@ -438,7 +470,7 @@ s_on_message (zloop_t *loop, zsock_t *reader, void *arg)
     free (header);
     free (command);
     zmsg_destroy (&msg);
-    return self->stopped? -1: 0;
+    return s_done (self)? -1: 0;
 }
 
 //  True when the broker has not been heard for liveness intervals. A
@@ -463,8 +495,8 @@ static int
 s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
 {
     act_worker_t *self = (act_worker_t *) arg;
-    if (zsys_interrupted)
-        return -1;              //  SIGINT or SIGTERM (CZMQ's handler)
+    if (s_done (self))
+        return -1;              //  Stopped (SIGINT or SIGTERM: CZMQ's handler)
     int64_t now = zclock_mono ();
     for (act_worker_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links)) {
         if (!link->socket) {
@@ -478,7 +510,7 @@ s_on_heartbeat (zloop_t *loop, int timer_id, void *arg)
         if (now - link->sent >= self->heartbeat_ms)
             act_worker_link_send (link, "HEARTBEAT", NULL);
     }
-    return self->stopped? -1: 0;
+    return 0;
 }
 
 int
@@ -523,12 +555,22 @@ act_worker_run (act_worker_t *self)
     //  zloop_start returns 0 when a signal interrupted its poll (CZMQ 4.2
     //  does so even in nonstop mode), -1 when a handler ended it: start it
     //  again unless the worker was asked to stop
-    while (zloop_start (self->loop) == 0 && !self->stopped && !zsys_interrupted)
+    while (zloop_start (self->loop) == 0 && !s_done (self))
         ;
+    //  The tasks the grace did not see to their end go to other workers
+    //  as new attempts: act_task_cancelled says so to whoever holds them
+    for (act_task_t *task = zhashx_first (self->tasks); task; task = zhashx_next (self->tasks))
+        task->cancelled = true;
     for (act_worker_link_t *link = zlistx_first (self->links); link; link = zlistx_next (self->links))
         if (link->socket)
             act_worker_link_send (link, "DISCONNECT", NULL);
     return 0;
+}
+
+void
+act_worker_set_grace (act_worker_t *self, int grace_ms)
+{
+    self->grace_ms = grace_ms > 0? grace_ms: 0;
 }
 
 void
@@ -558,7 +600,7 @@ s_on_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     act_worker_t *self = hook->worker;
     if (hook->watch (self, item->fd, hook->arg) < 0)
         act_worker_unwatch (self, item->fd);
-    return self->stopped? -1: 0;
+    return s_done (self)? -1: 0;
 }
 
 int
@@ -595,7 +637,7 @@ s_on_timer (zloop_t *loop, int timer_id, void *arg)
         hook->dead = true;      //  A one-shot timer: done after this call
         hook->timer (self, hook->arg);
     }
-    return self->stopped? -1: 0;
+    return s_done (self)? -1: 0;
 }
 
 int

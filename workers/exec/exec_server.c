@@ -166,6 +166,9 @@ s_server_worker (exec_server_t *self, exec_options_t *options)
         fprintf (stderr, "actd-exec: --name takes 1 to %d bytes\n", ACT_WORKER_MAX_NAME);
         return -1;
     }
+    //  On SIGTERM, actd-exec stops its commands at once and says
+    //  DISCONNECT (its README): no grace for them to finish
+    act_worker_set_grace (self->worker, 0);
     //  A result up to --max-output as JSON is sent (s_job_succeed checks
     //  it): the library's own limit, actd's default, must not refuse it
     //  when both were raised, nor cut a failure when --max-output is small
