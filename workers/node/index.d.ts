@@ -114,7 +114,8 @@ export declare class Task {
     /** A fire-and-forget call: the result is thrown away. */
     readonly discard: boolean;
     /** Aborted when the broker sends CANCEL (the call was cancelled or its
-     *  _timeout passed), or the worker lost the task (reconnect, stop). */
+     *  _timeout passed), or the worker lost the task (reconnect, or a stop
+     *  whose grace is over). */
     readonly signal: AbortSignal;
     /** signal.aborted */
     readonly cancelled: boolean;
@@ -169,6 +170,16 @@ export interface WorkerOptions extends CurveOptions {
      *  times it. A positive integer, else the constructor throws a
      *  TypeError. */
     maxMessageBytes?: number;
+    /** How long running handlers may go on, and answer, after stop()
+     *  (default 5000 ms; 0 aborts them at once, Infinity waits for them
+     *  all). A number >= 0, else the constructor throws a TypeError. */
+    graceMs?: number;
+}
+
+export interface StopOptions {
+    /** This stop's grace, instead of the worker's graceMs. While the worker
+     *  stops already, it may end the grace sooner, never later. */
+    graceMs?: number;
 }
 
 export interface WorkerEvents {
@@ -185,6 +196,7 @@ export interface WorkerEvents {
     cancel: [task: Task];
     /** The handler settled (whether or not its answer could be sent). */
     done: [task: Task];
+    /** The worker stopped: DISCONNECT sent, sockets closed. */
     stop: [];
     /** Something was dropped (a malformed message). Never fatal. */
     warning: [error: Error];
@@ -229,6 +241,7 @@ export declare class Worker extends EventEmitter {
     readonly heartbeatMs: number;
     readonly liveness: number;
     readonly maxMessageBytes: number;
+    readonly graceMs: number;
     /** READY messages sent so far. */
     readonly connections: number;
     /** Registered activity names. */
@@ -245,8 +258,14 @@ export declare class Worker extends EventEmitter {
      *  naming it) when zeromq cannot connect to an endpoint, before any
      *  READY, with no socket left open. */
     run(): Promise<void>;
-    /** Abort running tasks, send DISCONNECT, close the socket. */
-    stop(): Promise<void>;
+    /** Stop gracefully: running handlers, and those of TASKs that come
+     *  meanwhile, get graceMs to finish and answer (heartbeats go on);
+     *  then those still running are aborted (their answers dropped),
+     *  DISCONNECT goes to each broker and the sockets close. Resolves then,
+     *  as run() does; at once when no task runs. A call while stopping
+     *  returns the same promise. Rejects with a TypeError for a graceMs
+     *  that is not a number >= 0. */
+    stop(options?: StopOptions): Promise<void>;
 
     on<E extends keyof WorkerEvents>(event: E, listener: (...args: WorkerEvents[E]) => void): this;
     once<E extends keyof WorkerEvents>(event: E, listener: (...args: WorkerEvents[E]) => void): this;

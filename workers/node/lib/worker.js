@@ -20,6 +20,11 @@
 //  is the broker refusing this worker as it is: the worker then waits
 //  before it connects again, RECONNECT_FIRST_MS doubling at each refusal
 //  up to RECONNECT_LAST_MS, not READY again in a tight loop.
+//
+//  stop () is graceful, as the Python worker's: running handlers get
+//  graceMs to end and answer (their tasks would fail worker_lost at the
+//  broker, and run again elsewhere as new attempts), then the worker sends
+//  DISCONNECT to each broker and closes.
 
 const os = require ('os');
 const { EventEmitter } = require ('events');
@@ -28,6 +33,8 @@ const clock = require ('./clock');
 const { ActivityError } = require ('./errors');
 const { endpointList } = require ('./route');
 const { curveOptions } = require ('./curve');
+const { taskArgs, jsonText, wellFormed, resultJson, cutFailure, thrownMessage }
+    = require ('./task_frames');
 
 const HEADER = 'ACTW01';
 const DEFAULT_ENDPOINT = 'tcp://127.0.0.1:5556';
@@ -46,6 +53,15 @@ const MAX_ACTIVITY_BYTES = 256;
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_LAST_MS = 5000;
 
+//  The default of the option graceMs: how long running handlers may go on
+//  after stop () (the Python worker's grace, 5 s). The longest setTimeout
+//  delay: a grace over it has no end (Infinity: wait for every handler).
+//  How long the worker waits, when it stops, for its socket to take the
+//  DISCONNECT it queued behind the last answers (the socket's linger).
+const GRACE_MS = 5000;
+const MAX_TIMER_MS = 2147483647;
+const FAREWELL_MS = 500;
+
 //  actd's default server/max_message_bytes, the default of the option
 //  maxMessageBytes (set it to actd's when actd's is raised). A body over it
 //  fails at actd: a RESULT fails its attempt, not retried; a FAIL is read
@@ -53,11 +69,10 @@ const RECONNECT_LAST_MS = 5000;
 //  over 4 times it plus 64 KiB makes actd's libzmq (ZMQ_MAXMSGSIZE) drop
 //  the worker's connection: every task on it fails worker_lost. So the
 //  worker sends none: a FAIL over it is sent as its code, retryable and
-//  first MAX_FAIL_MESSAGE bytes (at most half of it) of its message; a
-//  RESULT over it as FAIL activity_failed (RESULT null when the call
-//  discards it); a PROGRESS over it not at all.
+//  first MAX_FAIL_MESSAGE bytes (./task_frames.js; at most half of it) of
+//  its message; a RESULT over it as FAIL activity_failed (RESULT null when
+//  the call discards it); a PROGRESS over it not at all.
 const MAX_MESSAGE_BYTES = 1048576;
-const MAX_FAIL_MESSAGE = 65536;
 
 //  What a handler returns to name the alternative of the output path it
 //  took: return branch (1, value)
@@ -121,8 +136,9 @@ class Task {
 
     //  True once the broker cancelled the task (CANCEL: the call was
     //  cancelled or its _timeout passed), or the worker lost the task
-    //  (reconnect, stop). The handler should give up soon: its answer is
-    //  dropped by the broker, but it frees the worker's slot.
+    //  (reconnect, or a stop whose grace is over). The handler should give
+    //  up soon: its answer is dropped by the broker, but it frees the
+    //  worker's slot.
     get cancelled () {
         return this.signal.aborted;
     }
@@ -144,7 +160,7 @@ class Task {
     progress (details) {
         if (this._answered || this.signal.aborted || !this._worker._holds (this))
             return Promise.resolve ();
-        const body = s_well_formed (s_json (details));
+        const body = wellFormed (jsonText (details));
         if (this._worker._oversized (this, 'progress', body, 'not sent'))
             return Promise.resolve ();
         return this._worker._send (this._connection, ['PROGRESS', this.id, body])
@@ -192,107 +208,23 @@ function s_tool (tool) {
     return Object.keys (declared).length ? declared : null;
 }
 
-//  JSON text of a value; undefined (a handler that returns nothing) is null
-function s_json (value) {
-    const text = JSON.stringify (value === undefined? null: value);
-    return text === undefined? 'null': text;
+//  True for a grace (graceMs): a number >= 0, Infinity included
+function s_grace (graceMs) {
+    return typeof graceMs === 'number' && graceMs >= 0;
 }
 
-//  Each escape of JSON text, a lone surrogate's (\udxxx) or another's
-const ESCAPE = /\\(?:ud[89a-f][0-9a-f]{2}|.)/g;
-
-//  A lone surrogate's escape: not after a '\', after an even run of
-//  "\\" (escaped backslashes). One pattern replaced, no function called
-//  per escape: a FAIL of a million lone surrogates took 180 ms of the
-//  event loop, now 47 ms (a loaded machine's worker missed heartbeats)
-const LONE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g;
-
-//  JSON text with each lone surrogate (a \uD800-\uDFFF code unit without
-//  its pair: a Buffer decoded wrongly, a string cut inside a pair) written
-//  '?', in keys and values alike, as the Python and C workers send what
-//  UTF-8 cannot carry. JSON.stringify writes such a character as the
-//  escape \udxxx (lowercase, ECMA-262's QuoteJSONString), which actd
-//  refuses: it read such a FAIL as {}, retried as activity_failed. Every
-//  '\' of the text starts an escape, so scanning them in order never takes
-//  an escaped '\' followed by "ud800" for one.
-function s_well_formed (text) {
-    return text.includes ('\\ud')? text.replace (LONE, '$1?'): text;
-}
-
-//  JSON text of a result; throws for one holding a lone surrogate (the
-//  escape \udxxx, which actd refuses), data not to send with '?': named,
-//  as the Python worker names it
-function s_result_json (value) {
-    const text = s_json (value);
-    if (text.includes ('\\ud'))
-        for (const [escape] of text.matchAll (ESCAPE))
-            if (escape.length > 2)
-                throw new Error (`it holds a lone surrogate (${escape}), which UTF-8 cannot carry`);
-    return text;
-}
-
-//  The FAIL body, JSON text over limit (maxMessageBytes), as its code,
-//  retryable and its message cut to MAX_FAIL_MESSAGE bytes or half the
-//  limit, details left out: actd reads a FAIL over its max_message_bytes
-//  as {}, retried as activity_failed
-function s_cut_failure (text, limit) {
-    const { message, code, retryable } = JSON.parse (text);
-    const bytes = Buffer.from (String (message ?? ''), 'utf8')
-        .subarray (0, Math.min (MAX_FAIL_MESSAGE, Math.floor (limit / 2)));
-    //  A character cut in two decodes as U+FFFD: drop it
-    const cut = bytes.toString ('utf8').replace (/\uFFFD$/, '');
-    return JSON.stringify ({
-        message: `${cut}... (cut: the failure was ${Buffer.byteLength (text)} bytes)`,
-        code: code || 'activity_failed', retryable: retryable !== false });
-}
-
-//  The frames after the task id of a TASK, [activity, params, meta], or
-//  throws saying why they do not read: other than 4 frames, params or meta
-//  not JSON, a meta not an object or a field of it of the wrong type
-function s_task (args) {
-    if (args.length !== 4)
-        throw new Error (`a TASK of ${args.length} frames, not 4 (task id, activity, params, meta)`);
-    try {
-        const params = JSON.parse (args [2].toString ());
-        return [args [1].toString (), params, s_meta (JSON.parse (args [3].toString ()))];
-    }
-    catch (error) {
-        throw new Error ('the task does not parse: ' + error.message);
-    }
-}
-
-//  The TASK meta, checked as the Python worker checks it (a field absent
-//  is its default): an object; attempt and branches integers; deadline_ms
-//  an integer or null; instance a string or null. Throws naming the first
-//  field that is not. context and call_id are read as strings.
-function s_meta (meta) {
-    if (!meta || typeof meta !== 'object' || Array.isArray (meta))
-        throw new Error ('the meta is not an object');
-    for (const key of ['attempt', 'deadline_ms', 'branches']) {
-        const value = meta [key];
-        if (value !== undefined && !(value === null && key === 'deadline_ms')
-            && !Number.isInteger (value))
-            throw new Error (`${key} is not an integer: ${JSON.stringify (value)}`);
-    }
-    const instance = meta.instance;
-    if (instance !== undefined && instance !== null && typeof instance !== 'string')
-        throw new Error ('instance is not a string: ' + JSON.stringify (instance));
-    return meta;
-}
-
-//  The message of a value a handler threw, never throwing itself: a value
-//  String () cannot convert (Object.create (null), a toString that throws)
-//  or a message getter that throws gives a fixed text
-function s_message (thrown) {
-    try {
-        const message = thrown instanceof Error? thrown.message: String (thrown);
-        if (message !== undefined && message !== null && String (message).length)
-            return String (message);
-    }
-    catch (problem) {
-        return 'the activity failed (what it threw cannot be read as text)';
-    }
-    return 'the activity failed';
+//  Send DISCONNECT on link after what it has queued (the last answers of
+//  a stop's drain: close () drops what is still queued), then close it;
+//  resolves then, within FAREWELL_MS when the socket takes nothing (no
+//  broker to take it)
+function s_farewell (link) {
+    let timer;
+    const sent = link.send ([HEADER, 'DISCONNECT', 'worker stopping']).catch (() => {});
+    const late = new Promise ((resolve) => { timer = setTimeout (resolve, FAREWELL_MS); });
+    return Promise.race ([sent, late]).then (() => {
+        clearTimeout (timer);
+        link.close ();
+    });
 }
 
 class Worker extends EventEmitter {
@@ -302,7 +234,8 @@ class Worker extends EventEmitter {
     //  (./curve.js); capacity (1, per broker), name, heartbeatMs (1000) and
     //  liveness (3): set these as the brokers' heartbeat_ms and liveness;
     //  maxMessageBytes (1048576): set it to actd's max_message_bytes when
-    //  actd's is raised (see MAX_MESSAGE_BYTES).
+    //  actd's is raised (see MAX_MESSAGE_BYTES); graceMs (5000): how long
+    //  running handlers may go on after stop () (0: aborted at once).
     constructor (options = {}) {
         super ();
         if (typeof options === 'string')
@@ -315,6 +248,7 @@ class Worker extends EventEmitter {
         this.heartbeatMs = options.heartbeatMs ?? 1000;
         this.liveness = options.liveness ?? 3;
         this.maxMessageBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+        this.graceMs = options.graceMs ?? GRACE_MS;
         if (!Number.isInteger (this.capacity) || this.capacity < 1 || this.capacity > MAX_CAPACITY)
             throw new TypeError (`capacity is an integer from 1 to ${MAX_CAPACITY}`);
         if (typeof this.name !== 'string' || Buffer.byteLength (this.name) > MAX_NAME_BYTES)
@@ -323,6 +257,8 @@ class Worker extends EventEmitter {
             throw new TypeError ('heartbeatMs is > 0 and liveness an integer >= 1');
         if (!Number.isInteger (this.maxMessageBytes) || this.maxMessageBytes < 1)
             throw new TypeError ('maxMessageBytes (actd\'s max_message_bytes) is an integer >= 1');
+        if (!s_grace (this.graceMs))
+            throw new TypeError ('graceMs is a number >= 0');
         this._curve = curveOptions (options);
         this._handlers = new Map ();    //  activity name -> handler
         this._tools = new Map ();       //  activity name -> its tool (READY's tools)
@@ -331,6 +267,10 @@ class Worker extends EventEmitter {
         this._timer = null;
         this._running = false;
         this._done = null;              //  Resolves run ()
+        this._stopping = null;          //  stop ()'s promise, until it resolves
+        this._stopped = null;           //  Resolves it
+        this._graceEnd = Infinity;      //  clock.now () when the stop's grace ends
+        this._graceTimer = null;        //  Ends it then
         this.connections = 0;           //  READY messages sent so far
     }
 
@@ -379,7 +319,7 @@ class Worker extends EventEmitter {
     //  naming it) when zeromq cannot connect to an endpoint (tcp://*:5556),
     //  before any READY is sent, with no socket left open.
     run () {
-        if (this._running)
+        if (this._running || this._stopping)
             return Promise.reject (new Error ('the worker is already running'));
         if (!this._handlers.size)
             return Promise.reject (new Error ('register at least one activity before run ()'));
@@ -406,29 +346,82 @@ class Worker extends EventEmitter {
         return done;
     }
 
-    //  Stop serving: abort running tasks (the brokers give them to other
-    //  workers as new attempts), send DISCONNECT and close the sockets
-    async stop () {
+    //  Stop serving, gracefully: the handlers running, and those of TASKs
+    //  the brokers send meanwhile (they do while they see a free slot,
+    //  until DISCONNECT), get the grace (options.graceMs, else the
+    //  worker's) to end and answer, heartbeats going on. Once none runs,
+    //  or the grace is over (those still running are aborted, their
+    //  answers dropped: the brokers run them again as new attempts), the
+    //  worker sends DISCONNECT to each broker and closes; stop () and
+    //  run () resolve then. A call while stopping returns the same
+    //  promise; its graceMs may end the grace sooner, never later.
+    stop (options) {
+        const graceMs = options?.graceMs ?? this.graceMs;
+        if (!s_grace (graceMs))
+            return Promise.reject (new TypeError ('graceMs is a number >= 0'));
+        if (!this._running)
+            return this._stopping ?? Promise.resolve ();
+        if (!this._stopping) {
+            this._stopping = new Promise ((resolve) => { this._stopped = resolve; });
+            this._graceEnd = Infinity;
+            for (const connection of this._connections) {
+                clearTimeout (connection.pauseTimer);   //  No READY: it would bring tasks
+                connection.pauseTimer = null;
+            }
+        }
+        this._endGrace (graceMs);
+        this._drained ();
+        return this._stopping;
+    }
+
+    //  The stop's grace ends graceMs from now, unless it ends sooner
+    _endGrace (graceMs) {
+        const end = clock.now () + graceMs;
+        if (end >= this._graceEnd)
+            return;
+        this._graceEnd = end;
+        clearTimeout (this._graceTimer);
+        this._graceTimer = graceMs <= MAX_TIMER_MS
+                         ? setTimeout (() => this._close (), graceMs) : null;
+    }
+
+    //  While stopping: close once no task runs, or the grace is over
+    _drained () {
+        if (this._stopping && this._running
+            && (this.running === 0 || clock.now () >= this._graceEnd))
+            this._close ();
+    }
+
+    //  The end of a stop: abort the tasks still running (their answers
+    //  are dropped), DISCONNECT each broker (after the answers its socket
+    //  has queued) and close; then run () and stop () resolve, and the
+    //  'stop' event
+    _close () {
         if (!this._running)
             return;
         this._running = false;
         clearInterval (this._timer);
         this._timer = null;
+        clearTimeout (this._graceTimer);
+        this._graceTimer = null;
+        const links = [];
         for (const connection of this._connections) {
             clearTimeout (connection.pauseTimer);
             connection.pauseTimer = null;
             this._drop (connection, new ActivityError ('the worker is stopping',
                                                        { code: 'worker_stopped' }));
-            const link = connection.link;
+            if (connection.link)
+                links.push (connection.link);
             connection.link = null;
             connection.generation = ++this._generation;
-            if (link) {
-                link.send ([HEADER, 'DISCONNECT', 'worker stopping']).catch (() => {});
-                link.close ();
-            }
         }
-        this.emit ('stop');
-        this._done ();
+        Promise.all (links.map (s_farewell)).then (() => {
+            const stopped = this._stopped;
+            this._stopping = this._stopped = null;
+            this._done ();
+            stopped ();
+            this.emit ('stop');
+        }).catch ((error) => this.emit ('warning', error));    //  A 'stop' listener threw
     }
 
     //  New socket to the connection's broker, READY
@@ -484,7 +477,8 @@ class Worker extends EventEmitter {
     }
 
     //  Lost a broker: abort its tasks, new socket, READY again, after
-    //  delay ms (0: at once)
+    //  delay ms (0: at once). While stopping, no new socket: a READY
+    //  would bring new tasks, and the stop may now be over.
     _reconnect (connection, reason, delay = 0) {
         this.emit ('disconnect', reason, connection.endpoint);
         if (!this._running)
@@ -494,10 +488,13 @@ class Worker extends EventEmitter {
         connection.link.close ();
         connection.link = null;
         connection.generation = ++this._generation;
+        if (this._stopping)
+            this._drained ();
+        else
         if (delay)
             connection.pauseTimer = setTimeout (() => {
                 connection.pauseTimer = null;
-                if (this._running)
+                if (this._running && !this._stopping)
                     this._connect (connection);
             }, delay);
         else
@@ -582,10 +579,13 @@ class Worker extends EventEmitter {
     }
 
     //  TASK task-id, activity, params, meta: run the handler. One that does
-    //  not read (s_task) is answered FAIL bad_task, not retried, as the
+    //  not read (taskArgs) is answered FAIL bad_task, not retried, as the
     //  Python worker answers it: dropped, it would hold its slot at the
     //  broker until this worker was declared dead. Without even a task id
-    //  there is no one to answer.
+    //  there is no one to answer. A TASK that comes while the worker stops
+    //  runs too, within what is left of the grace: the broker sends tasks
+    //  while it sees a free slot, until DISCONNECT, and one not answered
+    //  then fails worker_lost, an attempt spent.
     _task (connection, args) {
         if (!args.length) {
             this.emit ('warning', new Error ('dropped a TASK of 0 frames'));
@@ -594,11 +594,11 @@ class Worker extends EventEmitter {
         const id = args [0].toString ();
         let activity, params, meta;
         try {
-            [activity, params, meta] = s_task (args);
+            [activity, params, meta] = taskArgs (args);
         }
         catch (error) {
             this.emit ('warning', new Error (`task ${id}: ${error.message}: answered FAIL bad_task`));
-            this._send (connection, ['FAIL', id, s_well_formed (JSON.stringify ({
+            this._send (connection, ['FAIL', id, wellFormed (JSON.stringify ({
                 code: 'bad_task', message: error.message, retryable: false }))]).catch (() => {});
             return;
         }
@@ -615,7 +615,8 @@ class Worker extends EventEmitter {
             })
             .then ((value) => this._answer (task, value),
                    (error) => this._fail (task, error))
-            .catch ((error) => this.emit ('warning', error));   //  A 'done' listener threw
+            .catch ((error) => this.emit ('warning', error))    //  A 'done' listener threw
+            .finally (() => this._drained ());
     }
 
     _answer (task, value) {
@@ -624,17 +625,17 @@ class Worker extends EventEmitter {
         let frames;
         try {
             frames = value instanceof Branch
-                   ? ['RESULT', task.id, s_result_json (value.value), String (value.index)]
-                   : ['RESULT', task.id, s_result_json (value)];
+                   ? ['RESULT', task.id, resultJson (value.value), String (value.index)]
+                   : ['RESULT', task.id, resultJson (value)];
         }
         catch (error) {
             //  A result JSON cannot carry (a BigInt, a cycle, a lone
             //  surrogate): not retried, as actd does not retry a RESULT that
             //  is not JSON; another attempt would run the handler again to
             //  return the same
-            frames = ['FAIL', task.id, s_well_formed (JSON.stringify ({
+            frames = ['FAIL', task.id, wellFormed (JSON.stringify ({
                       code: 'activity_failed',
-                      message: 'the result is not JSON: ' + s_message (error),
+                      message: 'the result is not JSON: ' + thrownMessage (error),
                       retryable: false }))];
         }
         if (frames [0] === 'RESULT')
@@ -679,7 +680,7 @@ class Worker extends EventEmitter {
         try {
             body = error instanceof ActivityError
                  ? JSON.stringify (error)
-                 : JSON.stringify ({ message: s_message (error), code: 'activity_failed' });
+                 : JSON.stringify ({ message: thrownMessage (error), code: 'activity_failed' });
         }
         catch (problem) {
             //  details JSON cannot carry, or a code or retryable that throws
@@ -696,11 +697,11 @@ class Worker extends EventEmitter {
             catch (problem) {
                 //  The defaults
             }
-            body = JSON.stringify ({ message: s_message (error), code, retryable });
+            body = JSON.stringify ({ message: thrownMessage (error), code, retryable });
         }
-        body = s_well_formed (body);
+        body = wellFormed (body);
         if (Buffer.byteLength (body) > this.maxMessageBytes)
-            body = s_cut_failure (body, this.maxMessageBytes);
+            body = cutFailure (body, this.maxMessageBytes);
         this._send (task._connection, ['FAIL', task.id, body]).catch (() => {});
     }
 

@@ -2,11 +2,13 @@
 //  The worker's side of PROTOCOL.md section 2 frame by frame, against a
 //  scripted broker (a ROUTER socket in the test): READY, RESULT with a
 //  branch, FAIL, PROGRESS, heartbeats during long work, a silent broker and
-//  DISCONNECT (both: a new socket and READY again).
+//  DISCONNECT (both: a new socket and READY again), and a graceful stop:
+//  running tasks answer before DISCONNECT, within the grace.
 
 const { describe, it, afterEach } = require ('node:test');
 const assert = require ('node:assert/strict');
 const zmq = require ('zeromq');
+const { setTimeout: sleep } = require ('node:timers/promises');
 const { Worker, branch, ActivityError } = require ('..');
 const { until, gate, freePort } = require ('./actd');
 
@@ -59,7 +61,7 @@ class ScriptedBroker {
 }
 
 describe ('Worker on the wire', () => {
-    let broker, worker;
+    let broker, worker, run;
 
     afterEach (async () => {
         if (worker)
@@ -74,7 +76,7 @@ describe ('Worker on the wire', () => {
                                liveness: 3, ...options });
         for (const [name, handler] of Object.entries (handlers))
             worker.activity (name, handler);
-        worker.run ();
+        run = worker.run ();
         return broker.take (broker.command ('READY'), 'READY');
     }
 
@@ -242,6 +244,152 @@ describe ('Worker on the wire', () => {
         const gaps = readies.slice (1).map ((ready, n) => ready.at - readies [n].at);
         assert.ok (gaps [0] >= 95 && gaps [1] >= 195 && gaps [2] >= 395, 'gaps ' + gaps);
         assert.equal (new Set (readies.map ((ready) => ready.peer)).size, 4);
+    });
+
+    function answers () {
+        return broker.messages.filter ((m) => ['RESULT', 'FAIL'].includes (m.frames [1]));
+    }
+
+    it ('lets a running task end and answer when it stops, then sends DISCONNECT', async () => {
+        const ready = await setup ({ slow: async (params, task) => {
+            await sleep (300);
+            return { cancelled: task.cancelled };
+        } });
+        await task (ready, '70.1', 'slow', {});
+        await until (() => worker.running === 1, 'the task to run');
+        const stopping = worker.stop ();
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT 70.1');
+        assert.deepEqual (result.frames, ['ACTW01', 'RESULT', '70.1', '{"cancelled":false}']);
+        const bye = await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
+        assert.ok (broker.messages.indexOf (result) < broker.messages.indexOf (bye));
+        await stopping;
+        await run;
+        assert.equal (worker.running, 0);
+    });
+
+    it ('sends the answer of the handler that called stop (), then DISCONNECT', async () => {
+        const ready = await setup ({ last: async () => {
+            worker.stop ();
+            return 'the last job';
+        } });
+        await task (ready, '71.1', 'last', {});
+        const result = await broker.take (broker.command ('RESULT'), 'RESULT 71.1');
+        assert.deepEqual (result.frames, ['ACTW01', 'RESULT', '71.1', '"the last job"']);
+        const bye = await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
+        assert.ok (broker.messages.indexOf (result) < broker.messages.indexOf (bye));
+        await run;
+    });
+
+    it ('aborts the tasks still running when the grace is over, and drops their answers', async () => {
+        let reason = null, after = null;
+        const ready = await setup ({ long: async (params, task) => {
+            await new Promise ((resolve) => {
+                const timer = setTimeout (resolve, 5000);
+                task.signal.addEventListener ('abort', () => {
+                    [reason, after] = [task.signal.reason, Date.now () - asked];
+                    clearTimeout (timer);
+                    resolve ();
+                });
+            });
+            return 'too late';
+        } }, { graceMs: 200 });
+        const finished = new Promise ((resolve) => worker.on ('done', resolve));
+        await task (ready, '72.1', 'long', {});
+        await until (() => worker.running === 1, 'the task to run');
+        const asked = Date.now ();
+        await worker.stop ();
+        await run;
+        await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
+        assert.equal (reason.code, 'worker_stopped');
+        assert.ok (after >= 190 && after < 4000, `aborted ${after} ms after stop ()`);
+        assert.equal ((await finished).id, '72.1');
+        await sleep (200);
+        assert.deepEqual (answers (), []);
+    });
+
+    it ('runs and answers a TASK that comes while it stops, heartbeats going on', async () => {
+        const hold = gate ();
+        const ready = await setup ({ hold: async ({ n }) => {
+            if (n === 1)
+                await hold;
+            return n;
+        } }, { capacity: 2 });
+        await task (ready, '73.1', 'hold', { n: 1 });
+        await until (() => worker.running === 1, 'the task to run');
+        const stopping = worker.stop ();
+        const seen = broker.messages.length;
+        await task (ready, '74.1', 'hold', { n: 2 });
+        const second = await broker.take (broker.command ('RESULT'), 'RESULT 74.1');
+        assert.deepEqual (second.frames, ['ACTW01', 'RESULT', '74.1', '2']);
+        await broker.take ((m) => broker.messages.indexOf (m) >= seen
+                               && broker.command ('HEARTBEAT') (m), 'HEARTBEAT while stopping');
+        assert.ok (!broker.messages.some (broker.command ('DISCONNECT')), 'DISCONNECT too soon');
+        hold.open ();
+        const first = await broker.take (broker.command ('RESULT'), 'RESULT 73.1');
+        assert.deepEqual (first.frames, ['ACTW01', 'RESULT', '73.1', '1']);
+        const bye = await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
+        assert.ok (broker.messages.indexOf (first) < broker.messages.indexOf (bye));
+        await stopping;
+    });
+
+    it ('aborts the tasks of a broker lost while it stops, and connects to it no more', async () => {
+        let reason = null;
+        const ready = await setup ({ hang: async (params, task) => {
+            await new Promise ((resolve) => task.signal.addEventListener ('abort', resolve));
+            reason = task.signal.reason;
+            return 'late';
+        } });
+        await task (ready, '75.1', 'hang', {});
+        await until (() => worker.running === 1, 'the task to run');
+        const stopping = worker.stop ();
+        await broker.send (ready.identity, ['ACTW01', 'DISCONNECT', 'go away']);
+        await stopping;
+        assert.equal (reason.code, 'worker_lost');
+        assert.equal (worker.connections, 1);
+        assert.equal (broker.messages.filter (broker.command ('READY')).length, 1);
+        assert.deepEqual (answers (), []);
+    });
+
+    it ('with graceMs 0 aborts running tasks at once; takes only a number >= 0 for it', async () => {
+        for (const bad of [-1, '100', NaN, true, {}])
+            assert.throws (() => new Worker ({ endpoint: 'tcp://127.0.0.1:1', graceMs: bad }),
+                           /graceMs/, String (bad));
+        assert.equal (new Worker ({ endpoint: 'tcp://127.0.0.1:1' }).graceMs, 5000);
+        const ready = await setup ({ hang: (params, task) =>
+            new Promise ((resolve) => task.signal.addEventListener ('abort', resolve))
+        }, { graceMs: 0 });
+        assert.equal (worker.graceMs, 0);
+        const running = new Promise ((resolve) => worker.on ('task', resolve));
+        await task (ready, '76.1', 'hang', {});
+        const hung = await running;
+        await until (() => worker.running === 1, 'the task to run');
+        const stopping = worker.stop ();
+        assert.equal (hung.signal.reason?.code, 'worker_stopped', 'aborted as stop () is called');
+        await stopping;
+        await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
+        await sleep (200);
+        assert.deepEqual (answers (), []);
+        await assert.rejects (worker.stop ({ graceMs: -1 }), /graceMs/);
+    });
+
+    it ('ends the grace sooner at a stop ({ graceMs }) while it stops, never later', async () => {
+        const ready = await setup ({ hang: (params, task) =>
+            new Promise ((resolve) => task.signal.addEventListener ('abort', resolve))
+        });
+        const running = new Promise ((resolve) => worker.on ('task', resolve));
+        await task (ready, '77.1', 'hang', {});
+        const hung = await running;
+        await until (() => worker.running === 1, 'the task to run');
+        const stopping = worker.stop ({ graceMs: 60000 });
+        await sleep (100);
+        assert.ok (!hung.cancelled, 'the task runs on while it stops');
+        assert.equal (worker.stop (), stopping, 'the default grace, later, changes nothing');
+        await sleep (100);
+        assert.ok (!hung.cancelled, 'the task runs on after a second stop ()');
+        assert.equal (worker.stop ({ graceMs: 0 }), stopping);
+        assert.equal (hung.signal.reason?.code, 'worker_stopped');
+        await stopping;
+        await broker.take (broker.command ('DISCONNECT'), 'DISCONNECT');
     });
 
     it ('sends DISCONNECT when it stops', async () => {

@@ -14,9 +14,11 @@ interface Forecast { city: string; sky: 'sunny' | 'rainy' }
 async function worker (): Promise<void> {
     const worker = new Worker ({ endpoint: DEFAULTS.workerEndpoint, capacity: 4, name: 'typed',
                                  heartbeatMs: DEFAULTS.heartbeatMs, liveness: DEFAULTS.liveness,
-                                 maxMessageBytes: 1 << 20 });
-    const limit: number = worker.maxMessageBytes;
+                                 maxMessageBytes: 1 << 20, graceMs: 10000 });
+    const limit: number = worker.maxMessageBytes + worker.graceMs;
     void limit;
+    // @ts-expect-error graceMs is a number of ms
+    new Worker ({ graceMs: '5s' });
     worker
         .activity ('upper', async ({ text }: { text: string }) => text.toUpperCase ())
         .activity<WeatherParams, Forecast> ('weather', async ({ city }, task: Task) => {
@@ -63,7 +65,9 @@ async function worker (): Promise<void> {
     // @ts-expect-error no such event
     worker.on ('nonsense', () => {});
     const run: Promise<void> = worker.run ();
-    await worker.stop ();
+    const stopping: Promise<void> = worker.stop ();
+    await worker.stop ({ graceMs: 0 });
+    await stopping;
     await run;
 }
 
