@@ -11,7 +11,8 @@
           "progress RC" (act_task_progress's), then its result is "done";
         - sleep {"ms": M}: its result, M ms later, is {"cancelled": bool};
           prints "cancel ID" when the broker cancels it;
-        - stopme: stops the worker (act_worker_stop), then answers "stopped".
+        - stopme: stops the worker (act_worker_stop), then answers "stopped";
+        - fail {"n": N}: fails with code w_long, a message of N 'f'.
         Until SIGTERM; prints "stopped" when act_worker_run returns.
     ========================================================================= */
 
@@ -87,6 +88,18 @@ s_sleep (act_task_t *task, void *arg)
 }
 
 static void
+s_fail (act_task_t *task, void *arg)
+{
+    (void) arg;
+    json_int_t n = s_size (task);
+    char *message = malloc ((size_t) n + 1);
+    memset (message, 'f', (size_t) n);
+    message [n] = 0;
+    act_task_fail (task, "w_long", message, false);
+    free (message);
+}
+
+static void
 s_stopme (act_task_t *task, void *arg)
 {
     (void) arg;
@@ -115,6 +128,7 @@ main (int argc, char *argv [])
     act_worker_serve (worker, "bigprogress", s_bigprogress, NULL);
     act_worker_serve (worker, "sleep", s_sleep, NULL);
     act_worker_serve (worker, "stopme", s_stopme, NULL);
+    act_worker_serve (worker, "fail", s_fail, NULL);
     int rc = act_worker_run (worker);
     printf ("stopped\n");
     fflush (stdout);

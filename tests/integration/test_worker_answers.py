@@ -159,6 +159,14 @@ class FakeBrokerTest(FakeBrokerCase):
                                         dict(OK_META, discard=True))
         self.assertEqual((verb, body), (b"RESULT", None))
 
+    def test_a_failure_over_max_message_bytes_is_cut_to_fit(self):
+        # Its message was cut to 64 KiB, still over a limit below that
+        identity = self.start(1000)
+        verb, body = self.broker.answer(identity, "1.1", "fail", {"n": 5000})
+        self.assertEqual((verb, body["code"], body["retryable"]), (b"FAIL", "w_long", False))
+        self.assertEqual(body["message"], "f" * 500 + "... (cut: the failure was 5048 bytes)")
+        self.assertLessEqual(len(json.dumps(body)), 1000)
+
     def test_the_default_is_actds_default(self):
         identity = self.start()
         verb, body = self.broker.answer(identity, "1.1", "big", {"n": (1 << 20) + 1})

@@ -176,14 +176,16 @@ act_task_result_text (act_task_t *self, const char *text, size_t size, int branc
 }
 
 //  The failure's text with its message cut to ACT_WORKER_MAX_FAIL_MESSAGE
-//  bytes, backed up to a UTF-8 character's start (jansson refuses half a
+//  bytes, or half of most (the worker's max_message_bytes) when that is
+//  less, backed up to a UTF-8 character's start (jansson refuses half a
 //  character), for a failure whose text was size bytes
 static char *
-s_fail_cut (json_t *error, const char *message, size_t size)
+s_fail_cut (json_t *error, const char *message, size_t size, size_t most)
 {
     size_t cut = strlen (message);
-    if (cut > ACT_WORKER_MAX_FAIL_MESSAGE) {
-        cut = ACT_WORKER_MAX_FAIL_MESSAGE;
+    size_t keep = most / 2 < ACT_WORKER_MAX_FAIL_MESSAGE? most / 2: ACT_WORKER_MAX_FAIL_MESSAGE;
+    if (cut > keep) {
+        cut = keep;
         while (cut > 0 && ((unsigned char) message [cut] & 0xC0) == 0x80)
             cut--;
     }
@@ -225,8 +227,9 @@ act_task_fail (act_task_t *self, const char *code, const char *message, bool ret
     char *text = act_json_dump (error);
     //  actd reads a FAIL over its max_message_bytes as {}: retried as
     //  activity_failed, the code lost
-    if (text && strlen (text) > act_worker_max_message_bytes (self->worker)) {
-        char *cut = s_fail_cut (error, message, strlen (text));
+    size_t most = act_worker_max_message_bytes (self->worker);
+    if (text && strlen (text) > most) {
+        char *cut = s_fail_cut (error, message, strlen (text), most);
         free (text);
         text = cut;
     }
