@@ -198,11 +198,12 @@ int act_task_result (act_task_t *self, const json_t *result, int branch);
 int act_task_result_text (act_task_t *self, const char *text, size_t size, int branch);
 
 //  A failure whose body would be over the worker's max_message_bytes
-//  (ACT_WORKER_MAX_FAIL, actd's default, unless set), past which actd reads it as no body
-//  at all: a retryable activity_failed, its code and message lost) is sent
-//  as its code and retryable, its message cut to its first
-//  ACT_WORKER_MAX_FAIL_MESSAGE bytes (at a UTF-8 character's start) and
-//  followed by "... (cut: the failure was N bytes)"
+//  (ACT_WORKER_MAX_FAIL, actd's default, unless set; past it actd reads
+//  the body as none at all: a retryable activity_failed, its code and
+//  message lost) is sent as its code and retryable, its message cut to
+//  its first ACT_WORKER_MAX_FAIL_MESSAGE bytes, or half of
+//  max_message_bytes when that is less (at a UTF-8 character's start),
+//  and followed by "... (cut: the failure was N bytes)"
 #define ACT_WORKER_MAX_FAIL         1048576
 #define ACT_WORKER_MAX_FAIL_MESSAGE 65536
 
