@@ -63,6 +63,11 @@ void act_worker_destroy (act_worker_t **self_p);
 
 //  Serve activity with handler. Call before act_worker_run. Returns 0, or
 //  -1 when activity is empty or longer than 256 bytes (ACT_MAX_TOOL).
+//  A TASK the worker cannot read never reaches a handler: one of other
+//  than 4 frames, params or meta that do not parse, or a meta field of the
+//  wrong type (attempt, branches, deadline_ms, instance) is answered FAIL
+//  bad_task, not retryable; one for an activity not served, FAIL
+//  unknown_activity, retryable (as the Python and Node libraries answer).
 int act_worker_serve (act_worker_t *self, const char *activity,
                       act_worker_fn *handler, void *arg);
 
