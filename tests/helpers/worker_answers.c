@@ -18,13 +18,21 @@
 
 #include "actd/act_worker.h"
 
-//  A JSON string of n times c
-static json_t *
-s_string (json_int_t n, char c)
+//  A text of n times c (the caller frees it)
+static char *
+s_text (json_int_t n, char c)
 {
     char *text = malloc ((size_t) n + 1);
     memset (text, c, (size_t) n);
     text [n] = 0;
+    return text;
+}
+
+//  A JSON string of n times c
+static json_t *
+s_string (json_int_t n, char c)
+{
+    char *text = s_text (n, c);
     json_t *string = json_string (text);
     free (text);
     return string;
@@ -91,10 +99,7 @@ static void
 s_fail (act_task_t *task, void *arg)
 {
     (void) arg;
-    json_int_t n = s_size (task);
-    char *message = malloc ((size_t) n + 1);
-    memset (message, 'f', (size_t) n);
-    message [n] = 0;
+    char *message = s_text (s_size (task), 'f');
     act_task_fail (task, "w_long", message, false);
     free (message);
 }

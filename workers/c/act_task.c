@@ -157,8 +157,10 @@ act_task_result_text (act_task_t *self, const char *text, size_t size, int branc
     //  that drops the connection, and every task on it with it: one is
     //  not sent. A fire-and-forget call's result is thrown away at actd
     size_t most = act_worker_max_message_bytes (self->worker);
-    if (size > most && act_task_discard (self))
-        text = "null", size = 4;
+    if (size > most && act_task_discard (self)) {
+        text = "null";
+        size = 4;
+    }
     else
     if (size > most) {
         char *message = zsys_sprintf ("the result is %zu bytes, over max_message_bytes (%zu)",
