@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #  actd against the physical limit and the peers, side by side on this
 #  machine, in one run: a null broker (bench/null_relay.c), actd (SQLite
-#  synchronous FULL and NORMAL) and Gearman (Debian's gearmand, in memory
+#  synchronous FULL and NORMAL; the memory store as their ceiling) and Gearman (Debian's gearmand, in memory
 #  and with its SQLite queue), each with ~200-byte calls and one echo
 #  worker of capacity 64, then again with 4 workers. Prints a table of
 #  throughput and latency, each actd figure as a ratio of the null
@@ -198,7 +198,9 @@ run_null () {           # run_null K
     stop_bg "${workers[@]}" "$relay"
 }
 
-#  actd with its store on disk (sync full or normal); profile: a perf
+#  actd with its store on disk (sync full or normal), or on the memory
+#  store (memory: nothing durable, no committer thread; pipelined runs
+#  only, as the bound no work on the store can pass); profile: a perf
 #  output prefix (the durable and forget runs run under perf record)
 actd_config () {
     cat >"$work/actd.cfg" <<EOF
@@ -219,9 +221,11 @@ run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
     counter="$work/counter-actd-$sync-$k"
     rm -f "$counter"
     actd_config
+    local store=(--db "$db" --sync "$sync")
+    [ "$sync" = memory ] && store=(--db :memory:)
     start_bg "$work/actd-$sync-$k.log" "$bin/actd" --config "$work/actd.cfg" \
         --client-endpoint "tcp://127.0.0.1:$ce" --worker-endpoint "tcp://127.0.0.1:$we" \
-        --db "$db" --sync "$sync"
+        "${store[@]}"
     actd=$started
     for ((i = 0; i < k; i++)); do
         start_bg "$work/actd_worker_$i.log" "$bin/cmp_worker" --proto actd \
@@ -251,6 +255,7 @@ run_actd () {           # run_actd K SYNC [PROFILE_PREFIX]
         for ((r = 0; r < repeat; r++)); do
             measure "$key.durable" "${client[@]}" --mode durable --calls "$calls" --tag "d$r"
             measure "$key.forget" "${client[@]}" --mode forget --calls "$calls" --tag "f$r"
+            [ "$sync" = memory ] && continue
             measure "$key.latency" "${client[@]}" --mode latency --calls "$latency_calls" \
                 --tag "l$r"
             R[$key.latency.$r]=$last_p50
@@ -533,6 +538,7 @@ for k in "${counts[@]}"; do
     run_null "$k"
     run_actd "$k" full
     run_actd "$k" normal
+    run_actd "$k" memory
     if [ "$gearman" = 1 ]; then
         run_gearman "$k" builtin
         run_gearman "$k" sqlite
@@ -598,6 +604,8 @@ for sync in full normal; do
     row "actd $S: pipelined fire-and-forget" "actd-$sync.@.forget"
     row "actd $S: one at a time, output path" "actd-$sync.@.latency"
 done
+row "actd memory store: pipelined, output path" "actd-memory.@.durable"
+row "actd memory store: pipelined fire-and-forget" "actd-memory.@.forget"
 if [ "$gearman" = 1 ]; then
     row "gearman: foreground, gearman_client_do" "gearman-builtin.@.do"
     row "gearman: client_do, workers of 1 connection" "gearman-builtin.@.do1"
@@ -643,6 +651,13 @@ target_row "actd NORMAL durable calls/s / null round trips/s" "" "" \
     "actd-normal.@.durable.rate" "null.@.durable.rate"
 target_row "actd NORMAL fire-and-forget calls/s / null round trips/s" "" "" \
     "actd-normal.@.forget.rate" "null.@.durable.rate"
+#  The memory store keeps nothing durable: no SQLite, no committer, no
+#  sync. What it reaches is what FULL could reach if the store cost
+#  nothing, so the ceiling of any work on the store
+target_row "actd memory durable / null (FULL's ceiling)" "" "" \
+    "actd-memory.@.durable.rate" "null.@.durable.rate"
+target_row "actd memory fire-and-forget / null (FULL's ceiling)" "" "" \
+    "actd-memory.@.forget.rate" "null.@.durable.rate"
 target_row "actd NORMAL one-at-a-time p50 / null p50" "<=" 1.5 \
     "actd-normal.@.latency.p50_ms" "null.@.latency.p50_ms"
 #  FULL one at a time: at most the relay's p50 plus two fdatasyncs, so
