@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #  Where a pipelined call's machine time goes: one broker (actd on SQLite
-#  FULL or NORMAL, or the null relay), K echo workers of capacity 64 and
+#  FULL or NORMAL, actd on its memory store, or the null relay), K echo workers of capacity 64 and
 #  one client (cmp_client, window 1000, ~200-byte calls), then the CPU of
 #  each of the broker's threads, of the workers and of the client, and the
 #  machine's idle time, each in microseconds a call (from /proc), the
@@ -10,14 +10,15 @@
 #  spend. Asserts nothing: figures are for reading (bench/README.md,
 #  "Pipelined: what limits throughput").
 #
-#  bench/cpu_budget.sh [--broker full|normal|null] [--workers K] [--calls N]
-#                      [--rounds R] [--window W] [--capacity C]
+#  bench/cpu_budget.sh [--broker full|normal|memory|null] [--workers K]
+#                      [--calls N] [--rounds R] [--window W] [--capacity C]
+#                      [--mode durable|forget]
 #  BUILD_DIR: the build tree (build/), built RelWithDebInfo when missing;
 #  TMPDIR: where the store goes (/tmp; /dev/shm: no disk).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$root/build}"
-broker=full workers=4 calls=100000 rounds=1 window=1000 capacity=64
+broker=full workers=4 calls=100000 rounds=1 window=1000 capacity=64 mode=durable
 while (($#)); do
     case "$1" in
         --broker) broker="$2"; shift ;;
@@ -26,12 +27,15 @@ while (($#)); do
         --rounds) rounds="$2"; shift ;;
         --window) window="$2"; shift ;;
         --capacity) capacity="$2"; shift ;;
+        --mode) mode="$2"; shift ;;
         -h|--help) sed -n '2,13p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
         *) echo "cpu_budget.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
 done
-case "$broker" in full|normal|null) ;; *) echo "cpu_budget.sh: --broker full, normal or null" >&2; exit 2 ;; esac
+case "$broker" in full|normal|memory|null) ;; *) echo "cpu_budget.sh: --broker full, normal, memory or null" >&2; exit 2 ;; esac
+case "$mode" in durable|forget) ;; *) echo "cpu_budget.sh: --mode durable or forget" >&2; exit 2 ;; esac
+[ "$broker" = null ] && [ "$mode" = forget ] && { echo "cpu_budget.sh: the null relay has no fire-and-forget" >&2; exit 2; }
 if [ ! -x "$build/bin/cmp_client" ] || [ ! -x "$build/bin/actd" ] || [ ! -x "$build/bin/null_relay" ]; then
     bash "$root/scripts/deps.sh" build
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -67,9 +71,10 @@ if [ "$broker" = null ]; then
 else
     printf 'server\n    heartbeat_ms = 1000\n    liveness = 5\nlog\n    level = notice\n    syslog = 0\n    stderr = 1\n' \
         >"$work/actd.cfg"
+    store=(--db "$work/actd.db" --sync "$broker")
+    [ "$broker" = memory ] && store=(--db :memory:)
     "$bin/actd" --config "$work/actd.cfg" --client-endpoint "tcp://127.0.0.1:$fe" \
-        --worker-endpoint "tcp://127.0.0.1:$be" --db "$work/actd.db" --sync "$broker" \
-        >"$work/broker.log" 2>&1 &
+        --worker-endpoint "tcp://127.0.0.1:$be" "${store[@]}" >"$work/broker.log" 2>&1 &
     proto=actd
 fi
 server=$!
@@ -83,8 +88,8 @@ for ((i = 0; i < workers; i++)); do
 done
 client=("$bin/cmp_client" --proto "$proto" --endpoint "tcp://127.0.0.1:$fe" --size 200
         --window "$window" --workers "$workers" --pid "$server" --counter "$work/counter")
-"${client[@]}" --mode durable --calls "$((calls / 10))" --warmup 0 --tag warm >/dev/null
-echo "broker $broker, $workers worker(s) of capacity $capacity, $calls durable calls a round" \
+"${client[@]}" --mode "$mode" --calls "$((calls / 10))" --warmup 0 --tag warm >/dev/null
+echo "broker $broker, $workers worker(s) of capacity $capacity, $calls $mode calls a round" \
      "(window $window), $(nproc) cores; microseconds of CPU a call:"
 for ((round = 1; round <= rounds; round++)); do
     declare -A before=()
@@ -93,7 +98,7 @@ for ((round = 1; round <= rounds; round++)); do
     for pid in "${worker_pids[@]}"; do workers_before=$((workers_before + $(ticks "/proc/$pid/stat"))); done
     idle_before=$(idle_ticks)
     written_before=$(awk '$1 == "write_bytes:" { print $2 }' "/proc/$server/io")
-    "${client[@]}" --mode durable --calls "$calls" --warmup 0 --tag "r$round" >"$work/result" &
+    "${client[@]}" --mode "$mode" --calls "$calls" --warmup 0 --tag "r$round" >"$work/result" &
     client_pid=$!           #  Its CPU is read until its last moment alive
     client_ticks=0
     while kill -0 "$client_pid" 2>/dev/null; do
