@@ -20,6 +20,8 @@ done
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target actd-daemon bench_resolve bench_schema \
     bench_scan bench_calls bench_restart bench_plan bench_numbers bench_wal
+#  bench_lmdb when liblmdb-dev is there (its target exists only then)
+cmake --build "$build" -j"$(nproc)" --target bench_lmdb >/dev/null 2>&1 || true
 bin="$build/bin"
 
 run () {
@@ -37,6 +39,7 @@ if [ "$quick" = 1 ]; then
     run "$bin/bench_plan" --sizes 200,1000 --repeat 1
     run "$bin/bench_numbers" --count 100000 --repeat 1
     run "$bin/bench_wal" --commits 200 --rounds 1
+    if [ -x "$bin/bench_lmdb" ]; then run "$bin/bench_lmdb" --calls 10000 --rounds 1; fi
 else
     run "$bin/bench_resolve"
     run "$bin/bench_schema"
@@ -46,4 +49,6 @@ else
     run "$bin/bench_plan"
     run "$bin/bench_numbers"
     run "$bin/bench_wal"
+    #  Built only where liblmdb-dev is (scripts/deps.sh bench)
+    if [ -x "$bin/bench_lmdb" ]; then run "$bin/bench_lmdb"; fi
 fi

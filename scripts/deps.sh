@@ -21,7 +21,7 @@ test=(python3 python3-zmq python3-venv python3-wheel valgrind clang libclang-rt-
       prometheus chromium man-db groff-base)
 #  Benchmarks: Gearman to compare with; valgrind for bench/compare.sh's
 #  instruction counts; Debian's python3 for its fdatasync probe.
-bench=(gearman-job-server gearman-tools libgearman-dev valgrind python3)
+bench=(gearman-job-server gearman-tools libgearman-dev liblmdb-dev valgrind python3)
 
 wanted=()
 for group in "${@:-build}"; do
