@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #  actd against the physical limit and the peers, side by side on this
 #  machine, in one run: a null broker (bench/null_relay.c), actd (SQLite
-#  synchronous FULL and NORMAL; the memory store as their ceiling) and Gearman (Debian's gearmand, in memory
+#  synchronous FULL and NORMAL; its memory store for reference) and Gearman (Debian's gearmand, in memory
 #  and with its SQLite queue), each with ~200-byte calls and one echo
 #  worker of capacity 64, then again with 4 workers. Prints a table of
 #  throughput and latency, each actd figure as a ratio of the null
@@ -200,7 +200,7 @@ run_null () {           # run_null K
 
 #  actd with its store on disk (sync full or normal), or on the memory
 #  store (memory: nothing durable, no committer thread; pipelined runs
-#  only, as the bound no work on the store can pass); profile: a perf
+#  only, for what actd does with no durable store); profile: a perf
 #  output prefix (the durable and forget runs run under perf record)
 actd_config () {
     cat >"$work/actd.cfg" <<EOF
@@ -652,11 +652,11 @@ target_row "actd NORMAL durable calls/s / null round trips/s" "" "" \
 target_row "actd NORMAL fire-and-forget calls/s / null round trips/s" "" "" \
     "actd-normal.@.forget.rate" "null.@.durable.rate"
 #  The memory store keeps nothing durable: no SQLite, no committer, no
-#  sync. What it reaches is what FULL could reach if the store cost
-#  nothing, so the ceiling of any work on the store
-target_row "actd memory durable / null (FULL's ceiling)" "" "" \
+#  sync (the loop does the memory store's own work inline, so it is not
+#  quite a ceiling of FULL: bench/README.md, "The store's share")
+target_row "actd memory durable / null (nothing durable)" "" "" \
     "actd-memory.@.durable.rate" "null.@.durable.rate"
-target_row "actd memory fire-and-forget / null (FULL's ceiling)" "" "" \
+target_row "actd memory fire-and-forget / null (nothing durable)" "" "" \
     "actd-memory.@.forget.rate" "null.@.durable.rate"
 target_row "actd NORMAL one-at-a-time p50 / null p50" "<=" 1.5 \
     "actd-normal.@.latency.p50_ms" "null.@.latency.p50_ms"
