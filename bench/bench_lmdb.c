@@ -48,6 +48,7 @@ typedef struct {
     char message [640];
 } s_texts_t;
 
+//  The texts of call number
 static void
 s_texts_fill (s_texts_t *self, size_t number)
 {
@@ -66,6 +67,7 @@ s_texts_fill (s_texts_t *self, size_t number)
               number, 140, pad, self->call, number);
 }
 
+//  The calling thread's CPU so far, in microseconds
 static double
 s_thread_cpu_us (void)
 {
@@ -74,12 +76,15 @@ s_thread_cpu_us (void)
     return now.tv_sec * 1e6 + now.tv_nsec / 1e3;
 }
 
+//  The context of call number (a fresh string), calls spread evenly
 static char *
 s_context (size_t number, size_t contexts)
 {
     return zsys_sprintf ("bench-%zu", number % contexts);
 }
 
+//  Exit saying what failed when rc is not 0: a benchmark that cannot
+//  write has nothing to measure
 static void
 s_check (int rc, const char *what)
 {
@@ -146,6 +151,7 @@ s_key_id (unsigned char *key, uint64_t id)
         key [i] = (unsigned char) id;
 }
 
+//  One put into dbi, or exit
 static void
 s_put (MDB_txn *txn, MDB_dbi dbi, void *key, size_t key_size, const void *value,
        size_t size, unsigned flags)
@@ -230,6 +236,7 @@ s_fresh (const char *dir, const char *name)
     return path;
 }
 
+//  Remove a run's directory (or say where it is kept), and free its path
 static void
 s_clean (char **path_p, bool keep)
 {
