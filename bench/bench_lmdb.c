@@ -56,13 +56,15 @@ s_texts_fill (s_texts_t *self, size_t number)
     memset (pad, 'x', sizeof pad - 1);
     pad [sizeof pad - 1] = 0;
     snprintf (self->call, sizeof self->call,
-              "{\"_tool\":\"echo\",\"_outputPath\":\"\xe2\x80\xa0state.b.p%zu\",\"text\":\"%.*s\"}",
+              "{\"_tool\":\"echo\",\"_outputPath\":\"\xe2\x80\xa0state.b.p%zu\","
+              "\"text\":\"%.*s\"}",
               number, 140, pad);
     snprintf (self->outcome, sizeof self->outcome,
               "{\"state\":\"ok\",\"attempts\":1,\"result\":{\"text\":\"%.*s\"},\"branch\":0,"
               "\"seqs\":[%zu]}", 140, pad, number);
     snprintf (self->message, sizeof self->message,
-              "{\"type\":\"data\",\"kind\":\"state\",\"data\":{\"b\":{\"p%zu\":{\"text\":\"%.*s\"}}},"
+              "{\"type\":\"data\",\"kind\":\"state\","
+              "\"data\":{\"b\":{\"p%zu\":{\"text\":\"%.*s\"}}},"
               "\"_call\":%s,\"_seq\":%zu,\"_date\":\"2026-12-05T11:00:00.000Z\"}",
               number, 140, pad, self->call, number);
 }
@@ -116,7 +118,7 @@ s_sqlite (const char *dir, size_t calls, size_t batch, size_t contexts)
     double wall = bench_now (), cpu = s_thread_cpu_us ();
     for (size_t first = 1; first <= calls + batch; first += batch) {
         //  The ends of the batch before, then this batch's accepts
-        for (size_t n = first > batch? first - batch: first; n < first; n++) {
+        for (size_t n = first > batch? first - batch: first; n < first && n <= calls; n++) {
             char *context = s_context (n, contexts);
             s_texts_fill (&texts, n);
             act_call_record_t ended = { n, context, "ok", 1, texts.call, NULL,
@@ -184,7 +186,7 @@ s_lmdb (const char *dir, size_t calls, size_t batch, size_t contexts)
     double wall = bench_now (), cpu = s_thread_cpu_us ();
     for (size_t first = 1; first <= calls + batch; first += batch) {
         s_check (mdb_txn_begin (env, NULL, 0, &txn), "mdb_txn_begin");
-        for (size_t n = first > batch? first - batch: first; n < first; n++) {
+        for (size_t n = first > batch? first - batch: first; n < first && n <= calls; n++) {
             char *context = s_context (n, contexts);
             s_texts_fill (&texts, n);
             s_key_id (key, n);
