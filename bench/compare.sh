@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 #  actd against the physical limit and the peers, side by side on this
 #  machine, in one run: a null broker (bench/null_relay.c), actd (SQLite
-#  synchronous FULL and NORMAL; its memory store for reference) and Gearman (Debian's gearmand, in memory
-#  and with its SQLite queue), each with ~200-byte calls and one echo
-#  worker of capacity 64, then again with 4 workers. Prints a table of
+#  synchronous FULL and NORMAL; its memory store for reference) and
+#  Gearman (Debian's gearmand, in memory and with its SQLite queue), each
+#  with ~200-byte calls and one echo worker of capacity 64, then again
+#  with 4 workers. Prints a table of
 #  throughput and latency, each actd figure as a ratio of the null
 #  broker's and Gearman's from the same run, actd's peak RSS, and the RSS
 #  after 1 000 000 stored messages in 10 000 contexts; then the
@@ -49,7 +50,7 @@ while (($#)); do
         --no-instructions) instructions=0 ;;
         --latency-only) latency_only=1 gearman=0 rss=0 instructions=0 ;;
         --profile) profile="$2"; shift ;;
-        -h|--help) sed -n '2,34p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
         *) echo "compare.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 #  Where a pipelined call's machine time goes: one broker (actd on SQLite
-#  FULL or NORMAL, actd on its memory store, or the null relay), K echo workers of capacity 64 and
-#  one client (cmp_client, window 1000, ~200-byte calls), then the CPU of
-#  each of the broker's threads, of the workers and of the client, and the
-#  machine's idle time, each in microseconds a call (from /proc), the
-#  bytes the broker sent to the disk a call, and actd's commit figures
-#  from its STATS. The sum
-#  is about cores x seconds / calls: what a throughput target leaves to
-#  spend. Asserts nothing: figures are for reading (bench/README.md,
-#  "Pipelined: what limits throughput").
+#  FULL or NORMAL, actd on its memory store, or the null relay), K echo
+#  workers of capacity 64 and one client (cmp_client, window 1000,
+#  ~200-byte calls), then the CPU of each of the broker's threads, of the
+#  workers and of the client, and the machine's idle time, each in
+#  microseconds a call (from /proc), the bytes the broker sent to the disk
+#  a call, and actd's commit figures from its STATS. The sum is about
+#  cores x seconds / calls: what a throughput target leaves to spend.
+#  Asserts nothing: figures are for reading (bench/README.md, "Pipelined:
+#  what limits throughput").
 #
 #  bench/cpu_budget.sh [--broker full|normal|memory|null] [--workers K]
 #                      [--calls N] [--rounds R] [--window W] [--capacity C]
@@ -28,7 +28,7 @@ while (($#)); do
         --window) window="$2"; shift ;;
         --capacity) capacity="$2"; shift ;;
         --mode) mode="$2"; shift ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^#\( \{1,2\}\)\{0,1\}//'; exit 0 ;;
         *) echo "cpu_budget.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
